@@ -1,0 +1,1 @@
+"""Built-in datasets (installed as intrabench.datasets)."""

@@ -1,0 +1,165 @@
+"""Datasets in the nnU-Net v2 layout: ``imagesTr/<case>_0000.<ext>``, ``labelsTr/<case>.<ext>``
+and ``dataset.json``. This is how prepared benchmark datasets are stored and how users bring
+their own data.
+
+Targets: each label class of ``dataset.json`` is either an *organ* (the whole class is one
+target) or an *instance* class (every 26-connected component is one target, unless the label
+map already holds one id per instance, see ``instances``). Declare it per class with the key
+``target_types`` in ``dataset.json`` (``{"lesion": "instance", "liver": "organ"}``) or with the
+``target_type`` parameter; the default is "instance".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import cc3d
+import numpy as np
+
+from intrabench.errors import DataError, UserError
+from intrabench.protocols import Dataset
+from intrabench.registry import datasets
+from intrabench.types import Case, Target
+from intrabench.volume import read_sitk, volume_from_sitk
+
+_IMAGE_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".mha", ".mhd")
+
+
+def _strip_suffix(name: str) -> tuple[str, str] | None:
+    for suffix in _IMAGE_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)], suffix
+    return None
+
+
+def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict[str, str],
+                  instance_source: str = "connected_components",
+                  ) -> tuple[np.ndarray, tuple[Target, ...]]:
+    """Turn a class label map (z, y, x) into a target map with one id per target.
+
+    Returns the new int32 map and its targets. Organ classes give one target each; instance
+    classes give one target per 26-connected component ("connected_components") or per
+    distinct value already present in the map ("values", for label maps that store instance
+    ids directly and have a single foreground class).
+    """
+    target_map = np.zeros(label.shape, dtype=np.int32)
+    targets: list[Target] = []
+    next_id = 1
+    for class_name, class_value in sorted(classes.items(), key=lambda item: item[1]):
+        if class_value == 0:
+            continue
+        kind = target_types.get(class_name, "instance")
+        if kind == "organ":
+            mask = label == class_value
+            if mask.any():
+                target_map[mask] = next_id
+                targets.append(Target(class_name, next_id, class_name, "organ"))
+                next_id += 1
+            continue
+        if instance_source == "values":
+            values = [v for v in np.unique(label) if v != 0]
+            components = [(label == v) for v in values]
+        else:
+            mask = label == class_value
+            if not mask.any():
+                continue
+            labelled = cc3d.connected_components(mask, connectivity=26)
+            stats = cc3d.statistics(labelled)
+            components = []
+            for component in range(1, int(labelled.max()) + 1):
+                box = stats["bounding_boxes"][component]
+                local = labelled[box] == component
+                full = np.zeros(label.shape, dtype=bool)
+                full[box] = local
+                components.append(full)
+        for index, component in enumerate(components, start=1):
+            target_map[component] = next_id
+            targets.append(Target(f"{class_name}_{index}", next_id, class_name, "instance"))
+            next_id += 1
+    return target_map, tuple(targets)
+
+
+@datasets.register
+class NnUNetFolder(Dataset):
+    """A folder in nnU-Net v2 layout (imagesTr/, labelsTr/, dataset.json): your own data."""
+
+    name: ClassVar[str] = "nnunet-folder"
+    modality: ClassVar[str] = "any"
+    description: ClassVar[str] = "your own data: imagesTr/ + labelsTr/ + dataset.json"
+
+    def __init__(self, path: str, target_type: Literal["instance", "organ"] | None = None,
+                 instances: Literal["connected_components", "values"] = "connected_components",
+                 dataset_name: str | None = None) -> None:
+        self.root = Path(path).expanduser()
+        if not (self.root / "dataset.json").is_file():
+            raise UserError(f"{self.root}: no dataset.json (expected nnU-Net layout: "
+                            "imagesTr/<case>_0000.nii.gz, labelsTr/<case>.nii.gz, dataset.json)")
+        try:
+            self.meta: dict[str, Any] = json.loads((self.root / "dataset.json").read_text())
+        except json.JSONDecodeError as error:
+            raise UserError(f"{self.root / 'dataset.json'}: invalid JSON: {error}") from None
+        labels = self.meta.get("labels")
+        if not isinstance(labels, dict) or not labels:
+            raise UserError(f"{self.root / 'dataset.json'}: needs a 'labels' mapping "
+                            '(e.g. {"background": 0, "lesion": 1})')
+        self.classes = {str(k): int(v) for k, v in labels.items()}
+        types = dict(self.meta.get("target_types", {}))
+        if target_type is not None:
+            types = {name: target_type for name in self.classes}
+        self.target_types = types
+        self.instances = instances
+        self.dataset_name = dataset_name or self.meta.get("name") or self.root.name
+        self._cases = self._find_cases()
+
+    def _find_cases(self) -> dict[str, tuple[Path, Path]]:
+        images = self.root / "imagesTr"
+        labels = self.root / "labelsTr"
+        if not images.is_dir() or not labels.is_dir():
+            raise UserError(f"{self.root}: expected imagesTr/ and labelsTr/ folders")
+        cases: dict[str, tuple[Path, Path]] = {}
+        for label_path in sorted(labels.iterdir()):
+            parsed = _strip_suffix(label_path.name)
+            if parsed is None or label_path.name.startswith("."):
+                continue
+            case_id, suffix = parsed
+            cases[case_id] = (images / f"{case_id}_0000{suffix}", label_path)
+        return cases
+
+    def case_ids(self) -> list[str]:
+        return sorted(self._cases)
+
+    def load(self, case_id: str) -> Case:
+        image_path, label_path = self._cases[case_id]
+        image_sitk = read_sitk(image_path)
+        label_sitk = read_sitk(label_path)
+        image = volume_from_sitk(image_sitk, name=str(image_path))
+        label = volume_from_sitk(label_sitk, name=str(label_path), dtype=np.int32)
+        if not image.geometry.same_grid(label.geometry):
+            raise DataError(
+                f"{label_path.name}: label grid {label.geometry.size} @ {label.geometry.spacing} "
+                f"does not match image grid {image.geometry.size} @ {image.geometry.spacing}; "
+                "resample the label onto the image"
+            )
+        target_map, targets = build_targets(label.array, self.classes, self.target_types,
+                                            self.instances)
+        if not targets:
+            raise DataError(f"{label_path.name}: the label is empty (no foreground voxels)")
+        return Case(self.dataset_name, case_id, image, target_map, targets)
+
+
+@datasets.register
+class DemoReal(NnUNetFolder):
+    """Crops of 3 real volumes with expert lesion labels (lung CT, brain MRI, breast MRI)."""
+
+    name: ClassVar[str] = "demo-real"
+    modality: ClassVar[str] = "CT, MRI"
+    description: ClassVar[str] = ("built-in: crops of 3 real volumes with expert lesion labels "
+                                  "(pyradiomics test cases, BSD-3)")
+
+    def __init__(self) -> None:
+        import intrabench
+
+        sample = Path(intrabench.__file__).parent / "resources" / "demo_real"
+        super().__init__(str(sample), dataset_name="demo-real")

@@ -1,0 +1,118 @@
+"""Deterministic synthetic CT-like phantoms with lesions of varied size, shape and contrast.
+
+Each case is a function of (seed, case index) only, so any number of cases can be generated
+reproducibly without files. Volumes are (z, y, x) in canonical orientation, values in HU-like
+units, anisotropic spacing (z coarser than y, x), like clinical CT.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from scipy import ndimage
+
+from intrabench.protocols import Dataset
+from intrabench.registry import datasets
+from intrabench.seeding import derive_rng
+from intrabench.types import Case, Target
+from intrabench.volume import ImageGeometry, Volume
+
+#: SimpleITK direction (LPS) whose closest canonical orientation is RAS: canonical == array.
+_RAS_DIRECTION = (-1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0)
+
+
+def _ellipsoid(shape, center, radii_vox, rotation: float) -> np.ndarray:
+    z, y, x = np.ogrid[: shape[0], : shape[1], : shape[2]]
+    dz, dy, dx = z - center[0], y - center[1], x - center[2]
+    cos, sin = np.cos(rotation), np.sin(rotation)
+    ry = dy * cos - dx * sin
+    rx = dy * sin + dx * cos
+    return (dz / radii_vox[0]) ** 2 + (ry / radii_vox[1]) ** 2 + (rx / radii_vox[2]) ** 2 <= 1.0
+
+
+def make_phantom(seed: int, index: int, shape: tuple[int, int, int] = (32, 96, 96),
+                 spacing: tuple[float, float, float] = (2.5, 0.8, 0.8),
+                 n_lesions: tuple[int, int] = (2, 4)) -> tuple[Volume, np.ndarray]:
+    """One phantom: (image Volume, instance label map with ids 1..K), both (z, y, x)."""
+    rng = derive_rng(seed, "phantom", index)
+    nz, ny, nx = shape
+    z, y, x = np.ogrid[:nz, :ny, :nx]
+    body = ((y - ny / 2) / (0.42 * ny)) ** 2 + ((x - nx / 2) / (0.46 * nx)) ** 2 <= 1.0
+    image = np.full(shape, -1000.0, dtype=np.float32)
+    image[np.broadcast_to(body, shape)] = 40.0
+    # two "lungs": low-density lobes, lesions like to sit there (high contrast) or in soft tissue
+    lungs = np.zeros(shape, dtype=bool)
+    for side in (-1, 1):
+        lungs |= np.broadcast_to(
+            ((y - ny / 2) / (0.28 * ny)) ** 2 + ((x - nx / 2 - side * 0.2 * nx) / (0.15 * nx)) ** 2
+            <= 1.0, shape)
+    image[lungs] = -820.0
+    label = np.zeros(shape, dtype=np.int32)
+    wanted = int(rng.integers(n_lesions[0], n_lesions[1] + 1))
+    placed = 0
+    for _attempt in range(200):
+        if placed == wanted:
+            break
+        radius_mm = float(rng.uniform(3.0, 11.0))
+        radii = np.array([radius_mm / spacing[0], radius_mm / spacing[1], radius_mm / spacing[2]])
+        radii *= rng.uniform(0.7, 1.3, size=3)
+        radii[0] = max(radii[0], 0.8)
+        margin = np.ceil(radii).astype(int) + 2
+        center = [int(rng.integers(margin[a], shape[a] - margin[a])) for a in range(3)]
+        if not body[0, center[1], center[2]]:
+            continue
+        lesion = _ellipsoid(shape, center, radii, float(rng.uniform(0, np.pi)))
+        # irregular shapes: union with a smaller offset lobe
+        if rng.random() < 0.6:
+            offset = rng.normal(0, 0.6, size=3) * radii
+            lobe_center = [int(np.clip(center[a] + offset[a], 1, shape[a] - 2)) for a in range(3)]
+            lesion |= _ellipsoid(shape, lobe_center, radii * rng.uniform(0.4, 0.7),
+                                 float(rng.uniform(0, np.pi)))
+        lesion &= np.broadcast_to(body, shape)
+        dilated = ndimage.binary_dilation(lesion, iterations=2)
+        if lesion.sum() < 4 or (label[dilated] > 0).any():
+            continue
+        placed += 1
+        label[lesion] = placed
+        background = np.median(image[lesion])
+        contrast = float(rng.uniform(60.0, 220.0)) * (1 if rng.random() < 0.8 else -0.5)
+        image[lesion] = background + 800.0 if background < -500 else background + contrast
+        image[lesion] = np.minimum(image[lesion], 200.0) if background < -500 else image[lesion]
+    image = ndimage.gaussian_filter(image, sigma=(0.5, 0.8, 0.8))
+    image += rng.normal(0.0, 12.0, size=shape).astype(np.float32)
+    size_xyz = (nx, ny, nz)
+    spacing_xyz = (spacing[2], spacing[1], spacing[0])
+    geometry = ImageGeometry(size=size_xyz, spacing=spacing_xyz, origin=(0.0, 0.0, 0.0),
+                             direction=_RAS_DIRECTION)
+    return Volume(image.astype(np.float32), spacing, geometry), label
+
+
+@datasets.register
+class Phantoms(Dataset):
+    """Synthetic CT-like phantoms with lesions (any number of cases, deterministic)."""
+
+    name: ClassVar[str] = "demo-phantoms"
+    modality: ClassVar[str] = "CT (synthetic)"
+    description: ClassVar[str] = "built-in: synthetic CT-like volumes with 2-4 lesions each"
+
+    def __init__(self, n_cases: int = 4, seed: int = 0, shape: tuple[int, int, int] = (32, 96, 96),
+                 spacing: tuple[float, float, float] = (2.5, 0.8, 0.8),
+                 n_lesions: tuple[int, int] = (2, 4)) -> None:
+        if n_cases < 1:
+            raise ValueError("n_cases must be at least 1")
+        self.n_cases = int(n_cases)
+        self.seed = int(seed)
+        self.shape = tuple(int(s) for s in shape)
+        self.spacing = tuple(float(s) for s in spacing)
+        self.n_lesions = (int(n_lesions[0]), int(n_lesions[1]))
+
+    def case_ids(self) -> list[str]:
+        return [f"phantom_{i:03d}" for i in range(self.n_cases)]
+
+    def load(self, case_id: str) -> Case:
+        index = int(case_id.rsplit("_", 1)[1])
+        image, label = make_phantom(self.seed, index, self.shape, self.spacing, self.n_lesions)
+        targets = tuple(Target(f"lesion_{i}", i, "lesion", "instance")
+                        for i in range(1, int(label.max()) + 1))
+        return Case(self.name, case_id, image, label, targets)

@@ -1,0 +1,169 @@
+"""The ``intrabench`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from intrabench import __version__
+from intrabench.errors import UserError
+
+
+def _progress(_iterable, total: int):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="unit", dynamic_ncols=True, file=sys.stderr,
+                disable=total == 0 or None)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from intrabench import aggregate
+    from intrabench.config import builtin_demo_path, load_config
+    from intrabench.runner import Runner
+
+    config_path = Path(args.config) if args.config else builtin_demo_path()
+    config = load_config(config_path)
+    out = Path(args.out) if args.out else Path("intrabench-runs") / config.name
+    if args.executor != "local":
+        from intrabench.execution import run_distributed  # provided by the scale-out module
+
+        plan, problems = run_distributed(config, out, args)
+    else:
+        runner = Runner(config, out, progress=_progress)
+        print(f"IntraBench {__version__}: run '{config.name}' from {config_path} -> {out}",
+              file=sys.stderr)
+        started = time.perf_counter()
+        plan, problems = runner.run()
+        print(f"{len(plan.units)} work units in {time.perf_counter() - started:.1f} s",
+              file=sys.stderr)
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    if plan.skipped:
+        print(f"{len(plan.skipped)} incompatible combinations skipped (see {out / 'skipped.csv'})",
+              file=sys.stderr)
+    from intrabench.results import load_results
+
+    rows = load_results(out)
+    table = aggregate.summary_table(rows)
+    print(aggregate.to_markdown(table))
+    print(f"\nDice x100 per dataset (mean over classes of case means). Rows: {out / 'results.csv'}")
+    return 1 if problems and rows.empty else 0
+
+
+def _print_rows(rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for row in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+
+
+def cmd_models_list(args: argparse.Namespace) -> int:
+    from intrabench import registry
+
+    rows = []
+    for name, cls in registry.models.items():
+        status = getattr(cls, "availability", lambda: "ready")()
+        rows.append([name, f"{cls.dimension}D", ",".join(sorted(cls.accepts)), status,
+                     (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""])
+    _print_rows(rows, ["name", "dim", "accepts", "status", "description"])
+    return 0
+
+
+def cmd_prompters_list(args: argparse.Namespace) -> int:
+    from intrabench import registry
+
+    rows = []
+    for name, cls in registry.prompters.items():
+        rows.append(["initial", name, "/".join(f"{d}D" for d in sorted(cls.dimensions)),
+                     ",".join(sorted(cls.kinds)), cls.effort_rule])
+    for name, cls in registry.refiners.items():
+        rows.append(["refiner", name, "/".join(f"{d}D" for d in sorted(cls.dimensions)),
+                     ",".join(sorted(cls.kinds)), cls.effort_rule])
+    _print_rows(rows, ["role", "name", "models", "prompt kinds", "effort"])
+    return 0
+
+
+def cmd_datasets_list(args: argparse.Namespace) -> int:
+    from intrabench import registry
+
+    rows = []
+    for name, cls in registry.datasets.items():
+        status = getattr(cls, "availability", lambda: "ready")()
+        rows.append([name, cls.modality, status, cls.description])
+    _print_rows(rows, ["name", "modality", "status", "description"])
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="intrabench",
+        description="Benchmark interactive segmentation models on 3D medical images.")
+    parser.add_argument("--version", action="version", version=f"intrabench {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show debug logs")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run a benchmark config (no CONFIG: the built-in demo)")
+    run.add_argument("config", nargs="?", help="YAML run configuration")
+    run.add_argument("--out", help="run directory (default: intrabench-runs/<name>); "
+                                   "re-running resumes")
+    run.add_argument("--executor", choices=["local", "dask"], default="local")
+    run.add_argument("--scheduler", help="Dask scheduler address (with --executor dask)")
+    run.add_argument("--workers", type=int, default=None, help="local Dask workers")
+    run.set_defaults(func=cmd_run)
+
+    groups: dict[str, argparse._SubParsersAction] = {}
+    for group, lister in (("models", cmd_models_list), ("prompters", cmd_prompters_list),
+                          ("datasets", cmd_datasets_list)):
+        sub = commands.add_parser(group, help=f"{group}: list (and more)")
+        actions = sub.add_subparsers(dest="action", metavar="ACTION")
+        listing = actions.add_parser("list", help=f"list registered {group}")
+        listing.set_defaults(func=lister)
+        sub.set_defaults(func=lister)
+        groups[group] = actions
+    _register_command_modules(commands, groups)
+    return parser
+
+
+def _register_command_modules(commands: argparse._SubParsersAction,
+                              groups: dict[str, argparse._SubParsersAction]) -> None:
+    """Each module in ``intrabench.commands`` adds its own subcommands via ``register``.
+
+    ``register(commands, groups)`` receives the top-level subparsers and the action subparsers
+    of the ``models``, ``prompters`` and ``datasets`` groups. Modules must import their heavy
+    dependencies inside the command functions, so ``intrabench --help`` stays fast.
+    """
+    import importlib
+    import pkgutil
+
+    from intrabench import commands as package
+
+    for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        importlib.import_module(f"intrabench.commands.{module.name}").register(commands, groups)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if not hasattr(args, "func"):
+        parser.print_help()
+        return 0
+    os.environ.setdefault("TQDM_MININTERVAL", "0.5")
+    try:
+        return int(args.func(args) or 0)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished work is saved; re-run the same command to resume",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Run configuration: YAML validated into typed objects with precise, one-line errors.
+
+A component (dataset, model, prompter, refiner) is written either as its registered name or
+as a mapping with ``name`` plus its parameters::
+
+    models:
+      - region-growing-3d
+      - {name: random-walker-2d, beta: 130}
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from intrabench import registry
+from intrabench.errors import ConfigError
+
+
+class ComponentSpec(BaseModel):
+    """A registered component and its constructor parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    label: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value}
+        if isinstance(value, dict):
+            known = {"name", "params", "label"}
+            extra = {k: v for k, v in value.items() if k not in known}
+            if extra:
+                value = {k: v for k, v in value.items() if k in known}
+                value["params"] = {**value.get("params", {}), **extra}
+        return value
+
+    @property
+    def key(self) -> str:
+        """Stable identity used in results and seeds: the label, else name + sorted params."""
+        if self.label:
+            return self.label
+        if not self.params:
+            return self.name
+        inner = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params))
+        return f"{self.name}({inner})"
+
+
+class DatasetSpec(ComponentSpec):
+    """A dataset plus which of its cases to use."""
+
+    cases: list[str] | None = None
+    max_cases: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value}
+        if isinstance(value, dict):
+            known = {"name", "params", "label", "cases", "max_cases"}
+            extra = {k: v for k, v in value.items() if k not in known}
+            if extra:
+                value = {k: v for k, v in value.items() if k in known}
+                value["params"] = {**value.get("params", {}), **extra}
+        return value
+
+
+class RunConfig(BaseModel):
+    """Everything that defines a run (models x prompters x refiners x datasets x seeds)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "run"
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    datasets: list[DatasetSpec] = Field(min_length=1)
+    models: list[ComponentSpec] = Field(min_length=1)
+    prompters: list[ComponentSpec] = Field(min_length=1)
+    refiners: list[ComponentSpec] = Field(default_factory=list)
+    refinement_steps: int = Field(default=5, ge=0, le=100)
+    keep_previous_prompts: bool = True
+    save_predictions: bool = False
+    nsd_tolerance_mm: float = Field(default=2.0, gt=0)
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seed_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, int) else value
+
+    def validate_components(self) -> None:
+        """Check every name and parameter against the registries (no model is loaded)."""
+        for spec in self.datasets:
+            registry.datasets.check_params(spec.name, spec.params)
+        for spec in self.models:
+            registry.models.check_params(spec.name, spec.params)
+        for spec in self.prompters:
+            registry.prompters.check_params(spec.name, spec.params)
+        for spec in self.refiners:
+            registry.refiners.check_params(spec.name, spec.params)
+        for group in ("datasets", "models", "prompters", "refiners"):
+            keys = [spec.key for spec in getattr(self, group)]
+            duplicates = sorted({k for k in keys if keys.count(k) > 1})
+            if duplicates:
+                raise ConfigError(f"{group}: listed twice: {', '.join(duplicates)} (give a 'label')")
+
+
+def _format_validation_error(error: ValidationError, source: str) -> str:
+    first = error.errors()[0]
+    location = ".".join(str(part) for part in first["loc"] if part not in ("function-before",))
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        key = str(first["loc"][-1])
+        fields = list(RunConfig.model_fields) if len(first["loc"]) == 1 else []
+        close = difflib.get_close_matches(key, fields, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        valid = f"; valid keys: {', '.join(fields)}" if fields else ""
+        message = f"unknown key '{key}'{hint}{valid}"
+    more = f" (and {error.error_count() - 1} more problems)" if error.error_count() > 1 else ""
+    return f"{source}: {location}: {message}{more}"
+
+
+def parse_config(data: Any, source: str = "config") -> RunConfig:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+    try:
+        config = RunConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_format_validation_error(error, source)) from None
+    config.validate_components()
+    return config
+
+
+def load_config(path: str | Path) -> RunConfig:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}:{where} invalid YAML: {getattr(error, 'problem', error)}") from None
+    return parse_config(data, source=str(path))
+
+
+def builtin_demo_path() -> Path:
+    return Path(__file__).parent / "resources" / "demo.yaml"

@@ -1,0 +1,293 @@
+"""The small, stable protocols that models, prompters, refiners and datasets implement.
+
+The engine depends only on these; concrete models, prompters and datasets depend on them and
+never the other way round.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from intrabench.types import Case, Prediction, Prompt, SlicePrompt
+from intrabench.volume import Volume
+
+# --------------------------------------------------------------------------------------
+# Models
+# --------------------------------------------------------------------------------------
+
+
+class Model(ABC):
+    """A promptable segmentation model.
+
+    Class attributes declare what the model is:
+
+    * ``dimension``: 2 (predicts one axial slice at a time) or 3 (predicts a volume);
+    * ``accepts``: prompt kinds it understands, a subset of
+      {"point", "box2d", "box3d", "scribble", "mask"}; "mask" means it takes its previous
+      prediction back and can therefore be refined.
+
+    The engine calls :meth:`set_case` once per case, then :meth:`predict` many times (for every
+    target, prompter and refinement step of that case), so per-image work belongs in
+    ``set_case`` or in caches keyed by the case.
+    """
+
+    name: ClassVar[str] = ""
+    dimension: ClassVar[int] = 3
+    accepts: ClassVar[frozenset[str]] = frozenset()
+
+    @abstractmethod
+    def set_case(self, image: Volume) -> None:
+        """Make ``image`` the current image (canonical (z, y, x), spacing in mm)."""
+
+    @abstractmethod
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
+        """Segment the current image from ``prompt``.
+
+        ``previous`` is the model's own previous prediction (refinement). ``update_slices``
+        tells 2D models which slices to re-predict; the others keep ``previous``. 3D models
+        ignore it.
+        """
+
+    def model_seconds(self) -> float:
+        """Seconds spent in forward passes since :meth:`reset_timer` (optional)."""
+        return float("nan")
+
+    def reset_timer(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+
+@dataclass(eq=False)
+class SliceOutput:
+    """A 2D model's output on one slice: boolean mask (y, x) and its feedback (e.g. logits)."""
+
+    mask: np.ndarray
+    feedback: Any = None
+
+
+class SliceModel(Model):
+    """Base class for 2D models: implement :meth:`predict_slice`, get volumes for free.
+
+    Slices are predicted only where the prompt has something; the result on unprompted slices
+    is empty (or, when refining, the previous prediction). Outputs are memoised per
+    (slice, slice prompt) for the current case when no mask feedback is involved, so
+    propagation prompters and repeated prompters do not pay twice for the same decoder call.
+    Subclasses with an expensive image encoder should cache embeddings per slice in
+    :meth:`prepare_slices` (called with all slices about to be predicted, for batching).
+    """
+
+    dimension: ClassVar[int] = 2
+
+    def __init__(self) -> None:
+        self._image: Volume | None = None
+        self._memo: dict[tuple, SliceOutput] = {}
+        self._seconds = 0.0
+
+    @property
+    def image(self) -> Volume:
+        if self._image is None:
+            raise RuntimeError(f"{type(self).__name__}: set_case() was not called")
+        return self._image
+
+    def set_case(self, image: Volume) -> None:
+        if image is not self._image:
+            self._image = image
+            self._memo.clear()
+            self.on_new_case(image)
+
+    def on_new_case(self, image: Volume) -> None:  # noqa: B027 - optional hook
+        """Drop per-case caches (embeddings); called when the image changes."""
+
+    def prepare_slices(self, zs: list[int]) -> None:  # noqa: B027 - optional hook
+        """Encode these slices ahead of decoding (batch them); default: nothing."""
+
+    @abstractmethod
+    def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
+        """Predict axial slice ``prompt.z`` of the current image from a 2D prompt.
+
+        ``feedback`` is this model's own feedback for that slice from the previous step, or
+        None. Returns a boolean (y, x) mask.
+        """
+
+    def segment_slice(self, prompt: SlicePrompt) -> np.ndarray:
+        """One slice from a 2D prompt, no feedback (used by propagation prompters)."""
+        return self._predict_one(prompt, None).mask
+
+    def _predict_one(self, prompt: SlicePrompt, feedback: Any) -> SliceOutput:
+        import time
+
+        key = prompt.key() if feedback is None else None
+        if key is not None and key in self._memo:
+            return self._memo[key]
+        started = time.perf_counter()
+        output = self.predict_slice(prompt, feedback)
+        self._seconds += time.perf_counter() - started
+        if key is not None:
+            self._memo[key] = output
+        return output
+
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
+        shape = self.image.shape
+        mask = previous.mask.copy() if previous is not None else np.zeros(shape, dtype=bool)
+        feedback: dict[int, Any] = dict(previous.feedback or {}) if previous is not None else {}
+        slices = prompt.slices() if update_slices is None else sorted(set(update_slices))
+        slices = [z for z in slices if 0 <= z < shape[0]]
+        self.prepare_slices(slices)
+        for z in slices:
+            slice_prompt = prompt.on_slice(z)
+            if slice_prompt.is_empty:
+                continue
+            output = self._predict_one(slice_prompt, feedback.get(z) if previous else None)
+            mask[z] = output.mask
+            feedback[z] = output.feedback
+        return Prediction(mask=mask, feedback=feedback)
+
+    def model_seconds(self) -> float:
+        return self._seconds
+
+    def reset_timer(self) -> None:
+        self._seconds = 0.0
+
+
+# --------------------------------------------------------------------------------------
+# Simulated users
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class PromptContext:
+    """What an initial prompter may look at.
+
+    ``ground_truth`` is the target's boolean (z, y, x) mask; ``spacing`` is in mm (z, y, x);
+    ``rng`` is the generator derived for this (run seed, dataset, case, target, prompter);
+    ``segment_slice`` is set when the model is 2D, for propagation schemes that query the model
+    slice by slice.
+    """
+
+    ground_truth: np.ndarray
+    spacing: tuple[float, float, float]
+    rng: np.random.Generator
+    segment_slice: Callable[[SlicePrompt], np.ndarray] | None = None
+
+
+@dataclass(eq=False)
+class RefineContext:
+    """What a refiner may look at: ground truth vs current prediction, and the history."""
+
+    ground_truth: np.ndarray
+    prediction: np.ndarray
+    spacing: tuple[float, float, float]
+    rng: np.random.Generator
+    step: int
+    model_dimension: int
+    history: list[Prompt] = field(default_factory=list)
+
+
+class Prompter(ABC):
+    """Produces the initial prompt for a target (a simulated clinician's first interaction)."""
+
+    name: ClassVar[str] = ""
+    #: model dimensions this prompter fits (2: slice models, 3: volume models)
+    dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
+    #: prompt kinds it produces; the model must accept all of them
+    kinds: ClassVar[frozenset[str]] = frozenset()
+    #: how the effort is counted, for listings and docs
+    effort_rule: ClassVar[str] = ""
+    #: whether the prompter calls the model slice by slice (propagation)
+    needs_model: ClassVar[bool] = False
+
+    @abstractmethod
+    def initial(self, context: PromptContext) -> Prompt:
+        """The first prompt. Only ``context.ground_truth`` may be read, never the image."""
+
+
+class Refiner(ABC):
+    """Produces the next prompt from the current prediction vs the ground truth."""
+
+    name: ClassVar[str] = ""
+    dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
+    kinds: ClassVar[frozenset[str]] = frozenset({"point"})
+    effort_rule: ClassVar[str] = ""
+
+    @abstractmethod
+    def refine(self, context: RefineContext) -> Prompt | None:
+        """New interactions for this step, or None when there is nothing left to correct."""
+
+
+# --------------------------------------------------------------------------------------
+# Datasets
+# --------------------------------------------------------------------------------------
+
+
+class Dataset(ABC):
+    """A collection of cases. ``case_ids`` is cheap; ``load`` reads one case."""
+
+    name: ClassVar[str] = ""
+    modality: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+
+    @abstractmethod
+    def case_ids(self) -> list[str]:
+        """Identifiers of the cases, sorted."""
+
+    @abstractmethod
+    def load(self, case_id: str) -> Case:
+        """Read one case into canonical orientation."""
+
+    def __iter__(self) -> Iterator[Case]:
+        for case_id in self.case_ids():
+            yield self.load(case_id)
+
+    def status(self) -> str:
+        """Human-readable availability (e.g. 'ready', 'not downloaded')."""
+        return "ready"
+
+
+def _unaccepted(produced: frozenset[str], accepts: frozenset[str]) -> set[str]:
+    """Prompt kinds in ``produced`` the model cannot take (scribbles reach point models as points)."""
+    missing = set(produced) - set(accepts)
+    if "scribble" in missing and "point" in accepts:
+        missing.discard("scribble")
+    return missing
+
+
+def incompatibility(model_cls: type[Model], prompter_cls: type[Prompter] | None,
+                    refiner_cls: type[Refiner] | None = None) -> str | None:
+    """Why this model cannot run with this prompter/refiner, or None if it can."""
+    if prompter_cls is not None:
+        if model_cls.dimension not in prompter_cls.dimensions:
+            return (f"prompter '{prompter_cls.name}' is for {_dims(prompter_cls.dimensions)} "
+                    f"models, '{model_cls.name}' is {model_cls.dimension}D")
+        missing = _unaccepted(prompter_cls.kinds, model_cls.accepts)
+        if missing:
+            return (f"model '{model_cls.name}' does not accept {', '.join(sorted(missing))} "
+                    f"prompts produced by '{prompter_cls.name}'")
+    if refiner_cls is not None:
+        if "mask" not in model_cls.accepts:
+            return f"model '{model_cls.name}' takes no previous mask, so it cannot be refined"
+        if model_cls.dimension not in refiner_cls.dimensions:
+            return (f"refiner '{refiner_cls.name}' is for {_dims(refiner_cls.dimensions)} "
+                    f"models, '{model_cls.name}' is {model_cls.dimension}D")
+        missing = _unaccepted(refiner_cls.kinds, model_cls.accepts)
+        if missing:
+            return (f"model '{model_cls.name}' does not accept {', '.join(sorted(missing))} "
+                    f"prompts produced by refiner '{refiner_cls.name}'")
+    return None
+
+
+def _dims(dimensions: frozenset[int]) -> str:
+    return "/".join(f"{d}D" for d in sorted(dimensions))

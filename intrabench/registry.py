@@ -1,0 +1,131 @@
+"""Registries of models, prompters, refiners and datasets, by name.
+
+Components register with a decorator (``@models.register``) or, from a third-party package,
+through Python entry points in the groups ``intrabench.models``, ``intrabench.prompters``,
+``intrabench.refiners`` and ``intrabench.datasets``. An entry point may name a class (registered
+under the entry point's name) or a module (whose decorators register what it defines).
+Built-in components are found by importing every module of the built-in package, so adding a
+file is enough; nothing is imported before a registry is first asked.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import logging
+import pkgutil
+from importlib.metadata import entry_points
+from typing import Any, Generic, TypeVar
+
+from intrabench.errors import ConfigError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Named component classes of one kind (e.g. all models)."""
+
+    def __init__(self, kind: str, group: str, builtin_packages: tuple[str, ...]) -> None:
+        self.kind = kind
+        self.group = group
+        self._builtin_packages = builtin_packages
+        self._classes: dict[str, type[T]] = {}
+        self._sources: dict[str, str] = {}
+        self._loaded = False
+
+    # -- registration ---------------------------------------------------------------------
+    def register(self, cls: type[T] | None = None, *, name: str | None = None):
+        """Class decorator: ``@registry.register`` or ``@registry.register(name="x")``."""
+
+        def decorate(component: type[T]) -> type[T]:
+            key = name or getattr(component, "name", "") or component.__name__
+            if not getattr(component, "name", ""):
+                component.name = key  # type: ignore[attr-defined]
+            existing = self._classes.get(key)
+            if existing is not None and existing is not component:
+                raise ValueError(f"{self.kind} '{key}' is already registered by {existing!r}")
+            self._classes[key] = component
+            self._sources[key] = component.__module__
+            return component
+
+        return decorate(cls) if cls is not None else decorate
+
+    def _ensure_loaded(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        for package_name in self._builtin_packages:
+            package = importlib.import_module(package_name)
+            for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+                if not module.name.startswith("_"):
+                    importlib.import_module(f"{package_name}.{module.name}")
+        for entry_point in entry_points(group=self.group):
+            try:
+                loaded = entry_point.load()
+            except Exception as error:  # a broken plugin must not break the benchmark
+                log.warning("cannot load %s plugin '%s': %s", self.kind, entry_point.name, error)
+                continue
+            if inspect.isclass(loaded) and entry_point.name not in self._classes:
+                self.register(loaded, name=entry_point.name)
+
+    # -- lookup ---------------------------------------------------------------------------
+    def names(self) -> list[str]:
+        self._ensure_loaded()
+        return sorted(self._classes)
+
+    def items(self) -> list[tuple[str, type[T]]]:
+        self._ensure_loaded()
+        return sorted(self._classes.items())
+
+    def source(self, name: str) -> str:
+        self._ensure_loaded()
+        return self._sources[name]
+
+    def get(self, name: str) -> type[T]:
+        self._ensure_loaded()
+        if name not in self._classes:
+            close = difflib.get_close_matches(name, self._classes, n=3)
+            hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise ConfigError(
+                f"unknown {self.kind} '{name}'.{hint} Valid {self.kind}s: {', '.join(self.names())}"
+            )
+        return self._classes[name]
+
+    def check_params(self, name: str, params: dict[str, Any]) -> None:
+        """Raise ConfigError if ``params`` do not fit the constructor of ``name``."""
+        cls = self.get(name)
+        signature = inspect.signature(cls.__init__)
+        accepted = [p for p in list(signature.parameters)[1:]
+                    if signature.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                            inspect.Parameter.VAR_KEYWORD)]
+        takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD
+                           for p in signature.parameters.values())
+        if not takes_kwargs:
+            for key in params:
+                if key not in accepted:
+                    close = difflib.get_close_matches(key, accepted, n=1)
+                    hint = f" (did you mean '{close[0]}'?)" if close else ""
+                    valid = ", ".join(accepted) or "none"
+                    raise ConfigError(
+                        f"{self.kind} '{name}' has no parameter '{key}'{hint}; valid: {valid}"
+                    )
+        try:
+            signature.bind(None, **params)
+        except TypeError as error:
+            raise ConfigError(f"{self.kind} '{name}': {error}") from None
+
+    def create(self, name: str, params: dict[str, Any] | None = None) -> T:
+        params = dict(params or {})
+        self.check_params(name, params)
+        try:
+            return self.get(name)(**params)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"{self.kind} '{name}' with {params}: {error}") from None
+
+
+models: Registry = Registry("model", "intrabench.models", ("intrabench.models",))
+prompters: Registry = Registry("prompter", "intrabench.prompters", ("intrabench.prompters",))
+refiners: Registry = Registry("refiner", "intrabench.refiners", ("intrabench.prompters",))
+datasets: Registry = Registry("dataset", "intrabench.datasets", ("intrabench.datasets",))

@@ -1,0 +1,147 @@
+"""The results store: one tidy row per (run, dataset, case, target, model, prompter, refiner,
+seed, step), written atomically per work unit.
+
+Layout of a run directory::
+
+    RUN_DIR/
+      config.yaml        the resolved configuration
+      run.json           software versions, machine, timestamps
+      units/<key>.parquet  rows of one finished work unit (written with a rename, so a file
+                         either is complete or does not exist)
+      skipped.csv        model x prompter pairs that cannot run together, with the reason
+      results.parquet / results.csv   all rows of the plan, consolidated at the end
+
+Re-running the same command finds the finished unit files and skips that work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import tempfile
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from intrabench.errors import UserError
+
+#: Columns that identify a row; everything else is a measurement.
+KEY_COLUMNS = ["run", "dataset", "case", "target", "model", "prompter", "refiner", "seed", "step"]
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_frame(path: Path, frame: pd.DataFrame) -> None:
+    """Write a DataFrame as Parquet (or CSV by suffix) atomically."""
+    if path.suffix == ".csv":
+        atomic_write_text(path, frame.to_csv(index=False))
+        return
+    import io
+
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def ensure_writable(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as error:
+        raise UserError(f"output directory {directory} is not writable: {error.strerror}") from None
+
+
+def software_versions() -> dict[str, str]:
+    packages = ["intrabench", "numpy", "scipy", "torch", "monai", "SimpleITK", "nibabel",
+                "connected-components-3d", "scikit-image", "segment-anything", "sam2", "pandas"]
+    found = {}
+    for name in packages:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def write_run_metadata(run_dir: Path, config_yaml: str, extra: dict[str, Any]) -> None:
+    atomic_write_text(run_dir / "config.yaml", config_yaml)
+    metadata = {
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "versions": software_versions(),
+        **extra,
+    }
+    atomic_write_text(run_dir / "run.json", json.dumps(metadata, indent=2))
+
+
+class ResultsStore:
+    """Unit files of one run directory."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.units_dir = self.run_dir / "units"
+
+    def unit_path(self, unit_key: str) -> Path:
+        return self.units_dir / f"{unit_key}.parquet"
+
+    def is_done(self, unit_key: str) -> bool:
+        return self.unit_path(unit_key).exists()
+
+    def write_unit(self, unit_key: str, rows: list[dict[str, Any]]) -> None:
+        write_frame(self.unit_path(unit_key), pd.DataFrame(rows))
+
+    def read_units(self, unit_keys: list[str] | None = None) -> pd.DataFrame:
+        paths = (
+            [self.unit_path(k) for k in unit_keys]
+            if unit_keys is not None
+            else sorted(self.units_dir.glob("*.parquet"))
+        )
+        frames = [pd.read_parquet(p) for p in paths if p.exists()]
+        if not frames:
+            return pd.DataFrame(columns=KEY_COLUMNS)
+        frame = pd.concat(frames, ignore_index=True)
+        return frame.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
+
+    def consolidate(self, unit_keys: list[str] | None = None) -> pd.DataFrame:
+        frame = self.read_units(unit_keys)
+        write_frame(self.run_dir / "results.parquet", frame)
+        write_frame(self.run_dir / "results.csv", frame)
+        return frame
+
+
+def load_results(run_dir: str | Path) -> pd.DataFrame:
+    """All rows of a run directory (consolidated file if present, else the unit files)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"run directory not found: {run_dir}")
+    consolidated = run_dir / "results.parquet"
+    if consolidated.exists():
+        return pd.read_parquet(consolidated)
+    frame = ResultsStore(run_dir).read_units()
+    if frame.empty:
+        raise UserError(f"{run_dir} holds no results yet (no units/*.parquet)")
+    return frame

@@ -1,0 +1,279 @@
+"""The data model shared by datasets, prompters, models and the engine.
+
+Array conventions: every mask is a boolean numpy array indexed (z, y, x) in the canonical
+orientation of :mod:`intrabench.volume`; every prompt coordinate is an integer voxel index
+(z, y, x) in that same space. Boxes are inclusive on both ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from intrabench.volume import Volume
+
+PromptKind = Literal["point", "box2d", "box3d", "scribble", "mask"]
+PROMPT_KINDS: tuple[str, ...] = ("point", "box2d", "box3d", "scribble", "mask")
+
+InteractionKind = Literal["click", "box2d", "box3d", "scribble", "boundary_slice"]
+
+#: Human effort of one interaction (paper section 2.3; DESIGN.md section 3).
+INTERACTION_COST: dict[str, int] = {
+    "click": 1,
+    "box2d": 2,
+    "box3d": 3,
+    "scribble": 3,
+    "boundary_slice": 1,
+}
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """One thing the simulated user did (a click, a drawn box, a chosen boundary slice...)."""
+
+    kind: InteractionKind
+
+    @property
+    def cost(self) -> int:
+        return INTERACTION_COST[self.kind]
+
+
+def interactions(kind: InteractionKind, count: int) -> tuple[Interaction, ...]:
+    return tuple(Interaction(kind) for _ in range(int(count)))
+
+
+@dataclass(frozen=True)
+class Box2D:
+    """An axis-aligned box on one axial slice: inclusive (y_min, x_min, y_max, x_max)."""
+
+    y_min: int
+    x_min: int
+    y_max: int
+    x_max: int
+
+    def as_tuple(self) -> tuple[int, int, int, int]:
+        return (self.y_min, self.x_min, self.y_max, self.x_max)
+
+
+@dataclass(frozen=True)
+class Box3D:
+    """An axis-aligned 3D box: inclusive (z_min, y_min, x_min) to (z_max, y_max, x_max)."""
+
+    z_min: int
+    y_min: int
+    x_min: int
+    z_max: int
+    y_max: int
+    x_max: int
+
+    def slice_box(self) -> Box2D:
+        return Box2D(self.y_min, self.x_min, self.y_max, self.x_max)
+
+    def as_tuple(self) -> tuple[int, int, int, int, int, int]:
+        return (self.z_min, self.y_min, self.x_min, self.z_max, self.y_max, self.x_max)
+
+
+@dataclass(frozen=True, eq=False)
+class Scribble:
+    """An ordered polyline of voxels (M, 3) in (z, y, x), all positive (1) or negative (0)."""
+
+    points: np.ndarray
+    label: int
+
+
+@dataclass(frozen=True, eq=False)
+class SlicePrompt:
+    """What a 2D model receives on one axial slice: points (N, 2) as (y, x) and an optional box."""
+
+    z: int
+    points: np.ndarray
+    labels: np.ndarray
+    box: Box2D | None
+
+    @property
+    def is_empty(self) -> bool:
+        return len(self.points) == 0 and self.box is None
+
+    def key(self) -> tuple:
+        """Hashable identity of the prompt content (for caching model outputs)."""
+        return (
+            self.z,
+            self.points.astype(np.int64).tobytes(),
+            self.labels.astype(np.int8).tobytes(),
+            None if self.box is None else self.box.as_tuple(),
+        )
+
+
+def _as_points(points: Any) -> np.ndarray:
+    array = np.asarray(points, dtype=np.int64)
+    return array.reshape(-1, 3)
+
+
+def _as_labels(labels: Any, n: int) -> np.ndarray:
+    array = np.asarray(labels, dtype=np.int8).reshape(-1)
+    if len(array) != n:
+        raise ValueError(f"{n} points but {len(array)} labels")
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class Prompt:
+    """A prompt in canonical voxel space, with the interactions that produced it.
+
+    * ``points``: (N, 3) int (z, y, x); ``point_labels``: (N,) 1 = positive, 0 = negative.
+    * ``boxes``: axial slice index z -> :class:`Box2D` on that slice.
+    * ``box3d``: one :class:`Box3D` or None.
+    * ``scribbles``: ordered voxel polylines; models without native scribble support receive
+      their voxels as points (see :meth:`model_points`).
+    * ``interactions``: what the simulated user actually did; effort is computed from these,
+      never hard-coded. Derived prompts (interpolated points, propagated boxes) cost nothing.
+    * ``effort_label``: the paper's label for the scheme ("1X" = one interaction per slice, "7"...).
+    """
+
+    points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int64))
+    point_labels: np.ndarray = field(default_factory=lambda: np.zeros((0,), dtype=np.int8))
+    boxes: Mapping[int, Box2D] = field(default_factory=dict)
+    box3d: Box3D | None = None
+    scribbles: tuple[Scribble, ...] = ()
+    interactions: tuple[Interaction, ...] = ()
+    effort_label: str = ""
+
+    def __post_init__(self) -> None:
+        points = _as_points(self.points)
+        object.__setattr__(self, "points", points)
+        object.__setattr__(self, "point_labels", _as_labels(self.point_labels, len(points)))
+        object.__setattr__(self, "boxes", {int(z): b for z, b in sorted(self.boxes.items())})
+        object.__setattr__(self, "scribbles", tuple(self.scribbles))
+        object.__setattr__(self, "interactions", tuple(self.interactions))
+
+    # -- what the prompt contains -------------------------------------------------------
+    @property
+    def kinds(self) -> frozenset[str]:
+        kinds = set()
+        if len(self.points):
+            kinds.add("point")
+        if self.boxes:
+            kinds.add("box2d")
+        if self.box3d is not None:
+            kinds.add("box3d")
+        if self.scribbles:
+            kinds.add("scribble")
+        return frozenset(kinds)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.kinds
+
+    @property
+    def effort(self) -> int:
+        """Number of human interactions (paper section 2.3)."""
+        return sum(interaction.cost for interaction in self.interactions)
+
+    def model_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """All points a point-only model should receive: clicks plus scribble voxels."""
+        if not self.scribbles:
+            return self.points, self.point_labels
+        points = [self.points] + [s.points.reshape(-1, 3) for s in self.scribbles]
+        labels = [self.point_labels] + [
+            np.full(len(s.points), s.label, dtype=np.int8) for s in self.scribbles
+        ]
+        return np.concatenate(points).astype(np.int64), np.concatenate(labels).astype(np.int8)
+
+    def slices(self) -> list[int]:
+        """Axial slices that carry any 2D-usable prompt (points, scribbles, 2D boxes, 3D box)."""
+        points, _ = self.model_points()
+        zs = set(int(z) for z in points[:, 0]) | set(self.boxes)
+        if self.box3d is not None:
+            zs |= set(range(self.box3d.z_min, self.box3d.z_max + 1))
+        return sorted(zs)
+
+    def on_slice(self, z: int) -> SlicePrompt:
+        """The 2D prompt on axial slice ``z``; a 3D box contributes its xy box on its z-range."""
+        points, labels = self.model_points()
+        on = points[:, 0] == z
+        box = self.boxes.get(z)
+        if box is None and self.box3d is not None and self.box3d.z_min <= z <= self.box3d.z_max:
+            box = self.box3d.slice_box()
+        return SlicePrompt(z=z, points=points[on][:, 1:], labels=labels[on], box=box)
+
+    # -- combining ----------------------------------------------------------------------
+    def merged_with(self, other: Prompt) -> Prompt:
+        """This prompt plus ``other`` (other's boxes win on shared slices)."""
+        boxes = dict(self.boxes)
+        boxes.update(other.boxes)
+        return Prompt(
+            points=np.concatenate([self.points, other.points]),
+            point_labels=np.concatenate([self.point_labels, other.point_labels]),
+            boxes=boxes,
+            box3d=other.box3d if other.box3d is not None else self.box3d,
+            scribbles=self.scribbles + other.scribbles,
+            interactions=self.interactions + other.interactions,
+            effort_label=other.effort_label or self.effort_label,
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """A small JSON-able description for results rows."""
+        return {
+            "n_points": int(len(self.points)),
+            "n_positive": int((self.point_labels == 1).sum()),
+            "n_negative": int((self.point_labels == 0).sum()),
+            "n_boxes2d": len(self.boxes),
+            "has_box3d": self.box3d is not None,
+            "n_scribbles": len(self.scribbles),
+            "n_prompted_slices": len(self.slices()),
+        }
+
+
+def concatenate_points(parts: Iterable[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Stack (points (N, 3), label) pairs into one points array and one labels array."""
+    points, labels = [], []
+    for array, label in parts:
+        array = _as_points(array)
+        points.append(array)
+        labels.append(np.full(len(array), label, dtype=np.int8))
+    if not points:
+        return np.zeros((0, 3), dtype=np.int64), np.zeros((0,), dtype=np.int8)
+    return np.concatenate(points), np.concatenate(labels)
+
+
+@dataclass(eq=False)
+class Prediction:
+    """A model output: a boolean (z, y, x) mask plus model-specific feedback state.
+
+    ``feedback`` is what the model wants back at the next refinement step (e.g. low-resolution
+    logits per slice for 2D models, the 3D low-resolution logits and crop for 3D models).
+    """
+
+    mask: np.ndarray
+    feedback: Any = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """One thing to segment in a case: an instance (e.g. one lesion) or an organ class.
+
+    ``label_value`` is its value in the case's label map; ``class_name`` groups targets for
+    aggregation (a dataset's score is the mean over its classes).
+    """
+
+    target_id: str
+    label_value: int
+    class_name: str
+    kind: Literal["instance", "organ"] = "instance"
+
+
+@dataclass(eq=False)
+class Case:
+    """One image with its label map (canonical (z, y, x), same grid) and its targets."""
+
+    dataset: str
+    case_id: str
+    image: Volume
+    label: np.ndarray
+    targets: tuple[Target, ...]
+
+    def target_mask(self, target: Target) -> np.ndarray:
+        return self.label == target.label_value

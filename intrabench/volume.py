@@ -1,0 +1,174 @@
+"""Reading images into the canonical (z, y, x) orientation and writing results back.
+
+Conventions
+-----------
+* Canonical orientation: the voxel axes closest to RAS+ (x increases towards R, y towards A,
+  z towards S, as ``nibabel.as_closest_canonical`` gives),
+  held as a numpy array indexed ``array[z, y, x]``. Axis 0 is the axial slice axis.
+* Spacing is in millimetres, in the same (z, y, x) order as the array.
+* The original on-disk geometry (SimpleITK conventions: size/spacing/origin in (i, j, k) order,
+  LPS world) is kept, so predictions are written back in the input's own space. Canonical
+  reorientation is a pure axis permutation and flip, so the round trip is exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import nibabel as nib
+import numpy as np
+import SimpleITK as sitk
+
+from intrabench.errors import DataError
+
+_LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0])
+
+
+@dataclass(frozen=True)
+class ImageGeometry:
+    """On-disk geometry in SimpleITK conventions ((i, j, k) order, LPS physical space)."""
+
+    size: tuple[int, int, int]
+    spacing: tuple[float, float, float]
+    origin: tuple[float, float, float]
+    direction: tuple[float, ...]
+
+    @classmethod
+    def from_sitk(cls, image: sitk.Image) -> ImageGeometry:
+        return cls(
+            size=tuple(int(v) for v in image.GetSize()),
+            spacing=tuple(float(v) for v in image.GetSpacing()),
+            origin=tuple(float(v) for v in image.GetOrigin()),
+            direction=tuple(float(v) for v in image.GetDirection()),
+        )
+
+    def ras_affine(self) -> np.ndarray:
+        """4x4 voxel (i, j, k) to RAS world affine, as nibabel would report it."""
+        direction = np.asarray(self.direction, dtype=float).reshape(3, 3)
+        affine = np.eye(4)
+        affine[:3, :3] = _LPS_TO_RAS @ direction @ np.diag(self.spacing)
+        affine[:3, 3] = _LPS_TO_RAS @ np.asarray(self.origin)
+        return affine
+
+    def orientation(self) -> np.ndarray:
+        """nibabel ornt array mapping voxel axes (i, j, k) to the closest RAS axes."""
+        return nib.orientations.io_orientation(self.ras_affine())
+
+    def canonical_spacing(self) -> tuple[float, float, float]:
+        """Spacing in canonical (z, y, x) order, in mm."""
+        ornt = self.orientation()
+        by_ras_axis = [0.0, 0.0, 0.0]
+        for voxel_axis, (ras_axis, _flip) in enumerate(ornt):
+            by_ras_axis[int(ras_axis)] = self.spacing[voxel_axis]
+        return (by_ras_axis[2], by_ras_axis[1], by_ras_axis[0])
+
+    def canonical_shape(self) -> tuple[int, int, int]:
+        ornt = self.orientation()
+        by_ras_axis = [0, 0, 0]
+        for voxel_axis, (ras_axis, _flip) in enumerate(ornt):
+            by_ras_axis[int(ras_axis)] = self.size[voxel_axis]
+        return (by_ras_axis[2], by_ras_axis[1], by_ras_axis[0])
+
+    def same_grid(self, other: ImageGeometry, tolerance: float = 1e-3) -> bool:
+        return (
+            self.size == other.size
+            and np.allclose(self.spacing, other.spacing, rtol=tolerance, atol=tolerance)
+            and np.allclose(self.origin, other.origin, rtol=tolerance, atol=tolerance * 10)
+            and np.allclose(self.direction, other.direction, atol=tolerance)
+        )
+
+
+def _inverse_orientation(ornt: np.ndarray) -> np.ndarray:
+    inverse = np.zeros_like(ornt)
+    for voxel_axis, (ras_axis, flip) in enumerate(ornt):
+        inverse[int(ras_axis)] = (voxel_axis, flip)
+    return inverse
+
+
+def to_canonical(native_kji: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
+    """SimpleITK-order array (k, j, i) -> canonical (z, y, x) array (a view when possible)."""
+    ijk = np.transpose(native_kji, (2, 1, 0))
+    ras = nib.orientations.apply_orientation(ijk, geometry.orientation())
+    return np.transpose(ras, (2, 1, 0))
+
+
+def from_canonical(canonical_zyx: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
+    """Canonical (z, y, x) array -> SimpleITK-order (k, j, i) array on the original grid."""
+    ras = np.transpose(canonical_zyx, (2, 1, 0))
+    ijk = nib.orientations.apply_orientation(ras, _inverse_orientation(geometry.orientation()))
+    return np.ascontiguousarray(np.transpose(ijk, (2, 1, 0)))
+
+
+@dataclass(frozen=True, eq=False)
+class Volume:
+    """A 3D image in canonical orientation.
+
+    ``array`` is indexed (z, y, x); ``spacing`` is in mm in the same order; ``geometry`` is the
+    original on-disk geometry used to write results back.
+    """
+
+    array: np.ndarray
+    spacing: tuple[float, float, float]
+    geometry: ImageGeometry
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return tuple(self.array.shape)  # type: ignore[return-value]
+
+    def to_sitk(self, canonical_zyx: np.ndarray) -> sitk.Image:
+        """An image on this volume's original grid holding ``canonical_zyx`` (same shape)."""
+        if tuple(canonical_zyx.shape) != self.shape:
+            raise ValueError(f"array shape {canonical_zyx.shape} does not match volume {self.shape}")
+        image = sitk.GetImageFromArray(from_canonical(canonical_zyx, self.geometry))
+        image.SetSpacing(self.geometry.spacing)
+        image.SetOrigin(self.geometry.origin)
+        image.SetDirection(self.geometry.direction)
+        return image
+
+
+def volume_from_sitk(image: sitk.Image, *, name: str = "image", dtype=np.float32) -> Volume:
+    """Canonical Volume from a SimpleITK image; rejects 2D, 4D, vector and NaN images."""
+    if image.GetDimension() != 3:
+        raise DataError(f"{name}: expected a 3D image, got {image.GetDimension()}D")
+    if image.GetNumberOfComponentsPerPixel() != 1:
+        raise DataError(
+            f"{name}: expected one value per voxel, got {image.GetNumberOfComponentsPerPixel()} "
+            "(4D/vector/RGB images are not supported; split the channels first)"
+        )
+    geometry = ImageGeometry.from_sitk(image)
+    array = to_canonical(sitk.GetArrayViewFromImage(image), geometry)
+    array = np.ascontiguousarray(array, dtype=dtype)
+    if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
+        bad = int((~np.isfinite(array)).sum())
+        raise DataError(f"{name}: {bad} voxels are NaN or infinite; clean the image before benchmarking")
+    return Volume(array=array, spacing=geometry.canonical_spacing(), geometry=geometry)
+
+
+def read_sitk(path: str | Path) -> sitk.Image:
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"image not found: {path}")
+    try:
+        image = sitk.ReadImage(str(path))
+    except RuntimeError as error:
+        first_line = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown error"
+        raise DataError(f"cannot read image {path}: {first_line}") from None
+    if image.GetDimension() == 4 and image.GetSize()[3] == 1:
+        image = image[:, :, :, 0]
+    return image
+
+
+def read_volume(path: str | Path, *, dtype=np.float32) -> Volume:
+    """Read any SimpleITK-readable 3D image (NIfTI, NRRD, MHA, ...) into canonical orientation."""
+    return volume_from_sitk(read_sitk(path), name=str(path), dtype=dtype)
+
+
+def write_like(canonical_zyx: np.ndarray, reference: Volume, path: str | Path) -> None:
+    """Write a canonical (z, y, x) array on ``reference``'s original grid, atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    suffix = "".join(path.suffixes)
+    temporary = path.with_name(f".{path.name}.partial{suffix}")
+    sitk.WriteImage(reference.to_sitk(canonical_zyx), str(temporary), useCompression=True)
+    temporary.replace(path)

@@ -1,0 +1,1 @@
+"""Built-in models (installed as intrabench.models)."""

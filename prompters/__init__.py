@@ -1,0 +1,1 @@
+"""Built-in prompters (installed as intrabench.prompters)."""
