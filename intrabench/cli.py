@@ -159,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `intrabench models list | head`
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("interrupted: finished work is saved; re-run the same command to resume",
               file=sys.stderr)

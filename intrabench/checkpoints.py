@@ -1,0 +1,194 @@
+"""Model checkpoints: where they live, what they should be, and how they are loaded safely.
+
+* Directory: the ``checkpoint_dir`` model parameter, else ``$INTRABENCH_CHECKPOINTS``, else
+  ``~/.intrabench/checkpoints``. Nothing is ever downloaded at import or load time.
+* :data:`CHECKPOINTS` is the one table of expected files (name, sha256 where pinned, where to
+  get it). ``intrabench models verify`` hashes what is present.
+* Loading: ``torch.load(map_location="cpu", weights_only=True)``; training dicts that pickle an
+  ``argparse.Namespace`` (SAM-Med3D) are allowed through an explicit allow-list, nothing else.
+  State dicts are loaded strictly, and a mismatch raises an error listing missing, unexpected and
+  wrongly shaped keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from intrabench.errors import UserError
+
+ENVIRONMENT_VARIABLE = "INTRABENCH_CHECKPOINTS"
+
+
+class CheckpointError(UserError):
+    """A checkpoint is missing, corrupt or does not fit the architecture."""
+
+
+@dataclass(frozen=True)
+class CheckpointInfo:
+    """One expected checkpoint file.
+
+    ``sha256`` is None where no verified hash is pinned yet: ``intrabench models verify`` then
+    prints the file's hash so it can be recorded after checking it against the publisher's.
+    """
+
+    key: str
+    filename: str
+    url: str
+    sha256: str | None = None
+    note: str = ""
+
+
+CHECKPOINTS: dict[str, CheckpointInfo] = {
+    info.key: info
+    for info in [
+        CheckpointInfo("sam-vit-h", "sam_vit_h_4b8939.pth",
+                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_h_4b8939.pth"),
+        CheckpointInfo("sam-vit-l", "sam_vit_l_0b3195.pth",
+                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_l_0b3195.pth"),
+        CheckpointInfo("sam-vit-b", "sam_vit_b_01ec64.pth",
+                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_b_01ec64.pth"),
+        CheckpointInfo("sam2.1-hiera-large", "sam2.1_hiera_large.pt",
+                       "https://dl.fbaipublicfiles.com/segment_anything_2/092824/sam2.1_hiera_large.pt"),
+        CheckpointInfo("sam2.1-hiera-base-plus", "sam2.1_hiera_base_plus.pt",
+                       "https://dl.fbaipublicfiles.com/segment_anything_2/092824/sam2.1_hiera_base_plus.pt"),
+        CheckpointInfo("sam2.1-hiera-small", "sam2.1_hiera_small.pt",
+                       "https://dl.fbaipublicfiles.com/segment_anything_2/092824/sam2.1_hiera_small.pt"),
+        CheckpointInfo("sam2.1-hiera-tiny", "sam2.1_hiera_tiny.pt",
+                       "https://dl.fbaipublicfiles.com/segment_anything_2/092824/sam2.1_hiera_tiny.pt"),
+        CheckpointInfo("sam2-hiera-large", "sam2_hiera_large.pt",
+                       "https://dl.fbaipublicfiles.com/segment_anything_2/072824/sam2_hiera_large.pt"),
+        CheckpointInfo("medsam", "medsam_vit_b.pth",
+                       "https://github.com/bowang-lab/MedSAM (README: 'Model checkpoints', "
+                       "Google Drive folder)",
+                       note="SAM ViT-B format (no 'module.' prefix)"),
+        CheckpointInfo("sam-med2d", "sam-med2d_b.pth",
+                       "https://github.com/OpenGVLab/SAM-Med2D (README: 'Download', Google Drive)",
+                       note="weights under key 'model'"),
+        CheckpointInfo("sam-med3d", "sam_med3d.pth",
+                       "https://huggingface.co/blueyo0/SAM-Med3D",
+                       note="training dict: model_state_dict + pickled argparse args"),
+        CheckpointInfo("sam-med3d-turbo", "sam_med3d_turbo.pth",
+                       "https://huggingface.co/blueyo0/SAM-Med3D",
+                       note="training dict: model_state_dict + pickled argparse args"),
+        CheckpointInfo("segvol", "SegVol_v1.pth",
+                       "https://huggingface.co/BAAI/SegVol (or the GitHub README's Google Drive link)",
+                       note="{'model': 'module.'-prefixed state dict, 'epoch'}"),
+    ]
+}
+
+
+def checkpoint_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """The checkpoint directory (explicit > $INTRABENCH_CHECKPOINTS > ~/.intrabench/checkpoints)."""
+    if explicit:
+        return Path(explicit).expanduser()
+    if os.environ.get(ENVIRONMENT_VARIABLE):
+        return Path(os.environ[ENVIRONMENT_VARIABLE]).expanduser()
+    return Path.home() / ".intrabench" / "checkpoints"
+
+
+def checkpoint_path(key: str, directory: str | os.PathLike | None = None,
+                    explicit_file: str | os.PathLike | None = None) -> Path:
+    """Path of checkpoint ``key``; raises CheckpointError naming the file and its source."""
+    info = CHECKPOINTS[key]
+    path = Path(explicit_file).expanduser() if explicit_file else checkpoint_dir(directory) / info.filename
+    if not path.is_file():
+        raise CheckpointError(
+            f"checkpoint for {key} not found: expected {path}. Download {info.filename} from "
+            f"{info.url} into {path.parent} (or set ${ENVIRONMENT_VARIABLE} / checkpoint_dir)"
+        )
+    return path
+
+
+def is_present(key: str, directory: str | os.PathLike | None = None) -> bool:
+    return (checkpoint_dir(directory) / CHECKPOINTS[key].filename).is_file()
+
+
+def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify(key: str, directory: str | os.PathLike | None = None) -> tuple[str, str]:
+    """(status, detail) for one checkpoint: missing / ok / MISMATCH / present-unpinned."""
+    info = CHECKPOINTS[key]
+    path = checkpoint_dir(directory) / info.filename
+    if not path.is_file():
+        return "missing", f"{path} (get it from {info.url})"
+    actual = sha256_file(path)
+    if info.sha256 is None:
+        return "present (hash not pinned)", f"sha256={actual}"
+    if actual != info.sha256:
+        return "MISMATCH", f"expected sha256 {info.sha256}, file has {actual}"
+    return "ok", f"sha256={actual}"
+
+
+def load_checkpoint(path: str | os.PathLike, allow_namespace: bool = False) -> Any:
+    """``torch.load`` on CPU with ``weights_only=True``.
+
+    ``allow_namespace`` additionally allows ``argparse.Namespace`` objects (the pickled training
+    arguments in SAM-Med3D checkpoints) and nothing else.
+    """
+    import argparse
+
+    import torch
+
+    globals_allowed: list[Any] = [argparse.Namespace] if allow_namespace else []
+    try:
+        with torch.serialization.safe_globals(globals_allowed):
+            return torch.load(Path(path), map_location="cpu", weights_only=True)
+    except Exception as error:  # unpickling errors come in many types
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"cannot load checkpoint {path}: {message}") from None
+
+
+def strip_prefix(state_dict: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """Remove ``prefix`` (e.g. 'module.') from keys that carry it."""
+    return {(k[len(prefix):] if k.startswith(prefix) else k): v for k, v in state_dict.items()}
+
+
+def _shorten(keys: Iterable[str], limit: int = 8) -> str:
+    keys = sorted(keys)
+    shown = ", ".join(keys[:limit])
+    return shown + (f", ... ({len(keys) - limit} more)" if len(keys) > limit else "")
+
+
+def key_diff(expected: Mapping[str, Any], found: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """(missing keys, unexpected keys, 'key: expected shape vs found shape' lines)."""
+    missing = sorted(set(expected) - set(found))
+    unexpected = sorted(set(found) - set(expected))
+    shapes = [
+        f"{k}: {tuple(expected[k].shape)} vs {tuple(found[k].shape)}"
+        for k in sorted(set(expected) & set(found))
+        if tuple(expected[k].shape) != tuple(found[k].shape)
+    ]
+    return missing, unexpected, shapes
+
+
+def load_state_dict_strict(module: Any, state_dict: Mapping[str, Any], source: str = "checkpoint",
+                           ignore_unexpected: Iterable[str] = ()) -> None:
+    """Load ``state_dict`` into ``module`` requiring exactly matching keys and shapes.
+
+    ``ignore_unexpected`` names keys known to be harmless extras (e.g. buffers newer library
+    versions no longer register); they are dropped before the comparison.
+    """
+    ignored = set(ignore_unexpected)
+    state_dict = {k: v for k, v in state_dict.items() if k not in ignored}
+    missing, unexpected, shapes = key_diff(module.state_dict(), state_dict)
+    if missing or unexpected or shapes:
+        parts = []
+        if missing:
+            parts.append(f"missing {len(missing)}: {_shorten(missing)}")
+        if unexpected:
+            parts.append(f"unexpected {len(unexpected)}: {_shorten(unexpected)}")
+        if shapes:
+            parts.append(f"shape mismatch {len(shapes)}: {_shorten(shapes, 4)}")
+        raise CheckpointError(f"{source} does not fit {type(module).__name__}: " + "; ".join(parts))
+    module.load_state_dict(state_dict, strict=True)
