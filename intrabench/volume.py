@@ -137,8 +137,9 @@ def volume_from_sitk(image: sitk.Image, *, name: str = "image", dtype=np.float32
             "(4D/vector/RGB images are not supported; split the channels first)"
         )
     geometry = ImageGeometry.from_sitk(image)
-    array = to_canonical(sitk.GetArrayViewFromImage(image), geometry)
-    array = np.ascontiguousarray(array, dtype=dtype)
+    # an owned copy: a view from GetArrayViewFromImage dies with the SimpleITK image
+    array = np.array(to_canonical(sitk.GetArrayViewFromImage(image), geometry), dtype=dtype,
+                     order="C", copy=True)
     if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
         bad = int((~np.isfinite(array)).sum())
         raise DataError(f"{name}: {bad} voxels are NaN or infinite; clean the image before benchmarking")

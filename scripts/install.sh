@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Create .venv (if needed) and install IntraBench with its test tools into it. Idempotent.
+#
+# torch: a matching torch/torchvision pair is installed first so that pip never resolves an
+# unpinned (multi-GB) build behind our back, and sam2's source build reuses it
+# (SAM2_BUILD_CUDA=0 + --no-build-isolation: no CUDA extension, no second torch download).
+# Override the pair with INTRABENCH_TORCH, e.g. INTRABENCH_TORCH="torch torchvision".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+TORCH_PAIR=${INTRABENCH_TORCH:-"torch==2.14.1 torchvision==0.29.1"}
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+quiet_pip() {  # pip's exit status is kept; only this machine's find-links noise is dropped
+  .venv/bin/pip install -q "$@" 2> >(grep -v "is ignored: it is neither" >&2)
+}
+# shellcheck disable=SC2086
+quiet_pip $TORCH_PAIR setuptools
+SAM2_BUILD_CUDA=0 quiet_pip --no-build-isolation -e ".[test]"
+.venv/bin/python -c "import intrabench, torch, torchvision, segment_anything, sam2; print('installed intrabench', intrabench.__version__, 'torch', torch.__version__)"

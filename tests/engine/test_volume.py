@@ -1,0 +1,100 @@
+"""Canonical (z, y, x) reorientation: exact round trips and known marker positions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import SimpleITK as sitk
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from intrabench.errors import DataError
+from intrabench.volume import read_volume, volume_from_sitk, write_like
+
+
+def _image(direction, size=(5, 6, 7), spacing=(0.7, 0.9, 2.5), origin=(10.0, -20.0, 30.0)):
+    data = np.arange(np.prod(size[::-1]), dtype=np.int16).reshape(size[::-1])
+    image = sitk.GetImageFromArray(data)
+    image.SetSpacing(spacing)
+    image.SetOrigin(origin)
+    image.SetDirection(direction)
+    return image, data
+
+
+def _rotation(degrees: float) -> tuple[float, ...]:
+    t = np.deg2rad(degrees)
+    matrix = np.array([[np.cos(t), -np.sin(t), 0], [np.sin(t), np.cos(t), 0], [0, 0, 1]])
+    return tuple(matrix.ravel())
+
+
+DIRECTIONS = {
+    "lps-identity": (1, 0, 0, 0, 1, 0, 0, 0, 1),
+    "ras": (-1, 0, 0, 0, -1, 0, 0, 0, 1),
+    "oblique-10deg": _rotation(10),
+    "oblique-200deg": _rotation(200),
+    "permuted-sagittal": (0, 0, 1, 1, 0, 0, 0, -1, 0),
+    "flipped-z": (1, 0, 0, 0, -1, 0, 0, 0, -1),
+}
+
+
+@pytest.mark.parametrize("name", DIRECTIONS)
+@pytest.mark.parametrize("suffix", [".nii.gz", ".nrrd"])
+def test_round_trip_through_files_is_exact(tmp_path, name, suffix):
+    image, data = _image(DIRECTIONS[name])
+    source = tmp_path / f"image{suffix}"
+    sitk.WriteImage(image, str(source))
+    volume = read_volume(source, dtype=np.int16)
+    written = tmp_path / f"back{suffix}"
+    write_like(volume.array, volume, written)
+    back = sitk.ReadImage(str(written))
+    np.testing.assert_array_equal(sitk.GetArrayFromImage(back), data)
+    np.testing.assert_allclose(back.GetSpacing(), image.GetSpacing(), atol=1e-5)
+    np.testing.assert_allclose(back.GetOrigin(), image.GetOrigin(), atol=1e-4)
+    np.testing.assert_allclose(back.GetDirection(), image.GetDirection(), atol=1e-5)
+
+
+def test_lps_identity_marker_lands_where_ras_says():
+    # SimpleITK voxel (i, j, k) = (0, 0, 0) is the most Right, most Anterior, most Inferior
+    # voxel of an identity-direction (LPS) image; canonical x grows to R, y to A, z to S.
+    image, _ = _image(DIRECTIONS["lps-identity"], size=(5, 6, 7))
+    marked = sitk.GetArrayFromImage(image) * 0
+    marked[0, 0, 0] = 1
+    marker = sitk.GetImageFromArray(marked)
+    marker.CopyInformation(image)
+    volume = volume_from_sitk(marker)
+    assert volume.shape == (7, 6, 5)
+    assert tuple(np.argwhere(volume.array == 1)[0]) == (0, 5, 4)
+
+
+def test_spacing_follows_axis_permutation():
+    # direction columns: i -> +P (A/P axis), j -> -S (S/I axis), k -> +L (R/L axis), so the
+    # canonical (z, y, x) axes are (j, i, k)
+    image, _ = _image(DIRECTIONS["permuted-sagittal"], size=(5, 6, 7), spacing=(3.0, 0.5, 0.8))
+    volume = volume_from_sitk(image)
+    assert volume.spacing == (0.5, 3.0, 0.8)
+    assert volume.shape == (6, 5, 7)
+
+
+@settings(max_examples=25, deadline=None)
+@given(angle=st.floats(-180, 180), flip=st.sampled_from([1, -1]))
+def test_round_trip_in_memory_for_any_axial_rotation(angle, flip):
+    direction = np.array(_rotation(angle)).reshape(3, 3) @ np.diag([1, 1, flip])
+    image, data = _image(tuple(direction.ravel()))
+    volume = volume_from_sitk(image, dtype=np.int16)
+    back = volume.to_sitk(volume.array)
+    np.testing.assert_array_equal(sitk.GetArrayFromImage(back), data)
+
+
+def test_rejects_4d_nan_and_missing(tmp_path):
+    four_d = sitk.Image([3, 3, 3, 2], sitk.sitkFloat32)
+    with pytest.raises(DataError, match="3D image"):
+        volume_from_sitk(four_d)
+    nan = sitk.GetImageFromArray(np.full((3, 3, 3), np.nan, dtype=np.float32))
+    with pytest.raises(DataError, match="NaN"):
+        volume_from_sitk(nan)
+    with pytest.raises(DataError, match="not found"):
+        read_volume(tmp_path / "missing.nii.gz")
+    garbage = tmp_path / "garbage.nii.gz"
+    garbage.write_bytes(b"not an image at all")
+    with pytest.raises(DataError, match="cannot read image"):
+        read_volume(garbage)
