@@ -1,0 +1,220 @@
+"""Geometric primitives shared by the prompters and refiners.
+
+Array conventions: masks are boolean numpy arrays indexed (z, y, x) (2D masks (y, x)); every
+returned coordinate is an integer voxel index in the same order; boxes are inclusive on both
+ends. Everything here is deterministic; randomness is passed in as a ``numpy.random.Generator``.
+
+Speed: work is done on crops around the foreground (one pass over the full volume to find the
+occupied slices, then only that slab), connected components use cc3d.
+"""
+
+from __future__ import annotations
+
+import cc3d
+import numpy as np
+from scipy import ndimage
+
+from intrabench.types import Box2D
+
+Crop = tuple[slice, ...]
+
+
+# --------------------------------------------------------------------------------------
+# Extents and crops
+# --------------------------------------------------------------------------------------
+
+
+def foreground_slices(mask: np.ndarray) -> np.ndarray:
+    """Sorted axial indices z whose slice contains foreground."""
+    return np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
+
+
+def bounding_box(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Inclusive (min, max) corner indices of a non-empty mask, per axis.
+
+    Reads the full array once (which axis-0 entries are occupied), then only that slab.
+    """
+    if mask.ndim == 1:
+        idx = np.flatnonzero(mask)
+        return np.array([idx[0]]), np.array([idx[-1]])
+    first = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
+    if len(first) == 0:
+        raise ValueError("bounding_box of an empty mask")
+    slab = mask[first[0]: first[-1] + 1]
+    lows, highs = [int(first[0])], [int(first[-1])]
+    for axis in range(1, mask.ndim):
+        other = tuple(a for a in range(mask.ndim) if a != axis)
+        idx = np.flatnonzero(slab.any(axis=other))
+        lows.append(int(idx[0]))
+        highs.append(int(idx[-1]))
+    return np.array(lows), np.array(highs)
+
+
+def crop_slices(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
+                margin: int | tuple[int, ...] = 0) -> Crop:
+    """Slices of the inclusive box [low, high] grown by ``margin`` and clipped to ``shape``."""
+    margins = (margin,) * len(shape) if isinstance(margin, int) else tuple(margin)
+    return tuple(slice(max(0, int(lo) - m), min(size, int(hi) + m + 1))
+                 for lo, hi, m, size in zip(low, high, margins, shape))
+
+
+def crop_offset(crop: Crop) -> np.ndarray:
+    return np.array([s.start for s in crop], dtype=np.int64)
+
+
+def union_crop(masks: list[np.ndarray], margin: int = 0) -> Crop | None:
+    """Crop enclosing the foreground of all ``masks`` (same shape), or None if all are empty."""
+    lows, highs = [], []
+    for mask in masks:
+        if mask.any():
+            low, high = bounding_box(mask)
+            lows.append(low)
+            highs.append(high)
+    if not lows:
+        return None
+    return crop_slices(np.min(lows, axis=0), np.max(highs, axis=0), masks[0].shape, margin)
+
+
+# --------------------------------------------------------------------------------------
+# Components and representative points
+# --------------------------------------------------------------------------------------
+
+
+def largest_component(mask: np.ndarray) -> np.ndarray:
+    """Largest connected component (8-connected in 2D, 26-connected in 3D); ties: lowest label."""
+    volume = mask[None] if mask.ndim == 2 else mask
+    labelled = cc3d.connected_components(volume, connectivity=26)
+    if mask.ndim == 2:
+        labelled = labelled[0]
+    if labelled.max() <= 1:
+        return labelled > 0
+    counts = np.bincount(labelled.ravel())
+    counts[0] = 0
+    return labelled == counts.argmax()
+
+
+def nearest_pixel(pixels: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """The row of ``pixels`` (N, D) closest (Euclidean) to ``point`` (D,); ties: first row."""
+    return pixels[np.argmin(((pixels - point) ** 2).sum(axis=1))]
+
+
+def centroid_point_2d(slice_mask: np.ndarray, center: str = "centroid") -> tuple[int, int]:
+    """(y, x) of the centre of the largest component, snapped to that component.
+
+    ``center="centroid"``: centre of mass; ``"bbox"``: centre of the component's bounding box
+    (what the reference implementation uses for interpolation seeds). The snap to the nearest
+    pixel of the component matters for non-convex shapes whose centre lies outside.
+    """
+    component = largest_component(slice_mask)
+    pixels = np.argwhere(component)
+    if center == "bbox":
+        target = (pixels.min(axis=0) + pixels.max(axis=0)) / 2.0
+    elif center == "centroid":
+        target = pixels.mean(axis=0)
+    else:
+        raise ValueError(f"center must be 'centroid' or 'bbox', got {center!r}")
+    nearest = nearest_pixel(pixels, target)
+    return int(nearest[0]), int(nearest[1])
+
+
+def tight_box_2d(slice_mask: np.ndarray) -> Box2D:
+    """Inclusive tight box of a non-empty 2D mask."""
+    low, high = bounding_box(slice_mask)
+    return Box2D(int(low[0]), int(low[1]), int(high[0]), int(high[1]))
+
+
+def median_slice(fg_slices: np.ndarray, upper: bool = False) -> int:
+    """Median of the sorted foreground slice indices, always one of them.
+
+    Lower median by default (``int(median)`` of a contiguous range, as the reference); the
+    CVPR 2025 challenge takes ``unique_z[len // 2]`` (upper median), ``upper=True``.
+    """
+    index = len(fg_slices) // 2 if upper else (len(fg_slices) - 1) // 2
+    return int(fg_slices[index])
+
+
+def seed_slices(fg_slices: np.ndarray, n: int) -> np.ndarray:
+    """``n`` foreground slices equally spaced in z from min(I) to max(I) (both included).
+
+    Target positions ``linspace(min, max, n)`` are rounded to the nearest foreground slice not
+    used yet, so the result has ``min(n, len(I))`` distinct slices even when the target has
+    gaps along z.
+    """
+    n = max(1, min(int(n), len(fg_slices)))
+    if n == 1:
+        return np.array([median_slice(fg_slices)])
+    targets = np.linspace(fg_slices[0], fg_slices[-1], n)
+    available = list(int(z) for z in fg_slices)
+    chosen = []
+    for t in targets:
+        distances = [abs(z - t) for z in available]
+        best = int(np.argmin(distances))  # ties: the lower slice
+        chosen.append(available.pop(best))
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+def round_half_up(values: np.ndarray) -> np.ndarray:
+    """Round to the nearest integer, halves up (deterministic, unlike banker's rounding)."""
+    return np.floor(np.asarray(values, dtype=np.float64) + 0.5).astype(np.int64)
+
+
+def interpolate_track(zs: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Linear interpolation of per-slice values (K, C) at every integer z from zs[0] to zs[-1].
+
+    Returns (all z (M,), float values (M, C)); rows at the seed slices equal the seeds.
+    """
+    zs = np.asarray(zs, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64).reshape(len(zs), -1)
+    all_z = np.arange(zs[0], zs[-1] + 1)
+    out = np.stack([np.interp(all_z, zs, values[:, c]) for c in range(values.shape[1])], axis=1)
+    return all_z, out
+
+
+# --------------------------------------------------------------------------------------
+# Sampling
+# --------------------------------------------------------------------------------------
+
+
+def sample_pixels(mask: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Up to ``n`` distinct foreground indices of ``mask`` drawn uniformly without replacement.
+
+    Returns (min(n, count), mask.ndim) int64 in index order of the draw.
+    """
+    flat = np.flatnonzero(mask)
+    if len(flat) == 0 or n <= 0:
+        return np.zeros((0, mask.ndim), dtype=np.int64)
+    chosen = rng.choice(len(flat), size=min(int(n), len(flat)), replace=False)
+    return np.stack(np.unravel_index(flat[chosen], mask.shape), axis=1).astype(np.int64)
+
+
+def ring_2d(slice_mask: np.ndarray, inner: float, outer: float) -> np.ndarray:
+    """Pixels whose Euclidean distance to the mask is in (inner, outer] (a band outside it).
+
+    Computed on a crop around the mask (``outer`` + 1 px margin), returned at full size.
+    """
+    ring = np.zeros(slice_mask.shape, dtype=bool)
+    if not slice_mask.any():
+        return ring
+    low, high = bounding_box(slice_mask)
+    crop = crop_slices(low, high, slice_mask.shape, int(np.ceil(outer)) + 1)
+    local = slice_mask[crop]
+    distance = ndimage.distance_transform_edt(~local)
+    ring[crop] = (distance > inner) & (distance <= outer)
+    return ring
+
+
+def argmax_random_tie(values: np.ndarray, rng: np.random.Generator) -> tuple[int, ...]:
+    """Index of the maximum of ``values``; ties broken uniformly with ``rng``."""
+    flat = np.flatnonzero(values == values.max())
+    pick = flat[0] if len(flat) == 1 else flat[int(rng.integers(len(flat)))]
+    return tuple(int(v) for v in np.unravel_index(pick, values.shape))
+
+
+def foreground_crop(mask: np.ndarray, margin: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(view of ``mask`` cropped to its bounding box grown by ``margin``, offset (ndim,)).
+
+    Add the offset to crop coordinates to get full-volume coordinates.
+    """
+    low, high = bounding_box(mask)
+    crop = crop_slices(low, high, mask.shape, margin)
+    return mask[crop], crop_offset(crop)
