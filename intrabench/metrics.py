@@ -1,66 +1,240 @@
-"""Per-step overlap metrics between a prediction and its target's ground truth.
+"""Per-step metrics between a prediction and its target's ground truth.
 
-All masks are boolean (z, y, x) arrays on the same grid; spacing is in mm in (z, y, x) order.
-Work is cropped to the bounding box of prediction | ground truth, so cost scales with the
-objects, not the volume.
+Conventions
+-----------
+* Masks are boolean numpy arrays indexed ``(z, y, x)`` on the same grid (the canonical space of
+  :mod:`intrabench.volume`). ``spacing`` is the voxel size in mm **in the same (z, y, x) array
+  order** (not SimpleITK's (x, y, z)).
+* Instance-wise: the prediction of a target is compared with that target's mask only (the
+  prompt-to-target pairing is known; no matching).
+* Empty masks: an empty prediction of a non-empty target scores Dice = IoU = NSD = 0 and
+  HD95 = NaN. Two empty masks score Dice = IoU = NSD = 1 (nothing to find, nothing found) and
+  HD95 = NaN. HD95 is NaN whenever it is not finite.
+* Surfaces and distances follow MONAI (``monai.metrics``, ``use_subvoxels=False``): the surface
+  of a mask is the set of its voxels with at least one 6-neighbour outside the mask (``mask XOR
+  binary_erosion(mask)``, outside the array counts as background); distances are exact
+  Euclidean distances in mm between voxel centres of surface voxels.
+
+Work is cropped to the bounding box of ``prediction | ground_truth`` padded by one voxel (enough
+for the erosion; every surface voxel lies inside the box, so nearest-surface distances are exact),
+so cost scales with the objects, not with the volume.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy import ndimage
+from scipy.spatial import cKDTree
+
+#: Default tolerance of the normalised surface Dice (mm), as the CVPR 2025 challenge.
+DEFAULT_NSD_TOLERANCE_MM = 2.0
+
+Spacing = tuple[float, float, float]
+
+
+def bounding_box(mask: np.ndarray) -> tuple[slice, ...] | None:
+    """Bounding box of a boolean mask as slices (one per axis), or None if it is empty.
+
+    Projects one axis at a time onto the already narrowed block, so a small object in a large
+    volume costs about one pass over the volume.
+    """
+    bounds: list[slice] = []
+    block = mask
+    for axis in range(mask.ndim):
+        other = tuple(a for a in range(block.ndim) if a != axis)
+        present = np.flatnonzero(block.any(axis=other))
+        if present.size == 0:
+            return None
+        low, high = int(present[0]), int(present[-1]) + 1
+        bounds.append(slice(low, high))
+        index = [slice(None)] * block.ndim
+        index[axis] = slice(low, high)
+        block = block[tuple(index)]
+    return tuple(bounds)
 
 
 def union_bbox(*masks: np.ndarray) -> tuple[slice, ...] | None:
     """Bounding box (as slices) of the union of masks, or None if all are empty."""
-    union = np.zeros(masks[0].shape, dtype=bool)
-    for mask in masks:
-        union |= mask
-    if not union.any():
+    boxes = [b for b in (bounding_box(m) for m in masks) if b is not None]
+    if not boxes:
         return None
-    bounds = []
-    for axis in range(union.ndim):
-        other = tuple(a for a in range(union.ndim) if a != axis)
-        present = np.flatnonzero(union.any(axis=other))
-        bounds.append(slice(int(present[0]), int(present[-1]) + 1))
-    return tuple(bounds)
+    return tuple(slice(min(b[a].start for b in boxes), max(b[a].stop for b in boxes))
+                 for a in range(len(boxes[0])))
+
+
+def crop_pair(prediction: np.ndarray, ground_truth: np.ndarray,
+              margin: int = 1) -> tuple[np.ndarray, np.ndarray] | None:
+    """Both masks cropped to the bounding box of their union and zero-padded by ``margin``.
+
+    Returns None when both are empty. Padding (rather than widening the crop) keeps objects
+    that touch the volume border correct: outside the array counts as background.
+    """
+    box = union_bbox(prediction, ground_truth)
+    if box is None:
+        return None
+    pad = [(margin, margin)] * prediction.ndim
+    return (np.pad(np.asarray(prediction[box], dtype=bool), pad),
+            np.pad(np.asarray(ground_truth[box], dtype=bool), pad))
+
+
+def surface(mask: np.ndarray) -> np.ndarray:
+    """Surface voxels: mask voxels with a 6-connected (face) neighbour outside the mask.
+
+    Equals ``mask ^ scipy.ndimage.binary_erosion(mask)`` (the default cross structuring element,
+    border as background), computed with shifted slices.
+    """
+    interior = mask.copy()
+    interior[0] = interior[-1] = False
+    interior[:, 0] = interior[:, -1] = False
+    interior[:, :, 0] = interior[:, :, -1] = False
+    for axis in range(mask.ndim):
+        before = [slice(None)] * mask.ndim
+        after = [slice(None)] * mask.ndim
+        center = [slice(None)] * mask.ndim
+        before[axis], center[axis], after[axis] = slice(0, -2), slice(1, -1), slice(2, None)
+        interior[tuple(center)] &= mask[tuple(before)] & mask[tuple(after)]
+    return mask & ~interior
+
+
+def _nearest_distances(sources: np.ndarray, targets: np.ndarray,
+                       spacing: np.ndarray) -> np.ndarray:
+    """For each True voxel of ``sources`` (in C order), the distance in mm to the nearest True
+    voxel of ``targets``. Both non-empty, same shape."""
+    n_targets = int(np.count_nonzero(targets))
+    # A distance transform costs ~ the crop size; a KD-tree ~ the number of surface voxels.
+    if targets.size <= 64 * (n_targets + int(np.count_nonzero(sources))):
+        field = ndimage.distance_transform_edt(~targets, sampling=spacing)
+        return field[sources]
+    tree = cKDTree(np.argwhere(targets) * spacing, leafsize=32)
+    return tree.query(np.argwhere(sources) * spacing, k=1)[0]
+
+
+def surface_distances(prediction: np.ndarray, ground_truth: np.ndarray,
+                      spacing: Spacing) -> tuple[np.ndarray, np.ndarray] | None:
+    """(prediction-surface -> ground-truth-surface, ground-truth-surface -> prediction-surface)
+    distances in mm, one per surface voxel; None if either mask is empty.
+
+    Masks (z, y, x) boolean; ``spacing`` (z, y, x) mm.
+    """
+    cropped = crop_pair(prediction, ground_truth)
+    if cropped is None:
+        return None
+    pred, gt = cropped
+    if not pred.any() or not gt.any():
+        return None
+    sampling = np.asarray(spacing, dtype=np.float64)
+    pred_surface, gt_surface = surface(pred), surface(gt)
+    return (_nearest_distances(pred_surface, gt_surface, sampling),
+            _nearest_distances(gt_surface, pred_surface, sampling))
 
 
 def confusion(prediction: np.ndarray, ground_truth: np.ndarray) -> tuple[int, int, int]:
     """(true positives, false positives, false negatives) voxel counts."""
-    tp = int(np.count_nonzero(prediction & ground_truth))
-    fp = int(np.count_nonzero(prediction)) - tp
-    fn = int(np.count_nonzero(ground_truth)) - tp
+    cropped = crop_pair(prediction, ground_truth, margin=0)
+    if cropped is None:
+        return 0, 0, 0
+    pred, gt = cropped
+    tp = int(np.count_nonzero(pred & gt))
+    fp = int(np.count_nonzero(pred)) - tp
+    fn = int(np.count_nonzero(gt)) - tp
     return tp, fp, fn
+
+
+def _dice_from_counts(tp: int, fp: int, fn: int) -> float:
+    denominator = 2 * tp + fp + fn
+    return 1.0 if denominator == 0 else 2.0 * tp / denominator
+
+
+def _iou_from_counts(tp: int, fp: int, fn: int) -> float:
+    denominator = tp + fp + fn
+    return 1.0 if denominator == 0 else tp / denominator
 
 
 def dice(prediction: np.ndarray, ground_truth: np.ndarray) -> float:
     """Dice = 2|P&G| / (|P| + |G|). An empty prediction of a non-empty target is 0; two empty
     masks give 1 (nothing to find, nothing found)."""
-    tp, fp, fn = confusion(prediction, ground_truth)
-    denominator = 2 * tp + fp + fn
-    return 1.0 if denominator == 0 else 2.0 * tp / denominator
+    return _dice_from_counts(*confusion(prediction, ground_truth))
 
 
 def iou(prediction: np.ndarray, ground_truth: np.ndarray) -> float:
-    """Intersection over union (Jaccard); two empty masks give 1."""
-    tp, fp, fn = confusion(prediction, ground_truth)
-    denominator = tp + fp + fn
-    return 1.0 if denominator == 0 else tp / denominator
+    """Intersection over union (Jaccard) = |P&G| / |P|G|; two empty masks give 1."""
+    return _iou_from_counts(*confusion(prediction, ground_truth))
+
+
+def _nsd(distances: tuple[np.ndarray, np.ndarray], tolerance_mm: float) -> float:
+    pred_to_gt, gt_to_pred = distances
+    total = len(pred_to_gt) + len(gt_to_pred)
+    within = int(np.count_nonzero(pred_to_gt <= tolerance_mm)
+                 + np.count_nonzero(gt_to_pred <= tolerance_mm))
+    return within / total
+
+
+def _hd95(distances: tuple[np.ndarray, np.ndarray]) -> float:
+    value = max(float(np.percentile(d, 95)) for d in distances)
+    return value if np.isfinite(value) else float("nan")
+
+
+def normalized_surface_dice(prediction: np.ndarray, ground_truth: np.ndarray,
+                            spacing: Spacing,
+                            tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM) -> float:
+    """NSD = (|{p in S_P: d(p, S_G) <= tau}| + |{g in S_G: d(g, S_P) <= tau}|) / (|S_P| + |S_G|).
+
+    ``S_P``, ``S_G``: surface voxels (see :func:`surface`), ``d``: Euclidean distance in mm with
+    ``spacing`` in (z, y, x) order, ``tau`` = ``tolerance_mm``. Exactly one empty mask: 0;
+    both empty: 1.
+    """
+    distances = surface_distances(prediction, ground_truth, spacing)
+    if distances is None:
+        return 1.0 if not prediction.any() and not ground_truth.any() else 0.0
+    return _nsd(distances, tolerance_mm)
+
+
+def hausdorff_distance_95(prediction: np.ndarray, ground_truth: np.ndarray,
+                          spacing: Spacing) -> float:
+    """Symmetric 95th-percentile Hausdorff distance in mm (MONAI's definition): the larger of
+    the 95th percentiles (linear interpolation) of the two directed surface-distance sets.
+    NaN if either mask is empty."""
+    distances = surface_distances(prediction, ground_truth, spacing)
+    return float("nan") if distances is None else _hd95(distances)
 
 
 def step_metrics(
     prediction: np.ndarray,
     ground_truth: np.ndarray,
-    spacing: tuple[float, float, float],
+    spacing: Spacing,
+    nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM,
 ) -> dict[str, float]:
-    """The metrics recorded for every step of every episode."""
-    tp, fp, fn = confusion(prediction, ground_truth)
-    denominator = 2 * tp + fp + fn
+    """The metrics recorded for every step of every episode.
+
+    ``prediction``, ``ground_truth``: boolean (z, y, x) masks of one target; ``spacing``:
+    (z, y, x) mm. Returns dice, iou, nsd (at ``nsd_tolerance_mm``), hd95 (mm, NaN if not
+    finite), voxel counts and the tolerance used. One crop of the union bounding box serves all.
+    """
+    cropped = crop_pair(prediction, ground_truth, margin=1)
+    tp = fp = fn = 0
+    nsd, hd95 = 1.0, float("nan")
+    if cropped is not None:
+        pred, gt = cropped
+        tp = int(np.count_nonzero(pred & gt))
+        fp = int(np.count_nonzero(pred)) - tp
+        fn = int(np.count_nonzero(gt)) - tp
+        if tp + fp == 0 or tp + fn == 0:  # exactly one mask is empty
+            nsd = 0.0
+        else:
+            sampling = np.asarray(spacing, dtype=np.float64)
+            pred_surface, gt_surface = surface(pred), surface(gt)
+            distances = (_nearest_distances(pred_surface, gt_surface, sampling),
+                         _nearest_distances(gt_surface, pred_surface, sampling))
+            nsd = _nsd(distances, nsd_tolerance_mm)
+            hd95 = _hd95(distances)
     return {
-        "dice": 1.0 if denominator == 0 else 2.0 * tp / denominator,
-        "iou": 1.0 if tp + fp + fn == 0 else tp / (tp + fp + fn),
+        "dice": _dice_from_counts(tp, fp, fn),
+        "iou": _iou_from_counts(tp, fp, fn),
+        "nsd": nsd,
+        "hd95": hd95,
         "true_positives": tp,
         "false_positives": fp,
         "false_negatives": fn,
         "voxel_volume_mm3": float(np.prod(spacing)),
+        "nsd_tolerance_mm": float(nsd_tolerance_mm),
     }
