@@ -51,7 +51,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     table = aggregate.summary_table(rows)
     print(aggregate.to_markdown(table))
     print(f"\nDice x100 per dataset (mean over classes of case means). Rows: {out / 'results.csv'}")
-    return 1 if problems and rows.empty else 0
+    if problems:
+        print(f"{len(problems)} case(s) could not be used (see warnings above)", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def _print_rows(rows: list[list[str]], header: list[str]) -> None:

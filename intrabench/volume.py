@@ -157,7 +157,18 @@ def read_sitk(path: str | Path) -> sitk.Image:
         raise DataError(f"cannot read image {path}: {first_line}") from None
     if image.GetDimension() == 4 and image.GetSize()[3] == 1:
         image = image[:, :, :, 0]
+    if path.name.endswith((".nii", ".nii.gz")) and "float" in image.GetPixelIDTypeAsString():
+        _reject_nifti_nan(path)
     return image
+
+
+def _reject_nifti_nan(path: Path) -> None:
+    """SimpleITK's NIfTI reader silently turns NaN into 0; nibabel keeps it, so check there."""
+    data = np.asanyarray(nib.load(str(path)).dataobj)
+    if np.issubdtype(data.dtype, np.floating) and not np.isfinite(data).all():
+        bad = int((~np.isfinite(data)).sum())
+        raise DataError(f"{path}: {bad} voxels are NaN or infinite; clean the image before "
+                        "benchmarking")
 
 
 def read_volume(path: str | Path, *, dtype=np.float32) -> Volume:

@@ -98,3 +98,14 @@ def test_rejects_4d_nan_and_missing(tmp_path):
     garbage.write_bytes(b"not an image at all")
     with pytest.raises(DataError, match="cannot read image"):
         read_volume(garbage)
+
+
+@pytest.mark.parametrize("suffix", [".nii.gz", ".nrrd"])
+def test_nan_in_files_is_rejected_not_zeroed(tmp_path, suffix):
+    # SimpleITK alone reads NIfTI NaN as 0; the reader must still refuse the image
+    data = np.zeros((4, 5, 6), dtype=np.float32)
+    data[1, 2, 3] = np.nan
+    path = tmp_path / f"nan{suffix}"
+    sitk.WriteImage(sitk.GetImageFromArray(data), str(path))
+    with pytest.raises(DataError, match="1 voxels are NaN"):
+        read_volume(path)

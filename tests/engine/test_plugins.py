@@ -1,0 +1,87 @@
+"""Plugin registration: by decorator, and by entry points of an installed third-party package."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from intrabench import registry
+from intrabench.errors import ConfigError
+from intrabench.protocols import Model
+
+PLUGIN_SOURCE = Path(__file__).resolve().parents[1] / "plugin_package"
+
+
+def test_decorator_registration_and_errors():
+    @registry.models.register
+    class EchoModel(Model):  # noqa: F841 - registered for the lookup below
+        name = "test-echo-model"
+        accepts = frozenset({"point"})
+
+        def __init__(self, gain: float = 1.0) -> None:
+            self.gain = gain
+
+        def set_case(self, image):
+            pass
+
+        def predict(self, prompt, previous=None, update_slices=None):
+            raise NotImplementedError
+
+    assert registry.models.get("test-echo-model").name == "test-echo-model"
+    with pytest.raises(ConfigError, match="has no parameter 'gian' \\(did you mean 'gain'\\?\\)"):
+        registry.models.check_params("test-echo-model", {"gian": 2})
+    with pytest.raises(ConfigError, match="Did you mean 'test-echo-model'"):
+        registry.models.get("test-echo-modle")
+
+
+@pytest.fixture(scope="module")
+def installed_plugin(tmp_path_factory) -> Path:
+    """pip-install the example plugin into a private site directory (no network, no deps)."""
+    site = tmp_path_factory.mktemp("plugin-site")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", str(site), str(PLUGIN_SOURCE)],
+        check=True, capture_output=True, text=True,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+    return site
+
+
+def _intrabench(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    return subprocess.run([sys.executable, "-m", "intrabench.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_entry_point_plugin_is_listed_and_runs(installed_plugin, tmp_path):
+    listing = _intrabench(installed_plugin, "models", "list", cwd=tmp_path)
+    assert listing.returncode == 0, listing.stderr
+    assert "box-threshold-3d" in listing.stdout
+    prompters = _intrabench(installed_plugin, "prompters", "list", cwd=tmp_path)
+    assert "two-center-clicks" in prompters.stdout
+
+    config = tmp_path / "plugin.yaml"
+    config.write_text(json.dumps({
+        "name": "plugin-run",
+        "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+        "models": ["box-threshold-3d", "region-growing-3d"],
+        "prompters": ["box-3d", "two-center-clicks"],
+    }))
+    run = _intrabench(installed_plugin, "run", str(config), "--out", str(tmp_path / "out"),
+                      cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    rows = pd.read_csv(tmp_path / "out" / "results.csv")
+    plugin_rows = rows[rows.model == "box-threshold-3d"]
+    # the plugin model takes boxes only: it runs with box-3d and is skipped for clicks
+    assert set(plugin_rows.prompter) == {"box-3d"}
+    assert plugin_rows.dice.mean() > 0.5
+    clicks = rows[rows.prompter == "two-center-clicks"]
+    assert set(clicks.model) == {"region-growing-3d"} and (clicks.effort == 2).all()
+    skipped = pd.read_csv(tmp_path / "out" / "skipped.csv")
+    assert "does not accept point" in skipped.reason.iloc[0]

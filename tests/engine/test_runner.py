@@ -1,0 +1,175 @@
+"""The runner end to end: demo results, resume, interruption, determinism, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import SimpleITK as sitk
+
+from intrabench import registry
+from intrabench.cli import main
+from intrabench.config import builtin_demo_path, load_config, parse_config
+from intrabench.episode import run_episode
+from intrabench.protocols import Model
+from intrabench.runner import Runner
+from intrabench.types import Case, Target
+from intrabench.volume import ImageGeometry, Volume
+
+TIMING = ["model_seconds", "prompter_seconds", "wall_seconds"]
+
+
+def _measurements(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns=TIMING).reset_index(drop=True)
+
+
+def test_box_prompt_on_a_clean_cube_is_perfect():
+    image = np.zeros((10, 20, 20), dtype=np.float32)
+    label = np.zeros(image.shape, dtype=np.int32)
+    image[3:7, 5:12, 6:15] = 100.0
+    label[3:7, 5:12, 6:15] = 1
+    geometry = ImageGeometry((20, 20, 10), (1.0, 1.0, 2.0), (0.0, 0.0, 0.0),
+                             (-1, 0, 0, 0, -1, 0, 0, 0, 1))
+    case = Case("hand", "cube", Volume(image, (2.0, 1.0, 1.0), geometry), label,
+                (Target("cube", 1, "cube"),))
+    model = registry.models.create("region-growing-3d")
+    model.set_case(case.image)
+    prompter = registry.prompters.create("box-3d")
+    [result] = run_episode(case, case.targets[0], model, prompter, "box-3d")
+    assert result.prompt.box3d.as_tuple() == (3, 5, 6, 6, 11, 14)
+    assert result.metrics["dice"] == 1.0
+    assert result.effort == 3
+
+
+def test_demo_run_resume_and_determinism(tmp_path):
+    config = load_config(builtin_demo_path())
+    first = Runner(config, tmp_path / "a")
+    plan, problems = first.run()
+    assert not problems and len(plan.units) > 0
+    rows = pd.read_parquet(tmp_path / "a" / "results.parquet")
+    assert len(pd.read_csv(tmp_path / "a" / "results.csv")) == len(rows)
+    # every configured (model, prompter) pair that is compatible produced rows for all targets
+    assert rows.groupby(["model", "prompter"]).size().nunique() == 1
+    assert rows.dice.between(0, 1).all() and rows.dice.mean() > 0.5
+
+    unit_files = sorted((tmp_path / "a" / "units").glob("*.parquet"))
+    stamps = {p: p.stat().st_mtime_ns for p in unit_files}
+    Runner(config, tmp_path / "a").run()  # resume: nothing is recomputed
+    assert {p: p.stat().st_mtime_ns for p in unit_files} == stamps
+
+    Runner(config, tmp_path / "b").run()  # same config and seed: same rows
+    again = pd.read_parquet(tmp_path / "b" / "results.parquet")
+    pd.testing.assert_frame_equal(_measurements(rows), _measurements(again))
+
+
+class _Interrupting(Model):
+    """Region growing that raises KeyboardInterrupt on the n-th call (simulates Ctrl-C)."""
+
+    name = "test-interrupting"
+    dimension = 3
+    accepts = frozenset({"point", "box3d", "mask"})
+    calls = 0
+
+    def __init__(self, interrupt_at: int = 0) -> None:
+        self.inner = registry.models.create("region-growing-3d")
+        self.interrupt_at = interrupt_at
+
+    def set_case(self, image):
+        self.inner.set_case(image)
+
+    def predict(self, prompt, previous=None, update_slices=None):
+        type(self).calls += 1
+        if self.interrupt_at and type(self).calls == self.interrupt_at:
+            raise KeyboardInterrupt
+        return self.inner.predict(prompt, previous, update_slices)
+
+
+registry.models.register(_Interrupting)
+
+
+def test_interrupted_run_loses_nothing_and_resumes_to_the_same_rows(tmp_path):
+    spec = {"name": "interrupt", "datasets": [{"name": "demo-phantoms", "n_cases": 4}],
+            "prompters": ["box-3d"]}
+    interrupted = parse_config({**spec, "models": [{"name": "test-interrupting",
+                                                    "interrupt_at": 7, "label": "m"}]})
+    _Interrupting.calls = 0
+    with pytest.raises(KeyboardInterrupt):
+        Runner(interrupted, tmp_path / "run").run()
+    done = list((tmp_path / "run" / "units").glob("*.parquet"))
+    assert 0 < len(done) < 4
+    assert not list((tmp_path / "run" / "units").glob(".*partial"))
+    finished = {p: p.read_bytes() for p in done}
+
+    resumed = parse_config({**spec, "models": [{"name": "test-interrupting", "label": "m"}]})
+    _Interrupting.calls = 0
+    Runner(resumed, tmp_path / "run").run()
+    assert all(p.read_bytes() == content for p, content in finished.items())
+    assert _Interrupting.calls == sum(  # only the unfinished cases were recomputed
+        len(c.targets) for c in (registry.datasets.create("demo-phantoms", {"n_cases": 4}).load(i)
+                                 for i in ["phantom_000", "phantom_001", "phantom_002",
+                                           "phantom_003"][len(done):]))
+    Runner(resumed, tmp_path / "fresh").run()
+    pd.testing.assert_frame_equal(_measurements(pd.read_parquet(tmp_path / "run" / "results.parquet")),
+                                  _measurements(pd.read_parquet(tmp_path / "fresh" / "results.parquet")))
+
+
+# -- bad input through the CLI: one line, non-zero exit, nothing damaged -----------------------
+
+
+def _own_dataset(root: Path, image: np.ndarray, label: np.ndarray,
+                 label_spacing=(1.0, 1.0, 1.0)) -> Path:
+    (root / "imagesTr").mkdir(parents=True)
+    (root / "labelsTr").mkdir()
+    sitk.WriteImage(sitk.GetImageFromArray(image), str(root / "imagesTr" / "c1_0000.nii.gz"))
+    label_image = sitk.GetImageFromArray(label)
+    label_image.SetSpacing(label_spacing)
+    sitk.WriteImage(label_image, str(root / "labelsTr" / "c1.nii.gz"))
+    (root / "dataset.json").write_text(json.dumps({"labels": {"background": 0, "lesion": 1}}))
+    return root
+
+
+def _run_cli(tmp_path: Path, dataset_root: Path, capsys) -> tuple[int, str]:
+    config = tmp_path / "own.yaml"
+    config.write_text(json.dumps({"name": "own", "datasets": [{"name": "nnunet-folder",
+                                                               "path": str(dataset_root)}],
+                                  "models": ["region-growing-3d"], "prompters": ["box-3d"]}))
+    code = main(["run", str(config), "--out", str(tmp_path / "out")])
+    return code, capsys.readouterr().err
+
+
+GOOD_LABEL = np.zeros((6, 8, 8), dtype=np.uint8)
+GOOD_LABEL[2:4, 2:5, 2:5] = 1
+
+
+@pytest.mark.parametrize(("image", "label", "spacing", "message"), [
+    (np.full((6, 8, 8), np.nan, np.float32), GOOD_LABEL, (1.0, 1.0, 1.0), "NaN or infinite"),
+    (np.zeros((6, 8, 8), np.float32), np.zeros((6, 8, 8), np.uint8), (1.0, 1.0, 1.0), "label is empty"),
+    (np.zeros((6, 8, 8), np.float32), GOOD_LABEL, (2.0, 1.0, 1.0), "does not match image grid"),
+])
+def test_bad_cases_are_named_and_fail_the_run(tmp_path, capsys, image, label, spacing, message):
+    root = _own_dataset(tmp_path / "data", image, label, spacing)
+    code, err = _run_cli(tmp_path, root, capsys)
+    assert code == 1
+    assert message in err and "c1" in err
+    assert "Traceback" not in err
+
+
+def test_missing_image_and_config_errors_exit_2(tmp_path, capsys):
+    root = _own_dataset(tmp_path / "data", np.zeros((6, 8, 8), np.float32), GOOD_LABEL)
+    (root / "imagesTr" / "c1_0000.nii.gz").unlink()
+    code, err = _run_cli(tmp_path, root, capsys)
+    assert code == 1 and "image not found" in err
+    assert main(["run", str(tmp_path / "missing.yaml")]) == 2
+    assert "config file not found" in capsys.readouterr().err
+
+
+def test_unwritable_output_directory(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("I am a file, not a directory")
+    code = main(["run", "--out", str(blocker / "run")])
+    assert code == 2
+    assert "not writable" in capsys.readouterr().err
+    assert blocker.read_text() == "I am a file, not a directory"
