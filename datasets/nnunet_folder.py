@@ -90,7 +90,7 @@ class NnUNetFolder(Dataset):
     description: ClassVar[str] = "your own data: imagesTr/ + labelsTr/ + dataset.json"
 
     def __init__(self, path: str, target_type: Literal["instance", "organ"] | None = None,
-                 instances: Literal["connected_components", "values"] = "connected_components",
+                 instances: Literal["connected_components", "values"] | None = None,
                  dataset_name: str | None = None) -> None:
         self.root = Path(path).expanduser()
         if not (self.root / "dataset.json").is_file():
@@ -109,7 +109,9 @@ class NnUNetFolder(Dataset):
         if target_type is not None:
             types = {name: target_type for name in self.classes}
         self.target_types = types
-        self.instances = instances
+        # prepared recipes store instance ids 1..K and say so with "instance_ids": true
+        self.instances = instances or ("values" if self.meta.get("instance_ids")
+                                       else "connected_components")
         self.dataset_name = dataset_name or self.meta.get("name") or self.root.name
         self._cases = self._find_cases()
 
@@ -132,21 +134,28 @@ class NnUNetFolder(Dataset):
 
     def load(self, case_id: str) -> Case:
         image_path, label_path = self._cases[case_id]
-        image_sitk = read_sitk(image_path)
-        label_sitk = read_sitk(label_path)
-        image = volume_from_sitk(image_sitk, name=str(image_path))
-        label = volume_from_sitk(label_sitk, name=str(label_path), dtype=np.int32)
-        if not image.geometry.same_grid(label.geometry):
-            raise DataError(
-                f"{label_path.name}: label grid {label.geometry.size} @ {label.geometry.spacing} "
-                f"does not match image grid {image.geometry.size} @ {image.geometry.spacing}; "
-                "resample the label onto the image"
-            )
-        target_map, targets = build_targets(label.array, self.classes, self.target_types,
-                                            self.instances)
-        if not targets:
-            raise DataError(f"{label_path.name}: the label is empty (no foreground voxels)")
-        return Case(self.dataset_name, case_id, image, target_map, targets)
+        return load_pair(self.dataset_name, case_id, image_path, label_path, self.classes,
+                         self.target_types, self.instances)
+
+
+def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Path,
+              classes: dict[str, int], target_types: dict[str, str],
+              instances: str = "connected_components") -> Case:
+    """Read an image and its label map (same grid required) into a Case with targets."""
+    image_sitk = read_sitk(image_path)
+    label_sitk = read_sitk(label_path)
+    image = volume_from_sitk(image_sitk, name=str(image_path))
+    label = volume_from_sitk(label_sitk, name=str(label_path), dtype=np.int32)
+    if not image.geometry.same_grid(label.geometry):
+        raise DataError(
+            f"{label_path.name}: label grid {label.geometry.size} @ {label.geometry.spacing} "
+            f"does not match image grid {image.geometry.size} @ {image.geometry.spacing}; "
+            "resample the label onto the image"
+        )
+    target_map, targets = build_targets(label.array, classes, target_types, instances)
+    if not targets:
+        raise DataError(f"{label_path.name}: the label is empty (no foreground voxels)")
+    return Case(dataset_name, case_id, image, target_map, targets)
 
 
 @datasets.register

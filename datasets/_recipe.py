@@ -1,0 +1,558 @@
+"""The recipe framework: where data lives, sources (Zenodo, TCIA, manual), preparation into the
+nnU-Net layout, verification, and the Dataset class that loads a prepared recipe.
+
+Layout under the data root (config param ``root``, else ``$INTRABENCH_DATA``, else
+``~/.intrabench/data``)::
+
+    <root>/raw/<recipe>/...            downloads (archives, DICOM series, manual files)
+    <root>/<dataset name>/imagesTr/<case>_0000.nii.gz
+    <root>/<dataset name>/labelsTr/<case>.nii.gz
+    <root>/<dataset name>/dataset.json  labels, target_types, name, licence, source, skipped
+
+Label conventions of prepared datasets: organ datasets store class values as listed in
+``dataset.json["labels"]``; instance datasets have one instance class and store instance ids
+1..K (``"instance_ids": true``), consecutive, every id present.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import SimpleITK as sitk
+
+from intrabench import download as dl
+from intrabench.errors import DataError, UserError
+from intrabench.registry import datasets as dataset_registry
+
+from ._convert import label_image, same_grid, write_image
+from .nnunet_folder import NnUNetFolder
+
+PREPARED_MARKER = ".intrabench-prepared.json"
+FORMAT_VERSION = 1
+
+
+def data_root(root: str | Path | None = None) -> Path:
+    """The data root: ``root`` if given, else ``$INTRABENCH_DATA``, else ~/.intrabench/data."""
+    value = root or os.environ.get("INTRABENCH_DATA") or "~/.intrabench/data"
+    return Path(value).expanduser()
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+# -- sources --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FileInfo:
+    """An expected file: sha256 (None = not known yet, see docs/datasets.md) and size."""
+
+    sha256: str | None = None
+    size: int | None = None
+
+
+@dataclass
+class Urls:
+    """Service base URLs (None = public default or environment override)."""
+
+    zenodo: str | None = None
+    tcia: str | None = None
+
+
+@dataclass(frozen=True)
+class ZenodoSource:
+    record: str
+    files: dict[str, FileInfo]
+
+    def where(self) -> str:
+        return f"Zenodo record {self.record} (https://zenodo.org/records/{self.record})"
+
+    def missing(self, raw: Path) -> list[str]:
+        return [name for name in self.files if not (raw / name).is_file()]
+
+    def partial(self, raw: Path) -> bool:
+        return any((raw / f"{name}.partial").exists() for name in self.files)
+
+    def download(self, raw: Path, urls: Urls, progress: bool) -> None:
+        offered = {f.name: f for f in dl.zenodo_record_files(self.record, urls.zenodo)}
+        for name, info in self.files.items():
+            remote = offered.get(name)
+            if remote is None:
+                raise dl.DownloadError(
+                    f"Zenodo record {self.record} has no file '{name}' (it offers: "
+                    f"{', '.join(sorted(offered)) or 'nothing'}); the record changed, update "
+                    "the recipe")
+            if info.size is not None and remote.size is not None and remote.size != info.size:
+                raise dl.ChecksumError(f"{name}: the record lists {remote.size} bytes, the "
+                                       f"recipe expects {info.size}")
+            say(f"  {name} ({_size(remote.size)})")
+            path = dl.download(remote.url, raw / name, sha256=info.sha256,
+                               md5=remote.checksums.get("md5"), size=remote.size or info.size,
+                               progress=progress)
+            if info.sha256 is None:
+                digest = dl.file_digest(path)
+                (raw / f"{name}.sha256").write_text(f"{digest}  {name}\n")
+                say(f"  note: no sha256 for {name} in the recipe yet; verified against the "
+                    f"record's md5. sha256 = {digest}")
+
+
+@dataclass(frozen=True)
+class TciaSource:
+    """A TCIA collection read through the NBIA REST API (getSeries / getImage)."""
+
+    collection: str
+    modalities: tuple[str, ...] = ("CT", "SEG")
+
+    def where(self) -> str:
+        return f"TCIA collection '{self.collection}' (https://www.cancerimagingarchive.net)"
+
+    def missing(self, raw: Path) -> list[str]:
+        listing = raw / "series.json"
+        if not listing.is_file():
+            return ["series.json"]
+        series = json.loads(listing.read_text())
+        return [s["SeriesInstanceUID"] for s in series
+                if not (raw / "series" / s["SeriesInstanceUID"] / ".complete").exists()]
+
+    def partial(self, raw: Path) -> bool:
+        return (raw / "series.json").is_file()
+
+    def download(self, raw: Path, urls: Urls, progress: bool) -> None:
+        series = [s for s in dl.tcia_series(self.collection, urls.tcia)
+                  if str(s.get("Modality", "")) in self.modalities]
+        if not series:
+            raise dl.DownloadError(f"TCIA collection {self.collection}: no "
+                                   f"{'/'.join(self.modalities)} series listed")
+        raw.mkdir(parents=True, exist_ok=True)
+        (raw / "series.json").write_text(json.dumps(series, indent=1))
+        from tqdm import tqdm
+
+        for entry in tqdm(series, desc=self.collection, unit="series", file=sys.stderr,
+                          disable=not progress, leave=False):
+            uid = entry["SeriesInstanceUID"]
+            count = entry.get("ImageCount")
+            dl.tcia_download_series(uid, raw / "series" / uid, urls.tcia,
+                                    int(count) if count is not None else None, progress=False)
+
+
+@dataclass(frozen=True)
+class ManualSource:
+    """A host that needs a login or a browser: we tell the user what to fetch and where."""
+
+    url: str
+    instructions: str
+    expected: tuple[str, ...]  # glob patterns; the download is present if any matches
+
+    def where(self) -> str:
+        return f"manual download from {self.url}"
+
+    def missing(self, raw: Path) -> list[str]:
+        if raw.is_dir() and any(any(raw.glob(pattern)) for pattern in self.expected):
+            return []
+        return [" or ".join(self.expected)]
+
+    def partial(self, raw: Path) -> bool:
+        return raw.is_dir() and any(raw.iterdir())
+
+    def download(self, raw: Path, urls: Urls, progress: bool) -> None:
+        raw.mkdir(parents=True, exist_ok=True)
+        print(f"Manual download needed: {self.url}\n{self.instructions}\n"
+              f"Put the file(s) into: {raw}\nExpected there: {', '.join(self.expected)}\n"
+              "Then run: intrabench datasets prepare <name>")
+
+
+Source = ZenodoSource | TciaSource | ManualSource
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "size unknown"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+# -- outputs and reports --------------------------------------------------------------------
+@dataclass(frozen=True)
+class Output:
+    """One prepared dataset produced by a recipe."""
+
+    name: str
+    labels: dict[str, int]
+    target_types: dict[str, str]
+    description: str = ""
+
+    @property
+    def instance_ids(self) -> bool:
+        foreground = [k for k, v in self.labels.items() if v != 0]
+        return len(foreground) == 1 and self.target_types.get(foreground[0]) == "instance"
+
+
+@dataclass
+class PrepareReport:
+    recipe: str
+    written: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    up_to_date: bool = False
+
+
+class Recipe:
+    """Download and conversion of one source into one or more nnU-Net folders.
+
+    Subclasses set the class attributes and implement ``raw_cases`` and ``convert``.
+    ``convert`` returns the image and ``{output name: label (k, j, i) array or None}`` on the
+    image grid (None = the case is not part of that output, with a reason in ``excluded``).
+    """
+
+    key: ClassVar[str] = ""
+    source: ClassVar[Source]
+    outputs: ClassVar[tuple[Output, ...]] = ()
+    licence: ClassVar[str] = ""
+    citation: ClassVar[str] = ""
+    archive_password_env: ClassVar[str | None] = None
+
+    # -- locations ----------------------------------------------------------------------
+    def raw_dir(self, root: str | Path | None = None) -> Path:
+        return data_root(root) / "raw" / self.key
+
+    def out_dir(self, output: str, root: str | Path | None = None) -> Path:
+        return data_root(root) / output
+
+    # -- download -----------------------------------------------------------------------
+    def download(self, root: str | Path | None = None, urls: Urls | None = None,
+                 progress: bool = True) -> str:
+        """Fetch the raw files (resumable). Returns 'downloaded', 'present' or 'manual'."""
+        raw = self.raw_dir(root)
+        if not self.source.missing(raw):
+            return "present"
+        if isinstance(self.source, ManualSource):
+            self.source.download(raw, urls or Urls(), progress)
+            return "manual"
+        raw.mkdir(parents=True, exist_ok=True)
+        say(f"{self.key}: downloading from {self.source.where()} into {raw}")
+        self.source.download(raw, urls or Urls(), progress)
+        return "downloaded"
+
+    # -- preparation --------------------------------------------------------------------
+    def unpack(self, raw: Path) -> Path:
+        """Extract every archive in ``raw`` (once, safely) into ``raw/extracted``."""
+        target = raw / "extracted"
+        archives = sorted(p for p in raw.iterdir() if p.is_file() and
+                          p.name.lower().endswith((".zip", ".tar", ".tar.gz", ".tgz",
+                                                   ".tar.bz2", ".tar.xz")))
+        for archive in archives:
+            marker = target / f".{archive.name}.extracted"
+            if marker.exists():
+                continue
+            password = os.environ.get(self.archive_password_env) if self.archive_password_env else None
+            if self.archive_password_env and password is None and _encrypted(archive):
+                raise UserError(f"{archive.name} is password-protected: set "
+                                f"{self.archive_password_env} (see docs/datasets.md for where "
+                                "the password is published), or unzip it into "
+                                f"{target} yourself")
+            say(f"{self.key}: extracting {archive.name}")
+            dl.safe_extract(archive, target, password=password)
+            marker.write_text("ok\n")
+        return target if target.is_dir() else raw
+
+    def raw_cases(self, raw: Path) -> list[str]:
+        raise NotImplementedError
+
+    def labels_for(self, output: Output, raw: Path) -> dict[str, int]:
+        """The label classes of an output (fixed unless a recipe reads them from the data)."""
+        return output.labels
+
+    def target_types_for(self, output: Output, raw: Path) -> dict[str, str]:
+        """Organ/instance type per class (organ datasets with data-defined classes override)."""
+        return output.target_types
+
+    def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
+        raise NotImplementedError
+
+    excluded: dict[str, str]
+
+    def prepare(self, root: str | Path | None = None, progress: bool = True,
+                force: bool = False) -> PrepareReport:
+        """Convert the raw download into the nnU-Net folders (idempotent).
+
+        A case that fails (corrupt DICOM, grid mismatch, empty label...) is skipped and named
+        in the report and in ``dataset.json["skipped"]``; the others are written.
+        """
+        raw = self.raw_dir(root)
+        missing = self.source.missing(raw)
+        if missing:
+            raise UserError(f"{self.key}: not downloaded yet ({len(missing)} missing: "
+                            f"{', '.join(missing[:3])}); run: intrabench datasets download "
+                            f"{self.outputs[0].name}")
+        report = PrepareReport(self.key)
+        folders = {o.name: self.out_dir(o.name, root) for o in self.outputs}
+        if not force and all(_complete(folders[o.name]) for o in self.outputs):
+            report.up_to_date = True
+            return report
+        cases = self.raw_cases(raw)
+        if not cases:
+            raise UserError(f"{self.key}: no cases found in {raw}; is the download complete?")
+        written: dict[str, list[str]] = {o.name: [] for o in self.outputs}
+        skipped: dict[str, dict[str, str]] = {o.name: {} for o in self.outputs}
+        from tqdm import tqdm
+
+        for case_id in tqdm(cases, desc=self.key, unit="case", file=sys.stderr,
+                            disable=not progress, leave=False):
+            done = all((folders[o.name] / "labelsTr" / f"{case_id}.nii.gz").exists() and
+                       (folders[o.name] / "imagesTr" / f"{case_id}_0000.nii.gz").exists()
+                       for o in self.outputs)
+            if done and not force:
+                for o in self.outputs:
+                    written[o.name].append(case_id)
+                continue
+            self.excluded = {}
+            try:
+                image, labels = self.convert(raw, case_id)
+            except (DataError, RuntimeError, ValueError, OSError, KeyError, AttributeError,
+                    IndexError) as error:
+                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                for o in self.outputs:
+                    skipped[o.name][case_id] = reason
+                say(f"  skipped {case_id}: {reason}")
+                continue
+            for o in self.outputs:
+                label = labels.get(o.name)
+                reason = self.excluded.get(o.name)
+                if label is None:
+                    skipped[o.name][case_id] = reason or "no label for this dataset"
+                    continue
+                problem = _check_label(label, image, o, self.labels_for(o, raw))
+                if problem:
+                    skipped[o.name][case_id] = problem
+                    say(f"  skipped {case_id} ({o.name}): {problem}")
+                    continue
+                folder = folders[o.name]
+                write_image(image, folder / "imagesTr" / f"{case_id}_0000.nii.gz")
+                write_image(label_image(label, image), folder / "labelsTr" / f"{case_id}.nii.gz")
+                written[o.name].append(case_id)
+        for o in self.outputs:
+            folder = folders[o.name]
+            folder.mkdir(parents=True, exist_ok=True)
+            _remove_strays(folder, set(written[o.name]))
+            meta = {
+                "name": o.name,
+                "description": o.description,
+                "channel_names": {"0": self.modality_of(o)},
+                "labels": self.labels_for(o, raw),
+                "target_types": self.target_types_for(o, raw),
+                "instance_ids": o.instance_ids,
+                "numTraining": len(written[o.name]),
+                "file_ending": ".nii.gz",
+                "licence": self.licence,
+                "source": self.source.where(),
+                "citation": self.citation,
+                "skipped": skipped[o.name],
+            }
+            (folder / "dataset.json").write_text(json.dumps(meta, indent=2) + "\n")
+            (folder / PREPARED_MARKER).write_text(json.dumps(
+                {"format": FORMAT_VERSION, "cases": sorted(written[o.name]),
+                 "skipped": skipped[o.name]}, indent=1) + "\n")
+        report.written = sorted(set().union(*written.values()))
+        report.skipped = {c: r for s in skipped.values() for c, r in s.items()}
+        return report
+
+    def modality_of(self, output: Output) -> str:
+        cls = dataset_registry.get(output.name)
+        return cls.modality
+
+
+def _complete(folder: Path) -> bool:
+    marker = folder / PREPARED_MARKER
+    if not marker.is_file() or not (folder / "dataset.json").is_file():
+        return False
+    try:
+        cases = json.loads(marker.read_text())["cases"]
+    except (json.JSONDecodeError, KeyError):
+        return False
+    return all((folder / "labelsTr" / f"{c}.nii.gz").is_file() and
+               (folder / "imagesTr" / f"{c}_0000.nii.gz").is_file() for c in cases)
+
+
+def _remove_strays(folder: Path, cases: set[str]) -> None:
+    """Only prepared cases may live in imagesTr/labelsTr (no stray files, no half writes)."""
+    for sub, suffix in (("imagesTr", "_0000.nii.gz"), ("labelsTr", ".nii.gz")):
+        directory = folder / sub
+        directory.mkdir(parents=True, exist_ok=True)
+        for path in directory.iterdir():
+            if not (path.name.endswith(suffix) and path.name[: -len(suffix)] in cases):
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+
+
+def _encrypted(archive: Path) -> bool:
+    import zipfile
+
+    if not zipfile.is_zipfile(archive):
+        return False
+    with zipfile.ZipFile(archive) as bundle:
+        return any(info.flag_bits & 0x1 for info in bundle.infolist())
+
+
+def _check_label(label: np.ndarray, image: sitk.Image, output: Output,
+                 labels: dict[str, int]) -> str | None:
+    size = image.GetSize()
+    if tuple(label.shape) != (size[2], size[1], size[0]):
+        return (f"label grid {tuple(label.shape)[::-1]} does not match image grid {size}")
+    values = set(np.unique(label).tolist()) - {0}
+    if not values:
+        return "empty label (no foreground voxels)"
+    if output.instance_ids:
+        if values != set(range(1, len(values) + 1)):
+            return f"instance ids are not consecutive: {sorted(values)[:10]}"
+    else:
+        allowed = {v for v in labels.values() if v != 0}
+        if not values <= allowed:
+            return f"label values {sorted(values - allowed)} are not in dataset.json"
+    return None
+
+
+# -- verification ---------------------------------------------------------------------------
+@dataclass
+class CaseCheck:
+    case_id: str
+    problems: list[str]
+    targets: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify_folder(folder: str | Path) -> tuple[list[CaseCheck], list[str]]:
+    """Check a prepared nnU-Net folder. Returns per-case results and folder-level problems.
+
+    Per case: the image exists and is readable, the label is on the image grid, label values
+    are declared in dataset.json, at least one target, instance ids 1..K consecutive (when
+    ``instance_ids``). Folder: dataset.json valid, numTraining right, no stray files.
+    """
+    folder = Path(folder)
+    problems: list[str] = []
+    meta_path = folder / "dataset.json"
+    if not meta_path.is_file():
+        return [], [f"{folder}: no dataset.json"]
+    try:
+        meta = json.loads(meta_path.read_text())
+        labels = {str(k): int(v) for k, v in meta["labels"].items()}
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+        return [], [f"{meta_path}: invalid ({error})"]
+    types = meta.get("target_types", {})
+    unknown = set(types) - set(labels)
+    if unknown:
+        problems.append(f"target_types names classes not in labels: {sorted(unknown)}")
+    instance_ids = bool(meta.get("instance_ids", False))
+    allowed = {v for v in labels.values() if v != 0}
+    images, label_dir = folder / "imagesTr", folder / "labelsTr"
+    checks: list[CaseCheck] = []
+    label_files = sorted(label_dir.glob("*")) if label_dir.is_dir() else []
+    case_ids = []
+    for path in label_files:
+        if not path.name.endswith(".nii.gz"):
+            problems.append(f"stray file in labelsTr: {path.name}")
+            continue
+        case_ids.append(path.name[: -len(".nii.gz")])
+    for path in sorted(images.glob("*")) if images.is_dir() else []:
+        if not path.name.endswith("_0000.nii.gz") or path.name[: -len("_0000.nii.gz")] not in case_ids:
+            problems.append(f"stray file in imagesTr (no label): {path.name}")
+    if meta.get("numTraining") is not None and int(meta["numTraining"]) != len(case_ids):
+        problems.append(f"numTraining is {meta['numTraining']} but labelsTr has {len(case_ids)} cases")
+    for case_id in case_ids:
+        check = CaseCheck(case_id, [])
+        checks.append(check)
+        image_path = images / f"{case_id}_0000.nii.gz"
+        if not image_path.is_file():
+            check.problems.append("no image")
+            continue
+        try:
+            reader = sitk.ImageFileReader()
+            reader.SetFileName(str(image_path))
+            reader.ReadImageInformation()
+            image_info = _info(reader)
+            label = sitk.ReadImage(str(label_dir / f"{case_id}.nii.gz"))
+        except RuntimeError as error:
+            check.problems.append(f"unreadable: {str(error).strip().splitlines()[-1]}")
+            continue
+        if not _same_info(image_info, label):
+            check.problems.append(f"label grid {label.GetSize()} @ {label.GetSpacing()} differs "
+                                  f"from image grid {image_info[0]} @ {image_info[1]}")
+        values = set(np.unique(sitk.GetArrayViewFromImage(label)).tolist()) - {0}
+        check.targets = len(values)
+        if not values:
+            check.problems.append("empty label (no targets)")
+        elif instance_ids:
+            if values != set(range(1, len(values) + 1)):
+                missing = sorted(set(range(1, max(values) + 1)) - values)
+                check.problems.append(f"instance ids not consecutive (missing {missing[:10]})")
+        elif not values <= allowed:
+            check.problems.append(f"label values {sorted(values - allowed)} not in dataset.json")
+    return checks, problems
+
+
+def _info(reader: sitk.ImageFileReader) -> tuple:
+    return (reader.GetSize(), reader.GetSpacing(), reader.GetOrigin(), reader.GetDirection())
+
+
+def _same_info(info: tuple, label: sitk.Image) -> bool:
+    reference = sitk.Image([int(v) for v in info[0]], sitk.sitkUInt8)
+    reference.SetSpacing(info[1])
+    reference.SetOrigin(info[2])
+    reference.SetDirection(info[3])
+    return same_grid(reference, label)
+
+
+# -- the Dataset class of a prepared recipe -------------------------------------------------
+class PreparedDataset(NnUNetFolder):
+    """A recipe's prepared nnU-Net folder under the data root (see ``intrabench datasets``)."""
+
+    recipe: ClassVar[Recipe]
+    targets: ClassVar[str] = ""
+    size: ClassVar[str] = ""
+    licence: ClassVar[str] = ""
+    cases_in_paper: ClassVar[int] = 0
+
+    def __init__(self, root: str | None = None, target_type: str | None = None) -> None:
+        folder = self.recipe.out_dir(self.name, root)
+        if not _complete(folder):
+            raise UserError(f"dataset '{self.name}' is not prepared in {folder}; run: "
+                            f"intrabench datasets download {self.name} && "
+                            f"intrabench datasets prepare {self.name}")
+        super().__init__(str(folder), target_type=target_type, dataset_name=self.name)
+
+    @classmethod
+    def availability(cls, root: str | None = None) -> str:
+        """Status on disk: ready (N cases) / downloaded, not prepared / not downloaded..."""
+        folder = cls.recipe.out_dir(cls.name, root)
+        if _complete(folder):
+            cases = json.loads((folder / PREPARED_MARKER).read_text())["cases"]
+            return f"ready ({len(cases)} cases)"
+        raw = cls.recipe.raw_dir(root)
+        source = cls.recipe.source
+        if not source.missing(raw):
+            return "downloaded, not prepared"
+        if isinstance(source, ManualSource):
+            return "manual download needed"
+        if raw.is_dir() and source.partial(raw):
+            return "partially downloaded"
+        return "not downloaded"
+
+
+def register_outputs(recipe: Recipe, classes: Iterable[type[PreparedDataset]]) -> None:
+    for cls in classes:
+        cls.recipe = recipe
+        dataset_registry.register(cls)
+

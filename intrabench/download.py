@@ -1,0 +1,401 @@
+"""Downloads for dataset recipes: resumable HTTP, checksums, Zenodo and TCIA APIs, safe unpacking.
+
+Conventions
+-----------
+* A file is downloaded to ``<dest>.partial`` and only renamed to ``<dest>`` after its size and
+  checksums were verified. An interrupted download leaves the ``.partial`` file, and the next
+  call resumes it with an HTTP ``Range`` request; a server that ignores ``Range`` (answers 200)
+  makes us start again from byte 0. A ``.partial`` file is never used as data.
+* A checksum mismatch deletes the partial file and raises :class:`ChecksumError`, whose message
+  names the expected and the actual hash.
+* Base URLs of the Zenodo and TCIA APIs are parameters (tests point them at a loopback server);
+  the defaults are the public services. Environment variables ``INTRABENCH_ZENODO_URL`` and
+  ``INTRABENCH_TCIA_URL`` override the defaults.
+* Archives (zip, tar, tar.gz, tar.bz2, tar.xz) are extracted by :func:`safe_extract`, which
+  rejects absolute paths, ``..`` components, links pointing outside the destination and special
+  files before anything is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import sys
+import tarfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from intrabench.errors import UserError
+
+DEFAULT_ZENODO_URL = "https://zenodo.org"
+DEFAULT_TCIA_URL = "https://services.cancerimagingarchive.net/nbia-api/services/v1"
+_CHUNK = 1 << 20
+_TIMEOUT_S = 60.0
+
+
+class DownloadError(UserError):
+    """A download failed (network, HTTP status, incomplete transfer)."""
+
+
+class ChecksumError(DownloadError):
+    """A downloaded file does not have the expected checksum or size."""
+
+
+class UnsafeArchiveError(UserError):
+    """An archive member would be written outside the destination (or is a special file)."""
+
+
+def zenodo_url(base_url: str | None = None) -> str:
+    return (base_url or os.environ.get("INTRABENCH_ZENODO_URL") or DEFAULT_ZENODO_URL).rstrip("/")
+
+
+def tcia_url(base_url: str | None = None) -> str:
+    return (base_url or os.environ.get("INTRABENCH_TCIA_URL") or DEFAULT_TCIA_URL).rstrip("/")
+
+
+# -- hashing --------------------------------------------------------------------------------
+def file_digest(path: str | Path, algorithm: str = "sha256") -> str:
+    """Hex digest of a file (streamed)."""
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def parse_checksum(text: str) -> tuple[str, str]:
+    """``"md5:abc..."`` -> ("md5", "abc..."); a bare 64-hex string is sha256."""
+    if ":" in text:
+        algorithm, value = text.split(":", 1)
+        return algorithm.strip().lower(), value.strip().lower()
+    return ("sha256" if len(text) == 64 else "md5"), text.strip().lower()
+
+
+def verify_file(path: str | Path, checksums: dict[str, str], size: int | None = None) -> None:
+    """Raise ChecksumError unless ``path`` has ``size`` bytes and every ``{algorithm: hex}``."""
+    path = Path(path)
+    if size is not None and path.stat().st_size != size:
+        raise ChecksumError(f"{path.name}: size mismatch: expected {size} bytes, "
+                            f"got {path.stat().st_size} bytes")
+    for algorithm, expected in checksums.items():
+        actual = file_digest(path, algorithm)
+        if actual != expected.lower():
+            raise ChecksumError(f"{path.name}: {algorithm} mismatch: expected {expected}, "
+                                f"got {actual}")
+
+
+# -- HTTP -----------------------------------------------------------------------------------
+def _open(url: str, headers: dict[str, str] | None = None, timeout: float = _TIMEOUT_S):
+    request = urllib.request.Request(url, headers={"User-Agent": "intrabench", **(headers or {})})
+    try:
+        return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310 (http(s) only)
+    except urllib.error.HTTPError as error:
+        raise DownloadError(f"{url}: HTTP {error.code} {error.reason}") from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise DownloadError(f"{url}: cannot connect ({reason}); check the network and retry, "
+                            "finished files are kept") from None
+
+
+def get_json(url: str, params: dict[str, str] | None = None) -> Any:
+    """GET a JSON document."""
+    if params:
+        url = f"{url}?{urllib.parse.urlencode(params)}"
+    with _open(url, {"Accept": "application/json"}) as response:
+        body = response.read()
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DownloadError(f"{url}: the answer is not JSON ({error})") from None
+
+
+def _progress_bar(total: int | None, initial: int, name: str, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, unit="B", unit_scale=True, unit_divisor=1024,
+                desc=name[-40:], file=sys.stderr, disable=not enabled, dynamic_ncols=True,
+                leave=False)
+
+
+def download(url: str, dest: str | Path, *, sha256: str | None = None, md5: str | None = None,
+             size: int | None = None, progress: bool = True,
+             max_bytes: int | None = None) -> Path:
+    """Download ``url`` to ``dest`` (resuming ``dest.partial``), verify, then rename.
+
+    If ``dest`` already exists and verifies, nothing is downloaded. ``max_bytes`` stops after
+    that many bytes of this call and raises DownloadError (to simulate an interrupted
+    transfer in tests); the partial file is kept for resuming.
+    """
+    dest = Path(dest)
+    checksums = {k: v for k, v in (("sha256", sha256), ("md5", md5)) if v}
+    if dest.exists():
+        try:
+            verify_file(dest, checksums, size)
+            return dest
+        except ChecksumError:
+            dest.unlink()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(dest.name + ".partial")
+    have = partial.stat().st_size if partial.exists() else 0
+    if size is not None and have > size:
+        partial.unlink()
+        have = 0
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    if size is not None and have == size:
+        response = None
+    else:
+        try:
+            response = _open(url, headers)
+        except DownloadError as error:
+            if have and "HTTP 416" in str(error):  # nothing left to send: already complete
+                response = None
+            else:
+                raise
+    if response is not None:
+        with response:
+            status = getattr(response, "status", 200)
+            if have and status != 206:
+                have = 0  # the server ignored Range: start over
+            elif have:
+                content_range = response.headers.get("Content-Range", "")
+                if not content_range.startswith(f"bytes {have}-"):
+                    raise DownloadError(f"{url}: unexpected Content-Range '{content_range}' "
+                                        f"when resuming at byte {have}")
+            length = response.headers.get("Content-Length")
+            total = size if size is not None else (have + int(length) if length else None)
+            written = 0
+            with open(partial, "ab" if have else "wb") as handle, \
+                    _progress_bar(total, have, dest.name, progress) as bar:
+                while True:
+                    block = response.read(_CHUNK if max_bytes is None
+                                          else max(1, min(_CHUNK, max_bytes - written)))
+                    if not block:
+                        break
+                    handle.write(block)
+                    written += len(block)
+                    bar.update(len(block))
+                    if max_bytes is not None and written >= max_bytes:
+                        raise DownloadError(f"{url}: interrupted after {written} bytes "
+                                            f"(partial file kept: {partial})")
+            if length is not None and written != int(length):
+                raise DownloadError(f"{url}: connection closed after {written} of {length} "
+                                    f"bytes; re-run to resume")
+    try:
+        verify_file(partial, checksums, size)
+    except ChecksumError:
+        partial.unlink()  # a corrupt partial is never reused
+        raise
+    partial.replace(dest)
+    return dest
+
+
+# -- Zenodo ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RemoteFile:
+    """A file offered by a record: name, URL, size in bytes and ``{algorithm: hex}``."""
+
+    name: str
+    url: str
+    size: int | None
+    checksums: dict[str, str]
+
+
+def zenodo_record_files(record: str | int, base_url: str | None = None) -> list[RemoteFile]:
+    """Files of a Zenodo record (``GET {base}/api/records/{id}``), with md5 checksums."""
+    base = zenodo_url(base_url)
+    data = get_json(f"{base}/api/records/{record}")
+    entries = data.get("files")
+    if isinstance(entries, dict):  # older API: {"entries": {...}}
+        entries = list(entries.get("entries", {}).values())
+    if not isinstance(entries, list):
+        raise DownloadError(f"Zenodo record {record}: no file list in the answer")
+    files = []
+    for entry in entries:
+        name = entry.get("key") or entry.get("filename")
+        links = entry.get("links", {})
+        url = links.get("self") or links.get("content") or links.get("download")
+        if not name or not url:
+            continue
+        checksums = {}
+        if entry.get("checksum"):
+            algorithm, value = parse_checksum(str(entry["checksum"]))
+            checksums[algorithm] = value
+        size = entry.get("size", entry.get("filesize"))
+        files.append(RemoteFile(name, url, int(size) if size is not None else None, checksums))
+    return files
+
+
+# -- TCIA (NBIA REST API) -------------------------------------------------------------------
+def tcia_series(collection: str, base_url: str | None = None,
+                modality: str | None = None) -> list[dict[str, Any]]:
+    """Series of a TCIA collection (``getSeries?Collection=...``): list of metadata dicts
+    with at least SeriesInstanceUID, StudyInstanceUID, PatientID, Modality, ImageCount."""
+    params = {"Collection": collection}
+    if modality:
+        params["Modality"] = modality
+    data = get_json(f"{tcia_url(base_url)}/getSeries", params)
+    if not isinstance(data, list):
+        raise DownloadError(f"TCIA collection {collection}: unexpected series listing")
+    return data
+
+
+def tcia_download_series(series_uid: str, dest_dir: str | Path, base_url: str | None = None,
+                         expected_count: int | None = None, progress: bool = True) -> Path:
+    """Download one series (``getImage?SeriesInstanceUID=...``, a zip of DICOM files) into
+    ``dest_dir`` (created complete or not at all). Verifies the number of files when
+    ``expected_count`` is given. Returns ``dest_dir``."""
+    dest_dir = Path(dest_dir)
+    if (dest_dir / ".complete").exists():
+        return dest_dir
+    url = f"{tcia_url(base_url)}/getImage?{urllib.parse.urlencode({'SeriesInstanceUID': series_uid})}"
+    archive = dest_dir.with_name(dest_dir.name + ".zip")
+    download(url, archive, progress=progress)
+    staging = dest_dir.with_name(dest_dir.name + ".extracting")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        safe_extract(archive, staging)
+    except (zipfile.BadZipFile, tarfile.TarError) as error:
+        archive.unlink()
+        raise DownloadError(f"series {series_uid}: the download is not a valid zip ({error}); "
+                            "re-run to download it again") from None
+    count = sum(1 for p in staging.rglob("*") if p.is_file() and p.suffix.lower() != ".csv"
+                and not p.name.upper().startswith("LICENSE"))
+    if expected_count is not None and count != expected_count:
+        shutil.rmtree(staging, ignore_errors=True)
+        archive.unlink()
+        raise ChecksumError(f"series {series_uid}: expected {expected_count} DICOM files, "
+                            f"got {count}")
+    shutil.rmtree(dest_dir, ignore_errors=True)
+    staging.replace(dest_dir)
+    (dest_dir / ".complete").write_text(f"{count}\n")
+    archive.unlink()
+    return dest_dir
+
+
+# -- archives -------------------------------------------------------------------------------
+def _check_member_name(name: str, archive: Path) -> PurePosixPath:
+    normalized = name.replace("\\", "/")
+    path = PurePosixPath(normalized)
+    if (normalized.startswith("/") or (len(normalized) > 1 and normalized[1] == ":")
+            or path.is_absolute()):
+        raise UnsafeArchiveError(f"{archive.name}: member '{name}' has an absolute path; "
+                                 "refusing to extract")
+    if any(part == ".." for part in path.parts):
+        raise UnsafeArchiveError(f"{archive.name}: member '{name}' leaves the destination "
+                                 "('..'); refusing to extract")
+    return path
+
+
+def _check_link(member: PurePosixPath, target: str, archive: Path, hard: bool = False) -> None:
+    if target.startswith("/") or (len(target) > 1 and target[1] == ":"):
+        raise UnsafeArchiveError(f"{archive.name}: link '{member}' -> '{target}' points to an "
+                                 "absolute path; refusing to extract")
+    base = PurePosixPath() if hard else member.parent
+    depth = len(base.parts)
+    for part in PurePosixPath(target.replace("\\", "/")).parts:
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                raise UnsafeArchiveError(f"{archive.name}: link '{member}' -> '{target}' "
+                                         "escapes the destination; refusing to extract")
+        elif part != ".":
+            depth += 1
+
+
+def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | None = None,
+                 ) -> list[Path]:
+    """Extract a zip or tar archive into ``dest`` after checking every member.
+
+    Raises UnsafeArchiveError (nothing written) for absolute paths, ``..`` components, links
+    that point outside ``dest``, and device/FIFO members. Returns the extracted file paths.
+    ``password`` is for encrypted (ZipCrypto) zip archives.
+    """
+    archive = Path(archive)
+    dest = Path(dest)
+    written: list[Path] = []
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as bundle:
+            members = bundle.infolist()
+            links = {}
+            for info in members:
+                path = _check_member_name(info.filename, archive)
+                mode = info.external_attr >> 16
+                if stat.S_ISLNK(mode):
+                    target = bundle.read(info, pwd=_pwd(password)).decode("utf-8")
+                    _check_link(path, target, archive)
+                    links[info.filename] = target
+            dest.mkdir(parents=True, exist_ok=True)
+            for info in members:
+                path = _check_member_name(info.filename, archive)
+                out = dest.joinpath(*path.parts) if path.parts else dest
+                if info.filename in links:
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    if out.is_symlink() or out.exists():
+                        out.unlink()
+                    os.symlink(links[info.filename], out)
+                    continue
+                if info.is_dir():
+                    out.mkdir(parents=True, exist_ok=True)
+                    continue
+                out.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    with bundle.open(info, pwd=_pwd(password)) as source, open(out, "wb") as target:
+                        shutil.copyfileobj(source, target, _CHUNK)
+                except RuntimeError as error:  # encrypted without (the right) password
+                    raise UserError(f"{archive.name}: cannot decrypt '{info.filename}' ({error}); "
+                                    "give the archive's password") from None
+                written.append(out)
+        return written
+    if not tarfile.is_tarfile(archive):
+        raise UserError(f"{archive}: not a zip or tar archive")
+    with tarfile.open(archive) as bundle:
+        members = bundle.getmembers()
+        for member in members:
+            path = _check_member_name(member.name, archive)
+            if member.issym():
+                _check_link(path, member.linkname, archive)
+            elif member.islnk():
+                _check_member_name(member.linkname, archive)
+                _check_link(path, member.linkname, archive, hard=True)
+            elif not (member.isfile() or member.isdir()):
+                raise UnsafeArchiveError(f"{archive.name}: member '{member.name}' is a device "
+                                         "or FIFO; refusing to extract")
+        dest.mkdir(parents=True, exist_ok=True)
+        for member in members:
+            path = _check_member_name(member.name, archive)
+            out = dest.joinpath(*path.parts) if path.parts else dest
+            if member.isdir():
+                out.mkdir(parents=True, exist_ok=True)
+            elif member.issym():
+                out.parent.mkdir(parents=True, exist_ok=True)
+                if out.is_symlink() or out.exists():
+                    out.unlink()
+                os.symlink(member.linkname, out)
+            elif member.islnk():
+                out.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(dest.joinpath(*PurePosixPath(member.linkname).parts), out)
+                written.append(out)
+            else:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                source = bundle.extractfile(member)
+                if source is None:
+                    continue
+                with source, open(out, "wb") as target:
+                    shutil.copyfileobj(source, target, _CHUNK)
+                written.append(out)
+    return written
+
+
+def _pwd(password: str | bytes | None) -> bytes | None:
+    if password is None:
+        return None
+    return password.encode("utf-8") if isinstance(password, str) else password
+
