@@ -62,6 +62,12 @@ CHECKPOINTS: dict[str, CheckpointInfo] = {
                        "https://dl.fbaipublicfiles.com/segment_anything_2/092824/sam2.1_hiera_tiny.pt"),
         CheckpointInfo("sam2-hiera-large", "sam2_hiera_large.pt",
                        "https://dl.fbaipublicfiles.com/segment_anything_2/072824/sam2_hiera_large.pt"),
+        CheckpointInfo("sam2-hiera-base-plus", "sam2_hiera_base_plus.pt",
+                       "https://dl.fbaipublicfiles.com/segment_anything_2/072824/sam2_hiera_base_plus.pt"),
+        CheckpointInfo("sam2-hiera-small", "sam2_hiera_small.pt",
+                       "https://dl.fbaipublicfiles.com/segment_anything_2/072824/sam2_hiera_small.pt"),
+        CheckpointInfo("sam2-hiera-tiny", "sam2_hiera_tiny.pt",
+                       "https://dl.fbaipublicfiles.com/segment_anything_2/072824/sam2_hiera_tiny.pt"),
         CheckpointInfo("medsam", "medsam_vit_b.pth",
                        "https://github.com/bowang-lab/MedSAM (README: 'Model checkpoints', "
                        "Google Drive folder)",

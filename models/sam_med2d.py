@@ -1,0 +1,177 @@
+"""SAM-Med2D (Cheng et al. 2023): SAM ViT-B at 256 x 256 input with an adapter in every block.
+
+No package exists, so the architecture is written here on top of ``segment_anything``:
+:class:`AdapterBlock` subclasses ``segment_anything``'s encoder ``Block`` and adds
+:class:`SliceAdapter` under the attribute name ``Adapter``, so that the public
+``sam-med2d_b.pth`` (weights under 'model') loads strictly. Checkpoint keys per block:
+``image_encoder.blocks.{i}.Adapter.{norm,channel.0,channel.2,spatial.0,spatial.2}.*``; the
+encoder's ``pos_embed`` is (1, 16, 16, 768).
+
+Preprocessing (paper Appendix A.4, SAM-Med2D's ``predictor_sammed.py``): each axial slice is
+clipped to its own 0.5th/99.5th percentiles, scaled to 0..255 (8 bit), replicated to RGB,
+standardised with SAM's pixel mean/std, then squashed to 256 x 256 (nearest neighbour, no
+padding). Prompts are scaled per axis (256/W, 256/H). Decoding: three-mask output, best
+predicted IoU (SAM-Med2D's ``test.py``); low-res logits (64 x 64) upsampled bilinearly to 256
+and then to the slice size; threshold ``sigmoid > 0.5``. Refinement feeds the 64 x 64 logits
+back as mask input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, ClassVar
+
+import numpy as np
+
+from intrabench.protocols import SliceOutput
+from intrabench.registry import models
+from intrabench.types import SlicePrompt
+
+from ._sam_common import (
+    SAM_CONFIGS,
+    SAM_PIXEL_MEAN,
+    SAM_PIXEL_STD,
+    TINY_SAM,
+    SamFamilyModel,
+    build_sam,
+    feedback_tensor,
+    logits_feedback,
+    percentile_window,
+    prompt_tensors,
+    sam_decode,
+    slice_batch,
+    to_uint8,
+)
+
+#: full-size SAM-Med2D: ViT-B, 256 input, adapters
+SAM_MED2D_CONFIG = replace(SAM_CONFIGS["vit_b"], image_size=256, adapter=True)
+#: tiny test/timing configuration of the same architecture (128 input, 8 x 8 tokens)
+TINY_SAM_MED2D = replace(TINY_SAM, image_size=128, window_size=4, adapter=True)
+
+
+_CLASSES: dict[str, type] = {}
+
+
+def adapter_classes() -> tuple[type, type]:
+    """(SliceAdapter, AdapterBlock), built on first use (torch is imported lazily).
+
+    They are also reachable as module attributes ``SliceAdapter`` and ``AdapterBlock``.
+    """
+    if _CLASSES:
+        return _CLASSES["SliceAdapter"], _CLASSES["AdapterBlock"]
+    import torch
+    from segment_anything.modeling.image_encoder import Block
+    from torch import nn
+
+    class _SliceAdapter(nn.Module):
+        """Channel (squeeze-excitation) then spatial (conv down / transposed conv up) adapter.
+
+        Input and output are (B, H, W, C) tokens; H and W must be even. ``channel``:
+        Linear(C, C/4) - ReLU - Linear(C/4, C) - Sigmoid on the average-pooled tokens,
+        multiplied back; ``spatial``: Conv2d(C, C, 3, stride 2) - ReLU -
+        ConvTranspose2d(C, C, 4, stride 2) - ReLU; then a skip connection from the input and
+        LayerNorm ``norm``. No biases in the linear/conv layers.
+        """
+
+        def __init__(self, dim: int, ratio: float = 0.25) -> None:
+            super().__init__()
+            hidden = int(dim * ratio)
+            self.norm = nn.LayerNorm(dim)
+            self.channel = nn.Sequential(
+                nn.Linear(dim, hidden, bias=False), nn.ReLU(),
+                nn.Linear(hidden, dim, bias=False), nn.Sigmoid())
+            self.spatial = nn.Sequential(
+                nn.Conv2d(dim, dim, kernel_size=3, stride=2, padding=1, bias=False), nn.ReLU(),
+                nn.ConvTranspose2d(dim, dim, kernel_size=4, stride=2, padding=1, bias=False),
+                nn.ReLU())
+
+        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+            features = tokens.permute(0, 3, 1, 2)
+            weights = self.channel(features.mean(dim=(2, 3)))
+            reweighted = features * weights[:, :, None, None]
+            out = features + self.spatial(reweighted)
+            return self.norm(out.permute(0, 2, 3, 1))
+
+    class _AdapterBlock(Block):
+        """segment_anything's ViT block plus an adapter fed with the MLP's input:
+        ``x = x + attn(...)``; ``x = x + mlp(norm2(x)) + Adapter(norm2(x))``."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.Adapter = _SliceAdapter(self.norm2.normalized_shape[0])
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from segment_anything.modeling.image_encoder import (
+                window_partition,
+                window_unpartition,
+            )
+
+            shortcut = x
+            x = self.norm1(x)
+            if self.window_size > 0:
+                height, width = x.shape[1], x.shape[2]
+                x, pad_hw = window_partition(x, self.window_size)
+            x = self.attn(x)
+            if self.window_size > 0:
+                x = window_unpartition(x, self.window_size, pad_hw, (height, width))
+            x = shortcut + x
+            normed = self.norm2(x)
+            return x + self.mlp(normed) + self.Adapter(normed)
+
+    _SliceAdapter.__name__ = _SliceAdapter.__qualname__ = "SliceAdapter"
+    _AdapterBlock.__name__ = _AdapterBlock.__qualname__ = "AdapterBlock"
+    _CLASSES.update(SliceAdapter=_SliceAdapter, AdapterBlock=_AdapterBlock)
+    return _SliceAdapter, _AdapterBlock
+
+
+def __getattr__(name: str) -> Any:  # SliceAdapter / AdapterBlock, built when first asked for
+    if name in ("SliceAdapter", "AdapterBlock"):
+        adapter_classes()
+        return _CLASSES[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@models.register
+class SAMMed2D(SamFamilyModel):
+    """SAM-Med2D (ViT-B with adapters, 256 input), slice by slice; points, boxes, mask refinement."""
+
+    name: ClassVar[str] = "sam-med2d"
+    accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
+    VARIANTS: ClassVar[dict[str, str]] = {"vit_b": "sam-med2d"}
+    DEFAULT_VARIANT: ClassVar[str] = "vit_b"
+    AUTO_MULTIMASK: ClassVar[str] = "always"
+    #: non-persistent buffers here; tolerated if a checkpoint carries them
+    IGNORED_CHECKPOINT_KEYS: ClassVar[tuple[str, ...]] = ("pixel_mean", "pixel_std")
+
+    def build_network(self, tiny: bool) -> Any:
+        return build_sam(TINY_SAM_MED2D if tiny else SAM_MED2D_CONFIG)
+
+    def preprocess(self, zs: list[int]) -> Any:
+        import torch
+        import torch.nn.functional as F
+
+        slices = [self.image.array[z] for z in zs]
+        batch = slice_batch((to_uint8(s, percentile_window(s)) for s in slices), self.device)
+        mean = torch.tensor(SAM_PIXEL_MEAN, device=self.device)[None, :, None, None]
+        std = torch.tensor(SAM_PIXEL_STD, device=self.device)[None, :, None, None]
+        size = self.net.image_encoder.img_size
+        return F.interpolate((batch - mean) / std, (size, size), mode="nearest")
+
+    def encode(self, batch: Any) -> list[Any]:
+        return [embedding.clone() for embedding in self.net.image_encoder(batch)]
+
+    def decode(self, embedding: Any, prompt: SlicePrompt, feedback: Any) -> SliceOutput:
+        import torch
+        import torch.nn.functional as F
+
+        net = self.net
+        height, width = self.image.shape[1:]
+        size = net.image_encoder.img_size
+        coords, labels, box = prompt_tensors(prompt, size / height, size / width, self.device)
+        mask_input = feedback_tensor(feedback, self.device)
+        low_res, _ = sam_decode(net, embedding, coords, labels, box, mask_input,
+                                self.use_multimask(prompt, mask_input is not None))
+        logits = F.interpolate(low_res.float(), (size, size), mode="bilinear", align_corners=False)
+        logits = F.interpolate(logits, (height, width), mode="bilinear", align_corners=False)
+        mask = (torch.sigmoid(logits[0, 0]) > 0.5).cpu().numpy().astype(bool)
+        return SliceOutput(np.ascontiguousarray(mask), logits_feedback(low_res))
