@@ -1,0 +1,142 @@
+"""Bring your own data: a folder of images and labels described by a small YAML file.
+
+Example ``my-data.yaml`` (paths are relative to the YAML file's folder unless ``root`` says
+otherwise)::
+
+    name: liver-study                 # dataset name in results (default: the YAML file name)
+    root: .                           # folder the patterns are relative to
+    images: "images/{case}_ct.nii.gz" # {case} marks the case id; the rest is a glob pattern
+    labels: "labels/{case}_seg.nii.gz"
+    # or explicit pairs instead of the two patterns:
+    # pairs:
+    #   - {case: p1, image: a/p1.nii.gz, label: b/p1-mask.nii.gz}
+    classes: {lesion: 1, liver: 2}    # label value of each class (0 is background)
+    target_types: {lesion: instance, liver: organ}   # default: instance
+    instances: connected_components   # or "values": label values are instance ids already
+
+Every image needs a label on the same grid (checked when a case is loaded). Use it in a run
+config as ``{name: folder, spec: path/to/my-data.yaml}``.
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from intrabench.errors import UserError
+from intrabench.protocols import Dataset
+from intrabench.registry import datasets
+from intrabench.types import Case
+
+from .nnunet_folder import load_pair
+
+_KEYS = {"name", "root", "images", "labels", "pairs", "classes", "target_types", "instances",
+         "description", "modality"}
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """Regex for a ``{case}`` pattern: glob wildcards match within one path component."""
+    parts = pattern.split("{case}")
+    if len(parts) != 2:
+        raise UserError(f"pattern '{pattern}' must contain {{case}} exactly once")
+    def convert(text: str) -> str:
+        out = ""
+        for char in text:
+            out += {"*": "[^/]*", "?": "[^/]"}.get(char, re.escape(char))
+        return out
+    return re.compile(f"^{convert(parts[0])}(?P<case>[^/]+?){convert(parts[1])}$")
+
+
+def _match(root: Path, pattern: str) -> dict[str, Path]:
+    regex = _pattern_regex(pattern)
+    found: dict[str, Path] = {}
+    for name in sorted(glob.glob(str(root / pattern.replace("{case}", "*")), recursive=False)):
+        relative = Path(name).relative_to(root).as_posix()
+        match = regex.match(relative)
+        if match:
+            case_id = match.group("case")
+            if case_id in found:
+                raise UserError(f"case '{case_id}' matches two files: {found[case_id]} and {name}")
+            found[case_id] = Path(name)
+    return found
+
+
+@datasets.register
+class FolderDataset(Dataset):
+    """Your own images + labels, described by a YAML spec (patterns or explicit pairs)."""
+
+    name: ClassVar[str] = "folder"
+    modality: ClassVar[str] = "any"
+    description: ClassVar[str] = "your own data: image/label files described by a YAML spec"
+
+    def __init__(self, spec: str) -> None:
+        path = Path(spec).expanduser()
+        if not path.is_file():
+            raise UserError(f"dataset spec not found: {path}")
+        try:
+            data: Any = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as error:
+            raise UserError(f"{path}: invalid YAML ({error})") from None
+        if not isinstance(data, dict):
+            raise UserError(f"{path}: expected a mapping with images/labels (or pairs) and classes")
+        unknown = set(data) - _KEYS
+        if unknown:
+            raise UserError(f"{path}: unknown keys {sorted(unknown)}; valid: {sorted(_KEYS)}")
+        self.dataset_name = str(data.get("name") or path.stem)
+        root = Path(str(data.get("root", "."))).expanduser()
+        self.root = root if root.is_absolute() else (path.parent / root).resolve()
+        classes = data.get("classes")
+        if not isinstance(classes, dict) or not classes:
+            raise UserError(f"{path}: 'classes' must map class names to label values, "
+                            "e.g. {lesion: 1}")
+        self.classes = {str(k): int(v) for k, v in classes.items() if int(v) != 0}
+        types = {str(k): str(v) for k, v in (data.get("target_types") or {}).items()}
+        bad = {k: v for k, v in types.items() if v not in ("instance", "organ")}
+        if bad or set(types) - set(self.classes):
+            raise UserError(f"{path}: target_types must name classes and be 'instance' or "
+                            f"'organ' (got {types})")
+        self.target_types = types
+        self.instances = str(data.get("instances", "connected_components"))
+        if self.instances not in ("connected_components", "values"):
+            raise UserError(f"{path}: instances must be 'connected_components' or 'values'")
+        self._cases = self._find(data, path)
+        if not self._cases:
+            raise UserError(f"{path}: no image/label pairs found under {self.root}")
+
+    def _find(self, data: dict[str, Any], path: Path) -> dict[str, tuple[Path, Path]]:
+        if data.get("pairs") is not None:
+            cases: dict[str, tuple[Path, Path]] = {}
+            for index, pair in enumerate(data["pairs"]):
+                if not isinstance(pair, dict) or "image" not in pair or "label" not in pair:
+                    raise UserError(f"{path}: pairs[{index}] needs 'image' and 'label'")
+                image, label = self.root / str(pair["image"]), self.root / str(pair["label"])
+                case_id = str(pair.get("case") or Path(str(pair["image"])).name.split(".")[0])
+                if case_id in cases:
+                    raise UserError(f"{path}: case '{case_id}' listed twice")
+                for file in (image, label):
+                    if not file.is_file():
+                        raise UserError(f"{path}: pairs[{index}]: file not found: {file}")
+                cases[case_id] = (image, label)
+            return cases
+        if not data.get("images") or not data.get("labels"):
+            raise UserError(f"{path}: give 'images' and 'labels' patterns with {{case}}, "
+                            "or a 'pairs' list")
+        images = _match(self.root, str(data["images"]))
+        labels = _match(self.root, str(data["labels"]))
+        unlabelled = sorted(set(images) - set(labels))
+        if unlabelled:
+            raise UserError(f"{path}: {len(unlabelled)} image(s) without a label, e.g. "
+                            f"'{unlabelled[0]}' ({images[unlabelled[0]]})")
+        return {c: (images[c], labels[c]) for c in images}
+
+    def case_ids(self) -> list[str]:
+        return sorted(self._cases)
+
+    def load(self, case_id: str) -> Case:
+        image, label = self._cases[case_id]
+        return load_pair(self.dataset_name, case_id, image, label, self.classes,
+                         self.target_types, self.instances)

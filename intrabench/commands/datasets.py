@@ -1,0 +1,153 @@
+"""``intrabench datasets download|prepare|verify NAME...`` and the richer ``datasets list``.
+
+Options shared by the actions: ``--root`` (data root; default ``$INTRABENCH_DATA`` or
+~/.intrabench/data) and, for download, ``--zenodo-url`` / ``--tcia-url`` (service base URLs,
+e.g. a mirror). Heavy imports happen inside the functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _recipe_classes(names: list[str]) -> list[type]:
+    from intrabench import registry
+    from intrabench.errors import UserError
+
+    classes = []
+    for name in names:
+        cls = registry.datasets.get(name)
+        if getattr(cls, "recipe", None) is None:
+            raise UserError(f"dataset '{name}' has no download recipe (it is built in or reads "
+                            "your own folder); nothing to download or prepare")
+        classes.append(cls)
+    return classes
+
+
+def _unique_recipes(classes: list[type]) -> list[tuple[object, list[str]]]:
+    seen: dict[int, tuple[object, list[str]]] = {}
+    for cls in classes:
+        entry = seen.setdefault(id(cls.recipe), (cls.recipe, []))
+        entry[1].append(cls.name)
+    return list(seen.values())
+
+
+def cmd_download(args: argparse.Namespace) -> int:
+    from intrabench.datasets._recipe import Urls
+
+    urls = Urls(zenodo=args.zenodo_url, tcia=args.tcia_url)
+    for recipe, names in _unique_recipes(_recipe_classes(args.names)):
+        result = recipe.download(args.root, urls, progress=not args.quiet)
+        if result == "present":
+            print(f"{', '.join(names)}: already downloaded ({recipe.raw_dir(args.root)})")
+        elif result == "downloaded":
+            print(f"{', '.join(names)}: downloaded to {recipe.raw_dir(args.root)}; next: "
+                  f"intrabench datasets prepare {' '.join(names)}")
+    return 0
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    for recipe, names in _unique_recipes(_recipe_classes(args.names)):
+        report = recipe.prepare(args.root, progress=not args.quiet, force=args.force)
+        if report.up_to_date:
+            print(f"{', '.join(names)}: up to date, nothing to do")
+            continue
+        print(f"{', '.join(names)}: {len(report.written)} cases prepared, "
+              f"{len(report.skipped)} skipped")
+        for case_id, reason in sorted(report.skipped.items()):
+            print(f"  skipped {case_id}: {reason}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from intrabench import registry
+    from intrabench.datasets._recipe import verify_folder
+
+    failed = 0
+    for name in args.names:
+        if Path(name).is_dir():
+            folder = Path(name)
+        else:
+            cls = registry.datasets.get(name)
+            if getattr(cls, "recipe", None) is None:
+                from intrabench.errors import UserError
+
+                raise UserError(f"'{name}' is not a prepared recipe; give its folder instead")
+            folder = cls.recipe.out_dir(name, args.root)
+        checks, problems = verify_folder(folder)
+        bad = [c for c in checks if not c.ok]
+        for problem in problems:
+            print(f"{name}: {problem}")
+        for check in checks:
+            if check.ok and args.quiet:
+                continue
+            state = "ok" if check.ok else "FAIL: " + "; ".join(check.problems)
+            print(f"{name}/{check.case_id}: {check.targets} label values, {state}")
+        ok = not problems and not bad and checks
+        print(f"{name}: {len(checks) - len(bad)}/{len(checks)} cases ok"
+              + ("" if ok else " -- PROBLEMS"))
+        failed += 0 if ok else 1
+    return 1 if failed else 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from intrabench import registry
+
+    rows = []
+    for name, cls in registry.datasets.items():
+        availability = getattr(cls, "availability", None)
+        if availability is None:
+            status = "ready"
+        else:
+            try:
+                status = availability(args.root) if getattr(cls, "recipe", None) else availability()
+            except TypeError:
+                status = availability()
+        rows.append([name, cls.modality, getattr(cls, "targets", "") or cls.description,
+                     getattr(cls, "size", ""), getattr(cls, "licence", ""), status])
+    header = ["name", "modality", "targets", "size", "licence", "status"]
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    for row in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+    return 0
+
+
+def register(commands: argparse._SubParsersAction,
+             groups: dict[str, argparse._SubParsersAction]) -> None:
+    actions = groups["datasets"]
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--root", help="data root (default: $INTRABENCH_DATA or "
+                                           "~/.intrabench/data)")
+        parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+
+    download = actions.add_parser("download", help="download recipes' raw data (resumable, "
+                                                    "checksummed)")
+    download.add_argument("names", nargs="+", metavar="NAME")
+    download.add_argument("--zenodo-url", help="Zenodo base URL (default https://zenodo.org)")
+    download.add_argument("--tcia-url", help="TCIA NBIA API base URL")
+    common(download)
+    download.set_defaults(func=cmd_download)
+
+    prepare = actions.add_parser("prepare", help="convert downloads into nnU-Net folders "
+                                                 "(idempotent)")
+    prepare.add_argument("names", nargs="+", metavar="NAME")
+    prepare.add_argument("--force", action="store_true", help="convert again from scratch")
+    common(prepare)
+    prepare.set_defaults(func=cmd_prepare)
+
+    verify = actions.add_parser("verify", help="check prepared datasets case by case")
+    verify.add_argument("names", nargs="+", metavar="NAME", help="dataset name or folder")
+    common(verify)
+    verify.set_defaults(func=cmd_verify)
+
+    # the 'list' action exists already (cli.py); give it the richer table and a --root
+    listing = actions.choices.get("list")
+    if listing is not None:
+        listing.add_argument("--root", help="data root whose status is shown")
+        listing.set_defaults(func=cmd_list)
+
+

@@ -1,0 +1,162 @@
+"""The download layer against a loopback server: resume, checksums, Zenodo/TCIA, archives."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tarfile
+import zipfile
+
+import pytest
+
+from intrabench import download as dl
+
+
+def _payload(n: int = 300_000) -> bytes:
+    return bytes((i * 7919) % 251 for i in range(n))
+
+
+def test_download_verifies_and_renames(http_server, tmp_path):
+    data = _payload()
+    http_server.routes["/f.bin"] = data
+    out = dl.download(http_server.url("/f.bin"), tmp_path / "f.bin",
+                      sha256=hashlib.sha256(data).hexdigest(), size=len(data), progress=False)
+    assert out.read_bytes() == data
+    assert not (tmp_path / "f.bin.partial").exists()
+    # present and valid: no second request
+    dl.download(http_server.url("/f.bin"), tmp_path / "f.bin",
+                sha256=hashlib.sha256(data).hexdigest(), progress=False)
+    assert len(http_server.requests) == 1
+
+
+def test_resume_uses_range_and_gives_identical_file(http_server, tmp_path):
+    data = _payload()
+    http_server.routes["/big.bin"] = data
+    target = tmp_path / "big.bin"
+    with pytest.raises(dl.DownloadError, match="interrupted after 100000 bytes"):
+        dl.download(http_server.url("/big.bin"), target, progress=False, max_bytes=100_000)
+    assert (tmp_path / "big.bin.partial").stat().st_size == 100_000
+    assert not target.exists()  # a partial file is never the result
+    dl.download(http_server.url("/big.bin"), target, md5=hashlib.md5(data).hexdigest(),
+                progress=False)
+    assert target.read_bytes() == data
+    assert http_server.requests[-1] == ("/big.bin", "bytes=100000-")
+
+
+def test_connection_cut_keeps_partial_then_resumes(http_server, tmp_path):
+    data = _payload(200_000)
+    http_server.routes["/cut.bin"] = data
+    http_server.truncate["/cut.bin"] = 50_000
+    with pytest.raises(dl.DownloadError):
+        dl.download(http_server.url("/cut.bin"), tmp_path / "cut.bin", progress=False)
+    assert (tmp_path / "cut.bin.partial").stat().st_size == 50_000
+    dl.download(http_server.url("/cut.bin"), tmp_path / "cut.bin",
+                sha256=hashlib.sha256(data).hexdigest(), progress=False)
+    assert (tmp_path / "cut.bin").read_bytes() == data
+    assert http_server.requests[-1][1] == "bytes=50000-"
+
+
+def test_server_without_range_restarts_from_zero(http_server, tmp_path):
+    data = _payload(120_000)
+    http_server.routes["/x.bin"] = data
+    http_server.honour_range = False
+    (tmp_path / "x.bin.partial").write_bytes(b"garbage" * 1000)
+    dl.download(http_server.url("/x.bin"), tmp_path / "x.bin",
+                sha256=hashlib.sha256(data).hexdigest(), progress=False)
+    assert (tmp_path / "x.bin").read_bytes() == data
+
+
+def test_checksum_mismatch_names_both_hashes_and_discards(http_server, tmp_path):
+    data = _payload(10_000)
+    http_server.routes["/f.bin"] = data
+    wrong = "0" * 64
+    actual = hashlib.sha256(data).hexdigest()
+    with pytest.raises(dl.ChecksumError) as error:
+        dl.download(http_server.url("/f.bin"), tmp_path / "f.bin", sha256=wrong, progress=False)
+    assert wrong in str(error.value) and actual in str(error.value)
+    assert not (tmp_path / "f.bin").exists()
+    assert not (tmp_path / "f.bin.partial").exists()
+
+
+def test_http_error_is_a_user_error(http_server, tmp_path):
+    with pytest.raises(dl.DownloadError, match="HTTP 404"):
+        dl.download(http_server.url("/missing"), tmp_path / "m", progress=False)
+
+
+def test_zenodo_record_files(http_server):
+    http_server.routes["/api/records/42"] = json.dumps({"files": [
+        {"key": "a.zip", "size": 3, "checksum": "md5:900150983cd24fb0d6963f7d28e17f72",
+         "links": {"self": http_server.url("/files/a.zip")}}]}).encode()
+    files = dl.zenodo_record_files(42, http_server.base)
+    assert files == [dl.RemoteFile("a.zip", http_server.url("/files/a.zip"), 3,
+                                   {"md5": "900150983cd24fb0d6963f7d28e17f72"})]
+
+
+def _zip(members: dict[str, bytes], symlinks: dict[str, str] | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        for name, data in members.items():
+            bundle.writestr(name, data)
+        for name, target in (symlinks or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o120777 << 16)
+            bundle.writestr(info, target)
+    return buffer.getvalue()
+
+
+def _tar(members: dict[str, bytes], symlinks: dict[str, str] | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as bundle:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            bundle.addfile(info, io.BytesIO(data))
+        for name, target in (symlinks or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            bundle.addfile(info)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("make", [_zip, _tar])
+def test_safe_extract_writes_members(tmp_path, make):
+    archive = tmp_path / "a.bin"
+    archive.write_bytes(make({"d/x.txt": b"hello", "y.txt": b"yo"}, {"d/link": "x.txt"}))
+    files = dl.safe_extract(archive, tmp_path / "out")
+    assert (tmp_path / "out" / "d" / "x.txt").read_bytes() == b"hello"
+    assert os.readlink(tmp_path / "out" / "d" / "link") == "x.txt"
+    assert len(files) == 2
+
+
+@pytest.mark.parametrize("make", [_zip, _tar])
+@pytest.mark.parametrize("members,links,message", [
+    ({"../evil.txt": b"x"}, None, r"leaves the destination"),
+    ({"ok/../../evil.txt": b"x"}, None, r"leaves the destination"),
+    ({"/tmp/evil.txt": b"x"}, None, r"absolute path"),
+    ({"a.txt": b"x"}, {"d/link": "../../etc/passwd"}, r"escapes the destination"),
+    ({"a.txt": b"x"}, {"link": "/etc/passwd"}, r"absolute path"),
+])
+def test_safe_extract_rejects_unsafe_members(tmp_path, make, members, links, message):
+    archive = tmp_path / "evil.bin"
+    archive.write_bytes(make(members, links))
+    with pytest.raises(dl.UnsafeArchiveError, match=message):
+        dl.safe_extract(archive, tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing written
+    assert not (tmp_path / "evil.txt").exists()
+
+
+def test_encrypted_zip_without_password_is_a_clear_error(tmp_path):
+    # a zip whose entry claims ZipCrypto encryption (flag bit 0)
+    archive = tmp_path / "enc.zip"
+    archive.write_bytes(_zip({"a.txt": b"secret"}))
+    raw = bytearray(archive.read_bytes())
+    # set the encryption flag in the local header and the central directory entry
+    raw[6] |= 1
+    central = raw.rfind(b"PK\x01\x02")
+    raw[central + 8] |= 1
+    archive.write_bytes(bytes(raw))
+    with pytest.raises(dl.UserError, match="password"):
+        dl.safe_extract(archive, tmp_path / "out")
