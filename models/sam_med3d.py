@@ -1,0 +1,231 @@
+"""SAM-Med3D and SAM-Med3D Turbo: 3D promptable segmentation on a 128^3 crop at 1.5 mm.
+
+Pipeline (paper Appendix A.5/A.6, with the reference implementation's errors fixed):
+
+1. ``set_case``: the canonical (z, y, x) volume is resampled to 1.5 mm isotropic (trilinear,
+   from ``Volume.spacing``, which is direction-aware) and clipped to its 0.5/99.5 percentiles.
+2. Crop: 128^3 voxels centred on the prompts: the centroid of all prompt points (clicks and
+   scribble voxels). Never on the ground truth (the model never receives it). Outside the
+   image the crop is zero-padded. The crop is kept fixed for every refinement step of an
+   episode (it travels in ``Prediction.feedback``).
+3. The crop is z-normalised with the mean/std of its voxels > 0 (as upstream's
+   ``ZNormalization(masking_method=x > 0)``; all voxels when fewer than 2 are > 0).
+4. Model space: the crop is fed as (x, y, z), i.e. the canonical crop transposed, which is the
+   RAS (C, R, A, S) layout of upstream's torchio ``ToCanonical`` data; point coordinates are
+   mapped onto the 1.5 mm grid (voxel-centre convention), shifted into the crop, reversed to
+   (x, y, z) and given with their own labels: **all points are used**.
+   Points outside the fixed crop cannot be shown to the model; they are dropped and counted in
+   ``feedback["points_outside"]``. If no point at all lies inside the crop the previous
+   prediction (or an empty mask) is returned unchanged.
+5. Mask input: the previous step's 32^3 low-resolution *logits* (zeros at the first step, as
+   upstream), single-mask output; the image encoding of a crop is computed once per
+   (case, crop) and reused for all refinement steps (and for other targets with the same crop).
+6. Output: the 32^3 logits are upsampled trilinearly to 128^3, then sampled trilinearly at the
+   original voxels covered by the crop; mask = sigmoid > 0.5 (logit > 0). Voxels outside the
+   crop are background. (Logits are interpolated, then thresholded: smoother than resampling
+   a binary mask with nearest neighbour.)
+
+Accepts points, scribbles (as points) and its own previous mask; no boxes (upstream has no box
+prompt). ``weights="random", tiny=True`` builds a tiny random-weight variant of the same
+architecture: for tests and timing only.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+
+from intrabench.protocols import Model
+from intrabench.registry import models
+from intrabench.types import Prediction, Prompt
+from intrabench.volume import Volume
+
+from ._3d_common import (
+    EncodingCache,
+    availability_of,
+    check_weights_mode,
+    crop_with_padding,
+    map_to_grid,
+    paste_back,
+    resampled_shape,
+    resize,
+    resolve_checkpoint,
+    seeded_init,
+)
+
+TARGET_SPACING_MM = 1.5
+
+
+def load_sammed3d_weights(net: Any, path: str) -> None:
+    """Strictly load a SAM-Med3D checkpoint (training dict with ``model_state_dict`` and a
+    pickled argparse Namespace, or a plain state dict) into ``net``."""
+    from intrabench.checkpoints import load_checkpoint, load_state_dict_strict, strip_prefix
+
+    loaded = load_checkpoint(path, allow_namespace=True)
+    state = loaded.get("model_state_dict", loaded) if isinstance(loaded, dict) else loaded
+    load_state_dict_strict(net, strip_prefix(state, "module."), source=str(path))
+
+
+class _SamMed3DBase(Model):
+    """Adapter shared by both checkpoints (see the module docstring)."""
+
+    dimension: ClassVar[int] = 3
+    accepts: ClassVar[frozenset[str]] = frozenset({"point", "scribble", "mask"})
+    checkpoint_key: ClassVar[str] = ""
+
+    def __init__(self, checkpoint: str | None = None, checkpoint_dir: str | None = None,
+                 device: str = "auto", weights: str = "checkpoint", tiny: bool = False,
+                 seed: int = 0) -> None:
+        """``checkpoint``: explicit file; ``checkpoint_dir``: directory holding the table's file
+        name; ``weights="random"`` (+ ``tiny=True``): no checkpoint, tests and timing only."""
+        from intrabench.device import select_device
+
+        from ._sammed3d_arch import FULL, TINY, SamMed3DNet
+
+        check_weights_mode(weights, tiny)
+        self.device = select_device(device)
+        self.config = TINY if tiny else FULL
+        path = None
+        if weights == "checkpoint":
+            path = resolve_checkpoint(self.checkpoint_key, checkpoint, checkpoint_dir)
+        with seeded_init(seed):
+            net = SamMed3DNet(self.config)
+        if path is not None:
+            load_sammed3d_weights(net, path)
+        self.net = net.to(self.device).eval()
+        self.crop_size = self.config.image_size
+        self.encoder_calls = 0
+        self._cache = EncodingCache()
+        self._image: Volume | None = None
+        self._grid: np.ndarray | None = None
+        self._seconds = 0.0
+
+    @classmethod
+    def availability(cls) -> str:
+        return availability_of(cls.checkpoint_key)
+
+    # -- case --------------------------------------------------------------------------
+    def set_case(self, image: Volume) -> None:
+        if image is self._image:
+            return
+        self._image = image
+        self._cache.clear()
+        shape = resampled_shape(image.shape, image.spacing, TARGET_SPACING_MM)
+        grid = resize(image.array, shape)
+        low, high = np.percentile(grid, [0.5, 99.5])
+        self._grid = np.clip(grid, low, high).astype(np.float32)
+
+    def model_seconds(self) -> float:
+        return self._seconds
+
+    def reset_timer(self) -> None:
+        self._seconds = 0.0
+
+    # -- geometry ----------------------------------------------------------------------
+    def grid_points(self, points: np.ndarray) -> np.ndarray:
+        """(N, 3) canonical (z, y, x) voxel indices -> float coordinates on the 1.5 mm grid."""
+        return map_to_grid(points, self._image.shape, self._grid.shape)
+
+    def crop_for(self, prompt: Prompt) -> tuple[int, int, int]:
+        """Start (z, y, x) on the 1.5 mm grid of the crop centred on the prompt points."""
+        points, labels = prompt.model_points()
+        if len(points) == 0:
+            raise ValueError(f"{self.name} needs at least one point (or scribble) prompt")
+        on_grid = self.grid_points(points)
+        half = self.crop_size / 2
+        start = tuple(int(np.floor(c - half + 0.5)) for c in on_grid.mean(axis=0))
+        if not self._inside(on_grid, start).any():
+            anchor = on_grid[labels == 1][0] if (labels == 1).any() else on_grid[0]
+            start = tuple(int(np.floor(c - half + 0.5)) for c in anchor)
+        return start
+
+    def _inside(self, on_grid: np.ndarray, start: tuple[int, int, int]) -> np.ndarray:
+        local = np.rint(on_grid - np.asarray(start))
+        return ((local >= 0) & (local < self.crop_size)).all(axis=1)
+
+    # -- model -------------------------------------------------------------------------
+    def _encode(self, start: tuple[int, int, int]) -> Any:
+        import torch
+
+        from intrabench.device import inference_context
+
+        cached = self._cache.get(start)
+        if cached is not None:
+            return cached
+        size = (self.crop_size,) * 3
+        crop = crop_with_padding(self._grid, start, size, 0.0)
+        foreground = crop > 0
+        values = crop[foreground] if foreground.sum() >= 2 else crop.ravel()
+        crop = (crop - values.mean()) / max(float(values.std()), 1e-8)
+        tensor = torch.from_numpy(np.ascontiguousarray(crop.transpose(2, 1, 0), np.float32))
+        with inference_context(self.device):
+            embedding = self.net.image_encoder(tensor[None, None].to(self.device))
+        self.encoder_calls += 1
+        self._cache.put(start, embedding)
+        return embedding
+
+    def predict(self, prompt: Prompt, previous: Prediction | None = None,
+                update_slices: list[int] | None = None) -> Prediction:
+        import torch
+
+        from intrabench.device import inference_context
+
+        if self._image is None:
+            raise RuntimeError(f"{type(self).__name__}: set_case() was not called")
+        started = time.perf_counter()
+        feedback = previous.feedback if previous is not None else None
+        reuse = isinstance(feedback, dict) and feedback.get("model") == self.name \
+            and feedback.get("image_id") == id(self._image)
+        start = tuple(feedback["crop_start"]) if reuse else self.crop_for(prompt)
+        points, labels = prompt.model_points()
+        on_grid = self.grid_points(points) if len(points) else np.zeros((0, 3))
+        inside = self._inside(on_grid, start) if len(points) else np.zeros(0, bool)
+        if not inside.any():
+            mask = previous.mask.copy() if previous is not None else np.zeros(self._image.shape, bool)
+            self._seconds += time.perf_counter() - started
+            return Prediction(mask, feedback)
+        local = (on_grid[inside] - np.asarray(start))[:, ::-1].copy()   # (x, y, z) in the crop
+        low_res = self.config.low_res_size
+        mask_input = feedback["low_res_logits"] if reuse else torch.zeros((1, 1) + (low_res,) * 3)
+        embedding = self._encode(start)
+        with inference_context(self.device):
+            logits = self.net.decode(
+                embedding,
+                torch.as_tensor(local, dtype=torch.float32, device=self.device)[None],
+                torch.as_tensor(labels[inside].astype(np.int64), device=self.device)[None],
+                mask_input.to(self.device, dtype=embedding.dtype),
+            )
+        logits = logits.float().cpu()
+        full = torch.nn.functional.interpolate(logits, size=(self.crop_size,) * 3,
+                                               mode="trilinear", align_corners=False)
+        crop_logits = full[0, 0].numpy().transpose(2, 1, 0)               # back to (z, y, x)
+        region, values = paste_back(crop_logits, start, self._grid.shape, self._image.shape)
+        mask = np.zeros(self._image.shape, dtype=bool)
+        mask[region] = values > 0.0                                       # sigmoid > 0.5
+        self._seconds += time.perf_counter() - started
+        return Prediction(mask, {
+            "model": self.name,
+            "image_id": id(self._image),
+            "crop_start": start,
+            "low_res_logits": logits,
+            "points_used": int(inside.sum()),
+            "points_outside": int((~inside).sum()),
+        })
+
+
+@models.register
+class SamMed3D(_SamMed3DBase):
+    """SAM-Med3D (ViT-B, 1.5 mm, 128^3 prompt-centred crop), checkpoint sam_med3d.pth."""
+
+    name: ClassVar[str] = "sam-med3d"
+    checkpoint_key: ClassVar[str] = "sam-med3d"
+
+
+@models.register
+class SamMed3DTurbo(_SamMed3DBase):
+    """SAM-Med3D Turbo: same architecture and pipeline, checkpoint sam_med3d_turbo.pth."""
+
+    name: ClassVar[str] = "sam-med3d-turbo"
+    checkpoint_key: ClassVar[str] = "sam-med3d-turbo"
