@@ -32,15 +32,47 @@ DEFAULT_NSD_TOLERANCE_MM = 2.0
 Spacing = tuple[float, float, float]
 
 
+def _first_axis_extent(mask: np.ndarray, chunk: int = 8) -> tuple[int, int] | None:
+    """[low, high) of the non-empty range along axis 0 of a C-contiguous mask, or None.
+
+    The low end comes from ``argmax`` on the flat array (stops at the first True voxel), the high
+    end from a backward scan in chunks of slices, so only the empty margins are read.
+    """
+    flat = mask.reshape(-1)
+    first = int(flat.argmax())
+    if not flat[first]:
+        return None
+    plane = flat.size // mask.shape[0]
+    low = first // plane
+    rows = mask.reshape(mask.shape[0], plane)
+    for stop in range(mask.shape[0], low, -chunk):
+        start = max(low, stop - chunk)
+        block = rows[start:stop]
+        if block.any():
+            return low, start + int(np.flatnonzero(block.any(axis=1))[-1]) + 1
+    return low, low + 1  # unreachable: row ``low`` holds the first True voxel
+
+
 def bounding_box(mask: np.ndarray) -> tuple[slice, ...] | None:
     """Bounding box of a boolean mask as slices (one per axis), or None if it is empty.
 
-    Projects one axis at a time onto the already narrowed block, so a small object in a large
-    volume costs about one pass over the volume.
+    Finds the axis-0 range first (reading only the empty margins of a contiguous mask), then
+    projects the remaining axes on that slab, so a small object in a large volume costs about
+    one pass over the volume at memory speed.
     """
-    bounds: list[slice] = []
-    block = mask
-    for axis in range(mask.ndim):
+    mask = np.asarray(mask, dtype=bool)
+    if mask.ndim == 0 or mask.size == 0:
+        return None
+    if mask.flags.c_contiguous:
+        extent = _first_axis_extent(mask)
+        if extent is None:
+            return None
+        bounds = [slice(*extent)]
+        block = mask[bounds[0]]
+        first_axis = 1
+    else:
+        bounds, block, first_axis = [], mask, 0
+    for axis in range(first_axis, mask.ndim):
         other = tuple(a for a in range(block.ndim) if a != axis)
         present = np.flatnonzero(block.any(axis=other))
         if present.size == 0:

@@ -169,3 +169,15 @@ def test_random_shapes_against_monai_with_both_distance_paths():
         assert ours["dice"] == pytest.approx(reference["dice"], abs=1e-6)
         assert ours["nsd"] == pytest.approx(reference["nsd"], abs=1e-6)
         assert ours["hd95"] == pytest.approx(reference["hd95"], rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("z_positions", [(0,), (39,), (3, 17), (8, 9), (0, 39), (15, 16, 31)])
+def test_bounding_box_matches_projection(z_positions):
+    mask = np.zeros((40, 6, 7), bool)
+    for i, z in enumerate(z_positions):
+        mask[z, i % 6, (2 * i) % 7] = True
+    expected = tuple(slice(int(np.flatnonzero(mask.any(axis=tuple(o for o in range(3) if o != a)))[0]),
+                           int(np.flatnonzero(mask.any(axis=tuple(o for o in range(3) if o != a)))[-1]) + 1)
+                     for a in range(3))
+    assert bounding_box(mask) == expected
+    assert bounding_box(np.asfortranarray(mask)) == expected  # non-contiguous path
