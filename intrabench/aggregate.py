@@ -2,10 +2,18 @@
 
 target -> case (mean over the case's targets of one class) -> dataset class (mean over cases)
 -> dataset (mean over classes). A pure function of the rows: re-aggregating never re-runs.
+
+:func:`dataset_statistics` adds the spread over cases (median, standard deviation, quartiles)
+and a percentile-bootstrap confidence interval that resamples cases (seeded, deterministic).
+It works on step rows (``results.parquet``) and on episode rows
+(:func:`intrabench.episode_metrics.episode_table`) alike: pass the configuration columns.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 import pandas as pd
 
 #: Columns that identify one configuration (a table row before the dataset columns).
@@ -61,6 +69,117 @@ def summary_table(rows: pd.DataFrame, metric: str = "dice", steps: str = "final"
     wide.insert(1, "mean interactions", effort["mean_effort"].reindex(wide.index).round(1))
     wide.columns.name = None
     return wide.reset_index()
+
+
+def merge_datasets(rows: pd.DataFrame, groups: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """Rows with several datasets scored as one (e.g. the paper's D8 = HCC-TACE liver + lesion).
+
+    ``groups`` maps a new dataset name to the dataset keys it merges; their classes become
+    ``<dataset>/<class>`` so that the merged dataset's score is the mean over all their classes.
+    """
+    rows = rows.copy()
+    for new, members in groups.items():
+        chosen = rows["dataset"].isin(list(members))
+        rows.loc[chosen, "target_class"] = (rows.loc[chosen, "dataset"].astype(str) + "/"
+                                            + rows.loc[chosen, "target_class"].astype(str))
+        rows.loc[chosen, "dataset"] = new
+    return rows
+
+
+def case_class_matrix(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Cases x classes of one dataset and configuration: mean of ``metric`` over each case's
+    targets of that class (and over seeds); NaN where a case has no target of a class."""
+    return rows.pivot_table(index="case", columns="target_class", values=metric, aggfunc="mean",
+                            dropna=False, sort=True)
+
+
+def _dataset_score(matrix: np.ndarray) -> float:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(np.nanmean(np.nanmean(matrix, axis=0)))
+
+
+def bootstrap_ci(matrix: np.ndarray, n_boot: int = 1000, confidence: float = 0.95,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of the dataset score, resampling cases (rows) with replacement.
+
+    ``matrix``: cases x classes of case means (NaN = class absent in that case). The dataset
+    score of a resample is the mean over classes of the class's mean over the drawn cases.
+    Deterministic for a given ``seed``; the same seed and number of cases draw the same
+    resamples (so two configurations on the same cases are resampled pairwise).
+    """
+    import warnings
+
+    n_cases = matrix.shape[0]
+    if n_cases == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    indices = rng.integers(0, n_cases, size=(n_boot, n_cases))
+    scores = np.empty(n_boot)
+    chunk = max(1, 2_000_000 // max(1, n_cases * matrix.shape[1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for start in range(0, n_boot, chunk):
+            drawn = matrix[indices[start:start + chunk]]  # (b, n_cases, n_classes)
+            scores[start:start + chunk] = np.nanmean(np.nanmean(drawn, axis=1), axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.nanquantile(scores, [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
+def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
+                       config: Sequence[str] = ("model", "prompter", "refiner", "step"),
+                       n_boot: int = 1000, confidence: float = 0.95,
+                       seed: int = 0) -> pd.DataFrame:
+    """Per (configuration, dataset): the paper's score and its spread over cases.
+
+    Columns: ``mean`` (mean over classes of the mean over cases of case means: the paper's
+    number), ``median``, ``std``, ``q1``, ``q3`` (over per-case scores, a case's score being the
+    mean over its classes), ``ci_low``/``ci_high`` (bootstrap over cases, see
+    :func:`bootstrap_ci`), ``n_cases``, ``n_targets``. Seeds are pooled at the case level.
+    """
+    config = [c for c in config if c in rows]
+    records = []
+    for identity, group in rows.groupby(config + ["dataset"], sort=True, dropna=False):
+        matrix = case_class_matrix(group, metric).to_numpy(dtype=np.float64)
+        with np.errstate(all="ignore"):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                per_case_scores = np.nanmean(matrix, axis=1)
+        per_case_scores = per_case_scores[np.isfinite(per_case_scores)]
+        low, high = bootstrap_ci(matrix, n_boot=n_boot, confidence=confidence, seed=seed)
+        record = dict(zip(config + ["dataset"], identity))
+        record.update({
+            "metric": metric,
+            "mean": _dataset_score(matrix),
+            "median": float(np.median(per_case_scores)) if per_case_scores.size else float("nan"),
+            "std": float(np.std(per_case_scores, ddof=1)) if per_case_scores.size > 1 else float("nan"),
+            "q1": float(np.quantile(per_case_scores, 0.25)) if per_case_scores.size else float("nan"),
+            "q3": float(np.quantile(per_case_scores, 0.75)) if per_case_scores.size else float("nan"),
+            "ci_low": low,
+            "ci_high": high,
+            "n_cases": int(matrix.shape[0]),
+            "n_targets": int(group[metric].notna().sum()),
+        })
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def per_case_table(rows: pd.DataFrame, metric: str = "dice",
+                   config: Sequence[str] = ("model", "prompter", "refiner", "step")) -> pd.DataFrame:
+    """One row per (configuration, dataset, case): the case score (mean over its classes of the
+    mean over that class's targets), the number of targets and the case's classes."""
+    config = [c for c in config if c in rows]
+    by_class = (rows.groupby(config + ["dataset", "case", "target_class"], dropna=False)
+                .agg(score=(metric, "mean"), targets=("target", "nunique")).reset_index())
+    return (by_class.groupby(config + ["dataset", "case"], dropna=False)
+            .agg(**{metric: ("score", "mean"), "targets": ("targets", "sum"),
+                    "classes": ("target_class", lambda c: ", ".join(sorted(map(str, c))))})
+            .reset_index())
 
 
 def to_markdown(table: pd.DataFrame, digits: int = 2) -> str:

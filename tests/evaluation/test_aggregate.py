@@ -1,0 +1,156 @@
+"""Aggregation and per-episode summaries on hand-made rows with known answers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.integrate import cumulative_trapezoid
+
+from intrabench.aggregate import (
+    bootstrap_ci,
+    dataset_statistics,
+    merge_datasets,
+    per_case_table,
+    per_dataset,
+    summary_table,
+)
+from intrabench.episode_metrics import (
+    auc,
+    auc_normalized,
+    cvpr_nsd,
+    episode_table,
+    success_summary,
+)
+
+
+def row(dataset, case, target, cls, dice, model="m", prompter="p", refiner="none", step=0,
+        seed=0, effort=3):
+    return {"run": "r", "dataset": dataset, "case": case, "target": target, "target_class": cls,
+            "model": model, "prompter": prompter, "refiner": refiner, "seed": seed, "step": step,
+            "dice": dice, "cumulative_effort": effort, "effort_label": "3"}
+
+
+@pytest.fixture
+def table() -> pd.DataFrame:
+    return pd.DataFrame([
+        # dataset A, class lesion: case c1 = mean(0.2, 0.6) = 0.4, case c2 = 0.8 -> 0.6
+        row("A", "c1", "t1", "lesion", 0.2),
+        row("A", "c1", "t2", "lesion", 0.6),
+        row("A", "c2", "t1", "lesion", 0.8),
+        # dataset A, class organ: only c1 -> 1.0. Dataset A = (0.6 + 1.0) / 2 = 0.8
+        row("A", "c1", "t3", "organ", 1.0),
+        # dataset B: one class, one case -> 0.5
+        row("B", "c3", "t1", "x", 0.5),
+    ])
+
+
+def test_hierarchical_means(table):
+    scores = per_dataset(table).set_index("dataset")["dice"]
+    assert scores["A"] == pytest.approx(0.8) and scores["B"] == pytest.approx(0.5)
+    wide = summary_table(table)
+    assert wide.loc[0, "A"] == pytest.approx(80.0)
+    assert wide.loc[0, "B"] == pytest.approx(50.0)
+    assert wide.loc[0, "Average"] == pytest.approx(65.0)
+
+
+def test_dataset_statistics(table):
+    stats = dataset_statistics(table, n_boot=500).set_index("dataset")
+    a = stats.loc["A"]
+    assert a["mean"] == pytest.approx(0.8)
+    # per-case scores: c1 = mean(0.4 lesion, 1.0 organ) = 0.7, c2 = 0.8
+    assert a["median"] == pytest.approx(0.75)
+    assert a["std"] == pytest.approx(np.std([0.7, 0.8], ddof=1))
+    assert a["n_cases"] == 2 and a["n_targets"] == 4
+    assert a["ci_low"] <= a["mean"] <= a["ci_high"]
+    b = stats.loc["B"]
+    assert (b["ci_low"], b["mean"], b["ci_high"]) == pytest.approx((0.5, 0.5, 0.5))
+    assert math.isnan(b["std"])
+    again = dataset_statistics(table, n_boot=500).set_index("dataset")
+    pd.testing.assert_frame_equal(stats, again)
+
+
+def test_seeds_are_averaged(table):
+    other_seed = table.assign(seed=1, dice=table["dice"] - 0.1)
+    both = pd.concat([table, other_seed])
+    scores = per_dataset(both).set_index("dataset")["dice"]
+    assert scores["A"] == pytest.approx(0.75)
+    stats = dataset_statistics(both).set_index("dataset")
+    assert stats.loc["A", "mean"] == pytest.approx(0.75)
+
+
+def test_bootstrap_ci_known_cases():
+    matrix = np.array([[0.0], [1.0]])
+    low, high = bootstrap_ci(matrix, n_boot=4000, seed=3)
+    # resample means are k/2 for k ~ Binomial(2, 1/2): 0, 0.5, 1 with P = 1/4, 1/2, 1/4
+    assert (low, high) == (0.0, 1.0)
+    assert bootstrap_ci(matrix, n_boot=200, seed=3) == bootstrap_ci(matrix, n_boot=200, seed=3)
+    narrow = bootstrap_ci(np.linspace(0.4, 0.6, 200)[:, None], n_boot=2000, seed=0)
+    assert 0.48 < narrow[0] < 0.5 < narrow[1] < 0.52
+
+
+def test_merge_datasets_scores_classes_together(table):
+    merged = merge_datasets(table, {"AB": ["A", "B"]})
+    scores = per_dataset(merged).set_index("dataset")["dice"]
+    # classes A/lesion 0.6, A/organ 1.0, B/x 0.5
+    assert scores["AB"] == pytest.approx((0.6 + 1.0 + 0.5) / 3)
+
+
+def test_per_case_table(table):
+    cases = per_case_table(table).set_index("case")
+    assert cases.loc["c1", "dice"] == pytest.approx(0.7)
+    assert cases.loc["c1", "targets"] == 3
+    assert cases.loc["c1", "classes"] == "lesion, organ"
+
+
+def episode(target, dices, efforts, **extra):
+    return [row("A", "c1", target, "lesion", d, refiner="scribble", step=k, effort=e, **extra)
+            for k, (d, e) in enumerate(zip(dices, efforts))]
+
+
+def test_auc_matches_the_cvpr_formula():
+    dices = [0.5, 0.6, 0.7, 0.85, 0.95, 0.95]
+    expected = cumulative_trapezoid(dices[-5:], np.arange(5))[-1]
+    assert auc(dices) == pytest.approx(expected) == pytest.approx(3.275)
+    assert auc_normalized(dices) == pytest.approx(3.275 / 4)
+    assert auc([1.0] * 6) == 4.0 and auc_normalized([1.0] * 6) == 1.0
+    assert math.isnan(auc([0.7])) and math.isnan(auc_normalized([0.7]))
+    assert auc([0.7, 0.9]) == 0.0 and auc_normalized([0.7, 0.9]) == 0.9
+
+
+def test_episode_table_and_interactions_to_threshold():
+    rows = pd.DataFrame(
+        episode("t1", [0.5, 0.6, 0.7, 0.85, 0.95, 0.95], [6, 9, 12, 15, 18, 18])
+        + episode("t2", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [6, 9, 12, 15, 18, 21])
+        + episode("t3", [0.79, 0.81, 0.9, 0.9, 0.9, 0.9], [6, 9, 12, 15, 18, 21]))
+    rows = rows.sample(frac=1.0, random_state=1)  # order must not matter
+    episodes = episode_table(rows).set_index("target")
+    t1 = episodes.loc["t1"]
+    assert t1["dice_auc"] == pytest.approx(3.275)
+    assert t1["dice_final"] == 0.95 and t1["dice_initial"] == 0.5 and t1["n_steps"] == 5
+    assert t1["effort_to_dice_0.8"] == 15 and t1["steps_to_dice_0.8"] == 3
+    assert t1["effort_to_dice_0.9"] == 18 and bool(t1["reached_dice_0.9"])
+    assert t1["cumulative_effort"] == 18
+    t2 = episodes.loc["t2"]
+    assert math.isnan(t2["effort_to_dice_0.8"]) and not bool(t2["reached_dice_0.8"])
+    summary = success_summary(episodes.reset_index(), 0.8).iloc[0]
+    assert summary["episodes"] == 3
+    assert summary["success_rate"] == pytest.approx(2 / 3)
+    assert summary["median_effort"] == 15  # median of (9, 15, failure = inf)
+    assert summary["mean_effort_successes"] == 12
+    only_two = success_summary(episodes.loc[["t1", "t2"]].reset_index(), 0.8).iloc[0]
+    assert math.isinf(only_two["median_effort"])
+
+
+def test_cvpr_nsd_rule_and_model_time():
+    assert list(cvpr_nsd([0.1, 0.2, 0.21], [0.9, 0.9, 0.9])) == [0.0, 0.0, 0.9]
+    rows = pd.DataFrame(episode("t1", [0.1, 0.5, 1.0, 1.0], [3, 4, 5, 5]))
+    rows["nsd"] = [0.8, 0.6, 1.0, 1.0]
+    rows["model_seconds"] = [2.0, 1.0, 3.0, 0.0]
+    rows["converged"] = [False, False, False, True]
+    summary = episode_table(rows).iloc[0]
+    assert summary["nsd_auc"] == pytest.approx((0.6 + 1.0) / 2 + 1.0)
+    assert summary["model_seconds_total"] == 6.0
+    assert summary["model_seconds_per_step"] == 2.0
