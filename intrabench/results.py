@@ -52,16 +52,39 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def write_frame(path: Path, frame: pd.DataFrame) -> None:
-    """Write a DataFrame as Parquet (or CSV by suffix) atomically."""
+def write_frame(path: Path, frame: pd.DataFrame, metadata: dict[str, str] | None = None) -> None:
+    """Write a DataFrame as Parquet (or CSV by suffix) atomically.
+
+    ``metadata``: extra key-value pairs stored in the Parquet schema (ignored for CSV).
+    """
     if path.suffix == ".csv":
         atomic_write_text(path, frame.to_csv(index=False))
         return
     import io
 
     buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
+    if metadata:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        merged = {**(table.schema.metadata or {}),
+                  **{k.encode(): v.encode() for k, v in metadata.items()}}
+        pq.write_table(table.replace_schema_metadata(merged), buffer)
+    else:
+        frame.to_parquet(buffer, index=False)
     atomic_write_bytes(path, buffer.getvalue())
+
+
+def run_metadata(run_dir: str | Path) -> dict[str, str]:
+    """The run's ``config.yaml`` and ``run.json`` (software versions, machine) as text, keyed
+    ``intrabench.config`` and ``intrabench.run``; embedded in ``results.parquet``."""
+    run_dir = Path(run_dir)
+    found = {}
+    for key, name in (("intrabench.config", "config.yaml"), ("intrabench.run", "run.json")):
+        if (run_dir / name).exists():
+            found[key] = (run_dir / name).read_text()
+    return found
 
 
 def ensure_writable(directory: Path) -> None:
@@ -128,7 +151,7 @@ class ResultsStore:
 
     def consolidate(self, unit_keys: list[str] | None = None) -> pd.DataFrame:
         frame = self.read_units(unit_keys)
-        write_frame(self.run_dir / "results.parquet", frame)
+        write_frame(self.run_dir / "results.parquet", frame, metadata=run_metadata(self.run_dir))
         write_frame(self.run_dir / "results.csv", frame)
         return frame
 

@@ -7,6 +7,7 @@ case is read once and each model sees each image once (embedding caches stay hot
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -23,6 +24,7 @@ from intrabench import registry
 from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
 from intrabench.episode import StepResult, run_episode
 from intrabench.errors import DataError, UserError
+from intrabench.metrics import step_metrics
 from intrabench.protocols import Dataset, Model, incompatibility
 from intrabench.results import ResultsStore, ensure_writable, write_frame, write_run_metadata
 from intrabench.types import Case, Target
@@ -200,6 +202,8 @@ class Runner:
                     refiner=refiner, refiner_key=unit.refiner_key,
                     steps=unit.steps if refiner else 0,
                     keep_previous_prompts=unit.keep_previous_prompts, seed=unit.seed,
+                    metric_fn=functools.partial(
+                        step_metrics, nsd_tolerance_mm=self.config.nsd_tolerance_mm),
                 )
                 rows.extend(rows_for_episode(self.config.name, unit, case, target, results,
                                              results[0].prompt.effort_label))
