@@ -1,8 +1,12 @@
-"""A classical 3D baseline: seeded confidence-connected region growing (SimpleITK), CPU.
+"""A classical 3D baseline: seeded region growing with robust intensity statistics (CPU).
 
-Positive clicks (or the centre of a 3D box) seed the growth; the region is limited to the box
-when one is given; negative clicks grow a background region that is carved out; the previous
-prediction is kept where no negative evidence contradicts it.
+The foreground intensity model is the median and MAD of the image in the 3x3x3 neighbourhood
+of the first positive seed (the box centre for a box), as interactive region-growing tools fix
+the range at the first click; corrections landing on partial-volume rims then cannot widen it.
+Voxels within ``multiplier`` robust
+standard deviations of that median, inside the ROI (and the 3D box when given), 26-connected to
+a positive seed, form the region. Negative clicks carve out the connected part of the region
+around them that is nearer (in mm) to them than to any positive seed.
 """
 
 from __future__ import annotations
@@ -10,8 +14,9 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
+import cc3d
 import numpy as np
-import SimpleITK as sitk
+from scipy import ndimage
 
 from intrabench.protocols import Model
 from intrabench.registry import models
@@ -23,18 +28,18 @@ from ._classical import expand, intensity_window, normalise
 
 @models.register
 class RegionGrowing3D(Model):
-    """Seeded 3D confidence-connected region growing inside a prompt-derived ROI."""
+    """Seeded 3D region growing with robust (median/MAD) intensity limits inside a prompt ROI."""
 
     name: ClassVar[str] = "region-growing-3d"
     dimension: ClassVar[int] = 3
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box3d", "scribble", "mask"})
 
-    def __init__(self, multiplier: float = 2.5, iterations: int = 3, context_mm: float = 25.0,
-                 box_margin_voxels: int = 1) -> None:
+    def __init__(self, multiplier: float = 2.5, context_mm: float = 25.0,
+                 box_margin_voxels: int = 1, min_spread: float = 0.01) -> None:
         self.multiplier = float(multiplier)
-        self.iterations = int(iterations)
         self.context_mm = float(context_mm)
         self.box_margin_voxels = int(box_margin_voxels)
+        self.min_spread = float(min_spread)
         self._image: Volume | None = None
         self._normalised: np.ndarray | None = None
         self._seconds = 0.0
@@ -50,28 +55,44 @@ class RegionGrowing3D(Model):
     def reset_timer(self) -> None:
         self._seconds = 0.0
 
-    def _roi(self, prompt: Prompt, points: np.ndarray) -> tuple[slice, slice, slice]:
+    def _roi(self, prompt: Prompt, points: np.ndarray, previous: np.ndarray | None
+             ) -> tuple[slice, slice, slice]:
         shape = self._image.shape
         if prompt.box3d is not None:
             b = prompt.box3d
-            lows, highs = (b.z_min, b.y_min, b.x_min), (b.z_max, b.y_max, b.x_max)
-            margins = [self.box_margin_voxels] * 3
-        else:
-            lows, highs = points.min(0), points.max(0)
-            margins = [int(np.ceil(self.context_mm / s)) for s in self._image.spacing]
+            return tuple(slice(lo, hi + 1) for lo, hi in (
+                expand(lo, hi, self.box_margin_voxels, shape[a]) for a, (lo, hi) in
+                enumerate(((b.z_min, b.z_max), (b.y_min, b.y_max), (b.x_min, b.x_max)))))
+        lows, highs = [points.min(0)], [points.max(0)]
+        if previous is not None and previous.any():
+            nonzero = np.argwhere(previous)
+            lows.append(nonzero.min(0))
+            highs.append(nonzero.max(0))
+        low, high = np.min(lows, axis=0), np.max(highs, axis=0)
+        margins = [int(np.ceil(self.context_mm / s)) for s in self._image.spacing]
         return tuple(slice(lo, hi + 1) for lo, hi in
-                     (expand(int(lows[a]), int(highs[a]), margins[a], shape[a]) for a in range(3)))
+                     (expand(int(low[a]), int(high[a]), margins[a], shape[a]) for a in range(3)))
 
-    def _grow(self, data: np.ndarray, seeds_zyx: np.ndarray) -> np.ndarray:
-        if len(seeds_zyx) == 0:
-            return np.zeros(data.shape, dtype=bool)
-        image = sitk.GetImageFromArray(data)
-        seed_list = [(int(x), int(y), int(z)) for z, y, x in seeds_zyx]
-        grown = sitk.ConfidenceConnected(image, seedList=seed_list,
-                                         numberOfIterations=self.iterations,
-                                         multiplier=self.multiplier,
-                                         initialNeighborhoodRadius=1, replaceValue=1)
-        return sitk.GetArrayFromImage(grown).astype(bool)
+    @staticmethod
+    def _neighbourhood_values(data: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        values = []
+        for z, y, x in seeds:
+            values.append(data[max(0, z - 1): z + 2, max(0, y - 1): y + 2, max(0, x - 1): x + 2].ravel())
+        return np.concatenate(values)
+
+    def _limits(self, samples: np.ndarray) -> tuple[float, float]:
+        median = float(np.median(samples))
+        spread = max(1.4826 * float(np.median(np.abs(samples - median))), self.min_spread)
+        return median - self.multiplier * spread, median + self.multiplier * spread
+
+    def _nearer_to(self, near: np.ndarray, far: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """Voxels closer (in mm) to a seed of ``near`` than to any seed of ``far``."""
+        def distance_to(seeds: np.ndarray) -> np.ndarray:
+            free = np.ones(shape, dtype=bool)
+            free[tuple(seeds.T)] = False
+            return ndimage.distance_transform_edt(free, sampling=self._image.spacing)
+
+        return distance_to(near) < distance_to(far)
 
     def predict(self, prompt: Prompt, previous: Prediction | None = None,
                 update_slices: list[int] | None = None) -> Prediction:
@@ -79,32 +100,48 @@ class RegionGrowing3D(Model):
             raise RuntimeError("RegionGrowing3D: set_case() was not called")
         started = time.perf_counter()
         points, labels = prompt.model_points()
-        positives = points[labels == 1]
-        negatives = points[labels == 0]
+        positives, negatives = points[labels == 1], points[labels == 0]
         if len(positives) == 0 and prompt.box3d is not None:
             b = prompt.box3d
             positives = np.array([[(b.z_min + b.z_max) // 2, (b.y_min + b.y_max) // 2,
                                    (b.x_min + b.x_max) // 2]])
-        mask = previous.mask.copy() if previous is not None else np.zeros(self._image.shape, bool)
-        anchor = np.concatenate([positives, negatives]) if len(negatives) else positives
-        if len(anchor) == 0:
+        previous_mask = previous.mask if previous is not None else None
+        mask = previous_mask.copy() if previous_mask is not None else np.zeros(self._image.shape, bool)
+        anchors = np.concatenate([positives, negatives]) if len(negatives) else positives
+        if len(anchors) == 0:
             self._seconds += time.perf_counter() - started
             return Prediction(mask, mask)
-        roi = self._roi(prompt, anchor)
+        roi = self._roi(prompt, anchors, previous_mask)
         offset = np.array([s.start for s in roi])
         data = self._normalised[roi]
-        grown = self._grow(data, positives - offset)
-        if len(negatives):
-            carved = self._grow(data, negatives - offset)
-            grown &= ~carved
-            mask[roi] &= ~carved
-        if prompt.box3d is not None:
-            b = prompt.box3d
-            inside = np.zeros(data.shape, dtype=bool)
-            inside[b.z_min - offset[0]: b.z_max - offset[0] + 1,
-                   b.y_min - offset[1]: b.y_max - offset[1] + 1,
-                   b.x_min - offset[2]: b.x_max - offset[2] + 1] = True
-            grown &= inside
+        local_positives = positives - offset
+        local_negatives = negatives - offset
+        grown = np.zeros(data.shape, dtype=bool)
+        if len(local_positives):
+            # like interactive region-growing tools, the intensity range is set by the first
+            # positive click; later ones extend the region through connectivity
+            low, high = self._limits(self._neighbourhood_values(data, local_positives[:1]))
+            candidate = (data >= low) & (data <= high)
+            candidate[tuple(local_positives.T)] = True
+            if prompt.box3d is not None:
+                b = prompt.box3d
+                inside = np.zeros(data.shape, dtype=bool)
+                inside[b.z_min - offset[0]: b.z_max - offset[0] + 1,
+                       b.y_min - offset[1]: b.y_max - offset[1] + 1,
+                       b.x_min - offset[2]: b.x_max - offset[2] + 1] = True
+                candidate &= inside
+            components = cc3d.connected_components(candidate, connectivity=26)
+            keep = np.unique(components[tuple(local_positives.T)])
+            grown = np.isin(components, keep[keep > 0])
         mask[roi] |= grown
+        if len(local_negatives):
+            region = mask[roi]
+            components = cc3d.connected_components(region, connectivity=26)
+            touched = np.unique(components[tuple(local_negatives.T)])
+            carved = np.isin(components, touched[touched > 0])
+            if len(local_positives):
+                carved &= self._nearer_to(local_negatives, local_positives, data.shape)
+            region &= ~carved
+            mask[roi] = region
         self._seconds += time.perf_counter() - started
         return Prediction(mask, mask)
