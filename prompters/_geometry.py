@@ -83,7 +83,9 @@ def union_crop(masks: list[np.ndarray], margin: int = 0) -> Crop | None:
 def largest_component(mask: np.ndarray) -> np.ndarray:
     """Largest connected component (8-connected in 2D, 26-connected in 3D); ties: lowest label."""
     volume = mask[None] if mask.ndim == 2 else mask
-    labelled = cc3d.connected_components(volume, connectivity=26)
+    # cc3d 3.x raises "maximum length exception" on some thin volumes (e.g. 1 x 1 x 3 with
+    # two voxels); one voxel of background padding avoids it and changes no component
+    labelled = cc3d.connected_components(np.pad(volume, 1), connectivity=26)[1:-1, 1:-1, 1:-1]
     if mask.ndim == 2:
         labelled = labelled[0]
     if labelled.max() <= 1:

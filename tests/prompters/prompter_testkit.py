@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from intrabench.protocols import PromptContext, RefineContext, SliceModel, SliceOutput
+from intrabench.protocols import Model, PromptContext, RefineContext, SliceModel, SliceOutput
 from intrabench.seeding import derive_rng
-from intrabench.types import Prompt, SlicePrompt
+from intrabench.types import Case, Prediction, Prompt, SlicePrompt, Target
 from intrabench.volume import ImageGeometry, Volume
 
 
@@ -53,11 +53,7 @@ class ScriptedSliceModel(SliceModel):
         super().__init__()
         self.answer = answer
         self.calls: list[SlicePrompt] = []
-        nz, ny, nx = answer.shape
-        geometry = ImageGeometry(size=(nx, ny, nz), spacing=(1.0, 1.0, 1.0),
-                                 origin=(0.0, 0.0, 0.0),
-                                 direction=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0))
-        self.set_case(Volume(np.zeros(answer.shape, np.float32), (1.0, 1.0, 1.0), geometry))
+        self.set_case(blank_volume(answer.shape))
 
     def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
         self.calls.append(prompt)
@@ -69,3 +65,36 @@ def points_set(prompt: Prompt, label: int | None = None) -> set[tuple[int, int, 
     if label is not None:
         points = points[labels == label]
     return {tuple(int(v) for v in p) for p in points}
+
+
+def blank_volume(shape: tuple[int, ...]) -> Volume:
+    nz, ny, nx = shape
+    geometry = ImageGeometry(size=(nx, ny, nz), spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0),
+                             direction=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0))
+    return Volume(np.zeros(shape, np.float32), (1.0, 1.0, 1.0), geometry)
+
+
+def one_target_case(gt: np.ndarray) -> tuple[Case, Target]:
+    target = Target("t1", 1, "thing")
+    case = Case("hand-made", "case0", blank_volume(gt.shape), gt.astype(np.int32), (target,))
+    return case, target
+
+
+class ScriptedVolumeModel(Model):
+    """A 3D model that always predicts ``answer`` (whatever the prompt)."""
+
+    name = "scripted-volume-model"
+    dimension = 3
+    accepts = frozenset({"point", "box3d", "scribble", "mask"})
+
+    def __init__(self, answer: np.ndarray) -> None:
+        self.answer = answer
+        self.prompts: list[Prompt] = []
+
+    def set_case(self, image: Volume) -> None:
+        pass
+
+    def predict(self, prompt: Prompt, previous: Prediction | None = None,
+                update_slices: list[int] | None = None) -> Prediction:
+        self.prompts.append(prompt)
+        return Prediction(self.answer.copy())
