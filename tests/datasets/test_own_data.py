@@ -1,0 +1,142 @@
+"""Bring your own data (folder + YAML), verify's per-case report, datasets list and manual sources."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import SimpleITK as sitk
+
+from intrabench import registry
+from intrabench.cli import main
+from intrabench.errors import UserError
+
+
+def _write(path, array, spacing=(0.9, 0.8, 2.0), origin=(1.0, 2.0, 3.0)):
+    image = sitk.GetImageFromArray(array)
+    image.SetSpacing(spacing)
+    image.SetOrigin(origin)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sitk.WriteImage(image, str(path))
+
+
+def _own_folder(tmp_path):
+    rng = np.random.default_rng(0)
+    for case in ("p1", "p2"):
+        _write(tmp_path / "images" / f"{case}_ct.nii.gz", rng.normal(0, 1, (6, 12, 14)).astype(np.float32))
+        label = np.zeros((6, 12, 14), np.uint8)
+        label[1:3, 2:5, 2:5] = 1  # lesion, two components
+        label[4:6, 8:11, 9:12] = 1
+        label[0:6, 0:2, 0:14] = 2  # liver (organ)
+        _write(tmp_path / "labels" / f"{case}_seg.nii.gz", label)
+    spec = tmp_path / "own.yaml"
+    spec.write_text("name: my-study\nimages: images/{case}_ct.nii.gz\n"
+                    "labels: labels/{case}_seg.nii.gz\nclasses: {lesion: 1, liver: 2}\n"
+                    "target_types: {lesion: instance, liver: organ}\n")
+    return spec
+
+
+def test_folder_dataset_from_yaml_patterns(tmp_path):
+    spec = _own_folder(tmp_path)
+    dataset = registry.datasets.create("folder", {"spec": str(spec)})
+    assert dataset.case_ids() == ["p1", "p2"]
+    case = dataset.load("p1")
+    assert case.dataset == "my-study"
+    kinds = sorted((t.class_name, t.kind) for t in case.targets)
+    assert kinds == [("lesion", "instance"), ("lesion", "instance"), ("liver", "organ")]
+    assert case.image.spacing == pytest.approx((2.0, 0.8, 0.9))
+    liver = next(t for t in case.targets if t.kind == "organ")
+    assert case.target_mask(liver).sum() == 6 * 2 * 14
+
+
+def test_folder_dataset_explicit_pairs_and_errors(tmp_path):
+    _own_folder(tmp_path)
+    spec = tmp_path / "pairs.yaml"
+    spec.write_text("pairs:\n  - {case: a, image: images/p2_ct.nii.gz, label: labels/p2_seg.nii.gz}\n"
+                    "classes: {lesion: 1}\n")
+    dataset = registry.datasets.create("folder", {"spec": str(spec)})
+    assert dataset.case_ids() == ["a"]
+    assert len(dataset.load("a").targets) == 2  # liver value 2 is not a declared class
+    (tmp_path / "images" / "p3_ct.nii.gz").write_bytes((tmp_path / "images" / "p1_ct.nii.gz").read_bytes())
+    with pytest.raises(UserError, match="without a label.*p3"):
+        registry.datasets.create("folder", {"spec": str(_own_folder(tmp_path))})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("images: x/{case}.nii.gz\nlabels: y/{case}.nii.gz\nclasses: {a: 1}\nfoo: 1\n")
+    with pytest.raises(UserError, match="unknown keys.*foo"):
+        registry.datasets.create("folder", {"spec": str(bad)})
+
+
+def test_example_config_parses():
+    from pathlib import Path
+
+    from intrabench.config import load_config
+
+    config = load_config(Path(__file__).parents[2] / "configs" / "example-own-data.yaml")
+    assert [d.name for d in config.datasets] == ["folder", "nnunet-folder"]
+
+
+def test_verify_reports_bad_cases_per_case(tmp_path, capsys):
+    folder = tmp_path / "ds"
+    _write(folder / "imagesTr" / "good_0000.nii.gz", np.zeros((4, 6, 6), np.float32))
+    label = np.zeros((4, 6, 6), np.uint8)
+    label[1, 1, 1], label[2, 3, 3] = 1, 2
+    _write(folder / "labelsTr" / "good.nii.gz", label)
+    _write(folder / "imagesTr" / "gap_0000.nii.gz", np.zeros((4, 6, 6), np.float32))
+    gap = np.zeros((4, 6, 6), np.uint8)
+    gap[1, 1, 1], gap[2, 3, 3] = 1, 3  # id 2 missing
+    _write(folder / "labelsTr" / "gap.nii.gz", gap)
+    _write(folder / "imagesTr" / "grid_0000.nii.gz", np.zeros((4, 6, 6), np.float32))
+    _write(folder / "labelsTr" / "grid.nii.gz", label, spacing=(1.0, 1.0, 1.0))
+    _write(folder / "imagesTr" / "empty_0000.nii.gz", np.zeros((4, 6, 6), np.float32))
+    _write(folder / "labelsTr" / "empty.nii.gz", np.zeros((4, 6, 6), np.uint8))
+    (folder / "labelsTr" / "notes.txt").write_text("stray")
+    (folder / "dataset.json").write_text(json.dumps({
+        "name": "x", "labels": {"background": 0, "lesion": 1}, "target_types": {"lesion": "instance"},
+        "instance_ids": True, "numTraining": 4}))
+    assert main(["datasets", "verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "/good: 2 label values, ok" in out
+    assert "/gap: 2 label values, FAIL: instance ids not consecutive (missing [2])" in out
+    assert "/grid:" in out and "differs from image grid" in out
+    assert "/empty: 0 label values, FAIL: empty label" in out
+    assert "stray file in labelsTr: notes.txt" in out
+    assert "1/4 cases ok" in out
+
+
+def test_list_shows_status_on_disk(tmp_path, capsys):
+    assert main(["datasets", "list", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[0].split()
+    assert header == ["name", "modality", "targets", "size", "licence", "status"]
+    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert "manual download needed" in lines["segrap"]
+    assert "not downloaded" in lines["pengwin"]
+    assert "CC BY-NC-SA 4.0" in lines["pengwin"]
+    assert lines["demo-real"].rstrip().endswith("ready")
+    (tmp_path / "raw" / "pengwin").mkdir(parents=True)
+    (tmp_path / "raw" / "pengwin" / "PENGWIN_CT_train_labels.zip.partial").write_bytes(b"x")
+    main(["datasets", "list", "--root", str(tmp_path)])
+    assert "partially downloaded" in capsys.readouterr().out
+
+
+def test_manual_download_prints_instructions(tmp_path, capsys):
+    assert main(["datasets", "download", "ms-lesions", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "https://data.mendeley.com/datasets/8bctsm8jz7/1" in out
+    assert str(tmp_path / "raw" / "ms-lesions") in out
+    assert main(["datasets", "prepare", "ms-lesions", "--root", str(tmp_path)]) == 2
+    assert "not downloaded yet" in capsys.readouterr().err
+
+
+def test_unprepared_dataset_is_a_clear_error(tmp_path):
+    with pytest.raises(UserError, match="not prepared.*datasets download pengwin"):
+        registry.datasets.create("pengwin", {"root": str(tmp_path)})
+
+
+def test_data_root_from_environment(tmp_path, monkeypatch):
+    from intrabench.datasets._recipe import data_root
+
+    monkeypatch.setenv("INTRABENCH_DATA", str(tmp_path))
+    assert data_root() == tmp_path
+    assert data_root(tmp_path / "x") == tmp_path / "x"
