@@ -1,0 +1,217 @@
+"""A self-contained HTML report of one run (images embedded as base64 PNG).
+
+``build_report(run_dir)`` writes ``RUN_DIR/report/report.html`` plus every figure as a PNG file
+next to it (for papers). Overlays of image, prediction and ground truth need predictions saved
+during the run (``save_predictions: true``); without them the report says so and carries on.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from intrabench import __version__
+from intrabench.aggregate import per_case_table
+from intrabench.episode_metrics import episode_table, success_summary
+from intrabench.reports import plots
+from intrabench.reports.tables import Layout, tables_for_runs
+from intrabench.results import load_results
+
+log = logging.getLogger(__name__)
+
+STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
+padding:0 1em;color:#222;line-height:1.45}
+h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+table{border-collapse:collapse;font-size:.85em;margin:.6em 0}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}
+.note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5em 1em}
+.explain{color:#555;font-size:.92em}img{max-width:100%}
+details{margin:.5em 0}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}
+"""
+
+
+@dataclass
+class Figure:
+    name: str
+    caption: str
+    png: bytes
+
+    def html(self) -> str:
+        data = base64.b64encode(self.png).decode("ascii")
+        return (f'<figure><img alt="{html.escape(self.caption)}" src="data:image/png;base64,{data}">'
+                f"<figcaption class='explain'>{html.escape(self.caption)}</figcaption></figure>")
+
+
+def _frame_html(frame: pd.DataFrame, digits: int = 2) -> str:
+    if frame.empty:
+        return "<p>(no results)</p>"
+    return frame.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.{digits}f}",
+                         border=0, escape=True)
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in str(text))[:120]
+
+
+def prediction_path(run_dir: Path, dataset: str, model: str, prompter: str, refiner: str,
+                    seed: int, case: str, target: str) -> Path:
+    """Where :class:`intrabench.runner.Runner` saves a target's final prediction."""
+    parts = [_safe(p) for p in (dataset, model, prompter, refiner, f"seed{seed}")]
+    return run_dir.joinpath("predictions", *parts, f"{_safe(case)}__{_safe(target)}.nii.gz")
+
+
+def _choose_episodes(episodes: pd.DataFrame, chosen: list[str] | None, limit: int) -> pd.DataFrame:
+    """Episodes to draw: the requested ``dataset/case`` (or ``case``) pairs, else the worst,
+    median and best final Dice of the first configuration."""
+    if chosen:
+        wanted = set(chosen)
+        mask = [f"{d}/{c}" in wanted or c in wanted for d, c in zip(episodes["dataset"], episodes["case"])]
+        return episodes[mask].head(limit)
+    first = episodes.groupby(["model", "prompter", "refiner"]).ngroup() == 0
+    ordered = episodes[first].sort_values("dice_final", kind="stable").reset_index(drop=True)
+    if ordered.empty:
+        return ordered
+    picks = sorted({0, len(ordered) // 2, len(ordered) - 1})[:limit]
+    return ordered.iloc[picks]
+
+
+def _overlays(run_dir: Path, episodes: pd.DataFrame, chosen: list[str] | None,
+              limit: int) -> tuple[list[Figure], list[str]]:
+    """Overlay figures and notes (missing predictions, unavailable datasets)."""
+    from intrabench import registry
+    from intrabench.config import RunConfig
+    from intrabench.volume import read_volume
+
+    notes: list[str] = []
+    config_path = run_dir / "config.yaml"
+    if not config_path.exists():
+        return [], ["The run directory has no config.yaml, so the images cannot be found."]
+    config = RunConfig.model_validate(yaml.safe_load(config_path.read_text()))
+    if not config.save_predictions:
+        notes.append("This run did not save its predictions (set <code>save_predictions: true</code> "
+                     "in the run configuration and run again), so image overlays cannot be drawn.")
+        return [], notes
+    specs = {spec.key: spec for spec in config.datasets}
+    figures: list[Figure] = []
+    datasets: dict[str, object] = {}
+    for episode in _choose_episodes(episodes, chosen, limit).itertuples(index=False):
+        path = prediction_path(run_dir, episode.dataset, episode.model, episode.prompter,
+                               episode.refiner, int(episode.seed), episode.case, episode.target)
+        if not path.exists():
+            notes.append(f"No saved prediction for {episode.dataset}/{episode.case} target "
+                         f"{episode.target} ({path.name}).")
+            continue
+        try:
+            if episode.dataset not in datasets:
+                spec = specs[episode.dataset]
+                datasets[episode.dataset] = registry.datasets.create(spec.name, spec.params)
+            case = datasets[episode.dataset].load(episode.case)  # type: ignore[attr-defined]
+        except Exception as error:  # the dataset may not be on this machine
+            notes.append(f"Could not load {episode.dataset}/{episode.case}: {error}")
+            continue
+        target = next((t for t in case.targets if t.target_id == episode.target), None)
+        if target is None:
+            notes.append(f"{episode.dataset}/{episode.case} has no target {episode.target}.")
+            continue
+        prediction = read_volume(path, dtype=np.uint8).array > 0
+        title = (f"{episode.dataset} / {episode.case} / target {episode.target} - "
+                 f"{plots.configuration_label(episode.model, episode.prompter, episode.refiner)} - "
+                 f"final Dice {episode.dice_final:.3f}")
+        png = plots.overlay(case.image.array, case.target_mask(target), prediction,
+                            case.image.spacing, title=title)
+        figures.append(Figure(f"overlay-{_safe(episode.dataset)}-{_safe(episode.case)}-{_safe(episode.target)}",
+                              title + " (green: ground truth, red: prediction)", png))
+    return figures, notes
+
+
+def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric: str = "dice",
+                 cases: list[str] | None = None, max_overlays: int = 3,
+                 layout: Layout | None = None, n_boot: int = 1000) -> Path:
+    """Write ``report.html`` (self-contained) and the figures as PNG into ``out_dir``
+    (default ``RUN_DIR/report``); returns the HTML path."""
+    run_dir = Path(run_dir)
+    out = Path(out_dir) if out_dir else run_dir / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    rows = load_results(run_dir)
+    episodes = episode_table(rows)
+    run_info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    name = str(rows["run"].iloc[0]) if not rows.empty else run_dir.name
+    refined = rows[rows["refiner"] != "none"]
+
+    figures: list[Figure] = []
+    if not refined.empty:
+        figures.append(Figure("dice-vs-iteration", f"{metric} per refinement iteration (x100, mean over "
+                              "datasets). Dashed: scribble refinement. Higher is better.",
+                              plots.iteration_curves(refined, metric)))
+    figures.append(Figure("dice-vs-effort", f"{metric} against the number of human interactions it "
+                          "took (mean per target, log scale beyond 10). Up and left is better.",
+                          plots.effort_curves(rows, metric)))
+    figures.append(Figure("dice-per-dataset", f"Final {metric} per dataset; error bars are 95% "
+                          "bootstrap confidence intervals over cases.",
+                          plots.dataset_bars(rows, metric, n_boot=n_boot)))
+    overlay_figures, notes = _overlays(run_dir, episodes, cases, max_overlays)
+    for figure in figures + overlay_figures:
+        (out / f"{figure.name}.png").write_bytes(figure.png)
+
+    last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
+    final = rows[rows["step"] == last]
+    cases_table = per_case_table(final, metric, config=("model", "prompter", "refiner"))
+    cases_table = cases_table.rename(columns={metric: f"final {metric}"})
+    summary_parts = []
+    for _key, title, table in tables_for_runs(rows, layout, metric):
+        summary_parts.append(f"<h3>{html.escape(title)}</h3>{_frame_html(table)}")
+    success = success_summary(episodes, 0.8) if not refined.empty else pd.DataFrame()
+    versions = run_info.get("versions", {})
+
+    body = [
+        f"<h1>IntraBench report: {html.escape(name)}</h1>",
+        f"<p class='explain'>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by IntraBench "
+        f"{__version__} from <code>{html.escape(str(run_dir))}</code>. {len(rows)} result rows, "
+        f"{len(episodes)} segmented targets, {rows['case'].nunique() if not rows.empty else 0} images.</p>",
+        "<h2>How to read this page</h2>",
+        "<p>A simulated clinician prompts a model (clicks, boxes or scribbles) to outline one "
+        "structure (a lesion or an organ) in a 3D scan. <b>Dice</b> measures how much the model's "
+        "outline overlaps the expert's: 100 is a perfect match, 0 no overlap. Scores are averaged "
+        "per image, then over images, then over the kinds of structure of a dataset. "
+        "<b>Interactions</b> count the clinician's effort (a click 1, a 2D box 2, a 3D box 3, a "
+        "scribble 3; 'X' means once per slice). In refinement runs the clinician corrects the "
+        "result several times (iterations).</p>",
+        "<h2>Summary</h2>", *summary_parts,
+        "<h2>Figures</h2>", *[f.html() for f in figures],
+    ]
+    if not success.empty:
+        body += ["<h2>Interactions to reach Dice 0.8</h2>",
+                 "<p class='explain'>Success rate: fraction of targets that reached Dice 0.8. "
+                 "Median effort counts targets that never got there as failures (infinite effort).</p>",
+                 _frame_html(success)]
+    body += ["<h2>Per-case results</h2>",
+             f"<p class='explain'>One row per image and configuration: the final {metric} "
+             "averaged over the image's targets of each class, then over classes.</p>",
+             _frame_html(cases_table, digits=3),
+             "<h2>Examples: image, prediction and ground truth</h2>"]
+    body += [f"<p class='note'>{note}</p>" for note in notes]
+    body += [f.html() for f in overlay_figures]
+    body += ["<h2>Run details</h2>",
+             "<details><summary>Software versions</summary>" + _frame_html(
+                 pd.DataFrame({"package": list(versions), "version": list(versions.values())}))
+             + "</details>"]
+    if (run_dir / "config.yaml").exists():
+        body.append("<details><summary>Run configuration</summary><pre>"
+                    + html.escape((run_dir / "config.yaml").read_text()) + "</pre></details>")
+    page = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>IntraBench report: {html.escape(name)}</title><style>{STYLE}</style></head>"
+            "<body>" + "\n".join(body) + "</body></html>")
+    path = out / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path

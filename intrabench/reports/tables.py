@@ -1,0 +1,194 @@
+"""The paper's result tables (Appendix B, Tables 2-6) from result rows.
+
+Layout: ``Prompter | Model | Interactions | <one column per dataset> | Average`` for single
+forward passes; refinement tables start with an ``Iterations`` column (one row per step).
+A cell is the dataset score x100 (:func:`intrabench.aggregate.per_dataset`: mean over classes of
+the mean over cases of the mean over a case's targets), ``Average`` the mean over the dataset
+columns present. A *layout* (``configs/paper/tables.yaml``) renames datasets to the paper's
+D1..D10 (merging several datasets into one column where the paper does), models and prompters
+to the paper's names, and says which runs feed which table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from intrabench.aggregate import merge_datasets, per_dataset, to_markdown
+from intrabench.errors import ConfigError
+
+
+@dataclass
+class TableSpec:
+    """One table: a title, the runs (config ``name``s) behind it, and whether it has steps."""
+
+    key: str
+    title: str = ""
+    runs: list[str] = field(default_factory=list)
+    iterations: bool | None = None  # None: refinement rows present -> iteration table
+
+
+@dataclass
+class Layout:
+    """How to present tables: dataset columns, display names, and the tables to build."""
+
+    columns: dict[str, list[str]] = field(default_factory=dict)  # column -> dataset keys
+    models: dict[str, str] = field(default_factory=dict)
+    prompters: dict[str, str] = field(default_factory=dict)
+    refiners: dict[str, str] = field(default_factory=dict)
+    tables: list[TableSpec] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Layout:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"table layout not found: {path}")
+        data: dict[str, Any] = yaml.safe_load(path.read_text()) or {}
+        columns = {str(k): [v] if isinstance(v, str) else list(v)
+                   for k, v in (data.get("columns") or {}).items()}
+        tables = [TableSpec(key=str(k), title=v.get("title", ""), runs=list(v.get("runs", [])),
+                            iterations=v.get("iterations"))
+                  for k, v in (data.get("tables") or {}).items()]
+        return cls(columns=columns, models=dict(data.get("models") or {}),
+                   prompters=dict(data.get("prompters") or {}),
+                   refiners=dict(data.get("refiners") or {}), tables=tables)
+
+
+def _prompter_label(prompter: str, refiner: str, layout: Layout) -> str:
+    name = layout.prompters.get(prompter, prompter)
+    if refiner in ("none", "", None):
+        return name
+    return f"{name} + {layout.refiners.get(refiner, refiner)} Refine"
+
+
+def build_table(rows: pd.DataFrame, layout: Layout | None = None, metric: str = "dice",
+                iterations: bool | None = None, scale: float = 100.0) -> pd.DataFrame:
+    """A paper-style table from step rows (one or several runs concatenated).
+
+    ``iterations``: True keeps every step and adds an ``Iterations`` column; False keeps each
+    episode's final step only; None decides from the rows (any refiner -> True).
+    """
+    layout = layout or Layout()
+    if rows.empty:
+        return pd.DataFrame()
+    if iterations is None:
+        iterations = bool((rows["refiner"] != "none").any())
+    if not iterations:
+        last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
+        rows = rows[rows["step"] == last].assign(step=0)
+    if layout.columns:
+        known = {d for members in layout.columns.values() for d in members}
+        rows = rows[rows["dataset"].isin(known)]
+        merged = {c: m for c, m in layout.columns.items() if len(m) > 1}
+        renamed = {m[0]: c for c, m in layout.columns.items() if len(m) == 1}
+        rows = merge_datasets(rows, merged).assign(dataset=lambda f: f["dataset"].replace(renamed))
+    if rows.empty:
+        return pd.DataFrame()
+    scores = per_dataset(rows, metric)
+    index = ["model", "prompter", "refiner", "step"]
+    wide = scores.pivot_table(index=index, columns="dataset", values=metric, sort=True) * scale
+    order = [c for c in layout.columns if c in wide.columns] or sorted(wide.columns)
+    wide = wide[order]
+    wide["Average"] = wide.mean(axis=1)
+    labels = rows.groupby(index)["effort_label"].first()
+    wide = wide.reset_index()
+    wide.columns.name = None
+    table = pd.DataFrame({
+        "Iterations": wide["step"].astype(int),
+        "Prompter": [_prompter_label(p, r, layout) for p, r in zip(wide["prompter"], wide["refiner"])],
+        "Model": [layout.models.get(m, m) for m in wide["model"]],
+        "Interactions": [labels.get(tuple(k), "") for k in wide[index].itertuples(index=False)],
+    })
+    for column in order + ["Average"]:
+        table[column] = wide[column].to_numpy()
+    table = table.sort_values(["Prompter", "Model", "Iterations"], kind="stable").reset_index(drop=True)
+    if not iterations:
+        table = table.drop(columns="Iterations")
+    return table
+
+
+LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#",
+                 "$": r"\$", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
+
+
+def to_latex(table: pd.DataFrame, caption: str = "", label: str = "", digits: int = 2) -> str:
+    """A booktabs LaTeX table (no jinja2 needed); numbers with ``digits`` decimals."""
+    if table.empty:
+        return "% (no results)\n"
+
+    def escape(text: Any) -> str:
+        return "".join(LATEX_ESCAPES.get(character, character) for character in str(text))
+
+    numeric = [pd.api.types.is_float_dtype(table[c]) for c in table.columns]
+    spec = "".join("r" if n else "l" for n in numeric)
+    lines = [r"\begin{table}[ht]", r"\centering", r"\small", rf"\begin{{tabular}}{{{spec}}}",
+             r"\toprule", " & ".join(escape(c) for c in table.columns) + r" \\", r"\midrule"]
+    for values in table.itertuples(index=False):
+        cells = []
+        for value, is_number in zip(values, numeric):
+            if is_number:
+                cells.append("" if value != value else f"{value:.{digits}f}")
+            else:
+                cells.append(escape(value))
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    if caption:
+        lines.append(rf"\caption{{{escape(caption)}}}")
+    if label:
+        lines.append(rf"\label{{{label}}}")
+    lines.append(r"\end{table}")
+    return "\n".join(lines) + "\n"
+
+
+def write_table(table: pd.DataFrame, out_dir: Path, name: str, title: str = "") -> list[Path]:
+    """``<name>.md``, ``<name>.tex`` and ``<name>.csv`` under ``out_dir``; returns the paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    markdown = (f"**{title}**\n\n" if title else "") + to_markdown(table) + "\n"
+    paths = [out_dir / f"{name}.md", out_dir / f"{name}.tex", out_dir / f"{name}.csv"]
+    paths[0].write_text(markdown)
+    paths[1].write_text(to_latex(table, caption=title, label=f"tab:{name}"))
+    table.to_csv(paths[2], index=False, float_format="%.4f")
+    return paths
+
+
+def tables_for_runs(rows: pd.DataFrame, layout: Layout | None = None, metric: str = "dice",
+                    scale: float = 100.0) -> list[tuple[str, str, pd.DataFrame]]:
+    """(name, title, table) for every table the layout names whose runs are present; without
+    tables in the layout: one ``initial`` table (final step of runs without refinement) and one
+    ``refinement`` table (every step of runs with a refiner)."""
+    layout = layout or Layout()
+    built: list[tuple[str, str, pd.DataFrame]] = []
+    if layout.tables:
+        for spec in layout.tables:
+            chosen = rows[rows["run"].isin(spec.runs)] if spec.runs else rows
+            table = build_table(chosen, layout, metric, spec.iterations, scale)
+            if not table.empty:
+                built.append((spec.key, spec.title, table))
+        return built
+    single = rows[rows["refiner"] == "none"]
+    refined = rows[rows["refiner"] != "none"]
+    if not single.empty:
+        built.append(("initial", f"{metric} x{scale:g}, single forward pass",
+                      build_table(single, layout, metric, False, scale)))
+    if not refined.empty:
+        built.append(("refinement", f"{metric} x{scale:g} per refinement iteration",
+                      build_table(refined, layout, metric, True, scale)))
+    return built
+
+
+def load_rows(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
+    """Rows of several run directories, concatenated."""
+    from intrabench.results import load_results
+
+    frames = [load_results(d) for d in run_dirs]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def dataset_columns(mapping: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """Normalise a column mapping (a dataset key or a list of keys per column)."""
+    return {k: [v] if isinstance(v, str) else list(v) for k, v in mapping.items()}
