@@ -101,20 +101,19 @@ def _dataset_score(matrix: np.ndarray) -> float:
         return float(np.nanmean(np.nanmean(matrix, axis=0)))
 
 
-def bootstrap_ci(matrix: np.ndarray, n_boot: int = 1000, confidence: float = 0.95,
-                 seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap CI of the dataset score, resampling cases (rows) with replacement.
+def bootstrap_replicates(matrix: np.ndarray, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+    """Dataset scores of ``n_boot`` resamples of the cases (rows) drawn with replacement.
 
-    ``matrix``: cases x classes of case means (NaN = class absent in that case). The dataset
-    score of a resample is the mean over classes of the class's mean over the drawn cases.
-    Deterministic for a given ``seed``; the same seed and number of cases draw the same
-    resamples (so two configurations on the same cases are resampled pairwise).
+    ``matrix``: cases x classes of case means (NaN = class absent in that case). A resample's
+    score is the mean over classes of each class's mean over the drawn cases. Deterministic for a
+    given ``seed``; the same seed and number of cases give the same draws, so two configurations
+    on the same cases (or a matrix of paired differences) are resampled pairwise.
     """
     import warnings
 
     n_cases = matrix.shape[0]
     if n_cases == 0:
-        return float("nan"), float("nan")
+        return np.full(n_boot, np.nan)
     rng = np.random.default_rng(seed)
     indices = rng.integers(0, n_cases, size=(n_boot, n_cases))
     scores = np.empty(n_boot)
@@ -124,6 +123,15 @@ def bootstrap_ci(matrix: np.ndarray, n_boot: int = 1000, confidence: float = 0.9
         for start in range(0, n_boot, chunk):
             drawn = matrix[indices[start:start + chunk]]  # (b, n_cases, n_classes)
             scores[start:start + chunk] = np.nanmean(np.nanmean(drawn, axis=1), axis=1)
+    return scores
+
+
+def bootstrap_ci(matrix: np.ndarray, n_boot: int = 1000, confidence: float = 0.95,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of the dataset score (see :func:`bootstrap_replicates`)."""
+    scores = bootstrap_replicates(matrix, n_boot=n_boot, seed=seed)
+    if not np.isfinite(scores).any():
+        return float("nan"), float("nan")
     alpha = (1.0 - confidence) / 2.0
     low, high = np.nanquantile(scores, [alpha, 1.0 - alpha])
     return float(low), float(high)

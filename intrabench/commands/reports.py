@@ -1,0 +1,93 @@
+"""``intrabench tables``, ``intrabench report`` and ``intrabench compare``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def cmd_tables(args: argparse.Namespace) -> int:
+    from intrabench.reports.tables import Layout, load_rows, tables_for_runs, write_table
+
+    rows = load_rows(args.run_dirs)
+    layout = Layout.load(args.layout) if args.layout else None
+    built = tables_for_runs(rows, layout, args.metric, args.scale)
+    if not built:
+        print("no table could be built from these runs (are the run names those the layout "
+              "lists?)", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    from intrabench.aggregate import to_markdown
+
+    for name, title, table in built:
+        paths = write_table(table, out, name, title)
+        print(f"## {title or name}\n\n{to_markdown(table)}\n")
+        print(f"written: {', '.join(str(p) for p in paths)}\n", file=sys.stderr)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from intrabench.reports.html import build_report
+    from intrabench.reports.tables import Layout
+
+    layout = Layout.load(args.layout) if args.layout else None
+    path = build_report(args.run_dir, args.out, metric=args.metric, cases=args.case or None,
+                        max_overlays=args.max_overlays, layout=layout)
+    print(f"report written to {path} (open it in a web browser); figures as PNG in {path.parent}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from intrabench.aggregate import to_markdown
+    from intrabench.reports.compare import compare_runs
+    from intrabench.results import load_results
+
+    summary, per_case = compare_runs(load_results(args.run_a), load_results(args.run_b),
+                                     metric=args.metric, n_boot=args.n_boot, seed=args.seed)
+    if summary.empty:
+        print("the two runs have no configuration and case in common to compare", file=sys.stderr)
+        return 1
+    print(f"A = {args.run_a}\nB = {args.run_b}\nFinal-step {args.metric}; B - A with "
+          f"{args.n_boot} paired bootstrap resamples of the cases (95% CI).\n")
+    print(to_markdown(summary, digits=3))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        summary.to_csv(out / "compare-summary.csv", index=False)
+        per_case.to_csv(out / "compare-per-case.csv", index=False)
+        print(f"\nwritten: {out / 'compare-summary.csv'}, {out / 'compare-per-case.csv'}",
+              file=sys.stderr)
+    return 0
+
+
+def register(commands: argparse._SubParsersAction, groups: dict) -> None:
+    """Add the reporting subcommands (heavy imports happen inside the command functions)."""
+    tables = commands.add_parser(
+        "tables", help="the paper's result tables (Markdown, LaTeX, CSV) from run directories")
+    tables.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    tables.add_argument("--out", default="intrabench-tables", help="folder for .md/.tex/.csv files")
+    tables.add_argument("--layout", help="table layout YAML (e.g. configs/paper/tables.yaml): "
+                                         "dataset columns, display names, runs per table")
+    tables.add_argument("--metric", default="dice", help="column of results to tabulate")
+    tables.add_argument("--scale", type=float, default=100.0, help="multiply scores (default 100)")
+    tables.set_defaults(func=cmd_tables)
+
+    report = commands.add_parser("report", help="a self-contained HTML report of one run")
+    report.add_argument("run_dir", metavar="RUN_DIR")
+    report.add_argument("--out", help="folder for report.html and PNGs (default RUN_DIR/report)")
+    report.add_argument("--metric", default="dice")
+    report.add_argument("--case", action="append", metavar="DATASET/CASE",
+                        help="case to draw (repeatable); default: worst, median and best target")
+    report.add_argument("--max-overlays", type=int, default=3)
+    report.add_argument("--layout", help="table layout YAML for the summary tables")
+    report.set_defaults(func=cmd_report)
+
+    compare = commands.add_parser("compare", help="two runs side by side with paired differences")
+    compare.add_argument("run_a", metavar="RUN_A")
+    compare.add_argument("run_b", metavar="RUN_B")
+    compare.add_argument("--metric", default="dice")
+    compare.add_argument("--n-boot", type=int, default=2000)
+    compare.add_argument("--seed", type=int, default=0)
+    compare.add_argument("--out", help="folder for compare-summary.csv and compare-per-case.csv")
+    compare.set_defaults(func=cmd_compare)
