@@ -220,8 +220,11 @@ def register_rigid(fixed: sitk.Image, moving: sitk.Image, *, iterations: int = 2
     """
     fixed_f = sitk.Cast(fixed, sitk.sitkFloat32)
     moving_f = sitk.Cast(moving, sitk.sitkFloat32)
-    initial = sitk.CenteredTransformInitializer(fixed_f, moving_f, sitk.Euler3DTransform(),
-                                                sitk.CenteredTransformInitializerFilter.MOMENTS)
+    # centre of gravity of intensities shifted to be non-negative (CT air at -1000 weighs 0)
+    initial = sitk.CenteredTransformInitializer(
+        fixed_f - float(sitk.GetArrayViewFromImage(fixed_f).min()),
+        moving_f - float(sitk.GetArrayViewFromImage(moving_f).min()),
+        sitk.Euler3DTransform(), sitk.CenteredTransformInitializerFilter.MOMENTS)
     method = sitk.ImageRegistrationMethod()
     method.SetMetricAsMattesMutualInformation(numberOfHistogramBins=32)
     method.SetMetricSamplingStrategy(method.RANDOM)

@@ -161,11 +161,11 @@ class ManualSource:
     def partial(self, raw: Path) -> bool:
         return raw.is_dir() and any(raw.iterdir())
 
-    def download(self, raw: Path, urls: Urls, progress: bool) -> None:
+    def download(self, raw: Path, urls: Urls, progress: bool, name: str = "<name>") -> None:
         raw.mkdir(parents=True, exist_ok=True)
-        print(f"Manual download needed: {self.url}\n{self.instructions}\n"
-              f"Put the file(s) into: {raw}\nExpected there: {', '.join(self.expected)}\n"
-              "Then run: intrabench datasets prepare <name>")
+        print(f"{name}: manual download needed from {self.url}\n{self.instructions}\n"
+              f"Put the file(s) into: {raw}\nExpected there: {' or '.join(self.expected)}\n"
+              f"Then run: intrabench datasets prepare {name}")
 
 
 Source = ZenodoSource | TciaSource | ManualSource
@@ -235,7 +235,7 @@ class Recipe:
         if not self.source.missing(raw):
             return "present"
         if isinstance(self.source, ManualSource):
-            self.source.download(raw, urls or Urls(), progress)
+            self.source.download(raw, urls or Urls(), progress, self.outputs[0].name)
             return "manual"
         raw.mkdir(parents=True, exist_ok=True)
         say(f"{self.key}: downloading from {self.source.where()} into {raw}")
