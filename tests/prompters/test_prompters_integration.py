@@ -1,0 +1,72 @@
+"""Refinement with the built-in classical models on phantoms: the corrections help.
+
+Also checks that the example config names every component with valid parameters.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from intrabench.datasets.phantoms import Phantoms
+
+from intrabench import registry
+from intrabench.config import load_config
+from intrabench.episode import run_episode
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _mean_dice_by_step(model_name: str, prompter: str, refiner: str, steps: int,
+                       n_cases: int = 2, keep: bool = True, **prompter_params) -> np.ndarray:
+    model = registry.models.create(model_name)
+    curves = []
+    for case in Phantoms(n_cases=n_cases):
+        model.set_case(case.image)
+        for target in case.targets:
+            results = run_episode(case, target, model,
+                                  registry.prompters.create(prompter, prompter_params), prompter,
+                                  registry.refiners.create(refiner), refiner, steps=steps,
+                                  keep_previous_prompts=keep, seed=0)
+            curves.append([r.metrics["dice"] for r in results])
+            assert all(r.effort > 0 or r.converged for r in results)
+    return np.mean(curves, axis=0)
+
+
+def test_scribble_refinement_improves_a_2d_model_from_point_interpolation():
+    curve = _mean_dice_by_step("random-walker-2d", "point-interpolation", "scribble", steps=3,
+                               n_slices=3)
+    assert curve[-1] > curve[0] + 0.05, curve
+
+
+def test_per_slice_corrective_clicks_improve_a_2d_model():
+    curve = _mean_dice_by_step("random-walker-2d", "center-point-per-slice",
+                               "corrective-point-per-slice", steps=3)
+    assert curve[-1] > curve[0] + 0.05, curve
+
+
+@pytest.mark.slow
+def test_scribble_refinement_improves_a_3d_model_from_a_box():
+    curve = _mean_dice_by_step("region-growing-3d", "box-3d", "scribble", steps=3, n_cases=3)
+    assert curve[-1] > curve[0], curve
+
+
+def test_propagation_runs_through_a_real_2d_model_and_costs_seven():
+    case = next(iter(Phantoms(n_cases=1)))
+    model = registry.models.create("random-walker-2d")
+    model.set_case(case.image)
+    target = case.targets[0]
+    (result,) = run_episode(case, target, model, registry.prompters.create("point-propagation"),
+                            "point-propagation")
+    gt_slices = np.flatnonzero(case.target_mask(target).any(axis=(1, 2)))
+    prompted = result.prompt.slices()
+    assert result.effort == 7
+    assert gt_slices[0] <= prompted[0] and prompted[-1] <= gt_slices[-1]
+    assert result.metrics["dice"] > 0.2
+
+
+def test_the_showcase_config_names_valid_components():
+    config = load_config(REPO / "configs" / "prompters-showcase.yaml")
+    names = {spec.name for spec in config.prompters} | {spec.name for spec in config.refiners}
+    assert {"point-interpolation", "box-propagation", "cvpr25-box", "scribble"} <= names
