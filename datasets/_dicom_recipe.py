@@ -25,7 +25,7 @@ from intrabench.errors import DataError
 from ._convert import dicom_header, read_dicom_series, read_rtstruct, read_seg
 from ._recipe import Recipe
 
-_LABEL_MODALITIES = ("SEG", "RTSTRUCT")
+LABEL_MODALITIES = ("SEG", "RTSTRUCT")
 
 
 def _safe_id(text: str) -> str:
@@ -42,6 +42,17 @@ def _referenced_series(header) -> str | None:
     return None
 
 
+def referenced_image_series(folder: Path) -> str | None:
+    """The image series a downloaded SEG/RTSTRUCT series references (None if unknown)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+    if not files:
+        return None
+    try:
+        return _referenced_series(dicom_header(files[0]))
+    except DataError:
+        return None
+
+
 class DicomRecipe(Recipe):
     """A recipe whose raw download is ``raw/series.json`` + ``raw/series/<uid>/*.dcm``."""
 
@@ -54,8 +65,8 @@ class DicomRecipe(Recipe):
             return cached[1]
         listing = json.loads((raw / "series.json").read_text())
         images = {s["SeriesInstanceUID"]: s for s in listing
-                  if s.get("Modality") not in _LABEL_MODALITIES}
-        labels = [s for s in listing if s.get("Modality") in _LABEL_MODALITIES]
+                  if s.get("Modality") not in LABEL_MODALITIES}
+        labels = [s for s in listing if s.get("Modality") in LABEL_MODALITIES]
         found: list[tuple[str, str, str, str]] = []  # patient, sort key, image uid, label uid
         for entry in labels:
             uid = entry["SeriesInstanceUID"]

@@ -122,24 +122,46 @@ class TciaSource:
                 if not (raw / "series" / s["SeriesInstanceUID"] / ".complete").exists()]
 
     def partial(self, raw: Path) -> bool:
-        return (raw / "series.json").is_file()
+        return (raw / "series.json").is_file() or (raw / "series").is_dir()
 
     def download(self, raw: Path, urls: Urls, progress: bool) -> None:
-        series = [s for s in dl.tcia_series(self.collection, urls.tcia)
-                  if str(s.get("Modality", "")) in self.modalities]
-        if not series:
+        """Download the label series (SEG/RTSTRUCT) first, then only the image series they
+        reference (or, for a label without a usable reference, the image series of its
+        study): unannotated scans of a collection are never fetched."""
+        from ._dicom_recipe import LABEL_MODALITIES, referenced_image_series
+
+        listing = [s for s in dl.tcia_series(self.collection, urls.tcia)
+                   if str(s.get("Modality", "")) in self.modalities]
+        labels = [s for s in listing if s.get("Modality") in LABEL_MODALITIES]
+        images = {s["SeriesInstanceUID"]: s for s in listing
+                  if s.get("Modality") not in LABEL_MODALITIES}
+        if not labels or not images:
             raise dl.DownloadError(f"TCIA collection {self.collection}: no "
                                    f"{'/'.join(self.modalities)} series listed")
         raw.mkdir(parents=True, exist_ok=True)
-        (raw / "series.json").write_text(json.dumps(series, indent=1))
         from tqdm import tqdm
 
-        for entry in tqdm(series, desc=self.collection, unit="series", file=sys.stderr,
-                          disable=not progress, leave=False):
-            uid = entry["SeriesInstanceUID"]
-            count = entry.get("ImageCount")
-            dl.tcia_download_series(uid, raw / "series" / uid, urls.tcia,
-                                    int(count) if count is not None else None, progress=False)
+        def fetch(entries: list[dict], what: str) -> None:
+            for entry in tqdm(entries, desc=f"{self.collection} {what}", unit="series",
+                              file=sys.stderr, disable=not progress, leave=False):
+                uid = entry["SeriesInstanceUID"]
+                count = entry.get("ImageCount")
+                dl.tcia_download_series(uid, raw / "series" / uid, urls.tcia,
+                                        int(count) if count is not None else None,
+                                        progress=False)
+
+        fetch(labels, "labels")
+        needed: set[str] = set()
+        for entry in labels:
+            reference = referenced_image_series(raw / "series" / entry["SeriesInstanceUID"])
+            if reference in images:
+                needed.add(reference)
+            else:
+                needed |= {u for u, s in images.items()
+                           if s.get("StudyInstanceUID") == entry.get("StudyInstanceUID")}
+        kept = labels + [images[u] for u in sorted(needed)]
+        (raw / "series.json").write_text(json.dumps(kept, indent=1))
+        fetch([images[u] for u in sorted(needed)], "images")
 
 
 @dataclass(frozen=True)

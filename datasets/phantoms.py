@@ -58,6 +58,7 @@ def make_phantom(seed: int, index: int, shape: tuple[int, int, int] = (32, 96, 9
         radii = np.array([radius_mm / spacing[0], radius_mm / spacing[1], radius_mm / spacing[2]])
         radii *= rng.uniform(0.7, 1.3, size=3)
         radii[0] = max(radii[0], 0.8)
+        radii = np.minimum(radii, np.array(shape) / 2.0 - 3.5)  # small volumes: lesions still fit
         margin = np.ceil(radii).astype(int) + 2
         center = [int(rng.integers(margin[a], shape[a] - margin[a])) for a in range(3)]
         if not body[0, center[1], center[2]]:

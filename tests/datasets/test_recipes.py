@@ -108,11 +108,8 @@ class Tcia:
         self._add(folder, ds, "RTSTRUCT", 1)
 
     def publish(self) -> None:
-        for modality in (None,):
-            params = {"Collection": self.collection}
-            del modality
-            self.server.routes[f"/tcia/getSeries?{urllib.parse.urlencode(params)}"] = \
-                json.dumps(self.listing).encode()
+        query = urllib.parse.urlencode({"Collection": self.collection})
+        self.server.routes[f"/tcia/getSeries?{query}"] = json.dumps(self.listing).encode()
 
 
 def zenodo(server, record: str, files: dict[str, bytes]) -> None:
@@ -341,6 +338,16 @@ def test_recipe_end_to_end(name, http_server, tmp_path, capsys):
     assert run_cli("datasets", "download", name, "--zenodo-url", http_server.base,
                    "--tcia-url", http_server.url("/tcia"), *common) == 0
     out = capsys.readouterr().out
+    series_json = root / "raw" / registry.datasets.get(name).recipe.key / "series.json"
+    if series_json.exists():  # TCIA: only label series and the images they reference
+        kept = {s["SeriesInstanceUID"] for s in json.loads(series_json.read_text())}
+        fetched = {urllib.parse.parse_qs(path.split("?", 1)[1])["SeriesInstanceUID"][0]
+                   for path, _ in http_server.requests if "getImage" in path}
+        assert fetched == kept
+        if name == "hcc-tace-liver":  # the unreferenced "Recon 2" series is not downloaded
+            listed = json.loads(http_server.routes[next(
+                r for r in http_server.routes if "getSeries" in r)])
+            assert len(listed) == 5 and len(kept) == 4
     if name in ("ms-lesions", "segrap"):
         assert "already downloaded" in out  # the manual file was put in place by the test
     assert run_cli("datasets", "prepare", name, *common) == 0
