@@ -1,0 +1,135 @@
+"""Tables, HTML report and run comparison on a tiny real run (the demo, narrowed)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from intrabench.aggregate import per_dataset
+from intrabench.cli import main
+from intrabench.config import RunConfig
+from intrabench.reports.compare import compare_runs
+from intrabench.reports.tables import Layout, build_table, to_latex
+from intrabench.results import load_results
+
+
+def test_results_store_schema_and_metadata(tiny_run):
+    rows = load_results(tiny_run)
+    csv = pd.read_csv(tiny_run / "results.csv")
+    assert len(rows) == len(csv) > 0
+    for column in ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "cumulative_effort",
+                   "model_seconds", "target_class", "effort_label"):
+        assert column in rows and column in csv
+    assert set(rows["step"]) == {0, 1, 2}
+    assert (rows["nsd_tolerance_mm"] == 2.0).all()
+    assert rows["dice"].between(0, 1).all() and rows["nsd"].between(0, 1).all()
+    metadata = pq.read_schema(tiny_run / "results.parquet").metadata
+    config = yaml.safe_load(metadata[b"intrabench.config"])
+    assert config["name"] == "tiny"
+    assert "numpy" in json.loads(metadata[b"intrabench.run"])["versions"]
+
+
+def test_tables_command_on_a_real_run(tiny_run, tmp_path, capsys):
+    out = tmp_path / "tables"
+    assert main(["tables", str(tiny_run), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| Iterations | Prompter | Model | Interactions | phantoms | Average |" in printed
+    assert {p.name for p in out.iterdir()} == {"refinement.md", "refinement.tex", "refinement.csv"}
+    table = pd.read_csv(out / "refinement.csv")
+    assert list(table["Iterations"]) == [0, 1, 2]
+    assert set(table["Interactions"]) == {"3/3"}
+    rows = load_results(tiny_run)
+    expected = per_dataset(rows).sort_values("step")["dice"].to_numpy() * 100
+    np.testing.assert_allclose(table["phantoms"], expected, atol=1e-4)
+    np.testing.assert_allclose(table["Average"], table["phantoms"])
+    latex = (out / "refinement.tex").read_text()
+    assert r"\begin{tabular}{rlllrr}" in latex or r"\begin{tabular}{llllrr}" in latex
+    assert "box-3d + scribble Refine" in latex
+
+
+def test_layout_renames_and_merges_columns(tiny_run, tmp_path):
+    rows = load_results(tiny_run)
+    extra = rows.assign(dataset="other", dice=0.5)
+    layout = Layout(columns={"D1": ["phantoms", "other"]}, models={"region-growing-3d": "RG 3D"},
+                    prompters={"box-3d": "3D Box"}, refiners={"scribble": "Scribble"})
+    table = build_table(pd.concat([rows, extra]), layout, iterations=False)
+    assert list(table.columns) == ["Prompter", "Model", "Interactions", "D1", "Average"]
+    assert table.loc[0, "Prompter"] == "3D Box + Scribble Refine" and table.loc[0, "Model"] == "RG 3D"
+    final = rows[rows["step"] == rows["step"].max()]
+    phantoms = per_dataset(final)["dice"].iloc[0]
+    # classes phantoms/<class> and other/<class> are averaged as classes of one dataset
+    assert table.loc[0, "D1"] == pytest.approx(100 * (phantoms + 0.5) / 2)
+
+
+def test_latex_escaping():
+    table = pd.DataFrame({"Prompter": ["5P_Inter & 10%"], "D1": [12.345]})
+    latex = to_latex(table)
+    assert r"5P\_Inter \& 10\%" in latex and "12.35" in latex
+
+
+def test_report_has_its_parts(tiny_run, tmp_path):
+    out = tmp_path / "report"
+    assert main(["report", str(tiny_run), "--out", str(out)]) == 0
+    page = (out / "report.html").read_text()
+    for heading in ("How to read this page", "Summary", "Figures", "Per-case results",
+                    "Examples: image, prediction and ground truth", "Run details"):
+        assert f"<h2>{heading}</h2>" in page
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) >= 4  # iteration curve, effort curve, dataset bars, >= 1 overlay
+    assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in images)
+    assert "http://" not in page and "https://" not in page  # self-contained
+    pngs = {p.name for p in out.glob("*.png")}
+    assert {"dice-vs-iteration.png", "dice-vs-effort.png", "dice-per-dataset.png"} <= pngs
+    assert any(name.startswith("overlay-") for name in pngs)
+    # the per-case table lists every case with its final Dice
+    rows = load_results(tiny_run)
+    for case in rows["case"].unique():
+        assert f"<td>{case}</td>" in page
+    assert "final dice" in page
+
+
+def test_report_without_predictions_says_so(tiny_run_without_predictions, tmp_path):
+    path = tmp_path / "r"
+    assert main(["report", str(tiny_run_without_predictions), "--out", str(path)]) == 0
+    page = (path / "report.html").read_text()
+    assert "did not save its predictions" in page
+    assert "<h2>Per-case results</h2>" in page
+
+
+def test_compare_paired_differences(tiny_run, tmp_path, capsys):
+    rows = load_results(tiny_run)
+    better = rows.assign(dice=(rows["dice"] + 0.1).clip(upper=1.0))
+    summary, per_case = compare_runs(rows, better, n_boot=500)
+    assert len(summary) == 1
+    line = summary.iloc[0]
+    assert line["B - A"] == pytest.approx(line["B"] - line["A"])
+    assert 0 < line["ci_low"] <= line["B - A"] <= line["ci_high"] <= 0.1 + 1e-12
+    assert len(per_case) == rows["case"].nunique()
+    assert main(["compare", str(tiny_run), str(tiny_run), "--out", str(tmp_path / "c"),
+                 "--n-boot", "200"]) == 0
+    assert "| configuration | dataset | A | B | B - A |" in capsys.readouterr().out
+    same = pd.read_csv(tmp_path / "c" / "compare-summary.csv")
+    assert (same["B - A"] == 0).all() and (same["ci_low"] == 0).all()
+
+
+def test_paper_configs_parse():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "configs" / "paper"
+    configs = sorted(p for p in root.glob("*.yaml") if p.name != "tables.yaml")
+    assert len(configs) >= 5
+    names = set()
+    for path in configs:
+        config = RunConfig.model_validate(yaml.safe_load(path.read_text()))
+        names.add(config.name)
+    layout = Layout.load(root / "tables.yaml")
+    assert [t.key for t in layout.tables] == ["table2", "table3", "table4", "table5", "table6"]
+    assert {run for t in layout.tables for run in t.runs} <= names
+    assert list(layout.columns) == [f"D{i}" for i in range(1, 11)]
