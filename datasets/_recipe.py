@@ -242,6 +242,10 @@ class Recipe:
     citation: ClassVar[str] = ""
     archive_password_env: ClassVar[str | None] = None
 
+    def __init__(self) -> None:
+        #: per-output reasons why the case being converted is left out (set by ``convert``)
+        self.excluded: dict[str, str] = {}
+
     # -- locations ----------------------------------------------------------------------
     def raw_dir(self, root: str | Path | None = None) -> Path:
         return data_root(root) / "raw" / self.key
@@ -299,8 +303,6 @@ class Recipe:
 
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
         raise NotImplementedError
-
-    excluded: dict[str, str]
 
     def prepare(self, root: str | Path | None = None, progress: bool = True,
                 force: bool = False) -> PrepareReport:

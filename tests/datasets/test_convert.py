@@ -168,3 +168,21 @@ def test_interrupted_prepare_converts_only_missing_cases(http_server, tmp_path, 
     assert (folder / "imagesTr" / "001_0000.nii.gz").stat().st_mtime_ns == kept
     assert sorted(p.name for p in (folder / "labelsTr").iterdir()) == ["001.nii.gz", "002.nii.gz"]
     assert main(["datasets", "verify", "pengwin", *common]) == 0
+
+
+def test_cli_download_checksum_mismatch_names_both_hashes(http_server, tmp_path, capsys):
+    from test_recipes import build_pengwin
+
+    build_pengwin(http_server, tmp_path, tmp_path / "data")
+    record = json.loads(http_server.routes["/api/records/10927452"])
+    good = record["files"][0]["checksum"].split(":")[1]
+    record["files"][0]["checksum"] = "md5:" + "0" * 32
+    http_server.routes["/api/records/10927452"] = json.dumps(record).encode()
+    code = main(["datasets", "download", "pengwin", "--zenodo-url", http_server.base,
+                 "--root", str(tmp_path / "data"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"md5 mismatch: expected {'0' * 32}, got {good}" in err
+    raw = tmp_path / "data" / "raw" / "pengwin"
+    assert not (raw / record["files"][0]["key"]).exists()
+    assert not (raw / (record["files"][0]["key"] + ".partial")).exists()
