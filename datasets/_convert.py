@@ -136,13 +136,7 @@ def read_seg(path: str | Path, reference: sitk.Image) -> dict[int, tuple[str, np
     segments = np.asarray([int(item(g, "SegmentIdentificationSequence").ReferencedSegmentNumber)
                            for g in per_frame])
     distance = positions @ normal
-    unique = np.unique(np.round(distance, 3))
-    if unique.size > 1:
-        slice_spacing = float(np.min(np.diff(unique)))
-    else:
-        slice_spacing = float(getattr(measures, "SpacingBetweenSlices", 0) or
-                              getattr(measures, "SliceThickness", 0) or
-                              reference.GetSpacing()[2])
+    slice_spacing = _slice_spacing(distance, normal, measures, reference)
     first = positions[int(np.argmin(distance))]
     in_plane = positions - first - np.outer(distance - distance.min(), normal)
     if np.abs(in_plane).max(initial=0.0) > 0.01 * min(row_spacing, col_spacing) + 1e-3:
@@ -164,6 +158,34 @@ def read_seg(path: str | Path, reference: sitk.Image) -> dict[int, tuple[str, np
                                   sitk.sitkNearestNeighbor, 0, sitk.sitkUInt8)
         result[number] = (label, sitk.GetArrayFromImage(resampled).astype(bool))
     return result
+
+
+def _slice_spacing(distance: np.ndarray, normal: np.ndarray, measures: Any,
+                   reference: sitk.Image) -> float:
+    """Spacing of the SEG's frame planes along their normal.
+
+    Frames without foreground are usually omitted, so the smallest gap between frames can be
+    a multiple of the true spacing (a lesion on slices 3 and 5 only). Prefer the declared
+    SpacingBetweenSlices, then the reference's slice spacing when its slices are parallel to
+    the frames; accept a candidate only if every frame lies on its lattice.
+    """
+    offsets = distance - distance.min()
+    candidates = []
+    declared = getattr(measures, "SpacingBetweenSlices", None)
+    if declared:
+        candidates.append(float(declared))
+    reference_normal = _direction_matrix(reference)[:, 2]
+    if abs(float(reference_normal @ normal)) > 0.999:
+        candidates.append(float(reference.GetSpacing()[2]))
+    unique = np.unique(np.round(offsets, 3))
+    if unique.size > 1:
+        candidates.append(float(np.min(np.diff(unique))))
+    for candidate in candidates:
+        if candidate > 0:
+            steps = offsets / candidate
+            if np.abs(steps - np.rint(steps)).max(initial=0.0) < 0.05:
+                return candidate
+    return candidates[-1] if candidates else float(getattr(measures, "SliceThickness", 1.0))
 
 
 # -- RTSTRUCT -------------------------------------------------------------------------------

@@ -66,6 +66,13 @@ def test_seg_on_another_grid_is_resampled(tmp_path, ct):
     np.testing.assert_array_equal(halved, b[:, ::2, ::2])
 
 
+def test_seg_with_omitted_empty_frames_keeps_slice_positions(tmp_path, ct):
+    sources, image, _ = ct
+    gappy = box(2, 3, 2, 5, 2, 6) | box(4, 5, 2, 5, 2, 6) | box(7, 8, 3, 4, 3, 4)  # no frame at 3, 5, 6
+    write_seg(tmp_path / "seg.dcm", sources, {"A": gappy})
+    np.testing.assert_array_equal(read_seg(tmp_path / "seg.dcm", image)[1][1], gappy)
+
+
 def test_corrupt_seg_is_a_data_error(tmp_path, ct):
     sources, image, _ = ct
     write_seg(tmp_path / "seg.dcm", sources, {"A": box(1, 3, 2, 5, 2, 6)})
