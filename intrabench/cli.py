@@ -29,9 +29,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(config_path)
     out = Path(args.out) if args.out else Path("intrabench-runs") / config.name
     if args.executor != "local":
-        from intrabench.execution import run_distributed  # provided by the scale-out module
+        from intrabench.execution import run_distributed
 
+        started = time.perf_counter()
         plan, problems = run_distributed(config, out, args)
+        print(f"{len(plan.units)} work units in {time.perf_counter() - started:.1f} s",
+              file=sys.stderr)
     else:
         runner = Runner(config, out, progress=_progress)
         print(f"IntraBench {__version__}: run '{config.name}' from {config_path} -> {out}",
@@ -112,9 +115,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("config", nargs="?", help="YAML run configuration")
     run.add_argument("--out", help="run directory (default: intrabench-runs/<name>); "
                                    "re-running resumes")
-    run.add_argument("--executor", choices=["local", "dask"], default="local")
-    run.add_argument("--scheduler", help="Dask scheduler address (with --executor dask)")
-    run.add_argument("--workers", type=int, default=None, help="local Dask workers")
+    run.add_argument("--executor", choices=["local", "dask"], default="local",
+                     help="local: this process; dask: a Dask cluster (local, --scheduler or "
+                          "--cluster-config)")
+    run.add_argument("--scheduler", help="address of a running Dask scheduler (tcp://host:8786)")
+    run.add_argument("--cluster-config", help="YAML for a SLURM/PBS/LSF cluster via dask-jobqueue "
+                                              "(see docs/scaling.md)")
+    run.add_argument("--workers", type=int, default=None,
+                     help="worker processes of a local Dask cluster (default 2)")
+    run.add_argument("--memory-limit", help="memory bound per local Dask worker, e.g. 8GB")
+    run.add_argument("--task-resources", nargs="*", metavar="NAME=AMOUNT",
+                     help="Dask resources each task needs, e.g. GPU=1 (workers started with "
+                          "--resources GPU=1)")
     run.set_defaults(func=cmd_run)
 
     groups: dict[str, argparse._SubParsersAction] = {}

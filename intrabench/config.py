@@ -79,6 +79,9 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "run"
+    #: Python modules imported before anything else, in this process and in every worker
+    #: (components registered by decorator in your own code, without an entry point)
+    imports: list[str] = Field(default_factory=list)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     datasets: list[DatasetSpec] = Field(min_length=1)
     models: list[ComponentSpec] = Field(min_length=1)
@@ -94,8 +97,18 @@ class RunConfig(BaseModel):
     def _seed_list(cls, value: Any) -> Any:
         return [value] if isinstance(value, int) else value
 
+    def import_modules(self) -> None:
+        import importlib
+
+        for module in self.imports:
+            try:
+                importlib.import_module(module)
+            except ImportError as error:
+                raise ConfigError(f"imports: cannot import '{module}': {error}") from None
+
     def validate_components(self) -> None:
         """Check every name and parameter against the registries (no model is loaded)."""
+        self.import_modules()
         for spec in self.datasets:
             registry.datasets.check_params(spec.name, spec.params)
         for spec in self.models:

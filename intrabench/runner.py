@@ -166,6 +166,7 @@ class Runner:
         self.store = ResultsStore(self.run_dir)
         self.progress = progress
         self._models: dict[str, Model] = {}
+        config.import_modules()
         self.datasets: dict[str, Dataset] = {
             spec.key: registry.datasets.create(spec.name, spec.params) for spec in config.datasets
         }
@@ -222,21 +223,30 @@ class Runner:
                                      f"{_safe(case.case_id)}__{_safe(target.target_id)}.nii.gz")
         write_like(result.prediction.mask.astype("uint8"), case.image, path)
 
-    def run(self) -> tuple[Plan, list[str]]:
+    def prepare(self, executor: str = "local") -> tuple[Plan, list[list[WorkUnit]]]:
+        """Plan the run, write its metadata, and group the unfinished units by (dataset, case,
+        model). Executors call this, run the groups, then :meth:`finish`."""
         ensure_writable(self.run_dir)
         plan = self.plan()
         write_run_metadata(
             self.run_dir,
             yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False),
-            {"units": len(plan.units)},
+            {"units": len(plan.units), "executor": executor},
         )
         import pandas as pd
 
         write_frame(self.run_dir / "skipped.csv", pd.DataFrame(
             plan.skipped, columns=["dataset", "model", "prompter", "refiner", "reason"]))
-        problems: list[str] = []
         pending = [u for u in plan.units if not self.store.is_done(u.key)]
-        groups = [list(g) for _, g in groupby(pending, key=lambda u: u.group)]
+        return plan, [list(g) for _, g in groupby(pending, key=lambda u: u.group)]
+
+    def finish(self, plan: Plan) -> None:
+        self.store.consolidate([u.key for u in plan.units])
+
+    def run(self) -> tuple[Plan, list[str]]:
+        plan, groups = self.prepare()
+        pending = [u for group in groups for u in group]
+        problems: list[str] = []
         bar = self.progress(None, len(pending)) if self.progress else None
         started = time.perf_counter()
         for group in groups:
@@ -248,7 +258,7 @@ class Runner:
         if bar is not None:
             bar.close()
         log.info("executed %d units in %.1f s", len(pending), time.perf_counter() - started)
-        self.store.consolidate([u.key for u in plan.units])
+        self.finish(plan)
         return plan, problems
 
 

@@ -1,0 +1,140 @@
+"""Running a plan on Dask: a local cluster, a running scheduler, or a SLURM/PBS/LSF cluster.
+
+Work is submitted as one task per (dataset, case, model) group, so every prompter, refiner and
+seed of a case reuses that case's image encodings on one worker. Each task writes its units'
+result files atomically (rename), and a unit file is named by the unit's content hash: when a
+worker dies, Dask re-runs its task elsewhere, finished units are skipped, and no row can be
+written twice. A distributed run therefore gives exactly the rows of a local run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from intrabench.config import RunConfig
+from intrabench.errors import UserError
+from intrabench.runner import Plan, Runner, WorkUnit
+
+#: per worker process: runners (with their loaded models) reused across tasks of one run
+_WORKER_RUNNERS: dict[tuple[str, str], Runner] = {}
+
+
+def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit]) -> list[str]:
+    """Dask task: run one (dataset, case, model) group inside a worker process."""
+    key = (config_json, run_dir)
+    runner = _WORKER_RUNNERS.get(key)
+    if runner is None:
+        runner = Runner(RunConfig.model_validate_json(config_json), Path(run_dir))
+        _WORKER_RUNNERS.clear()  # one run at a time per worker: free the previous run's models
+        _WORKER_RUNNERS[key] = runner
+    return runner.execute_group(units)
+
+
+def _parse_resources(items: list[str] | None) -> dict[str, float]:
+    resources: dict[str, float] = {}
+    for item in items or []:
+        name, _, amount = item.partition("=")
+        try:
+            resources[name] = float(amount or 1)
+        except ValueError:
+            raise UserError(f"--task-resources: expected NAME=AMOUNT, got '{item}'") from None
+    return resources
+
+
+def make_client(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(client, cluster or None) from the CLI options."""
+    from distributed import Client, LocalCluster
+
+    if getattr(args, "scheduler", None):
+        try:
+            return Client(args.scheduler, timeout="30s"), None
+        except OSError as error:
+            raise UserError(f"cannot reach the Dask scheduler at {args.scheduler}: {error}") from None
+    if getattr(args, "cluster_config", None):
+        return _jobqueue_client(Path(args.cluster_config))
+    cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1, processes=True,
+                           memory_limit=getattr(args, "memory_limit", None) or "auto",
+                           dashboard_address=None)
+    return Client(cluster), cluster
+
+
+def _jobqueue_client(path: Path) -> tuple[Any, Any]:
+    """A dask-jobqueue cluster from a YAML spec: {kind: slurm|pbs|lsf, jobs: N, options: {...}}."""
+    from distributed import Client
+
+    if not path.is_file():
+        raise UserError(f"cluster config not found: {path}")
+    spec = yaml.safe_load(path.read_text()) or {}
+    kind = str(spec.get("kind", "")).lower()
+    try:
+        import dask_jobqueue
+    except ImportError:
+        raise UserError("cluster execution needs dask-jobqueue: pip install 'intrabench[cluster]'") from None
+    classes = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "lsf": "LSFCluster",
+               "sge": "SGECluster", "htcondor": "HTCondorCluster"}
+    if kind not in classes:
+        raise UserError(f"{path}: kind must be one of {', '.join(classes)}, got '{kind}'")
+    cluster = getattr(dask_jobqueue, classes[kind])(**spec.get("options", {}))
+    cluster.scale(jobs=int(spec.get("jobs", 1)))
+    return Client(cluster), cluster
+
+
+def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> tuple[Plan, list[str]]:
+    """Run ``config`` on Dask; same results store and resume semantics as the local runner."""
+    from distributed import as_completed
+    from tqdm import tqdm
+
+    runner = Runner(config, out)
+    plan, groups = runner.prepare(executor="dask")
+    client, cluster = make_client(args)
+    problems: list[str] = []
+    try:
+        if config.imports:  # modules with decorator-registered components, in every worker
+            client.register_plugin(_import_modules_plugin(config.imports),
+                                   name="intrabench-imports")
+        resources = _parse_resources(getattr(args, "task_resources", None))
+        config_json = config.model_dump_json()
+        print(f"IntraBench on Dask ({client.dashboard_link or client.scheduler.address}): "
+              f"{len(groups)} tasks", file=sys.stderr)
+        futures = [
+            client.submit(execute_group_task, config_json, str(out), group,
+                          key=f"intrabench-{group[0].key}", resources=resources or None,
+                          pure=False)
+            for group in groups
+        ]
+        bar = tqdm(total=len(futures), unit="task", file=sys.stderr, disable=not futures or None)
+        for future in as_completed(futures):
+            try:
+                problems.extend(future.result())
+            except Exception as error:  # a failing case must not stop the others
+                problems.append(f"task {future.key} failed: {type(error).__name__}: {error}")
+            bar.update(1)
+        bar.close()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    runner.finish(plan)
+    return plan, problems
+
+
+def _import_modules_plugin(modules: list[str]) -> Any:
+    """A Dask worker plugin importing the config's modules in every (also restarted) worker."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class ImportModules(WorkerPlugin):
+        def __init__(self, names: list[str]) -> None:
+            self.names = list(names)
+
+        def setup(self, worker: Any) -> None:
+            import importlib
+
+            for name in self.names:
+                importlib.import_module(name)
+
+    return ImportModules(modules)

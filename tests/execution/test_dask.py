@@ -1,0 +1,102 @@
+"""A Dask run gives exactly the rows of a local run, also when a worker is killed mid-run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+from intrabench.config import parse_config
+from intrabench.execution import run_distributed
+from intrabench.runner import Runner
+
+pytest.importorskip("distributed")
+
+TIMING = ["model_seconds", "prompter_seconds", "wall_seconds"]
+SPEC = {
+    "name": "dask-equivalence",
+    "seeds": [0, 1],
+    "datasets": [{"name": "demo-phantoms", "n_cases": 3, "shape": [16, 48, 48]}],
+    "models": ["region-growing-3d", "random-walker-2d"],
+    "prompters": ["box-3d", {"name": "point-interpolation", "n_slices": 3}],
+    "refiners": ["center-error-click"],
+    "refinement_steps": 2,
+}
+
+
+def _rows(run_dir) -> pd.DataFrame:
+    return pd.read_parquet(run_dir / "results.parquet").drop(columns=TIMING)
+
+
+def _args(workers: int) -> argparse.Namespace:
+    return argparse.Namespace(scheduler=None, cluster_config=None, workers=workers,
+                              memory_limit="2GB", task_resources=None)
+
+
+def test_local_cluster_gives_identical_rows(tmp_path):
+    config = parse_config(SPEC)
+    Runner(config, tmp_path / "local").run()
+    plan, problems = run_distributed(config, tmp_path / "dask", _args(workers=2))
+    assert not problems
+    local, distributed = _rows(tmp_path / "local"), _rows(tmp_path / "dask")
+    assert len(local) == len(distributed) > 0
+    pd.testing.assert_frame_equal(local, distributed)
+
+
+CRASH_MODULE = textwrap.dedent('''
+    """Test model: region growing whose process dies (os._exit) the first time it predicts."""
+    import os
+    from pathlib import Path
+
+    from intrabench import registry
+    from intrabench.protocols import Model
+
+    MARKER = Path(os.environ["INTRABENCH_CRASH_MARKER"])
+
+
+    @registry.models.register
+    class CrashOnce(Model):
+        name = "crash-once-3d"
+        dimension = 3
+        accepts = frozenset({"point", "box3d", "mask"})
+
+        def __init__(self):
+            self.inner = registry.models.create("region-growing-3d")
+
+        def set_case(self, image):
+            self.inner.set_case(image)
+
+        def predict(self, prompt, previous=None, update_slices=None):
+            if not MARKER.exists():
+                MARKER.write_text("crashed once")
+                os._exit(1)   # the worker process dies without cleaning up
+            return self.inner.predict(prompt, previous, update_slices)
+''')
+
+
+def test_killed_worker_is_redone_without_duplicates(tmp_path, monkeypatch):
+    (tmp_path / "crash_once_model.py").write_text(CRASH_MODULE)
+    monkeypatch.setenv("INTRABENCH_CRASH_MARKER", str(tmp_path / "crashed"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = {**SPEC, "imports": ["crash_once_model"], "models": ["crash-once-3d"],
+            "refiners": [], "seeds": [0]}
+    config = parse_config(spec)
+    (tmp_path / "crashed").write_text("already")  # local reference run: no crash
+    Runner(config, tmp_path / "local").run()
+    (tmp_path / "crashed").unlink()
+    plan, problems = run_distributed(config, tmp_path / "dask", _args(workers=2))
+    assert (tmp_path / "crashed").exists(), "the fault was not injected"
+    assert not problems
+    rows = _rows(tmp_path / "dask")
+    keys = ["dataset", "case", "target", "model", "prompter", "refiner", "seed", "step"]
+    assert not rows.duplicated(keys).any()
+    pd.testing.assert_frame_equal(_rows(tmp_path / "local"), rows)
+
+
+if sys.platform == "win32":  # pragma: no cover
+    pytestmark = pytest.mark.skip("process-killing test needs POSIX")
