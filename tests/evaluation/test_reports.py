@@ -133,3 +133,21 @@ def test_paper_configs_parse():
     assert [t.key for t in layout.tables] == ["table2", "table3", "table4", "table5", "table6"]
     assert {run for t in layout.tables for run in t.runs} <= names
     assert list(layout.columns) == [f"D{i}" for i in range(1, 11)]
+
+
+@pytest.mark.slow
+def test_full_builtin_demo_tables_and_report(tmp_path, capsys):
+    from intrabench.config import builtin_demo_path, load_config
+    from intrabench.runner import Runner
+
+    config = load_config(builtin_demo_path())
+    Runner(config, tmp_path / "demo").run()
+    assert main(["tables", str(tmp_path / "demo"), "--out", str(tmp_path / "t")]) == 0
+    table = pd.read_csv(tmp_path / "t" / "refinement.csv")
+    rows = load_results(tmp_path / "demo")
+    configurations = rows.groupby(["model", "prompter", "refiner"]).ngroups
+    assert len(table) == configurations * (config.refinement_steps + 1)
+    assert table[[c for c in table.columns if c not in
+                  ("Iterations", "Prompter", "Model", "Interactions")]].notna().all().all()
+    assert main(["report", str(tmp_path / "demo")]) == 0
+    assert (tmp_path / "demo" / "report" / "report.html").exists()
