@@ -81,18 +81,30 @@ def union_crop(masks: list[np.ndarray], margin: int = 0) -> Crop | None:
 
 
 def largest_component(mask: np.ndarray) -> np.ndarray:
-    """Largest connected component (8-connected in 2D, 26-connected in 3D); ties: lowest label."""
-    volume = mask[None] if mask.ndim == 2 else mask
+    """Largest connected component (8-connected in 2D, 26-connected in 3D); ties: lowest label.
+
+    Labels only the mask's bounding box; returns a full-size mask.
+    """
+    if not mask.any():
+        return np.zeros(mask.shape, dtype=bool)
+    low, high = bounding_box(mask)
+    crop = crop_slices(low, high, mask.shape)
+    sub = mask[crop]
+    volume = sub[None] if sub.ndim == 2 else sub
     # cc3d 3.x raises "maximum length exception" on some thin volumes (e.g. 1 x 1 x 3 with
     # two voxels); one voxel of background padding avoids it and changes no component
-    labelled = cc3d.connected_components(np.pad(volume, 1), connectivity=26)[1:-1, 1:-1, 1:-1]
-    if mask.ndim == 2:
+    labelled, n = cc3d.connected_components(np.pad(volume, 1), connectivity=26, return_N=True)
+    labelled = labelled[1:-1, 1:-1, 1:-1]
+    if sub.ndim == 2:
         labelled = labelled[0]
-    if labelled.max() <= 1:
-        return labelled > 0
+    out = np.zeros(mask.shape, dtype=bool)
+    if n <= 1:
+        out[crop] = labelled > 0
+        return out
     counts = np.bincount(labelled.ravel())
     counts[0] = 0
-    return labelled == counts.argmax()
+    out[crop] = labelled == counts.argmax()
+    return out
 
 
 def nearest_pixel(pixels: np.ndarray, point: np.ndarray) -> np.ndarray:
@@ -107,8 +119,10 @@ def centroid_point_2d(slice_mask: np.ndarray, center: str = "centroid") -> tuple
     (what the reference implementation uses for interpolation seeds). The snap to the nearest
     pixel of the component matters for non-convex shapes whose centre lies outside.
     """
-    component = largest_component(slice_mask)
-    pixels = np.argwhere(component)
+    low, high = bounding_box(slice_mask)
+    crop = crop_slices(low, high, slice_mask.shape)
+    component = largest_component(slice_mask[crop])
+    pixels = np.argwhere(component) + crop_offset(crop)
     if center == "bbox":
         target = (pixels.min(axis=0) + pixels.max(axis=0)) / 2.0
     elif center == "centroid":
