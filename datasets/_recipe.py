@@ -549,13 +549,13 @@ class PreparedDataset(NnUNetFolder):
     licence: ClassVar[str] = ""
     cases_in_paper: ClassVar[int] = 0
 
-    def __init__(self, root: str | None = None, target_type: str | None = None) -> None:
+    def __init__(self, root: str | None = None) -> None:
         folder = self.recipe.out_dir(self.name, root)
         if not _complete(folder):
             raise UserError(f"dataset '{self.name}' is not prepared in {folder}; run: "
                             f"intrabench datasets download {self.name} && "
                             f"intrabench datasets prepare {self.name}")
-        super().__init__(str(folder), target_type=target_type, dataset_name=self.name)
+        super().__init__(str(folder), dataset_name=self.name)
 
     @classmethod
     def availability(cls, root: str | None = None) -> str:

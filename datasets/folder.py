@@ -54,7 +54,8 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
 def _match(root: Path, pattern: str) -> dict[str, Path]:
     regex = _pattern_regex(pattern)
     found: dict[str, Path] = {}
-    for name in sorted(glob.glob(str(root / pattern.replace("{case}", "*")), recursive=False)):
+    wildcard = glob.escape(str(root)) + "/" + pattern.replace("{case}", "*")
+    for name in sorted(glob.glob(wildcard, recursive=False)):
         relative = Path(name).relative_to(root).as_posix()
         match = regex.match(relative)
         if match:

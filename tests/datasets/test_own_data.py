@@ -38,6 +38,7 @@ def _own_folder(tmp_path):
 
 
 def test_folder_dataset_from_yaml_patterns(tmp_path):
+    tmp_path = tmp_path / "odd [name]"  # glob characters in the folder name are literal
     spec = _own_folder(tmp_path)
     dataset = registry.datasets.create("folder", {"spec": str(spec)})
     assert dataset.case_ids() == ["p1", "p2"]
