@@ -45,22 +45,38 @@ def curve_frame(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
     return pd.concat([curve, effort], axis=1).reset_index()
 
 
+def model_dimension(model_key: str) -> int | None:
+    """2 or 3 for a registered model key (``name`` or ``name(params)``), else None."""
+    from intrabench import registry
+
+    try:
+        return int(registry.models.get(str(model_key).split("(")[0]).dimension)
+    except Exception:  # a label, or a model this installation does not have
+        return None
+
+
 def iteration_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0) -> bytes:
-    """Figure 6: score vs refinement iteration, 2D models left, 3D right when ``model_dimension``
-    is known; dashed lines for scribble refinement."""
+    """Figure 6: score vs refinement iteration; 2D models left and 3D models right when both
+    are present; dashed lines for scribble refinement."""
     plt = _pyplot()
     curves = curve_frame(rows, metric)
-    figure, axis = plt.subplots(figsize=(7, 4.2))
-    for (model, prompter, refiner), group in curves.groupby(["model", "prompter", "refiner"]):
-        style = "--" if "scribble" in str(refiner) else "-"
-        axis.plot(group["step"], group["score"] * scale, style, marker="o", markersize=3,
-                  label=configuration_label(model, prompter, refiner))
-    axis.set_xlabel("refinement iteration (0 = initial prompt)")
-    axis.set_ylabel(f"{metric} x{scale:g} (mean over datasets)")
-    axis.set_title(f"{metric} per refinement iteration")
-    axis.grid(alpha=0.3)
-    axis.xaxis.get_major_locator().set_params(integer=True)
-    axis.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    curves["dimension"] = [model_dimension(m) for m in curves["model"]]
+    panels = [("2D models", curves[curves["dimension"] == 2]), ("3D models", curves[curves["dimension"] == 3])]
+    panels = [(t, c) for t, c in panels if not c.empty]
+    if len(panels) < 2:
+        panels = [("", curves)]
+    figure, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4.2), squeeze=False)
+    for axis, (title, part) in zip(axes[0], panels):
+        for (model, prompter, refiner), group in part.groupby(["model", "prompter", "refiner"]):
+            style = "--" if "scribble" in str(refiner).lower() else "-"
+            axis.plot(group["step"], group["score"] * scale, style, marker="o", markersize=3,
+                      label=configuration_label(model, prompter, refiner))
+        axis.set_xlabel("refinement iteration (0 = initial prompt)")
+        axis.set_ylabel(f"{metric} x{scale:g} (mean over datasets)")
+        axis.set_title(title or f"{metric} per refinement iteration")
+        axis.grid(alpha=0.3)
+        axis.xaxis.get_major_locator().set_params(integer=True)
+        axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1)
     return _png(figure)
 
 
@@ -71,7 +87,7 @@ def effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0
     figure, axis = plt.subplots(figsize=(7, 4.2))
     for (model, prompter, refiner), group in curves.groupby(["model", "prompter", "refiner"]):
         axis.plot(group["effort"], group["score"] * scale, marker="o", markersize=3,
-                  linestyle="--" if "scribble" in str(refiner) else "-",
+                  linestyle="--" if "scribble" in str(refiner).lower() else "-",
                   label=configuration_label(model, prompter, refiner))
     axis.set_xscale("symlog", linthresh=10)
     axis.set_xlabel("interactions per target (cumulative, mean)")
