@@ -117,16 +117,61 @@ def summarize_episode(steps: pd.DataFrame) -> dict[str, float | int | bool | str
 
 
 def episode_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per episode (see the module docstring for every column)."""
+    """One row per episode (see the module docstring for every column). Vectorised: the same
+    values as :func:`summarize_episode` applied to each episode."""
     if rows.empty:
         return pd.DataFrame(columns=EPISODE_KEYS)
     keys = [k for k in EPISODE_KEYS if k in rows]
-    records = []
-    for identity, steps in rows.groupby(keys, sort=True, dropna=False):
-        record = dict(zip(keys, identity if isinstance(identity, tuple) else (identity,)))
-        record.update(summarize_episode(steps))
-        records.append(record)
-    return pd.DataFrame.from_records(records)
+    rows = rows.sort_values(keys + ["step"], kind="stable").reset_index(drop=True)
+    groups = rows.groupby(keys, sort=False, dropna=False)
+    first, last = groups.head(1).set_index(keys), groups.tail(1).set_index(keys)
+    out = pd.DataFrame(index=first.index)
+    for column in ("target_class", "effort_label"):
+        if column in rows:
+            out[column] = first[column]
+    n_steps = groups["step"].count() - 1
+    out["n_steps"] = n_steps.astype(int)
+    out["dice_initial"] = first["dice"].astype(float)
+    out["dice_final"] = last["dice"].astype(float)
+    episode_id = groups.ngroup()
+    is_click = (rows["step"] >= 1) & (groups["step"].cumcount() >= 1)
+    later = is_click & (groups["step"].cumcount() >= 2)
+
+    def curve_areas(values: pd.Series) -> tuple[pd.Series, pd.Series]:
+        previous = values.groupby(episode_id).shift(1)
+        pieces = ((values + previous) / 2.0).where(later, 0.0)
+        area = pieces.groupby(episode_id).sum().to_numpy()
+        clicks = is_click.groupby(episode_id).sum().to_numpy()
+        first_click = values.where(is_click).groupby(episode_id).first().to_numpy()
+        area = np.where(clicks == 0, np.nan, area)
+        normalised = np.where(clicks <= 1, np.where(clicks == 1, first_click, np.nan),
+                              area / np.maximum(clicks - 1, 1))
+        return pd.Series(area, index=out.index), pd.Series(normalised, index=out.index)
+
+    dice = rows["dice"].astype(float)
+    out["dice_auc"], out["dice_auc_norm"] = curve_areas(dice)
+    out["initial_effort"] = first["cumulative_effort"].astype(float)
+    out["cumulative_effort"] = last["cumulative_effort"].astype(float)
+    for metric in ("iou", "nsd", "hd95"):
+        if metric in rows:
+            out[f"{metric}_initial"] = first[metric].astype(float)
+            out[f"{metric}_final"] = last[metric].astype(float)
+    if "nsd" in rows:
+        out["nsd_auc"], out["nsd_auc_norm"] = curve_areas(pd.Series(cvpr_nsd(dice, rows["nsd"])))
+    for threshold in THRESHOLDS:
+        hits = rows[dice >= threshold]
+        first_hit = hits.groupby(keys, sort=False, dropna=False).head(1).set_index(keys)
+        step = first_hit["step"].astype(float).reindex(out.index)
+        out[f"reached_dice_{_key(threshold)}"] = step.notna()
+        out[f"steps_to_dice_{_key(threshold)}"] = step
+        out[f"effort_to_dice_{_key(threshold)}"] = (
+            first_hit["cumulative_effort"].astype(float).reindex(out.index))
+    if "model_seconds" in rows:
+        seconds = rows["model_seconds"].astype(float)
+        called = (~rows["converged"].astype(bool)) if "converged" in rows else pd.Series(True, index=rows.index)
+        out["model_seconds_total"] = seconds.groupby(episode_id).sum(min_count=0).to_numpy()
+        out["model_seconds_per_step"] = seconds.where(called).groupby(episode_id).mean().to_numpy()
+    return out.reset_index()
 
 
 def success_summary(episodes: pd.DataFrame, threshold: float = 0.8,

@@ -154,3 +154,25 @@ def test_cvpr_nsd_rule_and_model_time():
     assert summary["nsd_auc"] == pytest.approx((0.6 + 1.0) / 2 + 1.0)
     assert summary["model_seconds_total"] == 6.0
     assert summary["model_seconds_per_step"] == 2.0
+
+
+def test_vectorised_episode_table_matches_the_per_episode_definition(tiny_run):
+    from intrabench.episode_metrics import EPISODE_KEYS, summarize_episode
+    from intrabench.results import load_results
+
+    rows = load_results(tiny_run)
+    single = rows[rows["step"] == 0].assign(refiner="none", run="single")  # K = 0 episodes
+    one_step = rows[rows["step"] <= 1].assign(run="one-step")  # K = 1 episodes
+    rows = pd.concat([rows, single, one_step], ignore_index=True)
+    table = episode_table(rows).set_index(EPISODE_KEYS)
+    assert len(table) == rows.groupby(EPISODE_KEYS).ngroups
+    for identity, steps in rows.groupby(EPISODE_KEYS):
+        expected = summarize_episode(steps)
+        got = table.loc[identity]
+        for column, value in expected.items():
+            if isinstance(value, float) and math.isnan(value):
+                assert math.isnan(got[column]), column
+            elif isinstance(value, float):
+                assert got[column] == pytest.approx(value), column
+            else:
+                assert got[column] == value, column
