@@ -141,3 +141,29 @@ def test_data_root_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("INTRABENCH_DATA", str(tmp_path))
     assert data_root() == tmp_path
     assert data_root(tmp_path / "x") == tmp_path / "x"
+
+
+def test_a_run_can_name_a_prepared_recipe_and_own_data(http_server, tmp_path, capsys):
+    import sys
+    from pathlib import Path
+
+    import pandas as pd
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_recipes import build_pengwin
+
+    root = tmp_path / "data"
+    build_pengwin(http_server, tmp_path, root)
+    common = ["--root", str(root), "-q"]
+    assert main(["datasets", "download", "pengwin", "--zenodo-url", http_server.base, *common]) == 0
+    assert main(["datasets", "prepare", "pengwin", *common]) == 0
+    spec = _own_folder(tmp_path / "own")
+    config = tmp_path / "run.yaml"
+    config.write_text(f"name: t\ndatasets:\n  - {{name: pengwin, root: '{root}', label: pengwin}}\n"
+                      f"  - {{name: folder, spec: '{spec}', label: mine}}\n"
+                      "models: [region-growing-3d]\nprompters: [box-3d]\nrefinement_steps: 0\n")
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
+    rows = pd.read_csv(tmp_path / "run" / "results.csv")
+    targets = rows[["dataset", "case", "target"]].drop_duplicates()
+    assert targets.groupby("dataset").size().to_dict() == {"pengwin": 4, "mine": 6}
+    assert set(rows.loc[rows.dataset == "pengwin", "target_kind"]) == {"instance"}
