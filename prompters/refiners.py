@@ -84,7 +84,8 @@ class CorrectivePointPerSlice(Refiner):
     component. The click is labelled with the ground truth there (1 on a false negative,
     0 on a false positive). ``slices="all"`` corrects every slice with an error;
     ``"prompted"`` only slices of the initial prompt (the reference's behaviour, which never
-    corrects false positives elsewhere). Effort: 1 per corrected slice.
+    corrects false positives elsewhere; with it, errors only outside those slices end the
+    interaction as if it had converged). Effort: 1 per corrected slice.
     """
 
     name: ClassVar[str] = "corrective-point-per-slice"

@@ -70,3 +70,25 @@ def test_the_showcase_config_names_valid_components():
     config = load_config(REPO / "configs" / "prompters-showcase.yaml")
     names = {spec.name for spec in config.prompters} | {spec.name for spec in config.refiners}
     assert {"point-interpolation", "box-propagation", "cvpr25-box", "scribble"} <= names
+
+
+def test_prompters_list_shows_every_component_with_its_effort_rule(capsys):
+    from intrabench.cli import main
+
+    assert main(["prompters", "list"]) == 0
+    out = capsys.readouterr().out
+    for name, cls in registry.prompters.items() + registry.refiners.items():
+        line = next(row for row in out.splitlines() if f" {name} " in row)
+        assert cls.effort_rule in line
+    for expected in ("point-propagation", "cvpr25-box", "scribble", "center-error-click",
+                     "box-per-slice", "center-point-per-slice", "box-3d"):
+        assert expected in out
+
+
+def test_configs_reject_unknown_prompter_parameters():
+    from intrabench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="n_slices"):
+        registry.prompters.check_params("point-interpolation", {"n_slice": 3})
+    with pytest.raises(ConfigError, match="n_slices must be >= 1"):
+        registry.prompters.create("point-interpolation", {"n_slices": 0})
