@@ -231,6 +231,8 @@ class SamFamilyModel(SliceModel):
         self._net: Any = None
         self._device: Any = None
         self._case_state: dict[str, Any] = {}
+        self._planned: list[int] = []
+        self._entry_bytes = 0
 
     # -- listing --------------------------------------------------------------------------
     @classmethod
@@ -303,10 +305,16 @@ class SamFamilyModel(SliceModel):
     def decode(self, embedding: Any, prompt: SlicePrompt, feedback: Any) -> SliceOutput:
         """Mask (y, x) bool and low-res logits feedback for one slice prompt."""
 
+    def embedding_nbytes(self) -> int:
+        """Bytes of one slice embedding (float32), known from the architecture before any
+        encode; 0 if unknown. Used to size batches to the cache bound."""
+        return 0
+
     # -- case and cache ----------------------------------------------------------------------
     def on_new_case(self, image: Volume) -> None:
         self.cache.clear()
         self._case_state = {}
+        self._planned = []
 
     def case_value(self, key: str, compute: Any) -> Any:
         """Per-case memo for values such as the volume's percentile window."""
@@ -318,10 +326,29 @@ class SamFamilyModel(SliceModel):
         self.stats = EncoderStats()
 
     def prepare_slices(self, zs: list[int]) -> None:
-        """Encode the slices of ``zs`` not cached yet, ``batch_size`` at a time."""
-        missing = [z for z in dict.fromkeys(int(z) for z in zs) if z not in self.cache]
-        for start in range(0, len(missing), self.batch_size):
-            self._encode_slices(missing[start:start + self.batch_size])
+        """Plan the encodes for the slices about to be predicted (exactly ``zs``).
+
+        Nothing is encoded yet: when the first of them is decoded, it is encoded together with
+        the next planned uncached slices, ``batch_size`` at a time and never more than the
+        cache can hold, so a small cache bound never evicts a slice before it is decoded.
+        """
+        self._planned = [z for z in dict.fromkeys(int(z) for z in zs) if z not in self.cache]
+
+    def _batch_for(self, z: int) -> list[int]:
+        """Slice ``z`` plus the next planned uncached slices, up to the batch and cache size."""
+        limit = self.batch_size
+        if self.cache.max_entries is not None:
+            limit = min(limit, self.cache.max_entries)
+        entry = self._entry_bytes or self.embedding_nbytes()
+        if entry:
+            limit = min(limit, self.cache.max_bytes // entry)
+        batch = [z]
+        for other in self._planned:
+            if len(batch) >= max(1, limit):
+                break
+            if other != z and other not in self.cache:
+                batch.append(other)
+        return batch
 
     def _encode_slices(self, zs: list[int]) -> list[Any]:
         from intrabench.device import inference_context
@@ -337,15 +364,18 @@ class SamFamilyModel(SliceModel):
         self.stats.encoder_seconds += time.perf_counter() - prepared
         self.stats.slices_encoded += len(zs)
         self.stats.encoder_batches += 1
+        if embeddings:
+            self._entry_bytes = tensor_bytes(embeddings[0])
         for z, embedding in zip(zs, embeddings):
             self.cache.put(z, embedding)
+        self._planned = [p for p in self._planned if p not in zs]
         return embeddings
 
     def embedding(self, z: int) -> Any:
         """The cached embedding of slice ``z`` (encoded now, alone, if not cached)."""
         cached = self.cache.get(int(z))
         if cached is None:
-            cached = self._encode_slices([int(z)])[0]
+            cached = self._encode_slices(self._batch_for(int(z)))[0]
         return cached
 
     def _sync(self) -> None:
@@ -471,6 +501,12 @@ def build_sam(config: SamConfig) -> Any:
             iou_head_hidden_dim=config.iou_hidden_dim),
         pixel_mean=list(SAM_PIXEL_MEAN), pixel_std=list(SAM_PIXEL_STD),
     )
+
+
+def sam_embedding_nbytes(net: Any) -> int:
+    """Bytes of one float32 segment_anything image embedding (C, h, w)."""
+    height, width = net.prompt_encoder.image_embedding_size
+    return 4 * net.prompt_encoder.embed_dim * height * width
 
 
 def slice_batch(images: Iterable[np.ndarray], device: Any) -> Any:

@@ -28,6 +28,7 @@ from ._sam_common import (
     percentile_window,
     prompt_tensors,
     sam_decode,
+    sam_embedding_nbytes,
     slice_batch,
     to_uint8,
 )
@@ -58,6 +59,9 @@ class MedSAM(SamFamilyModel):
         low = flat.min(dim=1).values[:, None, None, None]
         high = flat.max(dim=1).values[:, None, None, None]
         return (resized - low) / torch.clamp(high - low, min=1e-8)
+
+    def embedding_nbytes(self) -> int:
+        return sam_embedding_nbytes(self.net)
 
     def encode(self, batch: Any) -> list[Any]:
         return [embedding.clone() for embedding in self.net.image_encoder(batch)]

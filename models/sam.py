@@ -2,7 +2,7 @@
 
 Preprocessing (paper Appendix A.1): the volume is clipped to its 0.5th/99.5th percentiles and
 scaled to 0..255 (8 bit), each axial slice is replicated to RGB, its longest side resized to
-1024 (bilinear, antialiased, as ``ResizeLongestSide.apply_image_torch``), normalised with SAM's
+1024 (bilinear, antialiased, rounded to 8 bit like ``SamPredictor.set_image``), normalised with SAM's
 pixel mean/std and padded bottom/right to 1024 x 1024 (``Sam.preprocess``).
 Decoding: points and box together, previous low-res logits (256 x 256) as mask input when
 refining; output logits upsampled to 1024, padding cropped, upsampled to the slice size,
@@ -30,6 +30,7 @@ from ._sam_common import (
     percentile_window,
     prompt_tensors,
     sam_decode,
+    sam_embedding_nbytes,
     slice_batch,
     to_uint8,
 )
@@ -62,14 +63,27 @@ class SAM(SamFamilyModel):
         height, width = self.image.shape[1:]
         return longest_side_shape(height, width, self.net.image_encoder.img_size)
 
-    def preprocess(self, zs: list[int]) -> Any:
+    def resized_input(self, zs: list[int]) -> Any:
+        """Slices ``zs`` as 8-bit RGB resized so the longest side is the input size: a float
+        tensor (B, 3, h', w') of integral values 0..255, before mean/std and padding.
+
+        ``SamPredictor.set_image`` resizes the uint8 image with PIL (bilinear, antialiased)
+        and gets uint8 back; this does the same in torch (batched, on the device) and rounds,
+        matching PIL to within one grey level.
+        """
         import torch.nn.functional as F
 
         window = self._window()
         batch = slice_batch((to_uint8(self.image.array[z], window) for z in zs), self.device)
         resized = F.interpolate(batch, self._input_shape(), mode="bilinear",
                                 align_corners=False, antialias=True)
-        return self.net.preprocess(resized)
+        return resized.round().clamp(0, 255)
+
+    def preprocess(self, zs: list[int]) -> Any:
+        return self.net.preprocess(self.resized_input(zs))
+
+    def embedding_nbytes(self) -> int:
+        return sam_embedding_nbytes(self.net)
 
     def encode(self, batch: Any) -> list[Any]:
         embeddings = self.net.image_encoder(batch)

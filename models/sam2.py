@@ -78,14 +78,51 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
-def build_sam2_network(variant: str, tiny: bool = False) -> Any:
-    """SAM2 network of ``variant`` with random weights on the current default device."""
-    from sam2.build_sam import build_sam2
+#: what ``sam2.build_sam.build_sam2`` adds by default (image predictor post-processing)
+DYNAMIC_MULTIMASK_OVERRIDES: tuple[str, ...] = (
+    "++model.sam_mask_decoder_extra_args.dynamic_multimask_via_stability=true",
+    "++model.sam_mask_decoder_extra_args.dynamic_multimask_stability_delta=0.05",
+    "++model.sam_mask_decoder_extra_args.dynamic_multimask_stability_thresh=0.98",
+)
 
-    overrides = list(TINY_SAM2_OVERRIDES) if tiny else []
-    config = SAM2_CONFIGS["sam2.1-hiera-tiny" if tiny else variant]
-    return build_sam2(config, ckpt_path=None, device="cpu", mode="eval",
-                      hydra_overrides_extra=overrides)
+
+def build_sam2_network(variant: str, tiny: bool = False) -> Any:
+    """SAM2 network of ``variant`` with random weights, as ``build_sam2`` composes it.
+
+    Built on the current default device and left there (so ``with torch.device("meta")``
+    gives a weightless full-size model for shape checks); ``tiny`` applies
+    :data:`TINY_SAM2_OVERRIDES` to the SAM2.1 Hiera-T config (tests/timing only).
+    """
+    import sam2  # noqa: F401 - registers the package's hydra config module
+    from hydra import compose
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    overrides = list(DYNAMIC_MULTIMASK_OVERRIDES) + (list(TINY_SAM2_OVERRIDES) if tiny else [])
+    config = compose(config_name=SAM2_CONFIGS["sam2.1-hiera-tiny" if tiny else variant],
+                     overrides=overrides)
+    OmegaConf.resolve(config)
+    return instantiate(config.model, _recursive_=True)
+
+
+def build_sam2_meta(variant: str) -> Any:
+    """The full-size network of ``variant`` on the ``meta`` device (names and shapes only).
+
+    Hiera computes its drop-path schedule with ``torch.linspace(...).item()``, which meta
+    tensors cannot answer, so that one call is pinned to the CPU while building.
+    """
+    from unittest import mock
+
+    import torch
+
+    linspace = torch.linspace
+
+    def cpu_linspace(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("device", "cpu")
+        return linspace(*args, **kwargs)
+
+    with torch.device("meta"), mock.patch.object(torch, "linspace", cpu_linspace):
+        return build_sam2_network(variant)
 
 
 @models.register
@@ -116,6 +153,11 @@ class SAM2(SamFamilyModel):
         mean = torch.tensor(IMAGENET_MEAN, device=self.device)[None, :, None, None]
         std = torch.tensor(IMAGENET_STD, device=self.device)[None, :, None, None]
         return (resized - mean) / std
+
+    def embedding_nbytes(self) -> int:
+        """Image embedding (d, S/16, S/16) plus high-res maps (d/8, S/4, S/4), (d/4, S/8, S/8)."""
+        dim, side = self.net.hidden_dim, self.net.image_size // 16
+        return 4 * side * side * (dim + dim // 8 * 16 + dim // 4 * 4)
 
     def encode(self, batch: Any) -> list[Any]:
         net = self.net

@@ -39,6 +39,7 @@ from ._sam_common import (
     percentile_window,
     prompt_tensors,
     sam_decode,
+    sam_embedding_nbytes,
     slice_batch,
     to_uint8,
 )
@@ -156,6 +157,9 @@ class SAMMed2D(SamFamilyModel):
         std = torch.tensor(SAM_PIXEL_STD, device=self.device)[None, :, None, None]
         size = self.net.image_encoder.img_size
         return F.interpolate((batch - mean) / std, (size, size), mode="nearest")
+
+    def embedding_nbytes(self) -> int:
+        return sam_embedding_nbytes(self.net)
 
     def encode(self, batch: Any) -> list[Any]:
         return [embedding.clone() for embedding in self.net.image_encoder(batch)]
