@@ -71,6 +71,27 @@ def prediction_path(run_dir: Path, dataset: str, model: str, prompter: str, refi
     return run_dir.joinpath("predictions", *parts, f"{_safe(case)}__{_safe(target)}.nii.gz")
 
 
+def configuration_summary(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration: hierarchical scores (mean over datasets of the dataset score) of the
+    episode summaries, plus mean effort and model time per step (plain means over targets)."""
+    from intrabench.aggregate import dataset_statistics
+
+    config = ["model", "prompter", "refiner"]
+    parts = []
+    for metric in ("dice_initial", "dice_final", "dice_auc_norm", "nsd_final", "hd95_final"):
+        if metric not in episodes or episodes[metric].isna().all():
+            continue
+        stats = dataset_statistics(episodes, metric, config=config, n_boot=1)
+        parts.append(stats.groupby(config)["mean"].mean().rename(metric))
+    plain = episodes.groupby(config)[["cumulative_effort", "model_seconds_per_step"]].mean()
+    table = pd.concat(parts + [plain], axis=1).reset_index()
+    return table.rename(columns={"dice_initial": "Dice initial", "dice_final": "Dice final",
+                                 "dice_auc_norm": "Dice AUC (norm.)", "nsd_final": "NSD final",
+                                 "hd95_final": "HD95 final (mm)",
+                                 "cumulative_effort": "interactions",
+                                 "model_seconds_per_step": "model s/step"})
+
+
 def _choose_episodes(episodes: pd.DataFrame, chosen: list[str] | None, limit: int) -> pd.DataFrame:
     """Episodes to draw: the requested ``dataset/case`` (or ``case``) pairs, else the worst,
     median and best final Dice of the first configuration."""
@@ -187,7 +208,14 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
         "<b>Interactions</b> count the clinician's effort (a click 1, a 2D box 2, a 3D box 3, a "
         "scribble 3; 'X' means once per slice). In refinement runs the clinician corrects the "
         "result several times (iterations).</p>",
-        "<h2>Summary</h2>", *summary_parts,
+        "<h2>Summary</h2>",
+        "<p class='explain'>Scores x100 per dataset (columns) for each way of prompting "
+        "(rows). 'Average' is the mean over datasets.</p>", *summary_parts,
+        "<h3>Per configuration</h3>",
+        "<p class='explain'>Mean over datasets (0-1 scale). AUC (norm.): the area under the "
+        "Dice curve over the refinement steps divided by its maximum, as in the CVPR 2025 "
+        "challenge. Interactions: mean total effort per target. HD95 in mm (lower is "
+        "better).</p>", _frame_html(configuration_summary(episodes), digits=3),
         "<h2>Figures</h2>", *[f.html() for f in figures],
     ]
     if not success.empty:

@@ -93,6 +93,7 @@ def test_report_has_its_parts(tiny_run, tmp_path):
     for case in rows["case"].unique():
         assert f"<td>{case}</td>" in page
     assert "final dice" in page
+    assert "<h3>Per configuration</h3>" in page and "Dice AUC (norm.)" in page
 
 
 def test_report_without_predictions_says_so(tiny_run_without_predictions, tmp_path):
