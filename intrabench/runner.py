@@ -166,6 +166,7 @@ class Runner:
         self.store = ResultsStore(self.run_dir)
         self.progress = progress
         self._models: dict[str, Model] = {}
+        self._last_case: tuple[tuple[str, str], Case] | None = None
         config.import_modules()
         self.datasets: dict[str, Dataset] = {
             spec.key: registry.datasets.create(spec.name, spec.params) for spec in config.datasets
@@ -182,10 +183,15 @@ class Runner:
     def execute_group(self, units: list[WorkUnit]) -> list[str]:
         """Run the units of one (dataset, case, model) group; returns failed-case messages."""
         first = units[0]
-        try:
-            case = self.datasets[first.dataset.key].load(first.case_id)
-        except DataError as error:
-            return [f"{first.dataset.key}/{first.case_id}: skipped: {error}"]
+        identity = (first.dataset.key, first.case_id)
+        if self._last_case is not None and self._last_case[0] == identity:
+            case = self._last_case[1]  # groups are sorted by case: the next model reuses it
+        else:
+            try:
+                case = self.datasets[first.dataset.key].load(first.case_id)
+            except DataError as error:
+                return [f"{first.dataset.key}/{first.case_id}: skipped: {error}"]
+            self._last_case = (identity, case)
         if not case.targets:
             return [f"{first.dataset.key}/{first.case_id}: skipped: the label has no targets"]
         model = self._model(first.model)
