@@ -7,7 +7,8 @@ ReferencedFrameOfReferenceSequence/.../RTReferencedSeriesSequence (RTSTRUCT) nam
 series; without it, the only image series of the same study is used. Case ids are
 ``<prefix>_<PatientID>``; when a patient has several label series (e.g. time points), every
 one becomes its own case with suffix ``_2``, ``_3``... in (StudyDate, SeriesInstanceUID) order,
-so nothing is overwritten.
+so nothing is overwritten. One case per image series: a second label series of an image
+already used (e.g. a second reader) is skipped and named.
 """
 
 from __future__ import annotations
@@ -91,11 +92,18 @@ class DicomRecipe(Recipe):
             date = str(entry.get("StudyDate") or (getattr(header, "StudyDate", "") if header else ""))
             found.append((patient, f"{date}|{uid}", image_uid or "", uid))
         pairs: dict[str, tuple[str, str]] = {}
+        self._duplicate_of: dict[str, str] = {}
+        used: dict[str, str] = {}  # image series -> case that uses it
         for patient in sorted({f[0] for f in found}):
             mine = sorted((f for f in found if f[0] == patient), key=lambda f: f[1])
             for index, (_, _, image_uid, label_uid) in enumerate(mine, start=1):
                 suffix = "" if index == 1 else f"_{index}"
-                pairs[f"{self.case_prefix}{_safe_id(patient)}{suffix}"] = (image_uid, label_uid)
+                case_id = f"{self.case_prefix}{_safe_id(patient)}{suffix}"
+                pairs[case_id] = (image_uid, label_uid)
+                if image_uid and image_uid in used:
+                    self._duplicate_of[case_id] = used[image_uid]
+                elif image_uid:
+                    used[image_uid] = case_id
         self._pair_cache = (raw, pairs)
         return pairs
 
@@ -104,6 +112,9 @@ class DicomRecipe(Recipe):
 
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
         image_uid, label_uid = self._pairs(raw)[case_id]
+        if case_id in self._duplicate_of:
+            raise DataError(f"another label series of the same image is used "
+                            f"({self._duplicate_of[case_id]}); one case per image")
         if not image_uid:
             raise DataError(f"no image series found for label series {label_uid}")
         image = read_dicom_series(raw / "series" / image_uid)

@@ -129,11 +129,13 @@ def build_rider_lung(server, tmp, root):
     a, b, c = box(1, 3, 2, 5, 2, 6), box(5, 7, 9, 12, 10, 14), box(5, 7, 2, 4, 15, 18)
     sources, reference = tcia.ct("RIDER-1", ct_volume(1), generate_uid())
     tcia.seg(sources, {"Lesion 1": a, "Lesion 2": b | c})
+    tcia.seg(sources, {"Lesion 1": a, "Lesion 2": b | c})  # a second label series of the same CT
     bad, _ = tcia.ct("RIDER-2", ct_volume(2), generate_uid(), corrupt=True)
     tcia.seg(bad, {"Lesion 1": a})
     tcia.publish()
     return {"rider-lung": Expect({"rider_lung_RIDER-1": (reference, [a, c, b])},
-                                 {"rider_lung_RIDER-2": "not equally spaced"})}
+                                 {"rider_lung_RIDER-2": "not equally spaced",
+                                  "rider_lung_RIDER-1_2": "same image"})}
 
 
 def build_lnq(server, tmp, root):
