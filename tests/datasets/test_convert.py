@@ -11,6 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import SimpleITK as sitk
+from pydicom.uid import generate_uid
+
+from intrabench import download as dl
+from intrabench.cli import main
 from intrabench.datasets._convert import (
     instances_from_mask,
     read_dicom_series,
@@ -18,10 +22,6 @@ from intrabench.datasets._convert import (
     read_seg,
 )
 from intrabench.datasets._recipe import FileInfo, Urls, ZenodoSource
-from pydicom.uid import generate_uid
-
-from intrabench import download as dl
-from intrabench.cli import main
 from intrabench.errors import DataError
 
 sys.path.insert(0, str(Path(__file__).parent))
