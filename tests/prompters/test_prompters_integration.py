@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from intrabench.datasets.phantoms import Phantoms
 
 from intrabench import registry
 from intrabench.config import load_config
@@ -22,7 +21,7 @@ def _mean_dice_by_step(model_name: str, prompter: str, refiner: str, steps: int,
                        n_cases: int = 2, keep: bool = True, **prompter_params) -> np.ndarray:
     model = registry.models.create(model_name)
     curves = []
-    for case in Phantoms(n_cases=n_cases):
+    for case in registry.datasets.create("demo-phantoms", {"n_cases": n_cases}):
         model.set_case(case.image)
         for target in case.targets:
             results = run_episode(case, target, model,
@@ -53,7 +52,7 @@ def test_scribble_refinement_improves_a_3d_model_from_a_box():
 
 
 def test_propagation_runs_through_a_real_2d_model_and_costs_seven():
-    case = next(iter(Phantoms(n_cases=1)))
+    case = next(iter(registry.datasets.create("demo-phantoms", {"n_cases": 1})))
     model = registry.models.create("random-walker-2d")
     model.set_case(case.image)
     target = case.targets[0]
