@@ -128,17 +128,24 @@ def surface(mask: np.ndarray) -> np.ndarray:
     return mask & ~interior
 
 
+def _distances_edt(sources: np.ndarray, targets: np.ndarray, spacing: np.ndarray) -> np.ndarray:
+    return ndimage.distance_transform_edt(~targets, sampling=spacing)[sources]
+
+
+def _distances_kdtree(sources: np.ndarray, targets: np.ndarray, spacing: np.ndarray) -> np.ndarray:
+    tree = cKDTree(np.argwhere(targets) * spacing, leafsize=32)
+    return tree.query(np.argwhere(sources) * spacing, k=1)[0]
+
+
 def _nearest_distances(sources: np.ndarray, targets: np.ndarray,
                        spacing: np.ndarray) -> np.ndarray:
     """For each True voxel of ``sources`` (in C order), the distance in mm to the nearest True
-    voxel of ``targets``. Both non-empty, same shape."""
-    n_targets = int(np.count_nonzero(targets))
+    voxel of ``targets``. Both non-empty, same shape. Both methods are exact."""
+    n_surface = int(np.count_nonzero(targets)) + int(np.count_nonzero(sources))
     # A distance transform costs ~ the crop size; a KD-tree ~ the number of surface voxels.
-    if targets.size <= 64 * (n_targets + int(np.count_nonzero(sources))):
-        field = ndimage.distance_transform_edt(~targets, sampling=spacing)
-        return field[sources]
-    tree = cKDTree(np.argwhere(targets) * spacing, leafsize=32)
-    return tree.query(np.argwhere(sources) * spacing, k=1)[0]
+    if targets.size <= 16 * n_surface:
+        return _distances_edt(sources, targets, spacing)
+    return _distances_kdtree(sources, targets, spacing)
 
 
 def surface_distances(prediction: np.ndarray, ground_truth: np.ndarray,

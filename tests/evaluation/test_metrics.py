@@ -181,3 +181,17 @@ def test_bounding_box_matches_projection(z_positions):
                      for a in range(3))
     assert bounding_box(mask) == expected
     assert bounding_box(np.asfortranarray(mask)) == expected  # non-contiguous path
+
+
+def test_both_distance_methods_agree():
+    from intrabench.metrics import _distances_edt, _distances_kdtree
+
+    rng = np.random.default_rng(1)
+    sources = rng.random((15, 17, 19)) > 0.9
+    targets = rng.random((15, 17, 19)) > 0.95
+    spacing = np.array([2.5, 0.7, 1.1])
+    edt = _distances_edt(sources, targets, spacing)
+    tree = _distances_kdtree(sources, targets, spacing)
+    assert edt.shape == (int(sources.sum()),)
+    np.testing.assert_allclose(edt, tree, rtol=0, atol=1e-9)
+    assert (edt[targets[sources]] == 0).all()
