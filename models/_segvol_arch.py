@@ -59,9 +59,9 @@ class SegVolConfig:
 
 
 FULL = SegVolConfig()
-#: tests and timing only: same module structure, random weights, tiny widths, (32, 128, 128)
-#: input in 4^3 patches of (8, 32, 32) voxels
-TINY = SegVolConfig(spatial_size=(32, 128, 128), patch_size=(8, 32, 32), hidden_size=32, mlp_dim=64,
+#: tests and timing only: same module structure, random weights, tiny widths, (32, 160, 160)
+#: input in 4^3 patches of (8, 40, 40) voxels (one window covers each demo volume)
+TINY = SegVolConfig(spatial_size=(32, 160, 160), patch_size=(8, 40, 40), hidden_size=32, mlp_dim=64,
                     num_layers=2, num_heads=2, decoder_heads=2, decoder_mlp_dim=32,
                     iou_head_hidden_dim=16, mask_in_chans=8)
 

@@ -6,9 +6,9 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from intrabench.models._3d_common import map_to_grid, resampled_shape
 
 from intrabench.episode import run_episode
+from intrabench.models._3d_common import map_to_grid, resampled_shape
 from intrabench.protocols import PromptContext, Prompter
 from intrabench.types import Case, Prediction, Prompt, interactions
 
@@ -29,14 +29,15 @@ def sam(brain: Case):
     return model
 
 
-@pytest.mark.parametrize("case_name", ["brain1", "breast1", "lung1"])
+@pytest.mark.parametrize("case_name", [
+    "brain1", pytest.param("breast1", marks=pytest.mark.slow),
+    pytest.param("lung1", marks=pytest.mark.slow)])
 def test_runs_on_anisotropic_real_volumes(demo_cases, case_name):
     case = demo_cases[case_name]
     model = tiny_model("sam-med3d-turbo")
     model.set_case(case.image)
     expected = resampled_shape(case.image.shape, case.image.spacing, 1.5)
     assert model._grid.shape == expected
-    assert expected[0] < case.image.shape[0] * case.image.spacing[0] / 1.5 + 1
     prediction = model.predict(Prompt(points=_points(case), point_labels=[1, 1]))
     assert prediction.mask.shape == case.image.shape and prediction.mask.dtype == bool
     feedback = prediction.feedback
