@@ -24,6 +24,13 @@ def cmd_tables(args: argparse.Namespace) -> int:
         paths = write_table(table, out, name, title)
         print(f"## {title or name}\n\n{to_markdown(table)}\n")
         print(f"written: {', '.join(str(p) for p in paths)}\n", file=sys.stderr)
+    from intrabench.aggregate import dataset_statistics
+
+    statistics = dataset_statistics(rows, args.metric,
+                                    config=("run", "model", "prompter", "refiner", "step"))
+    statistics.to_csv(out / "statistics.csv", index=False, float_format="%.6f")
+    print(f"per-dataset mean, median, std, quartiles and bootstrap 95% CI over cases: "
+          f"{out / 'statistics.csv'}", file=sys.stderr)
     return 0
 
 

@@ -41,7 +41,12 @@ def test_tables_command_on_a_real_run(tiny_run, tmp_path, capsys):
     assert main(["tables", str(tiny_run), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "| Iterations | Prompter | Model | Interactions | phantoms | Average |" in printed
-    assert {p.name for p in out.iterdir()} == {"refinement.md", "refinement.tex", "refinement.csv"}
+    assert {p.name for p in out.iterdir()} == {"refinement.md", "refinement.tex", "refinement.csv",
+                                               "statistics.csv"}
+    statistics = pd.read_csv(out / "statistics.csv")
+    assert len(statistics) == 3  # one per step
+    assert (statistics["ci_low"] <= statistics["mean"] + 1e-9).all()
+    assert (statistics["mean"] <= statistics["ci_high"] + 1e-9).all()
     table = pd.read_csv(out / "refinement.csv")
     assert list(table["Iterations"]) == [0, 1, 2]
     assert set(table["Interactions"]) == {"3/3"}
