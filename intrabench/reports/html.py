@@ -176,7 +176,7 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
                               "datasets). Dashed: scribble refinement. Higher is better.",
                               plots.iteration_curves(refined, metric)))
     figures.append(Figure("dice-vs-effort", f"{metric} against the number of human interactions it "
-                          "took (mean per target, log scale beyond 10). Up and left is better.",
+                          "took (mean per target, log scale). Up and left is better.",
                           plots.effort_curves(rows, metric)))
     figures.append(Figure("dice-per-dataset", f"Final {metric} per dataset; error bars are 95% "
                           "bootstrap confidence intervals over cases.",

@@ -89,8 +89,13 @@ def effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0
         axis.plot(group["effort"], group["score"] * scale, marker="o", markersize=3,
                   linestyle="--" if "scribble" in str(refiner).lower() else "-",
                   label=configuration_label(model, prompter, refiner))
-    axis.set_xscale("symlog", linthresh=10)
-    axis.set_xlabel("interactions per target (cumulative, mean)")
+    if (curves["effort"] > 0).all():
+        from matplotlib.ticker import LogLocator, ScalarFormatter
+
+        axis.set_xscale("log")
+        axis.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.xaxis.set_major_formatter(ScalarFormatter())
+    axis.set_xlabel("interactions per target (cumulative, mean; log scale)")
     axis.set_ylabel(f"{metric} x{scale:g}")
     axis.set_title(f"{metric} vs human effort")
     axis.grid(alpha=0.3)
