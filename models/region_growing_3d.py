@@ -2,7 +2,8 @@
 
 The foreground intensity model is the median and MAD of the image in the 3x3x3 neighbourhood
 of the first positive seed (the box centre for a box), as interactive region-growing tools fix
-the range at the first click; corrections landing on partial-volume rims then cannot widen it.
+the range at the first click and keep it across corrections (it travels in
+``Prediction.feedback``); corrections landing on partial-volume rims then cannot widen it.
 Voxels within ``multiplier`` robust
 standard deviations of that median, inside the ROI (and the 3D box when given), 26-connected to
 a positive seed, form the region. Negative clicks carve out the connected part of the region
@@ -106,11 +107,13 @@ class RegionGrowing3D(Model):
             positives = np.array([[(b.z_min + b.z_max) // 2, (b.y_min + b.y_max) // 2,
                                    (b.x_min + b.x_max) // 2]])
         previous_mask = previous.mask if previous is not None else None
+        feedback = previous.feedback if previous is not None else None
+        limits = feedback.get("limits") if isinstance(feedback, dict) else None
         mask = previous_mask.copy() if previous_mask is not None else np.zeros(self._image.shape, bool)
         anchors = np.concatenate([positives, negatives]) if len(negatives) else positives
         if len(anchors) == 0:
             self._seconds += time.perf_counter() - started
-            return Prediction(mask, mask)
+            return Prediction(mask, {"limits": limits})
         roi = self._roi(prompt, anchors, previous_mask)
         offset = np.array([s.start for s in roi])
         data = self._normalised[roi]
@@ -119,8 +122,11 @@ class RegionGrowing3D(Model):
         grown = np.zeros(data.shape, dtype=bool)
         if len(local_positives):
             # like interactive region-growing tools, the intensity range is set by the first
-            # positive click; later ones extend the region through connectivity
-            low, high = self._limits(self._neighbourhood_values(data, local_positives[:1]))
+            # positive click and kept across corrections (carried in the feedback); later
+            # clicks extend the region through connectivity
+            if limits is None:
+                limits = self._limits(self._neighbourhood_values(data, local_positives[:1]))
+            low, high = limits
             candidate = (data >= low) & (data <= high)
             candidate[tuple(local_positives.T)] = True
             if prompt.box3d is not None:
@@ -139,9 +145,15 @@ class RegionGrowing3D(Model):
             components = cc3d.connected_components(region, connectivity=26)
             touched = np.unique(components[tuple(local_negatives.T)])
             carved = np.isin(components, touched[touched > 0])
-            if len(local_positives):
-                carved &= self._nearer_to(local_negatives, local_positives, data.shape)
+            keep_near = local_positives
+            if not len(keep_near) and region.any():
+                # negative clicks only (earlier prompts dropped): protect the core of what was
+                # predicted, its voxel deepest inside, instead of carving the whole object away
+                depth = ndimage.distance_transform_edt(region, sampling=self._image.spacing)
+                keep_near = np.array([np.unravel_index(int(np.argmax(depth)), depth.shape)])
+            if len(keep_near):
+                carved &= self._nearer_to(local_negatives, keep_near, data.shape)
             region &= ~carved
             mask[roi] = region
         self._seconds += time.perf_counter() - started
-        return Prediction(mask, mask)
+        return Prediction(mask, {"limits": limits})
