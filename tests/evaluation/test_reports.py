@@ -157,3 +157,25 @@ def test_full_builtin_demo_tables_and_report(tmp_path, capsys):
                   ("Iterations", "Prompter", "Model", "Interactions")]].notna().all().all()
     assert main(["report", str(tmp_path / "demo")]) == 0
     assert (tmp_path / "demo" / "report" / "report.html").exists()
+
+
+def test_paper_layout_builds_table5_from_named_runs(tiny_run):
+    from pathlib import Path
+
+    from intrabench.reports.tables import tables_for_runs
+
+    rows = load_results(tiny_run).assign(run="paper-table5-pps")
+    liver = rows.assign(dataset="hcc-tace-liver", target_class="liver")
+    lesion = rows.assign(dataset="hcc-tace-lesion", dice=rows["dice"] / 2)
+    ms = rows.assign(dataset="ms-lesions")
+    unrelated = rows.assign(run="some-other-run")
+    layout = Layout.load(Path(__file__).resolve().parents[2] / "configs" / "paper" / "tables.yaml")
+    built = tables_for_runs(pd.concat([liver, lesion, ms, unrelated]), layout)
+    assert [name for name, _, _ in built] == ["table5"]
+    table = built[0][2]
+    assert list(table.columns) == ["Iterations", "Prompter", "Model", "Interactions", "D1", "D8",
+                                   "Average"]
+    d1 = table["D1"].to_numpy()
+    # D8 = mean of the liver class (= D1 values) and the lesion class (half of them)
+    np.testing.assert_allclose(table["D8"], 0.75 * d1)
+    np.testing.assert_allclose(table["Average"], (d1 + 0.75 * d1) / 2)
