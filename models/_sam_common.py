@@ -334,6 +334,15 @@ class SamFamilyModel(SliceModel):
         """
         self._planned = [z for z in dict.fromkeys(int(z) for z in zs) if z not in self.cache]
 
+    def predict(self, prompt: Any, previous: Any = None,
+                update_slices: list[int] | None = None) -> Any:
+        """:meth:`SliceModel.predict`; the encode plan lives for this one call only (slices
+        whose decode was memoised are never encoded for it)."""
+        try:
+            return super().predict(prompt, previous, update_slices)
+        finally:
+            self._planned = []
+
     def _batch_for(self, z: int) -> list[int]:
         """Slice ``z`` plus the next planned uncached slices, up to the batch and cache size."""
         limit = self.batch_size
