@@ -187,7 +187,11 @@ class SegVol(Model):
 
     # -- prediction ----------------------------------------------------------------------
     def _local_prompt(self, prompt: Prompt) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """Points (N, 3) and labels inside the foreground crop, box clipped to it (crop coords)."""
+        """Points (N, 3) and labels inside the foreground crop, box clipped to it (crop coords).
+
+        Points outside the foreground crop lie in the constant background that the crop removed;
+        they are dropped (counted in ``feedback["points_outside"]``).
+        """
         offset = np.array([s.start for s in self._crop])
         shape = np.array(self._volume.shape)
         points, labels = prompt.model_points()
@@ -207,8 +211,10 @@ class SegVol(Model):
 
         shape = self._volume.shape
         size = self.window
-        image = resize(self._volume, size, mode="nearest-exact")
-        embedding = self._encode(("zoom-out",), torch.from_numpy(image)[None, None])
+        embedding = self._cache.get(("zoom-out",))
+        if embedding is None:
+            image = resize(self._volume, size, mode="nearest-exact")
+            embedding = self._encode(("zoom-out",), torch.from_numpy(image)[None, None])
         limit = np.array(size) - 1
         grid_points = np.clip(np.rint(map_to_grid(points, shape, size)), 0, limit) if len(points) \
             else np.zeros((0, 3))
@@ -275,10 +281,11 @@ class SegVol(Model):
             raise ValueError("SegVol needs point, scribble or 3D box prompts")
         started = time.perf_counter()
         points, labels, box = self._local_prompt(prompt)
+        outside = len(prompt.model_points()[0]) - len(points)
         mask = np.zeros(self._image.shape, dtype=bool)
         if len(points) == 0 and box is None:
             self._seconds += time.perf_counter() - started
-            return Prediction(mask, None)
+            return Prediction(mask, {"model": self.name, "points_outside": outside})
         logits = self._zoom_out(points, labels, box)
         zoom_out_fg = logits > 0.0
         anchor = _box_of(zoom_out_fg)
@@ -293,4 +300,5 @@ class SegVol(Model):
         mask[self._crop] = logits > 0.0
         self._seconds += time.perf_counter() - started
         return Prediction(mask, {"model": self.name, "roi": roi, "crop": self._crop,
+                                 "points_used": int(len(points)), "points_outside": outside,
                                  "encoder_calls": self.encoder_calls})
