@@ -261,7 +261,8 @@ class SamFamilyModel(SliceModel):
         if self._net is None:
             import torch
 
-            with torch.random.fork_rng(devices=[]):
+            # built directly on the target device (no CPU copy of a random ViT-H first)
+            with torch.random.fork_rng(devices=[]), torch.device(self.device):
                 torch.manual_seed(self.seed)
                 net = self.build_network(tiny=self.tiny)
             if self.checkpoint_file is not None:
