@@ -9,11 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from intrabench.episode import run_episode
 from intrabench.models.segvol import SegVol, foreground_normalise
-from intrabench.types import Box3D, Case, Prediction, Prompt
+from intrabench.types import Box3D, Case, Prediction, Prompt, interactions
 from intrabench.volume import Volume
 
 from .conftest import tiny_model
+from .test_sam_med3d import _FixedPrompter
 
 
 def _points(case: Case, count: int = 2) -> np.ndarray:
@@ -69,11 +71,11 @@ def test_oblique_volume(oblique_case):
     assert prediction.mask[model._crop].shape == model._volume.shape
 
 
-def test_deterministic_across_calls_and_instances(brain):
-    prompt = Prompt(points=_points(brain, 4), point_labels=[1, 1, 0, 1])
+def test_deterministic_across_calls_and_instances(breast):
+    prompt = Prompt(points=_points(breast, 4), point_labels=[1, 1, 0, 1])
     first, second = tiny_model("segvol"), tiny_model("segvol")
-    first.set_case(brain.image)
-    second.set_case(brain.image)
+    first.set_case(breast.image)
+    second.set_case(breast.image)
     a = first.predict(prompt).mask
     assert np.array_equal(a, first.predict(prompt).mask)
     assert np.array_equal(a, second.predict(prompt).mask)
@@ -108,12 +110,19 @@ def test_zoom_out_encoding_is_computed_once_per_case(brain, breast):
 
 
 def test_prediction_ignores_ground_truth_and_previous_mask(brain):
+    prompt = Prompt(points=_points(brain, 2), point_labels=[1, 1],
+                    interactions=interactions("click", 2))
+    moved = Case(brain.dataset, brain.case_id, brain.image,
+                 np.roll(brain.label, shift=(2, -20, 15), axis=(0, 1, 2)), brain.targets)
     model = tiny_model("segvol")
     model.set_case(brain.image)
-    prompt = Prompt(points=_points(brain, 2), point_labels=[1, 1])
-    plain = model.predict(prompt)
+    [plain] = run_episode(brain, brain.targets[0], model, _FixedPrompter(prompt), "fixed")
+    [shifted] = run_episode(moved, moved.targets[0], model, _FixedPrompter(prompt), "fixed")
+    assert plain.prediction.feedback["roi"] == shifted.prediction.feedback["roi"]
+    assert np.array_equal(plain.prediction.mask, shifted.prediction.mask)
+    assert plain.metrics != shifted.metrics
     junk = Prediction(np.ones(brain.image.shape, bool), {"low_res_logits": None})
-    assert np.array_equal(plain.mask, model.predict(prompt, previous=junk).mask)
+    assert np.array_equal(plain.prediction.mask, model.predict(prompt, previous=junk).mask)
     assert "mask" not in SegVol.accepts and {"point", "box3d", "scribble"} <= SegVol.accepts
 
 
