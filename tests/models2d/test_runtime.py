@@ -351,3 +351,15 @@ def test_every_registered_prompter_and_refiner(name: str, lung) -> None:
         assert len(results) == 3, refiner_name
         for step in results:
             assert step.prediction.mask.shape == truth.shape, refiner_name
+
+
+@pytest.mark.slow
+def test_full_size_sam_med2d_runs_on_cpu(lung) -> None:
+    """The full-size SAM-Med2D (ViT-B, 256 input, 16 x 16 tokens) is cheap enough for a CPU:
+    its adapters run on the real grid (window 14 padded to 28, stride-2 conv to 8 x 8)."""
+    model = registry.models.create("sam-med2d", {"weights": "random", "device": "cpu"})
+    model.set_case(lung.image)
+    output = model.predict_slice(_slice_prompt(6, [[70, 60]], [1], Box2D(50, 40, 90, 80)))
+    assert output.mask.shape == lung.image.shape[1:]
+    assert output.feedback.shape == (64, 64)
+    assert model.embedding(6).shape == (256, 16, 16)
