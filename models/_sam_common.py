@@ -46,7 +46,7 @@ from intrabench.checkpoints import (
     strip_prefix,
 )
 from intrabench.protocols import SliceModel, SliceOutput
-from intrabench.types import SlicePrompt
+from intrabench.types import Prediction, Prompt, SlicePrompt
 from intrabench.volume import Volume
 
 #: percentile window of Appendix A (0.5th and 99.5th percentiles)
@@ -335,8 +335,8 @@ class SamFamilyModel(SliceModel):
         """
         self._planned = [z for z in dict.fromkeys(int(z) for z in zs) if z not in self.cache]
 
-    def predict(self, prompt: Any, previous: Any = None,
-                update_slices: list[int] | None = None) -> Any:
+    def predict(self, prompt: Prompt, previous: Prediction | None = None,
+                update_slices: list[int] | None = None) -> Prediction:
         """:meth:`SliceModel.predict`; the encode plan lives for this one call only (slices
         whose decode was memoised are never encoded for it)."""
         try:
