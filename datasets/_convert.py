@@ -21,6 +21,7 @@ import numpy as np
 import SimpleITK as sitk
 
 from intrabench.errors import DataError
+from intrabench.volume import read_sitk
 
 
 def _pydicom():
@@ -339,13 +340,7 @@ def label_image(array: np.ndarray, reference: sitk.Image) -> sitk.Image:
 
 def read_image(path: str | Path) -> sitk.Image:
     """Read a 3D image file (NIfTI, NRRD, MHA...) with SimpleITK; DataError if unreadable."""
-    try:
-        image = sitk.ReadImage(str(path))
-    except RuntimeError as error:
-        last = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown error"
-        raise DataError(f"{Path(path).name}: cannot read ({last})") from None
-    if image.GetDimension() == 4 and image.GetSize()[3] == 1:
-        image = image[:, :, :, 0]
+    image = read_sitk(path)
     if image.GetDimension() != 3:
         raise DataError(f"{Path(path).name}: expected a 3D image, got {image.GetDimension()}D")
     return image

@@ -32,10 +32,11 @@ class ComponentSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _from_shorthand(cls, value: Any) -> Any:
+        """'name' -> {name}; keys that are not fields of the spec become its params."""
         if isinstance(value, str):
             return {"name": value}
         if isinstance(value, dict):
-            known = {"name", "params", "label"}
+            known = set(cls.model_fields)
             extra = {k: v for k, v in value.items() if k not in known}
             if extra:
                 value = {k: v for k, v in value.items() if k in known}
@@ -58,19 +59,6 @@ class DatasetSpec(ComponentSpec):
 
     cases: list[str] | None = None
     max_cases: int | None = Field(default=None, ge=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_shorthand(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return {"name": value}
-        if isinstance(value, dict):
-            known = {"name", "params", "label", "cases", "max_cases"}
-            extra = {k: v for k, v in value.items() if k not in known}
-            if extra:
-                value = {k: v for k, v in value.items() if k in known}
-                value["params"] = {**value.get("params", {}), **extra}
-        return value
 
 
 class RunConfig(BaseModel):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from intrabench.protocols import Model
+from intrabench.volume import Volume
+
 
 def intensity_window(image: np.ndarray, low: float = 0.5, high: float = 99.5) -> tuple[float, float]:
     """Percentile window of a volume (paper Appendix A: 0.5th-99.5th), never degenerate."""
@@ -22,3 +25,33 @@ def normalise(image: np.ndarray, window: tuple[float, float]) -> np.ndarray:
 def expand(lo: int, hi: int, margin: int, size: int) -> tuple[int, int]:
     """Inclusive [lo, hi] grown by ``margin`` and clipped to [0, size - 1]."""
     return max(0, lo - margin), min(size - 1, hi + margin)
+
+
+class VolumeBaseline(Model):
+    """Common state of the classical 3D baselines: the image, its windowed copy, a timer.
+
+    ``self._normalised`` is the image clipped to its 0.5-99.5 percentile window and scaled to
+    [0, 1], (z, y, x).
+    """
+
+    dimension = 3
+
+    def __init__(self) -> None:
+        self._image: Volume | None = None
+        self._normalised: np.ndarray | None = None
+        self._seconds = 0.0
+
+    def set_case(self, image: Volume) -> None:
+        if image is not self._image:
+            self._image = image
+            self._normalised = normalise(image.array, intensity_window(image.array))
+
+    def _require_case(self) -> None:
+        if self._image is None or self._normalised is None:
+            raise RuntimeError(f"{type(self).__name__}: set_case() was not called")
+
+    def model_seconds(self) -> float:
+        return self._seconds
+
+    def reset_timer(self) -> None:
+        self._seconds = 0.0

@@ -15,18 +15,16 @@ import numpy as np
 from scipy import ndimage
 from skimage.segmentation import random_walker
 
-from intrabench.protocols import Model
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
-from intrabench.volume import Volume
 
-from ._classical import expand, intensity_window, normalise
+from ._classical import VolumeBaseline, expand
 
 _FOREGROUND, _BACKGROUND = 1, 2
 
 
 @models.register
-class RandomWalker3D(Model):
+class RandomWalker3D(VolumeBaseline):
     """3D random walker seeded by clicks, scribbles, a 3D box and the previous mask."""
 
     name: ClassVar[str] = "random-walker-3d"
@@ -35,24 +33,11 @@ class RandomWalker3D(Model):
 
     def __init__(self, beta: float = 130.0, context_mm: float = 15.0, box_margin: float = 0.25,
                  correction_radius_mm: float = 3.0) -> None:
+        super().__init__()
         self.beta = float(beta)
         self.context_mm = float(context_mm)
         self.box_margin = float(box_margin)
         self.correction_radius_mm = float(correction_radius_mm)
-        self._image: Volume | None = None
-        self._normalised: np.ndarray | None = None
-        self._seconds = 0.0
-
-    def set_case(self, image: Volume) -> None:
-        if image is not self._image:
-            self._image = image
-            self._normalised = normalise(image.array, intensity_window(image.array))
-
-    def model_seconds(self) -> float:
-        return self._seconds
-
-    def reset_timer(self) -> None:
-        self._seconds = 0.0
 
     def _roi(self, prompt: Prompt, points: np.ndarray,
              previous: np.ndarray | None) -> tuple[slice, ...]:
@@ -78,8 +63,7 @@ class RandomWalker3D(Model):
 
     def predict(self, prompt: Prompt, previous: Prediction | None = None,
                 update_slices: list[int] | None = None) -> Prediction:
-        if self._image is None or self._normalised is None:
-            raise RuntimeError("RandomWalker3D: set_case() was not called")
+        self._require_case()
         started = time.perf_counter()
         points, labels = prompt.model_points()
         shape = self._image.shape

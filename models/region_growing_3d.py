@@ -19,16 +19,14 @@ import cc3d
 import numpy as np
 from scipy import ndimage
 
-from intrabench.protocols import Model
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
-from intrabench.volume import Volume
 
-from ._classical import expand, intensity_window, normalise
+from ._classical import VolumeBaseline, expand
 
 
 @models.register
-class RegionGrowing3D(Model):
+class RegionGrowing3D(VolumeBaseline):
     """Seeded 3D region growing with robust (median/MAD) intensity limits inside a prompt ROI."""
 
     name: ClassVar[str] = "region-growing-3d"
@@ -37,24 +35,11 @@ class RegionGrowing3D(Model):
 
     def __init__(self, multiplier: float = 2.5, context_mm: float = 25.0,
                  box_margin_voxels: int = 1, min_spread: float = 0.01) -> None:
+        super().__init__()
         self.multiplier = float(multiplier)
         self.context_mm = float(context_mm)
         self.box_margin_voxels = int(box_margin_voxels)
         self.min_spread = float(min_spread)
-        self._image: Volume | None = None
-        self._normalised: np.ndarray | None = None
-        self._seconds = 0.0
-
-    def set_case(self, image: Volume) -> None:
-        if image is not self._image:
-            self._image = image
-            self._normalised = normalise(image.array, intensity_window(image.array))
-
-    def model_seconds(self) -> float:
-        return self._seconds
-
-    def reset_timer(self) -> None:
-        self._seconds = 0.0
 
     def _roi(self, prompt: Prompt, points: np.ndarray, previous: np.ndarray | None
              ) -> tuple[slice, slice, slice]:
@@ -97,8 +82,7 @@ class RegionGrowing3D(Model):
 
     def predict(self, prompt: Prompt, previous: Prediction | None = None,
                 update_slices: list[int] | None = None) -> Prediction:
-        if self._image is None or self._normalised is None:
-            raise RuntimeError("RegionGrowing3D: set_case() was not called")
+        self._require_case()
         started = time.perf_counter()
         points, labels = prompt.model_points()
         positives, negatives = points[labels == 1], points[labels == 0]

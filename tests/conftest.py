@@ -4,6 +4,9 @@ import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ.setdefault("MKL_NUM_THREADS", "2")
+# OpenMP threads that spin-wait between tiny ops starve each other on a shared 2-core machine
+# (a tiny decode went from 17 ms to 1 s under load); passive waiting avoids it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 try:
