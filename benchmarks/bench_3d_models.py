@@ -10,7 +10,8 @@ refinable) once with 'points-per-volume' and once with 'box-3d'. Reported per mo
 * model seconds per step: the initial prediction vs a refinement step (SAM-Med3D reuses the
   crop's encoding, so a refinement step is decoder-only);
 * encoder calls per episode (SAM-Med3D: 1 when the crop's encoding is reused; SegVol: zoom-out
-  encoding once per case + one per zoom-in window).
+  encoding once per case + one per zoom-in window, windows reused when the ROI repeats) and
+  seconds per encoder call.
 
 Default: tiny random-weight configurations on the CPU, which measure the adapter machinery
 (resampling, cropping, pasting back, sliding windows), not the real networks. ``--full`` builds
@@ -36,6 +37,30 @@ MODELS = ("sam-med3d", "sam-med3d-turbo", "segvol")
 def _model(name: str, args: argparse.Namespace):
     params = {"device": args.device, "weights": args.weights, "tiny": not args.full}
     return registry.models.create(name, params)
+
+
+def _time_encoder(model) -> list[float]:
+    """Seconds of every image-encoder forward (hooks; CUDA synchronised when on a GPU)."""
+    import torch
+
+    seconds: list[float] = []
+    encoder = model.net.image_encoder
+
+    def sync() -> None:
+        if model.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def before(module, inputs) -> None:
+        sync()
+        module._bench_started = time.perf_counter()
+
+    def after(module, inputs, output) -> None:
+        sync()
+        seconds.append(time.perf_counter() - module._bench_started)
+
+    encoder.register_forward_pre_hook(before)
+    encoder.register_forward_hook(after)
+    return seconds
 
 
 def _episodes(name: str, model, case, steps: int) -> list[tuple[str, list]]:
@@ -85,6 +110,7 @@ def main() -> None:
         started = time.perf_counter()
         model = _model(name, args)
         build = time.perf_counter() - started
+        encoder_seconds = _time_encoder(model)
         first_steps, refine_steps, encoder_calls = [], [], []
         for case in cases:
             case_started = time.perf_counter()
@@ -107,7 +133,9 @@ def main() -> None:
               f"{statistics.mean(first_steps):.3f} s, mean refinement step "
               f"{(statistics.mean(refine_steps) if refine_steps else float('nan')):.3f} s, "
               f"encoder calls per episode {statistics.mean(encoder_calls):.2f} "
-              f"(min {min(encoder_calls)}, max {max(encoder_calls)})")
+              f"(min {min(encoder_calls)}, max {max(encoder_calls)}), "
+              f"encoder {statistics.mean(encoder_seconds):.3f} s per call "
+              f"({len(encoder_seconds)} calls)")
 
 
 if __name__ == "__main__":
