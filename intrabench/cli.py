@@ -123,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
                                               "(see docs/scaling.md)")
     run.add_argument("--workers", type=int, default=None,
                      help="worker processes of a local Dask cluster (default 2)")
+    run.add_argument("--gpus", help="local Dask cluster with one worker per GPU, e.g. 0,1,2,3 "
+                                    "(each worker sees only its device)")
     run.add_argument("--memory-limit", help="memory bound per local Dask worker, e.g. 8GB")
     run.add_argument("--task-resources", nargs="*", metavar="NAME=AMOUNT",
                      help="Dask resources each task needs, e.g. GPU=1 (workers started with "

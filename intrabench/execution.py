@@ -57,10 +57,31 @@ def make_client(args: argparse.Namespace) -> tuple[Any, Any]:
             raise UserError(f"cannot reach the Dask scheduler at {args.scheduler}: {error}") from None
     if getattr(args, "cluster_config", None):
         return _jobqueue_client(Path(args.cluster_config))
+    if getattr(args, "gpus", None):
+        cluster = gpu_cluster(args.gpus, getattr(args, "memory_limit", None))
+        return Client(cluster), cluster
     cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1, processes=True,
                            memory_limit=getattr(args, "memory_limit", None) or "auto",
                            dashboard_address=None)
     return Client(cluster), cluster
+
+
+def gpu_cluster(gpus: str | list[str], memory_limit: str | None = None) -> Any:
+    """A local cluster with one single-threaded worker per GPU, each seeing only its device
+    (``CUDA_VISIBLE_DEVICES``) and offering the resource ``GPU=1``."""
+    from distributed import Nanny, Scheduler, SpecCluster
+
+    devices = [g.strip() for g in (gpus.split(",") if isinstance(gpus, str) else gpus) if g.strip()]
+    if not devices:
+        raise UserError("--gpus: name at least one device index, e.g. --gpus 0,1")
+    workers = {
+        f"gpu-{device}": {"cls": Nanny, "options": {
+            "nthreads": 1, "resources": {"GPU": 1}, "memory_limit": memory_limit or "auto",
+            "env": {"CUDA_VISIBLE_DEVICES": device}}}
+        for device in devices
+    }
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    return SpecCluster(workers=workers, scheduler=scheduler)
 
 
 def _jobqueue_client(path: Path) -> tuple[Any, Any]:
@@ -98,6 +119,8 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
             client.register_plugin(_import_modules_plugin(config.imports),
                                    name="intrabench-imports")
         resources = _parse_resources(getattr(args, "task_resources", None))
+        if getattr(args, "gpus", None) and not resources:
+            resources = {"GPU": 1.0}
         config_json = config.model_dump_json()
         print(f"IntraBench on Dask ({client.dashboard_link or client.scheduler.address}): "
               f"{len(groups)} tasks", file=sys.stderr)

@@ -33,7 +33,7 @@ def _rows(run_dir) -> pd.DataFrame:
 
 
 def _args(workers: int) -> argparse.Namespace:
-    return argparse.Namespace(scheduler=None, cluster_config=None, workers=workers,
+    return argparse.Namespace(scheduler=None, cluster_config=None, workers=workers, gpus=None,
                               memory_limit="2GB", task_resources=None)
 
 
@@ -100,3 +100,16 @@ def test_killed_worker_is_redone_without_duplicates(tmp_path, monkeypatch):
 
 if sys.platform == "win32":  # pragma: no cover
     pytestmark = pytest.mark.skip("process-killing test needs POSIX")
+
+
+def test_gpu_cluster_pins_one_device_per_worker():
+    from distributed import Client
+
+    from intrabench.execution import gpu_cluster
+
+    with gpu_cluster("0,1") as cluster, Client(cluster) as client:
+        client.wait_for_workers(2)
+        visible = sorted(client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES")).values())
+        resources = [w["resources"] for w in client.scheduler_info()["workers"].values()]
+    assert visible == ["0", "1"]
+    assert resources == [{"GPU": 1}, {"GPU": 1}]
