@@ -152,3 +152,13 @@ def test_missing_checkpoints_are_reported_not_replaced_by_random_weights(tmp_pat
         SegVol(device="cpu")
     (tmp_path / "sam_med3d_turbo.pth").write_bytes(b"")
     assert SamMed3DTurbo.availability() == "ready"
+
+
+@pytest.mark.parametrize(("module", "net"), [(sam_arch, "SamMed3DNet"), (segvol_arch, "SegVolNet")])
+def test_tiny_configurations_are_the_same_architecture(module, net):
+    full = _meta_state(lambda: getattr(module, net)(module.FULL))
+    tiny = _meta_state(lambda: getattr(module, net)(module.TINY))
+    assert set(tiny) <= set(full)
+    extra_blocks = {k.split(".")[2] for k in set(full) - set(tiny)}
+    assert extra_blocks == {str(i) for i in range(2, 12)}              # only deeper blocks
+    assert all(k.startswith("image_encoder.blocks.") for k in set(full) - set(tiny))
