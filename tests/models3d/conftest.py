@@ -17,10 +17,24 @@ torch.set_num_threads(2)
 import SimpleITK as sitk  # noqa: E402
 
 from intrabench import registry  # noqa: E402
-from intrabench.types import Case, Target  # noqa: E402
+from intrabench.protocols import PromptContext, Prompter  # noqa: E402
+from intrabench.types import Case, Prompt, Target  # noqa: E402
 from intrabench.volume import read_volume  # noqa: E402
 
 MODELS_3D = ("sam-med3d", "sam-med3d-turbo", "segvol")
+
+
+class FixedPrompter(Prompter):
+    """Always the same prompt, whatever the ground truth (isolates the model from the user)."""
+
+    name = "fixed-test"
+    kinds = frozenset({"point"})
+
+    def __init__(self, prompt: Prompt) -> None:
+        self.prompt = prompt
+
+    def initial(self, context: PromptContext) -> Prompt:
+        return self.prompt
 
 
 def tiny_model(name: str, seed: int = 0):

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 import pytest
 
 from intrabench.episode import run_episode
 from intrabench.models._3d_common import map_to_grid, resampled_shape
-from intrabench.protocols import PromptContext, Prompter
 from intrabench.types import Case, Prediction, Prompt, interactions
 
-from .conftest import tiny_model
+from .conftest import FixedPrompter, tiny_model
 
 CROP = 64   # tiny configuration: 64^3 crop (the full model: 128^3)
 
@@ -69,19 +66,6 @@ def test_crop_is_centred_on_the_prompt_centroid(sam, brain):
     assert np.abs(np.asarray(start) + CROP / 2 - centroid).max() <= 0.5
 
 
-class _FixedPrompter(Prompter):
-    """Always the same prompt, whatever the ground truth (to isolate the model)."""
-
-    name: ClassVar[str] = "fixed-test"
-    kinds: ClassVar[frozenset[str]] = frozenset({"point"})
-
-    def __init__(self, prompt: Prompt) -> None:
-        self.prompt = prompt
-
-    def initial(self, context: PromptContext) -> Prompt:
-        return self.prompt
-
-
 def test_crop_and_prediction_do_not_depend_on_the_ground_truth(brain):
     prompt = Prompt(points=_points(brain), point_labels=[1, 1],
                     interactions=interactions("click", 2))
@@ -91,7 +75,7 @@ def test_crop_and_prediction_do_not_depend_on_the_ground_truth(brain):
     for case in (brain, moved):
         model = tiny_model("sam-med3d")
         model.set_case(case.image)
-        [step] = run_episode(case, case.targets[0], model, _FixedPrompter(prompt), "fixed")
+        [step] = run_episode(case, case.targets[0], model, FixedPrompter(prompt), "fixed")
         results.append(step)
     assert results[0].prediction.feedback["crop_start"] == results[1].prediction.feedback["crop_start"]
     assert np.array_equal(results[0].prediction.mask, results[1].prediction.mask)

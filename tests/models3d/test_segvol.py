@@ -14,8 +14,7 @@ from intrabench.models.segvol import SegVol, foreground_normalise
 from intrabench.types import Box3D, Case, Prediction, Prompt, interactions
 from intrabench.volume import Volume
 
-from .conftest import tiny_model
-from .test_sam_med3d import _FixedPrompter
+from .conftest import FixedPrompter, tiny_model
 
 
 def _points(case: Case, count: int = 2) -> np.ndarray:
@@ -116,8 +115,8 @@ def test_prediction_ignores_ground_truth_and_previous_mask(brain):
                  np.roll(brain.label, shift=(2, -20, 15), axis=(0, 1, 2)), brain.targets)
     model = tiny_model("segvol")
     model.set_case(brain.image)
-    [plain] = run_episode(brain, brain.targets[0], model, _FixedPrompter(prompt), "fixed")
-    [shifted] = run_episode(moved, moved.targets[0], model, _FixedPrompter(prompt), "fixed")
+    [plain] = run_episode(brain, brain.targets[0], model, FixedPrompter(prompt), "fixed")
+    [shifted] = run_episode(moved, moved.targets[0], model, FixedPrompter(prompt), "fixed")
     assert plain.prediction.feedback["roi"] == shifted.prediction.feedback["roi"]
     assert np.array_equal(plain.prediction.mask, shifted.prediction.mask)
     assert plain.metrics != shifted.metrics
