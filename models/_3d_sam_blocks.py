@@ -12,6 +12,7 @@ Import this module only where torch is wanted (model constructors), never at reg
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -170,7 +171,12 @@ class RandomFourierPE(nn.Module):
         self.harmonics = harmonics
 
     def _encode(self, coords: torch.Tensor) -> torch.Tensor:
-        projected = 2 * math.pi * ((2 * coords - 1) @ self.positional_encoding_gaussian_matrix)
+        # always float32: under bf16 autocast the phases (tens of radians) would lose ~0.1 rad
+        no_autocast = (torch.autocast(device_type="cuda", enabled=False) if coords.is_cuda
+                       else contextlib.nullcontext())
+        with no_autocast:
+            matrix = self.positional_encoding_gaussian_matrix.float()
+            projected = 2 * math.pi * ((2 * coords.float() - 1) @ matrix)
         parts = [torch.sin(projected), torch.cos(projected)]
         if self.harmonics == "sin_cos_sin":
             parts.append(torch.sin(projected))
