@@ -10,14 +10,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 from scipy import ndimage
-from skimage.segmentation import random_walker
 
 from intrabench.protocols import SliceModel, SliceOutput
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
 from intrabench.volume import Volume
 
-from ._classical import expand, intensity_window, normalise
+from ._classical import expand, intensity_window, normalise, solve_random_walker
 
 _FOREGROUND, _BACKGROUND = 1, 2
 
@@ -103,7 +102,7 @@ class RandomWalker2D(SliceModel):
         if (seeds == _FOREGROUND).any():
             if (seeds == _BACKGROUND).any():
                 data = normalise(image[roi], self._window)
-                labels = random_walker(data, seeds, beta=self.beta, mode="cg_j", tol=1e-3)
+                labels = solve_random_walker(data, seeds, self.beta)
                 mask[roi] = labels == _FOREGROUND
             else:
                 mask[roi] = seeds == _FOREGROUND

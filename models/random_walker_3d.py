@@ -13,12 +13,11 @@ from typing import ClassVar
 
 import numpy as np
 from scipy import ndimage
-from skimage.segmentation import random_walker
 
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
-from ._classical import VolumeBaseline, expand
+from ._classical import VolumeBaseline, expand, solve_random_walker
 
 _FOREGROUND, _BACKGROUND = 1, 2
 
@@ -109,7 +108,7 @@ class RandomWalker3D(VolumeBaseline):
                 seeds[tuple(point)] = _FOREGROUND if label == 1 else _BACKGROUND
         mask = previous_mask.copy() if previous_mask is not None else np.zeros(shape, bool)
         if (seeds == _FOREGROUND).any() and (seeds == _BACKGROUND).any():
-            result = random_walker(data, seeds, beta=self.beta, mode="cg_j", tol=1e-3)
+            result = solve_random_walker(data, seeds, self.beta)
             mask[roi] = result == _FOREGROUND
         elif (seeds == _FOREGROUND).any():
             mask[roi] = seeds == _FOREGROUND
