@@ -55,7 +55,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(aggregate.to_markdown(table))
     print(f"\nDice x100 per dataset (mean over classes of case means). Rows: {out / 'results.csv'}")
     if problems:
-        print(f"{len(problems)} case(s) could not be used (see warnings above)", file=sys.stderr)
+        print(f"{len(problems)} problem(s): the work they name was skipped (see warnings above)",
+              file=sys.stderr)
     return 1 if problems else 0
 
 

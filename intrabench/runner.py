@@ -115,7 +115,12 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                                 prompter=prompter_spec, refiner=refiner_spec, seed=seed,
                                 steps=config.refinement_steps,
                                 keep_previous_prompts=config.keep_previous_prompts))
-    plan.units.sort(key=lambda u: u.group)  # stable: keeps config order inside a group
+    # model-major in config order: one model is loaded at a time, and all work on a case for
+    # that model is contiguous (its image encodings are reused); stable inside a group
+    model_order = {spec.key: i for i, spec in enumerate(config.models)}
+    dataset_order = {spec.key: i for i, spec in enumerate(config.datasets)}
+    plan.units.sort(key=lambda u: (model_order[u.model.key], dataset_order[u.dataset.key],
+                                   u.case_id))
     return plan
 
 
@@ -166,6 +171,7 @@ class Runner:
         self.store = ResultsStore(self.run_dir)
         self.progress = progress
         self._models: dict[str, Model] = {}
+        self._unusable_models: dict[str, str] = {}
         self._last_case: tuple[tuple[str, str], Case] | None = None
         config.import_modules()
         self.datasets: dict[str, Dataset] = {
@@ -176,7 +182,9 @@ class Runner:
         return make_plan(self.config, self.datasets)
 
     def _model(self, spec: ComponentSpec) -> Model:
+        """The model for ``spec``; the previously used model is released first (one in memory)."""
         if spec.key not in self._models:
+            self._models.clear()
             self._models[spec.key] = registry.models.create(spec.name, spec.params)
         return self._models[spec.key]
 
@@ -194,7 +202,13 @@ class Runner:
             self._last_case = (identity, case)
         if not case.targets:
             return [f"{first.dataset.key}/{first.case_id}: skipped: the label has no targets"]
-        model = self._model(first.model)
+        if first.model.key in self._unusable_models:
+            return []  # reported once, when it first failed
+        try:
+            model = self._model(first.model)
+        except UserError as error:  # e.g. a missing checkpoint: the other models still run
+            self._unusable_models[first.model.key] = str(error)
+            return [f"model '{first.model.key}' skipped: {error}"]
         model.set_case(case.image)
         for unit in units:
             if self.store.is_done(unit.key):

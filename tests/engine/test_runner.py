@@ -173,3 +173,17 @@ def test_unwritable_output_directory(tmp_path, capsys):
     assert code == 2
     assert "not writable" in capsys.readouterr().err
     assert blocker.read_text() == "I am a file, not a directory"
+
+
+def test_an_unusable_model_is_reported_once_and_the_others_still_run(tmp_path, capsys):
+    config = tmp_path / "missing-checkpoint.yaml"
+    config.write_text(json.dumps({
+        "name": "missing", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+        "models": [{"name": "sam", "checkpoint_dir": str(tmp_path / "empty")}, "region-growing-3d"],
+        "prompters": ["box-3d"]}))
+    code = main(["run", str(config), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.count("model 'sam(checkpoint_dir=") == 1 and "sam_vit_h_4b8939.pth" in err
+    rows = pd.read_csv(tmp_path / "out" / "results.csv")
+    assert set(rows.model) == {"region-growing-3d"} and len(rows) > 0
