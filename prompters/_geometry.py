@@ -234,3 +234,10 @@ def foreground_crop(mask: np.ndarray, margin: int = 0) -> tuple[np.ndarray, np.n
     low, high = bounding_box(mask)
     crop = crop_slices(low, high, mask.shape, margin)
     return mask[crop], crop_offset(crop)
+
+
+def positive_count(value: int, name: str = "n_points") -> int:
+    """``value`` as an int, or ValueError if it is below 1 (prompter parameters like n_points)."""
+    if int(value) < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)

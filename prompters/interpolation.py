@@ -21,16 +21,11 @@ from ._geometry import (
     foreground_crop,
     foreground_slices,
     interpolate_track,
+    positive_count,
     round_half_up,
     seed_slices,
     tight_box_2d,
 )
-
-
-def _check_slices(n_slices: int) -> int:
-    if int(n_slices) < 1:
-        raise ValueError(f"n_slices must be >= 1, got {n_slices}")
-    return int(n_slices)
 
 
 @prompters.register
@@ -49,7 +44,7 @@ class PointInterpolation(Prompter):
     effort_rule: ClassVar[str] = "1 click per seed slice = N; interpolated clicks free"
 
     def __init__(self, n_slices: int = 3, center: str = "centroid") -> None:
-        self.n_slices = _check_slices(n_slices)
+        self.n_slices = positive_count(n_slices, "n_slices")
         if center not in ("centroid", "bbox"):
             raise ValueError(f"center must be 'centroid' or 'bbox', got {center!r}")
         self.center = center
@@ -84,7 +79,7 @@ class BoxInterpolation(Prompter):
     effort_rule: ClassVar[str] = "1 box (2) per seed slice = 2N; interpolated boxes free"
 
     def __init__(self, n_slices: int = 3, shift: int = 0) -> None:
-        self.n_slices = _check_slices(n_slices)
+        self.n_slices = positive_count(n_slices, "n_slices")
         if int(shift) < 0:
             raise ValueError(f"shift must be >= 0, got {shift}")
         self.shift = int(shift)

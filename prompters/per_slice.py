@@ -21,16 +21,11 @@ from ._geometry import (
     centroid_point_2d,
     foreground_crop,
     foreground_slices,
+    positive_count,
     ring_2d,
     sample_pixels,
     tight_box_2d,
 )
-
-
-def _check_n(n: int, name: str = "n_points") -> int:
-    if int(n) < 1:
-        raise ValueError(f"{name} must be >= 1, got {n}")
-    return int(n)
 
 
 @prompters.register
@@ -69,7 +64,7 @@ class PointsPerSlice(Prompter):
     effort_rule: ClassVar[str] = "N clicks per foreground slice (NX)"
 
     def __init__(self, n_points: int = 1) -> None:
-        self.n_points = _check_n(n_points)
+        self.n_points = positive_count(n_points)
 
     def initial(self, context: PromptContext) -> Prompt:
         if not context.ground_truth.any():
@@ -101,7 +96,7 @@ class AlternatingPointsPerSlice(Prompter):
     effort_rule: ClassVar[str] = "N clicks (ceil(N/2) +, floor(N/2) -) per foreground slice (NX)"
 
     def __init__(self, n_points: int = 2, inner: float = 2.0, outer: float = 5.0) -> None:
-        self.n_points = _check_n(n_points)
+        self.n_points = positive_count(n_points)
         if not 0 <= inner < outer:
             raise ValueError(f"need 0 <= inner < outer, got inner={inner}, outer={outer}")
         self.inner, self.outer = float(inner), float(outer)

@@ -26,6 +26,7 @@ from ._geometry import (
     centroid_point_2d,
     foreground_slices,
     median_slice,
+    positive_count,
     sample_pixels,
     tight_box_2d,
 )
@@ -67,9 +68,7 @@ class PointPropagation(Prompter):
     needs_model: ClassVar[bool] = True
 
     def __init__(self, n_points: int = 5) -> None:
-        if int(n_points) < 1:
-            raise ValueError(f"n_points must be >= 1, got {n_points}")
-        self.n_points = int(n_points)
+        self.n_points = positive_count(n_points)
 
     def initial(self, context: PromptContext) -> Prompt:
         segment = _segmenter(context, self.name)

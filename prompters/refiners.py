@@ -30,6 +30,7 @@ from ._geometry import (
     crop_slices,
     largest_component,
     nearest_pixel,
+    positive_count,
     sample_pixels,
     union_crop,
 )
@@ -139,9 +140,7 @@ class RandomCorrectivePoint(Refiner):
     effort_rule: ClassVar[str] = "N clicks = N (default 1)"
 
     def __init__(self, n_points: int = 1) -> None:
-        if int(n_points) < 1:
-            raise ValueError(f"n_points must be >= 1, got {n_points}")
-        self.n_points = int(n_points)
+        self.n_points = positive_count(n_points)
 
     def refine(self, context: RefineContext) -> Prompt | None:
         errors = _Errors(context)

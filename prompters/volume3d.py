@@ -20,6 +20,7 @@ from ._geometry import (
     foreground_crop,
     foreground_slices,
     interpolate_track,
+    positive_count,
     round_half_up,
     sample_pixels,
     seed_slices,
@@ -53,9 +54,7 @@ class PointsPerVolume(Prompter):
     effort_rule: ClassVar[str] = "N clicks = N"
 
     def __init__(self, n_points: int = 1) -> None:
-        if int(n_points) < 1:
-            raise ValueError(f"n_points must be >= 1, got {n_points}")
-        self.n_points = int(n_points)
+        self.n_points = positive_count(n_points)
 
     def initial(self, context: PromptContext) -> Prompt:
         if not context.ground_truth.any():
@@ -85,10 +84,8 @@ class CenterPointsPerVolume(Prompter):
     effort_rule: ClassVar[str] = "N clicks = N"
 
     def __init__(self, n_points: int = 1, line_slices: int = 5) -> None:
-        if int(n_points) < 1 or int(line_slices) < 1:
-            raise ValueError("n_points and line_slices must be >= 1")
-        self.n_points = int(n_points)
-        self.line_slices = int(line_slices)
+        self.n_points = positive_count(n_points)
+        self.line_slices = positive_count(line_slices, "line_slices")
 
     def initial(self, context: PromptContext) -> Prompt:
         if not context.ground_truth.any():
