@@ -127,7 +127,9 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
 def rows_for_episode(run_name: str, unit: WorkUnit, case: Case, target: Target,
                      results: list[StepResult], initial_label: str) -> list[dict[str, Any]]:
     rows = []
-    ground_truth_voxels = int(case.target_mask(target).sum())
+    # the target's size is already in the metrics (TP + FN): no second full-volume pass
+    ground_truth_voxels = int(results[0].metrics["true_positives"]
+                              + results[0].metrics["false_negatives"])
     refinement_label = next((r.prompt.effort_label for r in results[1:] if r.prompt.effort_label), "")
     label = initial_label if unit.refiner is None else f"{initial_label}/{refinement_label or '-'}"
     for result in results:
