@@ -12,12 +12,13 @@ Import this module only where torch is wanted (model constructors), never at reg
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from ._precision import autocast_disabled
 
 
 class MLPBlock(nn.Module):
@@ -172,9 +173,7 @@ class RandomFourierPE(nn.Module):
 
     def _encode(self, coords: torch.Tensor) -> torch.Tensor:
         # always float32: under bf16 autocast the phases (tens of radians) would lose ~0.1 rad
-        no_autocast = (torch.autocast(device_type="cuda", enabled=False) if coords.is_cuda
-                       else contextlib.nullcontext())
-        with no_autocast:
+        with autocast_disabled(coords.device.type):
             matrix = self.positional_encoding_gaussian_matrix.float()
             projected = 2 * math.pi * ((2 * coords.float() - 1) @ matrix)
         parts = [torch.sin(projected), torch.cos(projected)]

@@ -49,6 +49,8 @@ from intrabench.protocols import SliceModel, SliceOutput
 from intrabench.types import Prediction, Prompt, SlicePrompt
 from intrabench.volume import Volume
 
+from ._precision import check_precision, forward_context, keep_float32, resolve_precision
+
 #: percentile window of Appendix A (0.5th and 99.5th percentiles)
 PERCENTILES = (0.5, 99.5)
 
@@ -169,8 +171,10 @@ class SamFamilyModel(SliceModel):
     * ``checkpoint_dir``: directory holding the expected file names of
       :data:`intrabench.checkpoints.CHECKPOINTS` (default ``$INTRABENCH_CHECKPOINTS`` or
       ``~/.intrabench/checkpoints``).
-    * ``device``: 'auto' (CUDA > MPS > CPU), 'cpu', 'cuda', 'cuda:1', 'mps'. Autocast (bf16) is
-      used on CUDA only.
+    * ``device``: 'auto' (CUDA > MPS > CPU), 'cpu', 'cuda', 'cuda:1', 'mps'.
+    * ``precision``: 'auto' (bf16 autocast on CUDA, float32 elsewhere), 'fp32', 'bf16' or
+      'fp16' (not on the CPU): autocast around the encoder and decoder forward passes only
+      (see :mod:`intrabench.models._precision`); masks are bool and fed-back logits float32.
     * ``batch_size``: slices per encoder forward pass.
     * ``cache_mb``: memory bound of the slice-embedding cache (MiB, on the model's device);
       ``cache_slices``: optional bound on the number of cached slices.
@@ -196,7 +200,7 @@ class SamFamilyModel(SliceModel):
                  checkpoint_dir: str | None = None, device: str = "auto", batch_size: int = 4,
                  cache_mb: float = 2048.0, cache_slices: int | None = None,
                  multimask: str = "auto", weights: str = "checkpoint", tiny: bool = False,
-                 seed: int = 0) -> None:
+                 seed: int = 0, precision: str = "auto") -> None:
         super().__init__()
         variant = variant or self.DEFAULT_VARIANT
         if variant not in self.VARIANTS:
@@ -214,6 +218,10 @@ class SamFamilyModel(SliceModel):
         self.batch_size = int(batch_size)
         self.multimask = multimask
         self.requested_device = device
+        self._device: Any = None
+        self.precision = check_precision(precision)
+        if precision == "fp16":  # refuse fp16 on the CPU now, not at the first encode
+            resolve_precision(precision, self.device)
         self.checkpoint_file: Path | None = None
         if weights == "checkpoint":
             if self.tiny and not checkpoint:
@@ -229,7 +237,6 @@ class SamFamilyModel(SliceModel):
         self.cache = EmbeddingCache(int(cache_mb * 2**20), cache_slices)
         self.stats = EncoderStats()
         self._net: Any = None
-        self._device: Any = None
         self._case_state: dict[str, Any] = {}
         self._planned: list[int] = []
         self._entry_bytes = 0
@@ -256,6 +263,11 @@ class SamFamilyModel(SliceModel):
         return self._device
 
     @property
+    def active_precision(self) -> str:
+        """The precision the forward passes run in on this device: 'fp32', 'bf16' or 'fp16'."""
+        return resolve_precision(self.precision, self.device)
+
+    @property
     def net(self) -> Any:
         """The torch module, built (and its weights loaded) on first use."""
         if self._net is None:
@@ -267,6 +279,7 @@ class SamFamilyModel(SliceModel):
                 net = self.build_network(tiny=self.tiny)
             if self.checkpoint_file is not None:
                 self.load_weights(net, self.checkpoint_file)
+            self.keep_float32_parts(net)
             self._net = net.to(self.device).eval()
         return self._net
 
@@ -288,6 +301,14 @@ class SamFamilyModel(SliceModel):
         if not isinstance(loaded, dict):
             raise CheckpointError(f"checkpoint holds a {type(loaded).__name__}, not a state dict")
         return strip_prefix(loaded, "module.")
+
+    def keep_float32_parts(self, net: Any) -> None:
+        """Pin the numerically sensitive parts of ``net`` to float32 under autocast: the
+        prompt encoder's random-Fourier positional encoding (segment_anything, sam2)."""
+        for name in ("prompt_encoder", "sam_prompt_encoder"):  # segment_anything, sam2
+            pe_layer = getattr(getattr(net, name, None), "pe_layer", None)
+            if pe_layer is not None:
+                keep_float32(pe_layer, "_pe_encoding")
 
     # -- hooks for subclasses ----------------------------------------------------------------
     @abstractmethod
@@ -361,13 +382,12 @@ class SamFamilyModel(SliceModel):
         return batch
 
     def _encode_slices(self, zs: list[int]) -> list[Any]:
-        from intrabench.device import inference_context
-
         _ = self.net  # build and load before the clock starts
         started = time.perf_counter()
-        with inference_context(self.device):
+        with forward_context(self.device, "fp32"):  # intensities in float32
             batch = self.preprocess(zs)
-            prepared = time.perf_counter()
+        prepared = time.perf_counter()
+        with forward_context(self.device, self.active_precision):
             embeddings = self.encode(batch)
         self._sync()
         self.stats.preprocess_seconds += prepared - started
@@ -396,14 +416,12 @@ class SamFamilyModel(SliceModel):
 
     # -- prediction ---------------------------------------------------------------------------
     def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
-        from intrabench.device import inference_context
-
         height, width = self.image.shape[1:]
         if prompt.is_empty:
             return SliceOutput(np.zeros((height, width), dtype=bool), None)
         embedding = self.embedding(prompt.z)
         started = time.perf_counter()
-        with inference_context(self.device):
+        with forward_context(self.device, self.active_precision):
             output = self.decode(embedding, prompt, feedback)
         self._sync()
         self.stats.decoder_seconds += time.perf_counter() - started

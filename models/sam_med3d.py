@@ -18,7 +18,8 @@ Pipeline (paper Appendix A.5/A.6, with the reference implementation's errors fix
    ``feedback["points_outside"]``. If no point at all lies inside the crop the previous
    prediction (or an empty mask) is returned unchanged.
 5. Mask input: the previous step's 32^3 low-resolution *logits* (zeros at the first step, as
-   upstream), single-mask output; the image encoding of a crop is computed once per
+   upstream; carried as a float32 numpy array (1, 1, 32, 32, 32) in
+   ``feedback["low_res_logits"]`` whatever the ``precision``), single-mask output; the image encoding of a crop is computed once per
    (case, crop) and reused for all refinement steps (and for other targets with the same crop).
 6. Output: the 32^3 logits are upsampled trilinearly to 128^3, then sampled trilinearly at the
    original voxels covered by the crop; mask = sigmoid > 0.5 (logit > 0). Voxels outside the
@@ -54,6 +55,7 @@ from ._3d_common import (
     resolve_checkpoint,
     seeded_init,
 )
+from ._precision import check_precision, forward_context, resolve_precision
 
 TARGET_SPACING_MM = 1.5
 
@@ -77,15 +79,19 @@ class _SamMed3DBase(Model):
 
     def __init__(self, checkpoint: str | None = None, checkpoint_dir: str | None = None,
                  device: str = "auto", weights: str = "checkpoint", tiny: bool = False,
-                 seed: int = 0) -> None:
+                 seed: int = 0, precision: str = "auto") -> None:
         """``checkpoint``: explicit file; ``checkpoint_dir``: directory holding the table's file
-        name; ``weights="random"`` (+ ``tiny=True``): no checkpoint, tests and timing only."""
+        name; ``weights="random"`` (+ ``tiny=True``): no checkpoint, tests and timing only;
+        ``precision``: 'auto' (bf16 autocast on CUDA, else float32), 'fp32', 'bf16', 'fp16'
+        (not on the CPU), applied to the encoder and decoder forward passes."""
         from intrabench.device import select_device
 
         from ._sammed3d_arch import FULL, TINY, SamMed3DNet
 
         check_weights_mode(weights, tiny)
+        check_precision(precision)
         self.device = select_device(device)
+        self.precision = resolve_precision(precision, self.device)
         self.config = TINY if tiny else FULL
         path = None
         if weights == "checkpoint":
@@ -149,8 +155,6 @@ class _SamMed3DBase(Model):
     def _encode(self, start: tuple[int, int, int]) -> Any:
         import torch
 
-        from intrabench.device import inference_context
-
         cached = self._cache.get(start)
         if cached is not None:
             return cached
@@ -160,7 +164,7 @@ class _SamMed3DBase(Model):
         values = crop[foreground] if foreground.sum() >= 2 else crop.ravel()
         crop = (crop - values.mean()) / max(float(values.std()), 1e-8)
         tensor = torch.from_numpy(np.ascontiguousarray(crop.transpose(2, 1, 0), np.float32))
-        with inference_context(self.device):
+        with forward_context(self.device, self.precision):
             embedding = self.net.image_encoder(tensor[None, None].to(self.device))
         self.encoder_calls += 1
         self._cache.put(start, embedding)
@@ -169,8 +173,6 @@ class _SamMed3DBase(Model):
     def predict(self, prompt: Prompt, previous: Prediction | None = None,
                 update_slices: list[int] | None = None) -> Prediction:
         import torch
-
-        from intrabench.device import inference_context
 
         if self._image is None:
             raise RuntimeError(f"{type(self).__name__}: set_case() was not called")
@@ -188,9 +190,10 @@ class _SamMed3DBase(Model):
             return Prediction(mask, feedback)
         local = (on_grid[inside] - np.asarray(start))[:, ::-1].copy()   # (x, y, z) in the crop
         low_res = self.config.low_res_size
-        mask_input = feedback["low_res_logits"] if reuse else torch.zeros((1, 1) + (low_res,) * 3)
+        mask_input = (torch.as_tensor(feedback["low_res_logits"]) if reuse
+                      else torch.zeros((1, 1) + (low_res,) * 3))
         embedding = self._encode(start)
-        with inference_context(self.device):
+        with forward_context(self.device, self.precision):
             logits = self.net.decode(
                 embedding,
                 torch.as_tensor(local, dtype=torch.float32, device=self.device)[None],
@@ -209,7 +212,7 @@ class _SamMed3DBase(Model):
             "model": self.name,
             "image_id": id(self._image),
             "crop_start": start,
-            "low_res_logits": logits,
+            "low_res_logits": logits.numpy(),                             # float32
             "points_used": int(inside.sum()),
             "points_outside": int((~inside).sum()),
         })

@@ -49,6 +49,7 @@ from ._3d_common import (
     resolve_checkpoint,
     seeded_init,
 )
+from ._precision import check_precision, forward_context, resolve_precision
 
 BACKGROUND_LOGIT = -20.0
 
@@ -109,15 +110,19 @@ class SegVol(Model):
 
     def __init__(self, checkpoint: str | None = None, checkpoint_dir: str | None = None,
                  device: str = "auto", weights: str = "checkpoint", tiny: bool = False,
-                 seed: int = 0, overlap: float = 0.5) -> None:
+                 seed: int = 0, overlap: float = 0.5, precision: str = "auto") -> None:
         """``checkpoint``: explicit file; ``checkpoint_dir``: directory holding SegVol_v1.pth;
-        ``weights="random"`` (+ ``tiny=True``): no checkpoint, tests and timing only."""
+        ``weights="random"`` (+ ``tiny=True``): no checkpoint, tests and timing only;
+        ``precision``: 'auto' (bf16 autocast on CUDA, else float32), 'fp32', 'bf16', 'fp16'
+        (not on the CPU), applied to the encoder and decoder forward passes."""
         from intrabench.device import select_device
 
         from ._segvol_arch import FULL, TINY, SegVolNet
 
         check_weights_mode(weights, tiny)
+        check_precision(precision)
         self.device = select_device(device)
+        self.precision = resolve_precision(precision, self.device)
         self.config = TINY if tiny else FULL
         self.window = tuple(self.config.spatial_size)
         self.overlap = float(overlap)
@@ -160,11 +165,9 @@ class SegVol(Model):
 
     # -- model calls ---------------------------------------------------------------------
     def _encode(self, key: Any, data: Any) -> Any:
-        from intrabench.device import inference_context
-
         cached = self._cache.get(key)
         if cached is None:
-            with inference_context(self.device):
+            with forward_context(self.device, self.precision):
                 cached = self.net.encode(data.to(self.device))
             self.encoder_calls += 1
             self._cache.put(key, cached)
@@ -174,15 +177,13 @@ class SegVol(Model):
                 box: np.ndarray | None) -> Any:
         import torch
 
-        from intrabench.device import inference_context
-
         pts = lab = boxes = None
         if len(points):
             pts = torch.as_tensor(points, dtype=torch.float32, device=self.device)[None]
             lab = torch.as_tensor(labels.astype(np.int64), device=self.device)[None]
         if box is not None:
             boxes = torch.as_tensor(box, dtype=torch.float32, device=self.device)[None]
-        with inference_context(self.device):
+        with forward_context(self.device, self.precision):
             return self.net.decode(embedding, pts, lab, boxes).float()
 
     # -- prediction ----------------------------------------------------------------------
