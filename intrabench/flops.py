@@ -5,7 +5,7 @@ card's FLOP bound (achieved TFLOP/s divided by the datasheet peak).
 
 Convention: FLOPs are counted by :class:`torch.utils.flop_counter.FlopCounterMode`, i.e. the
 matrix products and convolutions of the forward pass (mm, bmm, addmm, baddbmm, convolution,
-scaled-dot-product attention), **2 FLOPs per multiply-accumulate**; elementwise operations,
+scaled-dot-product attention, also its CPU kernel), **2 FLOPs per multiply-accumulate**; elementwise operations,
 normalisations and softmax are not counted. That is the usual convention for a network's
 FLOP bound, since those products are what the tensor cores execute. Counting works on any
 device, including ``meta`` (shapes only: no memory, no time).
@@ -106,11 +106,25 @@ def count_flops(function: Callable[[], Any]) -> int:
     return sum(flops_by_operator(function).values())
 
 
+def _cpu_attention_formulas() -> dict[Any, Any]:
+    """Formulas torch's counter lacks: the CPU kernel of ``scaled_dot_product_attention``
+    (without it, attention on the CPU would count 0 FLOPs while CUDA and meta count it)."""
+    import torch
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    def attention(query_shape: Any, key_shape: Any, value_shape: Any, *args: Any,
+                  out_shape: Any = None, **kwargs: Any) -> int:
+        return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+    operator = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+    return {} if operator is None else {operator: attention}
+
+
 def flops_by_operator(function: Callable[[], Any]) -> dict[str, int]:
     """FLOPs of ``function()`` per aten operator name (e.g. 'aten.convolution', 'aten.bmm')."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    with FlopCounterMode(display=False) as counter:
+    with FlopCounterMode(display=False, custom_mapping=_cpu_attention_formulas()) as counter:
         function()
     totals = counter.get_flop_counts().get("Global", {})
     return {str(operator): int(count) for operator, count in totals.items()}

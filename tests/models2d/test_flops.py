@@ -28,6 +28,18 @@ def test_linear_and_convolution_match_the_closed_form() -> None:
     assert flops_by_operator(lambda: a @ b) == {"aten.bmm": 2 * 4 * 5 * 6 * 3}
 
 
+def test_attention_counts_on_the_cpu_as_on_meta() -> None:
+    """torch's counter knows the CUDA attention kernels; the CPU one is added here."""
+    q, k, v = torch.zeros(2, 3, 10, 8), torch.zeros(2, 3, 12, 8), torch.zeros(2, 3, 12, 5)
+    expected = 2 * 2 * 3 * 10 * 8 * 12 + 2 * 2 * 3 * 10 * 12 * 5   # q k^T, then (.) v
+
+    def attention(device: str) -> int:
+        tensors = [t.to(device) for t in (q, k, v)]
+        return count_flops(lambda: torch.nn.functional.scaled_dot_product_attention(*tensors))
+
+    assert attention("cpu") == attention("meta") == expected
+
+
 def test_meta_device_counts_what_the_cpu_runs() -> None:
     torch.manual_seed(0)
     net = build_sam(TINY_SAM)
