@@ -46,13 +46,14 @@ def run_episode(
     steps: int = 0,
     keep_previous_prompts: bool = True,
     seed: int = 0,
-    metric_fn: Callable[..., dict[str, float]] = step_metrics,
+    metric_fn: Callable[..., dict[str, float]] | None = step_metrics,
 ) -> list[StepResult]:
     """Run one episode for ``target`` of ``case``; ``model.set_case`` must already be called.
 
     Returns ``1 + steps`` results when a refiner is given (a perfect prediction stops the
     interaction; the remaining steps repeat it with zero added effort and ``converged=True``),
-    otherwise one result.
+    otherwise one result. With ``metric_fn=None`` the metrics are left empty, to be filled
+    later by :func:`evaluate_steps` (the runner does that in a background thread).
     """
     ground_truth = case.target_mask(target)
     spacing = case.image.spacing
@@ -72,14 +73,14 @@ def run_episode(
     prompt = prompter.initial(context)
     prompt_seconds_total = time.perf_counter() - started
     model_in_prompter = model.model_seconds()
-    prediction = model.predict(prompt)
+    prediction = _frozen(model.predict(prompt))
     effort = prompt.effort
     results.append(
         StepResult(
             step=0,
             prompt=prompt,
             prediction=prediction,
-            metrics=metric_fn(prediction.mask, ground_truth, spacing),
+            metrics=metric_fn(prediction.mask, ground_truth, spacing) if metric_fn else {},
             effort=effort,
             cumulative_effort=effort,
             model_seconds=model.model_seconds(),
@@ -119,14 +120,15 @@ def run_episode(
         history.append(new)
         accumulated = accumulated.merged_with(new) if keep_previous_prompts else new
         step_prompt = accumulated if keep_previous_prompts else new
-        prediction = model.predict(step_prompt, previous=prediction, update_slices=new.slices())
+        prediction = _frozen(model.predict(step_prompt, previous=prediction,
+                                           update_slices=new.slices()))
         effort = new.effort
         results.append(
             StepResult(
                 step=step,
                 prompt=new,
                 prediction=prediction,
-                metrics=metric_fn(prediction.mask, ground_truth, spacing),
+                metrics=metric_fn(prediction.mask, ground_truth, spacing) if metric_fn else {},
                 effort=effort,
                 cumulative_effort=results[-1].cumulative_effort + effort,
                 model_seconds=model.model_seconds(),
@@ -136,6 +138,34 @@ def run_episode(
         )
         converged = bool(np.array_equal(prediction.mask, ground_truth))
     return results
+
+
+def evaluate_steps(
+    results: list[StepResult],
+    ground_truth: np.ndarray,
+    spacing: tuple[float, float, float],
+    metric_fn: Callable[..., dict[str, float]] = step_metrics,
+) -> list[float]:
+    """Fill the metrics of an episode run with ``metric_fn=None``; returns the seconds spent per
+    step. Steps that repeat a converged prediction share its metrics (0 s)."""
+    seconds: list[float] = []
+    previous: StepResult | None = None
+    for result in results:
+        started = time.perf_counter()
+        if previous is not None and result.prediction is previous.prediction:
+            result.metrics = dict(previous.metrics)
+        else:
+            result.metrics = metric_fn(result.prediction.mask, ground_truth, spacing)
+        seconds.append(time.perf_counter() - started)
+        previous = result
+    return seconds
+
+
+def _frozen(prediction: Prediction) -> Prediction:
+    """Make the mask read-only: it is evaluated after the episode, so a model editing its
+    ``previous`` mask in place would silently change earlier steps' results."""
+    prediction.mask.setflags(write=False)
+    return prediction
 
 
 def _finite(value: float) -> float:

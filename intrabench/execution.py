@@ -29,7 +29,9 @@ def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit]) ->
     key = (config_json, run_dir)
     runner = _WORKER_RUNNERS.get(key)
     if runner is None:
-        runner = Runner(RunConfig.model_validate_json(config_json), Path(run_dir))
+        # inline: a Dask worker may not start processes, and Dask already runs one task per core
+        runner = Runner(RunConfig.model_validate_json(config_json), Path(run_dir),
+                        background="inline")
         _WORKER_RUNNERS.clear()  # one run at a time per worker: free the previous run's models
         _WORKER_RUNNERS[key] = runner
     return runner.execute_group(units)

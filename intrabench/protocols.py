@@ -53,9 +53,11 @@ class Model(ABC):
     ) -> Prediction:
         """Segment the current image from ``prompt``.
 
-        ``previous`` is the model's own previous prediction (refinement). ``update_slices``
-        tells 2D models which slices to re-predict; the others keep ``previous``. 3D models
-        ignore it.
+        ``previous`` is the model's own previous prediction (refinement); its mask is
+        read-only (copy it to edit it). ``update_slices`` tells 2D models which slices to
+        re-predict; the others keep ``previous``. 3D models ignore it. Return a newly
+        allocated boolean (z, y, x) mask on the full grid: the engine evaluates the steps of an
+        episode after it ends, so a mask changed later would change earlier results.
         """
 
     def model_seconds(self) -> float:

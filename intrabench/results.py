@@ -151,10 +151,15 @@ class ResultsStore:
             if unit_keys is not None
             else sorted(self.units_dir.glob("*.parquet"))
         )
-        frames = [pd.read_parquet(p) for p in paths if p.exists()]
-        if not frames:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        # one Arrow concatenation and one conversion (not a DataFrame per unit): units of
+        # different prompters have different prompt columns, filled with nulls
+        tables = [pq.read_table(p) for p in paths if p.exists()]
+        if not tables:
             return pd.DataFrame(columns=KEY_COLUMNS)
-        frame = pd.concat(frames, ignore_index=True)
+        frame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
         return frame.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
 
     def consolidate(self, unit_keys: list[str] | None = None) -> pd.DataFrame:

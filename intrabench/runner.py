@@ -7,27 +7,27 @@ case is read once and each model sees each image once (embedding caches stay hot
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from intrabench import registry
 from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
-from intrabench.episode import StepResult, run_episode
+from intrabench.episode import run_episode
 from intrabench.errors import DataError, UserError
-from intrabench.metrics import step_metrics
+from intrabench.finishing import UnitJob, crop_episode, finish_unit
+from intrabench.pipeline import Lane, LaneMode
 from intrabench.protocols import Dataset, Model, incompatibility
 from intrabench.results import ResultsStore, ensure_writable, write_frame, write_run_metadata
-from intrabench.types import Case, Target
+from intrabench.types import Case
 
 log = logging.getLogger(__name__)
 
@@ -124,50 +124,19 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
     return plan
 
 
-def rows_for_episode(run_name: str, unit: WorkUnit, case: Case, target: Target,
-                     results: list[StepResult], initial_label: str) -> list[dict[str, Any]]:
-    rows = []
-    # the target's size is already in the metrics (TP + FN): no second full-volume pass
-    ground_truth_voxels = int(results[0].metrics["true_positives"]
-                              + results[0].metrics["false_negatives"])
-    refinement_label = next((r.prompt.effort_label for r in results[1:] if r.prompt.effort_label), "")
-    label = initial_label if unit.refiner is None else f"{initial_label}/{refinement_label or '-'}"
-    for result in results:
-        row: dict[str, Any] = {
-            "run": run_name,
-            "dataset": unit.dataset.key,
-            "case": case.case_id,
-            "target": target.target_id,
-            "target_class": target.class_name,
-            "target_kind": target.kind,
-            "model": unit.model.key,
-            "prompter": unit.prompter.key,
-            "refiner": unit.refiner_key,
-            "seed": unit.seed,
-            "step": result.step,
-            "keep_previous_prompts": unit.keep_previous_prompts if unit.refiner else None,
-            **result.metrics,
-            "effort": result.effort,
-            "cumulative_effort": result.cumulative_effort,
-            "initial_effort": results[0].effort,
-            "effort_label": label,
-            "model_seconds": result.model_seconds,
-            "prompter_seconds": result.prompter_seconds,
-            "wall_seconds": result.wall_seconds,
-            "converged": result.converged,
-            "target_voxels": ground_truth_voxels,
-            "predicted_voxels": int(result.prediction.mask.sum()),
-            **{f"prompt_{k}": v for k, v in result.prompt.summary().items()},
-        }
-        rows.append(row)
-    return rows
-
-
 class Runner:
-    """Executes a plan in this process, one unit group at a time."""
+    """Executes a plan in this process, one unit group at a time.
+
+    The model loop runs in the calling thread; metrics, result rows, prediction files and unit
+    files are produced in a background :class:`~intrabench.pipeline.Lane` (``background=False``
+    does them inline: same files, no overlap), and the next group's case is read ahead while
+    the current one runs. A unit counts as done only once its file is written, so an
+    interrupted run resumes exactly where its files stop.
+    """
 
     def __init__(self, config: RunConfig, run_dir: Path,
-                 progress: Callable[[Iterable, int], Iterable] | None = None) -> None:
+                 progress: Callable[[Iterable, int], Iterable] | None = None,
+                 background: LaneMode = "process") -> None:
         self.config = config
         self.run_dir = Path(run_dir)
         self.store = ResultsStore(self.run_dir)
@@ -175,6 +144,13 @@ class Runner:
         self._models: dict[str, Model] = {}
         self._unusable_models: dict[str, str] = {}
         self._last_case: tuple[tuple[str, str], Case] | None = None
+        # a queued unit holds only cropped episodes (see intrabench.finishing): a deep queue is
+        # cheap and lets the worker catch up during slow units instead of blocking fast ones
+        self._lane = Lane(background, max_pending=16, name="intrabench-results",
+                          preload=("intrabench.finishing",))
+        self._reader = Lane("inline" if background == "inline" else "thread", max_pending=1,
+                            name="intrabench-reader")
+        self._read_ahead: tuple[tuple[str, str], Future] | None = None
         config.import_modules()
         self.datasets: dict[str, Dataset] = {
             spec.key: registry.datasets.create(spec.name, spec.params) for spec in config.datasets
@@ -190,18 +166,39 @@ class Runner:
             self._models[spec.key] = registry.models.create(spec.name, spec.params)
         return self._models[spec.key]
 
-    def execute_group(self, units: list[WorkUnit]) -> list[str]:
-        """Run the units of one (dataset, case, model) group; returns failed-case messages."""
-        first = units[0]
-        identity = (first.dataset.key, first.case_id)
+    def read_ahead(self, unit: WorkUnit) -> None:
+        """Start reading ``unit``'s case in the background (if it is not the current one)."""
+        identity = (unit.dataset.key, unit.case_id)
         if self._last_case is not None and self._last_case[0] == identity:
-            case = self._last_case[1]  # groups are sorted by case: the next model reuses it
+            return
+        if self._read_ahead is None or self._read_ahead[0] != identity:
+            self._read_ahead = (identity, self._reader.submit(
+                self.datasets[unit.dataset.key].load, unit.case_id))
+
+    def _case(self, unit: WorkUnit) -> Case:
+        """``unit``'s case: the current one, the one read ahead, or read now (DataError)."""
+        identity = (unit.dataset.key, unit.case_id)
+        if self._last_case is not None and self._last_case[0] == identity:
+            return self._last_case[1]  # groups are sorted by case: the next model reuses it
+        if self._read_ahead is not None and self._read_ahead[0] == identity:
+            future, self._read_ahead = self._read_ahead[1], None
+            case = future.result()
         else:
-            try:
-                case = self.datasets[first.dataset.key].load(first.case_id)
-            except DataError as error:
-                return [f"{first.dataset.key}/{first.case_id}: skipped: {error}"]
-            self._last_case = (identity, case)
+            case = self.datasets[unit.dataset.key].load(unit.case_id)
+        self._last_case = (identity, case)
+        return case
+
+    def execute_group(self, units: list[WorkUnit], wait: bool = True) -> list[str]:
+        """Run the units of one (dataset, case, model) group; returns failed-case messages.
+
+        With ``wait`` (the default) the group's unit files are written when this returns;
+        otherwise call :meth:`wait` before relying on them.
+        """
+        first = units[0]
+        try:
+            case = self._case(first)
+        except DataError as error:
+            return [f"{first.dataset.key}/{first.case_id}: skipped: {error}"]
         if not case.targets:
             return [f"{first.dataset.key}/{first.case_id}: skipped: the label has no targets"]
         if first.model.key in self._unusable_models:
@@ -218,32 +215,28 @@ class Runner:
             prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)
             refiner = (registry.refiners.create(unit.refiner.name, unit.refiner.params)
                        if unit.refiner else None)
-            rows: list[dict[str, Any]] = []
+            episodes = []
             for target in case.targets:
                 results = run_episode(
                     case, target, model, prompter, unit.prompter.key,
                     refiner=refiner, refiner_key=unit.refiner_key,
                     steps=unit.steps if refiner else 0,
                     keep_previous_prompts=unit.keep_previous_prompts, seed=unit.seed,
-                    metric_fn=functools.partial(
-                        step_metrics, nsd_tolerance_mm=self.config.nsd_tolerance_mm),
+                    metric_fn=None,  # evaluated by finish_unit, beside the model loop
                 )
-                rows.extend(rows_for_episode(self.config.name, unit, case, target, results,
-                                             results[0].prompt.effort_label))
-                if self.config.save_predictions:
-                    self._save_prediction(unit, case, target, results[-1])
-            self.store.write_unit(unit.key, rows)
+                episodes.append(crop_episode(case, target, results))
+            self._lane.submit(finish_unit, UnitJob(
+                run_name=self.config.name, run_dir=self.run_dir, unit=unit,
+                case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
+                geometry=case.image.geometry, nsd_tolerance_mm=self.config.nsd_tolerance_mm,
+                save_predictions=self.config.save_predictions, episodes=episodes))
+        if wait:
+            self.wait()
         return []
 
-    def _save_prediction(self, unit: WorkUnit, case: Case, target: Target,
-                         result: StepResult) -> None:
-        from intrabench.volume import write_like
-
-        safe = [_safe(p) for p in (unit.dataset.key, unit.model.key, unit.prompter.key,
-                                   unit.refiner_key, f"seed{unit.seed}")]
-        path = self.run_dir.joinpath("predictions", *safe,
-                                     f"{_safe(case.case_id)}__{_safe(target.target_id)}.nii.gz")
-        write_like(result.prediction.mask.astype("uint8"), case.image, path)
+    def wait(self) -> None:
+        """Block until every queued metric and file of this runner is written."""
+        self._lane.drain()
 
     def prepare(self, executor: str = "local") -> tuple[Plan, list[list[WorkUnit]]]:
         """Plan the run, write its metadata, and group the unfinished units by (dataset, case,
@@ -265,24 +258,32 @@ class Runner:
     def finish(self, plan: Plan) -> None:
         self.store.consolidate([u.key for u in plan.units])
 
+    def close(self) -> None:
+        """Write what the background lane holds (finished episodes) and stop its threads."""
+        self._lane.close()
+        self._reader.close()
+
     def run(self) -> tuple[Plan, list[str]]:
+        self._lane.start()  # its worker imports its modules while the plan is made
         plan, groups = self.prepare()
         pending = [u for group in groups for u in group]
         problems: list[str] = []
         bar = self.progress(None, len(pending)) if self.progress else None
         started = time.perf_counter()
-        for group in groups:
-            if bar is not None:
-                bar.set_description(f"{group[0].case_id} | {group[0].model.key}")
-            problems.extend(self.execute_group(group))
-            if bar is not None:
-                bar.update(len(group))
+        try:
+            for index, group in enumerate(groups):
+                if index + 1 < len(groups):
+                    self.read_ahead(groups[index + 1][0])
+                if bar is not None:
+                    bar.set_description(f"{group[0].case_id} | {group[0].model.key}")
+                problems.extend(self.execute_group(group, wait=False))
+                if bar is not None:
+                    bar.update(len(group))
+            self.wait()
+        finally:
+            self.close()  # also on Ctrl-C: finished episodes still reach their unit files
         if bar is not None:
             bar.close()
         log.info("executed %d units in %.1f s", len(pending), time.perf_counter() - started)
         self.finish(plan)
         return plan, problems
-
-
-def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in text)[:120]

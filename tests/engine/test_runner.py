@@ -19,7 +19,7 @@ from intrabench.runner import Runner
 from intrabench.types import Case, Target
 from intrabench.volume import ImageGeometry, Volume
 
-TIMING = ["model_seconds", "prompter_seconds", "wall_seconds"]
+TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds"]
 
 
 def _measurements(frame: pd.DataFrame) -> pd.DataFrame:

@@ -16,7 +16,7 @@ from intrabench.runner import Runner
 
 pytest.importorskip("distributed")
 
-TIMING = ["model_seconds", "prompter_seconds", "wall_seconds"]
+TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds"]
 SPEC = {
     "name": "dask-equivalence",
     "seeds": [0, 1],

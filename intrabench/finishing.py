@@ -1,0 +1,173 @@
+"""From finished episodes to result rows, prediction files and unit files.
+
+This is the work that does not feed the next model call, so the runner does it beside the
+model loop (in a worker process, see :mod:`intrabench.pipeline`). To keep what crosses the
+process boundary small, an episode is handed over *cropped*: every prediction and the ground
+truth are cut to one box (z, y, x slices of the canonical volume) that holds all of their
+voxels. Metrics are translation-invariant and look only at the union bounding box (see
+:mod:`intrabench.metrics`), so they are bit-identical to metrics on the full volume, and a
+prediction file is rebuilt exactly (zeros outside the box) on the case's original grid.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from intrabench.episode import StepResult, evaluate_steps
+from intrabench.metrics import bounding_box, step_metrics
+from intrabench.types import Case, Prediction, Target
+from intrabench.volume import ImageGeometry, Volume
+
+if TYPE_CHECKING:
+    from intrabench.runner import WorkUnit
+
+Box = tuple[slice, slice, slice]
+
+
+@dataclass(eq=False)
+class CroppedEpisode:
+    """One episode, cut to ``box``: ``ground_truth`` and every step's ``prediction.mask`` are
+    boolean (z, y, x) crops of that box; feedback is dropped. Steps that repeat a prediction
+    share the same :class:`Prediction` object (pickling keeps that)."""
+
+    target: Target
+    box: Box
+    ground_truth: np.ndarray
+    results: list[StepResult]
+
+
+@dataclass(eq=False)
+class UnitJob:
+    """Everything needed to finish one work unit away from the case and the model."""
+
+    run_name: str
+    run_dir: Path
+    unit: WorkUnit
+    case_id: str
+    spacing: tuple[float, float, float]
+    shape: tuple[int, int, int]
+    geometry: ImageGeometry
+    nsd_tolerance_mm: float
+    save_predictions: bool
+    episodes: list[CroppedEpisode]
+
+
+def _union(boxes: list[Box]) -> Box:
+    return tuple(slice(min(b[a].start for b in boxes), max(b[a].stop for b in boxes))
+                 for a in range(3))  # type: ignore[return-value]
+
+
+def crop_episode(case: Case, target: Target, results: list[StepResult]) -> CroppedEpisode:
+    """Cut an episode to the bounding box of its target and all of its predictions.
+
+    Costs one bounding-box pass per distinct prediction (reading only the empty margins along
+    z) plus copies of the crops.
+    """
+    ground_truth = case.target_mask(target)
+    boxes = [b for b in [bounding_box(ground_truth)] if b is not None]
+    distinct: dict[int, Prediction] = {}
+    for result in results:
+        distinct.setdefault(id(result.prediction), result.prediction)
+    boxes += [b for b in (bounding_box(p.mask) for p in distinct.values()) if b is not None]
+    box: Box = _union(boxes) if boxes else (slice(0, 0),) * 3  # type: ignore[assignment]
+    cropped = {key: Prediction(mask=np.ascontiguousarray(p.mask[box])) for key, p in
+               distinct.items()}
+    return CroppedEpisode(
+        target=target,
+        box=box,
+        ground_truth=np.ascontiguousarray(ground_truth[box]),
+        results=[replace(r, prediction=cropped[id(r.prediction)]) for r in results],
+    )
+
+
+def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target,
+                     results: list[StepResult]) -> list[dict[str, Any]]:
+    """One result row per step; ``results`` must have their metrics filled."""
+    rows = []
+    # the target's size is already in the metrics (TP + FN): no second full-volume pass
+    ground_truth_voxels = int(results[0].metrics["true_positives"]
+                              + results[0].metrics["false_negatives"])
+    initial_label = results[0].prompt.effort_label
+    refinement_label = next((r.prompt.effort_label for r in results[1:] if r.prompt.effort_label), "")
+    label = initial_label if unit.refiner is None else f"{initial_label}/{refinement_label or '-'}"
+    for result in results:
+        row: dict[str, Any] = {
+            "run": run_name,
+            "dataset": unit.dataset.key,
+            "case": case_id,
+            "target": target.target_id,
+            "target_class": target.class_name,
+            "target_kind": target.kind,
+            "model": unit.model.key,
+            "prompter": unit.prompter.key,
+            "refiner": unit.refiner_key,
+            "seed": unit.seed,
+            "step": result.step,
+            "keep_previous_prompts": unit.keep_previous_prompts if unit.refiner else None,
+            **result.metrics,
+            "effort": result.effort,
+            "cumulative_effort": result.cumulative_effort,
+            "initial_effort": results[0].effort,
+            "effort_label": label,
+            "model_seconds": result.model_seconds,
+            "prompter_seconds": result.prompter_seconds,
+            "wall_seconds": result.wall_seconds,
+            "converged": result.converged,
+            "target_voxels": ground_truth_voxels,
+            "predicted_voxels": int(result.metrics["true_positives"]
+                                    + result.metrics["false_positives"]),
+            **{f"prompt_{k}": v for k, v in result.prompt.summary().items()},
+        }
+        rows.append(row)
+    return rows
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in text)[:120]
+
+
+def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str) -> Path:
+    """Where the final prediction of (unit, case, target) is saved."""
+    parts = [_safe(p) for p in (unit.dataset.key, unit.model.key, unit.prompter.key,
+                                unit.refiner_key, f"seed{unit.seed}")]
+    return Path(run_dir).joinpath("predictions", *parts,
+                                  f"{_safe(case_id)}__{_safe(target_id)}.nii.gz")
+
+
+def _save_prediction(job: UnitJob, episode: CroppedEpisode) -> None:
+    from intrabench.volume import write_like
+
+    full = np.zeros(job.shape, dtype=np.uint8)
+    full[episode.box] = episode.results[-1].prediction.mask
+    reference = Volume(array=np.broadcast_to(np.float32(0), job.shape),
+                       spacing=job.spacing, geometry=job.geometry)
+    write_like(full, reference, prediction_path(job.run_dir, job.unit, job.case_id,
+                                                episode.target.target_id))
+
+
+def finish_unit(job: UnitJob) -> int:
+    """Metrics, rows, prediction files and the unit file of one unit; returns its row count.
+
+    Adds ``metric_seconds`` (time spent on that step's metrics) to every row. The unit file is
+    written last and atomically: a unit counts as done only when everything else is on disk.
+    """
+    from intrabench.results import ResultsStore
+
+    metric_fn = functools.partial(step_metrics, nsd_tolerance_mm=job.nsd_tolerance_mm)
+    rows: list[dict[str, Any]] = []
+    for episode in job.episodes:
+        seconds = evaluate_steps(episode.results, episode.ground_truth, job.spacing, metric_fn)
+        episode_rows = rows_for_episode(job.run_name, job.unit, job.case_id, episode.target,
+                                        episode.results)
+        for row, metric_seconds in zip(episode_rows, seconds):
+            row["metric_seconds"] = metric_seconds
+        rows.extend(episode_rows)
+        if job.save_predictions:
+            _save_prediction(job, episode)
+    ResultsStore(job.run_dir).write_unit(job.unit.key, rows)
+    return len(rows)

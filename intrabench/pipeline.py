@@ -1,0 +1,115 @@
+"""A bounded background lane for the CPU work that does not feed the next model call.
+
+The episode loop is sequential: a prompt needs the previous prediction, a prediction needs the
+prompt. Everything computed *from* a finished episode (metrics, result rows, prediction files,
+unit files) is not, so the runner hands it to a lane and goes on with the next forward pass.
+
+Modes:
+
+* ``"process"``: one worker subprocess (see :mod:`intrabench.subprocess_executor`), so the
+  model loop keeps the GIL to itself: a thread would not do here, as SciPy's distance
+  transforms and Python-level row building hold the GIL and measurably slowed the demo's
+  models (see docs/performance.md). Jobs must be module-level functions with picklable
+  arguments.
+* ``"thread"``: one worker thread, for light jobs that mostly wait (reading files).
+* ``"inline"``: every job runs at once in the caller (same results, no overlap): used to
+  measure the serial cost, and inside Dask workers, which may not start processes.
+
+Order is kept: one worker runs jobs first in, first out. Memory is bounded: :meth:`Lane.submit`
+blocks while ``max_pending`` jobs are queued or running. A job's exception is raised in the
+submitting thread at the next :meth:`Lane.submit` or :meth:`Lane.drain`, never lost. The
+worker process ignores Ctrl-C, so an interrupted run still finishes (writes) what it queued.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Any, Literal, TypeVar
+
+from intrabench.subprocess_executor import SubprocessExecutor
+
+T = TypeVar("T")
+LaneMode = Literal["process", "thread", "inline"]
+
+
+class Lane:
+    """One background worker (process or thread) with at most ``max_pending`` unfinished jobs.
+
+    ``preload``: modules a worker process imports as soon as it starts.
+    """
+
+    def __init__(self, mode: LaneMode = "process", max_pending: int = 4,
+                 name: str = "intrabench-lane", preload: tuple[str, ...] = ()) -> None:
+        if mode not in ("process", "thread", "inline"):
+            raise ValueError(f"unknown lane mode '{mode}' (process, thread, inline)")
+        if max_pending < 1:
+            raise ValueError("max_pending must be >= 1")
+        self.mode = mode
+        self._name = name
+        self._preload = preload
+        self._slots = threading.BoundedSemaphore(max_pending)
+        self._executor: Executor | None = None
+        self._futures: list[Future] = []
+
+    def start(self) -> None:
+        """Start the worker now (a subprocess takes about a second to import its modules),
+        so that it is ready when the first job comes."""
+        if self.mode != "inline":
+            executor = self._start()
+            if isinstance(executor, SubprocessExecutor):
+                executor.start()
+
+    def _start(self) -> Executor:
+        if self._executor is None:
+            if self.mode == "process":
+                self._executor = SubprocessExecutor(self._preload)
+            else:
+                self._executor = ThreadPoolExecutor(max_workers=1,
+                                                    thread_name_prefix=self._name)
+        return self._executor
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future:
+        """Queue ``fn(*args)``; blocks while the lane is full. Returns its future."""
+        self._raise_failures()
+        if self.mode == "inline":
+            future: Future = Future()
+            future.set_result(fn(*args))
+            return future
+        executor = self._start()
+        self._slots.acquire()
+        try:
+            future = executor.submit(fn, *args)
+        except BaseException:
+            self._slots.release()
+            raise
+        future.add_done_callback(lambda _: self._slots.release())
+        self._futures.append(future)
+        return future
+
+    def drain(self) -> None:
+        """Wait for every queued job; raise the first failure."""
+        try:
+            for future in self._futures:
+                future.result()
+        finally:
+            self._futures = [f for f in self._futures if not f.done()]
+
+    def close(self) -> None:
+        """Finish the queued jobs (even after Ctrl-C: they hold finished work), then stop the
+        worker. Failures are not raised here; call :meth:`drain` first for those."""
+        for future in self._futures:
+            future.exception()  # waits; the outcome was or will be reported by drain()
+        if self._executor is not None:
+            # the queue is empty: no need to wait for the worker's interpreter to exit
+            self._executor.shutdown(wait=False)
+            self._executor = None
+        self._futures.clear()
+
+    def _raise_failures(self) -> None:
+        for future in self._futures:
+            if future.done() and future.exception() is not None:
+                self._futures.remove(future)
+                raise future.exception()  # type: ignore[misc]
+        self._futures = [f for f in self._futures if not f.done()]

@@ -1,0 +1,191 @@
+"""The background lane, its worker subprocess, and cropped episode finishing."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from intrabench.config import parse_config
+from intrabench.episode import StepResult, run_episode
+from intrabench.finishing import crop_episode
+from intrabench.metrics import step_metrics
+from intrabench.pipeline import Lane
+from intrabench.protocols import Model
+from intrabench.runner import Runner
+from intrabench.subprocess_executor import SubprocessExecutor, WorkerDied
+from intrabench.types import Case, Prediction, Prompt, Target
+from intrabench.volume import ImageGeometry, Volume
+
+
+def _fail(message: str) -> None:
+    raise ValueError(message)
+
+
+def _print_and_return(value: int) -> int:
+    print("noise on stdout must not break the protocol")  # noqa: T201
+    return value * 2
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+def _sleep_then(value: int, seconds: float) -> int:
+    time.sleep(seconds)
+    return value
+
+
+def test_subprocess_executor_runs_jobs_in_another_process_in_order():
+    executor = SubprocessExecutor()
+    try:
+        futures = [executor.submit(_sleep_then, i, 0.02 * (3 - i)) for i in range(3)]
+        assert [f.result(timeout=60) for f in futures] == [0, 1, 2]
+        assert executor.submit(_print_and_return, 21).result(timeout=60) == 42
+        assert executor.submit(_pid).result(timeout=60) != os.getpid()
+        with pytest.raises(ValueError, match="bad input"):
+            executor.submit(_fail, "bad input").result(timeout=60)
+        assert executor.submit(_print_and_return, 1).result(timeout=60) == 2  # still alive
+    finally:
+        executor.shutdown()
+
+
+def test_a_killed_worker_fails_its_jobs_instead_of_hanging():
+    executor = SubprocessExecutor()
+    try:
+        pid = executor.submit(_pid).result(timeout=60)
+        pending = executor.submit(_sleep_then, 1, 30)
+        os.kill(pid, 9)
+        with pytest.raises(WorkerDied):
+            pending.result(timeout=60)
+    finally:
+        executor.shutdown()
+
+
+@pytest.mark.parametrize("mode", ["inline", "thread", "process"])
+def test_lane_keeps_order_and_raises_failures(mode):
+    lane = Lane(mode, max_pending=2)
+    try:
+        futures = [lane.submit(_sleep_then, i, 0.01) for i in range(5)]
+        lane.drain()
+        assert [f.result() for f in futures] == list(range(5))
+        if mode == "inline":
+            with pytest.raises(ValueError, match="boom"):
+                lane.submit(_fail, "boom")
+        else:
+            lane.submit(_fail, "boom")
+            with pytest.raises(ValueError, match="boom"):
+                lane.drain()
+    finally:
+        lane.close()
+
+
+def test_lane_rejects_unknown_modes():
+    with pytest.raises(ValueError, match="unknown lane mode"):
+        Lane("gpu")  # type: ignore[arg-type]
+
+
+# -- cropped finishing: metrics equal those on the full volume ---------------------------------
+
+
+def _case(label: np.ndarray) -> Case:
+    geometry = ImageGeometry(size=label.shape[::-1], spacing=(0.8, 0.7, 2.5), origin=(0, 0, 0),
+                             direction=(1, 0, 0, 0, 1, 0, 0, 0, 1))
+    image = Volume(array=np.zeros(label.shape, np.float32), spacing=(2.5, 0.7, 0.8),
+                   geometry=geometry)
+    return Case(dataset="d", case_id="c", image=image, label=label.astype(np.uint8),
+                targets=(Target("t1", 1, "lesion"),))
+
+
+@settings(max_examples=40, deadline=None)
+@given(truth=arrays(bool, (7, 9, 8), elements=st.booleans()),
+       first=arrays(bool, (7, 9, 8), elements=st.booleans()),
+       second=arrays(bool, (7, 9, 8), elements=st.booleans()))
+def test_metrics_on_a_cropped_episode_equal_full_volume_metrics(truth, first, second):
+    truth[3, 4, 4] = True  # a target is never empty
+    case = _case(truth)
+    predictions = [Prediction(mask=first), Prediction(mask=second)]
+    results = [StepResult(step=i, prompt=Prompt(), prediction=predictions[min(i, 1)], metrics={},
+                          effort=0, cumulative_effort=0, model_seconds=0.0,
+                          prompter_seconds=0.0, wall_seconds=0.0) for i in range(3)]
+    cropped = crop_episode(case, case.targets[0], results)
+    assert cropped.results[1].prediction is cropped.results[2].prediction  # repeats stay shared
+    for full, small in zip(results, cropped.results):
+        expected = step_metrics(full.prediction.mask, truth, case.image.spacing)
+        got = step_metrics(small.prediction.mask, cropped.ground_truth, case.image.spacing)
+        assert got.keys() == expected.keys()
+        for key in expected:
+            assert got[key] == expected[key] or (np.isnan(got[key]) and np.isnan(expected[key]))
+        rebuilt = np.zeros(truth.shape, bool)
+        rebuilt[cropped.box] = small.prediction.mask
+        assert np.array_equal(rebuilt, full.prediction.mask)
+
+
+# -- the runner: the same rows and files whichever lane finishes the units ---------------------
+
+
+def _without_timing(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns=[c for c in frame.columns if c.endswith("_seconds")])
+
+
+def test_inline_and_process_lanes_give_identical_rows_and_prediction_files(tmp_path):
+    config = parse_config({
+        "name": "lanes", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+        "models": ["random-walker-2d", "region-growing-3d"],
+        "prompters": ["box-3d", {"name": "box-interpolation", "n_slices": 3}],
+        "refiners": ["scribble"], "refinement_steps": 2, "save_predictions": True})
+    for mode in ("inline", "process"):
+        Runner(config, tmp_path / mode, background=mode).run()
+    inline = pd.read_parquet(tmp_path / "inline" / "results.parquet")
+    process = pd.read_parquet(tmp_path / "process" / "results.parquet")
+    assert len(inline) > 0
+    pd.testing.assert_frame_equal(_without_timing(inline), _without_timing(process))
+    files = sorted(p.relative_to(tmp_path / "inline")
+                   for p in (tmp_path / "inline" / "predictions").rglob("*.nii.gz"))
+    episodes = inline.groupby(["model", "prompter", "case", "target"]).ngroups
+    assert len(files) == episodes >= 2 * 2 * 2  # one final prediction per episode
+    import SimpleITK as sitk
+
+    for relative in files:
+        a = sitk.GetArrayFromImage(sitk.ReadImage(str(tmp_path / "inline" / relative)))
+        b = sitk.GetArrayFromImage(sitk.ReadImage(str(tmp_path / "process" / relative)))
+        assert np.array_equal(a, b)
+
+
+# -- predictions are evaluated after the episode: editing one in place must fail loudly --------
+
+
+class _EditsPreviousInPlace(Model):
+    name = "test-edits-previous"
+    dimension = 3
+    accepts = frozenset({"box3d", "mask"})
+
+    def set_case(self, image):
+        self.shape = image.shape
+
+    def predict(self, prompt, previous=None, update_slices=None):
+        if previous is None:
+            return Prediction(mask=np.zeros(self.shape, bool))
+        previous.mask[0, 0, 0] = True  # the bug the read-only flag catches
+        return previous
+
+
+def test_a_model_editing_its_previous_mask_in_place_is_stopped():
+    truth = np.zeros((6, 8, 8), bool)
+    truth[2:4, 3:6, 3:6] = True
+    case = _case(truth)
+    model = _EditsPreviousInPlace()
+    model.set_case(case.image)
+    from intrabench import registry
+
+    prompter = registry.prompters.create("box-3d", {})
+    refiner = registry.refiners.create("scribble", {})
+    with pytest.raises(ValueError, match="read-only"):
+        run_episode(case, case.targets[0], model, prompter, "box-3d", refiner=refiner,
+                    refiner_key="scribble", steps=1)
