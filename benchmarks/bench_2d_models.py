@@ -17,7 +17,10 @@ measure the adapter machinery, not the real networks. With checkpoints present,
 ``--weights checkpoint --no-tiny`` runs the real models (use a GPU).
 
     .venv/bin/python benchmarks/bench_2d_models.py [--models sam sam2] [--device cpu]
-        [--threads 2] [--weights random|checkpoint] [--no-tiny]
+        [--threads 2] [--weights random|checkpoint] [--no-tiny] [--precision auto|fp32|bf16|fp16]
+
+Batching x autocast throughput (cases per minute) and the encoders' FLOP bound:
+``benchmarks/bench_throughput.py``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ REFINER = "center-error-click"
 
 
 def _model(name: str, args: argparse.Namespace, **extra):
-    params = {"device": args.device, "weights": args.weights, **extra}
+    params = {"device": args.device, "weights": args.weights, "precision": args.precision,
+              **extra}
     if args.tiny:
         params["tiny"] = True
     return registry.models.create(name, params)
@@ -100,6 +104,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--weights", default="random", choices=["random", "checkpoint"])
     parser.add_argument("--no-tiny", dest="tiny", action="store_false")
+    parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
     args = parser.parse_args()
 
     import torch
@@ -109,7 +114,7 @@ def main() -> None:
     cases = [dataset.load(case_id) for case_id in dataset.case_ids()]
     shapes = ", ".join(f"{c.case_id} {c.image.shape}" for c in cases)
     print(f"demo-real: {shapes}; device {args.device}, {args.threads} threads, "
-          f"weights={args.weights}, tiny={args.tiny}")
+          f"weights={args.weights}, tiny={args.tiny}, precision={args.precision}")
     header = (f"{'model':10} {'episodes':>8} {'distinct':>8} {'encoded':>7} {'batches':>7} "
               f"{'enc s':>6} {'decodes':>7} {'ms/dec':>7} {'s/case':>7} "
               f"{'img/s b1':>8} {'img/s b4':>8}")

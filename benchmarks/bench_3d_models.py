@@ -16,10 +16,13 @@ refinable) once with 'points-per-volume' and once with 'box-3d'. Reported per mo
 Default: tiny random-weight configurations on the CPU, which measure the adapter machinery
 (resampling, cropping, pasting back, sliding windows), not the real networks. ``--full`` builds
 the full-size architectures with random weights (slow on CPU: the SAM-Med3D encoder alone takes
-~20 s per 128^3 crop); with checkpoints present use ``--weights checkpoint --full`` on a GPU.
+~12 s per 128^3 crop on 2 cores); with checkpoints present use ``--weights checkpoint --full`` on
+a GPU. Batching x autocast throughput (cases per minute) and the encoders' FLOP bound:
+``benchmarks/bench_throughput.py``.
 
     .venv/bin/python benchmarks/bench_3d_models.py [--models sam-med3d segvol] [--device cpu]
         [--threads 2] [--steps 3] [--full] [--weights random|checkpoint]
+        [--precision auto|fp32|bf16|fp16]
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ MODELS = ("sam-med3d", "sam-med3d-turbo", "segvol")
 
 
 def _model(name: str, args: argparse.Namespace):
-    params = {"device": args.device, "weights": args.weights, "tiny": not args.full}
+    params = {"device": args.device, "weights": args.weights, "tiny": not args.full,
+              "precision": args.precision}
     return registry.models.create(name, params)
 
 
@@ -91,6 +95,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--weights", default="random", choices=("random", "checkpoint"))
     parser.add_argument("--full", action="store_true", help="full-size architectures")
+    parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16", "fp16"])
     args = parser.parse_args()
 
     import torch
@@ -99,7 +104,8 @@ def main() -> None:
     dataset = registry.datasets.create("demo-real")
     cases = [dataset.load(case_id) for case_id in dataset.case_ids()]
     size = "full-size" if args.full else "tiny"
-    print(f"3D adapters, {size} {args.weights} weights, device={args.device}, "
+    print(f"3D adapters, {size} {args.weights} weights, precision={args.precision}, "
+          f"device={args.device}, "
           f"threads={args.threads}, {args.steps} refinement steps; demo-real "
           f"({', '.join(f'{c.case_id} {c.image.shape} @ {tuple(round(s, 2) for s in c.image.spacing)} mm' for c in cases)})")
     header = (f"{'model':16s} {'case':8s} {'set_case s':>10s} {'case s':>8s} {'step0 s':>8s} "
