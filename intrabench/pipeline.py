@@ -37,11 +37,14 @@ LaneMode = Literal["process", "thread", "inline"]
 class Lane:
     """One background worker (process or thread) with at most ``max_pending`` unfinished jobs.
 
-    ``preload``: modules a worker process imports as soon as it starts.
+    ``preload``: modules a worker process imports as soon as it starts. With
+    ``raise_failures=False`` failed jobs are only reported through their futures (for callers
+    that check every result themselves).
     """
 
     def __init__(self, mode: LaneMode = "process", max_pending: int = 4,
-                 name: str = "intrabench-lane", preload: tuple[str, ...] = ()) -> None:
+                 name: str = "intrabench-lane", preload: tuple[str, ...] = (),
+                 raise_failures: bool = True) -> None:
         if mode not in ("process", "thread", "inline"):
             raise ValueError(f"unknown lane mode '{mode}' (process, thread, inline)")
         if max_pending < 1:
@@ -49,6 +52,7 @@ class Lane:
         self.mode = mode
         self._name = name
         self._preload = preload
+        self._raise = raise_failures
         self._slots = threading.BoundedSemaphore(max_pending)
         self._executor: Executor | None = None
         self._futures: list[Future] = []
@@ -75,7 +79,12 @@ class Lane:
         self._raise_failures()
         if self.mode == "inline":
             future: Future = Future()
-            future.set_result(fn(*args))
+            try:
+                future.set_result(fn(*args))
+            except Exception as error:
+                if self._raise:
+                    raise
+                future.set_exception(error)
             return future
         executor = self._start()
         self._slots.acquire()
@@ -85,7 +94,8 @@ class Lane:
             self._slots.release()
             raise
         future.add_done_callback(lambda _: self._slots.release())
-        self._futures.append(future)
+        if self._raise:
+            self._futures.append(future)
         return future
 
     def drain(self) -> None:

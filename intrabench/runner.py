@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from intrabench import registry
+from intrabench.case_reader import load_case
 from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
 from intrabench.episode import run_episode
 from intrabench.errors import DataError, UserError
@@ -148,9 +149,10 @@ class Runner:
         # cheap and lets the worker catch up during slow units instead of blocking fast ones
         self._lane = Lane(background, max_pending=16, name="intrabench-results",
                           preload=("intrabench.finishing",))
-        self._reader = Lane("inline" if background == "inline" else "thread", max_pending=1,
-                            name="intrabench-reader")
-        self._read_ahead: tuple[tuple[str, str], Future] | None = None
+        # cases are decoded in a second worker process (CPU-bound: a thread would hold the GIL)
+        self._reader = Lane(background, max_pending=1, name="intrabench-reader",
+                            preload=("intrabench.case_reader",), raise_failures=False)
+        self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
         config.import_modules()
         self.datasets: dict[str, Dataset] = {
             spec.key: registry.datasets.create(spec.name, spec.params) for spec in config.datasets
@@ -171,19 +173,27 @@ class Runner:
         identity = (unit.dataset.key, unit.case_id)
         if self._last_case is not None and self._last_case[0] == identity:
             return
-        if self._read_ahead is None or self._read_ahead[0] != identity:
-            self._read_ahead = (identity, self._reader.submit(
-                self.datasets[unit.dataset.key].load, unit.case_id))
+        if identity not in self._read_ahead:
+            spec = unit.dataset
+            self._read_ahead[identity] = self._reader.submit(
+                load_case, list(self.config.imports), spec.name, dict(spec.params), unit.case_id)
 
     def _case(self, unit: WorkUnit) -> Case:
         """``unit``'s case: the current one, the one read ahead, or read now (DataError)."""
         identity = (unit.dataset.key, unit.case_id)
         if self._last_case is not None and self._last_case[0] == identity:
             return self._last_case[1]  # groups are sorted by case: the next model reuses it
-        if self._read_ahead is not None and self._read_ahead[0] == identity:
-            future, self._read_ahead = self._read_ahead[1], None
-            case = future.result()
-        else:
+        case: Case | None = None
+        future = self._read_ahead.pop(identity, None)
+        if future is not None:
+            try:
+                case = future.result()
+            except DataError:
+                raise
+            except Exception as error:  # e.g. a plugin dataset the worker cannot import
+                log.warning("reading %s/%s ahead failed (%s: %s); reading it here",
+                            unit.dataset.key, unit.case_id, type(error).__name__, error)
+        if case is None:
             case = self.datasets[unit.dataset.key].load(unit.case_id)
         self._last_case = (identity, case)
         return case
@@ -264,7 +274,8 @@ class Runner:
         self._reader.close()
 
     def run(self) -> tuple[Plan, list[str]]:
-        self._lane.start()  # its worker imports its modules while the plan is made
+        self._lane.start()  # the workers import their modules while the plan is made
+        self._reader.start()
         plan, groups = self.prepare()
         pending = [u for group in groups for u in group]
         problems: list[str] = []

@@ -9,10 +9,10 @@ what the jobs need.
 Protocol: length-prefixed pickles. ``(job_id, spool_path, payload)`` go to the child's stdin,
 where the payload is the pickled ``(fn, args, kwargs)``, or empty when it was written to a
 spool file (payloads over 16 KiB: a pipe holds 64 KiB, and a parent blocked on a full pipe
-would wait for the child's current job); ``(job_id, ok, result_or_exception)`` come back on its
-stdout. The child reads its stdin in a thread, runs jobs one at a time in arrival order and
-ignores SIGINT, so after a Ctrl-C the parent can still let it finish
-(write) what was queued. ``fn`` must be importable by name (a module-level function).
+would wait for the child's current job); ``(job_id, ok, spool_path, payload)`` come back on
+its stdout, the payload being the pickled result or exception (spooled the same way). The
+child reads its stdin in a thread, runs jobs one at a time in arrival order and ignores
+SIGINT, so after a Ctrl-C the parent can still let it finish (write) what was queued. ``fn`` must be importable by name (a module-level function).
 """
 
 from __future__ import annotations
@@ -129,11 +129,19 @@ class SubprocessExecutor(Executor):
         stdout = process.stdout
         while True:
             try:
-                job_id, ok, value = _receive(stdout)
+                job_id, ok, spooled, payload = _receive(stdout)
             except (EOFError, OSError, pickle.UnpicklingError):
                 break
             with self._lock:
                 future = self._pending.pop(job_id, None)
+            try:
+                if spooled is not None:
+                    with open(spooled, "rb") as handle:
+                        payload = handle.read()
+                    os.unlink(spooled)
+                value = pickle.loads(payload)
+            except Exception as error:  # noqa: BLE001 - e.g. a class this process cannot import
+                ok, value = False, error
             if future is None:
                 continue
             if ok:
@@ -181,9 +189,18 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                 return
 
     threading.Thread(target=read_jobs, daemon=True).start()
+    spool: list[str] = []
+
+    def spool_dir() -> str:
+        if not spool:
+            spool.append(tempfile.mkdtemp(prefix="intrabench-answers-"))
+        return spool[0]
+
     while True:
         payload = jobs.get()
         if payload is None:
+            if spool:  # every answer file was read before its job counted as done
+                shutil.rmtree(spool[0], ignore_errors=True)
             return
         job_id, spooled, payload = pickle.loads(payload)
         if spooled is not None:
@@ -192,13 +209,20 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
             os.unlink(spooled)
         fn, args, kwargs = pickle.loads(payload)
         try:
-            answer = (job_id, True, fn(*args, **kwargs))
+            ok, value = True, fn(*args, **kwargs)
         except BaseException as error:  # noqa: BLE001 - every failure goes back to the caller
-            answer = (job_id, False, error)
+            ok, value = False, error
         try:
-            _send(stdout, answer)
+            answer = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError) as error:
-            _send(stdout, (job_id, False, RuntimeError(f"{type(error).__name__}: {error}")))
+            ok, answer = False, pickle.dumps(RuntimeError(f"{type(error).__name__}: {error}"))
+        spooled = None
+        if len(answer) > _INLINE_LIMIT:  # large results (cases) through a file, as jobs
+            spooled = os.path.join(spool_dir(), f"answer-{job_id}.pickle")
+            with open(spooled, "wb") as handle:
+                handle.write(answer)
+            answer = b""
+        _send(stdout, (job_id, ok, spooled, answer))
 
 
 if __name__ == "__main__":

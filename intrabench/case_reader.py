@@ -1,0 +1,35 @@
+"""Reading cases in a worker process (the runner's read-ahead).
+
+Decoding a compressed CT volume takes seconds of CPU; done in the runner's own process it
+would compete with the model loop for the GIL. :func:`load_case` runs in a worker subprocess
+(see :mod:`intrabench.pipeline`) and returns the :class:`~intrabench.types.Case`, which comes
+back pickled (arrays as raw bytes, through a spool file when large).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from intrabench import registry
+from intrabench.protocols import Dataset
+from intrabench.types import Case
+
+#: datasets built in this process, by (name, parameters)
+_DATASETS: dict[str, Dataset] = {}
+
+
+def load_case(imports: list[str], dataset_name: str, dataset_params: dict[str, Any],
+              case_id: str) -> Case:
+    """Case ``case_id`` of the registered dataset ``dataset_name`` built with ``dataset_params``.
+
+    ``imports``: the run's plugin modules, imported first (components registered by decorator).
+    Raises what the dataset raises (DataError for a bad case).
+    """
+    for module in imports:
+        importlib.import_module(module)
+    key = repr((dataset_name, sorted(dataset_params.items())))
+    dataset = _DATASETS.get(key)
+    if dataset is None:
+        dataset = _DATASETS[key] = registry.datasets.create(dataset_name, dataset_params)
+    return dataset.load(case_id)
