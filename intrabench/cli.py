@@ -20,11 +20,26 @@ def _progress(_iterable, total: int):
                 disable=total == 0 or None)
 
 
+_DASK_OPTIONS = ("scheduler", "cluster_config", "workers", "gpus", "workers_per_gpu",
+                 "memory_limit", "task_resources")
+
+
+def _check_executor_options(args: argparse.Namespace) -> None:
+    """Options that would be silently ignored are errors instead."""
+    given = [name for name in _DASK_OPTIONS if getattr(args, name, None) not in (None, [])]
+    if args.executor == "local" and given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise UserError(f"{flags}: only used with --executor dask")
+    if getattr(args, "workers_per_gpu", None) is not None and not getattr(args, "gpus", None):
+        raise UserError("--workers-per-gpu: only used with --gpus")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from intrabench import aggregate
     from intrabench.config import builtin_demo_path, load_config
     from intrabench.runner import Runner
 
+    _check_executor_options(args)
     config_path = Path(args.config) if args.config else builtin_demo_path()
     config = load_config(config_path)
     out = Path(args.out) if args.out else Path("intrabench-runs") / config.name
@@ -126,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="worker processes of a local Dask cluster (default 2)")
     run.add_argument("--gpus", help="local Dask cluster with one worker per GPU, e.g. 0,1,2,3 "
                                     "(each worker sees only its device)")
+    run.add_argument("--workers-per-gpu", type=int, default=None,
+                     help="with --gpus: workers sharing each GPU (default 1); 2 keeps the card "
+                          "busy while one worker prompts and scores on the CPU")
     run.add_argument("--memory-limit", help="memory bound per local Dask worker, e.g. 8GB")
     run.add_argument("--task-resources", nargs="*", metavar="NAME=AMOUNT",
                      help="Dask resources each task needs, e.g. GPU=1 (workers started with "

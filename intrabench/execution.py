@@ -60,7 +60,8 @@ def make_client(args: argparse.Namespace) -> tuple[Any, Any]:
     if getattr(args, "cluster_config", None):
         return _jobqueue_client(Path(args.cluster_config))
     if getattr(args, "gpus", None):
-        cluster = gpu_cluster(args.gpus, getattr(args, "memory_limit", None))
+        cluster = gpu_cluster(args.gpus, getattr(args, "memory_limit", None),
+                              getattr(args, "workers_per_gpu", None) or 1)
         return Client(cluster), cluster
     cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1, processes=True,
                            memory_limit=getattr(args, "memory_limit", None) or "auto",
@@ -68,19 +69,26 @@ def make_client(args: argparse.Namespace) -> tuple[Any, Any]:
     return Client(cluster), cluster
 
 
-def gpu_cluster(gpus: str | list[str], memory_limit: str | None = None) -> Any:
-    """A local cluster with one single-threaded worker per GPU, each seeing only its device
-    (``CUDA_VISIBLE_DEVICES``) and offering the resource ``GPU=1``."""
+def gpu_cluster(gpus: str | list[str], memory_limit: str | None = None,
+                workers_per_gpu: int = 1) -> Any:
+    """A local cluster with ``workers_per_gpu`` single-threaded workers per GPU, each seeing
+    only its device (``CUDA_VISIBLE_DEVICES``) and offering the resource ``GPU=1``.
+
+    More than one worker per GPU keeps the card busy while a worker does CPU work (simulated
+    user, metrics, reading); each worker holds its own copy of the model in GPU memory.
+    """
     from distributed import Nanny, Scheduler, SpecCluster
 
     devices = [g.strip() for g in (gpus.split(",") if isinstance(gpus, str) else gpus) if g.strip()]
     if not devices:
         raise UserError("--gpus: name at least one device index, e.g. --gpus 0,1")
+    if workers_per_gpu < 1:
+        raise UserError(f"--workers-per-gpu must be at least 1, got {workers_per_gpu}")
     workers = {
-        f"gpu-{device}": {"cls": Nanny, "options": {
+        f"gpu-{device}" + (f"-{index}" if workers_per_gpu > 1 else ""): {"cls": Nanny, "options": {
             "nthreads": 1, "resources": {"GPU": 1}, "memory_limit": memory_limit or "auto",
             "env": {"CUDA_VISIBLE_DEVICES": device}}}
-        for device in devices
+        for device in devices for index in range(workers_per_gpu)
     }
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
     return SpecCluster(workers=workers, scheduler=scheduler)

@@ -166,6 +166,18 @@ def test_missing_image_and_config_errors_exit_2(tmp_path, capsys):
     assert "config file not found" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("options, message", [
+    (["--gpus", "0"], "--gpus: only used with --executor dask"),
+    (["--workers", "4", "--memory-limit", "8GB"],
+     "--workers, --memory-limit: only used with --executor dask"),
+    (["--executor", "dask", "--workers-per-gpu", "2"], "--workers-per-gpu: only used with --gpus"),
+])
+def test_executor_options_that_would_be_ignored_are_errors(tmp_path, capsys, options, message):
+    assert main(["run", "--out", str(tmp_path / "run"), *options]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()  # refused before anything ran
+
+
 def test_unwritable_output_directory(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("I am a file, not a directory")

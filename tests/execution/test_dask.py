@@ -113,3 +113,24 @@ def test_gpu_cluster_pins_one_device_per_worker():
         resources = [w["resources"] for w in client.scheduler_info()["workers"].values()]
     assert visible == ["0", "1"]
     assert resources == [{"GPU": 1}, {"GPU": 1}]
+
+
+def test_gpu_cluster_can_share_a_device_between_workers():
+    from distributed import Client
+
+    from intrabench.execution import gpu_cluster
+
+    with gpu_cluster("3", workers_per_gpu=2) as cluster, Client(cluster) as client:
+        client.wait_for_workers(2)
+        visible = sorted(client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES")).values())
+        resources = [w["resources"] for w in client.scheduler_info()["workers"].values()]
+    assert visible == ["3", "3"]
+    assert resources == [{"GPU": 1}, {"GPU": 1}]
+
+
+def test_workers_per_gpu_must_be_positive():
+    from intrabench.errors import UserError
+    from intrabench.execution import gpu_cluster
+
+    with pytest.raises(UserError, match="at least 1"):
+        gpu_cluster("0", workers_per_gpu=0)
