@@ -100,3 +100,16 @@ def test_peaks_per_precision() -> None:
     for _, peak in KNOWN_GPUS:  # dense tensor-core rates above the CUDA-core FP32 rate
         assert peak.bf16 == peak.fp16 >= peak.tf32 >= peak.fp32 > 0 and peak.source
     assert achieved_tflops(3e12, 1.5) == pytest.approx(2.0)
+
+
+def test_tf32_setting_is_read_from_torch() -> None:
+    from intrabench.flops import cuda_fp32_matmul_uses_tf32
+
+    previous = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        assert not cuda_fp32_matmul_uses_tf32()
+        torch.set_float32_matmul_precision("high")
+        assert cuda_fp32_matmul_uses_tf32()
+    finally:
+        torch.set_float32_matmul_precision(previous)
