@@ -253,7 +253,7 @@ def peak_tflops(precision: str, args: argparse.Namespace, device: Any) -> tuple[
     return None, "no CPU peak known: pass --peak-tflops for a ratio"
 
 
-def gemm_tflops(device: Any, precision: str, size: int, passes: int = 2) -> float:
+def gemm_tflops(device: Any, precision: str, size: int, passes: int = 5) -> float:
     """TFLOP/s of a ``size`` x ``size`` by ``size`` x ``size`` linear layer (what most encoder
     FLOPs are) in float32 or under autocast to ``precision`` (best of ``passes``)."""
     import torch
