@@ -11,6 +11,7 @@ from pathlib import Path
 
 from intrabench import __version__
 from intrabench.errors import UserError
+from intrabench.subprocess_executor import WorkerDied
 
 
 def _progress(_iterable, total: int):
@@ -201,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted: finished work is saved; re-run the same command to resume",
               file=sys.stderr)
         return 130
+    except WorkerDied as error:  # e.g. killed by the kernel when memory ran out
+        print(f"error: {error}; finished work is saved, re-run the same command to resume",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -149,8 +149,10 @@ class SubprocessExecutor(Executor):
             else:
                 future.set_exception(value)
         code = process.wait()
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         with self._lock:
-            self._fail_pending(WorkerDied(f"worker exited with code {code} before answering"))
+            self._fail_pending(WorkerDied(f"the background worker process {how} "
+                                          "before finishing its jobs"))
 
     def _fail_pending(self, error: BaseException) -> None:
         for future in self._pending.values():

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from intrabench import registry
 from intrabench.config import parse_config
 from intrabench.episode import StepResult, run_episode
 from intrabench.finishing import crop_episode
@@ -182,10 +185,85 @@ def test_a_model_editing_its_previous_mask_in_place_is_stopped():
     case = _case(truth)
     model = _EditsPreviousInPlace()
     model.set_case(case.image)
-    from intrabench import registry
-
     prompter = registry.prompters.create("box-3d", {})
     refiner = registry.refiners.create("scribble", {})
     with pytest.raises(ValueError, match="read-only"):
         run_episode(case, case.targets[0], model, prompter, "box-3d", refiner=refiner,
                     refiner_key="scribble", steps=1)
+
+
+# -- the results worker dies mid-run: a clear error, nothing half-written, resume completes ----
+
+
+def _results_worker_pids() -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            command = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        parent = next(int(line.split()[1]) for line in status.splitlines()
+                      if line.startswith("PPid:"))
+        if parent == os.getpid() and b"intrabench.finishing" in command:
+            pids.append(int(entry))
+    return pids
+
+
+class _KillsResultsWorker(Model):
+    name = "test-kills-results-worker"
+    dimension = 3
+    accepts = frozenset({"box3d"})
+    calls = 0
+    kill_at = 0
+
+    def __init__(self, kill_at: int = 0):
+        self.kill_at = kill_at
+
+    def set_case(self, image):
+        self.shape = image.shape
+
+    def predict(self, prompt, previous=None, update_slices=None):
+        type(self).calls += 1
+        if type(self).calls == self.kill_at:
+            for pid in _results_worker_pids():
+                os.kill(pid, 9)
+            time.sleep(0.5)
+        mask = np.zeros(self.shape, bool)
+        box = prompt.box3d
+        mask[box.z_min:box.z_max + 1, box.y_min:box.y_max + 1, box.x_min:box.x_max + 1] = True
+        return Prediction(mask=mask)
+
+
+registry.models.register(_KillsResultsWorker)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the worker through /proc")
+def test_a_killed_results_worker_stops_the_run_cleanly_and_the_rerun_completes(tmp_path, capsys):
+    from intrabench.cli import main
+
+    config = tmp_path / "run.yaml"
+    spec = {"name": "killed", "datasets": [{"name": "demo-phantoms", "n_cases": 6}],
+            "prompters": ["box-3d"]}
+    config.write_text(json.dumps({**spec, "models": [
+        {"name": "test-kills-results-worker", "kill_at": 8, "label": "m"}]}))
+    _KillsResultsWorker.calls = 0
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert "background worker process was killed by signal 9" in err
+    assert "re-run the same command to resume" in err
+    units = tmp_path / "run" / "units"
+    assert len(list(units.glob("*.parquet"))) < 6
+    assert not list(units.glob(".*partial*"))
+
+    config.write_text(json.dumps({**spec, "models": [
+        {"name": "test-kills-results-worker", "label": "m"}]}))
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
+    assert len(list(units.glob("*.parquet"))) == 6
+    fresh = tmp_path / "fresh"
+    assert main(["run", str(config), "--out", str(fresh)]) == 0
+    pd.testing.assert_frame_equal(
+        _without_timing(pd.read_parquet(tmp_path / "run" / "results.parquet")),
+        _without_timing(pd.read_parquet(fresh / "results.parquet")))
