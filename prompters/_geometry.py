@@ -14,6 +14,8 @@ import cc3d
 import numpy as np
 from scipy import ndimage
 
+from intrabench.metrics import bounding_box as slices_bounding_box
+from intrabench.metrics import union_bbox
 from intrabench.types import Box2D
 
 Crop = tuple[slice, ...]
@@ -32,22 +34,13 @@ def foreground_slices(mask: np.ndarray) -> np.ndarray:
 def bounding_box(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Inclusive (min, max) corner indices of a non-empty mask, per axis.
 
-    Reads the full array once (which axis-0 entries are occupied), then only that slab.
+    The engine's :func:`intrabench.metrics.bounding_box` does the work (it reads only the empty
+    margins along axis 0, then the occupied slab).
     """
-    if mask.ndim == 1:
-        idx = np.flatnonzero(mask)
-        return np.array([idx[0]]), np.array([idx[-1]])
-    first = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
-    if len(first) == 0:
+    box = slices_bounding_box(mask)
+    if box is None:
         raise ValueError("bounding_box of an empty mask")
-    slab = mask[first[0]: first[-1] + 1]
-    lows, highs = [int(first[0])], [int(first[-1])]
-    for axis in range(1, mask.ndim):
-        other = tuple(a for a in range(mask.ndim) if a != axis)
-        idx = np.flatnonzero(slab.any(axis=other))
-        lows.append(int(idx[0]))
-        highs.append(int(idx[-1]))
-    return np.array(lows), np.array(highs)
+    return np.array([s.start for s in box]), np.array([s.stop - 1 for s in box])
 
 
 def crop_slices(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
@@ -64,15 +57,11 @@ def crop_offset(crop: Crop) -> np.ndarray:
 
 def union_crop(masks: list[np.ndarray], margin: int = 0) -> Crop | None:
     """Crop enclosing the foreground of all ``masks`` (same shape), or None if all are empty."""
-    lows, highs = [], []
-    for mask in masks:
-        if mask.any():
-            low, high = bounding_box(mask)
-            lows.append(low)
-            highs.append(high)
-    if not lows:
+    box = union_bbox(*masks)
+    if box is None:
         return None
-    return crop_slices(np.min(lows, axis=0), np.max(highs, axis=0), masks[0].shape, margin)
+    return crop_slices(np.array([s.start for s in box]), np.array([s.stop - 1 for s in box]),
+                       masks[0].shape, margin)
 
 
 # --------------------------------------------------------------------------------------
