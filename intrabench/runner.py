@@ -274,14 +274,15 @@ class Runner:
         self._reader.close()
 
     def run(self) -> tuple[Plan, list[str]]:
-        self._lane.start()  # the workers import their modules while the plan is made
-        self._reader.start()
-        plan, groups = self.prepare()
+        plan, groups = self.prepare()  # first: a bad run directory fails before any worker starts
         pending = [u for group in groups for u in group]
         problems: list[str] = []
         bar = self.progress(None, len(pending)) if self.progress else None
         started = time.perf_counter()
         try:
+            if groups:  # the workers import their modules while the first group runs
+                self._lane.start()
+                self._reader.start()
             for index, group in enumerate(groups):
                 if index + 1 < len(groups):
                     self.read_ahead(groups[index + 1][0])
