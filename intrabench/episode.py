@@ -47,15 +47,18 @@ def run_episode(
     keep_previous_prompts: bool = True,
     seed: int = 0,
     metric_fn: Callable[..., dict[str, float]] | None = step_metrics,
+    ground_truth: np.ndarray | None = None,
 ) -> list[StepResult]:
     """Run one episode for ``target`` of ``case``; ``model.set_case`` must already be called.
 
     Returns ``1 + steps`` results when a refiner is given (a perfect prediction stops the
     interaction; the remaining steps repeat it with zero added effort and ``converged=True``),
     otherwise one result. With ``metric_fn=None`` the metrics are left empty, to be filled
-    later by :func:`evaluate_steps` (the runner does that in a background thread).
+    later by :func:`evaluate_steps` (the runner does that in a worker process).
+    ``ground_truth``: ``case.target_mask(target)`` when the caller already has it.
     """
-    ground_truth = case.target_mask(target)
+    if ground_truth is None:
+        ground_truth = case.target_mask(target)
     spacing = case.image.spacing
     segment_slice = getattr(model, "segment_slice", None) if model.dimension == 2 else None
     identity = (case.dataset, case.case_id, target.target_id)

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from intrabench.episode import StepResult, evaluate_steps
-from intrabench.metrics import bounding_box, step_metrics
-from intrabench.types import Case, Prediction, Target
-from intrabench.volume import ImageGeometry, Volume
+from intrabench.metrics import step_metrics, union_bbox
+from intrabench.types import Prediction, Target
+from intrabench.volume import ImageGeometry, write_on_grid
 
 if TYPE_CHECKING:
     from intrabench.runner import WorkUnit
@@ -57,29 +57,25 @@ class UnitJob:
     episodes: list[CroppedEpisode]
 
 
-def _union(boxes: list[Box]) -> Box:
-    return tuple(slice(min(b[a].start for b in boxes), max(b[a].stop for b in boxes))
-                 for a in range(3))  # type: ignore[return-value]
-
-
-def crop_episode(case: Case, target: Target, results: list[StepResult]) -> CroppedEpisode:
-    """Cut an episode to the bounding box of its target and all of its predictions.
+def crop_episode(ground_truth: np.ndarray, target: Target,
+                 results: list[StepResult]) -> CroppedEpisode:
+    """Cut an episode to the bounding box of its target (``ground_truth``, boolean (z, y, x))
+    and all of its predictions.
 
     Costs one bounding-box pass per distinct prediction (reading only the empty margins along
     z) plus copies of the crops.
     """
-    ground_truth = case.target_mask(target)
-    boxes = [b for b in [bounding_box(ground_truth)] if b is not None]
     distinct: dict[int, Prediction] = {}
     for result in results:
         distinct.setdefault(id(result.prediction), result.prediction)
-    boxes += [b for b in (bounding_box(p.mask) for p in distinct.values()) if b is not None]
-    box: Box = _union(boxes) if boxes else (slice(0, 0),) * 3  # type: ignore[assignment]
+    box = union_bbox(ground_truth, *(p.mask for p in distinct.values()))
+    if box is None:  # nothing anywhere: empty crops
+        box = (slice(0, 0),) * 3
     cropped = {key: Prediction(mask=np.ascontiguousarray(p.mask[box])) for key, p in
                distinct.items()}
     return CroppedEpisode(
         target=target,
-        box=box,
+        box=box,  # type: ignore[arg-type]
         ground_truth=np.ascontiguousarray(ground_truth[box]),
         results=[replace(r, prediction=cropped[id(r.prediction)]) for r in results],
     )
@@ -140,14 +136,10 @@ def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str)
 
 
 def _save_prediction(job: UnitJob, episode: CroppedEpisode) -> None:
-    from intrabench.volume import write_like
-
     full = np.zeros(job.shape, dtype=np.uint8)
     full[episode.box] = episode.results[-1].prediction.mask
-    reference = Volume(array=np.broadcast_to(np.float32(0), job.shape),
-                       spacing=job.spacing, geometry=job.geometry)
-    write_like(full, reference, prediction_path(job.run_dir, job.unit, job.case_id,
-                                                episode.target.target_id))
+    write_on_grid(full, job.geometry, prediction_path(job.run_dir, job.unit, job.case_id,
+                                                      episode.target.target_id))
 
 
 def finish_unit(job: UnitJob) -> int:

@@ -227,14 +227,16 @@ class Runner:
                        if unit.refiner else None)
             episodes = []
             for target in case.targets:
+                ground_truth = case.target_mask(target)  # one full-volume pass, used twice
                 results = run_episode(
                     case, target, model, prompter, unit.prompter.key,
                     refiner=refiner, refiner_key=unit.refiner_key,
                     steps=unit.steps if refiner else 0,
                     keep_previous_prompts=unit.keep_previous_prompts, seed=unit.seed,
                     metric_fn=None,  # evaluated by finish_unit, beside the model loop
+                    ground_truth=ground_truth,
                 )
-                episodes.append(crop_episode(case, target, results))
+                episodes.append(crop_episode(ground_truth, target, results))
             self._lane.submit(finish_unit, UnitJob(
                 run_name=self.config.name, run_dir=self.run_dir, unit=unit,
                 case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,

@@ -120,11 +120,19 @@ class Volume:
         """An image on this volume's original grid holding ``canonical_zyx`` (same shape)."""
         if tuple(canonical_zyx.shape) != self.shape:
             raise ValueError(f"array shape {canonical_zyx.shape} does not match volume {self.shape}")
-        image = sitk.GetImageFromArray(from_canonical(canonical_zyx, self.geometry))
-        image.SetSpacing(self.geometry.spacing)
-        image.SetOrigin(self.geometry.origin)
-        image.SetDirection(self.geometry.direction)
-        return image
+        return image_on_grid(canonical_zyx, self.geometry)
+
+
+def image_on_grid(canonical_zyx: np.ndarray, geometry: ImageGeometry) -> sitk.Image:
+    """A SimpleITK image on ``geometry``'s original grid holding the canonical (z, y, x) array
+    (whose shape must be that grid's, permuted to canonical order)."""
+    image = sitk.GetImageFromArray(from_canonical(canonical_zyx, geometry))
+    if tuple(image.GetSize()) != tuple(geometry.size):
+        raise ValueError(f"array shape {canonical_zyx.shape} does not match the grid {geometry.size}")
+    image.SetSpacing(geometry.spacing)
+    image.SetOrigin(geometry.origin)
+    image.SetDirection(geometry.direction)
+    return image
 
 
 def volume_from_sitk(image: sitk.Image, *, name: str = "image", dtype=np.float32) -> Volume:
@@ -178,9 +186,19 @@ def read_volume(path: str | Path, *, dtype=np.float32) -> Volume:
 
 def write_like(canonical_zyx: np.ndarray, reference: Volume, path: str | Path) -> None:
     """Write a canonical (z, y, x) array on ``reference``'s original grid, atomically."""
+    _write_atomically(reference.to_sitk(canonical_zyx), path)
+
+
+def write_on_grid(canonical_zyx: np.ndarray, geometry: ImageGeometry, path: str | Path) -> None:
+    """Write a canonical (z, y, x) array on the original grid ``geometry``, atomically (for
+    processes that have the geometry but not the image)."""
+    _write_atomically(image_on_grid(canonical_zyx, geometry), path)
+
+
+def _write_atomically(image: sitk.Image, path: str | Path) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     suffix = "".join(path.suffixes)
     temporary = path.with_name(f".{path.name}.partial{suffix}")
-    sitk.WriteImage(reference.to_sitk(canonical_zyx), str(temporary), useCompression=True)
+    sitk.WriteImage(image, str(temporary), useCompression=True)
     temporary.replace(path)

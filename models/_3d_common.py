@@ -11,6 +11,7 @@ torch is imported inside functions so that importing an adapter module stays che
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
@@ -39,6 +40,29 @@ def seeded_init(seed: int):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
         yield
+
+
+def device_and_precision(device: str, precision: str) -> tuple[Any, str]:
+    """The torch device for ``device`` ('auto': CUDA > MPS > CPU) and ``precision`` resolved on
+    it ('auto' -> 'bf16' on CUDA, else 'fp32'); ValueError for a bad precision."""
+    from intrabench.device import select_device
+
+    from ._precision import check_precision, resolve_precision
+
+    check_precision(precision)
+    selected = select_device(device)
+    return selected, resolve_precision(precision, selected)
+
+
+def build_network(make_net: Callable[[], Any], load_weights: Callable[[Any, str], None],
+                  checkpoint: str | None, seed: int, device: Any) -> Any:
+    """``make_net()`` initialised under ``seed``, ``load_weights(net, checkpoint)`` when a
+    checkpoint path is given (None: random weights), moved to ``device`` in eval mode."""
+    with seeded_init(seed):
+        net = make_net()
+    if checkpoint is not None:
+        load_weights(net, checkpoint)
+    return net.to(device).eval()
 
 
 def check_weights_mode(weights: str, tiny: bool) -> None:

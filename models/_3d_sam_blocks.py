@@ -196,6 +196,23 @@ class RandomFourierPE(nn.Module):
         return self._encode(coords / scale)
 
 
+def mask_downscaling(mask_in_chans: int, dim: int, spatial_dims: int) -> nn.Sequential:
+    """SAM's mask encoder: two stride-2 convolutions (each + channel LayerNorm + GELU) to
+    ``mask_in_chans``, then a 1x1 convolution to ``dim``; 2D or 3D. The layer order is the
+    published one, so checkpoint keys (``mask_downscaling.0.weight``...) match."""
+    conv = nn.Conv3d if spatial_dims == 3 else nn.Conv2d
+    quarter = mask_in_chans // 4
+    return nn.Sequential(
+        conv(1, quarter, kernel_size=2, stride=2),
+        LayerNormChannels(quarter, spatial_dims=spatial_dims),
+        nn.GELU(),
+        conv(quarter, mask_in_chans, kernel_size=2, stride=2),
+        LayerNormChannels(mask_in_chans, spatial_dims=spatial_dims),
+        nn.GELU(),
+        conv(mask_in_chans, dim, kernel_size=1),
+    )
+
+
 def embed_sparse(pe: RandomFourierPE, image_size: tuple[int, int, int],
                  point_embeddings: nn.ModuleList, not_a_point: nn.Embedding,
                  points: torch.Tensor | None, labels: torch.Tensor | None,

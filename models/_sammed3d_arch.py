@@ -28,6 +28,7 @@ from ._3d_sam_blocks import (
     TwoWayTransformer,
     decode_masks,
     embed_sparse,
+    mask_downscaling,
 )
 
 
@@ -204,16 +205,7 @@ class PromptEncoder3D(nn.Module):
         self.pe_layer = RandomFourierPE(dim // 3, harmonics="sin_cos_sin")
         self.point_embeddings = nn.ModuleList(nn.Embedding(1, dim) for _ in range(2))
         self.not_a_point_embed = nn.Embedding(1, dim)
-        quarter = cfg.mask_in_chans // 4
-        self.mask_downscaling = nn.Sequential(
-            nn.Conv3d(1, quarter, kernel_size=2, stride=2),
-            LayerNormChannels(quarter),
-            nn.GELU(),
-            nn.Conv3d(quarter, cfg.mask_in_chans, kernel_size=2, stride=2),
-            LayerNormChannels(cfg.mask_in_chans),
-            nn.GELU(),
-            nn.Conv3d(cfg.mask_in_chans, dim, kernel_size=1),
-        )
+        self.mask_downscaling = mask_downscaling(cfg.mask_in_chans, dim, spatial_dims=3)
         self.no_mask_embed = nn.Embedding(1, dim)
 
     def get_dense_pe(self) -> torch.Tensor:

@@ -31,11 +31,11 @@ from torch import nn
 
 from ._3d_sam_blocks import (
     MLP,
-    LayerNormChannels,
     RandomFourierPE,
     TwoWayTransformer,
     decode_masks,
     embed_sparse,
+    mask_downscaling,
 )
 
 
@@ -110,16 +110,8 @@ class SegVolPromptEncoder(nn.Module):
         self.pe_layer = RandomFourierPE(dim // 2, harmonics="sin_cos")
         self.point_embeddings = nn.ModuleList(nn.Embedding(1, dim) for _ in range(4))
         self.not_a_point_embed = nn.Embedding(1, dim)
-        quarter = cfg.mask_in_chans // 4
-        self.mask_downscaling = nn.Sequential(   # 2D as published; masks are never given
-            nn.Conv2d(1, quarter, kernel_size=2, stride=2),
-            LayerNormChannels(quarter, spatial_dims=2),
-            nn.GELU(),
-            nn.Conv2d(quarter, cfg.mask_in_chans, kernel_size=2, stride=2),
-            LayerNormChannels(cfg.mask_in_chans, spatial_dims=2),
-            nn.GELU(),
-            nn.Conv2d(cfg.mask_in_chans, dim, kernel_size=1),
-        )
+        # 2D as published (masks are never given; the weights exist in the checkpoint)
+        self.mask_downscaling = mask_downscaling(cfg.mask_in_chans, dim, spatial_dims=2)
         self.no_mask_embed = nn.Embedding(1, dim)
 
     def get_dense_pe(self) -> torch.Tensor:

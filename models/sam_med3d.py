@@ -46,16 +46,17 @@ from intrabench.volume import Volume
 from ._3d_common import (
     EncodingCache,
     availability_of,
+    build_network,
     check_weights_mode,
     crop_with_padding,
+    device_and_precision,
     map_to_grid,
     paste_back,
     resampled_shape,
     resize,
     resolve_checkpoint,
-    seeded_init,
 )
-from ._precision import check_precision, forward_context, resolve_precision
+from ._precision import forward_context
 
 TARGET_SPACING_MM = 1.5
 
@@ -84,23 +85,16 @@ class _SamMed3DBase(Model):
         name; ``weights="random"`` (+ ``tiny=True``): no checkpoint, tests and timing only;
         ``precision``: 'auto' (bf16 autocast on CUDA, else float32), 'fp32', 'bf16', 'fp16'
         (not on the CPU), applied to the encoder and decoder forward passes."""
-        from intrabench.device import select_device
-
         from ._sammed3d_arch import FULL, TINY, SamMed3DNet
 
         check_weights_mode(weights, tiny)
-        check_precision(precision)
-        self.device = select_device(device)
-        self.precision = resolve_precision(precision, self.device)
+        self.device, self.precision = device_and_precision(device, precision)
         self.config = TINY if tiny else FULL
         path = None
         if weights == "checkpoint":
             path = resolve_checkpoint(self.checkpoint_key, checkpoint, checkpoint_dir)
-        with seeded_init(seed):
-            net = SamMed3DNet(self.config)
-        if path is not None:
-            load_sammed3d_weights(net, path)
-        self.net = net.to(self.device).eval()
+        self.net = build_network(lambda: SamMed3DNet(self.config), load_sammed3d_weights, path,
+                                 seed, self.device)
         self.crop_size = self.config.image_size
         self.encoder_calls = 0
         self._cache = EncodingCache()

@@ -43,13 +43,14 @@ from intrabench.volume import Volume
 from ._3d_common import (
     EncodingCache,
     availability_of,
+    build_network,
     check_weights_mode,
+    device_and_precision,
     map_to_grid,
     resize,
     resolve_checkpoint,
-    seeded_init,
 )
-from ._precision import check_precision, forward_context, resolve_precision
+from ._precision import forward_context
 
 BACKGROUND_LOGIT = -20.0
 
@@ -115,25 +116,18 @@ class SegVol(Model):
         ``weights="random"`` (+ ``tiny=True``): no checkpoint, tests and timing only;
         ``precision``: 'auto' (bf16 autocast on CUDA, else float32), 'fp32', 'bf16', 'fp16'
         (not on the CPU), applied to the encoder and decoder forward passes."""
-        from intrabench.device import select_device
-
         from ._segvol_arch import FULL, TINY, SegVolNet
 
         check_weights_mode(weights, tiny)
-        check_precision(precision)
-        self.device = select_device(device)
-        self.precision = resolve_precision(precision, self.device)
+        self.device, self.precision = device_and_precision(device, precision)
         self.config = TINY if tiny else FULL
         self.window = tuple(self.config.spatial_size)
         self.overlap = float(overlap)
         path = None
         if weights == "checkpoint":
             path = resolve_checkpoint(self.checkpoint_key, checkpoint, checkpoint_dir)
-        with seeded_init(seed):
-            net = SegVolNet(self.config)
-        if path is not None:
-            load_segvol_weights(net, path)
-        self.net = net.to(self.device).eval()
+        self.net = build_network(lambda: SegVolNet(self.config), load_segvol_weights, path,
+                                 seed, self.device)
         self.encoder_calls = 0
         self._cache = EncodingCache()
         self._image: Volume | None = None

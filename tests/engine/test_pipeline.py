@@ -117,7 +117,7 @@ def test_metrics_on_a_cropped_episode_equal_full_volume_metrics(truth, first, se
     results = [StepResult(step=i, prompt=Prompt(), prediction=predictions[min(i, 1)], metrics={},
                           effort=0, cumulative_effort=0, model_seconds=0.0,
                           prompter_seconds=0.0, wall_seconds=0.0) for i in range(3)]
-    cropped = crop_episode(case, case.targets[0], results)
+    cropped = crop_episode(case.target_mask(case.targets[0]), case.targets[0], results)
     assert cropped.results[1].prediction is cropped.results[2].prediction  # repeats stay shared
     for full, small in zip(results, cropped.results):
         expected = step_metrics(full.prediction.mask, truth, case.image.spacing)
