@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from intrabench.metrics import bounding_box
 from intrabench.protocols import Model
 from intrabench.volume import Volume
 
@@ -27,6 +28,16 @@ def normalise(image: np.ndarray, window: tuple[float, float]) -> np.ndarray:
 def expand(lo: int, hi: int, margin: int, size: int) -> tuple[int, int]:
     """Inclusive [lo, hi] grown by ``margin`` and clipped to [0, size - 1]."""
     return max(0, lo - margin), min(size - 1, hi + margin)
+
+
+def mask_corners(mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Inclusive (z, y, x) low and high corners of a boolean mask, None if it is empty or None.
+
+    Uses the engine's margin-scanning bounding box (no list of every foreground voxel)."""
+    box = bounding_box(mask) if mask is not None else None
+    if box is None:
+        return None
+    return np.array([s.start for s in box]), np.array([s.stop - 1 for s in box])
 
 
 class VolumeBaseline(Model):

@@ -17,7 +17,7 @@ from scipy import ndimage
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
-from ._classical import VolumeBaseline, expand, solve_random_walker
+from ._classical import VolumeBaseline, expand, mask_corners, solve_random_walker
 
 _FOREGROUND, _BACKGROUND = 1, 2
 
@@ -49,10 +49,10 @@ class RandomWalker3D(VolumeBaseline):
         if len(points):
             lows.append(points.min(0))
             highs.append(points.max(0))
-        if previous is not None and previous.any():
-            nonzero = np.argwhere(previous)
-            lows.append(nonzero.min(0))
-            highs.append(nonzero.max(0))
+        corners = mask_corners(previous)
+        if corners is not None:
+            lows.append(corners[0])
+            highs.append(corners[1])
         low, high = np.min(lows, axis=0), np.max(highs, axis=0)
         context = [int(np.ceil(self.context_mm / s)) for s in self._image.spacing]
         if prompt.box3d is not None and not len(points) and previous is None:

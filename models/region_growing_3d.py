@@ -22,7 +22,7 @@ from scipy import ndimage
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
-from ._classical import VolumeBaseline, expand
+from ._classical import VolumeBaseline, expand, mask_corners
 
 
 @models.register
@@ -50,10 +50,10 @@ class RegionGrowing3D(VolumeBaseline):
                 expand(lo, hi, self.box_margin_voxels, shape[a]) for a, (lo, hi) in
                 enumerate(((b.z_min, b.z_max), (b.y_min, b.y_max), (b.x_min, b.x_max)))))
         lows, highs = [points.min(0)], [points.max(0)]
-        if previous is not None and previous.any():
-            nonzero = np.argwhere(previous)
-            lows.append(nonzero.min(0))
-            highs.append(nonzero.max(0))
+        corners = mask_corners(previous)
+        if corners is not None:
+            lows.append(corners[0])
+            highs.append(corners[1])
         low, high = np.min(lows, axis=0), np.max(highs, axis=0)
         margins = [int(np.ceil(self.context_mm / s)) for s in self._image.spacing]
         return tuple(slice(lo, hi + 1) for lo, hi in
