@@ -86,6 +86,17 @@ def dicom_header(path: str | Path) -> Any:
         raise DataError(f"{Path(path).name}: not a readable DICOM file ({error})") from None
 
 
+def _read_dicom_object(path: str | Path, modality: str, what: str) -> Any:
+    """The full pydicom dataset at ``path``; DataError unless it reads and has ``modality``."""
+    try:
+        ds = _pydicom().dcmread(str(path))
+    except Exception as error:  # noqa: BLE001
+        raise DataError(f"{Path(path).name}: not a readable {what} ({error})") from None
+    if getattr(ds, "Modality", "") != modality:
+        raise DataError(f"{Path(path).name}: modality {getattr(ds, 'Modality', '?')}, not {modality}")
+    return ds
+
+
 # -- DICOM-SEG ------------------------------------------------------------------------------
 def _direction_matrix(image: sitk.Image) -> np.ndarray:
     return np.asarray(image.GetDirection(), dtype=float).reshape(3, 3)
@@ -98,13 +109,7 @@ def read_seg(path: str | Path, reference: sitk.Image) -> dict[int, tuple[str, np
     (threshold at half the maximum fractional value) segmentations are supported; frames may
     cover any subset of slices and segments.
     """
-    pydicom = _pydicom()
-    try:
-        ds = pydicom.dcmread(str(path))
-    except Exception as error:  # noqa: BLE001
-        raise DataError(f"{Path(path).name}: not a readable DICOM-SEG ({error})") from None
-    if getattr(ds, "Modality", "") != "SEG":
-        raise DataError(f"{Path(path).name}: modality {getattr(ds, 'Modality', '?')}, not SEG")
+    ds = _read_dicom_object(path, "SEG", "DICOM-SEG")
     try:
         pixels = np.asarray(ds.pixel_array)
     except Exception as error:  # noqa: BLE001
@@ -199,13 +204,7 @@ def read_rtstruct(path: str | Path, reference: sitk.Image) -> dict[str, np.ndarr
     """
     from skimage.draw import polygon
 
-    pydicom = _pydicom()
-    try:
-        ds = pydicom.dcmread(str(path))
-    except Exception as error:  # noqa: BLE001
-        raise DataError(f"{Path(path).name}: not a readable RTSTRUCT ({error})") from None
-    if getattr(ds, "Modality", "") != "RTSTRUCT":
-        raise DataError(f"{Path(path).name}: modality {getattr(ds, 'Modality', '?')}, not RTSTRUCT")
+    ds = _read_dicom_object(path, "RTSTRUCT", "RTSTRUCT")
     names = {int(r.ROINumber): str(r.ROIName) for r in ds.StructureSetROISequence}
     size = reference.GetSize()
     matrix = _direction_matrix(reference) @ np.diag(reference.GetSpacing())
