@@ -3,19 +3,27 @@
 An episode is a pure function of its inputs and seed: the prompter and refiner draw from
 generators derived from (seed, dataset, case, target, prompter/refiner, step), so episodes can
 run in any order, on any worker, and give the same rows.
+
+The episode's logic is written once, as a *program* (:func:`episode_program`): a generator that
+yields what it needs next, a :class:`UserCall` (the simulated clinician's next prompt) or a
+:class:`ModelCall` (a forward pass), and is sent back an :class:`Answer`. Who answers, and when,
+is up to the driver: :func:`run_episode` answers every call at once in this process; the
+runner's :class:`~intrabench.scheduling.EpisodeScheduler` answers model calls in the model loop
+and user calls in a worker process, switching to another episode while one waits.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from intrabench.metrics import step_metrics
-from intrabench.protocols import Model, PromptContext, Prompter, RefineContext, Refiner
-from intrabench.seeding import derive_rng
+from intrabench.protocols import Model, Prompter, Refiner
+from intrabench.simulated_user import SimulatedUser
 from intrabench.types import Case, Prediction, Prompt, Target
 
 
@@ -35,6 +43,149 @@ class StepResult:
     converged: bool = False
 
 
+@dataclass(frozen=True)
+class UserCall:
+    """The episode needs the simulated user's prompt for ``step`` (0: the initial prompt, k: the
+    k-th correction of ``prediction``, the boolean (z, y, x) mask of the previous step)."""
+
+    step: int
+    prediction: np.ndarray | None = None
+    history: tuple[Prompt, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """The episode needs a forward pass: ``model.predict(prompt, previous, update_slices)``."""
+
+    step: int
+    prompt: Prompt
+    previous: Prediction | None = None
+    update_slices: list[int] | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The reply to a call: a :class:`Prompt` (``None``: nothing left to correct) or a
+    :class:`Prediction`; ``seconds`` spent producing it, ``model_seconds`` of which inside the
+    model (propagation prompters call the model too)."""
+
+    value: Any
+    seconds: float
+    model_seconds: float = 0.0
+
+
+Call = UserCall | ModelCall
+EpisodeProgram = Generator[Call, Answer, list[StepResult]]
+
+
+@dataclass
+class _StepClock:
+    """Time spent on one step: the answers' seconds plus the program's own bookkeeping."""
+
+    resumed: float = field(default_factory=time.perf_counter)
+    spent: float = 0.0
+
+    def pause(self) -> None:
+        self.spent += time.perf_counter() - self.resumed
+
+    def resume(self, answer: Answer) -> Answer:
+        self.resumed = time.perf_counter()
+        self.spent += answer.seconds
+        return answer
+
+
+def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True) -> EpisodeProgram:
+    """The steps of one episode; returns ``1 + steps`` results when ``refine``, else one.
+
+    A perfect prediction stops the interaction (the user answers ``None``); the remaining steps
+    repeat it with zero added effort and ``converged=True``. Metrics are left empty (see
+    :func:`evaluate_steps`). ``wall_seconds`` of a step is the time spent on it: its calls
+    plus bookkeeping, not the time other episodes ran in between.
+    """
+    clock = _StepClock()
+    clock.pause()
+    asked = yield UserCall(step=0)
+    answer = clock.resume(asked)
+    prompt: Prompt = answer.value
+    prompter_seconds = answer.seconds - _finite(answer.model_seconds)
+    model_in_prompter = answer.model_seconds
+    clock.pause()
+    predicted = clock.resume((yield ModelCall(step=0, prompt=prompt)))
+    prediction: Prediction = predicted.value
+    results = [StepResult(
+        step=0, prompt=prompt, prediction=prediction, metrics={}, effort=prompt.effort,
+        cumulative_effort=prompt.effort,
+        model_seconds=_finite(model_in_prompter) + predicted.model_seconds,
+        prompter_seconds=prompter_seconds, wall_seconds=0.0)]
+    clock.pause()
+    results[-1].wall_seconds = clock.spent
+    if not refine:
+        return results
+
+    accumulated = prompt
+    history = [prompt]
+    converged = False
+    for step in range(1, steps + 1):
+        clock = _StepClock()
+        new: Prompt | None = None
+        prompter_seconds = 0.0
+        if not converged:
+            clock.pause()
+            answer = clock.resume((yield UserCall(step=step, prediction=prediction.mask,
+                                                  history=tuple(history))))
+            new, prompter_seconds = answer.value, answer.seconds
+        if new is None or new.is_empty:
+            converged = True
+            results.append(_repeat(results[-1], step, prompter_seconds))
+            clock.pause()
+            results[-1].wall_seconds = clock.spent
+            continue
+        history.append(new)
+        accumulated = accumulated.merged_with(new) if keep_previous_prompts else new
+        clock.pause()
+        predicted = clock.resume((yield ModelCall(
+            step=step, prompt=accumulated if keep_previous_prompts else new,
+            previous=prediction, update_slices=new.slices())))
+        prediction = predicted.value
+        results.append(StepResult(
+            step=step, prompt=new, prediction=prediction, metrics={}, effort=new.effort,
+            cumulative_effort=results[-1].cumulative_effort + new.effort,
+            model_seconds=predicted.model_seconds, prompter_seconds=prompter_seconds,
+            wall_seconds=0.0))
+        clock.pause()
+        results[-1].wall_seconds = clock.spent
+    return results
+
+
+def call_model(model: Model, call: ModelCall) -> Answer:
+    """Answer ``call`` with ``model`` (its case already set); the mask comes back read-only."""
+    started = time.perf_counter()
+    model.reset_timer()
+    if call.step == 0:
+        prediction = model.predict(call.prompt)
+    else:
+        prediction = model.predict(call.prompt, previous=call.previous,
+                                   update_slices=call.update_slices)
+    return Answer(_frozen(prediction), time.perf_counter() - started, model.model_seconds())
+
+
+def ask_user(user: SimulatedUser, ground_truth: np.ndarray, call: UserCall,
+             model: Model | None = None) -> Answer:
+    """Answer ``call`` in this process; ``model`` serves propagation prompters."""
+    if call.step == 0:
+        segment_slice = (getattr(model, "segment_slice", None)
+                         if model is not None and model.dimension == 2 else None)
+        if model is not None:
+            model.reset_timer()
+        started = time.perf_counter()
+        prompt = user.initial(ground_truth, segment_slice)
+        seconds = time.perf_counter() - started
+        return Answer(prompt, seconds, model.model_seconds() if model is not None else 0.0)
+    started = time.perf_counter()
+    prompt = user.refine(ground_truth, call.prediction, call.step, list(call.history))
+    return Answer(prompt, time.perf_counter() - started)
+
+
 def run_episode(
     case: Case,
     target: Target,
@@ -49,98 +200,38 @@ def run_episode(
     metric_fn: Callable[..., dict[str, float]] | None = step_metrics,
     ground_truth: np.ndarray | None = None,
 ) -> list[StepResult]:
-    """Run one episode for ``target`` of ``case``; ``model.set_case`` must already be called.
+    """Run one episode for ``target`` of ``case`` here, call after call; ``model.set_case`` must
+    already be called.
 
-    Returns ``1 + steps`` results when a refiner is given (a perfect prediction stops the
-    interaction; the remaining steps repeat it with zero added effort and ``converged=True``),
-    otherwise one result. With ``metric_fn=None`` the metrics are left empty, to be filled
+    Returns ``1 + steps`` results when a refiner is given, otherwise one (see
+    :func:`episode_program`). With ``metric_fn=None`` the metrics are left empty, to be filled
     later by :func:`evaluate_steps` (the runner does that in a worker process).
     ``ground_truth``: ``case.target_mask(target)`` when the caller already has it.
     """
     if ground_truth is None:
         ground_truth = case.target_mask(target)
-    spacing = case.image.spacing
-    segment_slice = getattr(model, "segment_slice", None) if model.dimension == 2 else None
-    identity = (case.dataset, case.case_id, target.target_id)
-
-    results: list[StepResult] = []
-    wall = time.perf_counter()
-    model.reset_timer()
-    started = time.perf_counter()
-    context = PromptContext(
-        ground_truth=ground_truth,
-        spacing=spacing,
-        rng=derive_rng(seed, *identity, prompter_key, "initial"),
-        segment_slice=segment_slice,
-    )
-    prompt = prompter.initial(context)
-    prompt_seconds_total = time.perf_counter() - started
-    model_in_prompter = model.model_seconds()
-    prediction = _frozen(model.predict(prompt))
-    effort = prompt.effort
-    results.append(
-        StepResult(
-            step=0,
-            prompt=prompt,
-            prediction=prediction,
-            metrics=metric_fn(prediction.mask, ground_truth, spacing) if metric_fn else {},
-            effort=effort,
-            cumulative_effort=effort,
-            model_seconds=model.model_seconds(),
-            prompter_seconds=prompt_seconds_total - _finite(model_in_prompter),
-            wall_seconds=time.perf_counter() - wall,
-        )
-    )
-    if refiner is None:
-        return results
-
-    accumulated = prompt
-    history = [prompt]
-    converged = bool(np.array_equal(prediction.mask, ground_truth))
-    for step in range(1, steps + 1):
-        wall = time.perf_counter()
-        model.reset_timer()
-        new: Prompt | None = None
-        refiner_seconds = 0.0
-        if not converged:
-            started = time.perf_counter()
-            new = refiner.refine(
-                RefineContext(
-                    ground_truth=ground_truth,
-                    prediction=prediction.mask,
-                    spacing=spacing,
-                    rng=derive_rng(seed, *identity, prompter_key, refiner_key, step),
-                    step=step,
-                    model_dimension=model.dimension,
-                    history=history,
-                )
-            )
-            refiner_seconds = time.perf_counter() - started
-        if new is None or new.is_empty:
-            converged = True
-            results.append(_repeat(results[-1], step, wall))
-            continue
-        history.append(new)
-        accumulated = accumulated.merged_with(new) if keep_previous_prompts else new
-        step_prompt = accumulated if keep_previous_prompts else new
-        prediction = _frozen(model.predict(step_prompt, previous=prediction,
-                                           update_slices=new.slices()))
-        effort = new.effort
-        results.append(
-            StepResult(
-                step=step,
-                prompt=new,
-                prediction=prediction,
-                metrics=metric_fn(prediction.mask, ground_truth, spacing) if metric_fn else {},
-                effort=effort,
-                cumulative_effort=results[-1].cumulative_effort + effort,
-                model_seconds=model.model_seconds(),
-                prompter_seconds=refiner_seconds,
-                wall_seconds=time.perf_counter() - wall,
-            )
-        )
-        converged = bool(np.array_equal(prediction.mask, ground_truth))
+    user = SimulatedUser(
+        prompter=prompter, prompter_key=prompter_key, refiner=refiner, refiner_key=refiner_key,
+        seed=seed, identity=(case.dataset, case.case_id, target.target_id),
+        spacing=case.image.spacing, model_dimension=model.dimension)
+    program = episode_program(steps if refiner is not None else 0, refiner is not None,
+                              keep_previous_prompts)
+    results = drive(program, lambda call: (
+        call_model(model, call) if isinstance(call, ModelCall)
+        else ask_user(user, ground_truth, call, model)))
+    if metric_fn is not None:
+        evaluate_steps(results, ground_truth, case.image.spacing, metric_fn)
     return results
+
+
+def drive(program: EpisodeProgram, answer: Callable[[Call], Answer]) -> list[StepResult]:
+    """Run ``program`` to its end, answering each call with ``answer``."""
+    call = next(program)
+    while True:
+        try:
+            call = program.send(answer(call))
+        except StopIteration as finished:
+            return finished.value
 
 
 def evaluate_steps(
@@ -175,7 +266,7 @@ def _finite(value: float) -> float:
     return 0.0 if value != value else value  # NaN -> 0
 
 
-def _repeat(last: StepResult, step: int, wall: float) -> StepResult:
+def _repeat(last: StepResult, step: int, prompter_seconds: float) -> StepResult:
     return StepResult(
         step=step,
         prompt=Prompt(),
@@ -184,7 +275,7 @@ def _repeat(last: StepResult, step: int, wall: float) -> StepResult:
         effort=0,
         cumulative_effort=last.cumulative_effort,
         model_seconds=0.0,
-        prompter_seconds=0.0,
-        wall_seconds=time.perf_counter() - wall,
+        prompter_seconds=prompter_seconds,
+        wall_seconds=0.0,
         converged=True,
     )

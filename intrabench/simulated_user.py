@@ -1,0 +1,61 @@
+"""The simulated clinician of one episode: its initial prompt and its corrections.
+
+:class:`SimulatedUser` bundles a target's prompter and refiner with everything that fixes
+their random draws (run seed, dataset, case, target, component keys, step), so the same user
+gives the same prompts whether it runs in the model loop or in a worker process (see
+:mod:`intrabench.user_worker`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from intrabench.protocols import PromptContext, Prompter, RefineContext, Refiner
+from intrabench.seeding import derive_rng
+from intrabench.types import Prompt, SlicePrompt
+
+
+@dataclass(eq=False)
+class SimulatedUser:
+    """Prompts one target. Masks are boolean (z, y, x) arrays of the whole canonical volume;
+    ``spacing`` is in mm, (z, y, x); ``identity`` is (dataset, case, target)."""
+
+    prompter: Prompter
+    prompter_key: str
+    refiner: Refiner | None
+    refiner_key: str
+    seed: int
+    identity: tuple[str, str, str]
+    spacing: tuple[float, float, float]
+    model_dimension: int
+
+    def initial(self, ground_truth: np.ndarray,
+                segment_slice: Callable[[SlicePrompt], np.ndarray] | None = None) -> Prompt:
+        """The first prompt; ``segment_slice`` lets propagation prompters query a 2D model."""
+        return self.prompter.initial(PromptContext(
+            ground_truth=ground_truth,
+            spacing=self.spacing,
+            rng=derive_rng(self.seed, *self.identity, self.prompter_key, "initial"),
+            segment_slice=segment_slice,
+        ))
+
+    def refine(self, ground_truth: np.ndarray, prediction: np.ndarray, step: int,
+               history: list[Prompt]) -> Prompt | None:
+        """The corrections of ``step`` (>= 1), or None when the prediction is already perfect or
+        the refiner finds nothing to correct."""
+        if self.refiner is None:
+            raise ValueError("this simulated user has no refiner")
+        if np.array_equal(prediction, ground_truth):
+            return None
+        return self.refiner.refine(RefineContext(
+            ground_truth=ground_truth,
+            prediction=prediction,
+            spacing=self.spacing,
+            rng=derive_rng(self.seed, *self.identity, self.prompter_key, self.refiner_key, step),
+            step=step,
+            model_dimension=self.model_dimension,
+            history=history,
+        ))
