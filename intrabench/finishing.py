@@ -55,6 +55,8 @@ class UnitJob:
     nsd_tolerance_mm: float
     save_predictions: bool
     episodes: list[CroppedEpisode]
+    #: keep the rows in the finishing process for its consolidation (see ResultsStore.write_unit)
+    keep_rows: bool = False
 
 
 def crop_episode(ground_truth: np.ndarray, target: Target,
@@ -161,5 +163,5 @@ def finish_unit(job: UnitJob) -> int:
         rows.extend(episode_rows)
         if job.save_predictions:
             _save_prediction(job, episode)
-    ResultsStore(job.run_dir).write_unit(job.unit.key, rows)
+    ResultsStore(job.run_dir).write_unit(job.unit.key, rows, keep=job.keep_rows)
     return len(rows)

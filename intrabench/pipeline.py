@@ -56,14 +56,21 @@ class Lane:
         self._slots = threading.BoundedSemaphore(max_pending)
         self._executor: Executor | None = None
         self._futures: list[Future] = []
+        self._started: Future | None = None
 
     def start(self) -> None:
         """Start the worker now (a subprocess takes about a second to import its modules),
         so that it is ready when the first job comes."""
-        if self.mode != "inline":
-            executor = self._start()
-            if isinstance(executor, SubprocessExecutor):
-                executor.start()
+        if self.mode != "inline" and self._started is None:
+            # jobs run in order, after the preloaded imports: this one is done once they are
+            self._started = self._start().submit(int)
+
+    def ready(self) -> bool:
+        """Whether a job submitted now would start without waiting for the worker's start-up
+        (always true inline; false before :meth:`start`)."""
+        if self.mode == "inline":
+            return True
+        return self._started is not None and self._started.done()
 
     def _start(self) -> Executor:
         if self._executor is None:
@@ -116,6 +123,7 @@ class Lane:
             self._executor.shutdown(wait=False)
             self._executor = None
         self._futures.clear()
+        self._started = None
 
     def _raise_failures(self) -> None:
         for future in self._futures:

@@ -134,16 +134,24 @@ class ResultsStore:
     def is_done(self, unit_key: str) -> bool:
         return self.unit_path(unit_key).exists()
 
-    def write_unit(self, unit_key: str, rows: list[dict[str, Any]]) -> None:
-        """Write one unit's rows atomically (pyarrow directly: 4x faster than pandas here)."""
+    def write_unit(self, unit_key: str, rows: list[dict[str, Any]], keep: bool = False) -> None:
+        """Write one unit's rows atomically (pyarrow directly: 4x faster than pandas here).
+
+        ``keep``: also keep the rows in this process, where a later :meth:`consolidate` takes
+        them instead of reading the file back (the runner's results worker does this).
+        """
         import io
 
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        table = pa.Table.from_pylist(rows)
         buffer = io.BytesIO()
-        pq.write_table(pa.Table.from_pylist(rows), buffer)
-        atomic_write_bytes(self.unit_path(unit_key), buffer.getvalue())
+        pq.write_table(table, buffer)
+        path = self.unit_path(unit_key)
+        atomic_write_bytes(path, buffer.getvalue())
+        if keep:
+            _KEPT[path] = pq.read_table(io.BytesIO(buffer.getvalue()))  # exactly as on disk
 
     def read_units(self, unit_keys: list[str] | None = None) -> pd.DataFrame:
         paths = (
@@ -152,11 +160,11 @@ class ResultsStore:
             else sorted(self.units_dir.glob("*.parquet"))
         )
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         # one Arrow concatenation and one conversion (not a DataFrame per unit): units of
         # different prompters have different prompt columns, filled with nulls
-        tables = [pq.read_table(p) for p in paths if p.exists()]
+        tables = [table for table in (_KEPT.pop(p, None) or _read_if_present(p) for p in paths)
+                  if table is not None]
         if not tables:
             return pd.DataFrame(columns=KEY_COLUMNS)
         frame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
@@ -167,6 +175,22 @@ class ResultsStore:
         write_frame(self.run_dir / "results.parquet", frame, metadata=run_metadata(self.run_dir))
         write_frame(self.run_dir / "results.csv", frame)
         return frame
+
+
+#: unit rows written by this process with ``keep=True``, by unit file, until consolidated
+_KEPT: dict[Path, Any] = {}
+
+
+def _read_if_present(path: Path) -> Any:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path) if path.exists() else None
+
+
+def consolidate_run(run_dir: Path, unit_keys: list[str]) -> int:
+    """Write ``results.parquet`` and ``results.csv`` of ``run_dir`` from the units' rows (a job
+    for the runner's results worker, which holds the rows it wrote); returns the row count."""
+    return len(ResultsStore(run_dir).consolidate(unit_keys))
 
 
 def load_results(run_dir: str | Path) -> pd.DataFrame:

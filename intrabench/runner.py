@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -22,12 +22,19 @@ import yaml
 from intrabench import registry
 from intrabench.case_reader import load_case
 from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
-from intrabench.episode import run_episode
 from intrabench.errors import DataError, UserError
-from intrabench.finishing import UnitJob, crop_episode, finish_unit
+from intrabench.finishing import CroppedEpisode, UnitJob, crop_episode, finish_unit
 from intrabench.pipeline import Lane, LaneMode
 from intrabench.protocols import Dataset, Model, incompatibility
-from intrabench.results import ResultsStore, ensure_writable, write_frame, write_run_metadata
+from intrabench.results import (
+    ResultsStore,
+    consolidate_run,
+    ensure_writable,
+    write_frame,
+    write_run_metadata,
+)
+from intrabench.scheduling import EpisodeScheduler, EpisodeTask
+from intrabench.simulated_user import SimulatedUser
 from intrabench.types import Case
 
 log = logging.getLogger(__name__)
@@ -129,15 +136,17 @@ class Runner:
     """Executes a plan in this process, one unit group at a time.
 
     The model loop runs in the calling thread; metrics, result rows, prediction files and unit
-    files are produced in a background :class:`~intrabench.pipeline.Lane` (``background=False``
-    does them inline: same files, no overlap), and the next group's case is read ahead while
-    the current one runs. A unit counts as done only once its file is written, so an
+    files are produced in a background :class:`~intrabench.pipeline.Lane`, the simulated users
+    of ``episodes_in_flight`` interleaved episodes answer from a second one (see
+    :mod:`intrabench.scheduling`), and the next group's case is read ahead in a third while the
+    current one runs. ``background="inline"`` does all of it in the model loop, one episode at a
+    time: same files, no overlap. A unit counts as done only once its file is written, so an
     interrupted run resumes exactly where its files stop.
     """
 
     def __init__(self, config: RunConfig, run_dir: Path,
                  progress: Callable[[Iterable, int], Iterable] | None = None,
-                 background: LaneMode = "process") -> None:
+                 background: LaneMode = "process", episodes_in_flight: int | None = None) -> None:
         self.config = config
         self.run_dir = Path(run_dir)
         self.store = ResultsStore(self.run_dir)
@@ -153,7 +162,16 @@ class Runner:
         self._reader = Lane(background, max_pending=1, name="intrabench-reader",
                             preload=("intrabench.case_reader",), raise_failures=False)
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
+        # prompting is light but sequential within an episode: a few episodes in flight keep
+        # the model busy while the worker computes the others' next prompts
+        self.episodes_in_flight = episodes_in_flight or (4 if background == "process" else 1)
         config.import_modules()
+        user_modules = {registry.prompters.get(spec.name).__module__ for spec in config.prompters}
+        user_modules |= {registry.refiners.get(spec.name).__module__ for spec in config.refiners}
+        self._users = Lane(background, max_pending=2 * self.episodes_in_flight + 2,
+                           name="intrabench-users",
+                           preload=("intrabench.user_worker", *sorted(user_modules)),
+                           raise_failures=False)
         self.datasets: dict[str, Dataset] = {
             spec.key: registry.datasets.create(spec.name, spec.params) for spec in config.datasets
         }
@@ -219,29 +237,45 @@ class Runner:
             self._unusable_models[first.model.key] = str(error)
             return [f"model '{first.model.key}' skipped: {error}"]
         model.set_case(case.image)
-        for unit in units:
-            if self.store.is_done(unit.key):
-                continue
-            prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)
-            refiner = (registry.refiners.create(unit.refiner.name, unit.refiner.params)
-                       if unit.refiner else None)
-            episodes = []
-            for target in case.targets:
-                ground_truth = case.target_mask(target)  # one full-volume pass, used twice
-                results = run_episode(
-                    case, target, model, prompter, unit.prompter.key,
-                    refiner=refiner, refiner_key=unit.refiner_key,
-                    steps=unit.steps if refiner else 0,
-                    keep_previous_prompts=unit.keep_previous_prompts, seed=unit.seed,
-                    metric_fn=None,  # evaluated by finish_unit, beside the model loop
-                    ground_truth=ground_truth,
-                )
-                episodes.append(crop_episode(ground_truth, target, results))
-            self._lane.submit(finish_unit, UnitJob(
-                run_name=self.config.name, run_dir=self.run_dir, unit=unit,
-                case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
-                geometry=case.image.geometry, nsd_tolerance_mm=self.config.nsd_tolerance_mm,
-                save_predictions=self.config.save_predictions, episodes=episodes))
+        scheduler = EpisodeScheduler(model, self._users, self.episodes_in_flight,
+                                     self.config.imports)
+        collected: dict[str, list[CroppedEpisode | None]] = {}
+
+        def episode_done(task: EpisodeTask, results: list) -> None:
+            unit, index, target = task.tag
+            episodes = collected[unit.key]
+            episodes[index] = crop_episode(task.ground_truth, target, results)
+            if all(e is not None for e in episodes):
+                del collected[unit.key]
+                self._lane.submit(finish_unit, UnitJob(
+                    run_name=self.config.name, run_dir=self.run_dir, unit=unit,
+                    case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
+                    geometry=case.image.geometry, nsd_tolerance_mm=self.config.nsd_tolerance_mm,
+                    save_predictions=self.config.save_predictions, episodes=episodes,
+                    keep_rows=self._lane.mode == "process"))
+
+        def tasks() -> Iterator[EpisodeTask]:  # lazily: a ground truth per episode in flight
+            for unit in units:
+                if self.store.is_done(unit.key):
+                    continue
+                collected[unit.key] = [None] * len(case.targets)
+                prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)
+                refiner = (registry.refiners.create(unit.refiner.name, unit.refiner.params)
+                           if unit.refiner else None)
+                for index, target in enumerate(case.targets):
+                    user = SimulatedUser(
+                        prompter=prompter, prompter_key=unit.prompter.key, refiner=refiner,
+                        refiner_key=unit.refiner_key, seed=unit.seed,
+                        identity=(case.dataset, case.case_id, target.target_id),
+                        spacing=case.image.spacing, model_dimension=model.dimension)
+                    yield EpisodeTask(
+                        key=f"{unit.key}/{index}", user=user,
+                        ground_truth=case.target_mask(target),  # one full-volume pass, used twice
+                        steps=unit.steps if refiner else 0, refine=refiner is not None,
+                        keep_previous_prompts=unit.keep_previous_prompts,
+                        tag=(unit, index, target))
+
+        scheduler.run(tasks(), episode_done)
         if wait:
             self.wait()
         return []
@@ -274,6 +308,7 @@ class Runner:
         """Write what the background lane holds (finished episodes) and stop its threads."""
         self._lane.close()
         self._reader.close()
+        self._users.close()
 
     def run(self) -> tuple[Plan, list[str]]:
         plan, groups = self.prepare()  # first: a bad run directory fails before any worker starts
@@ -285,6 +320,8 @@ class Runner:
             if groups:  # the workers import their modules while the first group runs
                 self._lane.start()
                 self._reader.start()
+                if self.episodes_in_flight > 1:
+                    self._users.start()
             for index, group in enumerate(groups):
                 if index + 1 < len(groups):
                     self.read_ahead(groups[index + 1][0])
@@ -293,11 +330,14 @@ class Runner:
                 problems.extend(self.execute_group(group, wait=False))
                 if bar is not None:
                     bar.update(len(group))
+            if groups:  # the results worker holds the rows it wrote: it consolidates them
+                self._lane.submit(consolidate_run, self.run_dir, [u.key for u in plan.units])
             self.wait()
         finally:
             self.close()  # also on Ctrl-C: finished episodes still reach their unit files
         if bar is not None:
             bar.close()
         log.info("executed %d units in %.1f s", len(pending), time.perf_counter() - started)
-        self.finish(plan)
+        if not groups:
+            self.finish(plan)
         return plan, problems

@@ -40,8 +40,7 @@ _INLINE_LIMIT = 16 * 1024
 
 def _send(stream: BinaryIO, message: Any) -> None:
     payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(payload)))
-    stream.write(payload)
+    stream.write(_HEADER.pack(len(payload)) + payload)  # one write: one system call
     stream.flush()
 
 
@@ -230,7 +229,10 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for module in sys.argv[1:]:  # the jobs' modules, imported while the parent gets ready
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except Exception as error:  # noqa: BLE001 - a job that needs it will fail and say why
+            print(f"intrabench worker: cannot preload {module}: {error}", file=sys.stderr)
     # answers use the real stdout; anything the jobs print goes to stderr instead
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

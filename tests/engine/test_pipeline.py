@@ -267,3 +267,21 @@ def test_a_killed_results_worker_stops_the_run_cleanly_and_the_rerun_completes(t
     pd.testing.assert_frame_equal(
         _without_timing(pd.read_parquet(tmp_path / "run" / "results.parquet")),
         _without_timing(pd.read_parquet(fresh / "results.parquet")))
+
+
+def test_consolidating_rows_kept_in_memory_equals_reading_the_unit_files(tmp_path):
+    from intrabench.results import ResultsStore, consolidate_run
+
+    store = ResultsStore(tmp_path)
+    rows_a = [{"run": "r", "dataset": "d", "case": "c", "target": "t", "model": "m",
+               "prompter": "p", "refiner": "none", "seed": 0, "step": 0, "dice": 0.5,
+               "prompt_n_points": 3, "note": None}]
+    rows_b = [{**rows_a[0], "prompter": "q", "step": s, "dice": 0.25 * s, "prompt_n_boxes": s}
+              for s in range(3)]
+    store.write_unit("a", rows_a, keep=True)   # kept, as the results worker does
+    store.write_unit("b", rows_b)              # on disk only, as from an earlier run
+    assert consolidate_run(tmp_path, ["a", "b"]) == 4
+    from_memory = pd.read_parquet(tmp_path / "results.parquet")
+    from_files = ResultsStore(tmp_path).consolidate(["a", "b"])  # nothing kept any more
+    pd.testing.assert_frame_equal(from_memory, from_files)
+    assert from_memory["prompt_n_points"].tolist()[0] == 3

@@ -1,0 +1,171 @@
+"""Several episodes in flight, so the model loop never waits for the simulated user.
+
+An episode alternates between the simulated user (prompt, correction) and the model (forward
+pass), and each needs the other's last answer. Run one episode at a time and the model idles
+while the user thinks. :class:`EpisodeScheduler` keeps up to ``in_flight`` episodes of one
+(case, model) going: their model calls run here, in the order they become ready, and their user
+calls run in a worker process (:mod:`intrabench.user_worker`), so while one episode's
+correction is computed the model predicts for another.
+
+Results do not depend on the interleaving: every episode is a pure function of its seed (see
+:mod:`intrabench.episode`), and models keep per-episode state only in the ``previous``
+prediction they are given (their caches are keyed by content, e.g. the crop or slice).
+Memory: each episode in flight holds its predictions until it ends.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from intrabench import user_worker
+from intrabench.episode import (
+    Answer,
+    EpisodeProgram,
+    ModelCall,
+    StepResult,
+    UserCall,
+    ask_user,
+    call_model,
+    episode_program,
+)
+from intrabench.pipeline import Lane
+from intrabench.protocols import Model
+from intrabench.simulated_user import SimulatedUser
+from intrabench.user_worker import Introduction, PackedMask, UserNotLoadable
+
+
+@dataclass(eq=False)
+class EpisodeTask:
+    """One episode to run. ``ground_truth``: boolean (z, y, x) mask of the target; ``tag`` is
+    handed back with the results."""
+
+    key: str
+    user: SimulatedUser
+    ground_truth: np.ndarray
+    steps: int
+    refine: bool
+    keep_previous_prompts: bool
+    tag: Any = None
+
+
+@dataclass(eq=False)
+class _Running:
+    task: EpisodeTask
+    program: EpisodeProgram
+    introduction: Introduction | None  # for the worker's first call; None: answered here
+    introduced: bool = False
+
+    @property
+    def remote(self) -> bool:
+        return self.introduction is not None
+
+
+class EpisodeScheduler:
+    """Runs episodes of the model's current case, up to ``in_flight`` at a time.
+
+    ``users``: the lane whose worker answers user calls (``None``, or ``in_flight=1``: all in
+    this process, one episode after the other, exactly like :func:`~intrabench.episode.
+    run_episode`). ``imports``: the run's plugin modules, for the worker. Initial prompts of
+    prompters that query the model (propagation) are always computed here.
+    """
+
+    def __init__(self, model: Model, users: Lane | None = None, in_flight: int = 1,
+                 imports: Iterable[str] = ()) -> None:
+        if in_flight < 1:
+            raise ValueError("in_flight must be >= 1")
+        self.model = model
+        self.users = users if (users is not None and users.mode != "inline"
+                               and in_flight > 1) else None
+        self.in_flight = in_flight if self.users is not None else 1
+        self.imports = list(imports)
+        #: user calls answered by the worker / in this process, over every :meth:`run`
+        self.answered_by_worker = 0
+        self.answered_here = 0
+
+    def run(self, tasks: Iterable[EpisodeTask],
+            done: Callable[[EpisodeTask, list[StepResult]], None]) -> None:
+        """Run every task; ``done(task, results)`` is called as each episode ends (in any
+        order; metrics left empty). Raises the first model or user failure."""
+        pending: Iterator[EpisodeTask] = iter(tasks)
+        running: list[_Running] = []
+        ready: deque[tuple[_Running, ModelCall]] = deque()
+        waiting: dict[Future, tuple[_Running, UserCall]] = {}
+
+        def advance(episode: _Running, answer: Answer | None) -> None:
+            while True:  # answers given here at once go straight back into the program
+                try:
+                    call = (next(episode.program) if answer is None
+                            else episode.program.send(answer))
+                except StopIteration as finished:
+                    running.remove(episode)
+                    done(episode.task, finished.value)
+                    return
+                if isinstance(call, ModelCall):
+                    ready.append((episode, call))
+                    return
+                if episode.remote and not (call.step == 0 and self._prompter_needs_model(episode)):
+                    waiting[self._ask_worker(episode, call)] = (episode, call)
+                    return
+                answer = self._answer_here(episode, call)
+
+        def start_more() -> None:
+            while len(running) < self.in_flight:
+                task = next(pending, None)
+                if task is None:
+                    return
+                episode = _Running(task, episode_program(task.steps, task.refine,
+                                                         task.keep_previous_prompts),
+                                   introduction=self._introduction(task))
+                running.append(episode)
+                advance(episode, None)
+
+        start_more()
+        while running:
+            if ready:
+                episode, call = ready.popleft()
+                advance(episode, call_model(self.model, call))
+            else:
+                finished, _ = wait(list(waiting), return_when=FIRST_COMPLETED)
+                for future in finished:
+                    episode, call = waiting.pop(future)
+                    try:
+                        answer = future.result()
+                        self.answered_by_worker += 1
+                    except UserNotLoadable:  # this episode's user is answered here from now on
+                        episode.introduction = None
+                        answer = self._answer_here(episode, call)
+                    advance(episode, answer)
+            start_more()
+
+    def _answer_here(self, episode: _Running, call: UserCall) -> Answer:
+        self.answered_here += 1
+        return ask_user(episode.task.user, episode.task.ground_truth, call, self.model)
+
+    def _prompter_needs_model(self, episode: _Running) -> bool:
+        return bool(getattr(episode.task.user.prompter, "needs_model", False))
+
+    def _introduction(self, task: EpisodeTask) -> Introduction | None:
+        """What the worker needs to answer ``task``'s user, or None if it is answered here:
+        no worker, one still starting (its imports take a second), or a user that cannot be
+        pickled (e.g. a prompter class defined inside a function)."""
+        if self.users is None or not self.users.ready():
+            return None
+        try:
+            user = pickle.dumps(task.user, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001
+            return None
+        return Introduction(tuple(self.imports), user, PackedMask.pack(task.ground_truth))
+
+    def _ask_worker(self, episode: _Running, call: UserCall) -> Future:
+        prediction = None if call.prediction is None else PackedMask.pack(call.prediction)
+        introduction = None if episode.introduced else episode.introduction
+        episode.introduced = True
+        return self.users.submit(user_worker.answer, episode.task.key, call.step, prediction,
+                                 call.history, introduction)

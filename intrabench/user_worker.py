@@ -1,0 +1,110 @@
+"""Simulated users in a worker process, so prompting overlaps the model loop.
+
+The runner's :class:`~intrabench.scheduling.EpisodeScheduler` keeps several episodes in flight:
+while one episode's next prompt is being computed here, the model loop predicts for another.
+Each job is an :func:`answer` to a :class:`~intrabench.episode.UserCall`; an episode's first
+one also carries its :class:`~intrabench.simulated_user.SimulatedUser` (pickled by the caller)
+and ground truth, which this worker keeps for the episode's later calls (the most recent
+``capacity`` episodes: far more than are ever in flight, each a cropped mask).
+
+Masks travel as :class:`PackedMask` (the bounding-box crop of a boolean (z, y, x) volume) and are
+rebuilt exactly here, so prompts are identical to those computed in the model loop.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pickle
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from intrabench.episode import Answer, UserCall, ask_user
+from intrabench.metrics import bounding_box
+from intrabench.simulated_user import SimulatedUser
+from intrabench.types import Prompt
+
+
+@dataclass(frozen=True)
+class PackedMask:
+    """A boolean (z, y, x) mask of ``shape`` as the crop ``values`` of its bounding ``box``
+    (``box=None``: empty)."""
+
+    shape: tuple[int, ...]
+    box: tuple[slice, ...] | None
+    values: np.ndarray | None
+
+    @classmethod
+    def pack(cls, mask: np.ndarray) -> PackedMask:
+        box = bounding_box(mask)
+        values = None if box is None else np.ascontiguousarray(mask[box])
+        return cls(tuple(mask.shape), box, values)
+
+    def unpack(self) -> np.ndarray:
+        mask = np.zeros(self.shape, dtype=bool)
+        if self.box is not None:
+            mask[self.box] = self.values
+        return mask
+
+
+class UserNotLoadable(RuntimeError):
+    """This process cannot rebuild the episode's simulated user (e.g. a prompter class defined
+    in a script's ``__main__``); the caller answers that episode itself."""
+
+
+@dataclass(eq=False)
+class _Episode:
+    user: SimulatedUser | None
+    problem: str
+    ground_truth: PackedMask
+
+
+@dataclass(frozen=True)
+class Introduction:
+    """What the worker needs to know of an episode before its first call: the run's plugin
+    ``imports``, the pickled simulated ``user`` and the ``ground_truth``."""
+
+    imports: tuple[str, ...]
+    user: bytes
+    ground_truth: PackedMask
+
+
+#: episodes this worker knows, most recently used last
+_EPISODES: OrderedDict[str, _Episode] = OrderedDict()
+#: how many episodes are kept (the runner has a handful in flight)
+capacity = 256
+
+
+def _meet(key: str, introduction: Introduction) -> None:
+    rebuilt: SimulatedUser | None = None
+    problem = ""
+    try:
+        for module in introduction.imports:
+            importlib.import_module(module)
+        rebuilt = pickle.loads(introduction.user)
+    except Exception as error:  # noqa: BLE001 - reported by every answer of the episode
+        problem = f"{type(error).__name__}: {error}"
+    _EPISODES[key] = _Episode(rebuilt, problem, introduction.ground_truth)
+    while len(_EPISODES) > capacity:
+        _EPISODES.popitem(last=False)
+
+
+def answer(key: str, step: int, prediction: PackedMask | None, history: tuple[Prompt, ...],
+           introduction: Introduction | None = None) -> Answer:
+    """The prompt of ``step`` for episode ``key`` (see :func:`intrabench.episode.ask_user`).
+
+    ``introduction``: with the episode's first call. Raises :class:`UserNotLoadable` when this
+    process cannot rebuild the episode's user.
+    """
+    if introduction is not None:
+        _meet(key, introduction)
+    episode = _EPISODES.get(key)
+    if episode is None:
+        raise UserNotLoadable(f"episode {key} was not introduced to this worker")
+    _EPISODES.move_to_end(key)
+    if episode.user is None:
+        raise UserNotLoadable(episode.problem)
+    call = UserCall(step=step, prediction=None if prediction is None else prediction.unpack(),
+                    history=history)
+    return ask_user(episode.user, episode.ground_truth.unpack(), call)

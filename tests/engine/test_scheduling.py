@@ -1,0 +1,196 @@
+"""Interleaved episodes with the simulated users in a worker process give the serial results."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from intrabench import registry
+from intrabench.episode import StepResult, run_episode
+from intrabench.pipeline import Lane
+from intrabench.protocols import Prompter
+from intrabench.scheduling import EpisodeScheduler, EpisodeTask
+from intrabench.simulated_user import SimulatedUser
+from intrabench.types import Case, Prompt, interactions
+from intrabench.user_worker import PackedMask
+
+
+@pytest.fixture(scope="module")
+def phantom() -> Case:
+    dataset = registry.datasets.create("demo-phantoms", {"n_cases": 1})
+    return dataset.load(dataset.case_ids()[0])
+
+
+@pytest.fixture()
+def users():
+    lane = Lane("process", max_pending=16, name="test-users",
+                preload=("intrabench.user_worker",), raise_failures=False)
+    lane.start()
+    yield lane
+    lane.close()
+
+
+def _wait_until_ready(lane: Lane) -> None:
+    import time
+
+    deadline = time.monotonic() + 60
+    while not lane.ready():
+        assert time.monotonic() < deadline, "the worker never finished starting"
+        time.sleep(0.02)
+
+
+def _task(case: Case, target_index: int, prompter: Prompter, prompter_key: str,
+          model_dimension: int, steps: int = 3) -> EpisodeTask:
+    target = case.targets[target_index]
+    user = SimulatedUser(prompter=prompter, prompter_key=prompter_key,
+                         refiner=registry.refiners.create("scribble", {}), refiner_key="scribble",
+                         seed=7, identity=(case.dataset, case.case_id, target.target_id),
+                         spacing=case.image.spacing, model_dimension=model_dimension)
+    return EpisodeTask(key=f"{prompter_key}/{target_index}", user=user,
+                       ground_truth=case.target_mask(target), steps=steps, refine=True,
+                       keep_previous_prompts=True, tag=(prompter_key, target_index))
+
+
+def _serial(case: Case, task: EpisodeTask, model) -> list[StepResult]:
+    target_index = task.tag[1]
+    return run_episode(case, case.targets[target_index], model, task.user.prompter,
+                       task.user.prompter_key, task.user.refiner, "scribble", steps=task.steps,
+                       seed=7, metric_fn=None)
+
+
+def _user_calls(results: list[StepResult]) -> int:
+    """The initial prompt, each correction, and the call that found nothing left to correct."""
+    refinements = results[1:]
+    return 1 + sum(not r.converged for r in refinements) + any(r.converged for r in refinements)
+
+
+def _same(interleaved: list[StepResult], serial: list[StepResult]) -> None:
+    assert len(interleaved) == len(serial)
+    for a, b in zip(interleaved, serial):
+        assert (a.step, a.effort, a.cumulative_effort, a.converged) == \
+               (b.step, b.effort, b.cumulative_effort, b.converged)
+        assert a.prompt.summary() == b.prompt.summary()
+        assert np.array_equal(a.prediction.mask, b.prediction.mask)
+        # a step's time is what was spent on it, not the other episodes' time in between
+        assert a.wall_seconds >= a.model_seconds + a.prompter_seconds - 1e-6
+
+
+@pytest.mark.parametrize("model_name,prompter_names", [
+    ("region-growing-3d", ["box-3d", "center-points-per-volume"]),
+    # point-propagation queries the 2D model while prompting: its initial prompt stays here
+    ("random-walker-2d", ["box-per-slice", "point-propagation"]),
+])
+def test_interleaved_episodes_equal_serial_episodes(phantom, users, model_name, prompter_names):
+    model = registry.models.create(model_name, {})
+    model.set_case(phantom.image)
+    _wait_until_ready(users)
+    tasks = [_task(phantom, index, registry.prompters.create(name, {}), name, model.dimension)
+             for name in prompter_names for index in range(len(phantom.targets))]
+    finished: dict[tuple, list[StepResult]] = {}
+    scheduler = EpisodeScheduler(model, users, in_flight=3)
+    scheduler.run(tasks, lambda task, results: finished.setdefault(task.tag, results))
+    assert set(finished) == {task.tag for task in tasks}
+    assert scheduler.answered_by_worker + scheduler.answered_here == sum(
+        _user_calls(finished[t.tag]) for t in tasks)
+    propagating = sum(1 for t in tasks if t.user.prompter.needs_model)
+    assert scheduler.answered_here == propagating  # only those initial prompts stay here
+    assert scheduler.answered_by_worker > 0
+    for task in tasks:
+        _same(finished[task.tag], _serial(phantom, task, model))
+
+
+class _Deepest(Prompter):
+    """A click on the deepest voxel (a plugin prompter for the tests below)."""
+
+    name = "test-deepest"
+    kinds = frozenset({"point"})
+
+    def initial(self, context):
+        from scipy.ndimage import distance_transform_edt
+
+        depth = distance_transform_edt(context.ground_truth)
+        z, y, x = np.unravel_index(int(np.argmax(depth)), depth.shape)
+        return Prompt(points=[[z, y, x]], point_labels=[1],
+                      interactions=interactions("click", 1), effort_label="1")
+
+
+def _answered_here_only(case: Case, users: Lane, prompter: Prompter) -> None:
+    """Run one episode of ``prompter`` with a worker at hand, and check that every user call was
+    answered in this process and the results equal a serial run."""
+    model = registry.models.create("region-growing-3d", {})
+    model.set_case(case.image)
+    _wait_until_ready(users)
+    task = _task(case, 0, prompter, "here-only", 3)
+    finished = []
+    scheduler = EpisodeScheduler(model, users, in_flight=2)
+    scheduler.run([task], lambda t, r: finished.append(r))
+    _same(finished[0], _serial(case, task, model))
+    assert scheduler.answered_by_worker == 0
+    assert scheduler.answered_here == _user_calls(finished[0]) >= 2
+
+
+def test_a_user_the_worker_cannot_import_is_answered_here(phantom, users):
+    # a module that exists only in this process: the worker is asked first, cannot unpickle
+    # the prompter, and from then on the episode is answered here
+    module = types.ModuleType("intrabench_test_only_here")
+    prompter_class = type("OnlyHere", (_Deepest,), {"__module__": module.__name__})
+    module.OnlyHere = prompter_class
+    sys.modules[module.__name__] = module
+    try:
+        _answered_here_only(phantom, users, prompter_class())
+    finally:
+        del sys.modules[module.__name__]
+
+
+def test_a_user_that_cannot_be_pickled_is_answered_here(phantom, users):
+    class Local(_Deepest):  # defined in a function: pickle cannot name it
+        pass
+
+    _answered_here_only(phantom, users, Local())
+
+
+def test_episodes_started_before_the_worker_is_ready_run_here(phantom):
+    lane = Lane("process", max_pending=8, preload=("intrabench.user_worker",),
+                raise_failures=False)
+    try:
+        assert not lane.ready()  # not started
+        lane.start()
+        model = registry.models.create("region-growing-3d", {})
+        model.set_case(phantom.image)
+        task = _task(phantom, 0, registry.prompters.create("box-3d", {}), "box-3d", 3)
+        finished = []
+        scheduler = EpisodeScheduler(model, lane, in_flight=2)
+        scheduler.run([task], lambda t, r: finished.append(r))
+        _same(finished[0], _serial(phantom, task, model))
+        assert scheduler.answered_by_worker == 0  # nobody waited for the worker's imports
+        _wait_until_ready(lane)
+        assert lane.ready()
+    finally:
+        lane.close()
+
+
+@pytest.mark.parametrize("mode", ["thread", "inline"])
+def test_lanes_without_start_up_cost_become_ready(mode):
+    lane = Lane(mode)
+    lane.start()
+    _wait_until_ready(lane)
+    lane.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(mask=arrays(bool, st.tuples(st.integers(1, 6), st.integers(1, 7), st.integers(1, 5)),
+                   elements=st.booleans()))
+def test_packed_masks_unpack_exactly(mask):
+    packed = PackedMask.pack(mask)
+    assert np.array_equal(packed.unpack(), mask)
+    if mask.any():
+        assert packed.values.sum() == mask.sum()
+        assert packed.values.shape == tuple(s.stop - s.start for s in packed.box)
+    else:
+        assert packed.box is None
