@@ -1,20 +1,21 @@
 """Harness overhead: the share of wall time spent outside model forward passes.
 
 Runs a config (default: the built-in demo) into fresh directories, alternating the runner's two
-ways of finishing units, ``--repeats`` times each, side by side in one process:
+ways of working, ``--repeats`` times each, side by side in one process:
 
-* ``inline``: metrics, rows, prediction files and unit files are made in the model loop
-  (serial; what every executor did before the background lane);
-* ``process``: they are made by a worker subprocess beside the model loop (the default of
-  ``intrabench run``).
+* ``inline``: everything in the model loop, one episode after the other: prompts and
+  corrections, metrics, rows, prediction files, unit files (what every executor did first);
+* ``process`` (the default of ``intrabench run``): the model loop keeps a few episodes in
+  flight, their simulated users answer from a worker process, and a second worker finishes
+  units (metrics, rows, files) beside it (docs/architecture.md, "Runs and results").
 
-For each, the wall time is split into model time (inside Model.predict /
-SliceModel.predict_slice), simulated-user time (prompters and refiners, model calls excluded),
-the rest of the model loop, and everything outside the episodes (loading, planning, waiting for
-the lane, consolidating). Metrics time is printed too; in ``process`` mode it is spent in the
-worker. Medians over the repeats. Because a busy second core can slow the model loop down,
-the overhead of the pipelined run is also given against the *inline* run's model time
-(conservative).
+The model's forward passes (``predict``, and ``segment_slice`` when a propagation prompter
+queries a 2D model) are timed in the model loop itself, so the wall time splits into: model
+forward passes, before the first one (planning, first case read), between them (prompting when
+inline, bookkeeping, waiting for a prompt), and after the last one (finishing the last units,
+consolidating). Where the simulated user and the metrics spent their time is printed too.
+Medians over the repeats. A busy second core slows the model loop down, so the overhead of the
+pipelined run is also given against the *inline* run's model time (conservative).
 
     python benchmarks/bench_harness.py [CONFIG] [--repeats 3]
 """
@@ -25,27 +26,72 @@ import argparse
 import statistics
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 
+from intrabench import registry
 from intrabench.config import builtin_demo_path, load_config
 from intrabench.runner import Runner
 
 MODES = ("inline", "process")
 
 
+@contextmanager
+def timed_forward_passes(model_names: list[str], spans: list[tuple[float, float]]):
+    """Record (start, end) of every outermost forward pass of these models' classes."""
+    depth = [0]
+    originals = []
+
+    def wrap(cls: type, name: str) -> None:
+        original = cls.__dict__.get(name)
+        inherited = getattr(cls, name)
+
+        def timed(self, *args, **kwargs):
+            depth[0] += 1
+            started = time.perf_counter()
+            try:
+                return inherited(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:
+                    spans.append((started, time.perf_counter()))
+
+        originals.append((cls, name, original))
+        setattr(cls, name, timed)
+
+    for model_name in model_names:
+        cls = registry.models.get(model_name)
+        wrap(cls, "predict")
+        if hasattr(cls, "segment_slice"):
+            wrap(cls, "segment_slice")
+    try:
+        yield
+    finally:
+        for cls, name, original in reversed(originals):
+            if original is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, original)
+
+
 def measure(config, mode: str) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as directory:
+    spans: list[tuple[float, float]] = []
+    names = sorted({spec.name for spec in config.models})
+    with tempfile.TemporaryDirectory() as directory, timed_forward_passes(names, spans):
         started = time.perf_counter()
         plan, _ = Runner(config, Path(directory), background=mode).run()
-        wall = time.perf_counter() - started
+        ended = time.perf_counter()
         rows = pd.read_parquet(Path(directory) / "results.parquet")
+    model = sum(end - start for start, end in spans)
     return {
-        "wall": wall,
-        "model": float(rows["model_seconds"].sum()),
+        "wall": ended - started,
+        "model": model,
+        "before": spans[0][0] - started,
+        "between": spans[-1][1] - spans[0][0] - model,
+        "after": ended - spans[-1][1],
         "user": float(rows["prompter_seconds"].sum()),
-        "loop": float(rows["wall_seconds"].sum()),
         "metrics": float(rows["metric_seconds"].sum()),
         "units": len(plan.units),
         "rows": len(rows),
@@ -68,23 +114,21 @@ def main() -> None:
     print(f"config: {args.config}")
     print(f"work units: {int(first['units'])}, rows: {int(first['rows'])}, "
           f"medians of {args.repeats} alternating runs per mode")
-    print(f"{'':34}" + "".join(f"{mode:>18}" for mode in MODES))
+    print(f"{'':44}" + "".join(f"{mode:>18}" for mode in MODES))
 
     def line(label: str, key: str) -> None:
         cells = "".join(f"{m[key]:8.2f} s ({m[key] / m['wall']:5.1%})" for m in median.values())
-        print(f"{label:34}{cells}")
+        print(f"{label:44}{cells}")
 
-    print(f"{'wall time of the run':34}" + "".join(f"{m['wall']:8.2f} s{'':8}"
+    print(f"{'wall time of the run':44}" + "".join(f"{m['wall']:8.2f} s{'':8}"
                                                     for m in median.values()))
-    line("  model forward passes", "model")
-    line("  simulated user (prompts)", "user")
-    for m in median.values():
-        m["rest_of_loop"] = m["loop"] - m["model"] - m["user"]
-        m["outside"] = m["wall"] - m["loop"]
-    line("  rest of the model loop", "rest_of_loop")
-    line("  outside the episodes", "outside")
-    line("metrics (process: in the worker)", "metrics")
-    print(f"{'harness overhead (1 - model/wall)':34}"
+    line("  model forward passes (model loop)", "model")
+    line("  before the first forward pass", "before")
+    line("  between forward passes", "between")
+    line("  after the last forward pass", "after")
+    line("simulated user (process: mostly in a worker)", "user")
+    line("metrics (process: in a worker)", "metrics")
+    print(f"{'harness overhead (1 - model/wall)':44}"
           + "".join(f"{1 - m['model'] / m['wall']:17.1%} " for m in median.values()))
     inline, process = median["inline"], median["process"]
     print(f"pipelined run against the inline run's model time: "
