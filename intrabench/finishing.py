@@ -12,6 +12,7 @@ prediction file is rebuilt exactly (zeros outside the box) on the case's origina
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from intrabench.episode import StepResult, evaluate_steps
-from intrabench.metrics import step_metrics, union_bbox
+from intrabench.metrics import bounding_box, step_metrics, union_of_boxes
 from intrabench.types import Prediction, Target
 from intrabench.volume import ImageGeometry, write_on_grid
 
@@ -59,18 +60,21 @@ class UnitJob:
     keep_rows: bool = False
 
 
-def crop_episode(ground_truth: np.ndarray, target: Target,
-                 results: list[StepResult]) -> CroppedEpisode:
+def crop_episode(ground_truth: np.ndarray, target: Target, results: list[StepResult],
+                 known_boxes: Mapping[int, Box | None] | None = None) -> CroppedEpisode:
     """Cut an episode to the bounding box of its target (``ground_truth``, boolean (z, y, x))
     and all of its predictions.
 
     Costs one bounding-box pass per distinct prediction (reading only the empty margins along
-    z) plus copies of the crops.
+    z) plus copies of the crops; ``known_boxes`` (``id(mask)`` -> its box, as measured
+    before) spares those passes.
     """
     distinct: dict[int, Prediction] = {}
     for result in results:
         distinct.setdefault(id(result.prediction), result.prediction)
-    box = union_bbox(ground_truth, *(p.mask for p in distinct.values()))
+    known = known_boxes or {}
+    box = union_of_boxes(known[id(m)] if id(m) in known else bounding_box(m)
+                         for m in (ground_truth, *(p.mask for p in distinct.values())))
     if box is None:  # nothing anywhere: empty crops
         box = (slice(0, 0),) * 3
     cropped = {key: Prediction(mask=np.ascontiguousarray(p.mask[box])) for key, p in

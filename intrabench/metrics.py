@@ -22,6 +22,8 @@ so cost scales with the objects, not with the volume.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 from scipy import ndimage
 from scipy.spatial import cKDTree
@@ -87,11 +89,16 @@ def bounding_box(mask: np.ndarray) -> tuple[slice, ...] | None:
 
 def union_bbox(*masks: np.ndarray) -> tuple[slice, ...] | None:
     """Bounding box (as slices) of the union of masks, or None if all are empty."""
-    boxes = [b for b in (bounding_box(m) for m in masks) if b is not None]
-    if not boxes:
+    return union_of_boxes(bounding_box(m) for m in masks)
+
+
+def union_of_boxes(boxes: Iterable[tuple[slice, ...] | None]) -> tuple[slice, ...] | None:
+    """The smallest box holding every given box (``None``: an empty mask's box, skipped)."""
+    present = [b for b in boxes if b is not None]
+    if not present:
         return None
-    return tuple(slice(min(b[a].start for b in boxes), max(b[a].stop for b in boxes))
-                 for a in range(len(boxes[0])))
+    return tuple(slice(min(b[a].start for b in present), max(b[a].stop for b in present))
+                 for a in range(len(present[0])))
 
 
 def crop_pair(prediction: np.ndarray, ground_truth: np.ndarray,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from intrabench import registry
@@ -132,6 +134,19 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
     return plan
 
 
+def default_user_workers() -> int:
+    """Worker processes for simulated users: one per four cores, 1 to 4 (a correction on a
+    large volume can take longer than a GPU forward pass, so big machines get several)."""
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 2)
+    return max(1, min(4, cores // 4))
+
+
+def _read_only(mask: np.ndarray) -> np.ndarray:
+    mask.setflags(write=False)  # shared by the episode's prompter, refiner and metrics
+    return mask
+
+
 class Runner:
     """Executes a plan in this process, one unit group at a time.
 
@@ -146,7 +161,8 @@ class Runner:
 
     def __init__(self, config: RunConfig, run_dir: Path,
                  progress: Callable[[Iterable, int], Iterable] | None = None,
-                 background: LaneMode = "process", episodes_in_flight: int | None = None) -> None:
+                 background: LaneMode = "process", episodes_in_flight: int | None = None,
+                 user_workers: int | None = None) -> None:
         self.config = config
         self.run_dir = Path(run_dir)
         self.store = ResultsStore(self.run_dir)
@@ -162,16 +178,19 @@ class Runner:
         self._reader = Lane(background, max_pending=1, name="intrabench-reader",
                             preload=("intrabench.case_reader",), raise_failures=False)
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
-        # prompting is light but sequential within an episode: a few episodes in flight keep
-        # the model busy while the worker computes the others' next prompts
-        self.episodes_in_flight = episodes_in_flight or (4 if background == "process" else 1)
+        # prompting is sequential within an episode: a few episodes in flight per user worker
+        # keep the model busy while the workers compute the others' next prompts
+        self.user_workers = user_workers or default_user_workers()
+        self.episodes_in_flight = episodes_in_flight or (
+            4 * self.user_workers if background == "process" else 1)
         config.import_modules()
         user_modules = {registry.prompters.get(spec.name).__module__ for spec in config.prompters}
         user_modules |= {registry.refiners.get(spec.name).__module__ for spec in config.refiners}
-        self._users = Lane(background, max_pending=2 * self.episodes_in_flight + 2,
-                           name="intrabench-users",
-                           preload=("intrabench.user_worker", *sorted(user_modules)),
-                           raise_failures=False)
+        self._users = [Lane(background, max_pending=self.episodes_in_flight + 2,
+                            name="intrabench-users",
+                            preload=("intrabench.user_worker", *sorted(user_modules)),
+                            raise_failures=False)
+                       for _ in range(self.user_workers)]
         self.datasets: dict[str, Dataset] = {
             spec.key: registry.datasets.create(spec.name, spec.params) for spec in config.datasets
         }
@@ -244,7 +263,7 @@ class Runner:
         def episode_done(task: EpisodeTask, results: list) -> None:
             unit, index, target = task.tag
             episodes = collected[unit.key]
-            episodes[index] = crop_episode(task.ground_truth, target, results)
+            episodes[index] = crop_episode(task.ground_truth, target, results, task.boxes)
             if all(e is not None for e in episodes):
                 del collected[unit.key]
                 self._lane.submit(finish_unit, UnitJob(
@@ -270,7 +289,7 @@ class Runner:
                         spacing=case.image.spacing, model_dimension=model.dimension)
                     yield EpisodeTask(
                         key=f"{unit.key}/{index}", user=user,
-                        ground_truth=case.target_mask(target),  # one full-volume pass, used twice
+                        ground_truth=_read_only(case.target_mask(target)),  # one pass, used twice
                         steps=unit.steps if refiner else 0, refine=refiner is not None,
                         keep_previous_prompts=unit.keep_previous_prompts,
                         tag=(unit, index, target))
@@ -308,7 +327,8 @@ class Runner:
         """Write what the background lane holds (finished episodes) and stop its threads."""
         self._lane.close()
         self._reader.close()
-        self._users.close()
+        for lane in self._users:
+            lane.close()
 
     def run(self) -> tuple[Plan, list[str]]:
         plan, groups = self.prepare()  # first: a bad run directory fails before any worker starts
@@ -321,7 +341,8 @@ class Runner:
                 self._lane.start()
                 self._reader.start()
                 if self.episodes_in_flight > 1:
-                    self._users.start()
+                    for lane in self._users:
+                        lane.start()
             for index, group in enumerate(groups):
                 if index + 1 < len(groups):
                     self.read_ahead(groups[index + 1][0])

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import pickle
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -53,39 +53,38 @@ class EpisodeTask:
     refine: bool
     keep_previous_prompts: bool
     tag: Any = None
+    #: bounding boxes measured while running, by ``id`` of the mask (ground truth, predictions)
+    boxes: dict[int, tuple[slice, ...] | None] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
 class _Running:
     task: EpisodeTask
     program: EpisodeProgram
-    introduction: Introduction | None  # for the worker's first call; None: answered here
-    introduced: bool = False
-
-    @property
-    def remote(self) -> bool:
-        return self.introduction is not None
+    lane: Lane | None  # the worker that answers its user; None: answered here
+    introduction: Introduction | None = None  # sent with the worker's first call
 
 
 class EpisodeScheduler:
     """Runs episodes of the model's current case, up to ``in_flight`` at a time.
 
-    ``users``: the lane whose worker answers user calls (``None``, or ``in_flight=1``: all in
+    ``users``: the lanes whose workers answer user calls; an episode stays with one worker,
+    new episodes go to the least busy. With no lanes (or ``in_flight=1``) everything runs in
     this process, one episode after the other, exactly like :func:`~intrabench.episode.
-    run_episode`). ``imports``: the run's plugin modules, for the worker. Initial prompts of
+    run_episode`. ``imports``: the run's plugin modules, for the workers. Initial prompts of
     prompters that query the model (propagation) are always computed here.
     """
 
-    def __init__(self, model: Model, users: Lane | None = None, in_flight: int = 1,
-                 imports: Iterable[str] = ()) -> None:
+    def __init__(self, model: Model, users: Lane | Sequence[Lane] | None = None,
+                 in_flight: int = 1, imports: Iterable[str] = ()) -> None:
         if in_flight < 1:
             raise ValueError("in_flight must be >= 1")
         self.model = model
-        self.users = users if (users is not None and users.mode != "inline"
-                               and in_flight > 1) else None
-        self.in_flight = in_flight if self.users is not None else 1
+        lanes = [users] if isinstance(users, Lane) else list(users or [])
+        self.users = [lane for lane in lanes if lane.mode != "inline"] if in_flight > 1 else []
+        self.in_flight = in_flight if self.users else 1
         self.imports = list(imports)
-        #: user calls answered by the worker / in this process, over every :meth:`run`
+        #: user calls answered by the workers / in this process, over every :meth:`run`
         self.answered_by_worker = 0
         self.answered_here = 0
 
@@ -110,7 +109,8 @@ class EpisodeScheduler:
                 if isinstance(call, ModelCall):
                     ready.append((episode, call))
                     return
-                if episode.remote and not (call.step == 0 and self._prompter_needs_model(episode)):
+                if episode.lane is not None and not (call.step == 0
+                                                     and self._prompter_needs_model(episode)):
                     waiting[self._ask_worker(episode, call)] = (episode, call)
                     return
                 answer = self._answer_here(episode, call)
@@ -121,8 +121,8 @@ class EpisodeScheduler:
                 if task is None:
                     return
                 episode = _Running(task, episode_program(task.steps, task.refine,
-                                                         task.keep_previous_prompts),
-                                   introduction=self._introduction(task))
+                                                         task.keep_previous_prompts), None)
+                self._assign_worker(episode, running)
                 running.append(episode)
                 advance(episode, None)
 
@@ -139,7 +139,7 @@ class EpisodeScheduler:
                         answer = future.result()
                         self.answered_by_worker += 1
                     except UserNotLoadable:  # this episode's user is answered here from now on
-                        episode.introduction = None
+                        episode.lane = None
                         answer = self._answer_here(episode, call)
                     advance(episode, answer)
             start_more()
@@ -151,21 +151,34 @@ class EpisodeScheduler:
     def _prompter_needs_model(self, episode: _Running) -> bool:
         return bool(getattr(episode.task.user.prompter, "needs_model", False))
 
-    def _introduction(self, task: EpisodeTask) -> Introduction | None:
-        """What the worker needs to answer ``task``'s user, or None if it is answered here:
-        no worker, one still starting (its imports take a second), or a user that cannot be
+    def _assign_worker(self, episode: _Running, running: list[_Running]) -> None:
+        """Give ``episode`` to the started worker with the fewest episodes, unless it must stay
+        here: no worker ready yet (their imports take a second), or a user that cannot be
         pickled (e.g. a prompter class defined inside a function)."""
-        if self.users is None or not self.users.ready():
-            return None
+        ready = [lane for lane in self.users if lane.ready()]
+        if not ready:
+            return
         try:
-            user = pickle.dumps(task.user, protocol=pickle.HIGHEST_PROTOCOL)
+            user = pickle.dumps(episode.task.user, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001
-            return None
-        return Introduction(tuple(self.imports), user, PackedMask.pack(task.ground_truth))
+            return
+        load = {id(lane): 0 for lane in ready}
+        for other in running:
+            if other.lane is not None and id(other.lane) in load:
+                load[id(other.lane)] += 1
+        episode.lane = min(ready, key=lambda lane: load[id(lane)])
+        episode.introduction = Introduction(tuple(self.imports), user,
+                                            self._pack(episode.task, episode.task.ground_truth))
 
     def _ask_worker(self, episode: _Running, call: UserCall) -> Future:
-        prediction = None if call.prediction is None else PackedMask.pack(call.prediction)
-        introduction = None if episode.introduced else episode.introduction
-        episode.introduced = True
-        return self.users.submit(user_worker.answer, episode.task.key, call.step, prediction,
-                                 call.history, introduction)
+        prediction = (None if call.prediction is None
+                      else self._pack(episode.task, call.prediction))
+        introduction, episode.introduction = episode.introduction, None  # sent once
+        return episode.lane.submit(user_worker.answer, episode.task.key, call.step, prediction,
+                                   call.history, introduction)
+
+    @staticmethod
+    def _pack(task: EpisodeTask, mask: np.ndarray) -> PackedMask:
+        packed = PackedMask.pack(mask)
+        task.boxes[id(mask)] = packed.box  # spares crop_episode a pass over the volume
+        return packed

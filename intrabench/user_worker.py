@@ -74,6 +74,10 @@ class Introduction:
 _EPISODES: OrderedDict[str, _Episode] = OrderedDict()
 #: how many episodes are kept (the runner has a handful in flight)
 capacity = 256
+#: whole-volume ground truths of the most recently asked episodes (rebuilding one per call
+#: would cost a pass over a large volume); about one per episode in flight
+_UNPACKED: OrderedDict[str, np.ndarray] = OrderedDict()
+unpacked_capacity = 8
 
 
 def _meet(key: str, introduction: Introduction) -> None:
@@ -86,6 +90,7 @@ def _meet(key: str, introduction: Introduction) -> None:
     except Exception as error:  # noqa: BLE001 - reported by every answer of the episode
         problem = f"{type(error).__name__}: {error}"
     _EPISODES[key] = _Episode(rebuilt, problem, introduction.ground_truth)
+    _UNPACKED.pop(key, None)
     while len(_EPISODES) > capacity:
         _EPISODES.popitem(last=False)
 
@@ -107,4 +112,15 @@ def answer(key: str, step: int, prediction: PackedMask | None, history: tuple[Pr
         raise UserNotLoadable(episode.problem)
     call = UserCall(step=step, prediction=None if prediction is None else prediction.unpack(),
                     history=history)
-    return ask_user(episode.user, episode.ground_truth.unpack(), call)
+    return ask_user(episode.user, _ground_truth(key, episode), call)
+
+
+def _ground_truth(key: str, episode: _Episode) -> np.ndarray:
+    truth = _UNPACKED.get(key)
+    if truth is None:
+        truth = _UNPACKED[key] = episode.ground_truth.unpack()
+        truth.setflags(write=False)  # shared by the episode's calls: no user may edit it
+        while len(_UNPACKED) > unpacked_capacity:
+            _UNPACKED.popitem(last=False)
+    _UNPACKED.move_to_end(key)
+    return truth

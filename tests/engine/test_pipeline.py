@@ -145,10 +145,13 @@ def test_inline_and_process_lanes_give_identical_rows_and_prediction_files(tmp_p
         "refiners": ["scribble"], "refinement_steps": 2, "save_predictions": True})
     for mode in ("inline", "process"):
         Runner(config, tmp_path / mode, background=mode).run()
+    # two user workers, an odd number of episodes in flight: another interleaving
+    Runner(config, tmp_path / "pool", user_workers=2, episodes_in_flight=3).run()
     inline = pd.read_parquet(tmp_path / "inline" / "results.parquet")
-    process = pd.read_parquet(tmp_path / "process" / "results.parquet")
     assert len(inline) > 0
-    pd.testing.assert_frame_equal(_without_timing(inline), _without_timing(process))
+    for other in ("process", "pool"):
+        frame = pd.read_parquet(tmp_path / other / "results.parquet")
+        pd.testing.assert_frame_equal(_without_timing(inline), _without_timing(frame))
     files = sorted(p.relative_to(tmp_path / "inline")
                    for p in (tmp_path / "inline" / "predictions").rglob("*.nii.gz"))
     episodes = inline.groupby(["model", "prompter", "case", "target"]).ngroups

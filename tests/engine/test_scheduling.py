@@ -27,13 +27,16 @@ def phantom() -> Case:
     return dataset.load(dataset.case_ids()[0])
 
 
-@pytest.fixture()
-def users():
-    lane = Lane("process", max_pending=16, name="test-users",
-                preload=("intrabench.user_worker",), raise_failures=False)
+def _started_user_lane():
+    lane = Lane("process", max_pending=16, preload=("intrabench.user_worker",),
+                raise_failures=False)
     lane.start()
     yield lane
     lane.close()
+
+
+users = pytest.fixture(_started_user_lane, name="users")
+second_users = pytest.fixture(_started_user_lane, name="second_users")
 
 
 def _wait_until_ready(lane: Lane) -> None:
@@ -81,20 +84,40 @@ def _same(interleaved: list[StepResult], serial: list[StepResult]) -> None:
         assert a.wall_seconds >= a.model_seconds + a.prompter_seconds - 1e-6
 
 
+class _CountingLane:
+    """Counts the answers asked of a lane (wraps its submit)."""
+
+    def __init__(self, lane: Lane) -> None:
+        self.asked = 0
+        submit = lane.submit
+
+        def counted(fn, *args):
+            self.asked += 1
+            return submit(fn, *args)
+
+        lane.submit = counted  # type: ignore[method-assign]
+
+
 @pytest.mark.parametrize("model_name,prompter_names", [
     ("region-growing-3d", ["box-3d", "center-points-per-volume"]),
     # point-propagation queries the 2D model while prompting: its initial prompt stays here
     ("random-walker-2d", ["box-per-slice", "point-propagation"]),
 ])
-def test_interleaved_episodes_equal_serial_episodes(phantom, users, model_name, prompter_names):
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_interleaved_episodes_equal_serial_episodes(phantom, users, second_users, model_name,
+                                                    prompter_names, n_workers):
     model = registry.models.create(model_name, {})
     model.set_case(phantom.image)
-    _wait_until_ready(users)
+    lanes = [users, second_users][:n_workers]
+    counters = [_CountingLane(lane) for lane in lanes]
+    for lane in lanes:
+        _wait_until_ready(lane)
     tasks = [_task(phantom, index, registry.prompters.create(name, {}), name, model.dimension)
              for name in prompter_names for index in range(len(phantom.targets))]
     finished: dict[tuple, list[StepResult]] = {}
-    scheduler = EpisodeScheduler(model, users, in_flight=3)
+    scheduler = EpisodeScheduler(model, lanes, in_flight=3)
     scheduler.run(tasks, lambda task, results: finished.setdefault(task.tag, results))
+    assert all(counter.asked > 0 for counter in counters)  # every worker took episodes
     assert set(finished) == {task.tag for task in tasks}
     assert scheduler.answered_by_worker + scheduler.answered_here == sum(
         _user_calls(finished[t.tag]) for t in tasks)
