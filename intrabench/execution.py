@@ -18,22 +18,33 @@ import yaml
 
 from intrabench.config import RunConfig
 from intrabench.errors import UserError
+from intrabench.pipeline import LaneMode
 from intrabench.runner import Plan, Runner, WorkUnit
 
 #: per worker process: runners (with their loaded models) reused across tasks of one run
 _WORKER_RUNNERS: dict[tuple[str, str], Runner] = {}
 
 
-def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit]) -> list[str]:
-    """Dask task: run one (dataset, case, model) group inside a worker process."""
-    key = (config_json, run_dir)
+def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
+                       background: LaneMode = "inline") -> list[str]:
+    """Dask task: run one (dataset, case, model) group inside a worker process.
+
+    ``background="inline"`` (CPU clusters, where Dask already runs one task per core) does
+    everything in the task; ``"process"`` (GPU workers, which have cores to spare) gives the
+    task the local runner's user, results and reader workers, so the GPU keeps predicting
+    while they prompt and evaluate. Either way the group's unit files are written when the
+    task returns.
+    """
+    key = (config_json, run_dir, background)
     runner = _WORKER_RUNNERS.get(key)
     if runner is None:
-        # inline: a Dask worker may not start processes, and Dask already runs one task per core
+        for previous in _WORKER_RUNNERS.values():
+            previous.close()  # one run at a time per worker: stop the previous run's workers
+        _WORKER_RUNNERS.clear()  # ... and free its models
         runner = Runner(RunConfig.model_validate_json(config_json), Path(run_dir),
-                        background="inline")
-        _WORKER_RUNNERS.clear()  # one run at a time per worker: free the previous run's models
+                        background=background)
         _WORKER_RUNNERS[key] = runner
+    runner.start_workers()
     return runner.execute_group(units)
 
 
@@ -132,10 +143,12 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
         if getattr(args, "gpus", None) and not resources:
             resources = {"GPU": 1.0}
         config_json = config.model_dump_json()
+        # GPU workers hand prompting and finishing to subprocesses on their spare cores
+        background = "process" if getattr(args, "gpus", None) else "inline"
         print(f"IntraBench on Dask ({client.dashboard_link or client.scheduler.address}): "
               f"{len(groups)} tasks", file=sys.stderr)
         futures = [
-            client.submit(execute_group_task, config_json, str(out), group,
+            client.submit(execute_group_task, config_json, str(out), group, background,
                           key=f"intrabench-{group[0].key}", resources=resources or None,
                           pure=False)
             for group in groups

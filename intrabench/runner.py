@@ -178,6 +178,7 @@ class Runner:
         self._reader = Lane(background, max_pending=1, name="intrabench-reader",
                             preload=("intrabench.case_reader",), raise_failures=False)
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
+        self._consolidating = False  # run() consolidates through the results worker
         # prompting is sequential within an episode: a few episodes in flight per user worker
         # keep the model busy while the workers compute the others' next prompts
         self.user_workers = user_workers or default_user_workers()
@@ -271,7 +272,7 @@ class Runner:
                     case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
                     geometry=case.image.geometry, nsd_tolerance_mm=self.config.nsd_tolerance_mm,
                     save_predictions=self.config.save_predictions, episodes=episodes,
-                    keep_rows=self._lane.mode == "process"))
+                    keep_rows=self._consolidating and self._lane.mode == "process"))
 
         def tasks() -> Iterator[EpisodeTask]:  # lazily: a ground truth per episode in flight
             for unit in units:
@@ -298,6 +299,15 @@ class Runner:
         if wait:
             self.wait()
         return []
+
+    def start_workers(self) -> None:
+        """Start the background workers (no-op when inline or already started); until a user
+        worker has imported its modules, prompts are computed in the model loop."""
+        self._lane.start()
+        self._reader.start()
+        if self.episodes_in_flight > 1:
+            for lane in self._users:
+                lane.start()
 
     def wait(self) -> None:
         """Block until every queued metric and file of this runner is written."""
@@ -338,11 +348,8 @@ class Runner:
         started = time.perf_counter()
         try:
             if groups:  # the workers import their modules while the first group runs
-                self._lane.start()
-                self._reader.start()
-                if self.episodes_in_flight > 1:
-                    for lane in self._users:
-                        lane.start()
+                self.start_workers()
+                self._consolidating = True
             for index, group in enumerate(groups):
                 if index + 1 < len(groups):
                     self.read_ahead(groups[index + 1][0])

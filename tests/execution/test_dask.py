@@ -134,3 +134,38 @@ def test_workers_per_gpu_must_be_positive():
 
     with pytest.raises(UserError, match="at least 1"):
         gpu_cluster("0", workers_per_gpu=0)
+
+
+def test_gpu_workers_prompt_and_finish_in_subprocesses_with_identical_rows(tmp_path):
+    # "--gpus 0" on a CPU machine: the classical models ignore the device; what changes is that
+    # tasks run with the runner's user, results and reader workers beside them
+    config = parse_config(SPEC)
+    Runner(config, tmp_path / "local", background="inline").run()
+    args = _args(workers=1)
+    args.gpus = "0"
+    plan, problems = run_distributed(config, tmp_path / "dask", args)
+    assert not problems
+    pd.testing.assert_frame_equal(_rows(tmp_path / "local"), _rows(tmp_path / "dask"))
+
+
+def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
+    from intrabench import execution
+
+    config = parse_config(SPEC)
+    runner = Runner(config, tmp_path / "tasks")
+    plan, groups = runner.prepare(executor="dask")
+    try:
+        for group in groups:
+            assert execution.execute_group_task(config.model_dump_json(), str(tmp_path / "tasks"),
+                                                group, "process") == []
+            assert all(runner.store.is_done(unit.key) for unit in group)  # written on return
+        [task_runner] = execution._WORKER_RUNNERS.values()
+        assert task_runner._lane.mode == "process" and task_runner._lane.ready()
+        assert all(lane.ready() for lane in task_runner._users)
+    finally:
+        for task_runner in execution._WORKER_RUNNERS.values():
+            task_runner.close()
+        execution._WORKER_RUNNERS.clear()
+    runner.finish(plan)
+    Runner(config, tmp_path / "local", background="inline").run()
+    pd.testing.assert_frame_equal(_rows(tmp_path / "local"), _rows(tmp_path / "tasks"))
