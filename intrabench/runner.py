@@ -135,11 +135,16 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
 
 
 def default_user_workers() -> int:
-    """Worker processes for simulated users: one per four cores, 1 to 4 (a correction on a
-    large volume can take longer than a GPU forward pass, so big machines get several)."""
+    """Worker processes for simulated users: one per four cores, at most 4, none below four.
+
+    A correction on a large volume can take longer than a GPU forward pass, so big machines
+    get several. Below four cores there is no spare one (the model loop, the results worker
+    and the reader already share them): a user worker there slowed the demo's CPU models by
+    more than it saved (docs/performance.md), so prompts are computed in the model loop.
+    """
     cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
              else os.cpu_count() or 2)
-    return max(1, min(4, cores // 4))
+    return min(4, cores // 4)
 
 
 def _read_only(mask: np.ndarray) -> np.ndarray:
@@ -151,12 +156,13 @@ class Runner:
     """Executes a plan in this process, one unit group at a time.
 
     The model loop runs in the calling thread; metrics, result rows, prediction files and unit
-    files are produced in a background :class:`~intrabench.pipeline.Lane`, the simulated users
-    of ``episodes_in_flight`` interleaved episodes answer from a second one (see
-    :mod:`intrabench.scheduling`), and the next group's case is read ahead in a third while the
-    current one runs. ``background="inline"`` does all of it in the model loop, one episode at a
-    time: same files, no overlap. A unit counts as done only once its file is written, so an
-    interrupted run resumes exactly where its files stop.
+    files are produced by a results worker (a :class:`~intrabench.pipeline.Lane`), and the next
+    group's case is read ahead by a reader. With ``user_workers`` (default: one per four cores,
+    see :func:`default_user_workers`) the simulated users of ``episodes_in_flight``
+    interleaved episodes answer from worker processes too (see :mod:`intrabench.scheduling`).
+    ``background="inline"`` does all of it in the model loop, one episode at a time: same
+    files, no overlap. A unit counts as done only once its file is written, so an interrupted
+    run resumes exactly where its files stop.
     """
 
     def __init__(self, config: RunConfig, run_dir: Path,
@@ -181,9 +187,11 @@ class Runner:
         self._consolidating = False  # run() consolidates through the results worker
         # prompting is sequential within an episode: a few episodes in flight per user worker
         # keep the model busy while the workers compute the others' next prompts
-        self.user_workers = user_workers or default_user_workers()
-        self.episodes_in_flight = episodes_in_flight or (
-            4 * self.user_workers if background == "process" else 1)
+        self.user_workers = (default_user_workers() if user_workers is None
+                             else user_workers) if background == "process" else 0
+        if self.user_workers < 0:
+            raise ValueError("user_workers must be >= 0")
+        self.episodes_in_flight = episodes_in_flight or max(1, 4 * self.user_workers)
         config.import_modules()
         user_modules = {registry.prompters.get(spec.name).__module__ for spec in config.prompters}
         user_modules |= {registry.refiners.get(spec.name).__module__ for spec in config.refiners}

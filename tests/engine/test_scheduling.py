@@ -217,3 +217,25 @@ def test_packed_masks_unpack_exactly(mask):
         assert packed.values.shape == tuple(s.stop - s.start for s in packed.box)
     else:
         assert packed.box is None
+
+
+@pytest.mark.parametrize("cores,expected", [(1, 0), (2, 0), (3, 0), (4, 1), (8, 2), (16, 4),
+                                            (128, 4)])
+def test_user_workers_follow_the_core_count(monkeypatch, cores, expected):
+    import os
+
+    from intrabench import runner
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    assert runner.default_user_workers() == expected
+
+
+def test_without_user_workers_episodes_run_one_at_a_time(tmp_path):
+    from intrabench.config import parse_config
+    from intrabench.runner import Runner
+
+    config = parse_config({"name": "n", "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+                           "models": ["region-growing-3d"], "prompters": ["box-3d"]})
+    assert Runner(config, tmp_path / "a", user_workers=0).episodes_in_flight == 1
+    assert Runner(config, tmp_path / "b", user_workers=2).episodes_in_flight == 8
+    assert Runner(config, tmp_path / "c", background="inline").user_workers == 0
