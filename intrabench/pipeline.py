@@ -67,7 +67,8 @@ class Lane:
 
     def ready(self) -> bool:
         """Whether a job submitted now would start without waiting for the worker's start-up
-        (always true inline; false before :meth:`start`)."""
+        (always true inline; false before :meth:`start`). A worker that died while starting
+        counts as ready: the next job reports why it is gone."""
         if self.mode == "inline":
             return True
         return self._started is not None and self._started.done()

@@ -267,13 +267,13 @@ class Runner:
         model.set_case(case.image)
         scheduler = EpisodeScheduler(model, self._users, self.episodes_in_flight,
                                      self.config.imports)
-        collected: dict[str, list[CroppedEpisode | None]] = {}
+        collected: dict[str, list[CroppedEpisode | None]] = {}  # by unit, in target order
 
         def episode_done(task: EpisodeTask, results: list) -> None:
             unit, index, target = task.tag
             episodes = collected[unit.key]
             episodes[index] = crop_episode(task.ground_truth, target, results, task.boxes)
-            if all(e is not None for e in episodes):
+            if all(e is not None for e in episodes):  # the unit's last episode: finish it
                 del collected[unit.key]
                 self._lane.submit(finish_unit, UnitJob(
                     run_name=self.config.name, run_dir=self.run_dir, unit=unit,
@@ -282,31 +282,33 @@ class Runner:
                     save_predictions=self.config.save_predictions, episodes=episodes,
                     keep_rows=self._consolidating and self._lane.mode == "process"))
 
-        def tasks() -> Iterator[EpisodeTask]:  # lazily: a ground truth per episode in flight
-            for unit in units:
-                if self.store.is_done(unit.key):
-                    continue
-                collected[unit.key] = [None] * len(case.targets)
-                prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)
-                refiner = (registry.refiners.create(unit.refiner.name, unit.refiner.params)
-                           if unit.refiner else None)
-                for index, target in enumerate(case.targets):
-                    user = SimulatedUser(
-                        prompter=prompter, prompter_key=unit.prompter.key, refiner=refiner,
-                        refiner_key=unit.refiner_key, seed=unit.seed,
-                        identity=(case.dataset, case.case_id, target.target_id),
-                        spacing=case.image.spacing, model_dimension=model.dimension)
-                    yield EpisodeTask(
-                        key=f"{unit.key}/{index}", user=user,
-                        ground_truth=_read_only(case.target_mask(target)),  # one pass, used twice
-                        steps=unit.steps if refiner else 0, refine=refiner is not None,
-                        keep_previous_prompts=unit.keep_previous_prompts,
-                        tag=(unit, index, target))
-
-        scheduler.run(tasks(), episode_done)
+        pending = [unit for unit in units if not self.store.is_done(unit.key)]
+        for unit in pending:
+            collected[unit.key] = [None] * len(case.targets)
+        scheduler.run(self._episode_tasks(pending, case, model.dimension), episode_done)
         if wait:
             self.wait()
         return []
+
+    def _episode_tasks(self, units: list[WorkUnit], case: Case,
+                       model_dimension: int) -> Iterator[EpisodeTask]:
+        """The episodes of ``units`` on ``case``, unit by unit, target by target; made lazily,
+        so only the episodes in flight hold a ground truth."""
+        for unit in units:
+            prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)
+            refiner = (registry.refiners.create(unit.refiner.name, unit.refiner.params)
+                       if unit.refiner else None)
+            for index, target in enumerate(case.targets):
+                user = SimulatedUser(
+                    prompter=prompter, prompter_key=unit.prompter.key, refiner=refiner,
+                    refiner_key=unit.refiner_key, seed=unit.seed,
+                    identity=(case.dataset, case.case_id, target.target_id),
+                    spacing=case.image.spacing, model_dimension=model_dimension)
+                yield EpisodeTask(
+                    key=f"{unit.key}/{index}", user=user,
+                    ground_truth=_read_only(case.target_mask(target)),  # one pass, used twice
+                    steps=unit.steps if refiner else 0, refine=refiner is not None,
+                    keep_previous_prompts=unit.keep_previous_prompts, tag=(unit, index, target))
 
     def start_workers(self) -> None:
         """Start the background workers (no-op when inline or already started); until a user

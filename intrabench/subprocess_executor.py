@@ -119,7 +119,9 @@ class SubprocessExecutor(Executor):
                 _send(process.stdin, (job_id, spooled, payload))  # type: ignore[arg-type]
             except (BrokenPipeError, OSError, ValueError) as error:
                 with self._lock:
-                    self._fail_pending(WorkerDied(f"cannot reach the worker: {error}"))
+                    self._fail_pending(WorkerDied(_ended(process) if process.poll() is not None
+                                                  or _exits_soon(process)
+                                                  else f"cannot reach the worker: {error}"))
         return future
 
     def _read_answers(self) -> None:
@@ -147,11 +149,9 @@ class SubprocessExecutor(Executor):
                 future.set_result(value)
             else:
                 future.set_exception(value)
-        code = process.wait()
-        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        process.wait()
         with self._lock:
-            self._fail_pending(WorkerDied(f"the background worker process {how} "
-                                          "before finishing its jobs"))
+            self._fail_pending(WorkerDied(_ended(process)))
 
     def _fail_pending(self, error: BaseException) -> None:
         for future in self._pending.values():
@@ -175,6 +175,21 @@ class SubprocessExecutor(Executor):
         if self._spool is not None and (wait or not self._pending):
             shutil.rmtree(self._spool, ignore_errors=True)
             self._spool = None
+
+
+def _exits_soon(process: subprocess.Popen, seconds: float = 5.0) -> bool:
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _ended(process: subprocess.Popen) -> str:
+    """Why the worker is gone, for :class:`WorkerDied` (its exit status must be known)."""
+    code = process.returncode
+    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+    return f"the background worker process {how} before finishing its jobs"
 
 
 def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:

@@ -198,7 +198,8 @@ def test_a_model_editing_its_previous_mask_in_place_is_stopped():
 # -- the results worker dies mid-run: a clear error, nothing half-written, resume completes ----
 
 
-def _results_worker_pids() -> list[int]:
+def _worker_pids(module: str = "intrabench.finishing") -> list[int]:
+    """This process's worker subprocesses that preloaded ``module``."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -210,7 +211,7 @@ def _results_worker_pids() -> list[int]:
             continue
         parent = next(int(line.split()[1]) for line in status.splitlines()
                       if line.startswith("PPid:"))
-        if parent == os.getpid() and b"intrabench.finishing" in command:
+        if parent == os.getpid() and module.encode() in command:
             pids.append(int(entry))
     return pids
 
@@ -222,16 +223,20 @@ class _KillsResultsWorker(Model):
     calls = 0
     kill_at = 0
 
-    def __init__(self, kill_at: int = 0):
+    def __init__(self, kill_at: int = 0, worker: str = "intrabench.finishing",
+                 seconds_per_call: float = 0.0):
         self.kill_at = kill_at
+        self.worker = worker
+        self.seconds_per_call = seconds_per_call
 
     def set_case(self, image):
         self.shape = image.shape
 
     def predict(self, prompt, previous=None, update_slices=None):
         type(self).calls += 1
+        time.sleep(self.seconds_per_call)
         if type(self).calls == self.kill_at:
-            for pid in _results_worker_pids():
+            for pid in _worker_pids(self.worker):
                 os.kill(pid, 9)
             time.sleep(0.5)
         mask = np.zeros(self.shape, bool)
@@ -288,3 +293,27 @@ def test_consolidating_rows_kept_in_memory_equals_reading_the_unit_files(tmp_pat
     from_files = ResultsStore(tmp_path).consolidate(["a", "b"])  # nothing kept any more
     pd.testing.assert_frame_equal(from_memory, from_files)
     assert from_memory["prompt_n_points"].tolist()[0] == 3
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the worker through /proc")
+def test_a_killed_user_worker_stops_the_run_and_the_rerun_completes(tmp_path):
+    def config(**model):
+        return parse_config({
+            "name": "killed-user", "datasets": [{"name": "demo-phantoms", "n_cases": 4}],
+            "prompters": ["box-3d"],
+            "models": [{"name": "test-kills-results-worker", "label": "m", **model}]})
+
+    _KillsResultsWorker.calls = 0
+    # slow calls: the user worker has started (and answers prompts) before it is killed
+    killing = config(kill_at=6, worker="intrabench.user_worker", seconds_per_call=0.4)
+    with pytest.raises(WorkerDied, match="killed by signal 9"):
+        Runner(killing, tmp_path / "run", user_workers=1).run()
+    units = tmp_path / "run" / "units"
+    assert len(list(units.glob("*.parquet"))) < 4
+    assert not list(units.glob(".*partial*"))
+    Runner(config(), tmp_path / "run", user_workers=1).run()
+    assert len(list(units.glob("*.parquet"))) == 4
+    Runner(config(), tmp_path / "fresh", background="inline").run()
+    pd.testing.assert_frame_equal(
+        _without_timing(pd.read_parquet(tmp_path / "run" / "results.parquet")),
+        _without_timing(pd.read_parquet(tmp_path / "fresh" / "results.parquet")))
