@@ -19,21 +19,22 @@ import yaml
 from intrabench.config import RunConfig
 from intrabench.errors import UserError
 from intrabench.pipeline import LaneMode
-from intrabench.runner import Plan, Runner, WorkUnit
+from intrabench.runner import Plan, Runner, WorkUnit, default_user_workers
 
 #: per worker process: runners (with their loaded models) reused across tasks of one run
 _WORKER_RUNNERS: dict[tuple[str, str], Runner] = {}
 
 
 def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
-                       background: LaneMode = "inline") -> list[str]:
+                       background: LaneMode = "inline",
+                       user_workers: int | None = None) -> list[str]:
     """Dask task: run one (dataset, case, model) group inside a worker process.
 
     ``background="inline"`` (CPU clusters, where Dask already runs one task per core) does
     everything in the task; ``"process"`` (GPU workers, which have cores to spare) gives the
     task the local runner's user, results and reader workers, so the GPU keeps predicting
     while they prompt and evaluate. Either way the group's unit files are written when the
-    task returns.
+    task returns. ``user_workers``: this worker's share of the machine's user workers.
     """
     key = (config_json, run_dir, background)
     runner = _WORKER_RUNNERS.get(key)
@@ -42,10 +43,17 @@ def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
             previous.close()  # one run at a time per worker: stop the previous run's workers
         _WORKER_RUNNERS.clear()  # ... and free its models
         runner = Runner(RunConfig.model_validate_json(config_json), Path(run_dir),
-                        background=background)
+                        background=background, user_workers=user_workers)
         _WORKER_RUNNERS[key] = runner
     runner.start_workers()
     return runner.execute_group(units)
+
+
+def _gpu_workers(args: argparse.Namespace) -> int:
+    """How many workers ``--gpus`` and ``--workers-per-gpu`` start on this machine."""
+    gpus = args.gpus if isinstance(args.gpus, list) else str(args.gpus).split(",")
+    devices = [g for g in (str(g).strip() for g in gpus) if g]
+    return max(1, len(devices)) * max(1, getattr(args, "workers_per_gpu", None) or 1)
 
 
 def _parse_resources(items: list[str] | None) -> dict[str, float]:
@@ -143,12 +151,16 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
         if getattr(args, "gpus", None) and not resources:
             resources = {"GPU": 1.0}
         config_json = config.model_dump_json()
-        # GPU workers hand prompting and finishing to subprocesses on their spare cores
+        # GPU workers hand prompting and finishing to subprocesses on their spare cores, and
+        # share the machine's user workers between them
         background = "process" if getattr(args, "gpus", None) else "inline"
+        user_workers = (default_user_workers(sharing=_gpu_workers(args))
+                        if background == "process" else None)
         print(f"IntraBench on Dask ({client.dashboard_link or client.scheduler.address}): "
               f"{len(groups)} tasks", file=sys.stderr)
         futures = [
             client.submit(execute_group_task, config_json, str(out), group, background,
+                          user_workers,
                           key=f"intrabench-{group[0].key}", resources=resources or None,
                           pure=False)
             for group in groups

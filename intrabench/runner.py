@@ -134,8 +134,9 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
     return plan
 
 
-def default_user_workers() -> int:
+def default_user_workers(sharing: int = 1) -> int:
     """Worker processes for simulated users: one per four cores, at most 4, none below four.
+    ``sharing``: model loops on this machine that split its cores (Dask GPU workers).
 
     A correction on a large volume can take longer than a GPU forward pass, so big machines
     get several. Below four cores there is no spare one (the model loop, the results worker
@@ -144,7 +145,7 @@ def default_user_workers() -> int:
     """
     cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
              else os.cpu_count() or 2)
-    return min(4, cores // 4)
+    return min(4, cores // (4 * max(1, sharing)))
 
 
 def _read_only(mask: np.ndarray) -> np.ndarray:

@@ -169,3 +169,17 @@ def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
     runner.finish(plan)
     Runner(config, tmp_path / "local", background="inline").run()
     pd.testing.assert_frame_equal(_rows(tmp_path / "local"), _rows(tmp_path / "tasks"))
+
+
+def test_gpu_workers_share_the_machines_user_workers(monkeypatch):
+    from intrabench import runner
+    from intrabench.execution import _gpu_workers
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)), raising=False)
+    args = _args(workers=1)
+    args.gpus, args.workers_per_gpu = "0,1,2,3", None
+    assert _gpu_workers(args) == 4
+    assert runner.default_user_workers(sharing=_gpu_workers(args)) == 2  # 32 cores / 4 / 4
+    args.workers_per_gpu = 2
+    assert runner.default_user_workers(sharing=_gpu_workers(args)) == 1
+    assert runner.default_user_workers() == 4  # alone on the machine: at most 4
