@@ -110,8 +110,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    dataset = registry.datasets.create("demo-real")
-    cases = [dataset.load(case_id) for case_id in dataset.case_ids()]
+    cases = list(registry.datasets.create("demo-real"))  # every case, loaded
     shapes = ", ".join(f"{c.case_id} {c.image.shape}" for c in cases)
     print(f"demo-real: {shapes}; device {args.device}, {args.threads} threads, "
           f"weights={args.weights}, tiny={args.tiny}, precision={args.precision}")

@@ -101,8 +101,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    dataset = registry.datasets.create("demo-real")
-    cases = [dataset.load(case_id) for case_id in dataset.case_ids()]
+    cases = list(registry.datasets.create("demo-real"))  # every case, loaded
     size = "full-size" if args.full else "tiny"
     print(f"3D adapters, {size} {args.weights} weights, precision={args.precision}, "
           f"device={args.device}, "

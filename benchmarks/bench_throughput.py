@@ -365,8 +365,7 @@ def main() -> None:
               f"bf16 autocast is emulated here and slower than fp32")
 
     if "cases" in args.part:
-        dataset = registry.datasets.create("demo-real")
-        cases = [dataset.load(case_id) for case_id in dataset.case_ids()]
+        cases = list(registry.datasets.create("demo-real"))  # every case, loaded
         shapes = ", ".join(f"{c.case_id} {c.image.shape}" for c in cases)
         print(f"\ncases per minute on demo-real ({shapes}); {args.steps} refinement steps; "
               f"best of {args.repeats} interleaved pass(es) after a warm-up case")

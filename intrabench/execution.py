@@ -51,9 +51,16 @@ def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
 
 def _gpu_workers(args: argparse.Namespace) -> int:
     """How many workers ``--gpus`` and ``--workers-per-gpu`` start on this machine."""
-    gpus = args.gpus if isinstance(args.gpus, list) else str(args.gpus).split(",")
-    devices = [g for g in (str(g).strip() for g in gpus) if g]
-    return max(1, len(devices)) * max(1, getattr(args, "workers_per_gpu", None) or 1)
+    return max(1, len(_devices(args.gpus))) * max(1, _workers_per_gpu(args))
+
+
+def _devices(gpus: str | list[str]) -> list[str]:
+    """Device indices from ``--gpus`` ("0,1" or a list), blanks dropped."""
+    return [g.strip() for g in (gpus.split(",") if isinstance(gpus, str) else gpus) if g.strip()]
+
+
+def _workers_per_gpu(args: argparse.Namespace) -> int:
+    return getattr(args, "workers_per_gpu", None) or 1
 
 
 def _parse_resources(items: list[str] | None) -> dict[str, float]:
@@ -80,7 +87,7 @@ def make_client(args: argparse.Namespace) -> tuple[Any, Any]:
         return _jobqueue_client(Path(args.cluster_config))
     if getattr(args, "gpus", None):
         cluster = gpu_cluster(args.gpus, getattr(args, "memory_limit", None),
-                              getattr(args, "workers_per_gpu", None) or 1)
+                              _workers_per_gpu(args))
         return Client(cluster), cluster
     cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1, processes=True,
                            memory_limit=getattr(args, "memory_limit", None) or "auto",
@@ -98,7 +105,7 @@ def gpu_cluster(gpus: str | list[str], memory_limit: str | None = None,
     """
     from distributed import Nanny, Scheduler, SpecCluster
 
-    devices = [g.strip() for g in (gpus.split(",") if isinstance(gpus, str) else gpus) if g.strip()]
+    devices = _devices(gpus)
     if not devices:
         raise UserError("--gpus: name at least one device index, e.g. --gpus 0,1")
     if workers_per_gpu < 1:

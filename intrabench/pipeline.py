@@ -13,7 +13,8 @@ Modes:
   arguments.
 * ``"thread"``: one worker thread, for light jobs that mostly wait (reading files).
 * ``"inline"``: every job runs at once in the caller (same results, no overlap): used to
-  measure the serial cost, and inside Dask workers, which may not start processes.
+  measure the serial cost, and inside the workers of CPU-only Dask clusters, whose cores Dask
+  already fills.
 
 Order is kept: one worker runs jobs first in, first out. Memory is bounded: :meth:`Lane.submit`
 blocks while ``max_pending`` jobs are queued or running. A job's exception is raised in the

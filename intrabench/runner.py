@@ -194,16 +194,19 @@ class Runner:
             raise ValueError("user_workers must be >= 0")
         self.episodes_in_flight = episodes_in_flight or max(1, 4 * self.user_workers)
         config.import_modules()
-        user_modules = {registry.prompters.get(spec.name).__module__ for spec in config.prompters}
-        user_modules |= {registry.refiners.get(spec.name).__module__ for spec in config.refiners}
-        self._users = [Lane(background, max_pending=self.episodes_in_flight + 2,
-                            name="intrabench-users",
-                            preload=("intrabench.user_worker", *sorted(user_modules)),
-                            raise_failures=False)
-                       for _ in range(self.user_workers)]
+        # one episode at a time leaves nothing to overlap: then no user worker is started
+        self._users = self._user_lanes(background) if self.episodes_in_flight > 1 else []
         self.datasets: dict[str, Dataset] = {
             spec.key: registry.datasets.create(spec.name, spec.params) for spec in config.datasets
         }
+
+    def _user_lanes(self, background: LaneMode) -> list[Lane]:
+        """The user workers, each preloading the run's prompter and refiner modules."""
+        modules = {registry.prompters.get(spec.name).__module__ for spec in self.config.prompters}
+        modules |= {registry.refiners.get(spec.name).__module__ for spec in self.config.refiners}
+        preload = ("intrabench.user_worker", *sorted(modules))
+        return [Lane(background, max_pending=self.episodes_in_flight + 2, name="intrabench-users",
+                     preload=preload, raise_failures=False) for _ in range(self.user_workers)]
 
     def plan(self) -> Plan:
         return make_plan(self.config, self.datasets)
@@ -316,9 +319,8 @@ class Runner:
         worker has imported its modules, prompts are computed in the model loop."""
         self._lane.start()
         self._reader.start()
-        if self.episodes_in_flight > 1:
-            for lane in self._users:
-                lane.start()
+        for lane in self._users:
+            lane.start()
 
     def wait(self) -> None:
         """Block until every queued metric and file of this runner is written."""

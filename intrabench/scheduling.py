@@ -110,7 +110,7 @@ class EpisodeScheduler:
                     ready.append((episode, call))
                     return
                 if episode.lane is not None and not (call.step == 0
-                                                     and self._prompter_needs_model(episode)):
+                                                     and episode.task.user.prompter.needs_model):
                     waiting[self._ask_worker(episode, call)] = (episode, call)
                     return
                 answer = self._answer_here(episode, call)
@@ -147,9 +147,6 @@ class EpisodeScheduler:
     def _answer_here(self, episode: _Running, call: UserCall) -> Answer:
         self.answered_here += 1
         return ask_user(episode.task.user, episode.task.ground_truth, call, self.model)
-
-    def _prompter_needs_model(self, episode: _Running) -> bool:
-        return bool(getattr(episode.task.user.prompter, "needs_model", False))
 
     def _assign_worker(self, episode: _Running, running: list[_Running]) -> None:
         """Give ``episode`` to the started worker with the fewest episodes, unless it must stay

@@ -102,28 +102,27 @@ if sys.platform == "win32":  # pragma: no cover
     pytestmark = pytest.mark.skip("process-killing test needs POSIX")
 
 
-def test_gpu_cluster_pins_one_device_per_worker():
+def _gpu_cluster_workers(gpus: str, n_workers: int, **options) -> tuple[list, list]:
+    """(sorted CUDA_VISIBLE_DEVICES, resources) of the workers of ``gpu_cluster(gpus)``."""
     from distributed import Client
 
     from intrabench.execution import gpu_cluster
 
-    with gpu_cluster("0,1") as cluster, Client(cluster) as client:
-        client.wait_for_workers(2)
+    with gpu_cluster(gpus, **options) as cluster, Client(cluster) as client:
+        client.wait_for_workers(n_workers)
         visible = sorted(client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES")).values())
         resources = [w["resources"] for w in client.scheduler_info()["workers"].values()]
+    return visible, resources
+
+
+def test_gpu_cluster_pins_one_device_per_worker():
+    visible, resources = _gpu_cluster_workers("0,1", 2)
     assert visible == ["0", "1"]
     assert resources == [{"GPU": 1}, {"GPU": 1}]
 
 
 def test_gpu_cluster_can_share_a_device_between_workers():
-    from distributed import Client
-
-    from intrabench.execution import gpu_cluster
-
-    with gpu_cluster("3", workers_per_gpu=2) as cluster, Client(cluster) as client:
-        client.wait_for_workers(2)
-        visible = sorted(client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES")).values())
-        resources = [w["resources"] for w in client.scheduler_info()["workers"].values()]
+    visible, resources = _gpu_cluster_workers("3", 2, workers_per_gpu=2)
     assert visible == ["3", "3"]
     assert resources == [{"GPU": 1}, {"GPU": 1}]
 
