@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from monai.metrics import DiceMetric, compute_hausdorff_distance, compute_surface_dice
 
 from intrabench.metrics import (
@@ -195,3 +197,60 @@ def test_both_distance_methods_agree():
     assert edt.shape == (int(sources.sum()),)
     np.testing.assert_allclose(edt, tree, rtol=0, atol=1e-9)
     assert (edt[targets[sources]] == 0).all()
+
+
+# --------------------------------------------------------------------------------------
+# NSD at exact ties: a surface distance equal to the tolerance counts as within it
+# --------------------------------------------------------------------------------------
+
+
+def test_nsd_exact_tie_on_the_kdtree_path():
+    # Ground truth at x = 0 and 3, prediction at x = 2, spacing 0.7 mm along x, tolerance
+    # 0.7 mm: the prediction voxel is 1 voxel (0.7 mm) from x = 3, within the tolerance; the
+    # ground truth at x = 3 is 0.7 mm from it too; x = 0 is 1.4 mm away. NSD = 2/3 exactly.
+    from intrabench.metrics import _distances_edt, _distances_kdtree
+
+    gt = np.zeros((1, 1, 4), bool)
+    gt[0, 0, [0, 3]] = True
+    pred = np.zeros_like(gt)
+    pred[0, 0, 2] = True
+    spacing = (1.0, 1.0, 0.7)
+    assert step_metrics(pred, gt, spacing, nsd_tolerance_mm=0.7)["nsd"] == pytest.approx(2 / 3)
+    assert normalized_surface_dice(pred, gt, spacing, 0.7) == pytest.approx(2 / 3)
+    assert monai_values(pred, gt, spacing, 0.7)["nsd"] == pytest.approx(2 / 3)
+    sampling = np.asarray(spacing)
+    # Both paths give the EDT's arithmetic: sqrt((1 * 0.7) ** 2), not 4 * 0.7 - 3 * 0.7.
+    np.testing.assert_array_equal(_distances_kdtree(gt, pred, sampling),
+                                  _distances_edt(gt, pred, sampling))
+    assert _distances_kdtree(pred, gt, sampling)[0] <= 0.7
+
+
+TIE_SPACINGS = [0.1, 0.3, 0.4, 0.7, 0.8, 1.0, 1.5]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_nsd_matches_monai_at_tie_prone_spacings(data):
+    """Sparse random masks, spacings like 0.4/0.7/0.8 mm and tolerances that are whole multiples
+    of them (so many distances equal the tolerance): both distance paths agree with MONAI."""
+    from intrabench.metrics import _distances_edt, _distances_kdtree, _nsd
+
+    shape = tuple(data.draw(st.integers(1, 6), label=f"size{a}") for a in range(3))
+    seed = data.draw(st.integers(0, 2**16), label="seed")
+    rng = np.random.default_rng(seed)
+    pred = rng.random(shape) > 0.7
+    gt = rng.random(shape) > 0.7
+    if not pred.any() or not gt.any():
+        return
+    spacing = tuple(data.draw(st.sampled_from(TIE_SPACINGS), label=f"s{a}") for a in range(3))
+    tolerance = data.draw(st.sampled_from(spacing), label="axis") * data.draw(
+        st.integers(1, 3), label="multiple")
+    reference = monai_values(pred, gt, spacing, tolerance)["nsd"]
+    padded_pred, padded_gt = np.pad(pred, 1), np.pad(gt, 1)
+    pred_surface, gt_surface = surface(padded_pred), surface(padded_gt)
+    sampling = np.asarray(spacing, dtype=np.float64)
+    for method in (_distances_edt, _distances_kdtree):
+        distances = (method(pred_surface, gt_surface, sampling),
+                     method(gt_surface, pred_surface, sampling))
+        assert _nsd(distances, tolerance) == pytest.approx(reference, abs=1e-6), method.__name__
+    assert step_metrics(pred, gt, spacing, tolerance)["nsd"] == pytest.approx(reference, abs=1e-6)
