@@ -7,6 +7,11 @@ target -> case (mean over the case's targets of one class) -> dataset class (mea
 and a percentile-bootstrap confidence interval that resamples cases (seeded, deterministic).
 It works on step rows (``results.parquet``) and on episode rows
 (:func:`intrabench.episode_metrics.episode_table`) alike: pass the configuration columns.
+
+Missing values (NaN: HD95 of an empty prediction, which has no surface) are left out of every
+mean, which flatters the average: the statistics count them (``n_missing``) and every function
+that averages takes ``missing_value``, a documented penalty substituted for them before
+aggregating (e.g. the largest distance possible in the images, in mm, for HD95).
 """
 
 from __future__ import annotations
@@ -18,6 +23,22 @@ import pandas as pd
 
 #: Columns that identify one configuration (a table row before the dataset columns).
 CONFIG_COLUMNS = ["model", "prompter", "refiner", "seed", "step"]
+
+
+def fill_missing(rows: pd.DataFrame, metric: str, missing_value: float | None) -> pd.DataFrame:
+    """``rows`` with NaN values of ``metric`` replaced by ``missing_value`` (None: unchanged)."""
+    if missing_value is None or metric not in rows or not rows[metric].isna().any():
+        return rows
+    return rows.assign(**{metric: rows[metric].astype(float).fillna(float(missing_value))})
+
+
+def count_targets(rows: pd.DataFrame) -> int:
+    """Distinct targets among ``rows`` (a target repeated over seeds, steps or configurations
+    counts once); the row count when the rows carry no target identity."""
+    keys = [k for k in ("dataset", "case", "target") if k in rows]
+    if "target" not in keys:
+        return int(len(rows))
+    return int(len(rows[keys].drop_duplicates()))
 
 
 def per_case(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
@@ -50,13 +71,17 @@ def effort_per_configuration(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary_table(rows: pd.DataFrame, metric: str = "dice", steps: str = "final",
-                  scale: float = 100.0) -> pd.DataFrame:
+                  scale: float = 100.0, missing_value: float | None = None) -> pd.DataFrame:
     """One row per (model, prompter, refiner, step), one column per dataset, plus Average.
 
     ``steps``: "final" keeps step 0 and each episode's last step; "all" keeps every step.
+    When some values of ``metric`` are missing (NaN) and no ``missing_value`` is given, a
+    ``missing`` column counts the rows left out of each table row's means.
     """
     if rows.empty:
         return pd.DataFrame()
+    missing = _missing_per_row(rows, metric, ["model", "prompter", "refiner", "step"])
+    rows = fill_missing(rows, metric, missing_value)
     if steps == "final":
         last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
         rows = rows[(rows["step"] == 0) | (rows["step"] == last)]
@@ -67,8 +92,17 @@ def summary_table(rows: pd.DataFrame, metric: str = "dice", steps: str = "final"
     effort = effort_per_configuration(rows).set_index(["model", "prompter", "refiner", "step"])
     wide.insert(0, "effort", effort["effort_label"].reindex(wide.index))
     wide.insert(1, "mean interactions", effort["mean_effort"].reindex(wide.index).round(1))
+    if missing is not None and missing_value is None:
+        wide["missing"] = missing.reindex(wide.index).fillna(0).astype(int)
     wide.columns.name = None
     return wide.reset_index()
+
+
+def _missing_per_row(rows: pd.DataFrame, metric: str, keys: list[str]) -> pd.Series | None:
+    """Rows with a missing ``metric`` per group of ``keys``, or None when none is missing."""
+    if metric not in rows or not rows[metric].isna().any():
+        return None
+    return rows[metric].isna().groupby([rows[k] for k in keys]).sum()
 
 
 def merge_datasets(rows: pd.DataFrame, groups: Mapping[str, Sequence[str]]) -> pd.DataFrame:
@@ -140,17 +174,23 @@ def bootstrap_ci(matrix: np.ndarray, n_boot: int = 1000, confidence: float = 0.9
 def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
                        config: Sequence[str] = ("model", "prompter", "refiner", "step"),
                        n_boot: int = 1000, confidence: float = 0.95,
-                       seed: int = 0) -> pd.DataFrame:
+                       seed: int = 0, missing_value: float | None = None) -> pd.DataFrame:
     """Per (configuration, dataset): the paper's score and its spread over cases.
 
     Columns: ``mean`` (mean over classes of the mean over cases of case means: the paper's
     number), ``median``, ``std``, ``q1``, ``q3`` (over per-case scores, a case's score being the
     mean over its classes), ``ci_low``/``ci_high`` (bootstrap over cases, see
-    :func:`bootstrap_ci`), ``n_cases``, ``n_targets``. Seeds are pooled at the case level.
+    :func:`bootstrap_ci`), ``n_cases``, ``n_targets`` (distinct targets: a target scored
+    with two seeds counts once), ``n_values`` (the target x seed values averaged) and
+    ``n_missing`` (values that were NaN, e.g. HD95 of an empty prediction: left out of every
+    mean, or replaced by ``missing_value`` when one is given, then counted in ``n_values`` too).
+    Seeds are pooled at the case level.
     """
     config = [c for c in config if c in rows]
     records = []
     for identity, group in rows.groupby(config + ["dataset"], sort=True, dropna=False):
+        n_missing = int(group[metric].isna().sum())
+        group = fill_missing(group, metric, missing_value)
         matrix = case_class_matrix(group, metric).to_numpy(dtype=np.float64)
         with np.errstate(all="ignore"):
             import warnings
@@ -171,7 +211,9 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
             "ci_low": low,
             "ci_high": high,
             "n_cases": int(matrix.shape[0]),
-            "n_targets": int(group[metric].notna().sum()),
+            "n_targets": count_targets(group),
+            "n_values": int(group[metric].notna().sum()),
+            "n_missing": n_missing,
         })
         records.append(record)
     return pd.DataFrame.from_records(records)

@@ -12,7 +12,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
     rows = load_rows(args.run_dirs)
     layout = Layout.load(args.layout) if args.layout else None
-    built = tables_for_runs(rows, layout, args.metric, args.scale)
+    built = tables_for_runs(rows, layout, args.metric, args.scale, args.missing_value)
     if not built:
         print("no table could be built from these runs (are the run names those the layout "
               "lists?)", file=sys.stderr)
@@ -27,7 +27,8 @@ def cmd_tables(args: argparse.Namespace) -> int:
     from intrabench.aggregate import dataset_statistics
 
     statistics = dataset_statistics(rows, args.metric,
-                                    config=("run", "model", "prompter", "refiner", "step"))
+                                    config=("run", "model", "prompter", "refiner", "step"),
+                                    missing_value=args.missing_value)
     statistics.to_csv(out / "statistics.csv", index=False, float_format="%.6f")
     print(f"per-dataset mean, median, std, quartiles and bootstrap 95% CI over cases: "
           f"{out / 'statistics.csv'}", file=sys.stderr)
@@ -78,6 +79,10 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
                                          "dataset columns, display names, runs per table")
     tables.add_argument("--metric", default="dice", help="column of results to tabulate")
     tables.add_argument("--scale", type=float, default=100.0, help="multiply scores (default 100)")
+    tables.add_argument("--missing-value", type=float, metavar="VALUE",
+                        help="substitute VALUE for missing values before averaging (HD95 of an "
+                             "empty prediction is NaN; e.g. the images' diagonal in mm); default: "
+                             "leave them out and count them in a Missing column")
     tables.set_defaults(func=cmd_tables)
 
     report = commands.add_parser("report", help="a self-contained HTML report of one run")

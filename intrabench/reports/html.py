@@ -84,6 +84,10 @@ def configuration_summary(episodes: pd.DataFrame) -> pd.DataFrame:
         stats = dataset_statistics(episodes, metric, config=config, n_boot=1)
         parts.append(stats.groupby(config)["mean"].mean().rename(metric))
     plain = episodes.groupby(config)[["cumulative_effort", "model_seconds_per_step"]].mean()
+    if "hd95_final" in episodes and episodes["hd95_final"].isna().any():
+        # HD95 of an empty prediction is NaN and left out of its mean: say how many
+        parts.append(episodes["hd95_final"].isna().groupby([episodes[c] for c in config])
+                     .sum().astype(int).rename("HD95 missing"))
     table = pd.concat(parts + [plain], axis=1).reset_index()
     return table.rename(columns={"dice_initial": "Dice initial", "dice_final": "Dice final",
                                  "dice_auc_norm": "Dice AUC (norm.)", "nsd_final": "NSD final",

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from intrabench.aggregate import merge_datasets, per_dataset, to_markdown
+from intrabench.aggregate import fill_missing, merge_datasets, per_dataset, to_markdown
 from intrabench.errors import ConfigError
 
 
@@ -67,11 +67,15 @@ def _prompter_label(prompter: str, refiner: str, layout: Layout) -> str:
 
 
 def build_table(rows: pd.DataFrame, layout: Layout | None = None, metric: str = "dice",
-                iterations: bool | None = None, scale: float = 100.0) -> pd.DataFrame:
+                iterations: bool | None = None, scale: float = 100.0,
+                missing_value: float | None = None) -> pd.DataFrame:
     """A paper-style table from step rows (one or several runs concatenated).
 
     ``iterations``: True keeps every step and adds an ``Iterations`` column; False keeps each
     episode's final step only; None decides from the rows (any refiner -> True).
+    ``missing_value``: substituted for missing values of ``metric`` (NaN, e.g. HD95 of an
+    empty prediction) before aggregating; without it they are left out of the means and a
+    ``Missing`` column counts them per table row (target x seed values).
     """
     layout = layout or Layout()
     if rows.empty:
@@ -89,8 +93,10 @@ def build_table(rows: pd.DataFrame, layout: Layout | None = None, metric: str = 
         rows = merge_datasets(rows, merged).assign(dataset=lambda f: f["dataset"].replace(renamed))
     if rows.empty:
         return pd.DataFrame()
-    scores = per_dataset(rows, metric)
     index = ["model", "prompter", "refiner", "step"]
+    missing = rows[metric].isna().groupby([rows[k] for k in index]).sum()
+    rows = fill_missing(rows, metric, missing_value)
+    scores = per_dataset(rows, metric)
     wide = scores.pivot_table(index=index, columns="dataset", values=metric, sort=True) * scale
     order = [c for c in layout.columns if c in wide.columns] or sorted(wide.columns)
     wide = wide[order]
@@ -106,6 +112,9 @@ def build_table(rows: pd.DataFrame, layout: Layout | None = None, metric: str = 
     })
     for column in order + ["Average"]:
         table[column] = wide[column].to_numpy()
+    if missing_value is None and missing.any():
+        table["Missing"] = [int(missing.get(tuple(k), 0))
+                            for k in wide[index].itertuples(index=False)]
     table = table.sort_values(["Prompter", "Model", "Iterations"], kind="stable").reset_index(drop=True)
     if not iterations:
         table = table.drop(columns="Iterations")
@@ -157,7 +166,8 @@ def write_table(table: pd.DataFrame, out_dir: Path, name: str, title: str = "") 
 
 
 def tables_for_runs(rows: pd.DataFrame, layout: Layout | None = None, metric: str = "dice",
-                    scale: float = 100.0) -> list[tuple[str, str, pd.DataFrame]]:
+                    scale: float = 100.0, missing_value: float | None = None,
+                    ) -> list[tuple[str, str, pd.DataFrame]]:
     """(name, title, table) for every table the layout names whose runs are present; without
     tables in the layout: one ``initial`` table (final step of runs without refinement) and one
     ``refinement`` table (every step of runs with a refiner)."""
@@ -166,7 +176,7 @@ def tables_for_runs(rows: pd.DataFrame, layout: Layout | None = None, metric: st
     if layout.tables:
         for spec in layout.tables:
             chosen = rows[rows["run"].isin(spec.runs)] if spec.runs else rows
-            table = build_table(chosen, layout, metric, spec.iterations, scale)
+            table = build_table(chosen, layout, metric, spec.iterations, scale, missing_value)
             if not table.empty:
                 built.append((spec.key, spec.title, table))
         return built
@@ -174,10 +184,10 @@ def tables_for_runs(rows: pd.DataFrame, layout: Layout | None = None, metric: st
     refined = rows[rows["refiner"] != "none"]
     if not single.empty:
         built.append(("initial", f"{metric} x{scale:g}, single forward pass",
-                      build_table(single, layout, metric, False, scale)))
+                      build_table(single, layout, metric, False, scale, missing_value)))
     if not refined.empty:
         built.append(("refinement", f"{metric} x{scale:g} per refinement iteration",
-                      build_table(refined, layout, metric, True, scale)))
+                      build_table(refined, layout, metric, True, scale, missing_value)))
     return built
 
 

@@ -176,3 +176,48 @@ def test_vectorised_episode_table_matches_the_per_episode_definition(tiny_run):
                 assert got[column] == pytest.approx(value), column
             else:
                 assert got[column] == value, column
+
+
+# --------------------------------------------------------------------------------------
+# Honest aggregates: missing values are counted (or penalised), targets are counted once
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hd95_rows() -> pd.DataFrame:
+    # One case, two lesions, two seeds. t2 has an empty prediction with seed 1: HD95 NaN.
+    rows = []
+    for seed, (h1, h2) in enumerate([(2.0, 4.0), (6.0, float("nan"))]):
+        for target, value in (("t1", h1), ("t2", h2)):
+            r = row("A", "c1", target, "lesion", 0.5, seed=seed)
+            r["hd95"] = value
+            rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def test_missing_hd95_is_counted_and_targets_are_not_doubled_by_seeds(hd95_rows):
+    stats = dataset_statistics(hd95_rows, "hd95", n_boot=10).iloc[0]
+    # NaN left out: the case mean pools (2, 4, 6) -> 4.0, which hides the empty prediction.
+    assert stats["mean"] == pytest.approx(4.0)
+    assert stats["n_missing"] == 1 and stats["n_values"] == 3
+    assert stats["n_targets"] == 2  # two targets, not 4 target x seed rows
+    penalised = dataset_statistics(hd95_rows, "hd95", n_boot=10, missing_value=100.0).iloc[0]
+    assert penalised["mean"] == pytest.approx((2 + 4 + 6 + 100) / 4)
+    assert penalised["n_missing"] == 1 and penalised["n_values"] == 4
+
+
+def test_summary_tables_show_the_missing_count(hd95_rows):
+    from intrabench.reports.tables import build_table
+
+    # The tables average seeds last: seed 0 gives (2 + 4) / 2 = 3, seed 1 gives 6 (t2 left
+    # out), so 4.5; with the penalty seed 1 gives (6 + 100) / 2 = 53, so 28.
+    wide = summary_table(hd95_rows, "hd95", scale=1.0)
+    assert wide.loc[0, "missing"] == 1 and wide.loc[0, "A"] == pytest.approx(4.5)
+    filled = summary_table(hd95_rows, "hd95", scale=1.0, missing_value=100.0)
+    assert "missing" not in filled and filled.loc[0, "A"] == pytest.approx(28.0)
+    paper = build_table(hd95_rows, metric="hd95", scale=1.0)
+    assert paper.loc[0, "Missing"] == 1 and paper.loc[0, "A"] == pytest.approx(4.5)
+    assert build_table(hd95_rows, metric="hd95", scale=1.0,
+                       missing_value=100.0).loc[0, "A"] == pytest.approx(28.0)
+    # Dice has no missing value: no column
+    assert "Missing" not in build_table(hd95_rows, metric="dice")
