@@ -127,3 +127,30 @@ def test_positional_encoding_stays_float32_under_autocast(name: str, lung) -> No
     # class swap only: same parameters and buffers, same state dict keys
     assert "positional_encoding_gaussian_matrix" in dict(pe_layer.named_buffers())
     assert type(pe_layer).__name__ == "PositionEmbeddingRandom"
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_seeded_random_weights_are_drawn_on_the_cpu_whatever_the_device(name, monkeypatch):
+    """``weights: random, seed: s`` must build the same network on every device: the weights
+    are drawn by the CPU generator, then moved. Here the adapter's device is the meta device
+    (a stand-in for CUDA, whose generator draws other numbers): what the builder created must
+    be on the CPU and equal, tensor for tensor, to a CPU build with the same seed."""
+    reference = {k: v.clone() for k, v in tiny_model(name, seed=3).net.state_dict().items()}
+    built: dict[str, torch.Tensor] = {}
+    model = tiny_model(name, seed=3)
+    cls = type(model)
+    original = cls.build_network
+
+    def recording_build(self, tiny=False):
+        net = original(self, tiny=tiny)
+        built.update({k: v.clone() for k, v in net.state_dict().items()})
+        return net
+
+    monkeypatch.setattr(cls, "build_network", recording_build)
+    monkeypatch.setattr(cls, "device", property(lambda self: torch.device("meta")))
+    model.net  # noqa: B018 - builds the network
+    assert built.keys() == reference.keys()
+    for key, value in built.items():
+        assert value.device.type == "cpu", key
+        torch.testing.assert_close(value, reference[key], rtol=0, atol=0, msg=key)
+    assert next(model.net.parameters()).device.type == "meta"  # then moved to the device
