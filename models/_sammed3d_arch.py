@@ -103,8 +103,16 @@ class Attention3D(nn.Module):
         bias_d = torch.einsum("bdhwc,dkc->bdhwk", grid_q, rd)
         bias_h = torch.einsum("bdhwc,hkc->bdhwk", grid_q, rh)
         bias_w = torch.einsum("bdhwc,wkc->bdhwk", grid_q, rw)
-        attn = (attn.view(-1, d, h, w, d, h, w) + bias_d[..., :, None, None]
-                + bias_h[..., None, :, None] + bias_w[..., None, None, :]).view(-1, n, n)
+        # The published checkpoints were trained with upstream's broadcasting (SAM-Med3D's
+        # image_encoder3D.py, medim's sam_med3d.py), which is not the textbook decomposition:
+        # indexing the 5-D (b, d, h, w, k) terms as below puts every term's key index k on the
+        # key's w axis, and the h and w terms' query w index on the key's d and h axes. That
+        # is the function those weights compute (it needs d == h == w, true in cubic windows
+        # and grids); the textbook form changes the encoder by 1.7e-2 with non-zero tables.
+        # tests/models3d/test_upstream_equivalence.py writes the sum out element by element.
+        attn = (attn.view(-1, d, h, w, d, h, w) + bias_d[:, :, :, :, None, None]
+                + bias_h[:, :, :, None, :, None] + bias_w[:, :, :, None, None, :]
+                ).view(-1, n, n)
         out = attn.softmax(dim=-1) @ v
         out = out.view(b, self.num_heads, d, h, w, -1).permute(0, 2, 3, 4, 1, 5)
         return self.proj(out.reshape(b, d, h, w, -1))
