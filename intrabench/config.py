@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -79,6 +79,19 @@ class RunConfig(BaseModel):
     keep_previous_prompts: bool = True
     save_predictions: bool = False
     nsd_tolerance_mm: float = Field(default=2.0, gt=0)
+    #: whose metric definitions the rows follow: IntraBench's own (default), or the CVPR 2025
+    #: interactive challenge's (surface-element NSD, the image-level 0.2-Dice rule, its
+    #: clicks); ``cvpr25`` also fills in the challenge's prompter, refiner and 5 steps when the
+    #: config does not name them (see :mod:`intrabench.cvpr25`)
+    protocol: Literal["intrabench", "cvpr25"] = "intrabench"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _protocol_defaults(cls, value: Any) -> Any:
+        if isinstance(value, dict) and value.get("protocol") == "cvpr25":
+            value = {"prompters": ["cvpr25-box"], "refiners": ["cvpr25-click"],
+                     "refinement_steps": 5, **value}
+        return value
 
     @field_validator("seeds", mode="before")
     @classmethod

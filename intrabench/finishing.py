@@ -12,7 +12,7 @@ prediction file is rebuilt exactly (zeros outside the box) on the case's origina
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,7 +53,6 @@ class UnitJob:
     spacing: tuple[float, float, float]
     shape: tuple[int, int, int]
     geometry: ImageGeometry
-    nsd_tolerance_mm: float
     save_predictions: bool
     episodes: list[CroppedEpisode]
     #: keep the rows in the finishing process for its consolidation (see ResultsStore.write_unit)
@@ -111,6 +110,7 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
             "seed": unit.seed,
             "step": result.step,
             "keep_previous_prompts": unit.keep_previous_prompts if unit.refiner else None,
+            "protocol": unit.protocol,
             **result.metrics,
             "effort": result.effort,
             "cumulative_effort": result.cumulative_effort,
@@ -127,6 +127,15 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
         }
         rows.append(row)
     return rows
+
+
+def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
+    """The per-step metric function of a run's ``protocol`` (see :mod:`intrabench.cvpr25`)."""
+    if protocol == "cvpr25":
+        from intrabench.cvpr25 import step_metrics_cvpr25
+
+        return step_metrics_cvpr25
+    return step_metrics
 
 
 def _safe(text: str) -> str:
@@ -156,7 +165,8 @@ def finish_unit(job: UnitJob) -> int:
     """
     from intrabench.results import ResultsStore
 
-    metric_fn = functools.partial(step_metrics, nsd_tolerance_mm=job.nsd_tolerance_mm)
+    metric_fn = functools.partial(metrics_for_protocol(job.unit.protocol),
+                                  nsd_tolerance_mm=job.unit.nsd_tolerance_mm)
     rows: list[dict[str, Any]] = []
     for episode in job.episodes:
         seconds = evaluate_steps(episode.results, episode.ground_truth, job.spacing, metric_fn)

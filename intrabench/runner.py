@@ -26,6 +26,7 @@ from intrabench.case_reader import load_case
 from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
 from intrabench.errors import DataError, UserError
 from intrabench.finishing import CroppedEpisode, UnitJob, crop_episode, finish_unit
+from intrabench.metrics import DEFAULT_NSD_TOLERANCE_MM
 from intrabench.pipeline import Lane, LaneMode
 from intrabench.protocols import Dataset, Model, incompatibility
 from intrabench.results import (
@@ -52,6 +53,8 @@ class WorkUnit:
     seed: int
     steps: int
     keep_previous_prompts: bool
+    protocol: str = "intrabench"
+    nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM
 
     @property
     def refiner_key(self) -> str:
@@ -59,12 +62,20 @@ class WorkUnit:
 
     @property
     def key(self) -> str:
-        identity = json.dumps(
-            [self.dataset.key, self.case_id, self.model.key, self.prompter.key,
-             self.refiner_key, self.seed, self.steps if self.refiner else 0,
-             self.keep_previous_prompts if self.refiner else None],
-            sort_keys=True,
-        )
+        """The unit's identity in the run directory: everything that changes its rows. The
+        metric settings enter only when they differ from the defaults, so the keys of runs
+        made before they were part of it stay the same."""
+        parts: list = [self.dataset.key, self.case_id, self.model.key, self.prompter.key,
+                       self.refiner_key, self.seed, self.steps if self.refiner else 0,
+                       self.keep_previous_prompts if self.refiner else None]
+        metric_settings = {}
+        if self.protocol != "intrabench":
+            metric_settings["protocol"] = self.protocol
+        if self.nsd_tolerance_mm != DEFAULT_NSD_TOLERANCE_MM:
+            metric_settings["nsd_tolerance_mm"] = float(self.nsd_tolerance_mm)
+        if metric_settings:
+            parts.append(metric_settings)
+        identity = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(identity.encode()).hexdigest()[:24]
 
     @property
@@ -124,7 +135,9 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                                 dataset=dataset_spec, case_id=case_id, model=model_spec,
                                 prompter=prompter_spec, refiner=refiner_spec, seed=seed,
                                 steps=config.refinement_steps,
-                                keep_previous_prompts=config.keep_previous_prompts))
+                                keep_previous_prompts=config.keep_previous_prompts,
+                                protocol=config.protocol,
+                                nsd_tolerance_mm=config.nsd_tolerance_mm))
     # model-major in config order: one model is loaded at a time, and all work on a case for
     # that model is contiguous (its image encodings are reused); stable inside a group
     model_order = {spec.key: i for i, spec in enumerate(config.models)}
@@ -282,7 +295,7 @@ class Runner:
                 self._lane.submit(finish_unit, UnitJob(
                     run_name=self.config.name, run_dir=self.run_dir, unit=unit,
                     case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
-                    geometry=case.image.geometry, nsd_tolerance_mm=self.config.nsd_tolerance_mm,
+                    geometry=case.image.geometry,
                     save_predictions=self.config.save_predictions, episodes=episodes,
                     keep_rows=self._consolidating and self._lane.mode == "process"))
 

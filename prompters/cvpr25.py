@@ -12,17 +12,39 @@ To models it is given as one :class:`~intrabench.types.Box3D` spanning [z_min, z
 that xy box on every slice of the z-range (``Prompt.on_slice``).
 
 Effort: the user draws one 2D box (2) and picks the two boundary slices (1 + 1) = 4.
+
+The challenge's corrective click is :class:`Cvpr25Click` (``cvpr25-click``): the centre of the
+largest error, with the challenge's tie-breaking and its 2x downsampling of large components,
+so that ``protocol: cvpr25`` runs get the challenge's clicks (see :mod:`intrabench.cvpr25`).
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from intrabench.protocols import PromptContext, Prompter
-from intrabench.registry import prompters
+import numpy as np
+from scipy import ndimage
+
+from intrabench.protocols import PromptContext, Prompter, RefineContext, Refiner
+from intrabench.registry import prompters, refiners
 from intrabench.types import Box3D, Prompt, interactions
 
-from ._geometry import foreground_crop, foreground_slices, median_slice, tight_box_2d
+from ._geometry import (
+    bounding_box,
+    foreground_crop,
+    foreground_slices,
+    largest_component,
+    median_slice,
+    tight_box_2d,
+)
+from .refiners import _Errors
+
+#: The challenge computes the distance transform at half resolution above this many voxels
+#: (the component's box with its 25% margins).
+LARGE_ROI_VOXELS = 60_000_000
+
+#: The challenge seeds NumPy's global generator with this before every click.
+TIE_BREAK_SEED = 42
 
 
 @prompters.register
@@ -58,3 +80,68 @@ class Cvpr25Box(Prompter):
         return Prompt(box3d=Box3D(z_min, y_min, x_min, z_max, y_max, x_max),
                       interactions=interactions("box2d", 1) + interactions("boundary_slice", 2),
                       effort_label="4")
+
+
+def challenge_click(component: np.ndarray) -> tuple[int, ...]:
+    """The challenge's click in a non-empty boolean (z, y, x) error component, as an index.
+
+    As ``CVPR25_iter_eval.py`` (``compute_edt``, ``sample_coord``): the component's bounding
+    box grown on every side by 25% of its size (at least one voxel, truncated); if that box has
+    more than 60 M voxels it is max-pooled 2x2x2 (``skimage.measure.block_reduce``, zero-padded
+    at the end) and the distance transform (voxel units) computed there is repeated back 2x;
+    the distances are kept on the component only, or, if none is left (a tiny component lost to
+    the pooling), the component itself is used; the maxima are listed in C order and one is
+    drawn with ``np.random.seed(42); np.random.choice(n)`` (a fresh ``RandomState(42)``).
+    """
+    low, high = bounding_box(component)
+    high = high + 1
+    size = high - low
+    crop = tuple(slice(int(a), int(b)) for a, b in zip(low, high))
+    local = component[crop]
+    margin = np.maximum((size * 0.25).astype(int), 1)
+    padded = np.zeros(tuple(size + 2 * margin), dtype=np.uint8)
+    inner = tuple(slice(int(m), int(m + s)) for m, s in zip(margin, size))
+    padded[inner] = local
+    large = padded.size > LARGE_ROI_VOXELS
+    if large:
+        from skimage.measure import block_reduce
+
+        padded = block_reduce(padded, block_size=(2, 2, 2), func=np.max)
+    distance = ndimage.distance_transform_edt(padded)
+    if large:
+        distance = distance.repeat(2, axis=0).repeat(2, axis=1).repeat(2, axis=2)
+    distance = distance[inner] * local
+    if not distance.any():
+        distance = local.astype(np.float64)
+    maxima = np.argwhere(distance == distance.max())
+    chosen = maxima[np.random.RandomState(TIE_BREAK_SEED).choice(len(maxima))]
+    return tuple(int(c + o) for c, o in zip(chosen, low))
+
+
+@refiners.register
+class Cvpr25Click(Refiner):
+    """The CVPR 2025 challenge's corrective click: centre of the largest error, its tie-break.
+
+    False negatives and false positives pooled; the largest 26-connected component (ties: the
+    lowest cc3d label, as ``np.bincount(...).argmax()``); the click at its distance-transform
+    maximum in voxel units (:func:`challenge_click`: the challenge's seed-42 tie-break, not the
+    run's seed, and its 2x downsampling of large components). Labelled with the ground truth
+    there (foreground on a false negative, background on a false positive). Effort 1.
+    ``center-error-click`` is the same click with ties broken by the run's seed.
+    """
+
+    name: ClassVar[str] = "cvpr25-click"
+    dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
+    kinds: ClassVar[frozenset[str]] = frozenset({"point"})
+    effort_rule: ClassVar[str] = "1 click = 1"
+
+    def refine(self, context: RefineContext) -> Prompt | None:
+        errors = _Errors(context)
+        if errors.crop is None:
+            return None
+        error = errors.error
+        if not error.any():
+            return None
+        local = np.array([challenge_click(largest_component(error))], dtype=np.int64)
+        return Prompt(points=local + errors.offset, point_labels=errors.labels_at(local),
+                      interactions=interactions("click", 1), effort_label="1")

@@ -24,6 +24,8 @@ def cmd_tables(args: argparse.Namespace) -> int:
         paths = write_table(table, out, name, title)
         print(f"## {title or name}\n\n{to_markdown(table)}\n")
         print(f"written: {', '.join(str(p) for p in paths)}\n", file=sys.stderr)
+    if "protocol" in rows and (rows["protocol"] == "cvpr25").any():
+        _write_cvpr25_tables(rows[rows["protocol"] == "cvpr25"], out)
     from intrabench.aggregate import dataset_statistics
 
     statistics = dataset_statistics(rows, args.metric,
@@ -33,6 +35,22 @@ def cmd_tables(args: argparse.Namespace) -> int:
     print(f"per-dataset mean, median, std, quartiles and bootstrap 95% CI over cases: "
           f"{out / 'statistics.csv'}", file=sys.stderr)
     return 0
+
+
+def _write_cvpr25_tables(rows, out: Path) -> None:
+    """The challenge's per-image CSV and its leaderboard means for ``protocol: cvpr25`` rows."""
+    from intrabench.aggregate import to_markdown
+    from intrabench.cvpr25 import image_table, leaderboard
+
+    images = image_table(rows)
+    board = leaderboard(images)
+    out.mkdir(parents=True, exist_ok=True)
+    images.to_csv(out / "cvpr25-images.csv", index=False, float_format="%.6f")
+    board.to_csv(out / "cvpr25-leaderboard.csv", index=False, float_format="%.6f")
+    print(f"## CVPR 2025 challenge metrics (protocol: cvpr25), mean over images\n\n"
+          f"{to_markdown(board, digits=4)}\n")
+    print(f"written: {out / 'cvpr25-images.csv'}, {out / 'cvpr25-leaderboard.csv'}\n",
+          file=sys.stderr)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

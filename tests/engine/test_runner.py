@@ -199,3 +199,23 @@ def test_an_unusable_model_is_reported_once_and_the_others_still_run(tmp_path, c
     assert err.count("model 'sam(checkpoint_dir=") == 1 and "sam_vit_h_4b8939.pth" in err
     rows = pd.read_csv(tmp_path / "out" / "results.csv")
     assert set(rows.model) == {"region-growing-3d"} and len(rows) > 0
+
+
+def test_unit_keys_name_every_metric_setting():
+    """A changed NSD tolerance or protocol is a different unit, never a stale row; with the
+    defaults the key is what it was before these settings entered it (old runs resume)."""
+    import hashlib
+    import json
+    from dataclasses import replace
+
+    from intrabench.config import ComponentSpec, DatasetSpec
+    from intrabench.runner import WorkUnit
+
+    unit = WorkUnit(dataset=DatasetSpec(name="demo-phantoms"), case_id="c1",
+                    model=ComponentSpec(name="m"), prompter=ComponentSpec(name="p"),
+                    refiner=ComponentSpec(name="r"), seed=0, steps=5, keep_previous_prompts=True)
+    before = json.dumps(["demo-phantoms", "c1", "m", "p", "r", 0, 5, True], sort_keys=True)
+    assert unit.key == hashlib.sha256(before.encode()).hexdigest()[:24]
+    keys = {unit.key, replace(unit, nsd_tolerance_mm=5.0).key, replace(unit, protocol="cvpr25").key,
+            replace(unit, protocol="cvpr25", nsd_tolerance_mm=5.0).key}
+    assert len(keys) == 4
