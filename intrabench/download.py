@@ -12,8 +12,9 @@ Conventions
   the defaults are the public services. Environment variables ``INTRABENCH_ZENODO_URL`` and
   ``INTRABENCH_TCIA_URL`` override the defaults.
 * Archives (zip, tar, tar.gz, tar.bz2, tar.xz) are extracted by :func:`safe_extract`, which
-  rejects absolute paths, ``..`` components, links pointing outside the destination and special
-  files before anything is written.
+  rejects absolute paths, ``..`` components, links leading outside the destination (also
+  through chains of links: every path is resolved as it is written), hard links to anything
+  but a file extracted before, and special files; a refused archive leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -310,17 +311,118 @@ def _check_link(member: PurePosixPath, target: str, archive: Path, hard: bool = 
             depth += 1
 
 
+class _GuardedTree:
+    """Writes into ``dest`` only: every path is resolved (``os.path.realpath``, following the
+    links made so far) and must stay inside ``dest`` before anything is created there; each
+    symbolic link is checked the same way once it exists, and all links again at the end (a
+    later link can change where an earlier one leads). On a refusal everything made so far is
+    removed. Hard links are copies of a regular file already extracted inside ``dest``."""
+
+    def __init__(self, dest: Path, archive: Path) -> None:
+        self.dest = dest
+        self.archive = archive
+        self.existed = dest.exists()
+        dest.mkdir(parents=True, exist_ok=True)
+        self.root = os.path.realpath(dest)
+        self.created: list[Path] = []
+        self.links: list[tuple[str, Path]] = []
+        self.files: list[Path] = []
+
+    def _inside(self, path: Path | str) -> bool:
+        real = os.path.realpath(path)
+        return real == self.root or real.startswith(self.root + os.sep)
+
+    def _refuse(self, name: str, why: str) -> None:
+        raise UnsafeArchiveError(f"{self.archive.name}: member '{name}' {why}; refusing to "
+                                 "extract")
+
+    def path(self, name: str) -> Path:
+        """Where member ``name`` goes, after checking it (and its parents) lead inside."""
+        member = _check_member_name(name, self.archive)
+        out = self.dest.joinpath(*member.parts) if member.parts else self.dest
+        if not self._inside(out):
+            self._refuse(name, "would be written outside the destination through a link")
+        return out
+
+    def _parents(self, out: Path) -> None:
+        missing = [p for p in reversed(out.parents) if not p.exists() and not p.is_symlink()]
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.created.extend(missing)
+
+    def directory(self, name: str) -> None:
+        out = self.path(name)
+        if not out.exists():
+            self._parents(out)
+            out.mkdir(exist_ok=True)
+            self.created.append(out)
+
+    def file(self, name: str, source) -> Path:
+        out = self.path(name)
+        self._parents(out)
+        if out.is_symlink():  # replace a link, never write through it
+            out.unlink()
+        with open(out, "wb") as target:
+            shutil.copyfileobj(source, target, _CHUNK)
+        self.created.append(out)
+        self.files.append(out)
+        return out
+
+    def symlink(self, name: str, target: str) -> None:
+        out = self.path(name)
+        self._parents(out)
+        if out.is_symlink() or out.is_file():
+            out.unlink()
+        os.symlink(target, out)
+        self.created.append(out)
+        self.links.append((name, out))
+        if not self._inside(out):
+            self._refuse(name, f"is a link to '{target}', which resolves outside the destination")
+
+    def hardlink(self, name: str, target: str) -> Path:
+        source = self.path(target)
+        if source.is_symlink() or not source.is_file() or source not in self.files:
+            self._refuse(name, f"is a hard link to '{target}', which is not a file extracted "
+                               "before it")
+        out = self.path(name)
+        self._parents(out)
+        if out.is_symlink():
+            out.unlink()
+        shutil.copyfile(source, out)
+        self.created.append(out)
+        self.files.append(out)
+        return out
+
+    def finish(self) -> None:
+        for name, out in self.links:
+            if not self._inside(out):
+                self._refuse(name, "is a link that resolves outside the destination")
+
+    def undo(self) -> None:
+        for path in reversed(self.created):
+            try:
+                if path.is_symlink() or path.is_file():
+                    path.unlink()
+                elif path.is_dir():
+                    path.rmdir()
+            except OSError:
+                pass
+        if not self.existed:
+            shutil.rmtree(self.dest, ignore_errors=True)
+
+
 def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | None = None,
                  ) -> list[Path]:
     """Extract a zip or tar archive into ``dest`` after checking every member.
 
-    Raises UnsafeArchiveError (nothing written) for absolute paths, ``..`` components, links
-    that point outside ``dest``, and device/FIFO members. Returns the extracted file paths.
+    Raises UnsafeArchiveError, and removes what it had written, for absolute paths, ``..``
+    components, links whose target leaves ``dest`` (checked on the names first, then on the
+    real path of every member and link as it is made, links followed, and of every link again
+    at the end: chains of links cannot lead out), hard links to anything but a regular file
+    extracted before them, and device/FIFO members. Returns the extracted file paths.
     ``password`` is for encrypted (ZipCrypto) zip archives.
     """
     archive = Path(archive)
     dest = Path(dest)
-    written: list[Path] = []
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as bundle:
             members = bundle.infolist()
@@ -332,28 +434,25 @@ def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | 
                     target = bundle.read(info, pwd=_pwd(password)).decode("utf-8")
                     _check_link(path, target, archive)
                     links[info.filename] = target
-            dest.mkdir(parents=True, exist_ok=True)
-            for info in members:
-                path = _check_member_name(info.filename, archive)
-                out = dest.joinpath(*path.parts) if path.parts else dest
-                if info.filename in links:
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    if out.is_symlink() or out.exists():
-                        out.unlink()
-                    os.symlink(links[info.filename], out)
-                    continue
-                if info.is_dir():
-                    out.mkdir(parents=True, exist_ok=True)
-                    continue
-                out.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    with bundle.open(info, pwd=_pwd(password)) as source, open(out, "wb") as target:
-                        shutil.copyfileobj(source, target, _CHUNK)
-                except RuntimeError as error:  # encrypted without (the right) password
-                    raise UserError(f"{archive.name}: cannot decrypt '{info.filename}' ({error}); "
-                                    "give the archive's password") from None
-                written.append(out)
-        return written
+            tree = _GuardedTree(dest, archive)
+            try:
+                for info in members:
+                    if info.filename in links:
+                        tree.symlink(info.filename, links[info.filename])
+                    elif info.is_dir():
+                        tree.directory(info.filename)
+                    else:
+                        try:
+                            with bundle.open(info, pwd=_pwd(password)) as source:
+                                tree.file(info.filename, source)
+                        except RuntimeError as error:  # encrypted without the right password
+                            raise UserError(f"{archive.name}: cannot decrypt '{info.filename}' "
+                                            f"({error}); give the archive's password") from None
+                tree.finish()
+            except BaseException:
+                tree.undo()
+                raise
+        return tree.files
     if not tarfile.is_tarfile(archive):
         raise UserError(f"{archive}: not a zip or tar archive")
     with tarfile.open(archive) as bundle:
@@ -368,30 +467,26 @@ def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | 
             elif not (member.isfile() or member.isdir()):
                 raise UnsafeArchiveError(f"{archive.name}: member '{member.name}' is a device "
                                          "or FIFO; refusing to extract")
-        dest.mkdir(parents=True, exist_ok=True)
-        for member in members:
-            path = _check_member_name(member.name, archive)
-            out = dest.joinpath(*path.parts) if path.parts else dest
-            if member.isdir():
-                out.mkdir(parents=True, exist_ok=True)
-            elif member.issym():
-                out.parent.mkdir(parents=True, exist_ok=True)
-                if out.is_symlink() or out.exists():
-                    out.unlink()
-                os.symlink(member.linkname, out)
-            elif member.islnk():
-                out.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(dest.joinpath(*PurePosixPath(member.linkname).parts), out)
-                written.append(out)
-            else:
-                out.parent.mkdir(parents=True, exist_ok=True)
-                source = bundle.extractfile(member)
-                if source is None:
-                    continue
-                with source, open(out, "wb") as target:
-                    shutil.copyfileobj(source, target, _CHUNK)
-                written.append(out)
-    return written
+        tree = _GuardedTree(dest, archive)
+        try:
+            for member in members:
+                if member.isdir():
+                    tree.directory(member.name)
+                elif member.issym():
+                    tree.symlink(member.name, member.linkname)
+                elif member.islnk():
+                    tree.hardlink(member.name, member.linkname)
+                else:
+                    source = bundle.extractfile(member)
+                    if source is None:
+                        continue
+                    with source:
+                        tree.file(member.name, source)
+            tree.finish()
+        except BaseException:
+            tree.undo()
+            raise
+    return tree.files
 
 
 def _pwd(password: str | bytes | None) -> bytes | None:

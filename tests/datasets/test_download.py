@@ -160,3 +160,92 @@ def test_encrypted_zip_without_password_is_a_clear_error(tmp_path):
     archive.write_bytes(bytes(raw))
     with pytest.raises(dl.UserError, match="password"):
         dl.safe_extract(archive, tmp_path / "out")
+
+
+# --------------------------------------------------------------------------------------
+# Chains of links and hard links (each name alone looks harmless)
+# --------------------------------------------------------------------------------------
+
+
+def _ordered_tar(entries: list[tuple[str, str, str | bytes]]) -> bytes:
+    """A tar of (kind, name, payload) in this order: kind 'file' (bytes), 'sym' or 'hard'
+    (payload = link target)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as bundle:
+        for kind, name, payload in entries:
+            info = tarfile.TarInfo(name)
+            if kind == "file":
+                info.size = len(payload)
+                bundle.addfile(info, io.BytesIO(payload))
+            else:
+                info.type = tarfile.SYMTYPE if kind == "sym" else tarfile.LNKTYPE
+                info.linkname = payload
+                bundle.addfile(info)
+    return buffer.getvalue()
+
+
+def _ordered_zip(entries: list[tuple[str, str, str | bytes]]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        for kind, name, payload in entries:
+            if kind == "file":
+                bundle.writestr(name, payload)
+            else:
+                info = zipfile.ZipInfo(name)
+                info.external_attr = (0o120777 << 16)
+                bundle.writestr(info, payload)
+    return buffer.getvalue()
+
+
+CHAIN = [("sym", "d/l1", "."), ("sym", "e", "d/l1/l1/../.."), ("file", "e/x", b"escaped")]
+
+
+@pytest.mark.parametrize("make", [_ordered_zip, _ordered_tar])
+def test_a_chain_of_links_cannot_lead_outside(tmp_path, make):
+    # d/l1 -> . is harmless; e -> d/l1/l1/../.. counts as depth 1 by name, but through the
+    # links it is dest/.. ; e/x would be written next to the destination.
+    archive = tmp_path / "chain.bin"
+    archive.write_bytes(make(CHAIN))
+    outside = tmp_path / "x"
+    with pytest.raises(dl.UnsafeArchiveError, match="'e'.*outside the destination"):
+        dl.safe_extract(archive, tmp_path / "out")
+    assert not outside.exists()
+    assert not (tmp_path / "out").exists()  # what was made is removed
+
+
+def test_a_hard_link_cannot_copy_a_file_from_outside(tmp_path):
+    (tmp_path / "SECRET.txt").write_text("secret")
+    inner = [("sym", "d/l1", "."), ("sym", "e", "d/l1/l1/../.."),
+             ("hard", "leak.txt", "e/SECRET.txt")]
+    archive = tmp_path / "leak.tar"
+    archive.write_bytes(_ordered_tar(inner))
+    with pytest.raises(dl.UnsafeArchiveError):
+        dl.safe_extract(archive, tmp_path / "out")
+    assert not (tmp_path / "out" / "leak.txt").exists()
+    # a hard link to a link, or to a file not extracted before it, is refused too
+    for entries in ([("file", "a.txt", b"a"), ("sym", "s", "a.txt"), ("hard", "h", "s")],
+                    [("hard", "h", "later.txt"), ("file", "later.txt", b"x")]):
+        archive.write_bytes(_ordered_tar(entries))
+        with pytest.raises(dl.UnsafeArchiveError, match="hard link"):
+            dl.safe_extract(archive, tmp_path / "out2")
+        assert not (tmp_path / "out2").exists()
+
+
+def test_a_hard_link_to_an_extracted_file_is_a_copy(tmp_path):
+    archive = tmp_path / "ok.tar"
+    archive.write_bytes(_ordered_tar([("file", "d/a.txt", b"data"), ("hard", "b.txt", "d/a.txt")]))
+    files = dl.safe_extract(archive, tmp_path / "out")
+    assert (tmp_path / "out" / "b.txt").read_bytes() == b"data"
+    assert sorted(p.name for p in files) == ["a.txt", "b.txt"]
+
+
+@pytest.mark.parametrize("make", [_ordered_zip, _ordered_tar])
+def test_a_refused_archive_keeps_what_was_in_the_folder(tmp_path, make):
+    dest = tmp_path / "out"
+    dest.mkdir()
+    (dest / "mine.txt").write_text("keep")
+    archive = tmp_path / "chain.bin"
+    archive.write_bytes(make([("file", "first.txt", b"1")] + CHAIN))
+    with pytest.raises(dl.UnsafeArchiveError):
+        dl.safe_extract(archive, dest)
+    assert sorted(p.name for p in dest.iterdir()) == ["mine.txt"]
