@@ -511,6 +511,10 @@ def verify_folder(folder: str | Path) -> tuple[list[CaseCheck], list[str]]:
         except RuntimeError as error:
             check.problems.append(f"unreadable: {str(error).strip().splitlines()[-1]}")
             continue
+        damaged = _damage(image_path, label_dir / f"{case_id}.nii.gz", reader.GetDimension())
+        if damaged:
+            check.problems.extend(damaged)
+            continue
         if not _same_info(image_info, label):
             check.problems.append(f"label grid {label.GetSize()} @ {label.GetSpacing()} differs "
                                   f"from image grid {image_info[0]} @ {image_info[1]}")
@@ -525,6 +529,23 @@ def verify_folder(folder: str | Path) -> tuple[list[CaseCheck], list[str]]:
         elif not values <= allowed:
             check.problems.append(f"label values {sorted(values - allowed)} not in dataset.json")
     return checks, problems
+
+
+def _damage(image_path: Path, label_path: Path, dimension: int) -> list[str]:
+    """What makes a case unusable that SimpleITK reads without complaint: a cut file (its
+    missing voxels read as zeros), NaN or infinite voxels, an image that is not 3D."""
+    from intrabench.errors import DataError
+    from intrabench.volume import read_sitk
+
+    problems = []
+    if dimension != 3:
+        problems.append(f"the image is {dimension}D, not 3D")
+    for path in (image_path, label_path):
+        try:
+            read_sitk(path)
+        except DataError as error:
+            problems.append(str(error).replace(f"{path}: ", f"{path.name}: "))
+    return problems
 
 
 def _info(reader: sitk.ImageFileReader) -> tuple:

@@ -167,3 +167,33 @@ def test_a_run_can_name_a_prepared_recipe_and_own_data(http_server, tmp_path, ca
     targets = rows[["dataset", "case", "target"]].drop_duplicates()
     assert targets.groupby("dataset").size().to_dict() == {"pengwin": 4, "mine": 6}
     assert set(rows.loc[rows.dataset == "pengwin", "target_kind"]) == {"instance"}
+
+
+def test_verify_fails_truncated_nan_and_2d_cases(tmp_path, capsys):
+    folder = tmp_path / "ds"
+    label = np.zeros((20, 64, 64), np.uint8)  # large enough that a cut falls in the voxels
+    label[5:15, 20:40, 20:40] = 1
+    for case in ("good", "cut", "nan", "nanlabel"):
+        _write(folder / "imagesTr" / f"{case}_0000.nii.gz",
+               np.random.default_rng(0).random((20, 64, 64)).astype(np.float32))
+        _write(folder / "labelsTr" / f"{case}.nii.gz", label)
+    cut = folder / "labelsTr" / "cut.nii.gz"
+    cut.write_bytes(cut.read_bytes()[:len(cut.read_bytes()) // 2])  # SimpleITK reads it
+    nan_image = np.zeros((20, 64, 64), np.float32)
+    nan_image[0, 0, 0] = np.nan
+    _write(folder / "imagesTr" / "nan_0000.nii.gz", nan_image)
+    _write(folder / "labelsTr" / "nanlabel.nii.gz", np.where(label, 1.0, np.nan).astype(np.float32))
+    flat = sitk.GetImageFromArray(np.zeros((6, 6), np.float32))
+    sitk.WriteImage(flat, str(folder / "imagesTr" / "flat_0000.nii.gz"))
+    sitk.WriteImage(sitk.GetImageFromArray(np.ones((6, 6), np.uint8)),
+                    str(folder / "labelsTr" / "flat.nii.gz"))
+    (folder / "dataset.json").write_text(json.dumps({
+        "name": "x", "labels": {"background": 0, "lesion": 1}, "numTraining": 5}))
+    assert main(["datasets", "verify", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "/good: 1 label values, ok" in out
+    assert "/cut: 0 label values, FAIL: cut.nii.gz: truncated" in out
+    assert "/nan: 0 label values, FAIL: nan_0000.nii.gz: 1 voxels are NaN" in out
+    assert "/nanlabel: 0 label values, FAIL: nanlabel.nii.gz: 77920 voxels are NaN" in out
+    assert "/flat: 0 label values, FAIL: the image is 2D, not 3D" in out
+    assert "1/5 cases ok" in out

@@ -109,3 +109,57 @@ def test_nan_in_files_is_rejected_not_zeroed(tmp_path, suffix):
     sitk.WriteImage(sitk.GetImageFromArray(data), str(path))
     with pytest.raises(DataError, match="1 voxels are NaN"):
         read_volume(path)
+
+
+# --------------------------------------------------------------------------------------
+# Truncated NIfTI files are refused, never read as zeros
+# --------------------------------------------------------------------------------------
+
+
+def _real_nifti(tmp_path, kind: str = "label", pixel=None):
+    """The demo's real lung CT crop (or its expert label) as a gzipped NIfTI file."""
+    from intrabench.config import builtin_demo_path
+
+    folder = "imagesTr/lung1_0000" if kind == "image" else "labelsTr/lung1"
+    image = sitk.ReadImage(str(builtin_demo_path().parent / "demo_real" / f"{folder}.nii.gz"))
+    if pixel is not None:
+        image = sitk.Cast(image, pixel)
+    path = tmp_path / f"lung1_{kind}.nii.gz"
+    sitk.WriteImage(image, str(path), useCompression=True)
+    return path
+
+
+@pytest.mark.parametrize(("kind", "pixel"), [("label", None), ("image", sitk.sitkInt16),
+                                             ("image", sitk.sitkFloat32)])
+@pytest.mark.parametrize("keep", [0.3, 0.9, 0.999])
+def test_a_cut_gzipped_nifti_is_a_data_error(tmp_path, kind, pixel, keep):
+    from intrabench.errors import DataError
+    from intrabench.volume import read_volume
+
+    path = _real_nifti(tmp_path, kind, pixel)
+    whole = read_volume(path)
+    assert whole.array.any()
+    data = path.read_bytes()
+    path.write_bytes(data[:int(len(data) * keep)])
+    with pytest.raises(DataError, match="truncated"):
+        read_volume(path)
+
+
+def test_complete_gzip_with_missing_voxels_and_a_cut_plain_nifti(tmp_path):
+    import gzip
+
+    from intrabench.errors import DataError
+    from intrabench.volume import read_volume
+
+    path = _real_nifti(tmp_path, "label")
+    raw = gzip.decompress(path.read_bytes())
+    short = tmp_path / "short.nii.gz"  # a whole gzip stream, but of too few bytes
+    short.write_bytes(gzip.compress(raw[:-1000]))
+    with pytest.raises(DataError, match="truncated: .* bytes where the header announces"):
+        read_volume(short)
+    plain = tmp_path / "plain.nii"
+    plain.write_bytes(raw[:-1])
+    with pytest.raises(DataError, match="truncated"):
+        read_volume(plain)
+    plain.write_bytes(raw)
+    assert read_volume(plain).array.any()
