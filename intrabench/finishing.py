@@ -138,16 +138,17 @@ def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
     return step_metrics
 
 
-def _safe(text: str) -> str:
+def safe_file_name(text: str) -> str:
+    """``text`` as a file-name part: letters, digits and -_.= kept, others as _, 120 at most."""
     return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in text)[:120]
 
 
 def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str) -> Path:
     """Where the final prediction of (unit, case, target) is saved."""
-    parts = [_safe(p) for p in (unit.dataset.key, unit.model.key, unit.prompter.key,
+    parts = [safe_file_name(p) for p in (unit.dataset.key, unit.model.key, unit.prompter.key,
                                 unit.refiner_key, f"seed{unit.seed}")]
     return Path(run_dir).joinpath("predictions", *parts,
-                                  f"{_safe(case_id)}__{_safe(target_id)}.nii.gz")
+                                  f"{safe_file_name(case_id)}__{safe_file_name(target_id)}.nii.gz")
 
 
 def _save_prediction(job: UnitJob, episode: CroppedEpisode) -> None:

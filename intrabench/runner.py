@@ -25,7 +25,14 @@ from intrabench import registry
 from intrabench.case_reader import load_case
 from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
 from intrabench.errors import DataError, UserError
-from intrabench.finishing import CroppedEpisode, UnitJob, crop_episode, finish_unit
+from intrabench.finishing import (
+    CroppedEpisode,
+    UnitJob,
+    crop_episode,
+    finish_unit,
+    prediction_path,
+    safe_file_name,
+)
 from intrabench.metrics import DEFAULT_NSD_TOLERANCE_MM
 from intrabench.pipeline import Lane, LaneMode
 from intrabench.protocols import Dataset, Model, incompatibility
@@ -36,6 +43,7 @@ from intrabench.results import (
     write_frame,
     write_run_metadata,
 )
+from intrabench.run_directory import RunLock, check_output_directory, check_same_run
 from intrabench.scheduling import EpisodeScheduler, EpisodeTask
 from intrabench.simulated_user import SimulatedUser
 from intrabench.types import Case
@@ -186,6 +194,7 @@ class Runner:
         self.config = config
         self.run_dir = Path(run_dir)
         self.store = ResultsStore(self.run_dir)
+        self._lock = RunLock(self.run_dir)
         self.progress = progress
         self._models: dict[str, Model] = {}
         self._unusable_models: dict[str, str] = {}
@@ -299,7 +308,7 @@ class Runner:
                     save_predictions=self.config.save_predictions, episodes=episodes,
                     keep_rows=self._consolidating and self._lane.mode == "process"))
 
-        pending = [unit for unit in units if not self.store.is_done(unit.key)]
+        pending = [unit for unit in units if self.needs_work(unit)]
         for unit in pending:
             collected[unit.key] = [None] * len(case.targets)
         scheduler.run(self._episode_tasks(pending, case, model.dimension), episode_done)
@@ -342,7 +351,10 @@ class Runner:
     def prepare(self, executor: str = "local") -> tuple[Plan, list[list[WorkUnit]]]:
         """Plan the run, write its metadata, and group the unfinished units by (dataset, case,
         model). Executors call this, run the groups, then :meth:`finish`."""
+        check_output_directory(self.run_dir)  # before anything is written there
         ensure_writable(self.run_dir)
+        self._lock.acquire()
+        check_same_run(self.run_dir, self.config)
         plan = self.plan()
         write_run_metadata(
             self.run_dir,
@@ -353,11 +365,22 @@ class Runner:
 
         write_frame(self.run_dir / "skipped.csv", pd.DataFrame(
             plan.skipped, columns=["dataset", "model", "prompter", "refiner", "reason"]))
-        pending = [u for u in plan.units if not self.store.is_done(u.key)]
+        pending = [u for u in plan.units if self.needs_work(u)]
         return plan, [list(g) for _, g in groupby(pending, key=lambda u: u.group)]
+
+    def needs_work(self, unit: WorkUnit) -> bool:
+        """Whether ``unit`` is to be (re)computed: it has no unit file, or this run saves
+        predictions and a run before it did not (its prediction files are missing)."""
+        if not self.store.is_done(unit.key):
+            return True
+        if not self.config.save_predictions:
+            return False
+        folder = prediction_path(self.run_dir, unit, unit.case_id, "x").parent
+        return not any(folder.glob(f"{safe_file_name(unit.case_id)}__*.nii.gz"))
 
     def finish(self, plan: Plan) -> None:
         self.store.consolidate([u.key for u in plan.units])
+        self._lock.release()
 
     def close(self) -> None:
         """Write what the background lane holds (finished episodes) and stop its threads."""
@@ -365,6 +388,7 @@ class Runner:
         self._reader.close()
         for lane in self._users:
             lane.close()
+        self._lock.release()
 
     def run(self) -> tuple[Plan, list[str]]:
         plan, groups = self.prepare()  # first: a bad run directory fails before any worker starts

@@ -2,8 +2,9 @@
 
 Preprocessing (paper Appendix A.3 and MedSAM's own inference code): each axial slice is
 clipped to its own 0.5th/99.5th percentiles and scaled to 0..255 (8 bit), replicated to RGB,
-squashed to 1024 x 1024 (bicubic, aspect ratio not kept), min-max scaled to [0, 1] *after* the
-resize, and fed to the image encoder directly (no pixel mean/std, no padding).
+squashed to 1024 x 1024 as MedSAM's own scripts do (:func:`resize_like_medsam`: scikit-image's
+cubic spline, clipped to the slice's range, truncated to 8 bit), min-max scaled to [0, 1]
+*after* the resize, and fed to the image encoder directly (no pixel mean/std, no padding).
 Decoding: the box only (points are ignored: MedSAM was not trained on them), box scaled per
 axis by 1024/W and 1024/H, single-mask output, ``sigmoid(low-res logits)`` upsampled bilinearly
 to the slice size, threshold > 0.5. No mask input, so the model cannot be refined.
@@ -29,7 +30,6 @@ from ._sam_common import (
     prompt_tensors,
     sam_decode,
     sam_embedding_nbytes,
-    slice_batch,
     to_uint8,
 )
 
@@ -49,16 +49,12 @@ class MedSAM(SamFamilyModel):
 
     def preprocess(self, zs: list[int]) -> Any:
         import torch
-        import torch.nn.functional as F
 
-        slices = [self.image.array[z] for z in zs]
-        batch = slice_batch((to_uint8(s, percentile_window(s)) for s in slices), self.device)
         size = self.net.image_encoder.img_size
-        resized = F.interpolate(batch, (size, size), mode="bicubic", align_corners=False)
-        flat = resized.flatten(1)
-        low = flat.min(dim=1).values[:, None, None, None]
-        high = flat.max(dim=1).values[:, None, None, None]
-        return (resized - low) / torch.clamp(high - low, min=1e-8)
+        slices = [resize_like_medsam(to_uint8(s, percentile_window(s)), size)
+                  for s in (self.image.array[z] for z in zs)]
+        batch = torch.from_numpy(np.stack(slices)).to(self.device)
+        return batch[:, None].expand(-1, 3, -1, -1).contiguous()
 
     def embedding_nbytes(self) -> int:
         return sam_embedding_nbytes(self.net)
@@ -82,3 +78,21 @@ class MedSAM(SamFamilyModel):
                                     mode="bilinear", align_corners=False)
         mask = (probability[0, 0] > 0.5).cpu().numpy().astype(bool)
         return SliceOutput(np.ascontiguousarray(mask), logits_feedback(low_res))
+
+
+def resize_like_medsam(slice_uint8: np.ndarray, size: int) -> np.ndarray:
+    """A (y, x) 8-bit slice as MedSAM's inference scripts prepare it, float32 (size, size).
+
+    ``skimage.transform.resize(order=3, preserve_range=True, anti_aliasing=True)`` (which clips
+    the spline's overshoot to the input's range), ``astype(np.uint8)``, then min-max to [0, 1]
+    with the denominator clipped at 1e-8. Resizing the one grey channel equals resizing its
+    three identical RGB copies (the channel axis is not resampled). A bicubic resize on the
+    device without the clip rescaled whole slices (mean 0.014, max 0.043 apart) and differs
+    from the spline by up to 15.6 grey levels.
+    """
+    from skimage.transform import resize
+
+    resized = resize(slice_uint8, (size, size), order=3, preserve_range=True,
+                     anti_aliasing=True).astype(np.uint8)
+    low, high = float(resized.min()), float(resized.max())
+    return ((resized - low) / max(high - low, 1e-8)).astype(np.float32)

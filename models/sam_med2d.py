@@ -12,8 +12,9 @@ clipped to its own 0.5th/99.5th percentiles, scaled to 0..255 (8 bit), replicate
 standardised with SAM's pixel mean/std, then squashed to 256 x 256 (nearest neighbour, no
 padding). Prompts are scaled per axis (256/W, 256/H). Decoding: three-mask output, best
 predicted IoU (SAM-Med2D's ``test.py``); low-res logits (64 x 64) upsampled bilinearly to 256
-and then to the slice size; threshold ``sigmoid > 0.5``. Refinement feeds the 64 x 64 logits
-back as mask input.
+and then to the slice size; threshold ``sigmoid > 0.5``. Refinement feeds ``sigmoid`` of the
+64 x 64 logits back as mask input, as SAM-Med2D was trained and tested (``utils.generate_point``
+in its ``train.py`` and ``test.py``).
 """
 
 from __future__ import annotations
@@ -173,6 +174,8 @@ class SAMMed2D(SamFamilyModel):
         size = net.image_encoder.img_size
         coords, labels, box = prompt_tensors(prompt, size / height, size / width, self.device)
         mask_input = feedback_tensor(feedback, self.device)
+        if mask_input is not None:  # trained and tested with probabilities (train.py, utils.py)
+            mask_input = torch.sigmoid(mask_input)
         low_res, _ = sam_decode(net, embedding, coords, labels, box, mask_input,
                                 self.use_multimask(prompt, mask_input is not None))
         logits = F.interpolate(low_res.float(), (size, size), mode="bilinear", align_corners=False)

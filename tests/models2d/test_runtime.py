@@ -190,6 +190,25 @@ def test_medsam_input_is_min_max_scaled_and_box_only(lung) -> None:
     assert not model.predict_slice(_slice_prompt(6, [[70, 60]], [1])).mask.any()
 
 
+def test_medsam_input_follows_medsams_own_resize(lung) -> None:
+    """MedSAM's scripts: skimage cubic resize (clipped to the input range), astype(uint8),
+    min-max with the denominator clipped at 1e-8, written out here on the real lung slice."""
+    from skimage import transform
+
+    model = tiny_model("medsam")
+    model.set_case(lung.image)
+    z, size = 6, model.net.image_encoder.img_size
+    image = lung.image.array[z]
+    low, high = np.percentile(image, [0.5, 99.5])
+    eight_bit = np.rint((np.clip(image, low, high) - low) / (high - low) * 255.0).astype(np.uint8)
+    img_3c = np.repeat(eight_bit[:, :, None], 3, axis=-1)
+    resized = transform.resize(img_3c, (size, size), order=3, preserve_range=True,
+                               anti_aliasing=True).astype(np.uint8)
+    expected = (resized - resized.min()) / np.clip(resized.max() - resized.min(), 1e-8, None)
+    got = model.preprocess([z])[0].numpy()
+    np.testing.assert_allclose(got, expected.transpose(2, 0, 1), rtol=0, atol=1e-6)
+
+
 def test_sam_med2d_input_is_standardised_then_nearest_squashed(lung) -> None:
     model = tiny_model("sam-med2d")
     model.set_case(lung.image)
@@ -309,6 +328,32 @@ def test_mask_feedback_changes_refined_slices_only(lung) -> None:
     assert np.array_equal(second.mask[[5, 7]], first.mask[[5, 7]])
     assert not np.array_equal(second.feedback[6], first.feedback[6])
     assert second.feedback[5] is first.feedback[5]
+
+
+def test_sam_med2d_feeds_back_probabilities_as_it_was_trained(lung, monkeypatch) -> None:
+    """SAM-Med2D's train.py/test.py (utils.generate_point) give the prompt encoder
+    ``sigmoid(low_res_logits)`` as the mask input; SAM, SAM2 give logits."""
+    from intrabench.models import sam_med2d
+
+    model = tiny_model("sam-med2d")
+    model.set_case(lung.image)
+    seen = []
+    original = sam_med2d.sam_decode
+
+    def spy(net, embedding, coords, labels, box, mask_input, multimask):
+        seen.append(None if mask_input is None else mask_input.clone())
+        return original(net, embedding, coords, labels, box, mask_input, multimask)
+
+    monkeypatch.setattr(sam_med2d, "sam_decode", spy)
+    prompt = box_and_center_prompt(lung, lung.targets[0])
+    first = model.predict(Prompt(points=[(6, 60, 70)], point_labels=[1], box3d=prompt.box3d))
+    seen.clear()
+    model.predict(Prompt(points=[(6, 20, 20)], point_labels=[0]), previous=first,
+                  update_slices=[6])
+    [mask_input] = seen
+    logits = torch.as_tensor(first.feedback[6])
+    torch.testing.assert_close(mask_input[0, 0], torch.sigmoid(logits))
+    assert logits.min() < 0  # a real difference: logits are not probabilities
 
 
 # --------------------------------------------------------------------------------------

@@ -1,0 +1,116 @@
+"""Who may write to a run directory, and what it may already hold.
+
+A run directory (``--out``) belongs to one run: its ``config.yaml``, ``run.json``, unit files,
+results and predictions. Before a run writes anything there:
+
+* :func:`check_output_directory` refuses a folder that holds files IntraBench did not write
+  (``--out .`` in a project folder would overwrite the user's own ``config.yaml``,
+  ``run.json`` and ``results.csv``);
+* :func:`check_same_run` refuses to continue a previous run under another ``name`` (its rows
+  would carry two run names);
+* :class:`RunLock` refuses a second run writing to the same folder at the same time (an
+  exclusive ``flock`` on ``RUN_DIR/.lock``, released when the run ends or its process dies).
+
+Settings that change a unit's rows are part of the unit's key (see
+:class:`intrabench.runner.WorkUnit`), so a changed setting computes new units instead of
+reusing stale ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from intrabench.errors import UserError
+
+#: What a run directory may hold (IntraBench's own files and folders).
+RUN_FILES = frozenset({
+    "config.yaml", "run.json", "skipped.csv", "results.parquet", "results.csv", "units",
+    "predictions", "report", ".lock", ".write-test",
+})
+
+
+def _is_intrabench_run(run_dir: Path) -> bool:
+    """Whether ``run_dir/run.json`` was written by IntraBench (a previous run's folder)."""
+    try:
+        metadata = json.loads((run_dir / "run.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(metadata, dict) and "intrabench" in metadata.get("versions", {})
+
+
+def check_output_directory(run_dir: Path) -> None:
+    """UserError if ``run_dir`` holds files that are not a run's (nothing is touched)."""
+    if not run_dir.exists():
+        return
+    if not run_dir.is_dir():
+        raise UserError(f"output directory {run_dir} is a file; give a folder")
+    entries = sorted(p.name for p in run_dir.iterdir())
+    foreign = [name for name in entries if name not in RUN_FILES
+               and not (name.startswith(".") and name.endswith(".partial"))]  # cut writes
+    ours = [name for name in entries if name in RUN_FILES and not name.startswith(".")]
+    if foreign or (ours and not _is_intrabench_run(run_dir)):
+        shown = ", ".join(repr(n) for n in (foreign or ours)[:5])
+        raise UserError(f"output directory {run_dir} holds files this run did not write "
+                        f"({shown}{' ...' if len(foreign or ours) > 5 else ''}); give a new or "
+                        "empty folder, or a previous run's folder, with --out")
+
+
+def check_same_run(run_dir: Path, config: Any) -> None:
+    """UserError if ``run_dir`` holds a previous run under another ``name``."""
+    try:
+        previous = yaml.safe_load((run_dir / "config.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return
+    if not isinstance(previous, dict) or not _is_intrabench_run(run_dir):
+        return
+    old = previous.get("name")
+    if old is not None and old != config.name:
+        raise UserError(f"output directory {run_dir} holds the run '{old}'; this config is named "
+                        f"'{config.name}' (its rows would mix two run names): use another --out "
+                        f"or the name '{old}'")
+
+
+class RunLock:
+    """An exclusive lock on a run directory for the lifetime of one run.
+
+    ``acquire`` raises UserError when another process holds it. The lock is an ``flock`` on
+    ``RUN_DIR/.lock``: the kernel drops it when the holder's process ends, so a killed run
+    never leaves a stale lock. Where ``fcntl`` is missing (Windows) no lock is taken.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / ".lock"
+        self._handle = None
+
+    def acquire(self) -> None:
+        if self._handle is not None:
+            return
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not on Linux/macOS
+            return
+        handle = open(self.path, "a+")  # noqa: SIM115 - held open while the run lasts
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise UserError(f"output directory {self.path.parent} is in use by another "
+                            f"IntraBench run ({holder}); wait for it to end, or use another "
+                            "--out") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()  # closing drops the flock
+            self._handle = None

@@ -1,0 +1,95 @@
+"""A run directory belongs to one run: no foreign files overwritten, no two runs at once, no
+stale rows after a changed setting."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from intrabench.cli import main
+from intrabench.config import parse_config
+from intrabench.errors import UserError
+from intrabench.run_directory import RunLock
+from intrabench.runner import Runner
+
+SPEC = {"name": "dir-test", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+        "models": ["region-growing-3d"], "prompters": ["box-3d"], "refiners": ["scribble"],
+        "refinement_steps": 1}
+
+
+def _config(**changes):
+    return parse_config({**SPEC, **changes})
+
+
+def _measured(frame: pd.DataFrame) -> pd.DataFrame:
+    keep = [c for c in frame.columns if not c.endswith("_seconds")]
+    return frame[keep].sort_values(["case", "target", "step"]).reset_index(drop=True)
+
+
+def test_a_folder_with_the_users_own_files_is_refused(tmp_path, capsys, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    for name, text in (("config.yaml", "my: config\n"), ("run.json", '{"mine": 1}'),
+                       ("results.csv", "a,b\n1,2\n")):
+        (project / name).write_text(text)
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps(SPEC))
+    monkeypatch.chdir(project)
+    assert main(["run", str(config), "--out", "."]) == 2
+    err = capsys.readouterr().err
+    assert "holds files this run did not write" in err and "Traceback" not in err
+    assert (project / "config.yaml").read_text() == "my: config\n"  # untouched
+    assert (project / "run.json").read_text() == '{"mine": 1}'
+    assert sorted(p.name for p in project.iterdir()) == ["config.yaml", "results.csv", "run.json"]
+    (project / "notes.txt").write_text("x")
+    (project / "config.yaml").unlink()
+    (project / "run.json").unlink()
+    (project / "results.csv").unlink()
+    assert main(["run", str(config), "--out", "."]) == 2  # any foreign file
+
+
+def test_a_previous_run_folder_resumes_and_a_renamed_run_is_refused(tmp_path):
+    Runner(_config(), tmp_path / "run").run()
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "run" / "units").iterdir()}
+    Runner(_config(), tmp_path / "run").run()  # its own folder: resumes, nothing recomputed
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "run" / "units").iterdir()} == stamps
+    with pytest.raises(UserError, match="holds the run 'dir-test'; this config is named 'other'"):
+        Runner(_config(name="other"), tmp_path / "run").prepare()
+
+
+def test_two_runs_cannot_write_to_one_folder_at_once(tmp_path):
+    (tmp_path / "run").mkdir()
+    holder = RunLock(tmp_path / "run")
+    holder.acquire()
+    try:
+        with pytest.raises(UserError, match="in use by another IntraBench run .pid"):
+            Runner(_config(), tmp_path / "run").prepare()
+    finally:
+        holder.release()
+    plan, problems = Runner(_config(), tmp_path / "run").run()  # free again
+    assert not problems and len(plan.units) == 2
+
+
+def test_a_changed_tolerance_recomputes_instead_of_keeping_stale_rows(tmp_path):
+    Runner(_config(), tmp_path / "run").run()
+    at_two = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    Runner(_config(nsd_tolerance_mm=5.0), tmp_path / "run").run()
+    rerun = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    Runner(_config(nsd_tolerance_mm=5.0), tmp_path / "fresh").run()
+    fresh = pd.read_parquet(tmp_path / "fresh" / "results.parquet")
+    assert set(rerun["nsd_tolerance_mm"]) == {5.0}
+    pd.testing.assert_frame_equal(_measured(rerun), _measured(fresh))
+    assert (rerun.sort_values(["case", "target", "step"])["nsd"].to_numpy()
+            >= at_two.sort_values(["case", "target", "step"])["nsd"].to_numpy()).all()
+    assert not _measured(rerun)["nsd"].equals(_measured(at_two)["nsd"])
+
+
+def test_turning_on_save_predictions_later_writes_them(tmp_path):
+    Runner(_config(), tmp_path / "run").run()
+    assert not (tmp_path / "run" / "predictions").exists()
+    Runner(_config(save_predictions=True), tmp_path / "run").run()
+    rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    files = list((tmp_path / "run" / "predictions").rglob("*.nii.gz"))
+    assert len(files) == rows.groupby(["case", "target"]).ngroups > 0
