@@ -140,4 +140,4 @@ class FolderDataset(Dataset):
     def load(self, case_id: str) -> Case:
         image, label = self._cases[case_id]
         return load_pair(self.dataset_name, case_id, image, label, self.classes,
-                         self.target_types, self.instances)
+                         self.target_types, self.instances, all_classes_declared=False)

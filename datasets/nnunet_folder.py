@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 import cc3d
 import numpy as np
+import SimpleITK as sitk
 
 from intrabench.errors import DataError, UserError
 from intrabench.protocols import Dataset
@@ -44,6 +45,12 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
     distinct value already present in the map ("values", for label maps that store instance
     ids directly and have a single foreground class).
     """
+    foreground = [name for name, value in classes.items() if value != 0]
+    if instance_source == "values" and len(foreground) != 1:
+        raise UserError(f"instances: values reads instance ids from the label's values, which "
+                        f"needs exactly one foreground class; the labels name {len(foreground)}"
+                        f" ({', '.join(sorted(foreground))}): use instances: "
+                        "connected_components")
     target_map = np.zeros(label.shape, dtype=np.int32)
     targets: list[Target] = []
     next_id = 1
@@ -78,7 +85,32 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
             target_map[component] = next_id
             targets.append(Target(f"{class_name}_{index}", next_id, class_name, "instance"))
             next_id += 1
+    sizes = np.bincount(target_map.ravel(), minlength=next_id)
+    empty = [t.target_id for t in targets if sizes[t.label_value] == 0]
+    if empty:  # would score Dice 1.0 against an empty prediction
+        raise DataError(f"targets {empty} have no voxels (overlapping class definitions?)")
     return target_map, tuple(targets)
+
+
+def check_label_values(label: sitk.Image, path: Path, classes: dict[str, int] | None) -> None:
+    """DataError unless every voxel of ``label`` is a whole number 0..2^31-1 and, when
+    ``classes`` is given, one of its values: a float label would be truncated (1.7 -> 1), a
+    64-bit one would wrap, and an undeclared value would silently not be a target."""
+    values = np.unique(sitk.GetArrayViewFromImage(label))
+    if np.issubdtype(values.dtype, np.floating):
+        fractional = values[values != np.round(values)]
+        if fractional.size:
+            raise DataError(f"{path.name}: label values must be whole numbers; found "
+                            f"{', '.join(f'{v:g}' for v in fractional[:5])}")
+    if values.size and (values.min() < 0 or values.max() > np.iinfo(np.int32).max):
+        raise DataError(f"{path.name}: label values must lie in 0..{np.iinfo(np.int32).max}; "
+                        f"found {values.min():g}..{values.max():g}")
+    if classes is not None:
+        declared = set(classes.values()) | {0}
+        unknown = [v for v in values.tolist() if int(v) not in declared]
+        if unknown:
+            raise DataError(f"{path.name}: label values {[int(v) for v in unknown[:10]]} are not "
+                            "in dataset.json's labels; declare them, or relabel the file")
 
 
 @datasets.register
@@ -112,6 +144,12 @@ class NnUNetFolder(Dataset):
         # prepared recipes store instance ids 1..K and say so with "instance_ids": true
         self.instances = instances or ("values" if self.meta.get("instance_ids")
                                        else "connected_components")
+        foreground = sorted(name for name, value in self.classes.items() if value != 0)
+        if self.instances == "values" and len(foreground) != 1:
+            raise UserError(f"instances: values reads instance ids from the label's values, which "
+                            f"needs exactly one foreground class; {self.root / 'dataset.json'} "
+                            f"names {len(foreground)} ({', '.join(foreground)}): use instances: "
+                            "connected_components")
         self.dataset_name = dataset_name or self.meta.get("name") or self.root.name
         self._cases = self._find_cases()
 
@@ -140,10 +178,17 @@ class NnUNetFolder(Dataset):
 
 def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Path,
               classes: dict[str, int], target_types: dict[str, str],
-              instances: str = "connected_components") -> Case:
-    """Read an image and its label map (same grid required) into a Case with targets."""
+              instances: str = "connected_components", all_classes_declared: bool = True,
+              ) -> Case:
+    """Read an image and its label map (same grid required) into a Case with targets.
+
+    ``all_classes_declared``: every non-zero label value must be one of ``classes`` (nnU-Net's
+    dataset.json lists them all); False when ``classes`` is a chosen subset (a folder spec).
+    """
     image_sitk = read_sitk(image_path)
     label_sitk = read_sitk(label_path)
+    strict = all_classes_declared and instances != "values"
+    check_label_values(label_sitk, label_path, classes if strict else None)
     image = volume_from_sitk(image_sitk, name=str(image_path))
     label = volume_from_sitk(label_sitk, name=str(label_path), dtype=np.int32)
     if not image.geometry.same_grid(label.geometry):

@@ -197,3 +197,49 @@ def test_verify_fails_truncated_nan_and_2d_cases(tmp_path, capsys):
     assert "/nanlabel: 0 label values, FAIL: nanlabel.nii.gz: 77920 voxels are NaN" in out
     assert "/flat: 0 label values, FAIL: the image is 2D, not 3D" in out
     assert "1/5 cases ok" in out
+
+
+def _nnunet(folder, label, labels, image=None):
+    _write(folder / "imagesTr" / "c1_0000.nii.gz",
+           image if image is not None else np.zeros(label.shape, np.float32))
+    image = sitk.GetImageFromArray(label)
+    image.SetSpacing((0.9, 0.8, 2.0))
+    image.SetOrigin((1.0, 2.0, 3.0))
+    (folder / "labelsTr").mkdir(parents=True, exist_ok=True)
+    sitk.WriteImage(image, str(folder / "labelsTr" / "c1.nii.gz"))
+    (folder / "dataset.json").write_text(json.dumps({"name": "x", "labels": labels}))
+    return folder
+
+
+def test_instances_values_with_two_classes_is_refused(tmp_path):
+    # it used to give every voxel to the last class's loop: the first class's targets had 0
+    # voxels and scored Dice 1.0
+    label = np.zeros((4, 6, 6), np.uint8)
+    label[1, 1, 1], label[2, 3, 3] = 1, 2
+    folder = _nnunet(tmp_path / "ds", label, {"background": 0, "lesion": 1, "cyst": 2})
+    with pytest.raises(UserError, match="instances: values .* exactly one foreground class"):
+        registry.datasets.create("nnunet-folder", {"path": str(folder), "instances": "values"})
+    two = registry.datasets.create("nnunet-folder", {"path": str(folder)})
+    targets = two.load("c1").targets
+    assert [t.class_name for t in targets] == ["lesion", "cyst"]
+    case = two.load("c1")
+    assert all(case.target_mask(t).sum() == 1 for t in targets)
+
+
+@pytest.mark.parametrize(("label", "message"), [
+    (np.where(np.indices((4, 6, 6))[0] == 1, 1.7, 0.0).astype(np.float32),
+     "label values must be whole numbers; found 1.7"),
+    (np.where(np.indices((4, 6, 6))[0] == 1, 2**40 + 1, 0).astype(np.int64),
+     "label values must lie in 0..2147483647"),
+    (np.where(np.indices((4, 6, 6))[0] == 1, 3, 0).astype(np.uint8),
+     r"label values \[3\] are not in dataset.json's labels"),
+])
+def test_labels_that_would_be_misread_are_refused(tmp_path, label, message):
+    from intrabench.errors import DataError
+
+    label = label.copy()
+    label[2, 2, 2] = 1  # one declared target besides
+    folder = _nnunet(tmp_path / "ds", label, {"background": 0, "lesion": 1})
+    dataset = registry.datasets.create("nnunet-folder", {"path": str(folder)})
+    with pytest.raises(DataError, match=message):
+        dataset.load("c1")
