@@ -132,12 +132,27 @@ class NnUNetFolder(Dataset):
             self.meta: dict[str, Any] = json.loads((self.root / "dataset.json").read_text())
         except json.JSONDecodeError as error:
             raise UserError(f"{self.root / 'dataset.json'}: invalid JSON: {error}") from None
+        if not isinstance(self.meta, dict):
+            raise UserError(f"{self.root / 'dataset.json'}: expected a JSON object with "
+                            f"'labels', got a {type(self.meta).__name__}")
         labels = self.meta.get("labels")
         if not isinstance(labels, dict) or not labels:
             raise UserError(f"{self.root / 'dataset.json'}: needs a 'labels' mapping "
                             '(e.g. {"background": 0, "lesion": 1})')
         self.classes = {str(k): int(v) for k, v in labels.items()}
-        types = dict(self.meta.get("target_types", {}))
+        types = self.meta.get("target_types", {})
+        if not isinstance(types, dict):
+            raise UserError(f"{self.root / 'dataset.json'}: 'target_types' must map class names "
+                            'to "instance" or "organ"')
+        unknown = sorted(set(types) - set(self.classes))
+        if unknown:
+            raise UserError(f"{self.root / 'dataset.json'}: target_types names {unknown}, which "
+                            f"are not in labels ({', '.join(self.classes)})")
+        wrong = {k: v for k, v in types.items() if v not in ("instance", "organ")}
+        if wrong:
+            raise UserError(f"{self.root / 'dataset.json'}: target_types {wrong}: each must be "
+                            '"instance" or "organ"')
+        types = dict(types)
         if target_type is not None:
             types = {name: target_type for name in self.classes}
         self.target_types = types

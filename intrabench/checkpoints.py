@@ -41,17 +41,23 @@ class CheckpointInfo:
     url: str
     sha256: str | None = None
     note: str = ""
+    #: the start of the sha256 that the publisher puts in the file name (torch.hub's naming,
+    #: e.g. ``sam_vit_h_4b8939.pth``): a file whose hash does not start with it is not theirs
+    sha256_prefix: str | None = None
 
 
 CHECKPOINTS: dict[str, CheckpointInfo] = {
     info.key: info
     for info in [
         CheckpointInfo("sam-vit-h", "sam_vit_h_4b8939.pth",
-                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_h_4b8939.pth"),
+                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_h_4b8939.pth",
+                       sha256_prefix="4b8939"),
         CheckpointInfo("sam-vit-l", "sam_vit_l_0b3195.pth",
-                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_l_0b3195.pth"),
+                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_l_0b3195.pth",
+                       sha256_prefix="0b3195"),
         CheckpointInfo("sam-vit-b", "sam_vit_b_01ec64.pth",
-                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_b_01ec64.pth"),
+                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_b_01ec64.pth",
+                       sha256_prefix="01ec64"),
         CheckpointInfo("sam2.1-hiera-large", "sam2.1_hiera_large.pt",
                        "https://dl.fbaipublicfiles.com/segment_anything_2/092824/sam2.1_hiera_large.pt"),
         CheckpointInfo("sam2.1-hiera-base-plus", "sam2.1_hiera_base_plus.pt",
@@ -129,8 +135,13 @@ def verify(key: str, directory: str | os.PathLike | None = None) -> tuple[str, s
     if not path.is_file():
         return "missing", f"{path} (get it from {info.url})"
     actual = sha256_file(path)
+    if info.sha256_prefix and not actual.startswith(info.sha256_prefix):
+        return "MISMATCH", (f"the publisher's file name says sha256 {info.sha256_prefix}..., "
+                            f"file has {actual}")
     if info.sha256 is None:
-        return "present (hash not pinned)", f"sha256={actual}"
+        pinned = f" (starts with the publisher's {info.sha256_prefix})" if info.sha256_prefix else ""
+        return f"present{' (hash prefix ok)' if pinned else ' (hash not pinned)'}", \
+            f"sha256={actual}{pinned}"
     if actual != info.sha256:
         return "MISMATCH", f"expected sha256 {info.sha256}, file has {actual}"
     return "ok", f"sha256={actual}"
@@ -185,6 +196,19 @@ def load_state_dict_strict(module: Any, state_dict: Mapping[str, Any], source: s
     ``ignore_unexpected`` names keys known to be harmless extras (e.g. buffers newer library
     versions no longer register); they are dropped before the comparison.
     """
+    state_dict = check_fits(module, state_dict, source, ignore_unexpected)
+    module.load_state_dict(state_dict, strict=True)
+
+
+def check_fits(module: Any, state_dict: Any, source: str = "checkpoint",
+               ignore_unexpected: Iterable[str] = ()) -> dict[str, Any]:
+    """CheckpointError unless ``state_dict`` has exactly ``module``'s keys and shapes (the
+    module may live on the meta device: nothing is copied). Returns the state dict without
+    the ignored keys."""
+    if not isinstance(state_dict, Mapping) or not all(
+            hasattr(v, "shape") for v in state_dict.values()):
+        raise CheckpointError(f"{source} is not a state dict of tensors "
+                              f"({type(state_dict).__name__})")
     ignored = set(ignore_unexpected)
     state_dict = {k: v for k, v in state_dict.items() if k not in ignored}
     missing, unexpected, shapes = key_diff(module.state_dict(), state_dict)
@@ -197,4 +221,4 @@ def load_state_dict_strict(module: Any, state_dict: Mapping[str, Any], source: s
         if shapes:
             parts.append(f"shape mismatch {len(shapes)}: {_shorten(shapes, 4)}")
         raise CheckpointError(f"{source} does not fit {type(module).__name__}: " + "; ".join(parts))
-    module.load_state_dict(state_dict, strict=True)
+    return state_dict

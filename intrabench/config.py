@@ -98,6 +98,24 @@ class RunConfig(BaseModel):
     def _seed_list(cls, value: Any) -> Any:
         return [value] if isinstance(value, int) else value
 
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, value: list[int]) -> list[int]:
+        repeated = sorted({s for s in value if value.count(s) > 1})
+        if repeated:
+            raise ValueError(f"seeds listed twice: {repeated} (each seed is one repetition)")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        # the name becomes a folder (intrabench-runs/<name>) and a column: one plain component
+        if (not value.strip() or value in (".", "..") or any(c in value for c in "/\\\0")
+                or value != value.strip()):
+            raise ValueError(f"'{value}' cannot be a run name: use letters, digits, '-', '_' "
+                             "or '.', without '/' (it names the run's folder)")
+        return value
+
     def import_modules(self) -> None:
         import importlib
 
@@ -140,6 +158,21 @@ def _format_validation_error(error: ValidationError, source: str) -> str:
     return f"{source}: {location}: {message}{more}"
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.safe_load that refuses a key given twice in one mapping (PyYAML keeps the last,
+    silently: ``refinement_steps: 5`` then ``refinement_steps: 1`` ran 1 step)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' is given twice", key_node.start_mark)
+            seen[key] = True
+        return super().construct_mapping(node, deep=deep)
+
+
 def parse_config(data: Any, source: str = "config") -> RunConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
@@ -156,7 +189,12 @@ def load_config(path: str | Path) -> RunConfig:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); save the config as "
+                          "UTF-8") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

@@ -115,6 +115,7 @@ class Registry(Generic[T]):
             signature.bind(None, **params)
         except TypeError as error:
             raise ConfigError(f"{self.kind} '{name}': {error}") from None
+        _check_param_types(cls, params, f"{self.kind} '{name}'")
 
     def create(self, name: str, params: dict[str, Any] | None = None) -> T:
         params = dict(params or {})
@@ -129,3 +130,31 @@ models: Registry = Registry("model", "intrabench.models", ("intrabench.models",)
 prompters: Registry = Registry("prompter", "intrabench.prompters", ("intrabench.prompters",))
 refiners: Registry = Registry("refiner", "intrabench.refiners", ("intrabench.prompters",))
 datasets: Registry = Registry("dataset", "intrabench.datasets", ("intrabench.datasets",))
+
+
+def _check_param_types(cls: type, params: dict[str, Any], what: str) -> None:
+    """ConfigError when a parameter's value does not fit its type hint (``n_points: 1.5``,
+    ``target_type: organs`` for a ``Literal["instance", "organ"]``), checked with pydantic in
+    its lax mode (1.0 is an int, "2" is not a float). Hints that cannot be resolved or
+    checked (plain classes pydantic does not know) are not checked."""
+    import typing
+
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # unresolvable forward references: leave the check to the constructor
+        return
+    for key, value in params.items():
+        hint = hints.get(key)
+        if hint is None or hint is Any:
+            continue
+        try:
+            adapter = TypeAdapter(hint)
+        except Exception:  # a type pydantic cannot build a validator for
+            continue
+        try:
+            adapter.validate_python(value, strict=False)
+        except ValidationError as error:
+            first = error.errors()[0]
+            raise ConfigError(f"{what}: parameter '{key}' = {value!r}: {first['msg']}") from None

@@ -23,6 +23,7 @@ import yaml
 
 from intrabench import registry
 from intrabench.case_reader import load_case
+from intrabench.checkpoints import CheckpointError
 from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
 from intrabench.errors import DataError, UserError
 from intrabench.finishing import (
@@ -290,7 +291,11 @@ class Runner:
         except UserError as error:  # e.g. a missing checkpoint: the other models still run
             self._unusable_models[first.model.key] = str(error)
             return [f"model '{first.model.key}' skipped: {error}"]
-        model.set_case(case.image)
+        try:
+            model.set_case(case.image)
+        except CheckpointError as error:  # weights read at first use: a bad file stops the model
+            self._unusable_models[first.model.key] = str(error)
+            return [f"model '{first.model.key}' skipped: {error}"]
         scheduler = EpisodeScheduler(model, self._users, self.episodes_in_flight,
                                      self.config.imports)
         collected: dict[str, list[CroppedEpisode | None]] = {}  # by unit, in target order
@@ -311,7 +316,11 @@ class Runner:
         pending = [unit for unit in units if self.needs_work(unit)]
         for unit in pending:
             collected[unit.key] = [None] * len(case.targets)
-        scheduler.run(self._episode_tasks(pending, case, model.dimension), episode_done)
+        try:
+            scheduler.run(self._episode_tasks(pending, case, model.dimension), episode_done)
+        except CheckpointError as error:  # only this model's work is lost, not the run
+            self._unusable_models[first.model.key] = str(error)
+            return [f"model '{first.model.key}' skipped: {error}"]
         if wait:
             self.wait()
         return []

@@ -38,6 +38,7 @@ import numpy as np
 from intrabench.checkpoints import (
     CHECKPOINTS,
     CheckpointError,
+    check_fits,
     checkpoint_dir,
     checkpoint_path,
     is_present,
@@ -286,6 +287,22 @@ class SamFamilyModel(SliceModel):
             self.keep_float32_parts(net)
             self._net = net.to(self.device).eval()
         return self._net
+
+    @classmethod
+    def check_checkpoint(cls, path: Path, key: str) -> None:
+        """CheckpointError unless ``path`` loads (``weights_only``) and fits the full-size
+        network of the variant whose checkpoint is ``key`` (built on the meta device)."""
+        import torch
+
+        state = cls.extract_state_dict(load_checkpoint(path))  # garbage fails here, fast
+        variant = next(v for v, k in cls.VARIANTS.items() if k == key)
+        adapter = cls(variant=variant, weights="random", device="cpu")
+        try:
+            with torch.device("meta"):
+                net = adapter.build_network(tiny=False)
+        except RuntimeError:  # SAM2's Hiera reads values while it is built: build on the CPU
+            net = adapter.build_network(tiny=False)
+        check_fits(net, state, str(path), cls.IGNORED_CHECKPOINT_KEYS)
 
     def load_weights(self, net: Any, path: Path) -> None:
         """Load ``path`` strictly into ``net`` (readable key diff on mismatch)."""

@@ -34,6 +34,7 @@ architecture: for tests and timing only.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -61,14 +62,23 @@ from ._precision import forward_context
 TARGET_SPACING_MM = 1.5
 
 
-def load_sammed3d_weights(net: Any, path: str) -> None:
-    """Strictly load a SAM-Med3D checkpoint (training dict with ``model_state_dict`` and a
-    pickled argparse Namespace, or a plain state dict) into ``net``."""
-    from intrabench.checkpoints import load_checkpoint, load_state_dict_strict, strip_prefix
+def sammed3d_state(path: str) -> Any:
+    """The state dict in a SAM-Med3D checkpoint (training dict with ``model_state_dict`` and a
+    pickled argparse Namespace, or a plain state dict), ``module.`` prefix removed."""
+    from intrabench.checkpoints import CheckpointError, load_checkpoint, strip_prefix
 
     loaded = load_checkpoint(path, allow_namespace=True)
     state = loaded.get("model_state_dict", loaded) if isinstance(loaded, dict) else loaded
-    load_state_dict_strict(net, strip_prefix(state, "module."), source=str(path))
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path} holds a {type(state).__name__}, not a state dict")
+    return strip_prefix(state, "module.")
+
+
+def load_sammed3d_weights(net: Any, path: str) -> None:
+    """Strictly load a SAM-Med3D checkpoint into ``net``."""
+    from intrabench.checkpoints import load_state_dict_strict
+
+    load_state_dict_strict(net, sammed3d_state(path), source=str(path))
 
 
 class _SamMed3DBase(Model):
@@ -105,6 +115,19 @@ class _SamMed3DBase(Model):
     @classmethod
     def availability(cls) -> str:
         return availability_of(cls.checkpoint_key)
+
+    @classmethod
+    def check_checkpoint(cls, path: Path, key: str) -> None:
+        """CheckpointError unless ``path`` loads and fits the full network (on meta)."""
+        import torch
+
+        from intrabench.checkpoints import check_fits
+
+        from ._sammed3d_arch import FULL, SamMed3DNet
+
+        with torch.device("meta"):
+            net = SamMed3DNet(FULL)
+        check_fits(net, sammed3d_state(str(path)), str(path))
 
     # -- case --------------------------------------------------------------------------
     def set_case(self, image: Volume) -> None:

@@ -31,6 +31,7 @@ tiny random-weight variant of the same architecture: for tests and timing only.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,16 +56,25 @@ from ._precision import forward_context
 BACKGROUND_LOGIT = -20.0
 
 
-def load_segvol_weights(net: Any, path: str) -> None:
-    """Strictly load ``SegVol_v1.pth`` ({'model': 'module.'-prefixed, 'epoch'}) into ``net``;
-    only the CLIP text-encoder keys (an explicit list) are dropped."""
-    from intrabench.checkpoints import load_checkpoint, load_state_dict_strict, strip_prefix
-
-    from ._segvol_arch import text_encoder_keys
+def segvol_state(path: str) -> Any:
+    """The state dict in ``SegVol_v1.pth`` ({'model': 'module.'-prefixed, 'epoch'})."""
+    from intrabench.checkpoints import CheckpointError, load_checkpoint, strip_prefix
 
     loaded = load_checkpoint(path)
     state = loaded.get("model", loaded) if isinstance(loaded, dict) else loaded
-    load_state_dict_strict(net, strip_prefix(state, "module."), source=str(path),
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path} holds a {type(state).__name__}, not a state dict")
+    return strip_prefix(state, "module.")
+
+
+def load_segvol_weights(net: Any, path: str) -> None:
+    """Strictly load ``SegVol_v1.pth`` into ``net``; only the CLIP text-encoder keys (an
+    explicit list) are dropped."""
+    from intrabench.checkpoints import load_state_dict_strict
+
+    from ._segvol_arch import text_encoder_keys
+
+    load_state_dict_strict(net, segvol_state(path), source=str(path),
                            ignore_unexpected=text_encoder_keys())
 
 
@@ -138,6 +148,19 @@ class SegVol(Model):
     @classmethod
     def availability(cls) -> str:
         return availability_of(cls.checkpoint_key)
+
+    @classmethod
+    def check_checkpoint(cls, path: Path, key: str) -> None:
+        """CheckpointError unless ``path`` loads and fits the full network (on meta)."""
+        import torch
+
+        from intrabench.checkpoints import check_fits
+
+        from ._segvol_arch import FULL, SegVolNet, text_encoder_keys
+
+        with torch.device("meta"):
+            net = SegVolNet(FULL)
+        check_fits(net, segvol_state(str(path)), str(path), text_encoder_keys())
 
     def model_seconds(self) -> float:
         return self._seconds

@@ -15,9 +15,32 @@ def cmd_models_verify(args: argparse.Namespace) -> int:
         if args.names and key not in args.names:
             continue
         status, detail = verify(key, directory)
-        failed |= status == "MISMATCH"
+        if status != "missing" and status != "MISMATCH":
+            fit = check_loads_and_fits(key, directory / CHECKPOINTS[key].filename)
+            if fit is not None:
+                status, detail = "UNUSABLE", fit
+        failed |= status in ("MISMATCH", "UNUSABLE")
         print(f"{key:26s} {CHECKPOINTS[key].filename:28s} {status:26s} {detail}")
     return 1 if failed else 0
+
+
+def check_loads_and_fits(key: str, path) -> str | None:
+    """None if checkpoint ``key`` at ``path`` loads (``weights_only``: no code runs) and fits
+    the full-size network of every model that uses it; else why not."""
+    from intrabench import registry
+    from intrabench.checkpoints import CheckpointError
+
+    for name, cls in registry.models.items():
+        uses = key in getattr(cls, "VARIANTS", {}).values() or getattr(
+            cls, "checkpoint_key", "") == key
+        check = getattr(cls, "check_checkpoint", None)
+        if not uses or check is None:
+            continue
+        try:
+            check(path, key)
+        except CheckpointError as error:
+            return f"{name}: {error}"
+    return None
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from intrabench.config import load_config, parse_config
@@ -43,3 +45,55 @@ def test_yaml_file_errors(tmp_path):
     scalar.write_text("just a string\n")
     with pytest.raises(ConfigError, match="expected a mapping"):
         load_config(scalar)
+
+
+# --------------------------------------------------------------------------------------
+# Values that used to be accepted silently
+# --------------------------------------------------------------------------------------
+
+_BASE = {"datasets": ["demo-phantoms"], "models": ["region-growing-3d"], "prompters": ["box-3d"]}
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"name": "../.."}, "cannot be a run name"),
+    ({"name": "runs/a"}, "cannot be a run name"),
+    ({"seeds": [0, 0]}, r"seeds listed twice: \[0\]"),
+    ({"prompters": [{"name": "points-per-slice", "n_points": 1.5}]},
+     "parameter 'n_points' = 1.5: Input should be a valid integer"),
+    ({"datasets": [{"name": "nnunet-folder", "path": "/nowhere", "target_type": "organs"}]},
+     "parameter 'target_type' = 'organs': Input should be 'instance' or 'organ'"),
+    ({"datasets": [{"name": "nnunet-folder", "path": "/nowhere", "instances": "value"}]},
+     "parameter 'instances' = 'value'"),
+])
+def test_invalid_values_are_one_line_errors(changes, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_config({**_BASE, **changes})
+
+
+def test_a_key_given_twice_and_a_non_utf8_config(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("datasets: [demo-phantoms]\nmodels: [region-growing-3d]\n"
+                    "prompters: [box-3d]\nrefinement_steps: 5\nrefinement_steps: 1\n")
+    with pytest.raises(ConfigError, match="line 5 invalid YAML: key 'refinement_steps' is given"):
+        load_config(path)
+    path.write_bytes(b"name: caf\xe9\n")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_config(path)
+
+
+@pytest.mark.parametrize(("meta", "message"), [
+    (["labels"], "expected a JSON object"),
+    ({"labels": {"background": 0, "lesion": 1}, "target_type": {"lesion": "organ"},
+      "target_types": {"lesoin": "organ"}}, r"target_types names \['lesoin'\]"),
+    ({"labels": {"background": 0, "lesion": 1}, "target_types": {"lesion": "organs"}},
+     "each must be \"instance\" or \"organ\""),
+])
+def test_dataset_json_mistakes_are_named(tmp_path, meta, message):
+    from intrabench import registry
+    from intrabench.errors import UserError
+
+    (tmp_path / "imagesTr").mkdir()
+    (tmp_path / "labelsTr").mkdir()
+    (tmp_path / "dataset.json").write_text(json.dumps(meta))
+    with pytest.raises(UserError, match=message):
+        registry.datasets.create("nnunet-folder", {"path": str(tmp_path)})

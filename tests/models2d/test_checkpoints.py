@@ -130,3 +130,61 @@ def test_availability_reflects_the_checkpoint_directory(tmp_path, monkeypatch, c
     assert "checkpoint missing: medsam_vit_b.pth" in listing["medsam"]
     assert "box2d,box3d " in listing["medsam"]
     assert "checkpoint missing: sam2.1_hiera_large.pt" in listing["sam2"]
+
+
+# --------------------------------------------------------------------------------------
+# A bad checkpoint costs its model, never the run; models verify loads and fits each file
+# --------------------------------------------------------------------------------------
+
+
+def test_a_corrupt_checkpoint_skips_its_model_and_the_run_goes_on(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from intrabench.cli import main
+
+    bad = tmp_path / "bad.pth"
+    bad.write_bytes(np.random.default_rng(0).bytes(4096))
+    config = tmp_path / "c.yaml"
+    config.write_text(json.dumps({
+        "name": "bad-ckpt", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+        "models": [{"name": "sam", "tiny": True, "checkpoint": str(bad), "device": "cpu"},
+                   "region-growing-3d"],
+        "prompters": ["box-3d"]}))
+    assert main(["run", str(config), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("skipped: cannot load checkpoint") == 1 and "Traceback" not in err
+    rows = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert set(rows["model"]) == {"region-growing-3d"} and rows["case"].nunique() == 2
+
+
+def test_models_verify_loads_and_fits_every_present_file(tmp_path, capsys):
+    import pickle
+
+    from intrabench.cli import main
+
+    directory = tmp_path / "ckpt"
+    directory.mkdir()
+    (directory / "sam_vit_b_01ec64.pth").write_bytes(b"not the publisher's file")
+    (directory / "sam2.1_hiera_tiny.pt").write_bytes(np.random.default_rng(0).bytes(2048))
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    (directory / "sam2.1_hiera_small.pt").write_bytes(pickle.dumps(Evil()))
+    torch.save({"model": {"layer.weight": torch.zeros(2, 2)}}, directory / "SegVol_v1.pth")
+    torch.save(registry.models.create("sam-med2d", {"weights": "random", "tiny": True,
+                                                    "device": "cpu"}).net.state_dict(),
+               directory / "medsam_vit_b.pth")  # a real state dict of another architecture
+    assert main(["models", "verify", "--checkpoint-dir", str(directory)]) == 1
+    out = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert "MISMATCH" in out["sam-vit-b"] and "01ec64" in out["sam-vit-b"]
+    assert "UNUSABLE" in out["sam2.1-hiera-tiny"] and "cannot load checkpoint" in out["sam2.1-hiera-tiny"]
+    assert "UNUSABLE" in out["sam2.1-hiera-small"]
+    assert not marker.exists()  # the pickle's code never ran
+    assert "UNUSABLE" in out["segvol"] and "does not fit" in out["segvol"]
+    assert "UNUSABLE" in out["medsam"] and "does not fit" in out["medsam"]
+    assert out["sam-vit-h"].split()[2] == "missing"
