@@ -92,10 +92,16 @@ class ZenodoSource:
             if info.size is not None and remote.size is not None and remote.size != info.size:
                 raise dl.ChecksumError(f"{name}: the record lists {remote.size} bytes, the "
                                        f"recipe expects {info.size}")
+            md5 = remote.checksums.get("md5")
+            if info.sha256 is None and not md5:
+                raise dl.ChecksumError(
+                    f"{name}: neither the recipe nor Zenodo record {self.record} gives a "
+                    "checksum, so the download cannot be verified (a login or error page would "
+                    f"be saved as the archive); download it yourself into {raw} after checking "
+                    "it, then run prepare")
             say(f"  {name} ({_size(remote.size)})")
-            path = dl.download(remote.url, raw / name, sha256=info.sha256,
-                               md5=remote.checksums.get("md5"), size=remote.size or info.size,
-                               progress=progress)
+            path = dl.download(remote.url, raw / name, sha256=info.sha256, md5=md5,
+                               size=remote.size or info.size, progress=progress)
             if info.sha256 is None:
                 digest = dl.file_digest(path)
                 (raw / f"{name}.sha256").write_text(f"{digest}  {name}\n")

@@ -92,6 +92,24 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
     return target_map, tuple(targets)
 
 
+def _numbers(values: Any) -> str:
+    return "(" + ", ".join(f"{float(v):g}" for v in values) + ")"
+
+
+def grid_difference(label: Any, image: Any) -> str:
+    """What differs between two grids (size, spacing, origin, direction), label vs image."""
+    parts = []
+    for field in ("size", "spacing", "origin", "direction"):
+        a, b = getattr(label, field), getattr(image, field)
+        if field in ("size",):
+            same = tuple(a) == tuple(b)
+        else:
+            same = np.allclose(np.asarray(a, float), np.asarray(b, float), atol=1e-3)
+        if not same:
+            parts.append(f"{field} {_numbers(a)} vs {_numbers(b)}")
+    return "; ".join(parts) or "within tolerance on each field, but not as a whole"
+
+
 def check_label_values(label: sitk.Image, path: Path, classes: dict[str, int] | None) -> None:
     """DataError unless every voxel of ``label`` is a whole number 0..2^31-1 and, when
     ``classes`` is given, one of its values: a float label would be truncated (1.7 -> 1), a
@@ -207,11 +225,9 @@ def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Pat
     image = volume_from_sitk(image_sitk, name=str(image_path))
     label = volume_from_sitk(label_sitk, name=str(label_path), dtype=np.int32)
     if not image.geometry.same_grid(label.geometry):
-        raise DataError(
-            f"{label_path.name}: label grid {label.geometry.size} @ {label.geometry.spacing} "
-            f"does not match image grid {image.geometry.size} @ {image.geometry.spacing}; "
-            "resample the label onto the image"
-        )
+        raise DataError(f"{label_path.name}: label grid does not match image grid "
+                        f"({grid_difference(label.geometry, image.geometry)}); resample the "
+                        "label onto the image")
     target_map, targets = build_targets(label.array, classes, target_types, instances)
     if not targets:
         raise DataError(f"{label_path.name}: the label is empty (no foreground voxels)")

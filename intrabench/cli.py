@@ -206,6 +206,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}; finished work is saved, re-run the same command to resume",
               file=sys.stderr)
         return 1
+    except OSError as error:  # a full disk, an unwritable folder: one line, not a traceback
+        print(f"error: {describe_os_error(error)}", file=sys.stderr)
+        return 1
+
+
+def describe_os_error(error: OSError) -> str:
+    """One line for a file-system error, with what to do about it."""
+    import errno
+
+    where = f" ({error.filename})" if error.filename else ""
+    if error.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return (f"the disk is full{where}; finished work is saved: free some space and re-run "
+                "the same command to resume")
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"no permission to write{where}: {error.strerror}; choose another folder"
+    return f"{error.strerror or error}{where}"
 
 
 if __name__ == "__main__":

@@ -95,6 +95,10 @@ def verify_file(path: str | Path, checksums: dict[str, str], size: int | None = 
 
 # -- HTTP -----------------------------------------------------------------------------------
 def _open(url: str, headers: dict[str, str] | None = None, timeout: float = _TIMEOUT_S):
+    scheme = urllib.parse.urlsplit(url).scheme
+    if scheme not in ("http", "https") or not urllib.parse.urlsplit(url).netloc:
+        raise DownloadError(f"'{url}' is not an http(s) address (check --zenodo-url / "
+                            "--tcia-url and the INTRABENCH_*_URL variables)")
     request = urllib.request.Request(url, headers={"User-Agent": "intrabench", **(headers or {})})
     try:
         return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310 (http(s) only)

@@ -17,6 +17,7 @@ Re-running the same command finds the finished unit files and skips that work.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import sys
@@ -29,6 +30,8 @@ from typing import Any
 import pandas as pd
 
 from intrabench.errors import UserError
+
+log = logging.getLogger(__name__)
 
 #: Columns that identify a row; everything else is a measurement.
 KEY_COLUMNS = ["run", "dataset", "case", "target", "model", "prompter", "refiner", "seed", "step"]
@@ -132,7 +135,27 @@ class ResultsStore:
         return self.units_dir / f"{unit_key}.parquet"
 
     def is_done(self, unit_key: str) -> bool:
-        return self.unit_path(unit_key).exists()
+        """Whether the unit's file exists and is a whole Parquet file. A damaged one (a disk
+        that filled up, a copy cut short) is moved aside to ``<key>.parquet.damaged`` with a
+        warning, and the unit is computed again."""
+        path = self.unit_path(unit_key)
+        if not path.exists():
+            return False
+        try:
+            import pyarrow.parquet as pq
+
+            pq.read_metadata(path)
+        except Exception as error:  # pyarrow raises several kinds on a damaged file
+            aside = path.with_name(path.name + ".damaged")
+            path.replace(aside)
+            log.warning("unit file %s is damaged (%s); moved to %s and computed again",
+                        path.name, str(error).splitlines()[0], aside.name)
+            return False
+        return True
+
+    def unit_count(self) -> int:
+        """Unit files present (finished units)."""
+        return len(list(self.units_dir.glob("*.parquet"))) if self.units_dir.is_dir() else 0
 
     def write_unit(self, unit_key: str, rows: list[dict[str, Any]], keep: bool = False) -> None:
         """Write one unit's rows atomically (pyarrow directly: 4x faster than pandas here).
@@ -191,6 +214,28 @@ def consolidate_run(run_dir: Path, unit_keys: list[str]) -> int:
     """Write ``results.parquet`` and ``results.csv`` of ``run_dir`` from the units' rows (a job
     for the runner's results worker, which holds the rows it wrote); returns the row count."""
     return len(ResultsStore(run_dir).consolidate(unit_keys))
+
+
+def completeness(run_dir: str | Path) -> tuple[int, int] | None:
+    """(finished units, planned units) of a run directory, or None when ``run.json`` does not
+    say how many were planned. Fewer finished than planned: the run was interrupted (or is
+    still running) and tables of it cover only part of the benchmark."""
+    run_dir = Path(run_dir)
+    try:
+        planned = int(json.loads((run_dir / "run.json").read_text())["units"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return ResultsStore(run_dir).unit_count(), planned
+
+
+def incompleteness_warning(run_dir: str | Path) -> str | None:
+    """One line saying a run is incomplete, or None when it is complete (or unknown)."""
+    counts = completeness(run_dir)
+    if counts is None or counts[0] >= counts[1]:
+        return None
+    return (f"warning: {run_dir} is incomplete: {counts[0]} of {counts[1]} work units finished "
+            "(interrupted or still running); what follows covers only those. Re-run the same "
+            "command to finish it.")
 
 
 def load_results(run_dir: str | Path) -> pd.DataFrame:

@@ -157,6 +157,8 @@ def volume_from_sitk(image: sitk.Image, *, name: str = "image", dtype=np.float32
 def read_sitk(path: str | Path) -> sitk.Image:
     path = Path(path)
     if not path.exists():
+        if path.is_symlink():
+            raise DataError(f"{path} is a link that leads nowhere (broken, or a loop of links)")
         raise DataError(f"image not found: {path}")
     try:
         image = sitk.ReadImage(str(path))
@@ -249,5 +251,21 @@ def _write_atomically(image: sitk.Image, path: str | Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     suffix = "".join(path.suffixes)
     temporary = path.with_name(f".{path.name}.partial{suffix}")
-    sitk.WriteImage(image, str(temporary), useCompression=True)
+    try:
+        sitk.WriteImage(image, str(temporary), useCompression=True)
+        # ITK can leave a short or empty file without raising when the disk fills up: check
+        # it before it takes the real name
+        if path.name.endswith((".nii", ".nii.gz")):
+            check_nifti_complete(temporary)
+        elif temporary.stat().st_size == 0:
+            raise DataError(f"{temporary}: empty after writing")
+    except (DataError, RuntimeError) as error:
+        temporary.unlink(missing_ok=True)
+        import errno
+
+        raise OSError(errno.EIO, f"could not write a complete file ({str(error).splitlines()[-1]}"
+                      "; is the disk full?)", str(path)) from None
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
     temporary.replace(path)

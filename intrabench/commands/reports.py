@@ -9,7 +9,11 @@ from pathlib import Path
 
 def cmd_tables(args: argparse.Namespace) -> int:
     from intrabench.reports.tables import Layout, load_rows, tables_for_runs, write_table
+    from intrabench.results import incompleteness_warning
 
+    for run_dir in args.run_dirs:
+        if (warning := incompleteness_warning(run_dir)) is not None:
+            print(warning, file=sys.stderr)
     rows = load_rows(args.run_dirs)
     layout = Layout.load(args.layout) if args.layout else None
     built = tables_for_runs(rows, layout, args.metric, args.scale, args.missing_value)
@@ -56,7 +60,10 @@ def _write_cvpr25_tables(rows, out: Path) -> None:
 def cmd_report(args: argparse.Namespace) -> int:
     from intrabench.reports.html import build_report
     from intrabench.reports.tables import Layout
+    from intrabench.results import incompleteness_warning
 
+    if (warning := incompleteness_warning(args.run_dir)) is not None:
+        print(warning, file=sys.stderr)
     layout = Layout.load(args.layout) if args.layout else None
     path = build_report(args.run_dir, args.out, metric=args.metric, cases=args.case or None,
                         max_overlays=args.max_overlays, layout=layout)

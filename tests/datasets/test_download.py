@@ -249,3 +249,27 @@ def test_a_refused_archive_keeps_what_was_in_the_folder(tmp_path, make):
     with pytest.raises(dl.UnsafeArchiveError):
         dl.safe_extract(archive, dest)
     assert sorted(p.name for p in dest.iterdir()) == ["mine.txt"]
+
+
+def test_a_zenodo_file_without_any_checksum_is_refused(http_server, tmp_path):
+    """A listing without md5, for a recipe without sha256: the download cannot be verified
+    (an HTML page was saved as the archive and called 'verified against the record's md5')."""
+    import json
+
+    from intrabench.datasets._recipe import FileInfo, Urls, ZenodoSource
+
+    page = b"<html>please log in</html>"
+    http_server.routes["/api/records/42"] = json.dumps({"id": "42", "files": [
+        {"key": "data.zip", "size": len(page),
+         "links": {"self": http_server.url("/records/42/files/data.zip/content")}}]}).encode()
+    http_server.routes["/records/42/files/data.zip/content"] = page
+    source = ZenodoSource("42", {"data.zip": FileInfo()})
+    with pytest.raises(dl.ChecksumError, match="cannot be verified"):
+        source.download(tmp_path, Urls(zenodo=http_server.url("")), progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("base", ["zenodo.org", "ftp://example.org", "http://", "file:///etc"])
+def test_a_malformed_service_address_is_one_line(base):
+    with pytest.raises(dl.DownloadError, match="is not an http.s. address"):
+        dl.zenodo_record_files("1", base)

@@ -93,3 +93,21 @@ def test_turning_on_save_predictions_later_writes_them(tmp_path):
     rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
     files = list((tmp_path / "run" / "predictions").rglob("*.nii.gz"))
     assert len(files) == rows.groupby(["case", "target"]).ngroups > 0
+
+
+def test_a_damaged_unit_file_is_recomputed_and_tables_warn_on_a_partial_run(tmp_path, capsys):
+    Runner(_config(), tmp_path / "run").run()
+    complete = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    units = sorted((tmp_path / "run" / "units").glob("*.parquet"))
+    units[0].write_bytes(units[0].read_bytes()[:100])  # cut short (a full disk, a bad copy)
+    plan, problems = Runner(_config(), tmp_path / "run").run()
+    assert not problems
+    assert (units[0].parent / (units[0].name + ".damaged")).exists()
+    again = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    pd.testing.assert_frame_equal(_measured(again), _measured(complete))
+
+    units[1].unlink()  # as if the run had been interrupted before that unit
+    (tmp_path / "run" / "results.parquet").unlink()
+    assert main(["tables", str(tmp_path / "run"), "--out", str(tmp_path / "t")]) == 0
+    err = capsys.readouterr().err
+    assert "is incomplete: 1 of 2 work units finished" in err

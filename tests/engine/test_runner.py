@@ -243,3 +243,28 @@ def test_a_truncated_file_skips_its_case_with_one_line(tmp_path, capsys, damaged
     assert "Traceback" not in err and "EOFError" not in err
     rows = pd.read_parquet(tmp_path / "out" / "results.parquet")
     assert set(rows["case"]) == {"brain1"}
+
+
+def test_a_grid_mismatch_names_what_differs(tmp_path, capsys):
+    root = tmp_path / "data"
+    (root / "imagesTr").mkdir(parents=True)
+    (root / "labelsTr").mkdir()
+    image = sitk.GetImageFromArray(np.zeros((6, 8, 8), np.float32))
+    sitk.WriteImage(image, str(root / "imagesTr" / "c1_0000.nii.gz"))
+    label = sitk.GetImageFromArray(GOOD_LABEL)
+    label.SetOrigin((0.0, 0.0, 12.5))  # same size and spacing, shifted
+    sitk.WriteImage(label, str(root / "labelsTr" / "c1.nii.gz"))
+    (root / "dataset.json").write_text(json.dumps({"labels": {"background": 0, "lesion": 1}}))
+    code, err = _run_cli(tmp_path, root, capsys)
+    assert code == 1 and "origin (0, 0, 12.5) vs (0, 0, 0)" in err and "size" not in err.split(
+        "origin")[0].split("does not match")[-1]
+
+
+def test_a_looping_link_is_named_as_such(tmp_path):
+    from intrabench.errors import DataError
+    from intrabench.volume import read_volume
+
+    loop = tmp_path / "loop.nii.gz"
+    loop.symlink_to(tmp_path / "loop.nii.gz")
+    with pytest.raises(DataError, match="link that leads nowhere"):
+        read_volume(loop)

@@ -163,3 +163,45 @@ def test_complete_gzip_with_missing_voxels_and_a_cut_plain_nifti(tmp_path):
         read_volume(plain)
     plain.write_bytes(raw)
     assert read_volume(plain).array.any()
+
+
+def test_a_short_write_never_takes_the_real_name(tmp_path, monkeypatch):
+    """ITK can leave an empty or cut file without raising when the disk fills up; such a file
+    must not be renamed into place as a prediction."""
+    import errno
+    from pathlib import Path
+
+    from intrabench import volume
+
+    geometry = read_volume(_real_nifti(tmp_path, "label")).geometry
+    original = sitk.WriteImage
+
+    def short_write(image, path, *args, **kwargs):
+        original(image, path, *args, **kwargs)
+        written = Path(path)
+        written.write_bytes(written.read_bytes()[:written.stat().st_size // 3])
+
+    monkeypatch.setattr(volume.sitk, "WriteImage", short_write)
+    target = tmp_path / "pred" / "case__t1.nii.gz"
+    mask = np.zeros(tuple(reversed(geometry.size)), np.uint8)
+    with pytest.raises(OSError) as raised:
+        volume.write_on_grid(mask, geometry, target)
+    assert raised.value.errno == errno.EIO and "disk full" in str(raised.value)
+    assert list(target.parent.iterdir()) == []  # no file, no leftover partial
+
+
+def test_file_system_errors_are_one_line(tmp_path, capsys):
+    import errno
+
+    from intrabench.cli import describe_os_error, main
+
+    full = describe_os_error(OSError(errno.ENOSPC, "No space left on device", "/runs/x"))
+    assert full.startswith("the disk is full (/runs/x)") and "re-run" in full
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    run = tmp_path / "run"
+    assert main(["run", "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["tables", str(run), "--out", str(blocker / "tables")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err and len(err.splitlines()) == 1
