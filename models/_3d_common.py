@@ -75,10 +75,62 @@ def check_weights_mode(weights: str, tiny: bool) -> None:
         raise ValueError(f"weights must be 'checkpoint' or 'random', not {weights!r}")
 
 
-def resampled_shape(shape: tuple[int, ...], spacing: tuple[float, ...],
-                    target_mm: float) -> tuple[int, int, int]:
-    """Shape of ``shape`` voxels at ``spacing`` mm resampled to ``target_mm`` isotropic."""
-    return tuple(max(1, int(round(n * s / target_mm))) for n, s in zip(shape, spacing))
+class CentredGrid:
+    """torchio's ``Resample(target_mm)`` grid: per axis ``floor(n * s / target)`` voxels of
+    ``target`` mm (at least 1; a singleton axis stays 1) whose centre coincides with the
+    original grid's centre, so the field of view shrinks by less than one new voxel and is
+    never extrapolated.
+
+    Index maps, per axis (original index ``i``, new index ``j``, ratio ``r = target / s``):
+    ``i = offset + j * r`` with ``offset = (n - 1) / 2 - (m - 1) / 2 * r``. Arrays are
+    ``(z, y, x)``; spacings mm in the same order.
+    """
+
+    def __init__(self, shape: tuple[int, ...], spacing: tuple[float, ...],
+                 target_mm: float) -> None:
+        self.original = tuple(int(n) for n in shape)
+        self.ratio = np.array([target_mm / float(s) for s in spacing])
+        self.shape = tuple(1 if n == 1 else max(1, int(np.floor(n * s / target_mm)))
+                           for n, s in zip(self.original, spacing))
+        n = np.asarray(self.original, dtype=float)
+        m = np.asarray(self.shape, dtype=float)
+        self.offset = (n - 1) / 2 - (m - 1) / 2 * self.ratio
+
+    def to_grid(self, coords: np.ndarray) -> np.ndarray:
+        """(N, 3) original voxel indices -> float indices on the new grid."""
+        return (np.asarray(coords, dtype=float) - self.offset) / self.ratio
+
+    def resample(self, array: np.ndarray) -> np.ndarray:
+        """``array`` (on the original grid) linearly interpolated at the new voxel centres,
+        float32; positions beyond the last original voxel centre take the edge value (ITK's
+        linear interpolator, which torchio uses, clamps its neighbours the same way)."""
+        out = np.asarray(array, dtype=np.float32)
+        for axis in range(3):
+            positions = self.offset[axis] + np.arange(self.shape[axis]) * self.ratio[axis]
+            out = _linear_along(out, positions, axis)
+        return out
+
+    def nearest_original(self, axis: int) -> np.ndarray:
+        """For each original index along ``axis``, the nearest new index (ITK's nearest
+        neighbour: round half up), -1 where it falls outside the new grid."""
+        index = np.floor((np.arange(self.original[axis]) - self.offset[axis])
+                         / self.ratio[axis] + 0.5).astype(np.int64)
+        return np.where((index >= 0) & (index < self.shape[axis]), index, -1)
+
+
+def _linear_along(array: np.ndarray, positions: np.ndarray, axis: int) -> np.ndarray:
+    """Linear interpolation of ``array`` at float ``positions`` along ``axis`` (clamped)."""
+    size = array.shape[axis]
+    positions = np.clip(positions, 0.0, size - 1.0)
+    low = np.floor(positions).astype(np.int64)
+    high = np.minimum(low + 1, size - 1)
+    frac = (positions - low).astype(np.float32)
+    shape = [1] * array.ndim
+    shape[axis] = len(positions)
+    frac = frac.reshape(shape)
+    below = np.take(array, low, axis=axis)
+    above = np.take(array, high, axis=axis)
+    return (below + (above - below) * frac).astype(np.float32)
 
 
 def map_to_grid(coords: np.ndarray, old_shape: tuple[int, ...],
@@ -114,44 +166,6 @@ def crop_with_padding(array: np.ndarray, start: tuple[int, int, int], size: tupl
         dst.append(slice(lo - start[a], hi - start[a]))
     out[tuple(dst)] = array[tuple(src)]
     return out
-
-
-def _linear_weights(positions: np.ndarray, size: int) -> np.ndarray:
-    """(len(positions), size) linear interpolation matrix, positions clamped to [0, size-1]."""
-    positions = np.clip(positions, 0.0, size - 1.0)
-    low = np.floor(positions).astype(np.int64)
-    high = np.minimum(low + 1, size - 1)
-    frac = positions - low
-    weights = np.zeros((len(positions), size), dtype=np.float32)
-    rows = np.arange(len(positions))
-    np.add.at(weights, (rows, low), 1.0 - frac)
-    np.add.at(weights, (rows, high), frac)
-    return weights
-
-
-def paste_back(values: np.ndarray, start: tuple[int, int, int], grid_shape: tuple[int, int, int],
-               original_shape: tuple[int, int, int]) -> tuple[tuple[slice, ...], np.ndarray]:
-    """Trilinearly sample a crop of a resampled grid at the original voxels it covers.
-
-    ``values`` (cz, cy, cx) lies at ``start`` on a grid of ``grid_shape`` voxels that resamples
-    the original ``original_shape`` grid. Returns the original-grid region (slices) covered by
-    the crop and the interpolated values there (separable linear interpolation, exact trilinear).
-    """
-    region: list[slice] = []
-    matrices: list[np.ndarray] = []
-    for a in range(3):
-        factor = grid_shape[a] / original_shape[a]
-        index = np.arange(original_shape[a])
-        local = (index + 0.5) * factor - 0.5 - start[a]
-        inside = np.flatnonzero((local >= -0.5) & (local <= values.shape[a] - 0.5))
-        if len(inside) == 0:
-            return tuple(slice(0, 0) for _ in range(3)), np.zeros((0, 0, 0), np.float32)
-        region.append(slice(int(inside[0]), int(inside[-1]) + 1))
-        matrices.append(_linear_weights(local[inside], values.shape[a]))
-    out = np.tensordot(matrices[0], values, axes=(1, 0))                      # (nz, cy, cx)
-    out = np.tensordot(out, matrices[1], axes=(1, 1)).transpose(0, 2, 1)      # (nz, ny, cx)
-    out = np.tensordot(out, matrices[2], axes=(2, 1))                         # (nz, ny, nx)
-    return tuple(region), out.astype(np.float32)
 
 
 class EncodingCache:

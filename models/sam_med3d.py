@@ -1,30 +1,36 @@
 """SAM-Med3D and SAM-Med3D Turbo: 3D promptable segmentation on a 128^3 crop at 1.5 mm.
 
-Pipeline (paper Appendix A.5/A.6, with the reference implementation's errors fixed):
+Pipeline (paper Appendix A.5/A.6 and upstream's inference, with the reference implementation's
+errors fixed):
 
-1. ``set_case``: the canonical (z, y, x) volume is resampled to 1.5 mm isotropic (trilinear,
-   from ``Volume.spacing``, which is direction-aware) and clipped to its 0.5/99.5 percentiles.
+1. ``set_case``: the canonical (z, y, x) volume is resampled to 1.5 mm isotropic on torchio's
+   ``Resample(1.5)`` grid (``floor(n * s / 1.5)`` voxels centred on the original grid, linear
+   interpolation, edges clamped: :class:`~intrabench.models._3d_common.CentredGrid`), from
+   ``Volume.spacing``, which is direction-aware. Intensities are not clipped (upstream's
+   inference does not clip; a 0.5/99.5-percentile clip changed the network input by up to 4.9
+   on a lung CT).
 2. Crop: 128^3 voxels centred on the prompts: the centroid of all prompt points (clicks and
-   scribble voxels). Never on the ground truth (the model never receives it). Outside the
-   image the crop is zero-padded. The crop is kept fixed for every refinement step of an
-   episode (it travels in ``Prediction.feedback``).
+   scribble voxels). Never on the ground truth (the model never receives it; upstream crops
+   around the label). Outside the image the crop is zero-padded. The crop is kept fixed for
+   every refinement step of an episode (it travels in ``Prediction.feedback``).
 3. The crop is z-normalised with the mean/std of its voxels > 0 (as upstream's
    ``ZNormalization(masking_method=x > 0)``; all voxels when fewer than 2 are > 0).
 4. Model space: the crop is fed as (x, y, z), i.e. the canonical crop transposed, which is the
    RAS (C, R, A, S) layout of upstream's torchio ``ToCanonical`` data; point coordinates are
-   mapped onto the 1.5 mm grid (voxel-centre convention), shifted into the crop, reversed to
-   (x, y, z) and given with their own labels: **all points are used**.
+   mapped onto the 1.5 mm grid and rounded to its nearest voxel (upstream's clicks are voxels
+   of the resampled image), shifted into the crop, reversed to (x, y, z) and given with their
+   own labels: **all points are used**.
    Points outside the fixed crop cannot be shown to the model; they are dropped and counted in
    ``feedback["points_outside"]``. If no point at all lies inside the crop the previous
    prediction (or an empty mask) is returned unchanged.
 5. Mask input: the previous step's 32^3 low-resolution *logits* (zeros at the first step, as
    upstream; carried as a float32 numpy array (1, 1, 32, 32, 32) in
-   ``feedback["low_res_logits"]`` whatever the ``precision``), single-mask output; the image encoding of a crop is computed once per
-   (case, crop) and reused for all refinement steps (and for other targets with the same crop).
-6. Output: the 32^3 logits are upsampled trilinearly to 128^3, then sampled trilinearly at the
-   original voxels covered by the crop; mask = sigmoid > 0.5 (logit > 0). Voxels outside the
-   crop are background. (Logits are interpolated, then thresholded: smoother than resampling
-   a binary mask with nearest neighbour.)
+   ``feedback["low_res_logits"]`` whatever the ``precision``), single-mask output; the image
+   encoding of a crop is computed once per (case, crop) and reused for all refinement steps
+   (and for other targets with the same crop).
+6. Output: the 32^3 logits are upsampled trilinearly to 128^3 and thresholded (sigmoid > 0.5)
+   on the 1.5 mm grid; the binary crop goes back to the original voxels by nearest neighbour
+   (ITK's, as upstream resamples its prediction back). Voxels outside the crop are background.
 
 Accepts points, scribbles (as points) and its own previous mask; no boxes (upstream has no box
 prompt). ``weights="random", tiny=True`` builds a tiny random-weight variant of the same
@@ -45,16 +51,13 @@ from intrabench.types import Prediction, Prompt
 from intrabench.volume import Volume
 
 from ._3d_common import (
+    CentredGrid,
     EncodingCache,
     availability_of,
     build_network,
     check_weights_mode,
     crop_with_padding,
     device_and_precision,
-    map_to_grid,
-    paste_back,
-    resampled_shape,
-    resize,
     resolve_checkpoint,
 )
 from ._precision import forward_context
@@ -135,10 +138,10 @@ class _SamMed3DBase(Model):
             return
         self._image = image
         self._cache.clear()
-        shape = resampled_shape(image.shape, image.spacing, TARGET_SPACING_MM)
-        grid = resize(image.array, shape)
-        low, high = np.percentile(grid, [0.5, 99.5])
-        self._grid = np.clip(grid, low, high).astype(np.float32)
+        # torchio's Resample(1.5) grid and linear interpolation, no intensity clipping: what
+        # upstream's inference feeds the network
+        self._grid_map = CentredGrid(image.shape, image.spacing, TARGET_SPACING_MM)
+        self._grid = self._grid_map.resample(image.array)
 
     def model_seconds(self) -> float:
         return self._seconds
@@ -148,8 +151,9 @@ class _SamMed3DBase(Model):
 
     # -- geometry ----------------------------------------------------------------------
     def grid_points(self, points: np.ndarray) -> np.ndarray:
-        """(N, 3) canonical (z, y, x) voxel indices -> float coordinates on the 1.5 mm grid."""
-        return map_to_grid(points, self._image.shape, self._grid.shape)
+        """(N, 3) canonical (z, y, x) voxel indices -> the nearest voxels of the 1.5 mm grid
+        (upstream's clicks are voxels of the resampled image: whole numbers)."""
+        return np.floor(self._grid_map.to_grid(points) + 0.5)
 
     def crop_for(self, prompt: Prompt) -> tuple[int, int, int]:
         """Start (z, y, x) on the 1.5 mm grid of the crop centred on the prompt points."""
@@ -165,7 +169,7 @@ class _SamMed3DBase(Model):
         return start
 
     def _inside(self, on_grid: np.ndarray, start: tuple[int, int, int]) -> np.ndarray:
-        local = np.rint(on_grid - np.asarray(start))
+        local = on_grid - np.asarray(start)
         return ((local >= 0) & (local < self.crop_size)).all(axis=1)
 
     # -- model -------------------------------------------------------------------------
@@ -220,10 +224,8 @@ class _SamMed3DBase(Model):
         logits = logits.float().cpu()
         full = torch.nn.functional.interpolate(logits, size=(self.crop_size,) * 3,
                                                mode="trilinear", align_corners=False)
-        crop_logits = full[0, 0].numpy().transpose(2, 1, 0)               # back to (z, y, x)
-        region, values = paste_back(crop_logits, start, self._grid.shape, self._image.shape)
-        mask = np.zeros(self._image.shape, dtype=bool)
-        mask[region] = values > 0.0                                       # sigmoid > 0.5
+        crop_mask = full[0, 0].numpy().transpose(2, 1, 0) > 0.0          # (z, y, x), sigmoid > 0.5
+        mask = self._to_original(crop_mask, start)
         self._seconds += time.perf_counter() - started
         return Prediction(mask, {
             "model": self.name,
@@ -233,6 +235,23 @@ class _SamMed3DBase(Model):
             "points_used": int(inside.sum()),
             "points_outside": int((~inside).sum()),
         })
+
+
+    def _to_original(self, crop_mask: np.ndarray, start: tuple[int, int, int]) -> np.ndarray:
+        """The binary crop (on the 1.5 mm grid at ``start``) on the original voxels, by nearest
+        neighbour as upstream resamples its prediction back; background outside the crop."""
+        mask = np.zeros(self._image.shape, dtype=bool)
+        region, picks = [], []
+        for axis in range(3):
+            nearest = self._grid_map.nearest_original(axis) - start[axis]
+            valid = np.flatnonzero((nearest >= 0) & (nearest < crop_mask.shape[axis])
+                                   & (self._grid_map.nearest_original(axis) >= 0))
+            if len(valid) == 0:
+                return mask
+            region.append(slice(int(valid[0]), int(valid[-1]) + 1))
+            picks.append(nearest[valid[0]:valid[-1] + 1])
+        mask[tuple(region)] = crop_mask[np.ix_(*picks)]
+        return mask
 
 
 @models.register

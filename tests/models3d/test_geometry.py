@@ -1,21 +1,57 @@
-"""Resampling to 1.5 mm and pasting a crop back: physical positions are preserved."""
+"""Resampling to 1.5 mm as torchio does, and back: physical positions are preserved."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from intrabench.models._3d_common import (
-    crop_with_padding,
-    map_to_grid,
-    paste_back,
-    resampled_shape,
-    resize,
-)
+from intrabench.models._3d_common import CentredGrid, crop_with_padding, resize
 
 
-def test_resampled_shape_follows_spacing():
-    assert resampled_shape((25, 140, 130), (6.5, 0.78125, 0.78125), 1.5) == (108, 73, 68)
-    assert resampled_shape((1, 4, 4), (0.5, 3.0, 1.5), 1.5) == (1, 8, 4)
+def test_centred_grid_shape_and_positions():
+    # floor(n * s / 1.5) voxels; a singleton axis stays 1
+    assert CentredGrid((25, 140, 130), (6.5, 0.78125, 0.78125), 1.5).shape == (108, 72, 67)
+    assert CentredGrid((1, 4, 4), (0.5, 3.0, 1.5), 1.5).shape == (1, 8, 4)
+    grid = CentredGrid((10, 7, 3), (3.0, 1.0, 1.5), 1.5)  # -> (20, 4, 3)
+    assert grid.shape == (20, 4, 3)
+    # centres coincide: the middle of the new grid maps to the middle of the old one
+    middle = grid.to_grid(np.array([[4.5, 3.0, 1.0]]))[0]
+    assert middle == pytest.approx([9.5, 1.5, 1.0])
+    # ratio 0.5 along z: new voxels 0 and 1 straddle old voxel 0's centre
+    assert grid.offset[0] + np.arange(2) * grid.ratio[0] == pytest.approx([-0.25, 0.25])
+
+
+def test_centred_grid_resamples_a_ramp_linearly_and_maps_back_to_the_nearest_voxel():
+    shape = (12, 20, 16)
+    z = np.arange(shape[0], dtype=np.float32)
+    ramp = np.broadcast_to((3.0 * z + 7.0)[:, None, None], shape).copy()
+    grid = CentredGrid(shape, (4.0, 0.8, 1.5), 1.5)
+    out = grid.resample(ramp)
+    assert out.shape == grid.shape == (32, 10, 16)
+    positions = grid.offset[0] + np.arange(32) * grid.ratio[0]
+    inside = (positions >= 0) & (positions <= shape[0] - 1)
+    assert np.allclose(out[inside, 5, 5], 3.0 * positions[inside] + 7.0, atol=1e-4)
+    assert np.allclose(out[~inside, 5, 5], np.where(positions[~inside] < 0, 7.0, 40.0))
+    nearest = grid.nearest_original(0)
+    assert nearest.shape == (12,) and (nearest >= 0).all()
+    assert np.abs(positions[nearest] - np.arange(12)).max() <= grid.ratio[0] / 2 + 1e-9
+
+
+def test_centred_grid_equals_torchios_resample_on_a_real_volume():
+    """The same 1.5 mm grid and values as ``torchio.Resample(1.5)`` after ``ToCanonical``
+    (upstream SAM-Med3D's inference), on the demo's real brain MRI crop."""
+    tio = pytest.importorskip("torchio")
+    from intrabench import registry
+
+    case = registry.datasets.create("demo-real").load("brain1")
+    grid = CentredGrid(case.image.shape, case.image.spacing, 1.5)
+    ours = grid.resample(case.image.array)
+    subject = tio.Subject(image=tio.ScalarImage.from_sitk(case.image.to_sitk(case.image.array)))
+    theirs = tio.Compose([tio.ToCanonical(), tio.Resample(1.5)])(subject)["image"]
+    expected = theirs.data[0].numpy().transpose(2, 1, 0)  # RAS (x, y, z) -> canonical (z, y, x)
+    assert ours.shape == expected.shape
+    scale = float(np.abs(expected).max())
+    assert np.abs(ours - expected).max() <= 1e-5 * scale
 
 
 def test_resize_keeps_a_linear_ramp_at_mapped_positions():
@@ -38,29 +74,36 @@ def test_crop_with_padding_places_the_array():
     assert np.array_equal(crop[2:6, :, :3], array[:, 1:4, 3:6])
 
 
-def test_paste_back_puts_a_crop_box_at_the_same_physical_place():
-    original, spacing = (30, 50, 40), (4.0, 0.8, 1.2)
-    grid = resampled_shape(original, spacing, 1.5)                 # (80, 27, 32)
-    start, size = (20, -5, 6), (32, 32, 32)
-    # logits +1 inside a box of the crop, -1 elsewhere
-    box_lo, box_hi = np.array([8, 10, 4]), np.array([20, 25, 15])
-    crop = -np.ones(size, np.float32)
-    crop[box_lo[0]:box_hi[0] + 1, box_lo[1]:box_hi[1] + 1, box_lo[2]:box_hi[2] + 1] = 1.0
-    region, values = paste_back(crop, start, grid, original)
-    mask = np.zeros(original, bool)
-    mask[region] = values > 0
-    # every original voxel whose centre maps well inside the box is set, well outside is not
-    zz, yy, xx = np.meshgrid(*(np.arange(n) for n in original), indexing="ij")
-    voxels = np.stack([zz, yy, xx], -1).reshape(-1, 3)
-    local = map_to_grid(voxels, original, grid) - np.asarray(start)
-    deep_inside = ((local >= box_lo + 0.6) & (local <= box_hi - 0.6)).all(1)
-    far_outside = ((local < box_lo - 0.6) | (local > box_hi + 0.6)).any(1)
-    flat = mask.reshape(-1)
-    assert deep_inside.sum() > 100 and flat[deep_inside].all()
-    assert not flat[far_outside].any()
-    # the covered region is exactly the original voxels whose centres fall in the crop
-    for axis in range(3):
-        centres = local[:, axis].reshape(original)
-        inside = (centres >= -0.5) & (centres <= size[axis] - 0.5)
-        covered = np.flatnonzero(inside.any(axis=tuple(a for a in range(3) if a != axis)))
-        assert (region[axis].start, region[axis].stop) == (covered[0], covered[-1] + 1)
+def test_a_crop_goes_back_to_the_original_voxels_as_torchio_resamples_a_label():
+    """SAM-Med3D's binary prediction on the 1.5 mm grid returns to the original grid by
+    nearest neighbour (ITK's, as upstream resamples its label back), not by interpolating
+    logits; voxels the crop does not cover are background."""
+    tio = pytest.importorskip("torchio")
+    import SimpleITK as sitk
+
+    from intrabench import registry
+    from intrabench.models.sam_med3d import SamMed3DTurbo
+
+    case = registry.datasets.create("demo-real").load("lung1")
+    model = SamMed3DTurbo(weights="random", tiny=True, device="cpu")
+    model.set_case(case.image)
+    size = model.crop_size
+    start = (-3, 10, 20)  # partly outside the grid along z
+    crop = np.zeros((size,) * 3, bool)
+    crop[2:40, 5:50, 8:44] = True
+    crop[10:20, 20:30, 15:25] = False  # a hole
+    ours = model._to_original(crop, start)
+
+    subject = tio.Subject(image=tio.ScalarImage.from_sitk(case.image.to_sitk(case.image.array)))
+    canonical = tio.ToCanonical()(subject)["image"]
+    resampled = tio.Resample(1.5)(tio.Subject(image=canonical))["image"]
+    full = np.zeros(model._grid.shape, np.uint8)
+    region = tuple(slice(max(0, s), min(n, s + size)) for s, n in zip(start, full.shape))
+    local = tuple(slice(r.start - s, r.stop - s) for r, s in zip(region, start))
+    full[region] = crop[local]
+    label = tio.LabelMap(tensor=full.transpose(2, 1, 0)[None], affine=resampled.affine)
+    back = sitk.Resample(label.as_sitk(), canonical.as_sitk(), sitk.Transform(),
+                         sitk.sitkNearestNeighbor, 0)
+    expected = sitk.GetArrayFromImage(back).astype(bool)  # RAS image: (S, A, R) = (z, y, x)
+    assert expected.shape == ours.shape and expected.sum() > 1000
+    assert np.array_equal(ours, expected)
