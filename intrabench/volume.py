@@ -100,6 +100,18 @@ def from_canonical(canonical_zyx: np.ndarray, geometry: ImageGeometry) -> np.nda
     return np.ascontiguousarray(np.transpose(ijk, (2, 1, 0)))
 
 
+def native_index(points_zyx: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
+    """(N, 3) canonical (z, y, x) voxel indices -> the same voxels' (k, j, i) indices in the
+    file's own voxel order (SimpleITK's array order), as :func:`from_canonical` moves them."""
+    ornt = geometry.orientation()
+    ras = np.asarray(points_zyx)[:, ::-1]
+    ijk = np.empty_like(ras)
+    for voxel_axis, (ras_axis, flip) in enumerate(ornt):
+        values = ras[:, int(ras_axis)]
+        ijk[:, voxel_axis] = values if flip == 1 else geometry.size[voxel_axis] - 1 - values
+    return ijk[:, ::-1]
+
+
 @dataclass(frozen=True, eq=False)
 class Volume:
     """A 3D image in canonical orientation.

@@ -1,7 +1,9 @@
 """SegVol: zoom-out / zoom-in 3D segmentation from points and 3D boxes (paper Appendix A.7).
 
-Pipeline on the canonical (z, y, x) volume (SegVol's (D, H, W) = our (z, y, x): axial slices
-first, as upstream feeds the SimpleITK-order array):
+Pipeline on the file's own voxel order, (k, j, i) as SimpleITK gives the array (SegVol's
+(D, H, W)): upstream's ``Orientationd`` gets no affine and is a no-op, so the network was
+trained and is run on files as stored, not on RAS. Prompts are moved there from canonical
+(z, y, x) with :func:`intrabench.volume.native_index`; the mask comes back with ``to_canonical``.
 
 1. ``set_case``: foreground normalisation: voxels above the global mean are the foreground;
    the volume is clipped to their 0.05/99.95 percentiles and z-scored with their mean/std, then
@@ -15,7 +17,8 @@ first, as upstream feeds the SimpleITK-order array):
 3. Zoom-in: ROI = bounding box of the zoom-out foreground (sigmoid > 0.5), padded to at least
    the window size (as upstream); if the zoom-out found nothing, the ROI is the prompts' bounding
    box padded the same way (upstream gives up there). ``monai.inferers.sliding_window_inference``
-   (window 32x256x256, overlap 0.5) runs on the ROI. Per window, **deterministically** (upstream
+   (window 32x256x256, overlap 0.5) runs on the ROI, zero-padded evenly on both sides when it is
+   smaller than the window (as upstream). Per window, **deterministically** (upstream
    draws random points here): the prompt points inside the window with their labels; plus a box:
    with a box prompt and a single window, the user's box clipped to the window; otherwise the
    box of the zoom-out prediction inside the window (upstream's rule). A window with neither
@@ -39,7 +42,7 @@ import numpy as np
 from intrabench.protocols import Model
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
-from intrabench.volume import Volume
+from intrabench.volume import Volume, from_canonical, native_index, to_canonical
 
 from ._3d_common import (
     EncodingCache,
@@ -173,10 +176,14 @@ class SegVol(Model):
             return
         self._image = image
         self._cache.clear()
-        normalised = foreground_normalise(image.array)
+        # the file's own voxel order, (k, j, i): what SegVol was trained and run on (upstream's
+        # Orientationd sees no affine and changes nothing)
+        native = from_canonical(image.array, image.geometry)
+        normalised = foreground_normalise(native)
         box = _box_of(normalised > 0)
         if box is None:
-            box = np.array([0, 0, 0, *(n - 1 for n in image.shape)])
+            box = np.array([0, 0, 0, *(n - 1 for n in native.shape)])
+        self._native_shape = native.shape
         self._crop = tuple(slice(int(box[a]), int(box[a + 3]) + 1) for a in range(3))
         self._volume = np.ascontiguousarray(normalised[self._crop])
 
@@ -212,12 +219,15 @@ class SegVol(Model):
         """
         offset = np.array([s.start for s in self._crop])
         shape = np.array(self._volume.shape)
+        geometry = self._image.geometry
         points, labels = prompt.model_points()
-        local = points - offset
+        local = (native_index(points, geometry) if len(points) else points) - offset
         keep = ((local >= 0) & (local < shape)).all(axis=1)
         box = None
         if prompt.box3d is not None:
-            raw = np.array(prompt.box3d.as_tuple()) - np.concatenate([offset, offset])
+            corners = native_index(np.array(prompt.box3d.as_tuple()).reshape(2, 3), geometry)
+            native_box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
+            raw = native_box - np.concatenate([offset, offset])
             low, high = np.maximum(raw[:3], 0), np.minimum(raw[3:], shape - 1)
             if (low <= high).all():
                 box = np.concatenate([low, high])
@@ -251,11 +261,15 @@ class SegVol(Model):
         roi_image = self._volume[roi]
         roi_shape = roi_image.shape
         padded = tuple(max(n, w) for n, w in zip(roi_shape, self.window))
+        # an ROI smaller than the window is padded evenly on both sides, as upstream's
+        # sliding-window inference does (half before, the rest after)
+        before = np.array([(p - n) // 2 for p, n in zip(padded, roi_shape)])
+        inner = tuple(slice(int(b), int(b) + n) for b, n in zip(before, roi_shape))
         image = np.zeros(padded, dtype=np.float32)
-        image[tuple(slice(0, n) for n in roi_shape)] = roi_image
+        image[inner] = roi_image
         foreground = np.zeros(padded, dtype=bool)
-        foreground[tuple(slice(0, n) for n in roi_shape)] = zoom_out_fg[roi]
-        roi_start = np.array([s.start for s in roi])
+        foreground[inner] = zoom_out_fg[roi]
+        roi_start = np.array([s.start for s in roi]) - before
         roi_points = points - roi_start
         roi_box = None if box is None else box - np.concatenate([roi_start, roi_start])
         n_windows = int(np.prod([
@@ -281,7 +295,7 @@ class SegVol(Model):
                 if len(win_points) == 0 and win_box is None:
                     outputs.append(torch.full((1, 1, *self.window), BACKGROUND_LOGIT))
                     continue
-                key = ("window", *[(int(s.start) + int(r.start)) for s, r in zip(spatial, roi)])
+                key = ("window", *[int(s.start) + int(r) for s, r in zip(spatial, roi_start)])
                 embedding = self._encode(key, window_data[batch_index:batch_index + 1])
                 outputs.append(self._decode(embedding, win_points, win_labels, win_box).cpu())
             return torch.cat(outputs).to(window_data.device)
@@ -289,7 +303,7 @@ class SegVol(Model):
         tensor = torch.from_numpy(image)[None, None]
         logits = sliding_window_inference(tensor, self.window, 1, predictor, overlap=self.overlap,
                                           mode="constant", with_coord=True)
-        return logits[0, 0].numpy()[tuple(slice(0, n) for n in roi_shape)]
+        return logits[0, 0].numpy()[inner]
 
     def predict(self, prompt: Prompt, previous: Prediction | None = None,
                 update_slices: list[int] | None = None) -> Prediction:
@@ -300,7 +314,7 @@ class SegVol(Model):
         started = time.perf_counter()
         points, labels, box = self._local_prompt(prompt)
         outside = len(prompt.model_points()[0]) - len(points)
-        mask = np.zeros(self._image.shape, dtype=bool)
+        mask = np.zeros(self._image.shape, dtype=bool)  # canonical (z, y, x)
         if len(points) == 0 and box is None:
             self._seconds += time.perf_counter() - started
             return Prediction(mask, {"model": self.name, "points_outside": outside})
@@ -315,7 +329,9 @@ class SegVol(Model):
             anchor = np.concatenate([stacked.min(axis=0), stacked.max(axis=0)])
         roi = _padded_roi(anchor, self.window, self._volume.shape)
         logits[roi] = self._zoom_in(roi, points, labels, box, zoom_out_fg)
-        mask[self._crop] = logits > 0.0
+        native = np.zeros(self._native_shape, dtype=bool)  # (k, j, i), the file's order
+        native[self._crop] = logits > 0.0
+        mask = np.ascontiguousarray(to_canonical(native, self._image.geometry))
         self._seconds += time.perf_counter() - started
         return Prediction(mask, {"model": self.name, "roi": roi, "crop": self._crop,
                                  "points_used": int(len(points)), "points_outside": outside,

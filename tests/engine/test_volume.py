@@ -205,3 +205,23 @@ def test_file_system_errors_are_one_line(tmp_path, capsys):
     assert main(["tables", str(run), "--out", str(blocker / "tables")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("direction", [
+    (1, 0, 0, 0, 1, 0, 0, 0, 1),          # LPS files (the DICOM default)
+    (-1, 0, 0, 0, -1, 0, 0, 0, 1),        # RAS
+    (-1, 0, 0, 0, 1, 0, 0, 0, 1),         # LAS
+    (0, 0, 1, 1, 0, 0, 0, -1, 0),         # axes permuted and flipped
+])
+def test_native_index_finds_the_same_voxel_in_the_files_order(direction):
+    from intrabench.volume import from_canonical, native_index
+
+    rng = np.random.default_rng(0)
+    native = rng.random((5, 6, 7)).astype(np.float32)  # (k, j, i)
+    image = sitk.GetImageFromArray(native)
+    image.SetDirection(direction)
+    volume = volume_from_sitk(image)
+    assert np.array_equal(from_canonical(volume.array, volume.geometry), native)
+    points = np.argwhere(np.ones(volume.shape, bool))
+    mapped = native_index(points, volume.geometry)
+    assert np.array_equal(native[tuple(mapped.T)], volume.array[tuple(points.T)])

@@ -12,7 +12,7 @@ import pytest
 from intrabench.episode import run_episode
 from intrabench.models.segvol import SegVol, foreground_normalise
 from intrabench.types import Box3D, Case, Prediction, Prompt, interactions
-from intrabench.volume import Volume
+from intrabench.volume import Volume, from_canonical
 
 from .conftest import FixedPrompter, tiny_model
 
@@ -67,7 +67,9 @@ def test_oblique_volume(oblique_case):
     assert oblique_case.image.shape == (20, 40, 48)
     prediction = model.predict(Prompt(box3d=_box(oblique_case)))
     assert prediction.mask.shape == (20, 40, 48)
-    assert prediction.mask[model._crop].shape == model._volume.shape
+    # the crop is in the file's voxel order, (k, j, i)
+    native = from_canonical(prediction.mask, oblique_case.image.geometry)
+    assert native[model._crop].shape == model._volume.shape
 
 
 def test_deterministic_across_calls_and_instances(breast):
@@ -141,3 +143,37 @@ def test_multiple_windows_cover_a_large_roi(breast):
         assert [s.stop - s.start for s in roi] == list(model._volume.shape)
         assert len(calls) - before <= 2 + (before == 0)          # zoom-out once per case
     assert calls[0] == model.window and len(calls) >= 3
+
+
+def test_the_network_sees_the_files_voxel_order(demo_cases):
+    """Upstream's Orientationd has no affine to act on, so SegVol was trained and is run on
+    the file's (k, j, i) voxel order, not on RAS: the zoom-out input is the file-order volume,
+    and prompts given in canonical coordinates land on the same voxels there."""
+    import torch
+
+    from intrabench.models._3d_common import resize
+    from intrabench.volume import native_index
+
+    case = demo_cases["brain1"]
+    native = from_canonical(case.image.array, case.image.geometry)
+    assert native.shape != case.image.array.shape or not np.array_equal(native, case.image.array)
+    model = tiny_model("segvol")
+    model.set_case(case.image)
+    seen = {}
+    encode = model._encode
+
+    def spy(key, data):
+        seen.setdefault(key, data.clone())
+        return encode(key, data)
+
+    model._encode = spy
+    points = _points(case, 2)
+    local, _, _ = model._local_prompt(Prompt(points=points, point_labels=[1, 1]))
+    offset = np.array([s.start for s in model._crop])
+    assert np.array_equal(local + offset, native_index(points, case.image.geometry))
+    model.predict(Prompt(points=points, point_labels=[1, 1]))
+    normalised = foreground_normalise(native)
+    nonzero = np.argwhere(normalised > 0)
+    crop = normalised[tuple(slice(lo, hi + 1) for lo, hi in zip(nonzero.min(0), nonzero.max(0)))]
+    expected = resize(crop, model.window, mode="nearest-exact")
+    assert torch.equal(seen[("zoom-out",)][0, 0], torch.from_numpy(expected))
