@@ -44,10 +44,26 @@ def _disagreement(a: np.ndarray, b: np.ndarray) -> float:
 # --------------------------------------------------------------------------------------
 
 
+def _every_tensor_non_zero(net: torch.nn.Module, seed: int = 0) -> None:
+    """Set every parameter and buffer to random non-zero values (norm weights near 1): tables
+    that start at zero, like relative positions, would hide a difference in how they are
+    used (they hid SAM-Med3D's)."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, tensor in [*net.named_parameters(), *net.named_buffers()]:
+            if not tensor.is_floating_point():
+                continue
+            noise = torch.randn(tensor.shape, generator=generator) * 0.05
+            base = 1.0 if name.endswith("weight") and tensor.ndim == 1 else 0.0
+            tensor.copy_((base + noise).to(tensor.dtype))
+            assert (tensor != 0).all(), name
+
+
 def test_sam_matches_segment_anything_predictor(lung) -> None:
     from segment_anything import SamPredictor
 
     model = tiny_model("sam")
+    _every_tensor_non_zero(model.net)
     model.set_case(lung.image)
     z, (height, width) = 6, lung.image.shape[1:]
     rgb = np.repeat(_uint8_volume_window(lung.image.array, z)[..., None], 3, axis=-1)
@@ -88,6 +104,7 @@ def test_sam2_matches_sam2_image_predictor(lung) -> None:
     from sam2.sam2_image_predictor import SAM2ImagePredictor
 
     model = tiny_model("sam2")
+    _every_tensor_non_zero(model.net)
     model.set_case(lung.image)
     z = 6
     rgb = np.repeat(_uint8_volume_window(lung.image.array, z)[..., None], 3, axis=-1)
