@@ -25,7 +25,7 @@ from typing import ClassVar
 import numpy as np
 from scipy import ndimage
 
-from intrabench.protocols import PromptContext, Prompter, RefineContext, Refiner
+from intrabench.protocols import PromptContext, Prompter, RefineContext
 from intrabench.registry import prompters, refiners
 from intrabench.types import Box3D, Prompt, interactions
 
@@ -33,11 +33,10 @@ from ._geometry import (
     bounding_box,
     foreground_crop,
     foreground_slices,
-    largest_component,
     median_slice,
     tight_box_2d,
 )
-from .refiners import _Errors
+from .refiners import CenterErrorClick
 
 #: The challenge computes the distance transform at half resolution above this many voxels
 #: (the component's box with its 25% margins).
@@ -119,7 +118,7 @@ def challenge_click(component: np.ndarray) -> tuple[int, ...]:
 
 
 @refiners.register
-class Cvpr25Click(Refiner):
+class Cvpr25Click(CenterErrorClick):
     """The CVPR 2025 challenge's corrective click: centre of the largest error, its tie-break.
 
     False negatives and false positives pooled; the largest 26-connected component (ties: the
@@ -131,17 +130,9 @@ class Cvpr25Click(Refiner):
     """
 
     name: ClassVar[str] = "cvpr25-click"
-    dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
-    kinds: ClassVar[frozenset[str]] = frozenset({"point"})
-    effort_rule: ClassVar[str] = "1 click = 1"
 
-    def refine(self, context: RefineContext) -> Prompt | None:
-        errors = _Errors(context)
-        if errors.crop is None:
-            return None
-        error = errors.error
-        if not error.any():
-            return None
-        local = np.array([challenge_click(largest_component(error))], dtype=np.int64)
-        return Prompt(points=local + errors.offset, point_labels=errors.labels_at(local),
-                      interactions=interactions("click", 1), effort_label="1")
+    def __init__(self) -> None:
+        super().__init__(use_spacing=False)
+
+    def click_in(self, component: np.ndarray, context: RefineContext) -> tuple[int, ...]:
+        return challenge_click(component)

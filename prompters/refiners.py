@@ -179,11 +179,14 @@ class CenterErrorClick(Refiner):
         error = errors.error
         if not error.any():
             return None
-        component = largest_component(error)
-        sampling = tuple(float(s) for s in context.spacing) if self.use_spacing else None
-        local = np.array([_edt_center(component, context.rng, sampling)], dtype=np.int64)
+        local = np.array([self.click_in(largest_component(error), context)], dtype=np.int64)
         return Prompt(points=local + errors.offset, point_labels=errors.labels_at(local),
                       interactions=interactions("click", 1), effort_label="1")
+
+    def click_in(self, component: np.ndarray, context: RefineContext) -> tuple[int, ...]:
+        """The voxel of the error ``component`` (boolean, on the error crop) to click."""
+        sampling = tuple(float(s) for s in context.spacing) if self.use_spacing else None
+        return _edt_center(component, context.rng, sampling)
 
 
 # --------------------------------------------------------------------------------------
