@@ -192,8 +192,18 @@ def sample_pixels(mask: np.ndarray, n: int, rng: np.random.Generator) -> np.ndar
     return np.stack(np.unravel_index(flat[chosen], mask.shape), axis=1).astype(np.int64)
 
 
+def disk(radius: float) -> np.ndarray:
+    """Boolean disc footprint: offsets (dy, dx) with dy^2 + dx^2 <= radius^2 (skimage's disk)."""
+    n = int(np.floor(radius))
+    dy, dx = np.ogrid[-n:n + 1, -n:n + 1]
+    return (dy * dy + dx * dx) <= radius * radius
+
+
 def ring_2d(slice_mask: np.ndarray, inner: float, outer: float) -> np.ndarray:
-    """Pixels whose Euclidean distance to the mask is in (inner, outer] (a band outside it).
+    """The reference's band outside a 2D mask: dilate by disk(``inner``), dilate that by
+    disk(``outer - inner``), remove the first dilation (2 and 5: ``dil(dil(GT, disk 2),
+    disk 3) - dil(GT, disk 2)``). Not a Euclidean (inner, outer] band: two discs add up to
+    less than one disc of the summed radius (offset (3, 4), at distance 5, is not in it).
 
     Computed on a crop around the mask (``outer`` + 1 px margin), returned at full size.
     """
@@ -203,8 +213,9 @@ def ring_2d(slice_mask: np.ndarray, inner: float, outer: float) -> np.ndarray:
     low, high = bounding_box(slice_mask)
     crop = crop_slices(low, high, slice_mask.shape, int(np.ceil(outer)) + 1)
     local = slice_mask[crop]
-    distance = ndimage.distance_transform_edt(~local)
-    ring[crop] = (distance > inner) & (distance <= outer)
+    near = ndimage.binary_dilation(local, structure=disk(inner)) if inner > 0 else local
+    far = ndimage.binary_dilation(near, structure=disk(outer - inner))
+    ring[crop] = far & ~near
     return ring
 
 

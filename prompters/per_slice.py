@@ -84,10 +84,10 @@ class PointsPerSlice(Prompter):
 class AlternatingPointsPerSlice(Prompter):
     """``n_points`` alternating positive/negative clicks per foreground slice (paper "N±PPS").
 
-    ceil(N/2) positive points inside the target and floor(N/2) negative points in the band
-    (``inner``, ``outer``] px outside it on the same slice (the reference's
-    dil(dil(GT, disk 2), disk 3) - dil(GT, disk 2) ring), ordered +, -, +, ...; each capped by
-    what the slice offers.
+    ceil(N/2) positive points inside the target and floor(N/2) negative points in the
+    reference's ring on the same slice, ``dil(dil(GT, disk inner), disk (outer - inner)) -
+    dil(GT, disk inner)`` (2 and 5: about 3-5 px outside; see ``ring_2d``), ordered +, -, +,
+    ...; each capped by what the slice offers.
     """
 
     name: ClassVar[str] = "alternating-points-per-slice"

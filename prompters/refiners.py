@@ -26,6 +26,7 @@ from intrabench.types import Prompt, Scribble, interactions
 from ._geometry import (
     argmax_random_tie,
     bounding_box,
+    centroid_point_2d,
     crop_offset,
     crop_slices,
     largest_component,
@@ -195,14 +196,20 @@ class CenterErrorClick(Refiner):
 
 
 def _column_scribble(component: np.ndarray) -> np.ndarray:
-    """One pixel per row (axis 0) of a 2D/3D component: the row's centroid snapped into it.
+    """One pixel per row (axis 0) of a 2D/3D component, ordered bottom to top.
 
-    Ordered bottom to top; returns (M, ndim) int64 local coordinates.
+    3D component: on each axial slice, the centre of the slice's largest 8-connected piece
+    snapped into it (as the reference; the centroid of all pieces could land on the edge of a
+    smaller one). 2D component: each row's centroid snapped into the row. Returns (M, ndim)
+    int64 local coordinates.
     """
     points = []
     for row in np.flatnonzero(component.reshape(component.shape[0], -1).any(axis=1)):
-        pixels = np.argwhere(component[row])
-        near = nearest_pixel(pixels, pixels.mean(axis=0))
+        if component.ndim == 3:
+            near = centroid_point_2d(component[row])
+        else:
+            pixels = np.argwhere(component[row])
+            near = nearest_pixel(pixels, pixels.mean(axis=0))
         points.append((int(row), *(int(v) for v in near)))
     return np.array(points, dtype=np.int64).reshape(-1, component.ndim)
 

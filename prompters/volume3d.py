@@ -72,9 +72,11 @@ class CenterPointsPerVolume(Prompter):
 
     The centre line is the point interpolation through ``line_slices`` seed slices (centroid of
     the largest component on each, linearly interpolated on every slice in between). The
-    clicks sit at ``linspace(0, M - 1, N + 2)[1:-1]`` along that line (the middle for N = 1),
-    each moved to the nearest not yet clicked foreground voxel of its slice (of the volume if
-    the slice has none left), so every click lies in the target and clicks are distinct.
+    clicks sit at ``linspace(0, M - 1, N + 2)[1:-1]`` along that line, truncated as the
+    reference does (the middle for N = 1; the lower middle on an even line), each moved to the
+    nearest not yet clicked foreground voxel of its slice (of the volume if the slice has none
+    left), so every click lies in the target and there are N distinct clicks (the reference
+    drops repeats and returns fewer).
     Deterministic: ``context.rng`` is not used.
     """
 
@@ -97,7 +99,9 @@ class CenterPointsPerVolume(Prompter):
         line_z, line_yx = interpolate_track(seeds, seed_yx)
         line = np.column_stack([line_z, round_half_up(line_yx)])
         n = min(self.n_points, int(sub.sum()))
-        picks = round_half_up(np.linspace(0, len(line) - 1, n + 2)[1:-1])
+        # truncated, as the reference (``np.linspace(..., dtype=int)``): on an even line the
+        # middle click is the lower of the two middle points
+        picks = np.linspace(0, len(line) - 1, n + 2)[1:-1].astype(np.int64)
         taken = np.zeros(sub.shape, dtype=bool)
         points = []
         for index in picks:

@@ -84,6 +84,28 @@ def test_alternating_points_alternate_and_negatives_lie_in_the_outer_band():
     assert prompt.effort == 6 and prompt.effort_label == "3X"
 
 
+def test_the_negative_ring_is_the_references_two_dilations():
+    """dil(dil(GT, disk 2), disk 3) - dil(GT, disk 2), as the reference computes it with
+    skimage discs; a Euclidean (2, 5] band would also hold offset (3, 4), at distance 5."""
+    from scipy import ndimage
+    from skimage.morphology import disk
+
+    from intrabench.prompters._geometry import ring_2d
+
+    single = np.zeros((21, 21), bool)
+    single[10, 10] = True
+    ring = ring_2d(single, 2.0, 5.0)
+    assert not ring[10 + 3, 10 + 4] and not ring[10 + 4, 10 + 3]  # distance 5, not reachable
+    assert ring[10, 15] and ring[10 + 3, 10 + 3] and ring[10, 13]
+    assert not ring[10, 12] and not ring[10, 16]
+    blob = np.zeros((40, 40), bool)
+    blob[12:25, 15:22] = True
+    blob[20:30, 10:30] = True
+    near = ndimage.binary_dilation(blob, structure=disk(2))
+    expected = ndimage.binary_dilation(near, structure=disk(3)) & ~near
+    assert np.array_equal(ring_2d(blob, 2.0, 5.0), expected)
+
+
 def test_point_interpolation_hits_every_slice_and_can_leave_the_target():
     gt = np.zeros((9, 32, 32), dtype=bool)
     for z in range(9):
@@ -159,6 +181,16 @@ def test_center_points_per_volume_follow_the_centre_line(n, zs):
     prompt = make("center-points-per-volume", n_points=n).initial(prompt_context(gt))
     assert prompt.points.tolist() == [[z, 12, 22] for z in zs]
     assert prompt.effort == n and prompt.effort_label == str(n)
+
+
+def test_center_points_per_volume_truncate_as_the_reference_on_an_even_line():
+    # 4 slices (2..5): linspace(0, 3, 3)[1] = 1.5 -> 1 (the reference's dtype=int), so the one
+    # click is on slice 3, not 4; with 2 clicks: linspace(0, 3, 4)[1:3] = 1, 2 -> slices 3, 4
+    gt = box_mask((10, 32, 32), (2, 10, 20), (5, 14, 24))
+    one = make("center-points-per-volume", n_points=1).initial(prompt_context(gt))
+    assert one.points.tolist() == [[3, 12, 22]]
+    two = make("center-points-per-volume", n_points=2).initial(prompt_context(gt))
+    assert two.points.tolist() == [[3, 12, 22], [4, 12, 22]]
 
 
 def test_center_points_per_volume_stay_distinct_and_inside_when_crowded():

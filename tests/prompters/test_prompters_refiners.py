@@ -132,6 +132,24 @@ def test_positive_scribble_runs_through_the_centroid_of_the_largest_miss():
     assert prompt.slices() == [3, 4, 5]
 
 
+def test_positive_scribble_takes_the_centre_of_each_slices_largest_piece():
+    """A false-negative component that splits into two 2D pieces on one slice (joined through
+    the slice below): on that slice the scribble goes through the larger piece's centre, as the
+    reference; the centroid of both pieces fell on the small piece's edge."""
+    gt = np.zeros(SHAPE, dtype=bool)
+    gt[2:5, 8:20, 8:14] = True      # the main part: z 2..4, rows 8..19, cols 8..13
+    gt[2:4, 8:11, 22:25] = True     # a small part, joined to the main one on z 2
+    gt[2, 8:11, 14:22] = True       # the bridge on slice 2
+    prediction = np.zeros_like(gt)  # everything missed: one 26-connected FN component
+    prompt = make("scribble").refine(refine_context(gt, prediction))
+    (scribble,) = prompt.scribbles
+    on_slice_3 = [p for p in scribble.points.tolist() if p[0] == 3]
+    # slice 3 holds the main piece (12 x 6, centre (13.5, 10.5) -> nearest pixel (13, 10))
+    # and the small one (3 x 3); all pixels together centre at (12.6, 12.0)
+    assert on_slice_3 == [[3, 13, 10]]
+    assert scribble.label == 1 and prompt.slices() == [2, 3, 4]
+
+
 def test_negative_scribble_follows_the_contour_two_pixels_outside_the_target():
     gt = box_mask(SHAPE, (2, 10, 10), (8, 20, 20))
     prediction = gt | box_mask(SHAPE, (9, 10, 10), (10, 20, 20))  # over-segmented in z
