@@ -29,7 +29,7 @@ import argparse
 import time
 
 from intrabench import registry
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
 from intrabench.protocols import incompatibility
 
 MODELS = ("sam", "sam2", "medsam", "sam-med2d")

@@ -32,7 +32,7 @@ import statistics
 import time
 
 from intrabench import registry
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
 
 MODELS = ("sam-med3d", "sam-med3d-turbo", "segvol")
 

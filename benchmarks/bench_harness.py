@@ -35,7 +35,7 @@ import pandas as pd
 
 from intrabench import registry
 from intrabench.config import builtin_demo_path, load_config
-from intrabench.runner import Runner, default_user_workers
+from intrabench.engine.runner import Runner, default_user_workers
 
 #: column name -> Runner keyword arguments
 MODES = {"inline": {"background": "inline"}, "process": {"background": "process"}}

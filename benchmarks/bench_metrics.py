@@ -3,7 +3,7 @@
 A 512 x 512 x 300 (x, y, z) CT-sized grid with 30 lesion-like instances of 5-40 mm; each
 instance's "prediction" is the instance shifted by three voxels (2.4 mm, beyond the 2 mm NSD
 tolerance, so NSD < 1 and the MONAI check can fail) and grown by one voxel on one side.
-We time ``intrabench.metrics.step_metrics`` (Dice, IoU, NSD at 2 mm, HD95) for all 30 targets,
+We time ``intrabench.evaluation.metrics.step_metrics`` (Dice, IoU, NSD at 2 mm, HD95) for all 30 targets,
 as the episode calls it (full-volume boolean masks in, one call per target), and MONAI's
 DiceMetric + compute_surface_dice + compute_hausdorff_distance on the same pairs, measured side
 by side in one run. Also one large organ-sized target.
@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from intrabench.metrics import step_metrics
+from intrabench.evaluation.metrics import step_metrics
 
 SHAPE = (300, 512, 512)  # (z, y, x)
 SPACING = (1.5, 0.8, 0.8)  # mm, (z, y, x)

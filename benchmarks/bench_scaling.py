@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from intrabench.config import parse_config
-from intrabench.execution import run_distributed
-from intrabench.runner import Runner
+from intrabench.engine.dask_executor import run_distributed
+from intrabench.engine.runner import Runner
 
 
 def config(n_cases: int):

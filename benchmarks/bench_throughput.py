@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from intrabench import registry
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
 from intrabench.flops import (
     achieved_tflops,
     count_flops,

@@ -21,7 +21,7 @@ import numpy as np
 import SimpleITK as sitk
 
 from intrabench.errors import DataError
-from intrabench.volume import read_sitk
+from intrabench.io.volume import read_sitk
 
 
 def _pydicom():

@@ -28,8 +28,8 @@ from typing import ClassVar
 import numpy as np
 import SimpleITK as sitk
 
-from intrabench import download as dl
 from intrabench.errors import DataError, UserError
+from intrabench.io import download as dl
 from intrabench.registry import datasets as dataset_registry
 
 from ._convert import label_image, same_grid, write_image
@@ -541,7 +541,7 @@ def _damage(image_path: Path, label_path: Path, dimension: int) -> list[str]:
     """What makes a case unusable that SimpleITK reads without complaint: a cut file (its
     missing voxels read as zeros), NaN or infinite voxels, an image that is not 3D."""
     from intrabench.errors import DataError
-    from intrabench.volume import read_sitk
+    from intrabench.io.volume import read_sitk
 
     problems = []
     if dimension != 3:

@@ -20,10 +20,10 @@ import numpy as np
 import SimpleITK as sitk
 
 from intrabench.errors import DataError, UserError
+from intrabench.io.volume import read_sitk, volume_from_sitk
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case, Target
-from intrabench.volume import read_sitk, volume_from_sitk
 
 _IMAGE_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".mha", ".mhd")
 

@@ -12,11 +12,11 @@ from typing import ClassVar
 import numpy as np
 from scipy import ndimage
 
+from intrabench.engine.seeding import derive_rng
+from intrabench.io.volume import ImageGeometry, Volume
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
-from intrabench.seeding import derive_rng
 from intrabench.types import Case, Target
-from intrabench.volume import ImageGeometry, Volume
 
 #: SimpleITK direction (LPS) whose closest canonical orientation is RAS: canonical == array.
 _RAS_DIRECTION = (-1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0)

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from intrabench import __version__
+from intrabench.engine.subprocess_executor import WorkerDied
 from intrabench.errors import UserError
-from intrabench.subprocess_executor import WorkerDied
 
 
 def _progress(_iterable, total: int):
@@ -36,16 +36,16 @@ def _check_executor_options(args: argparse.Namespace) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from intrabench import aggregate
     from intrabench.config import builtin_demo_path, load_config
-    from intrabench.runner import Runner
+    from intrabench.engine.runner import Runner
+    from intrabench.evaluation import aggregate
 
     _check_executor_options(args)
     config_path = Path(args.config) if args.config else builtin_demo_path()
     config = load_config(config_path)
     out = Path(args.out) if args.out else Path("intrabench-runs") / config.name
     if args.executor != "local":
-        from intrabench.execution import run_distributed
+        from intrabench.engine.dask_executor import run_distributed
 
         started = time.perf_counter()
         plan, problems = run_distributed(config, out, args)
@@ -64,7 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if plan.skipped:
         print(f"{len(plan.skipped)} incompatible combinations skipped (see {out / 'skipped.csv'})",
               file=sys.stderr)
-    from intrabench.results import load_results
+    from intrabench.io.results import load_results
 
     rows = load_results(out)
     table = aggregate.summary_table(rows)

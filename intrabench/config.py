@@ -82,7 +82,7 @@ class RunConfig(BaseModel):
     #: whose metric definitions the rows follow: IntraBench's own (default), or the CVPR 2025
     #: interactive challenge's (surface-element NSD, the image-level 0.2-Dice rule, its
     #: clicks); ``cvpr25`` also fills in the challenge's prompter, refiner and 5 steps when the
-    #: config does not name them (see :mod:`intrabench.cvpr25`)
+    #: config does not name them (see :mod:`intrabench.evaluation.cvpr25`)
     protocol: Literal["intrabench", "cvpr25"] = "intrabench"
 
     @model_validator(mode="before")

@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from intrabench.io.volume import Volume
 from intrabench.types import Case, Prediction, Prompt, SlicePrompt
-from intrabench.volume import Volume
 
 # --------------------------------------------------------------------------------------
 # Models

@@ -1,7 +1,7 @@
 """The data model shared by datasets, prompters, models and the engine.
 
 Array conventions: every mask is a boolean numpy array indexed (z, y, x) in the canonical
-orientation of :mod:`intrabench.volume`; every prompt coordinate is an integer voxel index
+orientation of :mod:`intrabench.io.volume`; every prompt coordinate is an integer voxel index
 (z, y, x) in that same space. Boxes are inclusive on both ends.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from intrabench.volume import Volume
+from intrabench.io.volume import Volume
 
 PromptKind = Literal["point", "box2d", "box3d", "scribble", "mask"]
 PROMPT_KINDS: tuple[str, ...] = ("point", "box2d", "box3d", "scribble", "mask")

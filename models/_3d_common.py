@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from intrabench.checkpoints import CHECKPOINTS, checkpoint_path, is_present
+from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_path, is_present
 
 
 def availability_of(key: str, checkpoint_dir: str | None = None) -> str:

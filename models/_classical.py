@@ -6,9 +6,9 @@ import warnings
 
 import numpy as np
 
-from intrabench.metrics import bounding_box
+from intrabench.evaluation.metrics import bounding_box
+from intrabench.io.volume import Volume
 from intrabench.protocols import Model
-from intrabench.volume import Volume
 
 
 def intensity_window(image: np.ndarray, low: float = 0.5, high: float = 99.5) -> tuple[float, float]:

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from intrabench.checkpoints import (
+from intrabench.io.checkpoints import (
     CHECKPOINTS,
     CheckpointError,
     check_fits,
@@ -46,9 +46,9 @@ from intrabench.checkpoints import (
     load_state_dict_strict,
     strip_prefix,
 )
+from intrabench.io.volume import Volume
 from intrabench.protocols import SliceModel, SliceOutput
 from intrabench.types import Prediction, Prompt, SlicePrompt
-from intrabench.volume import Volume
 
 from ._precision import check_precision, forward_context, keep_float32, resolve_precision
 
@@ -170,7 +170,7 @@ class SamFamilyModel(SliceModel):
     * ``variant``: architecture/checkpoint variant (model specific).
     * ``checkpoint``: explicit checkpoint file (wins over ``checkpoint_dir``).
     * ``checkpoint_dir``: directory holding the expected file names of
-      :data:`intrabench.checkpoints.CHECKPOINTS` (default ``$INTRABENCH_CHECKPOINTS`` or
+      :data:`intrabench.io.checkpoints.CHECKPOINTS` (default ``$INTRABENCH_CHECKPOINTS`` or
       ``~/.intrabench/checkpoints``).
     * ``device``: 'auto' (CUDA > MPS > CPU), 'cpu', 'cuda', 'cuda:1', 'mps'.
     * ``precision``: 'auto' (bf16 autocast on CUDA, float32 elsewhere), 'fp32', 'bf16' or
@@ -186,7 +186,7 @@ class SamFamilyModel(SliceModel):
       configuration of the same architecture (seeded by ``seed``). A tiny model may load a
       checkpoint saved from a tiny model by passing ``checkpoint`` explicitly.
 
-    A missing checkpoint raises :class:`~intrabench.checkpoints.CheckpointError` **at
+    A missing checkpoint raises :class:`~intrabench.io.checkpoints.CheckpointError` **at
     construction** (naming the file and where to get it); the weights themselves are read
     lazily, at the first encode.
     """

@@ -11,10 +11,10 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import ndimage
 
+from intrabench.io.volume import Volume
 from intrabench.protocols import SliceModel, SliceOutput
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
-from intrabench.volume import Volume
 
 from ._classical import expand, intensity_window, normalise, solve_random_walker
 

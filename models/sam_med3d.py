@@ -45,10 +45,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from intrabench.io.volume import Volume
 from intrabench.protocols import Model
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
-from intrabench.volume import Volume
 
 from ._3d_common import (
     CentredGrid,
@@ -68,7 +68,7 @@ TARGET_SPACING_MM = 1.5
 def sammed3d_state(path: str) -> Any:
     """The state dict in a SAM-Med3D checkpoint (training dict with ``model_state_dict`` and a
     pickled argparse Namespace, or a plain state dict), ``module.`` prefix removed."""
-    from intrabench.checkpoints import CheckpointError, load_checkpoint, strip_prefix
+    from intrabench.io.checkpoints import CheckpointError, load_checkpoint, strip_prefix
 
     loaded = load_checkpoint(path, allow_namespace=True)
     state = loaded.get("model_state_dict", loaded) if isinstance(loaded, dict) else loaded
@@ -79,7 +79,7 @@ def sammed3d_state(path: str) -> Any:
 
 def load_sammed3d_weights(net: Any, path: str) -> None:
     """Strictly load a SAM-Med3D checkpoint into ``net``."""
-    from intrabench.checkpoints import load_state_dict_strict
+    from intrabench.io.checkpoints import load_state_dict_strict
 
     load_state_dict_strict(net, sammed3d_state(path), source=str(path))
 
@@ -124,7 +124,7 @@ class _SamMed3DBase(Model):
         """CheckpointError unless ``path`` loads and fits the full network (on meta)."""
         import torch
 
-        from intrabench.checkpoints import check_fits
+        from intrabench.io.checkpoints import check_fits
 
         from ._sammed3d_arch import FULL, SamMed3DNet
 

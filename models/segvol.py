@@ -3,7 +3,7 @@
 Pipeline on the file's own voxel order, (k, j, i) as SimpleITK gives the array (SegVol's
 (D, H, W)): upstream's ``Orientationd`` gets no affine and is a no-op, so the network was
 trained and is run on files as stored, not on RAS. Prompts are moved there from canonical
-(z, y, x) with :func:`intrabench.volume.native_index`; the mask comes back with ``to_canonical``.
+(z, y, x) with :func:`intrabench.io.volume.native_index`; the mask comes back with ``to_canonical``.
 
 1. ``set_case``: foreground normalisation: voxels above the global mean are the foreground;
    the volume is clipped to their 0.05/99.95 percentiles and z-scored with their mean/std, then
@@ -39,10 +39,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from intrabench.io.volume import Volume, from_canonical, native_index, to_canonical
 from intrabench.protocols import Model
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
-from intrabench.volume import Volume, from_canonical, native_index, to_canonical
 
 from ._3d_common import (
     EncodingCache,
@@ -61,7 +61,7 @@ BACKGROUND_LOGIT = -20.0
 
 def segvol_state(path: str) -> Any:
     """The state dict in ``SegVol_v1.pth`` ({'model': 'module.'-prefixed, 'epoch'})."""
-    from intrabench.checkpoints import CheckpointError, load_checkpoint, strip_prefix
+    from intrabench.io.checkpoints import CheckpointError, load_checkpoint, strip_prefix
 
     loaded = load_checkpoint(path)
     state = loaded.get("model", loaded) if isinstance(loaded, dict) else loaded
@@ -73,7 +73,7 @@ def segvol_state(path: str) -> Any:
 def load_segvol_weights(net: Any, path: str) -> None:
     """Strictly load ``SegVol_v1.pth`` into ``net``; only the CLIP text-encoder keys (an
     explicit list) are dropped."""
-    from intrabench.checkpoints import load_state_dict_strict
+    from intrabench.io.checkpoints import load_state_dict_strict
 
     from ._segvol_arch import text_encoder_keys
 
@@ -157,7 +157,7 @@ class SegVol(Model):
         """CheckpointError unless ``path`` loads and fits the full network (on meta)."""
         import torch
 
-        from intrabench.checkpoints import check_fits
+        from intrabench.io.checkpoints import check_fits
 
         from ._segvol_arch import FULL, SegVolNet, text_encoder_keys
 

@@ -14,8 +14,8 @@ import cc3d
 import numpy as np
 from scipy import ndimage
 
-from intrabench.metrics import bounding_box as slices_bounding_box
-from intrabench.metrics import union_bbox
+from intrabench.evaluation.metrics import bounding_box as slices_bounding_box
+from intrabench.evaluation.metrics import union_bbox
 from intrabench.types import Box2D
 
 Crop = tuple[slice, ...]
@@ -34,7 +34,7 @@ def foreground_slices(mask: np.ndarray) -> np.ndarray:
 def bounding_box(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Inclusive (min, max) corner indices of a non-empty mask, per axis.
 
-    The engine's :func:`intrabench.metrics.bounding_box` does the work (it reads only the empty
+    The engine's :func:`intrabench.evaluation.metrics.bounding_box` does the work (it reads only the empty
     margins along axis 0, then the occupied slab).
     """
     box = slices_bounding_box(mask)

@@ -15,7 +15,7 @@ Effort: the user draws one 2D box (2) and picks the two boundary slices (1 + 1) 
 
 The challenge's corrective click is :class:`Cvpr25Click` (``cvpr25-click``): the centre of the
 largest error, with the challenge's tie-breaking and its 2x downsampling of large components,
-so that ``protocol: cvpr25`` runs get the challenge's clicks (see :mod:`intrabench.cvpr25`).
+so that ``protocol: cvpr25`` runs get the challenge's clicks (see :mod:`intrabench.evaluation.cvpr25`).
 """
 
 from __future__ import annotations

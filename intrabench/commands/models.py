@@ -6,7 +6,7 @@ import argparse
 
 
 def cmd_models_verify(args: argparse.Namespace) -> int:
-    from intrabench.checkpoints import CHECKPOINTS, checkpoint_dir, verify
+    from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_dir, verify
 
     directory = checkpoint_dir(args.checkpoint_dir)
     print(f"checkpoint directory: {directory}")
@@ -28,7 +28,7 @@ def check_loads_and_fits(key: str, path) -> str | None:
     """None if checkpoint ``key`` at ``path`` loads (``weights_only``: no code runs) and fits
     the full-size network of every model that uses it; else why not."""
     from intrabench import registry
-    from intrabench.checkpoints import CheckpointError
+    from intrabench.io.checkpoints import CheckpointError
 
     for name, cls in registry.models.items():
         uses = key in getattr(cls, "VARIANTS", {}).values() or getattr(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
+    from intrabench.io.results import incompleteness_warning
     from intrabench.reports.tables import Layout, load_rows, tables_for_runs, write_table
-    from intrabench.results import incompleteness_warning
 
     for run_dir in args.run_dirs:
         if (warning := incompleteness_warning(run_dir)) is not None:
@@ -22,7 +22,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
               "lists?)", file=sys.stderr)
         return 1
     out = Path(args.out)
-    from intrabench.aggregate import to_markdown
+    from intrabench.evaluation.aggregate import to_markdown
 
     for name, title, table in built:
         paths = write_table(table, out, name, title)
@@ -30,7 +30,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
         print(f"written: {', '.join(str(p) for p in paths)}\n", file=sys.stderr)
     if "protocol" in rows and (rows["protocol"] == "cvpr25").any():
         _write_cvpr25_tables(rows[rows["protocol"] == "cvpr25"], out)
-    from intrabench.aggregate import dataset_statistics
+    from intrabench.evaluation.aggregate import dataset_statistics
 
     statistics = dataset_statistics(rows, args.metric,
                                     config=("run", "model", "prompter", "refiner", "step"),
@@ -43,8 +43,8 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
 def _write_cvpr25_tables(rows, out: Path) -> None:
     """The challenge's per-image CSV and its leaderboard means for ``protocol: cvpr25`` rows."""
-    from intrabench.aggregate import to_markdown
-    from intrabench.cvpr25 import image_table, leaderboard
+    from intrabench.evaluation.aggregate import to_markdown
+    from intrabench.evaluation.cvpr25 import image_table, leaderboard
 
     images = image_table(rows)
     board = leaderboard(images)
@@ -58,9 +58,9 @@ def _write_cvpr25_tables(rows, out: Path) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from intrabench.io.results import incompleteness_warning
     from intrabench.reports.html import build_report
     from intrabench.reports.tables import Layout
-    from intrabench.results import incompleteness_warning
 
     if (warning := incompleteness_warning(args.run_dir)) is not None:
         print(warning, file=sys.stderr)
@@ -72,9 +72,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from intrabench.aggregate import to_markdown
+    from intrabench.evaluation.aggregate import to_markdown
+    from intrabench.io.results import load_results
     from intrabench.reports.compare import compare_runs
-    from intrabench.results import load_results
 
     summary, per_case = compare_runs(load_results(args.run_a), load_results(args.run_b),
                                      metric=args.metric, n_boot=args.n_boot, seed=args.seed)

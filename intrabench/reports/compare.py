@@ -4,7 +4,7 @@ Pairing: the final step of each episode; a configuration (model, prompter, refin
 paired with the same configuration of run B. When the two runs share no configuration but each
 has exactly one (e.g. model X in run A vs model Y in run B), those two are paired. Cases are
 paired by (dataset, case); only cases present in both runs count. A case's value is the mean over
-its targets of a class (as in :mod:`intrabench.aggregate`); the difference B - A is taken per
+its targets of a class (as in :mod:`intrabench.evaluation.aggregate`); the difference B - A is taken per
 case and class, and the dataset difference is the mean over classes of the mean over cases.
 Its 95% CI resamples cases (paired: the same draw for A and B), seeded and deterministic.
 """
@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from intrabench.aggregate import bootstrap_replicates, case_class_matrix
+from intrabench.evaluation.aggregate import bootstrap_replicates, case_class_matrix
 
 CONFIG = ["model", "prompter", "refiner"]
 

@@ -20,11 +20,11 @@ import pandas as pd
 import yaml
 
 from intrabench import __version__
-from intrabench.aggregate import per_case_table
-from intrabench.episode_metrics import episode_table, success_summary
+from intrabench.evaluation.aggregate import per_case_table
+from intrabench.evaluation.episode_metrics import episode_table, success_summary
+from intrabench.io.results import load_results
 from intrabench.reports import plots
 from intrabench.reports.tables import Layout, tables_for_runs
-from intrabench.results import load_results
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def _safe(text: str) -> str:
 
 def prediction_path(run_dir: Path, dataset: str, model: str, prompter: str, refiner: str,
                     seed: int, case: str, target: str) -> Path:
-    """Where :class:`intrabench.runner.Runner` saves a target's final prediction."""
+    """Where :class:`intrabench.engine.runner.Runner` saves a target's final prediction."""
     parts = [_safe(p) for p in (dataset, model, prompter, refiner, f"seed{seed}")]
     return run_dir.joinpath("predictions", *parts, f"{_safe(case)}__{_safe(target)}.nii.gz")
 
@@ -74,7 +74,7 @@ def prediction_path(run_dir: Path, dataset: str, model: str, prompter: str, refi
 def configuration_summary(episodes: pd.DataFrame) -> pd.DataFrame:
     """Per configuration: hierarchical scores (mean over datasets of the dataset score) of the
     episode summaries, plus mean effort and model time per step (plain means over targets)."""
-    from intrabench.aggregate import dataset_statistics
+    from intrabench.evaluation.aggregate import dataset_statistics
 
     config = ["model", "prompter", "refiner"]
     parts = []
@@ -116,7 +116,7 @@ def _overlays(run_dir: Path, episodes: pd.DataFrame, chosen: list[str] | None,
     """Overlay figures and notes (missing predictions, unavailable datasets)."""
     from intrabench import registry
     from intrabench.config import RunConfig
-    from intrabench.volume import read_volume
+    from intrabench.io.volume import read_volume
 
     notes: list[str] = []
     config_path = run_dir / "config.yaml"

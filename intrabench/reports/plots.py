@@ -1,7 +1,7 @@
 """Figures from result rows (matplotlib, Agg backend): PNG bytes, usable in papers.
 
 Every curve is one configuration (model, prompter, refiner); its value at a step is the mean
-over datasets of the dataset score (:func:`intrabench.aggregate.per_dataset`), as the paper's
+over datasets of the dataset score (:func:`intrabench.evaluation.aggregate.per_dataset`), as the paper's
 Average column and Figure 6.
 """
 
@@ -12,7 +12,7 @@ import io
 import numpy as np
 import pandas as pd
 
-from intrabench.aggregate import dataset_statistics, per_dataset
+from intrabench.evaluation.aggregate import dataset_statistics, per_dataset
 
 
 def _pyplot():
@@ -140,7 +140,7 @@ def overlay(image: np.ndarray, ground_truth: np.ndarray, prediction: np.ndarray 
     drawn with anterior up (coronal/sagittal: superior up).
     """
     plt = _pyplot()
-    from intrabench.metrics import union_bbox
+    from intrabench.evaluation.metrics import union_bbox
 
     box = union_bbox(ground_truth) or tuple(slice(0, s) for s in image.shape)
     center = [int(np.clip(np.median(np.flatnonzero(ground_truth.any(axis=tuple(o for o in range(3) if o != a)))), 0, s - 1))

@@ -2,7 +2,7 @@
 
 Layout: ``Prompter | Model | Interactions | <one column per dataset> | Average`` for single
 forward passes; refinement tables start with an ``Iterations`` column (one row per step).
-A cell is the dataset score x100 (:func:`intrabench.aggregate.per_dataset`: mean over classes of
+A cell is the dataset score x100 (:func:`intrabench.evaluation.aggregate.per_dataset`: mean over classes of
 the mean over cases of the mean over a case's targets), ``Average`` the mean over the dataset
 columns present. A *layout* (``configs/paper/tables.yaml``) renames datasets to the paper's
 D1..D10 (merging several datasets into one column where the paper does), models and prompters
@@ -19,8 +19,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from intrabench.aggregate import fill_missing, merge_datasets, per_dataset, to_markdown
 from intrabench.errors import ConfigError
+from intrabench.evaluation.aggregate import fill_missing, merge_datasets, per_dataset, to_markdown
 
 
 @dataclass
@@ -193,7 +193,7 @@ def tables_for_runs(rows: pd.DataFrame, layout: Layout | None = None, metric: st
 
 def load_rows(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
     """Rows of several run directories, concatenated."""
-    from intrabench.results import load_results
+    from intrabench.io.results import load_results
 
     frames = [load_results(d) for d in run_dirs]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

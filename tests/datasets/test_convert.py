@@ -13,7 +13,6 @@ import pytest
 import SimpleITK as sitk
 from pydicom.uid import generate_uid
 
-from intrabench import download as dl
 from intrabench.cli import main
 from intrabench.datasets._convert import (
     instances_from_mask,
@@ -23,6 +22,7 @@ from intrabench.datasets._convert import (
 )
 from intrabench.datasets._recipe import FileInfo, Urls, ZenodoSource
 from intrabench.errors import DataError
+from intrabench.io import download as dl
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _dicom import write_ct, write_rtstruct, write_seg  # noqa: E402

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from intrabench import download as dl
+from intrabench.io import download as dl
 
 
 def _payload(n: int = 300_000) -> bytes:

@@ -9,7 +9,7 @@ import numpy as np
 
 from intrabench import registry
 from intrabench.datasets.phantoms import Phantoms
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

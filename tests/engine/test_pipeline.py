@@ -16,15 +16,15 @@ from hypothesis.extra.numpy import arrays
 
 from intrabench import registry
 from intrabench.config import parse_config
-from intrabench.episode import StepResult, run_episode
-from intrabench.finishing import crop_episode
-from intrabench.metrics import step_metrics
-from intrabench.pipeline import Lane
+from intrabench.engine.episode import StepResult, run_episode
+from intrabench.engine.finishing import crop_episode
+from intrabench.engine.pipeline import Lane
+from intrabench.engine.runner import Runner
+from intrabench.engine.subprocess_executor import SubprocessExecutor, WorkerDied
+from intrabench.evaluation.metrics import step_metrics
+from intrabench.io.volume import ImageGeometry, Volume
 from intrabench.protocols import Model
-from intrabench.runner import Runner
-from intrabench.subprocess_executor import SubprocessExecutor, WorkerDied
 from intrabench.types import Case, Prediction, Prompt, Target
-from intrabench.volume import ImageGeometry, Volume
 
 
 def _fail(message: str) -> None:
@@ -198,7 +198,7 @@ def test_a_model_editing_its_previous_mask_in_place_is_stopped():
 # -- the results worker dies mid-run: a clear error, nothing half-written, resume completes ----
 
 
-def _worker_pids(module: str = "intrabench.finishing") -> list[int]:
+def _worker_pids(module: str = "intrabench.engine.finishing") -> list[int]:
     """This process's worker subprocesses that preloaded ``module``."""
     pids = []
     for entry in os.listdir("/proc"):
@@ -223,7 +223,7 @@ class _KillsResultsWorker(Model):
     calls = 0
     kill_at = 0
 
-    def __init__(self, kill_at: int = 0, worker: str = "intrabench.finishing",
+    def __init__(self, kill_at: int = 0, worker: str = "intrabench.engine.finishing",
                  seconds_per_call: float = 0.0):
         self.kill_at = kill_at
         self.worker = worker
@@ -278,7 +278,7 @@ def test_a_killed_results_worker_stops_the_run_cleanly_and_the_rerun_completes(t
 
 
 def test_consolidating_rows_kept_in_memory_equals_reading_the_unit_files(tmp_path):
-    from intrabench.results import ResultsStore, consolidate_run
+    from intrabench.io.results import ResultsStore, consolidate_run
 
     store = ResultsStore(tmp_path)
     rows_a = [{"run": "r", "dataset": "d", "case": "c", "target": "t", "model": "m",
@@ -305,7 +305,7 @@ def test_a_killed_user_worker_stops_the_run_and_the_rerun_completes(tmp_path):
 
     _KillsResultsWorker.calls = 0
     # slow calls: the user worker has started (and answers prompts) before it is killed
-    killing = config(kill_at=6, worker="intrabench.user_worker", seconds_per_call=0.4)
+    killing = config(kill_at=6, worker="intrabench.engine.user_worker", seconds_per_call=0.4)
     with pytest.raises(WorkerDied, match="killed by signal 9"):
         Runner(killing, tmp_path / "run", user_workers=1).run()
     units = tmp_path / "run" / "units"

@@ -10,9 +10,9 @@ import pytest
 
 from intrabench.cli import main
 from intrabench.config import parse_config
+from intrabench.engine.runner import Runner
 from intrabench.errors import UserError
-from intrabench.run_directory import RunLock
-from intrabench.runner import Runner
+from intrabench.io.run_directory import RunLock
 
 SPEC = {"name": "dir-test", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
         "models": ["region-growing-3d"], "prompters": ["box-3d"], "refiners": ["scribble"],

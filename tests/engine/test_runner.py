@@ -13,11 +13,11 @@ import SimpleITK as sitk
 from intrabench import registry
 from intrabench.cli import main
 from intrabench.config import builtin_demo_path, load_config, parse_config
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
+from intrabench.engine.runner import Runner
+from intrabench.io.volume import ImageGeometry, Volume
 from intrabench.protocols import Model
-from intrabench.runner import Runner
 from intrabench.types import Case, Target
-from intrabench.volume import ImageGeometry, Volume
 
 TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds"]
 
@@ -209,7 +209,7 @@ def test_unit_keys_name_every_metric_setting():
     from dataclasses import replace
 
     from intrabench.config import ComponentSpec, DatasetSpec
-    from intrabench.runner import WorkUnit
+    from intrabench.engine.plan import WorkUnit
 
     unit = WorkUnit(dataset=DatasetSpec(name="demo-phantoms"), case_id="c1",
                     model=ComponentSpec(name="m"), prompter=ComponentSpec(name="p"),
@@ -262,7 +262,7 @@ def test_a_grid_mismatch_names_what_differs(tmp_path, capsys):
 
 def test_a_looping_link_is_named_as_such(tmp_path):
     from intrabench.errors import DataError
-    from intrabench.volume import read_volume
+    from intrabench.io.volume import read_volume
 
     loop = tmp_path / "loop.nii.gz"
     loop.symlink_to(tmp_path / "loop.nii.gz")

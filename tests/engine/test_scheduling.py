@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from intrabench import registry
-from intrabench.episode import StepResult, run_episode
-from intrabench.pipeline import Lane
+from intrabench.engine.episode import StepResult, run_episode
+from intrabench.engine.pipeline import Lane
+from intrabench.engine.scheduling import EpisodeScheduler, EpisodeTask
+from intrabench.engine.simulated_user import SimulatedUser
+from intrabench.engine.user_worker import PackedMask
 from intrabench.protocols import Prompter
-from intrabench.scheduling import EpisodeScheduler, EpisodeTask
-from intrabench.simulated_user import SimulatedUser
 from intrabench.types import Case, Prompt, interactions
-from intrabench.user_worker import PackedMask
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,7 @@ def phantom() -> Case:
 
 
 def _started_user_lane():
-    lane = Lane("process", max_pending=16, preload=("intrabench.user_worker",),
+    lane = Lane("process", max_pending=16, preload=("intrabench.engine.user_worker",),
                 raise_failures=False)
     lane.start()
     yield lane
@@ -179,7 +179,7 @@ def test_a_user_that_cannot_be_pickled_is_answered_here(phantom, users):
 
 
 def test_episodes_started_before_the_worker_is_ready_run_here(phantom):
-    lane = Lane("process", max_pending=8, preload=("intrabench.user_worker",),
+    lane = Lane("process", max_pending=8, preload=("intrabench.engine.user_worker",),
                 raise_failures=False)
     try:
         assert not lane.ready()  # not started
@@ -224,7 +224,7 @@ def test_packed_masks_unpack_exactly(mask):
 def test_user_workers_follow_the_core_count(monkeypatch, cores, expected):
     import os
 
-    from intrabench import runner
+    from intrabench.engine import runner
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     assert runner.default_user_workers() == expected
@@ -232,7 +232,7 @@ def test_user_workers_follow_the_core_count(monkeypatch, cores, expected):
 
 def test_without_user_workers_episodes_run_one_at_a_time(tmp_path):
     from intrabench.config import parse_config
-    from intrabench.runner import Runner
+    from intrabench.engine.runner import Runner
 
     config = parse_config({"name": "n", "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
                            "models": ["region-growing-3d"], "prompters": ["box-3d"]})

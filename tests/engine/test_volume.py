@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from intrabench.errors import DataError
-from intrabench.volume import read_volume, volume_from_sitk, write_like
+from intrabench.io.volume import read_volume, volume_from_sitk, write_like
 
 
 def _image(direction, size=(5, 6, 7), spacing=(0.7, 0.9, 2.5), origin=(10.0, -20.0, 30.0)):
@@ -134,7 +134,7 @@ def _real_nifti(tmp_path, kind: str = "label", pixel=None):
 @pytest.mark.parametrize("keep", [0.3, 0.9, 0.999])
 def test_a_cut_gzipped_nifti_is_a_data_error(tmp_path, kind, pixel, keep):
     from intrabench.errors import DataError
-    from intrabench.volume import read_volume
+    from intrabench.io.volume import read_volume
 
     path = _real_nifti(tmp_path, kind, pixel)
     whole = read_volume(path)
@@ -149,7 +149,7 @@ def test_complete_gzip_with_missing_voxels_and_a_cut_plain_nifti(tmp_path):
     import gzip
 
     from intrabench.errors import DataError
-    from intrabench.volume import read_volume
+    from intrabench.io.volume import read_volume
 
     path = _real_nifti(tmp_path, "label")
     raw = gzip.decompress(path.read_bytes())
@@ -171,7 +171,7 @@ def test_a_short_write_never_takes_the_real_name(tmp_path, monkeypatch):
     import errno
     from pathlib import Path
 
-    from intrabench import volume
+    from intrabench.io import volume
 
     geometry = read_volume(_real_nifti(tmp_path, "label")).geometry
     original = sitk.WriteImage
@@ -214,7 +214,7 @@ def test_file_system_errors_are_one_line(tmp_path, capsys):
     (0, 0, 1, 1, 0, 0, 0, -1, 0),         # axes permuted and flipped
 ])
 def test_native_index_finds_the_same_voxel_in_the_files_order(direction):
-    from intrabench.volume import from_canonical, native_index
+    from intrabench.io.volume import from_canonical, native_index
 
     rng = np.random.default_rng(0)
     native = rng.random((5, 6, 7)).astype(np.float32)  # (k, j, i)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy.integrate import cumulative_trapezoid
 
-from intrabench.aggregate import (
+from intrabench.evaluation.aggregate import (
     bootstrap_ci,
     dataset_statistics,
     merge_datasets,
@@ -17,7 +17,7 @@ from intrabench.aggregate import (
     per_dataset,
     summary_table,
 )
-from intrabench.episode_metrics import (
+from intrabench.evaluation.episode_metrics import (
     auc,
     auc_normalized,
     cvpr_nsd,
@@ -157,8 +157,8 @@ def test_cvpr_nsd_rule_and_model_time():
 
 
 def test_vectorised_episode_table_matches_the_per_episode_definition(tiny_run):
-    from intrabench.episode_metrics import EPISODE_KEYS, summarize_episode
-    from intrabench.results import load_results
+    from intrabench.evaluation.episode_metrics import EPISODE_KEYS, summarize_episode
+    from intrabench.io.results import load_results
 
     rows = load_results(tiny_run)
     single = rows[rows["step"] == 0].assign(refiner="none", run="single")  # K = 0 episodes

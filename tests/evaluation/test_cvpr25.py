@@ -20,8 +20,8 @@ from skimage.measure import block_reduce
 
 from intrabench import registry
 from intrabench.config import parse_config
-from intrabench.cvpr25 import image_table, leaderboard, step_metrics_cvpr25, surfel_nsd
-from intrabench.metrics import step_metrics
+from intrabench.evaluation.cvpr25 import image_table, leaderboard, step_metrics_cvpr25, surfel_nsd
+from intrabench.evaluation.metrics import step_metrics
 from intrabench.prompters import cvpr25 as cvpr25_prompters
 from intrabench.prompters.cvpr25 import challenge_click
 from intrabench.protocols import RefineContext
@@ -263,9 +263,10 @@ def test_a_cvpr25_run_end_to_end(tmp_path, capsys):
     numbers follow from the rows by the challenge's formulas. The same config under the default
     protocol is a different unit (not a stale row) in the same directory."""
     from intrabench.cli import main
-    from intrabench.finishing import prediction_path
-    from intrabench.runner import Runner, make_plan
-    from intrabench.volume import read_volume
+    from intrabench.engine.finishing import prediction_path
+    from intrabench.engine.plan import make_plan
+    from intrabench.engine.runner import Runner
+    from intrabench.io.volume import read_volume
 
     spec = {"name": "challenge", "protocol": "cvpr25", "seeds": [0],
             "datasets": [{"name": "demo-phantoms", "n_cases": 2}],

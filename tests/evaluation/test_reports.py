@@ -12,12 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from intrabench.aggregate import per_dataset
 from intrabench.cli import main
 from intrabench.config import RunConfig
+from intrabench.evaluation.aggregate import per_dataset
+from intrabench.io.results import load_results
 from intrabench.reports.compare import compare_runs
 from intrabench.reports.tables import Layout, build_table, to_latex
-from intrabench.results import load_results
 
 
 def test_results_store_schema_and_metadata(tiny_run):
@@ -144,7 +144,7 @@ def test_paper_configs_parse():
 @pytest.mark.slow
 def test_full_builtin_demo_tables_and_report(tmp_path, capsys):
     from intrabench.config import builtin_demo_path, load_config
-    from intrabench.runner import Runner
+    from intrabench.engine.runner import Runner
 
     config = load_config(builtin_demo_path())
     Runner(config, tmp_path / "demo").run()

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from intrabench.config import parse_config
-from intrabench.execution import run_distributed
-from intrabench.runner import Runner
+from intrabench.engine.dask_executor import run_distributed
+from intrabench.engine.runner import Runner
 
 pytest.importorskip("distributed")
 
@@ -106,7 +106,7 @@ def _gpu_cluster_workers(gpus: str, n_workers: int, **options) -> tuple[list, li
     """(sorted CUDA_VISIBLE_DEVICES, resources) of the workers of ``gpu_cluster(gpus)``."""
     from distributed import Client
 
-    from intrabench.execution import gpu_cluster
+    from intrabench.engine.dask_executor import gpu_cluster
 
     with gpu_cluster(gpus, **options) as cluster, Client(cluster) as client:
         client.wait_for_workers(n_workers)
@@ -128,8 +128,8 @@ def test_gpu_cluster_can_share_a_device_between_workers():
 
 
 def test_workers_per_gpu_must_be_positive():
+    from intrabench.engine.dask_executor import gpu_cluster
     from intrabench.errors import UserError
-    from intrabench.execution import gpu_cluster
 
     with pytest.raises(UserError, match="at least 1"):
         gpu_cluster("0", workers_per_gpu=0)
@@ -148,7 +148,7 @@ def test_gpu_workers_prompt_and_finish_in_subprocesses_with_identical_rows(tmp_p
 
 
 def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
-    from intrabench import execution
+    from intrabench.engine import dask_executor as execution
 
     config = parse_config(SPEC)
     runner = Runner(config, tmp_path / "tasks")
@@ -171,8 +171,8 @@ def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
 
 
 def test_gpu_workers_share_the_machines_user_workers(monkeypatch):
-    from intrabench import runner
-    from intrabench.execution import _gpu_workers
+    from intrabench.engine import runner
+    from intrabench.engine.dask_executor import _gpu_workers
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)), raising=False)
     args = _args(workers=1)

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from intrabench import registry
-from intrabench.checkpoints import CheckpointError
 from intrabench.errors import ConfigError
+from intrabench.io.checkpoints import CheckpointError
 from intrabench.types import Box2D, SlicePrompt
 
 from .conftest import MODEL_NAMES, tiny_model

@@ -1,7 +1,7 @@
 """Smoke test with the published weights, where they are present (skipped otherwise).
 
 Opt-in (``-m slow``): set ``INTRABENCH_CHECKPOINTS`` to a directory holding the files of
-``intrabench.checkpoints.CHECKPOINTS``. Uses the smaller variants so that it also runs on a CPU.
+``intrabench.io.checkpoints.CHECKPOINTS``. Uses the smaller variants so that it also runs on a CPU.
 A box around a demo lesion on its largest slice should give a clearly overlapping mask with
 any of the real models (random weights would not).
 """
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from intrabench import registry
-from intrabench.checkpoints import CHECKPOINTS, is_present
+from intrabench.io.checkpoints import CHECKPOINTS, is_present
 from intrabench.types import Box2D, SlicePrompt
 
 REAL = [("sam", "vit_b", "sam-vit-b"), ("medsam", "vit_b", "medsam"),

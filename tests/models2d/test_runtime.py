@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from intrabench import registry
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
 from intrabench.protocols import incompatibility
 from intrabench.types import Box2D, Prompt, SlicePrompt
 

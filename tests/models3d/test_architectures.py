@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from intrabench.checkpoints import CheckpointError
+from intrabench.io.checkpoints import CheckpointError
 from intrabench.models import _sammed3d_arch as sam_arch
 from intrabench.models import _segvol_arch as segvol_arch
 from intrabench.models.sam_med3d import SamMed3D, SamMed3DTurbo

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from intrabench import registry
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
 from intrabench.protocols import incompatibility
 
 from .conftest import MODELS_3D, tiny_model

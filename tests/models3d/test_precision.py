@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from intrabench import registry
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
 from intrabench.errors import ConfigError
 from intrabench.models._precision import forward_context
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
 from intrabench.models._3d_common import CentredGrid
 from intrabench.types import Case, Prediction, Prompt, interactions
 

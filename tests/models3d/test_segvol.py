@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
+from intrabench.io.volume import Volume, from_canonical
 from intrabench.models.segvol import SegVol, foreground_normalise
 from intrabench.types import Box3D, Case, Prediction, Prompt, interactions
-from intrabench.volume import Volume, from_canonical
 
 from .conftest import FixedPrompter, tiny_model
 
@@ -151,8 +151,8 @@ def test_the_network_sees_the_files_voxel_order(demo_cases):
     and prompts given in canonical coordinates land on the same voxels there."""
     import torch
 
+    from intrabench.io.volume import native_index
     from intrabench.models._3d_common import resize
-    from intrabench.volume import native_index
 
     case = demo_cases["brain1"]
     native = from_canonical(case.image.array, case.image.geometry)

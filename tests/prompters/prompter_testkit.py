@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from intrabench.engine.seeding import derive_rng
+from intrabench.io.volume import ImageGeometry, Volume
 from intrabench.protocols import Model, PromptContext, RefineContext, SliceModel, SliceOutput
-from intrabench.seeding import derive_rng
 from intrabench.types import Case, Prediction, Prompt, SlicePrompt, Target
-from intrabench.volume import ImageGeometry, Volume
 
 
 def box_mask(shape: tuple[int, int, int], low: tuple[int, int, int],

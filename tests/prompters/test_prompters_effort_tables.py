@@ -19,7 +19,7 @@ from prompter_testkit import (
 )
 
 from intrabench import registry
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
 
 SHAPE = (24, 48, 48)
 GT = box_mask(SHAPE, (4, 15, 15), (19, 30, 30))  # 16 foreground slices of 16 x 16 pixels

@@ -12,7 +12,7 @@ import pytest
 
 from intrabench import registry
 from intrabench.config import load_config
-from intrabench.episode import run_episode
+from intrabench.engine.episode import run_episode
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -3,7 +3,7 @@
 :class:`SimulatedUser` bundles a target's prompter and refiner with everything that fixes
 their random draws (run seed, dataset, case, target, component keys, step), so the same user
 gives the same prompts whether it runs in the model loop or in a worker process (see
-:mod:`intrabench.user_worker`).
+:mod:`intrabench.engine.user_worker`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from intrabench.engine.seeding import derive_rng
 from intrabench.protocols import PromptContext, Prompter, RefineContext, Refiner
-from intrabench.seeding import derive_rng
 from intrabench.types import Prompt, SlicePrompt
 
 

@@ -1,8 +1,8 @@
-"""An executor backed by one fresh Python subprocess (``python -m intrabench.subprocess_executor``).
+"""An executor backed by one fresh Python subprocess (``python -m intrabench.engine.subprocess_executor``).
 
 Why not :class:`concurrent.futures.ProcessPoolExecutor`: its ``spawn`` and ``forkserver`` starts
 re-import the caller's main module in the child, which re-runs any unguarded script or notebook
-that drives a :class:`~intrabench.runner.Runner`, and ``fork`` copies a process that may hold
+that drives a :class:`~intrabench.engine.runner.Runner`, and ``fork`` copies a process that may hold
 CUDA contexts, OpenMP pools and other threads. A subprocess started with ``-m`` imports only
 what the jobs need.
 
@@ -92,7 +92,7 @@ class SubprocessExecutor(Executor):
             environment = dict(os.environ)
             environment["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "intrabench.subprocess_executor", *self._preload],
+                [sys.executable, "-m", "intrabench.engine.subprocess_executor", *self._preload],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment)
             self._reader = threading.Thread(target=self._read_answers, daemon=True,
                                             name="intrabench-subprocess-answers")

@@ -2,7 +2,7 @@
 
 Decoding a compressed CT volume takes seconds of CPU; done in the runner's own process it
 would compete with the model loop for the GIL. :func:`load_case` runs in a worker subprocess
-(see :mod:`intrabench.pipeline`) and returns the :class:`~intrabench.types.Case`, which comes
+(see :mod:`intrabench.engine.pipeline`) and returns the :class:`~intrabench.types.Case`, which comes
 back pickled (arrays as raw bytes, through a spool file when large).
 """
 

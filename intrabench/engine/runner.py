@@ -7,14 +7,11 @@ case is read once and each model sees each image once (embedding caches stay hot
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
 
@@ -22,11 +19,9 @@ import numpy as np
 import yaml
 
 from intrabench import registry
-from intrabench.case_reader import load_case
-from intrabench.checkpoints import CheckpointError
-from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
-from intrabench.errors import DataError, UserError
-from intrabench.finishing import (
+from intrabench.config import ComponentSpec, RunConfig
+from intrabench.engine.case_reader import load_case
+from intrabench.engine.finishing import (
     CroppedEpisode,
     UnitJob,
     crop_episode,
@@ -34,126 +29,24 @@ from intrabench.finishing import (
     prediction_path,
     safe_file_name,
 )
-from intrabench.metrics import DEFAULT_NSD_TOLERANCE_MM
-from intrabench.pipeline import Lane, LaneMode
-from intrabench.protocols import Dataset, Model, incompatibility
-from intrabench.results import (
+from intrabench.engine.pipeline import Lane, LaneMode
+from intrabench.engine.plan import Plan, WorkUnit, make_plan
+from intrabench.engine.scheduling import EpisodeScheduler, EpisodeTask
+from intrabench.engine.simulated_user import SimulatedUser
+from intrabench.errors import DataError, UserError
+from intrabench.io.checkpoints import CheckpointError
+from intrabench.io.results import (
     ResultsStore,
     consolidate_run,
     ensure_writable,
     write_frame,
     write_run_metadata,
 )
-from intrabench.run_directory import RunLock, check_output_directory, check_same_run
-from intrabench.scheduling import EpisodeScheduler, EpisodeTask
-from intrabench.simulated_user import SimulatedUser
+from intrabench.io.run_directory import RunLock, check_output_directory, check_same_run
+from intrabench.protocols import Dataset, Model
 from intrabench.types import Case
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class WorkUnit:
-    dataset: DatasetSpec
-    case_id: str
-    model: ComponentSpec
-    prompter: ComponentSpec
-    refiner: ComponentSpec | None
-    seed: int
-    steps: int
-    keep_previous_prompts: bool
-    protocol: str = "intrabench"
-    nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM
-
-    @property
-    def refiner_key(self) -> str:
-        return self.refiner.key if self.refiner is not None else "none"
-
-    @property
-    def key(self) -> str:
-        """The unit's identity in the run directory: everything that changes its rows. The
-        metric settings enter only when they differ from the defaults, so the keys of runs
-        made before they were part of it stay the same."""
-        parts: list = [self.dataset.key, self.case_id, self.model.key, self.prompter.key,
-                       self.refiner_key, self.seed, self.steps if self.refiner else 0,
-                       self.keep_previous_prompts if self.refiner else None]
-        metric_settings = {}
-        if self.protocol != "intrabench":
-            metric_settings["protocol"] = self.protocol
-        if self.nsd_tolerance_mm != DEFAULT_NSD_TOLERANCE_MM:
-            metric_settings["nsd_tolerance_mm"] = float(self.nsd_tolerance_mm)
-        if metric_settings:
-            parts.append(metric_settings)
-        identity = json.dumps(parts, sort_keys=True)
-        return hashlib.sha256(identity.encode()).hexdigest()[:24]
-
-    @property
-    def group(self) -> tuple[str, str, str]:
-        return (self.dataset.key, self.case_id, self.model.key)
-
-
-@dataclass
-class Plan:
-    units: list[WorkUnit]
-    skipped: list[dict[str, str]] = field(default_factory=list)
-
-
-def _select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:
-    available = dataset.case_ids()
-    if spec.cases is not None:
-        unknown = [c for c in spec.cases if c not in available]
-        if unknown:
-            raise UserError(
-                f"dataset '{spec.key}': unknown cases {unknown}; available: {available[:10]}"
-                + (" ..." if len(available) > 10 else "")
-            )
-        available = [c for c in available if c in spec.cases]
-    if spec.max_cases is not None:
-        available = available[: spec.max_cases]
-    return available
-
-
-def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
-    plan = Plan(units=[])
-    for dataset_spec in config.datasets:
-        case_ids = _select_cases(datasets[dataset_spec.key], dataset_spec)
-        for model_spec in config.models:
-            model_cls = registry.models.get(model_spec.name)
-            for prompter_spec in config.prompters:
-                prompter_cls = registry.prompters.get(prompter_spec.name)
-                reason = incompatibility(model_cls, prompter_cls)
-                if reason:
-                    plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
-                                         "prompter": prompter_spec.key, "refiner": "",
-                                         "reason": reason})
-                    continue
-                refiner_specs: list[ComponentSpec | None] = []
-                for refiner_spec in config.refiners:
-                    refiner_reason = incompatibility(
-                        model_cls, None, registry.refiners.get(refiner_spec.name))
-                    if refiner_reason:
-                        plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
-                                             "prompter": prompter_spec.key,
-                                             "refiner": refiner_spec.key, "reason": refiner_reason})
-                    else:
-                        refiner_specs.append(refiner_spec)
-                for refiner_spec in refiner_specs or [None]:
-                    for seed in config.seeds:
-                        for case_id in case_ids:
-                            plan.units.append(WorkUnit(
-                                dataset=dataset_spec, case_id=case_id, model=model_spec,
-                                prompter=prompter_spec, refiner=refiner_spec, seed=seed,
-                                steps=config.refinement_steps,
-                                keep_previous_prompts=config.keep_previous_prompts,
-                                protocol=config.protocol,
-                                nsd_tolerance_mm=config.nsd_tolerance_mm))
-    # model-major in config order: one model is loaded at a time, and all work on a case for
-    # that model is contiguous (its image encodings are reused); stable inside a group
-    model_order = {spec.key: i for i, spec in enumerate(config.models)}
-    dataset_order = {spec.key: i for i, spec in enumerate(config.datasets)}
-    plan.units.sort(key=lambda u: (model_order[u.model.key], dataset_order[u.dataset.key],
-                                   u.case_id))
-    return plan
 
 
 def default_user_workers(sharing: int = 1) -> int:
@@ -179,10 +72,10 @@ class Runner:
     """Executes a plan in this process, one unit group at a time.
 
     The model loop runs in the calling thread; metrics, result rows, prediction files and unit
-    files are produced by a results worker (a :class:`~intrabench.pipeline.Lane`), and the next
+    files are produced by a results worker (a :class:`~intrabench.engine.pipeline.Lane`), and the next
     group's case is read ahead by a reader. With ``user_workers`` (default: one per four cores,
     see :func:`default_user_workers`) the simulated users of ``episodes_in_flight``
-    interleaved episodes answer from worker processes too (see :mod:`intrabench.scheduling`).
+    interleaved episodes answer from worker processes too (see :mod:`intrabench.engine.scheduling`).
     ``background="inline"`` does all of it in the model loop, one episode at a time: same
     files, no overlap. A unit counts as done only once its file is written, so an interrupted
     run resumes exactly where its files stop.
@@ -200,13 +93,13 @@ class Runner:
         self._models: dict[str, Model] = {}
         self._unusable_models: dict[str, str] = {}
         self._last_case: tuple[tuple[str, str], Case] | None = None
-        # a queued unit holds only cropped episodes (see intrabench.finishing): a deep queue is
+        # a queued unit holds only cropped episodes (see intrabench.engine.finishing): a deep queue is
         # cheap and lets the worker catch up during slow units instead of blocking fast ones
         self._lane = Lane(background, max_pending=16, name="intrabench-results",
-                          preload=("intrabench.finishing",))
+                          preload=("intrabench.engine.finishing",))
         # cases are decoded in a second worker process (CPU-bound: a thread would hold the GIL)
         self._reader = Lane(background, max_pending=1, name="intrabench-reader",
-                            preload=("intrabench.case_reader",), raise_failures=False)
+                            preload=("intrabench.engine.case_reader",), raise_failures=False)
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
         self._consolidating = False  # run() consolidates through the results worker
         # prompting is sequential within an episode: a few episodes in flight per user worker
@@ -227,7 +120,7 @@ class Runner:
         """The user workers, each preloading the run's prompter and refiner modules."""
         modules = {registry.prompters.get(spec.name).__module__ for spec in self.config.prompters}
         modules |= {registry.refiners.get(spec.name).__module__ for spec in self.config.refiners}
-        preload = ("intrabench.user_worker", *sorted(modules))
+        preload = ("intrabench.engine.user_worker", *sorted(modules))
         return [Lane(background, max_pending=self.episodes_in_flight + 2, name="intrabench-users",
                      preload=preload, raise_failures=False) for _ in range(self.user_workers)]
 

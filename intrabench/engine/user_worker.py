@@ -1,9 +1,9 @@
 """Simulated users in a worker process, so prompting overlaps the model loop.
 
-The runner's :class:`~intrabench.scheduling.EpisodeScheduler` keeps several episodes in flight:
+The runner's :class:`~intrabench.engine.scheduling.EpisodeScheduler` keeps several episodes in flight:
 while one episode's next prompt is being computed here, the model loop predicts for another.
-Each job is an :func:`answer` to a :class:`~intrabench.episode.UserCall`; an episode's first
-one also carries its :class:`~intrabench.simulated_user.SimulatedUser` (pickled by the caller)
+Each job is an :func:`answer` to a :class:`~intrabench.engine.episode.UserCall`; an episode's first
+one also carries its :class:`~intrabench.engine.simulated_user.SimulatedUser` (pickled by the caller)
 and ground truth, which this worker keeps for the episode's later calls (the most recent
 ``capacity`` episodes: far more than are ever in flight, each a cropped mask).
 
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intrabench.episode import Answer, UserCall, ask_user
-from intrabench.metrics import bounding_box
-from intrabench.simulated_user import SimulatedUser
+from intrabench.engine.episode import Answer, UserCall, ask_user
+from intrabench.engine.simulated_user import SimulatedUser
+from intrabench.evaluation.metrics import bounding_box
 from intrabench.types import Prompt
 
 
@@ -97,7 +97,7 @@ def _meet(key: str, introduction: Introduction) -> None:
 
 def answer(key: str, step: int, prediction: PackedMask | None, history: tuple[Prompt, ...],
            introduction: Introduction | None = None) -> Answer:
-    """The prompt of ``step`` for episode ``key`` (see :func:`intrabench.episode.ask_user`).
+    """The prompt of ``step`` for episode ``key`` (see :func:`intrabench.engine.episode.ask_user`).
 
     ``introduction``: with the episode's first call. Raises :class:`UserNotLoadable` when this
     process cannot rebuild the episode's user.

@@ -6,7 +6,7 @@ target -> case (mean over the case's targets of one class) -> dataset class (mea
 :func:`dataset_statistics` adds the spread over cases (median, standard deviation, quartiles)
 and a percentile-bootstrap confidence interval that resamples cases (seeded, deterministic).
 It works on step rows (``results.parquet``) and on episode rows
-(:func:`intrabench.episode_metrics.episode_table`) alike: pass the configuration columns.
+(:func:`intrabench.evaluation.episode_metrics.episode_table`) alike: pass the configuration columns.
 
 Missing values (NaN: HD95 of an empty prediction, which has no surface) are left out of every
 mean, which flatters the average: the statistics count them (``n_missing``) and every function

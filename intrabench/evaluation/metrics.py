@@ -3,7 +3,7 @@
 Conventions
 -----------
 * Masks are boolean numpy arrays indexed ``(z, y, x)`` on the same grid (the canonical space of
-  :mod:`intrabench.volume`). ``spacing`` is the voxel size in mm **in the same (z, y, x) array
+  :mod:`intrabench.io.volume`). ``spacing`` is the voxel size in mm **in the same (z, y, x) array
   order** (not SimpleITK's (x, y, z)).
 * Instance-wise: the prediction of a target is compared with that target's mask only (the
   prompt-to-target pairing is known; no matching).

@@ -4,11 +4,11 @@ An episode alternates between the simulated user (prompt, correction) and the mo
 pass), and each needs the other's last answer. Run one episode at a time and the model idles
 while the user thinks. :class:`EpisodeScheduler` keeps up to ``in_flight`` episodes of one
 (case, model) going: their model calls run here, in the order they become ready, and their user
-calls run in a worker process (:mod:`intrabench.user_worker`), so while one episode's
+calls run in a worker process (:mod:`intrabench.engine.user_worker`), so while one episode's
 correction is computed the model predicts for another.
 
 Results do not depend on the interleaving: every episode is a pure function of its seed (see
-:mod:`intrabench.episode`), and models keep per-episode state only in the ``previous``
+:mod:`intrabench.engine.episode`), and models keep per-episode state only in the ``previous``
 prediction they are given (their caches are keyed by content, e.g. the crop or slice).
 Memory: each episode in flight holds its predictions until it ends.
 """
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from intrabench import user_worker
-from intrabench.episode import (
+from intrabench.engine import user_worker
+from intrabench.engine.episode import (
     Answer,
     EpisodeProgram,
     ModelCall,
@@ -35,10 +35,10 @@ from intrabench.episode import (
     call_model,
     episode_program,
 )
-from intrabench.pipeline import Lane
+from intrabench.engine.pipeline import Lane
+from intrabench.engine.simulated_user import SimulatedUser
+from intrabench.engine.user_worker import Introduction, PackedMask, UserNotLoadable
 from intrabench.protocols import Model
-from intrabench.simulated_user import SimulatedUser
-from intrabench.user_worker import Introduction, PackedMask, UserNotLoadable
 
 
 @dataclass(eq=False)
@@ -70,7 +70,7 @@ class EpisodeScheduler:
 
     ``users``: the lanes whose workers answer user calls; an episode stays with one worker,
     new episodes go to the least busy. With no lanes (or ``in_flight=1``) everything runs in
-    this process, one episode after the other, exactly like :func:`~intrabench.episode.
+    this process, one episode after the other, exactly like :func:`~intrabench.engine.episode.
     run_episode`. ``imports``: the run's plugin modules, for the workers. Initial prompts of
     prompters that query the model (propagation) are always computed here.
     """

@@ -1,11 +1,11 @@
 """From finished episodes to result rows, prediction files and unit files.
 
 This is the work that does not feed the next model call, so the runner does it beside the
-model loop (in a worker process, see :mod:`intrabench.pipeline`). To keep what crosses the
+model loop (in a worker process, see :mod:`intrabench.engine.pipeline`). To keep what crosses the
 process boundary small, an episode is handed over *cropped*: every prediction and the ground
 truth are cut to one box (z, y, x slices of the canonical volume) that holds all of their
 voxels. Metrics are translation-invariant and look only at the union bounding box (see
-:mod:`intrabench.metrics`), so they are bit-identical to metrics on the full volume, and a
+:mod:`intrabench.evaluation.metrics`), so they are bit-identical to metrics on the full volume, and a
 prediction file is rebuilt exactly (zeros outside the box) on the case's original grid.
 """
 
@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from intrabench.episode import StepResult, evaluate_steps
-from intrabench.metrics import bounding_box, step_metrics, union_of_boxes
+from intrabench.engine.episode import StepResult, evaluate_steps
+from intrabench.evaluation.metrics import bounding_box, step_metrics, union_of_boxes
+from intrabench.io.volume import ImageGeometry, write_on_grid
 from intrabench.types import Prediction, Target
-from intrabench.volume import ImageGeometry, write_on_grid
 
 if TYPE_CHECKING:
-    from intrabench.runner import WorkUnit
+    from intrabench.engine.plan import WorkUnit
 
 Box = tuple[slice, slice, slice]
 
@@ -130,9 +130,9 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
 
 
 def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
-    """The per-step metric function of a run's ``protocol`` (see :mod:`intrabench.cvpr25`)."""
+    """The per-step metric function of a run's ``protocol`` (see :mod:`intrabench.evaluation.cvpr25`)."""
     if protocol == "cvpr25":
-        from intrabench.cvpr25 import step_metrics_cvpr25
+        from intrabench.evaluation.cvpr25 import step_metrics_cvpr25
 
         return step_metrics_cvpr25
     return step_metrics
@@ -164,7 +164,7 @@ def finish_unit(job: UnitJob) -> int:
     Adds ``metric_seconds`` (time spent on that step's metrics) to every row. The unit file is
     written last and atomically: a unit counts as done only when everything else is on disk.
     """
-    from intrabench.results import ResultsStore
+    from intrabench.io.results import ResultsStore
 
     metric_fn = functools.partial(metrics_for_protocol(job.unit.protocol),
                                   nsd_tolerance_mm=job.unit.nsd_tolerance_mm)

@@ -6,7 +6,7 @@ unit files) is not, so the runner hands it to a lane and goes on with the next f
 
 Modes:
 
-* ``"process"``: one worker subprocess (see :mod:`intrabench.subprocess_executor`), so the
+* ``"process"``: one worker subprocess (see :mod:`intrabench.engine.subprocess_executor`), so the
   model loop keeps the GIL to itself: a thread would not do here, as SciPy's distance
   transforms and Python-level row building hold the GIL and measurably slowed the demo's
   models (see docs/performance.md). Jobs must be module-level functions with picklable
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
-from intrabench.subprocess_executor import SubprocessExecutor
+from intrabench.engine.subprocess_executor import SubprocessExecutor
 
 T = TypeVar("T")
 LaneMode = Literal["process", "thread", "inline"]

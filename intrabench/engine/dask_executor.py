@@ -17,9 +17,10 @@ from typing import Any
 import yaml
 
 from intrabench.config import RunConfig
+from intrabench.engine.pipeline import LaneMode
+from intrabench.engine.plan import Plan, WorkUnit
+from intrabench.engine.runner import Runner, default_user_workers
 from intrabench.errors import UserError
-from intrabench.pipeline import LaneMode
-from intrabench.runner import Plan, Runner, WorkUnit, default_user_workers
 
 #: per worker process: runners (with their loaded models) reused across tasks of one run
 _WORKER_RUNNERS: dict[tuple[str, str], Runner] = {}

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from intrabench.metrics import DEFAULT_NSD_TOLERANCE_MM, crop_pair, step_metrics
+from intrabench.evaluation.metrics import DEFAULT_NSD_TOLERANCE_MM, crop_pair, step_metrics
 
 #: The protocols a run can follow (``protocol:`` in the run config).
 PROTOCOLS = ("intrabench", "cvpr25")
@@ -110,7 +110,7 @@ def surfel_nsd(prediction: np.ndarray, ground_truth: np.ndarray, spacing: Sequen
 def step_metrics_cvpr25(prediction: np.ndarray, ground_truth: np.ndarray,
                         spacing: Sequence[float],
                         nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM) -> dict[str, float]:
-    """:func:`intrabench.metrics.step_metrics` with ``nsd`` the challenge's surface-element NSD
+    """:func:`intrabench.evaluation.metrics.step_metrics` with ``nsd`` the challenge's surface-element NSD
     (:func:`surfel_nsd`); every other column is unchanged."""
     values = step_metrics(prediction, ground_truth, spacing, nsd_tolerance_mm)
     values["nsd"] = surfel_nsd(prediction, ground_truth, spacing, nsd_tolerance_mm)

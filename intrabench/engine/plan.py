@@ -1,0 +1,123 @@
+"""Work units and planning: what a run has to compute, before anything runs.
+
+A :class:`WorkUnit` is one (dataset, case, model, prompter, refiner, seed) with its settings;
+its :attr:`~WorkUnit.key` names its file in the run directory, so everything that changes the
+unit's rows is part of it. :func:`make_plan` expands a run config into units, model-major in
+config order, and lists the incompatible combinations it skips.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from intrabench import registry
+from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
+from intrabench.errors import UserError
+from intrabench.evaluation.metrics import DEFAULT_NSD_TOLERANCE_MM
+from intrabench.protocols import Dataset, incompatibility
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    dataset: DatasetSpec
+    case_id: str
+    model: ComponentSpec
+    prompter: ComponentSpec
+    refiner: ComponentSpec | None
+    seed: int
+    steps: int
+    keep_previous_prompts: bool
+    protocol: str = "intrabench"
+    nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM
+
+    @property
+    def refiner_key(self) -> str:
+        return self.refiner.key if self.refiner is not None else "none"
+
+    @property
+    def key(self) -> str:
+        """The unit's identity in the run directory: everything that changes its rows. The
+        metric settings enter only when they differ from the defaults, so the keys of runs
+        made before they were part of it stay the same."""
+        parts: list = [self.dataset.key, self.case_id, self.model.key, self.prompter.key,
+                       self.refiner_key, self.seed, self.steps if self.refiner else 0,
+                       self.keep_previous_prompts if self.refiner else None]
+        metric_settings = {}
+        if self.protocol != "intrabench":
+            metric_settings["protocol"] = self.protocol
+        if self.nsd_tolerance_mm != DEFAULT_NSD_TOLERANCE_MM:
+            metric_settings["nsd_tolerance_mm"] = float(self.nsd_tolerance_mm)
+        if metric_settings:
+            parts.append(metric_settings)
+        identity = json.dumps(parts, sort_keys=True)
+        return hashlib.sha256(identity.encode()).hexdigest()[:24]
+
+    @property
+    def group(self) -> tuple[str, str, str]:
+        return (self.dataset.key, self.case_id, self.model.key)
+
+
+@dataclass
+class Plan:
+    units: list[WorkUnit]
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+
+def _select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:
+    available = dataset.case_ids()
+    if spec.cases is not None:
+        unknown = [c for c in spec.cases if c not in available]
+        if unknown:
+            raise UserError(
+                f"dataset '{spec.key}': unknown cases {unknown}; available: {available[:10]}"
+                + (" ..." if len(available) > 10 else "")
+            )
+        available = [c for c in available if c in spec.cases]
+    if spec.max_cases is not None:
+        available = available[: spec.max_cases]
+    return available
+
+
+def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
+    plan = Plan(units=[])
+    for dataset_spec in config.datasets:
+        case_ids = _select_cases(datasets[dataset_spec.key], dataset_spec)
+        for model_spec in config.models:
+            model_cls = registry.models.get(model_spec.name)
+            for prompter_spec in config.prompters:
+                prompter_cls = registry.prompters.get(prompter_spec.name)
+                reason = incompatibility(model_cls, prompter_cls)
+                if reason:
+                    plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
+                                         "prompter": prompter_spec.key, "refiner": "",
+                                         "reason": reason})
+                    continue
+                refiner_specs: list[ComponentSpec | None] = []
+                for refiner_spec in config.refiners:
+                    refiner_reason = incompatibility(
+                        model_cls, None, registry.refiners.get(refiner_spec.name))
+                    if refiner_reason:
+                        plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
+                                             "prompter": prompter_spec.key,
+                                             "refiner": refiner_spec.key, "reason": refiner_reason})
+                    else:
+                        refiner_specs.append(refiner_spec)
+                for refiner_spec in refiner_specs or [None]:
+                    for seed in config.seeds:
+                        for case_id in case_ids:
+                            plan.units.append(WorkUnit(
+                                dataset=dataset_spec, case_id=case_id, model=model_spec,
+                                prompter=prompter_spec, refiner=refiner_spec, seed=seed,
+                                steps=config.refinement_steps,
+                                keep_previous_prompts=config.keep_previous_prompts,
+                                protocol=config.protocol,
+                                nsd_tolerance_mm=config.nsd_tolerance_mm))
+    # model-major in config order: one model is loaded at a time, and all work on a case for
+    # that model is contiguous (its image encodings are reused); stable inside a group
+    model_order = {spec.key: i for i, spec in enumerate(config.models)}
+    dataset_order = {spec.key: i for i, spec in enumerate(config.datasets)}
+    plan.units.sort(key=lambda u: (model_order[u.model.key], dataset_order[u.dataset.key],
+                                   u.case_id))
+    return plan
