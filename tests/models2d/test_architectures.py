@@ -10,9 +10,11 @@ those listed in ``shared/notes/peers-and-model-loading.md`` section 2.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
+from intrabench import registry
 from intrabench.models._sam_common import SAM_CONFIGS, build_sam
 from intrabench.models.sam2 import build_sam2_meta
 from intrabench.models.sam_med2d import SAM_MED2D_CONFIG, adapter_classes
@@ -183,3 +185,30 @@ def test_sam2_full_size_parameters_and_keys(variant: str) -> None:
     # SAM2.1 added the spatial no-object embedding
     assert ("no_obj_embed_spatial" in state) == variant.startswith("sam2.1")
     assert net.image_size == 1024
+
+
+def test_sam_med2d_network_equals_upstreams_with_every_tensor_non_zero():
+    """SAM-Med2D's own network code (its repository's modified ``segment_anything``, which no
+    package installs) was run by ``scripts/freeze_upstream_outputs.py`` with one seeded state
+    dict, every tensor non-zero (relative positions and adapters included), on seeded inputs;
+    ours, loaded with the same state dict, must give the frozen outputs (they were bit-identical
+    when frozen)."""
+    from .upstream_fixtures import (
+        SAM_MED2D_FROZEN,
+        sam_med2d_inputs,
+        sam_med2d_outputs,
+        seeded_non_zero_state,
+    )
+
+    net = registry.models.create("sam-med2d", {"weights": "random", "device": "cpu"}).net.eval()
+    state = seeded_non_zero_state(net)
+    assert all((v != 0).all() for v in state.values() if v.is_floating_point())
+    net.load_state_dict(state, strict=True)
+    ours = sam_med2d_outputs(net, sam_med2d_inputs())
+    frozen = np.load(SAM_MED2D_FROZEN)
+    assert set(frozen.files) == set(ours)
+    for key, value in ours.items():
+        expected = frozen[key]
+        assert np.abs(expected).max() > 1e-3, key  # real numbers, not zeros
+        np.testing.assert_allclose(value, expected, rtol=0,
+                                   atol=1e-5 * max(1.0, float(np.abs(expected).max())), err_msg=key)
