@@ -193,7 +193,7 @@ def test_sam_med2d_network_equals_upstreams_with_every_tensor_non_zero():
     dict, every tensor non-zero (relative positions and adapters included), on seeded inputs;
     ours, loaded with the same state dict, must give the frozen outputs (they were bit-identical
     when frozen)."""
-    from .upstream_fixtures import (
+    from upstream_fixtures import (
         SAM_MED2D_FROZEN,
         sam_med2d_inputs,
         sam_med2d_outputs,

@@ -101,3 +101,30 @@ def test_image_encoder_equals_medims_with_non_zero_relative_positions():
         expected, got = upstream(image), ours(image)
     assert expected.abs().max() > 0.1  # a real output, not zeros
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
+
+
+def test_segvol_prompt_encoder_and_decoder_equal_upstreams_with_every_tensor_non_zero():
+    """SegVol's own ``segment_anything_volumetric`` modules (its repository; no package) were
+    run by ``scripts/freeze_upstream_outputs.py`` with one seeded state dict, every tensor
+    non-zero, on a seeded embedding with clicks and a box; ours must give the frozen outputs
+    (bit-identical when frozen). The image encoder is MONAI's ``ViT`` in both."""
+    import numpy as np
+    from upstream_fixtures import (
+        SEGVOL_FROZEN,
+        seeded_non_zero_state,
+        segvol_inputs,
+        segvol_outputs,
+    )
+
+    from intrabench.models._segvol_arch import FULL, SegVolMaskDecoder, SegVolPromptEncoder
+
+    prompt_encoder, mask_decoder = SegVolPromptEncoder(FULL).eval(), SegVolMaskDecoder(FULL).eval()
+    for module in (prompt_encoder, mask_decoder):
+        module.load_state_dict(seeded_non_zero_state(module), strict=True)
+    ours = segvol_outputs(prompt_encoder, mask_decoder, segvol_inputs(), upstream=False)
+    frozen = np.load(SEGVOL_FROZEN)
+    for key, value in ours.items():
+        expected = frozen[key]
+        assert np.abs(expected).max() > 1e-3, key
+        np.testing.assert_allclose(value, expected, rtol=0,
+                                   atol=1e-5 * max(1.0, float(np.abs(expected).max())), err_msg=key)

@@ -56,3 +56,38 @@ def sam_med2d_outputs(net: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> 
         "low_res_logits": low_res[0, :, ::4, ::4].numpy().astype(np.float32),
         "iou": iou[0].numpy().astype(np.float32),
     }
+
+
+SEGVOL_FROZEN = DATA / "segvol_upstream_outputs.npz"
+
+
+def segvol_inputs(seed: int = 13) -> dict[str, torch.Tensor]:
+    """A full-size image embedding (768 x 8x16x16), three clicks and a box on the 32x256x256
+    grid, in SegVol's (D, H, W) order."""
+    generator = torch.Generator().manual_seed(seed)
+    return {
+        "embedding": torch.randn(1, 768, 8, 16, 16, generator=generator),
+        "coords": torch.tensor([[[10.0, 100.0, 120.0], [20.0, 60.0, 200.0], [5.0, 30.0, 40.0]]]),
+        "labels": torch.tensor([[1, 0, 1]]),
+        "box": torch.tensor([[4.0, 50.0, 70.0, 25.0, 180.0, 210.0]]),
+    }
+
+
+def segvol_outputs(prompt_encoder: torch.nn.Module, mask_decoder: torch.nn.Module,
+                   inputs: dict[str, torch.Tensor], upstream: bool) -> dict[str, np.ndarray]:
+    """Single-mask low-resolution logits (every 4th voxel) for clicks + box, through either
+    upstream's modules (``upstream``: their signatures, no text) or ours."""
+    points = (inputs["coords"], inputs["labels"])
+    with torch.no_grad():
+        if upstream:
+            sparse, dense = prompt_encoder(points=points, boxes=inputs["box"], masks=None,
+                                           text_embedding=None)
+            low, _ = mask_decoder(image_embeddings=inputs["embedding"], text_embedding=None,
+                                  image_pe=prompt_encoder.get_dense_pe(),
+                                  sparse_prompt_embeddings=sparse,
+                                  dense_prompt_embeddings=dense, multimask_output=False)
+        else:
+            sparse, dense = prompt_encoder(*points, inputs["box"])
+            low = mask_decoder(inputs["embedding"], prompt_encoder.get_dense_pe(), sparse, dense)
+    return {"low_res_logits": low[0, 0, ::4, ::4, ::4].numpy().astype(np.float32),
+            "sparse": sparse[0].numpy().astype(np.float32)}
