@@ -128,3 +128,34 @@ def test_segvol_prompt_encoder_and_decoder_equal_upstreams_with_every_tensor_non
         assert np.abs(expected).max() > 1e-3, key
         np.testing.assert_allclose(value, expected, rtol=0,
                                    atol=1e-5 * max(1.0, float(np.abs(expected).max())), err_msg=key)
+
+
+def test_full_sam_med3d_equals_medims_with_every_tensor_non_zero():
+    """The whole full-size network (encoder, prompt encoder, decoder with clicks and a mask
+    input) against ``medim``'s ``build_sam3D_vit_b_ori``, one seeded state dict for both."""
+    medim_sam = pytest.importorskip("medim.models.sam_med3d")
+    from upstream_fixtures import seeded_non_zero_state
+
+    upstream = medim_sam.build_sam3D_vit_b_ori(pretrained=False).eval()
+    ours = sam_arch.SamMed3DNet(sam_arch.FULL).eval()
+    state = seeded_non_zero_state(ours)
+    assert set(state) == set(upstream.state_dict())
+    upstream.load_state_dict(state, strict=True)
+    ours.load_state_dict(state, strict=True)
+    generator = torch.Generator().manual_seed(3)
+    image = torch.randn(1, 1, 128, 128, 128, generator=generator)
+    coords = torch.tensor([[[64.0, 60.0, 70.0], [30.0, 90.0, 50.0]]])
+    labels = torch.tensor([[1, 0]])
+    mask_input = torch.randn(1, 1, 32, 32, 32, generator=generator)
+    with torch.no_grad():
+        embedding = ours.image_encoder(image)
+        torch.testing.assert_close(embedding, upstream.image_encoder(image), rtol=0, atol=1e-5)
+        sparse, dense = upstream.prompt_encoder(points=(coords, labels), boxes=None,
+                                                masks=mask_input)
+        expected, _ = upstream.mask_decoder(
+            image_embeddings=embedding, image_pe=upstream.prompt_encoder.get_dense_pe(),
+            sparse_prompt_embeddings=sparse, dense_prompt_embeddings=dense,
+            multimask_output=False)
+        got = ours.decode(embedding, coords, labels, mask_input)
+    assert expected.abs().max() > 0.1
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-5 * float(expected.abs().max()))
