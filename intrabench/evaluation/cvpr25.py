@@ -35,13 +35,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from intrabench.evaluation.episode_metrics import auc, cvpr_nsd
 from intrabench.evaluation.metrics import DEFAULT_NSD_TOLERANCE_MM, crop_pair, step_metrics
-
-#: The protocols a run can follow (``protocol:`` in the run config).
-PROTOCOLS = ("intrabench", "cvpr25")
-
-#: The challenge's rule: an image's NSD counts as 0 when its mean Dice is <= this.
-DICE_FLOOR = 0.2
 
 #: Columns that identify one image under one configuration (the challenge's CSV row).
 IMAGE_KEYS = ["run", "dataset", "case", "model", "prompter", "refiner", "seed"]
@@ -112,16 +107,12 @@ def step_metrics_cvpr25(prediction: np.ndarray, ground_truth: np.ndarray,
                         nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM) -> dict[str, float]:
     """:func:`intrabench.evaluation.metrics.step_metrics` with ``nsd`` the challenge's surface-element NSD
     (:func:`surfel_nsd`); every other column is unchanged."""
+    cropped = crop_pair(prediction, ground_truth, margin=1)  # once: both measures use it
+    if cropped is not None:
+        prediction, ground_truth = cropped
     values = step_metrics(prediction, ground_truth, spacing, nsd_tolerance_mm)
     values["nsd"] = surfel_nsd(prediction, ground_truth, spacing, nsd_tolerance_mm)
     return values
-
-
-def _trapezoid(values: np.ndarray) -> float:
-    """Area under ``values`` at unit spacing (0 for one value, NaN for none)."""
-    if values.size == 0:
-        return float("nan")
-    return float(np.sum((values[1:] + values[:-1]) / 2.0))
 
 
 def image_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -139,7 +130,7 @@ def image_table(rows: pd.DataFrame) -> pd.DataFrame:
     per_step = (rows.groupby(keys + ["step"], sort=True, dropna=False)
                 .agg(dsc=("dice", "mean"), nsd=("nsd", "mean"), num_class=("target", "nunique"))
                 .reset_index())
-    per_step["nsd"] = np.where(per_step["dsc"] > DICE_FLOOR, per_step["nsd"], 0.0)
+    per_step["nsd"] = cvpr_nsd(per_step["dsc"], per_step["nsd"])  # the rule, per image
     records = []
     for identity, image in per_step.groupby(keys, sort=True, dropna=False):
         image = image.sort_values("step")
@@ -151,8 +142,8 @@ def image_table(rows: pd.DataFrame) -> pd.DataFrame:
             record[f"DSC_{step}"] = float(d)
             record[f"NSD_{step}"] = float(n)
         record.update({
-            "DSC_AUC": _trapezoid(dsc[1:]),
-            "NSD_AUC": _trapezoid(nsd[1:]),
+            "DSC_AUC": auc(dsc),
+            "NSD_AUC": auc(nsd),
             "DSC_Final": float(dsc[-1]),
             "NSD_Final": float(nsd[-1]),
         })
