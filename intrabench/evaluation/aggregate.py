@@ -80,7 +80,7 @@ def summary_table(rows: pd.DataFrame, metric: str = "dice", steps: str = "final"
     """
     if rows.empty:
         return pd.DataFrame()
-    missing = _missing_per_row(rows, metric, ["model", "prompter", "refiner", "step"])
+    missing = missing_counts(rows, metric, ["model", "prompter", "refiner", "step"])
     rows = fill_missing(rows, metric, missing_value)
     if steps == "final":
         last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
@@ -92,17 +92,15 @@ def summary_table(rows: pd.DataFrame, metric: str = "dice", steps: str = "final"
     effort = effort_per_configuration(rows).set_index(["model", "prompter", "refiner", "step"])
     wide.insert(0, "effort", effort["effort_label"].reindex(wide.index))
     wide.insert(1, "mean interactions", effort["mean_effort"].reindex(wide.index).round(1))
-    if missing is not None and missing_value is None:
+    if missing.any() and missing_value is None:
         wide["missing"] = missing.reindex(wide.index).fillna(0).astype(int)
     wide.columns.name = None
     return wide.reset_index()
 
 
-def _missing_per_row(rows: pd.DataFrame, metric: str, keys: list[str]) -> pd.Series | None:
-    """Rows with a missing ``metric`` per group of ``keys``, or None when none is missing."""
-    if metric not in rows or not rows[metric].isna().any():
-        return None
-    return rows[metric].isna().groupby([rows[k] for k in keys]).sum()
+def missing_counts(rows: pd.DataFrame, metric: str, keys: list[str]) -> pd.Series:
+    """Rows whose ``metric`` is missing (NaN), per group of ``keys`` (0 where none is)."""
+    return rows[metric].isna().groupby([rows[k] for k in keys]).sum().astype(int)
 
 
 def merge_datasets(rows: pd.DataFrame, groups: Mapping[str, Sequence[str]]) -> pd.DataFrame:

@@ -74,7 +74,7 @@ def prediction_path(run_dir: Path, dataset: str, model: str, prompter: str, refi
 def configuration_summary(episodes: pd.DataFrame) -> pd.DataFrame:
     """Per configuration: hierarchical scores (mean over datasets of the dataset score) of the
     episode summaries, plus mean effort and model time per step (plain means over targets)."""
-    from intrabench.evaluation.aggregate import dataset_statistics
+    from intrabench.evaluation.aggregate import dataset_statistics, missing_counts
 
     config = ["model", "prompter", "refiner"]
     parts = []
@@ -86,8 +86,7 @@ def configuration_summary(episodes: pd.DataFrame) -> pd.DataFrame:
     plain = episodes.groupby(config)[["cumulative_effort", "model_seconds_per_step"]].mean()
     if "hd95_final" in episodes and episodes["hd95_final"].isna().any():
         # HD95 of an empty prediction is NaN and left out of its mean: say how many
-        parts.append(episodes["hd95_final"].isna().groupby([episodes[c] for c in config])
-                     .sum().astype(int).rename("HD95 missing"))
+        parts.append(missing_counts(episodes, "hd95_final", config).rename("HD95 missing"))
     table = pd.concat(parts + [plain], axis=1).reset_index()
     return table.rename(columns={"dice_initial": "Dice initial", "dice_final": "Dice final",
                                  "dice_auc_norm": "Dice AUC (norm.)", "nsd_final": "NSD final",

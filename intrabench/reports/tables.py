@@ -20,7 +20,13 @@ import pandas as pd
 import yaml
 
 from intrabench.errors import ConfigError
-from intrabench.evaluation.aggregate import fill_missing, merge_datasets, per_dataset, to_markdown
+from intrabench.evaluation.aggregate import (
+    fill_missing,
+    merge_datasets,
+    missing_counts,
+    per_dataset,
+    to_markdown,
+)
 
 
 @dataclass
@@ -94,7 +100,7 @@ def build_table(rows: pd.DataFrame, layout: Layout | None = None, metric: str = 
     if rows.empty:
         return pd.DataFrame()
     index = ["model", "prompter", "refiner", "step"]
-    missing = rows[metric].isna().groupby([rows[k] for k in index]).sum()
+    missing = missing_counts(rows, metric, index)
     rows = fill_missing(rows, metric, missing_value)
     scores = per_dataset(rows, metric)
     wide = scores.pivot_table(index=index, columns="dataset", values=metric, sort=True) * scale
