@@ -143,12 +143,17 @@ def safe_file_name(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in text)[:120]
 
 
-def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str) -> Path:
-    """Where the final prediction of (unit, case, target) is saved."""
+def prediction_folder(run_dir: Path, unit: WorkUnit) -> Path:
+    """The folder of a unit's prediction files (one per configuration and seed)."""
     parts = [safe_file_name(p) for p in (unit.dataset.key, unit.model.key, unit.prompter.key,
                                 unit.refiner_key, f"seed{unit.seed}")]
-    return Path(run_dir).joinpath("predictions", *parts,
-                                  f"{safe_file_name(case_id)}__{safe_file_name(target_id)}.nii.gz")
+    return Path(run_dir).joinpath("predictions", *parts)
+
+
+def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str) -> Path:
+    """Where the final prediction of (unit, case, target) is saved."""
+    return prediction_folder(run_dir, unit) / (
+        f"{safe_file_name(case_id)}__{safe_file_name(target_id)}.nii.gz")
 
 
 def _save_prediction(job: UnitJob, episode: CroppedEpisode) -> None:

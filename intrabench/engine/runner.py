@@ -26,7 +26,7 @@ from intrabench.engine.finishing import (
     UnitJob,
     crop_episode,
     finish_unit,
-    prediction_path,
+    prediction_folder,
     safe_file_name,
 )
 from intrabench.engine.pipeline import Lane, LaneMode
@@ -184,11 +184,6 @@ class Runner:
         except UserError as error:  # e.g. a missing checkpoint: the other models still run
             self._unusable_models[first.model.key] = str(error)
             return [f"model '{first.model.key}' skipped: {error}"]
-        try:
-            model.set_case(case.image)
-        except CheckpointError as error:  # weights read at first use: a bad file stops the model
-            self._unusable_models[first.model.key] = str(error)
-            return [f"model '{first.model.key}' skipped: {error}"]
         scheduler = EpisodeScheduler(model, self._users, self.episodes_in_flight,
                                      self.config.imports)
         collected: dict[str, list[CroppedEpisode | None]] = {}  # by unit, in target order
@@ -209,9 +204,10 @@ class Runner:
         pending = [unit for unit in units if self.needs_work(unit)]
         for unit in pending:
             collected[unit.key] = [None] * len(case.targets)
-        try:
+        try:  # weights are read at first use: a bad file stops this model, not the run
+            model.set_case(case.image)
             scheduler.run(self._episode_tasks(pending, case, model.dimension), episode_done)
-        except CheckpointError as error:  # only this model's work is lost, not the run
+        except CheckpointError as error:
             self._unusable_models[first.model.key] = str(error)
             return [f"model '{first.model.key}' skipped: {error}"]
         if wait:
@@ -267,6 +263,7 @@ class Runner:
 
         write_frame(self.run_dir / "skipped.csv", pd.DataFrame(
             plan.skipped, columns=["dataset", "model", "prompter", "refiner", "reason"]))
+        self.store.set_aside_damaged(u.key for u in plan.units)  # once per run, not per group
         pending = [u for u in plan.units if self.needs_work(u)]
         return plan, [list(g) for _, g in groupby(pending, key=lambda u: u.group)]
 
@@ -277,7 +274,7 @@ class Runner:
             return True
         if not self.config.save_predictions:
             return False
-        folder = prediction_path(self.run_dir, unit, unit.case_id, "x").parent
+        folder = prediction_folder(self.run_dir, unit)
         return not any(folder.glob(f"{safe_file_name(unit.case_id)}__*.nii.gz"))
 
     def finish(self, plan: Plan) -> None:

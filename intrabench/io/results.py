@@ -22,6 +22,7 @@ import os
 import platform
 import sys
 import tempfile
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -135,23 +136,28 @@ class ResultsStore:
         return self.units_dir / f"{unit_key}.parquet"
 
     def is_done(self, unit_key: str) -> bool:
-        """Whether the unit's file exists and is a whole Parquet file. A damaged one (a disk
-        that filled up, a copy cut short) is moved aside to ``<key>.parquet.damaged`` with a
-        warning, and the unit is computed again."""
-        path = self.unit_path(unit_key)
-        if not path.exists():
-            return False
-        try:
-            import pyarrow.parquet as pq
+        return self.unit_path(unit_key).exists()
 
-            pq.read_metadata(path)
-        except Exception as error:  # pyarrow raises several kinds on a damaged file
-            aside = path.with_name(path.name + ".damaged")
-            path.replace(aside)
-            log.warning("unit file %s is damaged (%s); moved to %s and computed again",
-                        path.name, str(error).splitlines()[0], aside.name)
-            return False
-        return True
+    def set_aside_damaged(self, unit_keys: Iterable[str]) -> list[str]:
+        """Move every unit file of ``unit_keys`` that is not a whole Parquet file (a disk that
+        filled up, a copy cut short) aside to ``<key>.parquet.damaged``, with a warning, so
+        that the unit is computed again; returns their keys. Reads only each file's footer."""
+        import pyarrow.parquet as pq
+
+        damaged = []
+        for key in unit_keys:
+            path = self.unit_path(key)
+            if not path.exists():
+                continue
+            try:
+                pq.read_metadata(path)
+            except Exception as error:  # pyarrow raises several kinds on a damaged file
+                aside = path.with_name(path.name + ".damaged")
+                path.replace(aside)
+                log.warning("unit file %s is damaged (%s); moved to %s and computed again",
+                            path.name, str(error).splitlines()[0], aside.name)
+                damaged.append(key)
+        return damaged
 
     def unit_count(self) -> int:
         """Unit files present (finished units)."""
