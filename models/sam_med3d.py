@@ -243,9 +243,10 @@ class _SamMed3DBase(Model):
         mask = np.zeros(self._image.shape, dtype=bool)
         region, picks = [], []
         for axis in range(3):
-            nearest = self._grid_map.nearest_original(axis) - start[axis]
-            valid = np.flatnonzero((nearest >= 0) & (nearest < crop_mask.shape[axis])
-                                   & (self._grid_map.nearest_original(axis) >= 0))
+            on_grid = self._grid_map.nearest_original(axis)  # -1: outside the grid
+            nearest = on_grid - start[axis]
+            valid = np.flatnonzero((on_grid >= 0) & (nearest >= 0)
+                                   & (nearest < crop_mask.shape[axis]))
             if len(valid) == 0:
                 return mask
             region.append(slice(int(valid[0]), int(valid[-1]) + 1))
