@@ -103,13 +103,11 @@ def from_canonical(canonical_zyx: np.ndarray, geometry: ImageGeometry) -> np.nda
 def native_index(points_zyx: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
     """(N, 3) canonical (z, y, x) voxel indices -> the same voxels' (k, j, i) indices in the
     file's own voxel order (SimpleITK's array order), as :func:`from_canonical` moves them."""
-    ornt = geometry.orientation()
+    # nibabel's affine from reoriented (RAS) array indices back to the file's (i, j, k)
+    back = nib.orientations.inv_ornt_aff(geometry.orientation(), geometry.size)
     ras = np.asarray(points_zyx)[:, ::-1]
-    ijk = np.empty_like(ras)
-    for voxel_axis, (ras_axis, flip) in enumerate(ornt):
-        values = ras[:, int(ras_axis)]
-        ijk[:, voxel_axis] = values if flip == 1 else geometry.size[voxel_axis] - 1 - values
-    return ijk[:, ::-1]
+    ijk = ras @ back[:3, :3].T + back[:3, 3]
+    return np.rint(ijk[:, ::-1]).astype(np.asarray(points_zyx).dtype)
 
 
 @dataclass(frozen=True, eq=False)
