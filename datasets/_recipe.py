@@ -541,14 +541,14 @@ def _damage(image_path: Path, label_path: Path, dimension: int) -> list[str]:
     """What makes a case unusable that SimpleITK reads without complaint: a cut file (its
     missing voxels read as zeros), NaN or infinite voxels, an image that is not 3D."""
     from intrabench.errors import DataError
-    from intrabench.io.volume import read_sitk
+    from intrabench.io.volume import check_nifti
 
     problems = []
     if dimension != 3:
         problems.append(f"the image is {dimension}D, not 3D")
-    for path in (image_path, label_path):
+    for path in (image_path, label_path):  # one pass over the data, no image decoded
         try:
-            read_sitk(path)
+            check_nifti(path)
         except DataError as error:
             problems.append(str(error).replace(f"{path}: ", f"{path.name}: "))
     return problems
