@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 import cc3d
 import numpy as np
+import pandas as pd
 import SimpleITK as sitk
 
 from intrabench.errors import DataError, UserError
@@ -114,7 +115,8 @@ def check_label_values(label: sitk.Image, path: Path, classes: dict[str, int] | 
     """DataError unless every voxel of ``label`` is a whole number 0..2^31-1 and, when
     ``classes`` is given, one of its values: a float label would be truncated (1.7 -> 1), a
     64-bit one would wrap, and an undeclared value would silently not be a target."""
-    values = np.unique(sitk.GetArrayViewFromImage(label))
+    # hash-based (pandas), then sorted: np.unique sorts every voxel, 5x slower on int32 CTs
+    values = np.sort(pd.unique(sitk.GetArrayViewFromImage(label).ravel()))
     if np.issubdtype(values.dtype, np.floating):
         fractional = values[values != np.round(values)]
         if fractional.size:
