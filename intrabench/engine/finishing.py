@@ -138,22 +138,27 @@ def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
     return step_metrics
 
 
-def safe_file_name(text: str) -> str:
+def safe_file_name(text: Any) -> str:
     """``text`` as a file-name part: letters, digits and -_.= kept, others as _, 120 at most."""
-    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in text)[:120]
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in str(text))[:120]
 
 
-def prediction_folder(run_dir: Path, unit: WorkUnit) -> Path:
-    """The folder of a unit's prediction files (one per configuration and seed)."""
-    parts = [safe_file_name(p) for p in (unit.dataset.key, unit.model.key, unit.prompter.key,
-                                unit.refiner_key, f"seed{unit.seed}")]
+def prediction_folder(run_dir: Path, dataset: str, model: str, prompter: str, refiner: str,
+                      seed: int) -> Path:
+    """The folder of one configuration's prediction files (component keys as in the rows)."""
+    parts = [safe_file_name(p) for p in (dataset, model, prompter, refiner, f"seed{seed}")]
     return Path(run_dir).joinpath("predictions", *parts)
+
+
+def prediction_file_name(case_id: str, target_id: str) -> str:
+    return f"{safe_file_name(case_id)}__{safe_file_name(target_id)}.nii.gz"
 
 
 def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str) -> Path:
     """Where the final prediction of (unit, case, target) is saved."""
-    return prediction_folder(run_dir, unit) / (
-        f"{safe_file_name(case_id)}__{safe_file_name(target_id)}.nii.gz")
+    folder = prediction_folder(run_dir, unit.dataset.key, unit.model.key, unit.prompter.key,
+                               unit.refiner_key, unit.seed)
+    return folder / prediction_file_name(case_id, target_id)
 
 
 def _save_prediction(job: UnitJob, episode: CroppedEpisode) -> None:

@@ -274,7 +274,8 @@ class Runner:
             return True
         if not self.config.save_predictions:
             return False
-        folder = prediction_folder(self.run_dir, unit)
+        folder = prediction_folder(self.run_dir, unit.dataset.key, unit.model.key,
+                                   unit.prompter.key, unit.refiner_key, unit.seed)
         return not any(folder.glob(f"{safe_file_name(unit.case_id)}__*.nii.gz"))
 
     def finish(self, plan: Plan) -> None:

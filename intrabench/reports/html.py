@@ -20,6 +20,7 @@ import pandas as pd
 import yaml
 
 from intrabench import __version__
+from intrabench.engine.finishing import prediction_file_name, prediction_folder, safe_file_name
 from intrabench.evaluation.aggregate import per_case_table
 from intrabench.evaluation.episode_metrics import episode_table, success_summary
 from intrabench.io.results import load_results
@@ -60,15 +61,11 @@ def _frame_html(frame: pd.DataFrame, digits: int = 2) -> str:
                          border=0, escape=True)
 
 
-def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in str(text))[:120]
-
-
 def prediction_path(run_dir: Path, dataset: str, model: str, prompter: str, refiner: str,
                     seed: int, case: str, target: str) -> Path:
     """Where :class:`intrabench.engine.runner.Runner` saves a target's final prediction."""
-    parts = [_safe(p) for p in (dataset, model, prompter, refiner, f"seed{seed}")]
-    return run_dir.joinpath("predictions", *parts, f"{_safe(case)}__{_safe(target)}.nii.gz")
+    return (prediction_folder(run_dir, dataset, model, prompter, refiner, seed)
+            / prediction_file_name(case, target))
 
 
 def configuration_summary(episodes: pd.DataFrame) -> pd.DataFrame:
@@ -154,7 +151,7 @@ def _overlays(run_dir: Path, episodes: pd.DataFrame, chosen: list[str] | None,
                  f"final Dice {episode.dice_final:.3f}")
         png = plots.overlay(case.image.array, case.target_mask(target), prediction,
                             case.image.spacing, title=title)
-        figures.append(Figure(f"overlay-{_safe(episode.dataset)}-{_safe(episode.case)}-{_safe(episode.target)}",
+        figures.append(Figure(f"overlay-{safe_file_name(episode.dataset)}-{safe_file_name(episode.case)}-{safe_file_name(episode.target)}",
                               title + " (green: ground truth, red: prediction)", png))
     return figures, notes
 
