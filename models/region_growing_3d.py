@@ -45,10 +45,14 @@ class RegionGrowing3D(VolumeBaseline):
              ) -> tuple[slice, slice, slice]:
         shape = self._image.shape
         if prompt.box3d is not None:
+            # the box bounds the search, but corrective clicks may land outside it (a refiner
+            # clicks where the error is): the ROI grows to hold every click
             b = prompt.box3d
-            return tuple(slice(lo, hi + 1) for lo, hi in (
-                expand(lo, hi, self.box_margin_voxels, shape[a]) for a, (lo, hi) in
-                enumerate(((b.z_min, b.z_max), (b.y_min, b.y_max), (b.x_min, b.x_max)))))
+            box = [expand(lo, hi, self.box_margin_voxels, shape[a]) for a, (lo, hi) in
+                   enumerate(((b.z_min, b.z_max), (b.y_min, b.y_max), (b.x_min, b.x_max)))]
+            low, high = points.min(0), points.max(0)
+            return tuple(slice(min(lo, int(low[a])), max(hi, int(high[a])) + 1)
+                         for a, (lo, hi) in enumerate(box))
         lows, highs = [points.min(0)], [points.max(0)]
         corners = mask_corners(previous)
         if corners is not None:

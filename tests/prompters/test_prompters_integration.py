@@ -91,3 +91,18 @@ def test_configs_reject_unknown_prompter_parameters():
         registry.prompters.check_params("point-interpolation", {"n_slice": 3})
     with pytest.raises(ConfigError, match="n_slices must be >= 1"):
         registry.prompters.create("point-interpolation", {"n_slices": 0})
+
+
+@pytest.mark.parametrize("refiner", ["center-error-click", "cvpr25-click"])
+def test_region_growing_3d_takes_corrections_outside_its_cvpr25_box(refiner):
+    """Regression: corrective clicks landing outside the 3D box indexed past the search region
+    (IndexError at the first correction), which killed whole runs."""
+    model = registry.models.create("region-growing-3d")
+    for case in registry.datasets.create("demo-phantoms", {"n_cases": 3}):
+        model.set_case(case.image)
+        for target in case.targets:
+            results = run_episode(case, target, model, registry.prompters.create("cvpr25-box"),
+                                  "cvpr25-box", registry.refiners.create(refiner), refiner,
+                                  steps=3, seed=0)
+            assert len(results) == 4
+            assert all(0.0 <= r.metrics["dice"] <= 1.0 for r in results)
