@@ -17,8 +17,8 @@ from typing import ClassVar
 
 import cc3d
 import numpy as np
-from scipy import ndimage
 
+from intrabench.distance import deepest_voxels, nearest_distances
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
@@ -77,10 +77,12 @@ class RegionGrowing3D(VolumeBaseline):
 
     def _nearer_to(self, near: np.ndarray, far: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         """Voxels closer (in mm) to a seed of ``near`` than to any seed of ``far``."""
+        everywhere = np.ones(shape, dtype=bool)
+
         def distance_to(seeds: np.ndarray) -> np.ndarray:
-            free = np.ones(shape, dtype=bool)
-            free[tuple(seeds.T)] = False
-            return ndimage.distance_transform_edt(free, sampling=self._image.spacing)
+            marked = np.zeros(shape, dtype=bool)
+            marked[tuple(seeds.T)] = True
+            return nearest_distances(everywhere, marked, self._image.spacing).reshape(shape)
 
         return distance_to(near) < distance_to(far)
 
@@ -137,8 +139,7 @@ class RegionGrowing3D(VolumeBaseline):
             if not len(keep_near) and region.any():
                 # negative clicks only (earlier prompts dropped): protect the core of what was
                 # predicted, its voxel deepest inside, instead of carving the whole object away
-                depth = ndimage.distance_transform_edt(region, sampling=self._image.spacing)
-                keep_near = np.array([np.unravel_index(int(np.argmax(depth)), depth.shape)])
+                keep_near = deepest_voxels(region, self._image.spacing)[:1]  # first in C order
             if len(keep_near):
                 carved &= self._nearer_to(local_negatives, keep_near, data.shape)
             region &= ~carved

@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from scipy import ndimage
 
+from intrabench.distance import squared_voxel_distances
 from intrabench.protocols import PromptContext, Prompter, RefineContext
 from intrabench.registry import prompters, refiners
 from intrabench.types import Box3D, Prompt, interactions
@@ -106,7 +106,8 @@ def challenge_click(component: np.ndarray) -> tuple[int, ...]:
         from skimage.measure import block_reduce
 
         padded = block_reduce(padded, block_size=(2, 2, 2), func=np.max)
-    distance = ndimage.distance_transform_edt(padded)
+    # squared voxel distances: exact integers, so the maxima are those of SciPy's transform
+    distance = squared_voxel_distances(padded)
     if large:
         distance = distance.repeat(2, axis=0).repeat(2, axis=1).repeat(2, axis=2)
     distance = distance[inner] * local

@@ -16,15 +16,14 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from scipy import ndimage
 from skimage.measure import find_contours
 
+from intrabench.distance import deepest_voxels, squared_voxel_distances
 from intrabench.protocols import RefineContext, Refiner
 from intrabench.registry import refiners
 from intrabench.types import Prompt, Scribble, interactions
 
 from ._geometry import (
-    argmax_random_tie,
     bounding_box,
     centroid_point_2d,
     crop_offset,
@@ -67,13 +66,14 @@ def _edt_center(component: np.ndarray, rng: np.random.Generator,
     """Voxel of ``component`` farthest from its boundary (the array border counts as boundary).
 
     Cropped to the component's bounding box and padded by one background voxel before the
-    Euclidean distance transform; ties broken uniformly with ``rng``.
+    Euclidean distance transform (:func:`intrabench.distance.deepest_voxels`, exact); ties
+    (listed in C order) broken uniformly with ``rng``.
     """
     low, high = bounding_box(component)
     crop = crop_slices(low, high, component.shape)
     local = np.pad(component[crop], 1)
-    distance = ndimage.distance_transform_edt(local, sampling=sampling)
-    peak = argmax_random_tie(distance, rng)
+    deepest = deepest_voxels(local, sampling)
+    peak = deepest[0] if len(deepest) == 1 else deepest[int(rng.integers(len(deepest)))]
     return tuple(int(p - 1 + s.start) for p, s in zip(peak, crop))
 
 
@@ -314,7 +314,8 @@ class ScribbleRefiner(Refiner):
         reach = int(np.ceil(self.contour_distance)) + 1
         low, high = bounding_box(plane_gt)
         crop = crop_slices(low, high, plane_gt.shape, reach)
-        distance = ndimage.distance_transform_edt(~plane_gt[crop])
+        # exact: the square root of an integer squared distance, as SciPy computes it
+        distance = np.sqrt(squared_voxel_distances(~plane_gt[crop]).astype(np.float64))
         grown = np.zeros(plane_gt.shape, dtype=bool)
         grown[crop] = distance <= self.contour_distance
         curves = _ordered_contours(grown)

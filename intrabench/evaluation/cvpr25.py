@@ -35,6 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from intrabench.distance import nearest_distances
 from intrabench.evaluation.episode_metrics import auc, cvpr_nsd
 from intrabench.evaluation.metrics import DEFAULT_NSD_TOLERANCE_MM, crop_pair, step_metrics
 
@@ -81,7 +82,6 @@ def surfel_nsd(prediction: np.ndarray, ground_truth: np.ndarray, spacing: Sequen
     volume). An empty prediction of a non-empty target scores 0 (as DeepMind's); two empty
     masks 1 (IntraBench's convention; DeepMind's is 0/0).
     """
-    from scipy import ndimage
 
     cropped = crop_pair(prediction, ground_truth, margin=1)
     if cropped is None:
@@ -94,8 +94,8 @@ def surfel_nsd(prediction: np.ndarray, ground_truth: np.ndarray, spacing: Sequen
     codes_pred, codes_gt = _surface_elements(pred), _surface_elements(gt)
     border_pred = (codes_pred != 0) & (codes_pred != 255)
     border_gt = (codes_gt != 0) & (codes_gt != 255)
-    pred_to_gt = ndimage.distance_transform_edt(~border_gt, sampling=sampling)[border_pred]
-    gt_to_pred = ndimage.distance_transform_edt(~border_pred, sampling=sampling)[border_gt]
+    pred_to_gt = nearest_distances(border_pred, border_gt, sampling)
+    gt_to_pred = nearest_distances(border_gt, border_pred, sampling)
     area_pred, area_gt = areas[codes_pred[border_pred]], areas[codes_gt[border_gt]]
     within = (np.sum(area_pred[pred_to_gt <= tolerance_mm])
               + np.sum(area_gt[gt_to_pred <= tolerance_mm]))

@@ -22,11 +22,12 @@ so cost scales with the objects, not with the volume.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 
 import numpy as np
-from scipy import ndimage
-from scipy.spatial import cKDTree
+
+from intrabench.distance import nearest_distances
 
 #: Default tolerance of the normalised surface Dice (mm), as the CVPR 2025 challenge.
 DEFAULT_NSD_TOLERANCE_MM = 2.0
@@ -55,13 +56,52 @@ def _first_axis_extent(mask: np.ndarray, chunk: int = 8) -> tuple[int, int] | No
     return low, low + 1  # unreachable: row ``low`` holds the first True voxel
 
 
+#: boxes of frozen masks, by ``id``: (weak reference to the mask, its box)
+_FROZEN_BOXES: dict[int, tuple[weakref.ref, tuple[slice, ...] | None]] = {}
+
+
+def _is_frozen(mask: object) -> bool:
+    """A boolean array that owns its data and cannot be written: its box cannot change."""
+    return (isinstance(mask, np.ndarray) and mask.dtype == bool and mask.base is None
+            and not mask.flags.writeable)
+
+
+def _remember(mask: np.ndarray, box: tuple[slice, ...] | None) -> None:
+    key = id(mask)
+    _FROZEN_BOXES[key] = (weakref.ref(mask, lambda _ref, key=key: _FROZEN_BOXES.pop(key, None)),
+                          box)
+
+
+def freeze_with_box(mask: np.ndarray, box: tuple[slice, ...] | None) -> np.ndarray:
+    """Make ``mask`` (boolean, owning its data) read-only and record its known bounding
+    ``box``, so that :func:`bounding_box` answers without reading it. The caller vouches for
+    the box (e.g. the mask was just filled inside it)."""
+    mask.setflags(write=False)
+    if _is_frozen(mask):
+        _remember(mask, box)
+    return mask
+
+
 def bounding_box(mask: np.ndarray) -> tuple[slice, ...] | None:
     """Bounding box of a boolean mask as slices (one per axis), or None if it is empty.
 
     Finds the axis-0 range first (reading only the empty margins of a contiguous mask), then
     projects the remaining axes on that slab, so a small object in a large volume costs about
-    one pass over the volume at memory speed.
+    one pass over the volume at memory speed. The box of a read-only boolean array that owns
+    its data (the engine freezes every ground truth and prediction) is measured once and
+    remembered for as long as the array lives.
     """
+    if _is_frozen(mask):
+        known = _FROZEN_BOXES.get(id(mask))
+        if known is not None and known[0]() is mask:
+            return known[1]
+        box = _measure_box(mask)
+        _remember(mask, box)
+        return box
+    return _measure_box(mask)
+
+
+def _measure_box(mask: np.ndarray) -> tuple[slice, ...] | None:
     mask = np.asarray(mask, dtype=bool)
     if mask.ndim == 0 or mask.size == 0:
         return None
@@ -101,6 +141,15 @@ def union_of_boxes(boxes: Iterable[tuple[slice, ...] | None]) -> tuple[slice, ..
                  for a in range(len(present[0])))
 
 
+def masks_equal(first: np.ndarray, second: np.ndarray) -> bool:
+    """Whether two boolean masks of one shape are equal, reading only their bounding boxes
+    (``np.array_equal`` reads both volumes whole)."""
+    box = bounding_box(first)
+    if box != bounding_box(second):
+        return False
+    return box is None or bool(np.array_equal(first[box], second[box]))
+
+
 def crop_pair(prediction: np.ndarray, ground_truth: np.ndarray,
               margin: int = 1) -> tuple[np.ndarray, np.ndarray] | None:
     """Both masks cropped to the bounding box of their union and zero-padded by ``margin``.
@@ -135,41 +184,6 @@ def surface(mask: np.ndarray) -> np.ndarray:
     return mask & ~interior
 
 
-def _distances_edt(sources: np.ndarray, targets: np.ndarray, spacing: np.ndarray) -> np.ndarray:
-    return ndimage.distance_transform_edt(~targets, sampling=spacing)[sources]
-
-
-def _offset_lengths(offsets: np.ndarray, spacing: np.ndarray) -> np.ndarray:
-    """Lengths in mm of integer voxel offsets (N, ndim), in scipy's EDT arithmetic: each
-    offset scaled by its spacing, squared, summed in axis order, square-rooted. A distance of
-    n voxels along one axis is therefore ``sqrt((n * s) ** 2)``, exactly what the EDT path (and
-    MONAI, which uses the EDT) computes, never a difference of two scaled coordinates."""
-    scaled = offsets.astype(np.float64) * spacing
-    return np.sqrt(np.add.reduce(scaled * scaled, axis=1))
-
-
-def _distances_kdtree(sources: np.ndarray, targets: np.ndarray, spacing: np.ndarray) -> np.ndarray:
-    """The KD-tree finds each source voxel's nearest target voxel; the distance is then computed
-    from the integer offset to it (:func:`_offset_lengths`), so that a distance equal to the NSD
-    tolerance compares equal to it as on the EDT path (``4*0.7 - 3*0.7`` is not ``0.7``)."""
-    target_voxels = np.argwhere(targets)
-    source_voxels = np.argwhere(sources)
-    tree = cKDTree(target_voxels * spacing, leafsize=32)
-    nearest = tree.query(source_voxels * spacing, k=1)[1]
-    return _offset_lengths(target_voxels[nearest] - source_voxels, spacing)
-
-
-def _nearest_distances(sources: np.ndarray, targets: np.ndarray,
-                       spacing: np.ndarray) -> np.ndarray:
-    """For each True voxel of ``sources`` (in C order), the distance in mm to the nearest True
-    voxel of ``targets``. Both non-empty, same shape. Both methods are exact."""
-    n_surface = int(np.count_nonzero(targets)) + int(np.count_nonzero(sources))
-    # A distance transform costs ~ the crop size; a KD-tree ~ the number of surface voxels.
-    if targets.size <= 16 * n_surface:
-        return _distances_edt(sources, targets, spacing)
-    return _distances_kdtree(sources, targets, spacing)
-
-
 def surface_distances(prediction: np.ndarray, ground_truth: np.ndarray,
                       spacing: Spacing) -> tuple[np.ndarray, np.ndarray] | None:
     """(prediction-surface -> ground-truth-surface, ground-truth-surface -> prediction-surface)
@@ -185,8 +199,8 @@ def surface_distances(prediction: np.ndarray, ground_truth: np.ndarray,
         return None
     sampling = np.asarray(spacing, dtype=np.float64)
     pred_surface, gt_surface = surface(pred), surface(gt)
-    return (_nearest_distances(pred_surface, gt_surface, sampling),
-            _nearest_distances(gt_surface, pred_surface, sampling))
+    return (nearest_distances(pred_surface, gt_surface, sampling),
+            nearest_distances(gt_surface, pred_surface, sampling))
 
 
 def confusion(prediction: np.ndarray, ground_truth: np.ndarray) -> tuple[int, int, int]:
@@ -284,8 +298,8 @@ def step_metrics(
         else:
             sampling = np.asarray(spacing, dtype=np.float64)
             pred_surface, gt_surface = surface(pred), surface(gt)
-            distances = (_nearest_distances(pred_surface, gt_surface, sampling),
-                         _nearest_distances(gt_surface, pred_surface, sampling))
+            distances = (nearest_distances(pred_surface, gt_surface, sampling),
+                         nearest_distances(gt_surface, pred_surface, sampling))
             nsd = _nsd(distances, nsd_tolerance_mm)
             hd95 = _hd95(distances)
     return {

@@ -186,7 +186,8 @@ def test_bounding_box_matches_projection(z_positions):
 
 
 def test_both_distance_methods_agree():
-    from intrabench.evaluation.metrics import _distances_edt, _distances_kdtree
+    from intrabench.distance import _distances_by_transform as _distances_edt
+    from intrabench.distance import _distances_kdtree
 
     rng = np.random.default_rng(1)
     sources = rng.random((15, 17, 19)) > 0.9
@@ -208,7 +209,8 @@ def test_nsd_exact_tie_on_the_kdtree_path():
     # Ground truth at x = 0 and 3, prediction at x = 2, spacing 0.7 mm along x, tolerance
     # 0.7 mm: the prediction voxel is 1 voxel (0.7 mm) from x = 3, within the tolerance; the
     # ground truth at x = 3 is 0.7 mm from it too; x = 0 is 1.4 mm away. NSD = 2/3 exactly.
-    from intrabench.evaluation.metrics import _distances_edt, _distances_kdtree
+    from intrabench.distance import _distances_by_transform as _distances_edt
+    from intrabench.distance import _distances_kdtree
 
     gt = np.zeros((1, 1, 4), bool)
     gt[0, 0, [0, 3]] = True
@@ -233,7 +235,9 @@ TIE_SPACINGS = [0.1, 0.3, 0.4, 0.7, 0.8, 1.0, 1.5]
 def test_nsd_matches_monai_at_tie_prone_spacings(data):
     """Sparse random masks, spacings like 0.4/0.7/0.8 mm and tolerances that are whole multiples
     of them (so many distances equal the tolerance): both distance paths agree with MONAI."""
-    from intrabench.evaluation.metrics import _distances_edt, _distances_kdtree, _nsd
+    from intrabench.distance import _distances_by_transform as _distances_edt
+    from intrabench.distance import _distances_kdtree
+    from intrabench.evaluation.metrics import _nsd
 
     shape = tuple(data.draw(st.integers(1, 6), label=f"size{a}") for a in range(3))
     seed = data.draw(st.integers(0, 2**16), label="seed")
