@@ -1,0 +1,218 @@
+"""Is the model busy? Wall time, throughput and the model's share of a whole run.
+
+Two ways to run it:
+
+* ``python benchmarks/bench_gpu_run.py CONFIG`` runs a config (e.g.
+  ``benchmarks/configs/gpu-2d-refine.yaml`` on a GPU node). It prints the wall time, cases per
+  minute, the share of wall time spent in model forward passes (timed in the model loop) and,
+  when a CUDA device is visible, the GPU busy share: NVML utilisation sampled every 250 ms
+  (``nvidia-ml-py``), the share of samples above 0 and their mean.
+* ``python benchmarks/bench_gpu_run.py --proxy-ms 10`` needs no GPU: CT-sized phantoms
+  (``--shape``, default 160 x 512 x 512, 6-10 lesions, ``--cases`` of them) go through
+  ``synthetic-network``, a stand-in whose forward pass takes a fixed 10 ms of wall time (the
+  CPU is free meanwhile, as during a synchronised GPU call) and whose masks look like a trained
+  network's (the target grown from the prompt, dilated, eroded or shifted, sometimes leaking
+  into a large region; see models/synthetic_network.py). The two GPU configs in one run: a 2D
+  stand-in (10 ms per predicted slice) with a box per slice and 3-slice box and point
+  interpolation, a 3D stand-in with one centre click; each refined with 3 centre-of-error
+  clicks. The phantoms are written once as NIfTI files
+  (cached under ``--cache``) and read by the ``folder`` dataset like a user's own data, so the
+  whole command is timed, case reading included, and the synthetic data's generation is not.
+
+The last line is ``model busy: NN.N%``: model forward time over the wall time of the run (for
+the proxy, the nominal forward time, calls x ``--proxy-ms``, when the measured one is longer:
+a forward pass stretched by a busy CPU would leave a GPU idle).
+``--background inline`` measures the engine with every piece of work in the model loop (the
+serial cost); ``--user-workers`` and ``--finish-workers`` size the worker pools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_harness import timed_forward_passes  # noqa: E402
+
+from intrabench.config import RunConfig, load_config  # noqa: E402
+from intrabench.engine.runner import Runner  # noqa: E402
+
+
+def write_phantoms(folder: Path, n_cases: int, shape: tuple[int, int, int]) -> Path:
+    """CT-like phantoms as NIfTI files with a folder spec (once; reused when present)."""
+    import SimpleITK as sitk
+
+    from intrabench.datasets.phantoms import make_phantom
+
+    spec = folder / "phantoms.yaml"
+    if spec.exists():
+        return spec
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    (folder / "labels").mkdir(parents=True, exist_ok=True)
+    for index in range(n_cases):
+        started = time.perf_counter()
+        volume, label = make_phantom(0, index, shape, n_lesions=(6, 10))
+        for array, path in ((volume.array, folder / "images" / f"case{index:03d}.nii"),
+                            (label.astype(np.uint8), folder / "labels" / f"case{index:03d}.nii")):
+            image = sitk.GetImageFromArray(array)
+            image.SetSpacing(tuple(reversed(volume.spacing)))
+            sitk.WriteImage(image, str(path), useCompression=False)
+        print(f"wrote phantom {index} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
+    spec.write_text(yaml.safe_dump({
+        "name": "ct-phantoms", "images": "images/{case}.nii", "labels": "labels/{case}.nii",
+        "classes": {"lesion": 1},
+        "instances": "values"}))
+    return spec
+
+
+def proxy_config(spec: Path, forward_ms: float) -> RunConfig:
+    """The two GPU configs (benchmarks/configs/gpu-2d-refine.yaml, gpu-3d-refine.yaml) in one
+    run, with the synthetic networks in place of SAM and of SAM-Med3D/SegVol."""
+    return RunConfig.model_validate({
+        "name": "gpu-proxy",
+        "seeds": [0],
+        "datasets": [{"name": "folder", "spec": str(spec)}],
+        "models": [{"name": "synthetic-network-2d", "forward_ms": forward_ms},
+                   {"name": "synthetic-network", "forward_ms": forward_ms}],
+        "prompters": ["box-per-slice", {"name": "box-interpolation", "n_slices": 3},
+                      {"name": "point-interpolation", "n_slices": 3},
+                      {"name": "center-points-per-volume", "n_points": 1,
+                       "label": "1-center-click"}],
+        "refiners": ["center-error-click"],
+        "refinement_steps": 3,
+    })
+
+
+class GpuSampler:
+    """NVML utilisation of GPU 0 every ``period`` seconds in a thread (no-op without NVML)."""
+
+    def __init__(self, period: float = 0.25) -> None:
+        self.period = period
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self._nvml = pynvml
+        except Exception:  # no NVML, no GPU: nothing to sample
+            self._nvml = None
+
+    def __enter__(self) -> GpuSampler:
+        if self._nvml is not None:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            self.samples.append(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu)
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
+    spans: list[tuple[float, float]] = []
+    names = sorted({spec.name for spec in config.models})
+    from intrabench.models.synthetic_network import SyntheticNetwork
+
+    forwards_before = SyntheticNetwork.total_forward_calls
+    with (tempfile.TemporaryDirectory() as directory, timed_forward_passes(names, spans),
+          GpuSampler() as sampler):
+        started = time.perf_counter()
+        plan, problems = Runner(config, Path(directory), **runner_options).run()
+        wall = time.perf_counter() - started
+        rows = pd.read_parquet(Path(directory) / "results.parquet")
+    for problem in problems:
+        print(f"  problem: {problem}", file=sys.stderr)
+    model = sum(end - start for start, end in spans)
+    from intrabench.models.synthetic_network import SyntheticNetwork
+
+    forwards = SyntheticNetwork.total_forward_calls - forwards_before
+    cases = rows[["dataset", "case"]].drop_duplicates().shape[0]
+    return {
+        "wall": wall, "model": model, "calls": len(spans), "forwards": forwards, "units": len(plan.units),
+        "rows": len(rows), "cases": cases,
+        "before": spans[0][0] - started if spans else float("nan"),
+        "after": started + wall - spans[-1][1] if spans else float("nan"),
+        "user": float(rows["prompter_seconds"].sum()),
+        "metrics": float(rows["metric_seconds"].sum()),
+        "gpu_samples": len(sampler.samples),
+        "gpu_busy": (float(np.mean(np.array(sampler.samples) > 0)) if sampler.samples
+                     else float("nan")),
+        "gpu_mean": float(np.mean(sampler.samples)) if sampler.samples else float("nan"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config", nargs="?", type=Path)
+    parser.add_argument("--proxy-ms", type=float,
+                        help="no GPU: synthetic network with this forward time on CT phantoms")
+    parser.add_argument("--cases", type=int, default=2)
+    parser.add_argument("--shape", type=int, nargs=3, default=[160, 512, 512])
+    parser.add_argument("--cache", type=Path,
+                        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+                        / "intrabench" / "bench-phantoms")
+    parser.add_argument("--background", choices=["process", "inline"], default="process")
+    parser.add_argument("--user-workers", type=int)
+    parser.add_argument("--finish-workers", type=int)
+    args = parser.parse_args()
+    if (args.config is None) == (args.proxy_ms is None):
+        parser.error("give a CONFIG or --proxy-ms MS")
+    if args.proxy_ms is not None:
+        shape = tuple(args.shape)
+        folder = args.cache / f"{shape[0]}x{shape[1]}x{shape[2]}-n{args.cases}"
+        config = proxy_config(write_phantoms(folder, args.cases, shape), args.proxy_ms)
+        label = f"proxy: synthetic-network {args.proxy_ms:g} ms/forward, {args.cases} phantoms {shape}"
+    else:
+        config = load_config(args.config)
+        label = f"config: {args.config}"
+    options: dict = {"background": args.background}
+    if args.user_workers is not None:
+        options["user_workers"] = args.user_workers
+    if args.finish_workers is not None:
+        options["finish_workers"] = args.finish_workers
+    result = measure(config, options)
+    print(label)
+    print(f"cores: {len(os.sched_getaffinity(0))}, runner: {options}")
+    print(f"work units {result['units']}, rows {result['rows']}, forward calls {result['calls']}")
+    print(f"wall time                      {result['wall']:8.2f} s")
+    print(f"cases per minute               {60 * result['cases'] / result['wall']:8.2f}")
+    print(f"before the first forward pass  {result['before']:8.2f} s")
+    print(f"model forward passes           {result['model']:8.2f} s")
+    print(f"between forward passes         "
+          f"{result['wall'] - result['before'] - result['after'] - result['model']:8.2f} s")
+    print(f"after the last forward pass    {result['after']:8.2f} s")
+    print(f"simulated user (all processes) {result['user']:8.2f} s")
+    print(f"metrics (all processes)        {result['metrics']:8.2f} s")
+    if result["gpu_samples"]:
+        print(f"GPU busy (NVML samples > 0)    {result['gpu_busy']:8.1%} of "
+              f"{result['gpu_samples']} samples, mean utilisation {result['gpu_mean']:.1f}%")
+    busy = result["model"]
+    if args.proxy_ms is not None:
+        # conservative: a forward pass stretched by CPU contention would leave a GPU idle
+        nominal = result["forwards"] * args.proxy_ms / 1000.0
+        print(f"nominal forward time           {nominal:8.2f} s ({args.proxy_ms:g} ms x "
+              f"{result['forwards']} forwards)")
+        busy = min(busy, nominal)
+    print(f"model busy: {100 * busy / result['wall']:.1f}%")
+
+
+if __name__ == "__main__":
+    main()

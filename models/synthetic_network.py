@@ -1,0 +1,267 @@
+"""Stand-ins for large networks: fixed forward time, masks shaped like a trained model's.
+
+``synthetic-network`` lets anyone measure the engine around a GPU model without a GPU: each
+:meth:`~SyntheticNetwork.predict` takes ``forward_ms`` milliseconds of wall time, like a
+synchronised GPU forward pass (the CPU is free while it waits), and returns a mask that looks
+like what a trained network gives on CT: the structure under the prompt (grown from the
+prompt's seed voxel within ``tolerance`` image units, inside a region of interest), perturbed
+(dilated, eroded or shifted by one voxel) and, with probability ``leak_probability``, leaking
+into a large ellipsoidal region of the body around it, as single clicks on CT sometimes do.
+
+Every choice is drawn from a generator seeded by the prompt's content, so a prompt always gives
+the same mask, whatever the order of calls. Masks are (z, y, x) booleans on the image grid.
+Negative clicks remove a ball of ``eraser_mm`` around them; the previous mask is replaced
+(the model takes ``mask`` so that corrective refiners can drive it).
+
+``synthetic-network-2d`` does the same slice by slice (one ``forward_ms`` per predicted slice,
+like a 2D model's encoder call), for the per-slice prompters and their propagation.
+
+Used by ``benchmarks/bench_gpu_run.py --proxy-ms`` and the engine's throughput tests; it is
+not a segmentation method.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any, ClassVar
+
+import cc3d
+import numpy as np
+from scipy import ndimage
+
+from intrabench.evaluation.metrics import bounding_box, freeze_with_box, union_of_boxes
+from intrabench.io.volume import Volume
+from intrabench.protocols import Model, SliceModel, SliceOutput
+from intrabench.registry import models
+from intrabench.types import Prediction, Prompt, SlicePrompt
+
+
+def _ellipsoid(radii: np.ndarray) -> np.ndarray:
+    """Boolean ellipsoid with semi-axes ``radii`` (voxels, z, y, x), centred in its box."""
+    half = np.ceil(radii).astype(int)
+    z, y, x = np.ogrid[-half[0]: half[0] + 1, -half[1]: half[1] + 1, -half[2]: half[2] + 1]
+    return (z / radii[0]) ** 2 + (y / radii[1]) ** 2 + (x / radii[2]) ** 2 <= 1.0
+
+
+@models.register
+class SyntheticNetwork(Model):
+    """Fixed-latency stand-in for a network (see the module docstring); CPU only."""
+
+    name: ClassVar[str] = "synthetic-network"
+    dimension: ClassVar[int] = 3
+    accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
+
+    #: forward seconds of every instance in this process (the benchmark's model share)
+    total_forward_seconds: ClassVar[float] = 0.0
+    total_forward_calls: ClassVar[int] = 0
+
+    def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.2,
+                 tolerance: float = 45.0, context_mm: float = 30.0, leak_radius_mm: float = 60.0,
+                 eraser_mm: float = 4.0) -> None:
+        if forward_ms < 0 or not 0.0 <= leak_probability <= 1.0:
+            raise ValueError("forward_ms must be >= 0 and leak_probability in [0, 1]")
+        self.forward_ms = float(forward_ms)
+        self.leak_probability = float(leak_probability)
+        self.tolerance = float(tolerance)
+        self.context_mm = float(context_mm)
+        self.leak_radius_mm = float(leak_radius_mm)
+        self.eraser_mm = float(eraser_mm)
+        self._image: Volume | None = None
+        self._seconds = 0.0
+
+    def set_case(self, image: Volume) -> None:
+        self._image = image
+
+    def model_seconds(self) -> float:
+        return self._seconds
+
+    def reset_timer(self) -> None:
+        self._seconds = 0.0
+
+    # -- prediction -----------------------------------------------------------------------
+
+    def predict(self, prompt: Prompt, previous: Prediction | None = None,
+                update_slices: list[int] | None = None) -> Prediction:
+        if self._image is None:
+            raise RuntimeError("synthetic-network: set_case() was not called")
+        started = time.perf_counter()
+        rng = np.random.default_rng(int.from_bytes(_digest(prompt)[:8], "little"))
+        shape = self._image.shape
+        mask = np.zeros(shape, dtype=bool)
+        points, labels = prompt.model_points()
+        # scribbles arrive as many points: a few seeds and erasers stand for them
+        seeds = list(_spread(points[labels == 1], 8))
+        if not seeds and prompt.box3d is not None:
+            b = prompt.box3d
+            seeds = [np.array([(b.z_min + b.z_max) // 2, (b.y_min + b.y_max) // 2,
+                               (b.x_min + b.x_max) // 2])]
+        for z, box in prompt.boxes.items():
+            seeds.append(np.array([z, (box.y_min + box.y_max) // 2, (box.x_min + box.x_max) // 2]))
+        written = [self._grow(mask, np.asarray(seed, dtype=int), rng) for seed in seeds]
+        if seeds and rng.random() < self.leak_probability:
+            written.append(self._leak(mask, np.asarray(seeds[0], dtype=int), rng))
+        for point in _spread(points[labels == 0], 32):
+            self._erase(mask, np.asarray(point, dtype=int))
+        # like a network that writes its crop into an empty volume, it knows where the mask is
+        freeze_with_box(mask, _tight_box(mask, union_of_boxes(written)))
+        remaining = self.forward_ms / 1000.0 - (time.perf_counter() - started)
+        if remaining > 0:
+            time.sleep(remaining)  # the rest of the "GPU call": the CPU is free meanwhile
+        elapsed = time.perf_counter() - started
+        self._seconds += elapsed
+        SyntheticNetwork.total_forward_seconds += elapsed
+        SyntheticNetwork.total_forward_calls += 1
+        return Prediction(mask)
+
+    def _roi(self, centre: np.ndarray, radius_mm: float) -> tuple[slice, ...]:
+        shape, spacing = self._image.shape, self._image.spacing
+        return tuple(slice(max(0, int(c) - int(np.ceil(radius_mm / s))),
+                           min(n, int(c) + int(np.ceil(radius_mm / s)) + 1))
+                     for c, s, n in zip(centre, spacing, shape))
+
+    def _grow(self, mask: np.ndarray, seed: np.ndarray,
+              rng: np.random.Generator) -> tuple[slice, ...]:
+        """The structure under ``seed`` within ``tolerance``, perturbed, added to ``mask``."""
+        roi = self._roi(seed, self.context_mm)
+        data = self._image.array[roi]
+        local = tuple(int(c - s.start) for c, s in zip(seed, roi))
+        neighbourhood = data[tuple(slice(max(0, c - 1), c + 2) for c in local)]
+        level = float(np.median(neighbourhood))
+        candidate = np.abs(data - level) <= self.tolerance
+        candidate[local] = True
+        components = cc3d.connected_components(candidate, connectivity=6)
+        region = components == components[local]
+        kind = int(rng.integers(4))
+        if kind == 1:
+            region = ndimage.binary_dilation(region)
+        elif kind == 2:
+            eroded = ndimage.binary_erosion(region)
+            region = eroded if eroded.any() else region
+        elif kind == 3:
+            axis, step = int(rng.integers(3)), int(rng.choice([-1, 1]))
+            region = np.roll(region, step, axis=axis)
+        mask[roi] |= region
+        return roi
+
+    def _leak(self, mask: np.ndarray, seed: np.ndarray,
+              rng: np.random.Generator) -> tuple[slice, ...]:
+        """A large ellipsoid of body (not air) voxels around ``seed`` joins the mask."""
+        spacing = np.asarray(self._image.spacing, dtype=float)
+        radii = self.leak_radius_mm * rng.uniform(0.5, 1.0, size=3) / spacing
+        blob = _ellipsoid(radii)
+        half = np.array(blob.shape) // 2
+        low = seed - half
+        target = tuple(slice(max(0, lo), min(n, lo + b))
+                       for lo, b, n in zip(low, blob.shape, mask.shape))
+        source = tuple(slice(t.start - lo, t.stop - lo) for t, lo in zip(target, low))
+        body = self._image.array[target] > -500.0
+        mask[target] |= blob[source] & body
+        return target
+
+    def _erase(self, mask: np.ndarray, point: np.ndarray) -> None:
+        spacing = np.asarray(self._image.spacing, dtype=float)
+        roi = self._roi(point, self.eraser_mm)
+        grids = np.ogrid[tuple(slice(s.start, s.stop) for s in roi)]
+        distance2 = sum(((g - c) * s) ** 2 for g, c, s in zip(grids, point, spacing))
+        mask[roi] &= distance2 > self.eraser_mm ** 2
+
+
+def _digest(prompt: Prompt) -> bytes:
+    """A stable digest of the prompt's content (points, labels, boxes, scribbles)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.ascontiguousarray(prompt.points, dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(prompt.point_labels, dtype=np.int8).tobytes())
+    for z, box in prompt.boxes.items():
+        h.update(repr((z, box)).encode())
+    h.update(repr(prompt.box3d).encode())
+    for scribble in prompt.scribbles:
+        h.update(np.ascontiguousarray(scribble.points, dtype=np.int64).tobytes())
+        h.update(bytes([int(scribble.label)]))
+    return h.digest()
+
+
+def _tight_box(mask: np.ndarray, region: tuple[slice, ...] | None) -> tuple[slice, ...] | None:
+    """The bounding box of ``mask``, all of whose True voxels lie in ``region``."""
+    if region is None:
+        return None
+    inner = bounding_box(mask[region])
+    if inner is None:
+        return None
+    return tuple(slice(r.start + i.start, r.start + i.stop) for r, i in zip(region, inner))
+
+
+def _spread(points: np.ndarray, most: int) -> np.ndarray:
+    """At most ``most`` of ``points`` (N, 3), evenly spaced along the list, the first kept."""
+    if len(points) <= most:
+        return points
+    return points[np.linspace(0, len(points) - 1, most).round().astype(int)]
+
+
+@models.register
+class SyntheticNetwork2D(SliceModel):
+    """Fixed-latency stand-in for a 2D network: every slice it predicts takes ``forward_ms``
+    (like one image-encoder call per slice), masks grown from the slice's prompt as
+    ``synthetic-network`` does in 3D; CPU only."""
+
+    name: ClassVar[str] = "synthetic-network-2d"
+    accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "scribble", "mask"})
+
+    def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.1,
+                 tolerance: float = 45.0, context_mm: float = 30.0,
+                 leak_radius_mm: float = 60.0) -> None:
+        super().__init__()
+        if forward_ms < 0 or not 0.0 <= leak_probability <= 1.0:
+            raise ValueError("forward_ms must be >= 0 and leak_probability in [0, 1]")
+        self.forward_ms = float(forward_ms)
+        self.leak_probability = float(leak_probability)
+        self.tolerance = float(tolerance)
+        self.context_mm = float(context_mm)
+        self.leak_radius_mm = float(leak_radius_mm)
+
+    def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
+        started = time.perf_counter()
+        h = hashlib.blake2b(repr(prompt.key()).encode(), digest_size=8)
+        rng = np.random.default_rng(int.from_bytes(h.digest(), "little"))
+        plane = self.image.array[prompt.z]
+        spacing = np.asarray(self.image.spacing[1:], dtype=float)
+        mask = np.zeros(plane.shape, dtype=bool)
+        seeds = [p for p, label in zip(prompt.points, prompt.labels) if label == 1][:8]
+        if prompt.box is not None:
+            b = prompt.box
+            seeds.append(np.array([(b.y_min + b.y_max) // 2, (b.x_min + b.x_max) // 2]))
+        for seed in seeds:
+            reach = np.ceil(self.context_mm / spacing).astype(int)
+            roi = tuple(slice(max(0, int(c) - r), min(n, int(c) + r + 1))
+                        for c, r, n in zip(seed, reach, plane.shape))
+            data = plane[roi]
+            local = tuple(int(c - s.start) for c, s in zip(seed, roi))
+            level = float(np.median(data[tuple(slice(max(0, c - 1), c + 2) for c in local)]))
+            candidate = np.abs(data - level) <= self.tolerance
+            candidate[local] = True
+            components = cc3d.connected_components(candidate, connectivity=4)
+            region = components == components[local]
+            kind = int(rng.integers(4))
+            if kind == 1:
+                region = ndimage.binary_dilation(region)
+            elif kind == 2:
+                eroded = ndimage.binary_erosion(region)
+                region = eroded if eroded.any() else region
+            elif kind == 3:
+                region = np.roll(region, int(rng.choice([-1, 1])), axis=int(rng.integers(2)))
+            mask[roi] |= region
+        if seeds and rng.random() < self.leak_probability:
+            radii = self.leak_radius_mm * rng.uniform(0.5, 1.0, size=2) / spacing
+            y, x = np.ogrid[: plane.shape[0], : plane.shape[1]]
+            centre = seeds[0]
+            mask |= (((y - centre[0]) / radii[0]) ** 2 + ((x - centre[1]) / radii[1]) ** 2
+                     <= 1.0) & (plane > -500.0)
+        for point, label in zip(prompt.points, prompt.labels):
+            if label == 0:
+                mask[max(0, point[0] - 2): point[0] + 3, max(0, point[1] - 2): point[1] + 3] = False
+        remaining = self.forward_ms / 1000.0 - (time.perf_counter() - started)
+        if remaining > 0:
+            time.sleep(remaining)
+        SyntheticNetwork.total_forward_seconds += time.perf_counter() - started
+        SyntheticNetwork.total_forward_calls += 1
+        return SliceOutput(mask)
