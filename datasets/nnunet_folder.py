@@ -19,6 +19,7 @@ import cc3d
 import numpy as np
 import pandas as pd
 import SimpleITK as sitk
+from scipy import ndimage
 
 from intrabench.errors import DataError, UserError
 from intrabench.io.volume import read_sitk, volume_from_sitk
@@ -54,6 +55,7 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
                         "connected_components")
     target_map = np.zeros(label.shape, dtype=np.int32)
     targets: list[Target] = []
+    boxes: dict[int, tuple[slice, ...]] = {}  # instance targets' bounding boxes, by id
     next_id = 1
     for class_name, class_value in sorted(classes.items(), key=lambda item: item[1]):
         if class_value == 0:
@@ -67,27 +69,28 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
                 next_id += 1
             continue
         if instance_source == "values":
-            values = [v for v in np.unique(label) if v != 0]
-            components = [(label == v) for v in values]
+            # one box per label value (one pass), then each instance read inside its box
+            found = ndimage.find_objects(np.asarray(label, dtype=np.int64)
+                                         if not np.issubdtype(label.dtype, np.integer) else label)
+            components = [(box, label[box] == value) for value, box in
+                          enumerate(found, start=1) if box is not None]
         else:
             mask = label == class_value
             if not mask.any():
                 continue
             labelled = cc3d.connected_components(mask, connectivity=26)
             stats = cc3d.statistics(labelled)
-            components = []
-            for component in range(1, int(labelled.max()) + 1):
-                box = stats["bounding_boxes"][component]
-                local = labelled[box] == component
-                full = np.zeros(label.shape, dtype=bool)
-                full[box] = local
-                components.append(full)
-        for index, component in enumerate(components, start=1):
-            target_map[component] = next_id
+            components = [(stats["bounding_boxes"][c], labelled[stats["bounding_boxes"][c]] == c)
+                          for c in range(1, int(labelled.max()) + 1)]
+        for index, (box, local) in enumerate(components, start=1):
+            target_map[box][local] = next_id
             targets.append(Target(f"{class_name}_{index}", next_id, class_name, "instance"))
+            boxes[next_id] = box
             next_id += 1
-    sizes = np.bincount(target_map.ravel(), minlength=next_id)
-    empty = [t.target_id for t in targets if sizes[t.label_value] == 0]
+    # a later class may overwrite an earlier target (overlapping class definitions)
+    whole = (slice(None),) * target_map.ndim
+    empty = [t.target_id for t in targets
+             if not (target_map[boxes.get(t.label_value, whole)] == t.label_value).any()]
     if empty:  # would score Dice 1.0 against an empty prediction
         raise DataError(f"targets {empty} have no voxels (overlapping class definitions?)")
     return target_map, tuple(targets)

@@ -143,8 +143,18 @@ class SliceModel(Model):
         previous: Prediction | None = None,
         update_slices: list[int] | None = None,
     ) -> Prediction:
+        from intrabench.evaluation.metrics import bounding_box, freeze_with_box, union_of_boxes
+
         shape = self.image.shape
-        mask = previous.mask.copy() if previous is not None else np.zeros(shape, dtype=bool)
+        mask = np.zeros(shape, dtype=bool)
+        # only the previous mask's box is copied, and the result's box is found from what was
+        # written: a large volume is never read whole (its box travels with the frozen mask)
+        regions = []
+        if previous is not None:
+            kept = bounding_box(previous.mask)
+            if kept is not None:
+                mask[kept] = previous.mask[kept]
+                regions.append(kept)
         feedback: dict[int, Any] = dict(previous.feedback or {}) if previous is not None else {}
         slices = prompt.slices() if update_slices is None else sorted(set(update_slices))
         slices = [z for z in slices if 0 <= z < shape[0]]
@@ -156,7 +166,14 @@ class SliceModel(Model):
             output = self._predict_one(slice_prompt, feedback.get(z) if previous else None)
             mask[z] = output.mask
             feedback[z] = output.feedback
-        return Prediction(mask=mask, feedback=feedback)
+            plane_box = bounding_box(np.asarray(output.mask, dtype=bool))
+            if plane_box is not None:
+                regions.append((slice(z, z + 1), *plane_box))
+        region = union_of_boxes(regions)
+        inner = None if region is None else bounding_box(mask[region])
+        box = None if inner is None else tuple(
+            slice(r.start + i.start, r.start + i.stop) for r, i in zip(region, inner))
+        return Prediction(mask=freeze_with_box(mask, box), feedback=feedback)
 
     def model_seconds(self) -> float:
         return self._seconds

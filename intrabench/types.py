@@ -275,5 +275,30 @@ class Case:
     label: np.ndarray
     targets: tuple[Target, ...]
 
+    def target_box(self, target: Target) -> tuple[slice, ...] | None:
+        """Bounding box (slices, (z, y, x)) of ``target`` in the label map, None if absent.
+
+        The boxes of all label values are found in one pass over the label map, at the first
+        call, and kept with the case."""
+        boxes = self.__dict__.get("_label_boxes")
+        if boxes is None:
+            from scipy import ndimage
+
+            label = np.asarray(self.label)
+            found = (ndimage.find_objects(label)  # values <= 0 are ignored
+                     if np.issubdtype(label.dtype, np.integer) and label.size else None)
+            boxes = self.__dict__["_label_boxes"] = found
+        if boxes is None:  # e.g. a float label map: the slow way
+            from intrabench.evaluation.metrics import bounding_box
+
+            return bounding_box(self.label == target.label_value)
+        value = int(target.label_value)
+        return boxes[value - 1] if 0 < value <= len(boxes) else None
+
     def target_mask(self, target: Target) -> np.ndarray:
-        return self.label == target.label_value
+        """Boolean (z, y, x) mask of ``target``; reads only the target's bounding box."""
+        mask = np.zeros(np.shape(self.label), dtype=bool)
+        box = self.target_box(target)
+        if box is not None:
+            mask[box] = self.label[box] == target.label_value
+        return mask

@@ -34,6 +34,7 @@ from intrabench.engine.plan import Plan, WorkUnit, make_plan
 from intrabench.engine.scheduling import EpisodeScheduler, EpisodeTask
 from intrabench.engine.simulated_user import SimulatedUser
 from intrabench.errors import DataError, UserError
+from intrabench.evaluation.metrics import freeze_with_box
 from intrabench.io.checkpoints import CheckpointError
 from intrabench.io.results import (
     ResultsStore,
@@ -63,9 +64,10 @@ def default_user_workers(sharing: int = 1) -> int:
     return min(4, cores // (4 * max(1, sharing)))
 
 
-def _read_only(mask: np.ndarray) -> np.ndarray:
-    mask.setflags(write=False)  # shared by the episode's prompter, refiner and metrics
-    return mask
+def _target_mask(case: Case, target) -> np.ndarray:
+    """The target's mask, read-only (shared by the episode's prompter, refiner and metrics),
+    its bounding box known from the case's label boxes."""
+    return freeze_with_box(case.target_mask(target), case.target_box(target))
 
 
 class Runner:
@@ -134,10 +136,14 @@ class Runner:
             self._models[spec.key] = registry.models.create(spec.name, spec.params)
         return self._models[spec.key]
 
-    def read_ahead(self, unit: WorkUnit) -> None:
-        """Start reading ``unit``'s case in the background (if it is not the current one)."""
+    def read_ahead(self, unit: WorkUnit, current: WorkUnit | None = None) -> None:
+        """Start reading ``unit``'s case in the background, unless it is the case of
+        ``current`` (the group about to run; default: the case in memory), which is reused."""
         identity = (unit.dataset.key, unit.case_id)
-        if self._last_case is not None and self._last_case[0] == identity:
+        if current is not None:
+            if (current.dataset.key, current.case_id) == identity:
+                return
+        elif self._last_case is not None and self._last_case[0] == identity:
             return
         if identity not in self._read_ahead:
             spec = unit.dataset
@@ -230,7 +236,7 @@ class Runner:
                     spacing=case.image.spacing, model_dimension=model_dimension)
                 yield EpisodeTask(
                     key=f"{unit.key}/{index}", user=user,
-                    ground_truth=_read_only(case.target_mask(target)),  # one pass, used twice
+                    ground_truth=_target_mask(case, target),
                     steps=unit.steps if refiner else 0, refine=refiner is not None,
                     keep_previous_prompts=unit.keep_previous_prompts, tag=(unit, index, target))
 
@@ -302,7 +308,9 @@ class Runner:
                 self._consolidating = True
             for index, group in enumerate(groups):
                 if index + 1 < len(groups):
-                    self.read_ahead(groups[index + 1][0])
+                    # the case in memory is still the previous group's here: compare with
+                    # this group's, or a case that comes back after another is read twice
+                    self.read_ahead(groups[index + 1][0], current=group[0])
                 if bar is not None:
                     bar.set_description(f"{group[0].case_id} | {group[0].model.key}")
                 problems.extend(self.execute_group(group, wait=False))

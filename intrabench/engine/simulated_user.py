@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intrabench.engine.seeding import derive_rng
+from intrabench.evaluation.metrics import masks_equal
 from intrabench.protocols import PromptContext, Prompter, RefineContext, Refiner
 from intrabench.types import Prompt, SlicePrompt
 
@@ -48,7 +49,7 @@ class SimulatedUser:
         the refiner finds nothing to correct."""
         if self.refiner is None:
             raise ValueError("this simulated user has no refiner")
-        if np.array_equal(prediction, ground_truth):
+        if masks_equal(prediction, ground_truth):
             return None
         return self.refiner.refine(RefineContext(
             ground_truth=ground_truth,

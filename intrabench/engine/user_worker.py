@@ -22,7 +22,7 @@ import numpy as np
 
 from intrabench.engine.episode import Answer, UserCall, ask_user
 from intrabench.engine.simulated_user import SimulatedUser
-from intrabench.evaluation.metrics import bounding_box
+from intrabench.evaluation.metrics import bounding_box, freeze_with_box
 from intrabench.types import Prompt
 
 
@@ -42,10 +42,11 @@ class PackedMask:
         return cls(tuple(mask.shape), box, values)
 
     def unpack(self) -> np.ndarray:
+        """The whole mask, read-only, its box known (no pass over the volume to find it)."""
         mask = np.zeros(self.shape, dtype=bool)
         if self.box is not None:
             mask[self.box] = self.values
-        return mask
+        return freeze_with_box(mask, self.box)
 
 
 class UserNotLoadable(RuntimeError):
@@ -118,8 +119,8 @@ def answer(key: str, step: int, prediction: PackedMask | None, history: tuple[Pr
 def _ground_truth(key: str, episode: _Episode) -> np.ndarray:
     truth = _UNPACKED.get(key)
     if truth is None:
+        # read-only: shared by the episode's calls, no user may edit it
         truth = _UNPACKED[key] = episode.ground_truth.unpack()
-        truth.setflags(write=False)  # shared by the episode's calls: no user may edit it
         while len(_UNPACKED) > unpacked_capacity:
             _UNPACKED.popitem(last=False)
     _UNPACKED.move_to_end(key)

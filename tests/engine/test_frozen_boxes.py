@@ -1,0 +1,129 @@
+"""Work on large volumes reads bounding boxes, not whole volumes: the parts that make it so."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from intrabench import registry
+from intrabench.engine.user_worker import PackedMask
+from intrabench.evaluation.metrics import (
+    _measure_box,
+    bounding_box,
+    freeze_with_box,
+    masks_equal,
+)
+from intrabench.types import Box2D, Case, Prompt, Target
+
+small_masks = arrays(bool, st.tuples(st.integers(1, 6), st.integers(1, 7), st.integers(1, 7)),
+                     elements=st.booleans())
+
+
+def test_a_frozen_masks_box_is_remembered_and_a_writable_ones_is_not():
+    mask = np.zeros((4, 5, 6), dtype=bool)
+    mask[1:3, 2, 3:5] = True
+    box = bounding_box(mask)
+    mask[0, 0, 0] = True  # writable: measured again
+    assert bounding_box(mask) != box
+    mask.setflags(write=False)
+    first = bounding_box(mask)
+    assert first == (slice(0, 3), slice(0, 3), slice(0, 5))
+    # a remembered box is returned as is (the vouched box below is deliberately different)
+    other = np.zeros((4, 5, 6), dtype=bool)
+    other[2, 2, 2] = True
+    freeze_with_box(other, (slice(2, 3),) * 3)
+    assert bounding_box(other) == (slice(2, 3),) * 3
+    view = other[1:]  # a view does not own its data: measured
+    assert bounding_box(view) == (slice(1, 2), slice(2, 3), slice(2, 3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(small_masks, small_masks)
+def test_masks_equal_is_array_equal(first, second):
+    shape = tuple(min(a, b) for a, b in zip(first.shape, second.shape))
+    a = first[: shape[0], : shape[1], : shape[2]].copy()
+    b = second[: shape[0], : shape[1], : shape[2]].copy()
+    assert masks_equal(a, b) == np.array_equal(a, b)
+    assert masks_equal(a, a.copy())
+
+
+@settings(max_examples=100, deadline=None)
+@given(small_masks)
+def test_a_packed_mask_unpacks_frozen_with_its_true_box(mask):
+    unpacked = PackedMask.pack(mask).unpack()
+    np.testing.assert_array_equal(unpacked, mask)
+    assert not unpacked.flags.writeable
+    assert bounding_box(unpacked) == _measure_box(mask)
+
+
+def test_case_target_masks_come_from_the_label_boxes():
+    label = np.zeros((6, 8, 9), dtype=np.int32)
+    label[1:3, 2:5, 1:2] = 2
+    label[4, 6, 7] = 5
+    targets = (Target("a", 2, "lesion"), Target("b", 5, "lesion"), Target("c", 3, "lesion"))
+    case = Case("d", "c", None, label, targets)  # type: ignore[arg-type]
+    for target in targets:
+        np.testing.assert_array_equal(case.target_mask(target), label == target.label_value)
+    assert case.target_box(targets[0]) == (slice(1, 3), slice(2, 5), slice(1, 2))
+    assert case.target_box(targets[2]) is None
+
+
+def test_a_slice_models_prediction_carries_its_tight_box():
+    case = next(iter(registry.datasets.create("demo-phantoms", {"n_cases": 1})))
+    model = registry.models.create("synthetic-network-2d", {"forward_ms": 0})
+    model.set_case(case.image)
+    box = case.target_box(case.targets[0])
+    z = (box[0].start + box[0].stop) // 2
+    first = model.predict(Prompt(boxes={z: Box2D(box[1].start, box[2].start, box[1].stop - 1,
+                                                 box[2].stop - 1)}))
+    assert not first.mask.flags.writeable
+    assert bounding_box(first.mask) == _measure_box(first.mask.copy())
+    # refining another slice keeps the first one and re-derives the tight box
+    second = model.predict(Prompt(points=np.array([[z + 1, (box[1].start + box[1].stop) // 2,
+                                                    (box[2].start + box[2].stop) // 2]]),
+                                  point_labels=np.array([1], np.int8)), previous=first)
+    np.testing.assert_array_equal(second.mask[z], first.mask[z])
+    assert second.mask[z + 1].any()
+    assert bounding_box(second.mask) == _measure_box(second.mask.copy())
+
+
+def test_the_synthetic_network_is_a_function_of_the_prompt():
+    case = next(iter(registry.datasets.create("demo-phantoms", {"n_cases": 1})))
+    model = registry.models.create("synthetic-network", {"forward_ms": 0,
+                                                         "leak_probability": 0.5})
+    model.set_case(case.image)
+    masks = []
+    for target in case.targets:
+        centre = [(s.start + s.stop) // 2 for s in case.target_box(target)]
+        prompt = Prompt(points=np.array([centre]), point_labels=np.array([1], np.int8))
+        one, two = model.predict(prompt).mask, model.predict(prompt).mask
+        np.testing.assert_array_equal(one, two)
+        assert one[tuple(centre)] or one.any()
+        assert bounding_box(one) == _measure_box(one.copy())
+        masks.append(one)
+    dice = [2 * (m & case.target_mask(t)).sum() / (m.sum() + case.target_mask(t).sum())
+            for m, t in zip(masks, case.targets)]
+    assert max(dice) > 0.5  # it segments the structure under the click, imperfectly
+
+
+def test_cases_that_come_back_for_the_next_model_are_read_ahead(tmp_path):
+    """Groups are model-major (case 0, case 1 for one model, then again for the next): every
+    case after the first is read ahead, none by the model loop (a regression: a case coming
+    back after another one was read again in the loop)."""
+    from intrabench.config import RunConfig
+    from intrabench.engine.runner import Runner
+
+    config = RunConfig.model_validate({
+        "name": "t", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+        "models": [{"name": "synthetic-network", "forward_ms": 0},
+                   {"name": "synthetic-network-2d", "forward_ms": 0}],
+        "prompters": ["box-3d", "box-per-slice"], "refinement_steps": 0})
+    runner = Runner(config, tmp_path / "run", background="inline")
+    (dataset,) = runner.datasets.values()
+    loads_here = []
+    original = dataset.load
+    dataset.load = lambda case_id: loads_here.append(case_id) or original(case_id)
+    runner.run()
+    assert loads_here == ["phantom_000"]
