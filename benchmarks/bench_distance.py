@@ -9,21 +9,16 @@ measured in issue #13. Best of 3 per figure, on the device chosen by ``--device`
 from __future__ import annotations
 
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 from scipy import ndimage
 
 from intrabench import distance
 
-
-def best(function, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
-    return min(times)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_read import best_of  # noqa: E402
 
 
 def main() -> None:
@@ -37,13 +32,13 @@ def main() -> None:
     reference = ndimage.distance_transform_edt(mask, sampling=spacing)
     error = np.abs(distance.distance_transform(mask, spacing) - reference).max()
     rows = [
-        ("transform in mm", best(lambda: ndimage.distance_transform_edt(mask, sampling=spacing)),
-         best(lambda: distance.distance_transform(mask, spacing))),
-        ("squared, voxel units (exact)", best(lambda: ndimage.distance_transform_edt(mask)),
-         best(lambda: distance.squared_voxel_distances(mask))),
-        ("deepest voxels in mm (exact)", best(lambda: np.argwhere(
+        ("transform in mm", best_of(lambda: ndimage.distance_transform_edt(mask, sampling=spacing)),
+         best_of(lambda: distance.distance_transform(mask, spacing))),
+        ("squared, voxel units (exact)", best_of(lambda: ndimage.distance_transform_edt(mask)),
+         best_of(lambda: distance.squared_voxel_distances(mask))),
+        ("deepest voxels in mm (exact)", best_of(lambda: np.argwhere(
             ndimage.distance_transform_edt(mask, sampling=spacing) == reference.max())),
-         best(lambda: distance.deepest_voxels(mask, spacing))),
+         best_of(lambda: distance.deepest_voxels(mask, spacing))),
     ]
     print(f"device: {distance.active_device()}, crop {mask.shape}, spacing {spacing} mm")
     print(f"{'':32}{'scipy':>10}{'intrabench':>12}{'speed-up':>10}")

@@ -124,23 +124,8 @@ class SyntheticNetwork(Model):
               rng: np.random.Generator) -> tuple[slice, ...]:
         """The structure under ``seed`` within ``tolerance``, perturbed, added to ``mask``."""
         roi = self._roi(seed, self.context_mm)
-        data = self._image.array[roi]
         local = tuple(int(c - s.start) for c, s in zip(seed, roi))
-        neighbourhood = data[tuple(slice(max(0, c - 1), c + 2) for c in local)]
-        level = float(np.median(neighbourhood))
-        candidate = np.abs(data - level) <= self.tolerance
-        candidate[local] = True
-        components = cc3d.connected_components(candidate, connectivity=6)
-        region = components == components[local]
-        kind = int(rng.integers(4))
-        if kind == 1:
-            region = ndimage.binary_dilation(region)
-        elif kind == 2:
-            eroded = ndimage.binary_erosion(region)
-            region = eroded if eroded.any() else region
-        elif kind == 3:
-            axis, step = int(rng.integers(3)), int(rng.choice([-1, 1]))
-            region = np.roll(region, step, axis=axis)
+        region = _perturbed_region(self._image.array[roi], local, self.tolerance, rng)
         mask[roi] |= region
         return roi
 
@@ -179,6 +164,28 @@ def _digest(prompt: Prompt) -> bytes:
         h.update(np.ascontiguousarray(scribble.points, dtype=np.int64).tobytes())
         h.update(bytes([int(scribble.label)]))
     return h.digest()
+
+
+def _perturbed_region(data: np.ndarray, seed: tuple[int, ...], tolerance: float,
+                      rng: np.random.Generator) -> np.ndarray:
+    """The face-connected region of ``data`` (2D or 3D) around ``seed`` within ``tolerance``
+    of the seed neighbourhood's median, then left as is, dilated, eroded or shifted by one
+    voxel (one of the four drawn from ``rng``)."""
+    neighbourhood = data[tuple(slice(max(0, c - 1), c + 2) for c in seed)]
+    candidate = np.abs(data - float(np.median(neighbourhood))) <= tolerance
+    candidate[seed] = True
+    components = cc3d.connected_components(candidate, connectivity=2 * data.ndim)
+    region = components == components[seed]
+    kind = int(rng.integers(4))
+    if kind == 1:
+        region = ndimage.binary_dilation(region)
+    elif kind == 2:
+        eroded = ndimage.binary_erosion(region)
+        region = eroded if eroded.any() else region
+    elif kind == 3:
+        axis, step = int(rng.integers(data.ndim)), int(rng.choice([-1, 1]))
+        region = np.roll(region, step, axis=axis)
+    return region
 
 
 def _tight_box(mask: np.ndarray, region: tuple[slice, ...] | None) -> tuple[slice, ...] | None:
@@ -234,21 +241,8 @@ class SyntheticNetwork2D(SliceModel):
             reach = np.ceil(self.context_mm / spacing).astype(int)
             roi = tuple(slice(max(0, int(c) - r), min(n, int(c) + r + 1))
                         for c, r, n in zip(seed, reach, plane.shape))
-            data = plane[roi]
             local = tuple(int(c - s.start) for c, s in zip(seed, roi))
-            level = float(np.median(data[tuple(slice(max(0, c - 1), c + 2) for c in local)]))
-            candidate = np.abs(data - level) <= self.tolerance
-            candidate[local] = True
-            components = cc3d.connected_components(candidate, connectivity=4)
-            region = components == components[local]
-            kind = int(rng.integers(4))
-            if kind == 1:
-                region = ndimage.binary_dilation(region)
-            elif kind == 2:
-                eroded = ndimage.binary_erosion(region)
-                region = eroded if eroded.any() else region
-            elif kind == 3:
-                region = np.roll(region, int(rng.choice([-1, 1])), axis=int(rng.integers(2)))
+            region = _perturbed_region(plane[roi], local, self.tolerance, rng)
             mask[roi] |= region
         if seeds and rng.random() < self.leak_probability:
             radii = self.leak_radius_mm * rng.uniform(0.5, 1.0, size=2) / spacing
