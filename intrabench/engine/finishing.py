@@ -12,7 +12,7 @@ prediction file is rebuilt exactly (zeros outside the box) on the case's origina
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,20 +59,19 @@ class UnitJob:
     keep_rows: bool = False
 
 
-def crop_episode(ground_truth: np.ndarray, target: Target, results: list[StepResult],
-                 known_boxes: Mapping[int, Box | None] | None = None) -> CroppedEpisode:
+def crop_episode(ground_truth: np.ndarray, target: Target,
+                 results: list[StepResult]) -> CroppedEpisode:
     """Cut an episode to the bounding box of its target (``ground_truth``, boolean (z, y, x))
     and all of its predictions.
 
-    Costs one bounding-box pass per distinct prediction (reading only the empty margins along
-    z) plus copies of the crops; ``known_boxes`` (``id(mask)`` -> its box, as measured
-    before) spares those passes.
+    Costs copies of the crops: the boxes of the engine's masks (frozen) are remembered
+    from their first measurement (:func:`~intrabench.evaluation.metrics.bounding_box`); any
+    other mask costs one bounding-box pass (reading only the empty margins along z).
     """
     distinct: dict[int, Prediction] = {}
     for result in results:
         distinct.setdefault(id(result.prediction), result.prediction)
-    known = known_boxes or {}
-    box = union_of_boxes(known[id(m)] if id(m) in known else bounding_box(m)
+    box = union_of_boxes(bounding_box(m)
                          for m in (ground_truth, *(p.mask for p in distinct.values())))
     if box is None:  # nothing anywhere: empty crops
         box = (slice(0, 0),) * 3

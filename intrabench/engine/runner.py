@@ -197,7 +197,7 @@ class Runner:
         def episode_done(task: EpisodeTask, results: list) -> None:
             unit, index, target = task.tag
             episodes = collected[unit.key]
-            episodes[index] = crop_episode(task.ground_truth, target, results, task.boxes)
+            episodes[index] = crop_episode(task.ground_truth, target, results)
             if all(e is not None for e in episodes):  # the unit's last episode: finish it
                 del collected[unit.key]
                 self._lane.submit(finish_unit, UnitJob(

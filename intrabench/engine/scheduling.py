@@ -19,7 +19,7 @@ import pickle
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -53,8 +53,6 @@ class EpisodeTask:
     refine: bool
     keep_previous_prompts: bool
     tag: Any = None
-    #: bounding boxes measured while running, by ``id`` of the mask (ground truth, predictions)
-    boxes: dict[int, tuple[slice, ...] | None] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -165,17 +163,11 @@ class EpisodeScheduler:
                 load[id(other.lane)] += 1
         episode.lane = min(ready, key=lambda lane: load[id(lane)])
         episode.introduction = Introduction(tuple(self.imports), user,
-                                            self._pack(episode.task, episode.task.ground_truth))
+                                            PackedMask.pack(episode.task.ground_truth))
 
     def _ask_worker(self, episode: _Running, call: UserCall) -> Future:
         prediction = (None if call.prediction is None
-                      else self._pack(episode.task, call.prediction))
+                      else PackedMask.pack(call.prediction))
         introduction, episode.introduction = episode.introduction, None  # sent once
         return episode.lane.submit(user_worker.answer, episode.task.key, call.step, prediction,
                                    call.history, introduction)
-
-    @staticmethod
-    def _pack(task: EpisodeTask, mask: np.ndarray) -> PackedMask:
-        packed = PackedMask.pack(mask)
-        task.boxes[id(mask)] = packed.box  # spares crop_episode a pass over the volume
-        return packed
