@@ -46,6 +46,7 @@ from bench_harness import timed_forward_passes  # noqa: E402
 
 from intrabench.config import RunConfig, load_config  # noqa: E402
 from intrabench.engine.runner import Runner  # noqa: E402
+from intrabench.models.synthetic_network import SyntheticNetwork  # noqa: E402
 
 
 def write_phantoms(folder: Path, n_cases: int, shape: tuple[int, int, int]) -> Path:
@@ -129,8 +130,6 @@ class GpuSampler:
 def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
     spans: list[tuple[float, float]] = []
     names = sorted({spec.name for spec in config.models})
-    from intrabench.models.synthetic_network import SyntheticNetwork
-
     forwards_before = SyntheticNetwork.total_forward_calls
     with (tempfile.TemporaryDirectory() as directory, timed_forward_passes(names, spans),
           GpuSampler() as sampler):
@@ -141,8 +140,6 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
     for problem in problems:
         print(f"  problem: {problem}", file=sys.stderr)
     model = sum(end - start for start, end in spans)
-    from intrabench.models.synthetic_network import SyntheticNetwork
-
     forwards = SyntheticNetwork.total_forward_calls - forwards_before
     cases = rows[["dataset", "case"]].drop_duplicates().shape[0]
     return {

@@ -48,16 +48,12 @@ _FLOAT32_EXACT = 2 ** 24
 #: above this many candidate maxima, the exact mm maximum is taken from a full SciPy transform
 _MAX_CANDIDATES = 256
 
-_requested: Device | None = None
-
 
 def set_device(device: Device) -> None:
     """Choose where distance transforms run in this process (and, through the environment,
     in worker processes started afterwards)."""
     if device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"unknown distance device '{device}' (auto, cpu, cuda)")
-    global _requested
-    _requested = device
     os.environ[ENVIRONMENT_VARIABLE] = device
     active_device.cache_clear()
 
@@ -67,7 +63,7 @@ def active_device() -> Literal["cpu", "cuda"]:
     """``"cuda"`` when CUDA was asked for (or ``auto`` and available), else ``"cpu"``.
 
     Asking for ``cuda`` without CuPy or a GPU raises a one-line error."""
-    requested = _requested or os.environ.get(ENVIRONMENT_VARIABLE, "auto")
+    requested = os.environ.get(ENVIRONMENT_VARIABLE, "auto")
     if requested == "cpu":
         return "cpu"
     available = _cupy_available()

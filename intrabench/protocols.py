@@ -13,6 +13,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from intrabench.evaluation.metrics import (
+    bounding_box,
+    bounding_box_within,
+    freeze_with_box,
+    union_of_boxes,
+)
 from intrabench.io.volume import Volume
 from intrabench.types import Case, Prediction, Prompt, SlicePrompt
 
@@ -143,8 +149,6 @@ class SliceModel(Model):
         previous: Prediction | None = None,
         update_slices: list[int] | None = None,
     ) -> Prediction:
-        from intrabench.evaluation.metrics import bounding_box, freeze_with_box, union_of_boxes
-
         shape = self.image.shape
         mask = np.zeros(shape, dtype=bool)
         # only the previous mask's box is copied, and the result's box is found from what was
@@ -169,10 +173,7 @@ class SliceModel(Model):
             plane_box = bounding_box(np.asarray(output.mask, dtype=bool))
             if plane_box is not None:
                 regions.append((slice(z, z + 1), *plane_box))
-        region = union_of_boxes(regions)
-        inner = None if region is None else bounding_box(mask[region])
-        box = None if inner is None else tuple(
-            slice(r.start + i.start, r.start + i.stop) for r, i in zip(region, inner))
+        box = bounding_box_within(mask, union_of_boxes(regions))
         return Prediction(mask=freeze_with_box(mask, box), feedback=feedback)
 
     def model_seconds(self) -> float:

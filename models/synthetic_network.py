@@ -30,7 +30,7 @@ import cc3d
 import numpy as np
 from scipy import ndimage
 
-from intrabench.evaluation.metrics import bounding_box, freeze_with_box, union_of_boxes
+from intrabench.evaluation.metrics import bounding_box_within, freeze_with_box, union_of_boxes
 from intrabench.io.volume import Volume
 from intrabench.protocols import Model, SliceModel, SliceOutput
 from intrabench.registry import models
@@ -44,21 +44,15 @@ def _ellipsoid(radii: np.ndarray) -> np.ndarray:
     return (z / radii[0]) ** 2 + (y / radii[1]) ** 2 + (x / radii[2]) ** 2 <= 1.0
 
 
-@models.register
-class SyntheticNetwork(Model):
-    """Fixed-latency stand-in for a network (see the module docstring); CPU only."""
+class _StandIn:
+    """What both stand-ins share: their parameters and the fixed forward time."""
 
-    name: ClassVar[str] = "synthetic-network"
-    dimension: ClassVar[int] = 3
-    accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
-
-    #: forward seconds of every instance in this process (the benchmark's model share)
+    #: forward passes (and their seconds) of every stand-in in this process, for benchmarks
     total_forward_seconds: ClassVar[float] = 0.0
     total_forward_calls: ClassVar[int] = 0
 
-    def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.2,
-                 tolerance: float = 45.0, context_mm: float = 30.0, leak_radius_mm: float = 60.0,
-                 eraser_mm: float = 4.0) -> None:
+    def _configure(self, forward_ms: float, leak_probability: float, tolerance: float,
+                   context_mm: float, leak_radius_mm: float) -> None:
         if forward_ms < 0 or not 0.0 <= leak_probability <= 1.0:
             raise ValueError("forward_ms must be >= 0 and leak_probability in [0, 1]")
         self.forward_ms = float(forward_ms)
@@ -66,6 +60,31 @@ class SyntheticNetwork(Model):
         self.tolerance = float(tolerance)
         self.context_mm = float(context_mm)
         self.leak_radius_mm = float(leak_radius_mm)
+
+    def _finish_forward(self, started: float) -> float:
+        """Wait out the rest of ``forward_ms`` since ``started`` (the rest of the "GPU call":
+        the CPU is free meanwhile), count the pass; returns its seconds."""
+        remaining = self.forward_ms / 1000.0 - (time.perf_counter() - started)
+        if remaining > 0:
+            time.sleep(remaining)
+        elapsed = time.perf_counter() - started
+        _StandIn.total_forward_seconds += elapsed
+        _StandIn.total_forward_calls += 1
+        return elapsed
+
+
+@models.register
+class SyntheticNetwork(_StandIn, Model):
+    """Fixed-latency stand-in for a network (see the module docstring); CPU only."""
+
+    name: ClassVar[str] = "synthetic-network"
+    dimension: ClassVar[int] = 3
+    accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
+
+    def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.2,
+                 tolerance: float = 45.0, context_mm: float = 30.0, leak_radius_mm: float = 60.0,
+                 eraser_mm: float = 4.0) -> None:
+        self._configure(forward_ms, leak_probability, tolerance, context_mm, leak_radius_mm)
         self.eraser_mm = float(eraser_mm)
         self._image: Volume | None = None
         self._seconds = 0.0
@@ -104,14 +123,8 @@ class SyntheticNetwork(Model):
         for point in _spread(points[labels == 0], 32):
             self._erase(mask, np.asarray(point, dtype=int))
         # like a network that writes its crop into an empty volume, it knows where the mask is
-        freeze_with_box(mask, _tight_box(mask, union_of_boxes(written)))
-        remaining = self.forward_ms / 1000.0 - (time.perf_counter() - started)
-        if remaining > 0:
-            time.sleep(remaining)  # the rest of the "GPU call": the CPU is free meanwhile
-        elapsed = time.perf_counter() - started
-        self._seconds += elapsed
-        SyntheticNetwork.total_forward_seconds += elapsed
-        SyntheticNetwork.total_forward_calls += 1
+        freeze_with_box(mask, bounding_box_within(mask, union_of_boxes(written)))
+        self._seconds += self._finish_forward(started)
         return Prediction(mask)
 
     def _roi(self, centre: np.ndarray, radius_mm: float) -> tuple[slice, ...]:
@@ -188,16 +201,6 @@ def _perturbed_region(data: np.ndarray, seed: tuple[int, ...], tolerance: float,
     return region
 
 
-def _tight_box(mask: np.ndarray, region: tuple[slice, ...] | None) -> tuple[slice, ...] | None:
-    """The bounding box of ``mask``, all of whose True voxels lie in ``region``."""
-    if region is None:
-        return None
-    inner = bounding_box(mask[region])
-    if inner is None:
-        return None
-    return tuple(slice(r.start + i.start, r.start + i.stop) for r, i in zip(region, inner))
-
-
 def _spread(points: np.ndarray, most: int) -> np.ndarray:
     """At most ``most`` of ``points`` (N, 3), evenly spaced along the list, the first kept."""
     if len(points) <= most:
@@ -206,7 +209,7 @@ def _spread(points: np.ndarray, most: int) -> np.ndarray:
 
 
 @models.register
-class SyntheticNetwork2D(SliceModel):
+class SyntheticNetwork2D(_StandIn, SliceModel):
     """Fixed-latency stand-in for a 2D network: every slice it predicts takes ``forward_ms``
     (like one image-encoder call per slice), masks grown from the slice's prompt as
     ``synthetic-network`` does in 3D; CPU only."""
@@ -218,13 +221,7 @@ class SyntheticNetwork2D(SliceModel):
                  tolerance: float = 45.0, context_mm: float = 30.0,
                  leak_radius_mm: float = 60.0) -> None:
         super().__init__()
-        if forward_ms < 0 or not 0.0 <= leak_probability <= 1.0:
-            raise ValueError("forward_ms must be >= 0 and leak_probability in [0, 1]")
-        self.forward_ms = float(forward_ms)
-        self.leak_probability = float(leak_probability)
-        self.tolerance = float(tolerance)
-        self.context_mm = float(context_mm)
-        self.leak_radius_mm = float(leak_radius_mm)
+        self._configure(forward_ms, leak_probability, tolerance, context_mm, leak_radius_mm)
 
     def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
         started = time.perf_counter()
@@ -253,9 +250,5 @@ class SyntheticNetwork2D(SliceModel):
         for point, label in zip(prompt.points, prompt.labels):
             if label == 0:
                 mask[max(0, point[0] - 2): point[0] + 3, max(0, point[1] - 2): point[1] + 3] = False
-        remaining = self.forward_ms / 1000.0 - (time.perf_counter() - started)
-        if remaining > 0:
-            time.sleep(remaining)
-        SyntheticNetwork.total_forward_seconds += time.perf_counter() - started
-        SyntheticNetwork.total_forward_calls += 1
+        self._finish_forward(started)
         return SliceOutput(mask)

@@ -127,6 +127,16 @@ def _measure_box(mask: np.ndarray) -> tuple[slice, ...] | None:
     return tuple(bounds)
 
 
+def bounding_box_within(mask: np.ndarray,
+                        region: tuple[slice, ...] | None) -> tuple[slice, ...] | None:
+    """Bounding box of ``mask`` when all its True voxels lie in ``region`` (slices with explicit
+    starts; None: the mask is empty): reads the region only."""
+    inner = None if region is None else _measure_box(mask[region])
+    if inner is None:
+        return None
+    return tuple(slice(r.start + i.start, r.start + i.stop) for r, i in zip(region, inner))
+
+
 def union_bbox(*masks: np.ndarray) -> tuple[slice, ...] | None:
     """Bounding box (as slices) of the union of masks, or None if all are empty."""
     return union_of_boxes(bounding_box(m) for m in masks)
