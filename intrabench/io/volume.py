@@ -57,20 +57,21 @@ class ImageGeometry:
         """nibabel ornt array mapping voxel axes (i, j, k) to the closest RAS axes."""
         return nib.orientations.io_orientation(self.ras_affine())
 
-    def canonical_spacing(self) -> tuple[float, float, float]:
-        """Spacing in canonical (z, y, x) order, in mm."""
-        ornt = self.orientation()
-        by_ras_axis = [0.0, 0.0, 0.0]
-        for voxel_axis, (ras_axis, _flip) in enumerate(ornt):
-            by_ras_axis[int(ras_axis)] = self.spacing[voxel_axis]
+    def _in_canonical_order(self, per_voxel_axis: tuple) -> tuple:
+        """Values given per voxel axis (x, y, z of the file), reordered to canonical (z, y, x):
+        each goes to the RAS axis its voxel axis is closest to."""
+        by_ras_axis: list = [None, None, None]
+        for voxel_axis, (ras_axis, _flip) in enumerate(self.orientation()):
+            by_ras_axis[int(ras_axis)] = per_voxel_axis[voxel_axis]
         return (by_ras_axis[2], by_ras_axis[1], by_ras_axis[0])
 
+    def canonical_spacing(self) -> tuple[float, float, float]:
+        """Spacing in canonical (z, y, x) order, in mm."""
+        return self._in_canonical_order(tuple(self.spacing))
+
     def canonical_shape(self) -> tuple[int, int, int]:
-        ornt = self.orientation()
-        by_ras_axis = [0, 0, 0]
-        for voxel_axis, (ras_axis, _flip) in enumerate(ornt):
-            by_ras_axis[int(ras_axis)] = self.size[voxel_axis]
-        return (by_ras_axis[2], by_ras_axis[1], by_ras_axis[0])
+        """Size in canonical (z, y, x) order, in voxels."""
+        return self._in_canonical_order(tuple(self.size))
 
     def same_grid(self, other: ImageGeometry, tolerance: float = 1e-3) -> bool:
         return (
