@@ -8,6 +8,11 @@ os.environ.setdefault("MKL_NUM_THREADS", "2")
 # (a tiny decode went from 17 ms to 1 s under load); passive waiting avoids it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# caches (target attributes) go to a folder of this session, never to the user's home
+if "INTRABENCH_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["INTRABENCH_CACHE"] = tempfile.mkdtemp(prefix="intrabench-test-cache-")
 
 try:
     import torch

@@ -1,0 +1,71 @@
+"""Target attributes computed once per case and kept with the dataset, not with a run.
+
+Files live under ``$INTRABENCH_CACHE/attributes`` (default ``~/.cache/intrabench``), one JSON
+file per case::
+
+    attributes/<dataset>/<case>-<digest>.json
+
+The digest is a hash of what the attributes are a function of: the label map, the image, the
+voxel spacing, the targets and :data:`intrabench.attributes.compute.VERSION`. A changed image or
+label, or a new definition, gets a new file, never a stale value; any run that reads the same
+case (another model, another config) reuses the file. Files are written atomically; an
+unreadable one is computed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from intrabench.attributes.compute import VERSION, case_attributes
+from intrabench.types import Case
+
+log = logging.getLogger(__name__)
+
+
+def cache_root() -> Path:
+    """``$INTRABENCH_CACHE``, else ``~/.cache/intrabench``."""
+    return Path(os.environ.get("INTRABENCH_CACHE") or "~/.cache/intrabench").expanduser()
+
+
+def _digest(case: Case, modality: str) -> str:
+    hasher = hashlib.blake2b(digest_size=16)
+    header = {"version": VERSION, "modality": modality, "spacing": list(case.image.spacing),
+              "shape": list(np.shape(case.label)), "label_dtype": str(np.asarray(case.label).dtype),
+              "targets": [[t.target_id, int(t.label_value)] for t in case.targets]}
+    hasher.update(json.dumps(header, sort_keys=True).encode())
+    for array in (case.label, case.image.array):
+        hasher.update(np.ascontiguousarray(array).view(np.uint8).reshape(-1).data)
+    return hasher.hexdigest()
+
+
+def _file_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:100] or "_"
+
+
+def cached_case_attributes(case: Case, modality: str = "",
+                           root: Path | None = None) -> dict[str, dict[str, Any]]:
+    """:func:`~intrabench.attributes.compute.case_attributes` of ``case``, from the cache when
+    this exact case was measured before, else computed and stored."""
+    from intrabench.io.results import atomic_write_text
+
+    folder = (root or cache_root()) / "attributes" / _file_name(case.dataset)
+    path = folder / f"{_file_name(case.case_id)}-{_digest(case, modality)}.json"
+    try:
+        stored = json.loads(path.read_text())
+        if isinstance(stored, dict) and set(stored) == {t.target_id for t in case.targets}:
+            return stored
+    except (OSError, ValueError):
+        pass
+    found = case_attributes(case, modality)
+    try:
+        atomic_write_text(path, json.dumps(found, indent=1, allow_nan=True))
+    except OSError as error:  # a read-only home: measure again next time, say so once
+        log.warning("cannot cache target attributes in %s (%s)", folder, error.strerror)
+    return found
