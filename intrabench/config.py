@@ -79,6 +79,9 @@ class RunConfig(BaseModel):
     keep_previous_prompts: bool = True
     save_predictions: bool = False
     nsd_tolerance_mm: float = Field(default=2.0, gt=0)
+    #: measure every target's attributes (size, shape, contrast...: docs/attributes.md) and
+    #: add them to the result rows as ``attr_*`` columns; cached per case across runs
+    target_attributes: bool = True
     #: whose metric definitions the rows follow: IntraBench's own (default), or the CVPR 2025
     #: interactive challenge's (surface-element NSD, the image-level 0.2-Dice rule, its
     #: clicks); ``cvpr25`` also fills in the challenge's prompter, refiner and 5 steps when the

@@ -267,13 +267,17 @@ class Target:
 
 @dataclass(eq=False)
 class Case:
-    """One image with its label map (canonical (z, y, x), same grid) and its targets."""
+    """One image with its label map (canonical (z, y, x), same grid) and its targets.
+
+    ``attributes``: each target's attributes by target id (see :mod:`intrabench.attributes`),
+    once the engine has measured them; None before."""
 
     dataset: str
     case_id: str
     image: Volume
     label: np.ndarray
     targets: tuple[Target, ...]
+    attributes: dict[str, dict[str, Any]] | None = None
 
     def target_box(self, target: Target) -> tuple[slice, ...] | None:
         """Bounding box (slices, (z, y, x)) of ``target`` in the label map, None if absent.

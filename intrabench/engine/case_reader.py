@@ -20,10 +20,11 @@ _DATASETS: dict[str, Dataset] = {}
 
 
 def load_case(imports: list[str], dataset_name: str, dataset_params: dict[str, Any],
-              case_id: str) -> Case:
+              case_id: str, attributes: bool = False) -> Case:
     """Case ``case_id`` of the registered dataset ``dataset_name`` built with ``dataset_params``.
 
     ``imports``: the run's plugin modules, imported first (components registered by decorator).
+    ``attributes``: also measure its targets' attributes (:func:`with_attributes`).
     Raises what the dataset raises (DataError for a bad case).
     """
     for module in imports:
@@ -32,4 +33,15 @@ def load_case(imports: list[str], dataset_name: str, dataset_params: dict[str, A
     dataset = _DATASETS.get(key)
     if dataset is None:
         dataset = _DATASETS[key] = registry.datasets.create(dataset_name, dataset_params)
-    return dataset.load(case_id)
+    case = dataset.load(case_id)
+    return with_attributes(case, dataset) if attributes else case
+
+
+def with_attributes(case: Case, dataset: Dataset) -> Case:
+    """``case`` with its targets' attributes (from the attribute cache, or measured now);
+    ``dataset`` says the modality (a body mask is measured on CT only)."""
+    if case.attributes is None:
+        from intrabench.attributes.cache import cached_case_attributes
+
+        case.attributes = cached_case_attributes(case, str(getattr(dataset, "modality", "")))
+    return case

@@ -55,6 +55,8 @@ class UnitJob:
     geometry: ImageGeometry
     save_predictions: bool
     episodes: list[CroppedEpisode]
+    #: the case's target attributes by target id (``attr_<name>`` columns), or None
+    attributes: dict[str, dict[str, Any]] | None = None
     #: keep the rows in the finishing process for its consolidation (see ResultsStore.write_unit)
     keep_rows: bool = False
 
@@ -182,8 +184,11 @@ def finish_unit(job: UnitJob) -> int:
         seconds = evaluate_steps(episode.results, episode.ground_truth, job.spacing, metric_fn)
         episode_rows = rows_for_episode(job.run_name, job.unit, job.case_id, episode.target,
                                         episode.results)
+        attributes = {f"attr_{name}": value for name, value in
+                      (job.attributes or {}).get(episode.target.target_id, {}).items()}
         for row, metric_seconds in zip(episode_rows, seconds):
             row["metric_seconds"] = metric_seconds
+            row.update(attributes)
         rows.extend(episode_rows)
         if job.save_predictions:
             _save_prediction(job, episode)

@@ -20,7 +20,7 @@ import yaml
 
 from intrabench import registry
 from intrabench.config import ComponentSpec, RunConfig
-from intrabench.engine.case_reader import load_case
+from intrabench.engine.case_reader import load_case, with_attributes
 from intrabench.engine.finishing import (
     CroppedEpisode,
     UnitJob,
@@ -148,7 +148,8 @@ class Runner:
         if identity not in self._read_ahead:
             spec = unit.dataset
             self._read_ahead[identity] = self._reader.submit(
-                load_case, list(self.config.imports), spec.name, dict(spec.params), unit.case_id)
+                load_case, list(self.config.imports), spec.name, dict(spec.params), unit.case_id,
+                self.config.target_attributes)
 
     def _case(self, unit: WorkUnit) -> Case:
         """``unit``'s case: the current one, the one read ahead, or read now (DataError)."""
@@ -167,6 +168,8 @@ class Runner:
                             unit.dataset.key, unit.case_id, type(error).__name__, error)
         if case is None:
             case = self.datasets[unit.dataset.key].load(unit.case_id)
+        if self.config.target_attributes:
+            case = with_attributes(case, self.datasets[unit.dataset.key])
         self._last_case = (identity, case)
         return case
 
@@ -203,7 +206,7 @@ class Runner:
                 self._lane.submit(finish_unit, UnitJob(
                     run_name=self.config.name, run_dir=self.run_dir, unit=unit,
                     case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
-                    geometry=case.image.geometry,
+                    geometry=case.image.geometry, attributes=case.attributes,
                     save_predictions=self.config.save_predictions, episodes=episodes,
                     keep_rows=self._consolidating and self._lane.mode == "process"))
 
