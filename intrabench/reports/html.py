@@ -156,6 +156,52 @@ def _overlays(run_dir: Path, episodes: pd.DataFrame, chosen: list[str] | None,
     return figures, notes
 
 
+def attribute_section(run_dir: Path, rows: pd.DataFrame, n_boot: int = 1000
+                      ) -> tuple[list[Figure], list[str]]:
+    """Figures and HTML of "which targets are hard": final Dice by target attribute group per
+    model (see :mod:`intrabench.attributes.stratify`), or a note saying why there is none."""
+    from intrabench.attributes import figures as attribute_figures
+    from intrabench.attributes.join import with_attributes
+    from intrabench.attributes.stratify import (
+        assign_groups,
+        collapse,
+        extremes_table,
+        printable_summary,
+        stratified_table,
+        target_scores,
+    )
+    from intrabench.errors import UserError
+
+    try:
+        rows = with_attributes(rows, run_dir)
+    except UserError as error:
+        return [], [f"<p class='note'>No target attributes: {html.escape(str(error))}</p>"]
+    targets, _cuts = assign_groups(target_scores(rows))
+    per_model = collapse(targets, ["model"])
+    if not attribute_figures.grouped_attributes(per_model):
+        return [], ["<p class='note'>Too few targets to split them into attribute groups.</p>"]
+    summary = printable_summary(stratified_table(targets, n_boot=n_boot, by=["model"]),
+                                extremes_table(targets, n_boot=n_boot, by=["model"]))
+    summary = summary.drop(columns=[c for c in summary.columns if c.startswith("n_")])
+    figures = [
+        Figure("dice-by-attribute-group", "Final Dice x100 per target attribute group (each "
+               "dataset's tertiles low/mid/high, or no/yes), one box per model over its "
+               "targets (mean over the model's prompters).",
+               attribute_figures.box_plots(per_model)),
+        Figure("dice-vs-attributes", "Final Dice x100 against target attributes, one point per "
+               "model and target.", attribute_figures.scatter_plots(per_model)),
+    ]
+    parts = [
+        "<p class='explain'>Every target is measured once (size, shape, holes, contrast with its "
+        "surroundings, position; definitions in docs/attributes.md) and split into thirds of "
+        "its dataset (low/mid/high) or by presence (no/yes). Difference: last group minus "
+        "first, with a bootstrap 95% CI over targets; rho: Spearman's rank correlation of Dice "
+        "with the attribute. <code>intrabench attributes RUN_DIR</code> writes every number "
+        "as CSV.</p>",
+        _frame_html(summary, digits=2), *[f.html() for f in figures]]
+    return figures, parts
+
+
 def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric: str = "dice",
                  cases: list[str] | None = None, max_overlays: int = 3,
                  layout: Layout | None = None, n_boot: int = 1000) -> Path:
@@ -182,7 +228,8 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
                           "bootstrap confidence intervals over cases.",
                           plots.dataset_bars(rows, metric, n_boot=n_boot)))
     overlay_figures, notes = _overlays(run_dir, episodes, cases, max_overlays)
-    for figure in figures + overlay_figures:
+    attribute_figures, attribute_parts = attribute_section(run_dir, rows, n_boot=n_boot)
+    for figure in figures + overlay_figures + attribute_figures:
         (out / f"{figure.name}.png").write_bytes(figure.png)
 
     last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
@@ -223,6 +270,7 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
                  "<p class='explain'>Success rate: fraction of targets that reached Dice 0.8. "
                  "Median effort counts targets that never got there as failures (infinite effort).</p>",
                  _frame_html(success)]
+    body += ["<h2>Which targets are hard, for which model</h2>", *attribute_parts]
     body += ["<h2>Per-case results</h2>",
              f"<p class='explain'>One row per image and configuration: the final {metric} "
              "averaged over the image's targets of each class, then over classes.</p>",

@@ -1,0 +1,63 @@
+"""Target attributes for result rows that lack them, measured from the run's own datasets."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from intrabench.attributes.stratify import rows_without_attributes
+from intrabench.errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+def with_attributes(rows: pd.DataFrame, run_dir: str | Path) -> pd.DataFrame:
+    """``rows`` with ``attr_*`` columns filled for every target: rows that lack them are
+    measured from the datasets named in ``RUN_DIR/config.yaml`` (through the attribute cache,
+    so a case is measured once). UserError when a case cannot be read (data moved)."""
+    missing = rows_without_attributes(rows)
+    if not missing.any():
+        return rows
+    import yaml
+
+    from intrabench import registry
+    from intrabench.attributes.cache import cached_case_attributes
+    from intrabench.config import RunConfig
+    from intrabench.errors import DataError
+
+    config_path = Path(run_dir) / "config.yaml"
+    try:
+        config = RunConfig.model_validate(yaml.safe_load(config_path.read_text()))
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        raise UserError(f"{run_dir}: the rows carry no target attributes and its config.yaml "
+                        f"cannot be read to measure them ({error})") from None
+    config.import_modules()
+    specs = {spec.key: spec for spec in config.datasets}
+    found: list[dict] = []
+    needed = rows.loc[missing, ["dataset", "case"]].drop_duplicates()
+    for dataset_key, cases in needed.groupby("dataset", sort=True):
+        spec = specs.get(str(dataset_key))
+        if spec is None:
+            raise UserError(f"{run_dir}: dataset '{dataset_key}' of the results is not in its "
+                            "config.yaml; cannot measure its targets' attributes")
+        dataset = registry.datasets.create(spec.name, spec.params)
+        modality = str(getattr(dataset, "modality", ""))
+        for case_id in cases["case"]:
+            try:
+                case = dataset.load(str(case_id))
+            except DataError as error:
+                raise UserError(f"{dataset_key}/{case_id}: cannot read it to measure its "
+                                f"targets' attributes: {error}") from None
+            log.info("measuring target attributes of %s/%s", dataset_key, case_id)
+            for target_id, values in cached_case_attributes(case, modality).items():
+                found.append({"dataset": dataset_key, "case": case_id, "target": target_id,
+                              **{f"attr_{k}": v for k, v in values.items()}})
+    measured = pd.DataFrame(found)
+    keys = ["dataset", "case", "target"]
+    kept = rows.drop(columns=[c for c in rows.columns if c.startswith("attr_")])
+    present = rows.loc[~missing, keys + [c for c in rows.columns if c.startswith("attr_")]]
+    table = pd.concat([present.drop_duplicates(keys), measured], ignore_index=True)
+    table = table.drop_duplicates(keys, keep="first")
+    return kept.merge(table, on=keys, how="left")

@@ -1,0 +1,269 @@
+"""Results by target attribute: which targets are hard, and for which model.
+
+The VizWiz-SalientObject analysis (its Table 3) for 3D targets. From the result rows (with their
+``attr_*`` columns, see :mod:`intrabench.attributes.catalogue`):
+
+1. **Targets.** One row per (dataset, case, target) with its attributes and, per configuration
+   (model, prompter, refiner), its scores averaged over seeds: final Dice and NSD; with
+   refinement also the normalised Dice AUC over the steps and the interactions to Dice 0.8
+   (:mod:`intrabench.evaluation.episode_metrics`).
+2. **Groups** (:func:`assign_groups`). A ``tertiles`` attribute splits each dataset's targets at
+   its 1/3 and 2/3 quantiles (linear interpolation): ``low`` (value <= first cut), ``mid``,
+   ``high`` (value > second cut). Values tied at a cut go to the lower group; an attribute with
+   fewer than three distinct values in a dataset gets no groups there. A ``presence`` attribute
+   gives ``no``/``yes``. Groups are relative to each dataset; several datasets are then pooled.
+3. **Means** (:func:`stratified_table`). Per configuration x attribute x group x metric: the mean
+   over the group's targets, a percentile-bootstrap 95% CI resampling targets (seeded), and the
+   number of targets.
+4. **Extremes** (:func:`extremes_table`). Per configuration x attribute: the mean of the last
+   group minus the first (``high - low``, ``yes - no``) with a bootstrap CI (each group resampled
+   on its own), and Spearman's rank correlation of final Dice with the attribute's value over
+   all targets (SciPy), with its p-value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from intrabench.attributes.catalogue import ATTRIBUTES, BY_NAME
+
+CONFIG = ["model", "prompter", "refiner"]
+TARGET = ["dataset", "case", "target"]
+TERTILE_GROUPS = ("low", "mid", "high")
+PRESENCE_GROUPS = ("no", "yes")
+
+
+def target_scores(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration and target: the episode scores averaged over seeds, and the
+    target's ``attr_*`` columns."""
+    from intrabench.evaluation.episode_metrics import episode_table
+
+    episodes = episode_table(rows)
+    metrics = [m for m in ("dice_final", "nsd_final") if m in episodes]
+    if "n_steps" in episodes and (episodes["n_steps"] > 0).any():
+        metrics += [m for m in ("dice_auc_norm", "effort_to_dice_0.8") if m in episodes]
+    scores = episodes.groupby(CONFIG + TARGET, sort=True, dropna=False)[metrics].mean().reset_index()
+    attributes = [c for c in rows.columns if c.startswith("attr_")]
+    if attributes:
+        per_target = rows.groupby(TARGET, sort=False)[attributes].first().reset_index()
+        scores = scores.merge(per_target, on=TARGET, how="left")
+    return scores
+
+
+def tertile_cuts(values: pd.Series) -> tuple[float, float] | None:
+    """The 1/3 and 2/3 quantiles of the finite ``values``; None with fewer than three distinct
+    values (no three groups to make)."""
+    finite = pd.to_numeric(values, errors="coerce").astype(float)
+    finite = finite[np.isfinite(finite)]
+    if finite.nunique() < 3:
+        return None
+    low, high = np.quantile(finite.to_numpy(), [1.0 / 3.0, 2.0 / 3.0])
+    return float(low), float(high)
+
+
+def tertile_group(values: pd.Series, cuts: tuple[float, float] | None) -> pd.Series:
+    """``low``/``mid``/``high`` per value (see the module docstring); missing stays missing."""
+    numbers = pd.to_numeric(values, errors="coerce").astype(float)
+    out = pd.Series(pd.NA, index=values.index, dtype="object")
+    if cuts is None:
+        return out
+    finite = np.isfinite(numbers)
+    out[finite & (numbers <= cuts[0])] = "low"
+    out[finite & (numbers > cuts[0]) & (numbers <= cuts[1])] = "mid"
+    out[finite & (numbers > cuts[1])] = "high"
+    return out
+
+
+def assign_groups(targets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``targets`` with a ``group_<attribute>`` column per groupable attribute present, and a
+    table of the cuts (dataset, attribute, cut_low, cut_high) used for the tertiles."""
+    targets = targets.copy()
+    cuts_rows = []
+    for spec in ATTRIBUTES:
+        if spec.column not in targets or spec.grouping == "none":
+            continue
+        column = f"group_{spec.name}"
+        if spec.grouping == "presence":
+            present = targets[spec.column]
+            targets[column] = present.map(lambda v: pd.NA if pd.isna(v) else ("yes" if bool(v) else "no"))
+            continue
+        targets[column] = pd.Series(pd.NA, index=targets.index, dtype="object")
+        # cuts over each dataset's distinct targets, not over configurations x targets
+        distinct = targets.drop_duplicates(TARGET)
+        for dataset, members in distinct.groupby("dataset", sort=True):
+            cuts = tertile_cuts(members[spec.column])
+            chosen = targets["dataset"] == dataset
+            targets.loc[chosen, column] = tertile_group(targets.loc[chosen, spec.column], cuts)
+            cuts_rows.append({"dataset": dataset, "attribute": spec.name,
+                              "cut_low": cuts[0] if cuts else np.nan,
+                              "cut_high": cuts[1] if cuts else np.nan})
+    return targets, pd.DataFrame(cuts_rows, columns=["dataset", "attribute", "cut_low", "cut_high"])
+
+
+def bootstrap_mean_ci(values: np.ndarray, n_boot: int = 1000, seed: int = 0,
+                      confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile-bootstrap CI of the mean of ``values`` (finite ones), resampled with
+    replacement ``n_boot`` times from ``numpy.random.default_rng(seed)``; NaN for none."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, values.size, size=(n_boot, values.size))].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
+def _metrics(targets: pd.DataFrame) -> list[str]:
+    return [m for m in ("dice_final", "nsd_final", "dice_auc_norm", "effort_to_dice_0.8")
+            if m in targets]
+
+
+def _group_columns(targets: pd.DataFrame) -> list[str]:
+    return [c for c in targets.columns if c.startswith("group_")]
+
+
+def _order(attribute: str) -> tuple[str, ...]:
+    return PRESENCE_GROUPS if BY_NAME[attribute].grouping == "presence" else TERTILE_GROUPS
+
+
+def collapse(targets: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """One row per ``by`` x target: the scores averaged over the configurations that ``by``
+    pools (e.g. ``by=["model"]``: over each model's prompters and refiners), the target's
+    attributes and groups kept."""
+    by = list(by)
+    if by == CONFIG:
+        return targets
+    metrics = _metrics(targets)
+    fixed = [c for c in targets.columns if c.startswith(("attr_", "group_"))]
+    grouped = targets.groupby(by + TARGET, sort=True, dropna=False)
+    return pd.concat([grouped[metrics].mean(), grouped[fixed].first()], axis=1).reset_index()
+
+
+def _panels(targets: pd.DataFrame, by: list[str]
+            ) -> Iterator[tuple[dict[str, Any], pd.DataFrame, str, str]]:
+    """(identity of a ``by`` group, its targets, attribute, group column) for every grouped
+    attribute, the targets first averaged per ``by`` (:func:`collapse`)."""
+    for config, members in collapse(targets, by).groupby(by, sort=True):
+        for column in _group_columns(members):
+            yield dict(zip(by, config)), members, column.removeprefix("group_"), column
+
+
+def _finite_values(members: pd.DataFrame, metric: str, chosen: pd.Series) -> np.ndarray:
+    values = members.loc[chosen, metric].to_numpy(dtype=np.float64)
+    return values[np.isfinite(values)]
+
+
+def stratified_table(targets: pd.DataFrame, n_boot: int = 1000, seed: int = 0,
+                     by: Sequence[str] = CONFIG) -> pd.DataFrame:
+    """Mean, bootstrap CI and target count per ``by`` (default: configuration) x attribute x
+    group x metric (``targets``: :func:`assign_groups`'s first output)."""
+    by = list(by)
+    records = []
+    for identity, members, attribute, column in _panels(targets, by):
+        for group in _order(attribute):
+            for metric in _metrics(members):
+                finite = _finite_values(members, metric, members[column] == group)
+                low, high = bootstrap_mean_ci(finite, n_boot=n_boot, seed=seed)
+                records.append({**identity, "attribute": attribute,
+                                "group": group, "metric": metric,
+                                "mean": float(finite.mean()) if finite.size else np.nan,
+                                "ci_low": low, "ci_high": high, "n_targets": int(finite.size)})
+    return pd.DataFrame(records, columns=by + ["attribute", "group", "metric", "mean",
+                                               "ci_low", "ci_high", "n_targets"])
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, int]:
+    """Spearman's rho of the finite pairs, its two-sided p-value and the number of pairs; NaN
+    with fewer than three pairs or a constant side."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if x.size < 3 or np.unique(x).size < 2 or np.unique(y).size < 2:
+        return float("nan"), float("nan"), int(x.size)
+    result = stats.spearmanr(x, y)
+    return float(result.statistic), float(result.pvalue), int(x.size)
+
+
+def extremes_table(targets: pd.DataFrame, metric: str = "dice_final", n_boot: int = 1000,
+                   seed: int = 0, by: Sequence[str] = CONFIG) -> pd.DataFrame:
+    """Per ``by`` (default: configuration) x attribute: ``metric`` in the first and last group,
+    their difference (last - first) with a bootstrap CI, and Spearman's rho of ``metric`` with
+    the attribute's value over the targets."""
+    by = list(by)
+    records = []
+    for identity, members, attribute, column in _panels(targets, by):
+        first, last = _order(attribute)[0], _order(attribute)[-1]
+        a = _finite_values(members, metric, members[column] == first)
+        b = _finite_values(members, metric, members[column] == last)
+        difference = float(b.mean() - a.mean()) if a.size and b.size else np.nan
+        low = high = np.nan
+        if a.size and b.size:
+            rng = np.random.default_rng(seed)
+            draws = (b[rng.integers(0, b.size, size=(n_boot, b.size))].mean(axis=1)
+                     - a[rng.integers(0, a.size, size=(n_boot, a.size))].mean(axis=1))
+            low, high = (float(q) for q in np.quantile(draws, [0.025, 0.975]))
+        values = pd.to_numeric(members[f"attr_{attribute}"], errors="coerce")
+        rho, p_value, n_pairs = spearman(values.astype(float), members[metric])
+        records.append({**identity, "attribute": attribute,
+                        "metric": metric, "first_group": first,
+                        "first_mean": float(a.mean()) if a.size else np.nan,
+                        "n_first": int(a.size), "last_group": last,
+                        "last_mean": float(b.mean()) if b.size else np.nan,
+                        "n_last": int(b.size), "difference": difference,
+                        "difference_ci_low": low, "difference_ci_high": high,
+                        "spearman_rho": rho, "spearman_p": p_value, "n_pairs": n_pairs})
+    return pd.DataFrame(records)
+
+
+def rows_without_attributes(rows: pd.DataFrame) -> pd.Series:
+    """Which rows lack their target's attributes (units of a run made before they existed, or
+    with ``target_attributes: false``)."""
+    if "attr_volume_ml" not in rows:
+        return pd.Series(True, index=rows.index)
+    return rows["attr_volume_ml"].isna()
+
+
+def printable_summary(stratified: pd.DataFrame, extremes: pd.DataFrame,
+                      metric: str = "dice_final", scale: float = 100.0) -> pd.DataFrame:
+    """One row per ``by`` x attribute: ``metric`` (x ``scale``) per group side by side
+    (``low``/``mid``/``high`` or ``no``/``yes``), the last-minus-first difference with its CI,
+    and Spearman's rho; for printing."""
+    chosen = stratified[stratified["metric"] == metric]
+    if chosen.empty:
+        return pd.DataFrame()
+    by = [c for c in chosen.columns if c not in ("attribute", "group", "metric", "mean", "ci_low",
+                                                  "ci_high", "n_targets")]
+    records = []
+    for key, members in chosen.groupby(by + ["attribute"], sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        attribute = key[-1]
+        record = {**dict(zip(by, key[:-1])), "attribute": attribute,
+                  "unit": BY_NAME[attribute].unit}
+        means = dict(zip(members["group"], members["mean"] * scale))
+        counts = dict(zip(members["group"], members["n_targets"]))
+        for group in TERTILE_GROUPS + PRESENCE_GROUPS:
+            if group in means:
+                record[group] = means[group]
+                record[f"n_{group}"] = int(counts[group])
+        records.append(record)
+    summary = pd.DataFrame(records)
+    extremes = extremes[extremes["metric"] == metric]
+    keys = by + ["attribute"]
+    merged = summary.merge(extremes[keys + ["difference", "difference_ci_low",
+                                            "difference_ci_high", "spearman_rho"]],
+                           on=keys, how="left")
+    for column in ("difference", "difference_ci_low", "difference_ci_high"):
+        merged[column] = merged[column] * scale
+    order = keys + ["unit"] + [c for c in ("no", "yes", "low", "mid", "high") if c in merged]
+    counts = [c for c in merged.columns if c.startswith("n_")]
+    return merged[order + ["difference", "difference_ci_low", "difference_ci_high",
+                           "spearman_rho"] + counts]
