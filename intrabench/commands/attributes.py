@@ -8,56 +8,37 @@ from pathlib import Path
 
 BY = {"model": ["model"], "configuration": ["model", "prompter", "refiner"],
       "prompter": ["prompter", "refiner"]}
-METRICS = {"dice": "dice_final", "nsd": "nsd_final", "dice_auc": "dice_auc_norm",
-           "effort_to_dice_0.8": "effort_to_dice_0.8"}
-
-
-def analyse(run_dir: str | Path, by: str = "model", n_boot: int = 1000, seed: int = 0):
-    """(targets with groups, cuts, stratified table, extremes table) of a run directory."""
-    from intrabench.attributes.join import with_attributes
-    from intrabench.attributes.stratify import (
-        assign_groups,
-        extremes_table,
-        stratified_table,
-        target_scores,
-    )
-    from intrabench.errors import UserError
-    from intrabench.io.results import load_results
-
-    rows = load_results(run_dir)
-    if rows.empty:
-        raise UserError(f"{run_dir} holds no result rows")
-    rows = with_attributes(rows, run_dir)
-    targets, cuts = assign_groups(target_scores(rows))
-    stratified = stratified_table(targets, n_boot=n_boot, seed=seed, by=BY[by])
-    extremes = [extremes_table(targets, metric, n_boot=n_boot, seed=seed, by=BY[by])
-                for metric in METRICS.values() if metric in targets]
-    import pandas as pd
-
-    return targets, cuts, stratified, pd.concat(extremes, ignore_index=True)
 
 
 def cmd_attributes(args: argparse.Namespace) -> int:
+    from intrabench.attributes.analysis import METRICS, analyse, regroup
     from intrabench.attributes.stratify import printable_summary
     from intrabench.errors import UserError
     from intrabench.evaluation.aggregate import to_markdown
-    from intrabench.io.results import incompleteness_warning
+    from intrabench.io.results import incompleteness_warning, load_results
 
     metric = METRICS[args.metric]
     if (warning := incompleteness_warning(args.run_dir)) is not None:
         print(warning, file=sys.stderr)
-    targets, cuts, stratified, extremes = analyse(args.run_dir, args.by, args.n_boot, args.seed)
-    if metric not in targets:
+    rows = load_results(args.run_dir)
+    if rows.empty:
+        raise UserError(f"{args.run_dir} holds no result rows")
+    # the files hold every configuration (model x prompter x refiner); the print follows --by
+    analysis = analyse(rows, args.run_dir, BY["configuration"], args.n_boot, args.seed)
+    if metric not in analysis.targets:
         raise UserError(f"--metric {args.metric}: this run has no such score (refinement "
                         "metrics need a run with refiners)")
     out = Path(args.out) if args.out else Path(args.run_dir) / "attributes"
     out.mkdir(parents=True, exist_ok=True)
-    written = {"attribute-targets.csv": targets, "attribute-cuts.csv": cuts,
-               "attribute-groups.csv": stratified, "attribute-extremes.csv": extremes}
+    written = {"attribute-targets.csv": analysis.targets, "attribute-cuts.csv": analysis.cuts,
+               "attribute-groups.csv": analysis.groups,
+               "attribute-extremes.csv": analysis.extremes}
     for name, frame in written.items():
         frame.to_csv(out / name, index=False, float_format="%.6g")
+    if args.by != "configuration":
+        analysis = regroup(analysis, BY[args.by], args.n_boot, args.seed)
     scale = 1.0 if metric.startswith("effort") else 100.0
-    summary = printable_summary(stratified, extremes, metric, scale=scale)
+    summary = printable_summary(analysis.groups, analysis.extremes, metric, scale=scale)
     if summary.empty:
         print("no target attribute splits these targets into groups (too few targets?)",
               file=sys.stderr)
@@ -66,7 +47,7 @@ def cmd_attributes(args: argparse.Namespace) -> int:
     interval = ["" if low != low else f"[{low:.1f}, {high:.1f}]"
                 for low, high in zip(shown.pop("difference_ci_low"), shown.pop("difference_ci_high"))]
     shown.insert(len(shown.columns) - 1, "difference 95% CI", interval)
-    n_targets = targets[["dataset", "case", "target"]].drop_duplicates().shape[0]
+    n_targets = analysis.targets[["dataset", "case", "target"]].drop_duplicates().shape[0]
     what = f"{args.metric} x{scale:g}" if scale != 1 else args.metric
     print(f"{what} by target attribute ({n_targets} targets; groups: each dataset's tertiles "
           f"low/mid/high, or no/yes; difference = last group - first, bootstrap 95% CI; "
@@ -78,6 +59,8 @@ def cmd_attributes(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     """Add ``intrabench attributes``."""
+    from intrabench.attributes.analysis import METRICS
+
     parser = commands.add_parser(
         "attributes", help="results by target attribute (size, shape, contrast...): which "
                            "targets are hard, for which model (docs/attributes.md)")
@@ -87,8 +70,9 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
                         help="score to print (all are written): final Dice or NSD, the Dice "
                              "AUC over refinement steps, interactions to Dice 0.8")
     parser.add_argument("--by", choices=sorted(BY), default="model",
-                        help="rows per model (pooling its prompters), per configuration, or "
-                             "per prompting scheme")
+                        help="printed rows per model (pooling its prompters), per "
+                             "configuration, or per prompting scheme; the CSV files hold every "
+                             "configuration")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     parser.set_defaults(func=cmd_attributes)

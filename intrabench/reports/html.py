@@ -161,27 +161,18 @@ def attribute_section(run_dir: Path, rows: pd.DataFrame, n_boot: int = 1000
     """Figures and HTML of "which targets are hard": final Dice by target attribute group per
     model (see :mod:`intrabench.attributes.stratify`), or a note saying why there is none."""
     from intrabench.attributes import figures as attribute_figures
-    from intrabench.attributes.join import with_attributes
-    from intrabench.attributes.stratify import (
-        assign_groups,
-        collapse,
-        extremes_table,
-        printable_summary,
-        stratified_table,
-        target_scores,
-    )
+    from intrabench.attributes.analysis import analyse
+    from intrabench.attributes.stratify import collapse, printable_summary
     from intrabench.errors import UserError
 
     try:
-        rows = with_attributes(rows, run_dir)
+        analysis = analyse(rows, run_dir, ["model"], n_boot=n_boot)
     except UserError as error:
         return [], [f"<p class='note'>No target attributes: {html.escape(str(error))}</p>"]
-    targets, _cuts = assign_groups(target_scores(rows))
-    per_model = collapse(targets, ["model"])
+    per_model = collapse(analysis.targets, ["model"])
     if not attribute_figures.grouped_attributes(per_model):
         return [], ["<p class='note'>Too few targets to split them into attribute groups.</p>"]
-    summary = printable_summary(stratified_table(targets, n_boot=n_boot, by=["model"]),
-                                extremes_table(targets, n_boot=n_boot, by=["model"]))
+    summary = printable_summary(analysis.groups, analysis.extremes)
     summary = summary.drop(columns=[c for c in summary.columns if c.startswith("n_")])
     figures = [
         Figure("dice-by-attribute-group", "Final Dice x100 per target attribute group (each "

@@ -156,7 +156,13 @@ def test_full_builtin_demo_tables_and_report(tmp_path, capsys):
     assert table[[c for c in table.columns if c not in
                   ("Iterations", "Prompter", "Model", "Interactions")]].notna().all().all()
     assert main(["report", str(tmp_path / "demo")]) == 0
-    assert (tmp_path / "demo" / "report" / "report.html").exists()
+    page = (tmp_path / "demo" / "report" / "report.html").read_text()
+    assert "<h2>Which targets are hard, for which model</h2>" in page
+    capsys.readouterr()
+    assert main(["attributes", str(tmp_path / "demo"), "--n-boot", "100"]) == 0
+    printed = capsys.readouterr().out
+    for model in ("random-walker-2d", "region-growing-3d"):
+        assert f"| {model} | volume_ml | ml |" in printed
 
 
 def test_paper_layout_builds_table5_from_named_runs(tiny_run):

@@ -1,0 +1,51 @@
+"""The whole attribute analysis of one run's rows (what ``intrabench attributes`` and the
+report show): targets with groups, tertile cuts, group means and extreme-group differences."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from intrabench.attributes.join import with_attributes
+from intrabench.attributes.stratify import (
+    CONFIG,
+    assign_groups,
+    extremes_table,
+    stratified_table,
+    target_scores,
+)
+
+#: Scores analysed, by their name on the command line.
+METRICS = {"dice": "dice_final", "nsd": "nsd_final", "dice_auc": "dice_auc_norm",
+           "effort_to_dice_0.8": "effort_to_dice_0.8"}
+
+
+@dataclass
+class AttributeAnalysis:
+    targets: pd.DataFrame  # one row per configuration x target: scores, attr_*, group_*
+    cuts: pd.DataFrame  # each dataset's tertile cuts per attribute
+    groups: pd.DataFrame  # stratify.stratified_table
+    extremes: pd.DataFrame  # stratify.extremes_table, every score in METRICS the run has
+
+
+def analyse(rows: pd.DataFrame, run_dir: str | Path, by: Sequence[str] = CONFIG,
+            n_boot: int = 1000, seed: int = 0) -> AttributeAnalysis:
+    """The analysis of ``rows`` (result rows of ``run_dir``, whose config names the datasets
+    for targets that lack attributes), tables per ``by`` columns."""
+    targets, cuts = assign_groups(target_scores(with_attributes(rows, run_dir)))
+    return regroup(AttributeAnalysis(targets, cuts, pd.DataFrame(), pd.DataFrame()), by,
+                   n_boot, seed)
+
+
+def regroup(analysis: AttributeAnalysis, by: Sequence[str], n_boot: int = 1000,
+            seed: int = 0) -> AttributeAnalysis:
+    """The same targets with the tables per other ``by`` columns."""
+    targets = analysis.targets
+    extremes = [extremes_table(targets, metric, n_boot=n_boot, seed=seed, by=by)
+                for metric in METRICS.values() if metric in targets]
+    return AttributeAnalysis(targets, analysis.cuts,
+                             stratified_table(targets, n_boot=n_boot, seed=seed, by=by),
+                             pd.concat(extremes, ignore_index=True))
