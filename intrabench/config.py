@@ -77,7 +77,9 @@ class RunConfig(BaseModel):
     refiners: list[ComponentSpec] = Field(default_factory=list)
     refinement_steps: int = Field(default=5, ge=0, le=100)
     keep_previous_prompts: bool = True
-    save_predictions: bool = False
+    #: write each target's final prediction as NIfTI on the image's grid (``true``), or also
+    #: every refinement step's (``all``: ``<case>__<target>__step<k>.nii.gz``, for review)
+    save_predictions: bool | Literal["all"] = False
     nsd_tolerance_mm: float = Field(default=2.0, gt=0)
     #: measure every target's attributes (size, shape, contrast...: docs/attributes.md) and
     #: add them to the result rows as ``attr_*`` columns; cached per case across runs

@@ -214,6 +214,33 @@ class Prompt:
             effort_label=other.effort_label or self.effort_label,
         )
 
+    def to_json(self) -> str:
+        """The prompt's geometry as compact JSON (voxel indices (z, y, x), boxes inclusive):
+        ``{"points": [[z, y, x], ...], "labels": [1, 0, ...], "boxes": {"z": [y0, x0, y1, x1]},
+        "box3d": [z0, y0, x0, z1, y1, x1] | null, "scribbles": [{"label": 1, "points": [...]}]}``.
+        Interactions and the effort label are not part of it (rows carry them)."""
+        import json
+
+        return json.dumps({
+            "points": self.points.tolist(), "labels": self.point_labels.tolist(),
+            "boxes": {str(z): list(b.as_tuple()) for z, b in self.boxes.items()},
+            "box3d": list(self.box3d.as_tuple()) if self.box3d is not None else None,
+            "scribbles": [{"label": int(s.label), "points": np.asarray(s.points).reshape(-1, 3).tolist()}
+                          for s in self.scribbles],
+        }, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Prompt:
+        """The prompt geometry written by :meth:`to_json` (no interactions)."""
+        import json
+
+        data = json.loads(text)
+        return cls(points=data["points"], point_labels=data["labels"],
+                   boxes={int(z): Box2D(*b) for z, b in data["boxes"].items()},
+                   box3d=Box3D(*data["box3d"]) if data["box3d"] is not None else None,
+                   scribbles=tuple(Scribble(np.asarray(s["points"], dtype=np.int64).reshape(-1, 3),
+                                            int(s["label"])) for s in data["scribbles"]))
+
     def summary(self) -> dict[str, Any]:
         """A small JSON-able description for results rows."""
         return {

@@ -53,7 +53,7 @@ class UnitJob:
     spacing: tuple[float, float, float]
     shape: tuple[int, int, int]
     geometry: ImageGeometry
-    save_predictions: bool
+    save_predictions: bool | str
     episodes: list[CroppedEpisode]
     #: the case's target attributes by target id (``attr_<name>`` columns), or None
     attributes: dict[str, dict[str, Any]] | None = None
@@ -125,6 +125,8 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
             "predicted_voxels": int(result.metrics["true_positives"]
                                     + result.metrics["false_positives"]),
             **{f"prompt_{k}": v for k, v in result.prompt.summary().items()},
+            # this step's new prompt (step 0: the initial one), to draw it (Prompt.from_json)
+            "prompt_json": result.prompt.to_json(),
         }
         rows.append(row)
     return rows
@@ -155,6 +157,11 @@ def prediction_file_name(case_id: str, target_id: str) -> str:
     return f"{safe_file_name(case_id)}__{safe_file_name(target_id)}.nii.gz"
 
 
+def step_prediction_file_name(case_id: str, target_id: str, step: int) -> str:
+    """The file of one step's prediction (``save_predictions: all``)."""
+    return f"{safe_file_name(case_id)}__{safe_file_name(target_id)}__step{int(step)}.nii.gz"
+
+
 def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str) -> Path:
     """Where the final prediction of (unit, case, target) is saved."""
     folder = prediction_folder(run_dir, unit.dataset.key, unit.model.key, unit.prompter.key,
@@ -163,10 +170,17 @@ def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str)
 
 
 def _save_prediction(job: UnitJob, episode: CroppedEpisode) -> None:
-    full = np.zeros(job.shape, dtype=np.uint8)
-    full[episode.box] = episode.results[-1].prediction.mask
-    write_on_grid(full, job.geometry, prediction_path(job.run_dir, job.unit, job.case_id,
-                                                      episode.target.target_id))
+    """The final prediction; with ``save_predictions: all`` also every step that changed it."""
+    final = prediction_path(job.run_dir, job.unit, job.case_id, episode.target.target_id)
+    saved = [(final, episode.results[-1])]
+    if job.save_predictions == "all":
+        saved += [(final.with_name(step_prediction_file_name(
+                       job.case_id, episode.target.target_id, result.step)), result)
+                  for result in episode.results if not result.converged]
+    for path, result in saved:
+        full = np.zeros(job.shape, dtype=np.uint8)
+        full[episode.box] = result.prediction.mask
+        write_on_grid(full, job.geometry, path)
 
 
 def finish_unit(job: UnitJob) -> int:
