@@ -20,20 +20,12 @@ def with_attributes(rows: pd.DataFrame, run_dir: str | Path) -> pd.DataFrame:
     missing = rows_without_attributes(rows)
     if not missing.any():
         return rows
-    import yaml
-
     from intrabench import registry
     from intrabench.attributes.cache import cached_case_attributes
-    from intrabench.config import RunConfig
     from intrabench.errors import DataError
+    from intrabench.io.run_directory import run_config
 
-    config_path = Path(run_dir) / "config.yaml"
-    try:
-        config = RunConfig.model_validate(yaml.safe_load(config_path.read_text()))
-    except (OSError, ValueError, yaml.YAMLError) as error:
-        raise UserError(f"{run_dir}: the rows carry no target attributes and its config.yaml "
-                        f"cannot be read to measure them ({error})") from None
-    config.import_modules()
+    config = run_config(run_dir)
     specs = {spec.key: spec for spec in config.datasets}
     found: list[dict] = []
     needed = rows.loc[missing, ["dataset", "case"]].drop_duplicates()

@@ -30,7 +30,7 @@ from intrabench.errors import UserError
 #: What a run directory may hold (IntraBench's own files and folders).
 RUN_FILES = frozenset({
     "config.yaml", "run.json", "skipped.csv", "results.parquet", "results.csv", "units",
-    "predictions", "report", ".lock", ".write-test",
+    "predictions", "report", "reviews", "review-site", "attributes", ".lock", ".write-test",
 })
 
 
@@ -114,3 +114,17 @@ class RunLock:
         if self._handle is not None:
             self._handle.close()  # closing drops the flock
             self._handle = None
+
+
+def run_config(run_dir: str | Path) -> Any:
+    """The :class:`~intrabench.config.RunConfig` a run directory was made with (its
+    ``config.yaml``), its plugin modules imported; UserError when it cannot be read."""
+    from intrabench.config import RunConfig
+
+    path = Path(run_dir) / "config.yaml"
+    try:
+        config = RunConfig.model_validate(yaml.safe_load(path.read_text()))
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        raise UserError(f"{run_dir}: its config.yaml cannot be read ({error})") from None
+    config.import_modules()
+    return config

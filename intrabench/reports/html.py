@@ -193,6 +193,28 @@ def attribute_section(run_dir: Path, rows: pd.DataFrame, n_boot: int = 1000
     return figures, parts
 
 
+def ratings_section(run_dir: Path) -> list[str]:
+    """HTML of every imported review (``intrabench review import``): mean rating per
+    configuration and step, agreement and the rank correlation with Dice; empty without one."""
+    parts = []
+    for summary_path in sorted((run_dir / "reviews").glob("*/summary.json")):
+        summary = json.loads(summary_path.read_text())
+        table = pd.read_csv(summary_path.parent / "per-configuration.csv")
+        alpha = summary.get("krippendorff_alpha_ordinal")
+        rho = (summary.get("spearman_rating_dice") or [None])[0]
+
+        def shown(value: float | None) -> str:
+            return "n/a" if value is None or value != value else f"{value:.3f}"
+
+        parts += [f"<h3>Review {html.escape(str(summary['review']))}</h3>",
+                  f"<p class='explain'>{summary['ratings']} ratings (1-10) of {summary['masks']} "
+                  f"masks by {summary['raters']} rater(s), blinded. Agreement between raters "
+                  f"(Krippendorff's alpha, ordinal): {shown(alpha)}. Spearman's rho of a "
+                  f"mask's mean rating with its Dice: {shown(rho)}. CI: bootstrap 95% over "
+                  "masks.</p>", _frame_html(table, digits=2)]
+    return (["<h2>Ratings by people</h2>"] + parts) if parts else []
+
+
 def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric: str = "dice",
                  cases: list[str] | None = None, max_overlays: int = 3,
                  layout: Layout | None = None, n_boot: int = 1000) -> Path:
@@ -262,6 +284,7 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
                  "Median effort counts targets that never got there as failures (infinite effort).</p>",
                  _frame_html(success)]
     body += ["<h2>Which targets are hard, for which model</h2>", *attribute_parts]
+    body += ratings_section(run_dir)
     body += ["<h2>Per-case results</h2>",
              f"<p class='explain'>One row per image and configuration: the final {metric} "
              "averaged over the image's targets of each class, then over classes.</p>",

@@ -105,3 +105,9 @@ def test_every_attribute_is_defined_in_the_docs():
     text = (Path(__file__).parents[2] / "docs" / "attributes.md").read_text()
     for spec in ATTRIBUTES:
         assert f"`{spec.name}`" in text, spec.name
+
+
+def test_a_run_folder_with_attribute_files_can_be_run_again(run_dir):
+    assert main(["attributes", str(run_dir), "--n-boot", "20"]) == 0
+    assert (run_dir / "attributes" / "attribute-groups.csv").exists()
+    Runner(_config("attributes"), run_dir).run()  # resumes: the folder is still the run's own

@@ -1,0 +1,84 @@
+"""``intrabench review build`` and ``intrabench review import``: masks rated by people."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def cmd_review_build(args: argparse.Namespace) -> int:
+    from intrabench.review.build import build_review
+
+    out = Path(args.out) if args.out else Path(args.run_dir) / "review-site"
+    built = build_review(args.run_dir, out, n=args.n, seed=args.seed)
+    print(f"review {built.review_id}: {built.jobs} masks to rate, blinded and shuffled.\n"
+          f"  open {built.site.resolve()} in a web browser (works offline, from file://), or "
+          f"hand the folder {out} to the raters;\n"
+          f"  the key (which mask is which) stays in {built.key}.\n"
+          f"  then: intrabench review import {args.run_dir} RATINGS.json ...")
+    return 0
+
+
+def cmd_review_import(args: argparse.Namespace) -> int:
+    from intrabench.evaluation.aggregate import to_markdown
+    from intrabench.io.results import load_results
+    from intrabench.review.ratings import analyse_ratings, join_ratings, read_ratings
+
+    ratings = read_ratings(args.ratings)
+    joined = join_ratings(ratings, args.run_dir, load_results(args.run_dir))
+    analysis = analyse_ratings(joined, n_boot=args.n_boot, seed=args.seed)
+    review = str(ratings["review"].iloc[0])
+    out = Path(args.run_dir) / "reviews" / review
+    joined.to_csv(out / "ratings.csv", index=False)
+    analysis.per_configuration.to_csv(out / "per-configuration.csv", index=False, float_format="%.6g")
+    analysis.per_mask.to_csv(out / "per-mask.csv", index=False, float_format="%.6g")
+    import json
+
+    (out / "summary.json").write_text(json.dumps({
+        "review": review, "ratings": len(joined), "masks": int(joined["job"].nunique()),
+        "raters": analysis.n_raters, "krippendorff_alpha_ordinal": analysis.alpha,
+        "spearman_rating_dice": list(analysis.rho_dice),
+        "spearman_rating_nsd": list(analysis.rho_nsd)}, indent=1))
+    print(f"review {review}: {len(joined)} ratings of {joined['job'].nunique()} masks by "
+          f"{analysis.n_raters} rater(s)\n")
+    print("Mean rating (1-10; a mask's rating is the mean over its raters), bootstrap 95% CI "
+          "over masks:\n")
+    print(to_markdown(analysis.per_configuration, digits=2))
+    alpha = ("n/a (needs two raters on one mask)" if analysis.alpha != analysis.alpha
+             else f"{analysis.alpha:.3f}")
+    print(f"\nAgreement between raters: Krippendorff's alpha (ordinal) = {alpha}")
+    for name, (rho, p_value, n) in (("Dice", analysis.rho_dice), ("NSD", analysis.rho_nsd)):
+        shown = "n/a" if rho != rho else f"{rho:.3f} (p = {p_value:.3g}, {n} masks)"
+        print(f"Spearman's rho of rating with {name}: {shown}")
+    if not analysis.rater_disagreement.empty:
+        print("\nMasks the raters disagree on most:\n")
+        print(to_markdown(analysis.rater_disagreement[["job", "model", "prompter", "case", "target",
+                                                       "step", "rating", "rating_std", "dice"]]))
+    print("\nMasks whose rating and Dice disagree most (percentile ranks):\n")
+    print(to_markdown(analysis.metric_disagreement[["job", "model", "prompter", "case", "target",
+                                                    "step", "rating", "dice", "rank_gap"]]))
+    print(f"\nwritten: {out / 'ratings.csv'}, {out / 'per-configuration.csv'}, "
+          f"{out / 'per-mask.csv'}; `intrabench report {args.run_dir}` shows them",
+          file=sys.stderr)
+    return 0
+
+
+def register(commands: argparse._SubParsersAction, groups: dict) -> None:
+    """Add ``intrabench review build|import``."""
+    review = commands.add_parser("review", help="a blinded web page for people to rate masks, "
+                                                 "and their ratings joined with the metrics")
+    actions = review.add_subparsers(dest="action", metavar="ACTION", required=True)
+    build = actions.add_parser("build", help="a self-contained rating site of sampled masks")
+    build.add_argument("run_dir", metavar="RUN_DIR")
+    build.add_argument("--n", type=int, default=200, help="masks to rate (default 200)")
+    build.add_argument("--seed", type=int, default=0, help="sampling and order seed")
+    build.add_argument("--out", help="folder of the site (default RUN_DIR/review-site)")
+    build.set_defaults(func=cmd_review_build)
+    imported = actions.add_parser("import", help="ratings files (JSON/CSV from the page) "
+                                                  "joined with the run's metrics")
+    imported.add_argument("run_dir", metavar="RUN_DIR")
+    imported.add_argument("ratings", nargs="+", metavar="RATINGS")
+    imported.add_argument("--n-boot", type=int, default=1000)
+    imported.add_argument("--seed", type=int, default=0)
+    imported.set_defaults(func=cmd_review_import)

@@ -1,0 +1,114 @@
+"""``intrabench review build``: a self-contained, blinded rating site for a run's masks.
+
+Layout of ``OUT``::
+
+    OUT/index.html          the page (its script and style inline; works from file://)
+    OUT/jobs/manifest.js    the review's id and its jobs, in the order raters see them
+    OUT/jobs/job-001.js ... one job each, loaded when shown
+
+Nothing in ``OUT`` names a model, prompter or configuration: the key from job to result row is
+kept in the run directory, ``RUN/reviews/<review id>/key.csv``, for ``review import``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from intrabench.errors import UserError
+from intrabench.review.render import job_data, job_script, prompt_until
+from intrabench.review.sampling import MASK_KEYS, candidate_masks, review_id, sample_masks
+
+
+@dataclass
+class BuiltReview:
+    review_id: str
+    site: Path
+    key: Path
+    jobs: int
+
+
+def _prompt_history(rows: pd.DataFrame, sample: pd.DataFrame) -> list[str | None]:
+    """Per sampled mask: ``prompt_json`` of steps 0..its step, newline-joined (None when the
+    run's rows carry no prompt geometry)."""
+    if "prompt_json" not in rows:
+        return [None] * len(sample)
+    episode = [k for k in MASK_KEYS if k != "step"]
+    indexed = rows.set_index(episode).sort_index()
+    found = []
+    for _, mask in sample.iterrows():
+        steps = indexed.loc[tuple(mask[k] for k in episode)]
+        steps = steps[steps["step"] <= mask["step"]].sort_values("step")
+        found.append("\n".join(steps["prompt_json"].fillna("")))
+    return found
+
+
+def build_review(run_dir: str | Path, out: str | Path, n: int = 200, seed: int = 0,
+                 progress: bool | None = None) -> BuiltReview:
+    """Sample up to ``n`` saved masks of ``run_dir`` (see :mod:`intrabench.review.sampling`) and
+    write the rating site to ``out``; returns where things went."""
+    from intrabench import registry
+    from intrabench.attributes.intensity import looks_like_ct
+    from intrabench.io.results import atomic_write_text, load_results
+    from intrabench.io.run_directory import run_config
+    from intrabench.io.volume import read_volume
+
+    run_dir, out = Path(run_dir), Path(out)
+    progress = sys.stderr.isatty() if progress is None else progress
+    if n < 1:
+        raise UserError("--n: give at least 1 mask to rate")
+    rows = load_results(run_dir)
+    candidates = candidate_masks(rows, run_dir)
+    if candidates.empty:
+        raise UserError(f"{run_dir} saved no predictions to rate: run it with "
+                        "'save_predictions: true' (final masks) or 'all' (every step)")
+    sample = sample_masks(candidates, n, seed)
+    identity = review_id(sample, seed)
+    config = run_config(run_dir)
+    specs = {spec.key: spec for spec in config.datasets}
+    keep_previous = bool(config.keep_previous_prompts)
+    histories = _prompt_history(rows, sample)
+    (out / "jobs").mkdir(parents=True, exist_ok=True)
+    datasets: dict[str, object] = {}
+    case_cache: dict[tuple[str, str], object] = {}
+    for index, mask in sample.iterrows():
+        key = str(mask["dataset"])
+        if key not in specs:
+            raise UserError(f"{run_dir}: dataset '{key}' is not in its config.yaml")
+        if key not in datasets:
+            datasets[key] = registry.datasets.create(specs[key].name, specs[key].params)
+        identity_case = (key, str(mask["case"]))
+        if identity_case not in case_cache:
+            case_cache.clear()  # one case in memory
+            case_cache[identity_case] = datasets[key].load(str(mask["case"]))
+        case = case_cache[identity_case]
+        target = next(t for t in case.targets if t.target_id == str(mask["target"]))
+        prediction = read_volume(mask["mask_file"]).array > 0.5
+        if prediction.shape != case.label.shape:
+            raise UserError(f"{mask['mask_file']}: its grid {prediction.shape} is not the "
+                            f"image's {case.label.shape}")
+        image = np.asarray(case.image.array)
+        prompt = prompt_until((histories[index] or "").split("\n"), keep_previous)
+        data = job_data(str(mask["job"]), image, case.image.spacing,
+                        looks_like_ct(image, str(getattr(datasets[key], "modality", ""))),
+                        prediction, case.target_mask(target), prompt)
+        atomic_write_text(out / "jobs" / f"{mask['job']}.js", job_script(data))
+        if progress:
+            print(f"\rrendering masks: {index + 1}/{len(sample)}", end="", file=sys.stderr)
+    print(("\n" if progress else "") + f"rendered {len(sample)} masks", file=sys.stderr)
+    manifest = {"review": identity, "jobs": sample["job"].tolist(), "seed": seed}
+    atomic_write_text(out / "jobs" / "manifest.js",
+                      f"window.intrabenchManifest = {json.dumps(manifest)};\n")
+    page = resources.files("intrabench.review").joinpath("page.html").read_text(encoding="utf-8")
+    atomic_write_text(out / "index.html", page)
+    key_path = run_dir / "reviews" / identity / "key.csv"
+    key = sample[["job", *MASK_KEYS]].copy()
+    key.insert(1, "review", identity)
+    atomic_write_text(key_path, key.to_csv(index=False))
+    return BuiltReview(identity, out / "index.html", key_path, len(sample))

@@ -1,0 +1,133 @@
+"""Ratings from the review page joined with the result rows, and what they say.
+
+* **Per configuration and step** (model, prompter, refiner, step): the mean rating, a mask's
+  rating being the mean over its raters; a percentile-bootstrap 95% CI resampling masks (seeded);
+  the number of masks and ratings; the mean Dice of those masks.
+* **Agreement between raters**: Krippendorff's alpha (the ``krippendorff`` package), ordinal
+  level, over every job rated by at least two people; NaN with fewer than two raters.
+* **Ratings against metrics**: Spearman's rho (SciPy) of a mask's mean rating with its Dice and
+  its NSD, over masks.
+* **Disagreements**: the masks whose raters differ most (standard deviation), and those whose
+  rating and Dice disagree most (difference of their percentile ranks among the rated masks).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from intrabench.attributes.stratify import bootstrap_mean_ci, spearman
+from intrabench.errors import UserError
+from intrabench.review.sampling import MASK_KEYS
+
+RATING_COLUMNS = ["review", "rater", "job", "rating"]
+CONFIGURATION = ["model", "prompter", "refiner", "step"]
+
+
+def read_ratings(paths: list[str | Path]) -> pd.DataFrame:
+    """The ratings in exported files (the page's JSON or CSV), one row per (rater, job); a
+    rater's later file wins for a job rated twice. UserError on a file that is not one."""
+    frames = []
+    for path in map(Path, paths):
+        try:
+            if path.suffix.lower() == ".json":
+                data = json.loads(path.read_text(encoding="utf-8"))
+                frame = pd.DataFrame(data["ratings"] if isinstance(data, dict) else data)
+            else:
+                frame = pd.read_csv(path)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise UserError(f"{path}: not a ratings file exported by the review page ({error})") from None
+        missing = [c for c in RATING_COLUMNS if c not in frame]
+        if missing:
+            raise UserError(f"{path}: not a ratings file (no {', '.join(missing)} column)")
+        ratings = pd.to_numeric(frame["rating"], errors="coerce")
+        if not ratings.between(1, 10).all():
+            raise UserError(f"{path}: ratings must be whole numbers 1-10")
+        frames.append(frame.assign(rating=ratings.astype(int), file=path.name))
+    if not frames:
+        raise UserError("give at least one ratings file")
+    ratings = pd.concat(frames, ignore_index=True)
+    ratings["rater"] = ratings["rater"].astype(str)
+    return ratings.drop_duplicates(["rater", "job"], keep="last").reset_index(drop=True)
+
+
+def join_ratings(ratings: pd.DataFrame, run_dir: str | Path, rows: pd.DataFrame) -> pd.DataFrame:
+    """Each rating with its mask's identity (from the review's key in the run directory) and
+    the result row's ``dice`` and ``nsd``."""
+    reviews = sorted(ratings["review"].astype(str).unique())
+    if len(reviews) != 1:
+        raise UserError(f"the ratings come from {len(reviews)} reviews ({', '.join(reviews)}); "
+                        "import one review at a time")
+    key_path = Path(run_dir) / "reviews" / reviews[0] / "key.csv"
+    if not key_path.exists():
+        raise UserError(f"review '{reviews[0]}' was not built from {run_dir} (no {key_path})")
+    key = pd.read_csv(key_path, dtype={"case": str, "target": str})
+    unknown = sorted(set(ratings["job"]) - set(key["job"]))
+    if unknown:
+        raise UserError(f"ratings for jobs this review does not have: {', '.join(unknown[:5])}")
+    joined = ratings.drop(columns=["review"]).merge(key, on="job", how="left")
+    metrics = [m for m in ("dice", "nsd") if m in rows]
+    rows = rows.astype({"case": str, "target": str})
+    return joined.merge(rows[MASK_KEYS + metrics], on=MASK_KEYS, how="left")
+
+
+@dataclass
+class RatingAnalysis:
+    per_configuration: pd.DataFrame
+    per_mask: pd.DataFrame
+    alpha: float
+    n_raters: int
+    rho_dice: tuple[float, float, int]
+    rho_nsd: tuple[float, float, int]
+    rater_disagreement: pd.DataFrame
+    metric_disagreement: pd.DataFrame
+
+
+def krippendorff_alpha(joined: pd.DataFrame) -> float:
+    """Ordinal Krippendorff's alpha of raters x jobs; NaN without two raters on one job."""
+    import krippendorff
+
+    matrix = joined.pivot_table(index="rater", columns="job", values="rating", aggfunc="mean")
+    shared = matrix.notna().sum(axis=0) >= 2
+    if matrix.shape[0] < 2 or not shared.any():
+        return float("nan")
+    values = matrix.loc[:, shared].to_numpy(dtype=float)
+    if np.unique(values[np.isfinite(values)]).size < 2:
+        return float("nan")  # one value everywhere: agreement is undefined
+    return float(krippendorff.alpha(reliability_data=values, level_of_measurement="ordinal"))
+
+
+def analyse_ratings(joined: pd.DataFrame, n_boot: int = 1000, seed: int = 0,
+                    top: int = 10) -> RatingAnalysis:
+    """Everything in the module docstring, from :func:`join_ratings`'s rows."""
+    metrics = [m for m in ("dice", "nsd") if m in joined]
+    per_mask = (joined.groupby(["job", *MASK_KEYS], dropna=False)
+                .agg(rating=("rating", "mean"), rating_std=("rating", "std"),
+                     n_raters=("rater", "nunique"), **{m: (m, "first") for m in metrics})
+                .reset_index())
+    records = []
+    for config, masks in per_mask.groupby(CONFIGURATION, sort=True, dropna=False):
+        low, high = bootstrap_mean_ci(masks["rating"].to_numpy(), n_boot=n_boot, seed=seed)
+        records.append({**dict(zip(CONFIGURATION, config)), "mean_rating": masks["rating"].mean(),
+                        "ci_low": low, "ci_high": high, "n_masks": len(masks),
+                        "n_ratings": int(masks["n_raters"].sum()),
+                        "mean_dice": masks["dice"].mean() if "dice" in masks else np.nan})
+    per_configuration = pd.DataFrame(records)
+    rating_rank = per_mask["rating"].rank(pct=True)
+    by_raters = per_mask[per_mask["n_raters"] >= 2].sort_values("rating_std", ascending=False)
+    against = per_mask.assign(
+        rating_percentile=rating_rank,
+        dice_percentile=per_mask["dice"].rank(pct=True) if "dice" in per_mask else np.nan)
+    against["rank_gap"] = (against["rating_percentile"] - against["dice_percentile"]).abs()
+    return RatingAnalysis(
+        per_configuration=per_configuration, per_mask=per_mask,
+        alpha=krippendorff_alpha(joined), n_raters=int(joined["rater"].nunique()),
+        rho_dice=spearman(per_mask["rating"], per_mask.get("dice", pd.Series(dtype=float))),
+        rho_nsd=spearman(per_mask["rating"], per_mask.get("nsd", pd.Series(dtype=float))),
+        rater_disagreement=by_raters.head(top).reset_index(drop=True),
+        metric_disagreement=against.sort_values("rank_gap", ascending=False).head(top)
+        .reset_index(drop=True))

@@ -1,0 +1,174 @@
+"""What the rating page shows for one mask: windowed axial slices, the mask, the prompt.
+
+Every picture is an axial slice shown the radiological way: anterior at the top and the
+patient's right on the viewer's left (canonical (z, y, x) arrays are RAS, so both in-plane axes
+are flipped). Coordinates handed to the page (prompts, zoom window) are (row, column) of that
+flipped slice, in voxels.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from typing import Any
+
+import numpy as np
+
+from intrabench.types import Prompt
+
+#: Most slices a job's slider offers (evenly spaced over the target's extent).
+MAX_SLICES = 15
+#: Full views are shown from at most this many pixels per side (every n-th voxel).
+FULL_SIDE = 256
+#: Zoom window: the mask and target's box on the shown slices, grown by this fraction per side.
+ZOOM_MARGIN = 0.3
+ZOOM_MIN_SIDE = 24
+
+
+def window(image: np.ndarray, is_ct: bool, inside_mean: float) -> tuple[float, float]:
+    """Display range (low, high): CT lung window (level -600, width 1500) for a target darker
+    than -300 HU, else soft tissue (40, 400); MR: the 0.5th-99.5th percentiles of ``image``."""
+    if is_ct:
+        level, width = (-600.0, 1500.0) if inside_mean < -300 else (40.0, 400.0)
+        return level - width / 2, level + width / 2
+    low, high = np.percentile(image, [0.5, 99.5])
+    return float(low), float(max(high, low + 1e-6))
+
+
+def png_data_url(pixels: np.ndarray) -> str:
+    """A grey (uint8 (h, w)) or RGBA (uint8 (h, w, 4)) picture as a PNG data URL."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG", optimize=True)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def mask_pixels(mask: np.ndarray) -> np.ndarray:
+    """RGBA: white and opaque inside the mask, transparent outside (the page tints it)."""
+    pixels = np.zeros((*mask.shape, 4), dtype=np.uint8)
+    pixels[mask] = 255
+    return pixels
+
+
+def radiological(plane: np.ndarray) -> np.ndarray:
+    """An axial (y, x) plane of a canonical (RAS) array, anterior up and patient's right left."""
+    return plane[::-1, ::-1]
+
+
+def informative_slice(prediction: np.ndarray, truth: np.ndarray) -> int:
+    """The axial slice with the largest prediction or ground-truth area (the first of ties)."""
+    areas = np.maximum(prediction.sum(axis=(1, 2)), truth.sum(axis=(1, 2)))
+    return int(np.argmax(areas))
+
+
+def shown_slices(prediction: np.ndarray, truth: np.ndarray, best: int) -> list[int]:
+    """The slider's slices: the z extent of prediction and truth, at most :data:`MAX_SLICES`
+    evenly spaced, the informative slice always among them."""
+    present = np.flatnonzero((prediction | truth).any(axis=(1, 2)))
+    if present.size == 0:
+        return [best]
+    span = np.arange(present[0], present[-1] + 1)
+    if span.size > MAX_SLICES:
+        span = np.unique(np.linspace(span[0], span[-1], MAX_SLICES).round().astype(int))
+    return sorted(set(span.tolist()) | {best})
+
+
+def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str, list]:
+    """The prompt's parts on slice ``z`` in (row, column) of the radiological view: clicks
+    ``[row, col, label]``, boxes ``[row0, col0, row1, col1]`` (inclusive), scribble strokes
+    (lists of ``[row, col]``) with their label."""
+    height, width = shape_yx
+
+    def flip(y: int, x: int) -> list[int]:
+        return [height - 1 - int(y), width - 1 - int(x)]
+
+    clicks = [[*flip(p[1], p[2]), int(label)] for p, label in zip(prompt.points, prompt.point_labels)
+              if int(p[0]) == z]
+    boxes = []
+    box = prompt.boxes.get(z)
+    if box is None and prompt.box3d is not None and prompt.box3d.z_min <= z <= prompt.box3d.z_max:
+        box = prompt.box3d.slice_box()
+    if box is not None:
+        a, b = flip(box.y_max, box.x_max), flip(box.y_min, box.x_min)
+        boxes.append([*a, *b])
+    strokes = []
+    for scribble in prompt.scribbles:
+        points = np.asarray(scribble.points).reshape(-1, 3)
+        on = points[points[:, 0] == z]
+        if len(on):
+            strokes.append({"label": int(scribble.label), "points": [flip(y, x) for _, y, x in on]})
+    return {"clicks": clicks, "boxes": boxes, "strokes": strokes}
+
+
+def prompt_until(prompt_jsons: list[str], keep_previous: bool) -> Prompt:
+    """The prompt the model saw at the last of these steps (``prompt_json`` of steps 0..k):
+    all of them merged, or only the last when the run did not keep previous prompts."""
+    prompts = [Prompt.from_json(text) for text in prompt_jsons if text]
+    if not prompts:
+        return Prompt()
+    if not keep_previous:
+        return prompts[-1]
+    merged = prompts[0]
+    for later in prompts[1:]:
+        merged = merged.merged_with(later)
+    return merged
+
+
+def zoom_window(prediction: np.ndarray, truth: np.ndarray, slices: list[int]
+                ) -> tuple[int, int, int, int]:
+    """(row0, col0, row1, col1), exclusive ends, in the radiological view: the box of the mask
+    and the target over the shown slices, grown by :data:`ZOOM_MARGIN`, square-ish."""
+    union = (prediction[slices] | truth[slices]).any(axis=0)
+    view = radiological(union)
+    height, width = view.shape
+    if not view.any():
+        return 0, 0, height, width
+    rows, cols = np.flatnonzero(view.any(axis=1)), np.flatnonzero(view.any(axis=0))
+    side = max(rows[-1] - rows[0] + 1, cols[-1] - cols[0] + 1)
+    side = int(max(ZOOM_MIN_SIDE, round(side * (1 + 2 * ZOOM_MARGIN))))
+    centre = ((rows[0] + rows[-1]) // 2, (cols[0] + cols[-1]) // 2)
+    row0 = int(np.clip(centre[0] - side // 2, 0, max(0, height - side)))
+    col0 = int(np.clip(centre[1] - side // 2, 0, max(0, width - side)))
+    return row0, col0, min(height, row0 + side), min(width, col0 + side)
+
+
+def job_data(job: str, image: np.ndarray, spacing: tuple[float, float, float], is_ct: bool,
+             prediction: np.ndarray, truth: np.ndarray, prompt: Prompt) -> dict[str, Any]:
+    """Everything the page draws for one job (JSON-able): per shown slice the full and zoomed
+    picture and mask as PNG data URLs, the prompt marks, and the geometry to place them.
+
+    ``image``, ``prediction``, ``truth``: canonical (z, y, x); ``spacing`` in mm (z, y, x)."""
+    best = informative_slice(prediction, truth)
+    slices = shown_slices(prediction, truth, best)
+    inside = image[truth]
+    low, high = window(image[slices], is_ct, float(inside.mean()) if inside.size else 0.0)
+    height, width = image.shape[1:]
+    step = max(1, int(np.ceil(max(height, width) / FULL_SIDE)))
+    row0, col0, row1, col1 = zoom_window(prediction, truth, slices)
+
+    def grey(plane: np.ndarray) -> np.ndarray:
+        scaled = (np.clip((plane.astype(np.float64) - low) / (high - low), 0, 1) * 255)
+        return scaled.round().astype(np.uint8)
+
+    views = []
+    for z in slices:
+        picture, mask = radiological(image[z]), radiological(prediction[z])
+        views.append({
+            "z": int(z),
+            "full": png_data_url(grey(picture[::step, ::step])),
+            "fullMask": png_data_url(mask_pixels(mask[::step, ::step])),
+            "zoom": png_data_url(grey(picture[row0:row1, col0:col1])),
+            "zoomMask": png_data_url(mask_pixels(mask[row0:row1, col0:col1])),
+            "marks": prompt_marks(prompt, int(z), (height, width)),
+        })
+    return {"job": job, "slices": views, "start": slices.index(best), "step": step,
+            "shape": [int(height), int(width)], "zoomBox": [row0, col0, row1, col1],
+            # pixel aspect (height of a row / width of a column), so circles stay round
+            "aspect": float(spacing[1] / spacing[2]), "slices_total": int(image.shape[0])}
+
+
+def job_script(data: dict[str, Any]) -> str:
+    """The job as a script the page loads from ``file://`` (no fetch, no server)."""
+    return f"window.intrabenchJob({json.dumps(data, separators=(',', ':'))});\n"
