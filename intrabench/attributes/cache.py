@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from intrabench.attributes.compute import VERSION, case_attributes
+from intrabench.engine.finishing import safe_file_name
 from intrabench.types import Case
 
 log = logging.getLogger(__name__)
@@ -45,18 +46,14 @@ def _digest(case: Case, modality: str) -> str:
     return hasher.hexdigest()
 
 
-def _file_name(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[:100] or "_"
-
-
 def cached_case_attributes(case: Case, modality: str = "",
                            root: Path | None = None) -> dict[str, dict[str, Any]]:
     """:func:`~intrabench.attributes.compute.case_attributes` of ``case``, from the cache when
     this exact case was measured before, else computed and stored."""
     from intrabench.io.results import atomic_write_text
 
-    folder = (root or cache_root()) / "attributes" / _file_name(case.dataset)
-    path = folder / f"{_file_name(case.case_id)}-{_digest(case, modality)}.json"
+    folder = (root or cache_root()) / "attributes" / safe_file_name(case.dataset)
+    path = folder / f"{safe_file_name(case.case_id)}-{_digest(case, modality)}.json"
     try:
         stored = json.loads(path.read_text())
         if isinstance(stored, dict) and set(stored) == {t.target_id for t in case.targets}:

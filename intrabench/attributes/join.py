@@ -20,22 +20,15 @@ def with_attributes(rows: pd.DataFrame, run_dir: str | Path) -> pd.DataFrame:
     missing = rows_without_attributes(rows)
     if not missing.any():
         return rows
-    from intrabench import registry
-    from intrabench.attributes.cache import cached_case_attributes
+    from intrabench.engine.case_reader import with_attributes as measured_case
     from intrabench.errors import DataError
-    from intrabench.io.run_directory import run_config
+    from intrabench.io.run_directory import run_config, run_dataset
 
     config = run_config(run_dir)
-    specs = {spec.key: spec for spec in config.datasets}
     found: list[dict] = []
     needed = rows.loc[missing, ["dataset", "case"]].drop_duplicates()
     for dataset_key, cases in needed.groupby("dataset", sort=True):
-        spec = specs.get(str(dataset_key))
-        if spec is None:
-            raise UserError(f"{run_dir}: dataset '{dataset_key}' of the results is not in its "
-                            "config.yaml; cannot measure its targets' attributes")
-        dataset = registry.datasets.create(spec.name, spec.params)
-        modality = str(getattr(dataset, "modality", ""))
+        dataset = run_dataset(run_dir, config, str(dataset_key))
         for case_id in cases["case"]:
             try:
                 case = dataset.load(str(case_id))
@@ -43,7 +36,7 @@ def with_attributes(rows: pd.DataFrame, run_dir: str | Path) -> pd.DataFrame:
                 raise UserError(f"{dataset_key}/{case_id}: cannot read it to measure its "
                                 f"targets' attributes: {error}") from None
             log.info("measuring target attributes of %s/%s", dataset_key, case_id)
-            for target_id, values in cached_case_attributes(case, modality).items():
+            for target_id, values in measured_case(case, dataset).attributes.items():
                 found.append({"dataset": dataset_key, "case": case_id, "target": target_id,
                               **{f"attr_{k}": v for k, v in values.items()}})
     measured = pd.DataFrame(found)

@@ -107,16 +107,13 @@ def assign_groups(targets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 def bootstrap_mean_ci(values: np.ndarray, n_boot: int = 1000, seed: int = 0,
                       confidence: float = 0.95) -> tuple[float, float]:
     """Percentile-bootstrap CI of the mean of ``values`` (finite ones), resampled with
-    replacement ``n_boot`` times from ``numpy.random.default_rng(seed)``; NaN for none."""
+    replacement ``n_boot`` times (the dataset bootstrap of
+    :func:`intrabench.evaluation.aggregate.bootstrap_ci` on one column); NaN for none."""
+    from intrabench.evaluation.aggregate import bootstrap_ci
+
     values = np.asarray(values, dtype=np.float64)
     values = values[np.isfinite(values)]
-    if values.size == 0:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(n_boot, values.size))].mean(axis=1)
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(low), float(high)
+    return bootstrap_ci(values[:, None], n_boot=n_boot, confidence=confidence, seed=seed)
 
 
 def _metrics(targets: pd.DataFrame) -> list[str]:

@@ -35,7 +35,9 @@ def cmd_review_import(args: argparse.Namespace) -> int:
     analysis.per_mask.to_csv(out / "per-mask.csv", index=False, float_format="%.6g")
     import json
 
-    (out / "summary.json").write_text(json.dumps({
+    from intrabench.io.results import atomic_write_text
+
+    atomic_write_text(out / "summary.json", json.dumps({
         "review": review, "ratings": len(joined), "masks": int(joined["job"].nunique()),
         "raters": analysis.n_raters, "krippendorff_alpha_ordinal": analysis.alpha,
         "spearman_rating_dice": list(analysis.rho_dice),

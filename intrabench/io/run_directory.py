@@ -128,3 +128,14 @@ def run_config(run_dir: str | Path) -> Any:
         raise UserError(f"{run_dir}: its config.yaml cannot be read ({error})") from None
     config.import_modules()
     return config
+
+
+def run_dataset(run_dir: str | Path, config: Any, key: str) -> Any:
+    """The dataset whose results carry ``key`` in a run made with ``config``, built as the run
+    built it; UserError when the run's config does not name it."""
+    from intrabench import registry
+
+    spec = next((s for s in config.datasets if s.key == str(key)), None)
+    if spec is None:
+        raise UserError(f"{run_dir}: dataset '{key}' of the results is not in its config.yaml")
+    return registry.datasets.create(spec.name, spec.params)

@@ -53,10 +53,9 @@ def build_review(run_dir: str | Path, out: str | Path, n: int = 200, seed: int =
                  progress: bool | None = None) -> BuiltReview:
     """Sample up to ``n`` saved masks of ``run_dir`` (see :mod:`intrabench.review.sampling`) and
     write the rating site to ``out``; returns where things went."""
-    from intrabench import registry
     from intrabench.attributes.intensity import looks_like_ct
     from intrabench.io.results import atomic_write_text, load_results
-    from intrabench.io.run_directory import run_config
+    from intrabench.io.run_directory import run_config, run_dataset
     from intrabench.io.volume import read_volume
 
     run_dir, out = Path(run_dir), Path(out)
@@ -71,18 +70,18 @@ def build_review(run_dir: str | Path, out: str | Path, n: int = 200, seed: int =
     sample = sample_masks(candidates, n, seed)
     identity = review_id(sample, seed)
     config = run_config(run_dir)
-    specs = {spec.key: spec for spec in config.datasets}
     keep_previous = bool(config.keep_previous_prompts)
     histories = _prompt_history(rows, sample)
     (out / "jobs").mkdir(parents=True, exist_ok=True)
     datasets: dict[str, object] = {}
     case_cache: dict[tuple[str, str], object] = {}
-    for index, mask in sample.iterrows():
+    # rendered case by case (the jobs' shuffled order would read a case once per job)
+    order = sample.sort_values(["dataset", "case"], kind="stable").index
+    for done, index in enumerate(order, start=1):
+        mask = sample.loc[index]
         key = str(mask["dataset"])
-        if key not in specs:
-            raise UserError(f"{run_dir}: dataset '{key}' is not in its config.yaml")
         if key not in datasets:
-            datasets[key] = registry.datasets.create(specs[key].name, specs[key].params)
+            datasets[key] = run_dataset(run_dir, config, key)
         identity_case = (key, str(mask["case"]))
         if identity_case not in case_cache:
             case_cache.clear()  # one case in memory
@@ -100,7 +99,7 @@ def build_review(run_dir: str | Path, out: str | Path, n: int = 200, seed: int =
                         prediction, case.target_mask(target), prompt)
         atomic_write_text(out / "jobs" / f"{mask['job']}.js", job_script(data))
         if progress:
-            print(f"\rrendering masks: {index + 1}/{len(sample)}", end="", file=sys.stderr)
+            print(f"\rrendering masks: {done}/{len(sample)}", end="", file=sys.stderr)
     print(("\n" if progress else "") + f"rendered {len(sample)} masks", file=sys.stderr)
     manifest = {"review": identity, "jobs": sample["job"].tolist(), "seed": seed}
     atomic_write_text(out / "jobs" / "manifest.js",
