@@ -99,13 +99,16 @@ def cmd_prompters_list(args: argparse.Namespace) -> int:
     from intrabench import registry
 
     rows = []
-    for name, cls in registry.prompters.items():
-        rows.append(["initial", name, "/".join(f"{d}D" for d in sorted(cls.dimensions)),
-                     ",".join(sorted(cls.kinds)), cls.effort_rule])
-    for name, cls in registry.refiners.items():
-        rows.append(["refiner", name, "/".join(f"{d}D" for d in sorted(cls.dimensions)),
-                     ",".join(sorted(cls.kinds)), cls.effort_rule])
-    _print_rows(rows, ["role", "name", "models", "prompt kinds", "effort"])
+    for role, components in (("initial", registry.prompters), ("refiner", registry.refiners)):
+        for name, cls in components.items():
+            rows.append([role, name, "/".join(f"{d}D" for d in sorted(cls.dimensions)),
+                         ",".join(sorted(cls.kinds)),
+                         "realistic" if cls.takes_click_policy else "", cls.effort_rule])
+    _print_rows(rows, ["role", "name", "models", "prompt kinds", "clicks", "effort"])
+    print("\nclickability models (robustness runs, docs/realistic-clicks.md):")
+    _print_rows([[name, "yes" if cls.needs_image else "", cls.description]
+                 for name, cls in registry.clickability.items()],
+                ["name", "reads image", "description"])
     return 0
 
 

@@ -61,6 +61,32 @@ class DatasetSpec(ComponentSpec):
     max_cases: int | None = Field(default=None, ge=1)
 
 
+class RobustnessSpec(BaseModel):
+    """A robustness run (RClicks, docs/realistic-clicks.md): every target once per clicking
+    group of ``clickability``'s map (G1 = least likely clicks ... G``groups``), plus the
+    baseline strategy's centre clicks, for ``rounds`` rounds (the initial prompt and
+    ``rounds - 1`` corrections)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    clickability: ComponentSpec = Field(default_factory=lambda: ComponentSpec(name="distance"))
+    groups: int = Field(default=10, ge=2, le=100)
+    baseline: bool = True
+    rounds: int = Field(default=20, ge=1, le=101)
+
+    @field_validator("groups")
+    @classmethod
+    def _even_groups(cls, value: int) -> int:
+        if value % 2:
+            raise ValueError(f"groups must be even (HH compares the two halves), got {value}")
+        return value
+
+    @property
+    def strategies(self) -> list[str]:
+        """``baseline`` (when on), then ``G1`` ... ``G<groups>``."""
+        return (["baseline"] if self.baseline else []) + [f"G{g}" for g in
+                                                          range(1, self.groups + 1)]
+
+
 class RunConfig(BaseModel):
     """Everything that defines a run (models x prompters x refiners x datasets x seeds)."""
 
@@ -89,6 +115,9 @@ class RunConfig(BaseModel):
     #: clicks); ``cvpr25`` also fills in the challenge's prompter, refiner and 5 steps when the
     #: config does not name them (see :mod:`intrabench.evaluation.cvpr25`)
     protocol: Literal["intrabench", "cvpr25"] = "intrabench"
+    #: evaluate every target once per clicking group of a clickability model (RClicks):
+    #: docs/realistic-clicks.md; its ``rounds`` set ``refinement_steps`` (rounds - 1)
+    robustness: RobustnessSpec | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -97,6 +126,22 @@ class RunConfig(BaseModel):
             value = {"prompters": ["cvpr25-box"], "refiners": ["cvpr25-click"],
                      "refinement_steps": 5, **value}
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _robustness_rounds(cls, value: Any) -> Any:
+        """``robustness.rounds`` (default 20) sets ``refinement_steps`` to rounds - 1; both
+        given must agree."""
+        if not isinstance(value, dict) or not isinstance(value.get("robustness"), dict):
+            return value
+        rounds = value["robustness"].get("rounds", 20)
+        if not isinstance(rounds, int) or isinstance(rounds, bool):
+            return value  # the field's own validation reports it
+        if "refinement_steps" in value and value["refinement_steps"] != rounds - 1:
+            raise ValueError(f"robustness.rounds is {rounds} but refinement_steps is "
+                             f"{value['refinement_steps']}: a round is the initial prompt or "
+                             "one correction, so give one of them (refinement_steps = rounds - 1)")
+        return {**value, "refinement_steps": rounds - 1}
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -141,6 +186,18 @@ class RunConfig(BaseModel):
             registry.prompters.check_params(spec.name, spec.params)
         for spec in self.refiners:
             registry.refiners.check_params(spec.name, spec.params)
+        if self.robustness is not None:
+            spec = self.robustness.clickability
+            registry.clickability.check_params(spec.name, spec.params)
+            clickers = [s.key for s in self.prompters
+                        if registry.prompters.get(s.name).takes_click_policy]
+            clickers += [s.key for s in self.refiners
+                         if registry.refiners.get(s.name).takes_click_policy]
+            if not clickers:
+                raise ConfigError("robustness: no prompter or refiner of this config draws its "
+                                  "clicks from a clickability model; use click prompters or "
+                                  "refiners (intrabench prompters lists them: 'clicks: "
+                                  "realistic')")
         for group in ("datasets", "models", "prompters", "refiners"):
             keys = [spec.key for spec in getattr(self, group)]
             duplicates = sorted({k for k in keys if keys.count(k) > 1})

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from intrabench.evaluation.metrics import (
 )
 from intrabench.io.volume import Volume
 from intrabench.types import Case, Prediction, Prompt, SlicePrompt
+
+if TYPE_CHECKING:
+    from intrabench.clicks.policy import ClickPolicy
 
 # --------------------------------------------------------------------------------------
 # Models
@@ -195,18 +198,22 @@ class PromptContext:
     ``ground_truth`` is the target's boolean (z, y, x) mask; ``spacing`` is in mm (z, y, x);
     ``rng`` is the generator derived for this (run seed, dataset, case, target, prompter);
     ``segment_slice`` is set when the model is 2D, for propagation schemes that query the model
-    slice by slice.
+    slice by slice. ``clicks`` is set in robustness runs: prompters that declare
+    ``takes_click_policy`` choose where to click in their region with it
+    (:meth:`intrabench.clicks.policy.ClickPolicy.choose`).
     """
 
     ground_truth: np.ndarray
     spacing: tuple[float, float, float]
     rng: np.random.Generator
     segment_slice: Callable[[SlicePrompt], np.ndarray] | None = None
+    clicks: ClickPolicy | None = None
 
 
 @dataclass(eq=False)
 class RefineContext:
-    """What a refiner may look at: ground truth vs current prediction, and the history."""
+    """What a refiner may look at: ground truth vs current prediction, and the history;
+    ``clicks`` as in :class:`PromptContext`."""
 
     ground_truth: np.ndarray
     prediction: np.ndarray
@@ -215,6 +222,7 @@ class RefineContext:
     step: int
     model_dimension: int
     history: list[Prompt] = field(default_factory=list)
+    clicks: ClickPolicy | None = None
 
 
 class Prompter(ABC):
@@ -229,6 +237,8 @@ class Prompter(ABC):
     effort_rule: ClassVar[str] = ""
     #: whether the prompter calls the model slice by slice (propagation)
     needs_model: ClassVar[bool] = False
+    #: whether its clicks follow ``context.clicks`` in robustness runs (docs/realistic-clicks.md)
+    takes_click_policy: ClassVar[bool] = False
 
     @abstractmethod
     def initial(self, context: PromptContext) -> Prompt:
@@ -242,6 +252,8 @@ class Refiner(ABC):
     dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
     kinds: ClassVar[frozenset[str]] = frozenset({"point"})
     effort_rule: ClassVar[str] = ""
+    #: whether its clicks follow ``context.clicks`` in robustness runs (docs/realistic-clicks.md)
+    takes_click_policy: ClassVar[bool] = False
 
     @abstractmethod
     def refine(self, context: RefineContext) -> Prompt | None:

@@ -2,8 +2,9 @@
 
 Components register with a decorator (``@models.register``) or, from a third-party package,
 through Python entry points in the groups ``intrabench.models``, ``intrabench.prompters``,
-``intrabench.refiners`` and ``intrabench.datasets``. An entry point may name a class (registered
-under the entry point's name) or a module (whose decorators register what it defines).
+``intrabench.refiners``, ``intrabench.datasets`` and ``intrabench.clickability``. An entry point
+may name a class (registered under the entry point's name) or a module (whose decorators
+register what it defines).
 Built-in components are found by importing every module of the built-in package, so adding a
 file is enough; nothing is imported before a registry is first asked.
 """
@@ -130,6 +131,9 @@ models: Registry = Registry("model", "intrabench.models", ("intrabench.models",)
 prompters: Registry = Registry("prompter", "intrabench.prompters", ("intrabench.prompters",))
 refiners: Registry = Registry("refiner", "intrabench.refiners", ("intrabench.prompters",))
 datasets: Registry = Registry("dataset", "intrabench.datasets", ("intrabench.datasets",))
+#: where simulated users click (docs/realistic-clicks.md)
+clickability: Registry = Registry("clickability model", "intrabench.clickability",
+                                  ("intrabench.clicks.maps",))
 
 
 def _check_param_types(cls: type, params: dict[str, Any], what: str) -> None:

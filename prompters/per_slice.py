@@ -3,7 +3,8 @@
 Every foreground slice gets its own prompt, so the effort grows with the target's extent: the
 label is "NX" (N interactions per slice) and the computed effort is the real count.
 Coordinates are canonical voxel indices (z, y, x); boxes are inclusive. Only the target's
-ground-truth mask is read.
+ground-truth mask is read. In a robustness run (``context.clicks``) the click prompters draw
+each slice's clicks from the run's clicking group on that slice (2D clicks).
 """
 
 from __future__ import annotations
@@ -28,6 +29,17 @@ from ._geometry import (
 )
 
 
+def _policy_clicks(context: PromptContext, plane: np.ndarray, n: int, z: int,
+                   offset: np.ndarray, kind: str = "target",
+                   target: np.ndarray | None = None) -> np.ndarray:
+    """``n`` (y, x) clicks on the crop's slice ``z`` (``plane``) from ``context.clicks``."""
+    assert context.clicks is not None
+    return context.clicks.choose(
+        plane, n, context.rng, origin=(int(z + offset[0]), int(offset[1]), int(offset[2])),
+        spacing=context.spacing, kind=kind,  # type: ignore[arg-type]
+        target=plane if target is None else target)
+
+
 @prompters.register
 class CenterPointPerSlice(Prompter):
     """One positive click per foreground slice at the largest component's centroid (1X)."""
@@ -36,6 +48,7 @@ class CenterPointPerSlice(Prompter):
     dimensions: ClassVar[frozenset[int]] = frozenset({2})
     kinds: ClassVar[frozenset[str]] = frozenset({"point"})
     effort_rule: ClassVar[str] = "1 click per foreground slice (1X)"
+    takes_click_policy: ClassVar[bool] = True
 
     def initial(self, context: PromptContext) -> Prompt:
         if not context.ground_truth.any():
@@ -43,7 +56,10 @@ class CenterPointPerSlice(Prompter):
         sub, offset = foreground_crop(context.ground_truth)
         points = []
         for z in foreground_slices(sub):
-            y, x = centroid_point_2d(sub[z])
+            if context.clicks is not None:  # a robustness run: its clicking group decides
+                (y, x), = _policy_clicks(context, sub[z], 1, z, offset)
+            else:
+                y, x = centroid_point_2d(sub[z])
             points.append((int(z) + offset[0], y + offset[1], x + offset[2]))
         return Prompt(points=points, point_labels=np.ones(len(points), dtype=np.int8),
                       interactions=interactions("click", len(points)), effort_label="1X")
@@ -62,6 +78,7 @@ class PointsPerSlice(Prompter):
     dimensions: ClassVar[frozenset[int]] = frozenset({2})
     kinds: ClassVar[frozenset[str]] = frozenset({"point"})
     effort_rule: ClassVar[str] = "N clicks per foreground slice (NX)"
+    takes_click_policy: ClassVar[bool] = True
 
     def __init__(self, n_points: int = 1) -> None:
         self.n_points = positive_count(n_points)
@@ -72,7 +89,9 @@ class PointsPerSlice(Prompter):
         sub, offset = foreground_crop(context.ground_truth)
         points = []
         for z in foreground_slices(sub):
-            yx = sample_pixels(sub[z], self.n_points, context.rng)
+            yx = (_policy_clicks(context, sub[z], self.n_points, z, offset)
+                  if context.clicks is not None
+                  else sample_pixels(sub[z], self.n_points, context.rng))
             points.append(np.column_stack([np.full(len(yx), z), yx]) + offset)
         stacked = np.concatenate(points)
         return Prompt(points=stacked, point_labels=np.ones(len(stacked), dtype=np.int8),
@@ -94,6 +113,7 @@ class AlternatingPointsPerSlice(Prompter):
     dimensions: ClassVar[frozenset[int]] = frozenset({2})
     kinds: ClassVar[frozenset[str]] = frozenset({"point"})
     effort_rule: ClassVar[str] = "N clicks (ceil(N/2) +, floor(N/2) -) per foreground slice (NX)"
+    takes_click_policy: ClassVar[bool] = True
 
     def __init__(self, n_points: int = 2, inner: float = 2.0, outer: float = 5.0) -> None:
         self.n_points = positive_count(n_points)
@@ -110,9 +130,15 @@ class AlternatingPointsPerSlice(Prompter):
         n_neg = self.n_points // 2
         points, labels = [], []
         for z in foreground_slices(sub):
-            positives = sample_pixels(sub[z], n_pos, context.rng)
-            negatives = (sample_pixels(ring_2d(sub[z], self.inner, self.outer), n_neg,
-                                       context.rng) if n_neg else np.zeros((0, 2), np.int64))
+            ring = ring_2d(sub[z], self.inner, self.outer) if n_neg else None
+            if context.clicks is not None:  # a robustness run: its clicking group decides
+                positives = _policy_clicks(context, sub[z], n_pos, z, offset)
+                negatives = (_policy_clicks(context, ring, n_neg, z, offset, "false_positive",
+                                            sub[z]) if n_neg else np.zeros((0, 2), np.int64))
+            else:
+                positives = sample_pixels(sub[z], n_pos, context.rng)
+                negatives = (sample_pixels(ring, n_neg, context.rng) if n_neg
+                             else np.zeros((0, 2), np.int64))
             for i in range(max(len(positives), len(negatives))):
                 for group, label in ((positives, 1), (negatives, 0)):
                     if i < len(group):

@@ -4,7 +4,9 @@ Every refiner only proposes interactions on misclassified voxels (positive on fa
 negatives, negative on false positives) and returns None when the prediction is perfect.
 Work is cropped to the bounding box of (ground truth | prediction); connected components use
 cc3d; distance transforms run on crops only. Coordinates are canonical voxel indices
-(z, y, x). Randomness comes only from ``context.rng``.
+(z, y, x). Randomness comes only from ``context.rng``. Click refiners declare
+``takes_click_policy``: in a robustness run (``context.clicks``) they keep choosing the error
+region to correct and let the run's clicking group choose where in it to click.
 
 The engine merges a refiner's prompt with earlier prompts when ``keep_previous_prompts`` is
 set, and 2D models re-predict only the slices the new prompt touches (``Prompt.slices()``),
@@ -60,6 +62,23 @@ class _Errors:
         """Ground-truth labels (1/0) of local (N, 3) coordinates."""
         return self.gt[tuple(local.T)].astype(np.int8)
 
+    def policy_clicks(self, context: RefineContext, region: np.ndarray, n: int = 1,
+                      z: int | None = None) -> np.ndarray:
+        """``n`` clicks in the error ``region`` (on the crop; 2D: slice ``z`` of the crop)
+        from ``context.clicks``, as local (k, 3) coordinates. The region counts as a false
+        negative when most of its voxels are (the user adds), else as a false positive."""
+        assert context.clicks is not None
+        target = self.gt if z is None else self.gt[z]
+        kind = "false_negative" if (region & target).sum() * 2 >= region.sum() else "false_positive"
+        origin = tuple(int(o) for o in self.offset)
+        if z is not None:
+            origin = (origin[0] + int(z), origin[1], origin[2])
+        picked = context.clicks.choose(region, n, context.rng, origin=origin,
+                                       spacing=context.spacing, kind=kind, target=target)
+        if z is not None:
+            picked = np.column_stack([np.full(len(picked), z, dtype=np.int64), picked])
+        return picked.reshape(-1, 3)
+
 
 def _edt_center(component: np.ndarray, rng: np.random.Generator,
                 sampling: tuple[float, ...] | None = None) -> tuple[int, ...]:
@@ -94,6 +113,7 @@ class CorrectivePointPerSlice(Refiner):
     dimensions: ClassVar[frozenset[int]] = frozenset({2})
     kinds: ClassVar[frozenset[str]] = frozenset({"point"})
     effort_rule: ClassVar[str] = "1 click per slice with an error (1X)"
+    takes_click_policy: ClassVar[bool] = True
 
     def __init__(self, placement: str = "random", slices: str = "all") -> None:
         if placement not in ("random", "center"):
@@ -114,10 +134,13 @@ class CorrectivePointPerSlice(Refiner):
             zs = np.array([z for z in zs if int(z + errors.offset[0]) in allowed], dtype=np.int64)
         local = []
         for z in zs:
-            if self.placement == "random":
-                y, x = sample_pixels(error[z], 1, context.rng)[0]
+            region = error[z] if self.placement == "random" else largest_component(error[z])
+            if context.clicks is not None:  # a robustness run: its clicking group decides
+                _, y, x = errors.policy_clicks(context, region, 1, int(z))[0]
+            elif self.placement == "random":
+                y, x = sample_pixels(region, 1, context.rng)[0]
             else:
-                y, x = _edt_center(largest_component(error[z]), context.rng)
+                y, x = _edt_center(region, context.rng)
             local.append((int(z), int(y), int(x)))
         if not local:
             return None
@@ -139,6 +162,7 @@ class RandomCorrectivePoint(Refiner):
     dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
     kinds: ClassVar[frozenset[str]] = frozenset({"point"})
     effort_rule: ClassVar[str] = "N clicks = N (default 1)"
+    takes_click_policy: ClassVar[bool] = True
 
     def __init__(self, n_points: int = 1) -> None:
         self.n_points = positive_count(n_points)
@@ -147,7 +171,10 @@ class RandomCorrectivePoint(Refiner):
         errors = _Errors(context)
         if errors.crop is None:
             return None
-        local = sample_pixels(errors.error, self.n_points, context.rng)
+        if context.clicks is not None:  # a robustness run: its clicking group decides
+            local = errors.policy_clicks(context, errors.error, self.n_points)
+        else:
+            local = sample_pixels(errors.error, self.n_points, context.rng)
         if len(local) == 0:
             return None
         return Prompt(points=local + errors.offset, point_labels=errors.labels_at(local),
@@ -162,13 +189,16 @@ class CenterErrorClick(Refiner):
     False negatives and false positives are pooled; the largest 26-connected error component
     is cropped to its bounding box and the click goes to its Euclidean distance-transform
     maximum (voxel units as the challenge, or mm with ``use_spacing``); ties are broken with
-    ``context.rng``. Labelled with the ground truth there. Effort 1.
+    ``context.rng``. Labelled with the ground truth there. Effort 1. In a robustness run
+    (``context.clicks``) the click goes where the run's clicking group puts it in that
+    component instead.
     """
 
     name: ClassVar[str] = "center-error-click"
     dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
     kinds: ClassVar[frozenset[str]] = frozenset({"point"})
     effort_rule: ClassVar[str] = "1 click = 1"
+    takes_click_policy: ClassVar[bool] = True
 
     def __init__(self, use_spacing: bool = False) -> None:
         self.use_spacing = bool(use_spacing)
@@ -180,7 +210,11 @@ class CenterErrorClick(Refiner):
         error = errors.error
         if not error.any():
             return None
-        local = np.array([self.click_in(largest_component(error), context)], dtype=np.int64)
+        component = largest_component(error)
+        if context.clicks is not None:  # a robustness run: its clicking group decides
+            local = errors.policy_clicks(context, component)
+        else:
+            local = np.array([self.click_in(component, context)], dtype=np.int64)
         return Prompt(points=local + errors.offset, point_labels=errors.labels_at(local),
                       interactions=interactions("click", 1), effort_label="1")
 

@@ -46,7 +46,8 @@ class Box3DPrompter(Prompter):
 
 @prompters.register
 class PointsPerVolume(Prompter):
-    """``n_points`` positive clicks on foreground voxels drawn uniformly (paper "NPPV", N)."""
+    """``n_points`` positive clicks on foreground voxels drawn uniformly (paper "NPPV", N);
+    from the clicking group in a robustness run (``context.clicks``)."""
 
     name: ClassVar[str] = "points-per-volume"
     dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
@@ -56,11 +57,17 @@ class PointsPerVolume(Prompter):
     def __init__(self, n_points: int = 1) -> None:
         self.n_points = positive_count(n_points)
 
+    takes_click_policy: ClassVar[bool] = True
+
     def initial(self, context: PromptContext) -> Prompt:
         if not context.ground_truth.any():
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)
-        points = sample_pixels(sub, self.n_points, context.rng) + offset
+        if context.clicks is not None:  # a robustness run: its clicking group decides
+            points = context.clicks.choose(sub, self.n_points, context.rng, origin=tuple(offset),
+                                           spacing=context.spacing, target=sub) + offset
+        else:
+            points = sample_pixels(sub, self.n_points, context.rng) + offset
         return Prompt(points=points, point_labels=np.ones(len(points), dtype=np.int8),
                       interactions=interactions("click", len(points)),
                       effort_label=str(self.n_points))
@@ -77,7 +84,9 @@ class CenterPointsPerVolume(Prompter):
     nearest not yet clicked foreground voxel of its slice (of the volume if the slice has none
     left), so every click lies in the target and there are N distinct clicks (the reference
     drops repeats and returns fewer).
-    Deterministic: ``context.rng`` is not used.
+    Deterministic: ``context.rng`` is not used. In a robustness run (``context.clicks``) the
+    clicks come from the run's clicking group instead (the baseline strategy: the target's
+    deepest voxels).
     """
 
     name: ClassVar[str] = "center-points-per-volume"
@@ -89,10 +98,18 @@ class CenterPointsPerVolume(Prompter):
         self.n_points = positive_count(n_points)
         self.line_slices = positive_count(line_slices, "line_slices")
 
+    takes_click_policy: ClassVar[bool] = True
+
     def initial(self, context: PromptContext) -> Prompt:
         if not context.ground_truth.any():
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)
+        if context.clicks is not None:  # a robustness run: its clicking group decides
+            points = context.clicks.choose(sub, self.n_points, context.rng, origin=tuple(offset),
+                                           spacing=context.spacing, target=sub) + offset
+            return Prompt(points=points, point_labels=np.ones(len(points), dtype=np.int8),
+                          interactions=interactions("click", len(points)),
+                          effort_label=str(self.n_points))
         fg = foreground_slices(sub)
         seeds = seed_slices(fg, self.line_slices)
         seed_yx = np.array([centroid_point_2d(sub[z]) for z in seeds], dtype=np.float64)

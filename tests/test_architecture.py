@@ -95,3 +95,16 @@ def test_the_rule_check_finds_planted_violations():
     assert violations({"intrabench.commands.x": "from intrabench.datasets import _recipe\n",
                        "intrabench.evaluation.aggregate": "import intrabench.io.results\n"}) == [
         "intrabench.evaluation.aggregate -> intrabench.io"]
+
+
+def test_every_core_package_is_installed():
+    """A non-editable install (``pip install .``) ships only the packages pyproject lists: a
+    new package left out of it imports from a checkout but not from a wheel."""
+    import pytest
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    listed = set(tomllib.loads((CORE.parent / "pyproject.toml").read_text())["tool"]
+                 ["setuptools"]["packages"])
+    packages = {".".join(path.parent.relative_to(CORE.parent).parts)
+                for path in CORE.rglob("__init__.py")}
+    assert packages - listed == set()

@@ -30,6 +30,8 @@ def cmd_tables(args: argparse.Namespace) -> int:
         print(f"written: {', '.join(str(p) for p in paths)}\n", file=sys.stderr)
     if "protocol" in rows and (rows["protocol"] == "cvpr25").any():
         _write_cvpr25_tables(rows[rows["protocol"] == "cvpr25"], out)
+    if "click_group" in rows and rows["click_group"].notna().any():
+        _write_robustness_tables(rows, out, args.noc_metric, args.noc_threshold)
     from intrabench.evaluation.aggregate import dataset_statistics
 
     statistics = dataset_statistics(rows, args.metric,
@@ -55,6 +57,26 @@ def _write_cvpr25_tables(rows, out: Path) -> None:
           f"{to_markdown(board, digits=4)}\n")
     print(f"written: {out / 'cvpr25-images.csv'}, {out / 'cvpr25-leaderboard.csv'}\n",
           file=sys.stderr)
+
+
+def _write_robustness_tables(rows, out: Path, noc_metric: str, threshold: float) -> None:
+    """The robustness table of robustness runs (RClicks tables 9-11), its per-dataset values
+    and per-target statistics (docs/realistic-clicks.md)."""
+    from intrabench.clicks.robustness import robustness_table
+    from intrabench.evaluation.aggregate import to_markdown
+
+    for run, part in rows[rows["click_group"].notna()].groupby("run", sort=True):
+        display, long, targets = robustness_table(part, noc_metric, threshold)
+        stem = "robustness" if rows["run"].nunique() == 1 else f"robustness-{run}"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{stem}.md").write_text(to_markdown(display) + "\n", encoding="utf-8")
+        long.to_csv(out / f"{stem}-datasets.csv", index=False, float_format="%.6f")
+        targets.to_csv(out / f"{stem}-targets.csv", index=False, float_format="%.6f")
+        groups = int(part["click_groups"].iloc[0])
+        print(f"## Robustness to where people click ({run}: {part['clickability'].iloc[0]} "
+              f"map, {groups} clicking groups), mean over datasets\n\n{to_markdown(display)}\n")
+        print(f"written: {out / (stem + '.md')}, {out / (stem + '-datasets.csv')}, "
+              f"{out / (stem + '-targets.csv')}\n", file=sys.stderr)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -108,6 +130,10 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
                         help="substitute VALUE for missing values before averaging (HD95 of an "
                              "empty prediction is NaN; e.g. the images' diagonal in mm); default: "
                              "leave them out and count them in a Missing column")
+    tables.add_argument("--noc-metric", choices=("iou", "dice"), default="iou",
+                        help="robustness runs: NoC counts rounds to this metric (default iou)")
+    tables.add_argument("--noc-threshold", type=float, choices=(0.8, 0.85, 0.9), default=0.9,
+                        help="robustness runs: NoC's threshold (default 0.9, as RClicks)")
     tables.set_defaults(func=cmd_tables)
 
     report = commands.add_parser("report", help="a self-contained HTML report of one run")

@@ -106,12 +106,13 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
             "target_class": target.class_name,
             "target_kind": target.kind,
             "model": unit.model.key,
-            "prompter": unit.prompter.key,
+            "prompter": unit.prompter_key,
             "refiner": unit.refiner_key,
             "seed": unit.seed,
             "step": result.step,
             "keep_previous_prompts": unit.keep_previous_prompts if unit.refiner else None,
             "protocol": unit.protocol,
+            **_click_columns(unit),
             **result.metrics,
             "effort": result.effort,
             "cumulative_effort": result.cumulative_effort,
@@ -130,6 +131,16 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
         }
         rows.append(row)
     return rows
+
+
+def _click_columns(unit: WorkUnit) -> dict[str, Any]:
+    """A robustness run's columns: the click strategy, the prompter without it, and the
+    clickability model (none outside robustness runs)."""
+    if unit.click_group is None:
+        return {}
+    return {"click_group": unit.click_group, "click_prompter": unit.prompter.key,
+            "clickability": unit.clickability.key if unit.clickability else "",
+            "click_groups": unit.n_groups}
 
 
 def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
@@ -164,7 +175,7 @@ def step_prediction_file_name(case_id: str, target_id: str, step: int) -> str:
 
 def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str) -> Path:
     """Where the final prediction of (unit, case, target) is saved."""
-    folder = prediction_folder(run_dir, unit.dataset.key, unit.model.key, unit.prompter.key,
+    folder = prediction_folder(run_dir, unit.dataset.key, unit.model.key, unit.prompter_key,
                                unit.refiner_key, unit.seed)
     return folder / prediction_file_name(case_id, target_id)
 

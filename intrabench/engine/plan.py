@@ -1,6 +1,7 @@
 """Work units and planning: what a run has to compute, before anything runs.
 
-A :class:`WorkUnit` is one (dataset, case, model, prompter, refiner, seed) with its settings;
+A :class:`WorkUnit` is one (dataset, case, model, prompter, refiner, seed) with its settings
+(and, in a robustness run, one click strategy: the baseline or a clicking group);
 its :attr:`~WorkUnit.key` names its file in the run directory, so everything that changes the
 unit's rows is part of it. :func:`make_plan` expands a run config into units, model-major in
 config order, and lists the incompatible combinations it skips.
@@ -31,10 +32,23 @@ class WorkUnit:
     keep_previous_prompts: bool
     protocol: str = "intrabench"
     nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM
+    #: a robustness run's click strategy ("baseline", "G1", ...) and its clickability model
+    click_group: str | None = None
+    clickability: ComponentSpec | None = None
+    n_groups: int = 10
 
     @property
     def refiner_key(self) -> str:
         return self.refiner.key if self.refiner is not None else "none"
+
+    @property
+    def prompter_key(self) -> str:
+        """The prompter column of the unit's rows: its key, with the click strategy of a
+        robustness run in brackets (``points-per-volume [G3]``): each strategy is its own
+        configuration in every table, and its own random stream."""
+        if self.click_group is None:
+            return self.prompter.key
+        return f"{self.prompter.key} [{self.click_group}]"
 
     @property
     def key(self) -> str:
@@ -51,6 +65,9 @@ class WorkUnit:
             metric_settings["nsd_tolerance_mm"] = float(self.nsd_tolerance_mm)
         if metric_settings:
             parts.append(metric_settings)
+        if self.click_group is not None:
+            parts.append({"click_group": self.click_group, "n_groups": self.n_groups,
+                          "clickability": self.clickability.key if self.clickability else ""})
         identity = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(identity.encode()).hexdigest()[:24]
 
@@ -80,6 +97,24 @@ def _select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:
     return available
 
 
+def _click_strategies(config: RunConfig, dataset: str, model: str, prompter: ComponentSpec,
+                      refiner: ComponentSpec | None, skipped: list[dict[str, str]]
+                      ) -> list[str | None]:
+    """The click strategies of one combination: [None] outside robustness runs; in one, every
+    strategy when the prompter or the refiner takes a click policy, else none (skipped)."""
+    if config.robustness is None:
+        return [None]
+    clicks = registry.prompters.get(prompter.name).takes_click_policy or (
+        refiner is not None and registry.refiners.get(refiner.name).takes_click_policy)
+    if clicks:
+        return list(config.robustness.strategies)
+    skipped.append({"dataset": dataset, "model": model, "prompter": prompter.key,
+                    "refiner": refiner.key if refiner else "",
+                    "reason": "robustness run: neither the prompter nor the refiner clicks "
+                              "from a clickability model"})
+    return []
+
+
 def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
     plan = Plan(units=[])
     for dataset_spec in config.datasets:
@@ -105,15 +140,23 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                     else:
                         refiner_specs.append(refiner_spec)
                 for refiner_spec in refiner_specs or [None]:
-                    for seed in config.seeds:
-                        for case_id in case_ids:
-                            plan.units.append(WorkUnit(
-                                dataset=dataset_spec, case_id=case_id, model=model_spec,
-                                prompter=prompter_spec, refiner=refiner_spec, seed=seed,
-                                steps=config.refinement_steps,
-                                keep_previous_prompts=config.keep_previous_prompts,
-                                protocol=config.protocol,
-                                nsd_tolerance_mm=config.nsd_tolerance_mm))
+                    strategies = _click_strategies(config, dataset_spec.key, model_spec.key,
+                                                   prompter_spec, refiner_spec, plan.skipped)
+                    for click_group in strategies:
+                        for seed in config.seeds:
+                            for case_id in case_ids:
+                                plan.units.append(WorkUnit(
+                                    dataset=dataset_spec, case_id=case_id, model=model_spec,
+                                    prompter=prompter_spec, refiner=refiner_spec, seed=seed,
+                                    steps=config.refinement_steps,
+                                    keep_previous_prompts=config.keep_previous_prompts,
+                                    protocol=config.protocol,
+                                    nsd_tolerance_mm=config.nsd_tolerance_mm,
+                                    click_group=click_group,
+                                    clickability=(config.robustness.clickability
+                                                  if config.robustness else None),
+                                    n_groups=(config.robustness.groups
+                                              if config.robustness else 10)))
     # model-major in config order: one model is loaded at a time, and all work on a case for
     # that model is contiguous (its image encodings are reused); stable inside a group
     model_order = {spec.key: i for i, spec in enumerate(config.models)}

@@ -19,6 +19,8 @@ import numpy as np
 import yaml
 
 from intrabench import registry
+from intrabench.clicks.base import ClickabilityModel
+from intrabench.clicks.policy import ClickPolicy, ImageWindow
 from intrabench.config import ComponentSpec, RunConfig
 from intrabench.engine.case_reader import load_case, with_attributes
 from intrabench.engine.finishing import (
@@ -68,6 +70,18 @@ def _target_mask(case: Case, target) -> np.ndarray:
     """The target's mask, read-only (shared by the episode's prompter, refiner and metrics),
     its bounding box known from the case's label boxes."""
     return freeze_with_box(case.target_mask(target), case.target_box(target))
+
+
+def click_policy(model: ClickabilityModel, unit: WorkUnit, case: Case, target,
+                 identity: tuple[str, str, str]) -> ClickPolicy:
+    """The click policy of a robustness unit's episode; an image-conditioned clickability
+    model gets a window of the image around the target (docs/realistic-clicks.md)."""
+    window = None
+    if getattr(model, "needs_image", False):
+        box = case.target_box(target)
+        if box is not None:
+            window = ImageWindow.around(case.image.array, box)
+    return ClickPolicy(model, unit.click_group or "baseline", unit.n_groups, window, identity)
 
 
 class Runner:
@@ -231,12 +245,17 @@ class Runner:
             prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)
             refiner = (registry.refiners.create(unit.refiner.name, unit.refiner.params)
                        if unit.refiner else None)
+            clickability = (registry.clickability.create(unit.clickability.name,
+                                                         unit.clickability.params)
+                            if unit.click_group is not None and unit.clickability else None)
             for index, target in enumerate(case.targets):
+                identity = (case.dataset, case.case_id, target.target_id)
                 user = SimulatedUser(
-                    prompter=prompter, prompter_key=unit.prompter.key, refiner=refiner,
-                    refiner_key=unit.refiner_key, seed=unit.seed,
-                    identity=(case.dataset, case.case_id, target.target_id),
-                    spacing=case.image.spacing, model_dimension=model_dimension)
+                    prompter=prompter, prompter_key=unit.prompter_key, refiner=refiner,
+                    refiner_key=unit.refiner_key, seed=unit.seed, identity=identity,
+                    spacing=case.image.spacing, model_dimension=model_dimension,
+                    clicks=None if clickability is None else click_policy(
+                        clickability, unit, case, target, identity))
                 yield EpisodeTask(
                     key=f"{unit.key}/{index}", user=user,
                     ground_truth=_target_mask(case, target),
@@ -284,7 +303,7 @@ class Runner:
         if not self.config.save_predictions:
             return False
         folder = prediction_folder(self.run_dir, unit.dataset.key, unit.model.key,
-                                   unit.prompter.key, unit.refiner_key, unit.seed)
+                                   unit.prompter_key, unit.refiner_key, unit.seed)
         return not any(folder.glob(f"{safe_file_name(unit.case_id)}__*.nii.gz"))
 
     def finish(self, plan: Plan) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from intrabench.clicks.policy import ClickPolicy
 from intrabench.engine.seeding import derive_rng
 from intrabench.evaluation.metrics import masks_equal
 from intrabench.protocols import PromptContext, Prompter, RefineContext, Refiner
@@ -32,6 +33,8 @@ class SimulatedUser:
     identity: tuple[str, str, str]
     spacing: tuple[float, float, float]
     model_dimension: int
+    #: where clicks go in a robustness run (a clicking group or the baseline), else None
+    clicks: ClickPolicy | None = None
 
     def initial(self, ground_truth: np.ndarray,
                 segment_slice: Callable[[SlicePrompt], np.ndarray] | None = None) -> Prompt:
@@ -41,6 +44,7 @@ class SimulatedUser:
             spacing=self.spacing,
             rng=derive_rng(self.seed, *self.identity, self.prompter_key, "initial"),
             segment_slice=segment_slice,
+            clicks=self.clicks.at_step(0) if self.clicks is not None else None,
         ))
 
     def refine(self, ground_truth: np.ndarray, prediction: np.ndarray, step: int,
@@ -59,4 +63,5 @@ class SimulatedUser:
             step=step,
             model_dimension=self.model_dimension,
             history=history,
+            clicks=self.clicks.at_step(step) if self.clicks is not None else None,
         ))

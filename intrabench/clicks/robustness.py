@@ -1,0 +1,207 @@
+"""Robustness statistics of a robustness run (RClicks section 5 and appendix E), from its rows.
+
+Rows carry ``click_group`` ("baseline", "G1" ... "G<n>"), ``click_prompter`` (the prompter
+without the strategy) and ``click_groups`` (n). A *round* is one step of an episode: round 1
+is the initial prompt (step 0), round r the (r - 1)-th correction; N = the number of rounds.
+
+Per episode (one target under one strategy), with v_r the IoU (or Dice) after round r:
+
+* ``noc_iou_<t>`` / ``noc_dice_<t>`` (t = 0.8, 0.85, 0.9): the first round r with v_r >= t,
+  N when no round reaches t (capped, as RClicks' NoC20@90);
+* ``iou_auc`` / ``dice_auc``: the area under v_1..v_N over unit spacing divided by N - 1
+  (trapezoids; the mean height of the curve, in [0, 1]; v_1 when N = 1);
+* ``iou_1`` / ``dice_1``: v_1, the first click's quality.
+
+Per target, over its clicking groups G1..Gn (x_g = an episode statistic under group g,
+x_base under the baseline strategy; percentages as RClicks' tables):
+
+* ``<x>_mean``, ``<x>_std``: mean and population standard deviation over the n groups
+  (RClicks' "Sample" statistic, mean +- std);
+* ``<x>_base``: x_base;
+* ``<x>_sb`` = 100 (mean - x_base) / x_base: how much worse (NoC) or better (AUC) an average
+  user does than the baseline strategy predicts;
+* ``<x>_gr`` = 100 (x_G1 - x_Gn) / x_Gn: the least likely clicks against the most likely;
+* ``<x>_hh`` = 100 (mean(x_G1..x_Gn/2) - mean(x_Gn/2+1..x_Gn)) / mean(x_Gn/2+1..x_Gn): the
+  same with two groups of 50% mass. A click drawn from the merged lower half is a click drawn
+  from one of G1..Gn/2 with equal chance (equal masses), so the mean over those groups is the
+  merged group's expected statistic: no second run is needed;
+* ``nsr_iou_1`` = std / mean of the first click's IoU over the groups (noise-to-signal ratio:
+  high = a hard target, whose result depends on where the person clicks).
+
+A ratio whose denominator is 0 is NaN and left out of the averages. Target statistics are then
+averaged like every other metric (:mod:`intrabench.evaluation.aggregate`): over the targets of
+a case, the cases of a class, the classes of a dataset, and the seeds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+THRESHOLDS = (0.8, 0.85, 0.9)
+#: the columns that identify one episode of a robustness run (the strategy included)
+EPISODE = ["dataset", "case", "target", "target_class", "model", "click_prompter", "refiner",
+           "seed", "click_group"]
+TARGET = [k for k in EPISODE if k != "click_group"]
+CONFIGURATION = ["model", "click_prompter", "refiner"]
+
+
+def _key(threshold: float) -> str:
+    return f"{threshold:g}"
+
+
+def number_of_clicks(values: np.ndarray, threshold: float) -> float:
+    """First round (1-based) whose value reaches ``threshold``; the number of rounds if none."""
+    hits = np.flatnonzero(np.asarray(values, dtype=np.float64) >= threshold)
+    return float(hits[0] + 1) if hits.size else float(len(values))
+
+
+def curve_area(values: np.ndarray) -> float:
+    """Trapezoidal area under v_1..v_N over unit spacing / (N - 1); v_1 when N = 1."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return float("nan")
+    if values.size == 1:
+        return float(values[0])
+    return float(np.sum((values[1:] + values[:-1]) / 2.0) / (values.size - 1))
+
+
+def robustness_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``rows`` that belong to a robustness run (empty when none)."""
+    if "click_group" not in rows:
+        return rows.iloc[0:0]
+    return rows[rows["click_group"].notna()]
+
+
+def episode_statistics(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per episode of a robustness run: NoC, AUC and first-round values (see the
+    module docstring), with ``rounds`` and ``click_groups``."""
+    rows = robustness_rows(rows)
+    if "iou" not in rows and not rows.empty:
+        rows = rows.assign(iou=rows["dice"] / (2.0 - rows["dice"]))
+    keys = [k for k in EPISODE if k in rows]
+    records = []
+    for identity, episode in rows.sort_values("step").groupby(keys, sort=True, dropna=False):
+        record = dict(zip(keys, identity))
+        record["click_groups"] = int(episode["click_groups"].iloc[0])
+        record["rounds"] = int(len(episode))
+        for metric in ("iou", "dice"):
+            values = episode[metric].to_numpy(dtype=np.float64)
+            record[f"{metric}_1"] = float(values[0])
+            record[f"{metric}_auc"] = curve_area(values)
+            for threshold in THRESHOLDS:
+                record[f"noc_{metric}_{_key(threshold)}"] = number_of_clicks(values, threshold)
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+#: the episode statistics summarised over the groups
+STATISTICS = ([f"noc_{m}_{_key(t)}" for m in ("iou", "dice") for t in THRESHOLDS]
+              + ["iou_auc", "dice_auc", "iou_1", "dice_1"])
+
+
+def _relative(value: float, reference: float) -> float:
+    return 100.0 * (value - reference) / reference if reference != 0 else float("nan")
+
+
+def group_summary(by_group: dict[str, float], baseline: float | None,
+                  n_groups: int) -> dict[str, float]:
+    """Sample mean and std, SB, GR and HH of one statistic of one target from its value per
+    group (``{"G1": x, ...}``, all n groups) and under the baseline (None: not run)."""
+    values = np.array([by_group[f"G{g}"] for g in range(1, n_groups + 1)], dtype=np.float64)
+    mean = float(values.mean())
+    half = n_groups // 2
+    upper = float(values[half:].mean())
+    return {
+        "mean": mean,
+        "std": float(values.std()),
+        "base": float("nan") if baseline is None else float(baseline),
+        "sb": float("nan") if baseline is None else _relative(mean, float(baseline)),
+        "gr": _relative(float(values[0]), float(values[-1])),
+        "hh": _relative(float(values[:half].mean()), upper),
+    }
+
+
+def target_statistics(episodes: pd.DataFrame) -> pd.DataFrame:
+    """One row per target and configuration: every statistic's mean, std, base, sb, gr, hh
+    over the groups, and ``nsr_iou_1``. Targets missing a group are left out (a partial run)."""
+    if episodes.empty:
+        return pd.DataFrame(columns=TARGET)
+    keys = [k for k in TARGET if k in episodes]
+    records = []
+    for identity, target in episodes.groupby(keys, sort=True, dropna=False):
+        n_groups = int(target["click_groups"].iloc[0])
+        by_strategy = target.set_index("click_group")
+        if not all(f"G{g}" in by_strategy.index for g in range(1, n_groups + 1)):
+            continue
+        record = dict(zip(keys, identity))
+        for statistic in STATISTICS:
+            column = by_strategy[statistic]
+            baseline = float(column["baseline"]) if "baseline" in column.index else None
+            summary = group_summary(column.to_dict(), baseline, n_groups)
+            record.update({f"{statistic}_{name}": value for name, value in summary.items()})
+        first = by_strategy.loc[[f"G{g}" for g in range(1, n_groups + 1)], "iou_1"]
+        mean = float(first.mean())
+        record["nsr_iou_1"] = float(first.std(ddof=0)) / mean if mean > 0 else float("nan")
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def summary(targets: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``columns`` of :func:`target_statistics` averaged per configuration and dataset (targets
+    -> cases -> classes -> dataset, then seeds), plus an ``Average`` over datasets; long format:
+    model, prompter, refiner, dataset, one column per statistic."""
+    from intrabench.evaluation.aggregate import per_dataset
+
+    if targets.empty:
+        return pd.DataFrame(columns=["model", "prompter", "refiner", "dataset", *columns])
+    frame = targets.rename(columns={"click_prompter": "prompter"}).assign(step=0)
+    merged = None
+    for column in columns:
+        part = per_dataset(frame, column)
+        merged = part if merged is None else merged.merge(
+            part, on=["model", "prompter", "refiner", "step", "dataset"], how="outer")
+    assert merged is not None
+    average = (merged.groupby(["model", "prompter", "refiner", "step"], dropna=False)[columns]
+               .mean().reset_index().assign(dataset="Average"))
+    out = pd.concat([merged, average], ignore_index=True).drop(columns="step")
+    return out.sort_values(["model", "prompter", "refiner", "dataset"], kind="stable",
+                           ignore_index=True)
+
+
+def table_columns(noc_metric: str = "iou", threshold: float = 0.9) -> list[str]:
+    """The statistics of the robustness table: NoC (Sample mean, std, Base, SB, GR, HH),
+    IoU-AUC (the same) and NSR of the first click's IoU."""
+    noc = f"noc_{noc_metric}_{_key(threshold)}"
+    parts = ("mean", "std", "base", "sb", "gr", "hh")
+    return [f"{noc}_{p}" for p in parts] + [f"iou_auc_{p}" for p in parts] + ["nsr_iou_1"]
+
+
+def robustness_table(rows: pd.DataFrame, noc_metric: str = "iou",
+                     threshold: float = 0.9) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(display table: rows model x prompter x refiner, the Average over datasets, as RClicks'
+    tables 9-11; long summary per dataset; per-target statistics) of a run's rows."""
+    if threshold not in THRESHOLDS or noc_metric not in ("iou", "dice"):
+        raise ValueError(f"NoC is computed for IoU or Dice at {', '.join(map(str, THRESHOLDS))}")
+    targets = target_statistics(episode_statistics(rows))
+    long = summary(targets, [c for c in targets.columns if c not in TARGET])
+    average = long[long["dataset"] == "Average"]
+    noc = f"noc_{noc_metric}_{_key(threshold)}"
+    label = f"NoC@{'IoU' if noc_metric == 'iou' else 'Dice'}{int(round(threshold * 100))}"
+    display = pd.DataFrame({
+        "Model": average["model"], "Prompter": average["prompter"], "Refiner": average["refiner"],
+        f"Sample {label}": [f"{m:.2f}±{s:.2f}" for m, s in zip(average[f"{noc}_mean"],
+                                                               average[f"{noc}_std"])],
+        f"Base {label}": average[f"{noc}_base"].round(2),
+        f"SB {label} %": average[f"{noc}_sb"].round(2),
+        f"GR {label} %": average[f"{noc}_gr"].round(2),
+        f"HH {label} %": average[f"{noc}_hh"].round(2),
+        "Sample IoU-AUC x100": [f"{100 * m:.2f}±{100 * s:.2f}" for m, s in
+                                zip(average["iou_auc_mean"], average["iou_auc_std"])],
+        "Base IoU-AUC x100": (100 * average["iou_auc_base"]).round(2),
+        "SB IoU-AUC %": average["iou_auc_sb"].round(2),
+        "GR IoU-AUC %": average["iou_auc_gr"].round(2),
+        "HH IoU-AUC %": average["iou_auc_hh"].round(2),
+        "NSR IoU@1": average["nsr_iou_1"].round(3),
+    }).reset_index(drop=True)
+    return display, long, targets
