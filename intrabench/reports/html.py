@@ -193,6 +193,40 @@ def attribute_section(run_dir: Path, rows: pd.DataFrame, n_boot: int = 1000
     return figures, parts
 
 
+def robustness_section(rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
+    """Figures and HTML of a robustness run (RClicks): its table, IoU against clicks for the
+    baseline, G1 and Gn, and each target's mean against std of the first click's IoU; nothing
+    when the run is not a robustness run."""
+    from intrabench.clicks import figures as click_figures
+    from intrabench.clicks.robustness import robustness_rows, robustness_table
+
+    clicked = robustness_rows(rows)
+    if clicked.empty:
+        return [], []
+    display, _, targets = robustness_table(clicked)
+    n_groups = int(clicked["click_groups"].iloc[0])
+    figures = [Figure("iou-vs-clicks", f"IoU x100 after each round of clicks: the baseline "
+                      f"strategy (centre of the region), the least likely clicks (G1) and the "
+                      f"most likely (G{n_groups}).", click_figures.iou_curves(clicked))]
+    if not targets.empty:
+        figures.append(Figure("iou1-mean-vs-std", "One point per target and model: mean and "
+                              "standard deviation of the first click's IoU over the clicking "
+                              "groups. High std for its mean: the result depends on where the "
+                              "person clicks.", click_figures.mean_std_scatter(targets)))
+    parts = [
+        "<h2>Robustness to where people click</h2>",
+        f"<p class='explain'>Every target was prompted once per clicking group of the "
+        f"'{html.escape(str(clicked['clickability'].iloc[0]))}' clickability map: the region's "
+        f"voxels sorted by how likely a person clicks them and cut into {n_groups} groups of "
+        "equal probability (G1 least likely), and once at the region's centre (the baseline "
+        "strategy most benchmarks use). Sample: mean ± std over the groups; SB: extra effort "
+        "of an average user over the baseline (%); GR: G1 against the last group (%); HH: the "
+        "less likely half against the more likely half (%); NSR: std over mean of the first "
+        "click's IoU. Definitions: docs/realistic-clicks.md.</p>",
+        _frame_html(display), *[f.html() for f in figures]]
+    return figures, parts
+
+
 def ratings_section(run_dir: Path) -> list[str]:
     """HTML of every imported review (``intrabench review import``): mean rating per
     configuration and step, agreement and the rank correlation with Dice; empty without one."""
@@ -242,7 +276,8 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
                           plots.dataset_bars(rows, metric, n_boot=n_boot)))
     overlay_figures, notes = _overlays(run_dir, episodes, cases, max_overlays)
     attribute_figures, attribute_parts = attribute_section(run_dir, rows, n_boot=n_boot)
-    for figure in figures + overlay_figures + attribute_figures:
+    robustness_figures, robustness_parts = robustness_section(rows)
+    for figure in figures + overlay_figures + attribute_figures + robustness_figures:
         (out / f"{figure.name}.png").write_bytes(figure.png)
 
     last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
@@ -283,6 +318,7 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
                  "<p class='explain'>Success rate: fraction of targets that reached Dice 0.8. "
                  "Median effort counts targets that never got there as failures (infinite effort).</p>",
                  _frame_html(success)]
+    body += robustness_parts
     body += ["<h2>Which targets are hard, for which model</h2>", *attribute_parts]
     body += ratings_section(run_dir)
     body += ["<h2>Per-case results</h2>",
