@@ -111,3 +111,16 @@ def test_a_learned_network_runs_in_a_robustness_run(tmp_path):
     rows = _rows(tmp_path / "run")
     assert set(rows["click_group"]) == {"baseline", "G1", "G2"}
     assert rows["clickability"].str.startswith("network(").all()
+
+
+def test_the_demo_config_is_a_robustness_run():
+    from pathlib import Path
+
+    from intrabench.config import load_config
+
+    root = Path(__file__).resolve().parents[2]
+    config = load_config(root / "configs" / "robustness-demo.yaml")
+    assert config.robustness.strategies == ["baseline"] + [f"G{g}" for g in range(1, 11)]
+    assert config.refinement_steps == config.robustness.rounds - 1 == 9
+    docs = (root / "docs" / "realistic-clicks.md").read_text()
+    assert "clickability: contrast-aware" in docs and "rounds: 10" in docs
