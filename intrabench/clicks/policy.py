@@ -136,7 +136,11 @@ class ClickPolicy:
         """The ``n`` voxels farthest from the boundary (voxel units), ties in random order."""
         padded = np.pad(local, 1)
         depth = squared_voxel_distances(padded)[tuple(slice(1, -1) for _ in local.shape)]
-        voxels = np.argwhere(local)
+        values = depth[local]
+        count = min(int(n), len(values))
+        # only the voxels at least as deep as the n-th deepest are ordered (ties at random)
+        cut = np.partition(values, len(values) - count)[len(values) - count]
+        voxels = np.argwhere(local & (depth >= cut))
         values = depth[tuple(voxels.T)]
         order = np.lexsort((rng.permutation(len(voxels)), -values))
-        return voxels[order[: min(int(n), len(voxels))]]
+        return voxels[order[:count]]
