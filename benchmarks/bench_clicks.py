@@ -40,13 +40,13 @@ def main() -> None:
         window = ImageWindow(image.astype(np.float32), (0, 0, 0))
         box = tuple(slice(0, n) for n in volume.shape)
         baseline = ClickPolicy(registry.clickability.create("uniform"), "baseline", 10, window)
-        base = best_of(lambda p=baseline: p.choose(region, 1, np.random.default_rng(1),
+        base = best_of(lambda p=baseline, r=region: p.choose(r, 1, np.random.default_rng(1),
                                                    spacing=SPACING), repeats=5)
         print(f"{name:28s} {'baseline':16s} {1000 * base:12.1f} {1.0:10.2f}")
         for model in ("uniform", "distance", "contrast-aware"):
             policy = ClickPolicy(registry.clickability.create(model), "G5", 10,
                                  ImageWindow.around(image, box, 0))
-            seconds = best_of(lambda p=policy: p.choose(region, 1, np.random.default_rng(1),
+            seconds = best_of(lambda p=policy, r=region: p.choose(r, 1, np.random.default_rng(1),
                                                         spacing=SPACING), repeats=5)
             print(f"{name:28s} {model:16s} {1000 * seconds:12.1f} {seconds / base:10.2f}")
 

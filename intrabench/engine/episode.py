@@ -41,6 +41,12 @@ class StepResult:
     prompter_seconds: float
     wall_seconds: float
     converged: bool = False
+    #: seconds the user waited for the model at this step: its forward pass(es), CUDA
+    #: synchronised (step 0: also the propagation prompter's model calls); 0 once converged
+    latency_seconds: float = float("nan")
+    #: the order of this step's forward pass among the model calls of its (case, model)
+    #: group (0: the first, the cold call); -1 when not counted
+    model_call_index: int = -1
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class Answer:
     value: Any
     seconds: float
     model_seconds: float = 0.0
+    call_index: int = -1
 
 
 Call = UserCall | ModelCall
@@ -116,7 +123,9 @@ def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True
         step=0, prompt=prompt, prediction=prediction, metrics={}, effort=prompt.effort,
         cumulative_effort=prompt.effort,
         model_seconds=_finite(model_in_prompter) + predicted.model_seconds,
-        prompter_seconds=prompter_seconds, wall_seconds=0.0)]
+        prompter_seconds=prompter_seconds, wall_seconds=0.0,
+        latency_seconds=_finite(model_in_prompter) + predicted.seconds,
+        model_call_index=predicted.call_index)]
     clock.pause()
     results[-1].wall_seconds = clock.spent
     if not refine:
@@ -151,14 +160,28 @@ def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True
             step=step, prompt=new, prediction=prediction, metrics={}, effort=new.effort,
             cumulative_effort=results[-1].cumulative_effort + new.effort,
             model_seconds=predicted.model_seconds, prompter_seconds=prompter_seconds,
-            wall_seconds=0.0))
+            wall_seconds=0.0, latency_seconds=predicted.seconds,
+            model_call_index=predicted.call_index))
         clock.pause()
         results[-1].wall_seconds = clock.spent
     return results
 
 
-def call_model(model: Model, call: ModelCall) -> Answer:
-    """Answer ``call`` with ``model`` (its case already set); the mask comes back read-only."""
+def synchronize_device() -> None:
+    """Wait for queued CUDA work, so that a timer stopped next measures it (no-op without
+    CUDA, and without importing torch when nothing has)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def call_model(model: Model, call: ModelCall, call_index: int = -1) -> Answer:
+    """Answer ``call`` with ``model`` (its case already set); the mask comes back read-only.
+    ``seconds``: the call's wall time, CUDA synchronised; ``call_index``: its order among the
+    group's model calls (the caller counts)."""
+    synchronize_device()
     started = time.perf_counter()
     model.reset_timer()
     if call.step == 0:
@@ -166,7 +189,9 @@ def call_model(model: Model, call: ModelCall) -> Answer:
     else:
         prediction = model.predict(call.prompt, previous=call.previous,
                                    update_slices=call.update_slices)
-    return Answer(_frozen(prediction), time.perf_counter() - started, model.model_seconds())
+    synchronize_device()
+    return Answer(_frozen(prediction), time.perf_counter() - started, model.model_seconds(),
+                  call_index)
 
 
 def ask_user(user: SimulatedUser, ground_truth: np.ndarray, call: UserCall,
@@ -278,4 +303,5 @@ def _repeat(last: StepResult, step: int, prompter_seconds: float) -> StepResult:
         prompter_seconds=prompter_seconds,
         wall_seconds=0.0,
         converged=True,
+        latency_seconds=0.0,
     )

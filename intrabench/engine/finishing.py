@@ -22,10 +22,11 @@ import numpy as np
 from intrabench.engine.episode import StepResult, evaluate_steps
 from intrabench.evaluation.metrics import bounding_box, step_metrics, union_of_boxes
 from intrabench.io.volume import ImageGeometry, write_on_grid
-from intrabench.types import Prediction, Target
+from intrabench.types import INTERACTION_COST, Prediction, Prompt, Target
 
 if TYPE_CHECKING:
     from intrabench.engine.plan import WorkUnit
+    from intrabench.engine.resources import CaseResources
 
 Box = tuple[slice, slice, slice]
 
@@ -59,6 +60,8 @@ class UnitJob:
     attributes: dict[str, dict[str, Any]] | None = None
     #: keep the rows in the finishing process for its consolidation (see ResultsStore.write_unit)
     keep_rows: bool = False
+    #: the (case, model) group's set-up time and peak memory so far (engine.resources)
+    resources: CaseResources | None = None
 
 
 def crop_episode(ground_truth: np.ndarray, target: Target,
@@ -97,7 +100,9 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
     initial_label = results[0].prompt.effort_label
     refinement_label = next((r.prompt.effort_label for r in results[1:] if r.prompt.effort_label), "")
     label = initial_label if unit.refiner is None else f"{initial_label}/{refinement_label or '-'}"
+    previous_slices: list[int] = []
     for result in results:
+        scrolled, previous_slices = slices_scrolled(result.prompt, previous_slices)
         row: dict[str, Any] = {
             "run": run_name,
             "dataset": unit.dataset.key,
@@ -121,7 +126,11 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
             "model_seconds": result.model_seconds,
             "prompter_seconds": result.prompter_seconds,
             "wall_seconds": result.wall_seconds,
+            "latency_seconds": result.latency_seconds,
+            "latency_first_call": result.model_call_index == 0,
             "converged": result.converged,
+            **interaction_counts(result.prompt),
+            "slices_scrolled": scrolled,
             "target_voxels": ground_truth_voxels,
             "predicted_voxels": int(result.metrics["true_positives"]
                                     + result.metrics["false_positives"]),
@@ -131,6 +140,32 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
         }
         rows.append(row)
     return rows
+
+
+def interaction_counts(prompt: Prompt) -> dict[str, int]:
+    """``interactions_<kind>``: how many interactions of each kind the step's prompt took."""
+    counts = dict.fromkeys(INTERACTION_COST, 0)
+    for interaction in prompt.interactions:
+        counts[interaction.kind] += 1
+    return {f"interactions_{kind}": count for kind, count in counts.items()}
+
+
+def slices_scrolled(prompt: Prompt, previous: list[int]) -> tuple[int, list[int]]:
+    """(axial slices the user scrolls through for this step's prompt, the slices it touched).
+
+    The user visits the slices of its clicks, scribbles and drawn 2D boxes in ascending z:
+    from the last slice of the previous step to the nearer end of this step's range, then
+    across it (max - min). A 3D box's slices are not visited one by one (its cost is the
+    box's); an empty prompt scrolls nothing."""
+    points, _ = prompt.model_points()
+    touched = sorted(set(int(z) for z in points[:, 0]) | set(int(z) for z in prompt.boxes))
+    if not touched:
+        return 0, previous
+    span = touched[-1] - touched[0]
+    if previous:
+        last = previous[-1]
+        span += min(abs(last - touched[0]), abs(last - touched[-1]))
+    return int(span), touched
 
 
 def _click_columns(unit: WorkUnit) -> dict[str, Any]:
@@ -211,8 +246,13 @@ def finish_unit(job: UnitJob) -> int:
                                         episode.results)
         attributes = {f"attr_{name}": value for name, value in
                       (job.attributes or {}).get(episode.target.target_id, {}).items()}
+        resources = ({} if job.resources is None else
+                     {"case_setup_seconds": job.resources.setup_seconds,
+                      "peak_gpu_mb": job.resources.peak_gpu_mb,
+                      "peak_host_mb": job.resources.peak_host_mb})
         for row, metric_seconds in zip(episode_rows, seconds):
             row["metric_seconds"] = metric_seconds
+            row.update(resources)
             row.update(attributes)
         rows.extend(episode_rows)
         if job.save_predictions:

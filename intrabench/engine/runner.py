@@ -33,6 +33,7 @@ from intrabench.engine.finishing import (
 )
 from intrabench.engine.pipeline import Lane, LaneMode
 from intrabench.engine.plan import Plan, WorkUnit, make_plan
+from intrabench.engine.resources import PeakMemory, timed_set_case
 from intrabench.engine.scheduling import EpisodeScheduler, EpisodeTask
 from intrabench.engine.simulated_user import SimulatedUser
 from intrabench.errors import DataError, UserError
@@ -212,6 +213,7 @@ class Runner:
         collected: dict[str, list[CroppedEpisode | None]] = {}  # by unit, in target order
 
         def episode_done(task: EpisodeTask, results: list) -> None:
+            memory.sample()
             unit, index, target = task.tag
             episodes = collected[unit.key]
             episodes[index] = crop_episode(task.ground_truth, target, results)
@@ -222,13 +224,15 @@ class Runner:
                     case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
                     geometry=case.image.geometry, attributes=case.attributes,
                     save_predictions=self.config.save_predictions, episodes=episodes,
-                    keep_rows=self._consolidating and self._lane.mode == "process"))
+                    keep_rows=self._consolidating and self._lane.mode == "process",
+                    resources=memory.snapshot(setup_seconds)))
 
         pending = [unit for unit in units if self.needs_work(unit)]
         for unit in pending:
             collected[unit.key] = [None] * len(case.targets)
+        memory = PeakMemory()
         try:  # weights are read at first use: a bad file stops this model, not the run
-            model.set_case(case.image)
+            setup_seconds = timed_set_case(model, case)
             scheduler.run(self._episode_tasks(pending, case, model.dimension), episode_done)
         except CheckpointError as error:
             self._unusable_models[first.model.key] = str(error)

@@ -85,6 +85,8 @@ class EpisodeScheduler:
         #: user calls answered by the workers / in this process, over every :meth:`run`
         self.answered_by_worker = 0
         self.answered_here = 0
+        #: forward passes made so far (numbers each call: 0 is the case's cold call)
+        self.model_calls = 0
 
     def run(self, tasks: Iterable[EpisodeTask],
             done: Callable[[EpisodeTask, list[StepResult]], None]) -> None:
@@ -128,7 +130,8 @@ class EpisodeScheduler:
         while running:
             if ready:
                 episode, call = ready.popleft()
-                advance(episode, call_model(self.model, call))
+                advance(episode, call_model(self.model, call, self.model_calls))
+                self.model_calls += 1
             else:
                 finished, _ = wait(list(waiting), return_when=FIRST_COMPLETED)
                 for future in finished:

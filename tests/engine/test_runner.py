@@ -19,7 +19,8 @@ from intrabench.io.volume import ImageGeometry, Volume
 from intrabench.protocols import Model
 from intrabench.types import Case, Target
 
-TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds"]
+TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds", "latency_seconds",
+          "latency_first_call", "case_setup_seconds", "peak_gpu_mb", "peak_host_mb"]
 
 
 def _measurements(frame: pd.DataFrame) -> pd.DataFrame:

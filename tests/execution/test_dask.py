@@ -16,7 +16,8 @@ from intrabench.engine.runner import Runner
 
 pytest.importorskip("distributed")
 
-TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds"]
+TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds", "latency_seconds",
+          "latency_first_call", "case_setup_seconds", "peak_gpu_mb", "peak_host_mb"]
 SPEC = {
     "name": "dask-equivalence",
     "seeds": [0, 1],

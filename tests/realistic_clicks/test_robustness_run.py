@@ -13,7 +13,8 @@ from intrabench.config import parse_config
 from intrabench.engine.runner import Runner
 from intrabench.errors import ConfigError
 
-TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds"]
+TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds", "latency_seconds",
+          "latency_first_call", "case_setup_seconds", "peak_gpu_mb", "peak_host_mb"]
 SPEC = {
     "name": "robust",
     "datasets": [{"name": "demo-phantoms", "n_cases": 2, "shape": [16, 48, 48]}],

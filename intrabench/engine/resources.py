@@ -1,0 +1,76 @@
+"""What a case costs the model process: its set-up time and peak memory (docs/time-aware.md).
+
+``timed_set_case`` measures :meth:`Model.set_case` (reading weights at first use, encoding a
+3D model's image), CUDA synchronised: the *cold* part of a case's first interaction.
+:class:`PeakMemory` follows one (case, model) group: the peak GPU memory allocated by torch
+since the group started (``torch.cuda.max_memory_allocated`` after a reset), and the peak of
+the process's resident memory sampled after each episode (Linux ``/proc/self/statm``; the
+process's lifetime peak ``ru_maxrss`` elsewhere).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+from intrabench.engine.episode import synchronize_device
+
+
+@dataclass(frozen=True)
+class CaseResources:
+    """Measured for one (case, model) group: seconds in ``set_case``, peak GPU memory (MiB,
+    NaN without CUDA) and peak host memory (MiB) so far."""
+
+    setup_seconds: float
+    peak_gpu_mb: float
+    peak_host_mb: float
+
+
+def timed_set_case(model, case) -> float:
+    """``model.set_case(case.image)``; returns its wall time in seconds."""
+    synchronize_device()
+    started = time.perf_counter()
+    model.set_case(case.image)
+    synchronize_device()
+    return time.perf_counter() - started
+
+
+def _cuda():
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        return torch.cuda
+    return None
+
+
+def resident_mb() -> float:
+    """The process's resident memory now (MiB)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+    except (OSError, ValueError, IndexError, AttributeError):
+        import resource
+
+        scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2 ** 20
+
+
+class PeakMemory:
+    """Peak GPU and host memory of the model process since this group started."""
+
+    def __init__(self) -> None:
+        cuda = _cuda()
+        if cuda is not None:
+            cuda.reset_peak_memory_stats()
+        self.host_mb = resident_mb()
+
+    def sample(self) -> None:
+        self.host_mb = max(self.host_mb, resident_mb())
+
+    def snapshot(self, setup_seconds: float) -> CaseResources:
+        self.sample()
+        cuda = _cuda()
+        gpu = cuda.max_memory_allocated() / 2 ** 20 if cuda is not None else float("nan")
+        return CaseResources(float(setup_seconds), float(gpu), float(self.host_mb))
