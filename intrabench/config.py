@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from intrabench import registry
 from intrabench.errors import ConfigError
+from intrabench.timing.human import TimeModel
 
 
 class ComponentSpec(BaseModel):
@@ -118,6 +119,9 @@ class RunConfig(BaseModel):
     #: evaluate every target once per clicking group of a clickability model (RClicks):
     #: docs/realistic-clicks.md; its ``rounds`` set ``refinement_steps`` (rounds - 1)
     robustness: RobustnessSpec | None = None
+    #: seconds per interaction kind and the time budget of time-aware evaluation
+    #: (docs/time-aware.md); read by ``intrabench tables``/``report``, never by the run
+    time_model: TimeModel = Field(default_factory=TimeModel)
 
     @model_validator(mode="before")
     @classmethod

@@ -32,6 +32,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
         _write_cvpr25_tables(rows[rows["protocol"] == "cvpr25"], out)
     if "click_group" in rows and rows["click_group"].notna().any():
         _write_robustness_tables(rows, out, args.noc_metric, args.noc_threshold)
+    _write_time_tables(rows, args.run_dirs, out)
     from intrabench.evaluation.aggregate import dataset_statistics
 
     statistics = dataset_statistics(rows, args.metric,
@@ -77,6 +78,41 @@ def _write_robustness_tables(rows, out: Path, noc_metric: str, threshold: float)
               f"map, {groups} clicking groups), mean over datasets\n\n{to_markdown(display)}\n")
         print(f"written: {out / (stem + '.md')}, {out / (stem + '-datasets.csv')}, "
               f"{out / (stem + '-targets.csv')}\n", file=sys.stderr)
+
+
+def _write_time_tables(rows, run_dirs: list[str], out: Path) -> None:
+    """The ``time`` table (quality against the clinician's accumulated time, per run's time
+    model) and the ``latency`` table of runs whose rows carry latencies."""
+    from intrabench.evaluation.aggregate import to_markdown
+    from intrabench.timing.human import run_time_model
+    from intrabench.timing.latency import has_latency, latency_table
+    from intrabench.timing.table import time_summary, time_table
+
+    if not has_latency(rows):
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for run_dir in run_dirs:
+        model = run_time_model(run_dir)
+        from intrabench.io.results import load_results
+
+        part = load_results(run_dir)
+        if part.empty or not has_latency(part):
+            continue
+        name = str(part["run"].iloc[0])
+        stem = "" if len(run_dirs) == 1 else f"-{name}"
+        display = time_table(part, model)
+        (out / f"time{stem}.md").write_text(to_markdown(display) + "\n", encoding="utf-8")
+        time_summary(part, model).to_csv(out / f"time{stem}.csv", index=False,
+                                         float_format="%.6f")
+        latency = latency_table(part)
+        (out / f"latency{stem}.md").write_text(to_markdown(latency) + "\n", encoding="utf-8")
+        latency.to_csv(out / f"latency{stem}.csv", index=False, float_format="%.4f")
+        print(f"## Quality against the clinician's time ({name}: budget {model.budget:g} s per "
+              f"target, at most {model.max_interactions} interactions), mean over datasets\n\n"
+              f"{to_markdown(display)}\n")
+        print(f"## Model latency ({name})\n\n{to_markdown(latency)}\n")
+        print(f"written: {out / f'time{stem}.md'}, {out / f'time{stem}.csv'}, "
+              f"{out / f'latency{stem}.md'}, {out / f'latency{stem}.csv'}\n", file=sys.stderr)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -227,6 +227,37 @@ def robustness_section(rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
     return figures, parts
 
 
+def time_section(run_dir: Path, rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
+    """Figures and HTML of time-aware evaluation (docs/time-aware.md): the ``time`` table,
+    Dice against accumulated time, and the latency table; nothing for rows without latency."""
+    from intrabench.timing.figures import time_curve_plot
+    from intrabench.timing.human import run_time_model
+    from intrabench.timing.latency import has_latency, latency_table
+    from intrabench.timing.table import time_table
+
+    if not has_latency(rows):
+        return [], []
+    model = run_time_model(run_dir)
+    figures = [Figure("dice-vs-time", "Dice x100 against the clinician's accumulated time "
+                      "(seconds of interaction from the run's time model plus seconds waiting "
+                      "for the model), up to the budget; dotted: 60 s.",
+                      time_curve_plot(rows, model))]
+    parts = [
+        "<h2>Quality against the clinician's time</h2>",
+        f"<p class='explain'>Each interaction costs the clinician time (a click "
+        f"{model.seconds['click']:g} s, a 2D box {model.seconds['box2d']:g} s, a scribble "
+        f"{model.seconds['scribble']:g} s, {model.seconds_per_slice_scrolled:g} s per slice "
+        f"scrolled) plus the wait for the model. Budget: {model.budget:g} s and at most "
+        f"{model.max_interactions} interactions per target; an interaction that would exceed "
+        "it is discarded (DAVIS interactive track). AUC-time: area under Dice against time over "
+        "the budget; Dice@60s: the curve at 60 s. Definitions: docs/time-aware.md.</p>",
+        _frame_html(time_table(rows, model)), *[f.html() for f in figures],
+        "<h3>Model latency</h3><p class='explain'>Cold: the case's set-up plus its first "
+        "forward pass; warm: every later one, by interaction kind (ms, CUDA synchronised). "
+        "Peak memory over the model's cases (MiB).</p>", _frame_html(latency_table(rows))]
+    return figures, parts
+
+
 def ratings_section(run_dir: Path) -> list[str]:
     """HTML of every imported review (``intrabench review import``): mean rating per
     configuration and step, agreement and the rank correlation with Dice; empty without one."""
@@ -277,7 +308,9 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
     overlay_figures, notes = _overlays(run_dir, episodes, cases, max_overlays)
     attribute_figures, attribute_parts = attribute_section(run_dir, rows, n_boot=n_boot)
     robustness_figures, robustness_parts = robustness_section(rows)
-    for figure in figures + overlay_figures + attribute_figures + robustness_figures:
+    time_figures, time_parts = time_section(run_dir, rows)
+    for figure in (figures + overlay_figures + attribute_figures + robustness_figures
+                   + time_figures):
         (out / f"{figure.name}.png").write_bytes(figure.png)
 
     last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
@@ -318,6 +351,7 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
                  "<p class='explain'>Success rate: fraction of targets that reached Dice 0.8. "
                  "Median effort counts targets that never got there as failures (infinite effort).</p>",
                  _frame_html(success)]
+    body += time_parts
     body += robustness_parts
     body += ["<h2>Which targets are hard, for which model</h2>", *attribute_parts]
     body += ratings_section(run_dir)

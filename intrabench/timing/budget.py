@@ -1,0 +1,124 @@
+"""Quality against accumulated time, within a budget (DAVIS interactive track; docs/time-aware.md).
+
+Per episode (one target, steps k = 0..K; v_k a metric after step k):
+
+* cost_k = human seconds of step k (:func:`~intrabench.timing.human.human_seconds`) + the
+  model's latency at step k (``latency_seconds``; 0 once converged); T_k = cost_0 + ... + cost_k;
+* the budget B = budget_per_interaction x max_interactions (default 30 s x 8 = 240 s). Step
+  k is *kept* when k < max_interactions and T_k <= B; the first step that would exceed the
+  budget is discarded with every later one (DAVIS: "the last interaction will be discarded"),
+  and the missing steps keep the last kept result at zero time cost;
+* the curve: (0, 0), then (T_k, v_k) for the kept steps, then flat to (B, v_last); linear in
+  between. ``<metric>_auc_time``: its area divided by B, in [0, 1]. ``<metric>_at_60s``: the
+  curve at 60 s (linear interpolation; the last value beyond the last kept step).
+  ``time_to_<metric>_<t>``: T_k of the first kept step with v_k >= t (NaN when never);
+* ``interactions_in_budget``: kept steps; ``human_seconds`` / ``model_seconds_waited``: their
+  human time and latency; ``accumulated_seconds``: T of the last kept step.
+
+A step without a measured latency (runs made before it was recorded) counts 0 s of latency.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from intrabench.evaluation.episode_metrics import EPISODE_KEYS
+from intrabench.timing.human import TimeModel, human_seconds
+
+THRESHOLDS = (0.8, 0.9)
+AT_SECONDS = 60.0
+
+
+def curve(times: np.ndarray, values: np.ndarray, budget: float) -> tuple[np.ndarray, np.ndarray]:
+    """The curve's points: (0, 0), the kept steps' (T_k, v_k), and (budget, v_last)."""
+    last = float(values[-1]) if len(values) else 0.0
+    return (np.concatenate([[0.0], times, [budget]]),
+            np.concatenate([[0.0], values, [last]]))
+
+
+def area(times: np.ndarray, values: np.ndarray, budget: float) -> float:
+    """Area under :func:`curve` divided by ``budget``."""
+    x, y = curve(times, values, budget)
+    return float(np.sum((x[1:] - x[:-1]) * (y[1:] + y[:-1]) / 2.0) / budget)
+
+
+def value_at(times: np.ndarray, values: np.ndarray, budget: float, seconds: float) -> float:
+    """The curve at ``seconds`` (linear interpolation; flat beyond the budget)."""
+    x, y = curve(times, values, budget)
+    return float(np.interp(seconds, x, y))
+
+
+def kept_steps(costs: np.ndarray, model: TimeModel) -> np.ndarray:
+    """Boolean per step: within the budget and the interaction limit (a prefix of the steps)."""
+    accumulated = np.cumsum(costs)
+    within = (accumulated <= model.budget + 1e-9) & (np.arange(len(costs)) < model.max_interactions)
+    first_out = np.flatnonzero(~within)
+    if first_out.size:
+        within[first_out[0]:] = False
+    return within
+
+
+def episode_time_metrics(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
+    """One row per episode with the module docstring's columns (Dice, and NSD when present)."""
+    model = model or TimeModel()
+    if rows.empty:
+        return pd.DataFrame(columns=EPISODE_KEYS)
+    rows = rows.assign(_human=human_seconds(rows, model),
+                       _latency=(rows["latency_seconds"].astype(float).fillna(0.0)
+                                 if "latency_seconds" in rows else 0.0))
+    keys = [k for k in EPISODE_KEYS if k in rows]
+    metrics = [m for m in ("dice", "nsd") if m in rows]
+    records = []
+    for identity, episode in rows.sort_values("step").groupby(keys, sort=True, dropna=False):
+        human = episode["_human"].to_numpy(dtype=float)
+        latency = episode["_latency"].to_numpy(dtype=float)
+        kept = kept_steps(human + latency, model)
+        times = np.cumsum(human + latency)[kept]
+        record = dict(zip(keys, identity))
+        record.update({
+            "target_class": episode["target_class"].iloc[0] if "target_class" in episode else "",
+            "budget_seconds": model.budget,
+            "interactions_in_budget": int(kept.sum()),
+            "human_seconds": float(human[kept].sum()),
+            "model_seconds_waited": float(latency[kept].sum()),
+            "accumulated_seconds": float(times[-1]) if kept.any() else 0.0,
+        })
+        for metric in metrics:
+            values = episode[metric].to_numpy(dtype=float)[kept]
+            record[f"{metric}_auc_time"] = area(times, values, model.budget)
+            record[f"{metric}_at_60s"] = value_at(times, values, model.budget, AT_SECONDS)
+            record[f"{metric}_final_in_budget"] = float(values[-1]) if len(values) else 0.0
+            for threshold in THRESHOLDS:
+                hits = np.flatnonzero(values >= threshold)
+                record[f"time_to_{metric}_{threshold:g}"] = (float(times[hits[0]]) if hits.size
+                                                             else float("nan"))
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def time_curves(rows: pd.DataFrame, model: TimeModel | None = None, metric: str = "dice",
+                points: int = 121) -> pd.DataFrame:
+    """Mean curve per model x prompter x refiner on a grid of ``points`` times from 0 to the
+    budget (mean over episodes of each episode's curve): columns model, prompter, refiner,
+    seconds, value."""
+    model = model or TimeModel()
+    grid = np.linspace(0.0, model.budget, points)
+    rows = rows.assign(_human=human_seconds(rows, model),
+                       _latency=(rows["latency_seconds"].astype(float).fillna(0.0)
+                                 if "latency_seconds" in rows else 0.0))
+    keys = [k for k in EPISODE_KEYS if k in rows]
+    sums: dict[tuple, np.ndarray] = {}
+    counts: dict[tuple, int] = {}
+    for identity, episode in rows.sort_values("step").groupby(keys, sort=True, dropna=False):
+        named = dict(zip(keys, identity))
+        configuration = (named["model"], named["prompter"], named["refiner"])
+        costs = (episode["_human"] + episode["_latency"]).to_numpy(dtype=float)
+        kept = kept_steps(costs, model)
+        x, y = curve(np.cumsum(costs)[kept], episode[metric].to_numpy(dtype=float)[kept],
+                     model.budget)
+        sums[configuration] = sums.get(configuration, 0.0) + np.interp(grid, x, y)
+        counts[configuration] = counts.get(configuration, 0) + 1
+    records = [{"model": c[0], "prompter": c[1], "refiner": c[2], "seconds": t, "value": v}
+               for c in sorted(sums) for t, v in zip(grid, sums[c] / counts[c])]
+    return pd.DataFrame.from_records(records)

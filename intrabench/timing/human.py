@@ -1,0 +1,96 @@
+"""How long a clinician takes per interaction, and the time budget (docs/time-aware.md).
+
+Defaults and where they come from:
+
+* click 2.4 s and scribble 10.9 s: Bearman et al., "What's the point: semantic segmentation
+  with point supervision", ECCV 2016 (annotators on natural images: one point 2.4 s, one
+  squiggle 10.9 s, per object);
+* 2D box 7.0 s: Papadopoulos et al., "Extreme clicking for efficient object annotation",
+  ICCV 2017 (a tight box from four extreme clicks, 7.0 s);
+* 3D box 13.0 s and boundary slice 3.0 s: **no literature measures them**; a 3D box is taken
+  as a 2D box on one slice plus choosing its two boundary slices (7.0 + 2 x 3.0 s);
+* scrolling 0.1 s per slice: **no literature**; about ten slices per second with a mouse
+  wheel;
+* budget: 30 s per interaction and at most 8 interactions per target, the DAVIS interactive
+  track's (each IntraBench target is its own episode, so the "proportional to the number of
+  objects" rule gives 240 s per target).
+
+Medical readers are likely slower per interaction than crowd workers on photographs; the
+defaults are a starting point, set them to your readers' in the run config (``time_model:``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from intrabench.types import INTERACTION_COST
+
+DEFAULT_SECONDS = {"click": 2.4, "box2d": 7.0, "box3d": 13.0, "scribble": 10.9,
+                   "boundary_slice": 3.0}
+
+
+class TimeModel(BaseModel):
+    """Seconds per interaction kind, per slice scrolled, and the budget per target."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    seconds: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_SECONDS))
+    seconds_per_slice_scrolled: float = Field(default=0.1, ge=0)
+    budget_per_interaction: float = Field(default=30.0, gt=0)
+    max_interactions: int = Field(default=8, ge=1)
+
+    @field_validator("seconds")
+    @classmethod
+    def _known_kinds(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(INTERACTION_COST))
+        if unknown:
+            raise ValueError(f"unknown interaction kinds {unknown}; valid: "
+                             f"{', '.join(INTERACTION_COST)}")
+        if any(not v >= 0 for v in value.values()):
+            raise ValueError("seconds per interaction must be >= 0")
+        return {**DEFAULT_SECONDS, **value}
+
+    @property
+    def budget(self) -> float:
+        """Seconds available per target: budget_per_interaction x max_interactions."""
+        return self.budget_per_interaction * self.max_interactions
+
+
+def human_seconds(rows: pd.DataFrame, model: TimeModel) -> pd.Series:
+    """The clinician's seconds for each row's step: interactions of each kind times their
+    seconds, plus the slices scrolled; 0 for rows without the counts (runs made before)."""
+    total = pd.Series(0.0, index=rows.index)
+    for kind, seconds in model.seconds.items():
+        column = f"interactions_{kind}"
+        if column in rows:
+            total += rows[column].fillna(0).astype(float) * seconds
+    if "slices_scrolled" in rows:
+        total += rows["slices_scrolled"].fillna(0).astype(float) * model.seconds_per_slice_scrolled
+    return total
+
+
+def step_kind(rows: pd.DataFrame) -> pd.Series:
+    """Each step's interaction kind: the kind with the most effort (interactions x their
+    cost; ties: the order of ``INTERACTION_COST``, so a propagated box's step is "box2d");
+    "none" for a step without interactions."""
+    columns = [f"interactions_{k}" for k in INTERACTION_COST if f"interactions_{k}" in rows]
+    if not columns:
+        return pd.Series("none", index=rows.index)
+    costs = np.array([INTERACTION_COST[c.removeprefix("interactions_")] for c in columns])
+    counts = rows[columns].fillna(0).to_numpy(dtype=float) * costs
+    kinds = np.array([c.removeprefix("interactions_") for c in columns])
+    return pd.Series(np.where(counts.max(axis=1) > 0, kinds[counts.argmax(axis=1)], "none"),
+                     index=rows.index)
+
+
+def run_time_model(run_dir) -> TimeModel:
+    """The ``time_model`` of the run in ``run_dir`` (its config.yaml); the defaults when the
+    config cannot be read (a run directory assembled by hand)."""
+    from intrabench.errors import UserError
+    from intrabench.io.run_directory import run_config
+
+    try:
+        return run_config(run_dir).time_model
+    except UserError:
+        return TimeModel()

@@ -1,0 +1,60 @@
+"""The ``time`` table: quality against the clinician's time, per configuration (docs/time-aware.md).
+
+Episode metrics (:func:`~intrabench.timing.budget.episode_time_metrics`) are averaged like
+every other metric (:mod:`intrabench.evaluation.aggregate`: targets -> cases -> classes ->
+datasets, then seeds), then over datasets. ``time_to_dice_<t>`` is averaged over the episodes
+that reached t within the budget; ``reached_dice_<t>`` gives their share.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from intrabench.evaluation.aggregate import per_dataset
+from intrabench.timing.budget import episode_time_metrics
+from intrabench.timing.human import TimeModel
+
+SUMMARISED = ["human_seconds", "model_seconds_waited", "interactions_in_budget",
+              "dice_auc_time", "dice_at_60s", "nsd_auc_time", "time_to_dice_0.8",
+              "reached_dice_0.8", "time_to_dice_0.9", "reached_dice_0.9"]
+
+
+def time_summary(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
+    """Per model x prompter x refiner and dataset (plus ``Average``), every summarised column."""
+    episodes = episode_time_metrics(rows, model)
+    if episodes.empty:
+        return pd.DataFrame(columns=["model", "prompter", "refiner", "dataset", *SUMMARISED])
+    for threshold in ("0.8", "0.9"):
+        episodes[f"reached_dice_{threshold}"] = episodes[f"time_to_dice_{threshold}"].notna() * 1.0
+    frame = episodes.assign(step=0)
+    columns = [c for c in SUMMARISED if c in frame]
+    merged = None
+    for column in columns:
+        part = per_dataset(frame, column)
+        merged = part if merged is None else merged.merge(
+            part, on=["model", "prompter", "refiner", "step", "dataset"], how="outer")
+    assert merged is not None
+    average = (merged.groupby(["model", "prompter", "refiner", "step"], dropna=False)[columns]
+               .mean().reset_index().assign(dataset="Average"))
+    out = pd.concat([merged, average], ignore_index=True).drop(columns="step")
+    return out.sort_values(["model", "prompter", "refiner", "dataset"], kind="stable",
+                           ignore_index=True)
+
+
+def time_table(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
+    """The display table (mean over datasets): one row per model x prompter x refiner."""
+    model = model or TimeModel()
+    summary = time_summary(rows, model)
+    average = summary[summary["dataset"] == "Average"]
+    return pd.DataFrame({
+        "Model": average["model"], "Prompter": average["prompter"],
+        "Refiner": average["refiner"],
+        "Human s": average["human_seconds"].round(1),
+        "Waiting s": average["model_seconds_waited"].round(2),
+        "Interactions": average["interactions_in_budget"].round(2),
+        f"Dice AUC-time x100 (/{model.budget:g} s)": (100 * average["dice_auc_time"]).round(2),
+        "Dice@60s x100": (100 * average["dice_at_60s"]).round(2),
+        "NSD AUC-time x100": (100 * average.get("nsd_auc_time", float("nan"))).round(2),
+        "s to Dice 0.8": average["time_to_dice_0.8"].round(1),
+        "reached 0.8 %": (100 * average["reached_dice_0.8"]).round(1),
+    }).reset_index(drop=True)
