@@ -37,6 +37,17 @@ log = logging.getLogger(__name__)
 #: Columns that identify a row; everything else is a measurement.
 KEY_COLUMNS = ["run", "dataset", "case", "target", "model", "prompter", "refiner", "seed", "step"]
 
+#: Measured resources that differ between two runs of the same config (everything else in a
+#: row is a function of the config and seed): timings, the cold-call flag (which episode's
+#: forward pass came first depends on the scheduling), peak memory.
+RESOURCE_COLUMNS = ("latency_first_call", "peak_gpu_mb", "peak_host_mb")
+
+
+def measured_columns(rows) -> list[str]:
+    """The columns of ``rows`` that are measured resources (``*_seconds`` and
+    :data:`RESOURCE_COLUMNS`), to drop before comparing two runs' rows."""
+    return [c for c in rows.columns if c.endswith("_seconds") or c in RESOURCE_COLUMNS]
+
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)

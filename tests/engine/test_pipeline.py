@@ -22,6 +22,7 @@ from intrabench.engine.pipeline import Lane
 from intrabench.engine.runner import Runner
 from intrabench.engine.subprocess_executor import SubprocessExecutor, WorkerDied
 from intrabench.evaluation.metrics import step_metrics
+from intrabench.io.results import measured_columns
 from intrabench.io.volume import ImageGeometry, Volume
 from intrabench.protocols import Model
 from intrabench.types import Case, Prediction, Prompt, Target
@@ -134,7 +135,7 @@ def test_metrics_on_a_cropped_episode_equal_full_volume_metrics(truth, first, se
 
 
 def _without_timing(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.drop(columns=[c for c in frame.columns if c.endswith("_seconds")])
+    return frame.drop(columns=measured_columns(frame))
 
 
 def test_inline_and_process_lanes_give_identical_rows_and_prediction_files(tmp_path):

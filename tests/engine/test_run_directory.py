@@ -12,6 +12,7 @@ from intrabench.cli import main
 from intrabench.config import parse_config
 from intrabench.engine.runner import Runner
 from intrabench.errors import UserError
+from intrabench.io.results import measured_columns
 from intrabench.io.run_directory import RunLock
 
 SPEC = {"name": "dir-test", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
@@ -24,7 +25,7 @@ def _config(**changes):
 
 
 def _measured(frame: pd.DataFrame) -> pd.DataFrame:
-    keep = [c for c in frame.columns if not c.endswith("_seconds")]
+    keep = [c for c in frame.columns if c not in measured_columns(frame)]
     return frame[keep].sort_values(["case", "target", "step"]).reset_index(drop=True)
 
 

@@ -15,16 +15,14 @@ from intrabench.cli import main
 from intrabench.config import builtin_demo_path, load_config, parse_config
 from intrabench.engine.episode import run_episode
 from intrabench.engine.runner import Runner
+from intrabench.io.results import measured_columns
 from intrabench.io.volume import ImageGeometry, Volume
 from intrabench.protocols import Model
 from intrabench.types import Case, Target
 
-TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds", "latency_seconds",
-          "latency_first_call", "case_setup_seconds", "peak_gpu_mb", "peak_host_mb"]
-
 
 def _measurements(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.drop(columns=TIMING).reset_index(drop=True)
+    return frame.drop(columns=measured_columns(frame)).reset_index(drop=True)
 
 
 def test_box_prompt_on_a_clean_cube_is_perfect():

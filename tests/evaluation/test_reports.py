@@ -42,7 +42,8 @@ def test_tables_command_on_a_real_run(tiny_run, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| Iterations | Prompter | Model | Interactions | phantoms | Average |" in printed
     assert {p.name for p in out.iterdir()} == {"refinement.md", "refinement.tex", "refinement.csv",
-                                               "statistics.csv"}
+                                               "statistics.csv", "time.md", "time.csv",
+                                               "latency.md", "latency.csv"}
     statistics = pd.read_csv(out / "statistics.csv")
     assert len(statistics) == 3  # one per step
     assert (statistics["ci_low"] <= statistics["mean"] + 1e-9).all()

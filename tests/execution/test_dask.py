@@ -13,11 +13,10 @@ import pytest
 from intrabench.config import parse_config
 from intrabench.engine.dask_executor import run_distributed
 from intrabench.engine.runner import Runner
+from intrabench.io.results import measured_columns
 
 pytest.importorskip("distributed")
 
-TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds", "latency_seconds",
-          "latency_first_call", "case_setup_seconds", "peak_gpu_mb", "peak_host_mb"]
 SPEC = {
     "name": "dask-equivalence",
     "seeds": [0, 1],
@@ -30,7 +29,8 @@ SPEC = {
 
 
 def _rows(run_dir) -> pd.DataFrame:
-    return pd.read_parquet(run_dir / "results.parquet").drop(columns=TIMING)
+    rows = pd.read_parquet(run_dir / "results.parquet")
+    return rows.drop(columns=measured_columns(rows))
 
 
 def _args(workers: int) -> argparse.Namespace:

@@ -12,9 +12,8 @@ from intrabench.cli import main
 from intrabench.config import parse_config
 from intrabench.engine.runner import Runner
 from intrabench.errors import ConfigError
+from intrabench.io.results import measured_columns
 
-TIMING = ["model_seconds", "prompter_seconds", "wall_seconds", "metric_seconds", "latency_seconds",
-          "latency_first_call", "case_setup_seconds", "peak_gpu_mb", "peak_host_mb"]
 SPEC = {
     "name": "robust",
     "datasets": [{"name": "demo-phantoms", "n_cases": 2, "shape": [16, 48, 48]}],
@@ -62,7 +61,8 @@ def test_the_plan_runs_every_strategy_of_click_combinations_only(tmp_path):
 
 
 def _rows(run_dir) -> pd.DataFrame:
-    return pd.read_parquet(run_dir / "results.parquet").drop(columns=TIMING)
+    rows = pd.read_parquet(run_dir / "results.parquet")
+    return rows.drop(columns=measured_columns(rows))
 
 
 def test_a_robustness_run_is_identical_across_executors(tmp_path, capsys):
