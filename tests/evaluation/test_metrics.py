@@ -258,3 +258,17 @@ def test_nsd_matches_monai_at_tie_prone_spacings(data):
                      method(gt_surface, pred_surface, sampling))
         assert _nsd(distances, tolerance) == pytest.approx(reference, abs=1e-6), method.__name__
     assert step_metrics(pred, gt, spacing, tolerance)["nsd"] == pytest.approx(reference, abs=1e-6)
+
+
+def test_a_distance_equal_to_the_tolerance_across_axes_is_within():
+    """Hypothesis found it: 3 voxels of 0.1 mm along x against a 0.3 mm tolerance (the z
+    spacing) computes as 0.30000000000000004 mm; it is a tie, within the tolerance (MONAI: 1.0)."""
+    pred = np.zeros((1, 1, 6), dtype=bool)
+    gt = np.zeros((1, 1, 6), dtype=bool)
+    pred[0, 0, [4, 5]] = True
+    gt[0, 0, [1, 3, 4]] = True
+    spacing = (0.3, 0.1, 0.1)
+    assert monai_values(pred, gt, spacing, 0.3)["nsd"] == pytest.approx(1.0)
+    assert step_metrics(pred, gt, spacing, 0.3)["nsd"] == 1.0
+    # a hair below the tie, the farthest surface voxel (0.3 mm away) is outside
+    assert step_metrics(pred, gt, spacing, 0.2999)["nsd"] == pytest.approx(0.8)
