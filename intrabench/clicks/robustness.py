@@ -151,22 +151,9 @@ def summary(targets: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """``columns`` of :func:`target_statistics` averaged per configuration and dataset (targets
     -> cases -> classes -> dataset, then seeds), plus an ``Average`` over datasets; long format:
     model, prompter, refiner, dataset, one column per statistic."""
-    from intrabench.evaluation.aggregate import per_dataset
+    from intrabench.evaluation.aggregate import dataset_means
 
-    if targets.empty:
-        return pd.DataFrame(columns=["model", "prompter", "refiner", "dataset", *columns])
-    frame = targets.rename(columns={"click_prompter": "prompter"}).assign(step=0)
-    merged = None
-    for column in columns:
-        part = per_dataset(frame, column)
-        merged = part if merged is None else merged.merge(
-            part, on=["model", "prompter", "refiner", "step", "dataset"], how="outer")
-    assert merged is not None
-    average = (merged.groupby(["model", "prompter", "refiner", "step"], dropna=False)[columns]
-               .mean().reset_index().assign(dataset="Average"))
-    out = pd.concat([merged, average], ignore_index=True).drop(columns="step")
-    return out.sort_values(["model", "prompter", "refiner", "dataset"], kind="stable",
-                           ignore_index=True)
+    return dataset_means(targets.rename(columns={"click_prompter": "prompter"}), columns)
 
 
 def table_columns(noc_metric: str = "iou", threshold: float = 0.9) -> list[str]:

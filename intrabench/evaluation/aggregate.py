@@ -60,6 +60,28 @@ def per_dataset(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
     return datasets.groupby(keys, dropna=False)[metric].mean().reset_index()
 
 
+def dataset_means(episodes: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """Each of ``columns`` (per-target values: one row per target and configuration) averaged
+    as :func:`per_dataset` does, per model x prompter x refiner and dataset, plus a row per
+    configuration with ``dataset = "Average"`` (the mean over datasets). Long format: model,
+    prompter, refiner, dataset, then ``columns``."""
+    columns = list(columns)
+    if episodes.empty:
+        return pd.DataFrame(columns=["model", "prompter", "refiner", "dataset", *columns])
+    frame = episodes.assign(step=0)
+    merged = None
+    for column in columns:
+        part = per_dataset(frame, column)
+        merged = part if merged is None else merged.merge(
+            part, on=["model", "prompter", "refiner", "step", "dataset"], how="outer")
+    assert merged is not None
+    average = (merged.groupby(["model", "prompter", "refiner", "step"], dropna=False)[columns]
+               .mean().reset_index().assign(dataset="Average"))
+    out = pd.concat([merged, average], ignore_index=True).drop(columns="step")
+    return out.sort_values(["model", "prompter", "refiner", "dataset"], kind="stable",
+                           ignore_index=True)
+
+
 def effort_per_configuration(rows: pd.DataFrame) -> pd.DataFrame:
     """Mean cumulative effort per target, and the paper-style label, per configuration."""
     keys = [c for c in CONFIG_COLUMNS if c != "seed"]

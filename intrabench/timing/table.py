@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from intrabench.evaluation.aggregate import per_dataset
+from intrabench.evaluation.aggregate import dataset_means
 from intrabench.timing.budget import episode_time_metrics
 from intrabench.timing.human import TimeModel
 
@@ -26,19 +26,7 @@ def time_summary(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataF
         return pd.DataFrame(columns=["model", "prompter", "refiner", "dataset", *SUMMARISED])
     for threshold in ("0.8", "0.9"):
         episodes[f"reached_dice_{threshold}"] = episodes[f"time_to_dice_{threshold}"].notna() * 1.0
-    frame = episodes.assign(step=0)
-    columns = [c for c in SUMMARISED if c in frame]
-    merged = None
-    for column in columns:
-        part = per_dataset(frame, column)
-        merged = part if merged is None else merged.merge(
-            part, on=["model", "prompter", "refiner", "step", "dataset"], how="outer")
-    assert merged is not None
-    average = (merged.groupby(["model", "prompter", "refiner", "step"], dropna=False)[columns]
-               .mean().reset_index().assign(dataset="Average"))
-    out = pd.concat([merged, average], ignore_index=True).drop(columns="step")
-    return out.sort_values(["model", "prompter", "refiner", "dataset"], kind="stable",
-                           ignore_index=True)
+    return dataset_means(episodes, [c for c in SUMMARISED if c in episodes])
 
 
 def time_table(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
