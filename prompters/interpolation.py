@@ -35,13 +35,16 @@ class PointInterpolation(Prompter):
     Each seed click is the centre of the largest component of its slice (``center``:
     "centroid" = centre of mass, "bbox" = bounding-box centre as the reference), snapped into
     that component. Interpolated clicks are rounded half up and may fall outside the target
-    (that is the scheme's weakness the paper measures). Effort: one click per seed slice.
+    (that is the scheme's weakness the paper measures). Effort: one click per seed slice. In a
+    robustness run (``context.clicks``) the seed clicks come from the run's clicking group on
+    their slices, and the interpolation runs between them.
     """
 
     name: ClassVar[str] = "point-interpolation"
     dimensions: ClassVar[frozenset[int]] = frozenset({2})
     kinds: ClassVar[frozenset[str]] = frozenset({"point"})
     effort_rule: ClassVar[str] = "1 click per seed slice = N; interpolated clicks free"
+    takes_click_policy: ClassVar[bool] = True
 
     def __init__(self, n_slices: int = 3, center: str = "centroid") -> None:
         self.n_slices = positive_count(n_slices, "n_slices")
@@ -54,7 +57,14 @@ class PointInterpolation(Prompter):
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)
         seeds = seed_slices(foreground_slices(sub), self.n_slices)
-        seed_yx = np.array([centroid_point_2d(sub[z], self.center) for z in seeds], np.float64)
+        if context.clicks is not None:  # a robustness run: the seed clicks follow its group
+            seed_yx = np.array([context.clicks.choose(
+                sub[z], 1, context.rng, origin=(int(z + offset[0]), int(offset[1]),
+                                                int(offset[2])),
+                spacing=context.spacing, target=sub[z])[0] for z in seeds], np.float64)
+        else:
+            seed_yx = np.array([centroid_point_2d(sub[z], self.center) for z in seeds],
+                               np.float64)
         all_z, yx = interpolate_track(seeds, seed_yx)
         points = np.column_stack([all_z, round_half_up(yx)]) + offset
         return Prompt(points=points, point_labels=np.ones(len(points), dtype=np.int8),

@@ -140,3 +140,17 @@ def test_an_image_model_sees_the_image_under_the_region():
     # the 2D region's crop: the slice's square (rows 6-12, columns 7-13) with a 4-voxel margin
     assert seen["origin"] == (4, 2, 3)
     np.testing.assert_allclose(seen["image"], image[4, 2:17, 3:18])
+
+
+def test_point_interpolation_seeds_follow_the_policy():
+    gt = box((12, 30, 30), (2, 5, 5), (10, 20, 20))
+    prompter = registry.prompters.create("point-interpolation", {"n_slices": 3})
+    assert prompter.takes_click_policy
+    baseline = prompter.initial(prompt_context(gt, "baseline"))
+    # every slice's square is rows and columns 5-20: the seeds' deepest pixels (y and x 12 or
+    # 13), interpolated on every slice from 2 to 10
+    assert baseline.points[:, 0].tolist() == list(range(2, 11))
+    assert set(baseline.points[:, 1]) <= {12, 13} and set(baseline.points[:, 2]) <= {12, 13}
+    assert baseline.effort == 3
+    grouped = prompter.initial(prompt_context(gt, "G1", 2))
+    assert gt[tuple(grouped.points.T)].all()  # a box target: interpolated clicks stay inside
