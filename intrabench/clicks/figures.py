@@ -4,26 +4,20 @@ the first click's IoU over the clicking groups (RClicks Figure 8, right)."""
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from intrabench.clicks.robustness import CONFIGURATION, robustness_rows
-from intrabench.reports.plots import _png, _pyplot
+from intrabench.reports.plots import _png, _pyplot, panel_grid
 
 
 def iou_curves(rows: pd.DataFrame) -> bytes:
     """One panel per model x prompter x refiner: mean IoU after each round (x: clicks, 1 =
     the initial prompt) over the targets, for the baseline strategy, G1 and the last group."""
-    plt = _pyplot()
     rows = robustness_rows(rows)
     configurations = sorted(rows.groupby(CONFIGURATION).groups)
-    columns = min(3, max(1, len(configurations)))
-    panels = max(1, math.ceil(len(configurations) / columns))
-    figure, axes = plt.subplots(panels, columns, figsize=(4.4 * columns, 3.2 * panels),
-                                squeeze=False)
+    figure, axes = panel_grid(len(configurations), 3, 4.4, 3.2)
     styles = {"baseline": ("black", "--"), "G1": ("tab:red", "-"), "last": ("tab:green", "-")}
-    for axis, configuration in zip(axes.ravel(), configurations):
+    for axis, configuration in zip(axes, configurations):
         part = rows[(rows[CONFIGURATION] == pd.Series(configuration, index=CONFIGURATION)).all(axis=1)]
         n_groups = int(part["click_groups"].iloc[0])
         for strategy, style in (("baseline", "baseline"), ("G1", "G1"), (f"G{n_groups}", "last")):
@@ -38,8 +32,6 @@ def iou_curves(rows: pd.DataFrame) -> bytes:
         axis.set_ylabel("IoU x100 (mean over targets)")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
-    for axis in axes.ravel()[len(configurations):]:
-        axis.axis("off")
     figure.tight_layout()
     return _png(figure)
 

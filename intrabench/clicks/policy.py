@@ -18,7 +18,7 @@ axial slice; ``origin`` is the full-volume (z, y, x) index of the region array's
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -87,8 +87,7 @@ class ClickPolicy:
         self.group = parse_strategy(self.strategy, self.n_groups)
 
     def at_step(self, step: int) -> ClickPolicy:
-        return ClickPolicy(self.model, self.strategy, self.n_groups, self.image, self.identity,
-                           step)
+        return replace(self, step=step)
 
     def region(self, mask: np.ndarray, origin: tuple[int, ...], spacing: tuple[float, ...],
                kind: RegionKind = "target", target: np.ndarray | None = None) -> ClickRegion:
@@ -97,7 +96,7 @@ class ClickPolicy:
         planar = mask.ndim == 2
         spacing = tuple(float(s) for s in (spacing[1:] if planar else spacing))
         image = None
-        if self.image is not None and getattr(self.model, "needs_image", False):
+        if self.image is not None and self.model.needs_image:
             full_origin = tuple(int(o) for o in origin)
             shape = (1, *mask.shape) if planar else mask.shape
             image = self.image.crop(full_origin, shape)

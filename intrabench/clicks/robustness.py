@@ -156,14 +156,6 @@ def summary(targets: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return dataset_means(targets.rename(columns={"click_prompter": "prompter"}), columns)
 
 
-def table_columns(noc_metric: str = "iou", threshold: float = 0.9) -> list[str]:
-    """The statistics of the robustness table: NoC (Sample mean, std, Base, SB, GR, HH),
-    IoU-AUC (the same) and NSR of the first click's IoU."""
-    noc = f"noc_{noc_metric}_{_key(threshold)}"
-    parts = ("mean", "std", "base", "sb", "gr", "hh")
-    return [f"{noc}_{p}" for p in parts] + [f"iou_auc_{p}" for p in parts] + ["nsr_iou_1"]
-
-
 def robustness_table(rows: pd.DataFrame, noc_metric: str = "iou",
                      threshold: float = 0.9) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(display table: rows model x prompter x refiner, the Average over datasets, as RClicks'

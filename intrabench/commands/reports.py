@@ -9,12 +9,19 @@ from pathlib import Path
 
 def cmd_tables(args: argparse.Namespace) -> int:
     from intrabench.io.results import incompleteness_warning
-    from intrabench.reports.tables import Layout, load_rows, tables_for_runs, write_table
+    from intrabench.reports.tables import (
+        Layout,
+        concat_runs,
+        load_runs,
+        tables_for_runs,
+        write_table,
+    )
 
     for run_dir in args.run_dirs:
         if (warning := incompleteness_warning(run_dir)) is not None:
             print(warning, file=sys.stderr)
-    rows = load_rows(args.run_dirs)
+    runs = load_runs(args.run_dirs)
+    rows = concat_runs(runs)
     layout = Layout.load(args.layout) if args.layout else None
     built = tables_for_runs(rows, layout, args.metric, args.scale, args.missing_value)
     if not built:
@@ -32,7 +39,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
         _write_cvpr25_tables(rows[rows["protocol"] == "cvpr25"], out)
     if "click_group" in rows and rows["click_group"].notna().any():
         _write_robustness_tables(rows, out, args.noc_metric, args.noc_threshold)
-    _write_time_tables(rows, args.run_dirs, out)
+    _write_time_tables(runs, out)
     from intrabench.evaluation.aggregate import dataset_statistics
 
     statistics = dataset_statistics(rows, args.metric,
@@ -80,26 +87,22 @@ def _write_robustness_tables(rows, out: Path, noc_metric: str, threshold: float)
               f"{out / (stem + '-targets.csv')}\n", file=sys.stderr)
 
 
-def _write_time_tables(rows, run_dirs: list[str], out: Path) -> None:
+def _write_time_tables(runs: dict, out: Path) -> None:
     """The ``time`` table (quality against the clinician's accumulated time, per run's time
-    model) and the ``latency`` table of runs whose rows carry latencies."""
+    model) and the ``latency`` table of the runs (run directory -> rows) whose rows carry
+    latencies."""
     from intrabench.evaluation.aggregate import to_markdown
     from intrabench.timing.human import run_time_model
     from intrabench.timing.latency import has_latency, latency_table
     from intrabench.timing.table import time_summary, time_table
 
-    if not has_latency(rows):
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    for run_dir in run_dirs:
-        model = run_time_model(run_dir)
-        from intrabench.io.results import load_results
-
-        part = load_results(run_dir)
+    for run_dir, part in runs.items():
         if part.empty or not has_latency(part):
             continue
+        model = run_time_model(run_dir)
+        out.mkdir(parents=True, exist_ok=True)
         name = str(part["run"].iloc[0])
-        stem = "" if len(run_dirs) == 1 else f"-{name}"
+        stem = "" if len(runs) == 1 else f"-{name}"
         display = time_table(part, model)
         (out / f"time{stem}.md").write_text(to_markdown(display) + "\n", encoding="utf-8")
         time_summary(part, model).to_csv(out / f"time{stem}.csv", index=False,

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from intrabench.engine.resources import synchronize_device
 from intrabench.engine.simulated_user import SimulatedUser
 from intrabench.evaluation.metrics import step_metrics
 from intrabench.protocols import Model, Prompter, Refiner
@@ -165,16 +166,6 @@ def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True
         clock.pause()
         results[-1].wall_seconds = clock.spent
     return results
-
-
-def synchronize_device() -> None:
-    """Wait for queued CUDA work, so that a timer stopped next measures it (no-op without
-    CUDA, and without importing torch when nothing has)."""
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
 
 
 def call_model(model: Model, call: ModelCall, call_index: int = -1) -> Answer:

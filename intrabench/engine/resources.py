@@ -15,8 +15,6 @@ import sys
 import time
 from dataclasses import dataclass
 
-from intrabench.engine.episode import synchronize_device
-
 
 @dataclass(frozen=True)
 class CaseResources:
@@ -28,6 +26,22 @@ class CaseResources:
     peak_host_mb: float
 
 
+def _cuda():
+    """``torch.cuda`` when this process already uses CUDA, else None (torch not imported for
+    the question)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        return torch.cuda
+    return None
+
+
+def synchronize_device() -> None:
+    """Wait for queued CUDA work, so that a timer stopped next measures it (no-op without CUDA)."""
+    cuda = _cuda()
+    if cuda is not None:
+        cuda.synchronize()
+
+
 def timed_set_case(model, case) -> float:
     """``model.set_case(case.image)``; returns its wall time in seconds."""
     synchronize_device()
@@ -35,13 +49,6 @@ def timed_set_case(model, case) -> float:
     model.set_case(case.image)
     synchronize_device()
     return time.perf_counter() - started
-
-
-def _cuda():
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        return torch.cuda
-    return None
 
 
 def resident_mb() -> float:

@@ -19,7 +19,6 @@ import numpy as np
 import yaml
 
 from intrabench import registry
-from intrabench.clicks.base import ClickabilityModel
 from intrabench.clicks.policy import ClickPolicy, ImageWindow
 from intrabench.config import ComponentSpec, RunConfig
 from intrabench.engine.case_reader import load_case, with_attributes
@@ -73,16 +72,11 @@ def _target_mask(case: Case, target) -> np.ndarray:
     return freeze_with_box(case.target_mask(target), case.target_box(target))
 
 
-def click_policy(model: ClickabilityModel, unit: WorkUnit, case: Case, target,
-                 identity: tuple[str, str, str]) -> ClickPolicy:
-    """The click policy of a robustness unit's episode; an image-conditioned clickability
-    model gets a window of the image around the target (docs/realistic-clicks.md)."""
-    window = None
-    if getattr(model, "needs_image", False):
-        box = case.target_box(target)
-        if box is not None:
-            window = ImageWindow.around(case.image.array, box)
-    return ClickPolicy(model, unit.click_group or "baseline", unit.n_groups, window, identity)
+def image_window(case: Case, target) -> ImageWindow | None:
+    """The window of ``case``'s image around ``target`` that a simulated user with an
+    image-conditioned clickability model is given (docs/realistic-clicks.md)."""
+    box = case.target_box(target)
+    return None if box is None else ImageWindow.around(case.image.array, box)
 
 
 class Runner:
@@ -245,6 +239,7 @@ class Runner:
                        model_dimension: int) -> Iterator[EpisodeTask]:
         """The episodes of ``units`` on ``case``, unit by unit, target by target; made lazily,
         so only the episodes in flight hold a ground truth."""
+        windows: dict[str, ImageWindow | None] = {}  # image windows by target
         for unit in units:
             prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)
             refiner = (registry.refiners.create(unit.refiner.name, unit.refiner.params)
@@ -254,12 +249,19 @@ class Runner:
                             if unit.click_group is not None and unit.clickability else None)
             for index, target in enumerate(case.targets):
                 identity = (case.dataset, case.case_id, target.target_id)
+                clicks = None
+                if clickability is not None:
+                    window = None
+                    if clickability.needs_image:  # cut once per target, shared by strategies
+                        if target.target_id not in windows:
+                            windows[target.target_id] = image_window(case, target)
+                        window = windows[target.target_id]
+                    clicks = ClickPolicy(clickability, unit.click_group or "baseline",
+                                         unit.n_groups, window, identity)
                 user = SimulatedUser(
                     prompter=prompter, prompter_key=unit.prompter_key, refiner=refiner,
                     refiner_key=unit.refiner_key, seed=unit.seed, identity=identity,
-                    spacing=case.image.spacing, model_dimension=model_dimension,
-                    clicks=None if clickability is None else click_policy(
-                        clickability, unit, case, target, identity))
+                    spacing=case.image.spacing, model_dimension=model_dimension, clicks=clicks)
                 yield EpisodeTask(
                     key=f"{unit.key}/{index}", user=user,
                     ground_truth=_target_mask(case, target),

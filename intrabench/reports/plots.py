@@ -31,6 +31,21 @@ def _png(figure) -> bytes:
     return buffer.getvalue()
 
 
+def panel_grid(count: int, max_columns: int, width: float, height: float):
+    """A figure of ``count`` panels on a grid of at most ``max_columns`` columns, each
+    ``width`` x ``height`` inches; unused grid cells hidden. Returns (figure, the ``count``
+    axes in reading order)."""
+    import math
+
+    columns = min(max_columns, max(1, count))
+    rows = max(1, math.ceil(count / columns))
+    figure, axes = _pyplot().subplots(rows, columns, figsize=(width * columns, height * rows),
+                                      squeeze=False)
+    for axis in axes.ravel()[count:]:
+        axis.axis("off")
+    return figure, list(axes.ravel()[:count])
+
+
 def configuration_label(model: str, prompter: str, refiner: str) -> str:
     return f"{model} | {prompter}" + ("" if refiner == "none" else f" + {refiner}")
 

@@ -197,11 +197,16 @@ def tables_for_runs(rows: pd.DataFrame, layout: Layout | None = None, metric: st
     return built
 
 
-def load_rows(run_dirs: Sequence[str | Path]) -> pd.DataFrame:
-    """Rows of several run directories, concatenated."""
+def load_runs(run_dirs: Sequence[str | Path]) -> dict[str | Path, pd.DataFrame]:
+    """The rows of each run directory, read once."""
     from intrabench.io.results import load_results
 
-    frames = [load_results(d) for d in run_dirs]
+    return {d: load_results(d) for d in run_dirs}
+
+
+def concat_runs(runs: Mapping[str | Path, pd.DataFrame]) -> pd.DataFrame:
+    """The rows of several runs (:func:`load_runs`), concatenated."""
+    frames = list(runs.values())
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

@@ -20,6 +20,9 @@ A step without a measured latency (runs made before it was recorded) counts 0 s 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -59,33 +62,59 @@ def kept_steps(costs: np.ndarray, model: TimeModel) -> np.ndarray:
     return within
 
 
+@dataclass(frozen=True)
+class TimedEpisode:
+    """One episode's steps (sorted), their human seconds and latencies, and which are kept."""
+
+    identity: dict
+    steps: pd.DataFrame
+    human: np.ndarray
+    latency: np.ndarray
+    kept: np.ndarray
+
+    @property
+    def times(self) -> np.ndarray:
+        """T_k of the kept steps."""
+        return np.cumsum(self.human + self.latency)[self.kept]
+
+    def values(self, metric: str) -> np.ndarray:
+        return self.steps[metric].to_numpy(dtype=float)[self.kept]
+
+
+def timed_episodes(rows: pd.DataFrame, model: TimeModel) -> Iterator[TimedEpisode]:
+    """Every episode of ``rows`` with its costs and the budget applied (module docstring)."""
+    latency = (rows["latency_seconds"].astype(float).fillna(0.0) if "latency_seconds" in rows
+               else pd.Series(0.0, index=rows.index))
+    rows = rows.assign(_human=human_seconds(rows, model), _latency=latency)
+    keys = [k for k in EPISODE_KEYS if k in rows]
+    for identity, steps in rows.sort_values("step").groupby(keys, sort=True, dropna=False):
+        human = steps["_human"].to_numpy(dtype=float)
+        waited = steps["_latency"].to_numpy(dtype=float)
+        yield TimedEpisode(dict(zip(keys, identity)), steps, human, waited,
+                           kept_steps(human + waited, model))
+
+
 def episode_time_metrics(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
     """One row per episode with the module docstring's columns (Dice, and NSD when present)."""
     model = model or TimeModel()
     if rows.empty:
         return pd.DataFrame(columns=EPISODE_KEYS)
-    rows = rows.assign(_human=human_seconds(rows, model),
-                       _latency=(rows["latency_seconds"].astype(float).fillna(0.0)
-                                 if "latency_seconds" in rows else 0.0))
-    keys = [k for k in EPISODE_KEYS if k in rows]
     metrics = [m for m in ("dice", "nsd") if m in rows]
     records = []
-    for identity, episode in rows.sort_values("step").groupby(keys, sort=True, dropna=False):
-        human = episode["_human"].to_numpy(dtype=float)
-        latency = episode["_latency"].to_numpy(dtype=float)
-        kept = kept_steps(human + latency, model)
-        times = np.cumsum(human + latency)[kept]
-        record = dict(zip(keys, identity))
+    for episode in timed_episodes(rows, model):
+        kept, times = episode.kept, episode.times
+        steps = episode.steps
+        record = dict(episode.identity)
         record.update({
-            "target_class": episode["target_class"].iloc[0] if "target_class" in episode else "",
+            "target_class": steps["target_class"].iloc[0] if "target_class" in steps else "",
             "budget_seconds": model.budget,
             "interactions_in_budget": int(kept.sum()),
-            "human_seconds": float(human[kept].sum()),
-            "model_seconds_waited": float(latency[kept].sum()),
+            "human_seconds": float(episode.human[kept].sum()),
+            "model_seconds_waited": float(episode.latency[kept].sum()),
             "accumulated_seconds": float(times[-1]) if kept.any() else 0.0,
         })
         for metric in metrics:
-            values = episode[metric].to_numpy(dtype=float)[kept]
+            values = episode.values(metric)
             record[f"{metric}_auc_time"] = area(times, values, model.budget)
             record[f"{metric}_at_60s"] = value_at(times, values, model.budget, AT_SECONDS)
             record[f"{metric}_final_in_budget"] = float(values[-1]) if len(values) else 0.0
@@ -104,19 +133,12 @@ def time_curves(rows: pd.DataFrame, model: TimeModel | None = None, metric: str 
     seconds, value."""
     model = model or TimeModel()
     grid = np.linspace(0.0, model.budget, points)
-    rows = rows.assign(_human=human_seconds(rows, model),
-                       _latency=(rows["latency_seconds"].astype(float).fillna(0.0)
-                                 if "latency_seconds" in rows else 0.0))
-    keys = [k for k in EPISODE_KEYS if k in rows]
     sums: dict[tuple, np.ndarray] = {}
     counts: dict[tuple, int] = {}
-    for identity, episode in rows.sort_values("step").groupby(keys, sort=True, dropna=False):
-        named = dict(zip(keys, identity))
+    for episode in timed_episodes(rows, model):
+        named = episode.identity
         configuration = (named["model"], named["prompter"], named["refiner"])
-        costs = (episode["_human"] + episode["_latency"]).to_numpy(dtype=float)
-        kept = kept_steps(costs, model)
-        x, y = curve(np.cumsum(costs)[kept], episode[metric].to_numpy(dtype=float)[kept],
-                     model.budget)
+        x, y = curve(episode.times, episode.values(metric), model.budget)
         sums[configuration] = sums.get(configuration, 0.0) + np.interp(grid, x, y)
         counts[configuration] = counts.get(configuration, 0) + 1
     records = [{"model": c[0], "prompter": c[1], "refiner": c[2], "seconds": t, "value": v}

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
-from intrabench.reports.plots import _png, _pyplot
+from intrabench.reports.plots import _png, panel_grid
 from intrabench.timing.budget import AT_SECONDS, time_curves
 from intrabench.timing.human import TimeModel
 
@@ -14,14 +12,10 @@ from intrabench.timing.human import TimeModel
 def time_curve_plot(rows: pd.DataFrame, model: TimeModel, metric: str = "dice") -> bytes:
     """One panel per model: the mean ``metric`` x100 against accumulated seconds (human time +
     waiting for the model), one line per prompter / refiner, up to the budget."""
-    plt = _pyplot()
     curves = time_curves(rows, model, metric)
     models = sorted(curves["model"].unique()) if not curves.empty else []
-    columns = min(2, max(1, len(models)))
-    panels = max(1, math.ceil(len(models) / columns))
-    figure, axes = plt.subplots(panels, columns, figsize=(5.6 * columns, 3.6 * panels),
-                                squeeze=False)
-    for axis, name in zip(axes.ravel(), models):
+    figure, axes = panel_grid(len(models), 2, 5.6, 3.6)
+    for axis, name in zip(axes, models):
         part = curves[curves["model"] == name]
         for (prompter, refiner), line in part.groupby(["prompter", "refiner"], sort=True):
             label = prompter if refiner == "none" else f"{prompter} / {refiner}"
@@ -32,7 +26,5 @@ def time_curve_plot(rows: pd.DataFrame, model: TimeModel, metric: str = "dice") 
         axis.set_ylabel(f"{metric} x100 (mean over targets)")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=6)
-    for axis in axes.ravel()[len(models):]:
-        axis.axis("off")
     figure.tight_layout()
     return _png(figure)

@@ -51,11 +51,9 @@ class RecordedClickability(ClickabilityModel):
             for key, group in table.groupby(["dataset", "case", "target"], sort=True)}
         self.click_sigma_mm = float(click_sigma_mm)
         self.error_sigma_mm = float(error_sigma_mm)
-        from intrabench.registry import clickability as registry
-
         if fallback == self.name:
             raise ValueError("the fallback of 'recorded' cannot be 'recorded'")
-        self.fallback = registry.create(fallback)
+        self.fallback = clickability.create(fallback)
         self.needs_image = self.fallback.needs_image  # type: ignore[misc]
 
     def clicks_in(self, region: ClickRegion) -> np.ndarray:
