@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -88,6 +88,10 @@ class RobustnessSpec(BaseModel):
                                                           range(1, self.groups + 1)]
 
 
+#: values of ``surface_metrics_at`` (see :func:`intrabench.evaluation.metrics.surface_at`)
+SurfaceSteps = Literal["all", "final", "initial-and-final"] | list[Annotated[int, Field(ge=0)]]
+
+
 class RunConfig(BaseModel):
     """Everything that defines a run (models x prompters x refiners x datasets x seeds)."""
 
@@ -108,6 +112,11 @@ class RunConfig(BaseModel):
     #: every refinement step's (``all``: ``<case>__<target>__step<k>.nii.gz``, for review)
     save_predictions: bool | Literal["all"] = False
     nsd_tolerance_mm: float = Field(default=2.0, gt=0)
+    #: at which steps the surface metrics (``nsd``, ``hd95``: distance transforms, the costly
+    #: part) are computed: ``all`` (default), ``final`` (each episode's last step),
+    #: ``initial-and-final``, or a list of step numbers; elsewhere they are NaN. Dice, IoU and
+    #: the voxel counts are computed at every step whatever this says
+    surface_metrics_at: SurfaceSteps = "all"
     #: measure every target's attributes (size, shape, contrast...: docs/attributes.md) and
     #: add them to the result rows as ``attr_*`` columns; cached per case across runs
     target_attributes: bool = True

@@ -34,6 +34,8 @@ def load_case(imports: list[str], dataset_name: str, dataset_params: dict[str, A
     if dataset is None:
         dataset = _DATASETS[key] = registry.datasets.create(dataset_name, dataset_params)
     case = dataset.load(case_id)
+    if case.targets:  # one pass over the label map for every target's box, here, not in the loop
+        case.target_box(case.targets[0])
     return with_attributes(case, dataset) if attributes else case
 
 

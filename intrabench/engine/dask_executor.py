@@ -19,7 +19,7 @@ import yaml
 from intrabench.config import RunConfig
 from intrabench.engine.pipeline import LaneMode
 from intrabench.engine.plan import Plan, WorkUnit
-from intrabench.engine.runner import Runner, default_user_workers
+from intrabench.engine.runner import Runner, default_finish_workers, default_user_workers
 from intrabench.errors import UserError
 
 #: per worker process: runners (with their loaded models) reused across tasks of one run
@@ -28,14 +28,16 @@ _WORKER_RUNNERS: dict[tuple[str, str], Runner] = {}
 
 def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
                        background: LaneMode = "inline",
-                       user_workers: int | None = None) -> list[str]:
+                       user_workers: int | None = None,
+                       finish_workers: int | None = None) -> list[str]:
     """Dask task: run one (dataset, case, model) group inside a worker process.
 
     ``background="inline"`` (CPU clusters, where Dask already runs one task per core) does
     everything in the task; ``"process"`` (GPU workers, which have cores to spare) gives the
     task the local runner's user, results and reader workers, so the GPU keeps predicting
     while they prompt and evaluate. Either way the group's unit files are written when the
-    task returns. ``user_workers``: this worker's share of the machine's user workers.
+    task returns. ``user_workers``, ``finish_workers``: this worker's share of the machine's
+    user and results workers.
     """
     key = (config_json, run_dir, background)
     runner = _WORKER_RUNNERS.get(key)
@@ -44,7 +46,8 @@ def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
             previous.close()  # one run at a time per worker: stop the previous run's workers
         _WORKER_RUNNERS.clear()  # ... and free its models
         runner = Runner(RunConfig.model_validate_json(config_json), Path(run_dir),
-                        background=background, user_workers=user_workers)
+                        background=background, user_workers=user_workers,
+                        finish_workers=finish_workers)
         _WORKER_RUNNERS[key] = runner
     runner.start_workers()
     return runner.execute_group(units)
@@ -162,13 +165,16 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
         # GPU workers hand prompting and finishing to subprocesses on their spare cores, and
         # share the machine's user workers between them
         background = "process" if getattr(args, "gpus", None) else "inline"
-        user_workers = (default_user_workers(sharing=_gpu_workers(args))
-                        if background == "process" else None)
+        user_workers = finish_workers = None
+        if background == "process":
+            sharing = _gpu_workers(args)
+            user_workers = default_user_workers(sharing=sharing)
+            finish_workers = default_finish_workers(sharing=sharing)
         print(f"IntraBench on Dask ({client.dashboard_link or client.scheduler.address}): "
               f"{len(groups)} tasks", file=sys.stderr)
         futures = [
             client.submit(execute_group_task, config_json, str(out), group, background,
-                          user_workers,
+                          user_workers, finish_workers,
                           key=f"intrabench-{group[0].key}", resources=resources or None,
                           pure=False)
             for group in groups

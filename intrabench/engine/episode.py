@@ -15,7 +15,7 @@ and user calls in a worker process, switching to another episode while one waits
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ import numpy as np
 
 from intrabench.engine.resources import synchronize_device
 from intrabench.engine.simulated_user import SimulatedUser
-from intrabench.evaluation.metrics import step_metrics
+from intrabench.evaluation.metrics import step_metrics, surface_at
 from intrabench.protocols import Model, Prompter, Refiner
 from intrabench.types import Case, Prediction, Prompt, Target
 
@@ -255,17 +255,29 @@ def evaluate_steps(
     ground_truth: np.ndarray,
     spacing: tuple[float, float, float],
     metric_fn: Callable[..., dict[str, float]] = step_metrics,
+    surface_metrics_at: str | Sequence[int] = "all",
 ) -> list[float]:
     """Fill the metrics of an episode run with ``metric_fn=None``; returns the seconds spent per
-    step. Steps that repeat a converged prediction share its metrics (0 s)."""
+    step. Steps that repeat a converged prediction share its metrics (0 s) unless they need the
+    surface metrics it was computed without. ``surface_metrics_at``: the run's setting of that
+    name (:func:`~intrabench.evaluation.metrics.surface_at`); ``metric_fn`` must then take
+    ``with_surface``."""
     seconds: list[float] = []
     previous: StepResult | None = None
+    previous_surface = True
+    last_step = results[-1].step if results else 0
     for result in results:
         started = time.perf_counter()
-        if previous is not None and result.prediction is previous.prediction:
+        surface = surface_at(surface_metrics_at, result.step, last_step)
+        if (previous is not None and result.prediction is previous.prediction
+                and (not surface or previous_surface)):
             result.metrics = dict(previous.metrics)
+            if not surface:
+                result.metrics.update(nsd=float("nan"), hd95=float("nan"))
         else:
-            result.metrics = metric_fn(result.prediction.mask, ground_truth, spacing)
+            kwargs = {} if surface_metrics_at == "all" else {"with_surface": surface}
+            result.metrics = metric_fn(result.prediction.mask, ground_truth, spacing, **kwargs)
+            previous_surface = surface
         seconds.append(time.perf_counter() - started)
         previous = result
     return seconds

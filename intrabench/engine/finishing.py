@@ -241,7 +241,8 @@ def finish_unit(job: UnitJob) -> int:
                                   nsd_tolerance_mm=job.unit.nsd_tolerance_mm)
     rows: list[dict[str, Any]] = []
     for episode in job.episodes:
-        seconds = evaluate_steps(episode.results, episode.ground_truth, job.spacing, metric_fn)
+        seconds = evaluate_steps(episode.results, episode.ground_truth, job.spacing, metric_fn,
+                                 job.unit.surface_metrics_at)
         episode_rows = rows_for_episode(job.run_name, job.unit, job.case_id, episode.target,
                                         episode.results)
         attributes = {f"attr_{name}": value for name, value in

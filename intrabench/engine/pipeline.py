@@ -107,6 +107,10 @@ class Lane:
             self._futures.append(future)
         return future
 
+    def load(self) -> int:
+        """Jobs submitted and not finished yet (tracked when failures are raised)."""
+        return sum(not future.done() for future in self._futures)
+
     def drain(self) -> None:
         """Wait for every queued job; raise the first failure."""
         try:
@@ -133,3 +137,43 @@ class Lane:
                 self._futures.remove(future)
                 raise future.exception()  # type: ignore[misc]
         self._futures = [f for f in self._futures if not f.done()]
+
+
+class LanePool:
+    """``size`` lanes of one kind (one when inline); each job goes to the least loaded.
+
+    For jobs whose order does not matter (each finished unit is written on its own); a job
+    that must follow all others (consolidation) is submitted after :meth:`drain` to
+    :attr:`first`. Failures are raised like a :class:`Lane`'s.
+    """
+
+    def __init__(self, size: int, mode: LaneMode = "process", max_pending: int = 4,
+                 name: str = "intrabench-lane", preload: tuple[str, ...] = ()) -> None:
+        if size < 1:
+            raise ValueError("a lane pool needs at least one lane")
+        count = 1 if mode == "inline" else size
+        self.lanes = [Lane(mode, max_pending, name, preload) for _ in range(count)]
+        self.mode = mode
+
+    @property
+    def first(self) -> Lane:
+        return self.lanes[0]
+
+    def __len__(self) -> int:
+        return len(self.lanes)
+
+    def start(self) -> None:
+        for lane in self.lanes:
+            lane.start()
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future:
+        lane = min(self.lanes, key=Lane.load)  # the first of the least loaded: stable
+        return lane.submit(fn, *args)
+
+    def drain(self) -> None:
+        for lane in self.lanes:
+            lane.drain()
+
+    def close(self) -> None:
+        for lane in self.lanes:
+            lane.close()

@@ -32,6 +32,8 @@ class WorkUnit:
     keep_previous_prompts: bool
     protocol: str = "intrabench"
     nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM
+    #: the steps with surface metrics: "all", "final", "initial-and-final" or step numbers
+    surface_metrics_at: str | tuple[int, ...] = "all"
     #: a robustness run's click strategy ("baseline", "G1", ...) and its clickability model
     click_group: str | None = None
     clickability: ComponentSpec | None = None
@@ -63,6 +65,8 @@ class WorkUnit:
             metric_settings["protocol"] = self.protocol
         if self.nsd_tolerance_mm != DEFAULT_NSD_TOLERANCE_MM:
             metric_settings["nsd_tolerance_mm"] = float(self.nsd_tolerance_mm)
+        if self.surface_metrics_at != "all":
+            metric_settings["surface_metrics_at"] = self.surface_metrics_at
         if metric_settings:
             parts.append(metric_settings)
         if self.click_group is not None:
@@ -117,6 +121,8 @@ def _click_strategies(config: RunConfig, dataset: str, model: str, prompter: Com
 
 def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
     plan = Plan(units=[])
+    surface_steps = (config.surface_metrics_at if isinstance(config.surface_metrics_at, str)
+                     else tuple(sorted(set(config.surface_metrics_at))))
     for dataset_spec in config.datasets:
         case_ids = _select_cases(datasets[dataset_spec.key], dataset_spec)
         for model_spec in config.models:
@@ -152,6 +158,7 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                                     keep_previous_prompts=config.keep_previous_prompts,
                                     protocol=config.protocol,
                                     nsd_tolerance_mm=config.nsd_tolerance_mm,
+                                    surface_metrics_at=surface_steps,
                                     click_group=click_group,
                                     clickability=(config.robustness.clickability
                                                   if config.robustness else None),

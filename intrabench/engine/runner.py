@@ -30,7 +30,7 @@ from intrabench.engine.finishing import (
     prediction_folder,
     safe_file_name,
 )
-from intrabench.engine.pipeline import Lane, LaneMode
+from intrabench.engine.pipeline import Lane, LaneMode, LanePool
 from intrabench.engine.plan import Plan, WorkUnit, make_plan
 from intrabench.engine.resources import PeakMemory, timed_set_case
 from intrabench.engine.scheduling import EpisodeScheduler, EpisodeTask
@@ -61,9 +61,22 @@ def default_user_workers(sharing: int = 1) -> int:
     and the reader already share them): a user worker there slowed the demo's CPU models by
     more than it saved (docs/performance.md), so prompts are computed in the model loop.
     """
-    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-             else os.cpu_count() or 2)
-    return min(4, cores // (4 * max(1, sharing)))
+    return min(4, _cores() // (4 * max(1, sharing)))
+
+
+def default_finish_workers(sharing: int = 1) -> int:
+    """Worker processes for metrics, rows and files: one per four cores (at least one, at
+    most 4). ``sharing`` as in :func:`default_user_workers`.
+
+    One worker keeps up with the model loop on small machines; a GPU node's model loop
+    finishes units faster than one process computes their surface distances (issue #13).
+    """
+    return max(1, min(4, _cores() // (4 * max(1, sharing))))
+
+
+def _cores() -> int:
+    return (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 2)
 
 
 def _target_mask(case: Case, target) -> np.ndarray:
@@ -95,7 +108,7 @@ class Runner:
     def __init__(self, config: RunConfig, run_dir: Path,
                  progress: Callable[[Iterable, int], Iterable] | None = None,
                  background: LaneMode = "process", episodes_in_flight: int | None = None,
-                 user_workers: int | None = None) -> None:
+                 user_workers: int | None = None, finish_workers: int | None = None) -> None:
         self.config = config
         self.run_dir = Path(run_dir)
         self.store = ResultsStore(self.run_dir)
@@ -105,9 +118,12 @@ class Runner:
         self._unusable_models: dict[str, str] = {}
         self._last_case: tuple[tuple[str, str], Case] | None = None
         # a queued unit holds only cropped episodes (see intrabench.engine.finishing): a deep queue is
-        # cheap and lets the worker catch up during slow units instead of blocking fast ones
-        self._lane = Lane(background, max_pending=16, name="intrabench-results",
-                          preload=("intrabench.engine.finishing",))
+        # cheap and lets the workers catch up during slow units instead of blocking fast ones
+        finish_workers = default_finish_workers() if finish_workers is None else finish_workers
+        if finish_workers < 1:
+            raise ValueError("finish_workers must be >= 1")
+        self._finishers = LanePool(finish_workers, background, max_pending=16,
+                              name="intrabench-results", preload=("intrabench.engine.finishing",))
         # cases are decoded in a second worker process (CPU-bound: a thread would hold the GIL)
         self._reader = Lane(background, max_pending=1, name="intrabench-reader",
                             preload=("intrabench.engine.case_reader",), raise_failures=False)
@@ -213,12 +229,13 @@ class Runner:
             episodes[index] = crop_episode(task.ground_truth, target, results)
             if all(e is not None for e in episodes):  # the unit's last episode: finish it
                 del collected[unit.key]
-                self._lane.submit(finish_unit, UnitJob(
+                self._finishers.submit(finish_unit, UnitJob(
                     run_name=self.config.name, run_dir=self.run_dir, unit=unit,
                     case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
                     geometry=case.image.geometry, attributes=case.attributes,
                     save_predictions=self.config.save_predictions, episodes=episodes,
-                    keep_rows=self._consolidating and self._lane.mode == "process",
+                    keep_rows=(self._consolidating and self._finishers.mode == "process"
+                               and len(self._finishers) == 1),
                     resources=memory.snapshot(setup_seconds)))
 
         pending = [unit for unit in units if self.needs_work(unit)]
@@ -271,14 +288,14 @@ class Runner:
     def start_workers(self) -> None:
         """Start the background workers (no-op when inline or already started); until a user
         worker has imported its modules, prompts are computed in the model loop."""
-        self._lane.start()
+        self._finishers.start()
         self._reader.start()
         for lane in self._users:
             lane.start()
 
     def wait(self) -> None:
         """Block until every queued metric and file of this runner is written."""
-        self._lane.drain()
+        self._finishers.drain()
 
     def prepare(self, executor: str = "local") -> tuple[Plan, list[list[WorkUnit]]]:
         """Plan the run, write its metadata, and group the unfinished units by (dataset, case,
@@ -318,7 +335,7 @@ class Runner:
 
     def close(self) -> None:
         """Write what the background lane holds (finished episodes) and stop its threads."""
-        self._lane.close()
+        self._finishers.close()
         self._reader.close()
         for lane in self._users:
             lane.close()
@@ -344,8 +361,10 @@ class Runner:
                 problems.extend(self.execute_group(group, wait=False))
                 if bar is not None:
                     bar.update(len(group))
-            if groups:  # the results worker holds the rows it wrote: it consolidates them
-                self._lane.submit(consolidate_run, self.run_dir, [u.key for u in plan.units])
+            if groups:  # a single results worker holds the rows it wrote: it consolidates them
+                self._finishers.drain()  # with several, after all of them have written their units
+                self._finishers.first.submit(consolidate_run, self.run_dir,
+                                        [u.key for u in plan.units])
             self.wait()
         finally:
             self.close()  # also on Ctrl-C: finished episodes still reach their unit files

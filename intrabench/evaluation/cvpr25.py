@@ -104,14 +104,16 @@ def surfel_nsd(prediction: np.ndarray, ground_truth: np.ndarray, spacing: Sequen
 
 def step_metrics_cvpr25(prediction: np.ndarray, ground_truth: np.ndarray,
                         spacing: Sequence[float],
-                        nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM) -> dict[str, float]:
+                        nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM,
+                        with_surface: bool = True) -> dict[str, float]:
     """:func:`intrabench.evaluation.metrics.step_metrics` with ``nsd`` the challenge's surface-element NSD
-    (:func:`surfel_nsd`); every other column is unchanged."""
+    (:func:`surfel_nsd`); every other column is unchanged (``with_surface=False``: NaN, as there)."""
     cropped = crop_pair(prediction, ground_truth, margin=1)  # once: both measures use it
     if cropped is not None:
         prediction, ground_truth = cropped
-    values = step_metrics(prediction, ground_truth, spacing, nsd_tolerance_mm)
-    values["nsd"] = surfel_nsd(prediction, ground_truth, spacing, nsd_tolerance_mm)
+    values = step_metrics(prediction, ground_truth, spacing, nsd_tolerance_mm, with_surface)
+    if with_surface:
+        values["nsd"] = surfel_nsd(prediction, ground_truth, spacing, nsd_tolerance_mm)
     return values
 
 

@@ -23,7 +23,7 @@ so cost scales with the objects, not with the volume.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -295,22 +295,26 @@ def step_metrics(
     ground_truth: np.ndarray,
     spacing: Spacing,
     nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM,
+    with_surface: bool = True,
 ) -> dict[str, float]:
     """The metrics recorded for every step of every episode.
 
     ``prediction``, ``ground_truth``: boolean (z, y, x) masks of one target; ``spacing``:
     (z, y, x) mm. Returns dice, iou, nsd (at ``nsd_tolerance_mm``), hd95 (mm, NaN if not
     finite), voxel counts and the tolerance used. One crop of the union bounding box serves all.
+    ``with_surface=False`` skips the surface distances: nsd and hd95 are NaN (not computed).
     """
     cropped = crop_pair(prediction, ground_truth, margin=1)
     tp = fp = fn = 0
-    nsd, hd95 = 1.0, float("nan")
+    nsd, hd95 = (1.0 if with_surface else float("nan")), float("nan")
     if cropped is not None:
         pred, gt = cropped
         tp = int(np.count_nonzero(pred & gt))
         fp = int(np.count_nonzero(pred)) - tp
         fn = int(np.count_nonzero(gt)) - tp
-        if tp + fp == 0 or tp + fn == 0:  # exactly one mask is empty
+        if not with_surface:
+            pass
+        elif tp + fp == 0 or tp + fn == 0:  # exactly one mask is empty
             nsd = 0.0
         else:
             sampling = np.asarray(spacing, dtype=np.float64)
@@ -330,3 +334,16 @@ def step_metrics(
         "voxel_volume_mm3": float(np.prod(spacing)),
         "nsd_tolerance_mm": float(nsd_tolerance_mm),
     }
+
+
+def surface_at(setting: str | Sequence[int], step: int, last_step: int) -> bool:
+    """Whether step ``step`` of an episode whose last step is ``last_step`` gets surface
+    metrics under the run's ``surface_metrics_at`` ``setting`` ("all", "final",
+    "initial-and-final" or step numbers)."""
+    if setting == "all":
+        return True
+    if setting == "final":
+        return step == last_step
+    if setting == "initial-and-final":
+        return step in (0, last_step)
+    return step in setting

@@ -148,9 +148,11 @@ def test_inline_and_process_lanes_give_identical_rows_and_prediction_files(tmp_p
         Runner(config, tmp_path / mode, background=mode).run()
     # two user workers, an odd number of episodes in flight: another interleaving
     Runner(config, tmp_path / "pool", user_workers=2, episodes_in_flight=3).run()
+    # three results workers: units finish out of order, consolidation reads their files
+    Runner(config, tmp_path / "finishers", finish_workers=3).run()
     inline = pd.read_parquet(tmp_path / "inline" / "results.parquet")
     assert len(inline) > 0
-    for other in ("process", "pool"):
+    for other in ("process", "pool", "finishers"):
         frame = pd.read_parquet(tmp_path / other / "results.parquet")
         pd.testing.assert_frame_equal(_without_timing(inline), _without_timing(frame))
     files = sorted(p.relative_to(tmp_path / "inline")
@@ -161,8 +163,23 @@ def test_inline_and_process_lanes_give_identical_rows_and_prediction_files(tmp_p
 
     for relative in files:
         a = sitk.GetArrayFromImage(sitk.ReadImage(str(tmp_path / "inline" / relative)))
-        b = sitk.GetArrayFromImage(sitk.ReadImage(str(tmp_path / "process" / relative)))
-        assert np.array_equal(a, b)
+        for other in ("process", "finishers"):
+            b = sitk.GetArrayFromImage(sitk.ReadImage(str(tmp_path / other / relative)))
+            assert np.array_equal(a, b)
+
+
+def test_a_lane_pool_spreads_jobs_and_raises_failures():
+    from intrabench.engine.pipeline import LanePool
+
+    pool = LanePool(3, "thread", max_pending=2)
+    futures = [pool.submit(pow, 2, k) for k in range(12)]
+    pool.drain()
+    assert [f.result() for f in futures] == [2**k for k in range(12)]
+    assert len(pool) == 3 and len(LanePool(3, "inline")) == 1
+    pool.submit(divmod, 1, 0)
+    with pytest.raises(ZeroDivisionError):
+        pool.drain()
+    pool.close()
 
 
 # -- predictions are evaluated after the episode: editing one in place must fail loudly --------

@@ -216,8 +216,10 @@ def test_unit_keys_name_every_metric_setting():
     before = json.dumps(["demo-phantoms", "c1", "m", "p", "r", 0, 5, True], sort_keys=True)
     assert unit.key == hashlib.sha256(before.encode()).hexdigest()[:24]
     keys = {unit.key, replace(unit, nsd_tolerance_mm=5.0).key, replace(unit, protocol="cvpr25").key,
-            replace(unit, protocol="cvpr25", nsd_tolerance_mm=5.0).key}
-    assert len(keys) == 4
+            replace(unit, protocol="cvpr25", nsd_tolerance_mm=5.0).key,
+            replace(unit, surface_metrics_at="final").key,
+            replace(unit, surface_metrics_at=(0, 2)).key}
+    assert len(keys) == 6
 
 
 @pytest.mark.parametrize("damaged", ["labelsTr/lung1.nii.gz", "imagesTr/lung1_0000.nii.gz"])

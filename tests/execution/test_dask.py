@@ -160,7 +160,7 @@ def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
                                                 group, "process") == []
             assert all(runner.store.is_done(unit.key) for unit in group)  # written on return
         [task_runner] = execution._WORKER_RUNNERS.values()
-        assert task_runner._lane.mode == "process" and task_runner._lane.ready()
+        assert task_runner._finishers.mode == "process" and task_runner._finishers.first.ready()
         assert all(lane.ready() for lane in task_runner._users)
     finally:
         for task_runner in execution._WORKER_RUNNERS.values():
