@@ -272,22 +272,37 @@ def gemm_tflops(device: Any, precision: str, size: int, passes: int = 5) -> floa
     return achieved_tflops(2.0 * size ** 3, best)
 
 
+def parse_options(text: str) -> dict[str, Any]:
+    """``attention=fused,encoder_weights=bf16,compile=true`` -> adapter parameters."""
+    options: dict[str, Any] = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        options[key] = {"true": True, "false": False}.get(value.lower(), value)
+    return options
+
+
 def bench_encoder(name: str, args: argparse.Namespace) -> None:
+    for text in args.encoder_options:
+        try:
+            model = build(name, args, **parse_options(text))
+            run, shape = encoder_call(model)
+        except Exception as error:  # noqa: BLE001 - a missing checkpoint or option skips it
+            print(f"{name:16s} {text or '-':>36s} skipped: {error}")
+            continue
+        time_encoder_options(name, text or "-", model, run, shape, args)
+
+
+def time_encoder_options(name: str, label: str, model: Any, run: Callable[[Any], Any],
+                         shape: tuple[int, ...], args: argparse.Namespace) -> None:
     import torch
 
-    try:
-        model = build(name, args)
-        run, shape = encoder_call(model)
-    except Exception as error:  # noqa: BLE001 - a missing checkpoint skips the model
-        print(f"{name:16s} skipped: {error}")
-        return
     device = model.device
     generator = torch.Generator().manual_seed(0)
     batch = torch.randn((args.encoder_batch, *shape), generator=generator).to(device)
     flops = None
     for precision in args.precisions:
         with forward_context(device, precision):
-            if flops is None:  # counting pass doubles as the first warm-up
+            if flops is None:  # counting pass doubles as the first warm-up (and compiles)
                 flops = count_flops(lambda: run(batch))
             else:
                 run(batch)
@@ -302,9 +317,9 @@ def bench_encoder(name: str, args: argparse.Namespace) -> None:
         tflops = achieved_tflops(flops, per_pass)
         peak = args.peaks[precision][0]
         share = f"{100 * tflops / peak:7.2f}%" if peak else f"{'-':>8s}"
-        print(f"{name:16s} {'x'.join(map(str, shape)):>14s} {args.encoder_batch:3d} "
-              f"{flops / 1e9 / args.encoder_batch:9.3f} {precision:>5s} {per_pass:9.3f} "
-              f"{args.encoder_batch / per_pass:8.2f} {tflops:8.4f} {share} "
+        print(f"{name:16s} {label:>36s} {'x'.join(map(str, shape)):>14s} "
+              f"{args.encoder_batch:3d} {flops / 1e9 / args.encoder_batch:9.3f} {precision:>5s} "
+              f"{per_pass:9.3f} {args.encoder_batch / per_pass:8.2f} {tflops:8.4f} {share} "
               f"{100 * tflops / args.gemm[precision]:7.1f}%")
 
 
@@ -330,6 +345,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=2, help="refinement steps per episode")
     parser.add_argument("--passes", type=int, default=3, help="timed encoder passes")
     parser.add_argument("--encoder-batch", type=int, default=1, help="images per encoder pass")
+    parser.add_argument("--encoder-options", nargs="+", default=[""], metavar="K=V,K=V",
+                        help="adapter speed options per timed row, e.g. '' 'attention=fused' "
+                             "'attention=fused,encoder_weights=bf16,compile=true'")
     parser.add_argument("--gemm-size", type=int, default=None,
                         help="size of the linear-layer ceiling (default 1024 on CPU, 8192 on "
                              "CUDA)")
@@ -390,7 +408,7 @@ def main() -> None:
             print(f"  {precision}: peak {f'{peak:g} TFLOP/s ({source})' if peak else source}; "
                   f"GEMM ceiling ({size}^2 x {size} linear layer) "
                   f"{args.gemm[precision]:.4f} TFLOP/s")
-        header = (f"{'model':16s} {'input':>14s} {'B':>3s} {'GFLOP/img':>9s} {'prec':>5s} "
+        header = (f"{'model':16s} {'options':>36s} {'input':>14s} {'B':>3s} {'GFLOP/img':>9s} {'prec':>5s} "
                   f"{'s/pass':>9s} {'img/s':>8s} {'TFLOP/s':>8s} {'% peak':>8s} {'% GEMM':>8s}")
         print(header + "\n" + "-" * len(header))
         for model_name in args.models:

@@ -8,7 +8,11 @@ Every torch adapter (the 2D SAM family and the 3D models) takes a ``precision`` 
 * ``"bf16"``: ``torch.autocast(<device type>, dtype=torch.bfloat16)`` around the network forward
   passes, on any device (on a CPU without native bf16 it is emulated and slower, see
   ``docs/models.md``);
-* ``"fp16"``: the same with ``torch.float16``; refused on the CPU (an error at construction).
+* ``"fp16"``: the same with ``torch.float16``; refused on the CPU (an error at construction);
+* ``"tf32"``: float32 tensors, with matrix products and convolutions on a CUDA GPU's TF32
+  tensor cores (10-bit mantissa inputs, float32 accumulation: Ampere and later); exactly
+  ``"fp32"`` on other devices. TF32 is switched on for the forward passes only and restored
+  after, so other code in the process keeps its setting.
 
 Only the network forward passes run under autocast; intensity preprocessing, resampling and
 thresholding stay in float32, and the random-Fourier positional encodings run in float32
@@ -27,7 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 #: accepted values of the ``precision`` parameter
-PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16", "tf32")
 #: precision -> torch dtype name used by autocast (fp32: no autocast)
 AUTOCAST_DTYPES: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16"}
 
@@ -46,7 +50,8 @@ def check_precision(precision: str) -> str:
 
 
 def resolve_precision(precision: str, device: Any) -> str:
-    """The precision used on ``device``: 'fp32', 'bf16' or 'fp16' ('auto' resolved).
+    """The precision used on ``device``: 'fp32', 'bf16', 'fp16' or 'tf32' ('auto' resolved;
+    'tf32' is 'fp32' off CUDA).
 
     Raises ValueError for an unknown value and for 'fp16' on the CPU.
     """
@@ -54,6 +59,8 @@ def resolve_precision(precision: str, device: Any) -> str:
     kind = device_type(device)
     if precision == "auto":
         return "bf16" if kind == "cuda" else "fp32"
+    if precision == "tf32" and kind != "cuda":
+        return "fp32"
     if precision == "fp16" and kind == "cpu":
         raise ValueError("precision 'fp16' is not supported on the CPU (float16 autocast there "
                          "is slow and inaccurate); use 'bf16' or 'fp32', or a CUDA device")
@@ -72,7 +79,8 @@ def autocast_dtype(precision: str) -> Any:
 def forward_context(device: Any, precision: str) -> Iterator[None]:
     """``torch.inference_mode()`` plus autocast to ``precision`` (resolved) on ``device``.
 
-    ``precision='fp32'`` gives inference mode alone (no autocast, even on CUDA).
+    ``precision='fp32'`` gives inference mode alone (no autocast, even on CUDA); 'tf32' on
+    CUDA also allows TF32 matrix products and convolutions inside the context.
     """
     import torch
 
@@ -81,7 +89,23 @@ def forward_context(device: Any, precision: str) -> Iterator[None]:
         stack.enter_context(torch.inference_mode())
         if dtype is not None:
             stack.enter_context(torch.autocast(device_type=device_type(device), dtype=dtype))
+        if precision == "tf32" and device_type(device) == "cuda":
+            stack.enter_context(tf32_allowed())
         yield
+
+
+@contextlib.contextmanager
+def tf32_allowed() -> Iterator[None]:
+    """TF32 for CUDA float32 matrix products inside the context (torch's float32 matmul
+    precision 'high'), restored on exit. cuDNN convolutions use TF32 by torch's default."""
+    import torch
+
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def autocast_disabled(kind: str) -> contextlib.AbstractContextManager:

@@ -50,6 +50,15 @@ from intrabench.io.volume import Volume
 from intrabench.protocols import SliceModel, SliceOutput
 from intrabench.types import Prediction, Prompt, SlicePrompt
 
+from ._encoder_speed import (
+    ATTENTIONS,
+    ENCODER_WEIGHTS,
+    check_choice,
+    compile_in_place,
+    resolve_attention,
+    use_bf16_weights,
+    use_fused_attention,
+)
 from ._precision import check_precision, forward_context, keep_float32, resolve_precision
 
 #: percentile window of Appendix A (0.5th and 99.5th percentiles)
@@ -181,6 +190,12 @@ class SamFamilyModel(SliceModel):
       ``cache_slices``: optional bound on the number of cached slices.
     * ``multimask``: 'auto' (the original model's rule, see each adapter), 'always' (three
       masks, keep the best predicted IoU) or 'never' (the single-mask output).
+    * ``attention``: 'auto' (fused ``scaled_dot_product_attention`` on CUDA, upstream's code
+      elsewhere), 'fused' or 'reference' (segment_anything encoders; see
+      :mod:`intrabench.models._encoder_speed`).
+    * ``encoder_weights``: 'float32' (default) or 'bf16' (the image encoder's weights stored in
+      bf16, run without autocast, embeddings handed on in float32).
+    * ``compile``: ``torch.compile`` the image encoder (the first encode compiles it).
     * ``weights``: 'checkpoint' (default) or 'random'. **'random' and ``tiny=True`` are for tests
       and timing only**: random weights produce meaningless masks; ``tiny`` builds a small
       configuration of the same architecture (seeded by ``seed``). A tiny model may load a
@@ -201,7 +216,8 @@ class SamFamilyModel(SliceModel):
                  checkpoint_dir: str | None = None, device: str = "auto", batch_size: int = 4,
                  cache_mb: float = 2048.0, cache_slices: int | None = None,
                  multimask: str = "auto", weights: str = "checkpoint", tiny: bool = False,
-                 seed: int = 0, precision: str = "auto") -> None:
+                 seed: int = 0, precision: str = "auto", attention: str = "auto",
+                 encoder_weights: str = "float32", compile: bool = False) -> None:
         super().__init__()
         variant = variant or self.DEFAULT_VARIANT
         if variant not in self.VARIANTS:
@@ -221,6 +237,9 @@ class SamFamilyModel(SliceModel):
         self.requested_device = device
         self._device: Any = None
         self.precision = check_precision(precision)
+        self.attention = check_choice("attention", attention, ATTENTIONS)
+        self.encoder_weights = check_choice("encoder_weights", encoder_weights, ENCODER_WEIGHTS)
+        self.compile = bool(compile)
         if precision == "fp16":  # refuse fp16 on the CPU now, not at the first encode
             resolve_precision(precision, self.device)
         self.checkpoint_file: Path | None = None
@@ -285,8 +304,19 @@ class SamFamilyModel(SliceModel):
             if self.checkpoint_file is not None:
                 self.load_weights(net, self.checkpoint_file)
             self.keep_float32_parts(net)
-            self._net = net.to(self.device).eval()
+            net = net.to(self.device).eval()
+            self.speed_up_encoder(net.image_encoder)
+            self._net = net
         return self._net
+
+    def speed_up_encoder(self, encoder: Any) -> None:
+        """Apply ``attention``, ``encoder_weights`` and ``compile`` to the image encoder."""
+        if resolve_attention(self.attention, getattr(self.device, "type", "cpu")) == "fused":
+            use_fused_attention(encoder)
+        if self.encoder_weights == "bf16":
+            use_bf16_weights(encoder)
+        if self.compile:
+            compile_in_place(encoder)
 
     @classmethod
     def check_checkpoint(cls, path: Path, key: str) -> None:

@@ -94,7 +94,7 @@ def test_fp16_on_the_cpu_is_refused_at_construction(name: str) -> None:
 
 def test_unknown_precision_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="precision must be one of 'auto', 'fp32', 'bf16', "
-                                          "'fp16', not 'float16'"):
+                                          "'fp16', 'tf32', not 'float16'"):
         tiny_model("sam2", precision="float16")
     with pytest.raises(ValueError, match="precision must be one of"):
         resolve_precision("half", "cuda")
