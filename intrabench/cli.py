@@ -13,14 +13,6 @@ from intrabench import __version__
 from intrabench.engine.subprocess_executor import WorkerDied
 from intrabench.errors import UserError
 
-
-def _progress(_iterable, total: int):
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="unit", dynamic_ncols=True, file=sys.stderr,
-                disable=total == 0 or None)
-
-
 _DASK_OPTIONS = ("scheduler", "cluster_config", "workers", "gpus", "workers_per_gpu",
                  "memory_limit", "task_resources")
 
@@ -37,43 +29,98 @@ def _check_executor_options(args: argparse.Namespace) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from intrabench.config import builtin_demo_path, load_config
-    from intrabench.engine.runner import Runner
-    from intrabench.evaluation import aggregate
 
     _check_executor_options(args)
     config_path = Path(args.config) if args.config else builtin_demo_path()
-    config = load_config(config_path)
+    config = load_config(config_path, overrides=args.set or [])
     out = Path(args.out) if args.out else Path("intrabench-runs") / config.name
+    if args.dry_run:
+        from intrabench.engine.dry_run import print_dry_run
+
+        return print_dry_run(config, out)
+    print(f"IntraBench {__version__}: run '{config.name}' from {config_path} -> {out}",
+          file=sys.stderr)
+    started = time.perf_counter()
     if args.executor != "local":
         from intrabench.engine.dask_executor import run_distributed
 
-        started = time.perf_counter()
         plan, problems = run_distributed(config, out, args)
-        print(f"{len(plan.units)} work units in {time.perf_counter() - started:.1f} s",
-              file=sys.stderr)
+        failures, executed = _read_failures(out), None
     else:
-        runner = Runner(config, out, progress=_progress)
-        print(f"IntraBench {__version__}: run '{config.name}' from {config_path} -> {out}",
-              file=sys.stderr)
-        started = time.perf_counter()
-        plan, problems = runner.run()
-        print(f"{len(plan.units)} work units in {time.perf_counter() - started:.1f} s",
-              file=sys.stderr)
+        from intrabench.engine.progress import RunProgress
+        from intrabench.engine.runner import Runner
+
+        runner = Runner(config, out, progress=RunProgress, extend=args.extend)
+        with _warnings_beside_the_bar():
+            plan, problems = runner.run()
+        failures, executed = runner.failures, runner.executed
+    return _report_run(config, out, plan, problems, failures, executed,
+                       time.perf_counter() - started)
+
+
+def _read_failures(out: Path) -> list:
+    import pandas as pd
+
+    path = out / "failures.csv"
+    return pd.read_csv(path).to_dict("records") if path.is_file() else []
+
+
+def _report_run(config, out: Path, plan, problems: list[str], failures: list,
+                executed: int | None, seconds: float) -> int:
+    """The end of ``intrabench run``: counts, warnings, the summary table; the exit status
+    (0: everything ran; 1: some work failed or was skipped for a problem; 2: nothing to run)."""
+    from intrabench.evaluation import aggregate
+    from intrabench.io.results import load_results
+
+    done = f"{executed} of {len(plan.units)}" if executed is not None else f"{len(plan.units)}"
+    print(f"{done} work units executed in {seconds:.1f} s"
+          + (f", {len(failures)} failed (see {out / 'failures.csv'})" if failures else ""),
+          file=sys.stderr)
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
+    for failure in failures[:10]:
+        text = failure.describe() if hasattr(failure, "describe") else \
+            " | ".join(str(failure[k]) for k in ("case", "model", "prompter", "cause"))
+        print(f"failed: {text}", file=sys.stderr)
+    if len(failures) > 10:
+        print(f"... and {len(failures) - 10} more failed units", file=sys.stderr)
     if plan.skipped:
         print(f"{len(plan.skipped)} incompatible combinations skipped (see {out / 'skipped.csv'})",
               file=sys.stderr)
-    from intrabench.io.results import load_results
-
+    if not plan.units:
+        print(f"error: nothing to run: every combination of run '{config.name}' was skipped as "
+              f"incompatible (see {out / 'skipped.csv'})", file=sys.stderr)
+        return 2
     rows = load_results(out)
-    table = aggregate.summary_table(rows)
-    print(aggregate.to_markdown(table))
-    print(f"\nDice x100 per dataset (mean over classes of case means). Rows: {out / 'results.csv'}")
+    if len(rows):
+        print(aggregate.to_markdown(aggregate.summary_table(rows)))
+        print(f"\nDice x100 per dataset (mean over classes of case means). "
+              f"Rows: {out / 'results.csv'}")
     if problems:
         print(f"{len(problems)} problem(s): the work they name was skipped (see warnings above)",
               file=sys.stderr)
-    return 1 if problems else 0
+    if failures:
+        print(f"{len(failures)} work unit(s) failed; rerun the same command to retry them",
+              file=sys.stderr)
+    return 1 if problems or failures else 0
+
+
+class _warnings_beside_the_bar:  # noqa: N801 - used as a context manager
+    """Library warnings and log records go through tqdm's writer while a bar is drawn, so
+    they do not break it."""
+
+    def __enter__(self):
+        from tqdm.contrib.logging import logging_redirect_tqdm
+
+        logging.captureWarnings(True)
+        self._redirect = logging_redirect_tqdm()
+        self._redirect.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._redirect.__exit__(*exc)
+        logging.captureWarnings(False)
+        return False
 
 
 def _print_rows(rows: list[list[str]], header: list[str]) -> None:
@@ -135,6 +182,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("config", nargs="?", help="YAML run configuration")
     run.add_argument("--out", help="run directory (default: intrabench-runs/<name>); "
                                    "re-running resumes")
+    run.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help="override a config key (YAML value; dotted keys for nested ones), "
+                          "e.g. --set refinement_steps=3 --set 'seeds=[0,1]'; repeatable")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the plan (work units, skipped pairs, forward passes) and exit")
+    run.add_argument("--extend", action="store_true",
+                     help="continue a run folder whose recorded config differs (adds this "
+                          "config's work; rows already there stay)")
     run.add_argument("--executor", choices=["local", "dask"], default="local",
                      help="local: this process; dask: a Dask cluster (local, --scheduler or "
                           "--cluster-config)")

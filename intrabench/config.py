@@ -10,6 +10,7 @@ as a mapping with ``name`` plus its parameters::
 
 from __future__ import annotations
 
+import copy
 import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -259,7 +260,10 @@ def parse_config(data: Any, source: str = "config") -> RunConfig:
     return config
 
 
-def load_config(path: str | Path) -> RunConfig:
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """The run config in the YAML file ``path``, with ``overrides`` (``key=value``, see
+    :func:`apply_overrides``) applied, validated, its relative paths resolved against the
+    file's folder (:func:`resolve_relative_paths`)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
@@ -274,7 +278,73 @@ def load_config(path: str | Path) -> RunConfig:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{path}:{where} invalid YAML: {getattr(error, 'problem', error)}") from None
-    return parse_config(data, source=str(path))
+    if overrides:
+        data = apply_overrides(data, overrides)
+    return resolve_relative_paths(parse_config(data, source=str(path)), path.parent)
+
+
+def apply_overrides(data: Any, overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``data`` (a parsed config mapping) with each ``key=value`` of ``overrides`` set: the value
+    is read as YAML (``3``, ``true``, ``[0, 1]``, ``{name: sam}``), a dotted key sets a nested
+    mapping's entry (``robustness.groups=4``). ConfigError for a malformed override."""
+    if not isinstance(data, dict):
+        return data
+    data = copy.deepcopy(data)
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. refinement_steps=3")
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {item!r}: the value is not valid YAML") from None
+        target = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            child = target.get(part)
+            if child is None:
+                child = target[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {item!r}: '{part}' is not a mapping in this config")
+            target = child
+        target[parts[-1]] = value
+    return data
+
+
+#: component parameters that name files or folders: relative values are relative to the config
+PATH_PARAMS: tuple[str, ...] = ("spec", "path", "root", "clicks_file", "checkpoint",
+                                "checkpoint_dir")
+
+
+def resolve_relative_paths(config: RunConfig, base: Path) -> RunConfig:
+    """``config`` with every relative path parameter (:data:`PATH_PARAMS`; ``~`` expanded)
+    made absolute against ``base``, the config file's folder, so a run reads the same files
+    from any working directory and its run folder records where they are.
+
+    A component without a ``label`` keeps the key it had as written (its label becomes that
+    key), so result columns and unit keys do not depend on where the config lies."""
+
+    def resolved(spec: ComponentSpec) -> ComponentSpec:
+        params = dict(spec.params)
+        for name in PATH_PARAMS:
+            value = params.get(name)
+            if isinstance(value, str) and value:
+                expanded = Path(value).expanduser()
+                if not expanded.is_absolute():
+                    expanded = (base / expanded).resolve()
+                params[name] = str(expanded)
+        if params == spec.params:
+            return spec
+        return spec.model_copy(update={"params": params, "label": spec.label or spec.key})
+
+    base = Path(base).resolve()
+    update: dict[str, Any] = {
+        field: [resolved(spec) for spec in getattr(config, field)]
+        for field in ("datasets", "models", "prompters", "refiners")}
+    if config.robustness is not None:
+        update["robustness"] = config.robustness.model_copy(
+            update={"clickability": resolved(config.robustness.clickability)})
+    return config.model_copy(update=update)
 
 
 def builtin_demo_path() -> Path:

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from intrabench.config import RunConfig
+from intrabench.engine.failures import UnitFailure, write_failures
 from intrabench.engine.pipeline import LaneMode
 from intrabench.engine.plan import Plan, WorkUnit
 from intrabench.engine.runner import Runner, default_finish_workers, default_user_workers
@@ -29,7 +30,8 @@ _WORKER_RUNNERS: dict[tuple[str, str], Runner] = {}
 def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
                        background: LaneMode = "inline",
                        user_workers: int | None = None,
-                       finish_workers: int | None = None) -> list[str]:
+                       finish_workers: int | None = None
+                       ) -> tuple[list[str], list[UnitFailure]]:
     """Dask task: run one (dataset, case, model) group inside a worker process.
 
     ``background="inline"`` (CPU clusters, where Dask already runs one task per core) does
@@ -37,7 +39,7 @@ def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
     task the local runner's user, results and reader workers, so the GPU keeps predicting
     while they prompt and evaluate. Either way the group's unit files are written when the
     task returns. ``user_workers``, ``finish_workers``: this worker's share of the machine's
-    user and results workers.
+    user and results workers. Returns the group's problems and its failed units.
     """
     key = (config_json, run_dir, background)
     runner = _WORKER_RUNNERS.get(key)
@@ -50,7 +52,9 @@ def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
                         finish_workers=finish_workers)
         _WORKER_RUNNERS[key] = runner
     runner.start_workers()
-    return runner.execute_group(units)
+    before = len(runner.failures)
+    problems = runner.execute_group(units)
+    return problems, runner.failures[before:]
 
 
 def _gpu_workers(args: argparse.Namespace) -> int:
@@ -150,7 +154,7 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
     from distributed import as_completed
     from tqdm import tqdm
 
-    runner = Runner(config, out)
+    runner = Runner(config, out, extend=bool(getattr(args, "extend", False)))
     plan, groups = runner.prepare(executor="dask")
     client, cluster = make_client(args)
     problems: list[str] = []
@@ -182,7 +186,9 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
         bar = tqdm(total=len(futures), unit="task", file=sys.stderr, disable=not futures or None)
         for future in as_completed(futures):
             try:
-                problems.extend(future.result())
+                group_problems, failures = future.result()
+                problems.extend(group_problems)
+                runner.failures.extend(failures)
             except Exception as error:  # a failing case must not stop the others
                 problems.append(f"task {future.key} failed: {type(error).__name__}: {error}")
             bar.update(1)
@@ -191,6 +197,7 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
         client.close()
         if cluster is not None:
             cluster.close()
+        write_failures(out, runner.failures)
     runner.finish(plan)
     return plan, problems
 

@@ -260,3 +260,15 @@ def finish_unit(job: UnitJob) -> int:
             _save_prediction(job, episode)
     ResultsStore(job.run_dir).write_unit(job.unit.key, rows, keep=job.keep_rows)
     return len(rows)
+
+
+def finish_unit_isolated(job: UnitJob) -> int | str:
+    """:func:`finish_unit`, returning (not raising) the one-line cause of an error of this
+    unit's own, so that one unit whose metrics or files fail does not stop the results
+    worker's other units."""
+    from intrabench.engine.failures import one_line_cause
+
+    try:
+        return finish_unit(job)
+    except Exception as error:  # noqa: BLE001 - reported as this unit's failure
+        return one_line_cause(error)

@@ -7,10 +7,11 @@ case is read once and each model sees each image once (embedding caches stay hot
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from itertools import groupby
 from pathlib import Path
@@ -22,19 +23,22 @@ from intrabench import registry
 from intrabench.clicks.policy import ClickPolicy, ImageWindow
 from intrabench.config import ComponentSpec, RunConfig
 from intrabench.engine.case_reader import load_case, with_attributes
+from intrabench.engine.failures import UnitFailure, write_failures
 from intrabench.engine.finishing import (
     CroppedEpisode,
     UnitJob,
     crop_episode,
-    finish_unit,
+    finish_unit_isolated,
     prediction_folder,
     safe_file_name,
 )
 from intrabench.engine.pipeline import Lane, LaneMode, LanePool
 from intrabench.engine.plan import Plan, WorkUnit, make_plan
+from intrabench.engine.progress import RunProgress
 from intrabench.engine.resources import PeakMemory, timed_set_case
 from intrabench.engine.scheduling import EpisodeScheduler, EpisodeTask
 from intrabench.engine.simulated_user import SimulatedUser
+from intrabench.engine.subprocess_executor import WorkerDied
 from intrabench.errors import DataError, UserError
 from intrabench.evaluation.metrics import freeze_with_box
 from intrabench.io.checkpoints import CheckpointError
@@ -106,11 +110,18 @@ class Runner:
     """
 
     def __init__(self, config: RunConfig, run_dir: Path,
-                 progress: Callable[[Iterable, int], Iterable] | None = None,
+                 progress: Callable[[list[WorkUnit]], RunProgress] | None = None,
                  background: LaneMode = "process", episodes_in_flight: int | None = None,
-                 user_workers: int | None = None, finish_workers: int | None = None) -> None:
+                 user_workers: int | None = None, finish_workers: int | None = None,
+                 extend: bool = False) -> None:
         self.config = config
         self.run_dir = Path(run_dir)
+        #: continue a run directory whose recorded config differs (``intrabench run --extend``)
+        self.extend = extend
+        #: units that failed in this process (see :mod:`intrabench.engine.failures`)
+        self.failures: list[UnitFailure] = []
+        #: units executed (unit files written) by :meth:`run`
+        self.executed = 0
         self.store = ResultsStore(self.run_dir)
         self._lock = RunLock(self.run_dir)
         self.progress = progress
@@ -128,6 +139,7 @@ class Runner:
         self._reader = Lane(background, max_pending=1, name="intrabench-reader",
                             preload=("intrabench.engine.case_reader",), raise_failures=False)
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
+        self._progress: RunProgress | None = None
         self._consolidating = False  # run() consolidates through the results worker
         # prompting is sequential within an episode: a few episodes in flight per user worker
         # keep the model busy while the workers compute the others' next prompts
@@ -221,15 +233,18 @@ class Runner:
         scheduler = EpisodeScheduler(model, self._users, self.episodes_in_flight,
                                      self.config.imports)
         collected: dict[str, list[CroppedEpisode | None]] = {}  # by unit, in target order
+        failed: set[str] = set()  # units with a failed episode: dropped, retried next run
 
         def episode_done(task: EpisodeTask, results: list) -> None:
             memory.sample()
             unit, index, target = task.tag
+            if unit.key in failed:
+                return
             episodes = collected[unit.key]
             episodes[index] = crop_episode(task.ground_truth, target, results)
             if all(e is not None for e in episodes):  # the unit's last episode: finish it
                 del collected[unit.key]
-                self._finishers.submit(finish_unit, UnitJob(
+                future = self._finishers.submit(finish_unit_isolated, UnitJob(
                     run_name=self.config.name, run_dir=self.run_dir, unit=unit,
                     case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
                     geometry=case.image.geometry, attributes=case.attributes,
@@ -237,14 +252,32 @@ class Runner:
                     keep_rows=(self._consolidating and self._finishers.mode == "process"
                                and len(self._finishers) == 1),
                     resources=memory.snapshot(setup_seconds)))
+                future.add_done_callback(functools.partial(self._finished, unit))
+
+        def episode_failed(task: EpisodeTask, error: Exception) -> None:
+            if isinstance(error, (CheckpointError, WorkerDied)):
+                raise error  # the model's weights or a worker: not this unit's fault
+            unit, _, target = task.tag
+            if unit.key not in failed:
+                failed.add(unit.key)
+                collected.pop(unit.key, None)
+                self._fail(UnitFailure.of(unit, error, target.target_id))
 
         pending = [unit for unit in units if self.needs_work(unit)]
         for unit in pending:
             collected[unit.key] = [None] * len(case.targets)
         memory = PeakMemory()
         try:  # weights are read at first use: a bad file stops this model, not the run
-            setup_seconds = timed_set_case(model, case)
-            scheduler.run(self._episode_tasks(pending, case, model.dimension), episode_done)
+            try:
+                setup_seconds = timed_set_case(model, case)
+            except (CheckpointError, UserError):
+                raise
+            except Exception as error:  # noqa: BLE001 - the model cannot take this case
+                for unit in pending:
+                    self._fail(UnitFailure.of(unit, error))
+                return []
+            scheduler.run(self._episode_tasks(pending, case, model.dimension, failed),
+                          episode_done, episode_failed)
         except CheckpointError as error:
             self._unusable_models[first.model.key] = str(error)
             return [f"model '{first.model.key}' skipped: {error}"]
@@ -252,10 +285,27 @@ class Runner:
             self.wait()
         return []
 
-    def _episode_tasks(self, units: list[WorkUnit], case: Case,
-                       model_dimension: int) -> Iterator[EpisodeTask]:
+    def _fail(self, failure: UnitFailure) -> None:
+        self.failures.append(failure)
+        if self._progress is not None:
+            self._progress.failed()
+
+    def _finished(self, unit: WorkUnit, future: Future) -> None:
+        """A finishing job is done (in a worker's reader thread): count it, or record why it
+        failed (a worker that died is raised by the lane instead)."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        outcome = future.result()
+        if isinstance(outcome, str):  # the unit's one-line cause
+            self._fail(UnitFailure.of(unit, outcome))
+        else:
+            self.executed += 1
+
+    def _episode_tasks(self, units: list[WorkUnit], case: Case, model_dimension: int,
+                       failed: set[str] = frozenset()) -> Iterator[EpisodeTask]:
         """The episodes of ``units`` on ``case``, unit by unit, target by target; made lazily,
-        so only the episodes in flight hold a ground truth."""
+        so only the episodes in flight hold a ground truth. Units in ``failed`` (by key, a set
+        the caller fills while they run) yield no further episodes."""
         windows: dict[str, ImageWindow | None] = {}  # image windows by target
         for unit in units:
             prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)
@@ -265,6 +315,8 @@ class Runner:
                                                          unit.clickability.params)
                             if unit.click_group is not None and unit.clickability else None)
             for index, target in enumerate(case.targets):
+                if unit.key in failed:
+                    break
                 identity = (case.dataset, case.case_id, target.target_id)
                 clicks = None
                 if clickability is not None:
@@ -303,7 +355,7 @@ class Runner:
         check_output_directory(self.run_dir)  # before anything is written there
         ensure_writable(self.run_dir)
         self._lock.acquire()
-        check_same_run(self.run_dir, self.config)
+        check_same_run(self.run_dir, self.config, extend=self.extend)
         plan = self.plan()
         write_run_metadata(
             self.run_dir,
@@ -342,10 +394,13 @@ class Runner:
         self._lock.release()
 
     def run(self) -> tuple[Plan, list[str]]:
+        """Execute every unfinished unit; returns the plan and the problems (cases or models
+        skipped). Failed units are in :attr:`failures` (and ``failures.csv``), executed ones
+        counted in :attr:`executed`."""
         plan, groups = self.prepare()  # first: a bad run directory fails before any worker starts
         pending = [u for group in groups for u in group]
         problems: list[str] = []
-        bar = self.progress(None, len(pending)) if self.progress else None
+        self._progress = self.progress(pending) if self.progress else None
         started = time.perf_counter()
         try:
             if groups:  # the workers import their modules while the first group runs
@@ -356,21 +411,23 @@ class Runner:
                     # the case in memory is still the previous group's here: compare with
                     # this group's, or a case that comes back after another is read twice
                     self.read_ahead(groups[index + 1][0], current=group[0])
-                if bar is not None:
-                    bar.set_description(f"{group[0].case_id} | {group[0].model.key}")
+                if self._progress is not None:
+                    self._progress.start_group(group)
+                group_started = time.perf_counter()
                 problems.extend(self.execute_group(group, wait=False))
-                if bar is not None:
-                    bar.update(len(group))
+                if self._progress is not None:
+                    self._progress.finish_group(group, time.perf_counter() - group_started)
             if groups:  # a single results worker holds the rows it wrote: it consolidates them
                 self._finishers.drain()  # with several, after all of them have written their units
                 self._finishers.first.submit(consolidate_run, self.run_dir,
-                                        [u.key for u in plan.units])
+                                             [u.key for u in plan.units])
             self.wait()
         finally:
             self.close()  # also on Ctrl-C: finished episodes still reach their unit files
-        if bar is not None:
-            bar.close()
-        log.info("executed %d units in %.1f s", len(pending), time.perf_counter() - started)
+            write_failures(self.run_dir, self.failures)
+            if self._progress is not None:
+                self._progress.close()
+        log.info("executed %d units in %.1f s", self.executed, time.perf_counter() - started)
         if not groups:
             self.finish(plan)
         return plan, problems

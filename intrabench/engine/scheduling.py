@@ -37,6 +37,7 @@ from intrabench.engine.episode import (
 )
 from intrabench.engine.pipeline import Lane
 from intrabench.engine.simulated_user import SimulatedUser
+from intrabench.engine.subprocess_executor import WorkerDied
 from intrabench.engine.user_worker import Introduction, PackedMask, UserNotLoadable
 from intrabench.protocols import Model
 
@@ -89,13 +90,23 @@ class EpisodeScheduler:
         self.model_calls = 0
 
     def run(self, tasks: Iterable[EpisodeTask],
-            done: Callable[[EpisodeTask, list[StepResult]], None]) -> None:
+            done: Callable[[EpisodeTask, list[StepResult]], None],
+            failed: Callable[[EpisodeTask, Exception], None] | None = None) -> None:
         """Run every task; ``done(task, results)`` is called as each episode ends (in any
-        order; metrics left empty). Raises the first model or user failure."""
+        order; metrics left empty). Without ``failed`` the first model or user failure is
+        raised; with it, ``failed(task, error)`` is called, that episode is dropped and the
+        others go on (``failed`` may raise to stop everything)."""
         pending: Iterator[EpisodeTask] = iter(tasks)
         running: list[_Running] = []
         ready: deque[tuple[_Running, ModelCall]] = deque()
         waiting: dict[Future, tuple[_Running, UserCall]] = {}
+
+        def fail(episode: _Running, error: Exception) -> None:
+            if failed is None:
+                raise error
+            if episode in running:
+                running.remove(episode)
+            failed(episode.task, error)
 
         def advance(episode: _Running, answer: Answer | None) -> None:
             while True:  # answers given here at once go straight back into the program
@@ -124,25 +135,37 @@ class EpisodeScheduler:
                                                          task.keep_previous_prompts), None)
                 self._assign_worker(episode, running)
                 running.append(episode)
-                advance(episode, None)
+                try:
+                    advance(episode, None)
+                except Exception as error:  # noqa: BLE001 - isolated per episode (fail)
+                    fail(episode, error)
 
         start_more()
         while running:
             if ready:
                 episode, call = ready.popleft()
-                advance(episode, call_model(self.model, call, self.model_calls))
+                index = self.model_calls
                 self.model_calls += 1
+                try:
+                    advance(episode, call_model(self.model, call, index))
+                except Exception as error:  # noqa: BLE001
+                    fail(episode, error)
             else:
                 finished, _ = wait(list(waiting), return_when=FIRST_COMPLETED)
                 for future in finished:
                     episode, call = waiting.pop(future)
                     try:
-                        answer = future.result()
-                        self.answered_by_worker += 1
-                    except UserNotLoadable:  # this episode's user is answered here from now on
-                        episode.lane = None
-                        answer = self._answer_here(episode, call)
-                    advance(episode, answer)
+                        try:
+                            answer = future.result()
+                            self.answered_by_worker += 1
+                        except UserNotLoadable:  # its user is answered here from now on
+                            episode.lane = None
+                            answer = self._answer_here(episode, call)
+                        advance(episode, answer)
+                    except WorkerDied:
+                        raise  # the worker is gone: every episode it held is lost
+                    except Exception as error:  # noqa: BLE001
+                        fail(episode, error)
             start_more()
 
     def _answer_here(self, episode: _Running, call: UserCall) -> Answer:

@@ -124,6 +124,27 @@ def software_versions() -> dict[str, str]:
     return found
 
 
+def code_revision() -> dict[str, Any]:
+    """The git commit of the IntraBench code that runs (and whether its tree had uncommitted
+    changes), or {} when it is not a git checkout (an installed wheel)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=10)
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != root:
+            return {}  # not a checkout of this code (e.g. installed into a venv inside a repo)
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=10)
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                                 "--untracked-files=no"], capture_output=True, text=True,
+                                timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {"git_commit": commit.stdout.strip(), "git_dirty": bool(status.stdout.strip())}
+
+
 def write_run_metadata(run_dir: Path, config_yaml: str, extra: dict[str, Any]) -> None:
     atomic_write_text(run_dir / "config.yaml", config_yaml)
     metadata = {
@@ -131,6 +152,7 @@ def write_run_metadata(run_dir: Path, config_yaml: str, extra: dict[str, Any]) -
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "versions": software_versions(),
+        "code": code_revision(),
         **extra,
     }
     atomic_write_text(run_dir / "run.json", json.dumps(metadata, indent=2))

@@ -7,7 +7,9 @@ results and predictions. Before a run writes anything there:
   (``--out .`` in a project folder would overwrite the user's own ``config.yaml``,
   ``run.json`` and ``results.csv``);
 * :func:`check_same_run` refuses to continue a previous run under another ``name`` (its rows
-  would carry two run names);
+  would carry two run names), and a run whose config differs from the one recorded there
+  unless the user asks to extend it (``intrabench run --extend``): its ``config.yaml`` would
+  otherwise be silently replaced;
 * :class:`RunLock` refuses a second run writing to the same folder at the same time (an
   exclusive ``flock`` on ``RUN_DIR/.lock``, released when the run ends or its process dies).
 
@@ -31,6 +33,7 @@ from intrabench.errors import UserError
 RUN_FILES = frozenset({
     "config.yaml", "run.json", "skipped.csv", "results.parquet", "results.csv", "units",
     "predictions", "report", "reviews", "review-site", "attributes", ".lock", ".write-test",
+    "failures.csv",
 })
 
 
@@ -60,8 +63,9 @@ def check_output_directory(run_dir: Path) -> None:
                         "empty folder, or a previous run's folder, with --out")
 
 
-def check_same_run(run_dir: Path, config: Any) -> None:
-    """UserError if ``run_dir`` holds a previous run under another ``name``."""
+def check_same_run(run_dir: Path, config: Any, extend: bool = False) -> None:
+    """UserError if ``run_dir`` holds a previous run under another ``name``, or (unless
+    ``extend``) one whose recorded config differs from ``config``'s."""
     try:
         previous = yaml.safe_load((run_dir / "config.yaml").read_text())
     except (OSError, yaml.YAMLError):
@@ -73,6 +77,47 @@ def check_same_run(run_dir: Path, config: Any) -> None:
         raise UserError(f"output directory {run_dir} holds the run '{old}'; this config is named "
                         f"'{config.name}' (its rows would mix two run names): use another --out "
                         f"or the name '{old}'")
+    current = json.loads(json.dumps(config.model_dump(mode="json")))
+    changes = config_changes(previous, current)
+    if changes and not extend:
+        raise UserError(f"{run_dir} holds run '{config.name}' with another config ("
+                        f"{'; '.join(changes)}): pass --extend to add this config's work to it "
+                        "(kept rows stay), or use another --out")
+
+
+def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """One short phrase per top-level config key that differs: components added (+key) or
+    removed (-key), other values as ``key: old -> new``."""
+    changes = []
+    for name in sorted(set(old) | set(new), key=lambda k: list(new).index(k) if k in new else 0):
+        before, after = old.get(name), new.get(name)
+        if before == after:
+            continue
+        if _is_spec_list(before) and _is_spec_list(after):
+            keys_before = [_spec_key(item) for item in before]
+            keys_after = [_spec_key(item) for item in after]
+            moved = [f"+{k}" for k in keys_after if k not in keys_before] + \
+                    [f"-{k}" for k in keys_before if k not in keys_after]
+            changes.append(f"{name}: {' '.join(moved) or 'parameters changed'}")
+        else:
+            changes.append(f"{name}: {_short(before)} -> {_short(after)}")
+    return changes
+
+
+def _is_spec_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) and "name" in v for v in value)
+
+
+def _spec_key(item: dict[str, Any]) -> str:
+    from intrabench.config import ComponentSpec
+
+    return ComponentSpec(name=item["name"], params=item.get("params") or {},
+                         label=item.get("label")).key
+
+
+def _short(value: Any, width: int = 40) -> str:
+    text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 class RunLock:

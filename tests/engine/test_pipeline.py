@@ -286,7 +286,10 @@ def test_a_killed_results_worker_stops_the_run_cleanly_and_the_rerun_completes(t
 
     config.write_text(json.dumps({**spec, "models": [
         {"name": "test-kills-results-worker", "label": "m"}]}))
-    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
+    # the model's parameters changed: continuing that folder must be asked for
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
+    assert "pass --extend" in capsys.readouterr().err
+    assert main(["run", str(config), "--out", str(tmp_path / "run"), "--extend"]) == 0
     assert len(list(units.glob("*.parquet"))) == 6
     fresh = tmp_path / "fresh"
     assert main(["run", str(config), "--out", str(fresh)]) == 0
@@ -329,7 +332,7 @@ def test_a_killed_user_worker_stops_the_run_and_the_rerun_completes(tmp_path):
     units = tmp_path / "run" / "units"
     assert len(list(units.glob("*.parquet"))) < 4
     assert not list(units.glob(".*partial*"))
-    Runner(config(), tmp_path / "run", user_workers=1).run()
+    Runner(config(), tmp_path / "run", user_workers=1, extend=True).run()
     assert len(list(units.glob("*.parquet"))) == 4
     Runner(config(), tmp_path / "fresh", background="inline").run()
     pd.testing.assert_frame_equal(

@@ -76,7 +76,7 @@ def test_two_runs_cannot_write_to_one_folder_at_once(tmp_path):
 def test_a_changed_tolerance_recomputes_instead_of_keeping_stale_rows(tmp_path):
     Runner(_config(), tmp_path / "run").run()
     at_two = pd.read_parquet(tmp_path / "run" / "results.parquet")
-    Runner(_config(nsd_tolerance_mm=5.0), tmp_path / "run").run()
+    Runner(_config(nsd_tolerance_mm=5.0), tmp_path / "run", extend=True).run()
     rerun = pd.read_parquet(tmp_path / "run" / "results.parquet")
     Runner(_config(nsd_tolerance_mm=5.0), tmp_path / "fresh").run()
     fresh = pd.read_parquet(tmp_path / "fresh" / "results.parquet")
@@ -90,7 +90,7 @@ def test_a_changed_tolerance_recomputes_instead_of_keeping_stale_rows(tmp_path):
 def test_turning_on_save_predictions_later_writes_them(tmp_path):
     Runner(_config(), tmp_path / "run").run()
     assert not (tmp_path / "run" / "predictions").exists()
-    Runner(_config(save_predictions=True), tmp_path / "run").run()
+    Runner(_config(save_predictions=True), tmp_path / "run", extend=True).run()
     rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
     files = list((tmp_path / "run" / "predictions").rglob("*.nii.gz"))
     assert len(files) == rows.groupby(["case", "target"]).ngroups > 0

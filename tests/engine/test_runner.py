@@ -104,7 +104,7 @@ def test_interrupted_run_loses_nothing_and_resumes_to_the_same_rows(tmp_path):
 
     resumed = parse_config({**spec, "models": [{"name": "test-interrupting", "label": "m"}]})
     _Interrupting.calls = 0
-    Runner(resumed, tmp_path / "run").run()
+    Runner(resumed, tmp_path / "run", extend=True).run()
     assert all(p.read_bytes() == content for p, content in finished.items())
     assert _Interrupting.calls == sum(  # only the unfinished cases were recomputed
         len(c.targets) for c in (registry.datasets.create("demo-phantoms", {"n_cases": 4}).load(i)

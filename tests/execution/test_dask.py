@@ -157,7 +157,7 @@ def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
     try:
         for group in groups:
             assert execution.execute_group_task(config.model_dump_json(), str(tmp_path / "tasks"),
-                                                group, "process") == []
+                                                group, "process") == ([], [])
             assert all(runner.store.is_done(unit.key) for unit in group)  # written on return
         [task_runner] = execution._WORKER_RUNNERS.values()
         assert task_runner._finishers.mode == "process" and task_runner._finishers.first.ready()

@@ -1,0 +1,49 @@
+"""``intrabench run --dry-run``: what a run would do, without loading a model or an image.
+
+Prints the work units per model and dataset (and how many are already done in the run folder),
+the incompatible combinations that would be skipped with their reasons, and the cost in
+forward passes per target (the initial prompt plus each refinement step; 2D models make one
+decoder call per prompted slice within each).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from intrabench import registry
+from intrabench.config import RunConfig
+from intrabench.engine.plan import make_plan
+from intrabench.io.results import ResultsStore
+
+
+def print_dry_run(config: RunConfig, out: Path) -> int:
+    """Print the plan of ``config`` into run folder ``out``; returns 0 (2 if nothing to run)."""
+    datasets = {spec.key: registry.datasets.create(spec.name, spec.params)
+                for spec in config.datasets}
+    plan = make_plan(config, datasets)
+    store = ResultsStore(out)
+    done = sum(store.is_done(unit.key) for unit in plan.units)
+    print(f"run '{config.name}' -> {out}")
+    print(f"{len(plan.units)} work units ({done} already done there), "
+          f"{len(config.seeds)} seed(s), {config.refinement_steps} refinement step(s)")
+    by_pair = Counter((u.model.key, u.dataset.key) for u in plan.units)
+    cases = {(u.model.key, u.dataset.key): set() for u in plan.units}
+    for unit in plan.units:
+        cases[(unit.model.key, unit.dataset.key)].add(unit.case_id)
+    print(f"\n{'model':28s} {'dataset':22s} {'units':>6s} {'cases':>6s} {'forwards/target':>16s}")
+    for (model, dataset), count in by_pair.items():
+        refined = any(u.refiner is not None for u in plan.units if u.model.key == model)
+        forwards = 1 + (config.refinement_steps if refined else 0)
+        print(f"{model:28s} {dataset:22s} {count:6d} {len(cases[(model, dataset)]):6d} "
+              f"{forwards:16d}")
+    skipped = {(" + ".join(p for p in (item["model"], item["prompter"], item["refiner"]) if p),
+                item["reason"]): None for item in plan.skipped}  # once, not once per dataset
+    if skipped:
+        print(f"\n{len(skipped)} combination(s) skipped:")
+        for pair, reason in skipped:
+            print(f"  {pair}: {reason}")
+    if not plan.units:
+        print("\nnothing to run: every combination is incompatible")
+        return 2
+    return 0

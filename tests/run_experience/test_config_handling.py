@@ -1,0 +1,143 @@
+"""Config paths, changed configs, overrides and the dry run (issue #20, items 3, 4, 8)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import SimpleITK as sitk
+import yaml
+
+from intrabench.cli import main
+from intrabench.config import load_config
+from intrabench.errors import ConfigError
+
+
+def _own_folder(root: Path) -> None:
+    """A tiny folder dataset: one image and label with two lesions, and its YAML spec."""
+    (root / "images").mkdir(parents=True)
+    (root / "labels").mkdir()
+    image = np.zeros((12, 32, 32), np.float32)
+    label = np.zeros(image.shape, np.uint8)
+    label[3:7, 4:12, 4:12] = 1
+    label[5:9, 18:28, 16:26] = 1
+    image[label > 0] = 200.0
+    for array, path in ((image, root / "images" / "c1.nii.gz"), (label, root / "labels" / "c1.nii.gz")):
+        volume = sitk.GetImageFromArray(array)
+        volume.SetSpacing((0.8, 0.8, 2.0))
+        sitk.WriteImage(volume, str(path))
+    (root / "dataset.yaml").write_text(yaml.safe_dump({
+        "name": "mine", "images": "images/{case}.nii.gz", "labels": "labels/{case}.nii.gz",
+        "classes": {"lesion": 1}}))
+
+
+def _config(folder: Path, **extra) -> Path:
+    path = folder / "run.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "own", "datasets": [{"name": "folder", "spec": "data/dataset.yaml"}],
+        "models": ["region-growing-3d"], "prompters": ["box-3d"], "target_attributes": False,
+        **extra}))
+    return path
+
+
+def test_paths_are_relative_to_the_config_and_stored_absolute(tmp_path, monkeypatch, capsys):
+    project = tmp_path / "project"
+    _own_folder(project / "data")
+    config_path = _config(project)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # not the config's folder
+    config = load_config(config_path)
+    [dataset] = config.datasets
+    assert dataset.params["spec"] == str((project / "data" / "dataset.yaml").resolve())
+    assert dataset.key == "folder(spec=data/dataset.yaml)"  # the key as written: same rows
+    out = tmp_path / "out"
+    assert main(["run", str(config_path), "--out", str(out)]) == 0
+    recorded = yaml.safe_load((out / "config.yaml").read_text())
+    assert recorded["datasets"][0]["params"]["spec"] == str(project / "data" / "dataset.yaml")
+    rows = pd.read_parquet(out / "results.parquet")
+    assert set(rows.dataset) == {"folder(spec=data/dataset.yaml)"} and len(rows) == 2
+    # the recorded config works from anywhere too (a report from another folder)
+    monkeypatch.chdir(tmp_path)
+    assert os.path.isabs(recorded["datasets"][0]["params"]["spec"])
+
+
+def test_a_changed_config_is_refused_with_its_difference_unless_extended(tmp_path, capsys):
+    project = tmp_path / "project"
+    _own_folder(project / "data")
+    out = tmp_path / "out"
+    assert main(["run", str(_config(project)), "--out", str(out)]) == 0
+    capsys.readouterr()
+    changed = _config(project, models=["region-growing-3d", "random-walker-3d"])
+    assert main(["run", str(changed), "--out", str(out), "--set", "refinement_steps=2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[1:]  # after the "run ... ->" line
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert "models: +random-walker-3d" in err[0] and "refinement_steps: 5 -> 2" in err[0]
+    assert "--extend" in err[0]
+    before = (out / "config.yaml").read_text()
+    assert "random-walker-3d" not in before  # nothing was overwritten
+    assert main(["run", str(changed), "--out", str(out), "--extend",
+                 "--set", "refinement_steps=2"]) == 0
+    assert "random-walker-3d" in (out / "config.yaml").read_text()
+    assert set(pd.read_parquet(out / "results.parquet").model) == {"region-growing-3d",
+                                                                   "random-walker-3d"}
+
+
+def test_run_json_records_versions_and_the_code_commit(tmp_path):
+    project = tmp_path / "project"
+    _own_folder(project / "data")
+    assert main(["run", str(_config(project)), "--out", str(tmp_path / "out")]) == 0
+    metadata = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert {"intrabench", "numpy", "torch"} <= set(metadata["versions"])
+    if (Path(__file__).resolve().parents[2] / ".git").exists():
+        assert len(metadata["code"]["git_commit"]) == 40
+        assert isinstance(metadata["code"]["git_dirty"], bool)
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("refinement_steps=3", ("refinement_steps", 3)),
+    ("seeds=[0, 1]", ("seeds", [0, 1])),
+    ("robustness.groups=4", ("robustness", {"groups": 4})),
+])
+def test_overrides_set_keys_as_yaml_values(tmp_path, override, expected):
+    from intrabench.config import apply_overrides
+
+    data = {"name": "x", "refinement_steps": 5}
+    key, value = expected
+    assert apply_overrides(data, [override])[key] == value
+    assert data == {"name": "x", "refinement_steps": 5}  # the original is untouched
+
+
+@pytest.mark.parametrize("override, message", [
+    ("refinement_steps", "expected KEY=VALUE"),
+    ("name.x=1", "'name' is not a mapping"),
+    ("seeds=[0", "not valid YAML"),
+])
+def test_bad_overrides_are_one_line_errors(tmp_path, override, message):
+    project = tmp_path / "project"
+    _own_folder(project / "data")
+    with pytest.raises(ConfigError, match=message):
+        load_config(_config(project), overrides=[override])
+
+
+def test_an_override_that_breaks_the_schema_names_the_key(tmp_path, capsys):
+    project = tmp_path / "project"
+    _own_folder(project / "data")
+    assert main(["run", str(_config(project)), "--set", "refinement_steps=-1"]) == 2
+    assert "refinement_steps" in capsys.readouterr().err
+
+
+def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["run", "--dry-run", "--out", str(out), "--set", "refinement_steps=2"]) == 0
+    printed = capsys.readouterr().out
+    assert "48 work units (0 already done there), 1 seed(s), 2 refinement step(s)" in printed
+    assert any(line.split() == ["random-walker-2d", "demo-real", "18", "3", "3"]
+               for line in printed.splitlines())
+    assert "region-growing-3d + box-per-slice: prompter 'box-per-slice' is for 2D models" in printed
+    assert printed.count("region-growing-3d + box-per-slice") == 1
+    assert not out.exists()

@@ -1,0 +1,187 @@
+"""A run that never dies on one bad episode, and tells you where it is (issue #20, items 1-2)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from intrabench import registry
+from intrabench.cli import main
+from intrabench.config import parse_config
+from intrabench.engine.progress import RunProgress, format_seconds
+from intrabench.engine.runner import Runner
+from intrabench.protocols import Model, Refiner
+from intrabench.types import Prediction
+
+
+class _FailsOnOneTarget(Model):
+    """A 3D box model that raises on the second target of case 1 (like an adapter bug)."""
+
+    name = "test-fails-on-one-target"
+    dimension = 3
+    accepts = frozenset({"box3d", "point", "mask"})
+
+    def set_case(self, image):
+        self.shape = image.shape
+        self.calls = 0
+
+    def predict(self, prompt, previous=None, update_slices=None):
+        mask = np.zeros(self.shape, bool)
+        box = prompt.box3d
+        if box is None:
+            return Prediction(mask=mask)
+        if self.shape[0] > 0 and box.z_min == self._bad_z:
+            raise IndexError(f"index {box.z_max + 99} is out of bounds for axis 0")
+        mask[box.z_min:box.z_max + 1, box.y_min:box.y_max + 1, box.x_min:box.x_max + 1] = True
+        return Prediction(mask=mask)
+
+    _bad_z = -1
+
+
+registry.models.register(_FailsOnOneTarget)
+
+
+class _RefinerFails(Refiner):
+    name = "test-refiner-fails"
+    dimensions = frozenset({2, 3})
+    kinds = frozenset({"point"})
+
+    def refine(self, context):
+        raise RuntimeError("the refiner broke")
+
+
+registry.refiners.register(_RefinerFails)
+
+SPEC = {"name": "isolated", "datasets": [{"name": "demo-phantoms", "n_cases": 3}],
+        "models": ["test-fails-on-one-target", "region-growing-3d"], "prompters": ["box-3d"],
+        "target_attributes": False}
+
+
+def _bad_z() -> int:
+    """The first slice of one target of phantom case 1: the box the model fails on."""
+    case = registry.datasets.create("demo-phantoms", {"n_cases": 3}).load("phantom_001")
+    return int(case.target_box(case.targets[1])[0].start)
+
+
+def test_the_crash_of_issue_20_is_fixed():
+    """region-growing-3d + cvpr25-box + a refiner raised IndexError (models/region_growing_3d.py:
+    115) when a correction click fell outside the 3D box; the run died at 43%."""
+    config = parse_config({"name": "crash", "datasets": [{"name": "demo-phantoms", "n_cases": 4}],
+                           "models": ["region-growing-3d"], "prompters": ["cvpr25-box"],
+                           "refiners": ["center-error-click", "cvpr25-click"],
+                           "refinement_steps": 3, "target_attributes": False})
+    runner = Runner(config, _tmp() / "crash", background="inline")
+    plan, problems = runner.run()
+    assert not problems and not runner.failures and runner.executed == len(plan.units)
+
+
+def _tmp():
+    import tempfile
+    from pathlib import Path
+
+    return Path(tempfile.mkdtemp(prefix="ib-crash-"))
+
+
+def test_a_failing_unit_is_isolated_listed_and_retried(tmp_path, capsys):
+    _FailsOnOneTarget._bad_z = _bad_z()
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps(SPEC))
+    out = tmp_path / "run"
+    assert main(["run", str(config), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "5 of 6 work units executed" in err and "1 failed" in err
+    assert "IndexError: index" in err and "phantom_001" in err
+    failures = pd.read_csv(out / "failures.csv")
+    assert len(failures) == 1
+    row = failures.iloc[0]
+    assert (row["dataset"], row["case"], row["model"], row["prompter"], row["refiner"],
+            row["seed"]) == ("demo-phantoms(n_cases=3)", "phantom_001", "test-fails-on-one-target",
+                             "box-3d", "none", 0)
+    assert row["target"] and row["cause"].startswith("IndexError: index")
+    assert "test_failures_and_progress.py" in row["cause"]  # where it was raised
+    rows = pd.read_parquet(out / "results.parquet")
+    # the other model's units and the failing model's other cases are all there
+    assert set(rows.model) == {"test-fails-on-one-target", "region-growing-3d"}
+    assert set(rows[rows.model == "test-fails-on-one-target"].case) == {"phantom_000",
+                                                                         "phantom_002"}
+    # fixed: the same command retries only the failed unit, and the list empties
+    _FailsOnOneTarget._bad_z = -1
+    assert main(["run", str(config), "--out", str(out)]) == 0
+    assert "1 of 6 work units executed" in capsys.readouterr().err
+    assert pd.read_csv(out / "failures.csv").empty
+
+
+def test_a_failure_in_a_user_worker_is_isolated_too(tmp_path):
+    """The same failure raised by a refiner that runs in a user worker process."""
+    config = parse_config({**SPEC, "models": ["region-growing-3d"], "refiners": ["test-refiner-fails"],
+                           "refinement_steps": 1})
+    runner = Runner(config, tmp_path / "run", user_workers=1, episodes_in_flight=3)
+    plan, _ = runner.run()
+    assert len(runner.failures) == len(plan.units) == 3
+    assert all(f.cause.startswith("RuntimeError: the refiner broke") for f in runner.failures)
+
+
+def test_progress_prints_lines_when_stderr_is_not_a_terminal():
+    from intrabench.config import ComponentSpec, DatasetSpec
+    from intrabench.engine.plan import WorkUnit
+
+    def unit(model: str, case: str) -> WorkUnit:
+        return WorkUnit(dataset=DatasetSpec(name="d"), case_id=case,
+                        model=ComponentSpec(name=model), prompter=ComponentSpec(name="p"),
+                        refiner=None, seed=0, steps=0, keep_previous_prompts=True)
+
+    fast = [unit("fast", f"c{i}") for i in range(4)]
+    slow = [unit("slow", f"c{i}") for i in range(4)]
+    now = [0.0]
+    stream = io.StringIO()
+    progress = RunProgress(fast + slow, stream=stream, interval=0.0, clock=lambda: now[0])
+    assert not progress.terminal and progress.eta() is None
+    progress.start_group(fast[:2])
+    now[0] = 2.0
+    progress.finish_group(fast[:2], 2.0)  # 1 s per fast unit; slow not measured yet
+    assert progress.eta() == pytest.approx(2 * 1.0 + 4 * 1.0)
+    progress.start_group(slow[:2])
+    progress.failed()
+    now[0] = 22.0
+    progress.finish_group(slow[:2], 20.0)  # 10 s per slow unit
+    # weighted by each model's cost: 2 fast x 1 s + 2 slow x 10 s (the mean would say 11 s)
+    assert progress.eta() == pytest.approx(22.0)
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "intrabench: 2/8 units (25%) | c0 | fast | 2s elapsed | ETA 6s"
+    assert lines[1] == "intrabench: 4/8 units (50%) | c0 | slow | 22s elapsed | ETA 22s | 1 failed"
+    assert len(lines) == 2  # close() repeats nothing already said
+
+
+def test_progress_lines_are_spaced_by_the_interval():
+    from intrabench.config import ComponentSpec, DatasetSpec
+    from intrabench.engine.plan import WorkUnit
+
+    units = [WorkUnit(dataset=DatasetSpec(name="d"), case_id=f"c{i}",
+                      model=ComponentSpec(name="m"), prompter=ComponentSpec(name="p"),
+                      refiner=None, seed=0, steps=0, keep_previous_prompts=True)
+             for i in range(10)]
+    now = [0.0]
+    stream = io.StringIO()
+    progress = RunProgress(units, stream=stream, interval=30.0, clock=lambda: now[0])
+    for index, item in enumerate(units):
+        now[0] = 10.0 * (index + 1)
+        progress.start_group([item])
+        progress.finish_group([item], 10.0)
+    progress.close()
+    shown = [line.split(" units")[0] for line in stream.getvalue().splitlines()]
+    assert shown == ["intrabench: 1/10", "intrabench: 4/10", "intrabench: 7/10",
+                     "intrabench: 10/10"]
+    assert format_seconds(185) == "3m05s" and format_seconds(7440) == "2h04m"
+
+
+def test_a_run_whose_work_is_all_incompatible_exits_non_zero(tmp_path, capsys):
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps({"name": "nothing", "datasets": ["demo-phantoms"],
+                                  "models": ["region-growing-3d"], "prompters": ["box-per-slice"]}))
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
+    assert "nothing to run" in capsys.readouterr().err
