@@ -146,13 +146,30 @@ def dataset_bars(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
     return _png(figure)
 
 
+#: orientation letters of each view in radiological display: (top, bottom, left, right)
+VIEW_LETTERS: dict[str, tuple[str, str, str, str]] = {
+    "axial": ("A", "P", "R", "L"),
+    "coronal": ("S", "I", "R", "L"),
+    "sagittal": ("S", "I", "A", "P"),
+}
+
+
+def radiological(plane: np.ndarray) -> np.ndarray:
+    """A 2D cut of a canonical (z, y, x) volume (x -> R, y -> A, z -> S) as a radiologist
+    reads it: an axial (y, x) plane with anterior up and the patient's right on the image's
+    left; a coronal (z, x) plane with superior up and right on the left; a sagittal (z, y)
+    plane with superior up and anterior on the left. In every view both axes of the canonical
+    cut run the other way, so it is the plane reversed along both (row 0 drawn at the top)."""
+    return plane[::-1, ::-1]
+
+
 def overlay(image: np.ndarray, ground_truth: np.ndarray, prediction: np.ndarray | None,
             spacing: tuple[float, float, float], title: str = "", margin_mm: float = 15.0) -> bytes:
     """Axial, coronal and sagittal views through the target's centre, zoomed to the target:
     image in grey, ground truth contour green, prediction contour red (filled lightly).
 
-    Arrays are (z, y, x) canonical; ``spacing`` (z, y, x) mm sets the aspect ratio. Rows are
-    drawn with anterior up (coronal/sagittal: superior up).
+    Arrays are (z, y, x) canonical; ``spacing`` (z, y, x) mm sets the aspect ratio. Views are
+    in radiological display (:func:`radiological`), with orientation letters on their edges.
     """
     plt = _pyplot()
     from intrabench.evaluation.metrics import union_bbox
@@ -170,13 +187,9 @@ def overlay(image: np.ndarray, ground_truth: np.ndarray, prediction: np.ndarray 
     ]
     figure, axes = plt.subplots(1, 3, figsize=(10, 3.6))
     for axis, (name, index, rows_axis, columns_axis) in zip(axes, views):
-        flip = name != "axial"  # superior (high z) up
-        picture = image[index]
-        truth = ground_truth[index]
-        predicted = prediction[index] if prediction is not None else None
-        if flip:
-            picture, truth = picture[::-1], truth[::-1]
-            predicted = predicted[::-1] if predicted is not None else None
+        picture = radiological(image[index])
+        truth = radiological(ground_truth[index])
+        predicted = radiological(prediction[index]) if prediction is not None else None
         aspect = spacing[rows_axis] / spacing[columns_axis]
         axis.imshow(picture, cmap="gray", vmin=low, vmax=high, aspect=aspect, interpolation="nearest")
         if predicted is not None and predicted.any():
@@ -187,6 +200,13 @@ def overlay(image: np.ndarray, ground_truth: np.ndarray, prediction: np.ndarray 
             axis.contour(truth, levels=[0.5], colors="lime", linewidths=1.0)
         axis.set_title(name, fontsize=9)
         axis.set_axis_off()
+        top, bottom, left, right = VIEW_LETTERS[name]
+        for text, x, y, ha, va in ((top, 0.5, 0.98, "center", "top"),
+                                   (bottom, 0.5, 0.02, "center", "bottom"),
+                                   (left, 0.02, 0.5, "left", "center"),
+                                   (right, 0.98, 0.5, "right", "center")):
+            axis.text(x, y, text, transform=axis.transAxes, ha=ha, va=va, color="yellow",
+                      fontsize=8, fontweight="bold")
     if title:
         figure.suptitle(title, fontsize=9)
     return _png(figure)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from intrabench.reports.plots import radiological
 from intrabench.types import Prompt
 
 #: Most slices a job's slider offers (evenly spaced over the target's extent).
@@ -50,11 +51,6 @@ def mask_pixels(mask: np.ndarray) -> np.ndarray:
     pixels = np.zeros((*mask.shape, 4), dtype=np.uint8)
     pixels[mask] = 255
     return pixels
-
-
-def radiological(plane: np.ndarray) -> np.ndarray:
-    """An axial (y, x) plane of a canonical (RAS) array, anterior up and patient's right left."""
-    return plane[::-1, ::-1]
 
 
 def informative_slice(prediction: np.ndarray, truth: np.ndarray) -> int:
