@@ -235,7 +235,12 @@ def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Pat
                         "label onto the image")
     target_map, targets = build_targets(label.array, classes, target_types, instances)
     if not targets:
-        raise DataError(f"{label_path.name}: the label is empty (no foreground voxels)")
+        present = np.unique(label.array)
+        present = [int(v) for v in present[present != 0][:10]]
+        if not present:
+            raise DataError(f"{label_path.name}: the label is empty (no foreground voxels)")
+        raise DataError(f"{label_path.name}: none of the label's values {present} is a class "
+                        f"of this dataset ({classes}); fix 'classes' in the dataset spec")
     return Case(dataset_name, case_id, image, target_map, targets)
 
 

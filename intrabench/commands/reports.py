@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
-    from intrabench.io.results import incompleteness_warning
+    from intrabench.io.results import incompleteness_warning, require_metric
     from intrabench.reports.tables import (
         Layout,
         concat_runs,
@@ -22,6 +22,8 @@ def cmd_tables(args: argparse.Namespace) -> int:
             print(warning, file=sys.stderr)
     runs = load_runs(args.run_dirs)
     rows = concat_runs(runs)
+    require_metric(rows.columns, args.metric,
+                   rows.select_dtypes("number").columns if len(rows) else None)
     layout = Layout.load(args.layout) if args.layout else None
     built = tables_for_runs(rows, layout, args.metric, args.scale, args.missing_value)
     if not built:
@@ -119,12 +121,20 @@ def _write_time_tables(runs: dict, out: Path) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from intrabench.io.results import incompleteness_warning
+    from intrabench.io.results import (
+        incompleteness_warning,
+        load_results,
+        metric_columns_of,
+        require_metric,
+    )
     from intrabench.reports.html import build_report
     from intrabench.reports.tables import Layout
 
     if (warning := incompleteness_warning(args.run_dir)) is not None:
         print(warning, file=sys.stderr)
+    if not (Path(args.run_dir) / "results.parquet").is_file():
+        load_results(args.run_dir)  # one-line error: no results (yet) and why
+    require_metric(metric_columns_of(args.run_dir), args.metric)
     layout = Layout.load(args.layout) if args.layout else None
     path = build_report(args.run_dir, args.out, metric=args.metric, cases=args.case or None,
                         max_overlays=args.max_overlays, layout=layout)
@@ -134,11 +144,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from intrabench.evaluation.aggregate import to_markdown
-    from intrabench.io.results import load_results
+    from intrabench.io.results import load_results, require_metric
     from intrabench.reports.compare import compare_runs
 
-    summary, per_case = compare_runs(load_results(args.run_a), load_results(args.run_b),
-                                     metric=args.metric, n_boot=args.n_boot, seed=args.seed)
+    run_a, run_b = load_results(args.run_a), load_results(args.run_b)
+    for rows in (run_a, run_b):
+        require_metric(rows.columns, args.metric)
+    summary, per_case = compare_runs(run_a, run_b, metric=args.metric, n_boot=args.n_boot,
+                                     seed=args.seed)
     if summary.empty:
         print("the two runs have no configuration and case in common to compare", file=sys.stderr)
         return 1

@@ -289,3 +289,31 @@ def load_results(run_dir: str | Path) -> pd.DataFrame:
     if frame.empty:
         raise UserError(f"{run_dir} holds no results yet (no units/*.parquet)")
     return frame
+
+
+#: the per-step metric columns a ``--metric`` option usually names
+METRIC_COLUMNS: tuple[str, ...] = ("dice", "iou", "nsd", "hd95")
+
+
+def require_metric(columns: Iterable[str], metric: str, numeric: Iterable[str] | None = None
+                   ) -> None:
+    """UserError (one line, with the choices) unless ``metric`` is one of the results'
+    ``columns`` (and of ``numeric`` ones when given)."""
+    from intrabench.errors import UserError
+
+    columns = list(columns)
+    allowed = list(numeric) if numeric is not None else columns
+    if metric not in allowed:
+        choices = [c for c in METRIC_COLUMNS if c in allowed] + sorted(
+            c for c in allowed if c.startswith("attr_"))[:3]
+        raise UserError(f"--metric {metric}: not a "
+                        f"{'numeric ' if numeric is not None else ''}column of these results; "
+                        f"choose one of {', '.join(choices) or 'dice'}"
+                        + (" ..." if len(allowed) > len(choices) else ""))
+
+
+def metric_columns_of(run_dir: Path) -> list[str]:
+    """Column names of ``RUN_DIR/results.parquet`` (read from its footer only)."""
+    import pyarrow.parquet as pq
+
+    return list(pq.read_schema(Path(run_dir) / "results.parquet").names)

@@ -141,3 +141,33 @@ def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path, capsys):
     assert "region-growing-3d + box-per-slice: prompter 'box-per-slice' is for 2D models" in printed
     assert printed.count("region-growing-3d + box-per-slice") == 1
     assert not out.exists()
+
+
+def test_a_label_value_mismatch_is_named_not_called_empty(tmp_path):
+    from intrabench import registry
+    from intrabench.errors import DataError
+
+    _own_folder(tmp_path / "data")
+    spec = tmp_path / "data" / "dataset.yaml"
+    spec.write_text(spec.read_text().replace("lesion: 1", "lesion: 2"))
+    dataset = registry.datasets.create("folder", {"spec": str(spec)})
+    with pytest.raises(DataError, match=r"none of the label's values \[1\] is a class"):
+        dataset.load("c1")
+
+
+def test_report_and_tables_refuse_an_unknown_metric_in_one_line(tmp_path, capsys):
+    project = tmp_path / "project"
+    _own_folder(project / "data")
+    out = tmp_path / "out"
+    assert main(["run", str(_config(project)), "--out", str(out)]) == 0
+    capsys.readouterr()
+    for command in (["report", str(out), "--metric", "dcie"],
+                    ["tables", str(out), "--metric", "dcie"]):
+        assert main(command) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: --metric dcie: not a") and "dice" in err
+        assert "\n" not in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["report", str(empty)]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
