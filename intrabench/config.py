@@ -27,8 +27,11 @@ class ComponentSpec(BaseModel):
     """A registered component and its constructor parameters."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    #: the registered name (``intrabench models list``, ``prompters list``, ``datasets list``)
     name: str
+    #: constructor parameters (usually written beside ``name`` instead)
     params: dict[str, Any] = Field(default_factory=dict)
+    #: the name in result rows and tables (default: name and sorted parameters)
     label: str | None = None
 
     @model_validator(mode="before")
@@ -59,7 +62,9 @@ class ComponentSpec(BaseModel):
 class DatasetSpec(ComponentSpec):
     """A dataset plus which of its cases to use."""
 
+    #: only these case ids (an unknown id is an error listing the available ones)
     cases: list[str] | None = None
+    #: at most this many cases (the first ones in sorted order, after ``cases``)
     max_cases: int | None = Field(default=None, ge=1)
 
 
@@ -70,9 +75,13 @@ class RobustnessSpec(BaseModel):
     ``rounds - 1`` corrections)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    #: the clickability model whose map is cut into groups (``intrabench prompters list``)
     clickability: ComponentSpec = Field(default_factory=lambda: ComponentSpec(name="distance"))
+    #: clicking groups G1..Gn of equal probability mass (even: HH compares the halves)
     groups: int = Field(default=10, ge=2, le=100)
+    #: also run the baseline strategy (the deepest voxel, as IntraBench's own clicks)
     baseline: bool = True
+    #: rounds per episode: the initial prompt and rounds - 1 corrections
     rounds: int = Field(default=20, ge=1, le=101)
 
     @field_validator("groups")
@@ -98,20 +107,29 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: the run's name: its default folder (intrabench-runs/<name>) and the ``run`` column
     name: str = "run"
     #: Python modules imported before anything else, in this process and in every worker
     #: (components registered by decorator in your own code, without an entry point)
     imports: list[str] = Field(default_factory=list)
+    #: repetitions: every prompt's randomness derives from (seed, dataset, case, target, ...)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    #: datasets (``intrabench datasets list``; your own: ``folder``, ``nnunet-folder``)
     datasets: list[DatasetSpec] = Field(min_length=1)
+    #: models (``intrabench models list``)
     models: list[ComponentSpec] = Field(min_length=1)
+    #: initial prompters (``intrabench prompters list``): every model x prompter pair runs
     prompters: list[ComponentSpec] = Field(min_length=1)
+    #: refiners (corrections after the initial prompt); none: one step per episode
     refiners: list[ComponentSpec] = Field(default_factory=list)
+    #: corrections per episode after the initial prompt (with refiners)
     refinement_steps: int = Field(default=5, ge=0, le=100)
+    #: a correction step gives the model all earlier prompts too (else only the new one)
     keep_previous_prompts: bool = True
     #: write each target's final prediction as NIfTI on the image's grid (``true``), or also
     #: every refinement step's (``all``: ``<case>__<target>__step<k>.nii.gz``, for review)
     save_predictions: bool | Literal["all"] = False
+    #: tolerance of the normalised surface Dice (``nsd``), mm
     nsd_tolerance_mm: float = Field(default=2.0, gt=0)
     #: at which steps the surface metrics (``nsd``, ``hd95``: distance transforms, the costly
     #: part) are computed: ``all`` (default), ``final`` (each episode's last step),

@@ -53,6 +53,11 @@ class Registry(Generic[T]):
 
         return decorate(cls) if cls is not None else decorate
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (tests that register a component for themselves only)."""
+        self._classes.pop(name, None)
+        self._sources.pop(name, None)
+
     def _ensure_loaded(self) -> None:
         if self._loaded:
             return
@@ -91,6 +96,8 @@ class Registry(Generic[T]):
             hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
             raise ConfigError(
                 f"unknown {self.kind} '{name}'.{hint} Valid {self.kind}s: {', '.join(self.names())}"
+                f" (your own {self.kind}: list its module under 'imports:' in the config, or "
+                "register it through an entry point: docs/adding-a-model.md)"
             )
         return self._classes[name]
 

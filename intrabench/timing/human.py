@@ -35,9 +35,13 @@ class TimeModel(BaseModel):
     """Seconds per interaction kind, per slice scrolled, and the budget per target."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    #: a clinician's seconds per interaction kind (sources in docs/time-aware.md)
     seconds: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_SECONDS))
+    #: seconds per slice scrolled between interactions
     seconds_per_slice_scrolled: float = Field(default=0.1, ge=0)
+    #: the time budget per interaction (DAVIS: 30 s), seconds
     budget_per_interaction: float = Field(default=30.0, gt=0)
+    #: interactions in the budget: budget per target = budget_per_interaction x this
     max_interactions: int = Field(default=8, ge=1)
 
     @field_validator("seconds")

@@ -42,19 +42,24 @@ class _FailsOnOneTarget(Model):
     _bad_z = -1
 
 
-registry.models.register(_FailsOnOneTarget)
-
-
 class _RefinerFails(Refiner):
     name = "test-refiner-fails"
     dimensions = frozenset({2, 3})
     kinds = frozenset({"point"})
+    effort_rule = "never answers"
 
     def refine(self, context):
         raise RuntimeError("the refiner broke")
 
 
-registry.refiners.register(_RefinerFails)
+@pytest.fixture(autouse=True)
+def _failing_components():
+    """Registered for these tests only: other tests iterate over every registered one."""
+    registry.models.register(_FailsOnOneTarget)
+    registry.refiners.register(_RefinerFails)
+    yield
+    registry.models.unregister(_FailsOnOneTarget.name)
+    registry.refiners.unregister(_RefinerFails.name)
 
 SPEC = {"name": "isolated", "datasets": [{"name": "demo-phantoms", "n_cases": 3}],
         "models": ["test-fails-on-one-target", "region-growing-3d"], "prompters": ["box-3d"],
