@@ -59,10 +59,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _read_failures(out: Path) -> list:
+    """The failed units a Dask run wrote to ``failures.csv``."""
     import pandas as pd
 
+    from intrabench.engine.failures import UnitFailure
+
     path = out / "failures.csv"
-    return pd.read_csv(path).to_dict("records") if path.is_file() else []
+    if not path.is_file():
+        return []
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return [UnitFailure(**{**record, "seed": int(record["seed"])})
+            for record in frame.to_dict("records")]
 
 
 def _report_run(config, out: Path, plan, problems: list[str], failures: list,
@@ -79,9 +86,7 @@ def _report_run(config, out: Path, plan, problems: list[str], failures: list,
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
     for failure in failures[:10]:
-        text = failure.describe() if hasattr(failure, "describe") else \
-            " | ".join(str(failure[k]) for k in ("case", "model", "prompter", "cause"))
-        print(f"failed: {text}", file=sys.stderr)
+        print(f"failed: {failure.describe()}", file=sys.stderr)
     if len(failures) > 10:
         print(f"... and {len(failures) - 10} more failed units", file=sys.stderr)
     if plan.skipped:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -122,6 +123,7 @@ class Runner:
         self.failures: list[UnitFailure] = []
         #: units executed (unit files written) by :meth:`run`
         self.executed = 0
+        self._counting = threading.Lock()
         self.store = ResultsStore(self.run_dir)
         self._lock = RunLock(self.run_dir)
         self.progress = progress
@@ -286,9 +288,10 @@ class Runner:
         return []
 
     def _fail(self, failure: UnitFailure) -> None:
-        self.failures.append(failure)
-        if self._progress is not None:
-            self._progress.failed()
+        with self._counting:  # also called from the results workers' reader threads
+            self.failures.append(failure)
+            if self._progress is not None:
+                self._progress.failed()
 
     def _finished(self, unit: WorkUnit, future: Future) -> None:
         """A finishing job is done (in a worker's reader thread): count it, or record why it
@@ -299,7 +302,8 @@ class Runner:
         if isinstance(outcome, str):  # the unit's one-line cause
             self._fail(UnitFailure.of(unit, outcome))
         else:
-            self.executed += 1
+            with self._counting:
+                self.executed += 1
 
     def _episode_tasks(self, units: list[WorkUnit], case: Case, model_dimension: int,
                        failed: set[str] = frozenset()) -> Iterator[EpisodeTask]:

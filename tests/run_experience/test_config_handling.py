@@ -66,12 +66,19 @@ def test_paths_are_relative_to_the_config_and_stored_absolute(tmp_path, monkeypa
     assert os.path.isabs(recorded["datasets"][0]["params"]["spec"])
 
 
-def test_a_changed_config_is_refused_with_its_difference_unless_extended(tmp_path, capsys):
+@pytest.fixture
+def finished_run(tmp_path, capsys) -> tuple[Path, Path]:
+    """(the project folder with its config and data, a finished run's folder)."""
     project = tmp_path / "project"
     _own_folder(project / "data")
     out = tmp_path / "out"
     assert main(["run", str(_config(project)), "--out", str(out)]) == 0
     capsys.readouterr()
+    return project, out
+
+
+def test_a_changed_config_is_refused_with_its_difference_unless_extended(finished_run, capsys):
+    project, out = finished_run
     changed = _config(project, models=["region-growing-3d", "random-walker-3d"])
     assert main(["run", str(changed), "--out", str(out), "--set", "refinement_steps=2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[1:]  # after the "run ... ->" line
@@ -155,12 +162,9 @@ def test_a_label_value_mismatch_is_named_not_called_empty(tmp_path):
         dataset.load("c1")
 
 
-def test_report_and_tables_refuse_an_unknown_metric_in_one_line(tmp_path, capsys):
-    project = tmp_path / "project"
-    _own_folder(project / "data")
-    out = tmp_path / "out"
-    assert main(["run", str(_config(project)), "--out", str(out)]) == 0
-    capsys.readouterr()
+def test_report_and_tables_refuse_an_unknown_metric_in_one_line(tmp_path, finished_run,
+                                                                 capsys):
+    _, out = finished_run
     for command in (["report", str(out), "--metric", "dcie"],
                     ["tables", str(out), "--metric", "dcie"]):
         assert main(command) == 2
