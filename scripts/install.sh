@@ -5,6 +5,8 @@
 # unpinned (multi-GB) build behind our back, and sam2's source build reuses it
 # (SAM2_BUILD_CUDA=0 + --no-build-isolation: no CUDA extension, no second torch download).
 # Override the pair with INTRABENCH_TORCH, e.g. INTRABENCH_TORCH="torch torchvision".
+# CPU-only machines: INTRABENCH_TORCH_INDEX=https://download.pytorch.org/whl/cpu takes the pair
+# from that index (no CUDA libraries: ~0.2 GB instead of ~6 GB; the pins get its +cpu builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -17,7 +19,12 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 quiet_pip() {  # pip's exit status is kept; only this machine's find-links noise is dropped
   .venv/bin/pip install -q "$@" 2> >(grep -v "is ignored: it is neither" >&2)
 }
+TORCH_INDEX=()
+if [ -n "${INTRABENCH_TORCH_INDEX:-}" ]; then
+  TORCH_INDEX=(--index-url "$INTRABENCH_TORCH_INDEX")
+fi
 # shellcheck disable=SC2086
-quiet_pip $TORCH_PAIR setuptools
+quiet_pip "${TORCH_INDEX[@]}" $TORCH_PAIR
+quiet_pip setuptools
 SAM2_BUILD_CUDA=0 quiet_pip --no-build-isolation -e ".[test]"
 .venv/bin/python -c "import intrabench, torch, torchvision, segment_anything, sam2; print('installed intrabench', intrabench.__version__, 'torch', torch.__version__)"
