@@ -26,17 +26,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from ._precision import check_choice
+
 #: values of the adapters' ``attention`` parameter
 ATTENTIONS: tuple[str, ...] = ("auto", "fused", "reference")
 #: values of the adapters' ``encoder_weights`` parameter
 ENCODER_WEIGHTS: tuple[str, ...] = ("float32", "bf16")
-
-
-def check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, "
-                         f"not {value!r}")
-    return value
 
 
 def resolve_attention(attention: str, device_kind: str) -> str:
@@ -99,30 +94,23 @@ def use_fused_attention(module: Any) -> int:
     return swapped
 
 
-_BF16_CLASSES: dict[type, type] = {}
-
-
 def use_bf16_weights(encoder: Any) -> Any:
     """Store ``encoder``'s weights in bfloat16 (in place) and make its forward pass cast the
     input to bf16, run with autocast off, and return float32 (a tensor, or a dict, tuple or
     list of them). The module's class is swapped for a subclass (names and shapes unchanged)."""
     import torch
 
-    base = type(encoder)
-    if base not in _BF16_CLASSES.values():
-        cls = _BF16_CLASSES.get(base)
-        if cls is None:
-            def forward(self: Any, images: Any, *args: Any, **kwargs: Any) -> Any:
-                from ._precision import autocast_disabled
+    from ._precision import autocast_disabled, swap_to_derived_class
 
-                with autocast_disabled(images.device.type):
-                    output = base.forward(self, images.to(torch.bfloat16), *args, **kwargs)
-                return _to_float32(output)
+    def namespace(base: type) -> dict[str, Any]:
+        def forward(self: Any, images: Any, *args: Any, **kwargs: Any) -> Any:
+            with autocast_disabled(images.device.type):
+                output = base.forward(self, images.to(torch.bfloat16), *args, **kwargs)
+            return _to_float32(output)
 
-            cls = _BF16_CLASSES[base] = type(base.__name__, (base,), {"forward": forward})
-            cls.__qualname__ = f"Bf16{base.__qualname__}"
-        encoder.__class__ = cls
-    return encoder.to(torch.bfloat16)
+        return {"forward": forward}
+
+    return swap_to_derived_class(encoder, "bf16-weights", "Bf16", namespace).to(torch.bfloat16)
 
 
 def _to_float32(value: Any) -> Any:

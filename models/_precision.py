@@ -41,12 +41,18 @@ def device_type(device: Any) -> str:
     return getattr(device, "type", None) or str(device).split(":")[0]
 
 
+def check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
+    """``value`` itself when it is one of ``choices``, else a ValueError naming parameter
+    ``name`` and the choices."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, "
+                         f"not {value!r}")
+    return value
+
+
 def check_precision(precision: str) -> str:
     """``precision`` itself when it is one of :data:`PRECISIONS`, else a ValueError."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(repr(p) for p in PRECISIONS)}, "
-                         f"not {precision!r}")
-    return precision
+    return check_choice("precision", precision, PRECISIONS)
 
 
 def resolve_precision(precision: str, device: Any) -> str:
@@ -142,7 +148,25 @@ def _float32_method(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-_FLOAT32_CLASSES: dict[tuple[type, tuple[str, ...]], type] = {}
+_DERIVED_CLASSES: dict[tuple[type, Any], type] = {}
+
+
+def swap_to_derived_class(module: Any, tag: Any, prefix: str,
+                          namespace: Callable[[type], dict[str, Any]]) -> Any:
+    """Swap ``module``'s class for a subclass with ``namespace(base)`` (methods wrapping the
+    base class's), made once per (base class, ``tag``) and marked with ``tag``; a module whose
+    class already carries ``tag`` is left alone. State dict, buffers and other methods are
+    untouched. Returns ``module``."""
+    base = type(module)
+    if getattr(base, "_derived_tag", None) == tag:
+        return module
+    cls = _DERIVED_CLASSES.get((base, tag))
+    if cls is None:
+        cls = type(base.__name__, (base,), {**namespace(base), "_derived_tag": tag})
+        cls.__qualname__ = f"{prefix}{base.__qualname__}"
+        _DERIVED_CLASSES[(base, tag)] = cls
+    module.__class__ = cls
+    return module
 
 
 def keep_float32(module: Any, *method_names: str) -> Any:
@@ -153,18 +177,9 @@ def keep_float32(module: Any, *method_names: str) -> Any:
     the random-Fourier positional encodings of ``segment_anything`` and ``sam2``
     (``PositionEmbeddingRandom._pe_encoding``), whose phases bf16 would blur.
     """
-    base = type(module)
-    key = (base, tuple(method_names))
-    if getattr(base, "_keeps_float32", ()) == key[1]:
-        return module
-    cls = _FLOAT32_CLASSES.get(key)
-    if cls is None:
-        namespace: dict[str, Any] = {name: _float32_method(getattr(base, name))
-                                     for name in method_names}
-        namespace["_keeps_float32"] = key[1]
-        namespace["__doc__"] = f"{base.__name__} with {', '.join(method_names)} in float32."
-        cls = type(base.__name__, (base,), namespace)
-        cls.__qualname__ = f"Float32{base.__qualname__}"
-        _FLOAT32_CLASSES[key] = cls
-    module.__class__ = cls
-    return module
+
+    def namespace(base: type) -> dict[str, Any]:
+        return {"__doc__": f"{base.__name__} with {', '.join(method_names)} in float32.",
+                **{name: _float32_method(getattr(base, name)) for name in method_names}}
+
+    return swap_to_derived_class(module, ("float32", tuple(method_names)), "Float32", namespace)

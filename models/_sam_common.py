@@ -53,13 +53,18 @@ from intrabench.types import Prediction, Prompt, SlicePrompt
 from ._encoder_speed import (
     ATTENTIONS,
     ENCODER_WEIGHTS,
-    check_choice,
     compile_in_place,
     resolve_attention,
     use_bf16_weights,
     use_fused_attention,
 )
-from ._precision import check_precision, forward_context, keep_float32, resolve_precision
+from ._precision import (
+    check_choice,
+    check_precision,
+    forward_context,
+    keep_float32,
+    resolve_precision,
+)
 
 #: percentile window of Appendix A (0.5th and 99.5th percentiles)
 PERCENTILES = (0.5, 99.5)

@@ -121,20 +121,13 @@ def _write_time_tables(runs: dict, out: Path) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from intrabench.io.results import (
-        incompleteness_warning,
-        load_results,
-        metric_columns_of,
-        require_metric,
-    )
+    from intrabench.io.results import incompleteness_warning, require_metric, result_columns
     from intrabench.reports.html import build_report
     from intrabench.reports.tables import Layout
 
     if (warning := incompleteness_warning(args.run_dir)) is not None:
         print(warning, file=sys.stderr)
-    if not (Path(args.run_dir) / "results.parquet").is_file():
-        load_results(args.run_dir)  # one-line error: no results (yet) and why
-    require_metric(metric_columns_of(args.run_dir), args.metric)
+    require_metric(result_columns(args.run_dir), args.metric)
     layout = Layout.load(args.layout) if args.layout else None
     path = build_report(args.run_dir, args.out, metric=args.metric, cases=args.case or None,
                         max_overlays=args.max_overlays, layout=layout)

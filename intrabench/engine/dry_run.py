@@ -8,7 +8,6 @@ decoder call per prompted slice within each).
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 from intrabench import registry
@@ -27,15 +26,17 @@ def print_dry_run(config: RunConfig, out: Path) -> int:
     print(f"run '{config.name}' -> {out}")
     print(f"{len(plan.units)} work units ({done} already done there), "
           f"{len(config.seeds)} seed(s), {config.refinement_steps} refinement step(s)")
-    by_pair = Counter((u.model.key, u.dataset.key) for u in plan.units)
-    cases = {(u.model.key, u.dataset.key): set() for u in plan.units}
+    pairs: dict[tuple[str, str], dict] = {}  # (model, dataset) -> units, cases, refined
     for unit in plan.units:
-        cases[(unit.model.key, unit.dataset.key)].add(unit.case_id)
+        pair = pairs.setdefault((unit.model.key, unit.dataset.key),
+                                {"units": 0, "cases": set(), "refined": False})
+        pair["units"] += 1
+        pair["cases"].add(unit.case_id)
+        pair["refined"] |= unit.refiner is not None
     print(f"\n{'model':28s} {'dataset':22s} {'units':>6s} {'cases':>6s} {'forwards/target':>16s}")
-    for (model, dataset), count in by_pair.items():
-        refined = any(u.refiner is not None for u in plan.units if u.model.key == model)
-        forwards = 1 + (config.refinement_steps if refined else 0)
-        print(f"{model:28s} {dataset:22s} {count:6d} {len(cases[(model, dataset)]):6d} "
+    for (model, dataset), pair in pairs.items():
+        forwards = 1 + (config.refinement_steps if pair["refined"] else 0)
+        print(f"{model:28s} {dataset:22s} {pair['units']:6d} {len(pair['cases']):6d} "
               f"{forwards:16d}")
     skipped = {(" + ".join(p for p in (item["model"], item["prompter"], item["refiner"]) if p),
                 item["reason"]): None for item in plan.skipped}  # once, not once per dataset

@@ -260,8 +260,8 @@ def evaluate_steps(
     """Fill the metrics of an episode run with ``metric_fn=None``; returns the seconds spent per
     step. Steps that repeat a converged prediction share its metrics (0 s) unless they need the
     surface metrics it was computed without. ``surface_metrics_at``: the run's setting of that
-    name (:func:`~intrabench.evaluation.metrics.surface_at`); ``metric_fn`` must then take
-    ``with_surface``."""
+    name (:func:`~intrabench.evaluation.metrics.surface_at`); ``metric_fn`` takes
+    ``with_surface`` as the built-in ones do."""
     seconds: list[float] = []
     previous: StepResult | None = None
     previous_surface = True
@@ -275,8 +275,8 @@ def evaluate_steps(
             if not surface:
                 result.metrics.update(nsd=float("nan"), hd95=float("nan"))
         else:
-            kwargs = {} if surface_metrics_at == "all" else {"with_surface": surface}
-            result.metrics = metric_fn(result.prediction.mask, ground_truth, spacing, **kwargs)
+            result.metrics = metric_fn(result.prediction.mask, ground_truth, spacing,
+                                       with_surface=surface)
             previous_surface = surface
         seconds.append(time.perf_counter() - started)
         previous = result

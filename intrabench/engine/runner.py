@@ -66,7 +66,9 @@ def default_user_workers(sharing: int = 1) -> int:
     and the reader already share them): a user worker there slowed the demo's CPU models by
     more than it saved (docs/performance.md), so prompts are computed in the model loop.
     """
-    return min(4, _cores() // (4 * max(1, sharing)))
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 2)
+    return min(4, cores // (4 * max(1, sharing)))
 
 
 def default_finish_workers(sharing: int = 1) -> int:
@@ -76,12 +78,7 @@ def default_finish_workers(sharing: int = 1) -> int:
     One worker keeps up with the model loop on small machines; a GPU node's model loop
     finishes units faster than one process computes their surface distances (issue #13).
     """
-    return max(1, min(4, _cores() // (4 * max(1, sharing))))
-
-
-def _cores() -> int:
-    return (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-            else os.cpu_count() or 2)
+    return max(1, default_user_workers(sharing))
 
 
 def _target_mask(case: Case, target) -> np.ndarray:
@@ -136,7 +133,8 @@ class Runner:
         if finish_workers < 1:
             raise ValueError("finish_workers must be >= 1")
         self._finishers = LanePool(finish_workers, background, max_pending=16,
-                              name="intrabench-results", preload=("intrabench.engine.finishing",))
+                                   name="intrabench-results",
+                                   preload=("intrabench.engine.finishing",))
         # cases are decoded in a second worker process (CPU-bound: a thread would hold the GIL)
         self._reader = Lane(background, max_pending=1, name="intrabench-reader",
                             preload=("intrabench.engine.case_reader",), raise_failures=False)

@@ -312,11 +312,9 @@ def step_metrics(
         tp = int(np.count_nonzero(pred & gt))
         fp = int(np.count_nonzero(pred)) - tp
         fn = int(np.count_nonzero(gt)) - tp
-        if not with_surface:
-            pass
-        elif tp + fp == 0 or tp + fn == 0:  # exactly one mask is empty
+        if with_surface and (tp + fp == 0 or tp + fn == 0):  # exactly one mask is empty
             nsd = 0.0
-        else:
+        elif with_surface:
             sampling = np.asarray(spacing, dtype=np.float64)
             pred_surface, gt_surface = surface(pred), surface(gt)
             distances = (nearest_distances(pred_surface, gt_surface, sampling),

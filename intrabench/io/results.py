@@ -131,18 +131,17 @@ def code_revision() -> dict[str, Any]:
 
     root = Path(__file__).resolve().parents[2]
     try:
-        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=10)
-        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != root:
+        found = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"],
+                               capture_output=True, text=True, timeout=10)
+        lines = found.stdout.split()
+        if found.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != root:
             return {}  # not a checkout of this code (e.g. installed into a venv inside a repo)
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                                text=True, timeout=10)
         status = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
                                  "--untracked-files=no"], capture_output=True, text=True,
                                 timeout=10)
     except (OSError, subprocess.SubprocessError):
         return {}
-    return {"git_commit": commit.stdout.strip(), "git_dirty": bool(status.stdout.strip())}
+    return {"git_commit": lines[1], "git_dirty": bool(status.stdout.strip())}
 
 
 def write_run_metadata(run_dir: Path, config_yaml: str, extra: dict[str, Any]) -> None:
@@ -299,8 +298,6 @@ def require_metric(columns: Iterable[str], metric: str, numeric: Iterable[str] |
                    ) -> None:
     """UserError (one line, with the choices) unless ``metric`` is one of the results'
     ``columns`` (and of ``numeric`` ones when given)."""
-    from intrabench.errors import UserError
-
     columns = list(columns)
     allowed = list(numeric) if numeric is not None else columns
     if metric not in allowed:
@@ -312,8 +309,12 @@ def require_metric(columns: Iterable[str], metric: str, numeric: Iterable[str] |
                         + (" ..." if len(allowed) > len(choices) else ""))
 
 
-def metric_columns_of(run_dir: Path) -> list[str]:
-    """Column names of ``RUN_DIR/results.parquet`` (read from its footer only)."""
+def result_columns(run_dir: Path) -> list[str]:
+    """Column names of a run's results: from ``results.parquet``'s footer alone, else (a run
+    not consolidated yet) from its unit files; UserError when it has none."""
     import pyarrow.parquet as pq
 
-    return list(pq.read_schema(Path(run_dir) / "results.parquet").names)
+    path = Path(run_dir) / "results.parquet"
+    if path.is_file():
+        return list(pq.read_schema(path).names)
+    return list(load_results(run_dir).columns)

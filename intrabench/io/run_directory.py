@@ -77,8 +77,7 @@ def check_same_run(run_dir: Path, config: Any, extend: bool = False) -> None:
         raise UserError(f"output directory {run_dir} holds the run '{old}'; this config is named "
                         f"'{config.name}' (its rows would mix two run names): use another --out "
                         f"or the name '{old}'")
-    current = json.loads(json.dumps(config.model_dump(mode="json")))
-    changes = config_changes(previous, current)
+    changes = config_changes(previous, config.model_dump(mode="json"))
     if changes and not extend:
         raise UserError(f"{run_dir} holds run '{config.name}' with another config ("
                         f"{'; '.join(changes)}): pass --extend to add this config's work to it "
@@ -89,7 +88,7 @@ def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """One short phrase per top-level config key that differs: components added (+key) or
     removed (-key), other values as ``key: old -> new``."""
     changes = []
-    for name in sorted(set(old) | set(new), key=lambda k: list(new).index(k) if k in new else 0):
+    for name in [*new, *(k for k in old if k not in new)]:
         before, after = old.get(name), new.get(name)
         if before == after:
             continue
