@@ -32,7 +32,7 @@ from intrabench.errors import DataError, UserError
 from intrabench.io import download as dl
 from intrabench.registry import datasets as dataset_registry
 
-from ._convert import label_image, same_grid, write_image
+from ._convert import label_image, write_image
 from .nnunet_folder import NnUNetFolder
 
 PREPARED_MARKER = ".intrabench-prepared.json"
@@ -450,120 +450,6 @@ def _check_label(label: np.ndarray, image: sitk.Image, output: Output,
         if not values <= allowed:
             return f"label values {sorted(values - allowed)} are not in dataset.json"
     return None
-
-
-# -- verification ---------------------------------------------------------------------------
-@dataclass
-class CaseCheck:
-    case_id: str
-    problems: list[str]
-    targets: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-def verify_folder(folder: str | Path) -> tuple[list[CaseCheck], list[str]]:
-    """Check a prepared nnU-Net folder. Returns per-case results and folder-level problems.
-
-    Per case: the image exists and is readable, the label is on the image grid, label values
-    are declared in dataset.json, at least one target, instance ids 1..K consecutive (when
-    ``instance_ids``). Folder: dataset.json valid, numTraining right, no stray files.
-    """
-    folder = Path(folder)
-    problems: list[str] = []
-    meta_path = folder / "dataset.json"
-    if not meta_path.is_file():
-        return [], [f"{folder}: no dataset.json"]
-    try:
-        meta = json.loads(meta_path.read_text())
-        labels = {str(k): int(v) for k, v in meta["labels"].items()}
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-        return [], [f"{meta_path}: invalid ({error})"]
-    types = meta.get("target_types", {})
-    unknown = set(types) - set(labels)
-    if unknown:
-        problems.append(f"target_types names classes not in labels: {sorted(unknown)}")
-    instance_ids = bool(meta.get("instance_ids", False))
-    allowed = {v for v in labels.values() if v != 0}
-    images, label_dir = folder / "imagesTr", folder / "labelsTr"
-    checks: list[CaseCheck] = []
-    label_files = sorted(label_dir.glob("*")) if label_dir.is_dir() else []
-    case_ids = []
-    for path in label_files:
-        if not path.name.endswith(".nii.gz"):
-            problems.append(f"stray file in labelsTr: {path.name}")
-            continue
-        case_ids.append(path.name[: -len(".nii.gz")])
-    for path in sorted(images.glob("*")) if images.is_dir() else []:
-        if not path.name.endswith("_0000.nii.gz") or path.name[: -len("_0000.nii.gz")] not in case_ids:
-            problems.append(f"stray file in imagesTr (no label): {path.name}")
-    if meta.get("numTraining") is not None and int(meta["numTraining"]) != len(case_ids):
-        problems.append(f"numTraining is {meta['numTraining']} but labelsTr has {len(case_ids)} cases")
-    for case_id in case_ids:
-        check = CaseCheck(case_id, [])
-        checks.append(check)
-        image_path = images / f"{case_id}_0000.nii.gz"
-        if not image_path.is_file():
-            check.problems.append("no image")
-            continue
-        try:
-            reader = sitk.ImageFileReader()
-            reader.SetFileName(str(image_path))
-            reader.ReadImageInformation()
-            image_info = _info(reader)
-            label = sitk.ReadImage(str(label_dir / f"{case_id}.nii.gz"))
-        except RuntimeError as error:
-            check.problems.append(f"unreadable: {str(error).strip().splitlines()[-1]}")
-            continue
-        damaged = _damage(image_path, label_dir / f"{case_id}.nii.gz", reader.GetDimension())
-        if damaged:
-            check.problems.extend(damaged)
-            continue
-        if not _same_info(image_info, label):
-            check.problems.append(f"label grid {label.GetSize()} @ {label.GetSpacing()} differs "
-                                  f"from image grid {image_info[0]} @ {image_info[1]}")
-        values = set(np.unique(sitk.GetArrayViewFromImage(label)).tolist()) - {0}
-        check.targets = len(values)
-        if not values:
-            check.problems.append("empty label (no targets)")
-        elif instance_ids:
-            if values != set(range(1, len(values) + 1)):
-                missing = sorted(set(range(1, max(values) + 1)) - values)
-                check.problems.append(f"instance ids not consecutive (missing {missing[:10]})")
-        elif not values <= allowed:
-            check.problems.append(f"label values {sorted(values - allowed)} not in dataset.json")
-    return checks, problems
-
-
-def _damage(image_path: Path, label_path: Path, dimension: int) -> list[str]:
-    """What makes a case unusable that SimpleITK reads without complaint: a cut file (its
-    missing voxels read as zeros), NaN or infinite voxels, an image that is not 3D."""
-    from intrabench.errors import DataError
-    from intrabench.io.volume import check_nifti
-
-    problems = []
-    if dimension != 3:
-        problems.append(f"the image is {dimension}D, not 3D")
-    for path in (image_path, label_path):  # one pass over the data, no image decoded
-        try:
-            check_nifti(path)
-        except DataError as error:
-            problems.append(str(error).replace(f"{path}: ", f"{path.name}: "))
-    return problems
-
-
-def _info(reader: sitk.ImageFileReader) -> tuple:
-    return (reader.GetSize(), reader.GetSpacing(), reader.GetOrigin(), reader.GetDirection())
-
-
-def _same_info(info: tuple, label: sitk.Image) -> bool:
-    reference = sitk.Image([int(v) for v in info[0]], sitk.sitkUInt8)
-    reference.SetSpacing(info[1])
-    reference.SetOrigin(info[2])
-    reference.SetDirection(info[3])
-    return same_grid(reference, label)
 
 
 # -- the Dataset class of a prepared recipe -------------------------------------------------

@@ -60,35 +60,25 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from intrabench import registry
-    from intrabench.datasets._recipe import verify_folder
+    """Each case read as ``run`` reads it (:mod:`intrabench.datasets.verify`), a line each."""
+    from intrabench.datasets.verify import check_dataset, resolve
 
     failed = 0
     for name in args.names:
-        if Path(name).is_dir():
-            folder = Path(name)
-        else:
-            cls = registry.datasets.get(name)
-            if getattr(cls, "recipe", None) is None:
-                from intrabench.errors import UserError
-
-                raise UserError(f"'{name}' is not a prepared recipe; give its folder instead")
-            folder = cls.recipe.out_dir(name, args.root)
-        checks, problems = verify_folder(folder)
-        bad = [c for c in checks if not c.ok]
-        for problem in problems:
-            print(f"{name}: {problem}")
-        for check in checks:
-            if check.ok and args.quiet:
-                continue
-            state = "ok" if check.ok else "FAIL: " + "; ".join(check.problems)
-            print(f"{name}/{check.case_id}: {check.targets} label values, {state}")
-        ok = not problems and not bad and checks
-        print(f"{name}: {len(checks) - len(bad)}/{len(checks)} cases ok"
-              + ("" if ok else " -- PROBLEMS"))
-        failed += 0 if ok else 1
+        for item in resolve(name, args.root):
+            for problem in item.layout_problems:
+                print(f"{item.label}: {problem}", flush=True)
+            reports = []
+            for report in check_dataset(item):
+                reports.append(report)
+                if not (report.ok and args.quiet):
+                    print(f"{item.label}/{report.line()}", flush=True)
+            bad = sum(not r.ok for r in reports)
+            targets = sum(r.targets for r in reports)
+            ok = not item.layout_problems and not bad and reports
+            print(f"{item.label}: {len(reports) - bad}/{len(reports)} cases ok, {targets} "
+                  "targets" + ("" if ok else " -- PROBLEMS"), flush=True)
+            failed += 0 if ok else 1
     return 1 if failed else 0
 
 
@@ -139,8 +129,10 @@ def register(commands: argparse._SubParsersAction,
     common(prepare)
     prepare.set_defaults(func=cmd_prepare)
 
-    verify = actions.add_parser("verify", help="check prepared datasets case by case")
-    verify.add_argument("names", nargs="+", metavar="NAME", help="dataset name or folder")
+    verify = actions.add_parser("verify", help="read every case as 'run' does and describe it "
+                                               "(classes, targets, spacing, orientation)")
+    verify.add_argument("names", nargs="+", metavar="NAME",
+                        help="dataset name, nnU-Net folder, dataset spec or run config (.yaml)")
     common(verify)
     verify.set_defaults(func=cmd_verify)
 

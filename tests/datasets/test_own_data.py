@@ -83,26 +83,99 @@ def test_verify_reports_bad_cases_per_case(tmp_path, capsys):
     label = np.zeros((4, 6, 6), np.uint8)
     label[1, 1, 1], label[2, 3, 3] = 1, 2
     _write(folder / "labelsTr" / "good.nii.gz", label)
-    _write(folder / "imagesTr" / "gap_0000.nii.gz", np.zeros((4, 6, 6), np.float32))
-    gap = np.zeros((4, 6, 6), np.uint8)
-    gap[1, 1, 1], gap[2, 3, 3] = 1, 3  # id 2 missing
-    _write(folder / "labelsTr" / "gap.nii.gz", gap)
     _write(folder / "imagesTr" / "grid_0000.nii.gz", np.zeros((4, 6, 6), np.float32))
     _write(folder / "labelsTr" / "grid.nii.gz", label, spacing=(1.0, 1.0, 1.0))
     _write(folder / "imagesTr" / "empty_0000.nii.gz", np.zeros((4, 6, 6), np.float32))
     _write(folder / "labelsTr" / "empty.nii.gz", np.zeros((4, 6, 6), np.uint8))
+    _write(folder / "labelsTr" / "lonely.nii.gz", label)  # no image
+    _write(folder / "imagesTr" / "orphan_0000.nii.gz", np.zeros((4, 6, 6), np.float32))
     (folder / "labelsTr" / "notes.txt").write_text("stray")
     (folder / "dataset.json").write_text(json.dumps({
         "name": "x", "labels": {"background": 0, "lesion": 1}, "target_types": {"lesion": "instance"},
-        "instance_ids": True, "numTraining": 4}))
+        "instance_ids": True, "numTraining": 3}))
     assert main(["datasets", "verify", str(folder)]) == 1
     out = capsys.readouterr().out
-    assert "/good: 2 label values, ok" in out
-    assert "/gap: 2 label values, FAIL: instance ids not consecutive (missing [2])" in out
-    assert "/grid:" in out and "differs from image grid" in out
-    assert "/empty: 0 label values, FAIL: empty label" in out
-    assert "stray file in labelsTr: notes.txt" in out
-    assert "1/4 cases ok" in out
+    # instance ids 1 and 2 (instance_ids: true), spacing (2.0, 0.8, 0.9) on disk as (z, y, x)
+    assert (f"{folder}/good: ok, 2 targets (lesion 2), spacing 2 x 0.8 x 0.9 mm (z, y, x), "
+            "orientation LPS, shape 4 x 6 x 6") in out
+    assert f"{folder}/grid: FAIL: grid.nii.gz: label grid does not match image grid" in out
+    assert f"{folder}/empty: FAIL: empty.nii.gz: the label is empty" in out
+    assert f"{folder}/lonely: FAIL: image not found: " in out
+    assert f"{folder}: stray file in labelsTr: notes.txt" in out
+    assert f"{folder}: stray file in imagesTr (no label): orphan_0000.nii.gz" in out
+    assert f"{folder}: numTraining is 3 but labelsTr has 4 cases" in out
+    assert f"{folder}: 1/4 cases ok, 2 targets -- PROBLEMS" in out
+
+
+def _targets_in_run(config_path, out):
+    """{(dataset, case): targets} of the rows a run of ``config_path`` writes."""
+    import pandas as pd
+
+    assert main(["run", str(config_path), "--out", str(out)]) == 0
+    rows = pd.read_csv(out / "results.csv")
+    targets = rows[["dataset", "case", "target"]].drop_duplicates()
+    return targets.groupby(["dataset", "case"]).size().to_dict()
+
+
+def _targets_in_verify(out):
+    """{(dataset, case): targets} of verify's per-case lines."""
+    import re
+
+    found = re.findall(r"^(.+)/(\w+): ok, (\d+) targets? ", out, flags=re.M)
+    return {(dataset, case): int(count) for dataset, case, count in found}
+
+
+def _nrrd_folder(folder):
+    label = np.zeros((8, 16, 16), np.uint8)
+    label[2:4, 2:6, 2:6] = 1
+    label[5:7, 9:13, 9:13] = 1  # two lesions
+    label[:, 14:, :] = 2  # one organ
+    for case in ("a", "b"):
+        _write(folder / "imagesTr" / f"{case}_0000.nrrd",
+               np.random.default_rng(1).normal(0, 1, label.shape).astype(np.float32))
+        _write(folder / "labelsTr" / f"{case}.nrrd", label)
+    (folder / "dataset.json").write_text(json.dumps({
+        "labels": {"background": 0, "lesion": 1, "rim": 2},
+        "target_types": {"lesion": "instance", "rim": "organ"}, "numTraining": 2}))
+
+
+def test_verify_reads_nrrd_folders_and_agrees_with_the_run(tmp_path, capsys):
+    folder = tmp_path / "nrrd"
+    _nrrd_folder(folder)
+    assert main(["datasets", "verify", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert f"{folder}/a: ok, 3 targets (lesion 2, rim 1), spacing 2 x 0.8 x 0.9 mm" in out
+    assert f"{folder}: 2/2 cases ok, 6 targets\n" in out
+    config = tmp_path / "run.yaml"
+    config.write_text(f"name: t\ndatasets:\n  - {{name: nnunet-folder, path: '{folder}'}}\n"
+                      "models: [region-growing-3d]\nprompters: [box-3d]\nrefinement_steps: 0\n")
+    assert main(["datasets", "verify", str(config)]) == 0
+    verified = _targets_in_verify(capsys.readouterr().out)
+    assert verified == _targets_in_run(config, tmp_path / "run")
+    assert set(verified.values()) == {3}
+
+
+def test_verify_reads_the_yaml_folder_route_and_run_configs(tmp_path, capsys):
+    spec = _own_folder(tmp_path / "own")
+    assert main(["datasets", "verify", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert (f"{spec}/p1: ok, 3 targets (lesion 2, liver 1), spacing 2 x 0.8 x 0.9 mm (z, y, x), "
+            "orientation LPS, shape 6 x 12 x 14") in out
+    _nrrd_folder(tmp_path / "nrrd")
+    config = tmp_path / "run.yaml"  # relative paths: resolved against the config's folder
+    config.write_text("name: t\ndatasets:\n  - {name: folder, spec: own/own.yaml, label: mine}\n"
+                      "  - {name: nnunet-folder, path: nrrd}\n"
+                      "models: [region-growing-3d]\nprompters: [box-3d]\nrefinement_steps: 0\n")
+    assert main(["datasets", "verify", str(config), "-q"]) == 0
+    out = capsys.readouterr().out  # each dataset under the name its results carry
+    assert out.splitlines() == ["mine: 2/2 cases ok, 6 targets",
+                                "nnunet-folder(path=nrrd): 2/2 cases ok, 6 targets"]
+    assert main(["datasets", "verify", str(config)]) == 0
+    verified = _targets_in_verify(capsys.readouterr().out)
+    assert verified == _targets_in_run(config, tmp_path / "run")
+    assert len(verified) == 4
+    assert main(["datasets", "verify", str(tmp_path / "missing.yaml")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
 
 
 def test_list_shows_status_on_disk(tmp_path, capsys):
@@ -191,11 +264,11 @@ def test_verify_fails_truncated_nan_and_2d_cases(tmp_path, capsys):
         "name": "x", "labels": {"background": 0, "lesion": 1}, "numTraining": 5}))
     assert main(["datasets", "verify", str(folder)]) == 1
     out = capsys.readouterr().out
-    assert "/good: 1 label values, ok" in out
-    assert "/cut: 0 label values, FAIL: cut.nii.gz: truncated" in out
-    assert "/nan: 0 label values, FAIL: nan_0000.nii.gz: 1 voxels are NaN" in out
-    assert "/nanlabel: 0 label values, FAIL: nanlabel.nii.gz: 77920 voxels are NaN" in out
-    assert "/flat: 0 label values, FAIL: the image is 2D, not 3D" in out
+    assert "/good: ok, 1 target (lesion 1)" in out
+    assert "/cut: FAIL: " in out and "cut.nii.gz: truncated" in out
+    assert "/nan: FAIL: " in out and "nan_0000.nii.gz: 1 voxels are NaN" in out
+    assert "/nanlabel: FAIL: " in out and "nanlabel.nii.gz: 77920 voxels are NaN" in out
+    assert "/flat: FAIL: " in out and "flat_0000.nii.gz: expected a 3D image, got 2D" in out
     assert "1/5 cases ok" in out
 
 
