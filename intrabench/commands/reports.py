@@ -186,8 +186,9 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     report.add_argument("--out", help="folder for report.html and PNGs (default RUN_DIR/report)")
     report.add_argument("--metric", default="dice")
     report.add_argument("--case", action="append", metavar="DATASET/CASE",
-                        help="case to draw (repeatable); default: worst, median and best target")
-    report.add_argument("--max-overlays", type=int, default=3)
+                        help="case to draw (repeatable); default: the worst targets of each model")
+    report.add_argument("--max-overlays", type=int, default=3,
+                        help="targets drawn per model in the failure gallery (default 3)")
     report.add_argument("--layout", help="table layout YAML for the summary tables")
     report.set_defaults(func=cmd_report)
 

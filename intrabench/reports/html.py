@@ -15,12 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import yaml
 
 from intrabench import __version__
-from intrabench.engine.finishing import prediction_file_name, prediction_folder, safe_file_name
+from intrabench.engine.finishing import prediction_file_name, prediction_folder
 from intrabench.evaluation.aggregate import per_case_table
 from intrabench.evaluation.episode_metrics import episode_table, success_summary
 from intrabench.io.results import load_results
@@ -32,6 +30,7 @@ log = logging.getLogger(__name__)
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}
+.wide{overflow-x:auto;max-width:100%}img{height:auto}figure{margin:1em 0}
 h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #ddd;padding-bottom:.2em}
 table{border-collapse:collapse;font-size:.85em;margin:.6em 0}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}
@@ -55,10 +54,12 @@ class Figure:
 
 
 def _frame_html(frame: pd.DataFrame, digits: int = 2) -> str:
+    """A table in a box that scrolls sideways on its own when wider than the page."""
     if frame.empty:
         return "<p>(no results)</p>"
-    return frame.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.{digits}f}",
-                         border=0, escape=True)
+    table = frame.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.{digits}f}",
+                          border=0, escape=True)
+    return f"<div class='wide'>{table}</div>"
 
 
 def prediction_path(run_dir: Path, dataset: str, model: str, prompter: str, refiner: str,
@@ -68,9 +69,14 @@ def prediction_path(run_dir: Path, dataset: str, model: str, prompter: str, refi
             / prediction_file_name(case, target))
 
 
+#: the overlap metrics the report shows x100 (the one scale of every table and figure)
+SCALED = ("dice_initial", "dice_final", "dice_auc_norm", "nsd_final")
+
+
 def configuration_summary(episodes: pd.DataFrame) -> pd.DataFrame:
     """Per configuration: hierarchical scores (mean over datasets of the dataset score) of the
-    episode summaries, plus mean effort and model time per step (plain means over targets)."""
+    episode summaries, Dice, AUC and NSD x100, plus mean effort and model time per step
+    (plain means over targets)."""
     from intrabench.evaluation.aggregate import dataset_statistics, missing_counts
 
     config = ["model", "prompter", "refiner"]
@@ -79,81 +85,20 @@ def configuration_summary(episodes: pd.DataFrame) -> pd.DataFrame:
         if metric not in episodes or episodes[metric].isna().all():
             continue
         stats = dataset_statistics(episodes, metric, config=config, n_boot=1)
-        parts.append(stats.groupby(config)["mean"].mean().rename(metric))
+        score = stats.groupby(config)["mean"].mean().rename(metric)
+        parts.append(score * 100 if metric in SCALED else score)
     plain = episodes.groupby(config)[["cumulative_effort", "model_seconds_per_step"]].mean()
     if "hd95_final" in episodes and episodes["hd95_final"].isna().any():
         # HD95 of an empty prediction is NaN and left out of its mean: say how many
         parts.append(missing_counts(episodes, "hd95_final", config).rename("HD95 missing"))
     table = pd.concat(parts + [plain], axis=1).reset_index()
-    return table.rename(columns={"dice_initial": "Dice initial", "dice_final": "Dice final",
-                                 "dice_auc_norm": "Dice AUC (norm.)", "nsd_final": "NSD final",
+    return table.rename(columns={"dice_initial": "Dice initial x100",
+                                 "dice_final": "Dice final x100",
+                                 "dice_auc_norm": "Dice AUC (norm.) x100",
+                                 "nsd_final": "NSD final x100",
                                  "hd95_final": "HD95 final (mm)",
                                  "cumulative_effort": "interactions",
                                  "model_seconds_per_step": "model s/step"})
-
-
-def _choose_episodes(episodes: pd.DataFrame, chosen: list[str] | None, limit: int) -> pd.DataFrame:
-    """Episodes to draw: the requested ``dataset/case`` (or ``case``) pairs, else the worst,
-    median and best final Dice of the first configuration."""
-    if chosen:
-        wanted = set(chosen)
-        mask = [f"{d}/{c}" in wanted or c in wanted for d, c in zip(episodes["dataset"], episodes["case"])]
-        return episodes[mask].head(limit)
-    first = episodes.groupby(["model", "prompter", "refiner"]).ngroup() == 0
-    ordered = episodes[first].sort_values("dice_final", kind="stable").reset_index(drop=True)
-    if ordered.empty:
-        return ordered
-    picks = sorted({0, len(ordered) // 2, len(ordered) - 1})[:limit]
-    return ordered.iloc[picks]
-
-
-def _overlays(run_dir: Path, episodes: pd.DataFrame, chosen: list[str] | None,
-              limit: int) -> tuple[list[Figure], list[str]]:
-    """Overlay figures and notes (missing predictions, unavailable datasets)."""
-    from intrabench import registry
-    from intrabench.config import RunConfig
-    from intrabench.io.volume import read_volume
-
-    notes: list[str] = []
-    config_path = run_dir / "config.yaml"
-    if not config_path.exists():
-        return [], ["The run directory has no config.yaml, so the images cannot be found."]
-    config = RunConfig.model_validate(yaml.safe_load(config_path.read_text()))
-    if not config.save_predictions:
-        notes.append("This run did not save its predictions (set <code>save_predictions: true</code> "
-                     "in the run configuration and run again), so image overlays cannot be drawn.")
-        return [], notes
-    specs = {spec.key: spec for spec in config.datasets}
-    figures: list[Figure] = []
-    datasets: dict[str, object] = {}
-    for episode in _choose_episodes(episodes, chosen, limit).itertuples(index=False):
-        path = prediction_path(run_dir, episode.dataset, episode.model, episode.prompter,
-                               episode.refiner, int(episode.seed), episode.case, episode.target)
-        if not path.exists():
-            notes.append(f"No saved prediction for {episode.dataset}/{episode.case} target "
-                         f"{episode.target} ({path.name}).")
-            continue
-        try:
-            if episode.dataset not in datasets:
-                spec = specs[episode.dataset]
-                datasets[episode.dataset] = registry.datasets.create(spec.name, spec.params)
-            case = datasets[episode.dataset].load(episode.case)  # type: ignore[attr-defined]
-        except Exception as error:  # the dataset may not be on this machine
-            notes.append(f"Could not load {episode.dataset}/{episode.case}: {error}")
-            continue
-        target = next((t for t in case.targets if t.target_id == episode.target), None)
-        if target is None:
-            notes.append(f"{episode.dataset}/{episode.case} has no target {episode.target}.")
-            continue
-        prediction = read_volume(path, dtype=np.uint8).array > 0
-        title = (f"{episode.dataset} / {episode.case} / target {episode.target} - "
-                 f"{plots.configuration_label(episode.model, episode.prompter, episode.refiner)} - "
-                 f"final Dice {episode.dice_final:.3f}")
-        png = plots.overlay(case.image.array, case.target_mask(target), prediction,
-                            case.image.spacing, title=title)
-        figures.append(Figure(f"overlay-{safe_file_name(episode.dataset)}-{safe_file_name(episode.case)}-{safe_file_name(episode.target)}",
-                              title + " (green: ground truth, red: prediction)", png))
-    return figures, notes
 
 
 def attribute_section(run_dir: Path, rows: pd.DataFrame, n_boot: int = 1000
@@ -265,6 +210,9 @@ def ratings_section(run_dir: Path) -> list[str]:
     for summary_path in sorted((run_dir / "reviews").glob("*/summary.json")):
         summary = json.loads(summary_path.read_text())
         table = pd.read_csv(summary_path.parent / "per-configuration.csv")
+        if "mean_dice" in table:
+            table["mean_dice"] = 100 * table["mean_dice"]
+            table = table.rename(columns={"mean_dice": "mean Dice x100"})
         alpha = summary.get("krippendorff_alpha_ordinal")
         rho = (summary.get("spearman_rating_dice") or [None])[0]
 
@@ -280,11 +228,54 @@ def ratings_section(run_dir: Path) -> list[str]:
     return (["<h2>Ratings by people</h2>"] + parts) if parts else []
 
 
+def success_table(episodes: pd.DataFrame, threshold: float = 0.8) -> pd.DataFrame:
+    """Interactions to reach Dice ``threshold`` per configuration, in the report's x100 scale:
+    success rate in %, the threshold as Dice x100."""
+    table = success_summary(episodes, threshold)
+    table["success_rate"] = 100 * table["success_rate"]
+    table["threshold"] = 100 * table["threshold"]
+    return table.rename(columns={"threshold": "Dice x100 to reach", "success_rate": "reached %",
+                                 "median_effort": "median interactions",
+                                 "mean_effort_successes": "mean interactions (successes)"})
+
+
+def gallery_section(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,
+                    cases: list[str] | None, per_model: int) -> tuple[list[Figure], list[str]]:
+    """Figures and HTML of the failure gallery (:mod:`intrabench.reports.overlays`): the worst
+    targets of each model, or the requested cases."""
+    from intrabench.reports.overlays import gallery
+
+    items, notes = gallery(run_dir, rows, episodes, cases, per_model)
+    figures = [Figure(item.name, item.caption, item.png) for item in items]
+    what = ("the requested cases" if cases else
+            f"the {per_model} target{'s' if per_model != 1 else ''} of lowest final Dice of "
+            "each model (over its prompters, refiners and seeds)")
+    parts = ["<h2>Failure gallery: the worst targets per model</h2>",
+             f"<p class='explain'>Shown: {what}. Axial, coronal and sagittal views through the "
+             "target in radiological display (anterior up, the patient's right on the image's "
+             "left; letters on the edges), slice indices as canonical voxel indices (z, y, x). "
+             "With every step saved, the first step (top) and the last (bottom) are drawn on "
+             "the same slices, with every interaction up to that step.</p>"]
+    parts += [f"<p class='note'>{note}</p>" for note in notes]
+    current = None
+    for item, figure in zip(items, figures):
+        if item.model != current and not cases:
+            current = item.model
+            parts.append(f"<h3>{html.escape(current)}</h3>")
+        parts.append(figure.html())
+    return figures, parts
+
+
 def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric: str = "dice",
                  cases: list[str] | None = None, max_overlays: int = 3,
                  layout: Layout | None = None, n_boot: int = 1000) -> Path:
     """Write ``report.html`` (self-contained) and the figures as PNG into ``out_dir``
-    (default ``RUN_DIR/report``); returns the HTML path."""
+    (default ``RUN_DIR/report``); returns the HTML path. ``max_overlays``: targets drawn per
+    model in the failure gallery.
+
+    Layout: the figures first, then the summary tables and the sections of the run's kind
+    (time, robustness, attributes, ratings), the failure gallery, and the long per-case table
+    last. Every overlap score is shown x100; one style per configuration throughout."""
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir else run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
@@ -293,34 +284,43 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
     run_info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     name = str(rows["run"].iloc[0]) if not rows.empty else run_dir.name
     refined = rows[rows["refiner"] != "none"]
+    styles = plots.configuration_styles(rows)
+    shown_metric = plots.metric_name(metric)
 
-    figures: list[Figure] = []
+    figures: list[Figure] = [
+        Figure("dice-vs-interactions-per-dataset", f"{shown_metric} x100 against the interactions "
+               "it took (mean cumulative per target, log scale), one panel per dataset, one "
+               "point per refinement step; bands: 95% bootstrap confidence intervals over "
+               "cases. Up and left is better.",
+               plots.dataset_effort_curves(rows, metric, n_boot=n_boot, styles=styles))]
     if not refined.empty:
-        figures.append(Figure("dice-vs-iteration", f"{metric} per refinement iteration (x100, mean over "
-                              "datasets). Dashed: scribble refinement. Higher is better.",
-                              plots.iteration_curves(refined, metric)))
-    figures.append(Figure("dice-vs-effort", f"{metric} against the number of human interactions it "
-                          "took (mean per target, log scale). Up and left is better.",
-                          plots.effort_curves(rows, metric)))
-    figures.append(Figure("dice-per-dataset", f"Final {metric} per dataset; error bars are 95% "
-                          "bootstrap confidence intervals over cases.",
-                          plots.dataset_bars(rows, metric, n_boot=n_boot)))
-    overlay_figures, notes = _overlays(run_dir, episodes, cases, max_overlays)
+        figures.append(Figure("dice-vs-iteration", f"{shown_metric} x100 per refinement iteration "
+                              "(mean over datasets). Dashed: scribble refinement. Higher is "
+                              "better.", plots.iteration_curves(refined, metric, styles=styles)))
+    figures.append(Figure("dice-vs-effort", f"{shown_metric} x100 against the number of human "
+                          "interactions it took (mean per target, mean over datasets, log "
+                          "scale). Up and left is better.",
+                          plots.effort_curves(rows, metric, styles=styles)))
+    figures.append(Figure("dice-per-dataset", f"Final {shown_metric} x100 per dataset; error bars are "
+                          "95% bootstrap confidence intervals over cases.",
+                          plots.dataset_bars(rows, metric, n_boot=n_boot, styles=styles)))
+    gallery_figures, gallery_parts = gallery_section(run_dir, rows, episodes, cases, max_overlays)
     attribute_figures, attribute_parts = attribute_section(run_dir, rows, n_boot=n_boot)
     robustness_figures, robustness_parts = robustness_section(rows)
     time_figures, time_parts = time_section(run_dir, rows)
-    for figure in (figures + overlay_figures + attribute_figures + robustness_figures
+    for figure in (figures + gallery_figures + attribute_figures + robustness_figures
                    + time_figures):
         (out / f"{figure.name}.png").write_bytes(figure.png)
 
     last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
     final = rows[rows["step"] == last]
     cases_table = per_case_table(final, metric, config=("model", "prompter", "refiner"))
-    cases_table = cases_table.rename(columns={metric: f"final {metric}"})
+    cases_table[metric] = 100 * cases_table[metric]
+    cases_table = cases_table.rename(columns={metric: f"final {metric} x100"})
     summary_parts = []
     for _key, title, table in tables_for_runs(rows, layout, metric):
         summary_parts.append(f"<h3>{html.escape(title)}</h3>{_frame_html(table)}")
-    success = success_summary(episodes, 0.8) if not refined.empty else pd.DataFrame()
+    success = success_table(episodes, 0.8) if not refined.empty else pd.DataFrame()
     versions = run_info.get("versions", {})
 
     body = [
@@ -331,37 +331,38 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
         "<h2>How to read this page</h2>",
         "<p>A simulated clinician prompts a model (clicks, boxes or scribbles) to outline one "
         "structure (a lesion or an organ) in a 3D scan. <b>Dice</b> measures how much the model's "
-        "outline overlaps the expert's: 100 is a perfect match, 0 no overlap. Scores are averaged "
+        "outline overlaps the expert's: 100 is a perfect match, 0 no overlap; every overlap "
+        "score on this page (Dice, NSD, IoU) is on that 0-100 scale. Scores are averaged "
         "per image, then over images, then over the kinds of structure of a dataset. "
         "<b>Interactions</b> count the clinician's effort (a click 1, a 2D box 2, a 3D box 3, a "
         "scribble 3; 'X' means once per slice). In refinement runs the clinician corrects the "
-        "result several times (iterations).</p>",
+        "result several times (iterations). Each configuration (model | prompter + refiner) "
+        "keeps its colour and marker in every figure.</p>",
+        "<h2>Figures</h2>", *[f.html() for f in figures],
         "<h2>Summary</h2>",
         "<p class='explain'>Scores x100 per dataset (columns) for each way of prompting "
         "(rows). 'Average' is the mean over datasets.</p>", *summary_parts,
         "<h3>Per configuration</h3>",
-        "<p class='explain'>Mean over datasets (0-1 scale). AUC (norm.): the area under the "
+        "<p class='explain'>Mean over datasets, x100. AUC (norm.): the area under the "
         "Dice curve over the refinement steps divided by its maximum, as in the CVPR 2025 "
         "challenge. Interactions: mean total effort per target. HD95 in mm (lower is "
-        "better).</p>", _frame_html(configuration_summary(episodes), digits=3),
-        "<h2>Figures</h2>", *[f.html() for f in figures],
+        "better).</p>", _frame_html(configuration_summary(episodes), digits=1),
     ]
     if not success.empty:
-        body += ["<h2>Interactions to reach Dice 0.8</h2>",
-                 "<p class='explain'>Success rate: fraction of targets that reached Dice 0.8. "
-                 "Median effort counts targets that never got there as failures (infinite effort).</p>",
-                 _frame_html(success)]
+        body += ["<h2>Interactions to reach Dice 80</h2>",
+                 "<p class='explain'>Reached: share of targets that got to Dice 80 (x100 scale). "
+                 "Median interactions counts targets that never got there as failures (infinite "
+                 "effort).</p>", _frame_html(success, digits=1)]
     body += time_parts
     body += robustness_parts
     body += ["<h2>Which targets are hard, for which model</h2>", *attribute_parts]
     body += ratings_section(run_dir)
+    body += gallery_parts
     body += ["<h2>Per-case results</h2>",
-             f"<p class='explain'>One row per image and configuration: the final {metric} "
+             f"<p class='explain'>One row per image and configuration: the final {metric} x100 "
              "averaged over the image's targets of each class, then over classes.</p>",
-             _frame_html(cases_table, digits=3),
-             "<h2>Examples: image, prediction and ground truth</h2>"]
-    body += [f"<p class='note'>{note}</p>" for note in notes]
-    body += [f.html() for f in overlay_figures]
+             f"<details><summary>{len(cases_table)} rows</summary>"
+             + _frame_html(cases_table, digits=1) + "</details>"]
     body += ["<h2>Run details</h2>",
              "<details><summary>Software versions</summary>" + _frame_html(
                  pd.DataFrame({"package": list(versions), "version": list(versions.values())}))
@@ -370,6 +371,7 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
         body.append("<details><summary>Run configuration</summary><pre>"
                     + html.escape((run_dir / "config.yaml").read_text()) + "</pre></details>")
     page = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>IntraBench report: {html.escape(name)}</title><style>{STYLE}</style></head>"
             "<body>" + "\n".join(body) + "</body></html>")
     path = out / "report.html"

@@ -50,6 +50,48 @@ def configuration_label(model: str, prompter: str, refiner: str) -> str:
     return f"{model} | {prompter}" + ("" if refiner == "none" else f" + {refiner}")
 
 
+#: markers cycled after the ten colours: configuration i gets colour i % 10, marker i // 10
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<")
+#: bar hatches, in the same role as the markers
+HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "--", "++", "**", "||")
+CONFIGURATION = ["model", "prompter", "refiner"]
+
+
+def configuration_styles(rows: pd.DataFrame) -> dict[tuple[str, str, str], dict[str, str]]:
+    """One style per configuration (model, prompter, refiner) of ``rows``, in sorted order:
+    ``color`` (tab10, i % 10), ``marker`` and ``hatch`` (i // 10), ``linestyle`` (dashed for
+    scribble refinement). Distinct for up to 100 configurations; pass the same mapping to
+    every figure so a configuration looks the same throughout a report."""
+    from matplotlib import colormaps
+
+    colours = colormaps["tab10"].colors
+    configs = sorted({tuple(str(v) for v in c)
+                      for c in rows[CONFIGURATION].drop_duplicates().itertuples(index=False)})
+    styles = {}
+    for i, config in enumerate(configs):
+        styles[config] = {
+            "color": "#{:02x}{:02x}{:02x}".format(*(int(round(255 * v)) for v in colours[i % 10])),
+            "marker": MARKERS[(i // 10) % len(MARKERS)],
+            "hatch": HATCHES[(i // 10) % len(HATCHES)],
+            "linestyle": "--" if "scribble" in config[2].lower() else "-",
+        }
+    return styles
+
+
+def _line_style(styles: dict | None, rows: pd.DataFrame, config: tuple) -> dict[str, object]:
+    styles = styles if styles is not None else configuration_styles(rows)
+    style = styles[tuple(str(v) for v in config)]
+    return {"color": style["color"], "marker": style["marker"], "linestyle": style["linestyle"]}
+
+
+def _legend_below(figure, axes, count: int) -> None:
+    """One legend for the figure, under its panels, in up to two columns (stays readable when
+    the figure is shown 800 px wide)."""
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                  ncol=1 if count <= 4 else 2, fontsize=8, frameon=False)
+
+
 def curve_frame(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
     """Per (model, prompter, refiner, step): mean over datasets of the dataset score and the
     mean cumulative effort per target."""
@@ -70,7 +112,8 @@ def model_dimension(model_key: str) -> int | None:
         return None
 
 
-def iteration_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0) -> bytes:
+def iteration_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
+                     styles: dict | None = None) -> bytes:
     """Figure 6: score vs refinement iteration; 2D models left and 3D models right when both
     are present; dashed lines for scribble refinement."""
     plt = _pyplot()
@@ -80,46 +123,92 @@ def iteration_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 10
     panels = [(t, c) for t, c in panels if not c.empty]
     if len(panels) < 2:
         panels = [("", curves)]
-    figure, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4.2), squeeze=False)
+    figure, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 1.5, 3.6),
+                                squeeze=False)
     for axis, (title, part) in zip(axes[0], panels):
-        for (model, prompter, refiner), group in part.groupby(["model", "prompter", "refiner"]):
-            style = "--" if "scribble" in str(refiner).lower() else "-"
-            axis.plot(group["step"], group["score"] * scale, style, marker="o", markersize=3,
-                      label=configuration_label(model, prompter, refiner))
+        for config, group in part.groupby(CONFIGURATION):
+            axis.plot(group["step"], group["score"] * scale, markersize=4,
+                      label=configuration_label(*config), **_line_style(styles, rows, config))
         axis.set_xlabel("refinement iteration (0 = initial prompt)")
-        axis.set_ylabel(f"{metric} x{scale:g} (mean over datasets)")
-        axis.set_title(title or f"{metric} per refinement iteration")
+        axis.set_ylabel(f"{metric_name(metric)} x{scale:g} (mean over datasets)")
+        axis.set_title(title or f"{metric_name(metric)} per refinement iteration", fontsize=10)
         axis.grid(alpha=0.3)
         axis.xaxis.get_major_locator().set_params(integer=True)
-        axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1)
+    handles = {}
+    for axis in axes[0]:
+        handles.update(zip(*reversed(axis.get_legend_handles_labels())))
+    figure.tight_layout()
+    figure.legend(list(handles.values()), list(handles), loc="upper center",
+                  bbox_to_anchor=(0.5, 0.0), ncol=1 if len(handles) <= 4 else 2, fontsize=8,
+                  frameon=False)
     return _png(figure)
 
 
-def effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0) -> bytes:
-    """Score vs mean cumulative human effort (interactions per target)."""
-    plt = _pyplot()
-    curves = curve_frame(rows, metric)
-    figure, axis = plt.subplots(figsize=(7, 4.2))
-    for (model, prompter, refiner), group in curves.groupby(["model", "prompter", "refiner"]):
-        axis.plot(group["effort"], group["score"] * scale, marker="o", markersize=3,
-                  linestyle="--" if "scribble" in str(refiner).lower() else "-",
-                  label=configuration_label(model, prompter, refiner))
-    if (curves["effort"] > 0).all():
-        from matplotlib.ticker import LogLocator, ScalarFormatter
+def _log_effort_axis(axis, efforts: pd.Series) -> None:
+    """A log x axis labelled 1, 2, 5, 10, ... (plain numbers, no labels on minor ticks)."""
+    if len(efforts) and (efforts > 0).all():
+        from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
         axis.set_xscale("log")
         axis.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axis.xaxis.set_major_formatter(ScalarFormatter())
+        axis.xaxis.set_minor_formatter(NullFormatter())
+
+
+def metric_name(metric: str) -> str:
+    """How a metric column is written in figures: ``dice`` -> Dice, ``nsd`` -> NSD."""
+    return {"dice": "Dice", "nsd": "NSD", "iou": "IoU", "hd95": "HD95"}.get(metric, metric)
+
+
+def effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
+                  styles: dict | None = None) -> bytes:
+    """Score vs mean cumulative human effort (interactions per target)."""
+    plt = _pyplot()
+    curves = curve_frame(rows, metric)
+    figure, axis = plt.subplots(figsize=(6.0, 3.6))
+    for config, group in curves.groupby(CONFIGURATION):
+        axis.plot(group["effort"], group["score"] * scale, markersize=4,
+                  label=configuration_label(*config), **_line_style(styles, rows, config))
+    _log_effort_axis(axis, curves["effort"])
     axis.set_xlabel("interactions per target (cumulative, mean; log scale)")
-    axis.set_ylabel(f"{metric} x{scale:g}")
-    axis.set_title(f"{metric} vs human effort")
+    axis.set_ylabel(f"{metric_name(metric)} x{scale:g}")
+    axis.set_title(f"{metric_name(metric)} vs human effort (mean over datasets)", fontsize=10)
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    figure.tight_layout()
+    _legend_below(figure, [axis], curves.groupby(CONFIGURATION).ngroups)
+    return _png(figure)
+
+
+def dataset_effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
+                          n_boot: int = 1000, styles: dict | None = None) -> bytes:
+    """One panel per dataset: the dataset score at each step against the mean cumulative
+    interactions per target, with its bootstrap 95% CI over cases as a band."""
+    stats = dataset_statistics(rows, metric, config=(*CONFIGURATION, "step"), n_boot=n_boot)
+    effort = rows.groupby([*CONFIGURATION, "step", "dataset"])["cumulative_effort"].mean()
+    stats = stats.join(effort.rename("effort"), on=[*CONFIGURATION, "step", "dataset"])
+    datasets = sorted(stats["dataset"].unique())
+    figure, axes = panel_grid(len(datasets), 2, 3.6, 3.0)
+    for axis, dataset in zip(axes, datasets):
+        part = stats[stats["dataset"] == dataset]
+        for config, group in part.groupby(CONFIGURATION):
+            group = group.sort_values("step")
+            style = _line_style(styles, rows, config)
+            axis.fill_between(group["effort"], group["ci_low"] * scale, group["ci_high"] * scale,
+                              color=style["color"], alpha=0.15, linewidth=0)
+            axis.plot(group["effort"], group["mean"] * scale, markersize=4,
+                      label=configuration_label(*config), **style)
+        _log_effort_axis(axis, part["effort"])
+        axis.set_title(dataset, fontsize=10)
+        axis.set_xlabel("interactions per target (log)", fontsize=9)
+        axis.set_ylabel(f"{metric_name(metric)} x{scale:g}", fontsize=9)
+        axis.grid(alpha=0.3)
+    figure.tight_layout()
+    _legend_below(figure, axes, stats.groupby(CONFIGURATION).ngroups)
     return _png(figure)
 
 
 def dataset_bars(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
-                 n_boot: int = 1000) -> bytes:
+                 n_boot: int = 1000, styles: dict | None = None) -> bytes:
     """Final-step score per dataset and configuration, with bootstrap 95% CIs over cases."""
     plt = _pyplot()
     last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
@@ -128,21 +217,27 @@ def dataset_bars(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
     datasets = sorted(stats["dataset"].unique())
     configs = list(stats.groupby(["model", "prompter", "refiner"]).groups)
     width = 0.8 / max(1, len(configs))
-    figure, axis = plt.subplots(figsize=(max(6, 1.2 * len(datasets) * max(1, len(configs)) ** 0.5), 4.2))
+    figure, axis = plt.subplots(figsize=(min(7.2, max(5.0, 1.0 * len(datasets)
+                                                      * max(1, len(configs)) ** 0.5)), 3.6))
     positions = np.arange(len(datasets))
+    styles = styles if styles is not None else configuration_styles(rows)
     for i, config in enumerate(configs):
         part = stats[(stats["model"] == config[0]) & (stats["prompter"] == config[1])
                      & (stats["refiner"] == config[2])].set_index("dataset").reindex(datasets)
         heights = part["mean"].to_numpy() * scale
         errors = np.vstack([heights - part["ci_low"].to_numpy() * scale,
                             part["ci_high"].to_numpy() * scale - heights])
+        style = styles[tuple(str(v) for v in config)]
         axis.bar(positions + (i - (len(configs) - 1) / 2) * width, heights, width,
-                 yerr=np.nan_to_num(errors), capsize=2, label=configuration_label(*config))
+                 yerr=np.nan_to_num(errors), capsize=2, label=configuration_label(*config),
+                 color=style["color"], hatch=style["hatch"], edgecolor="white", linewidth=0.3)
     axis.set_xticks(positions, datasets, rotation=20, ha="right")
-    axis.set_ylabel(f"final {metric} x{scale:g}")
-    axis.set_title(f"final {metric} per dataset (bars: 95% bootstrap CI over cases)")
+    axis.set_ylabel(f"final {metric_name(metric)} x{scale:g}")
+    axis.set_title(f"final {metric_name(metric)} per dataset (error bars: 95% bootstrap CI "
+                   "over cases)", fontsize=10)
     axis.grid(axis="y", alpha=0.3)
-    axis.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    figure.tight_layout()
+    _legend_below(figure, [axis], len(configs))
     return _png(figure)
 
 
@@ -161,52 +256,3 @@ def radiological(plane: np.ndarray) -> np.ndarray:
     plane with superior up and anterior on the left. In every view both axes of the canonical
     cut run the other way, so it is the plane reversed along both (row 0 drawn at the top)."""
     return plane[::-1, ::-1]
-
-
-def overlay(image: np.ndarray, ground_truth: np.ndarray, prediction: np.ndarray | None,
-            spacing: tuple[float, float, float], title: str = "", margin_mm: float = 15.0) -> bytes:
-    """Axial, coronal and sagittal views through the target's centre, zoomed to the target:
-    image in grey, ground truth contour green, prediction contour red (filled lightly).
-
-    Arrays are (z, y, x) canonical; ``spacing`` (z, y, x) mm sets the aspect ratio. Views are
-    in radiological display (:func:`radiological`), with orientation letters on their edges.
-    """
-    plt = _pyplot()
-    from intrabench.evaluation.metrics import union_bbox
-
-    box = union_bbox(ground_truth) or tuple(slice(0, s) for s in image.shape)
-    center = [int(np.clip(np.median(np.flatnonzero(ground_truth.any(axis=tuple(o for o in range(3) if o != a)))), 0, s - 1))
-              if ground_truth.any() else s // 2 for a, s in enumerate(image.shape)]
-    pad = [int(np.ceil(margin_mm / s)) for s in spacing]
-    window = [slice(max(0, b.start - p), min(n, b.stop + p)) for b, p, n in zip(box, pad, image.shape)]
-    low, high = np.percentile(image[tuple(window)], [1, 99]) if image.size else (0, 1)
-    views = [  # (name, 2D index, rows axis, columns axis)
-        ("axial", (center[0], window[1], window[2]), 1, 2),
-        ("coronal", (window[0], center[1], window[2]), 0, 2),
-        ("sagittal", (window[0], window[1], center[2]), 0, 1),
-    ]
-    figure, axes = plt.subplots(1, 3, figsize=(10, 3.6))
-    for axis, (name, index, rows_axis, columns_axis) in zip(axes, views):
-        picture = radiological(image[index])
-        truth = radiological(ground_truth[index])
-        predicted = radiological(prediction[index]) if prediction is not None else None
-        aspect = spacing[rows_axis] / spacing[columns_axis]
-        axis.imshow(picture, cmap="gray", vmin=low, vmax=high, aspect=aspect, interpolation="nearest")
-        if predicted is not None and predicted.any():
-            axis.imshow(np.ma.masked_where(~predicted, predicted), cmap="autumn", alpha=0.3,
-                        aspect=aspect, interpolation="nearest")
-            axis.contour(predicted, levels=[0.5], colors="red", linewidths=1.0)
-        if truth.any():
-            axis.contour(truth, levels=[0.5], colors="lime", linewidths=1.0)
-        axis.set_title(name, fontsize=9)
-        axis.set_axis_off()
-        top, bottom, left, right = VIEW_LETTERS[name]
-        for text, x, y, ha, va in ((top, 0.5, 0.98, "center", "top"),
-                                   (bottom, 0.5, 0.02, "center", "bottom"),
-                                   (left, 0.02, 0.5, "left", "center"),
-                                   (right, 0.98, 0.5, "right", "center")):
-            axis.text(x, y, text, transform=axis.transAxes, ha=ha, va=va, color="yellow",
-                      fontsize=8, fontweight="bold")
-    if title:
-        figure.suptitle(title, fontsize=9)
-    return _png(figure)

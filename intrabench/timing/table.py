@@ -43,6 +43,6 @@ def time_table(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFra
         f"Dice AUC-time x100 (/{model.budget:g} s)": (100 * average["dice_auc_time"]).round(2),
         "Dice@60s x100": (100 * average["dice_at_60s"]).round(2),
         "NSD AUC-time x100": (100 * average.get("nsd_auc_time", float("nan"))).round(2),
-        "s to Dice 0.8": average["time_to_dice_0.8"].round(1),
-        "reached 0.8 %": (100 * average["reached_dice_0.8"]).round(1),
+        "s to Dice 80": average["time_to_dice_0.8"].round(1),
+        "reached Dice 80 %": (100 * average["reached_dice_0.8"]).round(1),
     }).reset_index(drop=True)

@@ -85,7 +85,7 @@ def test_report_has_its_parts(tiny_run, tmp_path):
     assert main(["report", str(tiny_run), "--out", str(out)]) == 0
     page = (out / "report.html").read_text()
     for heading in ("How to read this page", "Summary", "Figures", "Per-case results",
-                    "Examples: image, prediction and ground truth", "Run details"):
+                    "Failure gallery: the worst targets per model", "Run details"):
         assert f"<h2>{heading}</h2>" in page
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert len(images) >= 4  # iteration curve, effort curve, dataset bars, >= 1 overlay
