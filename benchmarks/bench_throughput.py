@@ -37,7 +37,7 @@ real networks); ``--no-tiny`` the full-size architectures (random weights are fi
 pipeline of sam-med3d; name it with ``--models`` to include it.
 
     .venv/bin/python benchmarks/bench_throughput.py [--part cases encoders]
-        [--models sam sam2 medsam sam-med2d sam-med3d segvol] [--device cpu|cuda]
+        [--models sam sam2 medsam sam-med2d sam-med3d segvol vista3d] [--device cpu|cuda]
         [--tiny|--no-tiny] [--weights random|checkpoint] [--precisions fp32 bf16|fp16]
         [--variants sam=vit_b] [--threads 2] [--repeats 1] [--steps 2] [--passes 3]
         [--encoder-batch 1] [--peak-tflops X] [--peak-tflops-half Y]
@@ -65,7 +65,7 @@ from intrabench.flops import (
 from intrabench.models._precision import forward_context, resolve_precision
 from intrabench.protocols import incompatibility
 
-MODELS = ("sam", "sam2", "medsam", "sam-med2d", "sam-med3d", "segvol")
+MODELS = ("sam", "sam2", "medsam", "sam-med2d", "sam-med3d", "segvol", "vista3d")
 PROMPTERS_2D = ("box-per-slice", "center-point-per-slice", "points-per-slice", "box-3d",
                 "box-interpolation")
 REFINER = "center-error-click"
@@ -111,6 +111,8 @@ def encoder_call(model: Any) -> tuple[Callable[[Any], Any], tuple[int, ...]]:
         return net.image_encoder, (3, size, size)
     if model.name == "segvol":
         return net.encode, (1, *model.config.spatial_size)
+    if model.name == "vista3d":  # the SegResNetDS2 encoder on one point-centred window
+        return net.image_encoder, (1, *model.roi_size)
     return net.image_encoder, (1, *(model.config.image_size,) * 3)
 
 

@@ -142,8 +142,9 @@ def cmd_models_list(args: argparse.Namespace) -> int:
     for name, cls in registry.models.items():
         status = getattr(cls, "availability", lambda: "ready")()
         rows.append([name, f"{cls.dimension}D", ",".join(sorted(cls.accepts)), status,
+                     getattr(cls, "licence", ""),
                      (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""])
-    _print_rows(rows, ["name", "dim", "accepts", "status", "description"])
+    _print_rows(rows, ["name", "dim", "accepts", "status", "licence", "description"])
     return 0
 
 

@@ -48,6 +48,8 @@ class Model(ABC):
     name: ClassVar[str] = ""
     dimension: ClassVar[int] = 3
     accepts: ClassVar[frozenset[str]] = frozenset()
+    #: the licence of the model's weights (and its code, where they differ): ``models list``
+    licence: ClassVar[str] = ""
 
     @abstractmethod
     def set_case(self, image: Volume) -> None:
@@ -297,24 +299,36 @@ def _unaccepted(produced: frozenset[str], accepts: frozenset[str]) -> set[str]:
     return missing
 
 
+def model_accepts(model_cls: type[Model], params: dict[str, Any] | None = None) -> frozenset[str]:
+    """The prompt kinds a model takes with these parameters: its ``accepts``, or what its
+    optional classmethod ``accepts_for(params)`` says (a parameter may add a kind, e.g.
+    VISTA3D's ``box_as_centre_click``)."""
+    accepts_for = getattr(model_cls, "accepts_for", None)
+    return frozenset(accepts_for(dict(params or {}))) if accepts_for else model_cls.accepts
+
+
 def incompatibility(model_cls: type[Model], prompter_cls: type[Prompter] | None,
-                    refiner_cls: type[Refiner] | None = None) -> str | None:
-    """Why this model cannot run with this prompter/refiner, or None if it can."""
+                    refiner_cls: type[Refiner] | None = None,
+                    params: dict[str, Any] | None = None) -> str | None:
+    """Why this model (with these parameters) cannot run with this prompter/refiner, or None
+    if it can."""
+    accepts = model_accepts(model_cls, params)
+    hint = getattr(model_cls, "unaccepted_hint", "")
     if prompter_cls is not None:
         if model_cls.dimension not in prompter_cls.dimensions:
             return (f"prompter '{prompter_cls.name}' is for {_dims(prompter_cls.dimensions)} "
                     f"models, '{model_cls.name}' is {model_cls.dimension}D")
-        missing = _unaccepted(prompter_cls.kinds, model_cls.accepts)
+        missing = _unaccepted(prompter_cls.kinds, accepts)
         if missing:
             return (f"model '{model_cls.name}' does not accept {', '.join(sorted(missing))} "
-                    f"prompts produced by '{prompter_cls.name}'")
+                    f"prompts produced by '{prompter_cls.name}'" + (f" ({hint})" if hint else ""))
     if refiner_cls is not None:
-        if "mask" not in model_cls.accepts:
+        if "mask" not in accepts:
             return f"model '{model_cls.name}' takes no previous mask, so it cannot be refined"
         if model_cls.dimension not in refiner_cls.dimensions:
             return (f"refiner '{refiner_cls.name}' is for {_dims(refiner_cls.dimensions)} "
                     f"models, '{model_cls.name}' is {model_cls.dimension}D")
-        missing = _unaccepted(refiner_cls.kinds, model_cls.accepts)
+        missing = _unaccepted(refiner_cls.kinds, accepts)
         if missing:
             return (f"model '{model_cls.name}' does not accept {', '.join(sorted(missing))} "
                     f"prompts produced by refiner '{refiner_cls.name}'")

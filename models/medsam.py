@@ -39,6 +39,7 @@ class MedSAM(SamFamilyModel):
     """MedSAM (SAM ViT-B fine-tuned for medical images), slice by slice; box prompts only."""
 
     name: ClassVar[str] = "medsam"
+    licence: ClassVar[str] = "Apache-2.0"
     accepts: ClassVar[frozenset[str]] = frozenset({"box2d", "box3d"})
     VARIANTS: ClassVar[dict[str, str]] = {"vit_b": "medsam"}
     DEFAULT_VARIANT: ClassVar[str] = "vit_b"

@@ -47,6 +47,7 @@ class SAM(SamFamilyModel):
     """Segment Anything (ViT-H default), slice by slice; points, boxes, mask refinement."""
 
     name: ClassVar[str] = "sam"
+    licence: ClassVar[str] = "Apache-2.0"
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
     VARIANTS: ClassVar[dict[str, str]] = {"vit_h": "sam-vit-h", "vit_l": "sam-vit-l",
                                           "vit_b": "sam-vit-b"}

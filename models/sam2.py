@@ -130,6 +130,7 @@ class SAM2(SamFamilyModel):
     """SAM2/SAM2.1 image predictor (Hiera-L default), slice by slice; points, boxes, refinement."""
 
     name: ClassVar[str] = "sam2"
+    licence: ClassVar[str] = "Apache-2.0"
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
     VARIANTS: ClassVar[dict[str, str]] = {v: v for v in SAM2_CONFIGS}
     DEFAULT_VARIANT: ClassVar[str] = "sam2.1-hiera-large"

@@ -138,6 +138,7 @@ class SAMMed2D(SamFamilyModel):
     """SAM-Med2D (ViT-B with adapters, 256 input), slice by slice; points, boxes, mask refinement."""
 
     name: ClassVar[str] = "sam-med2d"
+    licence: ClassVar[str] = "Apache-2.0"
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
     VARIANTS: ClassVar[dict[str, str]] = {"vit_b": "sam-med2d"}
     DEFAULT_VARIANT: ClassVar[str] = "vit_b"

@@ -260,6 +260,7 @@ class SamMed3D(_SamMed3DBase):
     """SAM-Med3D (ViT-B, 1.5 mm, 128^3 prompt-centred crop), checkpoint sam_med3d.pth."""
 
     name: ClassVar[str] = "sam-med3d"
+    licence: ClassVar[str] = "Apache-2.0"
     checkpoint_key: ClassVar[str] = "sam-med3d"
 
 
@@ -268,4 +269,5 @@ class SamMed3DTurbo(_SamMed3DBase):
     """SAM-Med3D Turbo: same architecture and pipeline, checkpoint sam_med3d_turbo.pth."""
 
     name: ClassVar[str] = "sam-med3d-turbo"
+    licence: ClassVar[str] = "Apache-2.0"
     checkpoint_key: ClassVar[str] = "sam-med3d-turbo"

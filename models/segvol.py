@@ -118,6 +118,7 @@ class SegVol(Model):
     """SegVol (ViT-B, zoom-out 32x256x256 then sliding-window zoom-in), checkpoint SegVol_v1.pth."""
 
     name: ClassVar[str] = "segvol"
+    licence: ClassVar[str] = "MIT"
     dimension: ClassVar[int] = 3
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box3d", "scribble"})
     checkpoint_key: ClassVar[str] = "segvol"

@@ -129,7 +129,7 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
             model_cls = registry.models.get(model_spec.name)
             for prompter_spec in config.prompters:
                 prompter_cls = registry.prompters.get(prompter_spec.name)
-                reason = incompatibility(model_cls, prompter_cls)
+                reason = incompatibility(model_cls, prompter_cls, params=model_spec.params)
                 if reason:
                     plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
                                          "prompter": prompter_spec.key, "refiner": "",
@@ -138,7 +138,8 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                 refiner_specs: list[ComponentSpec | None] = []
                 for refiner_spec in config.refiners:
                     refiner_reason = incompatibility(
-                        model_cls, None, registry.refiners.get(refiner_spec.name))
+                        model_cls, None, registry.refiners.get(refiner_spec.name),
+                        params=model_spec.params)
                     if refiner_reason:
                         plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
                                              "prompter": prompter_spec.key,

@@ -90,6 +90,12 @@ CHECKPOINTS: dict[str, CheckpointInfo] = {
         CheckpointInfo("segvol", "SegVol_v1.pth",
                        "https://huggingface.co/BAAI/SegVol (or the GitHub README's Google Drive link)",
                        note="{'model': 'module.'-prefixed state dict, 'epoch'}"),
+        CheckpointInfo("vista3d", "model_vista3d.pt",
+                       "https://developer.download.nvidia.com/assets/Clara/monai/tutorials/"
+                       "model_zoo/model_vista3d.pt (MONAI model zoo, bundle vista3d: "
+                       "models/model.pt)",
+                       note="plain state dict of vista3d132; md5 6ce45a8edde4400c5d28d5e74d7b61d5 "
+                            "(the bundle's large_files.yml); weights NCLS v1, non-commercial"),
     ]
 }
 
