@@ -26,6 +26,8 @@ def cmd_tables(args: argparse.Namespace) -> int:
                    rows.select_dtypes("number").columns if len(rows) else None)
     layout = Layout.load(args.layout) if args.layout else None
     built = tables_for_runs(rows, layout, args.metric, args.scale, args.missing_value)
+    if args.split_training_data:
+        built += _training_data_tables(rows, layout, args)
     if not built:
         print("no table could be built from these runs (are the run names those the layout "
               "lists?)", file=sys.stderr)
@@ -51,6 +53,22 @@ def cmd_tables(args: argparse.Namespace) -> int:
     print(f"per-dataset mean, median, std, quartiles and bootstrap 95% CI over cases: "
           f"{out / 'statistics.csv'}", file=sys.stderr)
     return 0
+
+
+def _training_data_tables(rows, layout, args: argparse.Namespace) -> list:
+    """Each table again for the rows of each ``in_training_data`` value (yes / no / unknown:
+    was the case's dataset in the model's training data)."""
+    from intrabench.reports.tables import tables_for_runs
+    from intrabench.training_data import split_rows
+
+    built = []
+    for value, part in split_rows(rows):
+        for name, title, table in tables_for_runs(part, layout, args.metric, args.scale,
+                                                  args.missing_value):
+            built.append((f"{name}-training-data-{value}",
+                          f"{title or name}: dataset in the model's training data: {value}",
+                          table))
+    return built
 
 
 def _write_cvpr25_tables(rows, out: Path) -> None:
@@ -175,6 +193,9 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
                         help="substitute VALUE for missing values before averaging (HD95 of an "
                              "empty prediction is NaN; e.g. the images' diagonal in mm); default: "
                              "leave them out and count them in a Missing column")
+    tables.add_argument("--split-training-data", action="store_true",
+                        help="each table again per in_training_data value (was the case's "
+                             "dataset in the model's training data: yes / no / unknown)")
     tables.add_argument("--noc-metric", choices=("iou", "dice"), default="iou",
                         help="robustness runs: NoC counts rounds to this metric (default iou)")
     tables.add_argument("--noc-threshold", type=float, choices=(0.8, 0.85, 0.9), default=0.9,

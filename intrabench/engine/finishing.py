@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from intrabench import training_data
 from intrabench.engine.episode import StepResult, evaluate_steps
 from intrabench.evaluation.metrics import bounding_box, step_metrics, union_of_boxes
 from intrabench.io.volume import ImageGeometry, write_on_grid
@@ -117,6 +118,8 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
             "step": result.step,
             "keep_previous_prompts": unit.keep_previous_prompts if unit.refiner else None,
             "protocol": unit.protocol,
+            # was this dataset in the model's training data (intrabench/training_data.py)
+            "in_training_data": training_data.status(unit.model.name, unit.dataset.name),
             **_click_columns(unit),
             **result.metrics,
             "effort": result.effort,

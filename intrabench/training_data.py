@@ -1,0 +1,87 @@
+"""Was a case's dataset in the model's training data? (``in_training_data``: yes / no / unknown)
+
+A model scored on data it was trained on is not being benchmarked. The registry
+``intrabench/resources/training_data.yaml`` states, per model and with its source, which of the
+benchmark's datasets its published checkpoints were trained on and which datasets that source
+vouches for (see the file's header). Every result row carries ``in_training_data`` for its
+(model, dataset); ``intrabench tables --split-training-data`` builds each table once per value.
+
+Names are registry names: a model key ``sam2(variant=...)`` counts as ``sam2``; the dataset is
+the registered dataset's name (``pengwin``), not the label a run gives it. A model or dataset
+the registry does not list is ``unknown``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+import pandas as pd
+import yaml
+
+Status = Literal["yes", "no", "unknown"]
+COLUMN = "in_training_data"
+STATUSES: tuple[Status, ...] = ("no", "yes", "unknown")
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """One model's entry: datasets trained on, datasets the source vouches for, the source."""
+
+    model: str
+    trained_on: frozenset[str]
+    checked: frozenset[str] | None  # None: every dataset (a model without training)
+    source: str
+    checkpoints: tuple[str, ...] = ()
+
+    def status(self, dataset: str, never_seen: frozenset[str] = frozenset()) -> Status:
+        if dataset in self.trained_on:
+            return "yes"
+        if dataset in never_seen or self.checked is None or dataset in self.checked:
+            return "no"
+        return "unknown"
+
+
+def parse_registry(data: dict[str, Any]) -> tuple[dict[str, TrainingData], frozenset[str]]:
+    """Entries by model name and the never-seen datasets of a parsed registry file."""
+    paper = frozenset(data.get("paper_datasets", []))
+    entries = {}
+    for model, entry in (data.get("models") or {}).items():
+        checked = entry.get("checked", [])
+        if checked == "all":
+            vouched = None
+        elif checked == "paper":
+            vouched = paper
+        else:
+            vouched = frozenset(checked)
+        entries[str(model)] = TrainingData(
+            str(model), frozenset(entry.get("trained_on", [])), vouched,
+            str(entry.get("source", "")).strip(), tuple(entry.get("checkpoints", [])))
+    return entries, frozenset(data.get("never_seen", []))
+
+
+@lru_cache(maxsize=1)
+def registry() -> tuple[dict[str, TrainingData], frozenset[str]]:
+    """The package's registry (read once)."""
+    text = resources.files("intrabench").joinpath("resources/training_data.yaml").read_text(
+        encoding="utf-8")
+    return parse_registry(yaml.safe_load(text))
+
+
+def status(model: str, dataset: str) -> Status:
+    """``in_training_data`` of a (model name or key, registered dataset name) pair."""
+    entries, never_seen = registry()
+    entry = entries.get(str(model).split("(")[0])
+    if entry is None:
+        return "no" if dataset in never_seen else "unknown"
+    return entry.status(dataset, never_seen)
+
+
+def split_rows(rows: pd.DataFrame) -> list[tuple[Status, pd.DataFrame]]:
+    """The rows of each ``in_training_data`` value present, in the order no, yes, unknown
+    (rows without the column, from older runs, count as unknown)."""
+    values = rows[COLUMN].fillna("unknown") if COLUMN in rows else pd.Series(
+        "unknown", index=rows.index)
+    return [(value, rows[values == value]) for value in STATUSES if (values == value).any()]
