@@ -37,7 +37,7 @@ real networks); ``--no-tiny`` the full-size architectures (random weights are fi
 pipeline of sam-med3d; name it with ``--models`` to include it.
 
     .venv/bin/python benchmarks/bench_throughput.py [--part cases encoders]
-        [--models sam sam2 medsam sam-med2d sam-med3d segvol vista3d] [--device cpu|cuda]
+        [--models sam sam2 medsam sam-med2d sam-med3d segvol vista3d nninteractive] [--device cpu|cuda]
         [--tiny|--no-tiny] [--weights random|checkpoint] [--precisions fp32 bf16|fp16]
         [--variants sam=vit_b] [--threads 2] [--repeats 1] [--steps 2] [--passes 3]
         [--encoder-batch 1] [--peak-tflops X] [--peak-tflops-half Y]
@@ -65,7 +65,7 @@ from intrabench.flops import (
 from intrabench.models._precision import forward_context, resolve_precision
 from intrabench.protocols import incompatibility
 
-MODELS = ("sam", "sam2", "medsam", "sam-med2d", "sam-med3d", "segvol", "vista3d")
+MODELS = ("sam", "sam2", "medsam", "sam-med2d", "sam-med3d", "segvol", "vista3d", "nninteractive")
 PROMPTERS_2D = ("box-per-slice", "center-point-per-slice", "points-per-slice", "box-3d",
                 "box-interpolation")
 REFINER = "center-error-click"
@@ -97,12 +97,20 @@ def dice(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def encoder_module(model: Any) -> Any:
-    """The image-encoder torch module of an adapter (all six wrap one ``image_encoder``)."""
+    """The image-encoder torch module of an adapter (the SAM family, SegVol and VISTA3D wrap
+    one ``image_encoder``; nnInteractive's U-Net is timed whole: image and interactions in,
+    mask out)."""
+    if model.name == "nninteractive":
+        return model.session.network
     return model.net.image_encoder
 
 
 def encoder_call(model: Any) -> tuple[Callable[[Any], Any], tuple[int, ...]]:
     """(what the adapter runs to encode a batch, shape of one input image (C, *spatial))."""
+    if model.name == "nninteractive":  # image + interaction channels, one patch
+        session = model.session
+        return session.network, (1 + session.num_interaction_channels,
+                                 *session.configuration_manager.patch_size)
     net = model.net
     if model.name == "sam2":  # trunk + neck + the high-resolution feature convolutions
         return net.forward_image, (3, net.image_size, net.image_size)
@@ -210,7 +218,6 @@ def bench_cases(name: str, cases: list, args: argparse.Namespace) -> None:
                 params["batch_size"] = batch
             try:
                 model = build(name, args, **params)
-                _ = model.net  # build (and load) outside the timings
             except Exception as error:  # noqa: BLE001 - a missing checkpoint skips the model
                 print(f"{name:16s} skipped: {error}")
                 return

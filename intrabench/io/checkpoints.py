@@ -90,6 +90,12 @@ CHECKPOINTS: dict[str, CheckpointInfo] = {
         CheckpointInfo("segvol", "SegVol_v1.pth",
                        "https://huggingface.co/BAAI/SegVol (or the GitHub README's Google Drive link)",
                        note="{'model': 'module.'-prefixed state dict, 'epoch'}"),
+        CheckpointInfo("nninteractive", "nnInteractive_v1.0/fold_0/checkpoint_final.pth",
+                       "https://huggingface.co/nnInteractive/nnInteractive (the whole "
+                       "nnInteractive_v1.0 folder: plans.json, dataset.json, "
+                       "inference_session_class.json, fold_0/)",
+                       note="nnU-Net training checkpoint (network_weights, trainer_name, "
+                            "init_args); weights CC BY-NC-SA 4.0"),
         CheckpointInfo("vista3d", "model_vista3d.pt",
                        "https://developer.download.nvidia.com/assets/Clara/monai/tutorials/"
                        "model_zoo/model_vista3d.pt (MONAI model zoo, bundle vista3d: "

@@ -1,0 +1,198 @@
+"""nnInteractive (issue #18): the package's own inference session behind the Model interface,
+checked against that session driven directly, on a tiny random model folder built here."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+pytest.importorskip("nnInteractive.inference.inference_session")
+
+from intrabench.io.volume import from_canonical, native_index  # noqa: E402
+from intrabench.models.nninteractive import (  # noqa: E402
+    NnInteractive,
+    safe_checkpoint_loading,
+    write_tiny_model_folder,
+)
+from intrabench.types import Box2D, Box3D, Prompt, Scribble  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return write_tiny_model_folder(tmp_path_factory.mktemp("nninteractive") / "model", seed=1)
+
+
+@pytest.fixture(scope="module")
+def model(folder):
+    return NnInteractive(model_dir=str(folder), device="cpu", seed=0)
+
+
+def _upstream_session(folder):
+    import torch
+    from nnInteractive.inference.inference_session import nnInteractiveInferenceSession
+
+    with contextlib.redirect_stdout(None):
+        session = nnInteractiveInferenceSession(
+            device=torch.device("cpu"), use_torch_compile=False, verbose=False,
+            torch_n_threads=torch.get_num_threads(), do_autozoom=True,
+            interactions_storage="tensor", enable_undo=False)
+        with safe_checkpoint_loading():
+            session.initialize_from_trained_model_folder(str(folder))
+    return session
+
+
+def _centre(case):
+    mask = case.target_mask(case.targets[0])
+    return np.round(np.argwhere(mask).mean(axis=0)).astype(int), mask
+
+
+def test_a_click_gives_what_the_session_gives_driven_directly(model, folder, oblique_case):
+    """The package's README usage (raw image in SimpleITK's array order, set_image, a target
+    buffer, add_point_interaction) on the same weights: the same mask, voxel for voxel."""
+    click, _ = _centre(oblique_case)
+    model.set_case(oblique_case.image)
+    ours = model.predict(Prompt(points=click[None], point_labels=np.array([1])))
+    session = _upstream_session(folder)
+    native = from_canonical(oblique_case.image.array, oblique_case.image.geometry)
+    target = np.zeros(native.shape, np.uint8)
+    state = np.random.get_state()
+    np.random.seed(0)
+    with contextlib.redirect_stdout(None):
+        session.set_image(native[None].astype(np.float32))
+        session.set_target_buffer(target)
+        point = native_index(click[None], oblique_case.image.geometry)[0]
+        session.add_point_interaction(tuple(int(v) for v in point), include_interaction=True)
+    np.random.set_state(state)
+    expected = from_canonical(ours.mask.astype(np.uint8), oblique_case.image.geometry)
+    assert target.sum() > 0
+    np.testing.assert_array_equal(expected, target)
+
+
+def test_a_refinement_step_equals_adding_the_click_to_the_live_session(model, folder, oblique_case):
+    """Replaying (previous mask + both clicks) gives the mask the live session gives when
+    the clinician adds the second click to it, voxel for voxel. The session's refinement
+    planning draws from numpy's global generator; the adapter seeds it at every step, so the
+    live session is seeded the same way before each click."""
+    click, mask = _centre(oblique_case)
+    model.set_case(oblique_case.image)
+    first = Prompt(points=click[None], point_labels=np.array([1]))
+    step0 = model.predict(first)
+    far = np.argwhere(~mask & (oblique_case.image.array > np.percentile(oblique_case.image.array, 60)))[0]
+    both = first.merged_with(Prompt(points=far[None], point_labels=np.array([0])))
+    step1 = model.predict(both, previous=step0)
+    session = _upstream_session(folder)
+    native = from_canonical(oblique_case.image.array, oblique_case.image.geometry)
+    target = np.zeros(native.shape, np.uint8)
+    state = np.random.get_state()
+    np.random.seed(0)
+    with contextlib.redirect_stdout(None):
+        session.set_image(native[None].astype(np.float32))
+        session.set_target_buffer(target)
+        for point, positive in ((click, True), (far, False)):
+            np.random.seed(0)
+            voxel = native_index(point[None], oblique_case.image.geometry)[0]
+            session.add_point_interaction(tuple(int(v) for v in voxel),
+                                          include_interaction=positive)
+            if positive:
+                assert np.array_equal(
+                    target, from_canonical(step0.mask.astype(np.uint8), oblique_case.image.geometry))
+    np.random.set_state(state)
+    ours = from_canonical(step1.mask.astype(np.uint8), oblique_case.image.geometry)
+    assert not np.array_equal(step0.mask, step1.mask)  # the second click changed something
+    np.testing.assert_array_equal(ours, target)
+
+
+def test_prompts_become_the_sessions_interactions_in_the_files_voxel_order(model, oblique_case):
+    """Clicks, a 2D box, a 3D box (as the 2D box on its middle slice: the published weights
+    refuse 3D boxes) and a two-slice scribble (split per slice), on a file whose voxel axes are
+    not canonical (rotated 75 degrees about x)."""
+    geometry = oblique_case.image.geometry
+    model.set_case(oblique_case.image)
+    prompt = Prompt(points=np.array([[10, 12, 20], [11, 5, 5]]), point_labels=np.array([1, 0]),
+                    boxes={9: Box2D(8, 10, 14, 25)}, box3d=Box3D(4, 6, 8, 12, 16, 30),
+                    scribbles=(Scribble(np.array([[5, 9, 9], [5, 9, 10], [6, 10, 10]]), 1),))
+    calls, box3d_as = model.interactions(prompt)
+    assert [(kind, positive) for kind, _, positive in calls] == [
+        ("point", True), ("point", False), ("bbox", True), ("bbox", True),
+        ("scribble", True), ("scribble", True)]
+    expected_points = native_index(np.array([[10, 12, 20], [11, 5, 5]]), geometry)
+    assert [list(calls[0][1]), list(calls[1][1])] == expected_points.tolist()
+    corners = native_index(np.array([[9, 8, 10], [9, 14, 25]]), geometry)
+    assert calls[2][1] == [[int(lo), int(hi) + 1] for lo, hi in
+                           zip(corners.min(axis=0), corners.max(axis=0))]
+    assert sorted(hi - lo for lo, hi in calls[2][1])[0] == 1  # one slice thick
+    assert box3d_as == "2D box on slice 8"
+    middle = native_index(np.array([[8, 6, 8], [8, 16, 30]]), geometry)
+    assert calls[3][1] == [[int(lo), int(hi) + 1] for lo, hi in
+                           zip(middle.min(axis=0), middle.max(axis=0))]
+    first_slice = np.argwhere(calls[4][1])
+    assert first_slice.tolist() == sorted(native_index(np.array([[5, 9, 9], [5, 9, 10]]),
+                                                       geometry).tolist())
+    assert calls[5][1].sum() == 1
+
+
+def test_the_same_step_gives_the_same_mask(model, oblique_case):
+    click, _ = _centre(oblique_case)
+    model.set_case(oblique_case.image)
+    prompt = Prompt(boxes={int(click[0]): Box2D(click[1] - 4, click[2] - 4, click[1] + 4,
+                                                click[2] + 4)})
+    first, second = model.predict(prompt), model.predict(prompt)
+    np.testing.assert_array_equal(first.mask, second.mask)
+
+
+def test_checkpoints_load_weights_only(folder, tmp_path):
+    """A checkpoint that needs anything beyond tensors, containers, primitives and numpy
+    scalars is refused (the package itself would unpickle it with weights_only=False)."""
+    import argparse
+    import shutil
+
+    import torch
+
+    from intrabench.io.checkpoints import CheckpointError
+
+    bad = tmp_path / "bad"
+    shutil.copytree(folder, bad)
+    checkpoint = bad / "fold_0" / "checkpoint_final.pth"
+    content = torch.load(checkpoint, weights_only=False)
+    content["init_args"]["args"] = argparse.Namespace(evil=True)
+    torch.save(content, checkpoint)
+    with pytest.raises(CheckpointError, match="checkpoint_final.pth"):
+        NnInteractive.check_checkpoint(checkpoint, "nninteractive")
+    NnInteractive.check_checkpoint(folder / "fold_0" / "checkpoint_final.pth", "nninteractive")
+
+
+def test_models_verify_and_list_see_the_model_folder(folder, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    from intrabench.cli import main
+
+    directory = tmp_path / "checkpoints"
+    shutil.copytree(folder, directory / "nnInteractive_v1.0")
+    assert main(["models", "verify", "nninteractive", "--checkpoint-dir", str(directory)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("nninteractive"))
+    assert "missing" not in line and "UNUSABLE" not in line
+    monkeypatch.setenv("INTRABENCH_CHECKPOINTS", str(directory))
+    assert NnInteractive.availability() == "ready"
+    monkeypatch.setenv("INTRABENCH_CHECKPOINTS", str(tmp_path / "empty"))
+    assert NnInteractive.availability() == "checkpoint missing: nnInteractive_v1.0/"
+    assert main(["models", "list"]) == 0
+    assert "CC BY-NC-SA 4.0" in capsys.readouterr().out
+
+
+def test_a_run_with_boxes_and_refinement(folder, tmp_path):
+    import pandas as pd
+
+    from intrabench.cli import main
+
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "name: nni\ndatasets: [{name: demo-phantoms, n_cases: 1}]\n"
+        f"models: [{{name: nninteractive, model_dir: '{folder}', device: cpu}}]\n"
+        "prompters: [box-3d, {name: points-per-volume, n_points: 1}]\n"
+        "refiners: [center-error-click]\nrefinement_steps: 1\n")
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
+    rows = pd.read_csv(tmp_path / "run" / "results.csv")
+    assert set(rows["step"]) == {0, 1} and rows["dice"].between(0, 1).all()
+    assert set(rows["in_training_data"]) == {"no"}  # phantoms are made here
