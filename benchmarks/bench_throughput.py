@@ -37,7 +37,7 @@ real networks); ``--no-tiny`` the full-size architectures (random weights are fi
 pipeline of sam-med3d; name it with ``--models`` to include it.
 
     .venv/bin/python benchmarks/bench_throughput.py [--part cases encoders]
-        [--models sam sam2 medsam sam-med2d sam-med3d segvol vista3d nninteractive] [--device cpu|cuda]
+        [--models sam sam2 medsam sam-med2d sam-med3d segvol vista3d nninteractive medsam2] [--device cpu|cuda]
         [--tiny|--no-tiny] [--weights random|checkpoint] [--precisions fp32 bf16|fp16]
         [--variants sam=vit_b] [--threads 2] [--repeats 1] [--steps 2] [--passes 3]
         [--encoder-batch 1] [--peak-tflops X] [--peak-tflops-half Y]
@@ -65,7 +65,7 @@ from intrabench.flops import (
 from intrabench.models._precision import forward_context, resolve_precision
 from intrabench.protocols import incompatibility
 
-MODELS = ("sam", "sam2", "medsam", "sam-med2d", "sam-med3d", "segvol", "vista3d", "nninteractive")
+MODELS = ("sam", "sam2", "medsam", "sam-med2d", "sam-med3d", "segvol", "vista3d", "nninteractive", "medsam2")
 PROMPTERS_2D = ("box-per-slice", "center-point-per-slice", "points-per-slice", "box-3d",
                 "box-interpolation")
 REFINER = "center-error-click"
@@ -112,7 +112,7 @@ def encoder_call(model: Any) -> tuple[Callable[[Any], Any], tuple[int, ...]]:
         return session.network, (1 + session.num_interaction_channels,
                                  *session.configuration_manager.patch_size)
     net = model.net
-    if model.name == "sam2":  # trunk + neck + the high-resolution feature convolutions
+    if model.name in ("sam2", "medsam2"):  # trunk + neck + the high-resolution convolutions
         return net.forward_image, (3, net.image_size, net.image_size)
     if model.dimension == 2:
         size = net.image_encoder.img_size

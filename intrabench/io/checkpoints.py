@@ -96,6 +96,9 @@ CHECKPOINTS: dict[str, CheckpointInfo] = {
                        "inference_session_class.json, fold_0/)",
                        note="nnU-Net training checkpoint (network_weights, trainer_name, "
                             "init_args); weights CC BY-NC-SA 4.0"),
+        CheckpointInfo("medsam2", "MedSAM2_latest.pt",
+                       "https://huggingface.co/wanglab/MedSAM2 (MedSAM2_latest.pt)",
+                       note="{'model': state dict} of SAM2.1 Hiera-tiny at 512 px"),
         CheckpointInfo("vista3d", "model_vista3d.pt",
                        "https://developer.download.nvidia.com/assets/Clara/monai/tutorials/"
                        "model_zoo/model_vista3d.pt (MONAI model zoo, bundle vista3d: "
