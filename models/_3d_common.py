@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_path, is_present
+from intrabench.protocols import Model
 
 
 def availability_of(key: str, checkpoint_dir: str | None = None) -> str:
@@ -192,3 +193,22 @@ class EncodingCache:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class NetworkModel3D(Model):
+    """What the 3D network adapters share: the model-time counter (``_seconds``, added to by
+    ``set_case`` and ``predict``) and availability from the checkpoint table's entry
+    ``checkpoint_key``."""
+
+    checkpoint_key: ClassVar[str] = ""
+    _seconds: float = 0.0
+
+    @classmethod
+    def availability(cls) -> str:
+        return availability_of(cls.checkpoint_key)
+
+    def model_seconds(self) -> float:
+        return self._seconds
+
+    def reset_timer(self) -> None:
+        self._seconds = 0.0

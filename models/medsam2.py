@@ -44,12 +44,11 @@ import numpy as np
 import yaml
 
 from intrabench.io.volume import Volume, from_canonical, native_index, to_canonical
-from intrabench.protocols import Model
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
 from ._3d_common import (
-    availability_of,
+    NetworkModel3D,
     build_network,
     check_weights_mode,
     device_and_precision,
@@ -201,7 +200,7 @@ def largest_component(mask: np.ndarray) -> np.ndarray:
 
 
 @models.register
-class MedSam2(Model):
+class MedSam2(NetworkModel3D):
     """MedSAM2 (SAM2.1 Hiera-tiny, 512 px): key-slice box and clicks, propagated both ways."""
 
     name: ClassVar[str] = "medsam2"
@@ -232,22 +231,12 @@ class MedSam2(Model):
         self._seconds = 0.0
 
     @classmethod
-    def availability(cls) -> str:
-        return availability_of(cls.checkpoint_key)
-
-    @classmethod
     def check_checkpoint(cls, path: Path, key: str) -> None:
         """CheckpointError unless ``path`` loads and fits MedSAM2's full network (built on the
         CPU: Hiera's constructor cannot run on the meta device)."""
         from intrabench.io.checkpoints import check_fits
 
         check_fits(build_predictor(tiny=False), medsam2_state(str(path)), str(path))
-
-    def model_seconds(self) -> float:
-        return self._seconds
-
-    def reset_timer(self) -> None:
-        self._seconds = 0.0
 
     # -- frames ---------------------------------------------------------------------------
     def native_frames(self, image: Volume) -> bool:

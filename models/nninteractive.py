@@ -45,11 +45,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from intrabench.io.volume import Volume, from_canonical, native_index, to_canonical
-from intrabench.protocols import Model
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
-from ._3d_common import check_weights_mode, seeded_init
+from ._3d_common import NetworkModel3D, check_weights_mode, seeded_init
 
 #: where a model folder is looked for under the checkpoint directory
 DEFAULT_FOLDER = "nnInteractive_v1.0"
@@ -191,7 +190,7 @@ def model_folder_problem(folder: Path) -> str | None:
 
 
 @models.register
-class NnInteractive(Model):
+class NnInteractive(NetworkModel3D):
     """nnInteractive (nnU-Net based, CVPR 2025 challenge winner): clicks, 2D boxes, scribbles."""
 
     name: ClassVar[str] = "nninteractive"
@@ -286,12 +285,6 @@ class NnInteractive(Model):
             raise
         except Exception as error:  # noqa: BLE001 - any failure to load is the file's
             raise CheckpointError(f"{path}: {str(error).strip().splitlines()[0]}") from None
-
-    def model_seconds(self) -> float:
-        return self._seconds
-
-    def reset_timer(self) -> None:
-        self._seconds = 0.0
 
     def set_case(self, image: Volume) -> None:
         if image is self._image:

@@ -46,14 +46,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from intrabench.io.volume import Volume
-from intrabench.protocols import Model
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
 from ._3d_common import (
     CentredGrid,
     EncodingCache,
-    availability_of,
+    NetworkModel3D,
     build_network,
     check_weights_mode,
     crop_with_padding,
@@ -84,7 +83,7 @@ def load_sammed3d_weights(net: Any, path: str) -> None:
     load_state_dict_strict(net, sammed3d_state(path), source=str(path))
 
 
-class _SamMed3DBase(Model):
+class _SamMed3DBase(NetworkModel3D):
     """Adapter shared by both checkpoints (see the module docstring)."""
 
     dimension: ClassVar[int] = 3
@@ -116,10 +115,6 @@ class _SamMed3DBase(Model):
         self._seconds = 0.0
 
     @classmethod
-    def availability(cls) -> str:
-        return availability_of(cls.checkpoint_key)
-
-    @classmethod
     def check_checkpoint(cls, path: Path, key: str) -> None:
         """CheckpointError unless ``path`` loads and fits the full network (on meta)."""
         import torch
@@ -142,12 +137,6 @@ class _SamMed3DBase(Model):
         # upstream's inference feeds the network
         self._grid_map = CentredGrid(image.shape, image.spacing, TARGET_SPACING_MM)
         self._grid = self._grid_map.resample(image.array)
-
-    def model_seconds(self) -> float:
-        return self._seconds
-
-    def reset_timer(self) -> None:
-        self._seconds = 0.0
 
     # -- geometry ----------------------------------------------------------------------
     def grid_points(self, points: np.ndarray) -> np.ndarray:

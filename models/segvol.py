@@ -40,13 +40,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from intrabench.io.volume import Volume, from_canonical, native_index, to_canonical
-from intrabench.protocols import Model
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
 from ._3d_common import (
     EncodingCache,
-    availability_of,
+    NetworkModel3D,
     build_network,
     check_weights_mode,
     device_and_precision,
@@ -114,7 +113,7 @@ def _padded_roi(box: np.ndarray, window: tuple[int, ...], shape: tuple[int, ...]
 
 
 @models.register
-class SegVol(Model):
+class SegVol(NetworkModel3D):
     """SegVol (ViT-B, zoom-out 32x256x256 then sliding-window zoom-in), checkpoint SegVol_v1.pth."""
 
     name: ClassVar[str] = "segvol"
@@ -150,10 +149,6 @@ class SegVol(Model):
         self._seconds = 0.0
 
     @classmethod
-    def availability(cls) -> str:
-        return availability_of(cls.checkpoint_key)
-
-    @classmethod
     def check_checkpoint(cls, path: Path, key: str) -> None:
         """CheckpointError unless ``path`` loads and fits the full network (on meta)."""
         import torch
@@ -165,12 +160,6 @@ class SegVol(Model):
         with torch.device("meta"):
             net = SegVolNet(FULL)
         check_fits(net, segvol_state(str(path)), str(path), text_encoder_keys())
-
-    def model_seconds(self) -> float:
-        return self._seconds
-
-    def reset_timer(self) -> None:
-        self._seconds = 0.0
 
     def set_case(self, image: Volume) -> None:
         if image is self._image:

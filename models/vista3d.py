@@ -41,12 +41,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from intrabench.io.volume import Volume, from_canonical, native_index, to_canonical
-from intrabench.protocols import Model
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
 from ._3d_common import (
-    availability_of,
+    NetworkModel3D,
     build_network,
     check_weights_mode,
     device_and_precision,
@@ -139,7 +138,7 @@ def loaded_image(image: Volume) -> Any:
 
 
 @models.register
-class Vista3D(Model):
+class Vista3D(NetworkModel3D):
     """VISTA3D (MONAI bundle: 1.5 mm, CT window, 128^3 point-centred windows), clicks only."""
 
     name: ClassVar[str] = "vista3d"
@@ -186,10 +185,6 @@ class Vista3D(Model):
         return cls.accepts | ({"box3d"} if params.get("box_as_centre_click") else set())
 
     @classmethod
-    def availability(cls) -> str:
-        return availability_of(cls.checkpoint_key)
-
-    @classmethod
     def check_checkpoint(cls, path: Path, key: str) -> None:
         """CheckpointError unless ``path`` loads and fits ``vista3d132`` (on meta)."""
         import torch
@@ -199,12 +194,6 @@ class Vista3D(Model):
         with torch.device("meta"):
             net = full_network()
         check_fits(net, vista3d_state(str(path)), str(path))
-
-    def model_seconds(self) -> float:
-        return self._seconds
-
-    def reset_timer(self) -> None:
-        self._seconds = 0.0
 
     def set_case(self, image: Volume) -> None:
         if image is self._image:
