@@ -71,6 +71,11 @@ class Model(ABC):
         episode after it ends, so a mask changed later would change earlier results.
         """
 
+    def set_target_class(self, class_name: str) -> None:  # noqa: B027 - optional hook
+        """Told before every forward pass: the class (``Target.class_name``) of the target the
+        next ``predict`` is for. Episodes of a case interleave, so it holds for that one call
+        only. Only models that take class prompts need it (VISTA3D's ``class_map``)."""
+
     def model_seconds(self) -> float:
         """Seconds spent in forward passes since :meth:`reset_timer` (optional)."""
         return float("nan")

@@ -24,8 +24,10 @@ the inferer's ``prev_mask`` and only the new points' windows are recomputed (``p
 as MONAI Label's VISTA3D app does. Prompts: clicks and scribbles (their voxels as clicks).
 Boxes are not a VISTA3D prompt: with ``box_as_centre_click: true`` a 3D box becomes one
 positive click at its centre (``accepts_for``); otherwise a box prompter is skipped as
-incompatible. Class prompts (``label_prompt``) need the target's class, which a model does not
-receive; ``prompt_class`` sets one class index for every target (e.g. 133: zero-shot).
+incompatible. Class prompts: ``class_map`` maps a dataset's class names to VISTA3D's label
+indices (``docs/labels.json`` of the bundle); the engine tells the model each target's class
+before its forward pass (``set_target_class``) and that index goes with the clicks as the
+bundle's ``label_prompt``; other classes get ``prompt_class`` (default None: clicks only).
 
 Weights: the bundle's ``model.pt`` (NVIDIA NCLS v1 licence: non-commercial research and
 evaluation only; the code is Apache 2.0). ``weights="random", tiny=True``: a tiny
@@ -154,11 +156,15 @@ class Vista3D(NetworkModel3D):
                  device: str = "auto", weights: str = "checkpoint", tiny: bool = False,
                  seed: int = 0, precision: str = "auto", patch_size: int = 128,
                  overlap: float = 0.3, intensity: str = "ct", prompt_class: int | None = None,
+                 class_map: dict[str, int] | None = None,
                  box_as_centre_click: bool = False) -> None:
         """``patch_size``: window side in voxels (the bundle's 128); ``overlap``: the
         inferer's (0.3); ``intensity``: 'ct' (the bundle) or 'percentile' (MR);
         ``prompt_class``: a VISTA3D class index for every target (None: points only, as the
-        bundle without ``label_prompt``); ``box_as_centre_click``: a 3D box becomes one
+        bundle without ``label_prompt``); ``class_map``: the VISTA3D class index of a dataset
+        class (``{liver: 1, lesion: 133}``), given with the clicks as the bundle's
+        ``label_prompt`` for that class's targets (others get ``prompt_class``);
+        ``box_as_centre_click``: a 3D box becomes one
         positive click at its centre; ``precision``: 'auto' (bf16 autocast on CUDA, as the
         bundle's amp), 'fp32', 'bf16', 'fp16'."""
         if intensity not in ("ct", "percentile"):
@@ -174,6 +180,8 @@ class Vista3D(NetworkModel3D):
         self.overlap = float(overlap)
         self.intensity = intensity
         self.prompt_class = prompt_class
+        self.class_map = {str(k): int(v) for k, v in (class_map or {}).items()}
+        self._target_class: str | None = None
         self.box_as_centre_click = bool(box_as_centre_click)
         self._image: Volume | None = None
         self._data: dict[str, Any] | None = None
@@ -203,6 +211,14 @@ class Vista3D(NetworkModel3D):
         self._transform = preprocessing(self.intensity)
         self._data = self._transform({"image": loaded_image(image)})
         self._seconds += time.perf_counter() - started
+
+    def set_target_class(self, class_name: str) -> None:
+        self._target_class = class_name
+
+    def class_prompt(self) -> int | None:
+        """The VISTA3D class given with the next call's clicks: the target's class through
+        ``class_map``, else ``prompt_class`` (None: clicks only)."""
+        return self.class_map.get(self._target_class or "", self.prompt_class)
 
     # -- prompts ----------------------------------------------------------------------------
     def clicks(self, prompt: Prompt) -> tuple[np.ndarray, np.ndarray]:
@@ -239,15 +255,16 @@ class Vista3D(NetworkModel3D):
         if len(points) == 0 or not (labels == 1).any():
             raise ValueError("VISTA3D needs at least one positive click")
         started = time.perf_counter()
-        if self.prompt_class in SPECIAL_CLASSES:
+        chosen = self.class_prompt()
+        if chosen in SPECIAL_CLASSES:
             labels = np.where(labels == 1, 3, 2)
         coords = torch.as_tensor(self.processed_points(points)[None], dtype=torch.float32,
                                  device=self.device)
         point_labels = torch.as_tensor(labels[None], device=self.device)
         prompt_class = class_vector = None
-        if self.prompt_class is not None:
-            prompt_class = torch.tensor([[int(self.prompt_class)]], device=self.device)
-            class_vector = prompt_class if self.prompt_class <= LAST_SUPPORTED else None
+        if chosen is not None:
+            prompt_class = torch.tensor([[int(chosen)]], device=self.device)
+            class_vector = prompt_class if chosen <= LAST_SUPPORTED else None
         image = self._data["image"].to(self.device)
         feedback = previous.feedback if previous is not None else None
         prev_mask, start = None, 0
@@ -262,12 +279,13 @@ class Vista3D(NetworkModel3D):
                 point_labels=point_labels, class_vector=class_vector,
                 prompt_class=prompt_class, prev_mask=prev_mask, point_start=start)
         logits = logits.float()
-        mask = self.to_canonical_mask(logits, coords, point_labels)
+        mask = self.to_canonical_mask(logits, coords, point_labels, chosen)
         self._seconds += time.perf_counter() - started
         return Prediction(mask, {"model": self.name, "logits": logits.cpu(),
                                  "points_used": int(len(points))})
 
-    def to_canonical_mask(self, logits: Any, coords: Any, point_labels: Any) -> np.ndarray:
+    def to_canonical_mask(self, logits: Any, coords: Any, point_labels: Any,
+                          class_prompt: int | None = None) -> np.ndarray:
         """The bundle's post-processing and inversion of (1, 1, H, W, D) processed-space
         logits, as a canonical (z, y, x) boolean mask."""
         import torch
@@ -280,8 +298,8 @@ class Vista3D(NetworkModel3D):
         pred.applied_operations = list(image.applied_operations)
         data = {"image": image, "pred": pred, "points": coords.cpu(),
                 "point_labels": point_labels.cpu(),
-                "label_prompt": None if self.prompt_class is None
-                else torch.tensor([self.prompt_class])}
+                "label_prompt": None if class_prompt is None
+                else torch.tensor([class_prompt])}
         data = VistaPostTransformd(keys="pred")(data)
         data = Invertd(keys="pred", transform=self._transform, orig_keys="image",
                        nearest_interp=True, to_tensor=True)(data)

@@ -68,6 +68,8 @@ class ModelCall:
     prompt: Prompt
     previous: Prediction | None = None
     update_slices: list[int] | None = None
+    #: the target's class (``Target.class_name``), for models that take class prompts
+    target_class: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,8 @@ class _StepClock:
         return answer
 
 
-def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True) -> EpisodeProgram:
+def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True,
+                    target_class: str | None = None) -> EpisodeProgram:
     """The steps of one episode; returns ``1 + steps`` results when ``refine``, else one.
 
     A perfect prediction stops the interaction (the user answers ``None``); the remaining steps
@@ -118,7 +121,8 @@ def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True
     prompter_seconds = answer.seconds - _finite(answer.model_seconds)
     model_in_prompter = answer.model_seconds
     clock.pause()
-    predicted = clock.resume((yield ModelCall(step=0, prompt=prompt)))
+    predicted = clock.resume((yield ModelCall(step=0, prompt=prompt,
+                                              target_class=target_class)))
     prediction: Prediction = predicted.value
     results = [StepResult(
         step=0, prompt=prompt, prediction=prediction, metrics={}, effort=prompt.effort,
@@ -155,7 +159,7 @@ def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True
         clock.pause()
         predicted = clock.resume((yield ModelCall(
             step=step, prompt=accumulated if keep_previous_prompts else new,
-            previous=prediction, update_slices=new.slices())))
+            previous=prediction, update_slices=new.slices(), target_class=target_class)))
         prediction = predicted.value
         results.append(StepResult(
             step=step, prompt=new, prediction=prediction, metrics={}, effort=new.effort,
@@ -175,6 +179,9 @@ def call_model(model: Model, call: ModelCall, call_index: int = -1) -> Answer:
     synchronize_device()
     started = time.perf_counter()
     model.reset_timer()
+    tell = getattr(model, "set_target_class", None)  # models need not subclass Model
+    if call.target_class is not None and tell is not None:
+        tell(call.target_class)
     if call.step == 0:
         prediction = model.predict(call.prompt)
     else:
@@ -231,7 +238,7 @@ def run_episode(
         seed=seed, identity=(case.dataset, case.case_id, target.target_id),
         spacing=case.image.spacing, model_dimension=model.dimension)
     program = episode_program(steps if refiner is not None else 0, refiner is not None,
-                              keep_previous_prompts)
+                              keep_previous_prompts, target.class_name)
     results = drive(program, lambda call: (
         call_model(model, call) if isinstance(call, ModelCall)
         else ask_user(user, ground_truth, call, model)))

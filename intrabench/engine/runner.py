@@ -337,7 +337,8 @@ class Runner:
                     key=f"{unit.key}/{index}", user=user,
                     ground_truth=_target_mask(case, target),
                     steps=unit.steps if refiner else 0, refine=refiner is not None,
-                    keep_previous_prompts=unit.keep_previous_prompts, tag=(unit, index, target))
+                    keep_previous_prompts=unit.keep_previous_prompts, tag=(unit, index, target),
+                    target_class=target.class_name)
 
     def start_workers(self) -> None:
         """Start the background workers (no-op when inline or already started); until a user

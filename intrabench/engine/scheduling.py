@@ -54,6 +54,8 @@ class EpisodeTask:
     refine: bool
     keep_previous_prompts: bool
     tag: Any = None
+    #: the target's class name, told to the model before each of its forward passes
+    target_class: str | None = None
 
 
 @dataclass(eq=False)
@@ -132,7 +134,8 @@ class EpisodeScheduler:
                 if task is None:
                     return
                 episode = _Running(task, episode_program(task.steps, task.refine,
-                                                         task.keep_previous_prompts), None)
+                                                         task.keep_previous_prompts,
+                                                         task.target_class), None)
                 self._assign_worker(episode, running)
                 running.append(episode)
                 try:

@@ -42,7 +42,7 @@ def _model(**params) -> Vista3D:
     return Vista3D(weights="random", tiny=True, seed=3, device="cpu", patch_size=32, **params)
 
 
-def _bundle_logits(path, net, click_zyx_canonical, volume) -> torch.Tensor:
+def _bundle_logits(path, net, click_zyx_canonical, volume, label_prompt=None) -> torch.Tensor:
     """The bundle's inference, step by step from configs/inference.json with MONAI: load the
     file, its transforms, the evaluator's point transform, the Vista3dInferer call."""
     from monai.apps.vista3d.inferer import point_based_window_inferer
@@ -79,7 +79,12 @@ def _bundle_logits(path, net, click_zyx_canonical, volume) -> torch.Tensor:
             inputs=image[None], roi_size=[32, 32, 32], sw_batch_size=1, transpose=True,
             with_coord=True, predictor=net, mode="gaussian", sw_device="cpu", device="cpu",
             overlap=0.3, point_coords=torch.tensor(point[None, None], dtype=torch.float32),
-            point_labels=torch.tensor([[1]]), class_vector=None, prompt_class=None,
+            point_labels=torch.tensor([[1]]),
+            # the bundle's evaluator: label_prompt [[c]] is the class vector (when supported)
+            # and the prompt class
+            class_vector=None if label_prompt is None or label_prompt > 132
+            else torch.tensor([[label_prompt]]),
+            prompt_class=None if label_prompt is None else torch.tensor([[label_prompt]]),
             prev_mask=None)
 
 
@@ -98,6 +103,30 @@ def test_logits_equal_the_bundle_pipeline_on_shared_random_weights(ct_file):
     assert torch.equal(torch.isfinite(ours), covered) and covered.sum() > 10_000
     assert float(torch.abs(ours - expected.float())[covered].max()) <= 1e-5
     assert prediction.mask.shape == volume.shape and prediction.mask.dtype == bool
+
+
+@pytest.mark.parametrize(("target_class", "expected_class"), [("ball", 5), ("rim", 133),
+                                                               ("other", None)])
+def test_class_prompts_follow_the_targets_class(ct_file, target_class, expected_class):
+    """The engine tells the model each call's target class; class_map turns it into the
+    bundle's label_prompt (5: a supported class; 133: zero-shot; unmapped: clicks only)."""
+    from intrabench.engine.episode import ModelCall, call_model
+
+    volume = read_volume(ct_file)
+    model = _model(class_map={"ball": 5, "rim": 133})
+    model.set_case(volume)
+    click = (11, 20, 17)
+    prompt = Prompt(points=np.array([click]), point_labels=np.array([1]))
+    answer = call_model(model, ModelCall(step=0, prompt=prompt, target_class=target_class))
+    assert model.class_prompt() == expected_class
+    expected = _bundle_logits(ct_file, model.net, click, volume, expected_class)
+    ours = answer.value.feedback["logits"]
+    covered = torch.isfinite(expected)
+    assert torch.equal(torch.isfinite(ours), covered)
+    assert float(torch.abs(ours - expected.float())[covered].max()) <= 1e-5
+    if expected_class is not None:  # the class changes the answer
+        plain = _bundle_logits(ct_file, model.net, click, volume, None)
+        assert float(torch.abs(plain - expected)[covered].max()) > 1e-3
 
 
 def test_processed_image_is_the_ct_window_on_a_1_5_mm_grid(ct_file):
