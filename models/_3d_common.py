@@ -212,3 +212,13 @@ class NetworkModel3D(Model):
 
     def reset_timer(self) -> None:
         self._seconds = 0.0
+
+    def load_network(self, make_net: Callable[[], Any], load_weights: Callable[[Any, str], None],
+                     weights: str, checkpoint: str | None, checkpoint_dir: str | None,
+                     seed: int) -> Any:
+        """The network on ``self.device``: ``make_net()`` with the checkpoint's weights loaded
+        strictly (``weights="checkpoint"``: the explicit file, else the table's file in the
+        checkpoint directory; CheckpointError when absent) or random under ``seed``."""
+        path = (resolve_checkpoint(self.checkpoint_key, checkpoint, checkpoint_dir)
+                if weights == "checkpoint" else None)
+        return build_network(make_net, load_weights, path, seed, self.device)

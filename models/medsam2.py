@@ -49,21 +49,16 @@ from intrabench.types import Prediction, Prompt
 
 from ._3d_common import (
     NetworkModel3D,
-    build_network,
     check_weights_mode,
     device_and_precision,
-    resolve_checkpoint,
 )
 from ._precision import forward_context
+from .sam2 import DYNAMIC_MULTIMASK_OVERRIDES, IMAGENET_MEAN, IMAGENET_STD
 
 CONFIG = Path(__file__).parent / "configs" / "medsam2_hiera_t512.yaml"
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 #: the options ``sam2.build_sam.build_sam2_video_predictor`` adds (apply_postprocessing=True)
 POSTPROCESSING = (
-    "++model.sam_mask_decoder_extra_args.dynamic_multimask_via_stability=true",
-    "++model.sam_mask_decoder_extra_args.dynamic_multimask_stability_delta=0.05",
-    "++model.sam_mask_decoder_extra_args.dynamic_multimask_stability_thresh=0.98",
+    *DYNAMIC_MULTIMASK_OVERRIDES,
     "++model.binarize_mask_from_pts_for_mem_enc=true",
     "++model.fill_hole_area=8",
 )
@@ -87,13 +82,9 @@ def build_predictor(tiny: bool = False) -> Any:
 
 
 def medsam2_state(path: str) -> Any:
-    from intrabench.io.checkpoints import CheckpointError, load_checkpoint
+    from intrabench.io.checkpoints import state_dict_in
 
-    loaded = load_checkpoint(path)
-    state = loaded.get("model", loaded) if isinstance(loaded, dict) else loaded
-    if not isinstance(state, dict):
-        raise CheckpointError(f"{path} holds a {type(state).__name__}, not a state dict")
-    return state
+    return state_dict_in(path, "model")
 
 
 def load_medsam2_weights(net: Any, path: str) -> None:
@@ -220,11 +211,8 @@ class MedSam2(NetworkModel3D):
             raise ValueError(f"modality must be 'auto', 'ct' or 'mr', not {modality!r}")
         check_weights_mode(weights, tiny)
         self.device, self.precision = device_and_precision(device, precision)
-        path = None
-        if weights == "checkpoint":
-            path = resolve_checkpoint(self.checkpoint_key, checkpoint, checkpoint_dir)
-        self.net = build_network(lambda: build_predictor(tiny), load_medsam2_weights, path,
-                                 seed, self.device)
+        self.net = self.load_network(lambda: build_predictor(tiny), load_medsam2_weights,
+                                     weights, checkpoint, checkpoint_dir, seed)
         self.window = (float(window[0]), float(window[1]))
         self.modality = modality
         self._image: Volume | None = None

@@ -53,11 +53,9 @@ from ._3d_common import (
     CentredGrid,
     EncodingCache,
     NetworkModel3D,
-    build_network,
     check_weights_mode,
     crop_with_padding,
     device_and_precision,
-    resolve_checkpoint,
 )
 from ._precision import forward_context
 
@@ -67,13 +65,9 @@ TARGET_SPACING_MM = 1.5
 def sammed3d_state(path: str) -> Any:
     """The state dict in a SAM-Med3D checkpoint (training dict with ``model_state_dict`` and a
     pickled argparse Namespace, or a plain state dict), ``module.`` prefix removed."""
-    from intrabench.io.checkpoints import CheckpointError, load_checkpoint, strip_prefix
+    from intrabench.io.checkpoints import state_dict_in
 
-    loaded = load_checkpoint(path, allow_namespace=True)
-    state = loaded.get("model_state_dict", loaded) if isinstance(loaded, dict) else loaded
-    if not isinstance(state, dict):
-        raise CheckpointError(f"{path} holds a {type(state).__name__}, not a state dict")
-    return strip_prefix(state, "module.")
+    return state_dict_in(path, "model_state_dict", "module.", allow_namespace=True)
 
 
 def load_sammed3d_weights(net: Any, path: str) -> None:
@@ -102,11 +96,8 @@ class _SamMed3DBase(NetworkModel3D):
         check_weights_mode(weights, tiny)
         self.device, self.precision = device_and_precision(device, precision)
         self.config = TINY if tiny else FULL
-        path = None
-        if weights == "checkpoint":
-            path = resolve_checkpoint(self.checkpoint_key, checkpoint, checkpoint_dir)
-        self.net = build_network(lambda: SamMed3DNet(self.config), load_sammed3d_weights, path,
-                                 seed, self.device)
+        self.net = self.load_network(lambda: SamMed3DNet(self.config), load_sammed3d_weights,
+                                     weights, checkpoint, checkpoint_dir, seed)
         self.crop_size = self.config.image_size
         self.encoder_calls = 0
         self._cache = EncodingCache()

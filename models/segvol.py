@@ -46,12 +46,10 @@ from intrabench.types import Prediction, Prompt
 from ._3d_common import (
     EncodingCache,
     NetworkModel3D,
-    build_network,
     check_weights_mode,
     device_and_precision,
     map_to_grid,
     resize,
-    resolve_checkpoint,
 )
 from ._precision import forward_context
 
@@ -60,13 +58,9 @@ BACKGROUND_LOGIT = -20.0
 
 def segvol_state(path: str) -> Any:
     """The state dict in ``SegVol_v1.pth`` ({'model': 'module.'-prefixed, 'epoch'})."""
-    from intrabench.io.checkpoints import CheckpointError, load_checkpoint, strip_prefix
+    from intrabench.io.checkpoints import state_dict_in
 
-    loaded = load_checkpoint(path)
-    state = loaded.get("model", loaded) if isinstance(loaded, dict) else loaded
-    if not isinstance(state, dict):
-        raise CheckpointError(f"{path} holds a {type(state).__name__}, not a state dict")
-    return strip_prefix(state, "module.")
+    return state_dict_in(path, "model", "module.")
 
 
 def load_segvol_weights(net: Any, path: str) -> None:
@@ -136,11 +130,8 @@ class SegVol(NetworkModel3D):
         self.config = TINY if tiny else FULL
         self.window = tuple(self.config.spatial_size)
         self.overlap = float(overlap)
-        path = None
-        if weights == "checkpoint":
-            path = resolve_checkpoint(self.checkpoint_key, checkpoint, checkpoint_dir)
-        self.net = build_network(lambda: SegVolNet(self.config), load_segvol_weights, path,
-                                 seed, self.device)
+        self.net = self.load_network(lambda: SegVolNet(self.config), load_segvol_weights,
+                                     weights, checkpoint, checkpoint_dir, seed)
         self.encoder_calls = 0
         self._cache = EncodingCache()
         self._image: Volume | None = None

@@ -48,10 +48,8 @@ from intrabench.types import Prediction, Prompt
 
 from ._3d_common import (
     NetworkModel3D,
-    build_network,
     check_weights_mode,
     device_and_precision,
-    resolve_checkpoint,
 )
 from ._precision import forward_context
 
@@ -85,13 +83,9 @@ def full_network() -> Any:
 def vista3d_state(path: str) -> Any:
     """The state dict in the bundle's ``model.pt`` (a plain state dict, or under 'model' as
     MONAI's CheckpointSaver writes it)."""
-    from intrabench.io.checkpoints import CheckpointError, load_checkpoint, strip_prefix
+    from intrabench.io.checkpoints import state_dict_in
 
-    loaded = load_checkpoint(path)
-    state = loaded.get("model", loaded) if isinstance(loaded, dict) else loaded
-    if not isinstance(state, dict):
-        raise CheckpointError(f"{path} holds a {type(state).__name__}, not a state dict")
-    return strip_prefix(state, "module.")
+    return state_dict_in(path, "model", "module.")
 
 
 def load_vista3d_weights(net: Any, path: str) -> None:
@@ -171,11 +165,9 @@ class Vista3D(NetworkModel3D):
             raise ValueError(f"intensity must be 'ct' or 'percentile', not {intensity!r}")
         check_weights_mode(weights, tiny)
         self.device, self.precision = device_and_precision(device, precision)
-        path = None
-        if weights == "checkpoint":
-            path = resolve_checkpoint(self.checkpoint_key, checkpoint, checkpoint_dir)
-        self.net = build_network(tiny_network if tiny else full_network, load_vista3d_weights,
-                                 path, seed, self.device)
+        self.net = self.load_network(tiny_network if tiny else full_network,
+                                     load_vista3d_weights, weights, checkpoint, checkpoint_dir,
+                                     seed)
         self.roi_size = [int(patch_size)] * 3
         self.overlap = float(overlap)
         self.intensity = intensity

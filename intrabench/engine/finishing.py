@@ -102,6 +102,8 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
     refinement_label = next((r.prompt.effort_label for r in results[1:] if r.prompt.effort_label), "")
     label = initial_label if unit.refiner is None else f"{initial_label}/{refinement_label or '-'}"
     previous_slices: list[int] = []
+    # was this dataset in the model's training data (intrabench/training_data.py)
+    in_training_data = training_data.status(unit.model.name, unit.dataset.name)
     for result in results:
         scrolled, previous_slices = slices_scrolled(result.prompt, previous_slices)
         row: dict[str, Any] = {
@@ -118,8 +120,7 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
             "step": result.step,
             "keep_previous_prompts": unit.keep_previous_prompts if unit.refiner else None,
             "protocol": unit.protocol,
-            # was this dataset in the model's training data (intrabench/training_data.py)
-            "in_training_data": training_data.status(unit.model.name, unit.dataset.name),
+            "in_training_data": in_training_data,
             **_click_columns(unit),
             **result.metrics,
             "effort": result.effort,

@@ -181,6 +181,18 @@ def load_checkpoint(path: str | os.PathLike, allow_namespace: bool = False) -> A
         raise CheckpointError(f"cannot load checkpoint {path}: {message}") from None
 
 
+def state_dict_in(path: str | os.PathLike, key: str | None = None, prefix: str = "",
+                  allow_namespace: bool = False) -> dict[str, Any]:
+    """The state dict a checkpoint file holds: under ``key`` when the file is a dict with that
+    key (a training dict), else the file itself; ``prefix`` (e.g. 'module.') removed from its
+    keys. CheckpointError when the file holds no state dict."""
+    loaded = load_checkpoint(path, allow_namespace=allow_namespace)
+    state = loaded.get(key, loaded) if key is not None and isinstance(loaded, dict) else loaded
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path} holds a {type(state).__name__}, not a state dict")
+    return strip_prefix(state, prefix) if prefix else dict(state)
+
+
 def strip_prefix(state_dict: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     """Remove ``prefix`` (e.g. 'module.') from keys that carry it."""
     return {(k[len(prefix):] if k.startswith(prefix) else k): v for k, v in state_dict.items()}

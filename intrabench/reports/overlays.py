@@ -115,10 +115,11 @@ _AXIS_NAMES = "zyx"
 
 def view_position(point_zyx, rows_axis: int, columns_axis: int, window: list[slice]
                   ) -> tuple[float, float]:
-    """(row, column) in a radiological view cut to ``window`` of a canonical voxel: both axes
-    reversed, so voxel ``window.stop - 1`` is row (or column) 0."""
-    return (window[rows_axis].stop - 1 - float(point_zyx[rows_axis]),
-            window[columns_axis].stop - 1 - float(point_zyx[columns_axis]))
+    """(row, column) in a radiological view cut to ``window`` of a canonical voxel (or of
+    several: ``point_zyx`` indexed by axis gives arrays): both axes reversed, so voxel
+    ``window.stop - 1`` is row (or column) 0."""
+    return (window[rows_axis].stop - 1 - np.asarray(point_zyx[rows_axis], dtype=float),
+            window[columns_axis].stop - 1 - np.asarray(point_zyx[columns_axis], dtype=float))
 
 
 # -- drawing --------------------------------------------------------------------------------
@@ -162,8 +163,7 @@ def _draw_prompt(axis, prompt: Prompt, fixed: int, plane: int, rows_axis: int, c
         voxels = np.asarray(scribble.points).reshape(-1, 3)
         voxels = voxels[voxels[:, fixed] == plane]
         if len(voxels):
-            rows = window[rows_axis].stop - 1 - voxels[:, rows_axis]
-            columns = window[columns_axis].stop - 1 - voxels[:, columns_axis]
+            rows, columns = view_position(voxels.T, rows_axis, columns_axis, window)
             axis.plot(columns, rows, ".", markersize=2.5, zorder=5,
                       color=POSITIVE if int(scribble.label) == 1 else NEGATIVE)
     return off_plane

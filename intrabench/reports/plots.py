@@ -78,8 +78,7 @@ def configuration_styles(rows: pd.DataFrame) -> dict[tuple[str, str, str], dict[
     return styles
 
 
-def _line_style(styles: dict | None, rows: pd.DataFrame, config: tuple) -> dict[str, object]:
-    styles = styles if styles is not None else configuration_styles(rows)
+def _line_style(styles: dict, config: tuple) -> dict[str, object]:
     style = styles[tuple(str(v) for v in config)]
     return {"color": style["color"], "marker": style["marker"], "linestyle": style["linestyle"]}
 
@@ -117,6 +116,7 @@ def iteration_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 10
     """Figure 6: score vs refinement iteration; 2D models left and 3D models right when both
     are present; dashed lines for scribble refinement."""
     plt = _pyplot()
+    styles = styles if styles is not None else configuration_styles(rows)
     curves = curve_frame(rows, metric)
     curves["dimension"] = [model_dimension(m) for m in curves["model"]]
     panels = [("2D models", curves[curves["dimension"] == 2]), ("3D models", curves[curves["dimension"] == 3])]
@@ -128,7 +128,7 @@ def iteration_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 10
     for axis, (title, part) in zip(axes[0], panels):
         for config, group in part.groupby(CONFIGURATION):
             axis.plot(group["step"], group["score"] * scale, markersize=4,
-                      label=configuration_label(*config), **_line_style(styles, rows, config))
+                      label=configuration_label(*config), **_line_style(styles, config))
         axis.set_xlabel("refinement iteration (0 = initial prompt)")
         axis.set_ylabel(f"{metric_name(metric)} x{scale:g} (mean over datasets)")
         axis.set_title(title or f"{metric_name(metric)} per refinement iteration", fontsize=10)
@@ -164,11 +164,12 @@ def effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0
                   styles: dict | None = None) -> bytes:
     """Score vs mean cumulative human effort (interactions per target)."""
     plt = _pyplot()
+    styles = styles if styles is not None else configuration_styles(rows)
     curves = curve_frame(rows, metric)
     figure, axis = plt.subplots(figsize=(6.0, 3.6))
     for config, group in curves.groupby(CONFIGURATION):
         axis.plot(group["effort"], group["score"] * scale, markersize=4,
-                  label=configuration_label(*config), **_line_style(styles, rows, config))
+                  label=configuration_label(*config), **_line_style(styles, config))
     _log_effort_axis(axis, curves["effort"])
     axis.set_xlabel("interactions per target (cumulative, mean; log scale)")
     axis.set_ylabel(f"{metric_name(metric)} x{scale:g}")
@@ -183,6 +184,7 @@ def dataset_effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float
                           n_boot: int = 1000, styles: dict | None = None) -> bytes:
     """One panel per dataset: the dataset score at each step against the mean cumulative
     interactions per target, with its bootstrap 95% CI over cases as a band."""
+    styles = styles if styles is not None else configuration_styles(rows)
     stats = dataset_statistics(rows, metric, config=(*CONFIGURATION, "step"), n_boot=n_boot)
     effort = rows.groupby([*CONFIGURATION, "step", "dataset"])["cumulative_effort"].mean()
     stats = stats.join(effort.rename("effort"), on=[*CONFIGURATION, "step", "dataset"])
@@ -192,7 +194,7 @@ def dataset_effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float
         part = stats[stats["dataset"] == dataset]
         for config, group in part.groupby(CONFIGURATION):
             group = group.sort_values("step")
-            style = _line_style(styles, rows, config)
+            style = _line_style(styles, config)
             axis.fill_between(group["effort"], group["ci_low"] * scale, group["ci_high"] * scale,
                               color=style["color"], alpha=0.15, linewidth=0)
             axis.plot(group["effort"], group["mean"] * scale, markersize=4,

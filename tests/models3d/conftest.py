@@ -86,3 +86,24 @@ def oblique_case(tmp_path_factory: pytest.TempPathFactory) -> Case:
     volume = read_volume(folder / "image.nii.gz")
     labels = read_volume(folder / "label.nii.gz", dtype=np.int32).array
     return Case("oblique", "oblique1", volume, labels, (Target("ball", 1, "ball", "organ"),))
+
+
+def assert_strict_round_trip(make_net, load_weights, path, wrapped: bool) -> None:
+    """A checkpoint saved from ``make_net()`` (as a plain state dict, or under "model" when
+    ``wrapped``) loads into a fresh one with every tensor equal; one with a key missing is
+    refused naming it."""
+    from intrabench.io.checkpoints import CheckpointError
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        net = make_net()
+    torch.save({"model": net.state_dict()} if wrapped else net.state_dict(), path)
+    other = make_net()
+    load_weights(other, str(path))
+    assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(),
+                                                  other.state_dict().values()))
+    state = net.state_dict()
+    state.pop(next(iter(state)))
+    torch.save({"model": state}, path)
+    with pytest.raises(CheckpointError, match="missing"):
+        load_weights(make_net(), str(path))

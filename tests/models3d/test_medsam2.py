@@ -140,22 +140,10 @@ def test_the_full_network_has_sam2_1_hiera_tiny_parameters():
 
 
 def test_checkpoints_load_strictly(tmp_path):
-    from intrabench.io.checkpoints import CheckpointError
+    from tests.models3d.conftest import assert_strict_round_trip
 
-    with torch.random.fork_rng():
-        torch.manual_seed(0)
-        net = build_predictor(tiny=True)
-    path = tmp_path / "MedSAM2_latest.pt"
-    torch.save({"model": net.state_dict()}, path)
-    other = build_predictor(tiny=True)
-    load_medsam2_weights(other, str(path))
-    assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(),
-                                                  other.state_dict().values()))
-    state = net.state_dict()
-    state.pop(next(iter(state)))
-    torch.save({"model": state}, path)
-    with pytest.raises(CheckpointError, match="missing"):
-        load_medsam2_weights(build_predictor(tiny=True), str(path))
+    assert_strict_round_trip(lambda: build_predictor(tiny=True), load_medsam2_weights,
+                             tmp_path / "MedSAM2_latest.pt", wrapped=True)
 
 
 def test_a_run_with_a_key_slice_box_and_click_refinement(tmp_path):

@@ -43,6 +43,28 @@ def _upstream_session(folder):
     return session
 
 
+def _live_session_clicks(folder, case, clicks):
+    """The package's README usage (raw image in SimpleITK's array order, set_image, a target
+    buffer, add_point_interaction per click, numpy's generator seeded before each as the
+    adapter seeds it): the target buffer after each click, in the file's voxel order."""
+    session = _upstream_session(folder)
+    native = from_canonical(case.image.array, case.image.geometry)
+    target = np.zeros(native.shape, np.uint8)
+    after = []
+    state = np.random.get_state()
+    with contextlib.redirect_stdout(None):
+        session.set_image(native[None].astype(np.float32))
+        session.set_target_buffer(target)
+        for point, positive in clicks:
+            np.random.seed(0)
+            voxel = native_index(np.asarray(point)[None], case.image.geometry)[0]
+            session.add_point_interaction(tuple(int(v) for v in voxel),
+                                          include_interaction=positive)
+            after.append(target.copy())
+    np.random.set_state(state)
+    return after
+
+
 def _centre(case):
     mask = case.target_mask(case.targets[0])
     return np.round(np.argwhere(mask).mean(axis=0)).astype(int), mask
@@ -54,17 +76,7 @@ def test_a_click_gives_what_the_session_gives_driven_directly(model, folder, obl
     click, _ = _centre(oblique_case)
     model.set_case(oblique_case.image)
     ours = model.predict(Prompt(points=click[None], point_labels=np.array([1])))
-    session = _upstream_session(folder)
-    native = from_canonical(oblique_case.image.array, oblique_case.image.geometry)
-    target = np.zeros(native.shape, np.uint8)
-    state = np.random.get_state()
-    np.random.seed(0)
-    with contextlib.redirect_stdout(None):
-        session.set_image(native[None].astype(np.float32))
-        session.set_target_buffer(target)
-        point = native_index(click[None], oblique_case.image.geometry)[0]
-        session.add_point_interaction(tuple(int(v) for v in point), include_interaction=True)
-    np.random.set_state(state)
+    target, = _live_session_clicks(folder, oblique_case, [(click, True)])
     expected = from_canonical(ours.mask.astype(np.uint8), oblique_case.image.geometry)
     assert target.sum() > 0
     np.testing.assert_array_equal(expected, target)
@@ -82,23 +94,10 @@ def test_a_refinement_step_equals_adding_the_click_to_the_live_session(model, fo
     far = np.argwhere(~mask & (oblique_case.image.array > np.percentile(oblique_case.image.array, 60)))[0]
     both = first.merged_with(Prompt(points=far[None], point_labels=np.array([0])))
     step1 = model.predict(both, previous=step0)
-    session = _upstream_session(folder)
-    native = from_canonical(oblique_case.image.array, oblique_case.image.geometry)
-    target = np.zeros(native.shape, np.uint8)
-    state = np.random.get_state()
-    np.random.seed(0)
-    with contextlib.redirect_stdout(None):
-        session.set_image(native[None].astype(np.float32))
-        session.set_target_buffer(target)
-        for point, positive in ((click, True), (far, False)):
-            np.random.seed(0)
-            voxel = native_index(point[None], oblique_case.image.geometry)[0]
-            session.add_point_interaction(tuple(int(v) for v in voxel),
-                                          include_interaction=positive)
-            if positive:
-                assert np.array_equal(
-                    target, from_canonical(step0.mask.astype(np.uint8), oblique_case.image.geometry))
-    np.random.set_state(state)
+    after_first, target = _live_session_clicks(folder, oblique_case,
+                                               [(click, True), (far, False)])
+    assert np.array_equal(
+        after_first, from_canonical(step0.mask.astype(np.uint8), oblique_case.image.geometry))
     ours = from_canonical(step1.mask.astype(np.uint8), oblique_case.image.geometry)
     assert not np.array_equal(step0.mask, step1.mask)  # the second click changed something
     np.testing.assert_array_equal(ours, target)

@@ -223,20 +223,10 @@ def test_a_run_plans_vista3d_with_the_reason_for_boxes(tmp_path):
 
 
 def test_checkpoints_load_strictly(tmp_path):
-    from intrabench.io.checkpoints import CheckpointError
+    from tests.models3d.conftest import assert_strict_round_trip
 
-    net = tiny_network()
-    path = tmp_path / "model.pt"
-    torch.save(net.state_dict(), path)
-    other = tiny_network()
-    load_vista3d_weights(other, str(path))
-    assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(),
-                                                  other.state_dict().values()))
-    state = net.state_dict()
-    state.pop(next(iter(state)))
-    torch.save({"model": state}, path)
-    with pytest.raises(CheckpointError, match="missing"):
-        load_vista3d_weights(tiny_network(), str(path))
+    assert_strict_round_trip(tiny_network, load_vista3d_weights, tmp_path / "model.pt",
+                             wrapped=False)
 
 
 def test_the_full_network_is_the_bundles_vista3d132():
