@@ -17,7 +17,10 @@ from intrabench.io.checkpoints import CHECKPOINTS
     ("segvol", "pengwin", "no"),
     ("sam", "hanseg", "no"),
     ("sam2(variant=sam2.1-hiera-tiny)", "lnq", "no"),  # a model key counts by its name
-    ("vista3d", "pengwin", "unknown"),      # not cross-checked
+    ("vista3d", "colorectal-liver-metastases", "yes"),  # CRLM-CT in VISTA3D's data lists
+    ("vista3d", "hcc-tace-liver", "no"),    # only in its zero-shot evaluation
+    ("vista3d", "pengwin", "unknown"),      # overlap with CTPelvic1K-CLINIC undocumented
+    ("nninteractive", "segrap", "unknown"),  # its dataset list not compared here
     ("vista3d", "demo-phantoms", "no"),     # synthetic, made here
     ("region-growing-3d", "nnunet-folder", "no"),  # no training at all
     ("medsam", "folder", "unknown"),        # your own data: nobody vouches
