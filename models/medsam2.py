@@ -221,10 +221,13 @@ class MedSam2(NetworkModel3D):
     @classmethod
     def check_checkpoint(cls, path: Path, key: str) -> None:
         """CheckpointError unless ``path`` loads and fits MedSAM2's full network (built on the
-        CPU: Hiera's constructor cannot run on the meta device)."""
+        meta device: names and shapes only)."""
         from intrabench.io.checkpoints import check_fits
 
-        check_fits(build_predictor(tiny=False), medsam2_state(str(path)), str(path))
+        from .sam2 import build_hiera_on_meta
+
+        check_fits(build_hiera_on_meta(lambda: build_predictor(tiny=False)),
+                   medsam2_state(str(path)), str(path))
 
     # -- frames ---------------------------------------------------------------------------
     def native_frames(self, image: Volume) -> bool:

@@ -20,7 +20,8 @@ predicted IoU for a single click without box or mask (SAM2's ``multimask_max_pt_
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -37,6 +38,8 @@ from ._sam_common import (
     slice_batch,
     to_uint8,
 )
+
+T = TypeVar("T")
 
 #: variant -> hydra config name inside the sam2 package
 SAM2_CONFIGS: dict[str, str] = {
@@ -105,8 +108,8 @@ def build_sam2_network(variant: str, tiny: bool = False) -> Any:
     return instantiate(config.model, _recursive_=True)
 
 
-def build_sam2_meta(variant: str) -> Any:
-    """The full-size network of ``variant`` on the ``meta`` device (names and shapes only).
+def build_hiera_on_meta(build: Callable[[], T]) -> T:
+    """``build()`` on the ``meta`` device (names and shapes only, no memory).
 
     Hiera computes its drop-path schedule with ``torch.linspace(...).item()``, which meta
     tensors cannot answer, so that one call is pinned to the CPU while building.
@@ -122,7 +125,12 @@ def build_sam2_meta(variant: str) -> Any:
         return linspace(*args, **kwargs)
 
     with torch.device("meta"), mock.patch.object(torch, "linspace", cpu_linspace):
-        return build_sam2_network(variant)
+        return build()
+
+
+def build_sam2_meta(variant: str) -> Any:
+    """The full-size network of ``variant`` on the ``meta`` device (names and shapes only)."""
+    return build_hiera_on_meta(lambda: build_sam2_network(variant))
 
 
 @models.register

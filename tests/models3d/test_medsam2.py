@@ -124,19 +124,25 @@ def test_small_holes_are_filled_without_the_cuda_extension():
 
 def test_the_full_network_has_sam2_1_hiera_tiny_parameters():
     """MedSAM2 fine-tunes SAM2.1 Hiera-tiny: at 512 px the parameters keep their names and
-    shapes, so MedSAM2_latest.pt must fit the official tiny layout exactly."""
+    shapes, so MedSAM2_latest.pt must fit the official tiny layout exactly (both built on the
+    meta device: no weights allocated)."""
     import sam2.build_sam  # noqa: F401
     from hydra import compose
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
-    ours = build_predictor(tiny=False)
+    from intrabench.models.sam2 import build_hiera_on_meta
+
+    ours = build_hiera_on_meta(lambda: build_predictor(tiny=False))
     assert ours.image_size == 512
+    assert all(p.device.type == "meta" for p in ours.parameters())
     config = compose(config_name="configs/sam2.1/sam2.1_hiera_t.yaml")
     OmegaConf.resolve(config)
-    official = instantiate(config.model, _recursive_=True)
-    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == {
-        k: tuple(v.shape) for k, v in official.state_dict().items()}
+    official = build_hiera_on_meta(lambda: instantiate(config.model, _recursive_=True))
+    shapes = {k: tuple(v.shape) for k, v in ours.state_dict().items()}
+    assert shapes == {k: tuple(v.shape) for k, v in official.state_dict().items()}
+    # SAM2.1 Hiera-tiny's published size: 38.9 M parameters
+    assert sum(p.numel() for p in ours.parameters()) == pytest.approx(38.9e6, rel=0.01)
 
 
 def test_checkpoints_load_strictly(tmp_path):
@@ -159,3 +165,14 @@ def test_a_run_with_a_key_slice_box_and_click_refinement(tmp_path):
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
     rows = pd.read_csv(tmp_path / "run" / "results.csv")
     assert set(rows["step"]) == {0, 1} and rows["dice"].between(0, 1).all()
+
+
+def test_verify_checks_a_checkpoint_against_the_full_network_on_the_meta_device(tmp_path):
+    from intrabench.io.checkpoints import CheckpointError
+    from intrabench.models.medsam2 import MedSam2
+
+    path = tmp_path / "MedSAM2_latest.pt"
+    torch.save({"model": {"image_encoder.trunk.pos_embed": torch.zeros(1, 96, 14, 14)}}, path)
+    with pytest.raises(CheckpointError, match=r"missing \d+: .*shape mismatch 1: "
+                                              r".*image_encoder.trunk.pos_embed"):
+        MedSam2.check_checkpoint(path, "medsam2")
