@@ -15,10 +15,10 @@ import numpy as np
 
 from intrabench.io.volume import Volume
 
-PromptKind = Literal["point", "box2d", "box3d", "scribble", "mask"]
-PROMPT_KINDS: tuple[str, ...] = ("point", "box2d", "box3d", "scribble", "mask")
+PromptKind = Literal["point", "box2d", "box3d", "scribble", "lasso", "mask"]
+PROMPT_KINDS: tuple[str, ...] = ("point", "box2d", "box3d", "scribble", "lasso", "mask")
 
-InteractionKind = Literal["click", "box2d", "box3d", "scribble", "boundary_slice"]
+InteractionKind = Literal["click", "box2d", "box3d", "scribble", "boundary_slice", "lasso"]
 
 #: Human effort of one interaction (paper section 2.3; DESIGN.md section 3).
 INTERACTION_COST: dict[str, int] = {
@@ -27,6 +27,7 @@ INTERACTION_COST: dict[str, int] = {
     "box3d": 3,
     "scribble": 3,
     "boundary_slice": 1,
+    "lasso": 3,  # one freehand stroke, as a scribble
 }
 
 
@@ -85,6 +86,32 @@ class Scribble:
 
 
 @dataclass(frozen=True, eq=False)
+class Lasso:
+    """A closed freehand contour drawn on axial slice ``z``: ``contour`` (K, 2) int (y, x)
+    vertices in drawing order, the last joined back to the first; ``label`` 1 = the enclosed
+    region is the target's, 0 = it is not (nnInteractive's lasso)."""
+
+    z: int
+    contour: np.ndarray
+    label: int = 1
+
+    def region(self, shape_yx: tuple[int, int]) -> np.ndarray:
+        """Boolean (Y, X) mask of the slice: the pixels inside the contour or on it."""
+        from skimage.draw import line, polygon
+
+        contour = np.asarray(self.contour, dtype=np.int64).reshape(-1, 2)
+        region = np.zeros(shape_yx, dtype=bool)
+        if len(contour) == 0:
+            return region
+        region[polygon(contour[:, 0], contour[:, 1], shape=shape_yx)] = True
+        for (y0, x0), (y1, x1) in zip(contour, np.roll(contour, -1, axis=0)):  # the loop itself
+            ys, xs = line(int(y0), int(x0), int(y1), int(x1))
+            inside = (ys >= 0) & (ys < shape_yx[0]) & (xs >= 0) & (xs < shape_yx[1])
+            region[ys[inside], xs[inside]] = True
+        return region
+
+
+@dataclass(frozen=True, eq=False)
 class SlicePrompt:
     """What a 2D model receives on one axial slice: points (N, 2) as (y, x) and an optional box."""
 
@@ -128,6 +155,8 @@ class Prompt:
     * ``box3d``: one :class:`Box3D` or None.
     * ``scribbles``: ordered voxel polylines; models without native scribble support receive
       their voxels as points (see :meth:`model_points`).
+    * ``lassos``: closed contours on axial slices (:class:`Lasso`); only models that accept
+      the ``lasso`` kind receive them (they never become points).
     * ``interactions``: what the simulated user actually did; effort is computed from these,
       never hard-coded. Derived prompts (interpolated points, propagated boxes) cost nothing.
     * ``effort_label``: the paper's label for the scheme ("1X" = one interaction per slice, "7"...).
@@ -140,6 +169,7 @@ class Prompt:
     scribbles: tuple[Scribble, ...] = ()
     interactions: tuple[Interaction, ...] = ()
     effort_label: str = ""
+    lassos: tuple[Lasso, ...] = ()
 
     def __post_init__(self) -> None:
         points = _as_points(self.points)
@@ -148,6 +178,7 @@ class Prompt:
         object.__setattr__(self, "boxes", {int(z): b for z, b in sorted(self.boxes.items())})
         object.__setattr__(self, "scribbles", tuple(self.scribbles))
         object.__setattr__(self, "interactions", tuple(self.interactions))
+        object.__setattr__(self, "lassos", tuple(self.lassos))
 
     # -- what the prompt contains -------------------------------------------------------
     @property
@@ -161,6 +192,8 @@ class Prompt:
             kinds.add("box3d")
         if self.scribbles:
             kinds.add("scribble")
+        if self.lassos:
+            kinds.add("lasso")
         return frozenset(kinds)
 
     @property
@@ -183,9 +216,10 @@ class Prompt:
         return np.concatenate(points).astype(np.int64), np.concatenate(labels).astype(np.int8)
 
     def slices(self) -> list[int]:
-        """Axial slices that carry any 2D-usable prompt (points, scribbles, 2D boxes, 3D box)."""
+        """Axial slices that carry any prompt (points, scribbles, 2D boxes, lassos, 3D box)."""
         points, _ = self.model_points()
         zs = set(int(z) for z in points[:, 0]) | set(self.boxes)
+        zs |= {int(lasso.z) for lasso in self.lassos}
         if self.box3d is not None:
             zs |= set(range(self.box3d.z_min, self.box3d.z_max + 1))
         return sorted(zs)
@@ -212,22 +246,29 @@ class Prompt:
             scribbles=self.scribbles + other.scribbles,
             interactions=self.interactions + other.interactions,
             effort_label=other.effort_label or self.effort_label,
+            lassos=self.lassos + other.lassos,
         )
 
     def to_json(self) -> str:
         """The prompt's geometry as compact JSON (voxel indices (z, y, x), boxes inclusive):
         ``{"points": [[z, y, x], ...], "labels": [1, 0, ...], "boxes": {"z": [y0, x0, y1, x1]},
-        "box3d": [z0, y0, x0, z1, y1, x1] | null, "scribbles": [{"label": 1, "points": [...]}]}``.
+        "box3d": [z0, y0, x0, z1, y1, x1] | null, "scribbles": [{"label": 1, "points": [...]}]}``,
+        plus ``"lassos": [{"z": z, "label": 1, "contour": [[y, x], ...]}]`` when there are any.
         Interactions and the effort label are not part of it (rows carry them)."""
         import json
 
-        return json.dumps({
+        data = {
             "points": self.points.tolist(), "labels": self.point_labels.tolist(),
             "boxes": {str(z): list(b.as_tuple()) for z, b in self.boxes.items()},
             "box3d": list(self.box3d.as_tuple()) if self.box3d is not None else None,
             "scribbles": [{"label": int(s.label), "points": np.asarray(s.points).reshape(-1, 3).tolist()}
                           for s in self.scribbles],
-        }, separators=(",", ":"))
+        }
+        if self.lassos:
+            data["lassos"] = [{"z": int(lasso.z), "label": int(lasso.label),
+                               "contour": np.asarray(lasso.contour).reshape(-1, 2).tolist()}
+                              for lasso in self.lassos]
+        return json.dumps(data, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> Prompt:
@@ -239,7 +280,10 @@ class Prompt:
                    boxes={int(z): Box2D(*b) for z, b in data["boxes"].items()},
                    box3d=Box3D(*data["box3d"]) if data["box3d"] is not None else None,
                    scribbles=tuple(Scribble(np.asarray(s["points"], dtype=np.int64).reshape(-1, 3),
-                                            int(s["label"])) for s in data["scribbles"]))
+                                            int(s["label"])) for s in data["scribbles"]),
+                   lassos=tuple(Lasso(int(lasso["z"]),
+                                      np.asarray(lasso["contour"], dtype=np.int64).reshape(-1, 2),
+                                      int(lasso["label"])) for lasso in data.get("lassos", [])))
 
     def summary(self) -> dict[str, Any]:
         """A small JSON-able description for results rows."""
@@ -250,6 +294,7 @@ class Prompt:
             "n_boxes2d": len(self.boxes),
             "has_box3d": self.box3d is not None,
             "n_scribbles": len(self.scribbles),
+            "n_lassos": len(self.lassos),
             "n_prompted_slices": len(self.slices()),
         }
 

@@ -24,6 +24,9 @@ published ``nnInteractive_v1.0``. The adapter:
   ``Prediction.feedback["box3d_as"]``). Weights that support 3D boxes get them as they are.
 * Scribbles that span several axial slices are split into one scribble interaction per
   slice (each a volume holding that slice's scribble voxels).
+* A lasso (:class:`intrabench.types.Lasso`, the ``lasso`` prompter) is a volume holding the
+  filled contour on its slice, given with ``add_lasso_interaction``; weights whose capability
+  says ``lasso: false`` refuse the prompt with a one-line error.
 
 Checkpoints are read with ``torch.load(weights_only=True)`` and an explicit allow-list (numpy
 scalars in the training log), never with the package's ``weights_only=False``. Weights: CC
@@ -195,7 +198,8 @@ class NnInteractive(NetworkModel3D):
 
     name: ClassVar[str] = "nninteractive"
     dimension: ClassVar[int] = 3
-    accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
+    accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble",
+                                                   "lasso", "mask"})
     checkpoint_key: ClassVar[str] = "nninteractive"
     licence: ClassVar[str] = "weights CC BY-NC-SA 4.0; code Apache-2.0"
 
@@ -333,6 +337,14 @@ class NnInteractive(NetworkModel3D):
                 native = self._native(voxels[voxels[:, 0] == z])
                 image[tuple(native.T)] = 1
                 calls.append(("scribble", image, bool(scribble.label)))
+        if prompt.lassos and not self.session.supported_interactions.get("lasso", False):
+            raise ValueError("nnInteractive: these weights do not take lasso prompts "
+                             "(their capability says lasso: false)")
+        for lasso in prompt.lassos:
+            canonical = np.zeros(self._image.array.shape, dtype=bool)
+            canonical[lasso.z] = lasso.region(canonical.shape[1:])
+            image = from_canonical(canonical.astype(np.uint8), self._image.geometry)
+            calls.append(("lasso", np.ascontiguousarray(image), bool(lasso.label)))
         return calls, box3d_as
 
     def predict(self, prompt: Prompt, previous: Prediction | None = None,
@@ -341,7 +353,7 @@ class NnInteractive(NetworkModel3D):
             raise RuntimeError("nnInteractive: set_case() was not called")
         calls, box3d_as = self.interactions(prompt)
         if not calls:
-            raise ValueError("nnInteractive needs at least one click, box or scribble")
+            raise ValueError("nnInteractive needs at least one click, box, scribble or lasso")
         started = time.perf_counter()
         with _quiet_and_seeded(self.seed):
             target = self._replay(calls, previous)
@@ -369,6 +381,9 @@ class NnInteractive(NetworkModel3D):
             elif kind == "bbox":
                 session.add_bbox_interaction(argument, include_interaction=positive,
                                              run_prediction=run)
+            elif kind == "lasso":
+                session.add_lasso_interaction(argument, include_interaction=positive,
+                                              run_prediction=run)
             else:
                 session.add_scribble_interaction(argument, include_interaction=positive,
                                                  run_prediction=run)

@@ -8,7 +8,8 @@ as a red contour with a light fill. With ``save_predictions: all`` the first ste
 step are drawn side by side (one row each, on the same slices); otherwise the final step alone.
 
 Prompts drawn: clicks with their sign (positive: blue disc, negative: magenta cross), 2D and 3D
-boxes (yellow, dashed), scribbles (blue or magenta dots), every interaction up to the row's
+boxes (yellow, dashed), scribbles (blue or magenta dots), lassos (a closed blue or magenta line
+on their axial slice), every interaction up to the row's
 step. A click is drawn in a view when it lies on that view's plane; the axial view is cut
 through the slice holding most of the first prompt's parts, and says how many clicks lie on
 other slices. Slice indices in titles are canonical voxel indices (z, y, x) of the case's
@@ -57,7 +58,7 @@ class GalleryItem:
 # -- where to cut ---------------------------------------------------------------------------
 def prompt_slices(prompt: Prompt | None) -> Counter:
     """How many parts of ``prompt`` lie on each axial slice z: clicks, 2D boxes, scribble
-    voxels (one per scribble and slice) and a 3D box's middle slice."""
+    voxels (one per scribble and slice), lassos and a 3D box's middle slice."""
     counts: Counter = Counter()
     if prompt is None:
         return counts
@@ -65,6 +66,7 @@ def prompt_slices(prompt: Prompt | None) -> Counter:
     counts.update(int(z) for z in prompt.boxes)
     for scribble in prompt.scribbles:
         counts.update({int(z) for z in np.asarray(scribble.points).reshape(-1, 3)[:, 0]})
+    counts.update(int(lasso.z) for lasso in prompt.lassos)
     if prompt.box3d is not None:
         counts[(prompt.box3d.z_min + prompt.box3d.z_max) // 2] += 1
     return counts
@@ -166,6 +168,15 @@ def _draw_prompt(axis, prompt: Prompt, fixed: int, plane: int, rows_axis: int, c
             rows, columns = view_position(voxels.T, rows_axis, columns_axis, window)
             axis.plot(columns, rows, ".", markersize=2.5, zorder=5,
                       color=POSITIVE if int(scribble.label) == 1 else NEGATIVE)
+    for lasso in prompt.lassos:  # a closed solid line, in the axial view of its slice
+        if fixed != 0 or int(lasso.z) != plane:
+            continue
+        contour = np.asarray(lasso.contour).reshape(-1, 2)
+        loop = np.vstack([contour, contour[:1]])
+        zyx = (np.full(len(loop), plane), loop[:, 0], loop[:, 1])
+        rows, columns = view_position(zyx, rows_axis, columns_axis, window)
+        axis.plot(columns, rows, "-", linewidth=1.4, zorder=5,
+                  color=POSITIVE if int(lasso.label) == 1 else NEGATIVE)
     return off_plane
 
 

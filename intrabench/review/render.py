@@ -74,7 +74,7 @@ def shown_slices(prediction: np.ndarray, truth: np.ndarray, best: int) -> list[i
 def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str, list]:
     """The prompt's parts on slice ``z`` in (row, column) of the radiological view: clicks
     ``[row, col, label]``, boxes ``[row0, col0, row1, col1]`` (inclusive), scribble strokes
-    (lists of ``[row, col]``) with their label."""
+    (lists of ``[row, col]``) with their label; a lasso is a stroke that ends at its start."""
     height, width = shape_yx
 
     def flip(y: int, x: int) -> list[int]:
@@ -95,6 +95,10 @@ def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str,
         on = points[points[:, 0] == z]
         if len(on):
             strokes.append({"label": int(scribble.label), "points": [flip(y, x) for _, y, x in on]})
+    for lasso in prompt.lassos:  # a closed stroke: back to its first vertex
+        if int(lasso.z) == z:
+            contour = [flip(y, x) for y, x in np.asarray(lasso.contour).reshape(-1, 2)]
+            strokes.append({"label": int(lasso.label), "points": contour + contour[:1]})
     return {"clicks": clicks, "boxes": boxes, "strokes": strokes}
 
 

@@ -9,6 +9,8 @@ Defaults and where they come from:
   ICCV 2017 (a tight box from four extreme clicks, 7.0 s);
 * 3D box 13.0 s and boundary slice 3.0 s: **no literature measures them**; a 3D box is taken
   as a 2D box on one slice plus choosing its two boundary slices (7.0 + 2 x 3.0 s);
+* lasso 10.9 s: **no literature measures a lasso around a target**; it is one freehand stroke,
+  taken as long as a squiggle;
 * scrolling 0.1 s per slice: **no literature**; about ten slices per second with a mouse
   wheel;
 * budget: 30 s per interaction and at most 8 interactions per target, the DAVIS interactive
@@ -28,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from intrabench.types import INTERACTION_COST
 
 DEFAULT_SECONDS = {"click": 2.4, "box2d": 7.0, "box3d": 13.0, "scribble": 10.9,
-                   "boundary_slice": 3.0}
+                   "boundary_slice": 3.0, "lasso": 10.9}
 
 
 class TimeModel(BaseModel):

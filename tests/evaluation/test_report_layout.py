@@ -28,7 +28,7 @@ from intrabench.reports.overlays import (
     gallery,
     view_position,
 )
-from intrabench.types import Box3D, Prompt
+from intrabench.types import Box3D, Lasso, Prompt
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +104,28 @@ def test_clicks_and_boxes_are_drawn_where_the_voxels_are():
     assert box[1] == pytest.approx(width / 2, abs=0.03 * width)
     yellow = _colour_centroid(png, BOX, (slice(None), slice(None)))
     assert yellow is not None
+
+
+def test_a_lasso_is_drawn_as_a_closed_line_around_its_voxels():
+    """A positive lasso around (y 28..36, x 28..36) on the cut slice: anterior-right, so the
+    blue loop's centre lands top-left in the axial panel (as a click there would)."""
+    image = np.zeros((3, 40, 40), np.float32)
+    truth = np.zeros(image.shape, bool)
+    truth[1, 30:35, 30:35] = True
+    lasso = Lasso(1, np.array([[28, 28], [28, 36], [36, 36], [36, 28]]), 1)
+    png = draw_overlay(image, truth, [StepPanel("step 0", None, Prompt(lassos=(lasso,)), 0.5)],
+                       (2.0, 1.0, 1.0), margin_mm=100.0)
+    picture = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
+    third = slice(None), slice(0, picture.shape[1] // 3)
+    dark = picture[third] < 30
+    rows = np.flatnonzero(dark.sum(axis=1) > dark.shape[1] // 2)
+    columns = np.flatnonzero(dark[rows].any(axis=0))
+    panel = slice(rows[0], rows[-1] + 1), slice(columns[0], columns[-1] + 1)
+    height, width = rows[-1] - rows[0] + 1, columns[-1] - columns[0] + 1
+    loop = _colour_centroid(png, POSITIVE, panel)
+    # the loop's centre, voxel (32, 32), is 39 - 32 = 7 voxels from the top-left corner
+    assert loop[0] == pytest.approx(7.5 / 40 * height, abs=0.03 * height)
+    assert loop[1] == pytest.approx(7.5 / 40 * width, abs=0.03 * width)
 
 
 # -- which targets and how they are named ------------------------------------------------------

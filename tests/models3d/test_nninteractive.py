@@ -16,7 +16,7 @@ from intrabench.models.nninteractive import (  # noqa: E402
     safe_checkpoint_loading,
     write_tiny_model_folder,
 )
-from intrabench.types import Box2D, Box3D, Prompt, Scribble  # noqa: E402
+from intrabench.types import Box2D, Box3D, Lasso, Prompt, Scribble  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +132,59 @@ def test_prompts_become_the_sessions_interactions_in_the_files_voxel_order(model
     assert calls[5][1].sum() == 1
 
 
+def test_a_lasso_gives_what_the_session_gives_driven_directly(model, folder, oblique_case):
+    """A lasso around the target on its median slice: the adapter's mask equals the live
+    session given the filled contour (in the file's voxel order) with add_lasso_interaction,
+    voxel for voxel; the lasso volume holds exactly the filled contour on that one slice."""
+    from intrabench.protocols import PromptContext
+    from intrabench.registry import prompters
+
+    mask = oblique_case.target_mask(oblique_case.targets[0])
+    prompt = prompters.get("lasso")().initial(PromptContext(
+        mask, oblique_case.image.spacing, np.random.default_rng(0)))
+    lasso, = prompt.lassos
+    model.set_case(oblique_case.image)
+    (kind, image, positive), = model.interactions(prompt)[0]
+    canonical = np.zeros(mask.shape, bool)
+    canonical[lasso.z] = lasso.region(mask.shape[1:])
+    assert (kind, positive) == ("lasso", True)
+    np.testing.assert_array_equal(
+        image, from_canonical(canonical.astype(np.uint8), oblique_case.image.geometry))
+    assert canonical[lasso.z][mask[lasso.z]].all()  # the loop encloses the cross-section
+    ours = model.predict(prompt)
+
+    session = _upstream_session(folder)
+    native = from_canonical(oblique_case.image.array, oblique_case.image.geometry)
+    target = np.zeros(native.shape, np.uint8)
+    state = np.random.get_state()
+    with contextlib.redirect_stdout(None):
+        session.set_image(native[None].astype(np.float32))
+        session.set_target_buffer(target)
+        np.random.seed(0)
+        session.add_lasso_interaction(image, include_interaction=True)
+    np.random.set_state(state)
+    assert target.sum() > 0
+    np.testing.assert_array_equal(
+        from_canonical(ours.mask.astype(np.uint8), oblique_case.image.geometry), target)
+
+
+def test_weights_without_lasso_refuse_it_in_one_line(folder, tmp_path, oblique_case):
+    import json
+    import shutil
+
+    copy = tmp_path / "no-lasso"
+    shutil.copytree(folder, copy)
+    # the modern capability file: the legacy one's defaults, lassos switched off
+    legacy = json.loads((copy / "inference_session_class.json").read_text())
+    (copy / "inference_info.json").write_text(json.dumps(
+        {**legacy, "supported_interactions": {"lasso": False}}))
+    model = NnInteractive(model_dir=str(copy), device="cpu", seed=0)
+    model.set_case(oblique_case.image)
+    lasso = Lasso(5, np.array([[4, 4], [4, 12], [12, 12], [12, 4]]), 1)
+    with pytest.raises(ValueError, match="do not take lasso prompts"):
+        model.predict(Prompt(lassos=(lasso,)))
+
+
 def test_the_same_step_gives_the_same_mask(model, oblique_case):
     click, _ = _centre(oblique_case)
     model.set_case(oblique_case.image)
@@ -189,9 +242,12 @@ def test_a_run_with_boxes_and_refinement(folder, tmp_path):
     config.write_text(
         "name: nni\ndatasets: [{name: demo-phantoms, n_cases: 1}]\n"
         f"models: [{{name: nninteractive, model_dir: '{folder}', device: cpu}}]\n"
-        "prompters: [box-3d, {name: points-per-volume, n_points: 1}]\n"
+        "prompters: [box-3d, {name: points-per-volume, n_points: 1}, lasso]\n"
         "refiners: [center-error-click]\nrefinement_steps: 1\n")
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
     rows = pd.read_csv(tmp_path / "run" / "results.csv")
     assert set(rows["step"]) == {0, 1} and rows["dice"].between(0, 1).all()
     assert set(rows["in_training_data"]) == {"no"}  # phantoms are made here
+    lasso = rows[rows["prompter"].str.startswith("lasso") & (rows["step"] == 0)]
+    assert len(lasso) and (lasso["interactions_lasso"] == 1).all()
+    assert (lasso["prompt_n_lassos"] == 1).all() and (lasso["effort"] == 3).all()

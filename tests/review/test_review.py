@@ -20,7 +20,7 @@ from intrabench.review.build import build_review
 from intrabench.review.ratings import analyse_ratings, join_ratings, read_ratings
 from intrabench.review.render import prompt_marks, radiological, shown_slices
 from intrabench.review.sampling import candidate_masks, sample_masks
-from intrabench.types import Box2D, Box3D, Prompt, Scribble
+from intrabench.types import Box2D, Box3D, Lasso, Prompt, Scribble
 
 MODELS = ["region-growing-3d", "random-walker-2d"]
 
@@ -77,6 +77,10 @@ def test_prompt_marks_are_drawn_in_the_radiological_view():
     assert marks["boxes"] == [[5, 5, 8, 9]]
     assert marks["strokes"] == [{"label": 0, "points": [[2, 4], [2, 3]]}]
     assert prompt_marks(prompt, 5, (10, 12))["boxes"] == [[7, 9, 9, 11]]  # the 3D box's slice
+    lasso = Prompt(lassos=(Lasso(4, np.array([[1, 1], [1, 3], [2, 3]]), 1),))
+    assert prompt_marks(lasso, 4, (10, 12))["strokes"] == [  # closed: back to its start
+        {"label": 1, "points": [[8, 10], [8, 8], [7, 8], [8, 10]]}]
+    assert prompt_marks(lasso, 3, (10, 12))["strokes"] == []
     plane = np.arange(6).reshape(2, 3)
     assert radiological(plane).tolist() == [[5, 4, 3], [2, 1, 0]]
 

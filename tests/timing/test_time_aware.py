@@ -77,9 +77,12 @@ def test_human_time_model():
         [2.4 + 7.0 + 10 * 0.1, 10.9 + 3 * 0.1])
     assert defaults.budget == 240
     assert step_kind(rows).tolist() == ["box2d", "scribble"]  # a box's effort (2) beats a click's
-    with pytest.raises(ConfigError, match="unknown interaction kinds \\['lasso'\\]"):
+    with pytest.raises(ConfigError, match="unknown interaction kinds \\['polygon'\\]"):
         parse_config({"datasets": ["demo-real"], "models": ["region-growing-3d"],
-                      "prompters": ["box-3d"], "time_model": {"seconds": {"lasso": 3}}})
+                      "prompters": ["box-3d"], "time_model": {"seconds": {"polygon": 3}}})
+    lasso = pd.DataFrame({"interactions_lasso": [1], "slices_scrolled": [0]})
+    assert human_seconds(lasso, defaults).tolist() == [10.9]  # one stroke, as a scribble
+    assert step_kind(lasso).tolist() == ["lasso"]
 
 
 def test_slices_scrolled_by_hand():
