@@ -74,6 +74,17 @@ def _colour_centroid(png: bytes, colour: str, region) -> tuple[float, float] | N
     return (float(rows.mean()), float(columns.mean())) if rows.size else None
 
 
+def _axial_panel(png: bytes) -> tuple[tuple[slice, slice], int, int]:
+    """(region, height, width) of the axial panel: the dark image in the figure's left third."""
+    picture = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
+    third = slice(None), slice(0, picture.shape[1] // 3)
+    dark = picture[third] < 30
+    rows = np.flatnonzero(dark.sum(axis=1) > dark.shape[1] // 2)
+    columns = np.flatnonzero(dark[rows].any(axis=0))
+    panel = slice(rows[0], rows[-1] + 1), slice(columns[0], columns[-1] + 1)
+    return panel, rows[-1] - rows[0] + 1, columns[-1] - columns[0] + 1
+
+
 def test_clicks_and_boxes_are_drawn_where_the_voxels_are():
     """A positive click anterior-right (high y, high x) lands top-left in the axial panel, a
     negative click posterior-left bottom-right, and the box's edges are drawn."""
@@ -84,13 +95,7 @@ def test_clicks_and_boxes_are_drawn_where_the_voxels_are():
                     box3d=Box3D(0, 8, 8, 2, 31, 31))
     png = draw_overlay(image, truth, [StepPanel("step 0", None, prompt, 0.5)], (2.0, 1.0, 1.0),
                        margin_mm=100.0)
-    picture = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
-    third = slice(None), slice(0, picture.shape[1] // 3)
-    dark = picture[third] < 30
-    rows = np.flatnonzero(dark.sum(axis=1) > dark.shape[1] // 2)
-    columns = np.flatnonzero(dark[rows].any(axis=0))
-    panel = slice(rows[0], rows[-1] + 1), slice(columns[0], columns[-1] + 1)
-    height, width = rows[-1] - rows[0] + 1, columns[-1] - columns[0] + 1
+    panel, height, width = _axial_panel(png)
     positive = _colour_centroid(png, POSITIVE, panel)
     negative = _colour_centroid(png, NEGATIVE, panel)
     box = _colour_centroid(png, BOX, panel)
@@ -115,13 +120,7 @@ def test_a_lasso_is_drawn_as_a_closed_line_around_its_voxels():
     lasso = Lasso(1, np.array([[28, 28], [28, 36], [36, 36], [36, 28]]), 1)
     png = draw_overlay(image, truth, [StepPanel("step 0", None, Prompt(lassos=(lasso,)), 0.5)],
                        (2.0, 1.0, 1.0), margin_mm=100.0)
-    picture = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
-    third = slice(None), slice(0, picture.shape[1] // 3)
-    dark = picture[third] < 30
-    rows = np.flatnonzero(dark.sum(axis=1) > dark.shape[1] // 2)
-    columns = np.flatnonzero(dark[rows].any(axis=0))
-    panel = slice(rows[0], rows[-1] + 1), slice(columns[0], columns[-1] + 1)
-    height, width = rows[-1] - rows[0] + 1, columns[-1] - columns[0] + 1
+    panel, height, width = _axial_panel(png)
     loop = _colour_centroid(png, POSITIVE, panel)
     # the loop's centre, voxel (32, 32), is 39 - 32 = 7 voxels from the top-left corner
     assert loop[0] == pytest.approx(7.5 / 40 * height, abs=0.03 * height)
