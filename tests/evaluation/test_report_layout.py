@@ -29,21 +29,18 @@ from intrabench.reports.overlays import (
     view_position,
 )
 from intrabench.types import Box3D, Lasso, Prompt
+from tests.run_helpers import run_config
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     """Two models x two prompters, click refinement, two seeds, every step's mask saved."""
-    folder = tmp_path_factory.mktemp("layout")
-    config = folder / "run.yaml"
-    config.write_text(
+    return run_config(tmp_path_factory.mktemp("layout"),
         "name: layout\nseeds: [0, 1]\n"
         "datasets: [{name: demo-phantoms, n_cases: 2, label: phantoms}]\n"
         "models: [region-growing-3d, random-walker-3d]\n"
         "prompters: [box-3d, {name: center-points-per-volume, n_points: 1, label: 1-click}]\n"
         "refiners: [center-error-click]\nrefinement_steps: 2\nsave_predictions: all\n")
-    assert main(["run", str(config), "--out", str(folder / "run")]) == 0
-    return folder / "run"
 
 
 # -- where things are drawn -------------------------------------------------------------------
@@ -160,14 +157,12 @@ def test_gallery_overlays_name_seed_and_configuration_and_show_first_and_last_st
 
 
 def test_only_final_masks_say_how_to_get_the_first_step(tmp_path):
-    config = tmp_path / "run.yaml"
-    config.write_text(
+    run = run_config(tmp_path,
         "name: finals\ndatasets: [{name: demo-phantoms, n_cases: 1}]\n"
         "models: [region-growing-3d]\nprompters: [box-3d]\nrefiners: [center-error-click]\n"
         "refinement_steps: 1\nsave_predictions: true\n")
-    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
-    rows = load_results(tmp_path / "run")
-    items, notes = gallery(tmp_path / "run", rows, episode_table(rows), None, 1)
+    rows = load_results(run)
+    items, notes = gallery(run, rows, episode_table(rows), None, 1)
     assert [item.steps for item in items] == [(1,)]
     assert any("save_predictions: all" in note for note in notes)
 

@@ -10,6 +10,7 @@ from intrabench import registry as components
 from intrabench import training_data
 from intrabench.cli import main
 from intrabench.io.checkpoints import CHECKPOINTS
+from tests.run_helpers import run_config
 
 
 @pytest.mark.parametrize(("model", "dataset", "expected"), [
@@ -56,13 +57,11 @@ def test_a_parsed_entry_follows_its_checked_list():
 
 
 def test_rows_carry_the_column_and_tables_split_on_it(tmp_path, capsys):
-    config = tmp_path / "run.yaml"
-    config.write_text(
+    run = run_config(tmp_path,
         "name: t\ndatasets: [{name: demo-phantoms, n_cases: 1, label: phantoms},\n"
         "  {name: demo-real, label: real}]\nmodels: [region-growing-3d, synthetic-network]\n"
         "prompters: [box-3d]\nrefinement_steps: 0\n")
-    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
-    rows = pd.read_csv(tmp_path / "run" / "results.csv")
+    rows = pd.read_csv(run / "results.csv")
     assert set(rows["in_training_data"]) == {"no"}
     # an entry that says "unknown" for demo-real splits the tables in two
     rows.loc[(rows["dataset"] == "real") & (rows["model"] == "synthetic-network"),
@@ -70,7 +69,7 @@ def test_rows_carry_the_column_and_tables_split_on_it(tmp_path, capsys):
     parts = dict(training_data.split_rows(rows))
     assert list(parts) == ["no", "unknown"]
     assert len(parts["no"]) + len(parts["unknown"]) == len(rows)
-    assert main(["tables", str(tmp_path / "run"), "--out", str(tmp_path / "tables"),
+    assert main(["tables", str(run), "--out", str(tmp_path / "tables"),
                  "--split-training-data"]) == 0
     out = capsys.readouterr().out
     assert "dataset in the model's training data: no" in out

@@ -155,15 +155,13 @@ def test_checkpoints_load_strictly(tmp_path):
 def test_a_run_with_a_key_slice_box_and_click_refinement(tmp_path):
     import pandas as pd
 
-    from intrabench.cli import main
+    from tests.run_helpers import run_config
 
-    config = tmp_path / "run.yaml"
-    config.write_text(
+    run = run_config(tmp_path,
         "name: m2\ndatasets: [{name: demo-phantoms, n_cases: 1}]\n"
         "models: [{name: medsam2, weights: random, tiny: true, device: cpu}]\n"
         "prompters: [box-3d]\nrefiners: [center-error-click]\nrefinement_steps: 1\n")
-    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
-    rows = pd.read_csv(tmp_path / "run" / "results.csv")
+    rows = pd.read_csv(run / "results.csv")
     assert set(rows["step"]) == {0, 1} and rows["dice"].between(0, 1).all()
 
 

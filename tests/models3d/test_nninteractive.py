@@ -236,16 +236,14 @@ def test_models_verify_and_list_see_the_model_folder(folder, tmp_path, capsys, m
 def test_a_run_with_boxes_and_refinement(folder, tmp_path):
     import pandas as pd
 
-    from intrabench.cli import main
+    from tests.run_helpers import run_config
 
-    config = tmp_path / "run.yaml"
-    config.write_text(
+    run = run_config(tmp_path,
         "name: nni\ndatasets: [{name: demo-phantoms, n_cases: 1}]\n"
         f"models: [{{name: nninteractive, model_dir: '{folder}', device: cpu}}]\n"
         "prompters: [box-3d, {name: points-per-volume, n_points: 1}, lasso]\n"
         "refiners: [center-error-click]\nrefinement_steps: 1\n")
-    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
-    rows = pd.read_csv(tmp_path / "run" / "results.csv")
+    rows = pd.read_csv(run / "results.csv")
     assert set(rows["step"]) == {0, 1} and rows["dice"].between(0, 1).all()
     assert set(rows["in_training_data"]) == {"no"}  # phantoms are made here
     lasso = rows[rows["prompter"].str.startswith("lasso") & (rows["step"] == 0)]
