@@ -298,9 +298,12 @@ def gallery(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,
     episode_keys = [k for k in MASK_KEYS if k != "step"]
     by_episode = rows.sort_values("step").groupby(episode_keys, sort=False)
     datasets: dict[str, object] = {}
-    items: list[GalleryItem] = []
+    drawn_items: dict[int, GalleryItem] = {}
     first_steps_missing = False
-    for episode in picked.itertuples(index=False):
+    loaded: tuple[tuple[str, str], object] | None = None  # one case in memory at a time
+    # case by case (a case shared by several episodes is read once), drawn in the gallery's order
+    in_case_order = picked.reset_index(drop=True).sort_values(["dataset", "case"], kind="stable")
+    for position, episode in zip(in_case_order.index, in_case_order.itertuples(index=False)):
         steps = by_episode.get_group(tuple(getattr(episode, k) for k in episode_keys))
         final_step = int(steps["step"].max())
         wanted = [0, final_step] if final_step > 0 else [0]
@@ -313,7 +316,10 @@ def gallery(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,
         try:
             if episode.dataset not in datasets:
                 datasets[episode.dataset] = run_dataset(run_dir, config, episode.dataset)
-            case = datasets[episode.dataset].load(episode.case)  # type: ignore[attr-defined]
+            if loaded is None or loaded[0] != (episode.dataset, episode.case):
+                loaded = ((episode.dataset, episode.case),
+                          datasets[episode.dataset].load(episode.case))  # type: ignore[attr-defined]
+            case = loaded[1]
         except Exception as error:  # noqa: BLE001 - the dataset may not be on this machine
             notes.append(f"Could not load {episode.dataset}/{episode.case}: {error}")
             continue
@@ -343,8 +349,9 @@ def gallery(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,
         caption = (f"{title}: final Dice {100 * episode.dice_final:.1f}; {shown}. Green: ground truth; "
                    "red: prediction; blue discs / magenta crosses: positive / negative clicks; "
                    "yellow dashed: boxes.")
-        items.append(GalleryItem(overlay_file_name(episode), caption, png, str(episode.model),
-                                 tuple(drawn)))
+        drawn_items[position] = GalleryItem(overlay_file_name(episode), caption, png,
+                                            str(episode.model), tuple(drawn))
+    items = [drawn_items[position] for position in sorted(drawn_items)]
     if first_steps_missing:
         notes.append("Only final masks were saved: set <code>save_predictions: all</code> to see "
                      "the first step beside the last.")
