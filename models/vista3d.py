@@ -177,6 +177,7 @@ class Vista3D(NetworkModel3D):
         self.box_as_centre_click = bool(box_as_centre_click)
         self._image: Volume | None = None
         self._data: dict[str, Any] | None = None
+        self._on_device: Any = None  # the processed image on the model's device, per case
         self._seconds = 0.0
 
     @classmethod
@@ -202,6 +203,7 @@ class Vista3D(NetworkModel3D):
         self._image = image
         self._transform = preprocessing(self.intensity)
         self._data = self._transform({"image": loaded_image(image)})
+        self._on_device = self._data["image"].to(self.device)  # once, not at every step
         self._seconds += time.perf_counter() - started
 
     def set_target_class(self, class_name: str) -> None:
@@ -257,7 +259,7 @@ class Vista3D(NetworkModel3D):
         if chosen is not None:
             prompt_class = torch.tensor([[int(chosen)]], device=self.device)
             class_vector = prompt_class if chosen <= LAST_SUPPORTED else None
-        image = self._data["image"].to(self.device)
+        image = self._on_device
         feedback = previous.feedback if previous is not None else None
         prev_mask, start = None, 0
         if isinstance(feedback, dict) and feedback.get("model") == self.name:
