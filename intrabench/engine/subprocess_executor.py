@@ -6,35 +6,39 @@ that drives a :class:`~intrabench.engine.runner.Runner`, and ``fork`` copies a p
 CUDA contexts, OpenMP pools and other threads. A subprocess started with ``-m`` imports only
 what the jobs need.
 
-Protocol: length-prefixed pickles. ``(job_id, spool_path, payload)`` go to the child's stdin,
-where the payload is the pickled ``(fn, args, kwargs)``, or empty when it was written to a
-spool file (payloads over 16 KiB: a pipe holds 64 KiB, and a parent blocked on a full pipe
-would wait for the child's current job); ``(job_id, ok, spool_path, payload)`` come back on
-its stdout, the payload being the pickled result or exception (spooled the same way). The
-child reads its stdin in a thread, runs jobs one at a time in arrival order and ignores
+Protocol: length-prefixed pickles. ``(job_id, parcel)`` go to the child's stdin, where the
+:class:`~intrabench.engine.parcels.Parcel` holds the pickled ``(fn, args, kwargs)``;
+``(job_id, ok, parcel)`` come back on its stdout, the parcel holding the result or exception.
+A parcel is inline when small; otherwise it is a spool file (in ``/dev/shm`` where possible)
+whose large arrays the receiver maps instead of copying (see :mod:`intrabench.engine.parcels`).
+The child reads its stdin in a thread, runs jobs one at a time in arrival order and ignores
 SIGINT, so after a Ctrl-C the parent can still let it finish (write) what was queued. ``fn`` must be importable by name (a module-level function).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import os
 import pickle
 import queue
-import shutil
 import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any, BinaryIO
 
+from intrabench.engine.parcels import pack, remove_directory, spool_directory, unpack
+
 _HEADER = struct.Struct("!Q")
-#: jobs pickled larger than this travel through a spool file instead of the pipe
+#: the environment variable that gives the child its parent's spool directory
+_SPOOL_VARIABLE = "INTRABENCH_SPOOL_DIR"
+#: jobs and answers pickled larger than this travel through a spool file instead of the pipe
 _INLINE_LIMIT = 16 * 1024
 
 
@@ -59,6 +63,16 @@ def _receive(stream: BinaryIO) -> Any:
     return pickle.loads(_receive_bytes(stream))
 
 
+#: executors whose spool may still exist: removed at exit (children die with their stdin)
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _remove_spools() -> None:
+    for executor in list(_LIVE):
+        remove_directory(executor._spool)
+
+
 class WorkerDied(RuntimeError):
     """The worker subprocess ended before answering (killed, out of memory, crashed)."""
 
@@ -75,12 +89,8 @@ class SubprocessExecutor(Executor):
         self._send_lock = threading.Lock()  # one writer on the pipe at a time
         self._next_id = 0
         self._reader: threading.Thread | None = None
+        #: spool files of jobs and of answers (the child's too): removed when the child ends
         self._spool: str | None = None
-
-    def _spool_dir(self) -> str:
-        if self._spool is None:
-            self._spool = tempfile.mkdtemp(prefix="intrabench-jobs-")
-        return self._spool
 
     def start(self) -> None:
         """Start the worker subprocess now instead of at the first job."""
@@ -89,8 +99,11 @@ class SubprocessExecutor(Executor):
 
     def _start(self) -> subprocess.Popen:
         if self._process is None:
+            self._spool = spool_directory()
+            _LIVE.add(self)
             environment = dict(os.environ)
             environment["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+            environment[_SPOOL_VARIABLE] = self._spool
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "intrabench.engine.subprocess_executor", *self._preload],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment)
@@ -107,17 +120,25 @@ class SubprocessExecutor(Executor):
             job_id = self._next_id
             self._next_id += 1
             self._pending[job_id] = future
-        payload = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-        spooled: str | None = None
-        if len(payload) > _INLINE_LIMIT:  # a pipe holds 64 KiB: a file never waits for the child
-            spooled = os.path.join(self._spool_dir(), f"{job_id}.pickle")
-            with open(spooled, "wb") as handle:
-                handle.write(payload)
-            payload = b""
+            spool = self._spool
+        # a pipe holds 64 KiB: a file never waits for the child
+        try:
+            if spool is None:
+                raise OSError("the worker has ended")
+            parcel = pack((fn, args, kwargs), spool, f"job-{job_id}", _INLINE_LIMIT)
+        except OSError as error:  # the spool is gone: the child has ended
+            with self._lock:
+                self._pending.pop(job_id, None)
+            future.set_exception(WorkerDied(_ended(process) if process.poll() is not None
+                                            or _exits_soon(process)
+                                            else f"cannot hand the job to the worker: {error}"))
+            return future
         with self._send_lock:
             try:
-                _send(process.stdin, (job_id, spooled, payload))  # type: ignore[arg-type]
+                _send(process.stdin, (job_id, parcel))  # type: ignore[arg-type]
             except (BrokenPipeError, OSError, ValueError) as error:
+                if parcel.path is not None:  # the child will never read it
+                    _unlink_quietly(parcel.path)
                 with self._lock:
                     self._fail_pending(WorkerDied(_ended(process) if process.poll() is not None
                                                   or _exits_soon(process)
@@ -130,17 +151,13 @@ class SubprocessExecutor(Executor):
         stdout = process.stdout
         while True:
             try:
-                job_id, ok, spooled, payload = _receive(stdout)
+                job_id, ok, parcel = _receive(stdout)
             except (EOFError, OSError, pickle.UnpicklingError):
                 break
             with self._lock:
                 future = self._pending.pop(job_id, None)
             try:
-                if spooled is not None:
-                    with open(spooled, "rb") as handle:
-                        payload = handle.read()
-                    os.unlink(spooled)
-                value = pickle.loads(payload)
+                value = unpack(parcel)
             except Exception as error:  # noqa: BLE001 - e.g. a class this process cannot import
                 ok, value = False, error
             if future is None:
@@ -152,6 +169,9 @@ class SubprocessExecutor(Executor):
         process.wait()
         with self._lock:
             self._fail_pending(WorkerDied(_ended(process)))
+            # every answer was read and no job file will be read any more
+            remove_directory(self._spool)
+            self._spool = None
 
     def _fail_pending(self, error: BaseException) -> None:
         for future in self._pending.values():
@@ -171,10 +191,12 @@ class SubprocessExecutor(Executor):
             process.wait()
             if self._reader is not None:
                 self._reader.join()
-        self._process = None
-        if self._spool is not None and (wait or not self._pending):
-            shutil.rmtree(self._spool, ignore_errors=True)
-            self._spool = None
+        self._process = None  # the answer thread removes the spool once the child has ended
+
+
+def _unlink_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _exits_soon(process: subprocess.Popen, seconds: float = 5.0) -> bool:
@@ -205,40 +227,27 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                 return
 
     threading.Thread(target=read_jobs, daemon=True).start()
-    spool: list[str] = []
-
-    def spool_dir() -> str:
-        if not spool:
-            spool.append(tempfile.mkdtemp(prefix="intrabench-answers-"))
-        return spool[0]
+    spool = os.environ.get(_SPOOL_VARIABLE) or spool_directory()  # the parent removes it
 
     while True:
         payload = jobs.get()
         if payload is None:
-            if spool:  # every answer file was read before its job counted as done
-                shutil.rmtree(spool[0], ignore_errors=True)
             return
-        job_id, spooled, payload = pickle.loads(payload)
-        if spooled is not None:
-            with open(spooled, "rb") as handle:
-                payload = handle.read()
-            os.unlink(spooled)
-        fn, args, kwargs = pickle.loads(payload)
+        job_id, parcel = pickle.loads(payload)
+        fn, args, kwargs = unpack(parcel)
         try:
             ok, value = True, fn(*args, **kwargs)
         except BaseException as error:  # noqa: BLE001 - every failure goes back to the caller
             ok, value = False, error
-        try:
-            answer = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        del fn, args, kwargs  # the job's mapped arrays are released before the next job
+        name = f"answer-{job_id}"
+        try:  # large results (cases) through a file, as jobs
+            answer = pack(value, spool, name, _INLINE_LIMIT)
         except (pickle.PicklingError, TypeError, AttributeError) as error:
-            ok, answer = False, pickle.dumps(RuntimeError(f"{type(error).__name__}: {error}"))
-        spooled = None
-        if len(answer) > _INLINE_LIMIT:  # large results (cases) through a file, as jobs
-            spooled = os.path.join(spool_dir(), f"answer-{job_id}.pickle")
-            with open(spooled, "wb") as handle:
-                handle.write(answer)
-            answer = b""
-        _send(stdout, (job_id, ok, spooled, answer))
+            ok, answer = False, pack(RuntimeError(f"{type(error).__name__}: {error}"),
+                                     spool, name, _INLINE_LIMIT)
+        del value
+        _send(stdout, (job_id, ok, answer))
 
 
 if __name__ == "__main__":

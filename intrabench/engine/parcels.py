@@ -1,0 +1,166 @@
+"""Pickled messages between processes whose large arrays are not copied through pipes.
+
+A case read by the reader worker is two CT-sized arrays (a 512 x 512 x 300 volume is 300 MB in
+float32). Pickled into bytes, written to a file, read back into bytes and unpickled, each array
+was copied four times, two of them in the model loop's own process. A parcel pickles with
+protocol 5 and keeps large contiguous buffers (numpy arrays) out of the pickle stream: they are
+written once, page-aligned, into one spool file after the stream. The receiver maps that file
+(copy-on-write, so its arrays are writable and private) and unlinks it at once; the arrays it
+unpickles point into the mapping, so receiving a case costs page mappings, not copies.
+
+The spool file goes to ``/dev/shm`` when it exists and has room (memory, never disk), otherwise
+to the temporary directory. A parcel without large buffers and a stream of at most
+``inline_limit`` bytes travels inline (a pipe holds 64 KiB; a sender blocked on a full pipe
+would wait for the receiver's current job).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import pickle
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+#: buffers of at least this many bytes leave the pickle stream (smaller ones stay inline)
+OUT_OF_BAND_MIN = 64 * 1024
+_PAGE = mmap.ALLOCATIONGRANULARITY
+
+
+@dataclass(frozen=True)
+class Parcel:
+    """One pickled value: ``inline`` bytes, or a spool file at ``path`` that holds the pickle
+    stream (``stream_bytes`` long, at offset 0) and then the out-of-band buffers at the
+    (offset, bytes) pairs of ``buffers``."""
+
+    inline: bytes = b""
+    path: str | None = None
+    stream_bytes: int = 0
+    buffers: tuple[tuple[int, int], ...] = field(default_factory=tuple)
+
+
+SPOOL_PREFIX = "intrabench-spool-"
+
+
+def spool_directory() -> str:
+    """A new private directory for spool files, named after this process: in ``/dev/shm``
+    when it is a writable folder with at least 1 GiB free, else in the temporary directory.
+    Directories left by processes that no longer run (killed before cleaning up) are removed
+    first, so that a crash never keeps memory in ``/dev/shm`` for long."""
+    shm = "/dev/shm"
+    parent = None
+    try:
+        stats = os.statvfs(shm)
+        if os.access(shm, os.W_OK) and stats.f_bavail * stats.f_frsize >= 1 << 30:
+            parent = shm
+    except OSError:
+        pass
+    parent = parent or tempfile.gettempdir()
+    remove_orphans(parent)
+    return tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-", dir=parent)
+
+
+def remove_orphans(parent: str, min_age_seconds: float = 3600.0) -> list[str]:
+    """Remove this user's spool directories in ``parent`` whose process has ended and that
+    nothing has written to for ``min_age_seconds`` (a process of another PID namespace sharing
+    ``/dev/shm`` looks ended from here); returns their paths."""
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(SPOOL_PREFIX):
+            continue
+        pid_text = name[len(SPOOL_PREFIX):].split("-", 1)[0]
+        path = os.path.join(parent, name)
+        try:
+            stats = os.stat(path)
+            if (not pid_text.isdigit() or stats.st_uid != os.getuid()
+                    or time.time() - stats.st_mtime < min_age_seconds):
+                continue
+        except OSError:
+            continue
+        if not _running(int(pid_text)):
+            remove_directory(path)
+            removed.append(path)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: running
+        return True
+    return True
+
+
+def pack(value: Any, directory: str, name: str, inline_limit: int) -> Parcel:
+    """Pickle ``value`` as a :class:`Parcel`, writing a spool file ``directory/name`` when it
+    has large buffers or its stream is over ``inline_limit`` bytes."""
+    large: list[pickle.PickleBuffer] = []
+
+    def keep_out(buffer: pickle.PickleBuffer) -> bool:
+        with buffer.raw() as raw:
+            if raw.nbytes >= OUT_OF_BAND_MIN:
+                large.append(buffer)
+                return False  # out of band
+        return True
+
+    stream = pickle.dumps(value, protocol=5, buffer_callback=keep_out)
+    if not large and len(stream) <= inline_limit:
+        return Parcel(inline=stream)
+    path = os.path.join(directory, name)
+    layout: list[tuple[int, int]] = []
+    try:
+        with open(path, "wb") as handle:
+            handle.write(stream)
+            offset = len(stream)
+            for buffer in large:
+                with buffer.raw() as raw:
+                    start = -(-offset // _PAGE) * _PAGE
+                    handle.seek(start)
+                    handle.write(raw)
+                    layout.append((start, raw.nbytes))
+                    offset = start + raw.nbytes
+    except BaseException:
+        _unlink(path)
+        raise
+    return Parcel(path=path, stream_bytes=len(stream), buffers=tuple(layout))
+
+
+def unpack(parcel: Parcel) -> Any:
+    """The value of ``parcel``; its spool file is removed (its buffers stay mapped for as long
+    as the arrays that use them live)."""
+    if parcel.path is None:
+        return pickle.loads(parcel.inline)
+    try:
+        with open(parcel.path, "rb") as handle:
+            if not parcel.buffers:
+                return pickle.loads(handle.read())
+            mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+    finally:
+        _unlink(parcel.path)
+    view = memoryview(mapping)
+    try:
+        buffers = [view[start: start + size] for start, size in parcel.buffers]
+        return pickle.loads(view[: parcel.stream_bytes], buffers=buffers)
+    finally:
+        view.release()  # the slices that arrays hold keep the mapping alive, not this view
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def remove_directory(directory: str | None) -> None:
+    """Remove a spool directory and what is left in it (parcels never received)."""
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)

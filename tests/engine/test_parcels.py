@@ -1,0 +1,129 @@
+"""Parcels: pickles whose large arrays travel through one mapped spool file, never copied."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from intrabench.engine import parcels
+from intrabench.engine.parcels import pack, remove_orphans, spool_directory, unpack
+from intrabench.engine.subprocess_executor import SubprocessExecutor
+
+
+def _values() -> dict:
+    rng = np.random.default_rng(0)
+    volume = rng.normal(size=(20, 64, 64)).astype(np.float32)  # 320 KiB: out of band
+    return {
+        "volume": volume,
+        "fortran": np.asfortranarray(rng.integers(0, 9, size=(300, 400), dtype=np.uint16)),
+        "strided": volume[:, ::2],  # not contiguous: pickled inline
+        "small": np.arange(5),
+        "text": "kept",
+    }
+
+
+def test_round_trip_keeps_every_array_and_removes_the_file(tmp_path):
+    value = _values()
+    parcel = pack(value, str(tmp_path), "one", inline_limit=16 * 1024)
+    assert parcel.path == str(tmp_path / "one")
+    # the two contiguous large arrays left the stream, page-aligned after it
+    assert [size for _, size in parcel.buffers] == [20 * 64 * 64 * 4, 300 * 400 * 2]
+    assert all(start % mmap.ALLOCATIONGRANULARITY == 0 for start, _ in parcel.buffers)
+    assert parcel.stream_bytes < 20 * 32 * 64 * 4 + 4096  # the strided copy only, inline
+    back = unpack(parcel)
+    assert not os.listdir(tmp_path)
+    for key in ("volume", "fortran", "strided", "small"):
+        np.testing.assert_array_equal(back[key], value[key])
+        assert back[key].dtype == value[key].dtype
+    assert back["fortran"].flags.f_contiguous
+    assert back["text"] == "kept"
+
+
+def test_received_arrays_point_into_the_mapping_and_are_private_and_writable(tmp_path):
+    value = _values()
+    back = unpack(pack(value, str(tmp_path), "one", inline_limit=16 * 1024))
+    volume = back["volume"]
+    assert not volume.flags.owndata  # a view of the mapped file, not a copy
+    base = volume
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
+    volume[0, 0, 0] = 123.0  # copy-on-write: the sender's array is untouched
+    assert value["volume"][0, 0, 0] != 123.0
+
+
+def test_small_values_travel_inline(tmp_path):
+    parcel = pack({"a": np.arange(10)}, str(tmp_path), "x", inline_limit=16 * 1024)
+    assert parcel.path is None and parcel.inline
+    np.testing.assert_array_equal(unpack(parcel)["a"], np.arange(10))
+    big_stream = pack(list(range(10_000)), str(tmp_path), "y", inline_limit=1024)
+    assert big_stream.path is not None and not big_stream.buffers
+    assert unpack(big_stream) == list(range(10_000))
+    assert not os.listdir(tmp_path)
+
+
+def _ended_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_orphaned_spools_of_ended_processes_are_removed_when_old(tmp_path):
+    dead, alive = _ended_pid(), os.getpid()
+    names = {"dead_old": f"{parcels.SPOOL_PREFIX}{dead}-a", "dead_new": f"{parcels.SPOOL_PREFIX}{dead}-b",
+             "alive_old": f"{parcels.SPOOL_PREFIX}{alive}-c", "other": "not-a-spool-1"}
+    for name in names.values():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "answer-1").write_bytes(b"x")
+    old = time.time() - 7200
+    for key in ("dead_old", "alive_old", "other"):
+        os.utime(tmp_path / names[key], (old, old))
+    removed = remove_orphans(str(tmp_path))
+    assert removed == [str(tmp_path / names["dead_old"])]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        names[k] for k in ("dead_new", "alive_old", "other"))
+
+
+def test_a_spool_directory_is_named_after_its_process():
+    directory = spool_directory()
+    try:
+        name = os.path.basename(directory)
+        assert name.startswith(f"{parcels.SPOOL_PREFIX}{os.getpid()}-")
+    finally:
+        parcels.remove_directory(directory)
+    assert not os.path.exists(directory)
+
+
+def _shape_and_sum(array: np.ndarray) -> tuple:
+    return array.shape, float(array.sum())
+
+
+def _make(shape: tuple) -> np.ndarray:
+    return np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+
+
+def test_the_executor_sends_and_receives_large_arrays_and_leaves_no_spool():
+    executor = SubprocessExecutor()
+    try:
+        array = _make((32, 128, 128))
+        assert executor.submit(_shape_and_sum, array).result(timeout=60) == (
+            array.shape, float(array.sum()))
+        back = executor.submit(_make, (32, 128, 128)).result(timeout=60)
+        np.testing.assert_array_equal(back, array)
+        spool = executor._spool
+        assert spool is not None and os.path.isdir(spool) and not os.listdir(spool)
+    finally:
+        executor.shutdown()
+    assert not os.path.exists(spool)
+
+
+@pytest.mark.parametrize("size", [0, 1])
+def test_empty_and_tiny_arrays(tmp_path, size):
+    value = np.zeros((size, 3), dtype=np.int16)
+    np.testing.assert_array_equal(unpack(pack(value, str(tmp_path), "e", 16)), value)
