@@ -1,0 +1,67 @@
+"""Target maps in the smallest integer type that holds them (a quarter of int32 on CT)."""
+
+from __future__ import annotations
+
+import numpy as np
+import SimpleITK as sitk
+
+from intrabench.datasets.nnunet_folder import build_targets, load_pair, smallest_label_dtype
+
+
+def test_smallest_label_dtype():
+    assert smallest_label_dtype(0) == np.uint8
+    assert smallest_label_dtype(255) == np.uint8
+    assert smallest_label_dtype(256) == np.uint16
+    assert smallest_label_dtype(65535) == np.uint16
+    assert smallest_label_dtype(65536) == np.int32
+
+
+def test_few_targets_give_a_uint8_map_with_the_same_targets():
+    label = np.zeros((2, 40, 40), dtype=np.uint8)
+    label[0, 1, 1] = label[0, 10, 10] = label[1, 30, 30] = 1
+    target_map, targets = build_targets(label, {"lesion": 1}, {}, "connected_components")
+    assert target_map.dtype == np.uint8
+    assert [t.label_value for t in targets] == [1, 2, 3]
+    assert sorted(np.unique(target_map).tolist()) == [0, 1, 2, 3]
+
+
+def test_more_than_255_targets_widen_the_map_without_losing_any():
+    spaced = np.zeros((1, 60, 60), dtype=np.uint8)
+    spaced[0, ::3, ::3] = 1  # 400 voxels, none touching
+    target_map, targets = build_targets(spaced, {"lesion": 1}, {}, "connected_components")
+    assert len(targets) == 400
+    assert target_map.dtype == np.uint16
+    assert target_map.max() == 400
+    np.testing.assert_array_equal(target_map > 0, spaced > 0)
+    assert len(np.unique(target_map[spaced > 0])) == 400
+
+
+def test_organs_and_instances_share_one_compact_map():
+    label = np.zeros((4, 10, 10), dtype=np.uint8)
+    label[0, :5] = 2  # organ
+    label[2, 1:3, 1:3] = 1
+    label[2, 6:8, 6:8] = 1
+    target_map, targets = build_targets(label, {"liver": 2, "lesion": 1}, {"liver": "organ"})
+    assert target_map.dtype == np.uint8
+    assert [(t.target_id, t.label_value) for t in targets] == [
+        ("lesion_1", 1), ("lesion_2", 2), ("liver", 3)]
+
+
+def test_label_files_of_any_integer_type_give_the_same_compact_case(tmp_path):
+    image = np.zeros((3, 8, 8), dtype=np.float32)
+    sitk.WriteImage(sitk.GetImageFromArray(image), str(tmp_path / "image.nii.gz"))
+    masks = []
+    for dtype, second in ((np.uint8, 2), (np.int32, 300)):
+        label = np.zeros((3, 8, 8), dtype=dtype)
+        label[1, 2:4, 2:4] = 1
+        label[1, 5:7, 5:8] = second
+        path = tmp_path / f"label-{np.dtype(dtype).name}.nii.gz"
+        sitk.WriteImage(sitk.GetImageFromArray(label), str(path))
+        case = load_pair("d", "c", tmp_path / "image.nii.gz", path, {"a": 1, "b": second},
+                         {"a": "organ", "b": "organ"})
+        assert case.label.dtype == np.uint8  # two targets, whatever the file's values
+        assert [t.target_id for t in case.targets] == ["a", "b"]
+        masks.append([case.target_mask(t) for t in case.targets])
+    assert [m.sum() for m in masks[0]] == [4, 6]
+    for first, second in zip(*masks):
+        np.testing.assert_array_equal(first, second)
