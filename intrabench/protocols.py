@@ -6,6 +6,7 @@ never the other way round.
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -79,6 +80,32 @@ class Model(ABC):
     def model_seconds(self) -> float:
         """Seconds spent in forward passes since :meth:`reset_timer` (optional)."""
         return float("nan")
+
+    @classmethod
+    def forward_frees_cpu(cls, params: dict[str, Any]) -> bool:
+        """Whether this model, built with ``params``, computes its forward passes off the CPU
+        (on a GPU), leaving the model loop's core free while it waits for one.
+
+        The runner then gives the simulated users a worker process even on a machine with
+        fewer than four cores (:func:`intrabench.engine.runner.default_user_workers`). The
+        default reads a ``device`` parameter, the convention of the torch adapters: True for
+        'cuda...' or 'mps', and for 'auto' (or the constructor's default) where torch sees a
+        CUDA device; False for models without one (they compute on the CPU).
+        """
+        parameter = inspect.signature(cls.__init__).parameters.get("device")
+        if parameter is None:
+            return False
+        device = params.get("device", parameter.default)
+        device = "auto" if device in (None, inspect.Parameter.empty) else str(device)
+        if device.startswith(("cuda", "mps")):
+            return True
+        if device != "auto":
+            return False
+        try:
+            import torch
+        except ImportError:
+            return False
+        return bool(torch.cuda.is_available())
 
     def reset_timer(self) -> None:  # noqa: B027 - optional hook
         pass

@@ -90,6 +90,8 @@ class Registry(Generic[T]):
         return self._sources[name]
 
     def get(self, name: str) -> type[T]:
+        if name in self._classes:  # registered by a module imported already: no full load
+            return self._classes[name]
         self._ensure_loaded()
         if name not in self._classes:
             close = difflib.get_close_matches(name, self._classes, n=3)

@@ -47,6 +47,11 @@ def _ellipsoid(radii: np.ndarray) -> np.ndarray:
 class _StandIn:
     """What both stand-ins share: their parameters and the fixed forward time."""
 
+    @classmethod
+    def forward_frees_cpu(cls, params: dict[str, Any]) -> bool:
+        """Always: the stand-ins stand for GPU networks (the CPU is free while they wait)."""
+        return True
+
     #: forward passes (and their seconds) of every stand-in in this process, for benchmarks
     total_forward_seconds: ClassVar[float] = 0.0
     total_forward_calls: ClassVar[int] = 0

@@ -31,8 +31,8 @@ def load_case(imports: list[str], dataset_name: str, dataset_params: dict[str, A
         importlib.import_module(module)
     key = repr((dataset_name, sorted(dataset_params.items())))
     dataset = _DATASETS.get(key)
-    if dataset is None:
-        dataset = _DATASETS[key] = registry.datasets.create(dataset_name, dataset_params)
+    if dataset is None:  # the parameters were checked when the runner built the same dataset
+        dataset = _DATASETS[key] = registry.datasets.get(dataset_name)(**dataset_params)
     case = dataset.load(case_id)
     if case.targets:  # one pass over the label map for every target's box, here, not in the loop
         case.target_box(case.targets[0])

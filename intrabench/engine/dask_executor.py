@@ -20,7 +20,12 @@ from intrabench.config import RunConfig
 from intrabench.engine.failures import UnitFailure, write_failures
 from intrabench.engine.pipeline import LaneMode
 from intrabench.engine.plan import Plan, WorkUnit
-from intrabench.engine.runner import Runner, default_finish_workers, default_user_workers
+from intrabench.engine.runner import (
+    Runner,
+    default_finish_workers,
+    default_user_workers,
+    models_free_cpu,
+)
 from intrabench.errors import UserError
 
 #: per worker process: runners (with their loaded models) reused across tasks of one run
@@ -172,7 +177,8 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
         user_workers = finish_workers = None
         if background == "process":
             sharing = _gpu_workers(args)
-            user_workers = default_user_workers(sharing=sharing)
+            user_workers = default_user_workers(sharing=sharing,
+                                                forward_frees_cpu=models_free_cpu(config))
             finish_workers = default_finish_workers(sharing=sharing)
         print(f"IntraBench on Dask ({client.dashboard_link or client.scheduler.address}): "
               f"{len(groups)} tasks", file=sys.stderr)

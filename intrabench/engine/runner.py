@@ -7,6 +7,7 @@ case is read once and each model sees each image once (embedding caches stay hot
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -23,6 +24,7 @@ import yaml
 from intrabench import registry
 from intrabench.clicks.policy import ClickPolicy, ImageWindow
 from intrabench.config import ComponentSpec, RunConfig
+from intrabench.engine.case_cache import CaseCache, CaseIdentity
 from intrabench.engine.case_reader import load_case, with_attributes
 from intrabench.engine.failures import UnitFailure, write_failures
 from intrabench.engine.finishing import (
@@ -57,18 +59,34 @@ from intrabench.types import Case
 log = logging.getLogger(__name__)
 
 
-def default_user_workers(sharing: int = 1) -> int:
-    """Worker processes for simulated users: one per four cores, at most 4, none below four.
+def default_user_workers(sharing: int = 1, forward_frees_cpu: bool = False) -> int:
+    """Worker processes for simulated users: one per four cores, at most 4, none below four
+    cores unless the models compute on a GPU (then one from two cores on).
     ``sharing``: model loops on this machine that split its cores (Dask GPU workers).
+    ``forward_frees_cpu``: every model of the run computes off the CPU
+    (:meth:`~intrabench.protocols.Model.forward_frees_cpu`).
 
     A correction on a large volume can take longer than a GPU forward pass, so big machines
-    get several. Below four cores there is no spare one (the model loop, the results worker
-    and the reader already share them): a user worker there slowed the demo's CPU models by
-    more than it saved (docs/performance.md), so prompts are computed in the model loop.
+    get several. With CPU models and fewer than four cores there is no spare core (the model
+    loop, the results worker and the reader share them): a user worker there slowed the demo's
+    CPU models by more than it saved (docs/performance.md), so prompts are computed in the
+    model loop. A GPU model leaves the loop's core idle during its forward passes: a user
+    worker computes the next prompts there (the CPU proxy of issue #13: between forward passes
+    1.4 s -> 0.5 s on two cores).
     """
     cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
              else os.cpu_count() or 2)
-    return min(4, cores // (4 * max(1, sharing)))
+    share = cores // max(1, sharing)
+    if forward_frees_cpu and share >= 2:
+        return max(1, min(4, share // 4))
+    return min(4, share // 4)
+
+
+def models_free_cpu(config: RunConfig) -> bool:
+    """Whether every model of ``config`` computes its forward passes off the CPU."""
+    return bool(config.models) and all(
+        registry.models.get(spec.name).forward_frees_cpu(dict(spec.params))
+        for spec in config.models)
 
 
 def default_finish_workers(sharing: int = 1) -> int:
@@ -111,7 +129,9 @@ class Runner:
                  progress: Callable[[list[WorkUnit]], RunProgress] | None = None,
                  background: LaneMode = "process", episodes_in_flight: int | None = None,
                  user_workers: int | None = None, finish_workers: int | None = None,
-                 extend: bool = False) -> None:
+                 extend: bool = False, case_cache_bytes: int | None = None) -> None:
+        """``case_cache_bytes``: memory for cases kept after their group, for the next model
+        (default: an eighth of the machine's memory; see :mod:`intrabench.engine.case_cache`)."""
         self.config = config
         self.run_dir = Path(run_dir)
         #: continue a run directory whose recorded config differs (``intrabench run --extend``)
@@ -126,7 +146,8 @@ class Runner:
         self.progress = progress
         self._models: dict[str, Model] = {}
         self._unusable_models: dict[str, str] = {}
-        self._last_case: tuple[tuple[str, str], Case] | None = None
+        self._cases = CaseCache(case_cache_bytes)
+        self._wanted_next: CaseIdentity | None = None  # a kept case the next group will use
         # a queued unit holds only cropped episodes (see intrabench.engine.finishing): a deep queue is
         # cheap and lets the workers catch up during slow units instead of blocking fast ones
         finish_workers = default_finish_workers() if finish_workers is None else finish_workers
@@ -136,19 +157,24 @@ class Runner:
                                    name="intrabench-results",
                                    preload=("intrabench.engine.finishing",))
         # cases are decoded in a second worker process (CPU-bound: a thread would hold the GIL)
+        config.import_modules()  # plugins first: their datasets and models are named below
+        # it imports the run's dataset modules only, not every registered dataset
+        dataset_modules = sorted({registry.datasets.get(spec.name).__module__
+                                  for spec in config.datasets})
         self._reader = Lane(background, max_pending=1, name="intrabench-reader",
-                            preload=("intrabench.engine.case_reader",), raise_failures=False)
+                            preload=("intrabench.engine.case_reader", *dataset_modules),
+                            raise_failures=False)
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
         self._progress: RunProgress | None = None
         self._consolidating = False  # run() consolidates through the results worker
         # prompting is sequential within an episode: a few episodes in flight per user worker
         # keep the model busy while the workers compute the others' next prompts
-        self.user_workers = (default_user_workers() if user_workers is None
-                             else user_workers) if background == "process" else 0
+        if user_workers is None and background == "process":
+            user_workers = default_user_workers(forward_frees_cpu=models_free_cpu(config))
+        self.user_workers = user_workers if background == "process" else 0
         if self.user_workers < 0:
             raise ValueError("user_workers must be >= 0")
         self.episodes_in_flight = episodes_in_flight or max(1, 4 * self.user_workers)
-        config.import_modules()
         # one episode at a time leaves nothing to overlap: then no user worker is started
         self._users = self._user_lanes(background) if self.episodes_in_flight > 1 else []
         self.datasets: dict[str, Dataset] = {
@@ -175,12 +201,12 @@ class Runner:
 
     def read_ahead(self, unit: WorkUnit, current: WorkUnit | None = None) -> None:
         """Start reading ``unit``'s case in the background, unless it is the case of
-        ``current`` (the group about to run; default: the case in memory), which is reused."""
+        ``current`` (the group about to run) or a case kept in memory, which is reused."""
         identity = (unit.dataset.key, unit.case_id)
-        if current is not None:
-            if (current.dataset.key, current.case_id) == identity:
-                return
-        elif self._last_case is not None and self._last_case[0] == identity:
+        if current is not None and (current.dataset.key, current.case_id) == identity:
+            return
+        if identity in self._cases:
+            self._wanted_next = identity  # not evicted by the case about to be read
             return
         if identity not in self._read_ahead:
             spec = unit.dataset
@@ -191,9 +217,11 @@ class Runner:
     def _case(self, unit: WorkUnit) -> Case:
         """``unit``'s case: the current one, the one read ahead, or read now (DataError)."""
         identity = (unit.dataset.key, unit.case_id)
-        if self._last_case is not None and self._last_case[0] == identity:
-            return self._last_case[1]  # groups are sorted by case: the next model reuses it
-        case: Case | None = None
+        case = self._cases.get(identity)  # the same case for the next model, or a kept one
+        if identity == self._wanted_next:
+            self._wanted_next = None
+        if case is not None:
+            return case
         future = self._read_ahead.pop(identity, None)
         if future is not None:
             try:
@@ -207,8 +235,14 @@ class Runner:
             case = self.datasets[unit.dataset.key].load(unit.case_id)
         if self.config.target_attributes:
             case = with_attributes(case, self.datasets[unit.dataset.key])
-        self._last_case = (identity, case)
+        self._cases.put(identity, case, keep=self._wanted_next)
         return case
+
+    def _first_case(self, unit: WorkUnit) -> None:
+        """Read ``unit``'s case into memory now; a bad case is left for :meth:`execute_group`
+        to report (it reads it again)."""
+        with contextlib.suppress(DataError):
+            self._case(unit)
 
     def execute_group(self, units: list[WorkUnit], wait: bool = True) -> list[str]:
         """Run the units of one (dataset, case, model) group; returns failed-case messages.
@@ -392,6 +426,7 @@ class Runner:
         """Write what the background lane holds (finished episodes) and stop its threads."""
         self._finishers.close()
         self._reader.close()
+        self._cases.clear()
         for lane in self._users:
             lane.close()
         self._lock.release()
@@ -406,7 +441,14 @@ class Runner:
         self._progress = self.progress(pending) if self.progress else None
         started = time.perf_counter()
         try:
-            if groups:  # the workers import their modules while the first group runs
+            if groups:
+                # the user workers import their modules while this process reads the first
+                # case; the reader and the results workers are not needed before the first
+                # forward passes, during which they start (a GPU model leaves the CPU idle):
+                # started now, they would share the CPU with the first case (issue #13)
+                for lane in self._users:
+                    lane.start()
+                self._first_case(groups[0][0])
                 self.start_workers()
                 self._consolidating = True
             for index, group in enumerate(groups):

@@ -85,3 +85,22 @@ def test_entry_point_plugin_is_listed_and_runs(installed_plugin, tmp_path):
     assert set(clicks.model) == {"region-growing-3d"} and (clicks.effort == 2).all()
     skipped = pd.read_csv(tmp_path / "out" / "skipped.csv")
     assert "does not accept point" in skipped.reason.iloc[0]
+
+
+def test_a_registered_name_is_found_without_importing_every_built_in_module():
+    """Workers look up the run's components by name: one already imported (preloaded) is
+    returned at once; an unknown one still loads everything and lists the valid names."""
+    from intrabench.errors import ConfigError
+    from intrabench.registry import Registry
+
+    fresh = Registry("widget", "intrabench.widgets-test", ("intrabench.prompters",))
+
+    @fresh.register
+    class Widget:
+        name = "widget-a"
+
+    assert fresh.get("widget-a") is Widget
+    assert not fresh._loaded
+    with pytest.raises(ConfigError, match="unknown widget 'widget-b'"):
+        fresh.get("widget-b")
+    assert fresh._loaded

@@ -230,6 +230,38 @@ def test_user_workers_follow_the_core_count(monkeypatch, cores, expected):
     assert runner.default_user_workers() == expected
 
 
+@pytest.mark.parametrize("cores,expected", [(1, 0), (2, 1), (3, 1), (4, 1), (8, 2), (16, 4)])
+def test_gpu_models_get_a_user_worker_from_two_cores_on(monkeypatch, cores, expected):
+    """A GPU model leaves the loop's core idle during its forward passes: a user worker uses
+    it, on small machines too (issue #13)."""
+    import os
+
+    from intrabench.engine import runner
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    assert runner.default_user_workers(forward_frees_cpu=True) == expected
+
+
+def test_which_models_free_the_cpu():
+    from intrabench import registry
+    from intrabench.config import parse_config
+    from intrabench.engine.runner import models_free_cpu
+
+    assert not registry.models.get("region-growing-3d").forward_frees_cpu({})
+    assert registry.models.get("sam").forward_frees_cpu({"device": "cuda"})
+    assert registry.models.get("sam").forward_frees_cpu({"device": "cuda:1"})
+    assert not registry.models.get("sam").forward_frees_cpu({"device": "cpu"})
+    assert not registry.models.get("sam").forward_frees_cpu({})  # auto, and no GPU here
+    assert registry.models.get("synthetic-network").forward_frees_cpu({})
+
+    def config(*models):
+        return parse_config({"name": "n", "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+                             "models": list(models), "prompters": ["box-3d"]})
+
+    assert models_free_cpu(config("synthetic-network", {"name": "sam-med3d", "device": "cuda"}))
+    assert not models_free_cpu(config("synthetic-network", "region-growing-3d"))
+
+
 def test_without_user_workers_episodes_run_one_at_a_time(tmp_path):
     from intrabench.config import parse_config
     from intrabench.engine.runner import Runner
