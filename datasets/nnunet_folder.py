@@ -22,6 +22,7 @@ import SimpleITK as sitk
 from scipy import ndimage
 
 from intrabench.errors import DataError, UserError
+from intrabench.evaluation.metrics import bounding_box
 from intrabench.io.volume import read_sitk, volume_from_sitk
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
@@ -39,7 +40,7 @@ def _strip_suffix(name: str) -> tuple[str, str] | None:
 
 def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict[str, str],
                   instance_source: str = "connected_components",
-                  ) -> tuple[np.ndarray, tuple[Target, ...]]:
+                  ) -> tuple[np.ndarray, tuple[Target, ...], list[tuple[slice, ...]] | None]:
     """Turn a class label map (z, y, x) into a target map with one id per target.
 
     Returns the new map and its targets. The map has the smallest unsigned integer type that
@@ -49,6 +50,10 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
     classes give one target per 26-connected component ("connected_components") or per
     distinct value already present in the map ("values", for label maps that store instance
     ids directly and have a single foreground class).
+
+    The third value is the exact bounding box of each target id 1..N, in order (what
+    :meth:`~intrabench.types.Case.target_box` would find in another pass over the map), or
+    None when a target overwrote part of an earlier one (its box may have shrunk).
     """
     foreground = [name for name, value in classes.items() if value != 0]
     if instance_source == "values" and len(foreground) != 1:
@@ -58,7 +63,8 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
                         "connected_components")
     target_map = np.zeros(label.shape, dtype=np.uint8)
     targets: list[Target] = []
-    boxes: dict[int, tuple[slice, ...]] = {}  # instance targets' bounding boxes, by id
+    boxes: dict[int, tuple[slice, ...]] = {}  # targets' bounding boxes, by id
+    overwritten = False  # a target wrote over an earlier one's voxels
     next_id = 1
     for class_name, class_value in sorted(classes.items(), key=lambda item: item[1]):
         if class_value == 0:
@@ -66,10 +72,13 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
         kind = target_types.get(class_name, "instance")
         if kind == "organ":
             mask = label == class_value
-            if mask.any():
+            box = bounding_box(mask)
+            if box is not None:
                 target_map = _holding(target_map, next_id)
-                target_map[mask] = next_id
+                overwritten = overwritten or bool(target_map[box][mask[box]].any())
+                target_map[box][mask[box]] = next_id
                 targets.append(Target(class_name, next_id, class_name, "organ"))
+                boxes[next_id] = box
                 next_id += 1
             continue
         if instance_source == "values":
@@ -88,17 +97,18 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
                           for c in range(1, int(labelled.max()) + 1)]
         target_map = _holding(target_map, next_id + len(components) - 1)
         for index, (box, local) in enumerate(components, start=1):
+            overwritten = overwritten or bool(target_map[box][local].any())
             target_map[box][local] = next_id
             targets.append(Target(f"{class_name}_{index}", next_id, class_name, "instance"))
             boxes[next_id] = box
             next_id += 1
     # a later class may overwrite an earlier target (overlapping class definitions)
-    whole = (slice(None),) * target_map.ndim
     empty = [t.target_id for t in targets
-             if not (target_map[boxes.get(t.label_value, whole)] == t.label_value).any()]
+             if not (target_map[boxes[t.label_value]] == t.label_value).any()]
     if empty:  # would score Dice 1.0 against an empty prediction
         raise DataError(f"targets {empty} have no voxels (overlapping class definitions?)")
-    return target_map, tuple(targets)
+    exact = None if overwritten else [boxes[t.label_value] for t in targets]
+    return target_map, tuple(targets), exact
 
 
 def smallest_label_dtype(largest: int) -> np.dtype:
@@ -258,7 +268,7 @@ def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Pat
         raise DataError(f"{label_path.name}: label grid does not match image grid "
                         f"({grid_difference(label.geometry, image.geometry)}); resample the "
                         "label onto the image")
-    target_map, targets = build_targets(label.array, classes, target_types, instances)
+    target_map, targets, boxes = build_targets(label.array, classes, target_types, instances)
     if not targets:
         present = np.unique(label.array)
         present = [int(v) for v in present[present != 0][:10]]
@@ -266,7 +276,10 @@ def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Pat
             raise DataError(f"{label_path.name}: the label is empty (no foreground voxels)")
         raise DataError(f"{label_path.name}: none of the label's values {present} is a class "
                         f"of this dataset ({classes}); fix 'classes' in the dataset spec")
-    return Case(dataset_name, case_id, image, target_map, targets)
+    case = Case(dataset_name, case_id, image, target_map, targets)
+    if boxes is not None:  # no second pass over the map for the targets' boxes
+        case.set_label_boxes(boxes)
+    return case
 
 
 @datasets.register

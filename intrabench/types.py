@@ -371,6 +371,12 @@ class Case:
         value = int(target.label_value)
         return boxes[value - 1] if 0 < value <= len(boxes) else None
 
+    def set_label_boxes(self, boxes: list[tuple[slice, ...] | None]) -> None:
+        """Give the exact bounding boxes of label values 1..len(boxes) (None for an absent
+        value), as ``scipy.ndimage.find_objects`` would find them; for code that built the
+        label map and knows them, so that :meth:`target_box` does not search the map."""
+        self.__dict__["_label_boxes"] = list(boxes)
+
     def target_mask(self, target: Target) -> np.ndarray:
         """Boolean (z, y, x) mask of ``target``; reads only the target's bounding box."""
         mask = np.zeros(np.shape(self.label), dtype=bool)

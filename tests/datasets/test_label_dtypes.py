@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import SimpleITK as sitk
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy import ndimage
 
 from intrabench.datasets.nnunet_folder import build_targets, load_pair, smallest_label_dtype
 
@@ -19,7 +23,7 @@ def test_smallest_label_dtype():
 def test_few_targets_give_a_uint8_map_with_the_same_targets():
     label = np.zeros((2, 40, 40), dtype=np.uint8)
     label[0, 1, 1] = label[0, 10, 10] = label[1, 30, 30] = 1
-    target_map, targets = build_targets(label, {"lesion": 1}, {}, "connected_components")
+    target_map, targets, _ = build_targets(label, {"lesion": 1}, {}, "connected_components")
     assert target_map.dtype == np.uint8
     assert [t.label_value for t in targets] == [1, 2, 3]
     assert sorted(np.unique(target_map).tolist()) == [0, 1, 2, 3]
@@ -28,7 +32,7 @@ def test_few_targets_give_a_uint8_map_with_the_same_targets():
 def test_more_than_255_targets_widen_the_map_without_losing_any():
     spaced = np.zeros((1, 60, 60), dtype=np.uint8)
     spaced[0, ::3, ::3] = 1  # 400 voxels, none touching
-    target_map, targets = build_targets(spaced, {"lesion": 1}, {}, "connected_components")
+    target_map, targets, _ = build_targets(spaced, {"lesion": 1}, {}, "connected_components")
     assert len(targets) == 400
     assert target_map.dtype == np.uint16
     assert target_map.max() == 400
@@ -41,7 +45,7 @@ def test_organs_and_instances_share_one_compact_map():
     label[0, :5] = 2  # organ
     label[2, 1:3, 1:3] = 1
     label[2, 6:8, 6:8] = 1
-    target_map, targets = build_targets(label, {"liver": 2, "lesion": 1}, {"liver": "organ"})
+    target_map, targets, _ = build_targets(label, {"liver": 2, "lesion": 1}, {"liver": "organ"})
     assert target_map.dtype == np.uint8
     assert [(t.target_id, t.label_value) for t in targets] == [
         ("lesion_1", 1), ("lesion_2", 2), ("liver", 3)]
@@ -65,3 +69,35 @@ def test_label_files_of_any_integer_type_give_the_same_compact_case(tmp_path):
     assert [m.sum() for m in masks[0]] == [4, 6]
     for first, second in zip(*masks):
         np.testing.assert_array_equal(first, second)
+
+
+@settings(max_examples=60, deadline=None)
+@given(label=arrays(np.uint8, st.tuples(st.integers(1, 4), st.integers(1, 9), st.integers(1, 9)),
+                    elements=st.integers(0, 3)),
+       values_mode=st.booleans())
+def test_the_boxes_build_targets_gives_are_those_a_search_of_the_map_finds(label, values_mode):
+    """The boxes handed to the case (no second pass over the map) are exactly find_objects'."""
+    if values_mode:
+        classes, types, source = {"lesion": 1}, {}, "values"
+    else:
+        classes, types, source = ({"organ": 1, "a": 2, "b": 3}, {"organ": "organ"},
+                                  "connected_components")
+    if not label.any():
+        return
+    try:
+        target_map, targets, boxes = build_targets(label, classes, types, source)
+    except Exception:  # e.g. no target of the declared classes: not what is tested here
+        return
+    assert boxes is not None
+    assert boxes == ndimage.find_objects(target_map)[: len(targets)]
+
+
+def test_overlapping_class_definitions_give_no_boxes_or_a_clear_error():
+    import pytest
+
+    from intrabench.errors import DataError
+
+    label = np.zeros((2, 6, 6), dtype=np.uint8)
+    label[0, 1:3, 1:3] = 1
+    with pytest.raises(DataError, match="no voxels"):  # the organ is entirely overwritten
+        build_targets(label, {"organ": 1, "again": 1}, {"organ": "organ"})
