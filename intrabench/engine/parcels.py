@@ -8,8 +8,9 @@ written once, page-aligned, into one spool file after the stream. The receiver m
 (copy-on-write, so its arrays are writable and private) and unlinks it at once; the arrays it
 unpickles point into the mapping, so receiving a case costs page mappings, not copies.
 
-The spool file goes to ``/dev/shm`` when it exists and has room (memory, never disk), otherwise
-to the temporary directory. A parcel without large buffers and a stream of at most
+The spool file goes to ``/dev/shm`` when it exists and has 1 GiB free (memory, never disk),
+otherwise to the temporary directory; a parcel that finds ``/dev/shm`` full (a container's is
+often small) goes to the temporary directory. A parcel without large buffers and a stream of at most
 ``inline_limit`` bytes travels inline (a pipe holds 64 KiB; a sender blocked on a full pipe
 would wait for the receiver's current job).
 """
@@ -17,6 +18,7 @@ would wait for the receiver's current job).
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 import pickle
@@ -59,8 +61,9 @@ def spool_directory() -> str:
             parent = shm
     except OSError:
         pass
+    for folder in {shm, tempfile.gettempdir()}:
+        remove_orphans(folder)
     parent = parent or tempfile.gettempdir()
-    remove_orphans(parent)
     return tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-", dir=parent)
 
 
@@ -116,7 +119,24 @@ def pack(value: Any, directory: str, name: str, inline_limit: int) -> Parcel:
     stream = pickle.dumps(value, protocol=5, buffer_callback=keep_out)
     if not large and len(stream) <= inline_limit:
         return Parcel(inline=stream)
-    path = os.path.join(directory, name)
+    try:
+        return _write(stream, large, os.path.join(directory, name))
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+    # /dev/shm is full (a container's is often small): the temporary directory, on disk
+    fallback = overflow_directory(directory)
+    os.makedirs(fallback, mode=0o700, exist_ok=True)
+    return _write(stream, large, os.path.join(fallback, name))
+
+
+def overflow_directory(directory: str) -> str:
+    """Where parcels of ``directory`` go when its file system is full: the directory of the
+    same name in the temporary directory (removed with it by :func:`remove_directory`)."""
+    return os.path.join(tempfile.gettempdir(), os.path.basename(directory))
+
+
+def _write(stream: bytes, large: list[pickle.PickleBuffer], path: str) -> Parcel:
     layout: list[tuple[int, int]] = []
     try:
         with open(path, "wb") as handle:
@@ -161,6 +181,10 @@ def _unlink(path: str) -> None:
 
 
 def remove_directory(directory: str | None) -> None:
-    """Remove a spool directory and what is left in it (parcels never received)."""
+    """Remove a spool directory, its overflow directory, and what is left in them (parcels
+    never received)."""
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)
+        overflow = overflow_directory(directory)
+        if overflow != directory:
+            shutil.rmtree(overflow, ignore_errors=True)

@@ -127,3 +127,34 @@ def test_the_executor_sends_and_receives_large_arrays_and_leaves_no_spool():
 def test_empty_and_tiny_arrays(tmp_path, size):
     value = np.zeros((size, 3), dtype=np.int16)
     np.testing.assert_array_equal(unpack(pack(value, str(tmp_path), "e", 16)), value)
+
+
+def test_a_full_spool_file_system_overflows_to_the_temporary_directory(tmp_path, monkeypatch):
+    import errno
+    import tempfile
+
+    primary = tmp_path / "shm" / f"{parcels.SPOOL_PREFIX}1-x"
+    primary.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    write = parcels._write
+
+    def full(stream, large, path):
+        if path.startswith(str(primary)):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(stream, large, path)
+
+    monkeypatch.setattr(parcels, "_write", full)
+    value = _values()
+    parcel = pack(value, str(primary), "big", inline_limit=16 * 1024)
+    assert parcel.path == str(tmp_path / "tmp" / primary.name / "big")
+    np.testing.assert_array_equal(unpack(parcel)["volume"], value["volume"])
+    parcels.remove_directory(str(primary))
+    assert not primary.exists() and not (tmp_path / "tmp" / primary.name).exists()
+
+    def other_error(stream, large, path):
+        raise OSError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(parcels, "_write", other_error)
+    with pytest.raises(PermissionError):
+        pack(value, str(primary), "big", inline_limit=16 * 1024)
