@@ -37,7 +37,7 @@ def cache_root() -> Path:
 
 def _digest(case: Case, modality: str) -> str:
     # SHA-256: twice BLAKE2b's speed on CPUs with SHA instructions (x86 since 2017's Zen and
-    # 2019's Ice Lake, ARMv8): hashing a CT case is in every read of it
+    # 2019's Ice Lake, ARMv8 with its crypto extension): hashing a CT case is in every read
     hasher = hashlib.sha256()
     header = {"version": VERSION, "modality": modality, "spacing": list(case.image.spacing),
               "shape": list(np.shape(case.label)), "label_dtype": str(np.asarray(case.label).dtype),
