@@ -44,6 +44,7 @@ import numpy as np
 import yaml
 
 from intrabench.io.volume import Volume, from_canonical, native_index, to_canonical
+from intrabench.prompters._geometry import largest_component
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
@@ -177,19 +178,6 @@ def quiet_faithful_predictor():
         video.tqdm, misc.get_connected_components = saved
 
 
-def largest_component(mask: np.ndarray) -> np.ndarray:
-    """The largest 26-connected component (MedSAM2's getLargestCC; scikit-image's default
-    connectivity for 3D is full, i.e. 26)."""
-    import cc3d
-
-    if not mask.any():
-        return mask
-    labelled = cc3d.connected_components(mask.astype(np.uint8), connectivity=26)
-    counts = np.bincount(labelled.ravel())
-    counts[0] = 0
-    return labelled == int(np.argmax(counts))
-
-
 @models.register
 class MedSam2(NetworkModel3D):
     """MedSAM2 (SAM2.1 Hiera-tiny, 512 px): key-slice box and clicks, propagated both ways."""
@@ -315,7 +303,7 @@ class MedSam2(NetworkModel3D):
         segmentation = np.zeros(self._frame_shape, dtype=bool)
         for frame, logits in self.propagate(per_frame):
             segmentation[frame] |= (logits > 0.0).numpy()
-        segmentation = largest_component(segmentation)
+        segmentation = largest_component(segmentation)  # MedSAM2's getLargestCC: 26-connected
         mask = (to_canonical(segmentation, self._image.geometry) if self._native
                 else segmentation)
         self._seconds += time.perf_counter() - started

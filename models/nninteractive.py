@@ -344,7 +344,7 @@ class NnInteractive(NetworkModel3D):
             canonical = np.zeros(self._image.array.shape, dtype=bool)
             canonical[lasso.z] = lasso.region(canonical.shape[1:])
             image = from_canonical(canonical.astype(np.uint8), self._image.geometry)
-            calls.append(("lasso", np.ascontiguousarray(image), bool(lasso.label)))
+            calls.append(("lasso", image, bool(lasso.label)))
         return calls, box3d_as
 
     def predict(self, prompt: Prompt, previous: Prediction | None = None,
@@ -372,7 +372,7 @@ class NnInteractive(NetworkModel3D):
         session.reset_interactions()
         if previous is not None:
             initial = from_canonical(previous.mask.astype(np.uint8), self._image.geometry)
-            session.add_initial_seg_interaction(np.ascontiguousarray(initial), run_prediction=False)
+            session.add_initial_seg_interaction(initial, run_prediction=False)
         for index, (kind, argument, positive) in enumerate(calls):
             run = index == len(calls) - 1
             if kind == "point":

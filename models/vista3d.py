@@ -272,23 +272,23 @@ class Vista3D(NetworkModel3D):
                 device=self.device, overlap=self.overlap, point_coords=coords,
                 point_labels=point_labels, class_vector=class_vector,
                 prompt_class=prompt_class, prev_mask=prev_mask, point_start=start)
-        logits = logits.float()
+        logits = logits.float().cpu()  # once: the post-processing and the next step's feedback
         mask = self.to_canonical_mask(logits, coords, point_labels, chosen)
         self._seconds += time.perf_counter() - started
-        return Prediction(mask, {"model": self.name, "logits": logits.cpu(),
+        return Prediction(mask, {"model": self.name, "logits": logits,
                                  "points_used": int(len(points))})
 
     def to_canonical_mask(self, logits: Any, coords: Any, point_labels: Any,
                           class_prompt: int | None = None) -> np.ndarray:
         """The bundle's post-processing and inversion of (1, 1, H, W, D) processed-space
-        logits, as a canonical (z, y, x) boolean mask."""
+        logits (on the CPU), as a canonical (z, y, x) boolean mask."""
         import torch
         from monai.apps.vista3d.transforms import VistaPostTransformd
         from monai.data import MetaTensor
         from monai.transforms import Invertd
 
         image = self._data["image"]
-        pred = MetaTensor(logits[0].cpu().clone(), affine=image.affine, meta=dict(image.meta))
+        pred = MetaTensor(logits[0].clone(), affine=image.affine, meta=dict(image.meta))
         pred.applied_operations = list(image.applied_operations)
         data = {"image": image, "pred": pred, "points": coords.cpu(),
                 "point_labels": point_labels.cpu(),
@@ -298,5 +298,5 @@ class Vista3D(NetworkModel3D):
         data = Invertd(keys="pred", transform=self._transform, orig_keys="image",
                        nearest_interp=True, to_tensor=True)(data)
         native_ijk = np.asarray(data["pred"][0].detach().cpu().numpy()) > 0.5
-        native = np.ascontiguousarray(np.transpose(native_ijk, (2, 1, 0)))  # (k, j, i)
+        native = np.transpose(native_ijk, (2, 1, 0))  # (k, j, i), a view: copied once below
         return np.ascontiguousarray(to_canonical(native, self._image.geometry))

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from scipy import ndimage
 
+from intrabench.distance import distance_transform
 from intrabench.errors import ConfigError
 from intrabench.protocols import PromptContext, Prompter
 from intrabench.registry import prompters
@@ -59,7 +59,6 @@ class LassoPrompter(Prompter):
         z = median_slice(foreground_slices(context.ground_truth))
         section = np.asarray(context.ground_truth[z], dtype=bool)
         if self.margin_mm > 0:
-            distance = ndimage.distance_transform_edt(~section, sampling=context.spacing[1:])
-            section = distance <= self.margin_mm
+            section = distance_transform(~section, context.spacing[1:]) <= self.margin_mm
         return Prompt(lassos=(Lasso(z, hull_contour(section), 1),),
                       interactions=interactions("lasso", 1), effort_label="3")

@@ -150,7 +150,7 @@ def _write(stream: bytes, large: list[pickle.PickleBuffer], path: str) -> Parcel
                     layout.append((start, raw.nbytes))
                     offset = start + raw.nbytes
     except BaseException:
-        _unlink(path)
+        discard(path)
         raise
     return Parcel(path=path, stream_bytes=len(stream), buffers=tuple(layout))
 
@@ -166,7 +166,7 @@ def unpack(parcel: Parcel) -> Any:
                 return pickle.loads(handle.read())
             mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
     finally:
-        _unlink(parcel.path)
+        discard(parcel.path)
     view = memoryview(mapping)
     try:
         buffers = [view[start: start + size] for start, size in parcel.buffers]
@@ -175,7 +175,8 @@ def unpack(parcel: Parcel) -> Any:
         view.release()  # the slices that arrays hold keep the mapping alive, not this view
 
 
-def _unlink(path: str) -> None:
+def discard(path: str) -> None:
+    """Remove a spool file if it is there."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
 

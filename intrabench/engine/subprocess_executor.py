@@ -33,7 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any, BinaryIO
 
-from intrabench.engine.parcels import pack, remove_directory, spool_directory, unpack
+from intrabench.engine.parcels import discard, pack, remove_directory, spool_directory, unpack
 
 _HEADER = struct.Struct("!Q")
 #: the environment variable that gives the child its parent's spool directory
@@ -138,7 +138,7 @@ class SubprocessExecutor(Executor):
                 _send(process.stdin, (job_id, parcel))  # type: ignore[arg-type]
             except (BrokenPipeError, OSError, ValueError) as error:
                 if parcel.path is not None:  # the child will never read it
-                    _unlink_quietly(parcel.path)
+                    discard(parcel.path)
                 with self._lock:
                     self._fail_pending(WorkerDied(_ended(process) if process.poll() is not None
                                                   or _exits_soon(process)
@@ -192,11 +192,6 @@ class SubprocessExecutor(Executor):
             if self._reader is not None:
                 self._reader.join()
         self._process = None  # the answer thread removes the spool once the child has ended
-
-
-def _unlink_quietly(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
 
 
 def _exits_soon(process: subprocess.Popen, seconds: float = 5.0) -> bool:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from intrabench.evaluation.metrics import union_bbox
 from intrabench.reports.plots import VIEW_LETTERS, _png, _pyplot, radiological
 from intrabench.types import Prompt
 
@@ -97,17 +98,12 @@ def zoom_window(shape: tuple[int, ...], masks: list[np.ndarray], spacing: tuple[
                 margin_mm: float) -> list[slice]:
     """Per axis, the box of every non-empty mask grown by ``margin_mm`` (whole volume when all
     are empty)."""
-    present = [m for m in masks if m is not None and m.any()]
-    if not present:
+    box = union_bbox(*(m for m in masks if m is not None))
+    if box is None:
         return [slice(0, s) for s in shape]
-    union = np.logical_or.reduce(present)
-    window = []
-    for axis, (size, step) in enumerate(zip(shape, spacing)):
-        others = tuple(a for a in range(3) if a != axis)
-        index = np.flatnonzero(union.any(axis=others))
-        pad = int(np.ceil(margin_mm / step))
-        window.append(slice(max(0, int(index[0]) - pad), min(size, int(index[-1]) + 1 + pad)))
-    return window
+    return [slice(max(0, b.start - int(np.ceil(margin_mm / step))),
+                  min(size, b.stop + int(np.ceil(margin_mm / step))))
+            for b, size, step in zip(box, shape, spacing)]
 
 
 #: (view name, fixed canonical axis, rows axis, columns axis)
