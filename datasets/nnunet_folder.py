@@ -262,8 +262,10 @@ def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Pat
     label_sitk = read_sitk(label_path)
     strict = all_classes_declared and instances != "values"
     largest = check_label_values(label_sitk, label_path, classes if strict else None)
-    image = volume_from_sitk(image_sitk, name=str(image_path))
-    label = volume_from_sitk(label_sitk, name=str(label_path), dtype=smallest_label_dtype(largest))
+    image = volume_from_sitk(image_sitk, name=str(image_path), owned=True)
+    label = volume_from_sitk(label_sitk, name=str(label_path), dtype=smallest_label_dtype(largest),
+                             owned=True)
+    del image_sitk, label_sitk  # given away: their buffers are the volumes' arrays now
     if not image.geometry.same_grid(label.geometry):
         raise DataError(f"{label_path.name}: label grid does not match image grid "
                         f"({grid_difference(label.geometry, image.geometry)}); resample the "

@@ -225,3 +225,76 @@ def test_native_index_finds_the_same_voxel_in_the_files_order(direction):
     points = np.argwhere(np.ones(volume.shape, bool))
     mapped = native_index(points, volume.geometry)
     assert np.array_equal(native[tuple(mapped.T)], volume.array[tuple(points.T)])
+
+
+# --------------------------------------------------------------------------------------
+# Reading without copies: the image's own buffer, reoriented in place
+# --------------------------------------------------------------------------------------
+
+
+def _signed_permutations():
+    import itertools
+
+    for order in itertools.permutations(range(3)):
+        for signs in itertools.product((1, -1), repeat=3):
+            matrix = np.zeros((3, 3))
+            for column, (row, sign) in enumerate(zip(order, signs)):
+                matrix[row, column] = sign
+            yield tuple(matrix.ravel())
+
+
+@pytest.mark.parametrize("direction", list(_signed_permutations()))
+@pytest.mark.parametrize("dtype", [np.int16, np.float32])
+def test_owned_read_equals_the_copying_read_for_all_48_orientations(direction, dtype):
+    image, _ = _image(direction, size=(4, 5, 3))
+    image = sitk.Cast(image, sitk.sitkInt16)
+    reference = volume_from_sitk(image, dtype=dtype)
+    owned_image = sitk.Image(image)  # the same pixels, in the image given away
+    owned = volume_from_sitk(sitk.Cast(owned_image, sitk.sitkInt16), dtype=dtype, owned=True)
+    np.testing.assert_array_equal(owned.array, reference.array)
+    assert owned.array.dtype == dtype and owned.array.flags.c_contiguous
+    assert owned.array.flags.writeable and owned.spacing == reference.spacing
+
+
+def test_owned_int16_read_uses_the_image_buffer_and_keeps_it_alive():
+    image, data = _image(DIRECTIONS["lps-identity"], size=(4, 5, 6))  # LPS: y and x flipped
+    volume = volume_from_sitk(image, dtype=np.int16, owned=True)
+    del image
+    import gc
+
+    gc.collect()
+    np.testing.assert_array_equal(volume.array, data[:, ::-1, ::-1])
+    assert volume.array.base is not None  # a view of the image's buffer, not a copy
+    volume.array[0, 0, 0] = 7  # written like an owned array
+    assert volume.array[0, 0, 0] == 7
+
+
+@settings(max_examples=40, deadline=None)
+@given(depth=st.integers(1, 5), flips=st.tuples(st.booleans(), st.booleans(), st.booleans()))
+def test_in_place_flips_match_numpy_for_odd_and_even_depths(depth, flips):
+    from intrabench.io.volume import ImageGeometry, to_canonical_in_place
+
+    flip_x, flip_y, flip_z = flips  # LPS world: +i towards L and +j towards P are flipped
+    diagonal = [1.0 if flip_x else -1.0, 1.0 if flip_y else -1.0, -1.0 if flip_z else 1.0]
+    image = sitk.GetImageFromArray(np.zeros((depth, 3, 4), dtype=np.float32))
+    image.SetDirection(tuple(np.diag(diagonal).ravel()))
+    geometry = ImageGeometry.from_sitk(image)
+    native = np.arange(depth * 12, dtype=np.float32).reshape(depth, 3, 4)
+    expected = native[::-1 if flip_z else 1, ::-1 if flip_y else 1, ::-1 if flip_x else 1].copy()
+    result = to_canonical_in_place(native, geometry)
+    assert result is native
+    np.testing.assert_array_equal(result, expected)
+
+
+def test_all_finite_checks_every_value_without_false_alarms():
+    from intrabench.io.volume import all_finite
+
+    big = np.full(1000, 3.0e38, dtype=np.float32)  # a float32 sum would overflow
+    assert all_finite(big)
+    assert all_finite(np.full(10, 1e308))  # float64: the sum overflows, every value is finite
+    for bad in (np.nan, np.inf, -np.inf):
+        for dtype in (np.float16, np.float32, np.float64):
+            values = np.zeros(5000, dtype=dtype)
+            values[4321] = bad
+            assert not all_finite(values)
+    assert all_finite(np.zeros(0, dtype=np.float32))
