@@ -40,12 +40,13 @@ class Lane:
 
     ``preload``: modules a worker process imports as soon as it starts. With
     ``raise_failures=False`` failed jobs are only reported through their futures (for callers
-    that check every result themselves).
+    that check every result themselves). ``niceness``: a worker process's added Unix
+    niceness, for work that can wait while the model loop needs the CPU.
     """
 
     def __init__(self, mode: LaneMode = "process", max_pending: int = 4,
                  name: str = "intrabench-lane", preload: tuple[str, ...] = (),
-                 raise_failures: bool = True) -> None:
+                 raise_failures: bool = True, niceness: int = 0) -> None:
         if mode not in ("process", "thread", "inline"):
             raise ValueError(f"unknown lane mode '{mode}' (process, thread, inline)")
         if max_pending < 1:
@@ -54,6 +55,7 @@ class Lane:
         self._name = name
         self._preload = preload
         self._raise = raise_failures
+        self._niceness = niceness
         self._slots = threading.BoundedSemaphore(max_pending)
         self._executor: Executor | None = None
         self._futures: list[Future] = []
@@ -77,7 +79,7 @@ class Lane:
     def _start(self) -> Executor:
         if self._executor is None:
             if self.mode == "process":
-                self._executor = SubprocessExecutor(self._preload)
+                self._executor = SubprocessExecutor(self._preload, self._niceness)
             else:
                 self._executor = ThreadPoolExecutor(max_workers=1,
                                                     thread_name_prefix=self._name)
@@ -148,11 +150,13 @@ class LanePool:
     """
 
     def __init__(self, size: int, mode: LaneMode = "process", max_pending: int = 4,
-                 name: str = "intrabench-lane", preload: tuple[str, ...] = ()) -> None:
+                 name: str = "intrabench-lane", preload: tuple[str, ...] = (),
+                 niceness: int = 0) -> None:
         if size < 1:
             raise ValueError("a lane pool needs at least one lane")
         count = 1 if mode == "inline" else size
-        self.lanes = [Lane(mode, max_pending, name, preload) for _ in range(count)]
+        self.lanes = [Lane(mode, max_pending, name, preload, niceness=niceness)
+                      for _ in range(count)]
         self.mode = mode
 
     @property

@@ -59,6 +59,11 @@ from intrabench.types import Case
 log = logging.getLogger(__name__)
 
 
+#: Unix niceness of the workers whose work can wait (metrics and files, reading ahead): where
+#: the CPU is short, the model loop and the simulated users, which feed the model, go first
+BACKGROUND_NICENESS = 10
+
+
 def default_user_workers(sharing: int = 1, forward_frees_cpu: bool = False) -> int:
     """Worker processes for simulated users: one per four cores, at most 4, none below four
     cores unless the models compute on a GPU (then one from two cores on).
@@ -155,7 +160,8 @@ class Runner:
             raise ValueError("finish_workers must be >= 1")
         self._finishers = LanePool(finish_workers, background, max_pending=16,
                                    name="intrabench-results",
-                                   preload=("intrabench.engine.finishing",))
+                                   preload=("intrabench.engine.finishing",),
+                                   niceness=BACKGROUND_NICENESS)
         # cases are decoded in a second worker process (CPU-bound: a thread would hold the GIL)
         config.import_modules()  # plugins first: their datasets and models are named below
         # it imports the run's dataset modules only, not every registered dataset
@@ -163,7 +169,7 @@ class Runner:
                                   for spec in config.datasets})
         self._reader = Lane(background, max_pending=1, name="intrabench-reader",
                             preload=("intrabench.engine.case_reader", *dataset_modules),
-                            raise_failures=False)
+                            raise_failures=False, niceness=BACKGROUND_NICENESS)
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
         self._progress: RunProgress | None = None
         self._consolidating = False  # run() consolidates through the results worker

@@ -38,6 +38,8 @@ from intrabench.engine.parcels import discard, pack, remove_directory, spool_dir
 _HEADER = struct.Struct("!Q")
 #: the environment variable that gives the child its parent's spool directory
 _SPOOL_VARIABLE = "INTRABENCH_SPOOL_DIR"
+#: the environment variable that gives the child its niceness (added to the parent's)
+_NICENESS_VARIABLE = "INTRABENCH_WORKER_NICENESS"
 #: jobs and answers pickled larger than this travel through a spool file instead of the pipe
 _INLINE_LIMIT = 16 * 1024
 
@@ -80,9 +82,14 @@ class WorkerDied(RuntimeError):
 class SubprocessExecutor(Executor):
     """Runs submitted jobs, in order, in one Python subprocess started on first use."""
 
-    def __init__(self, preload: tuple[str, ...] = ()) -> None:
-        """``preload``: modules the worker imports as soon as it starts (those of the jobs)."""
+    def __init__(self, preload: tuple[str, ...] = (), niceness: int = 0) -> None:
+        """``preload``: modules the worker imports as soon as it starts (those of the jobs).
+        ``niceness``: added to the worker's scheduling niceness (Unix ``nice``): a worker whose
+        jobs can wait yields the CPU to the processes that feed the model."""
+        if niceness < 0:
+            raise ValueError("niceness must be >= 0 (raising priority needs privileges)")
         self._preload = tuple(preload)
+        self._niceness = int(niceness)
         self._process: subprocess.Popen | None = None
         self._pending: dict[int, Future] = {}
         self._lock = threading.Lock()  # guards _pending, _next_id and the start
@@ -104,6 +111,7 @@ class SubprocessExecutor(Executor):
             environment = dict(os.environ)
             environment["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
             environment[_SPOOL_VARIABLE] = self._spool
+            environment[_NICENESS_VARIABLE] = str(self._niceness)
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "intrabench.engine.subprocess_executor", *self._preload],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment)
@@ -245,8 +253,17 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         _send(stdout, (job_id, ok, answer))
 
 
+def _lower_priority() -> None:
+    """Apply the niceness the parent asked for (where the platform has ``nice``)."""
+    niceness = int(os.environ.pop(_NICENESS_VARIABLE, "0") or 0)
+    if niceness > 0 and hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(niceness)
+
+
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _lower_priority()  # before the imports: they are the start's heaviest work
     for module in sys.argv[1:]:  # the jobs' modules, imported while the parent gets ready
         try:
             importlib.import_module(module)

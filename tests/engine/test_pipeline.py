@@ -72,6 +72,27 @@ def test_a_killed_worker_fails_its_jobs_instead_of_hanging():
         executor.shutdown()
 
 
+def _niceness() -> int:
+    return os.nice(0)
+
+
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="Unix niceness")
+def test_background_workers_run_at_a_lower_priority_than_the_model_loop():
+    from intrabench.engine.runner import BACKGROUND_NICENESS
+
+    parent = os.nice(0)
+    lowered, plain = Lane("process", niceness=BACKGROUND_NICENESS), Lane("process")
+    try:
+        expected = min(19, parent + BACKGROUND_NICENESS)
+        assert lowered.submit(_niceness).result(timeout=60) == expected
+        assert plain.submit(_niceness).result(timeout=60) == parent
+    finally:
+        lowered.close()
+        plain.close()
+    with pytest.raises(ValueError, match="niceness"):
+        SubprocessExecutor(niceness=-1)
+
+
 @pytest.mark.parametrize("mode", ["inline", "thread", "process"])
 def test_lane_keeps_order_and_raises_failures(mode):
     lane = Lane(mode, max_pending=2)
