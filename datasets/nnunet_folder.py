@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Literal
 
 import cc3d
 import numpy as np
-import pandas as pd
 import SimpleITK as sitk
 from scipy import ndimage
 
@@ -152,6 +151,8 @@ def check_label_values(label: sitk.Image, path: Path, classes: dict[str, int] | 
     whole and in range by their type, and scanning a CT's label takes 0.1 s."""
     if classes is None and label.GetPixelID() in (sitk.sitkUInt8, sitk.sitkUInt16):
         return 255 if label.GetPixelID() == sitk.sitkUInt8 else 65535
+    import pandas as pd  # here: the read-ahead worker starts 0.3 s sooner without it
+
     # hash-based (pandas), then sorted: np.unique sorts every voxel, 5x slower on int32 CTs
     values = np.sort(pd.unique(sitk.GetArrayViewFromImage(label).ravel()))
     if np.issubdtype(values.dtype, np.floating):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import importlib
 import os
 import pickle
@@ -32,6 +33,11 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any, BinaryIO
+
+try:  # Unix: to widen the pipes
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 from intrabench.engine.parcels import discard, pack, remove_directory, spool_directory, unpack
 
@@ -48,6 +54,21 @@ def _send(stream: BinaryIO, message: Any) -> None:
     payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(_HEADER.pack(len(payload)) + payload)  # one write: one system call
     stream.flush()
+
+
+#: bytes a job or answer pipe holds (Linux; elsewhere the system's default)
+_PIPE_BYTES = 1 << 20
+
+
+def _widen(pipe: BinaryIO | None) -> None:
+    """Let ``pipe`` hold :data:`_PIPE_BYTES`: with the default 64 KiB, a few queued jobs of
+    up to :data:`_INLINE_LIMIT` fill it, and the model loop's next hand-off waits until the
+    worker has finished a job and read the next (stalls of up to 8 ms, issue #13)."""
+    resize = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if pipe is None or resize is None:
+        return
+    with contextlib.suppress(OSError):  # above /proc/sys/fs/pipe-max-size: keep the default
+        fcntl.fcntl(pipe.fileno(), resize, _PIPE_BYTES)
 
 
 def _receive_bytes(stream: BinaryIO) -> bytes:
@@ -115,6 +136,8 @@ class SubprocessExecutor(Executor):
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "intrabench.engine.subprocess_executor", *self._preload],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment)
+            for pipe in (self._process.stdin, self._process.stdout):
+                _widen(pipe)
             self._reader = threading.Thread(target=self._read_answers, daemon=True,
                                             name="intrabench-subprocess-answers")
             self._reader.start()
@@ -269,6 +292,8 @@ if __name__ == "__main__":
             importlib.import_module(module)
         except Exception as error:  # noqa: BLE001 - a job that needs it will fail and say why
             print(f"intrabench worker: cannot preload {module}: {error}", file=sys.stderr)
+    # what the imports built lives as long as the worker: the collector need not scan it again
+    gc.freeze()
     # answers use the real stdout; anything the jobs print goes to stderr instead
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

@@ -181,7 +181,7 @@ def test_a_short_write_never_takes_the_real_name(tmp_path, monkeypatch):
         written = Path(path)
         written.write_bytes(written.read_bytes()[:written.stat().st_size // 3])
 
-    monkeypatch.setattr(volume.sitk, "WriteImage", short_write)
+    monkeypatch.setattr(sitk, "WriteImage", short_write)
     target = tmp_path / "pred" / "case__t1.nii.gz"
     mask = np.zeros(tuple(reversed(geometry.size)), np.uint8)
     with pytest.raises(OSError) as raised:
