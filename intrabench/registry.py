@@ -6,7 +6,8 @@ through Python entry points in the groups ``intrabench.models``, ``intrabench.pr
 may name a class (registered under the entry point's name) or a module (whose decorators
 register what it defines).
 Built-in components are found by importing every module of the built-in package, so adding a
-file is enough; nothing is imported before a registry is first asked.
+file is enough; nothing is imported before a registry is first asked. Asking for one built-in
+name imports only the module that defines it (:mod:`intrabench.component_index`).
 """
 
 from __future__ import annotations
@@ -76,6 +77,20 @@ class Registry(Generic[T]):
             if inspect.isclass(loaded) and entry_point.name not in self._classes:
                 self.register(loaded, name=entry_point.name)
 
+    def _import_defining_module(self, name: str) -> bool:
+        """Import the built-in module that defines ``name`` (intrabench.component_index);
+        whether ``name`` is registered now. Any failure leaves it to the full load."""
+        from intrabench.component_index import BUILTIN_MODULES
+
+        module = BUILTIN_MODULES.get(self.group, {}).get(name)
+        if module is None:
+            return False
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - the full load reports what is wrong
+            return False
+        return name in self._classes
+
     # -- lookup ---------------------------------------------------------------------------
     def names(self) -> list[str]:
         self._ensure_loaded()
@@ -91,6 +106,8 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> type[T]:
         if name in self._classes:  # registered by a module imported already: no full load
+            return self._classes[name]
+        if not self._loaded and self._import_defining_module(name):
             return self._classes[name]
         self._ensure_loaded()
         if name not in self._classes:

@@ -104,3 +104,38 @@ def test_a_registered_name_is_found_without_importing_every_built_in_module():
     with pytest.raises(ConfigError, match="unknown widget 'widget-b'"):
         fresh.get("widget-b")
     assert fresh._loaded
+
+
+def test_the_component_index_names_the_module_of_every_built_in_component():
+    """intrabench.component_index must match what the built-in modules register: a new
+    component missing from it is still found (by importing everything), only slower."""
+    from intrabench import registry
+    from intrabench.component_index import BUILTIN_MODULES
+
+    for kind in (registry.models, registry.prompters, registry.refiners, registry.datasets,
+                 registry.clickability):
+        kind._ensure_loaded()
+        built_in = {name: cls.__module__ for name, cls in kind._classes.items()
+                    if cls.__module__.startswith(kind._builtin_packages)}
+        missing = sorted(set(built_in) - set(BUILTIN_MODULES[kind.group]))
+        assert not missing, (f"add to intrabench/component_index.py under '{kind.group}': "
+                             + ", ".join(f'"{n}": "{built_in[n]}"' for n in missing))
+        assert BUILTIN_MODULES[kind.group] == built_in
+
+
+def test_asking_for_one_built_in_name_imports_only_its_module():
+    import ast
+    import subprocess
+    import sys
+
+    probe = ("import sys; from intrabench import registry; "
+             "registry.datasets.get('folder'); registry.prompters.get('box-per-slice'); "
+             "print(sorted(m for m in sys.modules if m.startswith(('intrabench.datasets.', "
+             "'intrabench.prompters.'))))")
+    output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            check=True).stdout
+    imported = ast.literal_eval(output)
+    assert "intrabench.datasets.folder" in imported
+    assert "intrabench.prompters.per_slice" in imported
+    assert "intrabench.datasets.hanseg" not in imported  # not every dataset
+    assert "intrabench.prompters.lasso" not in imported
