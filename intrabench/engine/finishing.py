@@ -63,6 +63,35 @@ class UnitJob:
     keep_rows: bool = False
     #: the (case, model) group's set-up time and peak memory so far (engine.resources)
     resources: CaseResources | None = None
+    #: seconds each step's metrics took, by episode, when the episodes' metrics were filled
+    #: already (:func:`evaluate_episode_isolated`); None: :func:`finish_unit` computes them
+    metric_seconds: list[list[float]] | None = None
+
+
+@dataclass(eq=False)
+class EpisodeEvaluation:
+    """One finished episode's metrics to compute, as soon as the episode ends (a unit's last
+    episode no longer waits for the others' metrics at the end of a run, issue #13)."""
+
+    unit: WorkUnit
+    spacing: tuple[float, float, float]
+    episode: CroppedEpisode
+
+
+def evaluate_episode_isolated(job: EpisodeEvaluation) -> list[tuple[dict[str, float], float]] | str:
+    """Every step's metrics of ``job.episode`` and the seconds they took, as
+    :func:`finish_unit` computes them; or the one-line cause of an error (the unit fails)."""
+    from intrabench.engine.failures import one_line_cause
+
+    try:
+        metric_fn = functools.partial(metrics_for_protocol(job.unit.protocol),
+                                      nsd_tolerance_mm=job.unit.nsd_tolerance_mm)
+        results = job.episode.results
+        seconds = evaluate_steps(results, job.episode.ground_truth, job.spacing, metric_fn,
+                                 job.unit.surface_metrics_at)
+        return [(result.metrics, spent) for result, spent in zip(results, seconds)]
+    except Exception as error:  # noqa: BLE001 - reported as this unit's failure
+        return one_line_cause(error)
 
 
 def crop_episode(ground_truth: np.ndarray, target: Target,
@@ -246,9 +275,12 @@ def finish_unit(job: UnitJob) -> int:
     metric_fn = functools.partial(metrics_for_protocol(job.unit.protocol),
                                   nsd_tolerance_mm=job.unit.nsd_tolerance_mm)
     rows: list[dict[str, Any]] = []
-    for episode in job.episodes:
-        seconds = evaluate_steps(episode.results, episode.ground_truth, job.spacing, metric_fn,
-                                 job.unit.surface_metrics_at)
+    for number, episode in enumerate(job.episodes):
+        if job.metric_seconds is not None:  # filled as the episode ended
+            seconds = job.metric_seconds[number]
+        else:
+            seconds = evaluate_steps(episode.results, episode.ground_truth, job.spacing,
+                                     metric_fn, job.unit.surface_metrics_at)
         episode_rows = rows_for_episode(job.run_name, job.unit, job.case_id, episode.target,
                                         episode.results)
         attributes = {f"attr_{name}": value for name, value in

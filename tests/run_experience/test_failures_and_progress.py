@@ -190,3 +190,32 @@ def test_a_run_whose_work_is_all_incompatible_exits_non_zero(tmp_path, capsys):
                                   "models": ["region-growing-3d"], "prompters": ["box-per-slice"]}))
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
     assert "nothing to run" in capsys.readouterr().err
+
+
+def test_metrics_are_computed_once_per_episode_and_a_metric_failure_fails_only_its_unit(
+        tmp_path, monkeypatch):
+    """Each episode's metrics are computed as it ends (issue #13), once; an error there fails
+    that unit, with its cause, and the others are written."""
+    from intrabench.engine import finishing
+
+    bad_z = _bad_z()
+    calls = []
+    original = finishing.evaluate_steps
+
+    def evaluate_steps(results, ground_truth, *args, **kwargs):
+        calls.append(len(results))
+        if results[0].prompt.box3d is not None and results[0].prompt.box3d.z_min == bad_z:
+            raise ZeroDivisionError("a metric divided by zero")
+        return original(results, ground_truth, *args, **kwargs)
+
+    monkeypatch.setattr(finishing, "evaluate_steps", evaluate_steps)
+    config = parse_config({**SPEC, "models": ["region-growing-3d"]})
+    runner = Runner(config, tmp_path / "run", background="inline")
+    plan, _ = runner.run()
+    rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    episodes = rows[["case", "target"]].drop_duplicates()
+    failed_case = registry.datasets.create("demo-phantoms", {"n_cases": 3}).load("phantom_001")
+    assert len(calls) == len(episodes) + len(failed_case.targets)  # once each, no second pass
+    assert len(runner.failures) == 1 and runner.executed == len(plan.units) - 1
+    assert runner.failures[0].cause.startswith("ZeroDivisionError: a metric divided by zero")
+    assert set(rows.case) == {"phantom_000", "phantom_002"}
