@@ -13,8 +13,9 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -184,6 +185,9 @@ class Runner:
                             preload=("intrabench.engine.case_reader", *dataset_modules),
                             raise_failures=False, niceness=BACKGROUND_NICENESS)
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
+        # attributes of cases read in this process, measured beside the model loop
+        self._attribute_thread = ThreadPoolExecutor(1, thread_name_prefix="intrabench-attributes")
+        self._attributes: dict[int, tuple[weakref.ref, Future]] = {}  # by id() of the case
         self._progress: RunProgress | None = None
         self._consolidating = False  # run() consolidates through the results worker
         # prompting is sequential within an episode: a few episodes in flight per user worker
@@ -252,10 +256,21 @@ class Runner:
                             unit.dataset.key, unit.case_id, type(error).__name__, error)
         if case is None:
             case = self.datasets[unit.dataset.key].load(unit.case_id)
-        if self.config.target_attributes:
-            case = with_attributes(case, self.datasets[unit.dataset.key])
+        if self.config.target_attributes and case.attributes is None:
+            # a case read here (not ahead): its attributes are wanted with its first unit's
+            # rows, not by its forward passes; hashing a CT case for the attribute cache takes
+            # 0.12 s (SHA-256 releases the GIL), so it runs beside them (issue #13)
+            self._attributes[id(case)] = (weakref.ref(case), self._attribute_thread.submit(
+                with_attributes, case, self.datasets[unit.dataset.key]))
         self._cases.put(identity, case, keep=self._wanted_next)
         return case
+
+    def _attributes_of(self, case: Case) -> dict | None:
+        """``case``'s target attributes, once measured (see :meth:`_case`)."""
+        pending = self._attributes.pop(id(case), None)
+        if pending is not None and pending[0]() is case:  # not an earlier case's id
+            pending[1].result()  # its error, if any, is raised here, as it was when read
+        return case.attributes
 
     def _first_case(self, unit: WorkUnit) -> None:
         """Read ``unit``'s case into memory now; a bad case is left for :meth:`execute_group`
@@ -306,7 +321,7 @@ class Runner:
                 self._evaluating.append(_Evaluating(UnitJob(
                     run_name=self.config.name, run_dir=self.run_dir, unit=unit,
                     case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
-                    geometry=case.image.geometry, attributes=case.attributes,
+                    geometry=case.image.geometry, attributes=self._attributes_of(case),
                     save_predictions=self.config.save_predictions, episodes=episodes,
                     keep_rows=(self._consolidating and self._finishers.mode == "process"
                                and len(self._finishers) == 1),
@@ -478,6 +493,8 @@ class Runner:
             self._submit_evaluated(wait=True)
         self._finishers.close()
         self._reader.close()
+        self._attribute_thread.shutdown(wait=True)
+        self._attributes.clear()
         self._cases.clear()
         for lane in self._users:
             lane.close()
