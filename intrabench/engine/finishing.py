@@ -84,11 +84,9 @@ def evaluate_episode_isolated(job: EpisodeEvaluation) -> list[tuple[dict[str, fl
     from intrabench.engine.failures import one_line_cause
 
     try:
-        metric_fn = functools.partial(metrics_for_protocol(job.unit.protocol),
-                                      nsd_tolerance_mm=job.unit.nsd_tolerance_mm)
         results = job.episode.results
-        seconds = evaluate_steps(results, job.episode.ground_truth, job.spacing, metric_fn,
-                                 job.unit.surface_metrics_at)
+        seconds = evaluate_steps(results, job.episode.ground_truth, job.spacing,
+                                 unit_metric_function(job.unit), job.unit.surface_metrics_at)
         return [(result.metrics, spent) for result, spent in zip(results, seconds)]
     except Exception as error:  # noqa: BLE001 - reported as this unit's failure
         return one_line_cause(error)
@@ -222,6 +220,12 @@ def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
     return step_metrics
 
 
+def unit_metric_function(unit: WorkUnit) -> Callable[..., dict[str, float]]:
+    """The per-step metric function of ``unit``: its protocol's, at its NSD tolerance."""
+    return functools.partial(metrics_for_protocol(unit.protocol),
+                             nsd_tolerance_mm=unit.nsd_tolerance_mm)
+
+
 def safe_file_name(text: Any) -> str:
     """``text`` as a file-name part: letters, digits and -_.= kept, others as _, 120 at most."""
     return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in str(text))[:120]
@@ -272,15 +276,13 @@ def finish_unit(job: UnitJob) -> int:
     """
     from intrabench.io.results import ResultsStore
 
-    metric_fn = functools.partial(metrics_for_protocol(job.unit.protocol),
-                                  nsd_tolerance_mm=job.unit.nsd_tolerance_mm)
     rows: list[dict[str, Any]] = []
     for number, episode in enumerate(job.episodes):
         if job.metric_seconds is not None:  # filled as the episode ended
             seconds = job.metric_seconds[number]
         else:
             seconds = evaluate_steps(episode.results, episode.ground_truth, job.spacing,
-                                     metric_fn, job.unit.surface_metrics_at)
+                                     unit_metric_function(job.unit), job.unit.surface_metrics_at)
         episode_rows = rows_for_episode(job.run_name, job.unit, job.case_id, episode.target,
                                         episode.results)
         attributes = {f"attr_{name}": value for name, value in

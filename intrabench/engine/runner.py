@@ -365,23 +365,31 @@ class Runner:
         """Hand every unit whose episodes' metrics are all back to the results workers, for
         its rows and files; with ``wait``, wait for those metrics first (every unit goes)."""
         waiting: list[_Evaluating] = []
-        for evaluating in self._evaluating:
-            if not wait and not all(future.done() for future in evaluating.metrics):
-                waiting.append(evaluating)
-                continue
-            job = evaluating.job
-            outcomes = [future.result() for future in evaluating.metrics]  # WorkerDied: raised
-            problem = next((outcome for outcome in outcomes if isinstance(outcome, str)), None)
-            if problem is not None:
-                self._fail(UnitFailure.of(job.unit, problem))
-                continue
-            for episode, steps in zip(job.episodes, outcomes):
-                for result, (metrics, _) in zip(episode.results, steps):
-                    result.metrics = metrics
-            job.metric_seconds = [[seconds for _, seconds in steps] for steps in outcomes]
-            future = self._finishers.submit(finish_unit_isolated, job)
-            future.add_done_callback(functools.partial(self._finished, job.unit))
-        self._evaluating = waiting
+        try:
+            while self._evaluating:  # each unit leaves the list once, even if a worker died
+                evaluating = self._evaluating.pop(0)
+                if not wait and not all(future.done() for future in evaluating.metrics):
+                    waiting.append(evaluating)
+                    continue
+                self._submit_unit(evaluating)
+        finally:
+            self._evaluating[:0] = waiting
+
+    def _submit_unit(self, evaluating: _Evaluating) -> None:
+        """Fill the unit's metrics from its episodes' (all done) and queue its rows and files;
+        an error in an episode's metrics fails the unit instead."""
+        job = evaluating.job
+        outcomes = [future.result() for future in evaluating.metrics]  # WorkerDied: raised
+        problem = next((outcome for outcome in outcomes if isinstance(outcome, str)), None)
+        if problem is not None:
+            self._fail(UnitFailure.of(job.unit, problem))
+            return
+        for episode, steps in zip(job.episodes, outcomes):
+            for result, (metrics, _) in zip(episode.results, steps):
+                result.metrics = metrics
+        job.metric_seconds = [[seconds for _, seconds in steps] for steps in outcomes]
+        future = self._finishers.submit(finish_unit_isolated, job)
+        future.add_done_callback(functools.partial(self._finished, job.unit))
 
     def _fail(self, failure: UnitFailure) -> None:
         with self._counting:  # also called from the results workers' reader threads
