@@ -10,9 +10,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("MPLBACKEND", "Agg")
 # caches (target attributes) go to a folder of this session, never to the user's home
 if "INTRABENCH_CACHE" not in os.environ:
+    import atexit
+    import shutil
     import tempfile
 
     os.environ["INTRABENCH_CACHE"] = tempfile.mkdtemp(prefix="intrabench-test-cache-")
+    # removed when the session ends: every run left one in the temporary directory
+    atexit.register(shutil.rmtree, os.environ["INTRABENCH_CACHE"], ignore_errors=True)
 
 try:
     import torch
