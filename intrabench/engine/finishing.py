@@ -43,6 +43,18 @@ class CroppedEpisode:
     ground_truth: np.ndarray
     results: list[StepResult]
 
+    def without_masks(self) -> CroppedEpisode:
+        """This episode with empty crops (shape (0, 0, 0)) for the ground truth and every
+        prediction: what finishing needs once the metrics are filled and no prediction is
+        saved (the rows read prompts and metrics only), so the crops do not travel twice."""
+        empty = np.zeros((0, 0, 0), dtype=bool)
+        emptied: dict[int, Prediction] = {}
+        for result in self.results:
+            emptied.setdefault(id(result.prediction), Prediction(mask=empty))
+        return replace(self, ground_truth=empty,
+                       results=[replace(r, prediction=emptied[id(r.prediction)])
+                                for r in self.results])
+
 
 @dataclass(eq=False)
 class UnitJob:

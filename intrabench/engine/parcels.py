@@ -11,7 +11,7 @@ unpickles point into the mapping, so receiving a case costs page mappings, not c
 The spool file goes to ``/dev/shm`` when it exists and has 1 GiB free (memory, never disk),
 otherwise to the temporary directory; a parcel that finds ``/dev/shm`` full (a container's is
 often small) goes to the temporary directory. A parcel without large buffers and a stream of at most
-``inline_limit`` bytes travels inline (a pipe holds 64 KiB; a sender blocked on a full pipe
+``inline_limit`` bytes travels inline (a pipe holds little; a sender blocked on a full pipe
 would wait for the receiver's current job).
 """
 

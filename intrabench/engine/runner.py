@@ -13,7 +13,6 @@ import logging
 import os
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -187,7 +186,7 @@ class Runner:
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
         # attributes of cases read in this process, measured beside the model loop
         self._attribute_thread = ThreadPoolExecutor(1, thread_name_prefix="intrabench-attributes")
-        self._attributes: dict[int, tuple[weakref.ref, Future]] = {}  # by id() of the case
+        self._attributes: dict[CaseIdentity, Future] = {}
         self._progress: RunProgress | None = None
         self._consolidating = False  # run() consolidates through the results worker
         # prompting is sequential within an episode: a few episodes in flight per user worker
@@ -260,16 +259,16 @@ class Runner:
             # a case read here (not ahead): its attributes are wanted with its first unit's
             # rows, not by its forward passes; hashing a CT case for the attribute cache takes
             # 0.12 s (SHA-256 releases the GIL), so it runs beside them (issue #13)
-            self._attributes[id(case)] = (weakref.ref(case), self._attribute_thread.submit(
-                with_attributes, case, self.datasets[unit.dataset.key]))
+            self._attributes[identity] = self._attribute_thread.submit(
+                with_attributes, case, self.datasets[unit.dataset.key])
         self._cases.put(identity, case, keep=self._wanted_next)
         return case
 
-    def _attributes_of(self, case: Case) -> dict | None:
+    def _attributes_of(self, identity: CaseIdentity, case: Case) -> dict | None:
         """``case``'s target attributes, once measured (see :meth:`_case`)."""
-        pending = self._attributes.pop(id(case), None)
-        if pending is not None and pending[0]() is case:  # not an earlier case's id
-            pending[1].result()  # its error, if any, is raised here, as it was when read
+        pending = self._attributes.pop(identity, None)
+        if pending is not None:
+            pending.result()  # its error, if any, is raised here, as it was when read
         return case.attributes
 
     def _first_case(self, unit: WorkUnit) -> None:
@@ -321,7 +320,8 @@ class Runner:
                 self._evaluating.append(_Evaluating(UnitJob(
                     run_name=self.config.name, run_dir=self.run_dir, unit=unit,
                     case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
-                    geometry=case.image.geometry, attributes=self._attributes_of(case),
+                    geometry=case.image.geometry,
+                    attributes=self._attributes_of((first.dataset.key, case.case_id), case),
                     save_predictions=self.config.save_predictions, episodes=episodes,
                     keep_rows=(self._consolidating and self._finishers.mode == "process"
                                and len(self._finishers) == 1),
@@ -388,6 +388,8 @@ class Runner:
             for result, (metrics, _) in zip(episode.results, steps):
                 result.metrics = metrics
         job.metric_seconds = [[seconds for _, seconds in steps] for steps in outcomes]
+        if not job.save_predictions:  # the crops went to the metrics already: not again
+            job.episodes = [episode.without_masks() for episode in job.episodes]
         future = self._finishers.submit(finish_unit_isolated, job)
         future.add_done_callback(functools.partial(self._finished, job.unit))
 

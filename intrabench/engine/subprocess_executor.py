@@ -48,16 +48,14 @@ _SPOOL_VARIABLE = "INTRABENCH_SPOOL_DIR"
 _NICENESS_VARIABLE = "INTRABENCH_WORKER_NICENESS"
 #: jobs and answers pickled larger than this travel through a spool file instead of the pipe
 _INLINE_LIMIT = 16 * 1024
+#: bytes a job or answer pipe holds (Linux; elsewhere the system's default)
+_PIPE_BYTES = 1 << 20
 
 
 def _send(stream: BinaryIO, message: Any) -> None:
     payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(_HEADER.pack(len(payload)) + payload)  # one write: one system call
     stream.flush()
-
-
-#: bytes a job or answer pipe holds (Linux; elsewhere the system's default)
-_PIPE_BYTES = 1 << 20
 
 
 def _widen(pipe: BinaryIO | None) -> None:
@@ -152,7 +150,6 @@ class SubprocessExecutor(Executor):
             self._next_id += 1
             self._pending[job_id] = future
             spool = self._spool
-        # a pipe holds 64 KiB: a file never waits for the child
         try:
             if spool is None:
                 raise OSError("the worker has ended")

@@ -152,6 +152,24 @@ def test_metrics_on_a_cropped_episode_equal_full_volume_metrics(truth, first, se
         assert np.array_equal(rebuilt, full.prediction.mask)
 
 
+def test_an_episode_without_masks_keeps_its_prompts_metrics_and_shared_steps():
+    truth = np.zeros((4, 5, 6), bool)
+    truth[1:3, 1:4, 2:5] = True
+    case = _case(truth)
+    shared = Prediction(mask=truth.copy())
+    results = [StepResult(step=i, prompt=Prompt(), prediction=shared, metrics={"dice": 1.0},
+                          effort=i, cumulative_effort=i, model_seconds=0.0,
+                          prompter_seconds=0.0, wall_seconds=0.0) for i in range(2)]
+    cropped = crop_episode(case.target_mask(case.targets[0]), case.targets[0], results)
+    light = cropped.without_masks()
+    assert light.ground_truth.shape == (0, 0, 0) and light.box == cropped.box
+    assert all(r.prediction.mask.size == 0 for r in light.results)
+    assert light.results[0].prediction is light.results[1].prediction
+    assert [(r.step, r.effort, r.metrics) for r in light.results] == \
+        [(r.step, r.effort, r.metrics) for r in cropped.results]
+    assert cropped.ground_truth.shape == (2, 3, 3)  # the original is left as it was
+
+
 # -- the runner: the same rows and files whichever lane finishes the units ---------------------
 
 
