@@ -131,6 +131,10 @@ class SubprocessExecutor(Executor):
             environment["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
             environment[_SPOOL_VARIABLE] = self._spool
             environment[_NICENESS_VARIABLE] = str(self._niceness)
+            # one BLAS thread: workers are sized to the cores already, and OpenBLAS's threads
+            # (numpy's and scipy's libraries each start one per core) spin when they start,
+            # 0.1-0.3 s of a 2-core machine's CPU per proxy run (issue #13)
+            environment.setdefault("OPENBLAS_NUM_THREADS", "1")
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "intrabench.engine.subprocess_executor", *self._preload],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment)

@@ -93,6 +93,20 @@ def test_background_workers_run_at_a_lower_priority_than_the_model_loop():
         SubprocessExecutor(niceness=-1)
 
 
+@pytest.mark.parametrize("chosen", [None, "3"])
+def test_workers_start_one_blas_thread_unless_the_user_chose(monkeypatch, chosen):
+    if chosen is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", chosen)
+    executor = SubprocessExecutor()
+    try:
+        assert executor.submit(os.getenv, "OPENBLAS_NUM_THREADS").result(timeout=60) == (
+            chosen or "1")
+    finally:
+        executor.shutdown()
+
+
 @pytest.mark.parametrize("mode", ["inline", "thread", "process"])
 def test_lane_keeps_order_and_raises_failures(mode):
     lane = Lane(mode, max_pending=2)
