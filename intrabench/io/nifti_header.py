@@ -1,4 +1,4 @@
-"""Where a NIfTI file's voxels are: data offset, shape and voxel type, from its header.
+"""Where a NIfTI file's voxels are: data offset, shape, voxel type and scaling, from its header.
 
 :func:`intrabench.io.volume.check_nifti` needs only these three fields of a file SimpleITK has
 just read. nibabel gives them too, but importing it imports pydicom and requests (0.18 s
@@ -37,6 +37,16 @@ class DataLayout:
     offset: int
     shape: tuple[int, ...]
     dtype: np.dtype
+    #: ``scl_slope`` and ``scl_inter``: stored value x slope + inter is the voxel's value
+    #: (no scaling when the slope is 0 or NaN)
+    slope: float = 1.0
+    inter: float = 0.0
+
+    @property
+    def scaled(self) -> bool:
+        """Whether a reader applies the header's scaling (as ITK and nibabel do)."""
+        return bool(np.isfinite(self.slope) and self.slope != 0
+                    and (self.slope != 1 or (np.isfinite(self.inter) and self.inter != 0)))
 
     @property
     def end(self) -> int:
@@ -78,8 +88,9 @@ def _nifti1(header: bytes, order: str) -> DataLayout | None:
     offset = float(np.frombuffer(header, dtype=np.dtype(order + "f4"), count=1, offset=108)[0])
     if not np.isfinite(offset) or offset != int(offset) or offset < _NIFTI1_SIZE + 4:
         return None
+    slope, inter = np.frombuffer(header, dtype=np.dtype(order + "f4"), count=2, offset=112)
     return _layout(order, _int(header, order, "i2", 70), _int(header, order, "i2", 72),
-                   _int(header, order, "i2", 40, 8), int(offset))
+                   _int(header, order, "i2", 40, 8), int(offset), float(slope), float(inter))
 
 
 def _nifti2(header: bytes, order: str) -> DataLayout | None:
@@ -88,12 +99,13 @@ def _nifti2(header: bytes, order: str) -> DataLayout | None:
     offset = _int(header, order, "i8", 168)
     if offset < _NIFTI2_SIZE + 4:
         return None
+    slope, inter = np.frombuffer(header, dtype=np.dtype(order + "f8"), count=2, offset=176)
     return _layout(order, _int(header, order, "i2", 12), _int(header, order, "i2", 14),
-                   _int(header, order, "i8", 16, 8), offset)
+                   _int(header, order, "i8", 16, 8), offset, float(slope), float(inter))
 
 
 def _layout(order: str, datatype: int, bitpix: int, dim: list[int], offset: int,
-            ) -> DataLayout | None:
+            slope: float, inter: float) -> DataLayout | None:
     kind = VOXEL_TYPES.get(datatype)
     if kind is None or not 1 <= dim[0] <= 7:
         return None
@@ -101,4 +113,4 @@ def _layout(order: str, datatype: int, bitpix: int, dim: list[int], offset: int,
     shape = tuple(dim[1: dim[0] + 1])
     if bitpix != 8 * dtype.itemsize or any(n < 1 for n in shape):
         return None
-    return DataLayout(offset=offset, shape=shape, dtype=dtype)
+    return DataLayout(offset=offset, shape=shape, dtype=dtype, slope=slope, inter=inter)

@@ -247,35 +247,66 @@ def all_finite(array: np.ndarray) -> bool:
                for start in range(0, flat.size, block))
 
 
+@dataclass(eq=False)
+class RawImage:
+    """An image as read, before reorientation: ``array`` in the file's own voxel order
+    (k, j, i), SimpleITK's array order, owned and writable (given away to the volume made from
+    it); ``geometry`` its grid."""
+
+    array: np.ndarray
+    geometry: ImageGeometry
+    #: every value of ``array`` is known to be finite (checked when read)
+    finite: bool = False
+
+    @classmethod
+    def from_sitk(cls, image: sitk.Image, name: str = "image") -> RawImage:
+        """The pixel buffer of ``image`` (just read, used by nothing else) without a copy;
+        rejects 2D, 4D and vector images."""
+        if image.GetDimension() != 3:
+            raise DataError(f"{name}: expected a 3D image, got {image.GetDimension()}D")
+        if image.GetNumberOfComponentsPerPixel() != 1:
+            raise DataError(
+                f"{name}: expected one value per voxel, got "
+                f"{image.GetNumberOfComponentsPerPixel()} (4D/vector/RGB images are not "
+                "supported; split the channels first)")
+        return cls(array=np.asarray(_PixelBuffer(image)), geometry=ImageGeometry.from_sitk(image))
+
+
+def read_image(path: str | Path) -> RawImage:
+    """Read a 3D image (any format SimpleITK reads; a plain NIfTI file in one pass, see
+    :mod:`intrabench.io.nifti_read`), its data checked (:func:`check_nifti` for NIfTI)."""
+    from intrabench.io.nifti_read import read_nifti_directly
+
+    raw = read_nifti_directly(path)
+    if raw is not None:
+        return raw
+    return RawImage.from_sitk(read_sitk(path), name=str(path))
+
+
+def volume_from_raw(raw: RawImage, *, name: str = "image", dtype=np.float32) -> Volume:
+    """Canonical Volume from an image as read, in its own memory (reoriented in place when its
+    axes are only flipped, see :func:`to_canonical_in_place`), copied only to change the voxel
+    type to ``dtype`` (a CT volume's copy took 0.2 s, issue #13); rejects NaN images."""
+    canonical = to_canonical_in_place(raw.array, raw.geometry)
+    array = np.asarray(canonical, dtype=dtype)
+    checked = raw.finite and array.dtype == canonical.dtype  # no conversion that could overflow
+    if np.issubdtype(array.dtype, np.floating) and not checked and not all_finite(array):
+        bad = int((~np.isfinite(array)).sum())
+        raise DataError(f"{name}: {bad} voxels are NaN or infinite; clean the image before benchmarking")
+    return Volume(array=array, spacing=raw.geometry.canonical_spacing(), geometry=raw.geometry)
+
+
 def volume_from_sitk(image: sitk.Image, *, name: str = "image", dtype=np.float32,
                      owned: bool = False) -> Volume:
     """Canonical Volume from a SimpleITK image; rejects 2D, 4D, vector and NaN images.
 
     ``owned``: the image is the caller's to give away (just read, used by nothing else):
-    its pixel buffer becomes the volume's array (reoriented in place when its axes are only
-    flipped, see :func:`to_canonical_in_place`), copied only to change the voxel type to
-    ``dtype`` (a CT volume's copy took 0.2 s, issue #13).
+    its pixel buffer becomes the volume's array (see :func:`volume_from_raw`).
     """
-    import SimpleITK as sitk
-
-    if image.GetDimension() != 3:
-        raise DataError(f"{name}: expected a 3D image, got {image.GetDimension()}D")
-    if image.GetNumberOfComponentsPerPixel() != 1:
-        raise DataError(
-            f"{name}: expected one value per voxel, got {image.GetNumberOfComponentsPerPixel()} "
-            "(4D/vector/RGB images are not supported; split the channels first)"
-        )
-    geometry = ImageGeometry.from_sitk(image)
-    if owned:
-        canonical = to_canonical_in_place(np.asarray(_PixelBuffer(image)), geometry)
-        array = np.asarray(canonical, dtype=dtype)  # a copy only to change the voxel type
-    else:  # an owned copy: a view from GetArrayViewFromImage dies with the SimpleITK image
-        array = np.array(to_canonical(sitk.GetArrayViewFromImage(image), geometry),
-                         dtype=dtype, order="C", copy=True)
-    if np.issubdtype(array.dtype, np.floating) and not all_finite(array):
-        bad = int((~np.isfinite(array)).sum())
-        raise DataError(f"{name}: {bad} voxels are NaN or infinite; clean the image before benchmarking")
-    return Volume(array=array, spacing=geometry.canonical_spacing(), geometry=geometry)
+    raw = RawImage.from_sitk(image, name=name)
+    if not owned:  # an owned copy: the buffer's view dies with the SimpleITK image
+        raw = RawImage(array=np.array(raw.array, order="C", copy=True), geometry=raw.geometry)
+    return volume_from_raw(raw, name=name, dtype=dtype)
 
 
 def read_sitk(path: str | Path) -> sitk.Image:
@@ -329,6 +360,14 @@ def _file_blocks(path: Path, chunk: int = 1 << 20) -> Iterator[bytes]:
                         "re-download or re-convert the file")
 
 
+def truncated_error(path: Path, size: int, needed: int) -> DataError:
+    """The error for a NIfTI file whose data stops at ``size`` bytes (decompressed) where its
+    header announces ``needed``."""
+    return DataError(f"{path}: truncated: {size} bytes where the header announces {needed} "
+                     "(missing voxels would be read as zeros); re-download or re-convert the "
+                     "file")
+
+
 def check_nifti(path: str | Path) -> None:
     """DataError unless the NIfTI file holds every voxel its header announces, and, for float
     data, no NaN or infinite voxel. One pass over the (decompressed) data, in 1 MiB blocks.
@@ -365,9 +404,7 @@ def check_nifti(path: str | Path) -> None:
                 carry = values[usable:]
         size += len(block)
     if size < needed:
-        raise DataError(f"{path}: truncated: {size} bytes where the header announces {needed} "
-                        "(missing voxels would be read as zeros); re-download or re-convert "
-                        "the file")
+        raise truncated_error(path, size, needed)
     if non_finite:
         raise DataError(f"{path}: {non_finite} voxels are NaN or infinite; clean the image before "
                         "benchmarking")
@@ -375,7 +412,7 @@ def check_nifti(path: str | Path) -> None:
 
 def read_volume(path: str | Path, *, dtype=np.float32) -> Volume:
     """Read any SimpleITK-readable 3D image (NIfTI, NRRD, MHA, ...) into canonical orientation."""
-    return volume_from_sitk(read_sitk(path), name=str(path), dtype=dtype, owned=True)
+    return volume_from_raw(read_image(path), name=str(path), dtype=dtype)
 
 
 def write_like(canonical_zyx: np.ndarray, reference: Volume, path: str | Path) -> None:

@@ -1,0 +1,117 @@
+"""A plain NIfTI file's voxels in one pass, the file's checks included.
+
+SimpleITK reads a NIfTI file's voxels into one buffer and copies them into the image's, and
+:func:`intrabench.io.volume.check_nifti` then reads the file a second time (decompressing a
+``.nii.gz`` again) to find missing and NaN voxels that SimpleITK hides. For a 160 x 512 x 512
+float CT: 0.28-0.30 s for a ``.nii`` and 1.37 s for a ``.nii.gz`` on this project's CI
+machine. :func:`read_nifti_directly` reads the data once into the array the volume keeps
+(0.04 s and 0.69-0.80 s), with SimpleITK reading only the header's geometry, so the grid is
+SimpleITK's to the last digit.
+
+It reads only what it can read exactly as SimpleITK does: a single-file NIfTI-1/2 with a 3D
+grid, one scalar value per voxel in the machine's byte order, no intensity scaling, and a
+voxel type SimpleITK agrees on. Anything else returns None, and the caller reads the file with
+SimpleITK (and checks it) as before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from intrabench.errors import DataError
+from intrabench.io.nifti_header import DataLayout, data_layout
+from intrabench.io.volume import (
+    ImageGeometry,
+    RawImage,
+    _file_blocks,
+    all_finite,
+    truncated_error,
+)
+
+#: voxel type -> SimpleITK pixel type name (``sitk.sitk<Name>``)
+_SITK_PIXEL_TYPES = {
+    "u1": "UInt8", "i1": "Int8", "u2": "UInt16", "i2": "Int16", "u4": "UInt32", "i4": "Int32",
+    "u8": "UInt64", "i8": "Int64", "f4": "Float32", "f8": "Float64",
+}
+
+
+def read_nifti_directly(path: str | Path) -> RawImage | None:
+    """``path``'s voxels in the file's order (k, j, i) and its grid, or None when the file is
+    not one this reader takes (see the module docstring). DataError when the data is cut
+    short or its gzip stream is corrupt."""
+    path = Path(path)
+    if not path.name.endswith((".nii", ".nii.gz")) or not path.is_file():
+        return None
+    layout = data_layout(path)
+    if (layout is None or len(layout.shape) != 3 or layout.scaled
+            or not layout.dtype.isnative):
+        return None
+    geometry = _sitk_geometry(path, layout)
+    if geometry is None:
+        return None
+    array = np.empty(layout.shape[::-1], dtype=layout.dtype)  # x varies fastest on disk
+    if path.name.endswith(".gz"):
+        _inflate_into(path, layout, memoryview(array).cast("B"))
+    else:
+        _read_into(path, layout, memoryview(array).cast("B"))
+    if array.dtype.kind == "f" and not all_finite(array):  # as check_nifti reports it
+        bad = int(array.size - np.count_nonzero(np.isfinite(array)))
+        raise DataError(f"{path}: {bad} voxels are NaN or infinite; clean the image before "
+                        "benchmarking")
+    return RawImage(array=array, geometry=geometry, finite=True)
+
+
+def _sitk_geometry(path: Path, layout: DataLayout) -> ImageGeometry | None:
+    """The grid as SimpleITK reads it from the header (it reads no voxel), if SimpleITK sees
+    the same 3D scalar image of the same voxel type; None otherwise."""
+    import SimpleITK as sitk
+
+    reader = sitk.ImageFileReader()
+    reader.SetFileName(str(path))
+    try:
+        reader.ReadImageInformation()
+    except RuntimeError:
+        return None  # the full read reports it
+    expected = getattr(sitk, "sitk" + _SITK_PIXEL_TYPES[layout.dtype.str[1:]])
+    if (reader.GetDimension() != 3 or reader.GetNumberOfComponents() != 1
+            or tuple(reader.GetSize()) != layout.shape or reader.GetPixelID() != expected):
+        return None
+    return ImageGeometry(
+        size=tuple(int(v) for v in reader.GetSize()),
+        spacing=tuple(float(v) for v in reader.GetSpacing()),
+        origin=tuple(float(v) for v in reader.GetOrigin()),
+        direction=tuple(float(v) for v in reader.GetDirection()),
+    )
+
+
+def _read_into(path: Path, layout: DataLayout, out: memoryview) -> None:
+    size = path.stat().st_size
+    if size < layout.end:
+        raise truncated_error(path, size, layout.end)
+    with open(path, "rb", buffering=0) as handle:
+        handle.seek(layout.offset)
+        filled = 0
+        while filled < len(out):  # one read() returns at most 2 GB on Linux
+            count = handle.readinto(out[filled:])
+            if not count:
+                raise truncated_error(path, layout.offset + filled, layout.end)
+            filled += count
+
+
+def _inflate_into(path: Path, layout: DataLayout, out: memoryview) -> None:
+    position = -layout.offset  # bytes of voxel data seen so far (negative: still the header)
+    for block in _file_blocks(path):  # DataError when the stream is cut or corrupt
+        if position < 0:
+            skipped = min(-position, len(block))
+            block = block[skipped:]
+            position += skipped
+        if block and position < len(out):
+            take = min(len(block), len(out) - position)
+            out[position: position + take] = block[:take]
+            position += len(block)
+        elif block:
+            position += len(block)
+    if position < len(out):
+        raise truncated_error(path, layout.offset + position, layout.end)
