@@ -72,6 +72,15 @@ class Model(ABC):
         episode after it ends, so a mask changed later would change earlier results.
         """
 
+    def prepare(self) -> None:  # noqa: B027 - optional hook
+        """Build the network and read its weights now, not at the first forward pass.
+
+        Optional, for models that load lazily. The runner calls it for the run's first model
+        in a thread, while it reads the first case, so that the two overlap (a checkpoint of
+        a few GB and a CT read each take seconds). An error raised here is not reported: the
+        runner uses the model as it would have, and the error comes again where it is used.
+        """
+
     def set_target_class(self, class_name: str) -> None:  # noqa: B027 - optional hook
         """Told before every forward pass: the class (``Target.class_name``) of the target the
         next ``predict`` is for. Episodes of a case interleave, so it holds for that one call

@@ -314,6 +314,10 @@ class SamFamilyModel(SliceModel):
             self._net = net
         return self._net
 
+    def prepare(self) -> None:
+        """Build the network and load its weights now (see :meth:`Model.prepare`)."""
+        self.net  # noqa: B018 - the property builds it
+
     def speed_up_encoder(self, encoder: Any) -> None:
         """Apply ``attention``, ``encoder_weights`` and ``compile`` to the image encoder."""
         if resolve_attention(self.attention, getattr(self.device, "type", "cpu")) == "fused":

@@ -10,6 +10,7 @@ written twice. A distributed run therefore gives exactly the rows of a local run
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -177,8 +178,8 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
         user_workers = finish_workers = None
         if background == "process":
             sharing = _gpu_workers(args)
-            user_workers = default_user_workers(sharing=sharing,
-                                                forward_frees_cpu=models_free_cpu(config))
+            user_workers = default_user_workers(
+                sharing=sharing, forward_frees_cpu=functools.partial(models_free_cpu, config))
             finish_workers = default_finish_workers(sharing=sharing)
         print(f"IntraBench on Dask ({client.dashboard_link or client.scheduler.address}): "
               f"{len(groups)} tasks", file=sys.stderr)

@@ -67,12 +67,15 @@ log = logging.getLogger(__name__)
 BACKGROUND_NICENESS = 10
 
 
-def default_user_workers(sharing: int = 1, forward_frees_cpu: bool = False) -> int:
+def default_user_workers(sharing: int = 1,
+                         forward_frees_cpu: bool | Callable[[], bool] = False) -> int:
     """Worker processes for simulated users: one per four cores, at most 4, none below four
     cores unless the models compute on a GPU (then one from two cores on).
     ``sharing``: model loops on this machine that split its cores (Dask GPU workers).
     ``forward_frees_cpu``: every model of the run computes off the CPU
-    (:meth:`~intrabench.protocols.Model.forward_frees_cpu`).
+    (:meth:`~intrabench.protocols.Model.forward_frees_cpu`), or a function that says so,
+    asked only where the answer changes the count (two or three cores): asking a model
+    whose ``device`` is 'auto' imports torch (1-2 s before the first case is read).
 
     A correction on a large volume can take longer than a GPU forward pass, so big machines
     get several. With CPU models and fewer than four cores there is no spare core (the model
@@ -85,8 +88,9 @@ def default_user_workers(sharing: int = 1, forward_frees_cpu: bool = False) -> i
     cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
              else os.cpu_count() or 2)
     share = cores // max(1, sharing)
-    if forward_frees_cpu and share >= 2:
-        return max(1, min(4, share // 4))
+    if 2 <= share < 4 and (forward_frees_cpu() if callable(forward_frees_cpu)
+                           else forward_frees_cpu):
+        return 1
     return min(4, share // 4)
 
 
@@ -192,7 +196,8 @@ class Runner:
         # prompting is sequential within an episode: a few episodes in flight per user worker
         # keep the model busy while the workers compute the others' next prompts
         if user_workers is None and background == "process":
-            user_workers = default_user_workers(forward_frees_cpu=models_free_cpu(config))
+            user_workers = default_user_workers(
+                forward_frees_cpu=functools.partial(models_free_cpu, config))
         self.user_workers = user_workers if background == "process" else 0
         if self.user_workers < 0:
             raise ValueError("user_workers must be >= 0")
@@ -220,6 +225,16 @@ class Runner:
             self._models.clear()
             self._models[spec.key] = registry.models.create(spec.name, spec.params)
         return self._models[spec.key]
+
+    def _prepare_model(self, spec: ComponentSpec) -> None:
+        """Build ``spec``'s model and read its weights (:meth:`Model.prepare`), in a thread
+        beside the first case's read. A failure is not reported here: :meth:`execute_group`
+        meets it again (building the model anew, or at its first use) and reports it."""
+        try:
+            self._model(spec).prepare()
+        except Exception as error:  # noqa: BLE001 - reported where the model is used
+            log.debug("preparing model '%s' failed (%s: %s); left for its first use",
+                      spec.key, type(error).__name__, error)
 
     def read_ahead(self, unit: WorkUnit, current: WorkUnit | None = None) -> None:
         """Start reading ``unit``'s case in the background, unless it is the case of
@@ -527,7 +542,12 @@ class Runner:
                 # started now, they would share the CPU with the first case (issue #13)
                 for lane in self._users:
                     lane.start()
-                self._first_case(groups[0][0])
+                # the first model's network is built and its weights read beside the first
+                # case (seconds each on a GPU node: a checkpoint of a few GB, a CT decoded)
+                with ThreadPoolExecutor(1, thread_name_prefix="intrabench-model") as builder:
+                    prepared = builder.submit(self._prepare_model, groups[0][0].model)
+                    self._first_case(groups[0][0])
+                    prepared.result()
                 self.start_workers()
                 self._consolidating = True
             for index, group in enumerate(groups):

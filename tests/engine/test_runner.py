@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +13,10 @@ import SimpleITK as sitk
 
 from intrabench import registry
 from intrabench.cli import main
-from intrabench.config import builtin_demo_path, load_config, parse_config
+from intrabench.config import RunConfig, builtin_demo_path, load_config, parse_config
 from intrabench.engine.episode import run_episode
 from intrabench.engine.runner import Runner
+from intrabench.io.checkpoints import CheckpointError
 from intrabench.io.results import measured_columns
 from intrabench.io.volume import ImageGeometry, Volume
 from intrabench.protocols import Model
@@ -269,3 +271,88 @@ def test_a_looping_link_is_named_as_such(tmp_path):
     loop.symlink_to(tmp_path / "loop.nii.gz")
     with pytest.raises(DataError, match="link that leads nowhere"):
         read_volume(loop)
+
+
+# -- the first model is built while the first case is read -----------------------------------
+
+class _SlowToRead(registry.datasets.get("demo-phantoms")):
+    """Phantoms whose reading waits (up to 5 s) for the model's ``prepare`` to have started."""
+
+    name = "test-slow-to-read"
+    overlapped: list[bool] = []
+
+    def load(self, case_id):
+        type(self).overlapped.append(_LazyNetwork.building.wait(timeout=5.0))
+        return super().load(case_id)
+
+
+class _LazyNetwork(Model):
+    """Region growing behind a 'network' built by ``prepare`` or at the first ``set_case``;
+    ``broken``: building it fails, as a corrupt checkpoint would."""
+
+    name = "test-lazy-network"
+    dimension = 3
+    accepts = frozenset({"point", "box3d", "mask"})
+    building = threading.Event()
+    threads: list[str] = []
+
+    def __init__(self, broken: bool = False) -> None:
+        self.inner = registry.models.create("region-growing-3d")
+        self.broken = broken
+        self.built = False
+
+    def prepare(self):
+        type(self).threads.append(threading.current_thread().name)
+        type(self).building.set()
+        self._build()
+
+    def _build(self):
+        if self.broken:
+            raise CheckpointError("test-lazy-network: the checkpoint is corrupt")
+        self.built = True
+
+    def set_case(self, image):
+        if not self.built:
+            self._build()
+        self.inner.set_case(image)
+
+    def predict(self, prompt, previous=None, update_slices=None):
+        return self.inner.predict(prompt, previous, update_slices)
+
+
+registry.datasets.register(_SlowToRead)
+registry.models.register(_LazyNetwork)
+
+
+def _lazy_network_run(tmp_path: Path, broken: bool) -> tuple[RunConfig, Runner]:
+    _LazyNetwork.building.clear()
+    _LazyNetwork.threads.clear()
+    _SlowToRead.overlapped.clear()
+    config = parse_config({
+        "name": "lazy", "datasets": [{"name": "test-slow-to-read", "n_cases": 2}],
+        "models": [{"name": "test-lazy-network", "broken": broken}, "region-growing-3d"],
+        "prompters": ["box-3d"]})
+    return config, Runner(config, tmp_path / "run", background="inline")
+
+
+def test_the_first_model_is_built_while_the_first_case_is_read(tmp_path):
+    config, runner = _lazy_network_run(tmp_path, broken=False)
+    plan, problems = runner.run()
+    assert not problems
+    # the first read waited for prepare() to start: they ran at the same time, in two threads
+    assert _SlowToRead.overlapped[0] is True
+    assert _LazyNetwork.threads == ["intrabench-model_0"]  # once, for the run's first model
+    rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    assert set(rows.model) == {"test-lazy-network(broken=False)", "region-growing-3d"}
+    Runner(config, tmp_path / "again", background="inline").run()  # and the rows are the same
+    pd.testing.assert_frame_equal(_measurements(rows), _measurements(
+        pd.read_parquet(tmp_path / "again" / "results.parquet")))
+
+
+def test_a_model_that_fails_to_build_beside_the_first_case_is_reported_once(tmp_path):
+    _, runner = _lazy_network_run(tmp_path, broken=True)
+    plan, problems = runner.run()
+    assert problems == ["model 'test-lazy-network(broken=True)' skipped: test-lazy-network: "
+                        "the checkpoint is corrupt"]
+    rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    assert set(rows.model) == {"region-growing-3d"} and len(rows) > 0

@@ -271,3 +271,25 @@ def test_without_user_workers_episodes_run_one_at_a_time(tmp_path):
     assert Runner(config, tmp_path / "a", user_workers=0).episodes_in_flight == 1
     assert Runner(config, tmp_path / "b", user_workers=2).episodes_in_flight == 8
     assert Runner(config, tmp_path / "c", background="inline").user_workers == 0
+
+
+@pytest.mark.parametrize("cores,asked", [(1, False), (2, True), (3, True), (4, False),
+                                         (16, False)])
+def test_whether_models_free_the_cpu_is_asked_only_where_it_changes_the_count(
+        monkeypatch, cores, asked):
+    """Asking a model on device 'auto' imports torch (1-2 s before the first case is read): a
+    machine of four cores or more gets the same user workers either way."""
+    import os
+
+    from intrabench.engine import runner
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    questions = []
+
+    def frees() -> bool:
+        questions.append(cores)
+        return True
+
+    assert runner.default_user_workers(forward_frees_cpu=frees) == \
+        runner.default_user_workers(forward_frees_cpu=True)
+    assert bool(questions) is asked

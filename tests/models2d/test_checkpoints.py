@@ -188,3 +188,19 @@ def test_models_verify_loads_and_fits_every_present_file(tmp_path, capsys):
     assert "UNUSABLE" in out["segvol"] and "does not fit" in out["segvol"]
     assert "UNUSABLE" in out["medsam"] and "does not fit" in out["medsam"]
     assert out["sam-vit-h"].split()[2] == "missing"
+
+
+def test_prepare_builds_the_network_that_the_first_forward_pass_would(lung) -> None:
+    """The runner's ``prepare`` (beside the first case's read) builds the same network as a
+    first encode: the same weights from the same seed, and the same mask."""
+    prepared, lazy = tiny_model("sam", seed=3), tiny_model("sam", seed=3)
+    assert prepared._net is None
+    prepared.prepare()
+    assert prepared._net is not None and lazy._net is None
+    for model in (prepared, lazy):
+        model.set_case(lung.image)
+    np.testing.assert_array_equal(prepared.predict_slice(PROMPT).mask,
+                                  lazy.predict_slice(PROMPT).mask)
+    for (name, a), (_, b) in zip(prepared.net.state_dict().items(),
+                                 lazy.net.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
