@@ -49,7 +49,11 @@ def sdpa_attention_class() -> type:
     """segment_anything's ViT ``Attention`` with its forward pass through fused attention."""
     import torch
     import torch.nn.functional as F  # noqa: N812 - torch's convention
-    from segment_anything.modeling.image_encoder import Attention, get_rel_pos
+
+    from ._segment_anything import modeling
+
+    image_encoder = modeling().image_encoder
+    Attention, get_rel_pos = image_encoder.Attention, image_encoder.get_rel_pos  # noqa: N806
 
     class SdpaAttention(Attention):
         """:class:`segment_anything.modeling.image_encoder.Attention` computed with
@@ -83,8 +87,9 @@ def sdpa_attention_class() -> type:
 def use_fused_attention(module: Any) -> int:
     """Swap every segment_anything ViT ``Attention`` inside ``module`` for
     :class:`SdpaAttention` (in place); returns how many were swapped."""
-    from segment_anything.modeling.image_encoder import Attention
+    from ._segment_anything import modeling
 
+    Attention = modeling().image_encoder.Attention  # noqa: N806
     fused = sdpa_attention_class()
     swapped = 0
     for sub in module.modules():

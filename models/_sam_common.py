@@ -549,13 +549,14 @@ def build_sam(config: SamConfig) -> Any:
     from functools import partial
 
     import torch
-    from segment_anything.modeling import (
-        ImageEncoderViT,
-        MaskDecoder,
-        PromptEncoder,
-        Sam,
-        TwoWayTransformer,
-    )
+
+    from ._segment_anything import modeling
+
+    # the network's modules only: segment_anything's own __init__ imports torchvision (1.4 s)
+    sam_modules = modeling()
+    ImageEncoderViT, MaskDecoder = sam_modules.ImageEncoderViT, sam_modules.MaskDecoder  # noqa: N806
+    PromptEncoder, Sam = sam_modules.PromptEncoder, sam_modules.Sam  # noqa: N806
+    TwoWayTransformer = sam_modules.TwoWayTransformer  # noqa: N806
 
     grid = config.image_size // config.patch_size
     norm = partial(torch.nn.LayerNorm, eps=1e-6)

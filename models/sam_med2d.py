@@ -62,7 +62,10 @@ def adapter_classes() -> tuple[type, type]:
     if _CLASSES:
         return _CLASSES["SliceAdapter"], _CLASSES["AdapterBlock"]
     import torch
-    from segment_anything.modeling.image_encoder import Block
+
+    from ._segment_anything import modeling
+
+    Block = modeling().image_encoder.Block  # noqa: N806
     from torch import nn
 
     class _SliceAdapter(nn.Module):
