@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from intrabench.attributes.join import with_attributes
+from intrabench.attributes.scores import METRICS
 from intrabench.attributes.stratify import (
     CONFIG,
     assign_groups,
@@ -17,10 +18,6 @@ from intrabench.attributes.stratify import (
     stratified_table,
     target_scores,
 )
-
-#: Scores analysed, by their name on the command line.
-METRICS = {"dice": "dice_final", "nsd": "nsd_final", "dice_auc": "dice_auc_norm",
-           "effort_to_dice_0.8": "effort_to_dice_0.8"}
 
 
 @dataclass

@@ -59,7 +59,7 @@ def cmd_attributes(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     """Add ``intrabench attributes``."""
-    from intrabench.attributes.analysis import METRICS
+    from intrabench.attributes.scores import METRICS  # no pandas: every command builds this
 
     parser = commands.add_parser(
         "attributes", help="results by target attribute (size, shape, contrast...): which "

@@ -139,3 +139,17 @@ def test_asking_for_one_built_in_name_imports_only_its_module():
     assert "intrabench.prompters.per_slice" in imported
     assert "intrabench.datasets.hanseg" not in imported  # not every dataset
     assert "intrabench.prompters.lasso" not in imported
+
+
+def test_the_command_line_is_parsed_without_the_heavy_libraries():
+    """Every command builds the whole parser first: pandas (0.45 s), torch and SimpleITK are
+    imported only by the commands that use them."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from intrabench import cli; cli.build_parser(); "
+             "print(sorted(m for m in ('pandas', 'torch', 'SimpleITK', 'nibabel', 'scipy') "
+             "if m in sys.modules))")
+    output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            check=True).stdout
+    assert output.strip() == "[]"
