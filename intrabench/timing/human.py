@@ -23,11 +23,15 @@ defaults are a starting point, set them to your readers' in the run config (``ti
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from intrabench.types import INTERACTION_COST
+
+if TYPE_CHECKING:  # imported where used: the run config imports this module (pandas: 0.45 s)
+    import pandas as pd
 
 DEFAULT_SECONDS = {"click": 2.4, "box2d": 7.0, "box3d": 13.0, "scribble": 10.9,
                    "boundary_slice": 3.0, "lasso": 10.9}
@@ -66,6 +70,8 @@ class TimeModel(BaseModel):
 def human_seconds(rows: pd.DataFrame, model: TimeModel) -> pd.Series:
     """The clinician's seconds for each row's step: interactions of each kind times their
     seconds, plus the slices scrolled; 0 for rows without the counts (runs made before)."""
+    import pandas as pd
+
     total = pd.Series(0.0, index=rows.index)
     for kind, seconds in model.seconds.items():
         column = f"interactions_{kind}"
@@ -80,6 +86,8 @@ def step_kind(rows: pd.DataFrame) -> pd.Series:
     """Each step's interaction kind: the kind with the most effort (interactions x their
     cost; ties: the order of ``INTERACTION_COST``, so a propagated box's step is "box2d");
     "none" for a step without interactions."""
+    import pandas as pd
+
     columns = [f"interactions_{k}" for k in INTERACTION_COST if f"interactions_{k}" in rows]
     if not columns:
         return pd.Series("none", index=rows.index)

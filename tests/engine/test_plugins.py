@@ -142,12 +142,12 @@ def test_asking_for_one_built_in_name_imports_only_its_module():
 
 
 def test_the_command_line_is_parsed_without_the_heavy_libraries():
-    """Every command builds the whole parser first: pandas (0.45 s), torch and SimpleITK are
-    imported only by the commands that use them."""
+    """Every command builds the whole parser first, and a run reads its config: pandas
+    (0.45 s), torch and SimpleITK are imported only by the commands and parts that use them."""
     import subprocess
     import sys
 
-    probe = ("import sys; from intrabench import cli; cli.build_parser(); "
+    probe = ("import sys; from intrabench import cli, config; cli.build_parser(); "
              "print(sorted(m for m in ('pandas', 'torch', 'SimpleITK', 'nibabel', 'scipy') "
              "if m in sys.modules))")
     output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
