@@ -4,7 +4,6 @@ files it does not take are read by SimpleITK as before; cut and NaN files fail t
 from __future__ import annotations
 
 import gzip
-import itertools
 
 import nibabel as nib
 import numpy as np
@@ -15,14 +14,11 @@ from intrabench.errors import DataError
 from intrabench.io.nifti_read import read_nifti_directly
 from intrabench.io.volume import RawImage, read_image, read_volume, volume_from_sitk
 
+from .test_volume import _signed_permutations
+
 
 def _directions():
-    for order in itertools.permutations(range(3)):
-        for signs in itertools.product((1, -1), repeat=3):
-            matrix = np.zeros((3, 3))
-            for column, (row, sign) in enumerate(zip(order, signs)):
-                matrix[row, column] = sign
-            yield tuple(matrix.ravel())
+    yield from _signed_permutations()  # the 48 axis-aligned ones, then an oblique one
     angle = np.deg2rad(17.0)
     yield (np.cos(angle), -np.sin(angle), 0.0, np.sin(angle), np.cos(angle), 0.0, 0.0, 0.0, 1.0)
 
