@@ -14,6 +14,12 @@ Usage::
     python benchmarks/bench_vs_naive.py                       # tiny random SAM, CPU, small phantoms
     python benchmarks/bench_vs_naive.py --full --device cuda --shape 160 512 512   # ViT-H, GPU
 
+``--source generated`` uses no files: both commands generate the same phantoms in memory (the
+loop with ``make_phantom``, the run with the ``demo-phantoms`` dataset), as issue #13's own
+measurement did. It is the one to use where SimpleITK is missing (the carried GPU
+environment, ``benchmarks/gpu_session.sh``). Generating the phantoms is timed apart and
+printed: the loop pays it in line, the run overlaps it with the model.
+
 ``--full`` builds SAM ViT-H with random weights (no checkpoint needed: timing only). The last
 line is ``intrabench speed-up over the plain loop: N.NNx``. Mean Dice of both is printed as a
 sanity check (random weights: both meaningless but the same order of magnitude).
@@ -28,8 +34,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 HERE = Path(__file__).resolve().parent
@@ -42,21 +50,39 @@ def model_params(args: argparse.Namespace) -> dict:
     return params
 
 
-def naive_loop(spec_path: Path, params: dict) -> dict:
-    """The plain SamPredictor loop over every case, target and slice (runs in the child)."""
-    import numpy as np
+#: what the phantoms of ``--source generated`` are: demo-phantoms' parameters, as in write_phantoms
+PHANTOM_SEED, PHANTOM_LESIONS = 0, (6, 10)
+
+
+def nifti_cases(spec_path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(image, label) arrays, (z, y, x), of the phantoms written as NIfTI files."""
     import SimpleITK as sitk
+
+    root = spec_path.parent
+    for image_path in sorted((root / "images").glob("*.nii")):
+        yield (sitk.GetArrayFromImage(sitk.ReadImage(str(image_path))),
+               sitk.GetArrayFromImage(sitk.ReadImage(str(root / "labels" / image_path.name))))
+
+
+def generated_cases(n_cases: int, shape: tuple[int, int, int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(image, label) arrays, (z, y, x), of the phantoms that ``demo-phantoms`` generates."""
+    from intrabench.datasets.phantoms import make_phantom
+
+    for index in range(n_cases):
+        volume, label = make_phantom(PHANTOM_SEED, index, shape, n_lesions=PHANTOM_LESIONS)
+        yield volume.array, label
+
+
+def naive_loop(cases: Iterable[tuple[np.ndarray, np.ndarray]], params: dict) -> dict:
+    """The plain SamPredictor loop over every case, target and slice (runs in the child)."""
     from segment_anything import SamPredictor
 
     from intrabench import registry
 
-    root = spec_path.parent
     net = registry.models.create("sam", params).net  # the same network intrabench builds
     predictor = SamPredictor(net)
     dices, slices = [], 0
-    for image_path in sorted((root / "images").glob("*.nii")):
-        image = sitk.GetArrayFromImage(sitk.ReadImage(str(image_path)))
-        label = sitk.GetArrayFromImage(sitk.ReadImage(str(root / "labels" / image_path.name)))
+    for image, label in cases:
         low, high = np.percentile(image, (0.5, 99.5))
         scaled = (np.clip((image - low) / max(high - low, 1e-6), 0, 1) * 255).astype(np.uint8)
         for value in np.unique(label[label > 0]):
@@ -93,39 +119,65 @@ def main() -> None:
     parser.add_argument("--cache", type=Path,
                         default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
                         / "intrabench" / "bench-phantoms")
-    parser.add_argument("--naive-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--source", choices=("nifti", "generated"), default="nifti",
+                        help="phantoms written once as NIfTI files (default) or generated in "
+                             "memory by both commands (no SimpleITK needed)")
+    parser.add_argument("--child", choices=("loop", "generate"), help=argparse.SUPPRESS)
+    parser.add_argument("--spec", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--params", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.naive_child:  # the plain loop, in its own process
-        print(json.dumps(naive_loop(args.naive_child, json.loads(args.params))))
+    shape = tuple(args.shape)
+    if args.child:  # the plain loop, or the phantoms' generation alone, in its own process
+        cases = (nifti_cases(args.spec) if args.source == "nifti"
+                 else generated_cases(args.cases, shape))
+        if args.child == "generate":
+            print(json.dumps({"cases": sum(1 for _ in cases)}))
+        else:
+            print(json.dumps(naive_loop(cases, json.loads(args.params))))
         return
 
-    sys.path.insert(0, str(HERE))
-    from bench_gpu_run import write_phantoms
+    child = [sys.executable, __file__, "--source", args.source, "--cases", str(args.cases),
+             "--shape", *map(str, shape)]
+    if args.source == "nifti":
+        sys.path.insert(0, str(HERE))
+        from bench_gpu_run import write_phantoms
 
-    shape = tuple(args.shape)
-    spec = write_phantoms(args.cache / f"{shape[0]}x{shape[1]}x{shape[2]}-n{args.cases}",
-                          args.cases, shape)
+        spec = write_phantoms(args.cache / f"{shape[0]}x{shape[1]}x{shape[2]}-n{args.cases}",
+                              args.cases, shape)
+        child += ["--spec", str(spec)]
+        dataset = {"name": "folder", "spec": str(spec)}
+    else:
+        dataset = {"name": "demo-phantoms", "n_cases": args.cases, "shape": list(shape),
+                   "seed": PHANTOM_SEED, "n_lesions": list(PHANTOM_LESIONS)}
     params = model_params(args)
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    naive_seconds, output = timed([sys.executable, __file__, "--naive-child", str(spec),
-                                   "--params", json.dumps(params)], env)
+    naive_seconds, output = timed([*child, "--child", "loop", "--params", json.dumps(params)],
+                                  env)
     naive = json.loads(output.strip().splitlines()[-1])
+    generation_seconds = None
+    if args.source == "generated":
+        generation_seconds, _ = timed([*child, "--child", "generate"], env)
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "vs-naive.yaml"
         config.write_text(yaml.safe_dump({
-            "name": "vs-naive", "datasets": [{"name": "folder", "spec": str(spec)}],
+            "name": "vs-naive", "datasets": [dataset],
             "models": [{"name": "sam", **params}], "prompters": ["box-per-slice"]}))
         run_seconds, _ = timed([sys.executable, "-m", "intrabench", "run", str(config),
                                 "--out", str(Path(folder) / "run")], env)
         import pandas as pd
 
         rows = pd.read_parquet(Path(folder) / "run" / "results.parquet")
-    print(f"phantoms: {args.cases} x {shape}, model: sam {params}")
+    print(f"phantoms: {args.cases} x {shape} ({args.source}), model: sam {params}")
     print(f"targets {naive['targets']}, slices with a box {naive['slices']}")
     print(f"{'':28s} {'wall':>8s} {'mean Dice':>10s}")
     print(f"{'plain SamPredictor loop':28s} {naive_seconds:7.1f}s {naive['dice']:10.3f}")
     print(f"{'intrabench run':28s} {run_seconds:7.1f}s {rows['dice'].mean():10.3f}")
+    if generation_seconds is not None:
+        print(f"{'generating the phantoms':28s} {generation_seconds:7.1f}s "
+              "(a process that only generates them; in both commands)")
+    run_targets = len(rows[["case", "target"]].drop_duplicates())
+    if naive["targets"] != run_targets:
+        print(f"warning: the loop saw {naive['targets']} targets, the run {run_targets}")
     print(f"intrabench speed-up over the plain loop: {naive_seconds / run_seconds:.2f}x")
 
 

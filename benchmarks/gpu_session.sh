@@ -7,12 +7,13 @@
 #     bash benchmarks/gpu_session.sh runs          # the two GPU configs: wall, GPU busy share
 #     bash benchmarks/gpu_session.sh encoders      # img/s per encoder: default, fused+bf16, +compile
 #     bash benchmarks/gpu_session.sh distance      # distance transforms: scipy, edt, CuPy
+#     bash benchmarks/gpu_session.sh naive         # ViT-H: a plain SamPredictor loop vs intrabench run
 #     bash benchmarks/gpu_session.sh all
 # Each benchmark's whole output goes to $OUT/<part>.txt (the device tool brings $OUT back),
 # with nvidia-smi's view of the card and a 250 ms utilisation trace beside it; the last lines
 # of each are printed. Record the figures, machine and command in docs/performance.md.
-# The GPU image has no SimpleITK (a stand-in is carried), so these use generated phantoms only;
-# bench_vs_naive.py and the --proxy-ms mode read NIfTI files and are not run here.
+# The GPU image has no SimpleITK (a stand-in is carried), so these use generated phantoms only
+# (bench_vs_naive.py --source generated); the --proxy-ms mode reads NIfTI files and is not run here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
@@ -53,8 +54,11 @@ for wanted in "${parts[@]}"; do
                 --device cuda --encoder-options "" "attention=fused,encoder_weights=bf16" \
                 "attention=fused,encoder_weights=bf16,compile=true" ;;&
         distance|all)
-            part distance 200 python3 benchmarks/bench_distance.py --device cuda ;;
-        runs|encoders) ;;
-        *) echo "unknown part '$wanted' (runs, encoders, distance, all)" >&2; exit 2 ;;
+            part distance 200 python3 benchmarks/bench_distance.py --device cuda ;;&
+        naive|all)
+            part naive 400 python3 benchmarks/bench_vs_naive.py --source generated --full \
+                --device cuda --shape 160 512 512 ;;
+        runs|encoders|distance) ;;
+        *) echo "unknown part '$wanted' (runs, encoders, distance, naive, all)" >&2; exit 2 ;;
     esac
 done
