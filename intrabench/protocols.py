@@ -135,8 +135,11 @@ class SliceModel(Model):
     is empty (or, when refining, the previous prediction). Outputs are memoised per
     (slice, slice prompt) for the current case when no mask feedback is involved, so
     propagation prompters and repeated prompters do not pay twice for the same decoder call.
-    Subclasses with an expensive image encoder should cache embeddings per slice in
-    :meth:`prepare_slices` (called with all slices about to be predicted, for batching).
+    Subclasses with an expensive image encoder should cache embeddings per slice; they may use
+    :meth:`prepare_slices` (called with all slices about to be predicted). If they batch the
+    encoder, a slice's batch must not depend on which slices were asked for (a network's output
+    depends on its batch's shape, so results would depend on the order of episodes): encode
+    fixed blocks of slices, as :meth:`models._sam_common.SamFamilyModel.encode_block` does.
     """
 
     dimension: ClassVar[int] = 2

@@ -4,9 +4,10 @@ What lives here:
 
 * :class:`EmbeddingCache`: slice embeddings keyed by axial slice index, least-recently-used
   eviction by bytes (and optionally by entry count). It is cleared when the case changes.
-* :class:`SamFamilyModel`: a :class:`~intrabench.protocols.SliceModel` that encodes only the
-  slices it is asked to predict, in batches of ``batch_size``, caches their embeddings for every
-  target, prompter and refinement step of the case, and counts encoder/decoder work
+* :class:`SamFamilyModel`: a :class:`~intrabench.protocols.SliceModel` that encodes the slices
+  it is asked to predict in fixed blocks of ``batch_size`` consecutive slices (see
+  :meth:`SamFamilyModel.encode_block`), caches their embeddings for every target, prompter and
+  refinement step of the case, and counts encoder/decoder work
   (:attr:`SamFamilyModel.stats`). Subclasses implement four small hooks: build the network,
   turn slices into the encoder's input batch, run the encoder, decode one prompt.
 * Intensity helpers (percentile window, 8-bit scaling) and the prompt/mask geometry shared by
@@ -48,7 +49,7 @@ from intrabench.io.checkpoints import (
 )
 from intrabench.io.volume import Volume
 from intrabench.protocols import SliceModel, SliceOutput
-from intrabench.types import Prediction, Prompt, SlicePrompt
+from intrabench.types import SlicePrompt
 
 from ._encoder_speed import (
     ATTENTIONS,
@@ -190,7 +191,11 @@ class SamFamilyModel(SliceModel):
     * ``precision``: 'auto' (bf16 autocast on CUDA, float32 elsewhere), 'fp32', 'bf16' or
       'fp16' (not on the CPU): autocast around the encoder and decoder forward passes only
       (see :mod:`intrabench.models._precision`); masks are bool and fed-back logits float32.
-    * ``batch_size``: slices per encoder forward pass.
+    * ``batch_size``: slices per encoder forward pass, 'auto' (default: 4 on CUDA, 1
+      elsewhere) or a number. The volume is encoded in fixed blocks of that many consecutive
+      axial slices (:meth:`encode_block`), so that a slice's embedding does not depend on the
+      order in which episodes asked for slices. On a CPU every extra slice of a block costs
+      nearly its full price; on a GPU a batch of 4 costs little more than one slice.
     * ``cache_mb``: memory bound of the slice-embedding cache (MiB, on the model's device);
       ``cache_slices``: optional bound on the number of cached slices.
     * ``multimask``: 'auto' (the original model's rule, see each adapter), 'always' (three
@@ -218,7 +223,7 @@ class SamFamilyModel(SliceModel):
     AUTO_MULTIMASK: ClassVar[str] = "single-point"
 
     def __init__(self, variant: str | None = None, checkpoint: str | None = None,
-                 checkpoint_dir: str | None = None, device: str = "auto", batch_size: int = 4,
+                 checkpoint_dir: str | None = None, device: str = "auto", batch_size: int | str = "auto",
                  cache_mb: float = 2048.0, cache_slices: int | None = None,
                  multimask: str = "auto", weights: str = "checkpoint", tiny: bool = False,
                  seed: int = 0, precision: str = "auto", attention: str = "auto",
@@ -231,13 +236,14 @@ class SamFamilyModel(SliceModel):
             raise ValueError(f"weights must be 'checkpoint' or 'random', not '{weights}'")
         if multimask not in ("auto", "always", "never"):
             raise ValueError(f"multimask must be 'auto', 'always' or 'never', not '{multimask}'")
-        if int(batch_size) < 1:
-            raise ValueError("batch_size must be >= 1")
+        if batch_size != "auto" and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                     or batch_size < 1):
+            raise ValueError(f"batch_size must be 'auto' or a whole number >= 1, not {batch_size!r}")
         self.variant = variant
         self.weights = weights
         self.tiny = bool(tiny)
         self.seed = int(seed)
-        self.batch_size = int(batch_size)
+        self.batch_size = batch_size
         self.multimask = multimask
         self.requested_device = device
         self._device: Any = None
@@ -263,8 +269,7 @@ class SamFamilyModel(SliceModel):
         self.stats = EncoderStats()
         self._net: Any = None
         self._case_state: dict[str, Any] = {}
-        self._planned: list[int] = []
-        self._entry_bytes = 0
+        self._block_size: int | None = None
 
     # -- listing --------------------------------------------------------------------------
     @classmethod
@@ -396,7 +401,6 @@ class SamFamilyModel(SliceModel):
     def on_new_case(self, image: Volume) -> None:
         self.cache.clear()
         self._case_state = {}
-        self._planned = []
 
     def case_value(self, key: str, compute: Any) -> Any:
         """Per-case memo for values such as the volume's percentile window."""
@@ -407,39 +411,38 @@ class SamFamilyModel(SliceModel):
     def reset_stats(self) -> None:
         self.stats = EncoderStats()
 
-    def prepare_slices(self, zs: list[int]) -> None:
-        """Plan the encodes for the slices about to be predicted (exactly ``zs``).
+    @property
+    def block_size(self) -> int:
+        """Slices per encoder pass: ``batch_size`` ('auto': 4 on CUDA, 1 elsewhere), never more
+        than the embedding cache holds. Fixed for the model's life (it depends on the device,
+        the architecture and the cache bounds only)."""
+        if self._block_size is None:
+            wanted = self.batch_size
+            if wanted == "auto":
+                wanted = 4 if getattr(self.device, "type", "") == "cuda" else 1
+            limit = int(wanted)
+            if self.cache.max_entries is not None:
+                limit = min(limit, self.cache.max_entries)
+            entry = self.embedding_nbytes()
+            if entry:
+                limit = min(limit, self.cache.max_bytes // entry)
+            self._block_size = max(1, limit)
+        return self._block_size
 
-        Nothing is encoded yet: when the first of them is decoded, it is encoded together with
-        the next planned uncached slices, ``batch_size`` at a time and never more than the
-        cache can hold, so a small cache bound never evicts a slice before it is decoded.
+    def encode_block(self, z: int) -> list[int]:
+        """The slices encoded together with slice ``z``: the block of ``block_size``
+        consecutive slices that holds it, ``[k * B, (k + 1) * B)`` cut at the volume's end.
+
+        A network's floating-point output for one image depends on the shape of the batch it
+        is computed in (batch 1 and 4 differ by ~1e-6 in float32 on the CPU, more in bf16 on a
+        GPU). Batching whichever slices an episode happens to need, minus those another
+        episode already encoded, made a slice's embedding, and so a mask, depend on the order
+        of episodes: on the prompters in the config and on how episodes interleave. A fixed
+        block makes the batch a function of ``z`` alone.
         """
-        self._planned = [z for z in dict.fromkeys(int(z) for z in zs) if z not in self.cache]
-
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
-        """:meth:`SliceModel.predict`; the encode plan lives for this one call only (slices
-        whose decode was memoised are never encoded for it)."""
-        try:
-            return super().predict(prompt, previous, update_slices)
-        finally:
-            self._planned = []
-
-    def _batch_for(self, z: int) -> list[int]:
-        """Slice ``z`` plus the next planned uncached slices, up to the batch and cache size."""
-        limit = self.batch_size
-        if self.cache.max_entries is not None:
-            limit = min(limit, self.cache.max_entries)
-        entry = self._entry_bytes or self.embedding_nbytes()
-        if entry:
-            limit = min(limit, self.cache.max_bytes // entry)
-        batch = [z]
-        for other in self._planned:
-            if len(batch) >= max(1, limit):
-                break
-            if other != z and other not in self.cache:
-                batch.append(other)
-        return batch
+        size = self.block_size
+        start = (int(z) // size) * size
+        return list(range(start, min(start + size, int(self.image.shape[0]))))
 
     def _encode_slices(self, zs: list[int]) -> list[Any]:
         _ = self.net  # build and load before the clock starts
@@ -454,18 +457,16 @@ class SamFamilyModel(SliceModel):
         self.stats.encoder_seconds += time.perf_counter() - prepared
         self.stats.slices_encoded += len(zs)
         self.stats.encoder_batches += 1
-        if embeddings:
-            self._entry_bytes = tensor_bytes(embeddings[0])
         for z, embedding in zip(zs, embeddings):
             self.cache.put(z, embedding)
-        self._planned = [p for p in self._planned if p not in zs]
         return embeddings
 
     def embedding(self, z: int) -> Any:
-        """The cached embedding of slice ``z`` (encoded now, alone, if not cached)."""
+        """The cached embedding of slice ``z``, or its block's encoded now (:meth:`encode_block`)."""
         cached = self.cache.get(int(z))
         if cached is None:
-            cached = self._encode_slices(self._batch_for(int(z)))[0]
+            block = self.encode_block(int(z))
+            cached = self._encode_slices(block)[block.index(int(z))]
         return cached
 
     def _sync(self) -> None:

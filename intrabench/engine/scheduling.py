@@ -9,7 +9,8 @@ correction is computed the model predicts for another.
 
 Results do not depend on the interleaving: every episode is a pure function of its seed (see
 :mod:`intrabench.engine.episode`), and models keep per-episode state only in the ``previous``
-prediction they are given (their caches are keyed by content, e.g. the crop or slice).
+prediction they are given (their caches are keyed by content, e.g. the crop or slice, and
+their encoder batches are fixed blocks of slices, never "whatever is not cached yet").
 Memory: each episode in flight holds its predictions until it ends.
 """
 

@@ -273,16 +273,15 @@ def test_episode_writes_back_prompted_slices(name: str, demo_cases) -> None:
     assert mask[prompted].any()
     assert sorted(first.prediction.feedback) == prompted
     assert 0.0 <= first.metrics["dice"] <= 1.0
-    # six slices in batches of four: two encoder passes, then nothing new to encode
-    assert model.stats.slices_encoded == len(prompted)
+    # slices 12..17 in fixed blocks of four: blocks 8..11 is not touched, 12..15 and 16..19
+    assert prompted == [12, 13, 14, 15, 16, 17]
     assert model.stats.encoder_batches == 2
+    assert model.stats.slices_encoded == 8
     if refinable:
         for step in results[1:]:
             assert step.prediction.mask.shape == case.image.shape
-        encoded = set(prompted)
-        for step in results[1:]:
-            encoded |= set(step.prompt.slices())
-        assert model.stats.slices_encoded == len(encoded)
+        blocks = {z // 4 for step in results for z in step.prompt.slices()}
+        assert model.stats.encoder_batches == len(blocks)
 
 
 @pytest.mark.parametrize("name", ["sam", pytest.param("sam2", marks=pytest.mark.slow)])
@@ -328,11 +327,12 @@ def test_cache_memory_bound_forces_re_encoding(lung) -> None:
     bounded.predict(prompt)
     assert len(bounded.cache) == 1 and bounded.cache.bytes <= 1.5 * entry
     assert bounded.stats.slices_encoded == 3 and bounded.cache.evictions == 2
-    # unbounded: one batch of three
+    # unbounded: slices 5, 6, 7 are in the block 4..7, one batch of four
     free = tiny_model("sam", batch_size=4)
     free.set_case(lung.image)
     free.predict(prompt)
-    assert free.stats.encoder_batches == 1 and free.stats.slices_encoded == 3
+    assert free.stats.encoder_batches == 1 and free.stats.slices_encoded == 4
+    assert sorted(free.cache._items) == [4, 5, 6, 7]
 
 
 def test_mask_feedback_changes_refined_slices_only(lung) -> None:
