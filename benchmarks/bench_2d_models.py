@@ -7,7 +7,9 @@ and, where the model takes a mask, the 'center-error-click' refiner for 2 steps.
 model:
 
 * encoder calls (slices encoded) vs distinct prompted slices: equal when the embedding cache
-  works (one encode per (case, slice), reused across targets, prompters and steps);
+  works (one encode per (case, slice), reused across targets, prompters and steps) and
+  ``batch_size`` is 1 (the default off CUDA); with blocks of 4 (the CUDA default) "encoded"
+  also counts the neighbours that share a prompted slice's block;
 * encoder batches and seconds, prompt-decoder calls and mean milliseconds per decode;
 * end-to-end seconds per case (set_case + all episodes, metrics included);
 * encoder images/second with batch_size 1 vs batch_size 4 on the same slices.
@@ -90,7 +92,6 @@ def encoder_throughput(name: str, case, args: argparse.Namespace, batch_size: in
         model.set_case(case.image)
         model.on_new_case(case.image)
         started = time.perf_counter()
-        model.prepare_slices(zs)
         for z in zs:
             model.embedding(z)
         best = min(best, time.perf_counter() - started)
