@@ -195,7 +195,7 @@ class SamFamilyModel(SliceModel):
       elsewhere) or a number. The volume is encoded in fixed blocks of that many consecutive
       axial slices (:meth:`encode_block`), so that a slice's embedding does not depend on the
       order in which episodes asked for slices. On a CPU every extra slice of a block costs
-      nearly its full price; on a GPU a batch of 4 costs little more than one slice.
+      nearly its full price (docs/performance.md, "Fixed encoder blocks").
     * ``cache_mb``: memory bound of the slice-embedding cache (MiB, on the model's device);
       ``cache_slices``: optional bound on the number of cached slices.
     * ``multimask``: 'auto' (the original model's rule, see each adapter), 'always' (three
