@@ -48,6 +48,9 @@ from intrabench.config import RunConfig, load_config  # noqa: E402
 from intrabench.engine.runner import Runner  # noqa: E402
 from intrabench.models.synthetic_network import SyntheticNetwork  # noqa: E402
 
+#: the phantoms' seed and lesions per case (``demo-phantoms`` parameters; bench_vs_naive uses them)
+PHANTOM_SEED, PHANTOM_LESIONS = 0, (6, 10)
+
 
 def write_phantoms(folder: Path, n_cases: int, shape: tuple[int, int, int]) -> Path:
     """CT-like phantoms as NIfTI files with a folder spec (once; reused when present)."""
@@ -62,7 +65,7 @@ def write_phantoms(folder: Path, n_cases: int, shape: tuple[int, int, int]) -> P
     (folder / "labels").mkdir(parents=True, exist_ok=True)
     for index in range(n_cases):
         started = time.perf_counter()
-        volume, label = make_phantom(0, index, shape, n_lesions=(6, 10))
+        volume, label = make_phantom(PHANTOM_SEED, index, shape, n_lesions=PHANTOM_LESIONS)
         for array, path in ((volume.array, folder / "images" / f"case{index:03d}.nii"),
                             (label.astype(np.uint8), folder / "labels" / f"case{index:03d}.nii")):
             image = sitk.GetImageFromArray(array)

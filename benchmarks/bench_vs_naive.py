@@ -14,8 +14,8 @@ Usage::
     python benchmarks/bench_vs_naive.py                       # tiny random SAM, CPU, small phantoms
     python benchmarks/bench_vs_naive.py --full --device cuda --shape 160 512 512   # ViT-H, GPU
 
-``--source generated`` uses no files: both commands generate the same phantoms in memory (the
-loop with ``make_phantom``, the run with the ``demo-phantoms`` dataset), as issue #13's own
+``--source generated`` uses no files: both commands generate the same phantoms in memory
+(through the same ``demo-phantoms`` dataset parameters), as issue #13's own
 measurement did. It is the one to use where SimpleITK is missing (the carried GPU
 environment, ``benchmarks/gpu_session.sh``). Generating the phantoms is timed apart and
 printed: the loop pays it in line, the run overlaps it with the model.
@@ -50,10 +50,6 @@ def model_params(args: argparse.Namespace) -> dict:
     return params
 
 
-#: what the phantoms of ``--source generated`` are: demo-phantoms' parameters, as in write_phantoms
-PHANTOM_SEED, PHANTOM_LESIONS = 0, (6, 10)
-
-
 def nifti_cases(spec_path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(image, label) arrays, (z, y, x), of the phantoms written as NIfTI files."""
     import SimpleITK as sitk
@@ -64,13 +60,16 @@ def nifti_cases(spec_path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
                sitk.GetArrayFromImage(sitk.ReadImage(str(root / "labels" / image_path.name))))
 
 
-def generated_cases(n_cases: int, shape: tuple[int, int, int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(image, label) arrays, (z, y, x), of the phantoms that ``demo-phantoms`` generates."""
-    from intrabench.datasets.phantoms import make_phantom
+def dataset_cases(dataset: dict) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(image, label) arrays, (z, y, x), of every case of a dataset given as in a run config
+    (``{"name": ..., **params}``): the cases the run reads."""
+    from intrabench import registry
 
-    for index in range(n_cases):
-        volume, label = make_phantom(PHANTOM_SEED, index, shape, n_lesions=PHANTOM_LESIONS)
-        yield volume.array, label
+    params = dict(dataset)
+    loaded = registry.datasets.create(params.pop("name"), params)
+    for case_id in loaded.case_ids():
+        case = loaded.load(case_id)
+        yield case.image.array, case.label
 
 
 def naive_loop(cases: Iterable[tuple[np.ndarray, np.ndarray]], params: dict) -> dict:
@@ -124,24 +123,24 @@ def main() -> None:
                              "memory by both commands (no SimpleITK needed)")
     parser.add_argument("--child", choices=("loop", "generate"), help=argparse.SUPPRESS)
     parser.add_argument("--spec", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--params", help=argparse.SUPPRESS)
     args = parser.parse_args()
     shape = tuple(args.shape)
     if args.child:  # the plain loop, or the phantoms' generation alone, in its own process
         cases = (nifti_cases(args.spec) if args.source == "nifti"
-                 else generated_cases(args.cases, shape))
+                 else dataset_cases(json.loads(args.dataset)))
         if args.child == "generate":
             print(json.dumps({"cases": sum(1 for _ in cases)}))
         else:
             print(json.dumps(naive_loop(cases, json.loads(args.params))))
         return
 
-    child = [sys.executable, __file__, "--source", args.source, "--cases", str(args.cases),
-             "--shape", *map(str, shape)]
-    if args.source == "nifti":
-        sys.path.insert(0, str(HERE))
-        from bench_gpu_run import write_phantoms
+    sys.path.insert(0, str(HERE))
+    from bench_gpu_run import PHANTOM_LESIONS, PHANTOM_SEED, write_phantoms
 
+    child = [sys.executable, __file__, "--source", args.source]
+    if args.source == "nifti":
         spec = write_phantoms(args.cache / f"{shape[0]}x{shape[1]}x{shape[2]}-n{args.cases}",
                               args.cases, shape)
         child += ["--spec", str(spec)]
@@ -149,6 +148,7 @@ def main() -> None:
     else:
         dataset = {"name": "demo-phantoms", "n_cases": args.cases, "shape": list(shape),
                    "seed": PHANTOM_SEED, "n_lesions": list(PHANTOM_LESIONS)}
+        child += ["--dataset", json.dumps(dataset)]
     params = model_params(args)
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     naive_seconds, output = timed([*child, "--child", "loop", "--params", json.dumps(params)],
