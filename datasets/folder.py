@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 import yaml
 
 from intrabench.errors import UserError
+from intrabench.modality import normalise_modality
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case
@@ -104,6 +105,10 @@ class FolderDataset(Dataset):
         self.instances = str(data.get("instances", "connected_components"))
         if self.instances not in ("connected_components", "values"):
             raise UserError(f"{path}: instances must be 'connected_components' or 'values'")
+        modality = data.get("modality", "")
+        if modality is not None and not isinstance(modality, str):
+            raise UserError(f"{path}: modality must be a name such as CT or MR, not {modality!r}")
+        self.modality_declared = normalise_modality(modality)
         self._cases = self._find(data, path)
         if not self._cases:
             raise UserError(f"{path}: no image/label pairs found under {self.root}")
@@ -140,4 +145,5 @@ class FolderDataset(Dataset):
     def load(self, case_id: str) -> Case:
         image, label = self._cases[case_id]
         return load_pair(self.dataset_name, case_id, image, label, self.classes,
-                         self.target_types, self.instances, all_classes_declared=False)
+                         self.target_types, self.instances, all_classes_declared=False,
+                         modality=self.modality_declared)

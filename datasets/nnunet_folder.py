@@ -22,6 +22,7 @@ from scipy import ndimage
 from intrabench.errors import DataError, UserError
 from intrabench.evaluation.metrics import bounding_box
 from intrabench.io.volume import read_image, volume_from_raw
+from intrabench.modality import normalise_modality
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case, Target
@@ -224,7 +225,27 @@ class NnUNetFolder(Dataset):
                             f"names {len(foreground)} ({', '.join(foreground)}): use instances: "
                             "connected_components")
         self.dataset_name = dataset_name or self.meta.get("name") or self.root.name
+        self._modalities = self._declared_modalities()
         self._cases = self._find_cases()
+
+    def _declared_modalities(self) -> tuple[str, dict[str, str]]:
+        """(the dataset's modality, per-case exceptions), normalised to 'CT', 'MR' or '':
+        ``channel_names["0"]`` and the optional ``modalities_per_case`` mapping."""
+        where = self.root / "dataset.json"
+        channels = self.meta.get("channel_names", self.meta.get("modality", {}))
+        if not isinstance(channels, dict):
+            raise UserError(f'{where}: channel_names must map channel numbers to names, e.g. '
+                            '{"0": "CT"}')
+        per_case = self.meta.get("modalities_per_case", {})
+        if not isinstance(per_case, dict):
+            raise UserError(f'{where}: modalities_per_case must map case ids to "CT" or "MR"')
+        return (normalise_modality(channels.get("0", channels.get(0))),
+                {str(case): normalise_modality(name) for case, name in per_case.items()})
+
+    def case_modality(self, case_id: str) -> str:
+        """'CT', 'MR' or '' (undeclared) for ``case_id`` (see :mod:`intrabench.modality`)."""
+        default, per_case = self._modalities
+        return per_case.get(case_id) or default
 
     def _find_cases(self) -> dict[str, tuple[Path, Path]]:
         images = self.root / "imagesTr"
@@ -246,23 +267,25 @@ class NnUNetFolder(Dataset):
     def load(self, case_id: str) -> Case:
         image_path, label_path = self._cases[case_id]
         return load_pair(self.dataset_name, case_id, image_path, label_path, self.classes,
-                         self.target_types, self.instances)
+                         self.target_types, self.instances,
+                         modality=self.case_modality(case_id))
 
 
 def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Path,
               classes: dict[str, int], target_types: dict[str, str],
               instances: str = "connected_components", all_classes_declared: bool = True,
-              ) -> Case:
+              modality: str = "") -> Case:
     """Read an image and its label map (same grid required) into a Case with targets.
 
     ``all_classes_declared``: every non-zero label value must be one of ``classes`` (nnU-Net's
     dataset.json lists them all); False when ``classes`` is a chosen subset (a folder spec).
+    ``modality``: 'CT', 'MR' or '' (undeclared), handed to the models with the image.
     """
     raw_image = read_image(image_path)
     raw_label = read_image(label_path)
     strict = all_classes_declared and instances != "values"
     largest = check_label_values(raw_label.array, label_path, classes if strict else None)
-    image = volume_from_raw(raw_image, name=str(image_path))
+    image = volume_from_raw(raw_image, name=str(image_path)).with_modality(modality)
     label = volume_from_raw(raw_label, name=str(label_path), dtype=smallest_label_dtype(largest))
     del raw_image, raw_label  # given away: their arrays are the volumes' now
     if not image.geometry.same_grid(label.geometry):

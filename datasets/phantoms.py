@@ -86,7 +86,7 @@ def make_phantom(seed: int, index: int, shape: tuple[int, int, int] = (32, 96, 9
     spacing_xyz = (spacing[2], spacing[1], spacing[0])
     geometry = ImageGeometry(size=size_xyz, spacing=spacing_xyz, origin=(0.0, 0.0, 0.0),
                              direction=_RAS_DIRECTION)
-    return Volume(image.astype(np.float32), spacing, geometry), label
+    return Volume(image.astype(np.float32), spacing, geometry, modality="CT"), label
 
 
 @datasets.register

@@ -68,6 +68,14 @@ class DatasetSpec(ComponentSpec):
     max_cases: int | None = Field(default=None, ge=1)
 
 
+class ModelSpec(ComponentSpec):
+    """A model, optionally on some of the run's datasets only."""
+
+    #: run the model on these datasets only (their keys in this config: the label, else the
+    #: name); default: every dataset. The other pairs are listed in ``skipped.csv``
+    datasets: list[str] | None = None
+
+
 class RobustnessSpec(BaseModel):
     """A robustness run (RClicks, docs/realistic-clicks.md): every target once per clicking
     group of ``clickability``'s map (G1 = least likely clicks ... G``groups``), plus the
@@ -117,7 +125,7 @@ class RunConfig(BaseModel):
     #: datasets (``intrabench datasets list``; your own: ``folder``, ``nnunet-folder``)
     datasets: list[DatasetSpec] = Field(min_length=1)
     #: models (``intrabench models list``)
-    models: list[ComponentSpec] = Field(min_length=1)
+    models: list[ModelSpec] = Field(min_length=1)
     #: initial prompters (``intrabench prompters list``): every model x prompter pair runs
     prompters: list[ComponentSpec] = Field(min_length=1)
     #: refiners (corrections after the initial prompt); none: one step per episode
@@ -212,8 +220,13 @@ class RunConfig(BaseModel):
         self.import_modules()
         for spec in self.datasets:
             registry.datasets.check_params(spec.name, spec.params)
+        dataset_keys = [spec.key for spec in self.datasets]
         for spec in self.models:
             registry.models.check_params(spec.name, spec.params)
+            unknown = [name for name in spec.datasets or [] if name not in dataset_keys]
+            if unknown:
+                raise ConfigError(f"models: {spec.key}: datasets {unknown} are not datasets of "
+                                  f"this run ({', '.join(dataset_keys)})")
         for spec in self.prompters:
             registry.prompters.check_params(spec.name, spec.params)
         for spec in self.refiners:

