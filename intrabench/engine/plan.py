@@ -130,8 +130,9 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
             if model_spec.datasets is not None and dataset_spec.key not in model_spec.datasets:
                 plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
                                      "prompter": "", "refiner": "",
-                                     "reason": "not one of the model's datasets "
-                                               f"({', '.join(model_spec.datasets)})"})
+                                     "reason": f"dataset '{dataset_spec.key}' left out: the "
+                                               "config runs the model on "
+                                               f"{', '.join(model_spec.datasets)} only"})
                 continue
             for prompter_spec in config.prompters:
                 prompter_cls = registry.prompters.get(prompter_spec.name)

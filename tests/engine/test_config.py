@@ -97,3 +97,31 @@ def test_dataset_json_mistakes_are_named(tmp_path, meta, message):
     (tmp_path / "dataset.json").write_text(json.dumps(meta))
     with pytest.raises(UserError, match=message):
         registry.datasets.create("nnunet-folder", {"path": str(tmp_path)})
+
+
+def test_a_model_can_be_limited_to_some_datasets():
+    from intrabench.engine.plan import make_plan
+
+    config = parse_config({"datasets": ["demo-real", {"name": "demo-phantoms", "n_cases": 1,
+                                                       "label": "phantoms"}],
+                           "models": [{"name": "region-growing-3d", "datasets": ["phantoms"]},
+                                      "random-walker-3d"],
+                           "prompters": ["box-3d"]})
+    config.validate_components()
+    assert config.models[0].datasets == ["phantoms"] and config.models[0].params == {}
+    assert config.models[0].key == "region-growing-3d"
+    datasets = {spec.key: registry_dataset(spec) for spec in config.datasets}
+    plan = make_plan(config, datasets)
+    pairs = {(u.model.key, u.dataset.key) for u in plan.units}
+    assert pairs == {("region-growing-3d", "phantoms"), ("random-walker-3d", "phantoms"),
+                     ("random-walker-3d", "demo-real")}
+    assert [s["reason"] for s in plan.skipped] == [
+        "dataset 'demo-real' left out: the config runs the model on phantoms only"]
+    with pytest.raises(ConfigError, match=r"datasets \['phantoms'\] are not datasets of this run"):
+        parse_config({**BASE, "models": [{"name": "region-growing-3d", "datasets": ["phantoms"]}]})
+
+
+def registry_dataset(spec):
+    from intrabench import registry
+
+    return registry.datasets.create(spec.name, spec.params)

@@ -29,7 +29,6 @@ from intrabench import registry  # noqa: E402
 from intrabench.errors import UserError  # noqa: E402
 from intrabench.evaluation.metrics import bounding_box  # noqa: E402
 from intrabench.io.checkpoints import CheckpointError, check_pinned, packaged_path  # noqa: E402
-from intrabench.io.slice_view import SliceView  # noqa: E402
 from intrabench.types import Box2D  # noqa: E402
 
 FROZEN = Path(__file__).parents[1] / "data" / "litemedsam_official_outputs.npz"

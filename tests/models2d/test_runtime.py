@@ -149,8 +149,11 @@ def test_threshold_and_upsampling_follow_the_original(name: str, lung) -> None:
         expected = model.net.postprocess_masks(logits, model._input_shape(), (height, width)) > 0
     elif name == "sam2":  # straight to the slice size; logits > 0
         expected = F.interpolate(logits, (height, width), mode="bilinear") > 0
-    elif name == "medsam":  # sigmoid first, then upsample; > 0.5
-        expected = F.interpolate(torch.sigmoid(logits), (height, width), mode="bilinear") > 0.5
+    elif name == "medsam":  # sigmoid first, then upsample; > 0.5; on the file's stored slice
+        view = model.view.shape((height, width))
+        stored = F.interpolate(torch.sigmoid(logits), view, mode="bilinear") > 0.5
+        expected = torch.from_numpy(np.ascontiguousarray(
+            model.view.to_canonical(stored[0, 0].numpy())))[None, None]
     else:  # sam-med2d: to the input size, then the slice size; sigmoid > 0.5
         size = model.net.image_encoder.img_size
         twice = F.interpolate(F.interpolate(logits, (size, size), mode="bilinear"),
@@ -209,7 +212,8 @@ def test_medsam_input_is_min_max_scaled_and_box_only(lung) -> None:
 
 def test_medsam_input_follows_medsams_own_resize(lung) -> None:
     """MedSAM's scripts: skimage cubic resize (clipped to the input range), astype(uint8),
-    min-max with the denominator clipped at 1e-8, written out here on the real lung slice."""
+    min-max with the denominator clipped at 1e-8, written out here on the real lung slice as
+    its file stores it (LPS: the canonical RAS slice turned by 180 degrees)."""
     from skimage import transform
 
     model = tiny_model("medsam")
@@ -218,6 +222,7 @@ def test_medsam_input_follows_medsams_own_resize(lung) -> None:
     image = lung.image.array[z]
     low, high = np.percentile(image, [0.5, 99.5])
     eight_bit = np.rint((np.clip(image, low, high) - low) / (high - low) * 255.0).astype(np.uint8)
+    eight_bit = eight_bit[::-1, ::-1]
     img_3c = np.repeat(eight_bit[:, :, None], 3, axis=-1)
     resized = transform.resize(img_3c, (size, size), order=3, preserve_range=True,
                                anti_aliasing=True).astype(np.uint8)
@@ -425,3 +430,28 @@ def test_full_size_sam_med2d_runs_on_cpu(lung) -> None:
     assert output.mask.shape == lung.image.shape[1:]
     assert output.feedback.shape == (64, 64)
     assert model.embedding(6).shape == (256, 16, 16)
+
+
+@pytest.mark.parametrize("name", ["medsam", "litemedsam"])
+def test_models_that_read_the_stored_slice_ignore_the_header_mirror(name: str, lung) -> None:
+    """The same stored array under a header mirrored in x: IntraBench's canonical slice and
+    box are mirrored, the stored view the model sees is not, so its mask is the mirror of
+    the original's, exactly. MedSAM and LiteMedSAM read their training images as stored."""
+    from intrabench.io.volume import ImageGeometry, Volume
+
+    model = tiny_model(name) if name == "medsam" else registry.models.create(
+        "litemedsam", {"weights": "random", "tiny": True, "device": "cpu"})
+    geometry = lung.image.geometry
+    mirrored_geometry = ImageGeometry(geometry.size, geometry.spacing, geometry.origin,
+                                      (-1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0))
+    mirrored = Volume(np.ascontiguousarray(lung.image.array[:, :, ::-1]), lung.image.spacing,
+                      mirrored_geometry, modality="CT")
+    width = lung.image.shape[2]
+    box = Box2D(50, 40, 90, 80)
+    mirrored_box = Box2D(50, width - 1 - 80, 90, width - 1 - 40)
+    model.set_case(lung.image)
+    original = model.predict_slice(_slice_prompt(6, box=box)).mask
+    model.set_case(mirrored)
+    again = model.predict_slice(_slice_prompt(6, box=mirrored_box)).mask
+    assert original.any()
+    np.testing.assert_array_equal(again, original[:, ::-1])

@@ -142,7 +142,11 @@ def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["run", "--dry-run", "--out", str(out), "--set", "refinement_steps=2"]) == 0
     printed = capsys.readouterr().out
-    assert "48 work units (0 already done there), 1 seed(s), 2 refinement step(s)" in printed
+    assert "60 work units (0 already done there), 1 seed(s), 2 refinement step(s)" in printed
+    assert any(line.split() == ["litemedsam", "demo-real", "12", "3", "1"]
+               for line in printed.splitlines())
+    assert "litemedsam: dataset 'phantoms' left out: the config runs the model on demo-real " \
+        "only" in printed
     assert any(line.split() == ["random-walker-2d", "demo-real", "18", "3", "3"]
                for line in printed.splitlines())
     assert "region-growing-3d + box-per-slice: prompter 'box-per-slice' is for 2D models" in printed
