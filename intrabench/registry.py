@@ -124,11 +124,7 @@ class Registry(Generic[T]):
         """Raise ConfigError if ``params`` do not fit the constructor of ``name``."""
         cls = self.get(name)
         signature = inspect.signature(cls.__init__)
-        accepted = [p for p in list(signature.parameters)[1:]
-                    if signature.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL,
-                                                            inspect.Parameter.VAR_KEYWORD)]
-        takes_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD
-                           for p in signature.parameters.values())
+        accepted, takes_kwargs = constructor_parameters(cls)
         if not takes_kwargs:
             for key in params:
                 if key not in accepted:
@@ -151,6 +147,30 @@ class Registry(Generic[T]):
             return self.get(name)(**params)
         except (TypeError, ValueError) as error:
             raise ConfigError(f"{self.kind} '{name}' with {params}: {error}") from None
+
+
+def constructor_parameters(cls: type) -> tuple[list[str], bool]:
+    """(the keyword parameters ``cls(...)`` accepts, whether it accepts any keyword at all).
+
+    A constructor that passes ``**params`` on to its base class accepts the base's parameters
+    too: the classes of the MRO are followed while each ``__init__`` takes ``**kwargs``."""
+    accepted: list[str] = []
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            parameters = list(inspect.signature(init).parameters.values())[1:]
+        except (TypeError, ValueError):  # a builtin's __init__
+            return accepted, True
+        for parameter in parameters:
+            if parameter.kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                      inspect.Parameter.VAR_KEYWORD) \
+                    and parameter.name not in accepted:
+                accepted.append(parameter.name)
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            return accepted, False
+    return accepted, True
 
 
 models: Registry = Registry("model", "intrabench.models", ("intrabench.models",))

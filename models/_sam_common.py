@@ -51,6 +51,7 @@ from intrabench.io.volume import Volume
 from intrabench.protocols import SliceModel, SliceOutput
 from intrabench.types import SlicePrompt
 
+from ._encoder_backends import BACKENDS
 from ._encoder_speed import (
     ATTENTIONS,
     ENCODER_WEIGHTS,
@@ -69,6 +70,16 @@ from ._precision import (
 
 #: percentile window of Appendix A (0.5th and 99.5th percentiles)
 PERCENTILES = (0.5, 99.5)
+
+_UNRESOLVED = object()
+
+
+def exportable_models() -> list[str]:
+    """The registered models whose encoder another backend can run."""
+    from intrabench import registry
+
+    return sorted(name for name, cls in registry.models.items()
+                  if getattr(cls, "EXPORTABLE_ENCODER", False))
 
 
 # --------------------------------------------------------------------------------------
@@ -206,6 +217,10 @@ class SamFamilyModel(SliceModel):
     * ``encoder_weights``: 'float32' (default) or 'bf16' (the image encoder's weights stored in
       bf16, run without autocast, embeddings handed on in float32).
     * ``compile``: ``torch.compile`` the image encoder (the first encode compiles it).
+    * ``backend``: who runs the image encoder, for adapters that declare
+      ``EXPORTABLE_ENCODER``: 'auto' (default: on the CPU in float32, the fastest installed
+      and verified of OpenVINO and ONNX Runtime, else torch), 'torch', 'onnxruntime',
+      'openvino' (see :mod:`intrabench.models._encoder_backends`).
     * ``weights``: 'checkpoint' (default) or 'random'. **'random' and ``tiny=True`` are for tests
       and timing only**: random weights produce meaningless masks; ``tiny`` builds a small
       configuration of the same architecture (seeded by ``seed``). A tiny model may load a
@@ -216,6 +231,8 @@ class SamFamilyModel(SliceModel):
     lazily, at the first encode.
     """
 
+    #: the image encoder can be exported to ONNX and run by another backend (``backend``)
+    EXPORTABLE_ENCODER: ClassVar[bool] = False
     #: variant -> CHECKPOINTS key; first entry is documentation only, DEFAULT_VARIANT decides
     VARIANTS: ClassVar[dict[str, str]] = {}
     DEFAULT_VARIANT: ClassVar[str] = ""
@@ -227,7 +244,8 @@ class SamFamilyModel(SliceModel):
                  cache_mb: float = 2048.0, cache_slices: int | None = None,
                  multimask: str = "auto", weights: str = "checkpoint", tiny: bool = False,
                  seed: int = 0, precision: str = "auto", attention: str = "auto",
-                 encoder_weights: str = "float32", compile: bool = False) -> None:
+                 encoder_weights: str = "float32", compile: bool = False,
+                 backend: str = "auto") -> None:
         super().__init__()
         variant = variant or self.DEFAULT_VARIANT
         if variant not in self.VARIANTS:
@@ -251,6 +269,12 @@ class SamFamilyModel(SliceModel):
         self.attention = check_choice("attention", attention, ATTENTIONS)
         self.encoder_weights = check_choice("encoder_weights", encoder_weights, ENCODER_WEIGHTS)
         self.compile = bool(compile)
+        self.backend = check_choice("backend", backend, BACKENDS)
+        if backend not in ("auto", "torch") and not self.EXPORTABLE_ENCODER:
+            raise ValueError(f"backend '{backend}' is offered for the encoders of "
+                             f"{', '.join(exportable_models())}; use 'torch' or 'auto'")
+        self.checkpoint_directory = checkpoint_dir
+        self._exported: Any = _UNRESOLVED
         if precision == "fp16":  # refuse fp16 on the CPU now, not at the first encode
             resolve_precision(precision, self.device)
         self.checkpoint_file: Path | None = None
@@ -444,14 +468,61 @@ class SamFamilyModel(SliceModel):
         start = (int(z) // size) * size
         return list(range(start, min(start + size, int(self.image.shape[0]))))
 
+    @property
+    def exported_encoder(self) -> Any:
+        """The exported encoder that runs instead of torch's (``backend``), or None; resolved
+        (exported, checked) at the first encode."""
+        if self._exported is _UNRESOLVED:
+            self._exported = None
+            if self.EXPORTABLE_ENCODER and self.backend != "torch":
+                self._exported = self._resolve_backend()
+        return self._exported
+
+    def _resolve_backend(self) -> Any:
+        import sys
+
+        import torch
+
+        from ._encoder_backends import EncoderExports, choose_backend, exports_dir
+
+        usable = (getattr(self.device, "type", "") == "cpu" and self.active_precision == "fp32"
+                  and self.encoder_weights == "float32" and not self.compile)
+        if not usable:
+            if self.backend != "auto":
+                raise CheckpointError(f"backend '{self.backend}' runs the encoder on the CPU in "
+                                      "float32 only (without compile or bf16 weights)")
+            return None
+        shape = (self.block_size, *self.encoder_input_shape())
+        exports = EncoderExports(self.net.image_encoder, self.name, shape,
+                                 exports_dir(checkpoint_dir(self.checkpoint_directory)),
+                                 torch.get_num_threads())
+        return choose_backend(self.backend, exports,
+                              lambda message: print(f"intrabench: {self.name}: {message}",
+                                                    file=sys.stderr))
+
+    def encoder_input_shape(self) -> tuple[int, int, int]:
+        """(3, S, S): what :meth:`preprocess` gives per slice (for the export)."""
+        size = int(self.net.image_encoder.img_size)
+        return (3, size, size)
+
+    @property
+    def encoder_backend(self) -> str:
+        """Who runs the image encoder: 'torch', 'onnxruntime' or 'openvino'."""
+        exported = self.exported_encoder
+        return "torch" if exported is None else exported.backend
+
     def _encode_slices(self, zs: list[int]) -> list[Any]:
         _ = self.net  # build and load before the clock starts
+        exported = self.exported_encoder  # exported and checked before the clock starts
         started = time.perf_counter()
         with forward_context(self.device, "fp32"):  # intensities in float32
             batch = self.preprocess(zs)
         prepared = time.perf_counter()
-        with forward_context(self.device, self.active_precision):
-            embeddings = self.encode(batch)
+        if exported is not None:
+            embeddings = list(exported(batch))
+        else:
+            with forward_context(self.device, self.active_precision):
+                embeddings = self.encode(batch)
         self._sync()
         self.stats.preprocess_seconds += prepared - started
         self.stats.encoder_seconds += time.perf_counter() - prepared

