@@ -7,6 +7,7 @@ never the other way round.
 from __future__ import annotations
 
 import inspect
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -180,8 +181,6 @@ class SliceModel(Model):
         return self._predict_one(prompt, None).mask
 
     def _predict_one(self, prompt: SlicePrompt, feedback: Any) -> SliceOutput:
-        import time
-
         key = prompt.key() if feedback is None else None
         if key is not None and key in self._memo:
             return self._memo[key]
@@ -211,7 +210,9 @@ class SliceModel(Model):
         feedback: dict[int, Any] = dict(previous.feedback or {}) if previous is not None else {}
         slices = prompt.slices() if update_slices is None else sorted(set(update_slices))
         slices = [z for z in slices if 0 <= z < shape[0]]
-        self.prepare_slices(slices)
+        started = time.perf_counter()
+        self.prepare_slices(slices)  # an encoder's work counts as the model's time too
+        self._seconds += time.perf_counter() - started
         for z in slices:
             slice_prompt = prompt.on_slice(z)
             if slice_prompt.is_empty:
