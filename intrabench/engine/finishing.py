@@ -152,6 +152,7 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
             "target": target.target_id,
             "target_class": target.class_name,
             "target_kind": target.kind,
+            "target_label": int(target.label_value),
             "model": unit.model.key,
             "prompter": unit.prompter_key,
             "refiner": unit.refiner_key,

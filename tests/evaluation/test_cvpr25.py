@@ -303,3 +303,41 @@ def test_a_cvpr25_run_end_to_end(tmp_path, capsys):
     keys = {u.key for u in make_plan(config, {"demo-phantoms(n_cases=2)": dataset}).units}
     other = {u.key for u in make_plan(default, {"demo-phantoms(n_cases=2)": dataset}).units}
     assert keys.isdisjoint(other)
+
+
+def test_cvpr25_mean_order_keeps_nsd_as_the_challenge_does():
+    """Class Dice 0.1, 0.2, 0.3: the challenge's np.mean gives 0.20000000000000004 (> 0.2:
+    NSD kept), pandas' grouped mean 0.19999999999999998 (NSD zeroed). The classes are averaged
+    in ascending label order (``target_label``), not in the target ids' alphabetical order."""
+    assert float(np.mean([0.1, 0.2, 0.3])) > 0.2
+    assert pd.DataFrame({"g": [1, 1, 1], "v": [0.1, 0.2, 0.3]}).groupby("g")["v"].mean().iloc[0] \
+        <= 0.2
+    dice = {"zeta": [0.1] * 6, "beta": [0.2] * 6, "alpha": [0.3] * 6}  # labels 1, 2, 3
+    nsd = {"zeta": [0.5] * 6, "beta": [0.6] * 6, "alpha": [0.7] * 6}
+    rows = pd.DataFrame(_rows(dice, nsd))
+    rows["target_label"] = rows["target"].map({"zeta": 1, "beta": 2, "alpha": 3})
+    got = image_table(rows.sample(frac=1.0, random_state=0)).iloc[0]  # row order scrambled
+    assert got["DSC_1"] == np.mean([0.1, 0.2, 0.3]) == 0.20000000000000004
+    assert got["NSD_1"] == np.mean([0.5, 0.6, 0.7]) > 0
+    assert got["NSD_AUC"] == pytest.approx(4 * np.mean([0.5, 0.6, 0.7]), abs=1e-12)
+    # in the alphabetical order (alpha, beta, zeta) np.mean gives 0.19999999999999998
+    assert float(np.mean([0.3, 0.2, 0.1])) <= 0.2
+
+
+@pytest.mark.parametrize(("spacing_y", "spacing_x", "tolerance"), [
+    (0.20, 0.21, 0.29),           # 0.2^2 + 0.21^2 = 0.29^2 exactly; in float sqrt > 0.29
+    (8 / 9, 15 / 9, 17 / 9),
+    (0.1, 0.4 / 3, 0.5 / 3),
+])
+def test_surfel_nsd_on_a_rounded_up_tie_equals_deepminds(spacing_y, spacing_x, tolerance):
+    """A diagonal shift by one voxel whose length equals the tolerance on paper, but whose
+    float distance rounds above it: DeepMind leaves those surface elements out, and so does
+    the surfel NSD (the same elements a hair more tolerance takes in)."""
+    assert np.sqrt(spacing_y ** 2 + spacing_x ** 2) > tolerance
+    gt = np.zeros((6, 10, 10), bool)
+    gt[2:4, 3:6, 3:6] = True
+    pred = np.roll(np.roll(gt, 1, axis=1), 1, axis=2)
+    spacing = (2.0, spacing_y, spacing_x)
+    expected = deepmind_nsd(pred, gt, spacing, tolerance)
+    assert expected < deepmind_nsd(pred, gt, spacing, tolerance * (1 + 1e-12)) == 1.0
+    assert surfel_nsd(pred, gt, spacing, tolerance) == pytest.approx(expected, abs=1e-12)
