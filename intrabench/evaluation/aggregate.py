@@ -147,36 +147,67 @@ def case_class_matrix(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
                             dropna=False, sort=True)
 
 
+def seed_case_class_matrices(rows: pd.DataFrame, metric: str) -> np.ndarray:
+    """(seeds, cases, classes): :func:`case_class_matrix` of each seed on the same case and
+    class axes (NaN where a seed has no value), seeds in ascending order. Rows without a
+    ``seed`` column are one seed."""
+    if "seed" not in rows:
+        return case_class_matrix(rows, metric).to_numpy(dtype=np.float64)[None]
+    cases = sorted(rows["case"].unique(), key=str)
+    classes = sorted(rows["target_class"].unique(), key=str)
+    return np.stack([case_class_matrix(part, metric).reindex(index=cases, columns=classes)
+                     .to_numpy(dtype=np.float64)
+                     for _seed, part in rows.groupby("seed", sort=True, dropna=False)])
+
+
 def _dataset_score(matrix: np.ndarray) -> float:
+    """The paper's dataset score of a cases x classes matrix, or of (seeds, cases, classes)
+    matrices: per seed, the mean over classes of the mean over cases; then the mean over
+    seeds (each seed is a repetition of the benchmark: :func:`per_dataset`'s order)."""
+    import warnings
+
+    matrices = matrix if matrix.ndim == 3 else matrix[None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(np.nanmean(np.nanmean(np.nanmean(matrices, axis=1), axis=1)))
+
+
+def _case_scores(matrices: np.ndarray) -> np.ndarray:
+    """Each case's score, (seeds, cases, classes) -> (cases,): per seed the mean over its
+    classes, then the mean over seeds; cases without any value are dropped."""
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return float(np.nanmean(np.nanmean(matrix, axis=0)))
+        scores = np.nanmean(np.nanmean(matrices, axis=2), axis=0)
+    return scores[np.isfinite(scores)]
 
 
 def bootstrap_replicates(matrix: np.ndarray, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
     """Dataset scores of ``n_boot`` resamples of the cases (rows) drawn with replacement.
 
-    ``matrix``: cases x classes of case means (NaN = class absent in that case). A resample's
-    score is the mean over classes of each class's mean over the drawn cases. Deterministic for a
+    ``matrix``: cases x classes of case means (NaN = class absent in that case), or (seeds,
+    cases, classes): the same cases are drawn for every seed. A resample's score is, per seed,
+    the mean over classes of each class's mean over the drawn cases, then the mean over seeds. Deterministic for a
     given ``seed``; the same seed and number of cases give the same draws, so two configurations
     on the same cases (or a matrix of paired differences) are resampled pairwise.
     """
     import warnings
 
-    n_cases = matrix.shape[0]
+    matrices = matrix if matrix.ndim == 3 else matrix[None]  # (seeds, cases, classes)
+    n_seeds, n_cases, n_classes = matrices.shape
     if n_cases == 0:
         return np.full(n_boot, np.nan)
     rng = np.random.default_rng(seed)
     indices = rng.integers(0, n_cases, size=(n_boot, n_cases))
     scores = np.empty(n_boot)
-    chunk = max(1, 2_000_000 // max(1, n_cases * matrix.shape[1]))
+    chunk = max(1, 2_000_000 // max(1, n_seeds * n_cases * n_classes))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for start in range(0, n_boot, chunk):
-            drawn = matrix[indices[start:start + chunk]]  # (b, n_cases, n_classes)
-            scores[start:start + chunk] = np.nanmean(np.nanmean(drawn, axis=1), axis=1)
+            drawn = matrices[:, indices[start:start + chunk]]  # (seeds, b, n_cases, n_classes)
+            per_seed = np.nanmean(np.nanmean(drawn, axis=2), axis=2)  # (seeds, b)
+            scores[start:start + chunk] = np.nanmean(per_seed, axis=0)
     return scores
 
 
@@ -204,21 +235,17 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
     with two seeds counts once), ``n_values`` (the target x seed values averaged) and
     ``n_missing`` (values that were NaN, e.g. HD95 of an empty prediction: left out of every
     mean, or replaced by ``missing_value`` when one is given, then counted in ``n_values`` too).
-    Seeds are pooled at the case level.
+    Seeds are averaged last, as in :func:`per_dataset` and so in every table: ``mean`` is the
+    table's number, missing values included (a case's score is the mean over seeds of its
+    per-seed score; the bootstrap draws the same cases for every seed).
     """
     config = [c for c in config if c in rows]
     records = []
     for identity, group in rows.groupby(config + ["dataset"], sort=True, dropna=False):
         n_missing = int(group[metric].isna().sum())
         group = fill_missing(group, metric, missing_value)
-        matrix = case_class_matrix(group, metric).to_numpy(dtype=np.float64)
-        with np.errstate(all="ignore"):
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                per_case_scores = np.nanmean(matrix, axis=1)
-        per_case_scores = per_case_scores[np.isfinite(per_case_scores)]
+        matrix = seed_case_class_matrices(group, metric)
+        per_case_scores = _case_scores(matrix)
         low, high = bootstrap_ci(matrix, n_boot=n_boot, confidence=confidence, seed=seed)
         record = dict(zip(config + ["dataset"], identity))
         record.update({
@@ -230,7 +257,7 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
             "q3": float(np.quantile(per_case_scores, 0.75)) if per_case_scores.size else float("nan"),
             "ci_low": low,
             "ci_high": high,
-            "n_cases": int(matrix.shape[0]),
+            "n_cases": int(matrix.shape[1]),
             "n_targets": count_targets(group),
             "n_values": int(group[metric].notna().sum()),
             "n_missing": n_missing,

@@ -197,12 +197,13 @@ def hd95_rows() -> pd.DataFrame:
 
 def test_missing_hd95_is_counted_and_targets_are_not_doubled_by_seeds(hd95_rows):
     stats = dataset_statistics(hd95_rows, "hd95", n_boot=10).iloc[0]
-    # NaN left out: the case mean pools (2, 4, 6) -> 4.0, which hides the empty prediction.
-    assert stats["mean"] == pytest.approx(4.0)
+    # NaN left out, seeds averaged last as in the tables: seed 0 (2 + 4) / 2 = 3, seed 1 gives
+    # 6 (t2 left out): 4.5, which hides the empty prediction (hence n_missing)
+    assert stats["mean"] == pytest.approx(4.5)
     assert stats["n_missing"] == 1 and stats["n_values"] == 3
     assert stats["n_targets"] == 2  # two targets, not 4 target x seed rows
     penalised = dataset_statistics(hd95_rows, "hd95", n_boot=10, missing_value=100.0).iloc[0]
-    assert penalised["mean"] == pytest.approx((2 + 4 + 6 + 100) / 4)
+    assert penalised["mean"] == pytest.approx((3 + (6 + 100) / 2) / 2)
     assert penalised["n_missing"] == 1 and penalised["n_values"] == 4
 
 
@@ -221,3 +222,44 @@ def test_summary_tables_show_the_missing_count(hd95_rows):
                        missing_value=100.0).loc[0, "A"] == pytest.approx(28.0)
     # Dice has no missing value: no column
     assert "Missing" not in build_table(hd95_rows, metric="dice")
+
+
+def test_hd95_aggregate_is_one_definition_for_statistics_and_tables():
+    """HD95 with a NaN (an empty prediction) and two seeds. Seeds are averaged last: seed 0's
+    case score is 10 (its second target is NaN, left out), seed 1's is (20 + 30) / 2 = 25, so
+    the dataset score is (10 + 25) / 2 = 17.5 in the table and in the statistics alike
+    (pooling the seeds at the case level would give (10 + 20 + 30) / 3 = 20)."""
+    from intrabench.evaluation.aggregate import dataset_statistics, per_dataset, summary_table
+
+    base = {"model": "m", "prompter": "p", "refiner": "none", "step": 0, "dataset": "d",
+            "case": "c1", "target_class": "lesion", "effort_label": "1", "cumulative_effort": 1}
+    rows = pd.DataFrame([
+        {**base, "seed": 0, "target": "t1", "hd95": 10.0},
+        {**base, "seed": 0, "target": "t2", "hd95": float("nan")},
+        {**base, "seed": 1, "target": "t1", "hd95": 20.0},
+        {**base, "seed": 1, "target": "t2", "hd95": 30.0},
+    ])
+    statistics = dataset_statistics(rows, "hd95")
+    table = summary_table(rows, "hd95", scale=1.0)
+    assert per_dataset(rows, "hd95")["hd95"].item() == 17.5
+    assert statistics["mean"].item() == 17.5
+    assert table["d"].item() == 17.5 and table["Average"].item() == 17.5
+    assert statistics["n_missing"].item() == 1 and table["missing"].item() == 1
+    assert statistics["median"].item() == 17.5  # one case: (10 + 25) / 2
+    # with a penalty for the missing value, both again agree: (55 + 25) / 2 = 40
+    assert dataset_statistics(rows, "hd95", missing_value=100.0)["mean"].item() == 40.0
+    assert summary_table(rows, "hd95", scale=1.0, missing_value=100.0)["d"].item() == 40.0
+
+
+def test_hd95_aggregate_bootstrap_draws_the_same_cases_for_every_seed():
+    from intrabench.evaluation.aggregate import bootstrap_replicates
+
+    seed0 = np.array([[1.0], [3.0]])
+    seed1 = np.array([[5.0], [np.nan]])
+    draws = bootstrap_replicates(np.stack([seed0, seed1]), n_boot=200, seed=3)
+    # each resample: per seed the mean over the drawn cases, then the mean over seeds
+    rng = np.random.default_rng(3)
+    indices = rng.integers(0, 2, size=(200, 2))
+    expected = [np.nanmean([seed0[i].mean(), np.nanmean(seed1[i]) if not np.isnan(seed1[i]).all()
+                            else np.nan]) for i in indices]
+    np.testing.assert_allclose(draws, expected)
