@@ -18,15 +18,21 @@ x_base under the baseline strategy; percentages as RClicks' tables):
 * ``<x>_mean``, ``<x>_std``: mean and population standard deviation over the n groups
   (RClicks' "Sample" statistic, mean +- std);
 * ``<x>_base``: x_base;
-* ``<x>_sb`` = 100 (mean - x_base) / x_base: how much worse (NoC) or better (AUC) an average
-  user does than the baseline strategy predicts;
-* ``<x>_gr`` = 100 (x_G1 - x_Gn) / x_Gn: the least likely clicks against the most likely;
-* ``<x>_hh`` = 100 (mean(x_G1..x_Gn/2) - mean(x_Gn/2+1..x_Gn)) / mean(x_Gn/2+1..x_Gn): the
-  same with two groups of 50% mass. A click drawn from the merged lower half is a click drawn
-  from one of G1..Gn/2 with equal chance (equal masses), so the mean over those groups is the
-  merged group's expected statistic: no second run is needed;
-* ``nsr_iou_1`` = std / mean of the first click's IoU over the groups (noise-to-signal ratio:
-  high = a hard target, whose result depends on where the person clicks).
+* ``<x>_sb``, ``<x>_gr``, ``<x>_hh``: RClicks' official definitions (its
+  ``compute_benchmark_metrics.ipynb``, Tables 9-11), with h = n // 2 pairs (G_k, G_{k+n-h}),
+  k = 1..h (G1..G5 against G6..G10 for n = 10). For click counts (NoC), relative, in %:
+  SB = 100 (mean - x_base) / x_base (how much more an average user clicks than the baseline
+  strategy predicts), GR = 100 (x_G1 - x_Gn) / x_Gn (the least likely clicks against the most
+  likely), HH = 100 mean_k((x_G_k - x_G_{k+n-h}) / x_G_{k+n-h}) (the two halves of the
+  probability mass, pair by pair). For qualities in [0, 1] (IoU-AUC, Dice-AUC, IoU@1,
+  Dice@1), absolute differences x100: SB = 100 (mean - x_base), GR = 100 (x_G1 - x_Gn),
+  HH = 100 mean_k(x_G_k - x_G_{k+n-h});
+* extra columns, clearly named, for the definitions IntraBench used before: ``<x>_hh_halves``
+  = 100 (mean(lower half) - mean(upper half)) / mean(upper half) (NoC), and for qualities the
+  relative versions ``<x>_sb_relative``, ``<x>_gr_relative``, ``<x>_hh_relative``;
+* ``nsr_iou_1`` = 100 std / (mean + 1e-9) of the first click's IoU over the groups, a
+  percentage as in RClicks' Table 12 (noise-to-signal ratio: high = a hard target, whose result
+  depends on where the person clicks); ``nsr_iou_1_fraction`` is the same as a fraction.
 
 A ratio whose denominator is 0 is NaN and left out of the averages. Target statistics are then
 averaged like every other metric (:mod:`intrabench.evaluation.aggregate`): over the targets of
@@ -104,22 +110,48 @@ def _relative(value: float, reference: float) -> float:
     return 100.0 * (value - reference) / reference if reference != 0 else float("nan")
 
 
+#: statistics that are qualities in [0, 1]: RClicks compares them by absolute differences x100
+QUALITIES = ("iou_auc", "dice_auc", "iou_1", "dice_1")
+
+
+def _pairwise_relative(lower: np.ndarray, upper: np.ndarray) -> float:
+    if np.any(upper == 0):
+        return float("nan")
+    return float(100.0 * np.mean((lower - upper) / upper))
+
+
 def group_summary(by_group: dict[str, float], baseline: float | None,
-                  n_groups: int) -> dict[str, float]:
+                  n_groups: int, quality: bool = False) -> dict[str, float]:
     """Sample mean and std, SB, GR and HH of one statistic of one target from its value per
-    group (``{"G1": x, ...}``, all n groups) and under the baseline (None: not run)."""
+    group (``{"G1": x, ...}``, all n groups) and under the baseline (None: not run), as RClicks
+    defines them (module docstring): relative % for click counts, absolute x100 for
+    ``quality`` statistics; the extra columns hold the other definitions."""
     values = np.array([by_group[f"G{g}"] for g in range(1, n_groups + 1)], dtype=np.float64)
     mean = float(values.mean())
     half = n_groups // 2
-    upper = float(values[half:].mean())
-    return {
-        "mean": mean,
-        "std": float(values.std()),
-        "base": float("nan") if baseline is None else float(baseline),
-        "sb": float("nan") if baseline is None else _relative(mean, float(baseline)),
+    lower, upper = values[:half], values[n_groups - half:]
+    base = float("nan") if baseline is None else float(baseline)
+    relative = {
+        "sb": float("nan") if baseline is None else _relative(mean, base),
         "gr": _relative(float(values[0]), float(values[-1])),
-        "hh": _relative(float(values[:half].mean()), upper),
     }
+    halves = _relative(float(lower.mean()), float(upper.mean())) if half else float("nan")
+    summary = {"mean": mean, "std": float(values.std()), "base": base}
+    if quality:
+        summary.update({
+            "sb": 100.0 * (mean - base),
+            "gr": 100.0 * float(values[0] - values[-1]),
+            "hh": float(100.0 * np.mean(lower - upper)) if half else float("nan"),
+            "sb_relative": relative["sb"], "gr_relative": relative["gr"],
+            "hh_relative": halves,
+        })
+    else:
+        summary.update({
+            **relative,
+            "hh": _pairwise_relative(lower, upper) if half else float("nan"),
+            "hh_halves": halves,
+        })
+    return summary
 
 
 def target_statistics(episodes: pd.DataFrame) -> pd.DataFrame:
@@ -138,11 +170,13 @@ def target_statistics(episodes: pd.DataFrame) -> pd.DataFrame:
         for statistic in STATISTICS:
             column = by_strategy[statistic]
             baseline = float(column["baseline"]) if "baseline" in column.index else None
-            summary = group_summary(column.to_dict(), baseline, n_groups)
+            summary = group_summary(column.to_dict(), baseline, n_groups,
+                                    quality=statistic in QUALITIES)
             record.update({f"{statistic}_{name}": value for name, value in summary.items()})
         first = by_strategy.loc[[f"G{g}" for g in range(1, n_groups + 1)], "iou_1"]
-        mean = float(first.mean())
-        record["nsr_iou_1"] = float(first.std(ddof=0)) / mean if mean > 0 else float("nan")
+        fraction = float(first.std(ddof=0)) / (float(first.mean()) + 1e-9)
+        record["nsr_iou_1"] = 100.0 * fraction
+        record["nsr_iou_1_fraction"] = fraction
         records.append(record)
     return pd.DataFrame.from_records(records)
 
@@ -178,9 +212,9 @@ def robustness_table(rows: pd.DataFrame, noc_metric: str = "iou",
         "Sample IoU-AUC x100": [f"{100 * m:.2f}±{100 * s:.2f}" for m, s in
                                 zip(average["iou_auc_mean"], average["iou_auc_std"])],
         "Base IoU-AUC x100": (100 * average["iou_auc_base"]).round(2),
-        "SB IoU-AUC %": average["iou_auc_sb"].round(2),
-        "GR IoU-AUC %": average["iou_auc_gr"].round(2),
-        "HH IoU-AUC %": average["iou_auc_hh"].round(2),
-        "NSR IoU@1": average["nsr_iou_1"].round(3),
+        "SB IoU-AUC x100": average["iou_auc_sb"].round(2),
+        "GR IoU-AUC x100": average["iou_auc_gr"].round(2),
+        "HH IoU-AUC x100": average["iou_auc_hh"].round(2),
+        "NSR IoU@1 %": average["nsr_iou_1"].round(2),
     }).reset_index(drop=True)
     return display, long, targets

@@ -164,10 +164,11 @@ def robustness_section(rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
         f"'{html.escape(str(clicked['clickability'].iloc[0]))}' clickability map: the region's "
         f"voxels sorted by how likely a person clicks them and cut into {n_groups} groups of "
         "equal probability (G1 least likely), and once at the region's centre (the baseline "
-        "strategy most benchmarks use). Sample: mean ± std over the groups; SB: extra effort "
-        "of an average user over the baseline (%); GR: G1 against the last group (%); HH: the "
-        "less likely half against the more likely half (%); NSR: std over mean of the first "
-        "click's IoU. Definitions: docs/realistic-clicks.md.</p>",
+        "strategy most benchmarks use). Sample: mean ± std over the groups; SB: an average "
+        "user against the baseline; GR: G1 against the last group; HH: the less likely half "
+        "against the more likely half, pair by pair (for NoC relative, in %; for IoU-AUC "
+        "absolute differences x100, as RClicks' tables); NSR: std over mean of the first "
+        "click's IoU, in %. Definitions: docs/realistic-clicks.md.</p>",
         _frame_html(display), *[f.html() for f in figures]]
     return figures, parts
 

@@ -36,11 +36,50 @@ def test_group_summary_by_hand():
     assert s["base"] == 4.0
     assert s["sb"] == pytest.approx(87.5)  # (7.5 - 4) / 4
     assert s["gr"] == pytest.approx(200.0)  # (12 - 4) / 4
-    # halves: mean(12, 10, 9, 8, 8) = 9.4, mean(7, 6, 6, 5, 4) = 5.6
-    assert s["hh"] == pytest.approx(100 * (9.4 - 5.6) / 5.6)
+    # RClicks' HH: pairs (12, 7), (10, 6), (9, 6), (8, 5), (8, 4):
+    # mean(5/7, 4/6, 3/6, 3/5, 4/4) = 0.6961904761904762
+    assert s["hh"] == pytest.approx(100 * (5 / 7 + 4 / 6 + 3 / 6 + 3 / 5 + 4 / 4) / 5)
+    # the ratio of the halves' means, kept as an extra column: 9.4 against 5.6
+    assert s["hh_halves"] == pytest.approx(100 * (9.4 - 5.6) / 5.6)
     assert np.isnan(group_summary(noc, None, 10)["sb"])
     zero = group_summary({"G1": 0.5, "G2": 0.0}, 0.0, 2)
     assert np.isnan(zero["gr"]) and np.isnan(zero["sb"]) and np.isnan(zero["hh"])
+
+
+def rclicks_official(values: list[float], base: float, quality: bool) -> dict[str, float]:
+    """RClicks' compute_benchmark_metrics.ipynb for one image: SB from G_mean and Base, GR from
+    G1 and G10, HH from H1 = G1..G5 and H2 = G6..G10; relative for NoC, absolute for IoU."""
+    groups = np.array(values, dtype=np.float32).astype(np.float64)
+    h1, h2 = groups[:5], groups[5:]
+    g_mean = np.mean(np.vstack([h1, h2]), axis=0).mean()
+    if quality:
+        return {"sb": 100 * (g_mean - base), "gr": 100 * (groups[0] - groups[9]),
+                "hh": 100 * (h1 - h2).mean()}
+    return {"sb": 100 * (g_mean - base) / base, "gr": 100 * (groups[0] - groups[9]) / groups[9],
+            "hh": 100 * ((h1 - h2) / h2).mean()}
+
+
+@pytest.mark.parametrize("quality", [False, True])
+def test_group_summary_equals_rclicks_official_formulas(quality):
+    if quality:  # IoU-AUC per group, G1 (least likely) .. G10: absolute differences x100
+        values = [0.61, 0.66, 0.70, 0.71, 0.75, 0.77, 0.80, 0.81, 0.83, 0.86]
+        base = 0.84
+    else:  # NoC
+        values = [14.0, 11.0, 9.0, 9.0, 8.0, 7.0, 6.0, 6.0, 5.0, 3.0]
+        base = 5.0
+    summary = group_summary({f"G{g}": v for g, v in enumerate(values, start=1)}, base, 10,
+                            quality=quality)
+    for name, value in rclicks_official(values, base, quality).items():
+        assert summary[name] == pytest.approx(value, abs=1e-5), name
+    if quality:  # hand-computed: mean 0.75, SB 100 (0.75 - 0.84) = -9; GR 100 (0.61 - 0.86)
+        assert summary["sb"] == pytest.approx(-9.0)
+        assert summary["gr"] == pytest.approx(-25.0)
+        # HH: mean of (0.61-0.77, 0.66-0.80, 0.70-0.81, 0.71-0.83, 0.75-0.86) = -0.128
+        assert summary["hh"] == pytest.approx(-12.8)
+        assert summary["sb_relative"] == pytest.approx(100 * (0.75 - 0.84) / 0.84)
+    else:  # mean 7.8; SB (7.8 - 5) / 5 = 56%; GR (14 - 3) / 3
+        assert summary["sb"] == pytest.approx(56.0)
+        assert summary["gr"] == pytest.approx(1100 / 3)
 
 
 def rows_for(curves: dict[str, list[float]], target: str = "t1", model: str = "m") -> pd.DataFrame:
@@ -79,7 +118,11 @@ def test_target_statistics_from_a_fixed_step_table():
     assert t["noc_iou_0.9_hh"] == pytest.approx(100 * (3.0 - 1.5) / 1.5)
     first = np.array([0.30, 0.50, 0.70, 0.90])
     assert t["iou_1_mean"] == pytest.approx(0.6)
-    assert t["nsr_iou_1"] == pytest.approx(first.std() / first.mean())
+    assert t["nsr_iou_1"] == pytest.approx(100 * first.std() / first.mean())  # a percentage
+    assert t["nsr_iou_1_fraction"] == pytest.approx(first.std() / first.mean())
+    # IoU-AUC: absolute differences x100 (RClicks' Table 11): G1 0.6, G4 0.94 (its rounds
+    # 0.9, 0.95, 0.96), baseline 0.91
+    assert t["iou_auc_gr"] == pytest.approx(100 * (0.6 - 0.94))
     # NoC@Dice from the Dice of the same steps: Dice 0.8 = IoU 2/3, first reached at rounds
     # 3 (G1: IoU 0.7), 2 (G2: 0.85), 1 (G3: 0.7) and 1 (G4)
     assert t["noc_dice_0.8_mean"] == pytest.approx((3 + 2 + 1 + 1) / 4)
@@ -92,9 +135,11 @@ def test_the_table_averages_targets_then_datasets():
     assert len(targets) == 2 and len(display) == 1
     average = long[long["dataset"] == "Average"].iloc[0]
     # first-click IoU: t1 mean 0.5, std sqrt(0.05); t2 mean 0.5, std 0 -> NSR (sqrt(0.05)/0.5 + 0) / 2
-    assert average["nsr_iou_1"] == pytest.approx(np.sqrt(0.05) / 0.5 / 2)
-    # AUC with one round is the first value: SB of t1 = (0.5 - 0.9) / 0.9, of t2 = 0
-    assert average["iou_auc_sb"] == pytest.approx(100 * (-0.4 / 0.9) / 2)
+    assert average["nsr_iou_1"] == pytest.approx(100 * np.sqrt(0.05) / 0.5 / 2)
+    # AUC with one round is the first value: SB of t1 = 100 (0.5 - 0.9), of t2 = 0 (absolute)
+    assert average["iou_auc_sb"] == pytest.approx(100 * -0.4 / 2)
+    assert average["iou_auc_sb_relative"] == pytest.approx(100 * (-0.4 / 0.9) / 2)
+    assert display.loc[0, "SB IoU-AUC x100"] == -20.0
     assert display.loc[0, "Sample IoU-AUC x100"] == "50.00±11.18"
     # a target with a group missing (an interrupted run) is left out, not half-counted
     partial = one[one["click_group"] != "G3"]
