@@ -1,13 +1,29 @@
 """``scribble-robot``: the DAVIS interactive track's robot user, on axial slices.
 
-DAVIS's robot looks at the frame with the worst prediction and draws scribbles in its largest
-error region, "as a human would do". Here: among the axial slices that hold target or
-prediction, the one with the lowest Dice (ties: the one with more misclassified voxels, then
-the lower z); on it, the largest 8-connected false-negative or false-positive region (the
-larger of the two; ties: the false negative); the scribble is that region's skeleton
-(``skimage.morphology.skeletonize``), ordered along the region's principal axis, positive on a
-false negative, negative on a false positive (a region too thin to have a skeleton gives its
-deepest pixel). One scribble per step, effort 3, as the ``scribble`` refiner.
+DAVIS's robot (davis-interactive: ``InteractiveScribblesRobot`` and the evaluation service
+that picks its frame) looks at the frame with the worst prediction **among the frames it has
+not annotated before** (all of them again once every frame was used), and there draws a
+scribble along **every error component**: for each object id, background included, the
+pixels that belong to it but were predicted otherwise, smoothed, skeletonised, split into
+connected pieces (pieces of fewer than 4 skeleton pixels dropped), each piece's longest path
+one scribble. ``mode`` chooses:
+
+* ``davis`` (default): the slice with the lowest Dice among those holding target or
+  prediction and an error (ties: more misclassified voxels, then the lower z), skipping the
+  slices of earlier scribbles (``context.history``) while another slice qualifies; on it,
+  one scribble per 8-connected false-negative component (positive) and per false-positive
+  component (negative) whose skeleton has at least 4 pixels, false negatives first, each in
+  descending size (when every component is smaller, the largest one's stroke, so that a step
+  never stays silent where an error is left). Effort 3 per scribble.
+* ``largest`` (IntraBench's earlier robot): the worst slice, used slices included, and only
+  its largest false-negative or false-positive region (the larger; ties: the false
+  negative). One scribble per step.
+
+A scribble is the region's skeleton (``skimage.morphology.skeletonize``) ordered along the
+region's principal axis, positive on a false negative, negative on a false positive (a region
+too thin to have a skeleton gives its deepest pixel). Not reproduced from DAVIS: its
+morphological smoothing with a radius of 7.5% of the region's side, and the Bezier resampling
+of the path (the scribble's voxels are what a model receives).
 
 Differences from ``scribble`` (the IntraBench paper's refiner, see its docstring): that one
 chooses positive/negative at random in proportion to the error volumes, draws positive
@@ -32,9 +48,11 @@ from intrabench.types import Prompt, Scribble, interactions
 from ._geometry import largest_component, union_crop
 
 
-def worst_slice(gt: np.ndarray, prediction: np.ndarray) -> int | None:
+def worst_slice(gt: np.ndarray, prediction: np.ndarray, skip: set[int] | None = None
+                ) -> int | None:
     """Axial index (of these arrays) of the slice with the lowest Dice among slices holding
-    target or prediction and an error; ties: more misclassified voxels, then lower z."""
+    target or prediction and an error; ties: more misclassified voxels, then lower z. Slices
+    in ``skip`` are passed over while another one qualifies."""
     flat_gt = gt.reshape(gt.shape[0], -1)
     flat_pred = prediction.reshape(prediction.shape[0], -1)
     overlap = (flat_gt & flat_pred).sum(axis=1)
@@ -43,6 +61,9 @@ def worst_slice(gt: np.ndarray, prediction: np.ndarray) -> int | None:
     candidates = np.flatnonzero((sizes > 0) & (errors > 0))
     if candidates.size == 0:
         return None
+    fresh = np.array([c for c in candidates if int(c) not in (skip or set())], dtype=np.int64)
+    if fresh.size:
+        candidates = fresh
     dice = 2.0 * overlap[candidates] / sizes[candidates]
     order = np.lexsort((candidates, -errors[candidates], dice))
     return int(candidates[order[0]])
@@ -67,29 +88,73 @@ def stroke(region: np.ndarray) -> np.ndarray:
     return pixels[order]
 
 
+#: DAVIS's ``min_nb_nodes``: skeleton pieces with fewer pixels give no scribble
+MIN_SKELETON_PIXELS = 4
+MODES = ("davis", "largest")
+
+
+def components(mask: np.ndarray) -> list[np.ndarray]:
+    """The 8-connected components of a 2D mask, largest first (ties: lower label)."""
+    import cc3d
+
+    if not mask.any():
+        return []
+    labelled, count = cc3d.connected_components(np.pad(mask, 1)[None], connectivity=26,
+                                                return_N=True)
+    labelled = labelled[0, 1:-1, 1:-1]
+    sizes = np.bincount(labelled.ravel(), minlength=count + 1)[1:]
+    order = sorted(range(count), key=lambda index: (-sizes[index], index))
+    return [labelled == index + 1 for index in order]
+
+
+def used_slices(history: list[Prompt]) -> set[int]:
+    """Axial slices that earlier scribbles were drawn on."""
+    return {int(z) for prompt in history for scribble in prompt.scribbles
+            for z in np.unique(scribble.points[:, 0])}
+
+
 @refiners.register
 class ScribbleRobot(Refiner):
-    """DAVIS's robot: a skeleton scribble in the largest error of the worst axial slice."""
+    """DAVIS's robot: skeleton scribbles on every error of the worst not yet used axial slice."""
 
     name: ClassVar[str] = "scribble-robot"
     dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
     kinds: ClassVar[frozenset[str]] = frozenset({"scribble", "point"})
-    effort_rule: ClassVar[str] = "1 scribble = 3, on the worst slice"
+    effort_rule: ClassVar[str] = "1 scribble = 3 (davis: one per error component), on the worst slice"
+
+    def __init__(self, mode: str = "davis") -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not '{mode}'")
+        self.mode = mode
 
     def refine(self, context: RefineContext) -> Prompt | None:
         crop = union_crop([context.ground_truth, context.prediction])
         if crop is None:
             return None
         gt, prediction = context.ground_truth[crop], context.prediction[crop]
-        z = worst_slice(gt, prediction)
+        offset = np.array([s.start for s in crop], dtype=np.int64)
+        skip = set()
+        if self.mode == "davis":
+            skip = {z - int(offset[0]) for z in used_slices(context.history)}
+        z = worst_slice(gt, prediction, skip)
         if z is None:
             return None
-        false_negative = largest_component(gt[z] & ~prediction[z])
-        false_positive = largest_component(prediction[z] & ~gt[z])
-        positive = false_negative.sum() >= false_positive.sum()
-        region = false_negative if positive else false_positive
-        pixels = stroke(region)
-        offset = np.array([s.start for s in crop], dtype=np.int64)
-        points = np.column_stack([np.full(len(pixels), z), pixels]) + offset
-        return Prompt(scribbles=(Scribble(points=points, label=1 if positive else 0),),
-                      interactions=interactions("scribble", 1), effort_label="3")
+        false_negative, false_positive = gt[z] & ~prediction[z], prediction[z] & ~gt[z]
+        if self.mode == "largest":
+            largest_fn = largest_component(false_negative)
+            largest_fp = largest_component(false_positive)
+            positive = largest_fn.sum() >= largest_fp.sum()
+            regions = [(largest_fn if positive else largest_fp, 1 if positive else 0)]
+        else:
+            candidates = ([(region, 1) for region in components(false_negative)]
+                          + [(region, 0) for region in components(false_positive)])
+            regions = [(region, label) for region, label in candidates
+                       if (skeletonize(region) & region).sum() >= MIN_SKELETON_PIXELS]
+            if not regions:
+                regions = [max(candidates, key=lambda item: int(item[0].sum()))]
+        scribbles = tuple(
+            Scribble(points=np.column_stack([np.full(len(pixels), z), pixels]) + offset,
+                     label=label)
+            for pixels, label in ((stroke(region), label) for region, label in regions))
+        return Prompt(scribbles=scribbles, interactions=interactions("scribble", len(scribbles)),
+                      effort_label="3")

@@ -1,8 +1,12 @@
 """The ``time`` table: quality against the clinician's time, per configuration (docs/time-aware.md).
 
-Episode metrics (:func:`~intrabench.timing.budget.episode_time_metrics`) are averaged like
-every other metric (:mod:`intrabench.evaluation.aggregate`: targets -> cases -> classes ->
-datasets, then seeds), then over datasets. ``time_to_dice_<t>`` is averaged over the episodes
+The ranking columns, Dice AUC-time and Dice@60s, are DAVIS's own summary
+(:mod:`intrabench.timing.davis_summary`: the mean curve over a dataset's episodes first, then
+its AUC and value at 60 s). The other columns are episode metrics
+(:func:`~intrabench.timing.budget.episode_time_metrics`) averaged like every other metric
+(:mod:`intrabench.evaluation.aggregate`: targets -> cases -> classes -> datasets, then seeds),
+then over datasets; among them the per-episode AUC and Dice@60s, kept as
+``dice_auc_time`` and ``dice_at_60s``. ``time_to_dice_<t>`` is averaged over the episodes
 that reached t within the budget; ``reached_dice_<t>`` gives their share.
 """
 
@@ -12,6 +16,7 @@ import pandas as pd
 
 from intrabench.evaluation.aggregate import dataset_means
 from intrabench.timing.budget import episode_time_metrics
+from intrabench.timing.davis_summary import davis_summary
 from intrabench.timing.human import TimeModel
 
 SUMMARISED = ["human_seconds", "model_seconds_waited", "interactions_in_budget",
@@ -26,7 +31,9 @@ def time_summary(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataF
         return pd.DataFrame(columns=["model", "prompter", "refiner", "dataset", *SUMMARISED])
     for threshold in ("0.8", "0.9"):
         episodes[f"reached_dice_{threshold}"] = episodes[f"time_to_dice_{threshold}"].notna() * 1.0
-    return dataset_means(episodes, [c for c in SUMMARISED if c in episodes])
+    means = dataset_means(episodes, [c for c in SUMMARISED if c in episodes])
+    return means.merge(davis_summary(rows, model), on=["model", "prompter", "refiner", "dataset"],
+                       how="left")
 
 
 def time_table(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
@@ -40,9 +47,10 @@ def time_table(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFra
         "Human s": average["human_seconds"].round(1),
         "Waiting s": average["model_seconds_waited"].round(2),
         "Interactions": average["interactions_in_budget"].round(2),
-        f"Dice AUC-time x100 (/{model.budget:g} s)": (100 * average["dice_auc_time"]).round(2),
-        "Dice@60s x100": (100 * average["dice_at_60s"]).round(2),
-        "NSD AUC-time x100": (100 * average.get("nsd_auc_time", float("nan"))).round(2),
+        f"Dice AUC-time x100 (/{model.budget:g} s)": (100 * average["dice_auc_time_davis"]
+                                                     ).round(2),
+        "Dice@60s x100": (100 * average["dice_at_60s_davis"]).round(2),
+        "NSD AUC-time x100": (100 * average.get("nsd_auc_time_davis", float("nan"))).round(2),
         "s to Dice 80": average["time_to_dice_0.8"].round(1),
         "reached Dice 80 %": (100 * average["reached_dice_0.8"]).round(1),
     }).reset_index(drop=True)

@@ -122,6 +122,40 @@ def test_the_robot_scribbles_the_worst_slice():
 
 
 
+def test_the_davis_robot_scribbles_every_error_and_never_the_same_slice_twice():
+    gt = np.zeros((5, 24, 24), dtype=bool)
+    gt[1:4, 4:20, 4:20] = True
+    prediction = gt.copy()
+    prediction[2, 4:20, 4:8] = False      # slice 2: a 16 x 4 false negative ...
+    prediction[2, 4:20, 16:20] = False    # ... a second one ...
+    prediction[2, 0:3, 4:20] = True       # ... and a 3 x 16 false positive (Dice 0.55)
+    prediction[1, 4:20, 4:6] = False      # slice 1: a 16 x 2 false negative (Dice 0.93)
+    robot = registry.refiners.create("scribble-robot")
+    context = RefineContext(gt, prediction, (1.0, 1.0, 1.0), np.random.default_rng(0), 1, 3)
+    first = robot.refine(context)
+    # every component of slice 2: the two false negatives (positive), then the false positive
+    assert [s.label for s in first.scribbles] == [1, 1, 0]
+    assert all(set(s.points[:, 0].tolist()) == {2} for s in first.scribbles)
+    assert first.effort == 9  # three scribbles
+    for scribble in first.scribbles:
+        region = (gt & ~prediction) if scribble.label else (prediction & ~gt)
+        assert region[tuple(scribble.points.T)].all()
+    # slice 2 is still the worst, but it was used: the robot goes to slice 1
+    again = robot.refine(RefineContext(gt, prediction, (1.0, 1.0, 1.0),
+                                       np.random.default_rng(0), 2, 3, history=[first]))
+    assert {int(z) for s in again.scribbles for z in s.points[:, 0]} == {1}
+    # every erroneous slice used: back to the worst
+    both = robot.refine(RefineContext(gt, prediction, (1.0, 1.0, 1.0), np.random.default_rng(0),
+                                      3, 3, history=[first, again]))
+    assert {int(z) for s in both.scribbles for z in s.points[:, 0]} == {2}
+    # the earlier robot: one scribble, the largest region, the same slice again
+    largest = registry.refiners.create("scribble-robot", {"mode": "largest"})
+    one = largest.refine(RefineContext(gt, prediction, (1.0, 1.0, 1.0),
+                                       np.random.default_rng(0), 2, 3, history=[first]))
+    (scribble,) = one.scribbles
+    assert scribble.label == 1 and set(scribble.points[:, 0].tolist()) == {2}
+
+
 def test_a_run_records_latencies_and_its_tables(tmp_path, capsys):
     spec = {"name": "timed", "datasets": [{"name": "demo-phantoms", "n_cases": 2, "label": "phantoms",
                                            "shape": [16, 48, 48]}],
@@ -163,3 +197,63 @@ def test_the_demo_config_writes_out_the_default_time_model():
     config = load_config(root / "configs" / "time-aware-demo.yaml")
     assert config.time_model == TimeModel()  # the defaults, as documented
     assert config.refinement_steps + 1 == config.time_model.max_interactions
+
+
+def davis_official_summary(reports: list[tuple[list[float], list[float], list[bool]]],
+                           max_i: int, timeout: float) -> tuple[float, float]:
+    """davis-interactive's ``summarize_report`` on per-episode (J, timing, evaluated) lists:
+    reconstruct (an interaction not evaluated keeps the previous J at timing 0), average J and
+    timing per interaction, accumulate the timing, add (0, 0) and (timeout, last J), then
+    ``np.trapz / time.max()`` and ``np.interp(60)``."""
+    records = []
+    for index, (jaccard, timing, evaluated) in enumerate(reports):
+        previous = 0.0
+        for interaction in range(1, max_i + 1):
+            if interaction <= len(jaccard) and evaluated[interaction - 1]:
+                previous = jaccard[interaction - 1]
+                spent = timing[interaction - 1]
+            else:
+                spent = 0.0
+            records.append({"interaction": interaction, "sequence": index, "jaccard": previous,
+                            "timing": spent})
+    frame = pd.DataFrame(records)
+    average = frame.groupby("interaction")[["jaccard", "timing"]].mean()
+    time = np.concatenate([[0.0], average["timing"].cumsum().to_numpy(), [timeout]])
+    metric = np.concatenate([[0.0], average["jaccard"].to_numpy(),
+                             average["jaccard"].to_numpy()[-1:]])
+    trapezoid = getattr(np, "trapezoid", None) or np.trapz
+    return float(trapezoid(metric, x=time) / time.max()), float(np.interp(60, time, metric))
+
+
+def test_davis_official_summary_averages_the_curve_before_auc_and_value_at_60s():
+    from intrabench.timing.davis_summary import davis_summary
+    from intrabench.timing.table import time_summary
+
+    latencies = [[5, 5, 5], [5, 60, 1], [0, 0, 0]]
+    dices = [[0.5, 0.7, 0.9], [0.5, 0.95, 0.99], [0.2, 0.4, 0.9]]
+    rows = pd.concat([episode(latency, dice).assign(target=str(index))
+                      for index, (latency, dice) in enumerate(zip(latencies, dices))])
+    summary = davis_summary(rows, MODEL)
+    got = summary[summary["dataset"] == "d"].iloc[0]
+    # by hand: costs per step are 10 + 5 = 15, 20 + 5, ...; episode 2's step 1 (95 s) and 2
+    # are past the budget; episode 3 costs 10, 20, 20 s
+    reports = [([0.5, 0.7, 0.9], [15, 25, 25], [True, True, True]),
+               ([0.5, 0.95, 0.99], [15, 80, 21], [True, False, False]),
+               ([0.2, 0.4, 0.9], [10, 20, 20], [True, True, True])]
+    auc, at_60 = davis_official_summary(reports, max_i=3, timeout=90.0)
+    assert got["dice_auc_time_davis"] == pytest.approx(auc, abs=1e-12)
+    assert got["dice_at_60s_davis"] == pytest.approx(at_60, abs=1e-12)
+    # hand-computed: mean times per interaction (15 + 15 + 10) / 3, (25 + 0 + 20) / 3 = 15 and
+    # 15 again: accumulated 13.33, 28.33, 43.33 s; mean Dice 0.4, 0.5333, 0.7667; at 60 s
+    # the curve is flat at 0.7667; area 2.667 + 6.889 + 9.833 + 35.267 = 54.656 over 90 s
+    assert at_60 == pytest.approx((0.9 + 0.5 + 0.9) / 3)
+    assert auc == pytest.approx((13.333333 * 0.4 / 2 + 15 * (0.4 + 0.533333) / 2
+                                 + 15 * (0.533333 + 0.766667) / 2 + 46.666667 * 0.766667) / 90,
+                                abs=1e-5)
+    # the per-episode means differ (the issue's point): kept as extra columns
+    table = time_summary(rows, MODEL)
+    row = table[table["dataset"] == "d"].iloc[0]
+    per_episode = episode_time_metrics(rows, MODEL)
+    assert row["dice_at_60s"] == pytest.approx(per_episode["dice_at_60s"].mean())
+    assert abs(row["dice_at_60s"] - row["dice_at_60s_davis"]) > 0.01
+    assert row["dice_auc_time_davis"] == got["dice_auc_time_davis"]
