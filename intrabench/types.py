@@ -160,6 +160,11 @@ class Prompt:
     * ``interactions``: what the simulated user actually did; effort is computed from these,
       never hard-coded. Derived prompts (interpolated points, propagated boxes) cost nothing.
     * ``effort_label``: the paper's label for the scheme ("1X" = one interaction per slice, "7"...).
+    * ``order``: the order in which the user gave the elements, as (kind, key) pairs: kind
+      ``point`` / ``scribble`` / ``lasso`` with the element's index, ``box2d`` with its slice,
+      ``box3d`` with 0. Empty means the default order (:meth:`element_order`). A model whose
+      result depends on the order (nnInteractive decays older interactions) replays
+      :meth:`elements`; :meth:`merged_with` keeps the user's order across steps.
     """
 
     points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int64))
@@ -170,6 +175,7 @@ class Prompt:
     interactions: tuple[Interaction, ...] = ()
     effort_label: str = ""
     lassos: tuple[Lasso, ...] = ()
+    order: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         points = _as_points(self.points)
@@ -179,6 +185,41 @@ class Prompt:
         object.__setattr__(self, "scribbles", tuple(self.scribbles))
         object.__setattr__(self, "interactions", tuple(self.interactions))
         object.__setattr__(self, "lassos", tuple(self.lassos))
+        order = tuple((str(kind), int(key)) for kind, key in self.order)
+        if order and sorted(order) != sorted(self._default_order()):
+            raise ValueError(f"prompt order {order} does not list each element once")
+        object.__setattr__(self, "order", order)
+
+    # -- the user's order ---------------------------------------------------------------
+    def _default_order(self) -> tuple[tuple[str, int], ...]:
+        return (tuple(("point", i) for i in range(len(self.points)))
+                + tuple(("box2d", z) for z in self.boxes)
+                + ((("box3d", 0),) if self.box3d is not None else ())
+                + tuple(("scribble", i) for i in range(len(self.scribbles)))
+                + tuple(("lasso", i) for i in range(len(self.lassos))))
+
+    def element_order(self) -> tuple[tuple[str, int], ...]:
+        """(kind, key) of every element in the user's order; without an explicit ``order``:
+        points, 2D boxes by slice, the 3D box, scribbles, lassos."""
+        return self.order or self._default_order()
+
+    def elements(self) -> list[tuple[str, Any]]:
+        """The elements in the user's order: ('point', ((z, y, x), label)), ('box2d', (z,
+        Box2D)), ('box3d', Box3D), ('scribble', Scribble), ('lasso', Lasso)."""
+        out: list[tuple[str, Any]] = []
+        for kind, key in self.element_order():
+            if kind == "point":
+                out.append((kind, (tuple(int(v) for v in self.points[key]),
+                                   int(self.point_labels[key]))))
+            elif kind == "box2d":
+                out.append((kind, (key, self.boxes[key])))
+            elif kind == "box3d":
+                out.append((kind, self.box3d))
+            elif kind == "scribble":
+                out.append((kind, self.scribbles[key]))
+            else:
+                out.append((kind, self.lassos[key]))
+        return out
 
     # -- what the prompt contains -------------------------------------------------------
     @property
@@ -235,9 +276,18 @@ class Prompt:
 
     # -- combining ----------------------------------------------------------------------
     def merged_with(self, other: Prompt) -> Prompt:
-        """This prompt plus ``other`` (other's boxes win on shared slices)."""
+        """This prompt plus ``other`` (other's boxes win on shared slices), in the user's order:
+        this prompt's elements, then ``other``'s (a box that ``other`` replaces leaves its old
+        place)."""
         boxes = dict(self.boxes)
         boxes.update(other.boxes)
+        shift = {"point": len(self.points), "scribble": len(self.scribbles),
+                 "lasso": len(self.lassos)}
+        replaced = {("box2d", z) for z in other.boxes}
+        if other.box3d is not None:
+            replaced.add(("box3d", 0))
+        order = tuple(element for element in self.element_order() if element not in replaced)
+        order += tuple((kind, key + shift.get(kind, 0)) for kind, key in other.element_order())
         return Prompt(
             points=np.concatenate([self.points, other.points]),
             point_labels=np.concatenate([self.point_labels, other.point_labels]),
@@ -247,6 +297,7 @@ class Prompt:
             interactions=self.interactions + other.interactions,
             effort_label=other.effort_label or self.effort_label,
             lassos=self.lassos + other.lassos,
+            order=order,
         )
 
     def to_json(self) -> str:
@@ -268,6 +319,8 @@ class Prompt:
             data["lassos"] = [{"z": int(lasso.z), "label": int(lasso.label),
                                "contour": np.asarray(lasso.contour).reshape(-1, 2).tolist()}
                               for lasso in self.lassos]
+        if self.order and self.order != self._default_order():
+            data["order"] = [[kind, key] for kind, key in self.order]
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
@@ -283,7 +336,8 @@ class Prompt:
                                             int(s["label"])) for s in data["scribbles"]),
                    lassos=tuple(Lasso(int(lasso["z"]),
                                       np.asarray(lasso["contour"], dtype=np.int64).reshape(-1, 2),
-                                      int(lasso["label"])) for lasso in data.get("lassos", [])))
+                                      int(lasso["label"])) for lasso in data.get("lassos", [])),
+                   order=tuple((kind, int(key)) for kind, key in data.get("order", [])))
 
     def summary(self) -> dict[str, Any]:
         """A small JSON-able description for results rows."""

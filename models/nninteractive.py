@@ -13,8 +13,9 @@ published ``nnInteractive_v1.0``. The adapter:
 * ``predict``: the session is stateful and the episodes of a case interleave, so every step
   starts from clean interactions and replays its state: the previous step's mask as the
   session's initial segmentation (``add_initial_seg_interaction``), then the prompt's
-  interactions in order (clicks with their sign, 2D boxes, scribbles, 3D boxes), the last one
-  running the prediction into a target buffer. Replaying applies the session's interaction
+  elements (clicks with their sign, 2D boxes, scribbles, lassos, 3D boxes) in the order the
+  user gave them (``Prompt.elements``: a correction click after a box comes after it), the last
+  one running the prediction into a target buffer. Replaying applies the session's interaction
   decay in the same order as a clinician adding them one by one.
 * Coordinates: canonical (z, y, x) voxels are moved to the file's (k, j, i) order
   (:func:`intrabench.io.volume.native_index`); a 2D box on an axial slice is a box of size 1
@@ -310,41 +311,47 @@ class NnInteractive(NetworkModel3D):
         return [[int(lo), int(hi) + 1] for lo, hi in zip(corners.min(axis=0), corners.max(axis=0))]
 
     def interactions(self, prompt: Prompt) -> tuple[list[tuple[str, Any, bool]], str]:
-        """The session calls that replay ``prompt``, in order: (kind, argument, positive), and
-        what became of a 3D box ("" when there is none)."""
-        calls: list[tuple[str, Any, bool]] = []
-        for point, label in zip(self._native(prompt.points), prompt.point_labels):
-            calls.append(("point", tuple(int(v) for v in point), bool(label)))
-        for z, box in sorted(prompt.boxes.items()):
-            calls.append(("bbox", self._box((z, box.y_min, box.x_min), (z, box.y_max, box.x_max)),
-                          True))
-        box3d_as = ""
-        if prompt.box3d is not None:
-            cube = prompt.box3d
-            if self.session.supported_interactions.get("bbox3d", False):
-                calls.append(("bbox", self._box((cube.z_min, cube.y_min, cube.x_min),
-                                                (cube.z_max, cube.y_max, cube.x_max)), True))
-                box3d_as = "3D box"
-            else:
-                middle = (cube.z_min + cube.z_max) // 2
-                calls.append(("bbox", self._box((middle, cube.y_min, cube.x_min),
-                                                (middle, cube.y_max, cube.x_max)), True))
-                box3d_as = f"2D box on slice {middle}"
-        for scribble in prompt.scribbles:
-            voxels = np.asarray(scribble.points).reshape(-1, 3)
-            for z in sorted(set(voxels[:, 0].tolist())):
-                image = np.zeros(self._native_shape, dtype=np.uint8)
-                native = self._native(voxels[voxels[:, 0] == z])
-                image[tuple(native.T)] = 1
-                calls.append(("scribble", image, bool(scribble.label)))
+        """The session calls that replay ``prompt`` in the order the user gave its elements
+        (:meth:`~intrabench.types.Prompt.elements`; the session centres its prediction on the
+        last interaction and decays older ones): (kind, argument, positive), and what became of
+        a 3D box ("" when there is none)."""
         if prompt.lassos and not self.session.supported_interactions.get("lasso", False):
             raise ValueError("nnInteractive: these weights do not take lasso prompts "
                              "(their capability says lasso: false)")
-        for lasso in prompt.lassos:
-            canonical = np.zeros(self._image.array.shape, dtype=bool)
-            canonical[lasso.z] = lasso.region(canonical.shape[1:])
-            image = from_canonical(canonical.astype(np.uint8), self._image.geometry)
-            calls.append(("lasso", image, bool(lasso.label)))
+        calls: list[tuple[str, Any, bool]] = []
+        box3d_as = ""
+        for kind, element in prompt.elements():
+            if kind == "point":
+                point, label = element
+                native = self._native(np.array([point]))[0]
+                calls.append(("point", tuple(int(v) for v in native), bool(label)))
+            elif kind == "box2d":
+                z, box = element
+                calls.append(("bbox", self._box((z, box.y_min, box.x_min),
+                                                (z, box.y_max, box.x_max)), True))
+            elif kind == "box3d":
+                cube = element
+                if self.session.supported_interactions.get("bbox3d", False):
+                    calls.append(("bbox", self._box((cube.z_min, cube.y_min, cube.x_min),
+                                                    (cube.z_max, cube.y_max, cube.x_max)), True))
+                    box3d_as = "3D box"
+                else:
+                    middle = (cube.z_min + cube.z_max) // 2
+                    calls.append(("bbox", self._box((middle, cube.y_min, cube.x_min),
+                                                    (middle, cube.y_max, cube.x_max)), True))
+                    box3d_as = f"2D box on slice {middle}"
+            elif kind == "scribble":
+                voxels = np.asarray(element.points).reshape(-1, 3)
+                for z in sorted(set(voxels[:, 0].tolist())):
+                    image = np.zeros(self._native_shape, dtype=np.uint8)
+                    native = self._native(voxels[voxels[:, 0] == z])
+                    image[tuple(native.T)] = 1
+                    calls.append(("scribble", image, bool(element.label)))
+            else:  # lasso
+                canonical = np.zeros(self._image.array.shape, dtype=bool)
+                canonical[element.z] = element.region(canonical.shape[1:])
+                image = from_canonical(canonical.astype(np.uint8), self._image.geometry)
+                calls.append(("lasso", image, bool(element.label)))
         return calls, box3d_as
 
     def predict(self, prompt: Prompt, previous: Prediction | None = None,

@@ -249,3 +249,105 @@ def test_a_run_with_boxes_and_refinement(folder, tmp_path):
     lasso = rows[rows["prompter"].str.startswith("lasso") & (rows["step"] == 0)]
     assert len(lasso) and (lasso["interactions_lasso"] == 1).all()
     assert (lasso["prompt_n_lassos"] == 1).all() and (lasso["effort"] == 3).all()
+
+
+# --------------------------------------------------------------------------------------
+# The user's order: the session decays older interactions, so the replay keeps the order
+# --------------------------------------------------------------------------------------
+
+
+def _live_session_in_order(folder, case, calls):
+    """The live session given ``calls`` ((kind, native argument, positive)) one by one, as a
+    clinician adds them, each running the prediction (numpy's generator seeded before each,
+    as the adapter seeds it): the target buffer after the last."""
+    session = _upstream_session(folder)
+    native = from_canonical(case.image.array, case.image.geometry)
+    target = np.zeros(native.shape, np.uint8)
+    add = {"point": session.add_point_interaction, "bbox": session.add_bbox_interaction,
+           "lasso": session.add_lasso_interaction, "scribble": session.add_scribble_interaction}
+    state = np.random.get_state()
+    with contextlib.redirect_stdout(None):
+        session.set_image(native[None].astype(np.float32))
+        session.set_target_buffer(target)
+        for kind, argument, positive in calls:
+            np.random.seed(0)
+            add[kind](argument, include_interaction=positive)
+    np.random.set_state(state)
+    return target
+
+
+def _steps(model, case, prompts):
+    """The adapter over the steps (each step's prompt added to the earlier ones); its final
+    mask in the file's voxel order, and the native call of each element alone."""
+    model.set_case(case.image)
+    accumulated, previous, singles = None, None, []
+    for prompt in prompts:
+        singles += model.interactions(prompt)[0]
+        accumulated = prompt if accumulated is None else accumulated.merged_with(prompt)
+        previous = model.predict(accumulated, previous=previous)
+    return from_canonical(previous.mask.astype(np.uint8), case.image.geometry), singles, accumulated
+
+
+def _box_and_click(case):
+    click, mask = _centre(case)
+    zs, ys, xs = np.nonzero(mask)
+    z = int(click[0])
+    on = np.nonzero(mask[z])
+    box = Box2D(int(on[0].min()), int(on[1].min()), int(on[0].max()), int(on[1].max()))
+    outside = np.argwhere(~mask & (case.image.array > np.percentile(case.image.array, 60)))[0]
+    cube = Box3D(int(zs.min()), int(ys.min()), int(xs.min()), int(zs.max()), int(ys.max()),
+                 int(xs.max()))
+    return z, box, cube, click, outside
+
+
+@pytest.mark.parametrize("sequence", ["box then click", "point, lasso, negative point",
+                                      "3D box then correction click"])
+def test_replay_keeps_the_user_order_against_the_live_session(model, folder, oblique_case,
+                                                               sequence):
+    from intrabench.types import Lasso
+
+    z, box, cube, click, outside = _box_and_click(oblique_case)
+    if sequence == "box then click":
+        prompts = [Prompt(boxes={z: box}), Prompt(points=outside[None], point_labels=[0])]
+    elif sequence == "point, lasso, negative point":
+        contour = np.array([[box.y_min, box.x_min], [box.y_min, box.x_max],
+                            [box.y_max, box.x_max], [box.y_max, box.x_min]])
+        prompts = [Prompt(points=click[None], point_labels=[1]),
+                   Prompt(lassos=(Lasso(z, contour, 1),)),
+                   Prompt(points=outside[None], point_labels=[0])]
+        if not model.session.supported_interactions.get("lasso", False):
+            pytest.skip("these weights take no lasso")
+    else:
+        prompts = [Prompt(box3d=cube), Prompt(points=outside[None], point_labels=[0])]
+    ours, singles, accumulated = _steps(model, oblique_case, prompts)
+    # the merged prompt lists its elements in the user's order, whatever their kinds
+    assert [kind for kind, _ in accumulated.elements()] == [
+        kind for prompt in prompts for kind, _ in prompt.elements()]
+    expected = _live_session_in_order(folder, oblique_case, singles)
+    assert int((ours != expected).sum()) == 0
+    # grouping the kinds (points first), as the adapter did before, is another result
+    grouped = sorted(singles, key=lambda call: call[0] != "point")
+    if [c[0] for c in grouped] != [c[0] for c in singles]:
+        regrouped = _live_session_in_order(folder, oblique_case, grouped)
+        assert int((regrouped != expected).sum()) > 0
+
+
+def test_user_order_survives_merges_and_json():
+    """Box on slice 3, click, scribble, then a new box on slice 3 (it replaces the first, which
+    leaves its place) and a lasso: the order is the user's; the JSON round trip keeps it."""
+    from intrabench.types import Lasso
+
+    first = Prompt(boxes={3: Box2D(1, 1, 4, 4)})
+    second = Prompt(points=[[3, 2, 2]], point_labels=[1],
+                    scribbles=(Scribble(np.array([[3, 1, 1], [3, 1, 2]]), 0),))
+    third = Prompt(boxes={3: Box2D(0, 0, 5, 5)}, lassos=(Lasso(2, np.array([[0, 0], [0, 3],
+                                                                            [3, 3]]), 1),))
+    merged = first.merged_with(second).merged_with(third)
+    assert merged.element_order() == (("point", 0), ("scribble", 0), ("box2d", 3),
+                                      ("lasso", 0))
+    assert merged.boxes[3] == Box2D(0, 0, 5, 5)
+    again = Prompt.from_json(merged.to_json())
+    assert again.element_order() == merged.element_order()
+    assert Prompt.from_json(first.to_json()).order == ()  # the default order is not written
+    with pytest.raises(ValueError, match="does not list each element once"):
+        Prompt(points=[[0, 0, 0]], point_labels=[1], order=(("point", 0), ("point", 0)))
