@@ -320,12 +320,16 @@ class _GuardedTree:
     links made so far) and must stay inside ``dest`` before anything is created there; each
     symbolic link is checked the same way once it exists, and all links again at the end (a
     later link can change where an earlier one leads). On a refusal everything made so far is
-    removed. Hard links are copies of a regular file already extracted inside ``dest``."""
+    removed, and a file or link that was there before and that a member replaced is put back
+    (it was set aside, renamed, until the extraction succeeded). Hard links are copies of a
+    regular file already extracted inside ``dest``."""
 
     def __init__(self, dest: Path, archive: Path) -> None:
         self.dest = dest
         self.archive = archive
         self.existed = dest.exists()
+        #: (the path, where its earlier file or link waits) for every replaced one
+        self.set_aside: list[tuple[Path, Path]] = []
         dest.mkdir(parents=True, exist_ok=True)
         self.root = os.path.realpath(dest)
         self.created: list[Path] = []
@@ -360,11 +364,19 @@ class _GuardedTree:
             out.mkdir(exist_ok=True)
             self.created.append(out)
 
+    def _set_aside(self, out: Path) -> None:
+        """Rename what is at ``out`` already (a file or a link, never followed) beside it, to
+        put it back if the extraction is refused, or delete it once it succeeded."""
+        if not (out.is_symlink() or out.is_file()) or any(out == p for p, _ in self.set_aside):
+            return
+        spare = out.with_name(f".{out.name}.intrabench-replaced-{len(self.set_aside)}")
+        os.replace(out, spare)
+        self.set_aside.append((out, spare))
+
     def file(self, name: str, source) -> Path:
         out = self.path(name)
         self._parents(out)
-        if out.is_symlink():  # replace a link, never write through it
-            out.unlink()
+        self._set_aside(out)  # replace a file or link, never write through it
         with open(out, "wb") as target:
             shutil.copyfileobj(source, target, _CHUNK)
         self.created.append(out)
@@ -374,7 +386,8 @@ class _GuardedTree:
     def symlink(self, name: str, target: str) -> None:
         out = self.path(name)
         self._parents(out)
-        if out.is_symlink() or out.is_file():
+        self._set_aside(out)
+        if out.is_symlink() or out.is_file():  # a member extracted earlier in this archive
             out.unlink()
         os.symlink(target, out)
         self.created.append(out)
@@ -389,6 +402,7 @@ class _GuardedTree:
                                "before it")
         out = self.path(name)
         self._parents(out)
+        self._set_aside(out)
         if out.is_symlink():
             out.unlink()
         shutil.copyfile(source, out)
@@ -400,6 +414,9 @@ class _GuardedTree:
         for name, out in self.links:
             if not self._inside(out):
                 self._refuse(name, "is a link that resolves outside the destination")
+        for _path, spare in self.set_aside:  # extracted: the replaced versions go
+            spare.unlink(missing_ok=True)
+        self.set_aside = []
 
     def undo(self) -> None:
         for path in reversed(self.created):
@@ -408,6 +425,13 @@ class _GuardedTree:
                     path.unlink()
                 elif path.is_dir():
                     path.rmdir()
+            except OSError:
+                pass
+        for path, spare in reversed(self.set_aside):  # what was there before comes back
+            try:
+                if path.is_symlink() or path.is_file():
+                    path.unlink()
+                os.replace(spare, path)
             except OSError:
                 pass
         if not self.existed:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from intrabench.errors import DataError
+from intrabench.io.declared_size import check_declared_size
 from intrabench.io.nifti_header import DataLayout, data_layout
 from intrabench.io.volume import (
     ImageGeometry,
@@ -48,6 +49,7 @@ def read_nifti_directly(path: str | Path) -> RawImage | None:
     if (layout is None or len(layout.shape) != 3 or layout.scaled
             or not layout.dtype.isnative):
         return None
+    check_declared_size(path)  # before the array of the declared size is allocated
     geometry = _sitk_geometry(path, layout)
     if geometry is None:
         return None

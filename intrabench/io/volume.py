@@ -325,6 +325,9 @@ def read_sitk(path: str | Path) -> sitk.Image:
         if path.is_symlink():
             raise DataError(f"{path} is a link that leads nowhere (broken, or a loop of links)")
         raise DataError(f"image not found: {path}")
+    from intrabench.io.declared_size import check_declared_size
+
+    check_declared_size(path)  # before SimpleITK allocates what a header declares
     try:
         image = sitk.ReadImage(str(path))
     except RuntimeError as error:

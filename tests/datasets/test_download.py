@@ -251,6 +251,29 @@ def test_a_refused_archive_keeps_what_was_in_the_folder(tmp_path, make):
     assert sorted(p.name for p in dest.iterdir()) == ["mine.txt"]
 
 
+@pytest.mark.parametrize("make", [_ordered_zip, _ordered_tar])
+def test_a_refused_archive_leaves_a_same_named_file_that_was_there(tmp_path, make):
+    """The archive writes 'mine.txt' (and a link over 'link'), then is refused: the files that
+    were there before come back as they were; a successful extraction replaces them."""
+    dest = tmp_path / "out"
+    dest.mkdir()
+    (dest / "mine.txt").write_text("keep")
+    (dest / "other.txt").write_text("other")
+    (dest / "link").symlink_to("other.txt")
+    archive = tmp_path / "chain.bin"
+    archive.write_bytes(make([("file", "mine.txt", b"from the archive"),
+                              ("file", "link", b"a file over the link")] + CHAIN))
+    with pytest.raises(dl.UnsafeArchiveError):
+        dl.safe_extract(archive, dest)
+    assert (dest / "mine.txt").read_text() == "keep"
+    assert (dest / "link").is_symlink() and os.readlink(dest / "link") == "other.txt"
+    assert sorted(p.name for p in dest.iterdir()) == ["link", "mine.txt", "other.txt"]
+    archive.write_bytes(make([("file", "mine.txt", b"from the archive")]))
+    dl.safe_extract(archive, dest)
+    assert (dest / "mine.txt").read_bytes() == b"from the archive"
+    assert sorted(p.name for p in dest.iterdir()) == ["link", "mine.txt", "other.txt"]
+
+
 def test_a_zenodo_file_without_any_checksum_is_refused(http_server, tmp_path):
     """A listing without md5, for a recipe without sha256: the download cannot be verified
     (an HTML page was saved as the archive and called 'verified against the record's md5')."""
