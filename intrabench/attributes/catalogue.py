@@ -50,7 +50,8 @@ ATTRIBUTES: tuple[AttributeSpec, ...] = (
                   "area of the marching-cubes surface (level 0.5, in mm), Taubin-smoothed "
                   "(20 passes, lambda 0.5, mu -0.53) to remove the voxel staircase"),
     AttributeSpec("sphericity", "1", "tertiles",
-                  "isoperimetric quotient pi^(1/3) (6 V)^(2/3) / A, V in mm^3 from the voxels, "
+                  "Wadell's sphericity pi^(1/3) (6 V)^(2/3) / A (the cube root of the isoperimetric "
+                  "quotient), V in mm^3 from the voxels, "
                   "A = surface_mm2: 1 sphere, 0.806 cube, lower for irregular boundaries"),
     AttributeSpec("elongation", "1", "tertiles",
                   "longest / shortest principal axis (sqrt of the largest / smallest eigenvalue "

@@ -28,7 +28,7 @@ TAUBIN_ITERATIONS = 20
 TAUBIN_LAMBDA = 0.5
 TAUBIN_MU = -0.53
 
-#: pi^(1/3) * 6^(2/3): the isoperimetric constant of a sphere (sphericity = K V^(2/3) / A).
+#: pi^(1/3) * 6^(2/3): Wadell's sphericity constant (sphericity = K V^(2/3) / A; its cube is the isoperimetric quotient).
 _SPHERICITY_CONSTANT = math.pi ** (1.0 / 3.0) * 6.0 ** (2.0 / 3.0)
 
 
