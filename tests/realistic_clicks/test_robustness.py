@@ -115,14 +115,16 @@ def test_target_statistics_from_a_fixed_step_table():
     assert t["noc_iou_0.9_base"] == 2.0
     assert t["noc_iou_0.9_sb"] == pytest.approx(12.5)
     assert t["noc_iou_0.9_gr"] == pytest.approx(200.0)
-    assert t["noc_iou_0.9_hh"] == pytest.approx(100 * (3.0 - 1.5) / 1.5)
+    # HH pair by pair (RClicks): G1 with G3, G2 with G4: mean((3 - 2) / 2, (3 - 1) / 1)
+    assert t["noc_iou_0.9_hh"] == pytest.approx(100 * (0.5 + 2.0) / 2)
+    assert t["noc_iou_0.9_hh_halves"] == pytest.approx(100 * (3.0 - 1.5) / 1.5)
     first = np.array([0.30, 0.50, 0.70, 0.90])
     assert t["iou_1_mean"] == pytest.approx(0.6)
     assert t["nsr_iou_1"] == pytest.approx(100 * first.std() / first.mean())  # a percentage
     assert t["nsr_iou_1_fraction"] == pytest.approx(first.std() / first.mean())
-    # IoU-AUC: absolute differences x100 (RClicks' Table 11): G1 0.6, G4 0.94 (its rounds
-    # 0.9, 0.95, 0.96), baseline 0.91
-    assert t["iou_auc_gr"] == pytest.approx(100 * (0.6 - 0.94))
+    # IoU-AUC: absolute differences x100 (RClicks' Table 11): G1 (0.45 + 0.65) / 2 = 0.55,
+    # G4 (0.925 + 0.955) / 2 = 0.94
+    assert t["iou_auc_gr"] == pytest.approx(100 * (0.55 - 0.94))
     # NoC@Dice from the Dice of the same steps: Dice 0.8 = IoU 2/3, first reached at rounds
     # 3 (G1: IoU 0.7), 2 (G2: 0.85), 1 (G3: 0.7) and 1 (G4)
     assert t["noc_dice_0.8_mean"] == pytest.approx((3 + 2 + 1 + 1) / 4)
