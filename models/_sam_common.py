@@ -218,9 +218,10 @@ class SamFamilyModel(SliceModel):
       bf16, run without autocast, embeddings handed on in float32).
     * ``compile``: ``torch.compile`` the image encoder (the first encode compiles it).
     * ``backend``: who runs the image encoder, for adapters that declare
-      ``EXPORTABLE_ENCODER``: 'auto' (default: on the CPU in float32, the fastest installed
-      and verified of OpenVINO and ONNX Runtime, else torch), 'torch', 'onnxruntime',
-      'openvino' (see :mod:`intrabench.models._encoder_backends`).
+      ``EXPORTABLE_ENCODER``: 'auto' (default: for adapters whose exported speed was measured,
+      ``AUTO_EXPORT``, on the CPU in float32 the fastest installed and verified of OpenVINO
+      and ONNX Runtime; else torch), 'torch', 'onnxruntime', 'openvino' (see
+      :mod:`intrabench.models._encoder_backends`).
     * ``weights``: 'checkpoint' (default) or 'random'. **'random' and ``tiny=True`` are for tests
       and timing only**: random weights produce meaningless masks; ``tiny`` builds a small
       configuration of the same architecture (seeded by ``seed``). A tiny model may load a
@@ -233,6 +234,8 @@ class SamFamilyModel(SliceModel):
 
     #: the image encoder can be exported to ONNX and run by another backend (``backend``)
     EXPORTABLE_ENCODER: ClassVar[bool] = False
+    #: ``backend: auto`` tries the exported backends (only where their speed was measured)
+    AUTO_EXPORT: ClassVar[bool] = False
     #: variant -> CHECKPOINTS key; first entry is documentation only, DEFAULT_VARIANT decides
     VARIANTS: ClassVar[dict[str, str]] = {}
     DEFAULT_VARIANT: ClassVar[str] = ""
@@ -474,7 +477,8 @@ class SamFamilyModel(SliceModel):
         (exported, checked) at the first encode."""
         if self._exported is _UNRESOLVED:
             self._exported = None
-            if self.EXPORTABLE_ENCODER and self.backend != "torch":
+            if self.EXPORTABLE_ENCODER and (self.backend not in ("auto", "torch")
+                                            or (self.backend == "auto" and self.AUTO_EXPORT)):
                 self._exported = self._resolve_backend()
         return self._exported
 

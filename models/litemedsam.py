@@ -146,6 +146,7 @@ class LiteMedSAM(SamFamilyModel):
     DEFAULT_VARIANT: ClassVar[str] = "lite"
     AUTO_MULTIMASK: ClassVar[str] = "never"
     EXPORTABLE_ENCODER: ClassVar[bool] = True
+    AUTO_EXPORT: ClassVar[bool] = True  # measured: OpenVINO 3.96x torch (docs/performance.md)
 
     def __init__(self, modality: str = "auto", slice_view: str = "stored",
                  ct_window: tuple[float, float] | list[float] = CT_WINDOW,

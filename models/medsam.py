@@ -49,6 +49,8 @@ class MedSAM(SamFamilyModel):
     VARIANTS: ClassVar[dict[str, str]] = {"vit_b": "medsam"}
     DEFAULT_VARIANT: ClassVar[str] = "vit_b"
     AUTO_MULTIMASK: ClassVar[str] = "never"
+    #: ``backend: onnxruntime | openvino`` on request; ``auto`` stays torch until measured
+    EXPORTABLE_ENCODER: ClassVar[bool] = True
 
     def __init__(self, slice_view: str = "stored", **params: Any) -> None:
         if slice_view not in SLICE_VIEWS:

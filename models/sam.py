@@ -53,6 +53,8 @@ class SAM(SamFamilyModel):
                                           "vit_b": "sam-vit-b"}
     DEFAULT_VARIANT: ClassVar[str] = "vit_h"
     AUTO_MULTIMASK: ClassVar[str] = "single-point"
+    #: ``backend: onnxruntime | openvino`` on request; ``auto`` stays torch until measured
+    EXPORTABLE_ENCODER: ClassVar[bool] = True
 
     def build_network(self, tiny: bool) -> Any:
         return build_sam(TINY_SAM if tiny else SAM_CONFIGS[self.variant])

@@ -146,6 +146,8 @@ class SAMMed2D(SamFamilyModel):
     VARIANTS: ClassVar[dict[str, str]] = {"vit_b": "sam-med2d"}
     DEFAULT_VARIANT: ClassVar[str] = "vit_b"
     AUTO_MULTIMASK: ClassVar[str] = "always"
+    #: ``backend: onnxruntime | openvino`` on request; ``auto`` stays torch until measured
+    EXPORTABLE_ENCODER: ClassVar[bool] = True
     #: non-persistent buffers here; tolerated if a checkpoint carries them
     IGNORED_CHECKPOINT_KEYS: ClassVar[tuple[str, ...]] = ("pixel_mean", "pixel_std")
 

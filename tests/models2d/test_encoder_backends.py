@@ -132,8 +132,8 @@ def test_auto_is_torch_off_the_cpu_float32_path_and_a_missing_backend_is_one_lin
     with pytest.raises(UserError, match="encoder backend openvino is not installed"):
         missing.embedding(5)
     with pytest.raises(ConfigError, match="backend 'openvino' is offered for the encoders of "
-                                          "litemedsam"):
-        registry.models.create("sam", {"weights": "random", "tiny": True, "backend": "openvino"})
+                                          "litemedsam, medsam, sam, sam-med2d"):
+        registry.models.create("sam2", {"weights": "random", "tiny": True, "backend": "openvino"})
     with pytest.raises(ConfigError, match="backend"):
         _tiny(backend="tensorrt")
 
@@ -151,3 +151,22 @@ def test_a_short_last_block_is_padded_to_the_exported_batch(lung, tmp_path, monk
     assert exported.encode_block(depth - 1) == [depth - 1]
     assert torch.allclose(last, reference.embedding(depth - 1), atol=backends.TOLERANCE)
     assert list(Path(tmp_path).glob("*-2x3x256x256-opset17.onnx"))
+
+
+@needs_a_backend
+@pytest.mark.parametrize("name", ["sam", "medsam", "sam-med2d"])
+def test_the_vit_encoders_run_on_a_backend_when_asked_and_auto_stays_torch(name, lung, tmp_path,
+                                                                           monkeypatch):
+    """SAM, MedSAM and SAM-Med2D (tiny random networks): an exported encoder on request, its
+    embedding within the tolerance of torch's; 'auto' keeps torch for them (their exported
+    speed is not measured yet)."""
+    monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
+    params = {"weights": "random", "tiny": True, "device": "cpu"}
+    exported = registry.models.create(name, {**params, "backend": INSTALLED[0]})
+    reference = registry.models.create(name, {**params, "backend": "torch"})
+    automatic = registry.models.create(name, params)
+    for model in (exported, reference, automatic):
+        model.set_case(lung.image)
+    assert exported.encoder_backend == INSTALLED[0] and automatic.encoder_backend == "torch"
+    difference = (exported.embedding(6) - reference.embedding(6)).abs().max()
+    assert float(difference) <= backends.TOLERANCE
