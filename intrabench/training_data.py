@@ -21,9 +21,9 @@ from typing import Any, Literal
 import pandas as pd
 import yaml
 
-Status = Literal["yes", "no", "unknown"]
+Status = Literal["yes", "no", "unknown", "n/a"]
 COLUMN = "in_training_data"
-STATUSES: tuple[Status, ...] = ("no", "yes", "unknown")
+STATUSES: tuple[Status, ...] = ("no", "yes", "unknown", "n/a")
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,12 @@ def registry() -> tuple[dict[str, TrainingData], frozenset[str]]:
     return parse_registry(yaml.safe_load(text))
 
 
-def status(model: str, dataset: str) -> Status:
-    """``in_training_data`` of a (model name or key, registered dataset name) pair."""
+def status(model: str, dataset: str, params: dict[str, Any] | None = None) -> Status:
+    """``in_training_data`` of a (model name or key, registered dataset name) pair; "n/a" when
+    the model's ``params`` ask for random or tiny weights (not the published checkpoint's, so
+    its training data says nothing)."""
+    if params and (params.get("weights") == "random" or params.get("tiny")):
+        return "n/a"
     entries, never_seen = registry()
     entry = entries.get(str(model).split("(")[0])
     if entry is None:

@@ -195,7 +195,7 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
                              "leave them out and count them in a Missing column")
     tables.add_argument("--split-training-data", action="store_true",
                         help="each table again per in_training_data value (was the case's "
-                             "dataset in the model's training data: yes / no / unknown)")
+                             "dataset in the model's training data: yes / no / unknown / n/a)")
     tables.add_argument("--noc-metric", choices=("iou", "dice"), default="iou",
                         help="robustness runs: NoC counts rounds to this metric (default iou)")
     tables.add_argument("--noc-threshold", type=float, choices=(0.8, 0.85, 0.9), default=0.9,

@@ -142,7 +142,8 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
     label = initial_label if unit.refiner is None else f"{initial_label}/{refinement_label or '-'}"
     previous_slices: list[int] = []
     # was this dataset in the model's training data (intrabench/training_data.py)
-    in_training_data = training_data.status(unit.model.name, unit.dataset.name)
+    in_training_data = training_data.status(unit.model.name, unit.dataset.name,
+                                            dict(unit.model.params))
     for result in results:
         scrolled, previous_slices = slices_scrolled(result.prompt, previous_slices)
         row: dict[str, Any] = {

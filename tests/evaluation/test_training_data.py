@@ -31,6 +31,16 @@ def test_status_of_a_model_and_dataset(model, dataset, expected):
     assert training_data.status(model, dataset) == expected
 
 
+@pytest.mark.parametrize(("params", "expected"), [
+    ({"weights": "random"}, "n/a"), ({"tiny": True}, "n/a"),
+    ({"weights": "random", "tiny": True}, "n/a"), ({"weights": "checkpoint"}, "yes"),
+    ({"tiny": False}, "yes"), ({}, "yes"),
+])
+def test_random_or_tiny_weights_are_not_the_published_checkpoints(params, expected):
+    """SegVol's published weights saw HanSeg; a random or tiny network saw nothing of it."""
+    assert training_data.status("segvol", "hanseg", params) == expected
+
+
 def test_the_registry_covers_every_model_checkpoint_and_dataset_it_names():
     entries, never_seen = training_data.registry()
     builtin = {name for name, cls in components.models.items()
