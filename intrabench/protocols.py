@@ -365,8 +365,11 @@ def incompatibility(model_cls: type[Model], prompter_cls: type[Prompter] | None,
                     f"models, '{model_cls.name}' is {model_cls.dimension}D")
         missing = _unaccepted(prompter_cls.kinds, accepts)
         if missing:
+            # the hint only where it helps: the kinds it is about (all, unless the model says)
+            about = getattr(model_cls, "unaccepted_hint_kinds", None)
+            shown = hint and (about is None or set(missing) & set(about))
             return (f"model '{model_cls.name}' does not accept {', '.join(sorted(missing))} "
-                    f"prompts produced by '{prompter_cls.name}'" + (f" ({hint})" if hint else ""))
+                    f"prompts produced by '{prompter_cls.name}'" + (f" ({hint})" if shown else ""))
     if refiner_cls is not None:
         if "mask" not in accepts:
             return f"model '{model_cls.name}' takes no previous mask, so it cannot be refined"

@@ -145,6 +145,8 @@ class Vista3D(NetworkModel3D):
     #: appended to the reason a box prompter is skipped
     unaccepted_hint: ClassVar[str] = ("set box_as_centre_click: true to give a 3D box as one "
                                       "click at its centre")
+    #: the hint is about boxes: a lasso's refusal does not get it
+    unaccepted_hint_kinds: ClassVar[frozenset[str]] = frozenset({"box3d", "box2d"})
 
     def __init__(self, checkpoint: str | None = None, checkpoint_dir: str | None = None,
                  device: str = "auto", weights: str = "checkpoint", tiny: bool = False,

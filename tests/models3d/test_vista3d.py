@@ -220,6 +220,11 @@ def test_a_run_plans_vista3d_with_the_reason_for_boxes(tmp_path):
     assert [s["reason"] for s in plan.skipped] == [
         "model 'vista3d' does not accept box3d prompts produced by 'box-3d' (set "
         "box_as_centre_click: true to give a 3D box as one click at its centre)"]
+    # a lasso's refusal does not get the box hint
+    from intrabench.protocols import incompatibility
+
+    assert incompatibility(registry.models.get("vista3d"), registry.prompters.get("lasso")) == (
+        "model 'vista3d' does not accept lasso prompts produced by 'lasso'")
 
 
 def test_checkpoints_load_strictly(tmp_path):
