@@ -184,6 +184,11 @@ class NnUNetFolder(Dataset):
                  instances: Literal["connected_components", "values"] | None = None,
                  dataset_name: str | None = None) -> None:
         self.root = Path(path).expanduser()
+        if not self.root.exists():
+            raise UserError(f"dataset folder not found: {self.root}")
+        if not self.root.is_dir():
+            raise UserError(f"{self.root}: not a folder (an nnU-Net dataset is a folder with "
+                            "imagesTr/, labelsTr/ and dataset.json)")
         if not (self.root / "dataset.json").is_file():
             raise UserError(f"{self.root}: no dataset.json (expected nnU-Net layout: "
                             "imagesTr/<case>_0000.nii.gz, labelsTr/<case>.nii.gz, dataset.json)")

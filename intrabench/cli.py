@@ -33,6 +33,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_executor_options(args)
     config_path = Path(args.config) if args.config else builtin_demo_path()
     config = load_config(config_path, overrides=args.set or [])
+    if args.out is not None and not args.out.strip():
+        raise UserError("--out is empty: give a folder, or leave --out out for "
+                        f"intrabench-runs/{config.name}")
     out = Path(args.out) if args.out else Path("intrabench-runs") / config.name
     if args.dry_run:
         from intrabench.engine.dry_run import print_dry_run

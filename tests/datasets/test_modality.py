@@ -107,3 +107,18 @@ class _OneModalityRecipe(Dataset):
 def test_the_case_reader_fills_in_a_recipes_modality():
     case = load_case([], "test-one-modality-recipe", {}, "only")
     assert case.image.modality == "MR"
+
+
+def test_a_missing_dataset_folder_says_not_found(tmp_path):
+    with pytest.raises(UserError, match=f"dataset folder not found: {tmp_path / 'nowhere'}"):
+        registry.datasets.create("nnunet-folder", {"path": str(tmp_path / "nowhere")})
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="not a folder"):
+        registry.datasets.create("nnunet-folder", {"path": str(tmp_path / "file")})
+
+
+def test_an_empty_out_is_refused(tmp_path, capsys):
+    from intrabench.cli import main
+
+    assert main(["run", "--out", "", "--dry-run"]) == 2
+    assert "--out is empty" in capsys.readouterr().err
