@@ -63,13 +63,14 @@ def check_declared_size(path: str | Path) -> None:
             if path.name.endswith(".gz"):
                 most = size * DEFLATE_MAX_RATIO
                 if layout.end > most:
-                    raise DataError(f"{path.name}: the header declares {layout.end:,} bytes of "
-                                    f"data, but a {size:,}-byte gzip file holds at most "
-                                    f"{most:,}: the file is cut short or its header is wrong")
-            elif layout.end > size:
-                raise DataError(f"{path.name}: the header declares {layout.end:,} bytes of "
-                                f"data, the file has {size:,}: it is cut short or its header "
-                                "is wrong")
+                    raise DataError(f"{path}: truncated: a {size}-byte gzip file holds at most "
+                                    f"{most} bytes where the header announces {layout.end} "
+                                    "(a cut file, or a header that lies); re-download or "
+                                    "re-convert the file")
+            elif layout.end > size:  # the wording of volume.truncated_error
+                raise DataError(f"{path}: truncated: {size} bytes where the header announces "
+                                f"{layout.end} (missing voxels would be read as zeros); "
+                                "re-download or re-convert the file")
             return
     import SimpleITK as sitk
 

@@ -41,7 +41,8 @@ def test_a_header_bomb_is_one_line_fast_and_small(tmp_path, name, reader):
     assert path.stat().st_size < 700
     tracemalloc.start()
     started = time.perf_counter()
-    with pytest.raises(DataError, match="the header declares 2,000,000,352 bytes of data") as error:
+    with pytest.raises(DataError, match="truncated: .* where the header announces 2000000352"
+                       ) as error:
         reader(path)
     seconds = time.perf_counter() - started
     _, peak = tracemalloc.get_traced_memory()
@@ -66,7 +67,7 @@ def test_datasets_verify_names_the_bomb_in_one_line(tmp_path, capsys):
     status = main(["datasets", "verify", str(config)])
     printed = capsys.readouterr()
     assert status != 0 and time.perf_counter() - started < 10
-    assert "case_0000.nii.gz: the header declares" in printed.out + printed.err
+    assert "case_0000.nii.gz: truncated: " in printed.out + printed.err
     assert "Traceback" not in printed.out + printed.err
 
 
