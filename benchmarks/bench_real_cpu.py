@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from bench_vs_naive import timed  # a whole command in a fresh process, timed to its exit
 
 PROMPTERS = [
     {"name": "box-per-slice"},
@@ -263,15 +263,6 @@ def encoder_agreement(backend: str) -> dict:
 # --------------------------------------------------------------------------------------
 # The driver
 # --------------------------------------------------------------------------------------
-
-
-def timed(command: list[str], env: dict) -> tuple[float, str]:
-    started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(command[:5])} ... failed:\n{done.stderr[-3000:]}")
-    return seconds, done.stdout
 
 
 def run_intrabench(datasets: list[dict], seeds: list[int], backend: str, folder: Path,

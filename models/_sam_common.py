@@ -429,6 +429,15 @@ class SamFamilyModel(SliceModel):
         self.cache.clear()
         self._case_state = {}
 
+    @property
+    def view(self) -> Any:
+        """How this model sees the case's slices in-plane (:mod:`intrabench.io.slice_view`):
+        the adapter's ``slice_view`` ('canonical' when it has none), once per case."""
+        from intrabench.io.slice_view import SliceView
+
+        return self.case_value("view", lambda: SliceView.of(
+            self.image, getattr(self, "slice_view", "canonical")))
+
     def case_value(self, key: str, compute: Any) -> Any:
         """Per-case memo for values such as the volume's percentile window."""
         if key not in self._case_state:

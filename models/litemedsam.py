@@ -37,7 +37,7 @@ import numpy as np
 
 from intrabench.errors import UserError
 from intrabench.io.checkpoints import check_pinned
-from intrabench.io.slice_view import SLICE_VIEWS, SliceView
+from intrabench.io.slice_view import check_slice_view
 from intrabench.modality import CT, MR
 from intrabench.protocols import SliceOutput
 from intrabench.registry import models
@@ -153,9 +153,7 @@ class LiteMedSAM(SamFamilyModel):
                  checkpoint: str | None = None, **params: Any) -> None:
         if modality not in ("auto", CT, MR):
             raise ValueError(f"modality must be 'auto', 'CT' or 'MR', not '{modality}'")
-        if slice_view not in SLICE_VIEWS:
-            raise ValueError(f"slice_view must be one of {', '.join(SLICE_VIEWS)}, "
-                             f"not '{slice_view}'")
+        check_slice_view(slice_view)
         window = tuple(float(v) for v in ct_window)
         if len(window) != 2 or not window[1] > 0:
             raise ValueError(f"ct_window must be [level, width] with width > 0, not {ct_window}")
@@ -210,10 +208,6 @@ class LiteMedSAM(SamFamilyModel):
             return modality, bounds, (low, high)
 
         return self.case_value("intensities", compute)
-
-    @property
-    def view(self) -> SliceView:
-        return self.case_value("view", lambda: SliceView.of(self.image, self.slice_view))
 
     # -- hooks -------------------------------------------------------------------------------
     def preprocess(self, zs: list[int]) -> Any:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from intrabench.io.slice_view import SLICE_VIEWS, SliceView
+from intrabench.io.slice_view import check_slice_view
 from intrabench.protocols import SliceOutput
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
@@ -53,15 +53,9 @@ class MedSAM(SamFamilyModel):
     EXPORTABLE_ENCODER: ClassVar[bool] = True
 
     def __init__(self, slice_view: str = "stored", **params: Any) -> None:
-        if slice_view not in SLICE_VIEWS:
-            raise ValueError(f"slice_view must be one of {', '.join(SLICE_VIEWS)}, "
-                             f"not '{slice_view}'")
+        check_slice_view(slice_view)
         super().__init__(**params)
         self.slice_view = slice_view
-
-    @property
-    def view(self) -> SliceView:
-        return self.case_value("view", lambda: SliceView.of(self.image, self.slice_view))
 
     def build_network(self, tiny: bool) -> Any:
         return build_sam(TINY_SAM if tiny else SAM_CONFIGS["vit_b"])

@@ -31,6 +31,13 @@ from intrabench.types import Box2D
 SLICE_VIEWS = ("canonical", "stored")
 
 
+def check_slice_view(value: str) -> str:
+    """``value`` if it names a view; ValueError (a one-line configuration error) otherwise."""
+    if value not in SLICE_VIEWS:
+        raise ValueError(f"slice_view must be one of {', '.join(SLICE_VIEWS)}, not '{value}'")
+    return value
+
+
 @dataclass(frozen=True)
 class SliceView:
     """Canonical (y, x) slice -> view (row, col): flip y, flip x, then transpose."""
