@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -257,8 +258,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     os.environ.setdefault("TQDM_MININTERVAL", "0.5")
+    previous = _terminate_like_ctrl_c()
     try:
         return int(args.func(args) or 0)
+    except Terminated:
+        print("terminated (SIGTERM): finished work is saved; re-run the same command to resume",
+              file=sys.stderr)
+        return 143
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -276,6 +282,28 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:  # a full disk, an unwritable folder: one line, not a traceback
         print(f"error: {describe_os_error(error)}", file=sys.stderr)
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, SLURM's end of a job), raised where Ctrl-C's KeyboardInterrupt is:
+    the run saves what is finished and stops its workers the same way."""
+
+
+def _terminate_like_ctrl_c():
+    """Make SIGTERM raise :class:`Terminated` in the main thread; the previous handler (None
+    when not in the main thread, where handlers cannot be set)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def terminate(signum, frame):
+        raise Terminated()
+
+    return signal.signal(signal.SIGTERM, terminate)
 
 
 def describe_os_error(error: OSError) -> str:

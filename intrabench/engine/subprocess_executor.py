@@ -274,7 +274,10 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
             ok, answer = False, pack(RuntimeError(f"{type(error).__name__}: {error}"),
                                      spool, name, _INLINE_LIMIT)
         del value
-        _send(stdout, (job_id, ok, answer))
+        try:
+            _send(stdout, (job_id, ok, answer))
+        except (BrokenPipeError, OSError):  # the parent is gone (killed): leave quietly
+            return
 
 
 def _lower_priority() -> None:
@@ -287,6 +290,9 @@ def _lower_priority() -> None:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM (kill, SLURM) ends a worker at once and without a traceback; the parent keeps
+    # only finished units, so nothing half done is lost
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(128 + signum))
     _lower_priority()  # before the imports: they are the start's heaviest work
     for module in sys.argv[1:]:  # the jobs' modules, imported while the parent gets ready
         try:
