@@ -29,6 +29,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
@@ -254,6 +255,7 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                 return
 
     threading.Thread(target=read_jobs, daemon=True).start()
+    threading.Thread(target=_exit_with_the_parent, daemon=True).start()
     spool = os.environ.get(_SPOOL_VARIABLE) or spool_directory()  # the parent removes it
 
     while True:
@@ -278,6 +280,18 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
             _send(stdout, (job_id, ok, answer))
         except (BrokenPipeError, OSError):  # the parent is gone (killed): leave quietly
             return
+
+
+def _exit_with_the_parent(every: float = 0.5) -> None:
+    """End this worker within ``every`` seconds of its parent's death (``kill -9``: no one
+    closes the pipe while a long job runs, and the orphan would work on for nothing). A parent
+    that lives on and closes the pipe (a finished or interrupted run) is not death: the worker
+    then finishes what was queued, as before."""
+    parent = os.getppid()
+    while True:
+        time.sleep(every)
+        if os.getppid() != parent:  # reparented: the parent is gone
+            os._exit(0)
 
 
 def _lower_priority() -> None:

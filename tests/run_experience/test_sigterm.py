@@ -51,3 +51,52 @@ def test_sigterm_saves_finished_work_in_one_line_and_the_run_resumes(tmp_path, w
     total = 4 * 3 * 2 * 2  # seeds x cases x models x prompters
     assert f"{total - saved} of {total} work units executed" in again.stdout + again.stderr
     assert Path(out / "results.csv").is_file()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+DRIVER = """
+import sys, time
+from intrabench.engine.subprocess_executor import SubprocessExecutor
+executor = SubprocessExecutor()
+executor.submit(time.sleep, 60)  # a long job: the worker is busy, not reading its pipe
+print(executor._process.pid, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_workers_exit_within_two_seconds_of_their_parents_death(tmp_path):
+    """kill -9 of the process that started a worker busy with a long job: nobody closes the
+    pipe the worker would read; it notices the lost parent itself, within 2 s."""
+    parent = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    worker = int(parent.stdout.readline())
+    time.sleep(1.0)  # the job runs
+    assert _running(worker)
+    parent.kill()
+    parent.wait()
+    killed = time.monotonic()
+    while _running(worker) and time.monotonic() - killed < 10:
+        time.sleep(0.05)
+    assert not _running(worker)
+    assert time.monotonic() - killed < 2.0
