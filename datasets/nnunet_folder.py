@@ -172,6 +172,17 @@ def check_label_values(label: np.ndarray, path: Path, classes: dict[str, int] | 
     return int(values.max()) if values.size else 0
 
 
+def _label_value(value: Any, name: str, where: Path) -> int:
+    """A dataset.json label value as an int; UserError for a region (a list of values, as
+    nnU-Net's region-based training writes) or a value that is not a whole number."""
+    if isinstance(value, (list, tuple)):
+        raise UserError(f"{where}: label '{name}' is a region {list(value)} (nnU-Net's "
+                        "region-based training); give each class one label value")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise UserError(f"{where}: label '{name}' must be a whole number, not {value!r}")
+    return int(value)
+
+
 @datasets.register
 class NnUNetFolder(Dataset):
     """A folder in nnU-Net v2 layout (imagesTr/, labelsTr/, dataset.json): your own data."""
@@ -203,7 +214,8 @@ class NnUNetFolder(Dataset):
         if not isinstance(labels, dict) or not labels:
             raise UserError(f"{self.root / 'dataset.json'}: needs a 'labels' mapping "
                             '(e.g. {"background": 0, "lesion": 1})')
-        self.classes = {str(k): int(v) for k, v in labels.items()}
+        self.classes = {str(k): _label_value(v, k, self.root / "dataset.json")
+                        for k, v in labels.items()}
         types = self.meta.get("target_types", {})
         if not isinstance(types, dict):
             raise UserError(f"{self.root / 'dataset.json'}: 'target_types' must map class names "

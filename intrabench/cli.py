@@ -199,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print the plan (work units, skipped pairs, forward passes) and exit")
     run.add_argument("--extend", action="store_true",
                      help="continue a run folder whose recorded config differs (adds this "
-                          "config's work; rows already there stay)")
+                          "config's work; results.csv then holds this config's rows, the "
+                          "earlier config's units stay in units/)")
     run.add_argument("--executor", choices=["local", "dask"], default="local",
                      help="local: this process; dask: a Dask cluster (local, --scheduler or "
                           "--cluster-config)")

@@ -296,6 +296,8 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     :func:`apply_overrides``) applied, validated, its relative paths resolved against the
     file's folder (:func:`resolve_relative_paths`)."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder, not a config file: give the YAML file")
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:

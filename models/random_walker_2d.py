@@ -31,6 +31,8 @@ class RandomWalker2D(SliceModel):
     def __init__(self, beta: float = 130.0, context_mm: float = 12.0, box_margin: float = 0.2,
                  seed_radius: int = 1) -> None:
         super().__init__()
+        if not float(beta) > 0:
+            raise ValueError(f"beta must be > 0 (the random walker's edge weight), not {beta}")
         self.beta = float(beta)
         self.context_mm = float(context_mm)
         self.box_margin = float(box_margin)

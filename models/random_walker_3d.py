@@ -33,6 +33,8 @@ class RandomWalker3D(VolumeBaseline):
     def __init__(self, beta: float = 130.0, context_mm: float = 15.0, box_margin: float = 0.25,
                  correction_radius_mm: float = 3.0) -> None:
         super().__init__()
+        if not float(beta) > 0:
+            raise ValueError(f"beta must be > 0 (the random walker's edge weight), not {beta}")
         self.beta = float(beta)
         self.context_mm = float(context_mm)
         self.box_margin = float(box_margin)

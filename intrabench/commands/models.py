@@ -9,6 +9,12 @@ def cmd_models_verify(args: argparse.Namespace) -> int:
     from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_dir, located, verify
 
     directory = checkpoint_dir(args.checkpoint_dir)
+    unknown = sorted(set(args.names or []) - set(CHECKPOINTS))
+    if unknown:
+        from intrabench.errors import UserError
+
+        raise UserError(f"unknown checkpoint {', '.join(unknown)}; known: "
+                        f"{', '.join(sorted(CHECKPOINTS))}")
     print(f"checkpoint directory: {directory}")
     failed = False
     for key in sorted(CHECKPOINTS):

@@ -125,3 +125,33 @@ def registry_dataset(spec):
     from intrabench import registry
 
     return registry.datasets.create(spec.name, spec.params)
+
+
+def test_silent_acceptances_are_now_one_line_errors(tmp_path, capsys):
+    """Values that used to be taken quietly (issue: reliability round two, item 5)."""
+    import json
+
+    from intrabench import registry
+    from intrabench.cli import main
+    from intrabench.errors import UserError
+
+    # a folder given as the config
+    with pytest.raises(ConfigError, match="is a folder, not a config file"):
+        load_config(tmp_path)
+    # a negative random-walker beta
+    with pytest.raises(ConfigError, match="beta must be > 0"):
+        registry.models.create("random-walker-2d", {"beta": -1.0})
+    with pytest.raises(ConfigError, match="beta must be > 0"):
+        registry.models.create("random-walker-3d", {"beta": 0})
+    # dataset.json: a label 1.5, a region label
+    for labels, message in (({"background": 0, "lesion": 1.5}, "must be a whole number, not 1.5"),
+                            ({"background": 0, "tumour": [1, 2]}, "is a region \\[1, 2\\]")):
+        root = tmp_path / f"data{len(message)}"
+        (root / "imagesTr").mkdir(parents=True)
+        (root / "labelsTr").mkdir()
+        (root / "dataset.json").write_text(json.dumps({"labels": labels}))
+        with pytest.raises(UserError, match=message):
+            registry.datasets.create("nnunet-folder", {"path": str(root)})
+    # models verify with an unknown checkpoint key
+    assert main(["models", "verify", "litemedsm"]) == 2
+    assert "unknown checkpoint litemedsm; known:" in capsys.readouterr().err
