@@ -56,8 +56,12 @@ from ._precision import forward_context
 #: the bundle's CT window (ScaleIntensityRanged a_min / a_max)
 CT_WINDOW = (-963.8247715525971, 1053.678477684517)
 SPACING_MM = 1.5
-#: classes whose clicks use the special labels 2 / 3 (VISTA3D.convert_point_label)
-SPECIAL_CLASSES = (23, 24, 25, 26, 27, 57, 128)
+#: classes whose clicks use the special labels 2 / 3: the default ``special_index`` of
+#: ``monai.apps.vista3d.transforms.VistaPreTransformd``, the transform the bundle's inference
+#: pipeline applies to user clicks (the bundle's own config file was not available here to
+#: check for an override). The network's ``convert_point_label`` has another default, (23, 24,
+#: 25, 26, 27, 57, 128), but is used only to sample validation points, never on user clicks.
+SPECIAL_CLASSES = (25, 26, 27, 28, 29, 117)
 LAST_SUPPORTED = 132
 
 

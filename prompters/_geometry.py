@@ -105,8 +105,9 @@ def centroid_point_2d(slice_mask: np.ndarray, center: str = "centroid") -> tuple
     """(y, x) of the centre of the largest component, snapped to that component.
 
     ``center="centroid"``: centre of mass; ``"bbox"``: centre of the component's bounding box
-    (what the reference implementation uses for interpolation seeds). The snap to the nearest
-    pixel of the component matters for non-convex shapes whose centre lies outside.
+    (what the reference implementation uses for interpolation seeds), rounded, then snapped to
+    the component's nearest pixel as the reference does (``cKDTree.query``; its tie-breaking
+    kept). The snap matters for non-convex shapes whose centre lies outside.
     """
     low, high = bounding_box(slice_mask)
     crop = crop_slices(low, high, slice_mask.shape)
@@ -118,7 +119,13 @@ def centroid_point_2d(slice_mask: np.ndarray, center: str = "centroid") -> tuple
         target = pixels.mean(axis=0)
     else:
         raise ValueError(f"center must be 'centroid' or 'bbox', got {center!r}")
-    nearest = nearest_pixel(pixels, target)
+    # as the reference: the centre rounded (numpy's half-to-even) first, then the component's
+    # pixel nearest to it by scipy's cKDTree, whose choice among equally near pixels is kept.
+    # On a ring-shaped region the unrounded centre picked pixels up to 51 px away.
+    from scipy.spatial import cKDTree
+
+    _, index = cKDTree(pixels).query(np.round(target))
+    nearest = pixels[int(index)]
     return int(nearest[0]), int(nearest[1])
 
 

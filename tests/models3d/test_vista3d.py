@@ -244,3 +244,16 @@ def test_the_full_network_is_the_bundles_vista3d132():
     assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == {
         k: tuple(v.shape) for k, v in bundle.state_dict().items()}
     assert sum(p.numel() for p in ours.parameters()) == 217_964_982
+
+
+def test_the_special_classes_are_the_bundle_pipelines():
+    """Clicks of these classes get the labels 3/2 in the bundle's inference pipeline
+    (VistaPreTransformd's special_index); the network's own list serves sampled points only."""
+    import inspect
+
+    from monai.apps.vista3d.transforms import VistaPreTransformd
+
+    from intrabench.models.vista3d import SPECIAL_CLASSES
+
+    default = inspect.signature(VistaPreTransformd.__init__).parameters["special_index"].default
+    assert tuple(SPECIAL_CLASSES) == tuple(default) == (25, 26, 27, 28, 29, 117)

@@ -144,9 +144,10 @@ def test_positive_scribble_takes_the_centre_of_each_slices_largest_piece():
     prompt = make("scribble").refine(refine_context(gt, prediction))
     (scribble,) = prompt.scribbles
     on_slice_3 = [p for p in scribble.points.tolist() if p[0] == 3]
-    # slice 3 holds the main piece (12 x 6, centre (13.5, 10.5) -> nearest pixel (13, 10))
-    # and the small one (3 x 3); all pixels together centre at (12.6, 12.0)
-    assert on_slice_3 == [[3, 13, 10]]
+    # slice 3 holds the main piece (12 x 6, centre (13.5, 10.5), rounded half to even as the
+    # reference does -> (14, 10), a pixel of it) and the small one (3 x 3); all pixels
+    # together centre at (12.6, 12.0)
+    assert on_slice_3 == [[3, 14, 10]]
     assert scribble.label == 1 and prompt.slices() == [2, 3, 4]
 
 
