@@ -102,7 +102,18 @@ def _report_run(config, out: Path, plan, problems: list[str], failures: list,
         return 2
     rows = load_results(out)
     if len(rows):
-        print(aggregate.to_markdown(aggregate.summary_table(rows)))
+        table = aggregate.summary_table(rows)
+        if failures:
+            import pandas as pd
+
+            from intrabench.reports.failed_units import add_failed_column, warning_line
+
+            failed = pd.DataFrame([{"model": f.model, "prompter": f.prompter,
+                                    "refiner": f.refiner} for f in failures])
+            print(warning_line(failed))
+            table = add_failed_column(table, failed, "model", "prompter",
+                                      refiner_column="refiner")
+        print(aggregate.to_markdown(table))
         print(f"\nDice x100 per dataset (mean over classes of case means). "
               f"Rows: {out / 'results.csv'}")
     if problems:

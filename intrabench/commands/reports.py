@@ -22,6 +22,16 @@ def cmd_tables(args: argparse.Namespace) -> int:
             print(warning, file=sys.stderr)
     runs = load_runs(args.run_dirs)
     rows = concat_runs(runs)
+    from intrabench.reports.failed_units import read_failures, warning_line
+
+    failures = read_failures(args.run_dirs)
+    if rows.empty:
+        print(f"no result rows in {', '.join(map(str, args.run_dirs))}: nothing finished"
+              + (f" ({len(failures)} work unit(s) failed, see failures.csv)"
+                 if len(failures) else " (run it first, or let it finish)"), file=sys.stderr)
+        return 1
+    if (line := warning_line(failures)) is not None:
+        print(line)
     require_metric(rows.columns, args.metric,
                    rows.select_dtypes("number").columns if len(rows) else None)
     layout = Layout.load(args.layout) if args.layout else None
@@ -34,8 +44,13 @@ def cmd_tables(args: argparse.Namespace) -> int:
         return 1
     out = Path(args.out)
     from intrabench.evaluation.aggregate import to_markdown
+    from intrabench.reports.failed_units import add_failed_column
+    from intrabench.reports.tables import prompter_label
 
     for name, title, table in built:
+        if "Model" in table and "Prompter" in table:
+            table = add_failed_column(table, failures, "Model", "Prompter",
+                                      lambda p, r: prompter_label(p, r, layout))
         paths = write_table(table, out, name, title)
         print(f"## {title or name}\n\n{to_markdown(table)}\n")
         print(f"written: {', '.join(str(p) for p in paths)}\n", file=sys.stderr)

@@ -318,8 +318,17 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
     cases_table = per_case_table(final, metric, config=("model", "prompter", "refiner"))
     cases_table[metric] = 100 * cases_table[metric]
     cases_table = cases_table.rename(columns={metric: f"final {metric} x100"})
+    from intrabench.reports.failed_units import add_failed_column, read_failures, warning_line
+    from intrabench.reports.tables import prompter_label
+
+    failures = read_failures([run_dir])
     summary_parts = []
+    if (line := warning_line(failures)) is not None:
+        summary_parts.append(f"<p class='explain'><b>{html.escape(line)}</b></p>")
     for _key, title, table in tables_for_runs(rows, layout, metric):
+        if "Model" in table and "Prompter" in table:
+            table = add_failed_column(table, failures, "Model", "Prompter",
+                                      lambda p, r: prompter_label(p, r, layout))
         summary_parts.append(f"<h3>{html.escape(title)}</h3>{_frame_html(table)}")
     success = success_table(episodes, 0.8) if not refined.empty else pd.DataFrame()
     versions = run_info.get("versions", {})

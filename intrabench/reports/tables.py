@@ -65,7 +65,9 @@ class Layout:
                    refiners=dict(data.get("refiners") or {}), tables=tables)
 
 
-def _prompter_label(prompter: str, refiner: str, layout: Layout) -> str:
+def prompter_label(prompter: str, refiner: str, layout: Layout | None = None) -> str:
+    """The ``Prompter`` cell of a table: the layout's name, with ``+ <refiner> Refine``."""
+    layout = layout or Layout()
     name = layout.prompters.get(prompter, prompter)
     if refiner in ("none", "", None):
         return name
@@ -112,7 +114,7 @@ def build_table(rows: pd.DataFrame, layout: Layout | None = None, metric: str = 
     wide.columns.name = None
     table = pd.DataFrame({
         "Iterations": wide["step"].astype(int),
-        "Prompter": [_prompter_label(p, r, layout) for p, r in zip(wide["prompter"], wide["refiner"])],
+        "Prompter": [prompter_label(p, r, layout) for p, r in zip(wide["prompter"], wide["refiner"])],
         "Model": [layout.models.get(m, m) for m in wide["model"]],
         "Interactions": [labels.get(tuple(k), "") for k in wide[index].itertuples(index=False)],
     })

@@ -113,6 +113,28 @@ def test_a_failing_unit_is_isolated_listed_and_retried(tmp_path, capsys):
     assert set(rows.model) == {"test-fails-on-one-target", "region-growing-3d"}
     assert set(rows[rows.model == "test-fails-on-one-target"].case) == {"phantom_000",
                                                                          "phantom_002"}
+    # every summary says how many units its rows miss: the run's own table ...
+    printed = capsys.readouterr().out  # (the run's stdout was read above with its stderr)
+    assert main(["run", str(config), "--out", str(out)]) == 1
+    shown = capsys.readouterr().out
+    assert "warning: 1 work unit(s) failed and have no rows" in shown
+    assert "| Failed units |" in shown.splitlines()[1]
+    failing_row = next(line for line in shown.splitlines()
+                       if line.startswith("| test-fails-on-one-target |"))
+    assert failing_row.rstrip(" |").endswith("1")
+    # ... and intrabench tables, above the tables and per row
+    assert main(["tables", str(out), "--out", str(tmp_path / "tables")]) == 0
+    tables = capsys.readouterr().out
+    assert tables.splitlines()[0].startswith("warning: 1 work unit(s) failed")
+    assert "| Failed units |" in tables
+    assert any(line.startswith("| box-3d | test-fails-on-one-target |")
+               and line.rstrip(" |").endswith("| 1") for line in tables.splitlines())
+    del printed
+    # ... and the HTML report
+    from intrabench.reports.html import build_report
+
+    page = build_report(out, tmp_path / "report", n_boot=10).read_text()
+    assert "1 work unit(s) failed and have no rows" in page and "Failed units" in page
     # fixed: the same command retries only the failed unit, and the list empties
     _FailsOnOneTarget._bad_z = -1
     assert main(["run", str(config), "--out", str(out)]) == 0
