@@ -24,34 +24,16 @@ import SimpleITK as sitk
 from intrabench.errors import DataError
 
 from ._convert import dicom_header, read_dicom_series, read_rtstruct, read_seg
+from ._dicom_series import (  # noqa: F401 - re-exported for the recipes
+    LABEL_MODALITIES,
+    _referenced_series,
+    referenced_image_series,
+)
 from ._recipe import Recipe
-
-LABEL_MODALITIES = ("SEG", "RTSTRUCT")
 
 
 def _safe_id(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "case"
-
-
-def _referenced_series(header) -> str | None:
-    if "ReferencedSeriesSequence" in header:
-        return str(header.ReferencedSeriesSequence[0].SeriesInstanceUID)
-    for frame in getattr(header, "ReferencedFrameOfReferenceSequence", []):
-        for study in getattr(frame, "RTReferencedStudySequence", []):
-            for series in getattr(study, "RTReferencedSeriesSequence", []):
-                return str(series.SeriesInstanceUID)
-    return None
-
-
-def referenced_image_series(folder: Path) -> str | None:
-    """The image series a downloaded SEG/RTSTRUCT series references (None if unknown)."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
-    if not files:
-        return None
-    try:
-        return _referenced_series(dicom_header(files[0]))
-    except DataError:
-        return None
 
 
 class DicomRecipe(Recipe):

@@ -134,7 +134,7 @@ class TciaSource:
         """Download the label series (SEG/RTSTRUCT) first, then only the image series they
         reference (or, for a label without a usable reference, the image series of its
         study): unannotated scans of a collection are never fetched."""
-        from ._dicom_recipe import LABEL_MODALITIES, referenced_image_series
+        from ._dicom_series import LABEL_MODALITIES, referenced_image_series
 
         listing = [s for s in dl.tcia_series(self.collection, urls.tcia)
                    if str(s.get("Modality", "")) in self.modalities]

@@ -653,7 +653,7 @@ def build_sam(config: SamConfig) -> Any:
         window_size=config.window_size, out_chans=config.prompt_dim,
     )
     if config.adapter:
-        from .sam_med2d import adapter_classes
+        from ._sam_med2d_adapter import adapter_classes
 
         AdapterBlock = adapter_classes()[1]  # noqa: N806 - a class
         for index in range(config.depth):

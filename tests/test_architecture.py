@@ -8,7 +8,9 @@
   and ``commands/`` (the command line that wires components in, e.g. ``datasets prepare``
   driving the recipes), is the one exception.
 
-Imports inside functions count too (a lazy import is still a dependency).
+Imports inside functions count too (a lazy import is still a dependency). And no module of
+the installed packages (intrabench/, models/, prompters/, datasets/) takes part in an import
+circle, ``importlib.import_module("literal")`` calls included.
 """
 
 from __future__ import annotations
@@ -108,3 +110,121 @@ def test_every_core_package_is_installed():
     packages = {".".join(path.parent.relative_to(CORE.parent).parts)
                 for path in CORE.rglob("__init__.py")}
     assert packages - listed == set()
+
+
+# --------------------------------------------------------------------------------------
+# No import circles, anywhere in the installed packages
+# --------------------------------------------------------------------------------------
+
+#: source folder -> the package it installs as (pyproject's package-dir)
+INSTALLED_AS = {"intrabench": "intrabench", "models": "intrabench.models",
+                "prompters": "intrabench.prompters", "datasets": "intrabench.datasets"}
+
+
+def installed_modules() -> dict[str, tuple[str, bool]]:
+    """Every module of intrabench/, models/, prompters/ and datasets/ under its installed
+    name: (source, whether it is a package's __init__)."""
+    root = CORE.parent
+    modules = {}
+    for folder, package in INSTALLED_AS.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = list(path.relative_to(root / folder).with_suffix("").parts)
+            if folder == "intrabench" and parts[0] in ("models", "prompters", "datasets"):
+                continue
+            is_package = parts[-1] == "__init__"
+            name = ".".join([package] + (parts[:-1] if is_package else parts))
+            modules[name] = (path.read_text(), is_package)
+    return modules
+
+
+def import_graph(modules: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """module -> the modules of ``modules`` it imports: at the top, inside functions, and by
+    ``importlib.import_module("a.literal.name")``; ``from package import module`` counts as
+    the module."""
+    graph: dict[str, set[str]] = {}
+    for name, (source, is_package) in modules.items():
+        package = name if is_package else name.rsplit(".", 1)[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    parts = parts[:len(parts) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    found.add(full if full in modules else base)
+            elif isinstance(node, ast.Call):
+                called = getattr(node.func, "attr", getattr(node.func, "id", ""))
+                if (called == "import_module" and node.args
+                        and isinstance(node.args[0], ast.Constant)
+                        and isinstance(node.args[0].value, str)):
+                    found.add(node.args[0].value)
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph)))
+    try:
+        for node in sorted(graph):
+            if node not in index:
+                visit(node)
+    finally:
+        sys.setrecursionlimit(limit)
+    return sorted(found)
+
+
+def test_no_import_circles_in_the_installed_packages():
+    modules = installed_modules()
+    assert {"intrabench.models.litemedsam", "intrabench.prompters.basic",
+            "intrabench.datasets._recipe", "intrabench.io.volume"} <= set(modules)
+    assert circles(import_graph(modules)) == []
+
+
+def test_the_circle_check_finds_planted_circles():
+    planted = {
+        "intrabench.a": ("def f():\n    from intrabench import b\n", False),  # a lazy import
+        "intrabench.b": ("from . import c\n", False),
+        "intrabench.c": ("import importlib\nimportlib.import_module('intrabench.a')\n", False),
+        "intrabench.d": ("from intrabench.a import f\n", False),  # into the circle, not in it
+        "intrabench.models.x": ("from .y import thing\n", False),
+        "intrabench.models.y": ("from intrabench.models import x\n", False),
+    }
+    assert circles(import_graph(planted)) == [
+        ["intrabench.a", "intrabench.b", "intrabench.c"],
+        ["intrabench.models.x", "intrabench.models.y"]]

@@ -127,7 +127,7 @@ def _write_time_tables(runs: dict, out: Path) -> None:
     model) and the ``latency`` table of the runs (run directory -> rows) whose rows carry
     latencies."""
     from intrabench.evaluation.aggregate import to_markdown
-    from intrabench.timing.human import run_time_model
+    from intrabench.io.run_directory import run_time_model
     from intrabench.timing.latency import has_latency, latency_table
     from intrabench.timing.table import time_summary, time_table
 

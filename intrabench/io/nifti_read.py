@@ -22,14 +22,9 @@ import numpy as np
 
 from intrabench.errors import DataError
 from intrabench.io.declared_size import check_declared_size
+from intrabench.io.geometry import ImageGeometry
 from intrabench.io.nifti_header import DataLayout, data_layout
-from intrabench.io.volume import (
-    ImageGeometry,
-    RawImage,
-    _file_blocks,
-    all_finite,
-    truncated_error,
-)
+from intrabench.io.raw_image import RawImage, _file_blocks, all_finite, truncated_error
 
 #: voxel type -> SimpleITK pixel type name (``sitk.sitk<Name>``)
 _SITK_PIXEL_TYPES = {

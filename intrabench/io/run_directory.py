@@ -183,3 +183,15 @@ def run_dataset(run_dir: str | Path, config: Any, key: str) -> Any:
     if spec is None:
         raise UserError(f"{run_dir}: dataset '{key}' of the results is not in its config.yaml")
     return registry.datasets.create(spec.name, spec.params)
+
+
+def run_time_model(run_dir: str | Path):
+    """The ``time_model`` (:class:`intrabench.timing.human.TimeModel`) of the run in
+    ``run_dir`` (its config.yaml); the defaults when the config cannot be read (a run
+    directory assembled by hand)."""
+    from intrabench.timing.human import TimeModel
+
+    try:
+        return run_config(run_dir).time_model
+    except UserError:
+        return TimeModel()

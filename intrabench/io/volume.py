@@ -13,8 +13,6 @@ Conventions
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,103 +20,26 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from intrabench.errors import DataError
+from intrabench.io.geometry import (  # noqa: F401 - re-exported: the grid lives there
+    _LPS_TO_RAS,
+    ImageGeometry,
+    _axis_aligned_orientation,
+    _inverse_orientation,
+)
 from intrabench.io.nifti_header import data_layout
+from intrabench.io.raw_image import (  # noqa: F401 - re-exported: reading lives there
+    RawImage,
+    _file_blocks,
+    _PixelBuffer,
+    all_finite,
+    truncated_error,
+)
 
 if TYPE_CHECKING:
     import SimpleITK as sitk
 
 # SimpleITK and nibabel (which imports pydicom) are imported where they are used: processes
 # that only hold volumes (the simulated users' workers) start 0.4 s sooner without them
-
-_LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0])
-
-
-@dataclass(frozen=True)
-class ImageGeometry:
-    """On-disk geometry in SimpleITK conventions ((i, j, k) order, LPS physical space)."""
-
-    size: tuple[int, int, int]
-    spacing: tuple[float, float, float]
-    origin: tuple[float, float, float]
-    direction: tuple[float, ...]
-
-    @classmethod
-    def from_sitk(cls, image: sitk.Image) -> ImageGeometry:
-        return cls(
-            size=tuple(int(v) for v in image.GetSize()),
-            spacing=tuple(float(v) for v in image.GetSpacing()),
-            origin=tuple(float(v) for v in image.GetOrigin()),
-            direction=tuple(float(v) for v in image.GetDirection()),
-        )
-
-    def ras_affine(self) -> np.ndarray:
-        """4x4 voxel (i, j, k) to RAS world affine, as nibabel would report it."""
-        direction = np.asarray(self.direction, dtype=float).reshape(3, 3)
-        affine = np.eye(4)
-        affine[:3, :3] = _LPS_TO_RAS @ direction @ np.diag(self.spacing)
-        affine[:3, 3] = _LPS_TO_RAS @ np.asarray(self.origin)
-        return affine
-
-    def orientation(self) -> np.ndarray:
-        """nibabel ornt array mapping voxel axes (i, j, k) to the closest RAS axes."""
-        aligned = _axis_aligned_orientation(self.ras_affine())
-        if aligned is not None:  # most files: no nibabel import (0.18 s, issue #13)
-            return aligned
-        import nibabel as nib
-
-        return nib.orientations.io_orientation(self.ras_affine())
-
-    def _in_canonical_order(self, per_voxel_axis: tuple) -> tuple:
-        """Values given per voxel axis (x, y, z of the file), reordered to canonical (z, y, x):
-        each goes to the RAS axis its voxel axis is closest to."""
-        by_ras_axis: list = [None, None, None]
-        for voxel_axis, (ras_axis, _flip) in enumerate(self.orientation()):
-            by_ras_axis[int(ras_axis)] = per_voxel_axis[voxel_axis]
-        return (by_ras_axis[2], by_ras_axis[1], by_ras_axis[0])
-
-    def canonical_spacing(self) -> tuple[float, float, float]:
-        """Spacing in canonical (z, y, x) order, in mm."""
-        return self._in_canonical_order(tuple(self.spacing))
-
-    def canonical_shape(self) -> tuple[int, int, int]:
-        """Size in canonical (z, y, x) order, in voxels."""
-        return self._in_canonical_order(tuple(self.size))
-
-    def same_grid(self, other: ImageGeometry, tolerance: float = 1e-3) -> bool:
-        return (
-            self.size == other.size
-            and np.allclose(self.spacing, other.spacing, rtol=tolerance, atol=tolerance)
-            and np.allclose(self.origin, other.origin, rtol=tolerance, atol=tolerance * 10)
-            and np.allclose(self.direction, other.direction, atol=tolerance)
-        )
-
-
-def _axis_aligned_orientation(affine: np.ndarray, tolerance: float = 1e-6) -> np.ndarray | None:
-    """nibabel's ``io_orientation(affine)`` when every voxel axis runs along one world axis
-    (each column of the 3x3 part, scaled to unit length, within ``tolerance`` of a signed
-    unit vector, the columns on distinct axes): then the closest axes cannot be in doubt.
-    None otherwise (oblique or degenerate grids are left to nibabel)."""
-    columns = np.asarray(affine, dtype=float)[:3, :3]
-    norms = np.linalg.norm(columns, axis=0)
-    if not np.all(np.isfinite(norms)) or np.any(norms == 0):
-        return None
-    unit = columns / norms
-    axes = np.argmax(np.abs(unit), axis=0)
-    if len(set(axes.tolist())) != 3:
-        return None
-    signs = np.sign(unit[axes, [0, 1, 2]])
-    aligned = np.zeros((3, 3))
-    aligned[axes, [0, 1, 2]] = signs
-    if np.max(np.abs(unit - aligned)) > tolerance:
-        return None
-    return np.column_stack([axes, signs]).astype(float)
-
-
-def _inverse_orientation(ornt: np.ndarray) -> np.ndarray:
-    inverse = np.zeros_like(ornt)
-    for voxel_axis, (ras_axis, flip) in enumerate(ornt):
-        inverse[int(ras_axis)] = (voxel_axis, flip)
-    return inverse
 
 
 def to_canonical(native_kji: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
@@ -225,61 +146,6 @@ def image_on_grid(canonical_zyx: np.ndarray, geometry: ImageGeometry) -> sitk.Im
     return image
 
 
-class _PixelBuffer:
-    """A SimpleITK image's pixel buffer seen as a NumPy array that keeps the image alive.
-
-    Only for an image nothing else holds (just read): then no one else writes the buffer, and
-    the array may be written like an owned one."""
-
-    def __init__(self, image: sitk.Image) -> None:
-        import SimpleITK as sitk
-
-        self._image = image
-        interface = dict(sitk.GetArrayViewFromImage(image).__array_interface__)
-        interface["data"] = (interface["data"][0], False)  # (address, read-only flag)
-        self.__array_interface__ = interface
-
-
-def all_finite(array: np.ndarray) -> bool:
-    """Whether no value of a floating-point ``array`` is NaN or infinite, without a temporary
-    of the array's size: a float64 sum is finite exactly when every float32/float16 value is
-    (NaN and infinity propagate, and 2**31 float32 values cannot overflow a float64); a sum
-    that is not finite (float64 data can overflow) is checked value by value, in blocks."""
-    if array.size == 0:
-        return True
-    if array.dtype.itemsize <= 4 and bool(np.isfinite(array.sum(dtype=np.float64))):
-        return True
-    flat = array.reshape(-1)
-    block = 1 << 22
-    return all(bool(np.isfinite(flat[start:start + block]).all())
-               for start in range(0, flat.size, block))
-
-
-@dataclass(eq=False)
-class RawImage:
-    """An image as read, before reorientation: ``array`` in the file's own voxel order
-    (k, j, i), SimpleITK's array order, owned and writable (given away to the volume made from
-    it); ``geometry`` its grid."""
-
-    array: np.ndarray
-    geometry: ImageGeometry
-    #: every value of ``array`` is known to be finite (checked when read)
-    finite: bool = False
-
-    @classmethod
-    def from_sitk(cls, image: sitk.Image, name: str = "image") -> RawImage:
-        """The pixel buffer of ``image`` (just read, used by nothing else) without a copy;
-        rejects 2D, 4D and vector images."""
-        if image.GetDimension() != 3:
-            raise DataError(f"{name}: expected a 3D image, got {image.GetDimension()}D")
-        if image.GetNumberOfComponentsPerPixel() != 1:
-            raise DataError(
-                f"{name}: expected one value per voxel, got "
-                f"{image.GetNumberOfComponentsPerPixel()} (4D/vector/RGB images are not "
-                "supported; split the channels first)")
-        return cls(array=np.asarray(_PixelBuffer(image)), geometry=ImageGeometry.from_sitk(image))
-
-
 def read_image(path: str | Path) -> RawImage:
     """Read a 3D image (any format SimpleITK reads; a plain NIfTI file in one pass, see
     :mod:`intrabench.io.nifti_read`), its data checked (:func:`check_nifti` for NIfTI)."""
@@ -338,45 +204,6 @@ def read_sitk(path: str | Path) -> sitk.Image:
     if path.name.endswith((".nii", ".nii.gz")):
         check_nifti(path)
     return image
-
-
-def _file_blocks(path: Path, chunk: int = 1 << 20) -> Iterator[bytes]:
-    """The bytes of a NIfTI file's data stream in blocks: decompressed for ``.gz`` (DataError
-    if the gzip stream is cut or corrupt), as stored otherwise."""
-    if not path.name.endswith(".gz"):
-        with open(path, "rb") as handle:
-            while block := handle.read(chunk):
-                yield block
-        return
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip framing
-    total = 0
-    try:
-        with open(path, "rb") as handle:
-            while block := handle.read(chunk):
-                out = inflater.decompress(block)
-                while inflater.unused_data and inflater.eof:  # concatenated gzip members
-                    rest = inflater.unused_data
-                    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    out += inflater.decompress(rest)
-                total += len(out)
-                yield out
-            tail = inflater.flush()
-            total += len(tail)
-            yield tail
-    except zlib.error as error:
-        raise DataError(f"{path}: the gzip data is corrupt ({error}); re-download or "
-                        "re-convert the file") from None
-    if not inflater.eof:
-        raise DataError(f"{path}: truncated (the gzip stream ends after {total} bytes of data); "
-                        "re-download or re-convert the file")
-
-
-def truncated_error(path: Path, size: int, needed: int) -> DataError:
-    """The error for a NIfTI file whose data stops at ``size`` bytes (decompressed) where its
-    header announces ``needed``."""
-    return DataError(f"{path}: truncated: {size} bytes where the header announces {needed} "
-                     "(missing voxels would be read as zeros); re-download or re-convert the "
-                     "file")
 
 
 def check_nifti(path: str | Path) -> None:

@@ -176,8 +176,8 @@ def robustness_section(rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
 def time_section(run_dir: Path, rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
     """Figures and HTML of time-aware evaluation (docs/time-aware.md): the ``time`` table,
     Dice against accumulated time, and the latency table; nothing for rows without latency."""
+    from intrabench.io.run_directory import run_time_model
     from intrabench.timing.figures import time_curve_plot
-    from intrabench.timing.human import run_time_model
     from intrabench.timing.latency import has_latency, latency_table
     from intrabench.timing.table import time_table
 

@@ -96,15 +96,3 @@ def step_kind(rows: pd.DataFrame) -> pd.Series:
     kinds = np.array([c.removeprefix("interactions_") for c in columns])
     return pd.Series(np.where(counts.max(axis=1) > 0, kinds[counts.argmax(axis=1)], "none"),
                      index=rows.index)
-
-
-def run_time_model(run_dir) -> TimeModel:
-    """The ``time_model`` of the run in ``run_dir`` (its config.yaml); the defaults when the
-    config cannot be read (a run directory assembled by hand)."""
-    from intrabench.errors import UserError
-    from intrabench.io.run_directory import run_config
-
-    try:
-        return run_config(run_dir).time_model
-    except UserError:
-        return TimeModel()
