@@ -217,15 +217,23 @@ def zenodo_record_files(record: str | int, base_url: str | None = None) -> list[
     """Files of a Zenodo record (``GET {base}/api/records/{id}``), with md5 checksums."""
     base = zenodo_url(base_url)
     data = get_json(f"{base}/api/records/{record}")
+    if not isinstance(data, dict):
+        raise DownloadError(f"Zenodo record {record}: the answer is a {type(data).__name__}, "
+                            "not a record (check --zenodo-url)")
     entries = data.get("files")
     if isinstance(entries, dict):  # older API: {"entries": {...}}
-        entries = list(entries.get("entries", {}).values())
+        entries = entries.get("entries", {})
+        entries = list(entries.values()) if isinstance(entries, dict) else entries
     if not isinstance(entries, list):
         raise DownloadError(f"Zenodo record {record}: no file list in the answer")
     files = []
-    for entry in entries:
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise DownloadError(f"Zenodo record {record}: file entry {index} is a "
+                                f"{type(entry).__name__}, not a file description")
         name = entry.get("key") or entry.get("filename")
         links = entry.get("links", {})
+        links = links if isinstance(links, dict) else {}
         url = links.get("self") or links.get("content") or links.get("download")
         if not name or not url:
             continue
@@ -234,7 +242,12 @@ def zenodo_record_files(record: str | int, base_url: str | None = None) -> list[
             algorithm, value = parse_checksum(str(entry["checksum"]))
             checksums[algorithm] = value
         size = entry.get("size", entry.get("filesize"))
-        files.append(RemoteFile(name, url, int(size) if size is not None else None, checksums))
+        try:
+            size = int(size) if size is not None else None
+        except (TypeError, ValueError):
+            raise DownloadError(f"Zenodo record {record}: file '{name}' has a size of "
+                                f"{size!r}, not a number of bytes") from None
+        files.append(RemoteFile(str(name), str(url), size, checksums))
     return files
 
 
@@ -353,6 +366,16 @@ class _GuardedTree:
         return out
 
     def _parents(self, out: Path) -> None:
+        for parent in out.parents:
+            if parent.exists() and not parent.is_dir():
+                raise UnsafeArchiveError(
+                    f"{self.archive.name}: '{out.relative_to(self.dest)}' needs the folder "
+                    f"'{parent.relative_to(self.dest)}', which is a file (the archive has both); "
+                    "refusing to extract")
+        if out.is_dir() and not out.is_symlink():
+            raise UnsafeArchiveError(
+                f"{self.archive.name}: '{out.relative_to(self.dest)}' is a file in the archive "
+                "and a folder too; refusing to extract")
         missing = [p for p in reversed(out.parents) if not p.exists() and not p.is_symlink()]
         out.parent.mkdir(parents=True, exist_ok=True)
         self.created.extend(missing)

@@ -94,6 +94,21 @@ def test_zenodo_record_files(http_server):
                                    {"md5": "900150983cd24fb0d6963f7d28e17f72"})]
 
 
+@pytest.mark.parametrize(("answer", "message"), [
+    ([{"key": "a.zip"}], "the answer is a list, not a record"),
+    ({"files": ["a.zip"]}, "file entry 0 is a str, not a file description"),
+    ({"files": [{"key": "a.zip", "size": "three", "links": {"self": "http://x/a.zip"}}]},
+     "file 'a.zip' has a size of 'three', not a number of bytes"),
+    ({"files": {"entries": ["a.zip"]}}, "file entry 0 is a str"),
+    ({"files": 7}, "no file list in the answer"),
+])
+def test_a_malformed_zenodo_answer_is_one_line(http_server, answer, message):
+    http_server.routes["/api/records/43"] = json.dumps(answer).encode()
+    with pytest.raises(dl.DownloadError, match=message) as error:
+        dl.zenodo_record_files(43, http_server.base)
+    assert "\n" not in str(error.value)
+
+
 def _zip(members: dict[str, bytes], symlinks: dict[str, str] | None = None) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as bundle:
@@ -272,6 +287,20 @@ def test_a_refused_archive_leaves_a_same_named_file_that_was_there(tmp_path, mak
     dl.safe_extract(archive, dest)
     assert (dest / "mine.txt").read_bytes() == b"from the archive"
     assert sorted(p.name for p in dest.iterdir()) == ["link", "mine.txt", "other.txt"]
+
+
+@pytest.mark.parametrize("make", [_ordered_zip, _ordered_tar])
+@pytest.mark.parametrize("entries", [
+    [("file", "a", b"x"), ("file", "a/b", b"y")],   # a file, then a folder of the same name
+    [("file", "a/b", b"y"), ("file", "a", b"x")],   # a folder, then a file of the same name
+])
+def test_a_file_and_a_folder_of_one_name_are_one_line(tmp_path, make, entries):
+    archive = tmp_path / "both.bin"
+    archive.write_bytes(make(entries))
+    with pytest.raises(dl.UnsafeArchiveError, match="refusing to extract") as error:
+        dl.safe_extract(archive, tmp_path / "out")
+    assert "'a'" in str(error.value) or "'a/b'" in str(error.value)
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_zenodo_file_without_any_checksum_is_refused(http_server, tmp_path):
