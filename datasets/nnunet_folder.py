@@ -12,6 +12,7 @@ map already holds one id per instance, see ``instances``). Declare it per class 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -26,6 +27,10 @@ from intrabench.modality import normalise_modality
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case, Target
+
+log = logging.getLogger(__name__)
+#: more targets in one case than this are worth a warning (each is an episode)
+MANY_TARGETS = 5000
 
 _IMAGE_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".mha", ".mhd")
 
@@ -317,6 +322,10 @@ def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Pat
             raise DataError(f"{label_path.name}: the label is empty (no foreground voxels)")
         raise DataError(f"{label_path.name}: none of the label's values {present} is a class "
                         f"of this dataset ({classes}); fix 'classes' in the dataset spec")
+    if len(targets) > MANY_TARGETS:
+        log.warning("%s: %s targets (one episode each per configuration and seed): check the "
+                    "label's instances or use target_type: organ", label_path.name,
+                    f"{len(targets):,}")
     case = Case(dataset_name, case_id, image, target_map, targets)
     if boxes is not None:  # no second pass over the map for the targets' boxes
         case.set_label_boxes(boxes)

@@ -28,12 +28,22 @@ def _check_executor_options(args: argparse.Namespace) -> None:
         raise UserError("--workers-per-gpu: only used with --gpus")
 
 
+#: more seeds than this are worth a word before the run plans them
+MANY_SEEDS = 100
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from intrabench.config import builtin_demo_path, load_config
 
     _check_executor_options(args)
     config_path = Path(args.config) if args.config else builtin_demo_path()
     config = load_config(config_path, overrides=args.set or [])
+    if len(config.seeds) > MANY_SEEDS:
+        combinations = len(config.models) * len(config.prompters) * max(1, len(config.refiners))
+        print(f"warning: {len(config.seeds)} seeds: every case runs {len(config.seeds)} x "
+              f"{combinations} model/prompter/refiner combinations = "
+              f"{len(config.seeds) * combinations:,} work units per case (see --dry-run)",
+              file=sys.stderr)
     if args.out is not None and not args.out.strip():
         raise UserError("--out is empty: give a folder, or leave --out out for "
                         f"intrabench-runs/{config.name}")

@@ -155,3 +155,20 @@ def test_silent_acceptances_are_now_one_line_errors(tmp_path, capsys):
     # models verify with an unknown checkpoint key
     assert main(["models", "verify", "litemedsm"]) == 2
     assert "unknown checkpoint litemedsm; known:" in capsys.readouterr().err
+
+
+def test_a_large_plan_is_announced(tmp_path, capsys, caplog, monkeypatch):
+    """Many seeds: one line before the run with the planned size; a case with very many
+    targets: a warning naming the file."""
+    from intrabench import registry
+    from intrabench.cli import main
+    from intrabench.datasets import nnunet_folder
+
+    seeds = "[" + ", ".join(str(s) for s in range(150)) + "]"
+    assert main(["run", "--dry-run", "--out", str(tmp_path / "o"), "--set", f"seeds={seeds}"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 150 seeds: every case runs 150 x 18 model/prompter/refiner combinations = 2,700" in err
+    monkeypatch.setattr(nnunet_folder, "MANY_TARGETS", 1)
+    with caplog.at_level("WARNING"):
+        registry.datasets.create("demo-real").load("brain1")
+    assert "brain1.nii.gz: 2 targets (one episode each" in caplog.text
