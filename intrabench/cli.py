@@ -103,6 +103,8 @@ def _report_run(config, out: Path, plan, problems: list[str], failures: list,
         print(f"failed: {failure.describe()}", file=sys.stderr)
     if len(failures) > 10:
         print(f"... and {len(failures) - 10} more failed units", file=sys.stderr)
+    if any(getattr(f, "details", "") or getattr(f, "traceback_file", "") for f in failures):
+        print(f"full tracebacks: {out / 'failures'}", file=sys.stderr)
     if plan.skipped:
         print(f"{len(plan.skipped)} incompatible combinations skipped (see {out / 'skipped.csv'})",
               file=sys.stderr)

@@ -3,8 +3,10 @@
 A model or simulated user that raises on one episode fails that episode's work unit only: the
 unit gets no unit file (a later run retries it), its other episodes are dropped, and the run
 goes on with the rest. Each failed unit is one row of ``RUN_DIR/failures.csv`` (dataset, case,
-model, prompter, refiner, seed, target, cause), written at the end of every run, also an
-interrupted one; the full traceback goes to the log (``intrabench -v run``).
+model, prompter, refiner, seed, target, cause, traceback_file), written at the end of every run,
+also an interrupted one. The cause names the innermost frame of the code that failed outside
+the installed libraries (a plugin's own file and line, not torch's), and the full traceback is
+kept in ``RUN_DIR/failures/`` (and in the log, ``intrabench -v run``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-COLUMNS = ("dataset", "case", "model", "prompter", "refiner", "seed", "target", "cause")
+COLUMNS = ("dataset", "case", "model", "prompter", "refiner", "seed", "target", "cause",
+           "traceback_file")
 
 
 @dataclass(frozen=True)
@@ -35,14 +38,20 @@ class UnitFailure:
     target: str
     #: ``ExceptionType: message (file:line)``, one line
     cause: str
+    #: where the full traceback was written, relative to the run folder ("" when none)
+    traceback_file: str = ""
+    #: the full traceback (written to ``traceback_file``; not a column)
+    details: str = ""
 
     @classmethod
     def of(cls, unit: WorkUnit, error: BaseException | str, target: str = "") -> UnitFailure:
         """The failure of ``unit`` by ``error`` (or an already one-line cause)."""
         cause = error if isinstance(error, str) else one_line_cause(error)
+        details = ("".join(traceback.format_exception(type(error), error, error.__traceback__))
+                   if isinstance(error, BaseException) else "")
         failure = cls(dataset=unit.dataset.key, case=unit.case_id, model=unit.model.key,
                       prompter=unit.prompter_key, refiner=unit.refiner_key, seed=unit.seed,
-                      target=target, cause=cause)
+                      target=target, cause=cause, details=details)
         if isinstance(error, BaseException):
             log.debug("unit failed: %s", failure,
                       exc_info=(type(error), error, error.__traceback__))
@@ -55,15 +64,33 @@ class UnitFailure:
 
 
 def one_line_cause(error: BaseException) -> str:
-    """``Type: first line of the message (file:line of the innermost frame)``; the frame is
-    unknown for errors that crossed a process boundary (their traceback stays there)."""
+    """``Type: first line of the message (file:line)``: the innermost frame outside the
+    installed libraries and Python's own (the plugin's or adapter's line that called into
+    torch), followed by ``; raised in <library file:line>`` when the error came from deeper.
+    The frame is unknown for errors that crossed a process boundary (their traceback stays
+    there)."""
     message = str(error).strip().splitlines()
     text = f"{type(error).__name__}: {message[0]}" if message else type(error).__name__
     frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ else []
     if frames:
-        frame = frames[-1]
-        text += f" ({_short_path(frame.filename)}:{frame.lineno})"
+        own = next((f for f in reversed(frames) if not _in_a_library(f.filename)), frames[-1])
+        text += f" ({_short_path(own.filename)}:{own.lineno}"
+        innermost = frames[-1]
+        if innermost is not own:
+            text += f"; raised in {_short_path(innermost.filename)}:{innermost.lineno}"
+        text += ")"
     return text
+
+
+def _in_a_library(filename: str) -> bool:
+    """Whether ``filename`` belongs to an installed package or to Python itself."""
+    import sysconfig
+
+    path = Path(filename)
+    if "site-packages" in path.parts or "dist-packages" in path.parts:
+        return True
+    library = Path(sysconfig.get_paths()["stdlib"])
+    return library in path.parents or filename.startswith("<")
 
 
 def _short_path(filename: str) -> str:
@@ -78,10 +105,25 @@ def _short_path(filename: str) -> str:
 def write_failures(run_dir: Path, failures: list[UnitFailure]) -> Path:
     """``RUN_DIR/failures.csv`` (header only when nothing failed: a rerun that succeeds
     replaces an earlier run's list)."""
+    import shutil
+
     import pandas as pd
 
     from intrabench.io.results import write_frame
 
+    folder = Path(run_dir) / "failures"
+    shutil.rmtree(folder, ignore_errors=True)  # a rerun's list replaces the earlier one
+    records = []
+    for index, failure in enumerate(failures, start=1):
+        record = asdict(failure)
+        if failure.details:
+            name = f"{index:04d}-" + "-".join(
+                "".join(c if c.isalnum() or c in "._-" else "_" for c in part)[:40]
+                for part in (failure.model, failure.case, failure.target) if part) + ".txt"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(f"{failure.describe()}\n\n{failure.details}")
+            record["traceback_file"] = f"failures/{name}"
+        records.append(record)
     path = Path(run_dir) / "failures.csv"
-    write_frame(path, pd.DataFrame([asdict(f) for f in failures], columns=list(COLUMNS)))
+    write_frame(path, pd.DataFrame(records, columns=list(COLUMNS)))
     return path

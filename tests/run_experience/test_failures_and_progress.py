@@ -241,3 +241,48 @@ def test_metrics_are_computed_once_per_episode_and_a_metric_failure_fails_only_i
     assert len(runner.failures) == 1 and runner.executed == len(plan.units) - 1
     assert runner.failures[0].cause.startswith("ZeroDivisionError: a metric divided by zero")
     assert set(rows.case) == {"phantom_000", "phantom_002"}
+
+
+def test_a_plugin_failing_inside_torch_is_traced_to_its_own_line(tmp_path, capsys):
+    """The cause names the plugin's line that called torch (and where torch raised); the full
+    traceback is kept in RUN_DIR/failures/."""
+    import inspect
+
+    torch = pytest.importorskip("torch")
+
+    class _TorchShapeBug(Model):
+        name = "test-torch-shape-bug"
+        dimension = 3
+        accepts = frozenset({"box3d"})
+
+        def set_case(self, image):
+            self.shape = image.shape
+
+        def predict(self, prompt, previous=None, update_slices=None):
+            layer = torch.nn.Linear(4, 2)
+            layer(torch.zeros(3, 5))  # the plugin's bug: shapes do not match
+            return Prediction(mask=np.zeros(self.shape, bool))
+
+    bug_line = next(number for number, line in enumerate(
+        inspect.getsourcelines(_TorchShapeBug.predict)[0],
+        start=inspect.getsourcelines(_TorchShapeBug.predict)[1]) if "layer(torch.zeros" in line)
+    registry.models.register(_TorchShapeBug)
+    try:
+        config = tmp_path / "run.json"
+        config.write_text(json.dumps({"name": "bug", "datasets": [{"name": "demo-phantoms",
+                                                                   "n_cases": 1}],
+                                      "models": ["test-torch-shape-bug"],
+                                      "prompters": ["box-3d"], "target_attributes": False}))
+        out = tmp_path / "run"
+        assert main(["run", str(config), "--out", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert f"test_failures_and_progress.py:{bug_line}; raised in " in err
+        assert f"full tracebacks: {out / 'failures'}" in err
+        row = pd.read_csv(out / "failures.csv").iloc[0]
+        assert row["cause"].startswith("RuntimeError: ")
+        assert f"test_failures_and_progress.py:{bug_line}" in row["cause"]
+        kept = (out / row["traceback_file"]).read_text()
+        assert "Traceback (most recent call last)" in kept and "layer(torch.zeros(3, 5))" in kept
+        assert "raised in torch/nn/modules/" in row["cause"]
+    finally:
+        registry.models.unregister(_TorchShapeBug.name)
