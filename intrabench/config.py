@@ -118,7 +118,8 @@ class RunConfig(BaseModel):
     #: the run's name: its default folder (intrabench-runs/<name>) and the ``run`` column
     name: str = "run"
     #: Python modules imported before anything else, in this process and in every worker
-    #: (components registered by decorator in your own code, without an entry point)
+    #: (components registered by decorator in your own code, without an entry point); a
+    #: module file beside the config file is found (its folder is put on the import path)
     imports: list[str] = Field(default_factory=list)
     #: repetitions: every prompt's randomness derives from (seed, dataset, case, target, ...)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
@@ -313,7 +314,23 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
         raise ConfigError(f"{path}:{where} invalid YAML: {getattr(error, 'problem', error)}") from None
     if overrides:
         data = apply_overrides(data, overrides)
+    if isinstance(data, dict) and data.get("imports"):
+        importable_beside(path.parent)
     return resolve_relative_paths(parse_config(data, source=str(path)), path.parent)
+
+
+def importable_beside(folder: Path) -> None:
+    """Let ``imports:`` name a module in the config's own folder: the folder goes on this
+    process's ``sys.path`` and on ``PYTHONPATH``, which the run's worker processes inherit."""
+    import os
+    import sys
+
+    folder_text = str(Path(folder).resolve())
+    if folder_text not in sys.path:
+        sys.path.insert(0, folder_text)
+    entries = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    if folder_text not in entries:
+        os.environ["PYTHONPATH"] = os.pathsep.join([folder_text, *entries])
 
 
 def apply_overrides(data: Any, overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:

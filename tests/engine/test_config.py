@@ -172,3 +172,30 @@ def test_a_large_plan_is_announced(tmp_path, capsys, caplog, monkeypatch):
     with caplog.at_level("WARNING"):
         registry.datasets.create("demo-real").load("brain1")
     assert "brain1.nii.gz: 2 targets (one episode each" in caplog.text
+
+
+def test_imports_finds_a_module_beside_the_config(tmp_path, monkeypatch):
+    """A plugin module in the config's folder, the run started from elsewhere: found, in this
+    process and in the run's worker processes."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "my_plugin_beside.py").write_text(
+        "from intrabench.prompters.volume3d import Box3DPrompter\n"
+        "from intrabench.registry import prompters\n\n\n"
+        "@prompters.register\n"
+        "class MyBox(Box3DPrompter):\n"
+        "    name = 'my-box-beside'\n")
+    (folder / "run.yaml").write_text(
+        "name: beside\nimports: [my_plugin_beside]\n"
+        "datasets: [{name: demo-phantoms, n_cases: 1}]\n"
+        "models: [region-growing-3d]\nprompters: [my-box-beside]\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run([sys.executable, "-m", "intrabench", "run", str(folder / "run.yaml"),
+                           "--out", str(tmp_path / "out")], cwd=elsewhere, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "my-box-beside" in (tmp_path / "out" / "results.csv").read_text()
