@@ -51,7 +51,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         from intrabench.engine.dry_run import print_dry_run
 
-        return print_dry_run(config, out)
+        return print_dry_run(config, out, extend=args.extend)
     print(f"IntraBench {__version__}: run '{config.name}' from {config_path} -> {out}",
           file=sys.stderr)
     started = time.perf_counter()

@@ -16,8 +16,18 @@ from intrabench.engine.plan import make_plan
 from intrabench.io.results import ResultsStore
 
 
-def print_dry_run(config: RunConfig, out: Path) -> int:
-    """Print the plan of ``config`` into run folder ``out``; returns 0 (2 if nothing to run)."""
+def print_dry_run(config: RunConfig, out: Path, extend: bool = False) -> int:
+    """Print the plan of ``config`` into run folder ``out``; returns 0 (2 if nothing to run).
+    A refusal the real run would meet there (a folder with foreign files, another run's name,
+    a changed config without ``extend``) is printed first, as a warning."""
+    from intrabench.errors import UserError
+    from intrabench.io.run_directory import check_output_directory, check_same_run
+
+    try:
+        check_output_directory(out)
+        check_same_run(out, config, extend=extend)
+    except UserError as refusal:
+        print(f"warning: the run would stop here: {refusal}")
     datasets = {spec.key: registry.datasets.create(spec.name, spec.params)
                 for spec in config.datasets}
     plan = make_plan(config, datasets)

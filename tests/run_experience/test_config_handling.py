@@ -179,3 +179,19 @@ def test_report_and_tables_refuse_an_unknown_metric_in_one_line(tmp_path, finish
     empty.mkdir()
     assert main(["report", str(empty)]) == 2
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_dry_run_warns_of_the_refusal_the_run_would_meet(tmp_path, capsys):
+    out = tmp_path / "out"
+    demo = ["run", "--out", str(out), "--set", "refinement_steps=1",
+            "--set", "datasets=[{name: demo-phantoms, n_cases: 1}]",
+            "--set", "models=[region-growing-3d]", "--set", "prompters=[box-3d]"]
+    assert main(demo) == 0
+    capsys.readouterr()
+    changed = [*demo[:-2], "--set", "prompters=[box-3d, {name: center-points-per-volume}]"]
+    assert main([*changed, "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("warning: the run would stop here: ")
+    assert "pass --extend" in printed.splitlines()[0]
+    assert main([*changed, "--dry-run", "--extend"]) == 0
+    assert "would stop here" not in capsys.readouterr().out
