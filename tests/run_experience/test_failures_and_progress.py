@@ -284,5 +284,9 @@ def test_a_plugin_failing_inside_torch_is_traced_to_its_own_line(tmp_path, capsy
         kept = (out / row["traceback_file"]).read_text()
         assert "Traceback (most recent call last)" in kept and "layer(torch.zeros(3, 5))" in kept
         assert "raised in torch/nn/modules/" in row["cause"]
+        # every unit failed: the tables say so instead of naming a missing column
+        assert main(["tables", str(out), "--out", str(tmp_path / "tables")]) == 1
+        said = capsys.readouterr().err
+        assert "no result rows in" in said and "1 work unit(s) failed, see failures.csv" in said
     finally:
         registry.models.unregister(_TorchShapeBug.name)
