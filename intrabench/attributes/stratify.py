@@ -166,7 +166,9 @@ def stratified_table(targets: pd.DataFrame, n_boot: int = 1000, seed: int = 0,
         for group in _order(attribute):
             for metric in _metrics(members):
                 finite = _finite_values(members, metric, members[column] == group)
-                low, high = bootstrap_mean_ci(finite, n_boot=n_boot, seed=seed)
+                # one target is no sample to draw an interval from: none is shown
+                low, high = (bootstrap_mean_ci(finite, n_boot=n_boot, seed=seed)
+                             if finite.size > 1 else (np.nan, np.nan))
                 records.append({**identity, "attribute": attribute,
                                 "group": group, "metric": metric,
                                 "mean": float(finite.mean()) if finite.size else np.nan,
@@ -203,7 +205,7 @@ def extremes_table(targets: pd.DataFrame, metric: str = "dice_final", n_boot: in
         b = _finite_values(members, metric, members[column] == last)
         difference = float(b.mean() - a.mean()) if a.size and b.size else np.nan
         low = high = np.nan
-        if a.size and b.size:
+        if a.size > 1 and b.size > 1:  # an interval needs a sample on both sides
             rng = np.random.default_rng(seed)
             draws = (b[rng.integers(0, b.size, size=(n_boot, b.size))].mean(axis=1)
                      - a[rng.integers(0, a.size, size=(n_boot, a.size))].mean(axis=1))

@@ -110,7 +110,11 @@ def summary_table(rows: pd.DataFrame, metric: str = "dice", steps: str = "final"
     scores = per_dataset(rows, metric)
     wide = scores.pivot_table(index=["model", "prompter", "refiner", "step"], columns="dataset",
                               values=metric, sort=True) * scale
+    datasets = list(wide.columns)
     wide["Average"] = wide.mean(axis=1)
+    covered = average_over(wide[datasets])
+    if covered is not None:
+        wide["Average over"] = covered
     effort = effort_per_configuration(rows).set_index(["model", "prompter", "refiner", "step"])
     wide.insert(0, "effort", effort["effort_label"].reindex(wide.index))
     wide.insert(1, "mean interactions", effort["mean_effort"].reindex(wide.index).round(1))
@@ -118,6 +122,16 @@ def summary_table(rows: pd.DataFrame, metric: str = "dice", steps: str = "final"
         wide["missing"] = missing.reindex(wide.index).fillna(0).astype(int)
     wide.columns.name = None
     return wide.reset_index()
+
+
+def average_over(scores: pd.DataFrame) -> list[str] | None:
+    """Per table row, the dataset columns its ``Average`` covers, when the rows do not all cover
+    the same ones (a model run on some datasets only); None when they do."""
+    present = scores.notna()
+    if present.empty or (present.eq(present.iloc[0], axis=1)).all().all():
+        return None
+    return [", ".join(str(c) for c, there in zip(scores.columns, row) if there)
+            for row in present.to_numpy()]
 
 
 def missing_counts(rows: pd.DataFrame, metric: str, keys: list[str]) -> pd.Series:

@@ -21,6 +21,7 @@ import yaml
 
 from intrabench.errors import ConfigError
 from intrabench.evaluation.aggregate import (
+    average_over,
     fill_missing,
     merge_datasets,
     missing_counts,
@@ -109,6 +110,7 @@ def build_table(rows: pd.DataFrame, layout: Layout | None = None, metric: str = 
     order = [c for c in layout.columns if c in wide.columns] or sorted(wide.columns)
     wide = wide[order]
     wide["Average"] = wide.mean(axis=1)
+    covered = average_over(wide[order])
     labels = rows.groupby(index)["effort_label"].first()
     wide = wide.reset_index()
     wide.columns.name = None
@@ -120,6 +122,8 @@ def build_table(rows: pd.DataFrame, layout: Layout | None = None, metric: str = 
     })
     for column in order + ["Average"]:
         table[column] = wide[column].to_numpy()
+    if covered is not None:  # rows average different datasets: say which
+        table["Average over"] = covered
     if missing_value is None and missing.any():
         table["Missing"] = [int(missing.get(tuple(k), 0))
                             for k in wide[index].itertuples(index=False)]

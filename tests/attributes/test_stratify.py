@@ -132,3 +132,24 @@ def test_per_model_pools_prompters_and_summary_puts_groups_side_by_side():
     assert summary.loc[("m1", "volume_ml"), "low"] == pytest.approx(100 * 0.275 * 0.75)
     assert summary.loc[("m1", "volume_ml"), "difference"] == pytest.approx(100 * 0.5 * 0.75)
     assert summary.loc[("m1", "touches_border"), "yes"] == pytest.approx(100 * 0.15 * 0.75)
+
+
+def test_a_group_of_one_target_has_its_size_and_no_interval():
+    """Only one target touches the border: its group shows n = 1 and no interval (a single
+    value is no sample); the difference to the other group has no interval either."""
+    targets = _targets()
+    targets["attr_touches_border"] = targets["target"] == "t0"
+    grouped, _ = assign_groups(targets)
+    table = stratified_table(grouped, n_boot=200, seed=0).set_index(
+        ["model", "attribute", "group", "metric"])
+    one = table.loc[("m1", "touches_border", "yes", "dice_final")]
+    assert one["n_targets"] == 1 and one["mean"] == pytest.approx(0.1)
+    assert np.isnan(one["ci_low"]) and np.isnan(one["ci_high"])
+    many = table.loc[("m1", "touches_border", "no", "dice_final")]
+    assert many["n_targets"] == 11 and many["ci_low"] <= many["mean"] <= many["ci_high"]
+    extremes = extremes_table(grouped, n_boot=200, seed=0).set_index(["model", "attribute"])
+    row = extremes.loc[("m1", "touches_border")]
+    assert row["n_last"] == 1 and np.isnan(row["difference_ci_low"])
+    summary = printable_summary(table.reset_index(), extremes.reset_index())
+    sizes = summary.set_index(["model", "attribute"]).loc[("m1", "touches_border")]
+    assert sizes["n_yes"] == 1 and sizes["n_no"] == 11

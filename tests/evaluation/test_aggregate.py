@@ -263,3 +263,26 @@ def test_hd95_aggregate_bootstrap_draws_the_same_cases_for_every_seed():
     expected = [np.nanmean([seed0[i].mean(), np.nanmean(seed1[i]) if not np.isnan(seed1[i]).all()
                             else np.nan]) for i in indices]
     np.testing.assert_allclose(draws, expected)
+
+
+def test_the_average_says_which_datasets_it_covers_when_rows_differ():
+    from intrabench.evaluation.aggregate import summary_table
+    from intrabench.reports.tables import build_table
+
+    base = {"prompter": "p", "refiner": "none", "step": 0, "seed": 0, "case": "c",
+            "target": "t", "target_class": "lesion", "effort_label": "1", "cumulative_effort": 1}
+    rows = pd.DataFrame([
+        {**base, "model": "both", "dataset": "A", "dice": 0.8},
+        {**base, "model": "both", "dataset": "B", "dice": 0.4},
+        {**base, "model": "only-a", "dataset": "A", "dice": 0.9},
+    ])
+    table = summary_table(rows).set_index("model")
+    assert table.loc["both", "Average"] == pytest.approx(60.0)
+    assert table.loc["only-a", "Average"] == pytest.approx(90.0)
+    assert table.loc["both", "Average over"] == "A, B"
+    assert table.loc["only-a", "Average over"] == "A"
+    paper = build_table(rows).set_index("Model")
+    assert paper.loc["only-a", "Average over"] == "A"
+    # every row on the same datasets: no such column
+    assert "Average over" not in summary_table(rows[rows.model == "both"])
+    assert "Average over" not in build_table(rows[rows.model == "both"])
