@@ -1,7 +1,9 @@
 """Where a run is: executed work units, the current case and model, and a cost-weighted ETA.
 
 On a terminal this is a tqdm bar; anywhere else (``nohup``, a SLURM log, a pipe) one line
-every ``interval`` seconds and a last one at the end, so a log shows progress too.
+every ``interval`` seconds, also while one long (case, model) group runs (a heartbeat thread
+prints it), and a last one at the end, so a log shows progress too. After the last unit is
+handed on, the lines say what is being finished (the last metrics, the results files).
 
 The ETA weights the remaining work by what it costs: each model's measured seconds per work
 unit (a unit is one case x prompter x refiner x seed for that model) times its remaining
@@ -12,6 +14,7 @@ a slow network in one run no longer give an ETA that assumes every unit costs th
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -42,7 +45,7 @@ class RunProgress:
 
     def __init__(self, units: list[WorkUnit], stream: TextIO | None = None,
                  interval: float = 30.0, terminal: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, heartbeat: bool = True) -> None:
         self.stream = stream or sys.stderr
         self.total = len(units)
         self.remaining: Counter[str] = Counter(u.model.key for u in units)
@@ -59,6 +62,10 @@ class RunProgress:
         self.terminal = (terminal if terminal is not None
                          else bool(getattr(self.stream, "isatty", lambda: False)()))
         self._bar = None
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        if not self.terminal and self.total and heartbeat and interval > 0:
+            threading.Thread(target=self._beat, name="intrabench-progress", daemon=True).start()
         if self.terminal and self.total:
             from tqdm import tqdm
 
@@ -97,7 +104,29 @@ class RunProgress:
     def failed(self, count: int = 1) -> None:
         self.failures += count
 
+    def finishing(self, what: str) -> None:
+        """Every unit is handed on; ``what`` is being finished (said now, and by the lines that
+        follow until :meth:`close`)."""
+        self._where = what
+        if self._bar is not None:
+            self._bar.set_description(what)
+            self._bar.refresh()
+        else:
+            self._line()
+
+    def _beat(self) -> None:
+        """Off a terminal: a line every ``interval`` seconds even while no group finishes."""
+        while not self._closed.wait(max(0.05, min(1.0, self.interval / 4))):
+            # a full interval after the start or the last line (the first finished group
+            # still prints at once, with the first ETA)
+            if self.clock() - max(self._last_line, self.started) >= self.interval:
+                self._line()
+
     def _line(self) -> None:
+        with self._lock:
+            self._write_line()
+
+    def _write_line(self) -> None:
         self._last_line = self.clock()
         self._reported = self.done
         elapsed = self._last_line - self.started
@@ -119,6 +148,7 @@ class RunProgress:
             print(message, file=self.stream, flush=True)
 
     def close(self) -> None:
+        self._closed.set()
         if self._bar is not None:
             self._bar.close()
             self._bar = None

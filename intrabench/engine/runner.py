@@ -561,6 +561,9 @@ class Runner:
                 problems.extend(self.execute_group(group, wait=False))
                 if self._progress is not None:
                     self._progress.finish_group(group, time.perf_counter() - group_started)
+            if groups and self._progress is not None:
+                self._progress.finishing("every unit handed on: finishing the last episodes' "
+                                         "metrics, then writing results.csv and .parquet")
             if groups:  # a single results worker holds the rows it wrote: it consolidates them
                 self.wait()  # with several, after all of them have written their units
                 self._finishers.first.submit(consolidate_run, self.run_dir,

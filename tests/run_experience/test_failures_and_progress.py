@@ -165,7 +165,8 @@ def test_progress_prints_lines_when_stderr_is_not_a_terminal():
     slow = [unit("slow", f"c{i}") for i in range(4)]
     now = [0.0]
     stream = io.StringIO()
-    progress = RunProgress(fast + slow, stream=stream, interval=0.0, clock=lambda: now[0])
+    progress = RunProgress(fast + slow, stream=stream, interval=0.0, clock=lambda: now[0],
+                           heartbeat=False)
     assert not progress.terminal and progress.eta() is None
     progress.start_group(fast[:2])
     now[0] = 2.0
@@ -194,7 +195,8 @@ def test_progress_lines_are_spaced_by_the_interval():
              for i in range(10)]
     now = [0.0]
     stream = io.StringIO()
-    progress = RunProgress(units, stream=stream, interval=30.0, clock=lambda: now[0])
+    progress = RunProgress(units, stream=stream, interval=30.0, clock=lambda: now[0],
+                           heartbeat=False)
     for index, item in enumerate(units):
         now[0] = 10.0 * (index + 1)
         progress.start_group([item])
@@ -290,3 +292,31 @@ def test_a_plugin_failing_inside_torch_is_traced_to_its_own_line(tmp_path, capsy
         assert "no result rows in" in said and "1 work unit(s) failed, see failures.csv" in said
     finally:
         registry.models.unregister(_TorchShapeBug.name)
+
+
+def test_progress_lines_come_inside_a_long_group_and_say_what_is_finished():
+    """Off a terminal a line comes every interval even while one group runs on (the
+    heartbeat), and after the last unit the lines say what is being finished."""
+    import time as clock
+
+    from intrabench.config import ComponentSpec, DatasetSpec
+    from intrabench.engine.plan import WorkUnit
+
+    units = [WorkUnit(dataset=DatasetSpec(name="d"), case_id="c0",
+                      model=ComponentSpec(name="slow"), prompter=ComponentSpec(name="p"),
+                      refiner=None, seed=0, steps=0, keep_previous_prompts=True)]
+    stream = io.StringIO()
+    progress = RunProgress(units, stream=stream, interval=0.2)
+    progress.start_group(units)
+    clock.sleep(0.9)  # a long group: no finish_group yet
+    inside = [line for line in stream.getvalue().splitlines() if "| c0 | slow |" in line]
+    assert len(inside) >= 2 and all(line.startswith("intrabench: 0/1 units") for line in inside)
+    progress.finish_group(units, 0.9)
+    progress.finishing("finishing the last metrics")
+    clock.sleep(0.5)
+    progress.close()
+    after = stream.getvalue().splitlines()
+    assert any("finishing the last metrics" in line for line in after)
+    count = len(after)
+    clock.sleep(0.5)
+    assert len(stream.getvalue().splitlines()) == count  # closed: the heartbeat stopped
