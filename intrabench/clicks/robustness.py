@@ -217,4 +217,22 @@ def robustness_table(rows: pd.DataFrame, noc_metric: str = "iou",
         "HH IoU-AUC x100": average["iou_auc_hh"].round(2),
         "NSR IoU@1 %": average["nsr_iou_1"].round(2),
     }).reset_index(drop=True)
+    display[f"targets in SB/GR/HH {label}"] = ratio_counts(targets, noc, display)
     return display, long, targets
+
+
+def ratio_counts(targets: pd.DataFrame, statistic: str, display: pd.DataFrame) -> list[str]:
+    """Per display row, how many targets entered its SB, GR and HH of ``statistic`` (a ratio
+    whose denominator is 0 is left out) out of its targets: ``"11/12/12 of 12"``."""
+    if targets.empty:
+        return ["" for _ in range(len(display))]
+    keys = ["model", "click_prompter", "refiner"]
+    out = []
+    for model, prompter, refiner in zip(display["Model"], display["Prompter"],
+                                        display["Refiner"]):
+        mine = targets[(targets[keys[0]] == model) & (targets[keys[1]] == prompter)
+                       & (targets[keys[2]] == refiner)]
+        counts = [int(np.isfinite(mine[f"{statistic}_{ratio}"].astype(float)).sum())
+                  for ratio in ("sb", "gr", "hh")]
+        out.append("/".join(map(str, counts)) + f" of {len(mine)}")
+    return out

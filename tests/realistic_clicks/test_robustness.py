@@ -148,3 +148,18 @@ def test_the_table_averages_targets_then_datasets():
     assert target_statistics(episode_statistics(partial)).empty
     with pytest.raises(ValueError, match="NoC is computed"):
         robustness_table(one, "iou", 0.95)
+
+
+def test_the_table_says_how_many_targets_entered_each_ratio():
+    """The display counts, per configuration, the targets whose SB, GR and HH of NoC are
+    finite (a ratio is NaN without a baseline run or with a zero denominator, and is left out
+    of the averages): both targets here, then one SB removed by hand."""
+    one = rows_for({"baseline": [0.9], "G1": [0.2], "G2": [0.4], "G3": [0.6], "G4": [0.8]}, "t1")
+    two = rows_for({"baseline": [0.5], "G1": [0.5], "G2": [0.5], "G3": [0.5], "G4": [0.5]}, "t2")
+    display, _, targets = robustness_table(pd.concat([one, two]), "iou", 0.9)
+    assert display.loc[0, "targets in SB/GR/HH NoC@IoU90"] == "2/2/2 of 2"
+    # a target without a baseline run enters GR and HH but not SB
+    targets.loc[targets["target"] == "t2", "noc_iou_0.9_sb"] = float("nan")
+    from intrabench.clicks.robustness import ratio_counts
+
+    assert ratio_counts(targets, "noc_iou_0.9", display) == ["1/2/2 of 2"]
