@@ -84,18 +84,11 @@ class PlainCase:
 
     def __init__(self, case, net) -> None:
         from intrabench.io.slice_view import SliceView
-        from intrabench.models.litemedsam import CT_WINDOW, IMAGE_SIZE, MR_PERCENTILES
+        from intrabench.models.litemedsam import IMAGE_SIZE, volume_intensity_bounds
 
         self.case, self.net = case, net
         self.volume = case.image.array
-        if case.image.modality == "CT":
-            level, width = CT_WINDOW
-            self.bounds = (level - width / 2, level + width / 2)
-        else:
-            positive = self.volume[self.volume > 0].astype(np.float64)
-            self.bounds = tuple(float(v) for v in np.percentile(positive, MR_PERCENTILES))
-        self.range = tuple(float(np.clip(np.float64(v), *self.bounds))
-                           for v in (self.volume.min(), self.volume.max()))
+        self.bounds, self.range = volume_intensity_bounds(self.volume, case.image.modality)
         self.view = SliceView.of(case.image, "stored")
         self.shape = case.image.shape[1:]
         self.height, self.width = self.view.shape(self.shape)

@@ -105,6 +105,23 @@ def to_uint8_like_pre_ct_mr(slice_values: np.ndarray, modality: str,
     return scaled.astype(np.uint8)
 
 
+def volume_intensity_bounds(volume: np.ndarray, modality: str,
+                            ct_window: tuple[float, float] = CT_WINDOW
+                            ) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(clip window, clipped volume's (min, max)) of a (z, y, x) volume, as ``pre_CT_MR.py``
+    derives them: the CT window (level, width), or the MR percentiles of the non-zero voxels."""
+    if modality == CT:
+        level, width = ct_window
+        bounds = (level - width / 2, level + width / 2)
+    else:
+        positive = volume[volume > 0]
+        bounds = ((0.0, 0.0) if positive.size == 0 else tuple(
+            float(v) for v in np.percentile(positive.astype(np.float64), MR_PERCENTILES)))
+    low = float(np.clip(np.float64(volume.min()), *bounds))
+    high = float(np.clip(np.float64(volume.max()), *bounds))
+    return bounds, (low, high)
+
+
 def resize_longest_side(slice_uint8: np.ndarray, target: int = IMAGE_SIZE) -> np.ndarray:
     """OpenCV ``INTER_AREA`` resize so that the longer side is ``target`` (the official
     ``resize_longest_side``; rounding of the shorter side included)."""
@@ -192,20 +209,8 @@ class LiteMedSAM(SamFamilyModel):
         """(modality, clip window, clipped volume's (min, max)), once per case."""
         def compute() -> tuple[str, tuple[float, float], tuple[float, float]]:
             modality = self.case_modality()
-            volume = self.image.array
-            if modality == CT:
-                level, width = self.ct_window
-                bounds = (level - width / 2, level + width / 2)
-            else:
-                positive = volume[volume > 0]
-                if positive.size == 0:
-                    bounds = (0.0, 0.0)
-                else:
-                    low, high = np.percentile(positive.astype(np.float64), MR_PERCENTILES)
-                    bounds = (float(low), float(high))
-            low = float(np.clip(np.float64(volume.min()), *bounds))
-            high = float(np.clip(np.float64(volume.max()), *bounds))
-            return modality, bounds, (low, high)
+            return (modality, *volume_intensity_bounds(self.image.array, modality,
+                                                       self.ct_window))
 
         return self.case_value("intensities", compute)
 

@@ -51,12 +51,14 @@ def check_voxel_count(name: str, shape: tuple[int, ...]) -> None:
                         f"(set {LIMIT_VARIABLE} to read larger images)")
 
 
-def check_declared_size(path: str | Path) -> None:
+def check_declared_size(path: str | Path, layout=None) -> None:
     """DataError when ``path``'s header declares more data than the file holds or the voxel
-    limit allows (module docstring); nothing for a file whose size is plausible."""
+    limit allows (module docstring); nothing for a file whose size is plausible. ``layout``:
+    the NIfTI header's :class:`~intrabench.io.nifti_header.DataLayout` when the caller has
+    read it already (it is not read again)."""
     path = Path(path)
     if path.name.endswith((".nii", ".nii.gz")):
-        layout = data_layout(path)
+        layout = layout if layout is not None else data_layout(path)
         if layout is not None:
             check_voxel_count(path.name, layout.shape)
             size = path.stat().st_size

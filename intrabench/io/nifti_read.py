@@ -44,7 +44,7 @@ def read_nifti_directly(path: str | Path) -> RawImage | None:
     if (layout is None or len(layout.shape) != 3 or layout.scaled
             or not layout.dtype.isnative):
         return None
-    check_declared_size(path)  # before the array of the declared size is allocated
+    check_declared_size(path, layout)  # before the array of the declared size is allocated
     geometry = _sitk_geometry(path, layout)
     if geometry is None:
         return None
