@@ -12,7 +12,9 @@ def cmd_review_build(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else Path(args.run_dir) / "review-site"
     built = build_review(args.run_dir, out, n=args.n, seed=args.seed)
-    print(f"review {built.review_id}: {built.jobs} masks to rate, blinded and shuffled.\n"
+    print(f"review {built.review_id}: {built.jobs} masks to rate, blinded and shuffled, "
+          "sampled as evenly as their number allows:\n"
+          + "".join(f"  {line}\n" for line in built.spread) +
           f"  open {built.site.resolve()} in a web browser (works offline, from file://), or "
           f"hand the folder {out} to the raters;\n"
           f"  the key (which mask is which) stays in {built.key}.\n"

@@ -23,7 +23,13 @@ import pandas as pd
 
 from intrabench.errors import UserError
 from intrabench.review.render import job_data, job_script, prompt_until
-from intrabench.review.sampling import MASK_KEYS, candidate_masks, review_id, sample_masks
+from intrabench.review.sampling import (
+    MASK_KEYS,
+    candidate_masks,
+    describe_sample,
+    review_id,
+    sample_masks,
+)
 
 
 @dataclass
@@ -32,6 +38,8 @@ class BuiltReview:
     site: Path
     key: Path
     jobs: int
+    #: what was sampled, one line per factor (``model: a 4, b 4, c 4``)
+    spread: list[str]
 
 
 def _prompt_history(rows: pd.DataFrame, sample: pd.DataFrame) -> list[str | None]:
@@ -93,10 +101,12 @@ def build_review(run_dir: str | Path, out: str | Path, n: int = 200, seed: int =
             raise UserError(f"{mask['mask_file']}: its grid {prediction.shape} is not the "
                             f"image's {case.label.shape}")
         image = np.asarray(case.image.array)
-        prompt = prompt_until((histories[index] or "").split("\n"), keep_previous)
+        steps = (histories[index] or "").split("\n")
+        prompt = prompt_until(steps, keep_previous)
         data = job_data(str(mask["job"]), image, case.image.spacing,
                         looks_like_ct(image, str(getattr(datasets[key], "modality", ""))),
-                        prediction, case.target_mask(target), prompt)
+                        prediction, case.target_mask(target), prompt,
+                        latest=prompt_until(steps[-1:], keep_previous=False))
         atomic_write_text(out / "jobs" / f"{mask['job']}.js", job_script(data))
         if progress:
             print(f"\rrendering masks: {done}/{len(sample)}", end="", file=sys.stderr)
@@ -110,4 +120,8 @@ def build_review(run_dir: str | Path, out: str | Path, n: int = 200, seed: int =
     key = sample[["job", *MASK_KEYS]].copy()
     key.insert(1, "review", identity)
     atomic_write_text(key_path, key.to_csv(index=False))
-    return BuiltReview(identity, out / "index.html", key_path, len(sample))
+    spread = describe_sample(sample)
+    atomic_write_text(key_path.with_name("sample.txt"),
+                      f"{len(sample)} of {len(candidates)} saved masks (seed {seed})\n"
+                      + "\n".join(spread) + "\n")
+    return BuiltReview(identity, out / "index.html", key_path, len(sample), spread)

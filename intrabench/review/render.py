@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import io
 import json
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -59,22 +61,51 @@ def informative_slice(prediction: np.ndarray, truth: np.ndarray) -> int:
     return int(np.argmax(areas))
 
 
-def shown_slices(prediction: np.ndarray, truth: np.ndarray, best: int) -> list[int]:
+def prompt_slices(prompt: Prompt) -> Counter:
+    """How much of ``prompt`` each axial slice holds: a click, a 2D box or a lasso counts 1,
+    a scribble the number of its voxels on the slice (a 3D box is on every slice it spans and
+    is not counted)."""
+    held: Counter = Counter()
+    held.update(int(p[0]) for p in prompt.points)
+    held.update(int(z) for z in prompt.boxes)
+    for scribble in prompt.scribbles:
+        held.update(np.asarray(scribble.points).reshape(-1, 3)[:, 0].astype(int).tolist())
+    held.update(int(lasso.z) for lasso in prompt.lassos)
+    return held
+
+
+def shown_slices(prediction: np.ndarray, truth: np.ndarray, best: int,
+                 prompted: Iterable[int] = ()) -> list[int]:
     """The slider's slices: the z extent of prediction and truth, at most :data:`MAX_SLICES`
-    evenly spaced, the informative slice always among them."""
+    evenly spaced, the informative slice always among them, and every slice in ``prompted``
+    (those holding a prompt; at most :data:`MAX_SLICES` of them, evenly spaced)."""
     present = np.flatnonzero((prediction | truth).any(axis=(1, 2)))
-    if present.size == 0:
-        return [best]
-    span = np.arange(present[0], present[-1] + 1)
+    span = np.arange(present[0], present[-1] + 1) if present.size else np.array([best])
     if span.size > MAX_SLICES:
         span = np.unique(np.linspace(span[0], span[-1], MAX_SLICES).round().astype(int))
-    return sorted(set(span.tolist()) | {best})
+    with_prompt = np.array(sorted(set(prompted)), dtype=int)
+    if with_prompt.size > MAX_SLICES:
+        with_prompt = with_prompt[np.unique(np.linspace(0, with_prompt.size - 1, MAX_SLICES)
+                                            .round().astype(int))]
+    return sorted(set(span.tolist()) | {best} | set(with_prompt.tolist()))
+
+
+def start_slice(slices: list[int], best: int, latest: Prompt | None) -> int:
+    """The slice a job opens on: the one holding most of the latest interaction (the prompt
+    of the step that made the mask; the one nearest ``best`` of ties), else ``best``."""
+    held = prompt_slices(latest) if latest is not None else Counter()
+    candidates = [z for z in slices if held[z] > 0]
+    if not candidates:
+        return best
+    return min(candidates, key=lambda z: (-held[z], abs(z - best), z))
 
 
 def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str, list]:
     """The prompt's parts on slice ``z`` in (row, column) of the radiological view: clicks
     ``[row, col, label]``, boxes ``[row0, col0, row1, col1]`` (inclusive), scribble strokes
-    (lists of ``[row, col]``) with their label; a lasso is a stroke that ends at its start."""
+    (lists of ``[row, col]``) with their label, one per run of the scribble's consecutive
+    voxels on the slice (a scribble drawn across slices leaves one-voxel strokes, which the
+    page draws as dots); a lasso is a stroke that ends at its start."""
     height, width = shape_yx
 
     def flip(y: int, x: int) -> list[int]:
@@ -90,11 +121,12 @@ def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str,
         a, b = flip(box.y_max, box.x_max), flip(box.y_min, box.x_min)
         boxes.append([*a, *b])
     strokes = []
-    for scribble in prompt.scribbles:
+    for scribble in prompt.scribbles:  # its runs of consecutive voxels on this slice
         points = np.asarray(scribble.points).reshape(-1, 3)
-        on = points[points[:, 0] == z]
-        if len(on):
-            strokes.append({"label": int(scribble.label), "points": [flip(y, x) for _, y, x in on]})
+        on = np.flatnonzero(points[:, 0] == z)
+        for run in np.split(on, np.flatnonzero(np.diff(on) > 1) + 1) if on.size else []:
+            strokes.append({"label": int(scribble.label),
+                            "points": [flip(y, x) for _, y, x in points[run]]})
     for lasso in prompt.lassos:  # a closed stroke: back to its first vertex
         if int(lasso.z) == z:
             contour = [flip(y, x) for y, x in np.asarray(lasso.contour).reshape(-1, 2)]
@@ -135,13 +167,17 @@ def zoom_window(prediction: np.ndarray, truth: np.ndarray, slices: list[int]
 
 
 def job_data(job: str, image: np.ndarray, spacing: tuple[float, float, float], is_ct: bool,
-             prediction: np.ndarray, truth: np.ndarray, prompt: Prompt) -> dict[str, Any]:
+             prediction: np.ndarray, truth: np.ndarray, prompt: Prompt,
+             latest: Prompt | None = None) -> dict[str, Any]:
     """Everything the page draws for one job (JSON-able): per shown slice the full and zoomed
     picture and mask as PNG data URLs, the prompt marks, and the geometry to place them.
+    ``prompt`` is what the model saw, ``latest`` the interaction of the mask's own step (the
+    job opens on the slice holding most of it).
 
     ``image``, ``prediction``, ``truth``: canonical (z, y, x); ``spacing`` in mm (z, y, x)."""
     best = informative_slice(prediction, truth)
-    slices = shown_slices(prediction, truth, best)
+    slices = shown_slices(prediction, truth, best, prompt_slices(prompt))
+    first = start_slice(slices, best, latest)
     inside = image[truth]
     low, high = window(image[slices], is_ct, float(inside.mean()) if inside.size else 0.0)
     height, width = image.shape[1:]
@@ -163,7 +199,7 @@ def job_data(job: str, image: np.ndarray, spacing: tuple[float, float, float], i
             "zoomMask": png_data_url(mask_pixels(mask[row0:row1, col0:col1])),
             "marks": prompt_marks(prompt, int(z), (height, width)),
         })
-    return {"job": job, "slices": views, "start": slices.index(best), "step": step,
+    return {"job": job, "slices": views, "start": slices.index(first), "step": step,
             "shape": [int(height), int(width)], "zoomBox": [row0, col0, row1, col1],
             # pixel aspect (height of a row / width of a column), so circles stay round
             "aspect": float(spacing[1] / spacing[2]), "slices_total": int(image.shape[0])}

@@ -1,9 +1,11 @@
-"""Which masks people are asked to rate: a seeded sample of a run's saved predictions,
-stratified over configurations and steps, in a shuffled, blinded order."""
+"""Which masks people are asked to rate: a seeded sample of a run's saved predictions, spread
+as evenly as its size allows over models, prompters, refiners, refinement steps and datasets,
+in a shuffled, blinded order."""
 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,8 @@ from intrabench.engine.finishing import (
 
 #: What identifies a rated mask in the results (and in the review's key).
 MASK_KEYS = ["run", "dataset", "case", "target", "model", "prompter", "refiner", "seed", "step"]
-STRATUM = ["model", "prompter", "refiner", "step"]
+#: What the sample is spread over, the first most evenly (see :func:`sample_masks`).
+FACTORS = ["model", "prompter", "refiner", "step", "dataset"]
 
 
 def mask_file(run_dir: Path, row: pd.Series, final_step: int) -> Path | None:
@@ -48,24 +51,73 @@ def candidate_masks(rows: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
     return rows[rows["mask_file"].notna()].reset_index(drop=True)
 
 
+def even_shares(capacity: dict, n: int, preference: dict) -> dict:
+    """``n`` split over the keys of ``capacity`` as evenly as their capacities allow (water
+    filling: equal shares, a full key's surplus goes to the others); what does not divide
+    evenly goes one each to the keys first in ``preference`` order (smaller first)."""
+    given = dict.fromkeys(capacity, 0)
+    remaining = min(n, sum(capacity.values()))
+    open_keys = [k for k in capacity if capacity[k] > 0]
+    while remaining > 0 and open_keys:
+        share = remaining // len(open_keys)
+        if share == 0:
+            for key in sorted(open_keys, key=lambda k: preference[k])[:remaining]:
+                given[key] += 1
+            break
+        for key in open_keys:
+            extra = min(share, capacity[key] - given[key])
+            given[key] += extra
+            remaining -= extra
+        open_keys = [k for k in open_keys if given[k] < capacity[k]]
+    return given
+
+
 def sample_masks(candidates: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFrame:
-    """Up to ``n`` candidates, spread evenly over the strata (model, prompter, refiner, step):
-    each stratum's candidates in a seeded random order, then taken one per stratum in turn;
-    the chosen masks shuffled again from the seed. Adds ``job`` (``job-001``...), the only
+    """Up to ``n`` candidates, spread as evenly as ``n`` allows over :data:`FACTORS` in turn:
+    ``n`` is split evenly over the models (one with too few masks gives its surplus to the
+    others), each model's share evenly over its prompters, then refiners, steps and datasets;
+    what does not divide evenly goes to the values sampled least so far within the model, then
+    over the whole sample (seeded ties), so that, e.g., 3 models and 2 steps with ``n = 3``
+    give steps 0, 1 and one of them, not three times step 0. Within the last group the masks are a seeded random
+    choice. The chosen masks are shuffled from the seed; ``job`` (``job-001``...) is the only
     name a rater sees."""
     rng = np.random.default_rng(seed)
-    queues = []
-    for _key, members in candidates.groupby(STRATUM, sort=True, dropna=False):
-        queues.append(list(members.index[rng.permutation(len(members))]))
+    used: Counter = Counter()  # (scope, factor, value) -> masks given so far
     chosen: list[int] = []
-    while len(chosen) < n and any(queues):
-        for queue in queues:
-            if queue and len(chosen) < n:
-                chosen.append(queue.pop(0))
+
+    def take(group: pd.DataFrame, count: int, level: int, model: tuple) -> None:
+        if count <= 0:
+            return
+        if level == len(FACTORS):
+            chosen.extend(group.index[rng.permutation(len(group))[:count]].tolist())
+            return
+        factor = FACTORS[level]
+        parts = dict(list(group.groupby(factor, sort=True, dropna=False)))
+        ties = dict(zip(parts, rng.permutation(len(parts))))
+        # least used within this model first, then over the whole sample
+        preference = {k: (used[(model, factor, k)], used[((), factor, k)], ties[k]) for k in parts}
+        shares = even_shares({k: len(v) for k, v in parts.items()}, count, preference)
+        for key in parts:
+            used[(model, factor, key)] += shares[key]
+            if model:
+                used[((), factor, key)] += shares[key]
+        for key, part in parts.items():
+            take(part, shares[key], level + 1, model or (key,))
+
+    take(candidates, n, 0, ())
     sample = candidates.loc[chosen].iloc[rng.permutation(len(chosen))].reset_index(drop=True)
     width = max(3, len(str(len(sample))))
     sample.insert(0, "job", [f"job-{i + 1:0{width}d}" for i in range(len(sample))])
     return sample
+
+
+def describe_sample(sample: pd.DataFrame) -> list[str]:
+    """What was sampled, one line per factor: ``model: a 4, b 4, c 4``."""
+    lines = []
+    for factor in FACTORS:
+        counts = sample[factor].value_counts(sort=False).sort_index()
+        lines.append(f"{factor}: " + ", ".join(f"{value} {count}" for value, count in counts.items()))
+    return lines
 
 
 def review_id(sample: pd.DataFrame, seed: int) -> str:

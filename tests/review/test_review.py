@@ -18,11 +18,23 @@ from intrabench.engine.runner import Runner
 from intrabench.io.results import load_results
 from intrabench.review.build import build_review
 from intrabench.review.ratings import analyse_ratings, join_ratings, read_ratings
-from intrabench.review.render import prompt_marks, radiological, shown_slices
-from intrabench.review.sampling import candidate_masks, sample_masks
+from intrabench.review.render import (
+    prompt_marks,
+    prompt_slices,
+    radiological,
+    shown_slices,
+    start_slice,
+)
+from intrabench.review.sampling import (
+    candidate_masks,
+    describe_sample,
+    even_shares,
+    sample_masks,
+)
 from intrabench.types import Box2D, Box3D, Lasso, Prompt, Scribble
 
-MODELS = ["region-growing-3d", "random-walker-2d"]
+MODELS = ["region-growing-3d", "random-walker-2d", "random-walker-3d"]
+PROMPTERS = ["box-3d", "center-points-per-volume"]
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +42,7 @@ def run_dir(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("review") / "run"
     config = RunConfig.model_validate({
         "name": "review", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
-        "models": MODELS, "prompters": ["box-3d"], "refiners": ["scribble"],
+        "models": MODELS, "prompters": PROMPTERS, "refiners": ["scribble"],
         "refinement_steps": 1, "save_predictions": "all"})
     Runner(config, path).run()
     return path
@@ -39,31 +51,75 @@ def run_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def site(run_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
-    return build_review(run_dir, out, n=6, seed=0), out
+    return build_review(run_dir, out, n=12, seed=0), out
 
 
 def test_every_step_is_saved_and_the_sample_spreads_over_configurations_and_steps(run_dir):
     rows = load_results(run_dir)
     candidates = candidate_masks(rows, run_dir)
     assert len(candidates) == len(rows[~rows["converged"]])  # every step that changed the mask
-    sample = sample_masks(candidates, 4, seed=0)
-    # 2 models x 2 steps = 4 strata: 4 masks take one from each
-    assert sorted(zip(sample["model"], sample["step"])) == sorted(
-        (m, s) for m in MODELS for s in (0, 1))
-    assert sample["job"].tolist() == ["job-001", "job-002", "job-003", "job-004"]
-    again = sample_masks(candidates, 4, seed=0)
+    sample = sample_masks(candidates, 12, seed=0)
+    # 3 models x 2 prompters x 2 steps: 12 masks take one of each
+    assert sorted(zip(sample["model"], sample["prompter"], sample["step"])) == sorted(
+        (m, p, s) for m in MODELS for p in PROMPTERS for s in (0, 1))
+    assert sample["job"].tolist() == [f"job-{i:03d}" for i in range(1, 13)]
+    again = sample_masks(candidates, 12, seed=0)
     pd.testing.assert_frame_equal(sample, again)  # seeded
-    assert not sample_masks(candidates, 4, seed=1)[["case", "target"]].equals(sample[["case", "target"]])
+    assert not sample_masks(candidates, 12, seed=1)[["case", "target"]].equals(
+        sample[["case", "target"]])
+
+
+def _grid(models: int, prompters: int, steps: int, per_cell: int) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"model": f"m{m}", "prompter": f"p{p}", "refiner": "none", "step": s, "dataset": "d",
+         "case": c} for m in range(models) for p in range(prompters) for s in range(steps)
+        for c in range(per_cell)])
+
+
+def test_the_sample_spreads_over_models_first_not_in_alphabetical_order():
+    # the issue's case: 3 models, many strata, --n 12 -> 4 masks of each model (it was 12 of
+    # the first); within a model its 4 spread over 5 prompters and 6 steps
+    sample = sample_masks(_grid(3, 5, 6, 10), 12, seed=0)
+    assert sample["model"].value_counts().to_dict() == {"m0": 4, "m1": 4, "m2": 4}
+    for _model, masks in sample.groupby("model"):
+        assert masks["prompter"].nunique() == 4 and masks["step"].nunique() == 4
+    # over the whole sample no prompter or step is taken twice before all were taken once
+    assert sample["prompter"].value_counts().max() - sample["prompter"].value_counts().min() <= 1
+    assert sorted(sample["step"].value_counts()) == [2] * 6
+    # what does not divide goes to the values used least so far: 3 masks, 3 different steps
+    three = sample_masks(_grid(3, 1, 2, 5), 3, seed=4)
+    assert sorted(three["model"]) == ["m0", "m1", "m2"]
+    assert sorted(three["step"].value_counts()) == [1, 2]
+    # a model with too few masks gives its share to the others
+    uneven = pd.concat([_grid(1, 1, 1, 1), _grid(3, 1, 1, 10).query("model != 'm0'")])
+    assert uneven["model"].value_counts().to_dict() == {"m1": 10, "m2": 10, "m0": 1}
+    taken = sample_masks(uneven.reset_index(drop=True), 9, seed=0)["model"].value_counts()
+    assert taken.to_dict() == {"m1": 4, "m2": 4, "m0": 1}
+    assert len(sample_masks(uneven.reset_index(drop=True), 100, seed=0)) == 21  # all there is
+    assert describe_sample(sample)[0] == "model: m0 4, m1 4, m2 4"
+
+
+def test_even_shares_fills_equal_shares_up_to_each_capacity():
+    # water filling: 12 over capacities 1, 10, 10 -> 1, then 5.5 each: the remainder to
+    # the key first in preference order
+    assert even_shares({"a": 1, "b": 10, "c": 10}, 12, {"a": 0, "b": 1, "c": 0}) == {
+        "a": 1, "b": 5, "c": 6}
+    assert even_shares({"a": 2, "b": 2}, 10, {"a": 0, "b": 0}) == {"a": 2, "b": 2}
+    assert even_shares({"a": 5, "b": 5, "c": 5}, 2, {"a": 2, "b": 0, "c": 1}) == {
+        "a": 0, "b": 1, "c": 1}
 
 
 def test_the_site_is_blinded_and_self_contained(site, run_dir):
     built, out = site
     text = "\n".join(p.read_text() for p in out.rglob("*") if p.is_file())
-    for secret in MODELS + ["box-3d", "scribble", "phantom_"]:
+    for secret in MODELS + PROMPTERS + ["scribble", "phantom_"]:
         assert secret not in text
     assert "http://" not in text and "https://" not in text
     key = pd.read_csv(built.key)
-    assert len(key) == built.jobs == 6 and set(key["model"]) <= set(MODELS)
+    assert len(key) == built.jobs == 12 and set(key["model"]) <= set(MODELS)
+    # what was sampled is said, and kept beside the key
+    assert built.spread[0] == "model: " + ", ".join(f"{m} 4" for m in sorted(MODELS))
+    assert (built.key.parent / "sample.txt").read_text().splitlines()[1:] == built.spread
     assert built.key.is_relative_to(run_dir) and not built.key.is_relative_to(out)
 
 
@@ -83,6 +139,36 @@ def test_prompt_marks_are_drawn_in_the_radiological_view():
     assert prompt_marks(lasso, 3, (10, 12))["strokes"] == []
     plane = np.arange(6).reshape(2, 3)
     assert radiological(plane).tolist() == [[5, 4, 3], [2, 1, 0]]
+
+
+def test_a_scribble_across_slices_leaves_a_dot_on_each_and_runs_are_not_joined():
+    # drawn through the slices (z changes at every voxel, as the scribble refiner's are)
+    across = Prompt(scribbles=(Scribble(np.array([[10, 4, 2], [11, 5, 2], [12, 5, 3]]), 1),))
+    assert prompt_marks(across, 11, (10, 12))["strokes"] == [{"label": 1, "points": [[4, 9]]}]
+    # a stroke that leaves the slice and comes back is two strokes, not one line across
+    back = Prompt(scribbles=(Scribble(np.array([[3, 1, 1], [3, 1, 2], [4, 1, 3], [3, 1, 4]]), 0),))
+    assert prompt_marks(back, 3, (10, 12))["strokes"] == [
+        {"label": 0, "points": [[8, 10], [8, 9]]}, {"label": 0, "points": [[8, 7]]}]
+
+
+def test_the_slices_shown_hold_the_prompt_and_the_job_opens_on_the_latest_interaction():
+    truth = np.zeros((60, 4, 4), dtype=bool)
+    truth[10:50] = True
+    prediction = truth.copy()
+    click = Prompt(points=[[23, 1, 1]], point_labels=[1])  # 23 is not among the even spacing
+    scribble = Prompt(scribbles=(Scribble(np.array([[31, 1, 1], [31, 1, 2], [32, 2, 2]]), 1),))
+    both = click.merged_with(scribble)
+    assert prompt_slices(both) == {23: 1, 31: 2, 32: 1}
+    slices = shown_slices(prediction, truth, 12, prompt_slices(both))
+    assert 23 not in shown_slices(prediction, truth, 12)
+    assert {23, 31, 32, 12} <= set(slices) and slices[0] == 10 and slices[-1] == 49
+    # the job opens where the step's own interaction is: most of the scribble lies on 31
+    assert start_slice(slices, 12, scribble) == 31
+    assert start_slice(slices, 12, click) == 23
+    assert start_slice(slices, 12, Prompt(box3d=Box3D(10, 0, 0, 49, 3, 3))) == 12  # 3D box
+    assert start_slice(slices, 12, None) == 12
+    many = Prompt(points=[[z, 1, 1] for z in range(0, 60, 2)], point_labels=[1] * 30)
+    assert len(shown_slices(prediction, truth, 12, prompt_slices(many))) <= 2 * 15 + 1
 
 
 def test_the_slider_covers_the_targets_extent_with_the_informative_slice():
@@ -192,6 +278,19 @@ return ['full', 'fullOverlay', 'maskOnly', 'zoom', 'zoomOverlay'].map((id) => {
 """
 
 
+def _chosen(driver) -> list[list[str]]:
+    """The rating buttons that look chosen, with their aria-pressed."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#ratings button')].filter((b) =>"
+        " b.classList.contains('chosen') || b.getAttribute('aria-pressed') === 'true')"
+        ".map((b) => [b.textContent, b.getAttribute('aria-pressed')])")
+
+
+def _job(out: Path, name: str) -> dict:
+    text = (out / "jobs" / f"{name}.js").read_text()
+    return json.loads(text[len("window.intrabenchJob("):text.rindex(")")])
+
+
 @pytest.mark.browser
 def test_rate_reload_and_export_in_chromium(site, run_dir, tmp_path):
     built, out = site
@@ -214,19 +313,29 @@ def test_rate_reload_and_export_in_chromium(site, run_dir, tmp_path):
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
         manifest = driver.execute_script("return window.intrabenchManifest")
         jobs = manifest["jobs"]
+        assert _chosen(driver) == []  # nothing shown as chosen before anyone rated
         driver.find_element(By.ID, "rater").send_keys("alice")
+        assert _chosen(driver) == []
         body = driver.find_element(By.TAG_NAME, "body")
-        body.click()
+        driver.find_element(By.TAG_NAME, "h1").click()  # off the views (a click opens one)
         body.send_keys("7")  # keyboard: job 1 -> 7, the page moves to job 2
         _wait(lambda: "mask 2 of" in driver.find_element(By.ID, "jobname").text)
         driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='4']").click()  # mouse
         _wait(lambda: "mask 3 of" in driver.find_element(By.ID, "jobname").text)
         body.send_keys("0")  # 0 is 10
         _wait(lambda: driver.find_element(By.ID, "progress").text == f"3 / {len(jobs)} rated")
+        _wait(lambda: "mask 4 of" in driver.find_element(By.ID, "jobname").text)
+        assert _chosen(driver) == []  # mask 4 is not rated: no button looks chosen
         body.send_keys(Keys.ARROW_UP)  # the slider moves through slices
         driver.refresh()  # ratings are kept in the browser between visits
         _wait(lambda: driver.find_element(By.ID, "progress").text == f"3 / {len(jobs)} rated")
         assert driver.find_element(By.ID, "rater").get_attribute("value") == "alice"
+        _wait(lambda: "mask 4 of" in driver.find_element(By.ID, "jobname").text)
+        assert _chosen(driver) == []  # ... after reload too
+        body = driver.find_element(By.TAG_NAME, "body")
+        body.send_keys(Keys.ARROW_LEFT)
+        _wait(lambda: "mask 3 of" in driver.find_element(By.ID, "jobname").text)
+        assert _chosen(driver) == [["10", "true"]]  # and a rated one shows its rating only
         driver.find_element(By.ID, "exportJson").click()
         exported = _wait(lambda: [p for p in downloads.glob("*.json")])
         data = json.loads(exported[0].read_text())
@@ -240,3 +349,89 @@ def test_rate_reload_and_export_in_chromium(site, run_dir, tmp_path):
         driver.quit()
     # what the browser exported imports as it is
     assert main(["review", "import", str(run_dir), str(exported[0]), "--n-boot", "50"]) == 0
+
+
+PIXEL = """
+const g = document.getElementById(arguments[0]).getContext('2d');
+return Array.from(g.getImageData(arguments[1] - 2, arguments[2] - 2, 5, 5).data);
+"""
+
+
+def _stroke_job(out: Path, jobs: list[str]) -> tuple[int, dict, list[int]]:
+    """A job that opens on a slice with a scribble stroke, and a stroke point there that is
+    not near a box edge (so that only the scribble can colour it)."""
+    for position, name in enumerate(jobs):
+        job = _job(out, name)
+        marks = job["slices"][job["start"]]["marks"]
+        edges = [(b[0], b[2]) for b in marks["boxes"]], [(b[1], b[3]) for b in marks["boxes"]]
+        for stroke in marks["strokes"]:
+            for row, col in stroke["points"]:
+                near_box = any(abs(row - r) <= 2 for pair in edges[0] for r in pair) or any(
+                    abs(col - c) <= 2 for pair in edges[1] for c in pair)
+                near_click = any(abs(row - r) <= 3 and abs(col - c) <= 3 for r, c, _ in marks["clicks"])
+                if not near_box and not near_click:
+                    return position, job, [row, col]
+    raise AssertionError("no sampled job opens on a slice with a scribble")
+
+
+@pytest.mark.browser
+def test_views_show_scribbles_enlarge_on_hover_and_open_full_screen_in_chromium(site):
+    built, out = site
+    driver = _chromium()
+    try:
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+
+        driver.get(built.site.resolve().as_uri())
+        jobs = driver.execute_script("return window.intrabenchManifest.jobs")
+        position, job, (row, col) = _stroke_job(out, jobs)
+        body = driver.find_element(By.TAG_NAME, "body")
+        for _ in range(position):
+            body.send_keys(Keys.ARROW_RIGHT)
+        _wait(lambda: driver.execute_script("return document.body.dataset.drawn")
+              == f"{job['job']}:{job['start']}")
+        # the scribble is drawn where the job says, on the image and on the zoomed view
+        # a full view is the slice's every step-th voxel, stretched over the canvas
+        rows, columns = (-(-side // job["step"]) for side in job["shape"])
+        canvas = driver.execute_script(
+            "const c = document.getElementById('full'); return [c.width, c.height]")
+        x = (col + 0.5) / job["step"] * canvas[0] / columns
+        y = (row + 0.5) / job["step"] * canvas[1] / rows
+        pixels = driver.execute_script(PIXEL, "full", round(x), round(y))
+        rgb = np.array(pixels).reshape(-1, 4)[:, :3]
+        # the image is grey (r = g = b): a blue or cyan pixel there is the stroke
+        assert ((rgb[:, 2] > 200) & (rgb[:, 2] - rgb[:, 0] > 100)).any(), rgb.tolist()
+        # hover: the view grows in place
+        figure = driver.find_element(By.CSS_SELECTOR, "figure.view[data-view='1']")
+        before = driver.execute_script("return arguments[0].getBoundingClientRect().width", figure)
+        ActionChains(driver).move_to_element(figure).perform()
+        _wait(lambda: driver.execute_script(
+            "return arguments[0].getBoundingClientRect().width", figure) > 1.6 * before)
+        # click: full screen, the arrows cycle through the five views, a click returns
+        figure.click()
+        overlay = driver.find_element(By.ID, "fullscreen")
+        _wait(overlay.is_displayed)
+        size = driver.execute_script("const c = document.getElementById('fullcanvas');"
+                                     " return [c.width, c.height]")
+        window = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+        assert max(size[0] / (window[0] - 20), size[1] / (window[1] - 50)) > 0.99
+        caption = driver.find_element(By.ID, "fullcaption")
+        assert caption.text.startswith("Mask (red) on the image (2 of 5)")
+        body.send_keys(Keys.ARROW_RIGHT)
+        assert caption.text.startswith("Mask alone (yellow on purple) (3 of 5)")
+        body.send_keys(Keys.ARROW_LEFT, Keys.ARROW_LEFT, Keys.ARROW_LEFT)
+        assert caption.text.startswith("Zoomed mask (red) (5 of 5)")
+        assert "mask " + str(position + 1) + " of" in driver.find_element(By.ID, "jobname").text
+        overlay.click()
+        _wait(lambda: not overlay.is_displayed())
+        # keyboard: Tab to a view, Enter opens it, Esc returns
+        first = driver.find_element(By.CSS_SELECTOR, "figure.view[data-view='0']")
+        driver.execute_script("arguments[0].focus()", first)
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+        _wait(overlay.is_displayed)
+        assert caption.text.startswith("Image (1 of 5)")
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        _wait(lambda: not overlay.is_displayed())
+    finally:
+        driver.quit()
