@@ -5,10 +5,11 @@ every ``interval`` seconds, also while one long (case, model) group runs (a hear
 prints it), and a last one at the end, so a log shows progress too. After the last unit is
 handed on, the lines say what is being finished (the last metrics, the results files).
 
-The ETA weights the remaining work by what it costs: each model's measured seconds per work
+The ETA weights the remaining work by what it costs: each (model, dataset)'s seconds per work
 unit (a unit is one case x prompter x refiner x seed for that model) times its remaining
-units; models not measured yet count at the mean of those measured. A fast classical model and
-a slow network in one run no longer give an ETA that assumes every unit costs the average.
+units, the rates measured in this run or recorded by earlier runs on this machine
+(:mod:`intrabench.engine.eta`); less the time the running group has already taken. A model
+with no rate yet is not guessed at: the line says ``ETA 40s + 2 models not timed yet``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from intrabench.engine.eta import UnitCosts
     from intrabench.engine.plan import WorkUnit
 
 
@@ -45,12 +47,19 @@ class RunProgress:
 
     def __init__(self, units: list[WorkUnit], stream: TextIO | None = None,
                  interval: float = 30.0, terminal: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic, heartbeat: bool = True) -> None:
+                 clock: Callable[[], float] = time.monotonic, heartbeat: bool = True,
+                 costs: UnitCosts | None = None, remember: bool | None = None) -> None:
+        from intrabench.engine.eta import UnitCosts, read_record
+
         self.stream = stream or sys.stderr
         self.total = len(units)
-        self.remaining: Counter[str] = Counter(u.model.key for u in units)
-        self.seconds: dict[str, float] = defaultdict(float)
-        self.measured: Counter[str] = Counter()
+        self.remaining: Counter[tuple[str, str]] = Counter(
+            (u.model.key, u.dataset.key) for u in units)
+        #: seconds per unit per (model, dataset); ``remember``: add them to the machine's
+        #: record at :meth:`close` (default: when the record was read, i.e. no ``costs``)
+        self.costs = costs if costs is not None else UnitCosts(read_record())
+        self.remember = costs is None if remember is None else remember
+        self._running: tuple[tuple[str, str], int, float] | None = None  # key, units, start
         self.done = 0
         self.failures = 0
         self.interval = interval
@@ -64,6 +73,10 @@ class RunProgress:
         self._bar = None
         self._lock = threading.Lock()
         self._closed = threading.Event()
+        #: (seconds since the start, units done, ETA or None) at every line and bar update,
+        #: for benchmarks/bench_eta.py, which checks the ETA against the real end; None
+        #: while some model is not timed (the ETA then covers part of the work only)
+        self.history: list[tuple[float, int, float | None]] = []
         if not self.terminal and self.total and heartbeat and interval > 0:
             threading.Thread(target=self._beat, name="intrabench-progress", daemon=True).start()
         if self.terminal and self.total:
@@ -73,33 +86,69 @@ class RunProgress:
                              bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
 
     def eta(self) -> float | None:
-        """Seconds left: remaining units x their model's seconds per unit (None before any
-        unit was measured)."""
-        rates = {model: self.seconds[model] / count for model, count in self.measured.items()
-                 if count}
-        if not rates:
-            return None
-        fallback = sum(rates.values()) / len(rates)
-        return sum(count * rates.get(model, fallback) for model, count in self.remaining.items())
+        """Seconds left for the work whose cost is known (None while nothing is): remaining
+        units x their (model, dataset)'s seconds per unit, the running group's share less
+        the time it has run (:meth:`untimed` names the models left out)."""
+        seconds, timed = 0.0, False
+        running = self._running
+        warming = set()  # models not started yet: their one-off costs are still to come
+        for (model, dataset), count in self.remaining.items():
+            rate = self.costs.rate(model, dataset) if count > 0 else None
+            if rate is None:
+                continue
+            timed = True
+            share = count * rate
+            if not self.costs.started(model) and model not in warming:
+                warming.add(model)
+                share += self.costs.warm_up(model)
+            if running is not None and running[0] == (model, dataset):
+                now_part = min(running[1], count) * rate + (
+                    self.costs.warm_up(model) if not self.costs.started(model) else 0.0)
+                share -= min(now_part, max(0.0, self.clock() - running[2]))
+            seconds += share
+        return seconds if timed else None
+
+    def untimed(self) -> list[str]:
+        """The models with work left and no rate yet (measured or recorded)."""
+        return sorted({model for (model, dataset), count in self.remaining.items()
+                       if count > 0 and self.costs.rate(model, dataset) is None})
 
     def start_group(self, units: list[WorkUnit]) -> None:
         self._where = f"{units[0].case_id} | {units[0].model.key}"
+        # the first group's clock starts with the run: before it, its model was built and the
+        # first case read (the time counts in that model's warm-up)
+        start = self.started if self.done == 0 and self._running is None else self.clock()
+        self._running = ((units[0].model.key, units[0].dataset.key), len(units), start)
         if self._bar is not None:
             self._bar.set_description(self._where)
 
     def finish_group(self, units: list[WorkUnit], seconds: float) -> None:
-        model = units[0].model.key
-        self.seconds[model] += seconds
-        self.measured[model] += len(units)
-        self.remaining[model] -= len(units)
+        key = (units[0].model.key, units[0].dataset.key)
+        if self._running is not None and self._running[2] == self.started:
+            seconds = max(seconds, self.clock() - self.started)  # the first group: see above
+        self.costs.add(*key, len(units), seconds)
+        self.remaining[key] -= len(units)
+        self._running = None
         self.done += len(units)
         if self._bar is not None:
-            eta = self.eta()
-            self._bar.set_postfix_str("" if eta is None else f"ETA {format_seconds(eta)}",
-                                      refresh=False)
+            eta = self._eta_text()
+            self.history.append((self.clock() - self.started, self.done,
+                                 self.eta() if not self.untimed() else None))
+            self._bar.set_postfix_str(eta, refresh=False)
             self._bar.update(len(units))
         elif self.clock() - self._last_line >= self.interval:
             self._line()
+
+    def _eta_text(self) -> str:
+        """``ETA 1m05s``, ``ETA 40s + 2 models not timed yet``, or "" (none known yet)."""
+        if self.done >= self.total:
+            return ""
+        eta, untimed = self.eta(), self.untimed()
+        text = "" if eta is None else f"ETA {format_seconds(eta)}"
+        if untimed:
+            models = f"{len(untimed)} model{'s' if len(untimed) > 1 else ''} not timed yet"
+            text = f"{text} + {models}" if text else ""
+        return text
 
     def failed(self, count: int = 1) -> None:
         self.failures += count
@@ -130,12 +179,10 @@ class RunProgress:
         self._last_line = self.clock()
         self._reported = self.done
         elapsed = self._last_line - self.started
-        eta = self.eta()
+        self.history.append((elapsed, self.done, self.eta() if not self.untimed() else None))
         share = self.done / self.total if self.total else 1.0
         parts = [f"{self.done}/{self.total} units ({share:.0%})", self._where,
-                 f"{format_seconds(elapsed)} elapsed"]
-        if eta is not None and self.done < self.total:
-            parts.append(f"ETA {format_seconds(eta)}")
+                 f"{format_seconds(elapsed)} elapsed", self._eta_text()]
         if self.failures:
             parts.append(f"{self.failures} failed")
         print("intrabench: " + " | ".join(p for p in parts if p), file=self.stream, flush=True)
@@ -149,6 +196,12 @@ class RunProgress:
 
     def close(self) -> None:
         self._closed.set()
+        if self.remember:
+            from intrabench.engine.eta import write_record
+
+            measured = self.costs.measured()
+            if measured.rates:
+                write_record(measured)
         if self._bar is not None:
             self._bar.close()
             self._bar = None

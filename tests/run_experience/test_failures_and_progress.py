@@ -12,6 +12,7 @@ import pytest
 from intrabench import registry
 from intrabench.cli import main
 from intrabench.config import parse_config
+from intrabench.engine.eta import UnitCosts, read_record, write_record
 from intrabench.engine.progress import RunProgress, format_seconds
 from intrabench.engine.runner import Runner
 from intrabench.protocols import Model, Refiner
@@ -166,23 +167,85 @@ def test_progress_prints_lines_when_stderr_is_not_a_terminal():
     now = [0.0]
     stream = io.StringIO()
     progress = RunProgress(fast + slow, stream=stream, interval=0.0, clock=lambda: now[0],
-                           heartbeat=False)
+                           heartbeat=False, costs=UnitCosts())  # no record of earlier runs
     assert not progress.terminal and progress.eta() is None
     progress.start_group(fast[:2])
     now[0] = 2.0
     progress.finish_group(fast[:2], 2.0)  # 1 s per fast unit; slow not measured yet
-    assert progress.eta() == pytest.approx(2 * 1.0 + 4 * 1.0)
+    # the slow model is not guessed at (the mean of the others would say 4 s for it)
+    assert progress.eta() == pytest.approx(2 * 1.0) and progress.untimed() == ["slow"]
     progress.start_group(slow[:2])
     progress.failed()
     now[0] = 22.0
     progress.finish_group(slow[:2], 20.0)  # 10 s per slow unit
     # weighted by each model's cost: 2 fast x 1 s + 2 slow x 10 s (the mean would say 11 s)
-    assert progress.eta() == pytest.approx(22.0)
+    assert progress.eta() == pytest.approx(22.0) and progress.untimed() == []
+    progress.start_group(slow[2:])
+    now[0] = 27.0  # 5 s into the running group: its 20 s are 15 s away
+    assert progress.eta() == pytest.approx(2 * 1.0 + 15.0)
+    now[0] = 50.0  # overrunning: the group counts 0 s left, not less
+    assert progress.eta() == pytest.approx(2.0)
     progress.close()
     lines = stream.getvalue().splitlines()
-    assert lines[0] == "intrabench: 2/8 units (25%) | c0 | fast | 2s elapsed | ETA 6s"
+    assert lines[0] == ("intrabench: 2/8 units (25%) | c0 | fast | 2s elapsed | ETA 2s + 1 model "
+                        "not timed yet")
     assert lines[1] == "intrabench: 4/8 units (50%) | c0 | slow | 22s elapsed | ETA 22s | 1 failed"
     assert len(lines) == 2  # close() repeats nothing already said
+
+
+def test_unit_costs_leave_out_a_models_warm_up_and_use_the_record_of_earlier_runs(tmp_path):
+    costs = UnitCosts()
+    costs.add("net", "ct", 4, 10.0)  # the first group: 4 units, with 6 s of one-off costs
+    assert costs.rate("net", "ct") == pytest.approx(2.5)  # all there is so far
+    costs.add("net", "ct", 4, 4.0)  # steady: 1 s per unit
+    costs.add("net", "mr", 2, 4.0)
+    assert costs.rate("net", "ct") == pytest.approx(1.0)
+    assert costs.warm_up("net") == pytest.approx(10.0 - 4 * 1.0)
+    costs.add("rg", "ct", 2, 1.0)
+    costs.add("rg", "ct", 2, 1.0)  # rg: 0.5 s per ct unit; not run on mr yet
+    # rg on mr: its ct rate x how much dearer mr is than ct for net (2 / 1)
+    assert costs.rate("rg", "mr") == pytest.approx(0.5 * 2.0)
+    assert costs.rate("other", "ct") is None
+    measured = costs.measured()
+    assert measured.rates == {("net", "ct"): 1.0, ("net", "mr"): 2.0, ("rg", "ct"): 0.5}
+    assert measured.warm_up == {"net": 6.0, "rg": 0.0}
+    # the record round trip; a later run on a machine twice as slow
+    path = tmp_path / "unit-seconds.json"
+    write_record(measured, path)
+    record = read_record(path)
+    assert record.rates == measured.rates and record.warm_up == {"net": 6.0}  # 0 s: none
+    later = UnitCosts(record)
+    assert later.rate("net", "mr") == pytest.approx(2.0) and later.warm_up("net") == 6.0
+    later.add("rg", "ct", 2, 2.0)
+    later.add("rg", "ct", 2, 2.0)  # 1 s per unit against the record's 0.5: twice as slow
+    assert later.rate("net", "mr") == pytest.approx(4.0)
+    assert later.rate("net", "ct") == pytest.approx(2.0)
+    path.write_text("not json")
+    assert read_record(path).rates == {}  # an unreadable record is no record
+    write_record(measured, path)  # ... and is replaced
+    assert read_record(path).rates == measured.rates
+
+
+def test_the_eta_adds_the_warm_up_of_models_yet_to_start():
+    from intrabench.config import ComponentSpec, DatasetSpec
+    from intrabench.engine.eta import Record
+    from intrabench.engine.plan import WorkUnit
+
+    units = [WorkUnit(dataset=DatasetSpec(name="d"), case_id=f"c{i}",
+                      model=ComponentSpec(name=model), prompter=ComponentSpec(name="p"),
+                      refiner=None, seed=0, steps=0, keep_previous_prompts=True)
+             for model in ("a", "b") for i in range(2)]
+    record = Record({("a", "d"): 1.0, ("b", "d"): 3.0}, {"a": 5.0, "b": 7.0})
+    now = [0.0]
+    progress = RunProgress(units, stream=io.StringIO(), interval=1e9, clock=lambda: now[0],
+                           heartbeat=False, costs=UnitCosts(record))
+    # known from the start: 2 x 1 + 5 (a's warm-up) + 2 x 3 + 7 (b's)
+    assert progress.eta() == pytest.approx(20.0)
+    progress.start_group(units[:1])
+    now[0] = 4.0
+    assert progress.eta() == pytest.approx(16.0)  # a's first group runs: its 6 s count down
+    progress.finish_group(units[:1], 4.0)  # built before its first group: 6 s in all
+    assert progress.eta() == pytest.approx(1.0 + 6.0 + 7.0)
 
 
 def test_progress_lines_are_spaced_by_the_interval():

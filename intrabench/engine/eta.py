@@ -1,0 +1,184 @@
+"""How long a run has left: seconds per work unit of each (model, dataset), estimated from
+this run and from earlier runs on this machine.
+
+A unit (one case x prompter x refiner x seed for a model) costs what its model and its data
+make it cost: a network is slower than region growing, a 5-lesion phantom slower than a
+1-lesion crop. The estimate for a (model, dataset) is, in this order:
+
+1. **measured here**: its mean seconds per unit in this run, leaving out the model's first
+   group, which carries one-off costs (building the model, compiling an encoder, the first
+   inference); these are kept apart as the model's **warm-up** (the first group's seconds over
+   its units at the steady rate) and added to the ETA while the model has not started;
+2. **recorded**: the rate an earlier run on this machine measured for it
+   (``unit-seconds.json`` in ``$INTRABENCH_CACHE``, default ``~/.cache/intrabench``; per
+   host), scaled by this run's speed against the record on what both measured (a busier
+   machine, other threads);
+3. **its first group here** (one-off costs included), or **the same model on other data
+   here**: its rate on the datasets it ran, each scaled by how much dearer this dataset is
+   than that one for the models that ran both (1 without any); else the model's recorded
+   rates on other datasets, scaled by the speed;
+4. else **not timed**: the ETA says how many models are not timed yet.
+
+Every run with progress adds what it measured to the record, so the first run of a model on
+a machine has an ETA only for what it has timed, and later ones have one from the start.
+``benchmarks/bench_eta.py`` measures the ETA's error on the demos.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import platform
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]  # (model key, dataset key)
+
+
+def record_path() -> Path:
+    """``$INTRABENCH_CACHE/unit-seconds.json`` (default ``~/.cache/intrabench``)."""
+    root = Path(os.environ.get("INTRABENCH_CACHE") or "~/.cache/intrabench").expanduser()
+    return root / "unit-seconds.json"
+
+
+def read_record(path: Path | None = None) -> Record:
+    """This host's record (empty when there is none, or it is unreadable)."""
+    record = Record()
+    try:
+        stored = json.loads((path or record_path()).read_text())
+        for model, entry in stored.get(platform.node(), {}).items():
+            for dataset, rate in entry.get("seconds_per_unit", {}).items():
+                if float(rate) > 0:
+                    record.rates[(model, dataset)] = float(rate)
+            if float(entry.get("warm_up_seconds", 0)) > 0:
+                record.warm_up[model] = float(entry["warm_up_seconds"])
+    except (OSError, ValueError, TypeError, AttributeError):
+        return Record()
+    return record
+
+
+def write_record(measured: Record, path: Path | None = None) -> None:
+    """Adds ``measured`` to this host's record (what was measured now replaces the older)."""
+    from intrabench.io.results import atomic_write_text
+
+    path = path or record_path()
+    try:
+        stored = json.loads(path.read_text()) if path.exists() else {}
+        if not isinstance(stored, dict):
+            stored = {}
+    except (OSError, ValueError):
+        stored = {}
+    host = stored.setdefault(platform.node(), {})
+    for (model, dataset), rate in measured.rates.items():
+        host.setdefault(model, {}).setdefault("seconds_per_unit", {})[dataset] = round(rate, 6)
+    for model, seconds in measured.warm_up.items():
+        host.setdefault(model, {})["warm_up_seconds"] = round(seconds, 3)
+    try:
+        atomic_write_text(path, json.dumps(stored, indent=1, sort_keys=True))
+    except OSError as error:  # a read-only home: the ETA just has no record next time
+        log.debug("could not write %s: %s", path, error)
+
+
+@dataclass
+class Record:
+    """Seconds per unit per (model, dataset), and each model's one-off seconds at the start
+    (building it, the first inference: its first group's seconds over its steady rate)."""
+
+    rates: dict[Key, float] = field(default_factory=dict)
+    warm_up: dict[str, float] = field(default_factory=dict)
+
+
+def _geometric_mean(values: list[float]) -> float:
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else 1.0
+
+
+class UnitCosts:
+    """Seconds per unit per (model, dataset): :meth:`add` each finished group, ask
+    :meth:`rate` (the module docstring's order) and :meth:`warm_up`."""
+
+    def __init__(self, record: Record | None = None) -> None:
+        self.record = record or Record()
+        # per key: [seconds, units] of every group, and of the groups after the model's first
+        self._all: dict[Key, list[float]] = defaultdict(lambda: [0.0, 0])
+        self._later: dict[Key, list[float]] = defaultdict(lambda: [0.0, 0])
+        self._first: dict[str, tuple[str, int, float]] = {}  # model -> dataset, units, seconds
+
+    def add(self, model: str, dataset: str, units: int, seconds: float) -> None:
+        """A finished group of ``units`` of ``model`` on ``dataset`` that took ``seconds``
+        (the first group of a model may include time spent before it, building the model)."""
+        key = (model, dataset)
+        self._all[key][0] += seconds
+        self._all[key][1] += units
+        if model in self._first:
+            self._later[key][0] += seconds
+            self._later[key][1] += units
+        else:
+            self._first[model] = (dataset, units, seconds)
+
+    def started(self, model: str) -> bool:
+        return model in self._first
+
+    def steady(self) -> dict[Key, float]:
+        """Rates measured here without a model's first group (known once another ran)."""
+        return {key: seconds / units for key, (seconds, units) in self._later.items() if units}
+
+    def measured(self) -> Record:
+        """What this run measured, as the record keeps it: steady rates, else (a model that
+        ran one group on a dataset) the rate with its first group; the warm-ups known."""
+        rates = {key: seconds / units for key, (seconds, units) in self._all.items() if units}
+        rates.update(self.steady())
+        warm_up = {}
+        for model in self._first:
+            extra = self._warm_up_measured(model)
+            if extra is not None:
+                warm_up[model] = extra
+        return Record(rates, warm_up)
+
+    def _warm_up_measured(self, model: str) -> float | None:
+        dataset, units, seconds = self._first[model]
+        steady = self.steady().get((model, dataset))
+        return None if steady is None else max(0.0, seconds - units * steady)
+
+    def warm_up(self, model: str) -> float:
+        """One-off seconds of ``model`` before it runs at its rate: measured, else recorded."""
+        if model in self._first:
+            measured = self._warm_up_measured(model)
+            if measured is not None:
+                return measured
+        return self.record.warm_up.get(model, 0.0)
+
+    def rate(self, model: str, dataset: str) -> float | None:
+        key = (model, dataset)
+        steady = self.steady()
+        if key in steady:
+            return steady[key]
+        if key in self.record.rates:
+            return self.record.rates[key] * self._speed(steady)
+        everything = self.measured().rates
+        if key in everything:  # only the model's first group: its one-off costs included
+            return everything[key]
+        own = {d: r for (m, d), r in everything.items() if m == model}
+        if own:
+            return sum(r * self._dataset_factor(everything, dataset, d)
+                       for d, r in own.items()) / len(own)
+        recorded = [r for (m, _d), r in self.record.rates.items() if m == model]
+        if recorded:
+            return sum(recorded) / len(recorded) * self._speed(steady)
+        return None
+
+    @staticmethod
+    def _dataset_factor(measured: dict[Key, float], dataset: str, other: str) -> float:
+        """How much dearer a unit of ``dataset`` is than one of ``other``, for the models
+        measured on both (geometric mean; 1 without any)."""
+        return _geometric_mean([measured[(m, dataset)] / rate for (m, d), rate in measured.items()
+                                if d == other and (m, dataset) in measured and rate > 0])
+
+    def _speed(self, steady: dict[Key, float]) -> float:
+        """This run's seconds against the record's, on what both measured (1 without any)."""
+        return _geometric_mean([rate / self.record.rates[key] for key, rate in steady.items()
+                                if key in self.record.rates])
