@@ -367,8 +367,8 @@ PATH_PARAMS: tuple[str, ...] = ("spec", "path", "root", "clicks_file", "checkpoi
 
 
 def resolve_relative_paths(config: RunConfig, base: Path) -> RunConfig:
-    """``config`` with every relative path parameter (:data:`PATH_PARAMS`; ``~`` expanded)
-    made absolute against ``base``, the config file's folder, so a run reads the same files
+    """``config`` with every relative path parameter (:data:`PATH_PARAMS`; ``~`` expanded),
+    and ``time_model.latency_table`` when it is a file, made absolute against ``base``, the config file's folder, so a run reads the same files
     from any working directory and its run folder records where they are.
 
     A component without a ``label`` keeps the key it had as written (its label becomes that
@@ -394,6 +394,13 @@ def resolve_relative_paths(config: RunConfig, base: Path) -> RunConfig:
     if config.robustness is not None:
         update["robustness"] = config.robustness.model_copy(
             update={"clickability": resolved(config.robustness.clickability)})
+    table = config.time_model.latency_table
+    if isinstance(table, str) and not Path(table).expanduser().is_absolute():
+        update["time_model"] = config.time_model.model_copy(
+            update={"latency_table": str((base / Path(table).expanduser()).resolve())})
+    elif isinstance(table, str):
+        update["time_model"] = config.time_model.model_copy(
+            update={"latency_table": str(Path(table).expanduser())})
     return config.model_copy(update=update)
 
 

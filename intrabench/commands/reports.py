@@ -58,7 +58,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
         _write_cvpr25_tables(rows[rows["protocol"] == "cvpr25"], out)
     if "click_group" in rows and rows["click_group"].notna().any():
         _write_robustness_tables(rows, out, args.noc_metric, args.noc_threshold)
-    _write_time_tables(runs, out)
+    _write_time_tables(runs, out, args.latency_table)
     from intrabench.evaluation.aggregate import dataset_statistics
 
     statistics = dataset_statistics(rows, args.metric,
@@ -122,24 +122,30 @@ def _write_robustness_tables(rows, out: Path, noc_metric: str, threshold: float)
               f"{out / (stem + '-targets.csv')}\n", file=sys.stderr)
 
 
-def _write_time_tables(runs: dict, out: Path) -> None:
+def _write_time_tables(runs: dict, out: Path, latency_table_file: str | None = None) -> None:
     """The ``time`` table (quality against the clinician's accumulated time, per run's time
-    model) and the ``latency`` table of the runs (run directory -> rows) whose rows carry
-    latencies."""
+    model; ``latency_table_file``: wait as that latency table says instead) and the
+    ``latency`` table of the runs (run directory -> rows) whose rows carry latencies."""
     from intrabench.evaluation.aggregate import to_markdown
-    from intrabench.io.run_directory import run_time_model
+    from intrabench.io.run_directory import run_machine, run_time_model
     from intrabench.timing.latency import has_latency, latency_table
     from intrabench.timing.table import time_summary, time_table
+    from intrabench.timing.waiting import waiting_description
 
     for run_dir, part in runs.items():
         if part.empty or not has_latency(part):
             continue
         model = run_time_model(run_dir)
+        if latency_table_file:
+            model = model.model_copy(update={"waiting": "table",
+                                             "latency_table": str(Path(latency_table_file))})
+        mode = waiting_description(model, run_machine(run_dir))
         out.mkdir(parents=True, exist_ok=True)
         name = str(part["run"].iloc[0])
         stem = "" if len(runs) == 1 else f"-{name}"
         display = time_table(part, model)
-        (out / f"time{stem}.md").write_text(to_markdown(display) + "\n", encoding="utf-8")
+        (out / f"time{stem}.md").write_text(f"{mode}\n\n{to_markdown(display)}\n",
+                                            encoding="utf-8")
         time_summary(part, model).to_csv(out / f"time{stem}.csv", index=False,
                                          float_format="%.6f")
         latency = latency_table(part)
@@ -147,7 +153,7 @@ def _write_time_tables(runs: dict, out: Path) -> None:
         latency.to_csv(out / f"latency{stem}.csv", index=False, float_format="%.4f")
         print(f"## Quality against the clinician's time ({name}: budget {model.budget:g} s per "
               f"target, at most {model.max_interactions} interactions), mean over datasets\n\n"
-              f"{to_markdown(display)}\n")
+              f"{mode}\n\n{to_markdown(display)}\n")
         print(f"## Model latency ({name})\n\n{to_markdown(latency)}\n")
         print(f"written: {out / f'time{stem}.md'}, {out / f'time{stem}.csv'}, "
               f"{out / f'latency{stem}.md'}, {out / f'latency{stem}.csv'}\n", file=sys.stderr)
@@ -215,6 +221,10 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
                         help="robustness runs: NoC counts rounds to this metric (default iou)")
     tables.add_argument("--noc-threshold", type=float, choices=(0.8, 0.85, 0.9), default=0.9,
                         help="robustness runs: NoC's threshold (default 0.9, as RClicks)")
+    tables.add_argument("--latency-table", metavar="FILE",
+                        help="time table: wait for each model as this latency table says "
+                             "(written by 'intrabench latency RUN --save FILE'), not as "
+                             "measured in the run")
     tables.set_defaults(func=cmd_tables)
 
     report = commands.add_parser("report", help="a self-contained HTML report of one run")

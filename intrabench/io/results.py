@@ -145,11 +145,14 @@ def code_revision() -> dict[str, Any]:
 
 
 def write_run_metadata(run_dir: Path, config_yaml: str, extra: dict[str, Any]) -> None:
+    from intrabench.io.machine import describe_machine
+
     atomic_write_text(run_dir / "config.yaml", config_yaml)
     metadata = {
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
+        "machine": describe_machine(),
         "versions": software_versions(),
         "code": code_revision(),
         **extra,

@@ -195,3 +195,13 @@ def run_time_model(run_dir: str | Path):
         return run_config(run_dir).time_model
     except UserError:
         return TimeModel()
+
+
+def run_machine(run_dir: str | Path) -> dict | None:
+    """The machine the run in ``run_dir`` ran on (``run.json``'s ``machine``), or None (runs
+    made before it was recorded)."""
+    try:
+        machine = json.loads((Path(run_dir) / "run.json").read_text()).get("machine")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return machine if isinstance(machine, dict) else None

@@ -173,21 +173,27 @@ def robustness_section(rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
     return figures, parts
 
 
-def time_section(run_dir: Path, rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
+def time_section(run_dir: Path, rows: pd.DataFrame, styles: dict | None = None
+                 ) -> tuple[list[Figure], list[str]]:
     """Figures and HTML of time-aware evaluation (docs/time-aware.md): the ``time`` table,
     Dice against accumulated time, and the latency table; nothing for rows without latency."""
-    from intrabench.io.run_directory import run_time_model
+    from intrabench.io.run_directory import run_machine, run_time_model
     from intrabench.timing.figures import time_curve_plot
     from intrabench.timing.latency import has_latency, latency_table
     from intrabench.timing.table import time_table
+    from intrabench.timing.waiting import waiting_description
 
     if not has_latency(rows):
         return [], []
     model = run_time_model(run_dir)
+    mode = waiting_description(model, run_machine(run_dir))
     figures = [Figure("dice-vs-time", "Dice x100 against the clinician's accumulated time "
                       "(seconds of interaction from the run's time model plus seconds waiting "
                       "for the model), up to the budget; dotted: 60 s.",
-                      time_curve_plot(rows, model))]
+                      time_curve_plot(rows, model, styles=styles,
+                                      waiting="waiting as measured in this run"
+                                      if model.waiting == "measured"
+                                      else "waiting from the latency table"))]
     parts = [
         "<h2>Quality against the clinician's time</h2>",
         f"<p class='explain'>Each interaction costs the clinician time (a click "
@@ -197,6 +203,7 @@ def time_section(run_dir: Path, rows: pd.DataFrame) -> tuple[list[Figure], list[
         f"{model.max_interactions} interactions per target; an interaction that would exceed "
         "it is discarded (DAVIS interactive track). AUC-time: area under Dice against time over "
         "the budget; Dice@60s: the curve at 60 s. Definitions: docs/time-aware.md.</p>",
+        f"<p class='explain'><b>{html.escape(mode[0].upper() + mode[1:])}.</b></p>",
         _frame_html(time_table(rows, model)), *[f.html() for f in figures],
         "<h3>Model latency</h3><p class='explain'>Cold: the case's set-up plus its first "
         "forward pass; warm: every later one, by interaction kind (ms, CUDA synchronised). "
@@ -308,7 +315,7 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
     gallery_figures, gallery_parts = gallery_section(run_dir, rows, episodes, cases, max_overlays)
     attribute_figures, attribute_parts = attribute_section(run_dir, rows, n_boot=n_boot)
     robustness_figures, robustness_parts = robustness_section(rows)
-    time_figures, time_parts = time_section(run_dir, rows)
+    time_figures, time_parts = time_section(run_dir, rows, styles)
     for figure in (figures + gallery_figures + attribute_figures + robustness_figures
                    + time_figures):
         (out / f"{figure.name}.png").write_bytes(figure.png)

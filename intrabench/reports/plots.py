@@ -91,6 +91,18 @@ def _legend_below(figure, axes, count: int) -> None:
                   ncol=1 if count <= 4 else 2, fontsize=8, frameon=False)
 
 
+def legend_of_all_panels(figure, axes) -> None:
+    """One legend under the figure with every panel's lines (each label once), in up to two
+    columns; call after ``tight_layout``."""
+    handles: dict[str, object] = {}
+    for axis in axes:
+        handles.update(zip(*reversed(axis.get_legend_handles_labels())))
+    if handles:
+        figure.legend(list(handles.values()), list(handles), loc="upper center",
+                      bbox_to_anchor=(0.5, 0.0), ncol=1 if len(handles) <= 4 else 2,
+                      fontsize=8, frameon=False)
+
+
 def curve_frame(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
     """Per (model, prompter, refiner, step): mean over datasets of the dataset score and the
     mean cumulative effort per target."""
@@ -134,13 +146,8 @@ def iteration_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 10
         axis.set_title(title or f"{metric_name(metric)} per refinement iteration", fontsize=10)
         axis.grid(alpha=0.3)
         axis.xaxis.get_major_locator().set_params(integer=True)
-    handles = {}
-    for axis in axes[0]:
-        handles.update(zip(*reversed(axis.get_legend_handles_labels())))
     figure.tight_layout()
-    figure.legend(list(handles.values()), list(handles), loc="upper center",
-                  bbox_to_anchor=(0.5, 0.0), ncol=1 if len(handles) <= 4 else 2, fontsize=8,
-                  frameon=False)
+    legend_of_all_panels(figure, list(axes[0]))
     return _png(figure)
 
 

@@ -3,7 +3,9 @@
 Per episode (one target, steps k = 0..K; v_k a metric after step k):
 
 * cost_k = human seconds of step k (:func:`~intrabench.timing.human.human_seconds`) + the
-  model's latency at step k (``latency_seconds``; 0 once converged); T_k = cost_0 + ... + cost_k;
+  wait for the model at step k (:func:`~intrabench.timing.waiting.waiting_seconds`: the
+  measured ``latency_seconds``, or the latency table's with ``waiting: table``; 0 once
+  converged); T_k = cost_0 + ... + cost_k;
 * the budget B = budget_per_interaction x max_interactions (default 30 s x 8 = 240 s). Step
   k is *kept* when k < max_interactions and T_k <= B; the first step that would exceed the
   budget is discarded with every later one (DAVIS: "the last interaction will be discarded"),
@@ -83,9 +85,9 @@ class TimedEpisode:
 
 def timed_episodes(rows: pd.DataFrame, model: TimeModel) -> Iterator[TimedEpisode]:
     """Every episode of ``rows`` with its costs and the budget applied (module docstring)."""
-    latency = (rows["latency_seconds"].astype(float).fillna(0.0) if "latency_seconds" in rows
-               else pd.Series(0.0, index=rows.index))
-    rows = rows.assign(_human=human_seconds(rows, model), _latency=latency)
+    from intrabench.timing.waiting import waiting_seconds
+
+    rows = rows.assign(_human=human_seconds(rows, model), _latency=waiting_seconds(rows, model))
     keys = [k for k in EPISODE_KEYS if k in rows]
     for identity, steps in rows.sort_values("step").groupby(keys, sort=True, dropna=False):
         human = steps["_human"].to_numpy(dtype=float)

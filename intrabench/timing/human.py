@@ -23,10 +23,10 @@ defaults are a starting point, set them to your readers' in the run config (``ti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from intrabench.types import INTERACTION_COST
 
@@ -49,6 +49,22 @@ class TimeModel(BaseModel):
     budget_per_interaction: float = Field(default=30.0, gt=0)
     #: interactions in the budget: budget per target = budget_per_interaction x this
     max_interactions: int = Field(default=8, ge=1)
+    #: what the clinician waits for the model: ``measured`` (each step's latency as measured
+    #: in this run: moves with whatever else the machine runs) or ``table`` (each model's
+    #: from ``latency_table``: the same numbers on any machine, any load)
+    waiting: Literal["measured", "table"] = "measured"
+    #: ``waiting: table``'s latencies: a JSON file written by ``intrabench latency RUN --save
+    #: FILE`` (relative to the config file), or per model (its label) seconds inline:
+    #: ``{random-walker-2d: {first: 0.4, warm: 0.1, scribble: 0.15}}`` (``first``: a case's
+    #: first call; ``warm``: every later one, or per interaction kind)
+    latency_table: str | dict[str, dict[str, float]] | None = None
+
+    @model_validator(mode="after")
+    def _table_given(self) -> TimeModel:
+        if self.waiting == "table" and not self.latency_table:
+            raise ValueError("waiting: table needs a latency_table (a file written by "
+                             "'intrabench latency RUN --save FILE', or seconds per model)")
+        return self
 
     @field_validator("seconds")
     @classmethod

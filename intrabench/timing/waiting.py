@@ -1,0 +1,142 @@
+"""What the clinician waits for the model at each step, in one of two modes (``time_model.
+waiting``; docs/time-aware.md):
+
+* ``measured`` (the default): the step's ``latency_seconds`` as measured in this run. True to
+  this machine at this moment, and so it moves with whatever else the machine runs (a tiny
+  model's waiting went from 0.40 s to 24 s per episode on a loaded machine);
+* ``table``: each model's latency from a **latency table**: per model (its label in the
+  results) ``first``, the seconds of a case's first call, and ``warm``, every later call,
+  optionally per interaction kind (``click``, ``box2d``, ``box3d``, ``scribble``,
+  ``boundary_slice``, ``lasso``: the step's kind, as in the latency table). The same rows
+  give the same time metrics on any machine and under any load.
+
+A table is measured once (``intrabench latency RUN --save FILE``: the medians of a run's
+measured latencies, with the machine they were measured on) or written by hand in the config.
+A converged step waits 0 s in both modes (the model is not called).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from intrabench.errors import UserError
+from intrabench.timing.human import TimeModel, step_kind
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FORMAT = "intrabench-latency-table/1"
+
+
+@dataclass(frozen=True)
+class LatencyTable:
+    """Seconds per model: ``{"first": s, "warm": s, <kind>: s, ...}``; where they come from."""
+
+    models: dict[str, dict[str, float]]
+    machine: dict[str, Any] | None = None
+    source: str = "the config"
+    measured: str | None = None
+    runs: list[str] = field(default_factory=list)
+
+    def seconds(self, model: str, first: bool, kind: str) -> float:
+        entry = self.models[model]
+        if first:
+            return entry.get("first", entry.get("warm", 0.0))
+        return entry.get(kind, entry.get("warm", entry.get("first", 0.0)))
+
+
+def measure_table(rows: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Per model of ``rows``: the median ``latency_seconds`` of the first calls (``first``),
+    of the other calls (``warm``) and of the other calls per interaction kind."""
+    called = rows[~rows["converged"].astype(bool)] if "converged" in rows else rows
+    called = called[called["latency_seconds"].notna()]
+    called = called.assign(_kind=step_kind(called))
+    table: dict[str, dict[str, float]] = {}
+    for model, part in called.groupby("model", sort=True):
+        first = part["latency_first_call"].astype(bool)
+        entry = {}
+        if first.any():
+            entry["first"] = float(np.median(part.loc[first, "latency_seconds"]))
+        warm = part[~first]
+        if len(warm):
+            entry["warm"] = float(np.median(warm["latency_seconds"]))
+            for kind, calls in warm.groupby("_kind", sort=True):
+                if kind != "none":
+                    entry[kind] = float(np.median(calls["latency_seconds"]))
+        table[str(model)] = {k: round(v, 6) for k, v in entry.items()}
+    return table
+
+
+def save_table(rows: pd.DataFrame, path: Path, machine: dict[str, Any] | None,
+               runs: list[str]) -> LatencyTable:
+    """Writes :func:`measure_table` of ``rows`` with the machine to ``path`` (JSON)."""
+    from intrabench.io.results import atomic_write_text
+
+    table = LatencyTable(measure_table(rows), machine, str(path),
+                         datetime.now(timezone.utc).isoformat(timespec="seconds"), runs)
+    atomic_write_text(Path(path), json.dumps({
+        "format": FORMAT, "measured": table.measured, "machine": machine, "runs": runs,
+        "models": table.models}, indent=1) + "\n")
+    return table
+
+
+def load_table(spec: str | dict[str, dict[str, float]]) -> LatencyTable:
+    """The table of ``time_model.latency_table``: a file of :func:`save_table`, or inline."""
+    if isinstance(spec, dict):
+        return LatencyTable({str(m): {k: float(v) for k, v in e.items()} for m, e in spec.items()})
+    path = Path(spec)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        models = {str(m): {k: float(v) for k, v in e.items()} for m, e in data["models"].items()}
+    except FileNotFoundError:
+        raise UserError(f"time_model.latency_table: {path} not found (write one with "
+                        "'intrabench latency RUN --save FILE')") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise UserError(f"time_model.latency_table: {path} is not a latency table "
+                        f"({type(error).__name__}: {error})") from None
+    return LatencyTable(models, data.get("machine"), str(path), data.get("measured"),
+                        list(data.get("runs", [])))
+
+
+def waiting_seconds(rows: pd.DataFrame, model: TimeModel) -> pd.Series:
+    """Seconds the clinician waits at each row's step (module docstring)."""
+    import pandas as pd
+
+    measured = (rows["latency_seconds"].astype(float).fillna(0.0) if "latency_seconds" in rows
+                else pd.Series(0.0, index=rows.index))
+    if model.waiting == "measured" or rows.empty:
+        return measured
+    table = load_table(model.latency_table)
+    missing = sorted(set(rows["model"].astype(str)) - set(table.models))
+    if missing:
+        raise UserError(f"time_model.latency_table ({table.source}) has no latency for "
+                        f"{', '.join(missing)}; it has {', '.join(sorted(table.models)) or 'none'}")
+    first = (rows["latency_first_call"].astype(bool) if "latency_first_call" in rows
+             else rows["step"].eq(0))
+    kinds = step_kind(rows)
+    seconds = [table.seconds(m, f, k) for m, f, k in zip(rows["model"].astype(str), first, kinds)]
+    waited = pd.Series(seconds, index=rows.index, dtype=float)
+    if "converged" in rows:
+        waited[rows["converged"].astype(bool)] = 0.0
+    return waited
+
+
+def waiting_description(model: TimeModel, machine: dict[str, Any] | None) -> str:
+    """One sentence for the time table: which mode gave the waiting, measured where."""
+    from intrabench.io.machine import machine_text
+
+    if model.waiting == "measured":
+        return (f"waiting: measured in this run on {machine_text(machine)} (it moves with the "
+                "machine's load; 'time_model: {waiting: table}' gives reproducible numbers)")
+    table = load_table(model.latency_table)
+    if table.machine is None and table.source == "the config":
+        return "waiting: from the latency table given in the config (the same on any machine)"
+    when = f", {table.measured[:10]}" if table.measured else ""
+    return (f"waiting: from the latency table {table.source} (measured on "
+            f"{machine_text(table.machine)}{when}; the same on any machine)")
