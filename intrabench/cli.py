@@ -113,6 +113,12 @@ def _report_run(config, out: Path, plan, problems: list[str], failures: list,
               f"incompatible (see {out / 'skipped.csv'})", file=sys.stderr)
         return 2
     rows = load_results(out)
+    if "click_map_fallbacks" in rows and rows["click_map_fallbacks"].fillna(0).sum() > 0:
+        fallbacks = int(rows["click_map_fallbacks"].fillna(0).sum())
+        regions = int(rows["click_map_regions"].fillna(0).sum())
+        print(f"note: {fallbacks} of {regions} click regions had no recorded clicks and took the "
+              "clickability model's fallback map (per step: click_map_fallbacks in the "
+              "results)", file=sys.stderr)
     if len(rows):
         table = aggregate.summary_table(rows)
         if failures:

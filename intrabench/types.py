@@ -176,6 +176,10 @@ class Prompt:
     effort_label: str = ""
     lassos: tuple[Lasso, ...] = ()
     order: tuple[tuple[str, int], ...] = ()
+    #: in a robustness run, the clickability maps this step's clicks were drawn from:
+    #: (source, click regions) pairs, ``fallback:<name>`` where a map handed a region on
+    #: (``recorded`` without clicks there)
+    click_maps: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         points = _as_points(self.points)
@@ -298,6 +302,7 @@ class Prompt:
             effort_label=other.effort_label or self.effort_label,
             lassos=self.lassos + other.lassos,
             order=order,
+            click_maps=_summed(self.click_maps + other.click_maps),
         )
 
     def to_json(self) -> str:
@@ -351,6 +356,14 @@ class Prompt:
             "n_lassos": len(self.lassos),
             "n_prompted_slices": len(self.slices()),
         }
+
+
+def _summed(pairs: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+    """(name, count) pairs with each name once, counts summed, names sorted."""
+    totals: dict[str, int] = {}
+    for name, count in pairs:
+        totals[name] = totals.get(name, 0) + int(count)
+    return tuple(sorted(totals.items()))
 
 
 def concatenate_points(parts: Iterable[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:

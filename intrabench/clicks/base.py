@@ -9,6 +9,7 @@ same order. Every other array of a :class:`ClickRegion` has the region's shape.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -73,14 +74,25 @@ class ClickabilityModel(ABC):
         ``region.mask``; proportional to the probability of each voxel being clicked (they
         are normalised by the caller). All-zero weights fall back to a uniform distribution."""
 
+    def weights_and_source(self, region: ClickRegion) -> tuple[np.ndarray, str]:
+        """:meth:`weights` and which map gave them: this model's name, or, for a model that
+        hands some regions to another (``recorded`` without clicks there), ``fallback:<its
+        name>``. Runs count the fallbacks (``click_map_fallbacks`` in the results)."""
+        return self.weights(region), self.name
 
-def probabilities(model: ClickabilityModel, region: ClickRegion) -> np.ndarray:
-    """``model``'s weights on ``region`` checked and normalised to sum 1 (float64).
+
+def probabilities(model: ClickabilityModel, region: ClickRegion,
+                  sources: Counter | None = None) -> np.ndarray:
+    """``model``'s weights on ``region`` checked and normalised to sum 1 (float64); the map
+    that gave them is counted in ``sources`` (see :meth:`ClickabilityModel.weights_and_source`).
 
     Raises ValueError for weights of the wrong shape, negative or non-finite weights; weights
     outside the region are dropped; all-zero weights become uniform over the region.
     """
-    weights = np.asarray(model.weights(region), dtype=np.float64)
+    weights, source = model.weights_and_source(region)
+    if sources is not None:
+        sources[source] += 1
+    weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != region.mask.shape:
         raise ValueError(f"clickability model '{model.name}' returned weights of shape "
                          f"{weights.shape} for a region of shape {region.mask.shape}")

@@ -18,7 +18,8 @@ axial slice; ``origin`` is the full-volume (z, y, x) index of the region array's
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -82,12 +83,16 @@ class ClickPolicy:
     image: ImageWindow | None = None
     identity: tuple[str, str, str] = ("", "", "")
     step: int = 0
+    #: the maps that gave this step's click regions (source -> regions; see
+    #: :meth:`ClickabilityModel.weights_and_source`)
+    sources: Counter = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self.group = parse_strategy(self.strategy, self.n_groups)
 
     def at_step(self, step: int) -> ClickPolicy:
-        return replace(self, step=step)
+        """This policy for ``step``, counting its own map sources."""
+        return replace(self, step=step, sources=Counter())
 
     def region(self, mask: np.ndarray, origin: tuple[int, ...], spacing: tuple[float, ...],
                kind: RegionKind = "target", target: np.ndarray | None = None) -> ClickRegion:
@@ -125,7 +130,7 @@ class ClickPolicy:
             crop_origin[-mask.ndim:] += low
             region = self.region(local, tuple(crop_origin), spacing, kind,
                                  None if target is None else np.asarray(target, bool)[crop])
-            chances = probabilities(self.model, region)
+            chances = probabilities(self.model, region, self.sources)
             flat = sample_from_group(chances, self.group, self.n_groups, n, rng)
             picked = np.stack(np.unravel_index(flat, local.shape), axis=1)
         return picked.astype(np.int64) + low

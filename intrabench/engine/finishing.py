@@ -162,7 +162,7 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
             "keep_previous_prompts": unit.keep_previous_prompts if unit.refiner else None,
             "protocol": unit.protocol,
             "in_training_data": in_training_data,
-            **_click_columns(unit),
+            **_click_columns(unit, result.prompt),
             **result.metrics,
             "effort": result.effort,
             "cumulative_effort": result.cumulative_effort,
@@ -215,14 +215,19 @@ def slices_scrolled(prompt: Prompt, previous: list[int]) -> tuple[int, list[int]
     return int(span), touched
 
 
-def _click_columns(unit: WorkUnit) -> dict[str, Any]:
-    """A robustness run's columns: the click strategy, the prompter without it, and the
-    clickability model (none outside robustness runs)."""
+def _click_columns(unit: WorkUnit, prompt: Prompt) -> dict[str, Any]:
+    """A robustness run's columns: the click strategy, the prompter without it, the
+    clickability model, and the click regions of the step's prompt whose map came from it
+    (``click_map_regions``) and from its fallback (``click_map_fallbacks``: a ``recorded``
+    map without clicks there); none outside robustness runs."""
     if unit.click_group is None:
         return {}
+    fallbacks = sum(n for source, n in prompt.click_maps if source.startswith("fallback:"))
     return {"click_group": unit.click_group, "click_prompter": unit.prompter.key,
             "clickability": unit.clickability.key if unit.clickability else "",
-            "click_groups": unit.n_groups}
+            "click_groups": unit.n_groups,
+            "click_map_regions": sum(n for _source, n in prompt.click_maps),
+            "click_map_fallbacks": fallbacks}
 
 
 def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:

@@ -9,7 +9,7 @@ gives the same prompts whether it runs in the model loop or in a worker process 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -39,13 +39,14 @@ class SimulatedUser:
     def initial(self, ground_truth: np.ndarray,
                 segment_slice: Callable[[SlicePrompt], np.ndarray] | None = None) -> Prompt:
         """The first prompt; ``segment_slice`` lets propagation prompters query a 2D model."""
-        return self.prompter.initial(PromptContext(
+        clicks = self.clicks.at_step(0) if self.clicks is not None else None
+        return _with_click_maps(self.prompter.initial(PromptContext(
             ground_truth=ground_truth,
             spacing=self.spacing,
             rng=derive_rng(self.seed, *self.identity, self.prompter_key, "initial"),
             segment_slice=segment_slice,
-            clicks=self.clicks.at_step(0) if self.clicks is not None else None,
-        ))
+            clicks=clicks,
+        )), clicks)
 
     def refine(self, ground_truth: np.ndarray, prediction: np.ndarray, step: int,
                history: list[Prompt]) -> Prompt | None:
@@ -55,7 +56,8 @@ class SimulatedUser:
             raise ValueError("this simulated user has no refiner")
         if masks_equal(prediction, ground_truth):
             return None
-        return self.refiner.refine(RefineContext(
+        clicks = self.clicks.at_step(step) if self.clicks is not None else None
+        return _with_click_maps(self.refiner.refine(RefineContext(
             ground_truth=ground_truth,
             prediction=prediction,
             spacing=self.spacing,
@@ -63,5 +65,12 @@ class SimulatedUser:
             step=step,
             model_dimension=self.model_dimension,
             history=history,
-            clicks=self.clicks.at_step(step) if self.clicks is not None else None,
-        ))
+            clicks=clicks,
+        )), clicks)
+
+
+def _with_click_maps(prompt: Prompt | None, clicks: ClickPolicy | None) -> Prompt | None:
+    """``prompt`` carrying which clickability maps its clicks came from (robustness runs)."""
+    if prompt is None or clicks is None or not clicks.sources:
+        return prompt
+    return replace(prompt, click_maps=tuple(sorted(clicks.sources.items())))

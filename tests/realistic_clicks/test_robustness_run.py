@@ -125,3 +125,43 @@ def test_the_demo_config_is_a_robustness_run():
     assert config.refinement_steps == config.robustness.rounds - 1 == 9
     docs = (root / "docs" / "realistic-clicks.md").read_text()
     assert "clickability: contrast-aware" in docs and "rounds: 10" in docs
+
+
+def test_recorded_maps_count_their_fallbacks_in_the_results_and_the_run_log(tmp_path, capsys):
+    import numpy as np
+    import yaml
+
+    from intrabench import registry
+
+    dataset = {"name": "demo-phantoms", "n_cases": 1, "shape": [16, 48, 48]}
+    case = registry.datasets.create("demo-phantoms", {"n_cases": 1, "shape": [16, 48, 48]}).load(
+        "phantom_000")
+    recorded = case.targets[0]
+    z, y, x = np.argwhere(case.target_mask(recorded))[0]
+    clicks = tmp_path / "clicks.csv"  # clicks recorded for the first target's first round only
+    clicks.write_text("dataset,case,target,z,y,x,step\n"
+                      f"{case.dataset},phantom_000,{recorded.target_id},{z},{y},{x},0\n")
+    spec = {**SPEC, "datasets": [dataset], "prompters": [SPEC["prompters"][0]],
+            "refiners": ["center-error-click"],
+            "robustness": {"clickability": {"name": "recorded", "clicks_file": str(clicks)},
+                           "groups": 2, "rounds": 2, "baseline": False}}
+    config_file = tmp_path / "recorded.yaml"
+    config_file.write_text(yaml.safe_dump(spec))
+    assert main(["run", str(config_file), "--out", str(tmp_path / "run")]) in (0, 1)
+    log = capsys.readouterr().err
+    rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    called = rows[~rows["converged"]]
+    assert (called["click_map_regions"] >= 1).all()
+    mine = called["target"] == recorded.target_id
+    # the recorded target's first round drew from its clicks; everything else fell back
+    assert (called.loc[mine & (called["step"] == 0), "click_map_fallbacks"] == 0).all()
+    others = called[~(mine & (called["step"] == 0))]
+    assert (others["click_map_fallbacks"] == others["click_map_regions"]).all()
+    total, fallbacks = int(called["click_map_regions"].sum()), int(called["click_map_fallbacks"].sum())
+    assert 0 < fallbacks < total
+    assert f"note: {fallbacks} of {total} click regions had no recorded clicks" in log
+    # the counts come back from a user worker process too
+    Runner(parse_config({**spec, "name": "recorded-process"}), tmp_path / "process",
+           user_workers=1).run()
+    process = pd.read_parquet(tmp_path / "process" / "results.parquet")
+    assert process["click_map_fallbacks"].tolist() == rows["click_map_fallbacks"].tolist()

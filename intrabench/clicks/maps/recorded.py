@@ -6,7 +6,9 @@ and optionally ``step`` (0: the first click on the target; k: the k-th correctio
 without a step counts for every step). The map of a region is
 :func:`~intrabench.clicks.observed.map_from_clicks` of the clicks recorded for its target and
 step that fall in its crop (on its slice, for 2D clicks), restricted to the region. A region
-without recorded clicks gets the ``fallback`` model's map (``distance`` by default).
+without recorded clicks gets the ``fallback`` model's map (``distance`` by default); the
+results count those (``click_map_fallbacks`` of ``click_map_regions`` per step) and the run
+says how many at its end.
 """
 
 from __future__ import annotations
@@ -70,13 +72,18 @@ class RecordedClickability(ClickabilityModel):
         return local[inside]
 
     def weights(self, region: ClickRegion) -> np.ndarray:
+        return self.weights_and_source(region)[0]
+
+    def weights_and_source(self, region: ClickRegion) -> tuple[np.ndarray, str]:
+        """The map of the recorded clicks, or the fallback's (``fallback:<name>``) where the
+        region has none (or they give it no weight)."""
         clicks = self.clicks_in(region)
         if len(clicks):
             try:
                 observed = map_from_clicks(clicks, region.mask, region.spacing,
                                            self.click_sigma_mm, self.error_sigma_mm)
                 if (observed * region.mask).sum() > 0:
-                    return np.where(region.mask, observed, 0.0)
+                    return np.where(region.mask, observed, 0.0), self.name
             except ValueError:
                 pass
-        return self.fallback.weights(region)
+        return self.fallback.weights(region), f"fallback:{self.fallback.name}"
