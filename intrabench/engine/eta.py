@@ -5,14 +5,18 @@ A unit (one case x prompter x refiner x seed for a model) costs what its model a
 make it cost: a network is slower than region growing, a 5-lesion phantom slower than a
 1-lesion crop. The estimate for a (model, dataset) is, in this order:
 
+0. **this case, measured or recorded**: cases of one dataset differ (a 5-lesion phantom
+   costs 10 times a 1-lesion crop), so the record keeps each case's rate too: a case this
+   model ran before on this machine costs what it cost then, scaled by the speed;
 1. **measured here**: its mean seconds per unit in this run, leaving out the model's first
    group, which carries one-off costs (building the model, compiling an encoder, the first
    inference); these are kept apart as the model's **warm-up** (the first group's seconds over
    its units at the steady rate) and added to the ETA while the model has not started;
 2. **recorded**: the rate an earlier run on this machine measured for it
    (``unit-seconds.json`` in ``$INTRABENCH_CACHE``, default ``~/.cache/intrabench``; per
-   host), scaled by this run's speed against the record on what both measured (a busier
-   machine, other threads);
+   host), scaled by this run's **speed** against the record (a busier machine, other
+   threads): the geometric mean of this run's rate over the record's on the cases both
+   measured (else on the datasets both measured);
 3. **its first group here** (one-off costs included), or **the same model on other data
    here**: its rate on the datasets it ran, each scaled by how much dearer this dataset is
    than that one for the models that ran both (1 without any); else the model's recorded
@@ -38,6 +42,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (model key, dataset key)
+CaseKey = tuple[str, str, str]  # (model key, dataset key, case id)
 
 
 def record_path() -> Path:
@@ -55,6 +60,10 @@ def read_record(path: Path | None = None) -> Record:
             for dataset, rate in entry.get("seconds_per_unit", {}).items():
                 if float(rate) > 0:
                     record.rates[(model, dataset)] = float(rate)
+            for dataset, cases in entry.get("cases", {}).items():
+                for case, rate in cases.items():
+                    if float(rate) > 0:
+                        record.case_rates[(model, dataset, case)] = float(rate)
             if float(entry.get("warm_up_seconds", 0)) > 0:
                 record.warm_up[model] = float(entry["warm_up_seconds"])
     except (OSError, ValueError, TypeError, AttributeError):
@@ -76,6 +85,9 @@ def write_record(measured: Record, path: Path | None = None) -> None:
     host = stored.setdefault(platform.node(), {})
     for (model, dataset), rate in measured.rates.items():
         host.setdefault(model, {}).setdefault("seconds_per_unit", {})[dataset] = round(rate, 6)
+    for (model, dataset, case), rate in measured.case_rates.items():
+        cases = host.setdefault(model, {}).setdefault("cases", {}).setdefault(dataset, {})
+        cases[case] = round(rate, 6)
     for model, seconds in measured.warm_up.items():
         host.setdefault(model, {})["warm_up_seconds"] = round(seconds, 3)
     try:
@@ -86,19 +98,31 @@ def write_record(measured: Record, path: Path | None = None) -> None:
 
 @dataclass
 class Record:
-    """Seconds per unit per (model, dataset), and each model's one-off seconds at the start
-    (building it, the first inference: its first group's seconds over its steady rate)."""
+    """Seconds per unit per (model, dataset) and per (model, dataset, case), and each
+    model's one-off seconds at the start (building it, the first inference: its first
+    group's seconds over its steady rate)."""
 
     rates: dict[Key, float] = field(default_factory=dict)
     warm_up: dict[str, float] = field(default_factory=dict)
+    case_rates: dict[CaseKey, float] = field(default_factory=dict)
 
 
 def _geometric_mean(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else 1.0
 
 
+@dataclass
+class _Snapshot:
+    """What :meth:`UnitCosts.rate` derives from the measurements, computed once per change."""
+
+    steady: dict[Key, float]
+    everything: dict[Key, float]
+    steady_cases: dict[CaseKey, float]
+    speed: float
+
+
 class UnitCosts:
-    """Seconds per unit per (model, dataset): :meth:`add` each finished group, ask
+    """Seconds per unit per (model, dataset[, case]): :meth:`add` each finished group, ask
     :meth:`rate` (the module docstring's order) and :meth:`warm_up`."""
 
     def __init__(self, record: Record | None = None) -> None:
@@ -106,19 +130,26 @@ class UnitCosts:
         # per key: [seconds, units] of every group, and of the groups after the model's first
         self._all: dict[Key, list[float]] = defaultdict(lambda: [0.0, 0])
         self._later: dict[Key, list[float]] = defaultdict(lambda: [0.0, 0])
+        self._later_cases: dict[CaseKey, list[float]] = defaultdict(lambda: [0.0, 0])
         self._first: dict[str, tuple[str, int, float]] = {}  # model -> dataset, units, seconds
+        self._snapshot: _Snapshot | None = None
 
-    def add(self, model: str, dataset: str, units: int, seconds: float) -> None:
-        """A finished group of ``units`` of ``model`` on ``dataset`` that took ``seconds``
-        (the first group of a model may include time spent before it, building the model)."""
+    def add(self, model: str, dataset: str, units: int, seconds: float,
+            case: str | None = None) -> None:
+        """A finished group of ``units`` of ``model`` on ``dataset`` (its ``case``) that took
+        ``seconds`` (a model's first group may include time spent before it, building it)."""
         key = (model, dataset)
         self._all[key][0] += seconds
         self._all[key][1] += units
         if model in self._first:
             self._later[key][0] += seconds
             self._later[key][1] += units
+            if case is not None:
+                self._later_cases[(model, dataset, case)][0] += seconds
+                self._later_cases[(model, dataset, case)][1] += units
         else:
             self._first[model] = (dataset, units, seconds)
+        self._snapshot = None
 
     def started(self, model: str) -> bool:
         return model in self._first
@@ -129,15 +160,18 @@ class UnitCosts:
 
     def measured(self) -> Record:
         """What this run measured, as the record keeps it: steady rates, else (a model that
-        ran one group on a dataset) the rate with its first group; the warm-ups known."""
+        ran one group on a dataset) the rate with its first group; the cases' steady rates
+        (not the first group's case: its one-off costs are in it); the warm-ups known."""
         rates = {key: seconds / units for key, (seconds, units) in self._all.items() if units}
         rates.update(self.steady())
+        cases = {key: seconds / units for key, (seconds, units) in self._later_cases.items()
+                 if units}
         warm_up = {}
         for model in self._first:
             extra = self._warm_up_measured(model)
             if extra is not None:
                 warm_up[model] = extra
-        return Record(rates, warm_up)
+        return Record(rates, warm_up, cases)
 
     def _warm_up_measured(self, model: str) -> float | None:
         dataset, units, seconds = self._first[model]
@@ -152,23 +186,41 @@ class UnitCosts:
                 return measured
         return self.record.warm_up.get(model, 0.0)
 
-    def rate(self, model: str, dataset: str) -> float | None:
+    def _derived(self) -> _Snapshot:
+        if self._snapshot is None:
+            steady = self.steady()
+            measured = self.measured()
+            ratios = [rate / self.record.case_rates[key]
+                      for key, rate in measured.case_rates.items() if key in self.record.case_rates]
+            if not ratios:
+                ratios = [rate / self.record.rates[key] for key, rate in steady.items()
+                          if key in self.record.rates]
+            self._snapshot = _Snapshot(steady, measured.rates, measured.case_rates,
+                                       _geometric_mean(ratios))
+        return self._snapshot
+
+    def rate(self, model: str, dataset: str, case: str | None = None) -> float | None:
+        """Seconds per unit of ``model`` on ``dataset`` (on ``case`` when given), or None."""
+        known = self._derived()
+        if case is not None:
+            if (model, dataset, case) in known.steady_cases:
+                return known.steady_cases[(model, dataset, case)]
+            if (model, dataset, case) in self.record.case_rates:
+                return self.record.case_rates[(model, dataset, case)] * known.speed
         key = (model, dataset)
-        steady = self.steady()
-        if key in steady:
-            return steady[key]
+        if key in known.steady:
+            return known.steady[key]
         if key in self.record.rates:
-            return self.record.rates[key] * self._speed(steady)
-        everything = self.measured().rates
-        if key in everything:  # only the model's first group: its one-off costs included
-            return everything[key]
-        own = {d: r for (m, d), r in everything.items() if m == model}
+            return self.record.rates[key] * known.speed
+        if key in known.everything:  # only the model's first group: its one-off costs included
+            return known.everything[key]
+        own = {d: r for (m, d), r in known.everything.items() if m == model}
         if own:
-            return sum(r * self._dataset_factor(everything, dataset, d)
+            return sum(r * self._dataset_factor(known.everything, dataset, d)
                        for d, r in own.items()) / len(own)
         recorded = [r for (m, _d), r in self.record.rates.items() if m == model]
         if recorded:
-            return sum(recorded) / len(recorded) * self._speed(steady)
+            return sum(recorded) / len(recorded) * known.speed
         return None
 
     @staticmethod
@@ -177,8 +229,3 @@ class UnitCosts:
         measured on both (geometric mean; 1 without any)."""
         return _geometric_mean([measured[(m, dataset)] / rate for (m, d), rate in measured.items()
                                 if d == other and (m, dataset) in measured and rate > 0])
-
-    def _speed(self, steady: dict[Key, float]) -> float:
-        """This run's seconds against the record's, on what both measured (1 without any)."""
-        return _geometric_mean([rate / self.record.rates[key] for key, rate in steady.items()
-                                if key in self.record.rates])

@@ -5,8 +5,8 @@ every ``interval`` seconds, also while one long (case, model) group runs (a hear
 prints it), and a last one at the end, so a log shows progress too. After the last unit is
 handed on, the lines say what is being finished (the last metrics, the results files).
 
-The ETA weights the remaining work by what it costs: each (model, dataset)'s seconds per work
-unit (a unit is one case x prompter x refiner x seed for that model) times its remaining
+The ETA weights the remaining work by what it costs: each (model, dataset, case)'s seconds per
+work unit (a unit is one case x prompter x refiner x seed for that model) times its remaining
 units, the rates measured in this run or recorded by earlier runs on this machine
 (:mod:`intrabench.engine.eta`); less the time the running group has already taken. A model
 with no rate yet is not guessed at: the line says ``ETA 40s + 2 models not timed yet``.
@@ -53,13 +53,14 @@ class RunProgress:
 
         self.stream = stream or sys.stderr
         self.total = len(units)
-        self.remaining: Counter[tuple[str, str]] = Counter(
-            (u.model.key, u.dataset.key) for u in units)
+        self.remaining: Counter[tuple[str, str, str]] = Counter(
+            (u.model.key, u.dataset.key, u.case_id) for u in units)
         #: seconds per unit per (model, dataset); ``remember``: add them to the machine's
         #: record at :meth:`close` (default: when the record was read, i.e. no ``costs``)
         self.costs = costs if costs is not None else UnitCosts(read_record())
         self.remember = costs is None if remember is None else remember
-        self._running: tuple[tuple[str, str], int, float] | None = None  # key, units, start
+        #: the running group: its units per (model, dataset, case), and when it started
+        self._running: tuple[Counter[tuple[str, str, str]], float] | None = None
         self.done = 0
         self.failures = 0
         self.interval = interval
@@ -87,13 +88,14 @@ class RunProgress:
 
     def eta(self) -> float | None:
         """Seconds left for the work whose cost is known (None while nothing is): remaining
-        units x their (model, dataset)'s seconds per unit, the running group's share less
-        the time it has run (:meth:`untimed` names the models left out)."""
+        units x their (model, dataset, case)'s seconds per unit, plus the warm-up of models
+        not started, the running group's share less the time it has run (:meth:`untimed`
+        names the models left out)."""
         seconds, timed = 0.0, False
-        running = self._running
+        running_keys, running_share = (self._running[0] if self._running else Counter()), 0.0
         warming = set()  # models not started yet: their one-off costs are still to come
-        for (model, dataset), count in self.remaining.items():
-            rate = self.costs.rate(model, dataset) if count > 0 else None
+        for (model, dataset, case), count in self.remaining.items():
+            rate = self.costs.rate(model, dataset, case) if count > 0 else None
             if rate is None:
                 continue
             timed = True
@@ -101,33 +103,35 @@ class RunProgress:
             if not self.costs.started(model) and model not in warming:
                 warming.add(model)
                 share += self.costs.warm_up(model)
-            if running is not None and running[0] == (model, dataset):
-                now_part = min(running[1], count) * rate + (
-                    self.costs.warm_up(model) if not self.costs.started(model) else 0.0)
-                share -= min(now_part, max(0.0, self.clock() - running[2]))
+                if any(key[0] == model for key in running_keys):
+                    running_share += self.costs.warm_up(model)
+            running_share += min(running_keys[(model, dataset, case)], count) * rate
             seconds += share
+        if self._running is not None:
+            seconds -= min(running_share, max(0.0, self.clock() - self._running[1]))
         return seconds if timed else None
 
     def untimed(self) -> list[str]:
         """The models with work left and no rate yet (measured or recorded)."""
-        return sorted({model for (model, dataset), count in self.remaining.items()
-                       if count > 0 and self.costs.rate(model, dataset) is None})
+        return sorted({model for (model, dataset, case), count in self.remaining.items()
+                       if count > 0 and self.costs.rate(model, dataset, case) is None})
 
     def start_group(self, units: list[WorkUnit]) -> None:
         self._where = f"{units[0].case_id} | {units[0].model.key}"
         # the first group's clock starts with the run: before it, its model was built and the
         # first case read (the time counts in that model's warm-up)
         start = self.started if self.done == 0 and self._running is None else self.clock()
-        self._running = ((units[0].model.key, units[0].dataset.key), len(units), start)
+        self._running = (Counter((u.model.key, u.dataset.key, u.case_id) for u in units), start)
         if self._bar is not None:
             self._bar.set_description(self._where)
 
     def finish_group(self, units: list[WorkUnit], seconds: float) -> None:
-        key = (units[0].model.key, units[0].dataset.key)
-        if self._running is not None and self._running[2] == self.started:
+        key = (units[0].model.key, units[0].dataset.key, units[0].case_id)
+        if self._running is not None and self._running[1] == self.started:
             seconds = max(seconds, self.clock() - self.started)  # the first group: see above
-        self.costs.add(*key, len(units), seconds)
-        self.remaining[key] -= len(units)
+        self.costs.add(key[0], key[1], len(units), seconds, case=key[2])
+        for unit in units:  # a group is one case's; counted unit by unit all the same
+            self.remaining[(unit.model.key, unit.dataset.key, unit.case_id)] -= 1
         self._running = None
         self.done += len(units)
         if self._bar is not None:

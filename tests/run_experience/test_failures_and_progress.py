@@ -383,3 +383,19 @@ def test_progress_lines_come_inside_a_long_group_and_say_what_is_finished():
     count = len(after)
     clock.sleep(0.5)
     assert len(stream.getvalue().splitlines()) == count  # closed: the heartbeat stopped
+
+
+def test_a_case_costs_what_it_cost_before_scaled_by_this_runs_speed():
+    from intrabench.engine.eta import Record
+
+    record = Record(rates={("m", "d"): 1.0},
+                    case_rates={("m", "d", "big"): 5.0, ("m", "d", "small"): 0.5})
+    costs = UnitCosts(record)
+    # cases of one dataset differ: each costs what it cost; an unrecorded one the dataset's rate
+    assert costs.rate("m", "d", "big") == 5.0 and costs.rate("m", "d", "new") == 1.0
+    costs.add("m", "d", 2, 30.0, case="first")  # the first group: warm-up, no case rate kept
+    costs.add("m", "d", 2, 2.0, case="small")  # 1 s per unit where the record says 0.5
+    # the speed compares like with like (the same case): twice as slow
+    assert costs.rate("m", "d", "big") == pytest.approx(10.0)
+    assert costs.rate("m", "d", "small") == pytest.approx(1.0)  # measured here
+    assert costs.measured().case_rates == {("m", "d", "small"): 1.0}
