@@ -121,19 +121,22 @@ class RunProgress:
         # the first group's clock starts with the run: before it, its model was built and the
         # first case read (the time counts in that model's warm-up)
         start = self.started if self.done == 0 and self._running is None else self.clock()
-        self._running = (Counter((u.model.key, u.dataset.key, u.case_id) for u in units), start)
+        with self._lock:  # the heartbeat thread reads it for its lines
+            self._running = (Counter((u.model.key, u.dataset.key, u.case_id) for u in units),
+                             start)
         if self._bar is not None:
             self._bar.set_description(self._where)
 
     def finish_group(self, units: list[WorkUnit], seconds: float) -> None:
         key = (units[0].model.key, units[0].dataset.key, units[0].case_id)
-        if self._running is not None and self._running[1] == self.started:
-            seconds = max(seconds, self.clock() - self.started)  # the first group: see above
-        self.costs.add(key[0], key[1], len(units), seconds, case=key[2])
-        for unit in units:  # a group is one case's; counted unit by unit all the same
-            self.remaining[(unit.model.key, unit.dataset.key, unit.case_id)] -= 1
-        self._running = None
-        self.done += len(units)
+        with self._lock:  # the heartbeat thread reads these for its lines
+            if self._running is not None and self._running[1] == self.started:
+                seconds = max(seconds, self.clock() - self.started)  # the first group: above
+            self.costs.add(key[0], key[1], len(units), seconds, case=key[2])
+            for unit in units:  # a group is one case's; counted unit by unit all the same
+                self.remaining[(unit.model.key, unit.dataset.key, unit.case_id)] -= 1
+            self._running = None
+            self.done += len(units)
         if self._bar is not None:
             eta = self._eta_text()
             self.history.append((self.clock() - self.started, self.done,
