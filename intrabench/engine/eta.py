@@ -16,7 +16,10 @@ make it cost: a network is slower than region growing, a 5-lesion phantom slower
    (``unit-seconds.json`` in ``$INTRABENCH_CACHE``, default ``~/.cache/intrabench``; per
    host), scaled by this run's **speed** against the record (a busier machine, other
    threads): the geometric mean of this run's rate over the record's on the cases both
-   measured (else on the datasets both measured);
+   measured (else on the datasets both measured), shrunk towards 1 as if
+   :data:`SPEED_PRIOR_CASES` more cases had run at the record's speed (one case runs up to
+   25% faster or slower from one run to the next on an idle machine: two cases do not make
+   a trend, ten do);
 3. **its first group here** (one-off costs included), or **the same model on other data
    here**: its rate on the datasets it ran, each scaled by how much dearer this dataset is
    than that one for the models that ran both (1 without any); else the model's recorded
@@ -107,6 +110,10 @@ class Record:
     case_rates: dict[CaseKey, float] = field(default_factory=dict)
 
 
+#: the speed against the record counts as this many cases measured at the record's speed
+SPEED_PRIOR_CASES = 2
+
+
 def _geometric_mean(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else 1.0
 
@@ -195,8 +202,10 @@ class UnitCosts:
             if not ratios:
                 ratios = [rate / self.record.rates[key] for key, rate in steady.items()
                           if key in self.record.rates]
-            self._snapshot = _Snapshot(steady, measured.rates, measured.case_rates,
-                                       _geometric_mean(ratios))
+            # shrunk towards 1 while few cases are compared: one case runs 20% faster or
+            # slower from one run to the next on an idle machine, a busy machine throughout
+            speed = _geometric_mean(ratios) ** (len(ratios) / (len(ratios) + SPEED_PRIOR_CASES))
+            self._snapshot = _Snapshot(steady, measured.rates, measured.case_rates, speed)
         return self._snapshot
 
     def rate(self, model: str, dataset: str, case: str | None = None) -> float | None:
