@@ -26,7 +26,11 @@ make it cost: a network is slower than region growing, a 5-lesion phantom slower
    rates on other datasets, scaled by the speed;
 4. else **not timed**: the ETA says how many models are not timed yet.
 
-Every run with progress adds what it measured to the record, so the first run of a model on
+A "model" here is the model with the mix of work its units do in the run
+(:func:`intrabench.engine.progress.work_keys`: ``litemedsam[1a2b3c4d]``): a unit of three
+prompters without refinement costs other than one of seven robot scribbles, so a record is
+used only by runs that give the model the same work. Every run with progress adds what it
+measured to the record, so the first run of a model on
 a machine has an ETA only for what it has timed, and later ones have one from the start.
 ``benchmarks/bench_eta.py`` measures the ETA's error on the demos.
 """

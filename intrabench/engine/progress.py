@@ -26,6 +26,23 @@ if TYPE_CHECKING:
     from intrabench.engine.plan import WorkUnit
 
 
+def work_keys(units: list[WorkUnit]) -> dict[str, str]:
+    """Per model, the name its costs are kept under: ``model[digest]``, the digest of the
+    work each of its units does (prompter, refiner, steps, click strategy). A unit of the
+    demo's prompters costs other than one of seven robot scribbles: a record is used only by
+    runs that give the model the same mix of work."""
+    import hashlib
+    import json
+    from collections import defaultdict
+
+    work: dict[str, set] = defaultdict(set)
+    for unit in units:
+        work[unit.model.key].add((unit.prompter.key, unit.refiner_key, int(unit.steps),
+                                  unit.click_group or ""))
+    return {model: f"{model}[{hashlib.sha256(json.dumps(sorted(kinds)).encode()).hexdigest()[:8]}]"
+            for model, kinds in work.items()}
+
+
 def format_seconds(seconds: float) -> str:
     """``42s``, ``3m05s``, ``2h04m``."""
     seconds = max(0, int(round(seconds)))
@@ -53,8 +70,8 @@ class RunProgress:
 
         self.stream = stream or sys.stderr
         self.total = len(units)
-        self.remaining: Counter[tuple[str, str, str]] = Counter(
-            (u.model.key, u.dataset.key, u.case_id) for u in units)
+        self._work = work_keys(units)
+        self.remaining: Counter[tuple[str, str, str]] = Counter(map(self._key, units))
         #: seconds per unit per (model, dataset); ``remember``: add them to the machine's
         #: record at :meth:`close` (default: when the record was read, i.e. no ``costs``)
         self.costs = costs if costs is not None else UnitCosts(read_record())
@@ -113,8 +130,12 @@ class RunProgress:
 
     def untimed(self) -> list[str]:
         """The models with work left and no rate yet (measured or recorded)."""
-        return sorted({model for (model, dataset, case), count in self.remaining.items()
-                       if count > 0 and self.costs.rate(model, dataset, case) is None})
+        return sorted({work.rsplit("[", 1)[0] for (work, dataset, case), count
+                       in self.remaining.items()
+                       if count > 0 and self.costs.rate(work, dataset, case) is None})
+
+    def _key(self, unit: WorkUnit) -> tuple[str, str, str]:
+        return self._work[unit.model.key], unit.dataset.key, unit.case_id
 
     def start_group(self, units: list[WorkUnit]) -> None:
         self._where = f"{units[0].case_id} | {units[0].model.key}"
@@ -122,19 +143,19 @@ class RunProgress:
         # first case read (the time counts in that model's warm-up)
         start = self.started if self.done == 0 and self._running is None else self.clock()
         with self._lock:  # the heartbeat thread reads it for its lines
-            self._running = (Counter((u.model.key, u.dataset.key, u.case_id) for u in units),
+            self._running = (Counter(map(self._key, units)),
                              start)
         if self._bar is not None:
             self._bar.set_description(self._where)
 
     def finish_group(self, units: list[WorkUnit], seconds: float) -> None:
-        key = (units[0].model.key, units[0].dataset.key, units[0].case_id)
+        key = self._key(units[0])
         with self._lock:  # the heartbeat thread reads these for its lines
             if self._running is not None and self._running[1] == self.started:
                 seconds = max(seconds, self.clock() - self.started)  # the first group: above
             self.costs.add(key[0], key[1], len(units), seconds, case=key[2])
             for unit in units:  # a group is one case's; counted unit by unit all the same
-                self.remaining[(unit.model.key, unit.dataset.key, unit.case_id)] -= 1
+                self.remaining[self._key(unit)] -= 1
             self._running = None
             self.done += len(units)
         if self._bar is not None:

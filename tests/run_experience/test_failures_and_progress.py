@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ from intrabench import registry
 from intrabench.cli import main
 from intrabench.config import parse_config
 from intrabench.engine.eta import UnitCosts, read_record, write_record
-from intrabench.engine.progress import RunProgress, format_seconds
+from intrabench.engine.progress import RunProgress, format_seconds, work_keys
 from intrabench.engine.runner import Runner
 from intrabench.protocols import Model, Refiner
 from intrabench.types import Prediction
@@ -237,7 +238,13 @@ def test_the_eta_adds_the_warm_up_of_models_yet_to_start():
                       model=ComponentSpec(name=model), prompter=ComponentSpec(name="p"),
                       refiner=None, seed=0, steps=0, keep_previous_prompts=True)
              for model in ("a", "b") for i in range(2)]
-    record = Record({("a", "d"): 1.0, ("b", "d"): 3.0}, {"a": 5.0, "b": 7.0})
+    # costs are kept per model and the mix of work its units do: a run that gives model "a"
+    # other prompters does not use this record
+    work = work_keys(units)
+    assert work["a"].startswith("a[") and work["a"] != work_keys(
+        [replace(u, steps=3) for u in units])["a"]
+    record = Record({(work["a"], "d"): 1.0, (work["b"], "d"): 3.0},
+                    {work["a"]: 5.0, work["b"]: 7.0})
     now = [0.0]
     progress = RunProgress(units, stream=io.StringIO(), interval=1e9, clock=lambda: now[0],
                            heartbeat=False, costs=UnitCosts(record))
