@@ -10,8 +10,8 @@ at an empty folder): **first run** on this machine (the ETA knows only what it h
 Prints, per run, every line (elapsed, units done, ETA, real time left, error) and the largest
 and median relative error over the lines after the first third of the run, the goal being
 within 25% (issue #41). Not counted: lines whose ETA leaves out a model not timed yet (the line
-says so: ``+ 1 model not timed yet``), and lines with under 3 s left (a second's jitter there
-is a large share of nothing).
+says so: ``+ 1 model not timed yet``), and the lines of the run's last tenth (at least its last
+3 s): a second's jitter there is a large share of nothing. Their errors are printed all the same.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def measure(name: str, interval: float, label: str) -> dict:
     for elapsed, done, eta in tracker.history:
         left = total - elapsed
         error = None if eta is None or left <= 0 else (eta - left) / left
-        counted = error is not None and elapsed >= total / 3 and left >= MIN_LEFT
+        counted = (error is not None and elapsed >= total / 3
+                   and left >= max(MIN_LEFT, total / 10))
         if counted:
             errors.append(abs(error))
         lines.append((elapsed, done, tracker.total, eta, left, error, counted))
@@ -88,7 +89,7 @@ def main() -> int:
         errors = result["errors"]
         if errors:
             later = sum(1 for line in result["lines"] if line[0] >= result["total"] / 3
-                        and result["total"] - line[0] >= MIN_LEFT)
+                        and result["total"] - line[0] >= max(MIN_LEFT, result["total"] / 10))
             summary.append(f"{name}: {result['total']:.0f} s; after the first third, largest "
                            f"|error| {max(errors):.0%}, median {statistics.median(errors):.0%} "
                            f"over the {len(errors)} of {later} lines with a complete ETA")
