@@ -51,7 +51,8 @@ def _prompt_history(rows: pd.DataFrame, sample: pd.DataFrame) -> list[str | None
     indexed = rows.set_index(episode).sort_index()
     found = []
     for _, mask in sample.iterrows():
-        steps = indexed.loc[tuple(mask[k] for k in episode)]
+        # a list of one key: a frame even for an episode of one step (no refinement)
+        steps = indexed.loc[[tuple(mask[k] for k in episode)]]
         steps = steps[steps["step"] <= mask["step"]].sort_values("step")
         found.append("\n".join(steps["prompt_json"].fillna("")))
     return found

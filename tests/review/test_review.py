@@ -123,6 +123,19 @@ def test_the_site_is_blinded_and_self_contained(site, run_dir):
     assert built.key.is_relative_to(run_dir) and not built.key.is_relative_to(out)
 
 
+def test_a_run_without_refinement_builds_a_review(tmp_path):
+    # one step per episode (a model without refinement, as LiteMedSAM in the demo): the prompt
+    # history of a mask is one row (it was read as a Series and failed)
+    config = RunConfig.model_validate({
+        "name": "single", "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+        "models": ["region-growing-3d"], "prompters": ["box-3d"], "save_predictions": True})
+    Runner(config, tmp_path / "run").run()
+    built = build_review(tmp_path / "run", tmp_path / "site", n=3, seed=0)
+    assert built.jobs == 3
+    job = _job(tmp_path / "site", "job-001")
+    assert any(view["marks"]["boxes"] for view in job["slices"])  # the 3D box is drawn
+
+
 def test_prompt_marks_are_drawn_in_the_radiological_view():
     prompt = Prompt(points=[[3, 2, 5], [4, 0, 0]], point_labels=[1, 0],
                     boxes={3: Box2D(1, 2, 4, 6)}, box3d=Box3D(5, 0, 0, 6, 2, 2),
