@@ -53,7 +53,7 @@ def table(run_dir: Path, latency_table: Path | None) -> pd.DataFrame:
 
     model = run_time_model(run_dir)
     if latency_table is not None:
-        model = model.model_copy(update={"waiting": "table", "latency_table": str(latency_table)})
+        model = model.waiting_from(latency_table)
     shown = time_table(load_results(run_dir), model)
     return shown.set_index(["Model", "Prompter", "Refiner"])[["Waiting s", "Dice@60s x100"]]
 
@@ -64,13 +64,13 @@ def main() -> int:
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "time-aware-demo.yaml")
     args = parser.parse_args()
     from intrabench.io.results import load_results
-    from intrabench.timing.waiting import save_table
+    from intrabench.timing.waiting import measure_table, save_table
 
     work = Path(tempfile.mkdtemp(prefix="waiting-modes-"))
     quiet_seconds = run(args.config, work / "quiet", 0)
     loaded_seconds = run(args.config, work / "loaded", args.busy)
     latency = work / "latency.json"
-    save_table(load_results(work / "quiet"), latency, None, [str(work / "quiet")])
+    save_table(measure_table(load_results(work / "quiet")), latency, None, [str(work / "quiet")])
     columns = {}
     for name in ("quiet", "loaded"):
         for mode, source in (("measured", None), ("table", latency)):

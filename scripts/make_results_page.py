@@ -9,8 +9,6 @@ anew); the tables depend only on the config and seeds, so regenerating gives the
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 from pathlib import Path
 
@@ -21,8 +19,11 @@ COMMAND = ".venv/bin/python scripts/make_results_page.py"
 def machine() -> str:
     import torch
 
-    return (f"{platform.machine()} CPU, {os.cpu_count()} cores, torch {torch.__version__} "
-            f"with {torch.get_num_threads()} threads")
+    from intrabench.io.machine import describe_machine
+
+    facts = describe_machine()  # torch imported: its threads are known
+    return (f"{facts['architecture']} CPU, {facts['cores']} cores, torch {torch.__version__} "
+            f"with {facts['torch_threads']} threads")
 
 
 def main() -> int:

@@ -41,7 +41,7 @@ def cmd_latency(args: argparse.Namespace) -> int:
           f"{to_markdown(frame)}\n")
     if args.save:
         path = Path(args.save)
-        save_table(rows, path, machines[0], [str(Path(r).resolve()) for r in args.run_dirs])
+        save_table(table, path, machines[0], [str(Path(r).resolve()) for r in args.run_dirs])
         print(f"written: {path}; use it with 'time_model: {{waiting: table, latency_table: "
               f"{path}}}' in a config, or 'intrabench tables RUN --latency-table {path}'",
               file=sys.stderr)

@@ -137,8 +137,7 @@ def _write_time_tables(runs: dict, out: Path, latency_table_file: str | None = N
             continue
         model = run_time_model(run_dir)
         if latency_table_file:
-            model = model.model_copy(update={"waiting": "table",
-                                             "latency_table": str(Path(latency_table_file))})
+            model = model.waiting_from(latency_table_file)
         mode = waiting_description(model, run_machine(run_dir))
         out.mkdir(parents=True, exist_ok=True)
         name = str(part["run"].iloc[0])

@@ -40,7 +40,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import platform
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -54,8 +53,9 @@ CaseKey = tuple[str, str, str]  # (model key, dataset key, case id)
 
 def record_path() -> Path:
     """``$INTRABENCH_CACHE/unit-seconds.json`` (default ``~/.cache/intrabench``)."""
-    root = Path(os.environ.get("INTRABENCH_CACHE") or "~/.cache/intrabench").expanduser()
-    return root / "unit-seconds.json"
+    from intrabench.attributes.cache import cache_root
+
+    return cache_root() / "unit-seconds.json"
 
 
 def read_record(path: Path | None = None) -> Record:
@@ -130,6 +130,7 @@ class _Snapshot:
     everything: dict[Key, float]
     steady_cases: dict[CaseKey, float]
     speed: float
+    warm_up: dict[str, float]
 
 
 class UnitCosts:
@@ -173,34 +174,26 @@ class UnitCosts:
         """What this run measured, as the record keeps it: steady rates, else (a model that
         ran one group on a dataset) the rate with its first group; the cases' steady rates
         (not the first group's case: its one-off costs are in it); the warm-ups known."""
+        steady = self.steady()
         rates = {key: seconds / units for key, (seconds, units) in self._all.items() if units}
-        rates.update(self.steady())
+        rates.update(steady)
         cases = {key: seconds / units for key, (seconds, units) in self._later_cases.items()
                  if units}
-        warm_up = {}
-        for model in self._first:
-            extra = self._warm_up_measured(model)
-            if extra is not None:
-                warm_up[model] = extra
+        # a model's warm-up: its first group's seconds over its units at the steady rate
+        warm_up = {model: max(0.0, seconds - units * steady[(model, dataset)])
+                   for model, (dataset, units, seconds) in self._first.items()
+                   if (model, dataset) in steady}
         return Record(rates, warm_up, cases)
-
-    def _warm_up_measured(self, model: str) -> float | None:
-        dataset, units, seconds = self._first[model]
-        steady = self.steady().get((model, dataset))
-        return None if steady is None else max(0.0, seconds - units * steady)
 
     def warm_up(self, model: str) -> float:
         """One-off seconds of ``model`` before it runs at its rate: measured, else recorded."""
-        if model in self._first:
-            measured = self._warm_up_measured(model)
-            if measured is not None:
-                return measured
-        return self.record.warm_up.get(model, 0.0)
+        measured = self._derived().warm_up
+        return measured[model] if model in measured else self.record.warm_up.get(model, 0.0)
 
     def _derived(self) -> _Snapshot:
         if self._snapshot is None:
-            steady = self.steady()
             measured = self.measured()
+            steady = self.steady()
             ratios = [rate / self.record.case_rates[key]
                       for key, rate in measured.case_rates.items() if key in self.record.case_rates]
             if not ratios:
@@ -209,7 +202,8 @@ class UnitCosts:
             # shrunk towards 1 while few cases are compared: one case runs 20% faster or
             # slower from one run to the next on an idle machine, a busy machine throughout
             speed = _geometric_mean(ratios) ** (len(ratios) / (len(ratios) + SPEED_PRIOR_CASES))
-            self._snapshot = _Snapshot(steady, measured.rates, measured.case_rates, speed)
+            self._snapshot = _Snapshot(steady, measured.rates, measured.case_rates, speed,
+                                       measured.warm_up)
         return self._snapshot
 
     def rate(self, model: str, dataset: str, case: str | None = None) -> float | None:

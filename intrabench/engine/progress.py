@@ -159,19 +159,19 @@ class RunProgress:
             self._running = None
             self.done += len(units)
         if self._bar is not None:
-            eta = self._eta_text()
-            self.history.append((self.clock() - self.started, self.done,
-                                 self.eta() if not self.untimed() else None))
-            self._bar.set_postfix_str(eta, refresh=False)
+            self._bar.set_postfix_str(self._eta_text(self.clock() - self.started),
+                                      refresh=False)
             self._bar.update(len(units))
         elif self.clock() - self._last_line >= self.interval:
             self._line()
 
-    def _eta_text(self) -> str:
-        """``ETA 1m05s``, ``ETA 40s + 2 models not timed yet``, or "" (none known yet)."""
+    def _eta_text(self, elapsed: float) -> str:
+        """``ETA 1m05s``, ``ETA 40s + 2 models not timed yet``, or "" (none known yet); the
+        ETA goes to :attr:`history` at ``elapsed`` (None when it leaves a model out)."""
+        eta, untimed = self.eta(), self.untimed()
+        self.history.append((elapsed, self.done, None if untimed else eta))
         if self.done >= self.total:
             return ""
-        eta, untimed = self.eta(), self.untimed()
         text = "" if eta is None else f"ETA {format_seconds(eta)}"
         if untimed:
             models = f"{len(untimed)} model{'s' if len(untimed) > 1 else ''} not timed yet"
@@ -207,10 +207,9 @@ class RunProgress:
         self._last_line = self.clock()
         self._reported = self.done
         elapsed = self._last_line - self.started
-        self.history.append((elapsed, self.done, self.eta() if not self.untimed() else None))
         share = self.done / self.total if self.total else 1.0
         parts = [f"{self.done}/{self.total} units ({share:.0%})", self._where,
-                 f"{format_seconds(elapsed)} elapsed", self._eta_text()]
+                 f"{format_seconds(elapsed)} elapsed", self._eta_text(elapsed)]
         if self.failures:
             parts.append(f"{self.failures} failed")
         print("intrabench: " + " | ".join(p for p in parts if p), file=self.stream, flush=True)

@@ -23,6 +23,7 @@ defaults are a starting point, set them to your readers' in the run config (``ti
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -58,6 +59,10 @@ class TimeModel(BaseModel):
     #: ``{random-walker-2d: {first: 0.4, warm: 0.1, scribble: 0.15}}`` (``first``: a case's
     #: first call; ``warm``: every later one, or per interaction kind)
     latency_table: str | dict[str, dict[str, float]] | None = None
+
+    def waiting_from(self, latency_table: str | Path) -> TimeModel:
+        """This time model, waiting as the latency table file ``latency_table`` says."""
+        return self.model_copy(update={"waiting": "table", "latency_table": str(latency_table)})
 
     @model_validator(mode="after")
     def _table_given(self) -> TimeModel:

@@ -73,12 +73,13 @@ def measure_table(rows: pd.DataFrame) -> dict[str, dict[str, float]]:
     return table
 
 
-def save_table(rows: pd.DataFrame, path: Path, machine: dict[str, Any] | None,
-               runs: list[str]) -> LatencyTable:
-    """Writes :func:`measure_table` of ``rows`` with the machine to ``path`` (JSON)."""
+def save_table(models: dict[str, dict[str, float]], path: Path,
+               machine: dict[str, Any] | None, runs: list[str]) -> LatencyTable:
+    """Writes ``models`` (:func:`measure_table` of the ``runs``' rows) with the machine they
+    ran on to ``path`` (JSON)."""
     from intrabench.io.results import atomic_write_text
 
-    table = LatencyTable(measure_table(rows), machine, str(path),
+    table = LatencyTable(models, machine, str(path),
                          datetime.now(timezone.utc).isoformat(timespec="seconds"), runs)
     atomic_write_text(Path(path), json.dumps({
         "format": FORMAT, "measured": table.measured, "machine": machine, "runs": runs,

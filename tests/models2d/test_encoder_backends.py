@@ -31,6 +31,15 @@ def _tiny(**params):
     return _lite(weights="random", tiny=True, **params)
 
 
+def _encoded(case, **params):
+    """A tiny LiteMedSAM with ``params``, its slice 5 of ``case`` encoded (exported and
+    checked first when its backend needs it)."""
+    model = _tiny(**params)
+    model.set_case(case.image)
+    model.embedding(5)
+    return model
+
+
 def _box_prompts(case, target):
     truth = case.target_mask(target)
     for z in np.flatnonzero(truth.any(axis=(1, 2))):
@@ -78,9 +87,7 @@ def test_backend_masks_and_logits_agree_with_torch_on_every_demo_target(demo_cas
 def test_exports_are_cached_by_weights_and_checked_once(lung, tmp_path, monkeypatch):
     monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
     backend = INSTALLED[0]
-    model = _tiny(backend=backend)
-    model.set_case(lung.image)
-    model.embedding(5)
+    model = _encoded(lung, backend=backend)
     [onnx] = tmp_path.glob("litemedsam-*-1x3x256x256-opset17.onnx")
     record = json.loads(onnx.with_suffix(".json").read_text())
     [(key, difference)] = record["checked"].items()
@@ -101,9 +108,7 @@ def test_a_backend_that_failed_its_check_is_refused_or_skipped(lung, tmp_path, m
                                                                  capsys):
     monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
     backend = INSTALLED[0]
-    model = _tiny(backend=backend)
-    model.set_case(lung.image)
-    model.embedding(5)
+    _encoded(lung, backend=backend)  # exported, checked, recorded
     [record] = tmp_path.glob("*.json")
     data = json.loads(record.read_text())
     data["checked"] = {key: 0.5 for key in data["checked"]}  # as if it had disagreed
@@ -113,18 +118,14 @@ def test_a_backend_that_failed_its_check_is_refused_or_skipped(lung, tmp_path, m
     with pytest.raises(UserError, match=f"encoder backend {backend} disagrees with torch by 0.5"):
         refused.embedding(5)
     monkeypatch.setattr(backends, "AUTO_ORDER", (backend,))
-    automatic = _tiny(backend="auto")
-    automatic.set_case(lung.image)
-    automatic.embedding(5)
+    automatic = _encoded(lung, backend="auto")
     assert automatic.encoder_backend == "torch"
     assert f"encoder backend {backend} failed its check" in capsys.readouterr().err
 
 
 def test_auto_is_torch_off_the_cpu_float32_path_and_a_missing_backend_is_one_line(
         lung, monkeypatch):
-    model = _tiny(backend="auto", encoder_weights="bf16")
-    model.set_case(lung.image)
-    model.embedding(5)
+    model = _encoded(lung, backend="auto", encoder_weights="bf16")
     assert model.encoder_backend == "torch"
     monkeypatch.setattr(backends, "installed", lambda backend: backend == "torch")
     missing = _tiny(backend="openvino")
