@@ -7,6 +7,9 @@ with the time the run really had left (until ``Runner.run`` returned).
 Each config runs twice with a fresh record of seconds per unit (``$INTRABENCH_CACHE`` pointed
 at an empty folder): **first run** on this machine (the ETA knows only what it has timed) and
 **again** (it starts from the first run's record, as every later run of these models does).
+Each run is its own Python process, as each ``intrabench run`` is: a second run in the same
+process would find torch, OpenVINO and the models' modules imported, and run its first groups
+faster than any real run does.
 Prints, per run, every line (elapsed, units done, ETA, real time left, error) and the largest
 and median relative error over the lines after the first third of the run, the goal being
 within 25% (issue #41). Not counted: lines whose ETA leaves out a model not timed yet (the line
@@ -18,9 +21,11 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -63,21 +68,36 @@ def measure(name: str, interval: float, label: str) -> dict:
     return {"name": f"{name}, {label}", "total": total, "lines": lines, "errors": errors}
 
 
+def measure_in_process(name: str, interval: float, label: str) -> dict:
+    """:func:`measure` in a new Python process (its result as JSON on the last line)."""
+    output = subprocess.run(
+        [sys.executable, __file__, "--one", name, "--label", label, "--interval", str(interval)],
+        check=True, stdout=subprocess.PIPE, text=True).stdout
+    result = json.loads(output.strip().splitlines()[-1])
+    result["lines"] = [tuple(line) for line in result["lines"]]
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=["demo", "robustness"])
+    parser.add_argument("--one", choices=sorted(CONFIGS), help=argparse.SUPPRESS)
+    parser.add_argument("--label", default="first run", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    import torch
+    if args.one:  # one run, in this process: the parent reads its JSON
+        import torch
 
-    torch.set_num_threads(2)
+        torch.set_num_threads(2)
+        print(json.dumps(measure(args.one, args.interval, args.label)))
+        return 0
     summary = []
     os.environ["INTRABENCH_CACHE"] = tempfile.mkdtemp(prefix="eta-record-")
     runs = [(name, label) for name in args.configs for label in ("first run", "again")]
     for name, label in runs:
         if label == "first run":
             (Path(os.environ["INTRABENCH_CACHE"]) / "unit-seconds.json").unlink(missing_ok=True)
-        result = measure(name, args.interval, label)
+        result = measure_in_process(name, args.interval, label)
         name = result["name"]
         print(f"\n{name}: {result['total']:.1f} s from the first progress line to the end")
         print(f"{'elapsed':>8} {'units':>9} {'ETA':>7} {'left':>7} {'error':>7}")
