@@ -268,8 +268,10 @@ class SamFamilyModel(SliceModel):
         return self._net
 
     def prepare(self) -> None:
-        """Build the network and load its weights now (see :meth:`Model.prepare`)."""
+        """Build the network, load its weights and resolve the encoder's backend (export,
+        check, compile) now, not in the first case's group (see :meth:`Model.prepare`)."""
         self.net  # noqa: B018 - the property builds it
+        self.exported_encoder  # noqa: B018 - the property resolves it
 
     def speed_up_encoder(self, encoder: Any) -> None:
         """Apply ``attention``, ``encoder_weights`` and ``compile`` to the image encoder."""
@@ -404,12 +406,14 @@ class SamFamilyModel(SliceModel):
     @property
     def exported_encoder(self) -> Any:
         """The exported encoder that runs instead of torch's (``backend``), or None; resolved
-        (exported, checked) at the first encode."""
+        (exported, checked) at the first encode or in :meth:`prepare`; one that fails is tried
+        again at the next use (its error raised there too, never torch in silence)."""
         if self._exported is _UNRESOLVED:
-            self._exported = None
+            exported = None
             if self.EXPORTABLE_ENCODER and (self.backend not in ("auto", "torch")
                                             or (self.backend == "auto" and self.AUTO_EXPORT)):
-                self._exported = self._resolve_backend()
+                exported = self._resolve_backend()
+            self._exported = exported
         return self._exported
 
     def _resolve_backend(self) -> Any:

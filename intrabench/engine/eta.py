@@ -9,9 +9,9 @@ make it cost: a network is slower than region growing, a 5-lesion phantom slower
    costs 10 times a 1-lesion crop), so the record keeps each case's rate too: a case this
    model ran before on this machine costs what it cost then, scaled by the speed;
 1. **measured here**: its mean seconds per unit in this run, leaving out the model's first
-   group, which carries one-off costs (building the model, compiling an encoder, the first
-   inference); these are kept apart as the model's **warm-up** (the first group's seconds over
-   its units at the steady rate) and added to the ETA while the model has not started;
+   group, which carries the first inference's one-off costs (lazy imports, first allocations);
+   these are kept apart as the model's **warm-up** (the first group's seconds over its units at
+   the steady rate) and added to the ETA while the model has not started;
 2. **recorded**: the rate an earlier run on this machine measured for it
    (``unit-seconds.json`` in ``$INTRABENCH_CACHE``, default ``~/.cache/intrabench``; per
    host), scaled by this run's **speed** against the record (a busier machine, other
@@ -25,6 +25,11 @@ make it cost: a network is slower than region growing, a 5-lesion phantom slower
    than that one for the models that ran both (1 without any); else the model's recorded
    rates on other datasets, scaled by the speed;
 4. else **not timed**: the ETA says how many models are not timed yet.
+
+Building a model (its network, its weights, an exported encoder compiled) is timed apart from
+its groups (:meth:`UnitCosts.add_build`): the ETA adds a model's **build** for every model with
+work left that is not the one in memory (the runner holds one at a time), and its groups'
+seconds per unit leave it out.
 
 A "model" here is the model with the mix of work its units do in the run
 (:func:`intrabench.engine.progress.work_keys`: ``litemedsam[1a2b3c4d]``): a unit of three
@@ -73,6 +78,8 @@ def read_record(path: Path | None = None) -> Record:
                         record.case_rates[(model, dataset, case)] = float(rate)
             if float(entry.get("warm_up_seconds", 0)) > 0:
                 record.warm_up[model] = float(entry["warm_up_seconds"])
+            if float(entry.get("build_seconds", 0)) > 0:
+                record.builds[model] = float(entry["build_seconds"])
     except (OSError, ValueError, TypeError, AttributeError):
         return Record()
     return record
@@ -97,6 +104,8 @@ def write_record(measured: Record, path: Path | None = None) -> None:
         cases[case] = round(rate, 6)
     for model, seconds in measured.warm_up.items():
         host.setdefault(model, {})["warm_up_seconds"] = round(seconds, 3)
+    for model, seconds in measured.builds.items():
+        host.setdefault(model, {})["build_seconds"] = round(seconds, 3)
     try:
         atomic_write_text(path, json.dumps(stored, indent=1, sort_keys=True))
     except OSError as error:  # a read-only home: the ETA just has no record next time
@@ -105,13 +114,14 @@ def write_record(measured: Record, path: Path | None = None) -> None:
 
 @dataclass
 class Record:
-    """Seconds per unit per (model, dataset) and per (model, dataset, case), and each
-    model's one-off seconds at the start (building it, the first inference: its first
-    group's seconds over its steady rate)."""
+    """Seconds per unit per (model, dataset) and per (model, dataset, case), each model's
+    one-off seconds of its first inference (its first group's seconds over its steady rate),
+    and the seconds to build it (network, weights, exported encoder) in a new process."""
 
     rates: dict[Key, float] = field(default_factory=dict)
     warm_up: dict[str, float] = field(default_factory=dict)
     case_rates: dict[CaseKey, float] = field(default_factory=dict)
+    builds: dict[str, float] = field(default_factory=dict)
 
 
 #: the speed against the record counts as this many cases measured at the record's speed
@@ -144,7 +154,20 @@ class UnitCosts:
         self._later: dict[Key, list[float]] = defaultdict(lambda: [0.0, 0])
         self._later_cases: dict[CaseKey, list[float]] = defaultdict(lambda: [0.0, 0])
         self._first: dict[str, tuple[str, int, float]] = {}  # model -> dataset, units, seconds
+        #: per model, the seconds of its builds in this run (the first: in a fresh process)
+        self._builds: dict[str, list[float]] = defaultdict(list)
         self._snapshot: _Snapshot | None = None
+
+    def add_build(self, model: str, seconds: float) -> None:
+        """``model`` was built (network, weights, exported encoder) in ``seconds``."""
+        self._builds[model].append(float(seconds))
+
+    def build(self, model: str) -> float:
+        """Seconds to build ``model`` again: its last build in this run, else the record's
+        (a build in a fresh process, imports included), else 0."""
+        if self._builds.get(model):
+            return self._builds[model][-1]
+        return self.record.builds.get(model, 0.0)
 
     def add(self, model: str, dataset: str, units: int, seconds: float,
             case: str | None = None) -> None:
@@ -183,7 +206,8 @@ class UnitCosts:
         warm_up = {model: max(0.0, seconds - units * steady[(model, dataset)])
                    for model, (dataset, units, seconds) in self._first.items()
                    if (model, dataset) in steady}
-        return Record(rates, warm_up, cases)
+        builds = {model: seconds[0] for model, seconds in self._builds.items() if seconds}
+        return Record(rates, warm_up, cases, builds)
 
     def warm_up(self, model: str) -> float:
         """One-off seconds of ``model`` before it runs at its rate: measured, else recorded."""

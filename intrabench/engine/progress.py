@@ -8,7 +8,8 @@ handed on, the lines say what is being finished (the last metrics, the results f
 The ETA weights the remaining work by what it costs: each (model, dataset, case)'s seconds per
 work unit (a unit is one case x prompter x refiner x seed for that model) times its remaining
 units, the rates measured in this run or recorded by earlier runs on this machine
-(:mod:`intrabench.engine.eta`); less the time the running group has already taken. A model
+(:mod:`intrabench.engine.eta`), plus the build of every model with work left that is not in
+memory; less the time the running group has already taken. A model
 with no rate yet is not guessed at: the line says ``ETA 40s + 2 models not timed yet``.
 """
 
@@ -78,6 +79,8 @@ class RunProgress:
         self.remember = costs is None if remember is None else remember
         #: the running group: its units per (model, dataset, case), and when it started
         self._running: tuple[Counter[tuple[str, str, str]], float] | None = None
+        #: the model in memory (its work key): the runner holds one at a time
+        self._loaded: str | None = None
         self.done = 0
         self.failures = 0
         self.interval = interval
@@ -105,23 +108,27 @@ class RunProgress:
 
     def eta(self) -> float | None:
         """Seconds left for the work whose cost is known (None while nothing is): remaining
-        units x their (model, dataset, case)'s seconds per unit, plus the warm-up of models
-        not started, the running group's share less the time it has run (:meth:`untimed`
-        names the models left out)."""
+        units x their (model, dataset, case)'s seconds per unit, plus the build of each model
+        with work left that is not in memory, and the first-inference warm-up of models not
+        started, the running group's share less the time it has run (:meth:`untimed` names
+        the models left out)."""
         seconds, timed = 0.0, False
         running_keys, running_share = (self._running[0] if self._running else Counter()), 0.0
-        warming = set()  # models not started yet: their one-off costs are still to come
+        counted = set()  # models whose one-off costs to come are in ``seconds``
         for (model, dataset, case), count in self.remaining.items():
             rate = self.costs.rate(model, dataset, case) if count > 0 else None
             if rate is None:
                 continue
             timed = True
             share = count * rate
-            if not self.costs.started(model) and model not in warming:
-                warming.add(model)
-                share += self.costs.warm_up(model)
+            if model not in counted:
+                counted.add(model)
+                one_off = 0.0 if model == self._loaded else self.costs.build(model)
+                if not self.costs.started(model):
+                    one_off += self.costs.warm_up(model)
+                share += one_off
                 if any(key[0] == model for key in running_keys):
-                    running_share += self.costs.warm_up(model)
+                    running_share += one_off
             running_share += min(running_keys[(model, dataset, case)], count) * rate
             seconds += share
         if self._running is not None:
@@ -138,25 +145,34 @@ class RunProgress:
         return self._work[unit.model.key], unit.dataset.key, unit.case_id
 
     def start_group(self, units: list[WorkUnit]) -> None:
+        """The group of ``units`` starts (its model is built first where it is not in memory:
+        :meth:`model_built` says when)."""
         self._where = f"{units[0].case_id} | {units[0].model.key}"
-        # the first group's clock starts with the run: before it, its model was built and the
-        # first case read (the time counts in that model's warm-up)
-        start = self.started if self.done == 0 and self._running is None else self.clock()
         with self._lock:  # the heartbeat thread reads it for its lines
-            self._running = (Counter(map(self._key, units)),
-                             start)
+            self._running = (Counter(map(self._key, units)), self.clock())
         if self._bar is not None:
             self._bar.set_description(self._where)
 
+    def model_built(self, units: list[WorkUnit], seconds: float) -> None:
+        """The model of ``units`` was built (network, weights, exported encoder) in
+        ``seconds``; it is the one in memory now. The running group's clock starts again:
+        its seconds per unit leave the build out."""
+        model = self._key(units[0])[0]
+        with self._lock:
+            self.costs.add_build(model, seconds)
+            self._loaded = model
+            if self._running is not None:
+                self._running = (self._running[0], self.clock())
+
     def finish_group(self, units: list[WorkUnit], seconds: float) -> None:
+        """The group of ``units`` ended after ``seconds`` (its model's build left out)."""
         key = self._key(units[0])
         with self._lock:  # the heartbeat thread reads these for its lines
-            if self._running is not None and self._running[1] == self.started:
-                seconds = max(seconds, self.clock() - self.started)  # the first group: above
             self.costs.add(key[0], key[1], len(units), seconds, case=key[2])
             for unit in units:  # a group is one case's; counted unit by unit all the same
                 self.remaining[self._key(unit)] -= 1
             self._running = None
+            self._loaded = key[0]
             self.done += len(units)
         if self._bar is not None:
             self._bar.set_postfix_str(self._eta_text(self.clock() - self.started),

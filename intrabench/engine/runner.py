@@ -226,15 +226,17 @@ class Runner:
             self._models[spec.key] = registry.models.create(spec.name, spec.params)
         return self._models[spec.key]
 
-    def _prepare_model(self, spec: ComponentSpec) -> None:
-        """Build ``spec``'s model and read its weights (:meth:`Model.prepare`), in a thread
-        beside the first case's read. A failure is not reported here: :meth:`execute_group`
-        meets it again (building the model anew, or at its first use) and reports it."""
+    def _prepare_model(self, spec: ComponentSpec) -> float:
+        """Build ``spec``'s model and read its weights (:meth:`Model.prepare`); the seconds it
+        took. A failure is not reported here: :meth:`execute_group` meets it again (building
+        the model anew, or at its first use) and reports it."""
+        started = time.perf_counter()
         try:
             self._model(spec).prepare()
         except Exception as error:  # noqa: BLE001 - reported where the model is used
             log.debug("preparing model '%s' failed (%s: %s); left for its first use",
                       spec.key, type(error).__name__, error)
+        return time.perf_counter() - started
 
     def read_ahead(self, unit: WorkUnit, current: WorkUnit | None = None) -> None:
         """Start reading ``unit``'s case in the background, unless it is the case of
@@ -543,11 +545,16 @@ class Runner:
                 for lane in self._users:
                     lane.start()
                 # the first model's network is built and its weights read beside the first
-                # case (seconds each on a GPU node: a checkpoint of a few GB, a CT decoded)
+                # case (seconds each on a GPU node: a checkpoint of a few GB, a CT decoded);
+                # the first group starts here for the progress line: its ETA counts down
+                if self._progress is not None:
+                    self._progress.start_group(groups[0])
                 with ThreadPoolExecutor(1, thread_name_prefix="intrabench-model") as builder:
                     prepared = builder.submit(self._prepare_model, groups[0][0].model)
                     self._first_case(groups[0][0])
-                    prepared.result()
+                    build_seconds = prepared.result()
+                if self._progress is not None:
+                    self._progress.model_built(groups[0], build_seconds)
                 self.start_workers()
                 self._consolidating = True
             for index, group in enumerate(groups):
@@ -555,8 +562,14 @@ class Runner:
                     # the case in memory is still the previous group's here: compare with
                     # this group's, or a case that comes back after another is read twice
                     self.read_ahead(groups[index + 1][0], current=group[0])
-                if self._progress is not None:
+                if self._progress is not None and index > 0:
                     self._progress.start_group(group)
+                spec = group[0].model
+                if spec.key not in self._models and spec.key not in self._unusable_models:
+                    # built here, not in the group's seconds: the ETA keeps builds apart
+                    build_seconds = self._prepare_model(spec)
+                    if self._progress is not None:
+                        self._progress.model_built(group, build_seconds)
                 group_started = time.perf_counter()
                 problems.extend(self.execute_group(group, wait=False))
                 if self._progress is not None:

@@ -129,14 +129,28 @@ def test_auto_is_torch_off_the_cpu_float32_path_and_a_missing_backend_is_one_lin
     assert model.encoder_backend == "torch"
     monkeypatch.setattr(backends, "installed", lambda backend: backend == "torch")
     missing = _tiny(backend="openvino")
+    with pytest.raises(UserError, match="encoder backend openvino is not installed"):
+        missing.prepare()  # the runner calls it before the model's first group (and goes on)
     missing.set_case(lung.image)
     with pytest.raises(UserError, match="encoder backend openvino is not installed"):
-        missing.embedding(5)
+        missing.embedding(5)  # raised again where it is used: never torch in silence
     with pytest.raises(ConfigError, match="backend 'openvino' is offered for the encoders of "
                                           "litemedsam, medsam, sam, sam-med2d"):
         registry.models.create("sam2", {"weights": "random", "tiny": True, "backend": "openvino"})
     with pytest.raises(ConfigError, match="backend"):
         _tiny(backend="tensorrt")
+
+
+@needs_a_backend
+def test_prepare_exports_checks_and_compiles_the_encoder_before_the_first_case(tmp_path,
+                                                                               monkeypatch):
+    """The runner times a model's build (prepare) apart from its groups (the ETA's build):
+    the export, its check and the backend's compilation belong there, not in the first case."""
+    monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
+    model = _tiny(backend=INSTALLED[0])
+    model.prepare()
+    assert model.encoder_backend == INSTALLED[0]
+    assert len(list(tmp_path.glob("*.onnx"))) == len(list(tmp_path.glob("*.json"))) == 1
 
 
 @needs_a_backend

@@ -202,6 +202,9 @@ def test_unit_costs_leave_out_a_models_warm_up_and_use_the_record_of_earlier_run
     costs.add("net", "mr", 2, 4.0)
     assert costs.rate("net", "ct") == pytest.approx(1.0)
     assert costs.warm_up("net") == pytest.approx(10.0 - 4 * 1.0)
+    costs.add_build("net", 3.0)
+    costs.add_build("net", 1.0)  # built again (modules imported by then): the next one's guess
+    assert costs.build("net") == 1.0 and costs.build("rg") == 0.0
     costs.add("rg", "ct", 2, 1.0)
     costs.add("rg", "ct", 2, 1.0)  # rg: 0.5 s per ct unit; not run on mr yet
     # rg on mr: its ct rate x how much dearer mr is than ct for net (2 / 1)
@@ -210,6 +213,7 @@ def test_unit_costs_leave_out_a_models_warm_up_and_use_the_record_of_earlier_run
     measured = costs.measured()
     assert measured.rates == {("net", "ct"): 1.0, ("net", "mr"): 2.0, ("rg", "ct"): 0.5}
     assert measured.warm_up == {"net": 6.0, "rg": 0.0}
+    assert measured.builds == {"net": 3.0}  # a later run builds it in a fresh process
     # the record round trip; a later run on a machine twice as slow
     path = tmp_path / "unit-seconds.json"
     write_record(measured, path)
@@ -217,6 +221,7 @@ def test_unit_costs_leave_out_a_models_warm_up_and_use_the_record_of_earlier_run
     assert record.rates == measured.rates and record.warm_up == {"net": 6.0}  # 0 s: none
     later = UnitCosts(record)
     assert later.rate("net", "mr") == pytest.approx(2.0) and later.warm_up("net") == 6.0
+    assert later.build("net") == 3.0
     later.add("rg", "ct", 2, 2.0)
     later.add("rg", "ct", 2, 2.0)  # 1 s per unit against the record's 0.5: twice as slow
     # ... on one comparison, shrunk towards the record's speed as if 2 more agreed with it
@@ -229,7 +234,7 @@ def test_unit_costs_leave_out_a_models_warm_up_and_use_the_record_of_earlier_run
     assert read_record(path).rates == measured.rates
 
 
-def test_the_eta_adds_the_warm_up_of_models_yet_to_start():
+def test_the_eta_adds_the_build_of_models_not_in_memory_and_the_warm_up_of_models_yet_to_start():
     from intrabench.config import ComponentSpec, DatasetSpec
     from intrabench.engine.eta import Record
     from intrabench.engine.plan import WorkUnit
@@ -243,18 +248,36 @@ def test_the_eta_adds_the_warm_up_of_models_yet_to_start():
     work = work_keys(units)
     assert work["a"].startswith("a[") and work["a"] != work_keys(
         [replace(u, steps=3) for u in units])["a"]
+    # seconds per unit 1 and 3, first-inference warm-ups 5 and 7, builds 2 and 4
     record = Record({(work["a"], "d"): 1.0, (work["b"], "d"): 3.0},
-                    {work["a"]: 5.0, work["b"]: 7.0})
+                    {work["a"]: 5.0, work["b"]: 7.0}, builds={work["a"]: 2.0, work["b"]: 4.0})
     now = [0.0]
     progress = RunProgress(units, stream=io.StringIO(), interval=1e9, clock=lambda: now[0],
                            heartbeat=False, costs=UnitCosts(record))
-    # known from the start: 2 x 1 + 5 (a's warm-up) + 2 x 3 + 7 (b's)
-    assert progress.eta() == pytest.approx(20.0)
+    # known from the start: a: 2 x 1 + 5 + 2 (its build); b: 2 x 3 + 7 + 4
+    assert progress.eta() == pytest.approx(26.0)
+    now[0] = 2.5
+    progress.model_built(units[:1], 2.5)  # a, built beside the first case: in memory now
+    assert progress.eta() == pytest.approx(24.0)
+    now[0] = 3.0
     progress.start_group(units[:1])
-    now[0] = 4.0
-    assert progress.eta() == pytest.approx(16.0)  # a's first group runs: its 6 s count down
-    progress.finish_group(units[:1], 4.0)  # built before its first group: 6 s in all
-    assert progress.eta() == pytest.approx(1.0 + 6.0 + 7.0)
+    now[0] = 7.0
+    assert progress.eta() == pytest.approx(20.0)  # a's first group runs: its 6 s count down
+    progress.finish_group(units[:1], 6.0)
+    assert progress.eta() == pytest.approx(1.0 + 6.0 + 7.0 + 4.0)
+    progress.start_group(units[1:2])
+    now[0] = 8.0
+    progress.finish_group(units[1:2], 1.0)
+    progress.start_group(units[2:3])  # b's first group: b is built first, in the group's time
+    now[0] = 10.0
+    assert progress.eta() == pytest.approx(17.0 - 2.0)
+    now[0] = 11.0
+    progress.model_built(units[2:3], 3.0)  # built: its group's clock starts again
+    assert progress.eta() == pytest.approx(2 * 3.0 + 7.0)
+    now[0] = 12.0
+    assert progress.eta() == pytest.approx(2 * 3.0 + 7.0 - 1.0)
+    # the builds measured go to the record (the first of each model: in a fresh process)
+    assert progress.costs.measured().builds == {work["a"]: 2.5, work["b"]: 3.0}
 
 
 def test_progress_lines_are_spaced_by_the_interval():
