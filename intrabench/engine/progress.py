@@ -9,8 +9,8 @@ The ETA weights the remaining work by what it costs: each (model, dataset, case)
 work unit (a unit is one case x prompter x refiner x seed for that model) times its remaining
 units, the rates measured in this run or recorded by earlier runs on this machine
 (:mod:`intrabench.engine.eta`), plus the build of every model with work left that is not in
-memory; less the time the running group has already taken. A model
-with no rate yet is not guessed at: the line says ``ETA 40s + 2 models not timed yet``.
+memory; less the time the running group has already taken. A model with no rate yet is not
+guessed at: the line says ``ETA 40s + 2 models not timed yet``.
 """
 
 from __future__ import annotations
