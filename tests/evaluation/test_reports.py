@@ -152,8 +152,15 @@ def test_full_builtin_demo_tables_and_report(tmp_path, capsys):
     assert main(["tables", str(tmp_path / "demo"), "--out", str(tmp_path / "t")]) == 0
     table = pd.read_csv(tmp_path / "t" / "refinement.csv")
     rows = load_results(tmp_path / "demo")
-    configurations = rows.groupby(["model", "prompter", "refiner"]).ngroups
-    assert len(table) == configurations * (config.refinement_steps + 1)
+    # the refinement table: a row per refined configuration and step (steps 0-3); LiteMedSAM
+    # (boxes only, no refiner it accepts) runs step 0 only, in the initial table
+    steps = rows.groupby(["model", "prompter", "refiner"])["step"].nunique()
+    refined = steps.index.get_level_values("refiner") != "none"
+    assert (steps[refined] == config.refinement_steps + 1).all() and (steps[~refined] == 1).all()
+    assert len(table) == steps[refined].sum() == 8 * 4
+    assert set(table["Model"]) == {"random-walker-2d", "region-growing-3d"}
+    initial = pd.read_csv(tmp_path / "t" / "initial.csv")
+    assert len(initial[initial["Model"] == "litemedsam"]) == (~refined).sum() == 4
     assert table[[c for c in table.columns if c not in
                   ("Iterations", "Prompter", "Model", "Interactions")]].notna().all().all()
     assert main(["report", str(tmp_path / "demo")]) == 0
