@@ -9,7 +9,6 @@ whose cases fit reads each once; a larger one reads as before. The case in use i
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 
 import numpy as np
@@ -21,10 +20,10 @@ CaseIdentity = tuple[str, str]  # (dataset key, case id)
 
 def default_budget_bytes(share: int = 8) -> int:
     """One ``share``-th of the machine's physical memory (4 GiB where it cannot be read)."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // share
-    except (AttributeError, ValueError, OSError):
-        return 4 << 30
+    from intrabench.io.machine import physical_memory_bytes
+
+    total = physical_memory_bytes()
+    return 4 << 30 if total is None else total // share
 
 
 def case_bytes(case: Case) -> int:

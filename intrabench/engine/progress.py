@@ -112,12 +112,24 @@ class RunProgress:
         with work left that is not in memory, and the first-inference warm-up of models not
         started, the running group's share less the time it has run (:meth:`untimed` names
         the models left out)."""
+        return self._estimate()[0]
+
+    def untimed(self) -> list[str]:
+        """The models with work left and no rate yet (measured or recorded)."""
+        return self._estimate()[1]
+
+    def _estimate(self) -> tuple[float | None, list[str]]:
+        """:meth:`eta` and :meth:`untimed` in one pass over the remaining work."""
         seconds, timed = 0.0, False
         running_keys, running_share = (self._running[0] if self._running else Counter()), 0.0
         counted = set()  # models whose one-off costs to come are in ``seconds``
+        untimed = set()
         for (model, dataset, case), count in self.remaining.items():
-            rate = self.costs.rate(model, dataset, case) if count > 0 else None
+            if count <= 0:
+                continue
+            rate = self.costs.rate(model, dataset, case)
             if rate is None:
+                untimed.add(model.rsplit("[", 1)[0])
                 continue
             timed = True
             share = count * rate
@@ -133,13 +145,7 @@ class RunProgress:
             seconds += share
         if self._running is not None:
             seconds -= min(running_share, max(0.0, self.clock() - self._running[1]))
-        return seconds if timed else None
-
-    def untimed(self) -> list[str]:
-        """The models with work left and no rate yet (measured or recorded)."""
-        return sorted({work.rsplit("[", 1)[0] for (work, dataset, case), count
-                       in self.remaining.items()
-                       if count > 0 and self.costs.rate(work, dataset, case) is None})
+        return (seconds if timed else None), sorted(untimed)
 
     def _key(self, unit: WorkUnit) -> tuple[str, str, str]:
         return self._work[unit.model.key], unit.dataset.key, unit.case_id
@@ -184,7 +190,7 @@ class RunProgress:
     def _eta_text(self, elapsed: float) -> str:
         """``ETA 1m05s``, ``ETA 40s + 2 models not timed yet``, or "" (none known yet); the
         ETA goes to :attr:`history` at ``elapsed`` (None when it leaves a model out)."""
-        eta, untimed = self.eta(), self.untimed()
+        eta, untimed = self._estimate()
         self.history.append((elapsed, self.done, None if untimed else eta))
         if self.done >= self.total:
             return ""

@@ -25,11 +25,18 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def memory_gib() -> float | None:
+def physical_memory_bytes() -> int | None:
+    """The machine's physical memory in bytes (None where it cannot be read)."""
     try:
-        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def memory_gib() -> float | None:
+    """:func:`physical_memory_bytes` in GiB, to one decimal."""
+    total = physical_memory_bytes()
+    return None if total is None else round(total / 2**30, 1)
 
 
 def describe_machine() -> dict[str, Any]:

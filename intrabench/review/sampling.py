@@ -78,9 +78,9 @@ def sample_masks(candidates: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFram
     others), each model's share evenly over its prompters, then refiners, steps and datasets;
     what does not divide evenly goes to the values sampled least so far within the model, then
     over the whole sample (seeded ties), so that, e.g., 3 models and 2 steps with ``n = 3``
-    give steps 0, 1 and one of them, not three times step 0. Within the last group the masks are a seeded random
-    choice. The chosen masks are shuffled from the seed; ``job`` (``job-001``...) is the only
-    name a rater sees."""
+    give steps 0, 1 and one of them, not three times step 0. Within the last group the masks
+    are a seeded random choice. The chosen masks are shuffled from the seed; ``job``
+    (``job-001``...) is the only name a rater sees."""
     rng = np.random.default_rng(seed)
     used: Counter = Counter()  # (scope, factor, value) -> masks given so far
     chosen: list[int] = []
