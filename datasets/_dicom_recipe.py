@@ -13,7 +13,6 @@ already used (e.g. a second reader) is skipped and named.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import ClassVar
@@ -29,7 +28,7 @@ from ._dicom_series import (  # noqa: F401 - re-exported for the recipes
     _referenced_series,
     referenced_image_series,
 )
-from ._recipe import Recipe
+from ._recipe import Recipe, read_series_listing, series_folder
 
 
 def _safe_id(text: str) -> str:
@@ -46,14 +45,14 @@ class DicomRecipe(Recipe):
         cached = getattr(self, "_pair_cache", None)
         if cached is not None and cached[0] == raw:
             return cached[1]
-        listing = json.loads((raw / "series.json").read_text())
+        listing = read_series_listing(raw)
         images = {s["SeriesInstanceUID"]: s for s in listing
                   if s.get("Modality") not in LABEL_MODALITIES}
         labels = [s for s in listing if s.get("Modality") in LABEL_MODALITIES]
         found: list[tuple[str, str, str, str]] = []  # patient, sort key, image uid, label uid
         for entry in labels:
             uid = entry["SeriesInstanceUID"]
-            files = sorted(p for p in (raw / "series" / uid).rglob("*") if p.is_file()
+            files = sorted(p for p in series_folder(raw, uid).rglob("*") if p.is_file()
                            and not p.name.startswith("."))
             image_uid = None
             header = None
@@ -99,8 +98,8 @@ class DicomRecipe(Recipe):
                             f"({self._duplicate_of[case_id]}); one case per image")
         if not image_uid:
             raise DataError(f"no image series found for label series {label_uid}")
-        image = read_dicom_series(raw / "series" / image_uid)
-        files = sorted(p for p in (raw / "series" / label_uid).rglob("*") if p.is_file()
+        image = read_dicom_series(series_folder(raw, image_uid))
+        files = sorted(p for p in series_folder(raw, label_uid).rglob("*") if p.is_file()
                        and not p.name.startswith("."))
         if not files:
             raise DataError(f"label series {label_uid} has no files")

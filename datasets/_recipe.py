@@ -120,12 +120,10 @@ class TciaSource:
         return f"TCIA collection '{self.collection}' (https://www.cancerimagingarchive.net)"
 
     def missing(self, raw: Path) -> list[str]:
-        listing = raw / "series.json"
-        if not listing.is_file():
+        if not (raw / "series.json").is_file():
             return ["series.json"]
-        series = json.loads(listing.read_text())
-        return [s["SeriesInstanceUID"] for s in series
-                if not (raw / "series" / s["SeriesInstanceUID"] / ".complete").exists()]
+        return [s["SeriesInstanceUID"] for s in read_series_listing(raw)
+                if not (series_folder(raw, s["SeriesInstanceUID"]) / ".complete").exists()]
 
     def partial(self, raw: Path) -> bool:
         return (raw / "series.json").is_file() or (raw / "series").is_dir()
@@ -151,15 +149,13 @@ class TciaSource:
             for entry in tqdm(entries, desc=f"{self.collection} {what}", unit="series",
                               file=sys.stderr, disable=not progress, leave=False):
                 uid = entry["SeriesInstanceUID"]
-                count = entry.get("ImageCount")
-                dl.tcia_download_series(uid, raw / "series" / uid, urls.tcia,
-                                        int(count) if count is not None else None,
-                                        progress=False)
+                dl.tcia_download_series(uid, series_folder(raw, uid), urls.tcia,
+                                        entry["ImageCount"], progress=False)
 
         fetch(labels, "labels")
         needed: set[str] = set()
         for entry in labels:
-            reference = referenced_image_series(raw / "series" / entry["SeriesInstanceUID"])
+            reference = referenced_image_series(series_folder(raw, entry["SeriesInstanceUID"]))
             if reference in images:
                 needed.add(reference)
             else:
@@ -168,6 +164,24 @@ class TciaSource:
         kept = labels + [images[u] for u in sorted(needed)]
         (raw / "series.json").write_text(json.dumps(kept, indent=1))
         fetch([images[u] for u in sorted(needed)], "images")
+
+
+def series_folder(raw: Path, uid: str) -> Path:
+    """``raw/series/<uid>``: where one downloaded TCIA series lives, after checking that the
+    UID (a name a server sent) is one safe path component and the folder stays in ``raw``."""
+    return dl.inside(raw, "series", dl.server_name(uid, "the SeriesInstanceUID"))
+
+
+def read_series_listing(raw: Path) -> list[dict]:
+    """``raw/series.json`` (written by the download, but a file on disk is input too), checked
+    as the server's answer is (:func:`intrabench.io.download.checked_series_listing`)."""
+    path = raw / "series.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise UserError(f"{path}: cannot be read as a series listing "
+                        f"({type(error).__name__}); delete it and download again") from None
+    return dl.checked_series_listing(data, str(path))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,10 @@ Conventions
 * Base URLs of the Zenodo and TCIA APIs are parameters (tests point them at a loopback server);
   the defaults are the public services. Environment variables ``INTRABENCH_ZENODO_URL`` and
   ``INTRABENCH_TCIA_URL`` override the defaults.
+* Names that come from a server (TCIA series UIDs, record keys) become paths only through
+  :func:`server_name`: one path component of safe characters, never ``..``, ``/`` or a leading
+  dot, and :func:`inside` checks the resulting folder stays in the dataset's folder. A server
+  that answers otherwise is refused with one line before anything is written or deleted.
 * Archives (zip, tar, tar.gz, tar.bz2, tar.xz) are extracted by :func:`safe_extract`, which
   rejects absolute paths, ``..`` components, links leading outside the destination (also
   through chains of links: every path is resolved as it is written), hard links to anything
@@ -22,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -93,6 +98,59 @@ def verify_file(path: str | Path, checksums: dict[str, str], size: int | None = 
                                 f"got {actual}")
 
 
+# -- names from servers ----------------------------------------------------------------------
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
+
+
+def server_name(value: object, what: str) -> str:
+    """``value`` (a name a server sent: a series UID, a file key) as one safe path component.
+
+    Accepted: 1-200 characters of letters, digits, ``.``, ``_``, ``+``, ``-``, starting with a
+    letter or digit, without ``..``. Anything else (``/abs/victim``, ``../../x``, ``a/b``, an
+    empty string, a number where a name belongs) raises :class:`DownloadError` naming ``what``;
+    the text quoted is cut to 80 characters.
+    """
+    if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value) or ".." in value:
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        raise DownloadError(f"{what} {shown} is not a safe file name (letters, digits, '.', "
+                            "'_', '+', '-'); the server's answer is refused and nothing was "
+                            "written")
+    return value
+
+
+def inside(folder: str | Path, *names: str) -> Path:
+    """``folder / names...`` after checking that it resolves inside ``folder`` (links followed);
+    raises :class:`DownloadError` otherwise."""
+    base = Path(folder)
+    path = base.joinpath(*names)
+    root = os.path.realpath(base)
+    real = os.path.realpath(path)
+    if not real.startswith(root + os.sep):
+        raise DownloadError(f"'{path}' would lie outside '{base}'; refusing to write there")
+    return path
+
+
+def _count(value: object, what: str) -> int | None:
+    """A non-negative whole number a server sent (a size, an image count), or None when it
+    sent none; anything else (``"many"``, ``"abc"``, ``2.5``, ``true``, ``-5``) raises
+    :class:`DownloadError` naming ``what``."""
+    if value is None:
+        return None
+    text = value.strip() if isinstance(value, str) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif text and text.lstrip("-").isdigit() and len(text) < 30:
+        number = int(text)
+    else:
+        raise DownloadError(f"{what} is {repr(value)[:40]}, not a whole number")
+    if number < 0:
+        raise DownloadError(f"{what} is {number}, a negative number")
+    return number
+
+
 # -- HTTP -----------------------------------------------------------------------------------
 def _open(url: str, headers: dict[str, str] | None = None, timeout: float = _TIMEOUT_S):
     scheme = urllib.parse.urlsplit(url).scheme
@@ -120,6 +178,8 @@ def get_json(url: str, params: dict[str, str] | None = None) -> Any:
         return json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise DownloadError(f"{url}: the answer is not JSON ({error})") from None
+    except RecursionError:
+        raise DownloadError(f"{url}: the answer is JSON nested too deeply to be a record") from None
 
 
 def _progress_bar(total: int | None, initial: int, name: str, enabled: bool):
@@ -174,7 +234,8 @@ def download(url: str, dest: str | Path, *, sha256: str | None = None, md5: str 
                 if not content_range.startswith(f"bytes {have}-"):
                     raise DownloadError(f"{url}: unexpected Content-Range '{content_range}' "
                                         f"when resuming at byte {have}")
-            length = response.headers.get("Content-Length")
+            length = _count(response.headers.get("Content-Length"),
+                            f"{url}: the Content-Length header")
             total = size if size is not None else (have + int(length) if length else None)
             written = 0
             with open(partial, "ab" if have else "wb") as handle, \
@@ -190,7 +251,7 @@ def download(url: str, dest: str | Path, *, sha256: str | None = None, md5: str 
                     if max_bytes is not None and written >= max_bytes:
                         raise DownloadError(f"{url}: interrupted after {written} bytes "
                                             f"(partial file kept: {partial})")
-            if length is not None and written != int(length):
+            if length is not None and written != length:
                 raise DownloadError(f"{url}: connection closed after {written} of {length} "
                                     f"bytes; re-run to resume")
     try:
@@ -241,12 +302,8 @@ def zenodo_record_files(record: str | int, base_url: str | None = None) -> list[
         if entry.get("checksum"):
             algorithm, value = parse_checksum(str(entry["checksum"]))
             checksums[algorithm] = value
-        size = entry.get("size", entry.get("filesize"))
-        try:
-            size = int(size) if size is not None else None
-        except (TypeError, ValueError):
-            raise DownloadError(f"Zenodo record {record}: file '{name}' has a size of "
-                                f"{size!r}, not a number of bytes") from None
+        size = _count(entry.get("size", entry.get("filesize")),
+                      f"Zenodo record {record}: the size of file {str(name)[:80]!r}")
         files.append(RemoteFile(str(name), str(url), size, checksums))
     return files
 
@@ -262,7 +319,29 @@ def tcia_series(collection: str, base_url: str | None = None,
     data = get_json(f"{tcia_url(base_url)}/getSeries", params)
     if not isinstance(data, list):
         raise DownloadError(f"TCIA collection {collection}: unexpected series listing")
-    return data
+    return checked_series_listing(data, f"TCIA collection {collection}")
+
+
+def checked_series_listing(data: object, where: str) -> list[dict[str, Any]]:
+    """A TCIA series listing (from the server, or the ``series.json`` kept beside a download)
+    with every entry checked: a dict whose ``SeriesInstanceUID`` is a safe name
+    (:func:`server_name`) and whose ``ImageCount``, when given, is a whole number >= 0
+    (returned as an int). Raises :class:`DownloadError` naming the entry otherwise."""
+    if not isinstance(data, list):
+        raise DownloadError(f"{where}: the series listing is a {type(data).__name__}, not a list")
+    checked = []
+    for index, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise DownloadError(f"{where}: series entry {index} is a {type(entry).__name__}, "
+                                "not a series description")
+        if "SeriesInstanceUID" not in entry:
+            raise DownloadError(f"{where}: series entry {index} has no SeriesInstanceUID")
+        server_name(entry["SeriesInstanceUID"], f"{where}: the SeriesInstanceUID of entry {index}")
+        entry = dict(entry)
+        entry["ImageCount"] = _count(entry.get("ImageCount"),
+                                     f"{where}: the ImageCount of series entry {index}")
+        checked.append(entry)
+    return checked
 
 
 def tcia_download_series(series_uid: str, dest_dir: str | Path, base_url: str | None = None,
@@ -270,7 +349,9 @@ def tcia_download_series(series_uid: str, dest_dir: str | Path, base_url: str | 
     """Download one series (``getImage?SeriesInstanceUID=...``, a zip of DICOM files) into
     ``dest_dir`` (created complete or not at all). Verifies the number of files when
     ``expected_count`` is given. Returns ``dest_dir``."""
+    server_name(series_uid, "the series UID")
     dest_dir = Path(dest_dir)
+    server_name(dest_dir.name, "the series folder")
     if (dest_dir / ".complete").exists():
         return dest_dir
     url = f"{tcia_url(base_url)}/getImage?{urllib.parse.urlencode({'SeriesInstanceUID': series_uid})}"

@@ -19,6 +19,8 @@ class Server:
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range)
     honour_range: bool = True
     truncate: dict[str, int] = field(default_factory=dict)  # path -> bytes sent, then close
+    #: path -> headers sent instead of the usual ones (a hostile Content-Length, say)
+    headers: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def url(self, path: str) -> str:
         return self.base + path
@@ -53,6 +55,13 @@ def _handler(server: Server):
             else:
                 self.send_response(200)
             part = body[start:]
+            if self.path in server.headers:
+                for key, value in server.headers[self.path].items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(part)
+                self.close_connection = True
+                return
             self.send_header("Content-Length", str(len(part)))
             self.send_header("Accept-Ranges", "bytes")
             self.end_headers()

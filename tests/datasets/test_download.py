@@ -98,7 +98,9 @@ def test_zenodo_record_files(http_server):
     ([{"key": "a.zip"}], "the answer is a list, not a record"),
     ({"files": ["a.zip"]}, "file entry 0 is a str, not a file description"),
     ({"files": [{"key": "a.zip", "size": "three", "links": {"self": "http://x/a.zip"}}]},
-     "file 'a.zip' has a size of 'three', not a number of bytes"),
+     "the size of file 'a.zip' is 'three', not a whole number"),
+    ({"files": [{"key": "a.zip", "size": -5, "links": {"self": "http://x/a.zip"}}]},
+     "the size of file 'a.zip' is -5, a negative number"),
     ({"files": {"entries": ["a.zip"]}}, "file entry 0 is a str"),
     ({"files": 7}, "no file list in the answer"),
 ])
