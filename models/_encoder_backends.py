@@ -8,7 +8,8 @@ that holds the model, the SHA-256 of the encoder's weights (of the loaded tensor
 checkpoint file and random weights alike), the input shape and the opset. Each backend is
 **verified** once against torch on a seeded probe batch: the largest absolute difference of
 the embeddings must stay within :data:`TOLERANCE`; the result is kept beside the export (a
-``.json`` file), so the check runs once per machine, backend version and weights.
+``.json`` file that also holds the exported file's SHA-256, checked at every load: a replaced
+file is exported again), so the check runs once per machine, backend version and weights.
 
 ``backend`` (a model parameter of the adapters that declare ``EXPORTABLE_ENCODER``):
 
@@ -156,24 +157,46 @@ class ExportedEncoder:
         return torch.from_numpy(np.ascontiguousarray(self.run(array)[:count]))
 
 
+#: the record's layout; a record of another layout is replaced (its export made again)
+RECORD_FORMAT = 2
+
+
 class EncoderExports:
-    """The exports of one encoder (its weights and input shape) and their checks."""
+    """The exports of one encoder (its weights and input shape) and their checks.
+
+    The ``.json`` record beside the ``.onnx`` binds the exported file's own SHA-256 to the
+    weights' SHA-256, the input shape and opset, and to each backend's check result
+    (``checked: {backend-version: {onnx_sha256, difference}}``). At every load the file's hash
+    is computed again (tens of MB: ~0.1 s) and compared: a file that was replaced, corrupted or
+    has no valid record is exported again (one line says so), and a check result that is not a
+    finite number for this very file is computed again. A record is never obeyed on its word.
+    """
 
     def __init__(self, encoder: Any, model_name: str, shape: tuple[int, ...],
-                 directory: Path, threads: int) -> None:
+                 directory: Path, threads: int,
+                 log: Callable[[str], None] | None = None) -> None:
         self.encoder = encoder
         self.shape = tuple(int(s) for s in shape)
         self.threads = int(threads)
-        digest = weights_digest(encoder)
+        self.weights = weights_digest(encoder)
         size = "x".join(str(s) for s in self.shape)
-        self.path = Path(directory) / f"{model_name}-{digest[:16]}-{size}-opset{OPSET}.onnx"
+        self.path = Path(directory) / f"{model_name}-{self.weights[:16]}-{size}-opset{OPSET}.onnx"
         self.record_path = self.path.with_suffix(".json")
+        self.log = log or (lambda message: None)
 
     def _record(self) -> dict[str, Any]:
+        """The record, or {} when it is missing, unreadable or not of this export."""
         try:
-            return json.loads(self.record_path.read_text())
-        except (OSError, ValueError):
+            record = json.loads(self.record_path.read_text())
+        except (OSError, ValueError, RecursionError):
             return {}
+        if not (isinstance(record, dict) and record.get("format") == RECORD_FORMAT
+                and record.get("weights_sha256") == self.weights
+                and record.get("shape") == list(self.shape) and record.get("opset") == OPSET
+                and isinstance(record.get("onnx_sha256"), str)
+                and isinstance(record.get("checked"), dict)):
+            return {}
+        return record
 
     def _save_record(self, record: dict[str, Any]) -> None:
         handle, temporary = tempfile.mkstemp(dir=self.path.parent, suffix=".json.part")
@@ -181,38 +204,70 @@ class EncoderExports:
             json.dump(record, stream, indent=1, sort_keys=True)
         os.replace(temporary, self.record_path)
 
-    def ensure_exported(self) -> float:
-        """Export if needed; the seconds it took (0 when the file was there)."""
-        if self.path.is_file():
-            return 0.0
-        started = time.perf_counter()
+    def _export(self) -> dict[str, Any]:
         export_onnx(self.encoder, self.shape, self.path)
-        return time.perf_counter() - started
+        record = {"format": RECORD_FORMAT, "weights_sha256": self.weights,
+                  "shape": list(self.shape), "opset": OPSET,
+                  "onnx_sha256": file_sha256(self.path), "checked": {}}
+        self._save_record(record)
+        return record
+
+    def ensure_exported(self) -> float:
+        """Export if needed (no file, no valid record, or a file whose hash is not the
+        record's); the seconds it took (0 when the recorded file was there)."""
+        started = time.perf_counter()
+        _, exported = self._verified_record()
+        return time.perf_counter() - started if exported else 0.0
+
+    def _verified_record(self) -> tuple[dict[str, Any], bool]:
+        """The record of the file now at :attr:`path`, and whether it was exported now (the
+        file was missing or did not match its record)."""
+        record = self._record()
+        if self.path.is_file() and record and file_sha256(self.path) == record["onnx_sha256"]:
+            return record, False
+        if self.path.is_file():
+            self.log(f"the exported encoder {self.path.name} does not match its record (replaced, "
+                     "corrupted or recorded by an older version); exporting it again")
+            self.path.unlink()
+        return self._export(), True
 
     def load(self, backend: str) -> ExportedEncoder:
-        """``backend`` running this encoder, checked against torch (once per machine);
-        UserError when it disagrees beyond :data:`TOLERANCE`."""
+        """``backend`` running this encoder, checked against torch (once per machine, backend
+        version and exported file); UserError when it disagrees beyond :data:`TOLERANCE`."""
         import torch
 
-        self.ensure_exported()
+        record, _ = self._verified_record()
         run = open_backend(backend, self.path, self.threads)
-        record = self._record()
         key = backend_version(backend)
-        difference = record.get("checked", {}).get(key)
-        if difference is None:
+        entry = record["checked"].get(key)
+        difference = entry.get("difference") if isinstance(entry, dict) else None
+        if not (isinstance(entry, dict) and entry.get("onnx_sha256") == record["onnx_sha256"]
+                and isinstance(difference, float) and difference >= 0
+                and np.isfinite(difference)):
             probe = probe_batch(self.shape)
             with torch.no_grad():
                 expected = self.encoder(probe).float().numpy()
             got = np.asarray(run(probe.numpy()), dtype=np.float32)
             difference = (float(np.abs(got - expected).max()) if got.shape == expected.shape
-                          else float("inf"))
-            record.setdefault("checked", {})[key] = difference
+                          else float("nan"))
+            record["checked"][key] = {"onnx_sha256": record["onnx_sha256"],  # NaN: not JSON
+                                      "difference": difference if np.isfinite(difference)
+                                      else None}
             record["torch"] = torch.__version__
             self._save_record(record)
-        if not difference <= TOLERANCE:
+        if not difference <= TOLERANCE:  # NaN too
             raise UserError(f"encoder backend {backend} disagrees with torch by {difference:.3g} "
                             f"(more than {TOLERANCE:g}) on {self.path.name}; use backend: torch")
         return ExportedEncoder(backend, self.path, run, difference, self.shape[0])
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def choose_backend(requested: str, exports: EncoderExports, log: Callable[[str], None]

@@ -431,12 +431,13 @@ class SamFamilyModel(SliceModel):
                                       "float32 only (without compile or bf16 weights)")
             return None
         shape = (self.block_size, *self.encoder_input_shape())
+        def log(message: str) -> None:
+            print(f"intrabench: {self.name}: {message}", file=sys.stderr)
+
         exports = EncoderExports(self.net.image_encoder, self.name, shape,
                                  exports_dir(checkpoint_dir(self.checkpoint_directory)),
-                                 torch.get_num_threads())
-        return choose_backend(self.backend, exports,
-                              lambda message: print(f"intrabench: {self.name}: {message}",
-                                                    file=sys.stderr))
+                                 torch.get_num_threads(), log)
+        return choose_backend(self.backend, exports, log)
 
     def encoder_input_shape(self) -> tuple[int, int, int]:
         """(3, S, S): what :meth:`preprocess` gives per slice (for the export)."""

@@ -90,8 +90,9 @@ def test_exports_are_cached_by_weights_and_checked_once(lung, tmp_path, monkeypa
     model = _encoded(lung, backend=backend)
     [onnx] = tmp_path.glob("litemedsam-*-1x3x256x256-opset17.onnx")
     record = json.loads(onnx.with_suffix(".json").read_text())
-    [(key, difference)] = record["checked"].items()
-    assert key.startswith(backend) and difference <= backends.TOLERANCE
+    [(key, entry)] = record["checked"].items()
+    assert key.startswith(backend) and entry["difference"] <= backends.TOLERANCE
+    assert entry["onnx_sha256"] == record["onnx_sha256"] == backends.file_sha256(onnx)
     stamp = onnx.stat().st_mtime_ns
     again = _tiny(backend=backend)
     again.set_case(lung.image)
@@ -111,7 +112,8 @@ def test_a_backend_that_failed_its_check_is_refused_or_skipped(lung, tmp_path, m
     _encoded(lung, backend=backend)  # exported, checked, recorded
     [record] = tmp_path.glob("*.json")
     data = json.loads(record.read_text())
-    data["checked"] = {key: 0.5 for key in data["checked"]}  # as if it had disagreed
+    data["checked"] = {key: {**entry, "difference": 0.5}  # as if it had disagreed
+                       for key, entry in data["checked"].items()}
     record.write_text(json.dumps(data))
     refused = _tiny(backend=backend)
     refused.set_case(lung.image)
@@ -185,3 +187,80 @@ def test_the_vit_encoders_run_on_a_backend_when_asked_and_auto_stays_torch(name,
     assert exported.encoder_backend == INSTALLED[0] and automatic.encoder_backend == "torch"
     difference = (exported.embedding(6) - reference.embedding(6)).abs().max()
     assert float(difference) <= backends.TOLERANCE
+
+
+def _swap_in(onnx: Path, replacement: bytes) -> None:
+    onnx.write_bytes(replacement)
+
+
+@needs_a_backend
+@pytest.mark.parametrize("swap", ["other weights", "one bit flipped", "truncated"])
+def test_a_swapped_exported_encoder_is_exported_again_not_used(swap, lung, tmp_path,
+                                                              monkeypatch, capsys):
+    """Issue #50 item 2: replacing the cached .onnx beside its .json record (an all-zero
+    encoder, a perturbed one, a bit-flipped file) was used in silence. The record binds the
+    file's own hash: a mismatch exports again, and the embeddings are torch's."""
+    monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
+    backend = INSTALLED[0]
+    _encoded(lung, backend=backend)
+    [onnx] = tmp_path.glob("*.onnx")
+    original = onnx.read_bytes()
+    if swap == "other weights":
+        other = _encoded(lung, backend=backend, seed=1)
+        [foreign] = [p for p in tmp_path.glob("*.onnx") if p != onnx]
+        replacement = foreign.read_bytes()
+        del other
+    elif swap == "one bit flipped":
+        data = bytearray(original)
+        data[len(data) // 2] ^= 0x10
+        replacement = bytes(data)
+    else:
+        replacement = original[: len(original) // 2]
+    _swap_in(onnx, replacement)
+    capsys.readouterr()
+    model = _encoded(lung, backend=backend)
+    assert "does not match its record" in capsys.readouterr().err
+    assert model.encoder_backend == backend
+    assert backends.file_sha256(onnx) == json.loads(onnx.with_suffix(".json").read_text())[
+        "onnx_sha256"]
+    reference = _encoded(lung, backend="torch")
+    assert torch.allclose(model.embedding(5), reference.embedding(5), atol=backends.TOLERANCE)
+
+
+@needs_a_backend
+@pytest.mark.parametrize("checked", ["yes", {"KEY": "yes"}, {"KEY": {"difference": 0.0}},
+                                     {"KEY": {"onnx_sha256": "HASH", "difference": -1.0}},
+                                     {"KEY": {"onnx_sha256": "HASH", "difference": "0"}},
+                                     {"KEY": 0.0}])
+def test_a_record_that_is_not_a_check_of_this_file_is_repaired(checked, lung, tmp_path,
+                                                               monkeypatch):
+    """A record saying "checked": "yes" (or a check of another file, or a value that is not a
+    difference) is checked again and rewritten, never obeyed."""
+    monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
+    backend = INSTALLED[0]
+    _encoded(lung, backend=backend)
+    [record_path] = tmp_path.glob("*.json")
+    record = json.loads(record_path.read_text())
+    [key] = record["checked"]
+    text = json.dumps(checked).replace("KEY", key).replace("HASH", record["onnx_sha256"])
+    record["checked"] = json.loads(text)
+    record_path.write_text(json.dumps(record))
+    model = _encoded(lung, backend=backend)
+    assert model.encoder_backend == backend
+    repaired = json.loads(record_path.read_text())["checked"][key]
+    assert repaired["onnx_sha256"] == record["onnx_sha256"]
+    assert 0 <= repaired["difference"] <= backends.TOLERANCE
+
+
+@needs_a_backend
+@pytest.mark.parametrize("text", ["[" * 100000 + "]" * 100000, "null", "{}", '{"format": 1}',
+                                  "not json"])
+def test_an_unreadable_record_means_export_again(text, lung, tmp_path, monkeypatch):
+    monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
+    backend = INSTALLED[0]
+    _encoded(lung, backend=backend)
+    [record_path] = tmp_path.glob("*.json")
+    record_path.write_text(text)
+    model = _encoded(lung, backend=backend)
+    assert model.encoder_backend == backend
+    assert json.loads(record_path.read_text())["format"] == backends.RECORD_FORMAT
