@@ -3,10 +3,14 @@
 Two ways to run it:
 
 * ``python benchmarks/bench_gpu_run.py CONFIG`` runs a config (e.g.
-  ``benchmarks/configs/gpu-2d-refine.yaml`` on a GPU node). It prints the wall time, cases per
-  minute, the share of wall time spent in model forward passes (timed in the model loop) and,
-  when a CUDA device is visible, the GPU busy share: NVML utilisation sampled every 250 ms
-  (``nvidia-ml-py``), the share of samples above 0 and their mean.
+  ``benchmarks/configs/gpu-2d-refine.yaml`` on a GPU node). Its ``demo-phantoms`` datasets
+  are written as NIfTI files first (cached under ``--cache``, before the clock) and read by the
+  ``folder`` dataset, as a user's run reads its data (``--in-memory`` keeps the generated
+  phantoms). It prints the wall time, cases per minute, the share of wall time spent in model
+  forward passes (timed in the model loop) and, when a CUDA device is visible, the GPU busy
+  share: NVML utilisation sampled every 250 ms (``nvidia-ml-py``), the share of samples above
+  0 and their mean, for the whole run and for the **steady state** (from the first forward
+  pass to the last), apart from the **start** (seconds before the first forward pass).
 * ``python benchmarks/bench_gpu_run.py --proxy-ms 10`` needs no GPU: CT-sized phantoms
   (``--shape``, default 160 x 512 x 512, 6-10 lesions, ``--cases`` of them) go through
   ``synthetic-network``, a stand-in whose forward pass takes a fixed 10 ms of wall time (the
@@ -52,7 +56,9 @@ from intrabench.models.synthetic_network import SyntheticNetwork  # noqa: E402
 PHANTOM_SEED, PHANTOM_LESIONS = 0, (6, 10)
 
 
-def write_phantoms(folder: Path, n_cases: int, shape: tuple[int, int, int]) -> Path:
+def write_phantoms(folder: Path, n_cases: int, shape: tuple[int, int, int],
+                   seed: int = PHANTOM_SEED, n_lesions: tuple[int, int] = PHANTOM_LESIONS,
+                   spacing: tuple[float, float, float] | None = None) -> Path:
     """CT-like phantoms as NIfTI files with a folder spec (once; reused when present)."""
     import SimpleITK as sitk
 
@@ -63,9 +69,10 @@ def write_phantoms(folder: Path, n_cases: int, shape: tuple[int, int, int]) -> P
         return spec
     (folder / "images").mkdir(parents=True, exist_ok=True)
     (folder / "labels").mkdir(parents=True, exist_ok=True)
+    extra = {} if spacing is None else {"spacing": tuple(spacing)}
     for index in range(n_cases):
         started = time.perf_counter()
-        volume, label = make_phantom(PHANTOM_SEED, index, shape, n_lesions=PHANTOM_LESIONS)
+        volume, label = make_phantom(seed, index, shape, n_lesions=tuple(n_lesions), **extra)
         for array, path in ((volume.array, folder / "images" / f"case{index:03d}.nii"),
                             (label.astype(np.uint8), folder / "labels" / f"case{index:03d}.nii")):
             image = sitk.GetImageFromArray(array)
@@ -74,7 +81,7 @@ def write_phantoms(folder: Path, n_cases: int, shape: tuple[int, int, int]) -> P
         print(f"wrote phantom {index} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
     spec.write_text(yaml.safe_dump({
         "name": "ct-phantoms", "images": "images/{case}.nii", "labels": "labels/{case}.nii",
-        "classes": {"lesion": 1},
+        "classes": {"lesion": 1}, "modality": "CT",
         "instances": "values"}))
     return spec
 
@@ -97,12 +104,37 @@ def proxy_config(spec: Path, forward_ms: float) -> RunConfig:
     })
 
 
+def phantoms_as_files(config: RunConfig, cache: Path) -> RunConfig:
+    """``config`` with each ``demo-phantoms`` dataset written as NIfTI files (once, cached
+    under ``cache`` by its parameters) and read by the ``folder`` dataset, as a user's run
+    reads its files; the dataset's label is kept, so rows name it as before."""
+    datasets = []
+    for spec in config.datasets:
+        if spec.name != "demo-phantoms":
+            datasets.append(spec.model_dump(exclude_none=True))
+            continue
+        params = spec.params
+        shape = tuple(int(v) for v in params.get("shape", (32, 96, 96)))
+        n_cases, seed = int(params.get("n_cases", 4)), int(params.get("seed", 0))
+        lesions = tuple(int(v) for v in params.get("n_lesions", (2, 4)))
+        spacing = params.get("spacing")
+        name = (f"{'x'.join(map(str, shape))}-n{n_cases}-seed{seed}-lesions"
+                f"{lesions[0]}-{lesions[1]}" + (f"-sp{'x'.join(map(str, spacing))}" if spacing
+                                                 else ""))
+        written = write_phantoms(cache / name, n_cases, shape, seed, lesions, spacing)
+        datasets.append({"name": "folder", "spec": str(written), "label": spec.key})
+    return RunConfig.model_validate({**config.model_dump(exclude_none=True),
+                                     "datasets": datasets})
+
+
 class GpuSampler:
     """NVML utilisation of GPU 0 every ``period`` seconds in a thread (no-op without NVML)."""
 
     def __init__(self, period: float = 0.25) -> None:
         self.period = period
         self.samples: list[int] = []
+        #: perf_counter() of each sample
+        self.times: list[float] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         try:
@@ -123,6 +155,7 @@ class GpuSampler:
     def _run(self) -> None:
         while not self._stop.wait(self.period):
             self.samples.append(self._nvml.nvmlDeviceGetUtilizationRates(self._handle).gpu)
+            self.times.append(time.perf_counter())
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
@@ -144,6 +177,12 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
         print(f"  problem: {problem}", file=sys.stderr)
     model = sum(end - start for start, end in spans)
     forwards = SyntheticNetwork.total_forward_calls - forwards_before
+    samples = np.array(sampler.samples, dtype=float)
+    times = np.array(sampler.times)
+    steady = ((times >= spans[0][0]) & (times <= spans[-1][1]) if spans
+              else np.zeros(len(samples), bool))
+    steady_model = (sum(end - start for start, end in spans)
+                    / (spans[-1][1] - spans[0][0]) if spans else float("nan"))
     cases = rows[["dataset", "case"]].drop_duplicates().shape[0]
     return {
         "wall": wall, "model": model, "calls": len(spans), "forwards": forwards, "units": len(plan.units),
@@ -156,6 +195,10 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
         "gpu_busy": (float(np.mean(np.array(sampler.samples) > 0)) if sampler.samples
                      else float("nan")),
         "gpu_mean": float(np.mean(sampler.samples)) if sampler.samples else float("nan"),
+        "gpu_steady_samples": int(steady.sum()),
+        "gpu_steady_busy": float(np.mean(samples[steady] > 0)) if steady.any() else float("nan"),
+        "gpu_steady_mean": float(np.mean(samples[steady])) if steady.any() else float("nan"),
+        "model_steady": steady_model,
     }
 
 
@@ -169,6 +212,8 @@ def main() -> None:
     parser.add_argument("--cache", type=Path,
                         default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
                         / "intrabench" / "bench-phantoms")
+    parser.add_argument("--in-memory", action="store_true",
+                        help="CONFIG: keep demo-phantoms generated in memory (no files read)")
     parser.add_argument("--background", choices=["process", "inline"], default="process")
     parser.add_argument("--user-workers", type=int)
     parser.add_argument("--finish-workers", type=int)
@@ -183,6 +228,9 @@ def main() -> None:
     else:
         config = load_config(args.config)
         label = f"config: {args.config}"
+        if not args.in_memory:
+            config = phantoms_as_files(config, args.cache)
+            label += " (phantoms read from NIfTI files)"
     options: dict = {"background": args.background}
     if args.user_workers is not None:
         options["user_workers"] = args.user_workers
@@ -201,9 +249,18 @@ def main() -> None:
     print(f"after the last forward pass    {result['after']:8.2f} s")
     print(f"simulated user (all processes) {result['user']:8.2f} s")
     print(f"metrics (all processes)        {result['metrics']:8.2f} s")
+    from intrabench.io.machine import describe_machine, machine_text
+
+    print(f"machine: {machine_text(describe_machine())}")
+    print(f"start: before the first forward pass {result['before']:.2f} s; steady state: model "
+          f"busy {result['model_steady']:.1%} of the time from the first forward pass to the "
+          "last")
     if result["gpu_samples"]:
         print(f"GPU busy (NVML samples > 0)    {result['gpu_busy']:8.1%} of "
               f"{result['gpu_samples']} samples, mean utilisation {result['gpu_mean']:.1f}%")
+        print(f"GPU busy, steady state         {result['gpu_steady_busy']:8.1%} of "
+              f"{result['gpu_steady_samples']} samples, mean utilisation "
+              f"{result['gpu_steady_mean']:.1f}%")
     busy = result["model"]
     if args.proxy_ms is not None:
         # conservative: a forward pass stretched by CPU contention would leave a GPU idle
@@ -211,6 +268,9 @@ def main() -> None:
         print(f"nominal forward time           {nominal:8.2f} s ({args.proxy_ms:g} ms x "
               f"{result['forwards']} forwards)")
         busy = min(busy, nominal)
+        steady = min(result["model_steady"], nominal / (result["wall"] - result["before"]
+                                                        - result["after"]))
+        print(f"model busy, steady state (nominal forward time): {steady:.1%}")
     print(f"model busy: {100 * busy / result['wall']:.1f}%")
 
 

@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
-# Issue #13's GPU measurements, for one call of a lent GPU machine (no network there).
+# The GPU measurements (issues #13, #48), for calls of a lent GPU machine (no network there).
 #
-# On your machine first: bash ../shared/tools/gpu/prepare.sh  (makes .gpu-env/, see its README)
-# Then, through the device tool with carry [".gpu-env"], one or more parts per call (a call may
-# run 10 minutes; the session's device time is limited, so pick):
-#     bash benchmarks/gpu_session.sh runs          # the two GPU configs: wall, GPU busy share
+# On your machine first: bash benchmarks/gpu_prepare.sh  (makes .gpu-runs/ and .gpu-lite/: one
+# carried folder per part, each under the 64 MiB a call may carry). Then, through the device
+# tool, one or more parts per call (a call may run 10 minutes; device time is limited, so pick):
+#   carry [".gpu-runs"]:
+#     bash benchmarks/gpu_session.sh runs          # the two GPU configs, phantoms read from NIfTI
+#                                                  # files: start, steady state, GPU busy share
 #     bash benchmarks/gpu_session.sh encoders      # img/s per encoder: default, fused+bf16, +compile
 #     bash benchmarks/gpu_session.sh distance      # distance transforms: scipy, edt, CuPy
 #     bash benchmarks/gpu_session.sh naive         # ViT-H: a plain SamPredictor loop vs intrabench run
-#     bash benchmarks/gpu_session.sh all
+#   carry [".gpu-lite"], right after a .gpu-runs call (it needs the SimpleITK installed there):
+#     bash benchmarks/gpu_session.sh lite          # LiteMedSAM: plain and careful loops vs the run
+# (.gpu-env/ of ../shared/tools/gpu/prepare.sh still works for the parts that read no file.)
 # Each benchmark's whole output goes to $OUT/<part>.txt (the device tool brings $OUT back),
 # with nvidia-smi's view of the card and a 250 ms utilisation trace beside it; the last lines
 # of each are printed. Record the figures, machine and command in docs/performance.md.
-# The GPU image has no SimpleITK (a stand-in is carried), so these use generated phantoms only
-# (bench_vs_naive.py --source generated); the --proxy-ms mode reads NIfTI files and is not run here.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
-if [ ! -f .gpu-env/setup.sh ]; then
-    echo "no .gpu-env/: run bash ../shared/tools/gpu/prepare.sh here, then carry .gpu-env" >&2
+carried=""
+for folder in .gpu-runs .gpu-lite .gpu-env; do
+    [ -f "$folder/setup.sh" ] && carried=$folder && break
+done
+if [ -z "$carried" ]; then
+    echo "nothing carried: run bash benchmarks/gpu_prepare.sh here, then carry .gpu-runs or .gpu-lite" >&2
     exit 2
 fi
-# shellcheck disable=SC1091
-source .gpu-env/setup.sh
+# shellcheck disable=SC1090
+source "$carried/setup.sh" || exit 2
+python3 -c "from intrabench.io.machine import describe_machine as d; import json; print(json.dumps(d()))" \
+    > "$out/machine.json" 2>&1
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || echo "no nvidia-smi" > "$out/nvidia-smi.txt"
 
 part() {  # part NAME SECONDS COMMAND...: run with a time limit, output to $OUT/NAME.txt
@@ -57,8 +65,11 @@ for wanted in "${parts[@]}"; do
             part distance 200 python3 benchmarks/bench_distance.py --device cuda ;;&
         naive|all)
             part naive 400 python3 benchmarks/bench_vs_naive.py --source generated --full \
-                --device cuda --shape 160 512 512 ;;
-        runs|encoders|distance) ;;
-        *) echo "unknown part '$wanted' (runs, encoders, distance, naive, all)" >&2; exit 2 ;;
+                --device cuda --shape 160 512 512 ;;&
+        lite)
+            part lite 500 python3 benchmarks/bench_real_cpu.py --device cuda --no-real \
+                --phantoms 4 --phantom-shape 80 512 512 ;;
+        runs|encoders|distance|naive|all) ;;
+        *) echo "unknown part '$wanted' (runs, encoders, distance, naive, lite, all)" >&2; exit 2 ;;
     esac
 done

