@@ -299,15 +299,17 @@ def encoder_agreement(backend: str) -> dict:
 
 
 def run_intrabench(datasets: list[dict], seeds: list[int], backend: str, folder: Path,
-                   env: dict, device: str = "cpu") -> tuple[float, object]:
+                   env: dict, device: str = "cpu", precision: str = "fp32"
+                   ) -> tuple[float, object]:
     import pandas as pd
 
-    config = folder / f"real-{device}-{backend}.yaml"
+    config = folder / f"real-{device}-{backend}-{precision}.yaml"
     config.write_text(yaml.safe_dump({
         "name": f"real-{device}-{backend}", "seeds": seeds, "datasets": datasets,
-        "models": [{"name": "litemedsam", "backend": backend, "device": device}],
+        "models": [{"name": "litemedsam", "backend": backend, "device": device,
+                    "precision": precision}],
         "prompters": PROMPTERS, "target_attributes": False}))
-    out = folder / f"run-{device}-{backend}"
+    out = folder / f"run-{device}-{backend}-{precision}"
     seconds, _ = timed([sys.executable, "-m", "intrabench", "run", str(config), "--out",
                         str(out)], env)
     return seconds, pd.read_parquet(out / "results.parquet")
@@ -323,6 +325,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="demo cases and one seed only")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--backend", default="auto", help="the fast run's encoder backend (CPU)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="GPU: also a run with precision bf16 (the loops are float32)")
     parser.add_argument("--child", choices=("loop", "speed", "agreement"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--payload", help=argparse.SUPPRESS)
@@ -371,6 +375,9 @@ def main() -> None:
         loop_seconds, plain = loop(folder, careful=False)
         careful_seconds, careful = loop(folder, careful=True)
         runs = {"torch": run_intrabench(datasets, args.seeds, "torch", folder, env, args.device)}
+        if on_gpu and args.bf16:
+            runs["bf16"] = run_intrabench(datasets, args.seeds, "torch", folder, env,
+                                          args.device, "bf16")
         if not on_gpu:
             runs[args.backend] = run_intrabench(datasets, args.seeds, args.backend, folder, env)
             speed_torch = json.loads(timed([*child, "--child", "speed", "--payload", json.dumps(
@@ -412,8 +419,9 @@ def main() -> None:
     print(f"{'careful loop (encode once)':34s} {careful_seconds:7.1f}s "
           f"{careful_eps['dice'].mean():10.4f}")
     for backend, (seconds, rows) in runs.items():
-        shown = speed_fast["backend"] if backend != "torch" else "torch"
-        print(f"{'intrabench run, backend ' + shown:34s} {seconds:7.1f}s "
+        shown = {"torch": "backend torch", "bf16": "bf16"}.get(
+            backend, f"backend {speed_fast['backend'] if not on_gpu else backend}")
+        print(f"{'intrabench run, ' + shown:34s} {seconds:7.1f}s "
               f"{episodes(rows)['dice'].mean():10.4f}")
     for name, (count, largest) in differing.items():
         same = "yes" if count == 0 else f"no: {count} episodes differ, Dice by <= {largest:.4f}"
@@ -421,6 +429,8 @@ def main() -> None:
     torch_seconds = runs["torch"][0]
     print(f"speed-up over the plain loop: {loop_seconds / torch_seconds:.2f}x")
     print(f"speed-up over the careful loop: {careful_seconds / torch_seconds:.2f}x")
+    if "bf16" in runs:
+        print(f"speed-up over the careful loop, bf16: {careful_seconds / runs['bf16'][0]:.2f}x")
     if not on_gpu:
         fast_seconds, fast_rows = runs[args.backend]
         fast = episodes(fast_rows)
