@@ -1,4 +1,5 @@
-"""``intrabench models verify``: hash the checkpoints that are present."""
+"""``intrabench models verify`` (hash the checkpoints that are present) and ``intrabench models
+download`` (fetch them, checked, into the checkpoint directory)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,62 @@ def cmd_models_verify(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_models_download(args: argparse.Namespace) -> int:
+    import difflib
+
+    from intrabench.errors import UserError
+    from intrabench.io.checkpoint_download import direct_url, download_checkpoint, sources
+    from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_dir
+    from intrabench.io.download import DownloadError
+
+    if args.all:
+        names = sorted(key for key, info in CHECKPOINTS.items() if sources(info))
+    elif args.names:
+        names = list(dict.fromkeys(args.names))
+    else:
+        raise UserError("name the checkpoints to download (intrabench models download "
+                        "mobilesam), or --all for every one that can be downloaded; the names: "
+                        + ", ".join(sorted(CHECKPOINTS)))
+    for name in names:
+        if name not in CHECKPOINTS:
+            close = difflib.get_close_matches(name, CHECKPOINTS, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise UserError(f"unknown checkpoint '{name}'{hint}; known: "
+                            f"{', '.join(sorted(CHECKPOINTS))}")
+    directory = checkpoint_dir(args.checkpoint_dir)
+    print(f"checkpoint directory: {directory}")
+    failed = 0
+    for name in names:
+        info = CHECKPOINTS[name]
+        try:
+            path, how = download_checkpoint(name, args.checkpoint_dir,
+                                            progress=not args.quiet)
+        except DownloadError as error:  # ChecksumError too
+            print(f"{name}: FAILED: {error}")
+            failed += 1
+            continue
+        except UserError as error:
+            print(f"{name}: {error}")
+            failed += 1
+            continue
+        pinned = "sha256 checked" if info.sha256 else (
+            "publisher's hash prefix checked" if info.sha256_prefix else
+            "no hash pinned for it: compare with the publisher's before use")
+        where = {"present": "already there", "in package": "comes with its package"}.get(
+            how, "downloaded")
+        print(f"{name}: {where}: {path} ({pinned})")
+        if how not in ("present", "in package") and direct_url(info) is None and \
+                info.sha256 is None:
+            print(f"{name}: sha256 {sha256_of(path)}")
+    return 1 if failed else 0
+
+
+def sha256_of(path) -> str:
+    from intrabench.io.checkpoints import sha256_file
+
+    return sha256_file(path)
+
+
 def check_loads_and_fits(key: str, path) -> str | None:
     """None if checkpoint ``key`` at ``path`` loads (``weights_only``: no code runs) and fits
     the full-size network of every model that uses it; else why not."""
@@ -55,3 +112,13 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     verify.add_argument("--checkpoint-dir", help="default: $INTRABENCH_CHECKPOINTS or "
                                                  "~/.intrabench/checkpoints")
     verify.set_defaults(func=cmd_models_verify)
+    download = groups["models"].add_parser(
+        "download", help="download checkpoints (publisher's URL, then mirrors), sha256-checked")
+    download.add_argument("names", nargs="*", help="checkpoint keys (intrabench models verify "
+                                                   "lists them)")
+    download.add_argument("--all", action="store_true",
+                          help="every checkpoint that can be downloaded without a login")
+    download.add_argument("--checkpoint-dir", help="default: $INTRABENCH_CHECKPOINTS or "
+                                                   "~/.intrabench/checkpoints")
+    download.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    download.set_defaults(func=cmd_models_download)

