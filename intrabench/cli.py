@@ -39,7 +39,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     config_path = Path(args.config) if args.config else builtin_demo_path()
     config = load_config(config_path, overrides=args.set or [])
     if len(config.seeds) > MANY_SEEDS:
-        combinations = len(config.models) * len(config.prompters) * max(1, len(config.refiners))
+        combinations = sum(
+            len(model.prompters if model.prompters is not None else config.prompters)
+            * max(1, len(model.refiners if model.refiners is not None else config.refiners))
+            for model in config.models)
         print(f"warning: {len(config.seeds)} seeds: every case runs {len(config.seeds)} x "
               f"{combinations} model/prompter/refiner combinations = "
               f"{len(config.seeds) * combinations:,} work units per case (see --dry-run)",

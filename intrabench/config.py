@@ -69,11 +69,36 @@ class DatasetSpec(ComponentSpec):
 
 
 class ModelSpec(ComponentSpec):
-    """A model, optionally on some of the run's datasets only."""
+    """A model, optionally on some of the run's datasets, prompters or refiners only."""
 
     #: run the model on these datasets only (their keys in this config: the label, else the
     #: name); default: every dataset. The other pairs are listed in ``skipped.csv``
     datasets: list[str] | None = None
+    #: run the model with these initial prompters only (their keys in this config); default:
+    #: every prompter. The other pairs are listed in ``skipped.csv``
+    prompters: list[str] | None = None
+    #: refine the model with these refiners only (their keys in this config; ``[]``: no
+    #: refinement); default: every refiner. The other pairs are listed in ``skipped.csv``
+    refiners: list[str] | None = None
+
+
+class RefinerSpec(ComponentSpec):
+    """A refiner, optionally with its own ``keep_previous_prompts`` (else the run's)."""
+
+    #: this refiner's correction steps give the model all earlier prompts too (``true``) or
+    #: only the new one (``false``); default: the run's ``keep_previous_prompts``. Two specs of
+    #: one refiner with different labels compare both in one run
+    keep_previous_prompts: bool | None = None
+
+    @property
+    def key(self) -> str:
+        """As :attr:`ComponentSpec.key`; without a label, an own ``keep_previous_prompts`` is
+        part of it (``scribble[keep_previous_prompts=False]``), so the two variants of one
+        refiner are two configurations in every table."""
+        base = super().key
+        if self.label or self.keep_previous_prompts is None:
+            return base
+        return f"{base}[keep_previous_prompts={self.keep_previous_prompts}]"
 
 
 class RobustnessSpec(BaseModel):
@@ -130,7 +155,7 @@ class RunConfig(BaseModel):
     #: initial prompters (``intrabench prompters list``): every model x prompter pair runs
     prompters: list[ComponentSpec] = Field(min_length=1)
     #: refiners (corrections after the initial prompt); none: one step per episode
-    refiners: list[ComponentSpec] = Field(default_factory=list)
+    refiners: list[RefinerSpec] = Field(default_factory=list)
     #: corrections per episode after the initial prompt (with refiners)
     refinement_steps: int = Field(default=5, ge=0, le=100)
     #: a correction step gives the model all earlier prompts too (else only the new one)
@@ -228,6 +253,12 @@ class RunConfig(BaseModel):
             if unknown:
                 raise ConfigError(f"models: {spec.key}: datasets {unknown} are not datasets of "
                                   f"this run ({', '.join(dataset_keys)})")
+            for field, specs in (("prompters", self.prompters), ("refiners", self.refiners)):
+                keys = [s.key for s in specs]
+                unknown = [name for name in getattr(spec, field) or [] if name not in keys]
+                if unknown:
+                    raise ConfigError(f"models: {spec.key}: {field} {unknown} are not {field} of "
+                                      f"this run ({', '.join(keys) or 'none'})")
         for spec in self.prompters:
             registry.prompters.check_params(spec.name, spec.params)
         for spec in self.refiners:

@@ -15,7 +15,14 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from intrabench.config import ComponentSpec, DatasetSpec, ModelSpec, RobustnessSpec, RunConfig
+from intrabench.config import (
+    ComponentSpec,
+    DatasetSpec,
+    ModelSpec,
+    RefinerSpec,
+    RobustnessSpec,
+    RunConfig,
+)
 from intrabench.timing.human import TimeModel
 
 _FIELD = re.compile(r"^\s{4}(\w+)\s*:")
@@ -102,7 +109,8 @@ def render_reference() -> str:
         section("Components (`models`, `prompters`, `refiners`)", ComponentSpec),
         "A component is its registered `name` alone (`sam`) or a mapping; keys other than "
         "`name`, `params` and `label` are its parameters (`{name: sam, variant: vit_b}`).",
-        section("Models (`models`): a component with one more key", ModelSpec),
+        section("Models (`models`): a component with three more keys", ModelSpec),
+        section("Refiners (`refiners`): a component with one more key", RefinerSpec),
         section("Datasets (`datasets`)", DatasetSpec),
         section("Robustness runs (`robustness`)", RobustnessSpec, "robustness."),
         section("The time model (`time_model`)", TimeModel, "time_model."),

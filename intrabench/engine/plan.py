@@ -135,6 +135,13 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                                                f"{', '.join(model_spec.datasets)} only"})
                 continue
             for prompter_spec in config.prompters:
+                if model_spec.prompters is not None and \
+                        prompter_spec.key not in model_spec.prompters:
+                    plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
+                                         "prompter": prompter_spec.key, "refiner": "",
+                                         "reason": "left out: the config runs the model with "
+                                                   f"{', '.join(model_spec.prompters)} only"})
+                    continue
                 prompter_cls = registry.prompters.get(prompter_spec.name)
                 reason = incompatibility(model_cls, prompter_cls, params=model_spec.params)
                 if reason:
@@ -144,6 +151,14 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                     continue
                 refiner_specs: list[ComponentSpec | None] = []
                 for refiner_spec in config.refiners:
+                    if model_spec.refiners is not None and \
+                            refiner_spec.key not in model_spec.refiners:
+                        plan.skipped.append({
+                            "dataset": dataset_spec.key, "model": model_spec.key,
+                            "prompter": prompter_spec.key, "refiner": refiner_spec.key,
+                            "reason": "left out: the config refines the model with "
+                                      f"{', '.join(model_spec.refiners) or 'no refiner'} only"})
+                        continue
                     refiner_reason = incompatibility(
                         model_cls, None, registry.refiners.get(refiner_spec.name),
                         params=model_spec.params)
@@ -163,7 +178,10 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                                     dataset=dataset_spec, case_id=case_id, model=model_spec,
                                     prompter=prompter_spec, refiner=refiner_spec, seed=seed,
                                     steps=config.refinement_steps,
-                                    keep_previous_prompts=config.keep_previous_prompts,
+                                    keep_previous_prompts=(
+                                        config.keep_previous_prompts
+                                        if getattr(refiner_spec, "keep_previous_prompts", None)
+                                        is None else refiner_spec.keep_previous_prompts),
                                     protocol=config.protocol,
                                     nsd_tolerance_mm=config.nsd_tolerance_mm,
                                     surface_metrics_at=surface_steps,

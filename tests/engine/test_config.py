@@ -121,6 +121,64 @@ def test_a_model_can_be_limited_to_some_datasets():
         parse_config({**BASE, "models": [{"name": "region-growing-3d", "datasets": ["phantoms"]}]})
 
 
+def test_a_model_can_be_limited_to_some_prompters_and_refiners():
+    """The demo runs MobileSAM with one click per slice and two refiners only, beside models
+    that run every prompter with scribbles: each left-out pair is a skipped line."""
+    from intrabench.engine.plan import make_plan
+
+    config = parse_config({
+        "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+        "models": [{"name": "random-walker-2d", "prompters": ["box-3d"], "refiners": []},
+                   {"name": "region-growing-3d", "refiners": ["scribble"]}],
+        "prompters": ["box-3d", {"name": "center-points-per-volume", "n_points": 1,
+                                 "label": "1-click"}],
+        "refiners": ["scribble", {"name": "center-error-click", "label": "click"}],
+        "refinement_steps": 1})
+    config.validate_components()
+    plan = make_plan(config, {spec.key: registry_dataset(spec) for spec in config.datasets})
+    combos = {(u.model.key, u.prompter.key, u.refiner_key) for u in plan.units}
+    assert combos == {("random-walker-2d", "box-3d", "none"),
+                      ("region-growing-3d", "box-3d", "scribble"),
+                      ("region-growing-3d", "1-click", "scribble")}
+    reasons = {(s["model"], s["prompter"], s["refiner"]): s["reason"] for s in plan.skipped}
+    assert reasons[("random-walker-2d", "1-click", "")] == \
+        "left out: the config runs the model with box-3d only"
+    assert reasons[("random-walker-2d", "box-3d", "click")] == \
+        "left out: the config refines the model with no refiner only"
+    assert reasons[("region-growing-3d", "1-click", "click")] == \
+        "left out: the config refines the model with scribble only"
+    with pytest.raises(ConfigError, match=r"prompters \['box'\] are not prompters of this run "
+                                          r"\(box-3d\)"):
+        parse_config({**BASE, "models": [{"name": "random-walker-2d", "prompters": ["box"]}],
+                      "prompters": ["box-3d"]}).validate_components()
+
+
+def test_a_refiner_can_leave_out_the_earlier_prompts_beside_one_that_keeps_them():
+    """The paper's Table 5 setting (refinement without the initial prompts) beside the default
+    in one run: two rows per step, the unit keys differ, the label names each."""
+    from intrabench.engine.plan import make_plan
+
+    config = parse_config({
+        "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+        "models": ["random-walker-2d"], "prompters": ["box-3d"],
+        "refiners": ["scribble", {"name": "scribble", "keep_previous_prompts": False}],
+        "refinement_steps": 1})
+    config.validate_components()
+    assert [r.key for r in config.refiners] == ["scribble",
+                                                "scribble[keep_previous_prompts=False]"]
+    assert config.refiners[1].params == {}
+    plan = make_plan(config, {spec.key: registry_dataset(spec) for spec in config.datasets})
+    assert sorted(u.keep_previous_prompts for u in plan.units) == [False, True]
+    assert len({u.key for u in plan.units}) == 2
+    off = parse_config({**BASE, "keep_previous_prompts": False,
+                        "refiners": ["scribble", {"name": "scribble", "label": "again",
+                                                  "keep_previous_prompts": True}]})
+    off.validate_components()
+    units = make_plan(off, {s.key: registry_dataset(s) for s in off.datasets}).units
+    assert {(u.refiner_key, u.keep_previous_prompts) for u in units} == {("scribble", False),
+                                                                        ("again", True)}
+
+
 def registry_dataset(spec):
     from intrabench import registry
 
@@ -167,7 +225,8 @@ def test_a_large_plan_is_announced(tmp_path, capsys, caplog, monkeypatch):
     seeds = "[" + ", ".join(str(s) for s in range(150)) + "]"
     assert main(["run", "--dry-run", "--out", str(tmp_path / "o"), "--set", f"seeds={seeds}"]) == 0
     err = capsys.readouterr().err
-    assert "warning: 150 seeds: every case runs 150 x 18 model/prompter/refiner combinations = 2,700" in err
+    # the demo: litemedsam 7 prompters x 2 refiners, mobilesam 1 x 2, the classical models 7 x 1
+    assert "warning: 150 seeds: every case runs 150 x 30 model/prompter/refiner combinations = 4,500" in err
     monkeypatch.setattr(nnunet_folder, "MANY_TARGETS", 1)
     with caplog.at_level("WARNING"):
         registry.datasets.create("demo-real").load("brain1")
