@@ -63,25 +63,68 @@ def record_path() -> Path:
     return cache_root() / "unit-seconds.json"
 
 
+#: the longest a work unit, a warm-up or a build may plausibly take (a week), and the shortest
+#: (a microsecond: 5e-324 made the speeds overflow); a record's value outside is ignored
+MAX_RECORDED_SECONDS = 7 * 24 * 3600.0
+MIN_RECORDED_SECONDS = 1e-6
+
+
+def _seconds(value: object) -> float | None:
+    """A recorded number of seconds when it is plausible, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    plausible = MIN_RECORDED_SECONDS <= number <= MAX_RECORDED_SECONDS  # False for NaN too
+    return number if plausible else None
+
+
 def read_record(path: Path | None = None) -> Record:
-    """This host's record (empty when there is none, or it is unreadable)."""
+    """This host's record (empty when there is none, or it is unreadable). A record is input:
+    values that are not plausible seconds (NaN, Infinity, 1e308, 5e-324, 0, negative, text,
+    lists) and entries of the wrong shape are left out, with one line in the log; an
+    unreadable file (bad JSON, nesting too deep) is no record."""
     record = Record()
+    path = path or record_path()
     try:
-        stored = json.loads((path or record_path()).read_text())
-        for model, entry in stored.get(platform.node(), {}).items():
-            for dataset, rate in entry.get("seconds_per_unit", {}).items():
-                if float(rate) > 0:
-                    record.rates[(model, dataset)] = float(rate)
-            for dataset, cases in entry.get("cases", {}).items():
-                for case, rate in cases.items():
-                    if float(rate) > 0:
-                        record.case_rates[(model, dataset, case)] = float(rate)
-            if float(entry.get("warm_up_seconds", 0)) > 0:
-                record.warm_up[model] = float(entry["warm_up_seconds"])
-            if float(entry.get("build_seconds", 0)) > 0:
-                record.builds[model] = float(entry["build_seconds"])
-    except (OSError, ValueError, TypeError, AttributeError):
-        return Record()
+        stored = json.loads(path.read_text())
+    except FileNotFoundError:
+        return record
+    except (OSError, ValueError, RecursionError) as error:
+        log.warning("the ETA's record %s is unreadable (%s); it is ignored and rewritten",
+                    path, type(error).__name__)
+        return record
+    host = stored.get(platform.node()) if isinstance(stored, dict) else None
+    ignored = 0
+
+    def mapping(value: object) -> dict:
+        nonlocal ignored
+        if isinstance(value, dict):
+            return value
+        ignored += value is not None
+        return {}
+
+    def keep(target: dict, key: object, value: object) -> None:
+        nonlocal ignored
+        seconds = _seconds(value)
+        if seconds is None:
+            ignored += 1
+        else:
+            target[key] = seconds
+
+    for model, entry in mapping(host).items():
+        entry = mapping(entry)
+        for dataset, rate in mapping(entry.get("seconds_per_unit")).items():
+            keep(record.rates, (model, dataset), rate)
+        for dataset, cases in mapping(entry.get("cases")).items():
+            for case, rate in mapping(cases).items():
+                keep(record.case_rates, (model, dataset, case), rate)
+        for field_name, target in (("warm_up_seconds", record.warm_up),
+                                   ("build_seconds", record.builds)):
+            if field_name in entry:
+                keep(target, model, entry[field_name])
+    if ignored:
+        log.warning("the ETA's record %s holds %d value(s) that are not plausible seconds or "
+                    "entries of the wrong shape; they are ignored", path, ignored)
     return record
 
 
@@ -94,14 +137,25 @@ def write_record(measured: Record, path: Path | None = None) -> None:
         stored = json.loads(path.read_text()) if path.exists() else {}
         if not isinstance(stored, dict):
             stored = {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         stored = {}
-    host = stored.setdefault(platform.node(), {})
+    if not isinstance(stored.get(platform.node()), dict):
+        stored[platform.node()] = {}
+    host = stored[platform.node()]
+    for model in {k[0] for k in measured.rates} | {k[0] for k in measured.case_rates} \
+            | set(measured.warm_up) | set(measured.builds):
+        if not isinstance(host.get(model), dict):
+            host[model] = {}
+        for name in ("seconds_per_unit", "cases"):
+            if name in host[model] and not isinstance(host[model][name], dict):
+                host[model][name] = {}
     for (model, dataset), rate in measured.rates.items():
         host.setdefault(model, {}).setdefault("seconds_per_unit", {})[dataset] = round(rate, 6)
     for (model, dataset, case), rate in measured.case_rates.items():
-        cases = host.setdefault(model, {}).setdefault("cases", {}).setdefault(dataset, {})
-        cases[case] = round(rate, 6)
+        cases = host.setdefault(model, {}).setdefault("cases", {})
+        if not isinstance(cases.get(dataset), dict):
+            cases[dataset] = {}
+        cases[dataset][case] = round(rate, 6)
     for model, seconds in measured.warm_up.items():
         host.setdefault(model, {})["warm_up_seconds"] = round(seconds, 3)
     for model, seconds in measured.builds.items():

@@ -15,6 +15,7 @@ guessed at: the line says ``ETA 40s + 2 models not timed yet``.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -45,7 +46,9 @@ def work_keys(units: list[WorkUnit]) -> dict[str, str]:
 
 
 def format_seconds(seconds: float) -> str:
-    """``42s``, ``3m05s``, ``2h04m``."""
+    """``42s``, ``3m05s``, ``2h04m``; beyond 999 hours (or not a number) ``>999h``."""
+    if not math.isfinite(seconds) or seconds >= 999 * 3600:
+        return ">999h" if seconds == seconds else "?"
     seconds = max(0, int(round(seconds)))
     if seconds < 60:
         return f"{seconds}s"

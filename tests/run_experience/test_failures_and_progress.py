@@ -437,3 +437,40 @@ def test_a_case_costs_what_it_cost_before_scaled_by_this_runs_speed():
         costs.add("m", "d", 2, 2.0, case=f"c{case}")
     assert costs.rate("m", "d", "big") == pytest.approx(5.0 * 2.0 ** (8 / 10))
 
+
+
+@pytest.mark.parametrize("text", [
+    '{"HOST": {"m": {"seconds_per_unit": {"d": 1e308}}}}',
+    '{"HOST": {"m": {"seconds_per_unit": {"d": Infinity}}}}',
+    '{"HOST": {"m": {"seconds_per_unit": {"d": 1e400}}}}',
+    '{"HOST": {"m": {"seconds_per_unit": {"d": 5e-324}}}}',
+    '{"HOST": {"m": {"seconds_per_unit": {"d": 1e300}}}}',
+    '{"HOST": {"m": {"seconds_per_unit": {"d": NaN}, "warm_up_seconds": -3}}}',
+    '{"HOST": {"m": {"seconds_per_unit": {"d": "fast"}, "build_seconds": [1]}}}',
+    '{"HOST": {"m": []}}', '{"HOST": []}', '{"HOST": {"m": {"cases": {"d": [1, 2]}}}}',
+    '[' * 100000 + ']' * 100000, '[1, 2]', 'null',
+])
+def test_a_bad_eta_record_is_ignored_with_one_line_never_fatal(text, tmp_path, caplog):
+    """Issue #50 item 5: 1e308, 1e400, Infinity or 5e-324 raised OverflowError and killed the
+    run before results.csv; deep nesting RecursionError; {"vm": []} a traceback after the
+    results; 1e300 an ETA of 10^296 hours. A bad value is ignored (one log line) and the
+    record is rewritten whole at the end of the run."""
+    import platform
+
+    from intrabench.engine.progress import format_seconds
+
+    path = tmp_path / "unit-seconds.json"
+    path.write_text(text.replace("HOST", platform.node()))
+    with caplog.at_level("WARNING"):
+        record = read_record(path)
+    assert record.rates == {} and record.warm_up == {} and record.builds == {}
+    if text not in ("null", "[1, 2]"):
+        assert len([r for r in caplog.records if "record" in r.getMessage()]) == 1
+    measured = read_record(tmp_path / "none.json")
+    measured.rates[("m", "d")] = 2.5
+    measured.case_rates[("m", "d", "c")] = 2.5
+    measured.builds["m"] = 1.0
+    write_record(measured, path)  # the bad record is repaired, not a traceback
+    assert read_record(path).rates == {("m", "d"): 2.5}
+    assert format_seconds(1e300) == ">999h" and format_seconds(float("inf")) == ">999h"
+    assert format_seconds(float("nan")) == "?" and format_seconds(3725) == "1h02m"
