@@ -74,10 +74,13 @@ def solve_random_walker(data: np.ndarray, seeds: np.ndarray, beta: float) -> np.
     """skimage's random walker (conjugate gradient, Jacobi preconditioner) on any dimension.
 
     Its "probability range outside [0, 1]" warning reflects the solver tolerance and does not
-    change the labels; it is silenced here so that user-facing runs stay readable.
+    change the labels; its "only segments unlabeled areas" warning means the seeds cover every
+    voxel, and the seeds are the answer (what it returns). Both are silenced here so that
+    user-facing runs stay readable (the demo printed the second three times).
     """
     from skimage.segmentation import random_walker
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The probability range is outside")
+        warnings.filterwarnings("ignore", message="Random walker only segments unlabeled areas")
         return random_walker(data, seeds, beta=beta, mode="cg_j", tol=1e-3)
