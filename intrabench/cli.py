@@ -141,9 +141,32 @@ def _report_run(config, out: Path, plan, problems: list[str], failures: list,
         print(f"{len(problems)} problem(s): the work they name was skipped (see warnings above)",
               file=sys.stderr)
     if failures:
-        print(f"{len(failures)} work unit(s) failed; rerun the same command to retry them",
-              file=sys.stderr)
+        print(f"{len(failures)} work unit(s) failed; {_retry_hint(failures)}", file=sys.stderr)
     return 1 if problems or failures else 0
+
+
+def _user_error_names() -> set[str]:
+    """Names of :class:`UserError` and its subclasses (errors of the input, not of chance)."""
+    names, pending = set(), [UserError]
+    while pending:
+        cls = pending.pop()
+        names.add(cls.__name__)
+        pending.extend(cls.__subclasses__())
+    return names
+
+
+def _retry_hint(failures: list) -> str:
+    """What to do about failed units: rerunning retries them, but a failure of the input (a
+    UserError: a missing modality, a bad file) fails again until the input is fixed."""
+    names = _user_error_names()
+    of_input = sum(f.cause.split(":", 1)[0].strip() in names for f in failures)
+    if of_input == len(failures):
+        return ("each failed on its input (the causes above): fix it, then rerun the same "
+                "command to run them")
+    if of_input:
+        return (f"{of_input} of them failed on their input (fix it first); rerun the same "
+                "command to retry them")
+    return "rerun the same command to retry them"
 
 
 class _warnings_beside_the_bar:  # noqa: N801 - used as a context manager

@@ -474,3 +474,20 @@ def test_a_bad_eta_record_is_ignored_with_one_line_never_fatal(text, tmp_path, c
     assert read_record(path).rates == {("m", "d"): 2.5}
     assert format_seconds(1e300) == ">999h" and format_seconds(float("inf")) == ">999h"
     assert format_seconds(float("nan")) == "?" and format_seconds(3725) == "1h02m"
+
+
+def test_the_closing_hint_does_not_promise_a_retry_that_fails_again():
+    """Issue #50 item 11: units that failed on their input (a case without a modality for
+    LiteMedSAM) were told 'rerun the same command to retry them'."""
+    from intrabench.cli import _retry_hint
+    from intrabench.engine.failures import UnitFailure
+
+    def failure(cause: str) -> UnitFailure:
+        return UnitFailure("d", "c", "m", "p", "none", 0, "", cause)
+
+    data = failure("UserError: litemedsam needs to know whether the case is CT or MR (x.py:1)")
+    checkpoint = failure("CheckpointError: cannot load checkpoint w.pt: truncated (y.py:2)")
+    chance = failure("RuntimeError: CUDA out of memory (z.py:3)")
+    assert _retry_hint([data, checkpoint]).startswith("each failed on its input")
+    assert _retry_hint([data, chance]).startswith("1 of them failed on their input")
+    assert _retry_hint([chance]) == "rerun the same command to retry them"
