@@ -43,13 +43,16 @@ def test_the_page_has_the_papers_layouts_curves_findings_and_worst_targets(regen
     page, text = regenerated
     for heading in ("## A prompt on every slice", "## 2D prompts on a few slices",
                     "## 3D prompts", "## Refinement with scribbles", "## Effort",
-                    "## Against the IntraBench paper's findings", "## The worst targets, drawn"):
+                    "## Against the IntraBench paper's findings", "## The worst targets, drawn",
+                    "## A trained model refined (Table 5, Appendix B.4): MobileSAM",
+                    "## Against the paper's refinement findings, with a trained model"):
         assert heading in text
     assert "| Prompter | Model | Interactions | demo-real | Average |" in text
     images = [line.split("](")[1].rstrip(")") for line in text.splitlines()
               if line.startswith("![")]
     assert "images/results/refinement.png" in images and "images/results/effort.png" in images
     assert sum("litemedsam" in image for image in images) == 2
+    assert sum("mobilesam" in image for image in images) == 2
     for image in images:
         assert (page.parent / image).stat().st_size > 10_000
 
@@ -65,3 +68,29 @@ def test_findings_compare_scores_and_say_whether_they_agree() -> None:
     assert len(table) == len(FINDINGS)
     assert table["agrees"].tolist() == ["yes", "no", "no", "yes"]
     assert table["here"].tolist()[0] == "m: 80.00 vs 70.00"
+
+
+def test_refinement_findings_say_yes_no_or_a_tie() -> None:
+    """Hand-made rows of one target: the scores are its Dice; within 1 point is a tie."""
+    from intrabench.reports.results_page import REFINEMENT_FINDINGS, refinement_findings
+
+    def row(prompter, refiner, step, dice):
+        return {"dataset": "d", "case": "c", "target": "t", "target_class": "lesion",
+                "model": "m", "prompter": prompter, "refiner": refiner, "seed": 0,
+                "step": step, "dice": dice}
+
+    rows = pd.DataFrame([
+        row("box-per-slice", "scribble", 0, 0.80), row("box-per-slice", "scribble", 1, 0.82),
+        row("1-point-per-slice", "click-per-slice", 0, 0.10),
+        row("1-point-per-slice", "click-per-slice", 1, 0.60),
+        row("1-point-per-slice", "scribble", 0, 0.10),
+        row("1-point-per-slice", "scribble", 1, 0.595),
+        row("3-box-interpolation", "scribble", 0, 0.70),
+        row("3-box-interpolation", "scribble", 1, 0.75),
+        row("3-box-interpolation", "scribble-without-initial-prompt", 0, 0.70),
+        row("3-box-interpolation", "scribble-without-initial-prompt", 1, 0.90)])
+    table = refinement_findings(rows, "m")
+    assert len(table) == len(REFINEMENT_FINDINGS)
+    assert table["agrees"].tolist() == ["yes", "yes", "a tie (within 1 point)", "yes", "no",
+                                        "no"]
+    assert table["here"].tolist()[0] == "m: 80.00 (box-per-slice) vs 10.00 (1-point-per-slice)"
