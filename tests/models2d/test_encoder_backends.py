@@ -137,7 +137,7 @@ def test_auto_is_torch_off_the_cpu_float32_path_and_a_missing_backend_is_one_lin
     with pytest.raises(UserError, match="encoder backend openvino is not installed"):
         missing.embedding(5)  # raised again where it is used: never torch in silence
     with pytest.raises(ConfigError, match="backend 'openvino' is offered for the encoders of "
-                                          "litemedsam, medsam, sam, sam-med2d"):
+                                          "litemedsam, medsam, mobilesam, sam, sam-med2d"):
         registry.models.create("sam2", {"weights": "random", "tiny": True, "backend": "openvino"})
     with pytest.raises(ConfigError, match="backend"):
         _tiny(backend="tensorrt")

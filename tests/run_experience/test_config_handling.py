@@ -142,13 +142,17 @@ def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["run", "--dry-run", "--out", str(out), "--set", "refinement_steps=2"]) == 0
     printed = capsys.readouterr().out
-    assert "60 work units (0 already done there), 1 seed(s), 2 refinement step(s)" in printed
+    assert "72 work units (0 already done there), 1 seed(s), 2 refinement step(s)" in printed
     assert any(line.split() == ["litemedsam", "demo-real", "12", "3", "1"]
                for line in printed.splitlines())
     assert "litemedsam: dataset 'phantoms' left out: the config runs the model on demo-real " \
         "only" in printed
-    assert any(line.split() == ["random-walker-2d", "demo-real", "18", "3", "3"]
+    assert any(line.split() == ["random-walker-2d", "demo-real", "21", "3", "3"]
                for line in printed.splitlines())
+    assert any(line.split() == ["mobilesam", "demo-real", "6", "3", "3"]
+               for line in printed.splitlines())
+    assert "mobilesam + box-3d: left out: the config runs the model with 1-point-per-slice " \
+        "only" in printed
     assert "region-growing-3d + box-per-slice: prompter 'box-per-slice' is for 2D models" in printed
     assert printed.count("region-growing-3d + box-per-slice") == 1
     assert not out.exists()
