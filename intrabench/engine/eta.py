@@ -80,8 +80,9 @@ def _seconds(value: object) -> float | None:
 
 def read_record(path: Path | None = None) -> Record:
     """This host's record (empty when there is none, or it is unreadable). A record is input:
-    values that are not plausible seconds (NaN, Infinity, 1e308, 5e-324, 0, negative, text,
-    lists) and entries of the wrong shape are left out, with one line in the log; an
+    values that are not plausible seconds (NaN, Infinity, 1e308, 5e-324, negative, text,
+    lists) and entries of the wrong shape are left out, with one line in the log; a 0 (what
+    the record holds for a warm-up or build too short to measure) is left out silently; an
     unreadable file (bad JSON, nesting too deep) is no record."""
     record = Record()
     path = path or record_path()
@@ -106,10 +107,10 @@ def read_record(path: Path | None = None) -> Record:
     def keep(target: dict, key: object, value: object) -> None:
         nonlocal ignored
         seconds = _seconds(value)
-        if seconds is None:
-            ignored += 1
-        else:
+        if seconds is not None:
             target[key] = seconds
+        elif not (isinstance(value, (int, float)) and value == 0):  # 0: none measured
+            ignored += 1
 
     for model, entry in mapping(host).items():
         entry = mapping(entry)

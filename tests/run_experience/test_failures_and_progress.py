@@ -476,6 +476,19 @@ def test_a_bad_eta_record_is_ignored_with_one_line_never_fatal(text, tmp_path, c
     assert format_seconds(float("nan")) == "?" and format_seconds(3725) == "1h02m"
 
 
+def test_a_record_of_zero_warm_ups_and_builds_is_read_without_a_word(tmp_path, caplog):
+    """What write_record itself writes for a warm-up or build too short to measure (0.0)."""
+    import platform
+
+    path = tmp_path / "unit-seconds.json"
+    path.write_text('{"HOST": {"m": {"seconds_per_unit": {"d": 0.5}, "warm_up_seconds": 0.0, '
+                    '"build_seconds": 0}}}'.replace("HOST", platform.node()))
+    with caplog.at_level("WARNING"):
+        record = read_record(path)
+    assert record.rates == {("m", "d"): 0.5} and record.warm_up == {} and record.builds == {}
+    assert not caplog.records
+
+
 def test_the_closing_hint_does_not_promise_a_retry_that_fails_again():
     """Issue #50 item 11: units that failed on their input (a case without a modality for
     LiteMedSAM) were told 'rerun the same command to retry them'."""
