@@ -15,3 +15,19 @@ def run_config(folder: Path, text: str) -> Path:
     out = Path(folder) / "run"
     assert main(["run", str(config), "--out", str(out)]) == 0
     return out
+
+
+def one_bit_flipped_copy(path, folder, offset: int):
+    """A copy of ``path`` in ``folder`` with the same size and one bit of byte ``offset``
+    flipped (a checkpoint whose pinned hash must now fail)."""
+    import shutil
+    from pathlib import Path
+
+    altered = Path(folder) / Path(path).name
+    shutil.copy(path, altered)
+    with altered.open("r+b") as stream:
+        stream.seek(offset)
+        byte = stream.read(1)
+        stream.seek(offset)
+        stream.write(bytes([byte[0] ^ 1]))
+    return altered

