@@ -37,6 +37,7 @@ from intrabench.io.checkpoints import (
     CHECKPOINTS,
     CheckpointError,
     check_fits,
+    check_pinned,
     checkpoint_dir,
     checkpoint_path,
     is_present,
@@ -202,6 +203,9 @@ class SamFamilyModel(SliceModel):
         if precision == "fp16":  # refuse fp16 on the CPU now, not at the first encode
             resolve_precision(precision, self.device)
         self.checkpoint_file: Path | None = None
+        #: the checkpoint table's key of the file to load, when it is the table's own file
+        #: (not an explicit ``checkpoint``): its pinned size and hash are checked before loading
+        self._table_key: str | None = None
         if weights == "checkpoint":
             if self.tiny and not checkpoint:
                 raise ValueError("tiny=True with weights='checkpoint' needs an explicit "
@@ -213,6 +217,7 @@ class SamFamilyModel(SliceModel):
             else:
                 self.checkpoint_file = checkpoint_path(self.VARIANTS[variant], checkpoint_dir,
                                                        checkpoint)
+                self._table_key = None if checkpoint else self.VARIANTS[variant]
         self.cache = EmbeddingCache(int(cache_mb * 2**20), cache_slices)
         self.stats = EncoderStats()
         self._net: Any = None
@@ -299,7 +304,10 @@ class SamFamilyModel(SliceModel):
         check_fits(net, state, str(path), cls.IGNORED_CHECKPOINT_KEYS)
 
     def load_weights(self, net: Any, path: Path) -> None:
-        """Load ``path`` strictly into ``net`` (readable key diff on mismatch)."""
+        """Load ``path`` strictly into ``net`` (readable key diff on mismatch), after checking
+        the table's file against its pinned size and hash (where the table pins them)."""
+        if self._table_key is not None:
+            check_pinned(self._table_key, path)
         state = self.extract_state_dict(load_checkpoint(path))
         load_state_dict_strict(net, state, source=str(path),
                                ignore_unexpected=self.IGNORED_CHECKPOINT_KEYS)

@@ -36,7 +36,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from intrabench.errors import UserError
-from intrabench.io.checkpoints import check_pinned
 from intrabench.io.slice_view import check_slice_view
 from intrabench.modality import CT, MR
 from intrabench.protocols import SliceOutput
@@ -178,16 +177,10 @@ class LiteMedSAM(SamFamilyModel):
         self.modality = modality
         self.slice_view = slice_view
         self.ct_window = window
-        self._pinned = checkpoint is None  # the packaged file: its size and hash are checked
 
     # -- network ---------------------------------------------------------------------------
     def build_network(self, tiny: bool) -> Any:
         return build_tiny_litemedsam() if tiny else network_modules().build_lite_medsam()
-
-    def load_weights(self, net: Any, path: Any) -> None:
-        if self._pinned and not self.tiny:
-            check_pinned("litemedsam", path)
-        super().load_weights(net, path)
 
     def embedding_nbytes(self) -> int:
         return 4 * 256 * 64 * 64

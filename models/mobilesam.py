@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from intrabench.io.checkpoints import check_pinned
 from intrabench.registry import models
 
 from ._sam_common import SamConfig, build_sam, slice_batch, to_uint8
@@ -82,17 +81,8 @@ class MobileSAM(SAM):
     #: 2.06-2.98 (docs/performance.md)
     AUTO_EXPORT: ClassVar[bool] = True
 
-    def __init__(self, checkpoint: str | None = None, **params: Any) -> None:
-        super().__init__(checkpoint=checkpoint, **params)
-        self._pinned = checkpoint is None  # the table's file: its size and hash are checked
-
     def build_network(self, tiny: bool) -> Any:
         return build_mobilesam(tiny)
-
-    def load_weights(self, net: Any, path: Any) -> None:
-        if self._pinned and not self.tiny:
-            check_pinned("mobilesam", path)
-        super().load_weights(net, path)
 
     def resized_input(self, zs: list[int]) -> Any:
         """Slices ``zs`` as the official predictor resizes them: 8-bit, longest side to the
