@@ -104,6 +104,33 @@ def proxy_config(spec: Path, forward_ms: float) -> RunConfig:
     })
 
 
+#: the H100 figures each GPU config is calibrated on (docs/performance.md, "On an H100")
+CALIBRATION_FILE = Path(__file__).resolve().parent / "configs" / "gpu-calibration.yaml"
+
+
+def read_calibration(config_path: Path) -> dict:
+    """The calibration entry of a GPU config (by its file name), or {} when there is none."""
+    table = yaml.safe_load(CALIBRATION_FILE.read_text()) or {}
+    return dict(table.get(config_path.name, {}))
+
+
+def stand_in_config(config: RunConfig, forward_ms: float) -> RunConfig:
+    """``config`` with each model replaced by the stand-in of its kind (``synthetic-network-2d``
+    for a slice model, ``synthetic-network`` for a volume model) taking ``forward_ms`` per
+    forward pass (per predicted slice in 2D), labelled with the model's key so rows keep their
+    names; datasets, prompters, refiners and steps stay as they are: the same phases."""
+    from intrabench.protocols import SliceModel
+    from intrabench.registry import models as model_registry
+
+    stand_ins = []
+    for spec in config.models:
+        is_2d = issubclass(model_registry.get(spec.name), SliceModel)
+        stand_ins.append({"name": "synthetic-network-2d" if is_2d else "synthetic-network",
+                          "forward_ms": forward_ms, "label": spec.key})
+    return RunConfig.model_validate({**config.model_dump(exclude_none=True),
+                                     "models": stand_ins})
+
+
 def phantoms_as_files(config: RunConfig, cache: Path) -> RunConfig:
     """``config`` with each ``demo-phantoms`` dataset written as NIfTI files (once, cached
     under ``cache`` by its parameters) and read by the ``folder`` dataset, as a user's run
@@ -207,6 +234,11 @@ def main() -> None:
     parser.add_argument("config", nargs="?", type=Path)
     parser.add_argument("--proxy-ms", type=float,
                         help="no GPU: synthetic network with this forward time on CT phantoms")
+    parser.add_argument("--proxy-of", type=Path, metavar="CONFIG",
+                        help="no GPU: CONFIG with its models replaced by stand-ins whose forward "
+                             "pass takes the H100's measured time (benchmarks/configs/"
+                             "gpu-calibration.yaml, or --proxy-ms), compared phase by phase "
+                             "with the H100's figures")
     parser.add_argument("--cases", type=int, default=2)
     parser.add_argument("--shape", type=int, nargs=3, default=[160, 512, 512])
     parser.add_argument("--cache", type=Path,
@@ -218,9 +250,22 @@ def main() -> None:
     parser.add_argument("--user-workers", type=int)
     parser.add_argument("--finish-workers", type=int)
     args = parser.parse_args()
-    if (args.config is None) == (args.proxy_ms is None):
-        parser.error("give a CONFIG or --proxy-ms MS")
-    if args.proxy_ms is not None:
+    if (args.config is not None and (args.proxy_of is not None or args.proxy_ms is not None)
+            or args.config is None and args.proxy_of is None and args.proxy_ms is None):
+        parser.error("give a CONFIG, --proxy-ms MS or --proxy-of CONFIG [--proxy-ms MS]")
+    calibration: dict = {}
+    if args.proxy_of is not None:
+        calibration = read_calibration(args.proxy_of)
+        if args.proxy_ms is None:
+            if "proxy_ms" not in calibration:
+                parser.error(f"{CALIBRATION_FILE.name} has no proxy_ms for {args.proxy_of.name}: "
+                             "give --proxy-ms")
+            args.proxy_ms = float(calibration["proxy_ms"])
+        config = stand_in_config(phantoms_as_files(load_config(args.proxy_of), args.cache),
+                                 args.proxy_ms)
+        label = (f"proxy of {args.proxy_of}: stand-ins at {args.proxy_ms:g} ms per forward "
+                 "pass (phantoms read from NIfTI files)")
+    elif args.proxy_ms is not None:
         shape = tuple(args.shape)
         folder = args.cache / f"{shape[0]}x{shape[1]}x{shape[2]}-n{args.cases}"
         config = proxy_config(write_phantoms(folder, args.cases, shape), args.proxy_ms)
@@ -272,6 +317,28 @@ def main() -> None:
                                                         - result["after"]))
         print(f"model busy, steady state (nominal forward time): {steady:.1%}")
     print(f"model busy: {100 * busy / result['wall']:.1f}%")
+    if calibration.get("h100"):
+        print_comparison(result, calibration["h100"], args.proxy_ms)
+
+
+def print_comparison(result: dict, h100: dict, proxy_ms: float) -> None:
+    """The proxy's phases beside the H100's (same configuration), and their ratios."""
+    nominal = result["forwards"] * proxy_ms / 1000.0
+    between = result["wall"] - result["before"] - result["after"] - result["model"]
+    steady = min(result["model_steady"],
+                 nominal / (result["wall"] - result["before"] - result["after"]))
+    rows = [("wall (s)", result["wall"], h100.get("wall")),
+            ("start: before the 1st forward pass (s)", result["before"], h100.get("start")),
+            ("model forward passes (s)", nominal, h100.get("forward")),
+            ("between forward passes (s)", between, h100.get("between")),
+            ("model busy, steady state", steady, h100.get("model_steady")),
+            ("model busy, whole run", nominal / result["wall"], h100.get("model_whole"))]
+    print("\nproxy against the H100 (same configuration):")
+    print(f"{'':42s} {'proxy':>9s} {'H100':>9s} {'proxy/H100':>10s}")
+    for name, mine, theirs in rows:
+        text = "-" if theirs is None else f"{theirs:9.3g}"
+        ratio = "-" if not theirs else f"{mine / theirs:10.2f}"
+        print(f"{name:42s} {mine:9.3g} {text:>9s} {ratio:>10s}")
 
 
 if __name__ == "__main__":
