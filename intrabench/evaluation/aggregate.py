@@ -17,6 +17,7 @@ aggregating (e.g. the largest distance possible in the images, in mm, for HD95).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -161,20 +162,29 @@ def case_class_matrix(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
                             dropna=False, sort=True)
 
 
-def seed_case_class_matrices(rows: pd.DataFrame, metric: str) -> np.ndarray:
+def seed_case_class_matrices(rows: pd.DataFrame, metric: str,
+                             cases: Sequence[Any] | None = None,
+                             classes: Sequence[Any] | None = None,
+                             seeds: Sequence[Any] | None = None) -> np.ndarray:
     """(seeds, cases, classes): :func:`case_class_matrix` of each seed on the same case and
     class axes (NaN where a seed has no value), seeds in ascending order. Rows without a
-    ``seed`` column are one seed."""
+    ``seed`` column are one seed. ``cases``, ``classes``, ``seeds``: the axes to use (default:
+    those of ``rows``), so that two sets of rows can be put on the same axes."""
+    cases = sorted(rows["case"].unique(), key=str) if cases is None else list(cases)
+    classes = (sorted(rows["target_class"].unique(), key=str) if classes is None
+               else list(classes))
     if "seed" not in rows:
-        return case_class_matrix(rows, metric).to_numpy(dtype=np.float64)[None]
-    cases = sorted(rows["case"].unique(), key=str)
-    classes = sorted(rows["target_class"].unique(), key=str)
-    return np.stack([case_class_matrix(part, metric).reindex(index=cases, columns=classes)
-                     .to_numpy(dtype=np.float64)
-                     for _seed, part in rows.groupby("seed", sort=True, dropna=False)])
+        parts = {0: rows}
+    else:
+        parts = dict(iter(rows.groupby("seed", sort=True, dropna=False)))
+    seeds = sorted(parts, key=str) if seeds is None else list(seeds)
+    empty = np.full((len(cases), len(classes)), np.nan)
+    return np.stack([case_class_matrix(parts[seed], metric)
+                     .reindex(index=cases, columns=classes).to_numpy(dtype=np.float64)
+                     if seed in parts else empty for seed in seeds])
 
 
-def _dataset_score(matrix: np.ndarray) -> float:
+def dataset_score(matrix: np.ndarray) -> float:
     """The paper's dataset score of a cases x classes matrix, or of (seeds, cases, classes)
     matrices: per seed, the mean over classes of the mean over cases; then the mean over
     seeds (each seed is a repetition of the benchmark: :func:`per_dataset`'s order)."""
@@ -186,14 +196,19 @@ def _dataset_score(matrix: np.ndarray) -> float:
         return float(np.nanmean(np.nanmean(np.nanmean(matrices, axis=1), axis=1)))
 
 
-def _case_scores(matrices: np.ndarray) -> np.ndarray:
+def case_scores(matrices: np.ndarray) -> np.ndarray:
     """Each case's score, (seeds, cases, classes) -> (cases,): per seed the mean over its
-    classes, then the mean over seeds; cases without any value are dropped."""
+    classes, then the mean over seeds (NaN for a case without any value)."""
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        scores = np.nanmean(np.nanmean(matrices, axis=2), axis=0)
+        return np.nanmean(np.nanmean(matrices, axis=2), axis=0)
+
+
+def _case_scores(matrices: np.ndarray) -> np.ndarray:
+    """:func:`case_scores` without the cases that have no value."""
+    scores = case_scores(matrices)
     return scores[np.isfinite(scores)]
 
 
@@ -264,7 +279,7 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
         record = dict(zip(config + ["dataset"], identity))
         record.update({
             "metric": metric,
-            "mean": _dataset_score(matrix),
+            "mean": dataset_score(matrix),
             "median": float(np.median(per_case_scores)) if per_case_scores.size else float("nan"),
             "std": float(np.std(per_case_scores, ddof=1)) if per_case_scores.size > 1 else float("nan"),
             "q1": float(np.quantile(per_case_scores, 0.25)) if per_case_scores.size else float("nan"),
@@ -282,15 +297,25 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
 
 def per_case_table(rows: pd.DataFrame, metric: str = "dice",
                    config: Sequence[str] = ("model", "prompter", "refiner", "step")) -> pd.DataFrame:
-    """One row per (configuration, dataset, case): the case score (mean over its classes of the
-    mean over that class's targets), the number of targets and the case's classes."""
-    config = [c for c in config if c in rows]
-    by_class = (rows.groupby(config + ["dataset", "case", "target_class"], dropna=False)
-                .agg(score=(metric, "mean"), targets=("target", "nunique")).reset_index())
-    return (by_class.groupby(config + ["dataset", "case"], dropna=False)
-            .agg(**{metric: ("score", "mean"), "targets": ("targets", "sum"),
-                    "classes": ("target_class", lambda c: ", ".join(sorted(map(str, c))))})
-            .reset_index())
+    """One row per (configuration, dataset, case): the case score (per seed, the mean over its
+    classes of the mean over that class's targets; then the mean over seeds: the definition
+    every aggregate follows, see :func:`case_scores`), the number of targets and the case's
+    classes."""
+    config = [c for c in config if c in rows and c != "seed"]
+    records = []
+    for identity, group in rows.groupby(config + ["dataset"], sort=True, dropna=False):
+        identity = identity if isinstance(identity, tuple) else (identity,)
+        cases = sorted(group["case"].unique(), key=str)
+        scores = case_scores(seed_case_class_matrices(group, metric, cases=cases))
+        by_case = group.groupby("case", sort=False)
+        targets = by_case["target"].nunique()
+        classes = by_case["target_class"].agg(lambda c: ", ".join(sorted(set(map(str, c)))))
+        for case, score in zip(cases, scores):
+            records.append({**dict(zip(config + ["dataset"], identity)), "case": case,
+                            metric: float(score), "targets": int(targets[case]),
+                            "classes": classes[case]})
+    columns = config + ["dataset", "case", metric, "targets", "classes"]
+    return pd.DataFrame.from_records(records, columns=columns)
 
 
 def to_markdown(table: pd.DataFrame, digits: int = 2) -> str:

@@ -4,19 +4,24 @@ Pairing: the final step of each episode; a configuration (model, prompter, refin
 paired with the same configuration of run B. When the two runs share no configuration but each
 has exactly one (e.g. model X in run A vs model Y in run B), those two are paired. Cases are
 paired by (dataset, case); only cases present in both runs count. A case's value is the mean over
-its targets of a class (as in :mod:`intrabench.evaluation.aggregate`); the difference B - A is taken per
-case and class, and the dataset difference is the mean over classes of the mean over cases.
+its targets of a class, per seed (as in :mod:`intrabench.evaluation.aggregate`); the difference
+B - A is taken per seed, case and class, and the dataset difference is, per seed, the mean over
+classes of the mean over cases, then the mean over seeds: the order of every aggregate, so A and
+B are the tables' numbers even with missing (NaN) values.
 Its 95% CI resamples cases (paired: the same draw for A and B), seeded and deterministic.
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
-from intrabench.evaluation.aggregate import bootstrap_replicates, case_class_matrix
+from intrabench.evaluation.aggregate import (
+    bootstrap_replicates,
+    case_scores,
+    dataset_score,
+    seed_case_class_matrices,
+)
 
 CONFIG = ["model", "prompter", "refiner"]
 
@@ -45,12 +50,6 @@ def _select(frame: pd.DataFrame, config: tuple) -> pd.DataFrame:
     return frame[chosen]
 
 
-def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(values, axis=axis)
-
-
 def compare_runs(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = "dice",
                  n_boot: int = 2000, confidence: float = 0.95,
                  seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -68,30 +67,34 @@ def compare_runs(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = "dice
                  else {"configuration A": name_a, "configuration B": name_b})
         replicates, scores = [], []
         for dataset in sorted(set(part_a["dataset"]) & set(part_b["dataset"])):
-            matrix_a = case_class_matrix(part_a[part_a["dataset"] == dataset], metric)
-            matrix_b = case_class_matrix(part_b[part_b["dataset"] == dataset], metric)
-            cases = matrix_a.index.intersection(matrix_b.index)
-            classes = matrix_a.columns.union(matrix_b.columns)
-            if len(cases) == 0:
+            rows_a_here = part_a[part_a["dataset"] == dataset]
+            rows_b_here = part_b[part_b["dataset"] == dataset]
+            cases = sorted(set(rows_a_here["case"]) & set(rows_b_here["case"]), key=str)
+            if not cases:
                 continue
-            values_a = matrix_a.reindex(index=cases, columns=classes).to_numpy(dtype=np.float64)
-            values_b = matrix_b.reindex(index=cases, columns=classes).to_numpy(dtype=np.float64)
+            classes = sorted(set(rows_a_here["target_class"]) | set(rows_b_here["target_class"]),
+                             key=str)
+            seeds = sorted(set(rows_a_here["seed"]) | set(rows_b_here["seed"]), key=str)
+            # (seeds, cases, classes) on shared axes: per seed, case, class the mean over the
+            # targets; every number below follows aggregate's order (seeds averaged last)
+            values_a = seed_case_class_matrices(rows_a_here, metric, cases, classes, seeds)
+            values_b = seed_case_class_matrices(rows_b_here, metric, cases, classes, seeds)
             difference = values_b - values_a
-            score_a = float(np.nanmean(_nanmean(values_a, 0)))
-            score_b = float(np.nanmean(_nanmean(values_b, 0)))
+            score_a, score_b = dataset_score(values_a), dataset_score(values_b)
             draws = bootstrap_replicates(difference, n_boot=n_boot, seed=seed)
             low, high = np.nanquantile(draws, [alpha, 1 - alpha])
-            delta = float(np.nanmean(_nanmean(difference, 0)))
+            delta = dataset_score(difference)
+            case_a, case_b = case_scores(values_a), case_scores(values_b)
+            case_delta = case_scores(difference)
             summary.append({**label, "dataset": dataset, "A": score_a, "B": score_b,
                             "B - A": delta, "ci_low": float(low), "ci_high": float(high),
                             "cases": len(cases),
-                            "B better in": int(np.sum(_nanmean(difference, 1) > 0))})
+                            "B better in": int(np.sum(case_delta > 0))})
             replicates.append(draws)
             scores.append((score_a, score_b, delta))
-            case_a, case_b = _nanmean(values_a, 1), _nanmean(values_b, 1)
-            for case, va, vb in zip(cases, case_a, case_b):
+            for case, va, vb, dv in zip(cases, case_a, case_b, case_delta):
                 per_case.append({**label, "dataset": dataset, "case": case, "A": va, "B": vb,
-                                 "B - A": vb - va})
+                                 "B - A": dv})
         if len(replicates) > 1:
             overall = np.mean(np.vstack(replicates), axis=0)
             low, high = np.nanquantile(overall, [alpha, 1 - alpha])

@@ -286,3 +286,78 @@ def test_the_average_says_which_datasets_it_covers_when_rows_differ():
     # every row on the same datasets: no such column
     assert "Average over" not in summary_table(rows[rows.model == "both"])
     assert "Average over" not in build_table(rows[rows.model == "both"])
+
+
+def _reference_scores(rows: pd.DataFrame, metric: str) -> tuple[float, dict]:
+    """docs/evaluation.md section 3 written out with loops: per seed, target -> case (mean over
+    a class's targets), case -> class (mean over cases), class -> dataset (mean over classes);
+    then the mean over seeds. A case's score: per seed the mean over its classes, then over
+    seeds. NaN values are left out of every mean. Returns (dataset score, {case: score})."""
+    def mean(values):
+        values = [v for v in values if not math.isnan(v)]
+        return sum(values) / len(values) if values else math.nan
+
+    seed_scores, case_values = [], {}
+    for seed in sorted(rows["seed"].unique()):
+        part = rows[rows["seed"] == seed]
+        class_means = []
+        cells = {}
+        for cls in sorted(part["target_class"].unique()):
+            case_means = []
+            for case in sorted(part["case"].unique()):
+                values = part[(part["case"] == case) & (part["target_class"] == cls)][metric]
+                if len(values):
+                    cells[case, cls] = mean(list(values))
+                    case_means.append(cells[case, cls])
+            class_means.append(mean(case_means))
+        seed_scores.append(mean(class_means))
+        for case in part["case"].unique():
+            case_values.setdefault(case, []).append(
+                mean([v for (c, _), v in cells.items() if c == case]))
+    return mean(seed_scores), {case: mean(v) for case, v in case_values.items()}
+
+
+def _rows_with_missing(rng: np.random.Generator, shift: float = 0.0) -> pd.DataFrame:
+    records = []
+    for seed in (0, 1):
+        for case in ("c1", "c2", "c3", "c4"):
+            for cls in ("lesion", "organ"):
+                for target in range(int(rng.integers(0, 4))):
+                    value = float(rng.uniform(1, 40)) + shift
+                    if rng.random() < 0.35:
+                        value = math.nan
+                    records.append({**row("D", case, f"{cls}{target}", cls, 0.5, seed=seed),
+                                    "hd95": value})
+    return pd.DataFrame(records)
+
+
+@pytest.mark.parametrize("draw", range(5))
+def test_hd95_every_aggregate_follows_one_definition(draw):
+    """Every function that aggregates rows gives the documented number on the same rows with
+    missing (NaN) HD95 values and two seeds that cover different targets (#49 item 6: before,
+    compare_runs and per_case_table pooled seeds at the case level)."""
+    from intrabench.evaluation.aggregate import dataset_means
+    from intrabench.reports.compare import compare_runs
+
+    rng = np.random.default_rng(draw)
+    rows = _rows_with_missing(rng)
+    expected, cases = _reference_scores(rows, "hd95")
+    assert per_dataset(rows, "hd95")["hd95"].item() == pytest.approx(expected)
+    assert summary_table(rows, "hd95", scale=1.0)["D"].item() == pytest.approx(expected)
+    stats = dataset_statistics(rows, "hd95", n_boot=50)
+    assert stats["mean"].item() == pytest.approx(expected)
+    episodes = rows.drop(columns="step")
+    assert dataset_means(episodes, ["hd95"]).set_index("dataset").loc["D", "hd95"] == (
+        pytest.approx(expected))
+    table = per_case_table(rows, "hd95").set_index("case")["hd95"]
+    for case, value in cases.items():
+        assert table[case] == pytest.approx(value, nan_ok=True)
+    finite = [v for v in cases.values() if not math.isnan(v)]
+    assert stats["median"].item() == pytest.approx(float(np.median(finite)))
+    other = _rows_with_missing(np.random.default_rng(draw), shift=2.5)
+    expected_b, _ = _reference_scores(other, "hd95")
+    summary, per_case = compare_runs(rows, other, metric="hd95", n_boot=50)
+    line = summary.set_index("dataset").loc["D"]
+    assert line["A"] == pytest.approx(expected) and line["B"] == pytest.approx(expected_b)
+    assert line["B - A"] == pytest.approx(2.5)
+    assert per_case.set_index("case")["A"].to_dict() == pytest.approx(cases, nan_ok=True)
