@@ -10,6 +10,8 @@ occupied slices, then only that slab), connected components use cc3d.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import cc3d
 import numpy as np
 from scipy import ndimage
@@ -101,8 +103,16 @@ def nearest_pixel(pixels: np.ndarray, point: np.ndarray) -> np.ndarray:
     return pixels[np.argmin(((pixels - point) ** 2).sum(axis=1))]
 
 
-def centroid_point_2d(slice_mask: np.ndarray, center: str = "centroid") -> tuple[int, int]:
+def centroid_point_2d(slice_mask: np.ndarray, center: str = "centroid",
+                      origin: Sequence[int] = (0, 0)) -> tuple[int, int]:
     """(y, x) of the centre of the largest component, snapped to that component.
+
+    ``slice_mask`` may be a crop: ``origin`` is the (y, x) of its first pixel in the full
+    slice. The centre is rounded in the full slice's coordinates, as the reference (which never
+    crops) rounds it, so the click does not depend on the crop: numpy rounds halves to even, so
+    rounding in crop coordinates moved a centre of x.5 by one pixel whenever the crop's offset
+    was odd (a 5 x 8 ring at offset (2, 3): (6, 7) against the reference's (6, 6); up to 17 px
+    on rings once snapped). The result is in ``slice_mask``'s coordinates.
 
     ``center="centroid"``: centre of mass; ``"bbox"``: centre of the component's bounding box
     (what the reference implementation uses for interpolation seeds), rounded, then snapped to
@@ -124,7 +134,8 @@ def centroid_point_2d(slice_mask: np.ndarray, center: str = "centroid") -> tuple
     # On a ring-shaped region the unrounded centre picked pixels up to 51 px away.
     from scipy.spatial import cKDTree
 
-    _, index = cKDTree(pixels).query(np.round(target))
+    shift = np.asarray(origin, dtype=np.float64)
+    _, index = cKDTree(pixels).query(np.round(target + shift) - shift)
     nearest = pixels[int(index)]
     return int(nearest[0]), int(nearest[1])
 

@@ -63,7 +63,8 @@ class PointInterpolation(Prompter):
                                                 int(offset[2])),
                 spacing=context.spacing, target=sub[z])[0] for z in seeds], np.float64)
         else:
-            seed_yx = np.array([centroid_point_2d(sub[z], self.center) for z in seeds],
+            seed_yx = np.array([centroid_point_2d(sub[z], self.center, origin=offset[1:])
+                                for z in seeds],
                                np.float64)
         all_z, yx = interpolate_track(seeds, seed_yx)
         points = np.column_stack([all_z, round_half_up(yx)]) + offset

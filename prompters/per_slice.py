@@ -59,7 +59,7 @@ class CenterPointPerSlice(Prompter):
             if context.clicks is not None:  # a robustness run: its clicking group decides
                 (y, x), = _policy_clicks(context, sub[z], 1, z, offset)
             else:
-                y, x = centroid_point_2d(sub[z])
+                y, x = centroid_point_2d(sub[z], origin=offset[1:])
             points.append((int(z) + offset[0], y + offset[1], x + offset[2]))
         return Prompt(points=points, point_labels=np.ones(len(points), dtype=np.int8),
                       interactions=interactions("click", len(points)), effort_label="1X")

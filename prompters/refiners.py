@@ -229,18 +229,22 @@ class CenterErrorClick(Refiner):
 # --------------------------------------------------------------------------------------
 
 
-def _column_scribble(component: np.ndarray) -> np.ndarray:
+def _column_scribble(component: np.ndarray,
+                     origin: np.ndarray | None = None) -> np.ndarray:
     """One pixel per row (axis 0) of a 2D/3D component, ordered bottom to top.
 
     3D component: on each axial slice, the centre of the slice's largest 8-connected piece
     snapped into it (as the reference; the centroid of all pieces could land on the edge of a
     smaller one). 2D component: each row's centroid snapped into the row. Returns (M, ndim)
-    int64 local coordinates.
+    int64 local coordinates. ``origin``: the component's first voxel in the full volume (3D),
+    so that centres are rounded there, as the reference rounds them (see
+    :func:`centroid_point_2d`).
     """
+    plane_origin = (0, 0) if origin is None else tuple(int(v) for v in origin[1:])
     points = []
     for row in np.flatnonzero(component.reshape(component.shape[0], -1).any(axis=1)):
         if component.ndim == 3:
-            near = centroid_point_2d(component[row])
+            near = centroid_point_2d(component[row], origin=plane_origin)
         else:
             pixels = np.argwhere(component[row])
             near = nearest_pixel(pixels, pixels.mean(axis=0))
@@ -317,12 +321,15 @@ class ScribbleRefiner(Refiner):
         self.three_d_points = three_d_points
 
     # -- the two scribbles (local crop coordinates) ------------------------------------
-    def positive_scribble(self, fn: np.ndarray) -> np.ndarray:
-        """Centroid scribble through the largest false-negative component, (M, 3) local."""
+    def positive_scribble(self, fn: np.ndarray, origin: np.ndarray | None = None) -> np.ndarray:
+        """Centroid scribble through the largest false-negative component, (M, 3) local;
+        ``origin``: ``fn``'s first voxel in the full volume (centres are rounded there)."""
         component = largest_component(fn)
         low, high = bounding_box(component)
         crop = crop_slices(low, high, component.shape)
-        return _column_scribble(component[crop]) + crop_offset(crop)
+        base = np.zeros(3, np.int64) if origin is None else np.asarray(origin, np.int64)
+        return (_column_scribble(component[crop], base + crop_offset(crop))
+                + crop_offset(crop))
 
     def negative_scribble(self, gt: np.ndarray, fp: np.ndarray,
                           rng: np.random.Generator) -> np.ndarray:
@@ -376,7 +383,7 @@ class ScribbleRefiner(Refiner):
             return None
         positive = bool(context.rng.random() < n_fn / (n_fn + n_fp))
         if positive:
-            local = self.positive_scribble(errors.fn)
+            local = self.positive_scribble(errors.fn, errors.offset)
         else:
             local = self.negative_scribble(errors.gt, errors.fp, context.rng)
         label = 1 if positive else 0

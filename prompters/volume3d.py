@@ -112,7 +112,7 @@ class CenterPointsPerVolume(Prompter):
                           effort_label=str(self.n_points))
         fg = foreground_slices(sub)
         seeds = seed_slices(fg, self.line_slices)
-        seed_yx = np.array([centroid_point_2d(sub[z]) for z in seeds], dtype=np.float64)
+        seed_yx = np.array([centroid_point_2d(sub[z], origin=offset[1:]) for z in seeds], dtype=np.float64)
         line_z, line_yx = interpolate_track(seeds, seed_yx)
         line = np.column_stack([line_z, round_half_up(line_yx)])
         n = min(self.n_points, int(sub.sum()))
