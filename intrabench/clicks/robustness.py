@@ -35,8 +35,16 @@ x_base under the baseline strategy; percentages as RClicks' tables):
   depends on where the person clicks); ``nsr_iou_1_fraction`` is the same as a fraction.
 
 A ratio whose denominator is 0 is NaN and left out of the averages. Target statistics are then
-averaged like every other metric (:mod:`intrabench.evaluation.aggregate`): over the targets of
-a case, the cases of a class, the classes of a dataset, and the seeds.
+averaged per dataset in one of two ways (``averaging``):
+
+* ``"hierarchical"`` (IntraBench's tables): like every other metric
+  (:mod:`intrabench.evaluation.aggregate`), over the targets of a case, the cases of a class,
+  the classes of a dataset, and the seeds;
+* ``"flat"`` (RClicks' tables): the plain mean over the dataset's instances (every target of
+  every case and seed weighs the same), as RClicks' notebook averages per-instance statistics.
+
+Either way ``Average`` is the mean over datasets. The two differ wherever cases hold different
+numbers of targets (up to 75 points of GR NoC@80 on the demo).
 """
 
 from __future__ import annotations
@@ -181,23 +189,46 @@ def target_statistics(episodes: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
-def summary(targets: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """``columns`` of :func:`target_statistics` averaged per configuration and dataset (targets
-    -> cases -> classes -> dataset, then seeds), plus an ``Average`` over datasets; long format:
+#: the two ways of averaging target statistics per dataset, and how a table names them
+AVERAGING = {
+    "hierarchical": "targets -> cases -> classes -> dataset, then seeds (as every IntraBench "
+                    "table)",
+    "flat": "the plain mean over the dataset's instances (targets x seeds), as RClicks' tables",
+}
+
+
+def summary(targets: pd.DataFrame, columns: list[str],
+            averaging: str = "hierarchical") -> pd.DataFrame:
+    """``columns`` of :func:`target_statistics` averaged per configuration and dataset
+    (``averaging``: see :data:`AVERAGING`), plus an ``Average`` over datasets; long format:
     model, prompter, refiner, dataset, one column per statistic."""
     from intrabench.evaluation.aggregate import dataset_means
 
-    return dataset_means(targets.rename(columns={"click_prompter": "prompter"}), columns)
+    if averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {', '.join(AVERAGING)}, not {averaging!r}")
+    frame = targets.rename(columns={"click_prompter": "prompter"})
+    if averaging == "hierarchical":
+        return dataset_means(frame, columns)
+    keys = ["model", "prompter", "refiner"]
+    if frame.empty:
+        return pd.DataFrame(columns=[*keys, "dataset", *columns])
+    per_dataset = frame.groupby([*keys, "dataset"], dropna=False)[columns].mean().reset_index()
+    average = (per_dataset.groupby(keys, dropna=False)[columns].mean().reset_index()
+               .assign(dataset="Average"))
+    return pd.concat([per_dataset, average], ignore_index=True).sort_values(
+        [*keys, "dataset"], kind="stable", ignore_index=True)
 
 
-def robustness_table(rows: pd.DataFrame, noc_metric: str = "iou",
-                     threshold: float = 0.9) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def robustness_table(rows: pd.DataFrame, noc_metric: str = "iou", threshold: float = 0.9,
+                     averaging: str = "hierarchical"
+                     ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(display table: rows model x prompter x refiner, the Average over datasets, as RClicks'
-    tables 9-11; long summary per dataset; per-target statistics) of a run's rows."""
+    tables 9-11; long summary per dataset; per-target statistics) of a run's rows, the target
+    statistics averaged per dataset as ``averaging`` says (:data:`AVERAGING`)."""
     if threshold not in THRESHOLDS or noc_metric not in ("iou", "dice"):
         raise ValueError(f"NoC is computed for IoU or Dice at {', '.join(map(str, THRESHOLDS))}")
     targets = target_statistics(episode_statistics(rows))
-    long = summary(targets, [c for c in targets.columns if c not in TARGET])
+    long = summary(targets, [c for c in targets.columns if c not in TARGET], averaging)
     average = long[long["dataset"] == "Average"]
     noc = f"noc_{noc_metric}_{_key(threshold)}"
     label = f"NoC@{'IoU' if noc_metric == 'iou' else 'Dice'}{int(round(threshold * 100))}"

@@ -105,21 +105,28 @@ def _write_cvpr25_tables(rows, out: Path) -> None:
 def _write_robustness_tables(rows, out: Path, noc_metric: str, threshold: float) -> None:
     """The robustness table of robustness runs (RClicks tables 9-11), its per-dataset values
     and per-target statistics (docs/realistic-clicks.md)."""
-    from intrabench.clicks.robustness import robustness_table
+    from intrabench.clicks.robustness import AVERAGING, robustness_table
     from intrabench.evaluation.aggregate import to_markdown
 
     for run, part in rows[rows["click_group"].notna()].groupby("run", sort=True):
-        display, long, targets = robustness_table(part, noc_metric, threshold)
-        stem = "robustness" if rows["run"].nunique() == 1 else f"robustness-{run}"
+        base = "robustness" if rows["run"].nunique() == 1 else f"robustness-{run}"
         out.mkdir(parents=True, exist_ok=True)
-        (out / f"{stem}.md").write_text(to_markdown(display) + "\n", encoding="utf-8")
-        long.to_csv(out / f"{stem}-datasets.csv", index=False, float_format="%.6f")
-        targets.to_csv(out / f"{stem}-targets.csv", index=False, float_format="%.6f")
         groups = int(part["click_groups"].iloc[0])
-        print(f"## Robustness to where people click ({run}: {part['clickability'].iloc[0]} "
-              f"map, {groups} clicking groups), mean over datasets\n\n{to_markdown(display)}\n")
-        print(f"written: {out / (stem + '.md')}, {out / (stem + '-datasets.csv')}, "
-              f"{out / (stem + '-targets.csv')}\n", file=sys.stderr)
+        # both averages: IntraBench's own (as every table) and RClicks' flat one, each labelled
+        for averaging, stem in (("hierarchical", base), ("flat", f"{base}-flat")):
+            display, long, targets = robustness_table(part, noc_metric, threshold, averaging)
+            title = (f"Robustness to where people click ({run}: {part['clickability'].iloc[0]} "
+                     f"map, {groups} clicking groups), mean over datasets; per dataset: "
+                     f"{AVERAGING[averaging]}")
+            (out / f"{stem}.md").write_text(f"{title}\n\n{to_markdown(display)}\n",
+                                            encoding="utf-8")
+            long.to_csv(out / f"{stem}-datasets.csv", index=False, float_format="%.6f")
+            written = [out / f"{stem}.md", out / f"{stem}-datasets.csv"]
+            if averaging == "hierarchical":
+                targets.to_csv(out / f"{base}-targets.csv", index=False, float_format="%.6f")
+                written.append(out / f"{base}-targets.csv")
+            print(f"## {title}\n\n{to_markdown(display)}\n")
+            print(f"written: {', '.join(map(str, written))}\n", file=sys.stderr)
 
 
 def _write_time_tables(runs: dict, out: Path, latency_table_file: str | None = None) -> None:

@@ -168,7 +168,10 @@ def robustness_section(rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
         "user against the baseline; GR: G1 against the last group; HH: the less likely half "
         "against the more likely half, pair by pair (for NoC relative, in %; for IoU-AUC "
         "absolute differences x100, as RClicks' tables); NSR: std over mean of the first "
-        "click's IoU, in %. Definitions: docs/realistic-clicks.md.</p>",
+        "click's IoU, in %. Per dataset the target statistics are averaged over a case's "
+        "targets, a class's cases and the dataset's classes, as every table here; RClicks' own "
+        "tables take the plain mean over instances instead (<code>intrabench tables</code> "
+        "writes that one as robustness-flat.md). Definitions: docs/realistic-clicks.md.</p>",
         _frame_html(display), *[f.html() for f in figures]]
     return figures, parts
 

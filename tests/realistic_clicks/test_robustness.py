@@ -163,3 +163,26 @@ def test_the_table_says_how_many_targets_entered_each_ratio():
     from intrabench.clicks.robustness import ratio_counts
 
     assert ratio_counts(targets, "noc_iou_0.9", display) == ["1/2/2 of 2"]
+
+
+def test_rclicks_flat_means_by_hand():
+    """RClicks' tables are flat means over instances; IntraBench's own average targets ->
+    cases -> classes. Case c1 holds three targets, c2 one (one round each, every group equal):
+    IoU-AUC SB per target = 100 (G - Base) = -40, 0, 0 in c1 and +20 in c2. Hierarchical:
+    (mean(-40, 0, 0) + 20) / 2 = 3.33; flat: (-40 + 0 + 0 + 20) / 4 = -5 (#49 item 8)."""
+    def target(name, case, base, group):
+        frame = rows_for({"baseline": [base], **{f"G{g}": [group] for g in range(1, 5)}}, name)
+        return frame.assign(case=case)
+
+    rows = pd.concat([target("t1", "c1", 0.9, 0.5), target("t2", "c1", 0.5, 0.5),
+                      target("t3", "c1", 0.7, 0.7), target("t4", "c2", 0.3, 0.5)])
+    _, hierarchical, _ = robustness_table(rows, "iou", 0.9)
+    display, flat, _ = robustness_table(rows, "iou", 0.9, averaging="flat")
+    value = {name: table.set_index("dataset").loc["d", "iou_auc_sb"]
+             for name, table in (("hierarchical", hierarchical), ("flat", flat))}
+    assert value["hierarchical"] == pytest.approx((-40 / 3 + 20) / 2)
+    assert value["flat"] == pytest.approx(-5.0)
+    assert display.loc[0, "SB IoU-AUC x100"] == -5.0
+    assert flat.set_index("dataset").loc["Average", "iou_auc_sb"] == pytest.approx(-5.0)
+    with pytest.raises(ValueError, match="averaging"):
+        robustness_table(rows, "iou", 0.9, averaging="median")

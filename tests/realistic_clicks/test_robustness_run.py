@@ -93,6 +93,8 @@ def test_a_robustness_run_is_identical_across_executors(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "## Robustness to where people click" in printed
     table = (tmp_path / "tables" / "robustness.md").read_text()
+    assert "per dataset: targets -> cases" in table
+    assert "as RClicks' tables" in (tmp_path / "tables" / "robustness-flat.md").read_text()
     assert "| region-growing-3d | click | center-error-click |" in table
     targets = pd.read_csv(tmp_path / "tables" / "robustness-targets.csv")
     assert len(targets) == inline[["case", "target"]].drop_duplicates().shape[0]
