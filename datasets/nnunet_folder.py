@@ -81,7 +81,8 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
                 target_map = _holding(target_map, next_id)
                 overwritten = overwritten or bool(target_map[box][mask[box]].any())
                 target_map[box][mask[box]] = next_id
-                targets.append(Target(class_name, next_id, class_name, "organ"))
+                targets.append(Target(class_name, next_id, class_name, "organ",
+                                      int(class_value)))
                 boxes[next_id] = box
                 next_id += 1
             continue
@@ -89,7 +90,7 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
             # one box per label value (one pass), then each instance read inside its box
             found = ndimage.find_objects(np.asarray(label, dtype=np.int64)
                                          if not np.issubdtype(label.dtype, np.integer) else label)
-            components = [(box, label[box] == value) for value, box in
+            components = [(box, label[box] == value, value) for value, box in
                           enumerate(found, start=1) if box is not None]
         else:
             mask = label == class_value
@@ -97,13 +98,14 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
                 continue
             labelled = cc3d.connected_components(mask, connectivity=26)
             stats = cc3d.statistics(labelled)
-            components = [(stats["bounding_boxes"][c], labelled[stats["bounding_boxes"][c]] == c)
-                          for c in range(1, int(labelled.max()) + 1)]
+            components = [(stats["bounding_boxes"][c], labelled[stats["bounding_boxes"][c]] == c,
+                           class_value) for c in range(1, int(labelled.max()) + 1)]
         target_map = _holding(target_map, next_id + len(components) - 1)
-        for index, (box, local) in enumerate(components, start=1):
+        for index, (box, local, file_value) in enumerate(components, start=1):
             overwritten = overwritten or bool(target_map[box][local].any())
             target_map[box][local] = next_id
-            targets.append(Target(f"{class_name}_{index}", next_id, class_name, "instance"))
+            targets.append(Target(f"{class_name}_{index}", next_id, class_name, "instance",
+                                  int(file_value)))
             boxes[next_id] = box
             next_id += 1
     # a later class may overwrite an earlier target (overlapping class definitions)

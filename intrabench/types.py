@@ -394,14 +394,23 @@ class Prediction:
 class Target:
     """One thing to segment in a case: an instance (e.g. one lesion) or an organ class.
 
-    ``label_value`` is its value in the case's label map; ``class_name`` groups targets for
-    aggregation (a dataset's score is the mean over its classes).
+    ``label_value`` is its value in the case's label map (the target map the dataset builds:
+    1, 2, ... in order, classes in ascending file value); ``file_value`` is the value of its
+    voxels in the label *file* (its class's value, or its instance id when the file stores
+    instance ids), None when they are the same; ``class_name`` groups targets for aggregation
+    (a dataset's score is the mean over its classes).
     """
 
     target_id: str
     label_value: int
     class_name: str
     kind: Literal["instance", "organ"] = "instance"
+    file_value: int | None = None
+
+    @property
+    def value_in_file(self) -> int:
+        """The value of the target's voxels in the label file."""
+        return int(self.label_value if self.file_value is None else self.file_value)
 
 
 @dataclass(eq=False)

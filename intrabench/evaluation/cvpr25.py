@@ -140,7 +140,7 @@ def image_table(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=keys)
     # the challenge averages an image's classes with np.mean, in ascending label order: the
     # summation order decides the last bit, and the last bit decides the 0.2 rule
-    order = "target_label" if "target_label" in rows else "target"
+    order = [c for c in ("target_label", "target_number") if c in rows] or ["target"]
     rows = rows.sort_values(order, kind="stable")
     per_step = (rows.groupby(keys + ["step"], sort=True, dropna=False)
                 .agg(dsc=("dice", challenge_mean), nsd=("nsd", challenge_mean),

@@ -341,3 +341,35 @@ def test_surfel_nsd_on_a_rounded_up_tie_equals_deepminds(spacing_y, spacing_x, t
     expected = deepmind_nsd(pred, gt, spacing, tolerance)
     assert expected < deepmind_nsd(pred, gt, spacing, tolerance * (1 + 1e-12)) == 1.0
     assert surfel_nsd(pred, gt, spacing, tolerance) == pytest.approx(expected, abs=1e-12)
+
+
+def test_cvpr25_target_label_is_the_files_label_value(tmp_path):
+    """Classes stored as 1, 3 and 4 in the label file: ``target_label`` holds 1, 3, 4 (the
+    file's values), ``target_number`` the case's compacted 1, 2, 3 (#49 item 9)."""
+    import SimpleITK as sitk
+
+    from intrabench.engine.runner import Runner
+
+    rng = np.random.default_rng(0)
+    label = np.zeros((6, 20, 20), np.uint8)
+    label[1:4, 2:7, 2:7] = 1
+    label[2:5, 10:16, 3:8] = 3
+    label[1:5, 4:9, 12:18] = 4
+    for folder, array in (("images", rng.normal(0, 1, label.shape).astype(np.float32)),
+                          ("labels", label)):
+        (tmp_path / folder).mkdir()
+        sitk.WriteImage(sitk.GetImageFromArray(array), str(tmp_path / folder / "c1.nii.gz"))
+    spec = tmp_path / "organs.yaml"
+    spec.write_text("name: organs\nimages: images/{case}.nii.gz\nlabels: labels/{case}.nii.gz\n"
+                    "classes: {spleen: 1, liver: 3, kidney: 4}\nmodality: CT\n"
+                    "target_types: {spleen: organ, liver: organ, kidney: organ}\n")
+    config = parse_config({"name": "values", "protocol": "cvpr25", "seeds": [0],
+                           "datasets": [{"name": "folder", "spec": str(spec)}],
+                           "models": ["region-growing-3d"]})
+    Runner(config, tmp_path / "run").run()
+    rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    by_target = rows.groupby("target")[["target_label", "target_number"]].first()
+    assert by_target.to_dict("index") == {
+        "spleen": {"target_label": 1, "target_number": 1},
+        "liver": {"target_label": 3, "target_number": 2},
+        "kidney": {"target_label": 4, "target_number": 3}}
