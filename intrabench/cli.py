@@ -137,12 +137,29 @@ def _report_run(config, out: Path, plan, problems: list[str], failures: list,
         print(aggregate.to_markdown(table))
         print(f"\nDice x100 per dataset (mean over classes of case means). "
               f"Rows: {out / 'results.csv'}")
+    coverage_errors = _class_coverage(config, rows)
     if problems:
         print(f"{len(problems)} problem(s): the work they name was skipped (see warnings above)",
               file=sys.stderr)
     if failures:
         print(f"{len(failures)} work unit(s) failed; {_retry_hint(failures)}", file=sys.stderr)
-    return 1 if problems or failures else 0
+    return 1 if problems or failures or coverage_errors else 0
+
+
+def _class_coverage(config, rows) -> int:
+    """Say which declared classes no case (or only some) held, as ``datasets verify`` does;
+    returns the number of classes that no case held (each an error of the dataset spec)."""
+    from intrabench.datasets.class_coverage import run_coverage
+
+    errors = 0
+    for key, coverage in run_coverage(config, rows):
+        for line in coverage.warnings:
+            print(f"note: dataset {key}: {line}", file=sys.stderr)
+        for line in coverage.errors:
+            print(f"error: dataset {key}: {line} (intrabench datasets verify shows each case)",
+                  file=sys.stderr)
+        errors += len(coverage.errors)
+    return errors
 
 
 def _user_error_names() -> set[str]:

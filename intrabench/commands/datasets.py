@@ -61,7 +61,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Each case read as ``run`` reads it (:mod:`intrabench.datasets.verify`), a line each."""
-    from intrabench.datasets.verify import check_dataset, resolve
+    from intrabench.datasets.verify import check_dataset, dataset_coverage, resolve
 
     failed = 0
     for name in args.names:
@@ -75,7 +75,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     print(f"{item.label}/{report.line()}", flush=True)
             bad = sum(not r.ok for r in reports)
             targets = sum(r.targets for r in reports)
-            ok = not item.layout_problems and not bad and reports
+            coverage = dataset_coverage(item, reports)
+            for line in coverage.warnings:
+                print(f"{item.label}: note: {line}", flush=True)
+            for line in coverage.errors:
+                print(f"{item.label}: {line}", flush=True)
+            ok = not item.layout_problems and not bad and reports and not coverage.errors
             print(f"{item.label}: {len(reports) - bad}/{len(reports)} cases ok, {targets} "
                   "targets" + ("" if ok else " -- PROBLEMS"), flush=True)
             failed += 0 if ok else 1
