@@ -40,6 +40,33 @@ def mask_corners(mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | Non
     return np.array([s.start for s in box]), np.array([s.stop - 1 for s in box])
 
 
+def additions_from_new_positives(mask: np.ndarray, previous: np.ndarray | None,
+                                 positives: np.ndarray) -> np.ndarray:
+    """``mask`` with only those voxels added to ``previous`` that a new positive click asks for:
+    of the voxels ``mask`` adds (``mask & ~previous``), the connected pieces (26-connected in
+    3D, 8 in 2D) holding a positive click that lies outside ``previous``. Negative clicks thus
+    only carve out, and a correction never grows the prediction elsewhere (a region grown
+    again in a larger region of interest, a random walker solved on a larger crop).
+    ``positives``: (N, ndim) voxel coordinates on ``mask``'s grid; ``previous`` None: the first
+    prediction, returned as it is."""
+    if previous is None:
+        return mask
+    added = mask & ~previous
+    if not added.any():
+        return mask
+    import cc3d
+
+    points = np.asarray(positives, dtype=np.int64).reshape(-1, mask.ndim)
+    inside = np.all((points >= 0) & (points < np.array(mask.shape)), axis=1)
+    points = points[inside]
+    new = points[~previous[tuple(points.T)]] if len(points) else points
+    if not len(new):
+        return mask & previous
+    pieces = cc3d.connected_components(added, connectivity=26 if mask.ndim == 3 else 8)
+    wanted = np.unique(pieces[tuple(new.T)])
+    return previous | np.isin(pieces, wanted[wanted > 0])
+
+
 class VolumeBaseline(Model):
     """Common state of the classical 3D baselines: the image, its windowed copy, a timer.
 

@@ -16,7 +16,13 @@ from intrabench.protocols import SliceModel, SliceOutput
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
 
-from ._classical import expand, intensity_window, normalise, solve_random_walker
+from ._classical import (
+    additions_from_new_positives,
+    expand,
+    intensity_window,
+    normalise,
+    solve_random_walker,
+)
 
 _FOREGROUND, _BACKGROUND = 1, 2
 
@@ -108,4 +114,6 @@ class RandomWalker2D(SliceModel):
                 mask[roi] = labels == _FOREGROUND
             else:
                 mask[roi] = seeds == _FOREGROUND
+        positives = np.asarray(prompt.points).reshape(-1, 2)[np.asarray(prompt.labels) == 1]
+        mask = additions_from_new_positives(mask, previous, positives)
         return SliceOutput(mask, mask.copy())

@@ -3,7 +3,8 @@
 Seeds: positive clicks and scribbles are foreground; negative clicks, the ROI border and
 everything outside a 3D box are background; without a positive click, the central part of the
 box is foreground. When refining, the previous prediction (eroded) stays foreground and what
-lies well outside it stays background, unless a new click says otherwise nearby.
+lies well outside it stays background, unless a new click says otherwise nearby; voxels are
+added only in the pieces that hold a new positive click (negative clicks only carve out).
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from scipy import ndimage
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
-from ._classical import VolumeBaseline, expand, mask_corners, solve_random_walker
+from ._classical import (
+    VolumeBaseline,
+    additions_from_new_positives,
+    expand,
+    mask_corners,
+    solve_random_walker,
+)
 
 _FOREGROUND, _BACKGROUND = 1, 2
 
@@ -114,5 +121,6 @@ class RandomWalker3D(VolumeBaseline):
             mask[roi] = result == _FOREGROUND
         elif (seeds == _FOREGROUND).any():
             mask[roi] = seeds == _FOREGROUND
+        mask = additions_from_new_positives(mask, previous_mask, points[labels == 1])
         self._seconds += time.perf_counter() - started
         return Prediction(mask, mask)

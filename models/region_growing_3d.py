@@ -7,7 +7,10 @@ the range at the first click and keep it across corrections (it travels in
 Voxels within ``multiplier`` robust
 standard deviations of that median, inside the ROI (and the 3D box when given), 26-connected to
 a positive seed, form the region. Negative clicks carve out the connected part of the region
-around them that is nearer (in mm) to them than to any positive seed.
+around them that is nearer (in mm) to them than to any positive seed. A correction adds voxels
+only where a new positive click (outside the previous mask) grows them: negative clicks never
+add (before, the larger ROI of a correction let the old seed grow further: a kidney went from
+4,643 to 17,450 voxels on one negative click).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from intrabench.distance import deepest_voxels, nearest_distances
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
-from ._classical import VolumeBaseline, expand, mask_corners
+from ._classical import VolumeBaseline, additions_from_new_positives, expand, mask_corners
 
 
 @models.register
@@ -129,6 +132,9 @@ class RegionGrowing3D(VolumeBaseline):
             components = cc3d.connected_components(candidate, connectivity=26)
             keep = np.unique(components[tuple(local_positives.T)])
             grown = np.isin(components, keep[keep > 0])
+        if previous_mask is not None:
+            grown = additions_from_new_positives(grown | previous_mask[roi], previous_mask[roi],
+                                                 local_positives)
         mask[roi] |= grown
         if len(local_negatives):
             region = mask[roi]
