@@ -109,8 +109,7 @@ def _report_run(config, out: Path, plan, problems: list[str], failures: list,
     if any(getattr(f, "details", "") or getattr(f, "traceback_file", "") for f in failures):
         print(f"full tracebacks: {out / 'failures'}", file=sys.stderr)
     if plan.skipped:
-        print(f"{len(plan.skipped)} incompatible combinations skipped (see {out / 'skipped.csv'})",
-              file=sys.stderr)
+        print(f"{plan.skipped_line()} (see {out / 'skipped.csv'})", file=sys.stderr)
     if not plan.units:
         print(f"error: nothing to run: every combination of run '{config.name}' was skipped as "
               f"incompatible (see {out / 'skipped.csv'})", file=sys.stderr)

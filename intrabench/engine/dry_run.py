@@ -48,10 +48,9 @@ def print_dry_run(config: RunConfig, out: Path, extend: bool = False) -> int:
         forwards = 1 + (config.refinement_steps if pair["refined"] else 0)
         print(f"{model:28s} {dataset:22s} {pair['units']:6d} {len(pair['cases']):6d} "
               f"{forwards:16d}")
-    skipped = {(" + ".join(p for p in (item["model"], item["prompter"], item["refiner"]) if p),
-                item["reason"]): None for item in plan.skipped}  # once, not once per dataset
+    skipped = plan.skipped_combinations()  # once, not once per dataset
     if skipped:
-        print(f"\n{len(skipped)} combination(s) skipped:")
+        print(f"\n{plan.skipped_line()}:")
         for pair, reason in skipped:
             print(f"  {pair}: {reason}")
     if not plan.units:

@@ -85,6 +85,21 @@ class Plan:
     units: list[WorkUnit]
     skipped: list[dict[str, str]] = field(default_factory=list)
 
+    def skipped_combinations(self) -> dict[tuple[str, str], None]:
+        """The skipped (model + prompter + refiner, reason) pairs, each once, in order (the
+        ``skipped`` records repeat them once per dataset)."""
+        return {(" + ".join(p for p in (item["model"], item["prompter"], item["refiner"]) if p),
+                 item["reason"]): None for item in self.skipped}
+
+    def skipped_line(self) -> str:
+        """How many combinations are skipped, said the same way by ``--dry-run`` and the run:
+        ``6 incompatible combination(s) skipped (12 with each dataset counted)``."""
+        combinations = len(self.skipped_combinations())
+        per_dataset = len(self.skipped)
+        extra = (f" ({per_dataset} with each dataset counted)" if per_dataset != combinations
+                 else "")
+        return f"{combinations} incompatible combination(s) skipped{extra}"
+
 
 def _select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:
     available = dataset.case_ids()

@@ -275,7 +275,9 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
         group = fill_missing(group, metric, missing_value)
         matrix = seed_case_class_matrices(group, metric)
         per_case_scores = _case_scores(matrix)
-        low, high = bootstrap_ci(matrix, n_boot=n_boot, confidence=confidence, seed=seed)
+        # a bootstrap over one case resamples that case: no interval (NaN), not a zero-width one
+        low, high = (bootstrap_ci(matrix, n_boot=n_boot, confidence=confidence, seed=seed)
+                     if per_case_scores.size > 1 else (float("nan"), float("nan")))
         record = dict(zip(config + ["dataset"], identity))
         record.update({
             "metric": metric,

@@ -19,7 +19,7 @@ import pandas as pd
 
 from intrabench import __version__
 from intrabench.engine.finishing import prediction_file_name, prediction_folder
-from intrabench.evaluation.aggregate import per_case_table
+from intrabench.evaluation.aggregate import count_targets, per_case_table
 from intrabench.evaluation.episode_metrics import episode_table, success_summary
 from intrabench.io.results import load_results
 from intrabench.reports import plots
@@ -313,7 +313,8 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
                           "scale). Up and left is better.",
                           plots.effort_curves(rows, metric, styles=styles)))
     figures.append(Figure("dice-per-dataset", f"Final {shown_metric} x100 per dataset; error bars are "
-                          "95% bootstrap confidence intervals over cases.",
+                          "95% bootstrap confidence intervals over cases (a dataset with a "
+                          "single case has none: 'n=1' above its bar).",
                           plots.dataset_bars(rows, metric, n_boot=n_boot, styles=styles)))
     gallery_figures, gallery_parts = gallery_section(run_dir, rows, episodes, cases, max_overlays)
     attribute_figures, attribute_parts = attribute_section(run_dir, rows, n_boot=n_boot)
@@ -347,7 +348,9 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
         f"<h1>IntraBench report: {html.escape(name)}</h1>",
         f"<p class='explain'>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by IntraBench "
         f"{__version__} from <code>{html.escape(str(run_dir))}</code>. {len(rows)} result rows, "
-        f"{len(episodes)} segmented targets, {rows['case'].nunique() if not rows.empty else 0} images.</p>",
+        f"{count_targets(rows) if not rows.empty else 0} targets in "
+        f"{rows['case'].nunique() if not rows.empty else 0} images, segmented in "
+        f"{len(episodes)} episodes (a target under one model, prompter, refiner and seed).</p>",
         "<h2>How to read this page</h2>",
         "<p>A simulated clinician prompts a model (clicks, boxes or scribbles) to outline one "
         "structure (a lesion or an organ) in a 3D scan. <b>Dice</b> measures how much the model's "

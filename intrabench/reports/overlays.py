@@ -238,6 +238,16 @@ def draw_overlay(image: np.ndarray, ground_truth: np.ndarray, panels: list[StepP
                           fontsize=8, fontweight="bold")
     if title:
         figure.suptitle(title, fontsize=9)
+    # the colours' meaning in the image itself, not only in its caption and alt text
+    from matplotlib.lines import Line2D
+
+    figure.legend(handles=[Line2D([], [], color="lime", linewidth=1.5, label="ground truth"),
+                           Line2D([], [], color="red", linewidth=1.5, label="prediction"),
+                           Line2D([], [], color=POSITIVE, marker="o", linestyle="",
+                                  label="positive prompt"),
+                           Line2D([], [], color=NEGATIVE, marker="o", linestyle="",
+                                  label="negative prompt")],
+                  loc="outside lower center", ncols=4, fontsize=8, frameon=False)
     return _png(figure)
 
 

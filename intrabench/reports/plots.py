@@ -237,13 +237,22 @@ def dataset_bars(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
         errors = np.vstack([heights - part["ci_low"].to_numpy() * scale,
                             part["ci_high"].to_numpy() * scale - heights])
         style = styles[tuple(str(v) for v in config)]
-        axis.bar(positions + (i - (len(configs) - 1) / 2) * width, heights, width,
-                 yerr=np.nan_to_num(errors), capsize=2, label=configuration_label(*config),
+        where = positions + (i - (len(configs) - 1) / 2) * width
+        axis.bar(where, heights, width, label=configuration_label(*config),
                  color=style["color"], hatch=style["hatch"], edgecolor="white", linewidth=0.3)
+        interval = np.isfinite(errors).all(axis=0)
+        if interval.any():
+            axis.errorbar(where[interval], heights[interval], yerr=errors[:, interval],
+                          fmt="none", ecolor="black", capsize=2, linewidth=0.8)
+        for x, height, n_cases in zip(where[~interval], heights[~interval],
+                                      part["n_cases"].to_numpy()[~interval]):
+            if np.isfinite(height):  # one case: there is no interval to draw; say so
+                axis.text(x, height, f"n={int(n_cases)}", ha="center", va="bottom",
+                          fontsize=6)
     axis.set_xticks(positions, datasets, rotation=20, ha="right")
     axis.set_ylabel(f"final {metric_name(metric)} x{scale:g}")
     axis.set_title(f"final {metric_name(metric)} per dataset (error bars: 95% bootstrap CI "
-                   "over cases)", fontsize=10)
+                   "over cases; n=1: one case, no interval)", fontsize=10)
     axis.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     _legend_below(figure, [axis], len(configs))

@@ -96,6 +96,13 @@ def test_report_has_its_parts(tiny_run, tmp_path):
     assert any(name.startswith("overlay-") for name in pngs)
     # the per-case table lists every case with its final Dice
     rows = load_results(tiny_run)
+    # the header counts targets as targets, episodes apart (#51 item 4: "72 segmented targets"
+    # for 8 targets)
+    targets = len(rows[["dataset", "case", "target"]].drop_duplicates())
+    episodes = len(rows[["dataset", "case", "target", "model", "prompter", "refiner",
+                         "seed"]].drop_duplicates())
+    assert (f"{targets} targets in {rows['case'].nunique()} images, segmented in {episodes} "
+            "episodes") in page
     for case in rows["case"].unique():
         assert f"<td>{case}</td>" in page
     assert "final dice" in page
