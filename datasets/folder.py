@@ -67,6 +67,22 @@ def _match(root: Path, pattern: str) -> dict[str, Path]:
     return found
 
 
+def _found_note(root: Path, data: dict[str, Any]) -> str:
+    """What the patterns' folders hold, to tell a wrong folder from a wrong file pattern."""
+    notes = []
+    for key in ("images", "labels"):
+        folder = (root / str(data.get(key))).parent
+        if not folder.is_dir():
+            notes.append(f"there is no folder {folder}")
+            continue
+        names = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+        matched = len(_match(root, str(data.get(key))))
+        shown = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
+        notes.append(f"{key}: {matched} of {len(names)} file(s) in {folder} match"
+                     + (f" (e.g. {shown})" if names else ""))
+    return "; ".join(notes)
+
+
 @datasets.register
 class FolderDataset(Dataset):
     """Your own images + labels, described by a YAML spec (patterns or explicit pairs)."""
@@ -97,10 +113,17 @@ class FolderDataset(Dataset):
                             "e.g. {lesion: 1}")
         self.classes = {str(k): int(v) for k, v in classes.items() if int(v) != 0}
         types = {str(k): str(v) for k, v in (data.get("target_types") or {}).items()}
+        unknown = sorted(set(types) - set(self.classes))
+        if unknown:
+            import difflib
+
+            hints = "".join(f" (did you mean '{close[0]}' for '{name}'?)" for name in unknown
+                            if (close := difflib.get_close_matches(name, list(self.classes), 1)))
+            raise UserError(f"{path}: target_types names {unknown}, which are not classes "
+                            f"(classes: {', '.join(sorted(self.classes))}){hints}")
         bad = {k: v for k, v in types.items() if v not in ("instance", "organ")}
-        if bad or set(types) - set(self.classes):
-            raise UserError(f"{path}: target_types must name classes and be 'instance' or "
-                            f"'organ' (got {types})")
+        if bad:
+            raise UserError(f"{path}: target_types {bad}: each must be 'instance' or 'organ'")
         self.target_types = types
         self.instances = str(data.get("instances", "connected_components"))
         if self.instances not in ("connected_components", "values"):
@@ -111,7 +134,11 @@ class FolderDataset(Dataset):
         self.modality_declared = normalise_modality(modality)
         self._cases = self._find(data, path)
         if not self._cases:
-            raise UserError(f"{path}: no image/label pairs found under {self.root}")
+            raise UserError(f"{path}: no image/label pairs found: "
+                            + ("the pairs list is empty" if data.get("pairs") is not None else
+                               f"looked for images {self.root / str(data.get('images'))} and "
+                               f"labels {self.root / str(data.get('labels'))} ({{case}} "
+                               f"matching any name); {_found_note(self.root, data)}"))
 
     def _find(self, data: dict[str, Any], path: Path) -> dict[str, tuple[Path, Path]]:
         if data.get("pairs") is not None:

@@ -191,7 +191,8 @@ class RunProgress:
             self._line()
 
     def _eta_text(self, elapsed: float) -> str:
-        """``ETA 1m05s``, ``ETA 40s + 2 models not timed yet``, or "" (none known yet); the
+        """``ETA 1m05s``, ``ETA 40s + 2 models not timed yet``, ``no ETA yet: 2 models not
+        timed yet`` (nothing timed to count on), or "" (none known yet); the
         ETA goes to :attr:`history` at ``elapsed`` (None when it leaves a model out)."""
         eta, untimed = self._estimate()
         self.history.append((elapsed, self.done, None if untimed else eta))
@@ -200,7 +201,9 @@ class RunProgress:
         text = "" if eta is None else f"ETA {format_seconds(eta)}"
         if untimed:
             models = f"{len(untimed)} model{'s' if len(untimed) > 1 else ''} not timed yet"
-            text = f"{text} + {models}" if text else ""
+            # what is timed may be nothing yet (0 s): an ETA of 0 s is no estimate, say so
+            text = (f"{text} + {models}" if eta is not None and eta >= 1.0
+                    else f"no ETA yet: {models}")
         return text
 
     def failed(self, count: int = 1) -> None:

@@ -316,3 +316,24 @@ def test_labels_that_would_be_misread_are_refused(tmp_path, label, message):
     dataset = registry.datasets.create("nnunet-folder", {"path": str(folder)})
     with pytest.raises(DataError, match=message):
         dataset.load("c1")
+
+
+def test_messages_name_what_is_wrong(tmp_path):
+    """A target_types typo names the wrong class and the valid ones; a pattern that finds
+    nothing says what it looked for and what the folders hold (#51 item 6)."""
+    _own_folder(tmp_path)
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("images: images/{case}_ct.nii.gz\nlabels: labels/{case}_seg.nii.gz\n"
+                    "classes: {lesion: 1, liver: 2}\ntarget_types: {livr: organ}\n")
+    with pytest.raises(UserError, match=r"target_types names \['livr'\], which are not classes "
+                                        r"\(classes: lesion, liver\) \(did you mean 'liver'"):
+        registry.datasets.create("folder", {"spec": str(typo)})
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("images: images/{case}_ct.nrrd\nlabels: scans/{case}_seg.nii.gz\n"
+                     "classes: {lesion: 1}\n")
+    with pytest.raises(UserError) as caught:
+        registry.datasets.create("folder", {"spec": str(wrong)})
+    message = str(caught.value)
+    assert f"looked for images {tmp_path / 'images' / '{case}_ct.nrrd'}" in message
+    assert "images: 0 of 2 file(s)" in message and "p1_ct.nii.gz" in message
+    assert f"there is no folder {tmp_path / 'scans'}" in message

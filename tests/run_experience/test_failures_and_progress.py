@@ -504,3 +504,19 @@ def test_the_closing_hint_does_not_promise_a_retry_that_fails_again():
     assert _retry_hint([data, checkpoint]).startswith("each failed on its input")
     assert _retry_hint([data, chance]).startswith("1 of them failed on their input")
     assert _retry_hint([chance]) == "rerun the same command to retry them"
+
+
+def test_an_eta_of_nothing_timed_is_no_estimate():
+    """Before anything is timed the line said "ETA 0s + 2 models not timed yet" (#51 item 6)."""
+    from intrabench.config import ComponentSpec, DatasetSpec
+    from intrabench.engine.eta import UnitCosts
+    from intrabench.engine.plan import WorkUnit
+    from intrabench.engine.progress import RunProgress
+
+    units = [WorkUnit(dataset=DatasetSpec(name="d"), case_id="c", model=ComponentSpec(name=m),
+                      prompter=ComponentSpec(name="p"), refiner=None, seed=0, steps=0,
+                      keep_previous_prompts=True) for m in ("a", "b")]
+    progress = RunProgress(units, stream=io.StringIO(), interval=0.0, clock=lambda: 0.0,
+                           heartbeat=False, costs=UnitCosts())
+    assert progress._eta_text(0.0) == "no ETA yet: 2 models not timed yet"
+    progress.close()
