@@ -3,7 +3,9 @@
 Prints the work units per model and dataset (and how many are already done in the run folder),
 the incompatible combinations that would be skipped with their reasons, and the cost in
 forward passes per target (the initial prompt plus each refinement step; 2D models make one
-decoder call per prompted slice within each).
+decoder call per prompted slice within each), and the time the units left would take by this
+machine's record of earlier runs (the progress line's ETA before the first unit: see
+:mod:`intrabench.engine.eta`), saying which models have no record (no guess is made for them).
 """
 
 from __future__ import annotations
@@ -14,6 +16,33 @@ from intrabench import registry
 from intrabench.config import RunConfig
 from intrabench.engine.plan import make_plan
 from intrabench.io.results import ResultsStore
+
+
+def print_time_estimate(pending: list) -> None:
+    """The time ``pending`` units would take on this machine, as the run's first progress line
+    would estimate it (the record of earlier runs, builds and warm-ups included), or why there
+    is none."""
+    import io
+
+    from intrabench.engine.eta import UnitCosts, read_record
+    from intrabench.engine.progress import RunProgress, format_seconds
+
+    if not pending:
+        return
+    progress = RunProgress(pending, stream=io.StringIO(), heartbeat=False,
+                           costs=UnitCosts(read_record()), remember=False)
+    eta, untimed = progress.eta(), progress.untimed()
+    progress.close()
+    names = ", ".join(untimed)
+    if eta is None:
+        print(f"\ntime: no estimate yet: {len(untimed)} model(s) never ran this work on this "
+              f"machine ({names}); the run times them, and later runs and dry runs use that")
+    elif untimed:
+        print(f"\ntime: about {format_seconds(eta)} for the models this machine has timed, "
+              f"plus {len(untimed)} model(s) not timed yet ({names}): a lower bound")
+    else:
+        print(f"\ntime: about {format_seconds(eta)} (estimated from this machine's record of "
+              "earlier runs; an idle machine, within about 25%)")
 
 
 def print_dry_run(config: RunConfig, out: Path, extend: bool = False) -> int:
@@ -48,6 +77,7 @@ def print_dry_run(config: RunConfig, out: Path, extend: bool = False) -> int:
         forwards = 1 + (config.refinement_steps if pair["refined"] else 0)
         print(f"{model:28s} {dataset:22s} {pair['units']:6d} {len(pair['cases']):6d} "
               f"{forwards:16d}")
+    print_time_estimate([unit for unit in plan.units if not store.is_done(unit.key)])
     skipped = plan.skipped_combinations()  # once, not once per dataset
     if skipped:
         print(f"\n{plan.skipped_line()}:")

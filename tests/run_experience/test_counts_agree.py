@@ -20,3 +20,20 @@ def test_dry_run_and_run_say_the_same_skipped_count(tmp_path, capsys):
     assert line in dry
     main(["run", str(config), "--out", str(tmp_path / "run")])
     assert line in capsys.readouterr().err
+
+
+def test_dry_run_estimates_the_time_from_this_machines_record(tmp_path, capsys, monkeypatch):
+    """No record: no estimate, and the models are named; after a run has timed them, the dry
+    run of another folder gives the estimate (#51 item 7)."""
+    monkeypatch.setenv("INTRABENCH_CACHE", str(tmp_path / "cache"))
+    config = tmp_path / "timed.yaml"
+    config.write_text("name: timed\ndatasets: [{name: demo-phantoms, n_cases: 2, "
+                      "shape: [12, 32, 32]}]\nmodels: [region-growing-3d]\n"
+                      "prompters: [box-3d]\n")
+    assert main(["run", str(config), "--out", str(tmp_path / "a"), "--dry-run"]) == 0
+    assert ("time: no estimate yet: 1 model(s) never ran this work on this machine "
+            "(region-growing-3d)") in capsys.readouterr().out
+    assert main(["run", str(config), "--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert main(["run", str(config), "--out", str(tmp_path / "b"), "--dry-run"]) == 0
+    assert "time: about " in capsys.readouterr().out
