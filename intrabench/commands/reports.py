@@ -42,7 +42,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
         print("no table could be built from these runs (are the run names those the layout "
               "lists?)", file=sys.stderr)
         return 1
-    out = Path(args.out)
+    out = Path(args.out) if args.out else default_tables_folder(args.run_dirs)
     from intrabench.evaluation.aggregate import to_markdown
     from intrabench.reports.failed_units import add_failed_column
     from intrabench.reports.tables import prompter_label
@@ -68,6 +68,12 @@ def cmd_tables(args: argparse.Namespace) -> int:
     print(f"per-dataset mean, median, std, quartiles and bootstrap 95% CI over cases: "
           f"{out / 'statistics.csv'}", file=sys.stderr)
     return 0
+
+
+def default_tables_folder(run_dirs: list[str]) -> Path:
+    """Where ``tables`` writes without ``--out``: inside the run (``RUN_DIR/tables``, beside
+    ``RUN_DIR/report``) for one run; ``./intrabench-tables`` for tables across several runs."""
+    return Path(run_dirs[0]) / "tables" if len(run_dirs) == 1 else Path("intrabench-tables")
 
 
 def _training_data_tables(rows, layout, args: argparse.Namespace) -> list:
@@ -211,7 +217,9 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     tables = commands.add_parser(
         "tables", help="the paper's result tables (Markdown, LaTeX, CSV) from run directories")
     tables.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    tables.add_argument("--out", default="intrabench-tables", help="folder for .md/.tex/.csv files")
+    tables.add_argument("--out", help="folder for .md/.tex/.csv files (default: RUN_DIR/tables "
+                                      "for one run, as report writes RUN_DIR/report; "
+                                      "./intrabench-tables for several runs)")
     tables.add_argument("--layout", help="table layout YAML (e.g. configs/paper/tables.yaml): "
                                          "dataset columns, display names, runs per table")
     tables.add_argument("--metric", default="dice", help="column of results to tabulate")

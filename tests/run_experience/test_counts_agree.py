@@ -37,3 +37,17 @@ def test_dry_run_estimates_the_time_from_this_machines_record(tmp_path, capsys, 
     capsys.readouterr()
     assert main(["run", str(config), "--out", str(tmp_path / "b"), "--dry-run"]) == 0
     assert "time: about " in capsys.readouterr().out
+
+
+def test_tables_are_written_with_the_run(tmp_path, monkeypatch, capsys):
+    """`intrabench tables RUN` writes RUN/tables, not ./intrabench-tables (#51 item 5); the run
+    folder stays a run folder for a rerun."""
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "small.yaml"
+    config.write_text("name: small\ndatasets: [{name: demo-phantoms, n_cases: 1, "
+                      "shape: [12, 32, 32]}]\nmodels: [region-growing-3d]\nprompters: [box-3d]\n")
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
+    assert main(["tables", str(tmp_path / "run")]) == 0
+    assert (tmp_path / "run" / "tables" / "initial.md").is_file()
+    assert not (tmp_path / "intrabench-tables").exists()
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0  # resumes, no refusal
