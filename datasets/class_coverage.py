@@ -4,14 +4,14 @@ A folder spec or ``dataset.json`` that names a class with the wrong label value 
 where the files store 6) gives no target of that class and no error from any one case: each
 case is fine on its own. Only over all cases does it show. ``intrabench datasets verify`` and
 ``intrabench run`` both call :func:`class_coverage` and say the same: an **error** for a
-declared class that no case holds (with the label values the files hold that are no class,
-the likely right value), a **warning** naming the class and how many cases hold it when some
-cases lack it (legitimate: not every scan shows every organ).
+declared class that no case holds, a **warning** naming the class and how many cases hold it
+when some cases lack it (legitimate: not every scan shows every organ). (A label value that no
+class declares is refused case by case when the case is read: ``load_pair``'s one rule.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -24,32 +24,42 @@ class Coverage:
     warnings: list[str] = field(default_factory=list)
 
 
+#: the datasets whose classes a user declares (a recipe's classes are the dataset's own: a
+#: class it lacks in some selection of cases is no mistake of the user's)
+USER_DECLARED = ("folder", "nnunet-folder")
+
+
 def declared_classes(dataset: object) -> dict[str, int]:
-    """The dataset's declared foreground classes (name -> label value); {} when it declares
-    none (a built-in dataset whose classes are fixed)."""
+    """The classes a user declared for their own data (name -> label value: the folder spec's
+    or dataset.json's, as ``use_classes`` chose them); {} for every other dataset."""
+    if getattr(dataset, "name", None) not in USER_DECLARED:
+        return {}
     classes = getattr(dataset, "classes", None)
     if not isinstance(classes, Mapping):
         return {}
     return {str(name): int(value) for name, value in classes.items() if int(value) != 0}
 
 
-def class_coverage(declared: Mapping[str, int], cases_holding: Mapping[str, int], n_cases: int,
-                   undeclared_values: Iterable[int] = ()) -> Coverage:
-    """The lines to print for ``declared`` classes over ``n_cases`` cases read, of which
-    ``cases_holding[name]`` hold at least one target of that class; ``undeclared_values``:
-    label values the files hold that no class declares."""
+def class_coverage(declared: Mapping[str, int], cases_holding: Mapping[str, int],
+                   n_cases: int, of_cases: int | None = None) -> Coverage:
+    """The lines to print for ``declared`` classes (those segmented) over ``n_cases`` cases
+    read, of which ``cases_holding[name]`` hold at least one target of that class.
+    ``of_cases``: the dataset's number of cases when only ``n_cases`` of them were read (a
+    run on some cases): a class none of those holds is then a warning, not an error."""
     coverage = Coverage()
     if n_cases == 0:
         return coverage
-    others = sorted(set(int(v) for v in undeclared_values))
-    hint = (f"; the labels hold values {others[:10]} that are no class: is one of them meant?"
-            if others else "")
+    partial = of_cases is not None and of_cases > n_cases
     for name, value in sorted(declared.items(), key=lambda item: item[1]):
         held = int(cases_holding.get(name, 0))
-        if held == 0:
+        if held == 0 and partial:
+            coverage.warnings.append(
+                f"class '{name}' (label value {value}): none of the {n_cases} case(s) read of "
+                f"{of_cases} holds it")
+        elif held == 0:
             coverage.errors.append(
                 f"class '{name}' (label value {value}) is declared but none of the {n_cases} "
-                f"case(s) holds it: check its label value{hint}")
+                "case(s) holds it: check its label value")
         elif held < n_cases:
             coverage.warnings.append(
                 f"class '{name}' (label value {value}) is in {held} of {n_cases} cases")
@@ -64,12 +74,15 @@ def run_coverage(config: object, rows: object) -> list[tuple[str, Coverage]]:
     found = []
     for spec in getattr(config, "datasets", []):
         try:
-            declared = declared_classes(registry.datasets.create(spec.name, spec.params))
+            dataset = registry.datasets.create(spec.name, spec.params)
+            declared = declared_classes(dataset)
+            of_cases = len(dataset.case_ids())
         except Exception:  # noqa: BLE001 - the run itself reported a dataset it could not build
             continue
         mine = rows[rows["dataset"] == spec.key] if len(rows) else rows
         if not declared or not len(mine):
             continue
         holding = mine.groupby("target_class")["case"].nunique().to_dict()
-        found.append((spec.key, class_coverage(declared, holding, int(mine["case"].nunique()))))
+        found.append((spec.key, class_coverage(declared, holding, int(mine["case"].nunique()),
+                                               of_cases)))
     return found

@@ -33,10 +33,10 @@ from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case
 
-from .nnunet_folder import load_pair
+from .nnunet_folder import chosen_classes, load_pair
 
 _KEYS = {"name", "root", "images", "labels", "pairs", "classes", "target_types", "instances",
-         "description", "modality"}
+         "description", "modality", "use_classes"}
 
 
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
@@ -111,16 +111,19 @@ class FolderDataset(Dataset):
         if not isinstance(classes, dict) or not classes:
             raise UserError(f"{path}: 'classes' must map class names to label values, "
                             "e.g. {lesion: 1}")
-        self.classes = {str(k): int(v) for k, v in classes.items() if int(v) != 0}
+        #: every declared class (the label values a file may hold), and the classes whose
+        #: targets are segmented (``use_classes``, default all)
+        self.label_classes = {str(k): int(v) for k, v in classes.items() if int(v) != 0}
+        self.classes = chosen_classes(self.label_classes, data.get("use_classes"), str(path))
         types = {str(k): str(v) for k, v in (data.get("target_types") or {}).items()}
-        unknown = sorted(set(types) - set(self.classes))
+        unknown = sorted(set(types) - set(self.label_classes))
         if unknown:
             import difflib
 
             hints = "".join(f" (did you mean '{close[0]}' for '{name}'?)" for name in unknown
-                            if (close := difflib.get_close_matches(name, list(self.classes), 1)))
+                            if (close := difflib.get_close_matches(name, list(self.label_classes), 1)))
             raise UserError(f"{path}: target_types names {unknown}, which are not classes "
-                            f"(classes: {', '.join(sorted(self.classes))}){hints}")
+                            f"(classes: {', '.join(sorted(self.label_classes))}){hints}")
         bad = {k: v for k, v in types.items() if v not in ("instance", "organ")}
         if bad:
             raise UserError(f"{path}: target_types {bad}: each must be 'instance' or 'organ'")
@@ -172,5 +175,5 @@ class FolderDataset(Dataset):
     def load(self, case_id: str) -> Case:
         image, label = self._cases[case_id]
         return load_pair(self.dataset_name, case_id, image, label, self.classes,
-                         self.target_types, self.instances, all_classes_declared=False,
-                         modality=self.modality_declared)
+                         self.target_types, self.instances, modality=self.modality_declared,
+                         label_classes=self.label_classes, declared_in="the spec's classes")

@@ -149,7 +149,24 @@ def grid_difference(label: Any, image: Any) -> str:
     return "; ".join(parts) or "within tolerance on each field, but not as a whole"
 
 
-def check_label_values(label: np.ndarray, path: Path, classes: dict[str, int] | None) -> int:
+def chosen_classes(declared: dict[str, int], use_classes: Any, where: str) -> dict[str, int]:
+    """The declared classes to segment: ``use_classes`` (a list of declared names), else all.
+    UserError naming an unknown name (with the declared ones)."""
+    if use_classes is None:
+        return dict(declared)
+    if isinstance(use_classes, str) or not isinstance(use_classes, (list, tuple)) or not all(
+            isinstance(name, str) for name in use_classes) or not use_classes:
+        raise UserError(f"{where}: use_classes must be a non-empty list of class names, not "
+                        f"{use_classes!r}")
+    unknown = [name for name in use_classes if name not in declared]
+    if unknown:
+        raise UserError(f"{where}: use_classes names {unknown}, which are not declared classes "
+                        f"({', '.join(n for n, v in declared.items() if v)})")
+    return {name: value for name, value in declared.items() if name in set(use_classes)}
+
+
+def check_label_values(label: np.ndarray, path: Path, classes: dict[str, int] | None,
+                       declared_in: str = "") -> int:
     """DataError unless every voxel of the ``label`` array is a whole number 0..2^31-1 and, when
     ``classes`` is given, one of its values: a float label would be truncated (1.7 -> 1), a
     64-bit one would wrap, and an undeclared value would silently not be a target.
@@ -174,8 +191,11 @@ def check_label_values(label: np.ndarray, path: Path, classes: dict[str, int] | 
         declared = set(classes.values()) | {0}
         unknown = [v for v in values.tolist() if int(v) not in declared]
         if unknown:
+            listing = ", ".join(f"{k}: {v}" for k, v in classes.items() if v)
             raise DataError(f"{path.name}: label values {[int(v) for v in unknown[:10]]} are not "
-                            "in dataset.json's labels; declare them, or relabel the file")
+                            f"declared classes ({declared_in or 'classes'}: {listing}); "
+                            "declare every value the labels hold, and choose the classes to "
+                            "segment with use_classes")
     return int(values.max()) if values.size else 0
 
 
@@ -200,7 +220,7 @@ class NnUNetFolder(Dataset):
 
     def __init__(self, path: str, target_type: Literal["instance", "organ"] | None = None,
                  instances: Literal["connected_components", "values"] | None = None,
-                 dataset_name: str | None = None) -> None:
+                 dataset_name: str | None = None, use_classes: list[str] | None = None) -> None:
         self.root = Path(path).expanduser()
         if not self.root.exists():
             raise UserError(f"dataset folder not found: {self.root}")
@@ -221,16 +241,20 @@ class NnUNetFolder(Dataset):
         if not isinstance(labels, dict) or not labels:
             raise UserError(f"{self.root / 'dataset.json'}: needs a 'labels' mapping "
                             '(e.g. {"background": 0, "lesion": 1})')
-        self.classes = {str(k): _label_value(v, k, self.root / "dataset.json")
-                        for k, v in labels.items()}
+        #: every class dataset.json declares (the label values a file may hold), and the
+        #: classes whose targets are segmented (``use_classes``, default all)
+        self.label_classes = {str(k): _label_value(v, k, self.root / "dataset.json")
+                              for k, v in labels.items()}
+        self.classes = chosen_classes(self.label_classes, use_classes,
+                                      f"{self.root / 'dataset.json'}")
         types = self.meta.get("target_types", {})
         if not isinstance(types, dict):
             raise UserError(f"{self.root / 'dataset.json'}: 'target_types' must map class names "
                             'to "instance" or "organ"')
-        unknown = sorted(set(types) - set(self.classes))
+        unknown = sorted(set(types) - set(self.label_classes))
         if unknown:
             raise UserError(f"{self.root / 'dataset.json'}: target_types names {unknown}, which "
-                            f"are not in labels ({', '.join(self.classes)})")
+                            f"are not in labels ({', '.join(self.label_classes)})")
         wrong = {k: v for k, v in types.items() if v not in ("instance", "organ")}
         if wrong:
             raise UserError(f"{self.root / 'dataset.json'}: target_types {wrong}: each must be "
@@ -292,23 +316,29 @@ class NnUNetFolder(Dataset):
         image_path, label_path = self._cases[case_id]
         return load_pair(self.dataset_name, case_id, image_path, label_path, self.classes,
                          self.target_types, self.instances,
-                         modality=self.case_modality(case_id))
+                         modality=self.case_modality(case_id), label_classes=self.label_classes,
+                         declared_in="dataset.json's labels")
 
 
 def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Path,
               classes: dict[str, int], target_types: dict[str, str],
-              instances: str = "connected_components", all_classes_declared: bool = True,
-              modality: str = "") -> Case:
+              instances: str = "connected_components", modality: str = "",
+              label_classes: dict[str, int] | None = None, declared_in: str = "") -> Case:
     """Read an image and its label map (same grid required) into a Case with targets.
 
-    ``all_classes_declared``: every non-zero label value must be one of ``classes`` (nnU-Net's
-    dataset.json lists them all); False when ``classes`` is a chosen subset (a folder spec).
+    One rule for every dataset that declares its classes (a folder spec's ``classes``,
+    nnU-Net's dataset.json ``labels``): every non-zero label value must be a declared class
+    (``label_classes``, default ``classes``; an undeclared value is a mistake until said
+    otherwise, not silently background), and targets are made of ``classes`` (the chosen
+    subset: ``use_classes``). ``declared_in`` names the declaration in the message.
     ``modality``: 'CT', 'MR' or '' (undeclared), handed to the models with the image.
     """
     raw_image = read_image(image_path)
     raw_label = read_image(label_path)
-    strict = all_classes_declared and instances != "values"
-    largest = check_label_values(raw_label.array, label_path, classes if strict else None)
+    strict = instances != "values"
+    declared = label_classes if label_classes is not None else classes
+    largest = check_label_values(raw_label.array, label_path, declared if strict else None,
+                                 declared_in)
     image = volume_from_raw(raw_image, name=str(image_path)).with_modality(modality)
     label = volume_from_raw(raw_label, name=str(label_path), dtype=smallest_label_dtype(largest))
     del raw_image, raw_label  # given away: their arrays are the volumes' now
@@ -316,13 +346,6 @@ def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Pat
         raise DataError(f"{label_path.name}: label grid does not match image grid "
                         f"({grid_difference(label.geometry, image.geometry)}); resample the "
                         "label onto the image")
-    undeclared: tuple[int, ...] = ()
-    if not strict and instances != "values":  # a chosen subset: say what was left out
-        declared = set(classes.values()) | {0}
-        import pandas as pd  # hash-based: a tenth of a second on a CT's label
-
-        values = sorted(int(v) for v in pd.unique(np.asarray(label.array).ravel()))
-        undeclared = tuple(v for v in values if v not in declared)
     target_map, targets, boxes = build_targets(label.array, classes, target_types, instances)
     if not targets:
         present = np.unique(label.array)
@@ -335,8 +358,7 @@ def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Pat
         log.warning("%s: %s targets (one episode each per configuration and seed): check the "
                     "label's instances or use target_type: organ", label_path.name,
                     f"{len(targets):,}")
-    case = Case(dataset_name, case_id, image, target_map, targets,
-                undeclared_label_values=undeclared)
+    case = Case(dataset_name, case_id, image, target_map, targets)
     if boxes is not None:  # no second pass over the map for the targets' boxes
         case.set_label_boxes(boxes)
     return case

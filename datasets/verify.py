@@ -44,8 +44,6 @@ class CaseReport:
     spacing_zyx: tuple[float, float, float] | None = None
     orientation: str = ""
     shape_zyx: tuple[int, int, int] | None = None
-    #: label values of the file that no declared class has (a folder spec's subset)
-    undeclared_label_values: tuple[int, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -102,7 +100,6 @@ def check_case(dataset: Any, case_id: str) -> CaseReport:
         spacing_zyx=tuple(round(float(v), 4) for v in case.image.spacing),
         orientation="".join(nib.orientations.aff2axcodes(geometry.ras_affine())),
         shape_zyx=tuple(int(v) for v in case.image.shape),
-        undeclared_label_values=tuple(getattr(case, "undeclared_label_values", ())),
     )
 
 
@@ -112,8 +109,7 @@ def dataset_coverage(item: DatasetToVerify, reports: list[CaseReport]) -> Any:
 
     read = [r for r in reports if r.ok]
     holding = Counter(name for r in read for name, count in r.targets_per_class.items() if count)
-    return class_coverage(declared_classes(item.dataset), holding, len(read),
-                          [v for r in read for v in r.undeclared_label_values])
+    return class_coverage(declared_classes(item.dataset), holding, len(read), len(reports))
 
 
 def check_dataset(item: DatasetToVerify) -> Iterator[CaseReport]:

@@ -418,9 +418,7 @@ class Case:
     """One image with its label map (canonical (z, y, x), same grid) and its targets.
 
     ``attributes``: each target's attributes by target id (see :mod:`intrabench.attributes`),
-    once the engine has measured them; None before. ``undeclared_label_values``: non-zero
-    values of the label file that are no declared class (a folder spec that declares a subset
-    of its labels), ascending; they are not targets."""
+    once the engine has measured them; None before."""
 
     dataset: str
     case_id: str
@@ -428,7 +426,6 @@ class Case:
     label: np.ndarray
     targets: tuple[Target, ...]
     attributes: dict[str, dict[str, Any]] | None = None
-    undeclared_label_values: tuple[int, ...] = ()
 
     def target_box(self, target: Target) -> tuple[slice, ...] | None:
         """Bounding box (slices, (z, y, x)) of ``target`` in the label map, None if absent.

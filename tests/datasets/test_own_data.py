@@ -55,10 +55,15 @@ def test_folder_dataset_explicit_pairs_and_errors(tmp_path):
     _own_folder(tmp_path)
     spec = tmp_path / "pairs.yaml"
     spec.write_text("pairs:\n  - {case: a, image: images/p2_ct.nii.gz, label: labels/p2_seg.nii.gz}\n"
-                    "classes: {lesion: 1}\n")
+                    "classes: {lesion: 1, liver: 2}\nuse_classes: [lesion]\n")
     dataset = registry.datasets.create("folder", {"spec": str(spec)})
     assert dataset.case_ids() == ["a"]
-    assert len(dataset.load("a").targets) == 2  # liver value 2 is not a declared class
+    assert len(dataset.load("a").targets) == 2  # liver (2) declared, not chosen: no target
+    undeclared = tmp_path / "undeclared.yaml"  # the liver's value not declared: refused
+    undeclared.write_text(spec.read_text().replace(", liver: 2", "").replace(
+        "use_classes: [lesion]\n", ""))
+    with pytest.raises(Exception, match=r"label values \[2\] are not declared classes"):
+        registry.datasets.create("folder", {"spec": str(undeclared)}).load("a")
     (tmp_path / "images" / "p3_ct.nii.gz").write_bytes((tmp_path / "images" / "p1_ct.nii.gz").read_bytes())
     with pytest.raises(UserError, match="without a label.*p3"):
         registry.datasets.create("folder", {"spec": str(_own_folder(tmp_path))})
@@ -305,7 +310,7 @@ def test_instances_values_with_two_classes_is_refused(tmp_path):
     (np.where(np.indices((4, 6, 6))[0] == 1, 2**40 + 1, 0).astype(np.int64),
      "label values must lie in 0..2147483647"),
     (np.where(np.indices((4, 6, 6))[0] == 1, 3, 0).astype(np.uint8),
-     r"label values \[3\] are not in dataset.json's labels"),
+     r"label values \[3\] are not declared classes \(dataset.json's labels: lesion: 1\)"),
 ])
 def test_labels_that_would_be_misread_are_refused(tmp_path, label, message):
     from intrabench.errors import DataError
