@@ -96,7 +96,9 @@ class FolderDataset(Dataset):
         if not path.is_file():
             raise UserError(f"dataset spec not found: {path}")
         try:
-            data: Any = yaml.safe_load(path.read_text())
+            from intrabench.config import read_yaml
+
+            data: Any = read_yaml(path.read_text(), str(path))
         except yaml.YAMLError as error:
             raise UserError(f"{path}: invalid YAML ({error})") from None
         if not isinstance(data, dict):

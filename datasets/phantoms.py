@@ -89,6 +89,12 @@ def make_phantom(seed: int, index: int, shape: tuple[int, int, int] = (32, 96, 9
     return Volume(image.astype(np.float32), spacing, geometry, modality="CT"), label
 
 
+#: the most phantoms and the longest side one dataset may generate (n_cases: 100000000 grew
+#: to 7.5 GB under --dry-run)
+MAX_PHANTOMS = 10_000
+MAX_PHANTOM_SIDE = 2048
+
+
 @datasets.register
 class Phantoms(Dataset):
     """Synthetic CT-like phantoms with lesions (any number of cases, deterministic)."""
@@ -100,8 +106,12 @@ class Phantoms(Dataset):
     def __init__(self, n_cases: int = 4, seed: int = 0, shape: tuple[int, int, int] = (32, 96, 96),
                  spacing: tuple[float, float, float] = (2.5, 0.8, 0.8),
                  n_lesions: tuple[int, int] = (2, 4)) -> None:
-        if n_cases < 1:
-            raise ValueError("n_cases must be at least 1")
+        if not 1 <= n_cases <= MAX_PHANTOMS:
+            raise ValueError(f"n_cases must be from 1 to {MAX_PHANTOMS:,} (generated cases: "
+                             f"each is a volume), not {str(n_cases)[:20]}")
+        if len(shape) != 3 or not all(1 <= int(s) <= MAX_PHANTOM_SIDE for s in shape):
+            raise ValueError(f"shape must be 3 sides of 1 to {MAX_PHANTOM_SIDE} voxels, not "
+                             f"{str(list(shape))[:40]}")
         self.n_cases = int(n_cases)
         self.seed = int(seed)
         self.shape = tuple(int(s) for s in shape)

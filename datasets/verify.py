@@ -152,8 +152,10 @@ def nnunet_layout_problems(folder: str | Path) -> list[str]:
 
 def _is_run_config(path: Path) -> bool:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError):
+        from intrabench.config import read_yaml
+
+        data = read_yaml(path.read_text(encoding="utf-8"), str(path))
+    except (yaml.YAMLError, UnicodeDecodeError, UserError):
         return False
     return isinstance(data, dict) and "datasets" in data and "models" in data
 

@@ -63,7 +63,7 @@ class DatasetSpec(ComponentSpec):
     """A dataset plus which of its cases to use."""
 
     #: only these case ids (an unknown id is an error listing the available ones)
-    cases: list[str] | None = None
+    cases: list[str] | None = Field(default=None, min_length=1)
     #: at most this many cases (the first ones in sorted order, after ``cases``)
     max_cases: int | None = Field(default=None, ge=1)
 
@@ -135,10 +135,14 @@ class RobustnessSpec(BaseModel):
 SurfaceSteps = Literal["all", "final", "initial-and-final"] | list[Annotated[int, Field(ge=0)]]
 
 
+#: the largest seed: results store seeds as 64-bit integers
+MAX_SEED = 2**63 - 1
+
+
 class RunConfig(BaseModel):
     """Everything that defines a run (models x prompters x refiners x datasets x seeds)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     #: the run's name: its default folder (intrabench-runs/<name>) and the ``run`` column
     name: str = "run"
@@ -217,9 +221,15 @@ class RunConfig(BaseModel):
     @field_validator("seeds")
     @classmethod
     def _distinct_seeds(cls, value: list[int]) -> list[int]:
-        repeated = sorted({s for s in value if value.count(s) > 1})
+        from collections import Counter
+
+        outside = [s for s in value if not 0 <= s <= MAX_SEED]
+        if outside:
+            raise ValueError(f"seeds must be whole numbers from 0 to 2^63 - 1; got "
+                             f"{str(outside[0])[:30]}")
+        repeated = sorted(s for s, n in Counter(value).items() if n > 1)  # linear, not n^2
         if repeated:
-            raise ValueError(f"seeds listed twice: {repeated} (each seed is one repetition)")
+            raise ValueError(f"seeds listed twice: {repeated[:10]} (each seed is one repetition)")
         return value
 
     @field_validator("name")
@@ -312,6 +322,55 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+#: the most values a config's YAML may expand to (aliases included): a real config has a few
+#: hundred; a 375-byte alias bomb expanded to 6.8 GB before this bound
+MAX_YAML_VALUES = 100_000
+
+
+def _expanded_values(root: yaml.Node) -> int:
+    """How many values the YAML graph under ``root`` holds once its aliases are expanded
+    (each alias counted as a full copy), computed without expanding it: each node's count once
+    (iteratively: deep nesting does not exhaust Python's recursion), capped just above
+    :data:`MAX_YAML_VALUES`."""
+    counts: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if id(node) in counts:
+            continue
+        if isinstance(node, yaml.ScalarNode):
+            counts[id(node)] = 1
+            continue
+        children = ([v for pair in node.value for v in pair] if isinstance(node, yaml.MappingNode)
+                    else list(node.value))
+        if children_done:
+            counts[id(node)] = min(MAX_YAML_VALUES + 1,
+                                   1 + sum(counts[id(child)] for child in children))
+        else:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in counts)
+    return counts[id(root)]
+
+
+def read_yaml(text: str, source: str) -> Any:
+    """Safe YAML with the config rules: a key given twice is refused, the document may expand
+    to at most :data:`MAX_YAML_VALUES` values (alias bombs), nesting too deep for the parser is
+    a ConfigError, not a RecursionError."""
+    loader = _UniqueKeyLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_values(node) > MAX_YAML_VALUES:
+            raise ConfigError(f"{source}: the YAML expands to more than {MAX_YAML_VALUES:,} "
+                              "values (aliases repeated inside aliases?); write it out plainly")
+        return loader.construct_document(node)
+    except RecursionError:
+        raise ConfigError(f"{source}: the YAML is nested too deeply to read") from None
+    finally:
+        loader.dispose()
+
+
 def parse_config(data: Any, source: str = "config") -> RunConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
@@ -319,6 +378,8 @@ def parse_config(data: Any, source: str = "config") -> RunConfig:
         config = RunConfig.model_validate(data)
     except ValidationError as error:
         raise ConfigError(_format_validation_error(error, source)) from None
+    except RecursionError:
+        raise ConfigError(f"{source}: the config is nested too deeply") from None
     config.validate_components()
     return config
 
@@ -338,7 +399,7 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
         raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); save the config as "
                           "UTF-8") from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        data = read_yaml(text, str(path))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

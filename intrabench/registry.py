@@ -20,7 +20,7 @@ import pkgutil
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
-from intrabench.errors import ConfigError
+from intrabench.errors import ConfigError, quoted
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -146,7 +146,9 @@ class Registry(Generic[T]):
         try:
             return self.get(name)(**params)
         except (TypeError, ValueError) as error:
-            raise ConfigError(f"{self.kind} '{name}' with {params}: {error}") from None
+            message = str(error) if len(str(error)) <= 300 else f"{str(error)[:297]}..."
+            raise ConfigError(f"{self.kind} '{name}' with {quoted(params, 200)}: "
+                              f"{message}") from None
 
 
 def constructor_parameters(cls: type) -> tuple[list[str], bool]:
@@ -207,4 +209,4 @@ def _check_param_types(cls: type, params: dict[str, Any], what: str) -> None:
             adapter.validate_python(value, strict=False)
         except ValidationError as error:
             first = error.errors()[0]
-            raise ConfigError(f"{what}: parameter '{key}' = {value!r}: {first['msg']}") from None
+            raise ConfigError(f"{what}: parameter '{key}' = {quoted(value)}: {first['msg']}") from None

@@ -24,11 +24,12 @@ defaults are a starting point, set them to your readers' in the run config (``ti
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from intrabench.errors import UserError
 from intrabench.types import INTERACTION_COST
 
 if TYPE_CHECKING:  # imported where used: the run config imports this module (pandas: 0.45 s)
@@ -41,7 +42,7 @@ DEFAULT_SECONDS = {"click": 2.4, "box2d": 7.0, "box3d": 13.0, "scribble": 10.9,
 class TimeModel(BaseModel):
     """Seconds per interaction kind, per slice scrolled, and the budget per target."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     #: a clinician's seconds per interaction kind (sources in docs/time-aware.md)
     seconds: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_SECONDS))
     #: seconds per slice scrolled between interactions
@@ -70,6 +71,18 @@ class TimeModel(BaseModel):
             raise ValueError("waiting: table needs a latency_table (a file written by "
                              "'intrabench latency RUN --save FILE', or seconds per model)")
         return self
+
+    @field_validator("latency_table")
+    @classmethod
+    def _inline_table(cls, value: Any) -> Any:
+        if isinstance(value, dict):  # inline seconds: checked now, not when the tables run
+            from intrabench.timing.waiting import checked_entries
+
+            try:
+                checked_entries(value, "latency_table")
+            except UserError as error:
+                raise ValueError(str(error)) from None
+        return value
 
     @field_validator("seconds")
     @classmethod

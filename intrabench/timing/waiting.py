@@ -87,18 +87,56 @@ def save_table(models: dict[str, dict[str, float]], path: Path,
     return table
 
 
+#: the keys of a model's latency entry: a case's first call, every later one, per kind
+LATENCY_KEYS = ("first", "warm", "click", "box2d", "box3d", "scribble", "boundary_slice", "lasso")
+#: the longest latency a table may give (an hour): a larger one is a mistake, not a model
+MAX_LATENCY_SECONDS = 3600.0
+
+
+def checked_entries(models: Any, where: str) -> dict[str, dict[str, float]]:
+    """``{model: {key: seconds}}`` with every key one of :data:`LATENCY_KEYS` and every value a
+    finite number of seconds in 0..:data:`MAX_LATENCY_SECONDS`; UserError naming the first
+    that is not (a negative latency gave negative waiting, NaN or infinity a waiting of 0 and an
+    AUC of 0, and a misspelt kind was ignored)."""
+    import math
+
+    if not isinstance(models, dict):
+        raise UserError(f"{where}: expected {{model: {{first: s, warm: s, ...}}}}, not "
+                        f"{type(models).__name__}")
+    checked: dict[str, dict[str, float]] = {}
+    for model, entry in models.items():
+        if not isinstance(entry, dict):
+            raise UserError(f"{where}: {model}: expected {{first: s, warm: s, ...}}, not "
+                            f"{type(entry).__name__}")
+        checked[str(model)] = {}
+        for key, value in entry.items():
+            if key not in LATENCY_KEYS:
+                raise UserError(f"{where}: {model}: unknown key '{key}'; valid: "
+                                f"{', '.join(LATENCY_KEYS)}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    math.isfinite(value) and 0 <= value <= MAX_LATENCY_SECONDS):
+                shown = repr(value)[:40]
+                raise UserError(f"{where}: {model}.{key} = {shown}: a latency is a number of "
+                                f"seconds from 0 to {MAX_LATENCY_SECONDS:g}")
+            checked[str(model)][key] = float(value)
+    return checked
+
+
 def load_table(spec: str | dict[str, dict[str, float]]) -> LatencyTable:
-    """The table of ``time_model.latency_table``: a file of :func:`save_table`, or inline."""
+    """The table of ``time_model.latency_table``: a file of :func:`save_table`, or inline;
+    every value checked (:func:`checked_entries`)."""
     if isinstance(spec, dict):
-        return LatencyTable({str(m): {k: float(v) for k, v in e.items()} for m, e in spec.items()})
+        return LatencyTable(checked_entries(spec, "time_model.latency_table"))
     path = Path(spec)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        models = {str(m): {k: float(v) for k, v in e.items()} for m, e in data["models"].items()}
+        if not isinstance(data, dict) or "models" not in data:
+            raise KeyError("models")
+        models = checked_entries(data["models"], f"time_model.latency_table: {path}")
     except FileNotFoundError:
         raise UserError(f"time_model.latency_table: {path} not found (write one with "
                         "'intrabench latency RUN --save FILE')") from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
         raise UserError(f"time_model.latency_table: {path} is not a latency table "
                         f"({type(error).__name__}: {error})") from None
     return LatencyTable(models, data.get("machine"), str(path), data.get("measured"),
