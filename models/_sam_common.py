@@ -25,6 +25,7 @@ registered models stays fast.
 
 from __future__ import annotations
 
+import logging
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
@@ -40,9 +41,11 @@ from intrabench.io.checkpoints import (
     check_pinned,
     checkpoint_dir,
     checkpoint_path,
+    is_pinned,
     is_present,
     load_checkpoint,
     load_state_dict_strict,
+    pinned_difference,
     strip_prefix,
 )
 from intrabench.io.volume import Volume
@@ -83,6 +86,8 @@ from ._sam_network import (  # noqa: F401 - re-exported for the adapters
 from ._slice_intensity import PERCENTILES, percentile_window, to_uint8  # noqa: F401
 
 _UNRESOLVED = object()
+
+log = logging.getLogger(__name__)
 
 
 def exportable_models() -> list[str]:
@@ -170,7 +175,7 @@ class SamFamilyModel(SliceModel):
                  multimask: str = "auto", weights: str = "checkpoint", tiny: bool = False,
                  seed: int = 0, precision: str = "auto", attention: str = "auto",
                  encoder_weights: str = "float32", compile: bool = False,
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", accept_other_weights: bool = False) -> None:
         super().__init__()
         variant = variant or self.DEFAULT_VARIANT
         if variant not in self.VARIANTS:
@@ -206,6 +211,10 @@ class SamFamilyModel(SliceModel):
         #: the checkpoint table's key of the file to load, when it is the table's own file
         #: (not an explicit ``checkpoint``): its pinned size and hash are checked before loading
         self._table_key: str | None = None
+        #: an explicit ``checkpoint`` is compared with the variant's published file where the
+        #: table pins it: a different file is refused unless ``accept_other_weights``
+        self._published_key: str | None = None
+        self.accept_other_weights = bool(accept_other_weights)
         if weights == "checkpoint":
             if self.tiny and not checkpoint:
                 raise ValueError("tiny=True with weights='checkpoint' needs an explicit "
@@ -218,6 +227,7 @@ class SamFamilyModel(SliceModel):
                 self.checkpoint_file = checkpoint_path(self.VARIANTS[variant], checkpoint_dir,
                                                        checkpoint)
                 self._table_key = None if checkpoint else self.VARIANTS[variant]
+                self._published_key = self.VARIANTS[variant] if checkpoint else None
         self.cache = EmbeddingCache(int(cache_mb * 2**20), cache_slices)
         self.stats = EncoderStats()
         self._net: Any = None
@@ -308,9 +318,27 @@ class SamFamilyModel(SliceModel):
         the table's file against its pinned size and hash (where the table pins them)."""
         if self._table_key is not None:
             check_pinned(self._table_key, path)
+        elif self._published_key is not None and is_pinned(self._published_key):
+            self.check_explicit_checkpoint(self._published_key, path)
         state = self.extract_state_dict(load_checkpoint(path))
         load_state_dict_strict(net, state, source=str(path),
                                ignore_unexpected=self.IGNORED_CHECKPOINT_KEYS)
+
+    def check_explicit_checkpoint(self, key: str, path: Path) -> None:
+        """An explicit checkpoint that is not the variant's published file (a one-bit change
+        took a Dice of 0.71 to 0.26 without a word) is refused, or used with a warning when
+        ``accept_other_weights`` says the user means it (fine-tuned weights)."""
+        difference = pinned_difference(key, path)
+        if difference is None:
+            return
+        if not self.accept_other_weights:
+            raise CheckpointError(
+                f"checkpoint {path} is not the published {key} file ({difference}): if these "
+                f"are other weights on purpose (fine-tuned), set the model's "
+                "accept_other_weights: true; else reinstall it (intrabench models download "
+                f"{key})")
+        log.warning("%s: checkpoint %s differs from the published %s file (%s); used as "
+                    "accept_other_weights says", self.name, path, key, difference)
 
     #: checkpoint entries known to be harmless extras (non-persistent buffers in this code)
     IGNORED_CHECKPOINT_KEYS: ClassVar[tuple[str, ...]] = ()

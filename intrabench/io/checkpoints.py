@@ -203,19 +203,33 @@ def located(key: str, directory: str | os.PathLike | None = None) -> Path:
     return packaged_path(key) or path
 
 
-def check_pinned(key: str, path: str | os.PathLike) -> None:
-    """CheckpointError unless ``path`` has checkpoint ``key``'s pinned size and sha256 (a
-    check of whichever of the two are pinned; nothing when neither is)."""
+def pinned_difference(key: str, path: str | os.PathLike) -> str | None:
+    """How ``path`` differs from checkpoint ``key``'s pinned size and sha256 (``"40728227
+    bytes, expected 40728226"``), or None when it matches whatever is pinned (or nothing is)."""
     info = CHECKPOINTS[key]
     size = Path(path).stat().st_size
     if info.size is not None and size != info.size:
-        raise CheckpointError(f"{path}: {size} bytes, expected {info.size} for {key} "
-                              f"({info.url}); reinstall it")
+        return f"{size} bytes, expected {info.size}"
     if info.sha256 is not None:
         actual = sha256_file(path)
         if actual != info.sha256:
-            raise CheckpointError(f"{path}: sha256 {actual}, expected {info.sha256} for {key} "
-                                  f"({info.url}); reinstall it")
+            return f"sha256 {actual}, expected {info.sha256}"
+    return None
+
+
+def is_pinned(key: str) -> bool:
+    """Whether the table pins checkpoint ``key``'s size or hash."""
+    info = CHECKPOINTS[key]
+    return info.size is not None or info.sha256 is not None
+
+
+def check_pinned(key: str, path: str | os.PathLike) -> None:
+    """CheckpointError unless ``path`` has checkpoint ``key``'s pinned size and sha256 (a
+    check of whichever of the two are pinned; nothing when neither is)."""
+    difference = pinned_difference(key, path)
+    if difference is not None:
+        raise CheckpointError(f"{path}: {difference} for {key} ({CHECKPOINTS[key].url}); "
+                              "reinstall it")
 
 
 def checkpoint_path(key: str, directory: str | os.PathLike | None = None,

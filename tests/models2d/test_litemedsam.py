@@ -85,6 +85,29 @@ def test_packaged_checkpoint_is_the_pinned_file(tmp_path: Path) -> None:
     assert registry.models.get("litemedsam").availability() == "ready"
 
 
+def test_an_explicit_checkpoint_that_differs_from_the_published_one_is_refused(tmp_path, caplog):
+    """#50 item 10: an explicit checkpoint was not hashed; a one-bit change took breast1 from
+    0.7126 to 0.2570 without a word. Now: refused, unless accept_other_weights says the user
+    means other weights (then a warning); the published file given explicitly loads."""
+    import logging
+
+    path = packaged_path("litemedsam")
+    altered = one_bit_flipped_copy(path, tmp_path, 1000)
+    model = registry.models.create("litemedsam", {"device": "cpu", "backend": "torch",
+                                                  "checkpoint": str(altered)})
+    with pytest.raises(CheckpointError, match="is not the published litemedsam file .*sha256.*"
+                                              "accept_other_weights: true"):
+        model.prepare()
+    model = registry.models.create("litemedsam", {"device": "cpu", "backend": "torch",
+                                                  "checkpoint": str(altered),
+                                                  "accept_other_weights": True})
+    with caplog.at_level(logging.WARNING):
+        model.prepare()
+    assert "differs from the published litemedsam file" in caplog.text
+    registry.models.create("litemedsam", {"device": "cpu", "backend": "torch",
+                                          "checkpoint": str(path)}).prepare()
+
+
 def test_litemedsam_equals_official_inference(lite, demo_cases, frozen) -> None:
     """8-bit slices and boxes identical; logits within 1e-4; the same masks."""
     assert {sample["case"].item() for sample in frozen} == {"lung1", "brain1", "breast1"}
