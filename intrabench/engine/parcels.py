@@ -64,31 +64,59 @@ def spool_directory() -> str:
     for folder in {shm, tempfile.gettempdir()}:
         remove_orphans(folder)
     parent = parent or tempfile.gettempdir()
-    return tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-", dir=parent)
+    namespace, started = _identity(os.getpid()) or ("", "")
+    return tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-n{namespace}-s{started}-",
+                            dir=parent)
+
+
+def _identity(pid: int) -> tuple[str, str] | None:
+    """(PID namespace inode, start time in clock ticks since boot) of process ``pid`` from
+    ``/proc`` (Linux), or None where it cannot be read: together with the PID they tell a
+    spool's owner from a later process that got the same PID, and a process of another PID
+    namespace (a container sharing ``/dev/shm``) from an ended one."""
+    try:
+        namespace = os.readlink(f"/proc/{pid}/ns/pid")
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return "".join(c for c in namespace if c.isdigit()), fields[19]
+    except (OSError, IndexError):
+        return None
 
 
 def remove_orphans(parent: str, min_age_seconds: float = 3600.0) -> list[str]:
-    """Remove this user's spool directories in ``parent`` whose process has ended and that
-    nothing has written to for ``min_age_seconds`` (a process of another PID namespace sharing
-    ``/dev/shm`` looks ended from here); returns their paths."""
+    """Remove this user's spool directories in ``parent`` whose process has ended; returns
+    their paths. A directory named with its owner's PID namespace and start time (see
+    :func:`spool_directory`) whose namespace is this process's goes at once when its process
+    has ended (or its PID now belongs to a later process): a kill -9'd run's spool is freed at
+    the next start. Others (another namespace, whose processes look ended from here, or the
+    older names without these) go once nothing has written to them for ``min_age_seconds``."""
     removed = []
     try:
         names = os.listdir(parent)
     except OSError:
         return removed
+    own = _identity(os.getpid())
     for name in names:
         if not name.startswith(SPOOL_PREFIX):
             continue
-        pid_text = name[len(SPOOL_PREFIX):].split("-", 1)[0]
+        parts = name[len(SPOOL_PREFIX):].split("-")
+        pid_text = parts[0]
         path = os.path.join(parent, name)
         try:
             stats = os.stat(path)
-            if (not pid_text.isdigit() or stats.st_uid != os.getuid()
-                    or time.time() - stats.st_mtime < min_age_seconds):
+            if not pid_text.isdigit() or stats.st_uid != os.getuid():
                 continue
         except OSError:
             continue
-        if not _running(int(pid_text)):
+        pid = int(pid_text)
+        named = (len(parts) >= 3 and parts[1].startswith("n") and parts[2].startswith("s")
+                 and own is not None and parts[1][1:] == own[0])
+        if named:
+            current = _identity(pid)
+            gone = current is None or current[1] != parts[2][1:]
+        else:
+            gone = time.time() - stats.st_mtime >= min_age_seconds and not _running(pid)
+        if gone:
             remove_directory(path)
             removed.append(path)
     return removed
