@@ -23,15 +23,36 @@ def cmd_review_build(args: argparse.Namespace) -> int:
 
 
 def cmd_review_import(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from intrabench.evaluation.aggregate import to_markdown
     from intrabench.io.results import load_results
-    from intrabench.review.ratings import analyse_ratings, join_ratings, read_ratings
+    from intrabench.review.ratings import (
+        RATING_COLUMNS,
+        analyse_ratings,
+        join_ratings,
+        read_ratings,
+    )
 
     ratings = read_ratings(args.ratings)
-    joined = join_ratings(ratings, args.run_dir, load_results(args.run_dir))
-    analysis = analyse_ratings(joined, n_boot=args.n_boot, seed=args.seed)
+    join_ratings(ratings, args.run_dir, load_results(args.run_dir))  # checks review and jobs
     review = str(ratings["review"].iloc[0])
     out = Path(args.run_dir) / "reviews" / review
+    # the ratings of earlier imports stay: two raters imported one after the other are two
+    # raters, not the last one (--replace starts over)
+    imported = out / "imported-ratings.csv"
+    earlier = (pd.read_csv(imported, dtype=str, keep_default_na=False)
+               if imported.is_file() and not args.replace else None)
+    if earlier is not None and len(earlier):
+        kept = earlier[~earlier.set_index(["rater", "job"]).index.isin(
+            ratings.set_index(["rater", "job"]).index)]
+        print(f"kept {len(kept)} earlier rating(s) of {kept['rater'].nunique()} rater(s) "
+              f"({', '.join(sorted(kept['rater'].unique())[:5])}) from earlier imports; "
+              "--replace starts over", file=sys.stderr)
+        ratings = pd.concat([kept.astype({"rating": int}), ratings], ignore_index=True)
+    ratings[RATING_COLUMNS + ["file"]].to_csv(imported, index=False)
+    joined = join_ratings(ratings, args.run_dir, load_results(args.run_dir))
+    analysis = analyse_ratings(joined, n_boot=args.n_boot, seed=args.seed)
     joined.to_csv(out / "ratings.csv", index=False)
     analysis.per_configuration.to_csv(out / "per-configuration.csv", index=False, float_format="%.6g")
     analysis.per_mask.to_csv(out / "per-mask.csv", index=False, float_format="%.6g")
@@ -39,11 +60,15 @@ def cmd_review_import(args: argparse.Namespace) -> int:
 
     from intrabench.io.results import atomic_write_text
 
+    def finite(value):  # JSON has no NaN: a statistic that could not be computed is null
+        return None if isinstance(value, float) and value != value else value
+
     atomic_write_text(out / "summary.json", json.dumps({
         "review": review, "ratings": len(joined), "masks": int(joined["job"].nunique()),
-        "raters": analysis.n_raters, "krippendorff_alpha_ordinal": analysis.alpha,
-        "spearman_rating_dice": list(analysis.rho_dice),
-        "spearman_rating_nsd": list(analysis.rho_nsd)}, indent=1))
+        "raters": analysis.n_raters, "krippendorff_alpha_ordinal": finite(analysis.alpha),
+        "spearman_rating_dice": [finite(v) for v in analysis.rho_dice],
+        "spearman_rating_nsd": [finite(v) for v in analysis.rho_nsd]}, indent=1,
+        allow_nan=False))
     print(f"review {review}: {len(joined)} ratings of {joined['job'].nunique()} masks by "
           f"{analysis.n_raters} rater(s)\n")
     print("Mean rating (1-10; a mask's rating is the mean over its raters), bootstrap 95% CI "
@@ -85,4 +110,7 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     imported.add_argument("ratings", nargs="+", metavar="RATINGS")
     imported.add_argument("--n-boot", type=int, default=1000)
     imported.add_argument("--seed", type=int, default=0)
+    imported.add_argument("--replace", action="store_true",
+                          help="forget the ratings of earlier imports of this review (default: "
+                               "they stay; a rater's new rating of a mask replaces their old)")
     imported.set_defaults(func=cmd_review_import)

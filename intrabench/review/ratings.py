@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,16 +22,34 @@ import numpy as np
 import pandas as pd
 
 from intrabench.attributes.stratify import bootstrap_mean_ci, spearman
-from intrabench.errors import UserError
+from intrabench.errors import UserError, quoted
 from intrabench.review.sampling import MASK_KEYS
 
 RATING_COLUMNS = ["review", "rater", "job", "rating"]
 CONFIGURATION = ["model", "prompter", "refiner", "step"]
 
 
+#: what a review id may be: the folder name ``review build`` gives (never a path)
+REVIEW_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def _whole_rating(value: object) -> bool:
+    """A rating as the page exports it: a whole number 1-10 (JSON 7, 7.0 or CSV "7"); never
+    7.5 (it became 7) nor true (it became 1)."""
+    if isinstance(value, bool) or value is None:
+        return False
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return number.is_integer() and 1 <= number <= 10
+
+
 def read_ratings(paths: list[str | Path]) -> pd.DataFrame:
     """The ratings in exported files (the page's JSON or CSV), one row per (rater, job); a
-    rater's later file wins for a job rated twice. UserError on a file that is not one."""
+    rater's later file wins for a job rated twice. UserError on a file that is not one, and
+    on a value a rater cannot have meant: a rating that is not a whole number 1-10, an empty
+    rater, a review id that is not a plain name (it becomes a folder)."""
     frames = []
     for path in map(Path, paths):
         try:
@@ -38,16 +57,28 @@ def read_ratings(paths: list[str | Path]) -> pd.DataFrame:
                 data = json.loads(path.read_text(encoding="utf-8"))
                 frame = pd.DataFrame(data["ratings"] if isinstance(data, dict) else data)
             else:
-                frame = pd.read_csv(path)
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise UserError(f"{path}: not a ratings file exported by the review page ({error})") from None
+                frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
+            raise UserError(f"{path}: not a ratings file exported by the review page "
+                            f"({type(error).__name__}: {str(error)[:100]})") from None
         missing = [c for c in RATING_COLUMNS if c not in frame]
         if missing:
             raise UserError(f"{path}: not a ratings file (no {', '.join(missing)} column)")
-        ratings = pd.to_numeric(frame["rating"], errors="coerce")
-        if not ratings.between(1, 10).all():
-            raise UserError(f"{path}: ratings must be whole numbers 1-10")
-        frames.append(frame.assign(rating=ratings.astype(int), file=path.name))
+        wrong = [v for v in frame["rating"] if not _whole_rating(v)]
+        if wrong:
+            raise UserError(f"{path}: ratings must be whole numbers 1-10; found "
+                            f"{quoted(wrong[0], 30)}")
+        raters = frame["rater"].map(lambda v: "" if v is None else str(v).strip())
+        if (raters == "").any() or (raters.str.len() > 200).any():
+            raise UserError(f"{path}: every rating needs a rater's name (1-200 characters)")
+        reviews = frame["review"].map(lambda v: "" if v is None else str(v))
+        bad = [r for r in reviews.unique() if not REVIEW_ID.match(r) or r in (".", "..")]
+        if bad:
+            raise UserError(f"{path}: review id {quoted(bad[0], 60)} is not one that review "
+                            "build writes (a plain name)")
+        frames.append(frame.assign(rating=[int(float(v)) for v in frame["rating"]],
+                                   rater=raters, review=reviews,
+                                   job=frame["job"].map(str), file=path.name))
     if not frames:
         raise UserError("give at least one ratings file")
     ratings = pd.concat(frames, ignore_index=True)

@@ -237,6 +237,46 @@ def test_import_joins_ratings_with_metrics_and_measures_agreement(site, run_dir,
     assert "job-999" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("change", "message"), [
+    ({"rating": 7.5}, "whole numbers 1-10; found 7.5"),
+    ({"rating": True}, "whole numbers 1-10; found True"),
+    ({"rater": ""}, "needs a rater's name"),
+    ({"review": "../../demo-review-other/reviews/x"}, "is not one that review build writes"),
+    ({"review": None}, "is not one that review build writes"),
+])
+def test_import_refuses_ratings_nobody_meant(site, run_dir, tmp_path, capsys, change, message):
+    """#50 item 6 and #49 item 3: 7.5 became 7, true 1, an empty rater was a rater, a review
+    id with ../ wrote into another run, a null review was a traceback."""
+    built, _out = site
+    job = pd.read_csv(built.key)["job"].iloc[0]
+    record = {"review": built.review_id, "rater": "eve", "job": job, "rating": 7, **change}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"ratings": [record]}))
+    assert main(["review", "import", str(run_dir), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["review", "import", str(run_dir), str(deep)]) == 2
+    assert "not a ratings file" in capsys.readouterr().err
+
+
+def test_imports_add_up_and_the_summary_is_json(site, run_dir, tmp_path, capsys):
+    """Two raters imported one after the other are two raters (#49 item 3); an integer job id
+    is read as its text; summary.json holds null, never a bare NaN."""
+    built, _out = site
+    jobs = pd.read_csv(built.key)["job"].tolist()
+    first = _ratings_file(tmp_path / "f.json", built.review_id, "fay", dict.fromkeys(jobs, 5))
+    second = _ratings_file(tmp_path / "g.json", built.review_id, "gus", dict.fromkeys(jobs, 6))
+    assert main(["review", "import", str(run_dir), str(first), "--replace", "--n-boot", "20"]) == 0
+    summary = json.loads((run_dir / "reviews" / built.review_id / "summary.json").read_text())
+    assert summary["raters"] == 1 and summary["krippendorff_alpha_ordinal"] is None
+    assert main(["review", "import", str(run_dir), str(second), "--n-boot", "20"]) == 0
+    assert f"kept {len(jobs)} earlier rating(s) of 1 rater(s) (fay)" in capsys.readouterr().err
+    summary = json.loads((run_dir / "reviews" / built.review_id / "summary.json").read_text())
+    assert summary["raters"] == 2 and summary["ratings"] == 2 * len(jobs)
+
+
 def test_the_report_shows_imported_ratings(site, run_dir, tmp_path):
     built, _out = site
     jobs = pd.read_csv(built.key)["job"].tolist()
