@@ -174,6 +174,9 @@ class FolderDataset(Dataset):
     def case_ids(self) -> list[str]:
         return sorted(self._cases)
 
+    def declared_modality(self, case_id: str) -> str:
+        return self.modality_declared
+
     def load(self, case_id: str) -> Case:
         image, label = self._cases[case_id]
         return load_pair(self.dataset_name, case_id, image, label, self.classes,

@@ -290,6 +290,9 @@ class NnUNetFolder(Dataset):
         return (normalise_modality(channels.get("0", channels.get(0))),
                 {str(case): normalise_modality(name) for case, name in per_case.items()})
 
+    def declared_modality(self, case_id: str) -> str:
+        return self.case_modality(case_id)
+
     def case_modality(self, case_id: str) -> str:
         """'CT', 'MR' or '' (undeclared) for ``case_id`` (see :mod:`intrabench.modality`)."""
         default, per_case = self._modalities

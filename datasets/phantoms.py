@@ -121,6 +121,9 @@ class Phantoms(Dataset):
     def case_ids(self) -> list[str]:
         return [f"phantom_{i:03d}" for i in range(self.n_cases)]
 
+    def declared_modality(self, case_id: str) -> str:
+        return "CT"
+
     def load(self, case_id: str) -> Case:
         index = int(case_id.rsplit("_", 1)[1])
         image, label = make_phantom(self.seed, index, self.shape, self.spacing, self.n_lesions)

@@ -92,6 +92,12 @@ class Model(ABC):
         return float("nan")
 
     @classmethod
+    def needs_modality(cls, params: dict[str, Any]) -> bool:
+        """Whether this model, built with ``params``, must be told each case's modality by
+        its dataset (checked before the run: :mod:`intrabench.engine.model_needs`)."""
+        return False
+
+    @classmethod
     def forward_frees_cpu(cls, params: dict[str, Any]) -> bool:
         """Whether this model, built with ``params``, computes its forward passes off the CPU
         (on a GPU), leaving the model loop's core free while it waits for one.
@@ -334,6 +340,12 @@ class Dataset(ABC):
     def status(self) -> str:
         """Human-readable availability (e.g. 'ready', 'not downloaded')."""
         return "ready"
+
+    def declared_modality(self, case_id: str) -> str | None:
+        """'CT', 'MR' or '' (declared as unknown) for ``case_id`` without reading it, as the
+        dataset declares it (:mod:`intrabench.modality`); None when it cannot be told before
+        the case is read (then nothing is checked ahead of the run)."""
+        return None
 
 
 def _unaccepted(produced: frozenset[str], accepts: frozenset[str]) -> set[str]:

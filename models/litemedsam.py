@@ -178,6 +178,11 @@ class LiteMedSAM(SamFamilyModel):
         self.slice_view = slice_view
         self.ct_window = window
 
+    @classmethod
+    def needs_modality(cls, params: dict[str, Any]) -> bool:
+        """Yes unless the ``modality`` parameter names it: its intensity window depends on it."""
+        return params.get("modality", "auto") == "auto"
+
     # -- network ---------------------------------------------------------------------------
     def build_network(self, tiny: bool) -> Any:
         return build_tiny_litemedsam() if tiny else network_modules().build_lite_medsam()

@@ -78,6 +78,10 @@ def print_dry_run(config: RunConfig, out: Path, extend: bool = False) -> int:
         print(f"{model:28s} {dataset:22s} {pair['units']:6d} {len(pair['cases']):6d} "
               f"{forwards:16d}")
     print_time_estimate([unit for unit in plan.units if not store.is_done(unit.key)])
+    from intrabench.engine.model_needs import unmet_needs
+
+    for line in unmet_needs(plan.units, datasets):
+        print(f"\nwarning: the run would refuse to start: {line}")
     skipped = plan.skipped_combinations()  # once, not once per dataset
     if skipped:
         print(f"\n{plan.skipped_line()}:")

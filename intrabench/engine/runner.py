@@ -45,7 +45,7 @@ from intrabench.engine.resources import PeakMemory, timed_set_case
 from intrabench.engine.scheduling import EpisodeScheduler, EpisodeTask
 from intrabench.engine.simulated_user import SimulatedUser
 from intrabench.engine.subprocess_executor import WorkerDied
-from intrabench.errors import DataError, UserError
+from intrabench.errors import ConfigError, DataError, UserError
 from intrabench.evaluation.metrics import freeze_with_box
 from intrabench.io.checkpoints import CheckpointError
 from intrabench.io.results import (
@@ -486,6 +486,12 @@ class Runner:
         self._lock.acquire()
         check_same_run(self.run_dir, self.config, extend=self.extend)
         plan = self.plan()
+        from intrabench.engine.model_needs import unmet_needs
+
+        unmet = unmet_needs([u for u in plan.units if self.needs_work(u)], self.datasets)
+        if unmet:  # before a model is built or a unit fails for it (#50 item 11)
+            self._lock.release()
+            raise ConfigError("; ".join(unmet))
         write_run_metadata(
             self.run_dir,
             yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False),

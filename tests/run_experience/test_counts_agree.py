@@ -51,3 +51,33 @@ def test_tables_are_written_with_the_run(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "run" / "tables" / "initial.md").is_file()
     assert not (tmp_path / "intrabench-tables").exists()
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0  # resumes, no refusal
+
+
+def test_a_models_needs_are_checked_before_the_run(tmp_path, capsys):
+    """#50 item 11: a case without a declared modality reached LiteMedSAM only after its build,
+    then failed every unit, while --dry-run called it ok. Now --dry-run warns and the run
+    refuses at once, naming the model, the dataset, the cases and the fix."""
+    import numpy as np
+    import SimpleITK as sitk
+
+    for folder in ("images", "labels"):
+        (tmp_path / folder).mkdir()
+    label = np.zeros((6, 24, 24), np.uint8)
+    label[2:4, 8:14, 8:14] = 1
+    sitk.WriteImage(sitk.GetImageFromArray(label.astype(np.float32) * 100),
+                    str(tmp_path / "images" / "c1.nii.gz"))
+    sitk.WriteImage(sitk.GetImageFromArray(label), str(tmp_path / "labels" / "c1.nii.gz"))
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("images: images/{case}.nii.gz\nlabels: labels/{case}.nii.gz\n"
+                    "classes: {lesion: 1}\n")
+    config = tmp_path / "lite.yaml"
+    config.write_text(f"name: lite\ndatasets: [{{name: folder, spec: {spec}, label: mine}}]\n"
+                      "models: [litemedsam]\nprompters: [box-3d]\n")
+    assert main(["run", str(config), "--out", str(tmp_path / "run"), "--dry-run"]) == 0
+    expected = ("litemedsam needs each case's modality (CT or MR), and dataset 'mine' declares "
+                "none for 1 case(s) (c1)")
+    assert f"warning: the run would refuse to start: {expected}" in capsys.readouterr().out
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+    assert not (tmp_path / "run" / "failures.csv").exists()

@@ -1,0 +1,38 @@
+"""What a run's models need from its datasets, checked before anything is loaded.
+
+LiteMedSAM's intensity window depends on the case's modality, which the dataset must declare
+(:mod:`intrabench.modality`). Found only when the model meets the case, a missing declaration
+cost a model's build (50-80 s) and then failed every work unit, while ``--dry-run`` and
+``datasets verify`` called the cases ok and the closing hint said to rerun. Now ``run`` refuses
+such a plan before it starts, ``--dry-run`` says what the run would refuse, and both name the
+model, the dataset, the cases and the fix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from intrabench import registry
+
+
+def unmet_needs(units: list[Any], datasets: dict[str, Any]) -> list[str]:
+    """One line per (model, dataset) whose cases lack what the model needs (today: a declared
+    CT/MR modality); [] when every unit's needs are met or cannot be told before reading."""
+    missing: dict[tuple[str, str], list[str]] = {}
+    for unit in units:
+        model = registry.models.get(unit.model.name)
+        if not model.needs_modality(dict(unit.model.params)):
+            continue
+        declared = datasets[unit.dataset.key].declared_modality(unit.case_id)
+        if declared == "":
+            cases = missing.setdefault((unit.model.key, unit.dataset.key), [])
+            if unit.case_id not in cases:
+                cases.append(unit.case_id)
+    lines = []
+    for (model, dataset), cases in missing.items():
+        shown = ", ".join(cases[:5]) + (" ..." if len(cases) > 5 else "")
+        lines.append(f"{model} needs each case's modality (CT or MR), and dataset '{dataset}' "
+                     f"declares none for {len(cases)} case(s) ({shown}): declare it "
+                     "('modality:' in a folder spec, channel_names in dataset.json), or set the "
+                     "model's modality parameter")
+    return lines
