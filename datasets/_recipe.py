@@ -292,11 +292,14 @@ class Recipe:
     def unpack(self, raw: Path) -> Path:
         """Extract every archive in ``raw`` (once, safely) into ``raw/extracted``."""
         target = raw / "extracted"
+        # the markers live beside the extraction, never in it: a member named
+        # ".b.zip.extracted" once stopped b.zip from being extracted
+        markers = raw / ".extracted-archives"
         archives = sorted(p for p in raw.iterdir() if p.is_file() and
                           p.name.lower().endswith((".zip", ".tar", ".tar.gz", ".tgz",
                                                    ".tar.bz2", ".tar.xz")))
         for archive in archives:
-            marker = target / f".{archive.name}.extracted"
+            marker = markers / archive.name
             if marker.exists():
                 continue
             password = os.environ.get(self.archive_password_env) if self.archive_password_env else None
@@ -307,6 +310,7 @@ class Recipe:
                                 f"{target} yourself")
             say(f"{self.key}: extracting {archive.name}")
             dl.safe_extract(archive, target, password=password)
+            markers.mkdir(exist_ok=True)
             marker.write_text("ok\n")
         return target if target.is_dir() else raw
 

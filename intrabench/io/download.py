@@ -59,6 +59,55 @@ class UnsafeArchiveError(UserError):
     """An archive member would be written outside the destination (or is a special file)."""
 
 
+class DamagedArchiveError(UserError):
+    """An archive cannot be read to its end: a bad CRC, a corrupt or cut stream, overlapping
+    zip entries, a compression method this Python cannot read, or more data than it may hold."""
+
+
+#: the most bytes an archive may extract to, as a multiple of its own size (deflate's largest
+#: expansion is 1032:1; a 1 MB zip wrote 1 GiB before this bound), and in all
+#: (``$INTRABENCH_MAX_EXTRACT_RATIO`` and ``$INTRABENCH_MAX_EXTRACT_GB`` override them)
+MAX_EXTRACT_RATIO = 1000
+MAX_EXTRACT_GB = 500.0
+
+
+def _extract_limits() -> tuple[float, float]:
+    """(ratio, bytes): the extraction bounds, from the environment where set."""
+    def number(name: str, default: float) -> float:
+        text = os.environ.get(name, "").strip()
+        try:
+            value = float(text) if text else default
+        except ValueError:
+            raise UserError(f"{name}={text!r} is not a number") from None
+        if not value > 0:
+            raise UserError(f"{name} must be positive, not {text}")
+        return value
+
+    return (number("INTRABENCH_MAX_EXTRACT_RATIO", MAX_EXTRACT_RATIO),
+            number("INTRABENCH_MAX_EXTRACT_GB", MAX_EXTRACT_GB) * 1e9)
+
+
+def check_extract_size(archive: Path, declared: int, dest: Path) -> None:
+    """DamagedArchiveError when ``archive``'s members declare more bytes than the bounds (ratio
+    to the archive's size, total) or than the destination's free space."""
+    ratio, most = _extract_limits()
+    size = max(1, archive.stat().st_size)
+    if declared > ratio * size:
+        raise DamagedArchiveError(
+            f"{archive.name}: its members declare {declared:,} bytes, {declared / size:,.0f} "
+            f"times the archive's {size:,} (more than {ratio:g}x: a zip bomb?); if it is "
+            "real, set INTRABENCH_MAX_EXTRACT_RATIO higher")
+    if declared > most:
+        raise DamagedArchiveError(
+            f"{archive.name}: its members declare {declared:,} bytes, more than "
+            f"{most / 1e9:g} GB; if it is real, set INTRABENCH_MAX_EXTRACT_GB higher")
+    probe = dest if dest.exists() else next((p for p in dest.parents if p.exists()), Path("."))
+    free = shutil.disk_usage(probe).free
+    if declared > free:
+        raise DamagedArchiveError(f"{archive.name}: extracting it needs {declared:,} bytes, and "
+                                  f"{probe} has {free:,} free")
+
+
 def zenodo_url(base_url: str | None = None) -> str:
     return (base_url or os.environ.get("INTRABENCH_ZENODO_URL") or DEFAULT_ZENODO_URL).rstrip("/")
 
@@ -361,7 +410,7 @@ def tcia_download_series(series_uid: str, dest_dir: str | Path, base_url: str | 
     shutil.rmtree(staging, ignore_errors=True)
     try:
         safe_extract(archive, staging)
-    except (zipfile.BadZipFile, tarfile.TarError) as error:
+    except (zipfile.BadZipFile, tarfile.TarError, DamagedArchiveError) as error:
         archive.unlink()
         raise DownloadError(f"series {series_uid}: the download is not a valid zip ({error}); "
                             "re-run to download it again") from None
@@ -544,6 +593,34 @@ class _GuardedTree:
 
 def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | None = None,
                  ) -> list[Path]:
+    """:func:`_extract` with every way an archive can be damaged (a bad CRC, a corrupt deflate,
+    bz2 or xz stream, a cut ``.tar.gz``, overlapping zip entries) turned into one
+    :class:`DamagedArchiveError` line; what was written is removed."""
+    import lzma
+    import zlib
+
+    archive = Path(archive)
+    try:
+        return _extract(archive, Path(dest), password)
+    except NotImplementedError as error:  # before RuntimeError: it is one
+        raise DamagedArchiveError(f"{archive.name}: {error} (a compression method Python's "
+                                  "zipfile cannot read); unpack it with another tool") from None
+    except (zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError, lzma.LZMAError,
+            OSError) as error:
+        if isinstance(error, OSError) and not _damaged_stream(error):
+            raise  # a full disk, permissions: not the archive's fault, and said as they are
+        raise DamagedArchiveError(f"{archive.name} is damaged ({type(error).__name__}: "
+                                  f"{str(error)[:120]}); re-download it") from None
+
+
+def _damaged_stream(error: OSError) -> bool:
+    """Whether an OSError is a compressed stream's complaint (gzip, bz2), not the system's."""
+    import gzip
+
+    return isinstance(error, gzip.BadGzipFile) or (error.errno is None and bool(str(error)))
+
+
+def _extract(archive: Path, dest: Path, password: str | bytes | None = None) -> list[Path]:
     """Extract a zip or tar archive into ``dest`` after checking every member.
 
     Raises UnsafeArchiveError, and removes what it had written, for absolute paths, ``..``
@@ -553,11 +630,10 @@ def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | 
     extracted before them, and device/FIFO members. Returns the extracted file paths.
     ``password`` is for encrypted (ZipCrypto) zip archives.
     """
-    archive = Path(archive)
-    dest = Path(dest)
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as bundle:
             members = bundle.infolist()
+            check_extract_size(archive, sum(int(m.file_size) for m in members), dest)
             links = {}
             for info in members:
                 path = _check_member_name(info.filename, archive)
@@ -577,6 +653,8 @@ def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | 
                         try:
                             with bundle.open(info, pwd=_pwd(password)) as source:
                                 tree.file(info.filename, source)
+                        except NotImplementedError:
+                            raise
                         except RuntimeError as error:  # encrypted without the right password
                             raise UserError(f"{archive.name}: cannot decrypt '{info.filename}' "
                                             f"({error}); give the archive's password") from None
@@ -589,6 +667,7 @@ def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | 
         raise UserError(f"{archive}: not a zip or tar archive")
     with tarfile.open(archive) as bundle:
         members = bundle.getmembers()
+        check_extract_size(archive, sum(int(m.size) for m in members if m.isfile()), dest)
         for member in members:
             path = _check_member_name(member.name, archive)
             if member.issym():
