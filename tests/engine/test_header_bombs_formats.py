@@ -49,7 +49,16 @@ def _analyze(folder: Path, shape=(1000, 1000, 1000), data: bytes = b"\0" * 256) 
     return folder / "bomb.hdr"
 
 
+def _mha(folder: Path) -> Path:
+    """A MetaImage declaring 4 GB (it said "No such file or directory" with two ITK lines)."""
+    path = folder / "bomb.mha"
+    path.write_bytes(b"ObjectType = Image\nNDims = 3\nDimSize = 1000 1000 1000\n"
+                     b"ElementType = MET_FLOAT\nElementDataFile = LOCAL\n" + b"\0" * 64)
+    return path
+
+
 BOMBS = {
+    "mha": lambda folder: _mha(folder),
     "nrrd": lambda folder: _nrrd(folder),
     "analyze": lambda folder: _analyze(folder),
     "vox-offset-0": lambda folder: _nifti(folder, "zero.nii", np.int32, (1000, 1000, 1000), 0),
