@@ -48,8 +48,7 @@ def run(config_path: Path, out: Path, busy: int) -> float:
 
 def table(run_dir: Path, latency_table: Path | None) -> pd.DataFrame:
     from intrabench.io.results import load_results
-    from intrabench.io.run_directory import run_time_model
-    from intrabench.timing.table import time_table
+    from intrabench.timing.table import run_time_model, time_table
 
     model = run_time_model(run_dir)
     if latency_table is not None:

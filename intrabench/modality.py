@@ -16,6 +16,7 @@ it from intensities. Where a dataset declares it:
 from __future__ import annotations
 
 import re
+from typing import Any
 
 CT = "CT"
 MR = "MR"
@@ -42,3 +43,16 @@ def normalise_modality(text: object) -> str:
     if is_ct == is_mr:  # neither, or both ("CT, MRI": a dataset of mixed cases)
         return ""
     return CT if is_ct else MR
+
+
+def looks_like_ct(image: Any, modality: str = "") -> bool:
+    """Whether ``image`` holds Hounsfield units: not when ``modality`` names MR, otherwise when
+    air is present (the 0.5th percentile of every fourth voxel at or below -900). For display
+    windows and body masks only (attributes, the review page): a model is never told a case's
+    modality from this guess, only from its dataset."""
+    import numpy as np
+
+    if "MR" in modality.upper():
+        return False
+    sample = np.asarray(image[::4, ::4, ::4], dtype=np.float64)
+    return bool(sample.size) and float(np.percentile(sample, 0.5)) <= -900.0

@@ -460,3 +460,17 @@ class Case:
         if box is not None:
             mask[box] = self.label[box] == target.label_value
         return mask
+
+
+def prompt_until(prompt_jsons: list[str], keep_previous: bool) -> Prompt:
+    """The prompt the model saw at the last of these steps (``prompt_json`` of steps 0..k):
+    all of them merged, or only the last when the run did not keep previous prompts."""
+    prompts = [Prompt.from_json(text) for text in prompt_jsons if text]
+    if not prompts:
+        return Prompt()
+    if not keep_previous:
+        return prompts[-1]
+    merged = prompts[0]
+    for later in prompts[1:]:
+        merged = merged.merged_with(later)
+    return merged

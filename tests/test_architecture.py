@@ -6,7 +6,12 @@
 * nothing in the core (``intrabench/``) imports ``intrabench.models``, ``intrabench.prompters``
   or ``intrabench.datasets``: components arrive through the registries. The entry, ``cli.py``
   and ``commands/`` (the command line that wires components in, e.g. ``datasets prepare``
-  driving the recipes), is the one exception.
+  driving the recipes), is the one exception;
+* **no import runs back up**: the features (``attributes``, ``clicks``, ``review``,
+  ``timing``) stand beside each other and never import one another nor ``reports`` (which
+  assembles them); the low rooms they share (``io``: run-folder paths, the cache; ``evaluation``:
+  aggregation and statistics; ``plotting``: figure style; ``modality``, ``types``) import no
+  feature, no ``reports`` and (``plotting``) no engine.
 
 Imports inside functions count too (a lazy import is still a dependency). And no module of
 the installed packages (intrabench/, models/, prompters/, datasets/) takes part in an import
@@ -21,9 +26,17 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[1] / "intrabench"
 
 #: part -> the parts of the core it must not import
+FEATURES = ("intrabench.attributes", "intrabench.clicks", "intrabench.review",
+            "intrabench.timing")
+REPORTS = ("intrabench.reports",)
 FORBIDDEN = {
-    "intrabench.evaluation": ("intrabench.engine", "intrabench.io"),
-    "intrabench.io": ("intrabench.engine", "intrabench.evaluation"),
+    "intrabench.evaluation": ("intrabench.engine", "intrabench.io", *FEATURES, *REPORTS),
+    "intrabench.io": ("intrabench.engine", "intrabench.evaluation", *FEATURES, *REPORTS),
+    "intrabench.plotting": ("intrabench.engine", *FEATURES, *REPORTS),
+    "intrabench.modality": ("intrabench.engine", *FEATURES, *REPORTS),
+    "intrabench.types": ("intrabench.engine", *FEATURES, *REPORTS),
+    **{feature: (*(other for other in FEATURES if other != feature), *REPORTS)
+       for feature in FEATURES},
 }
 COMPONENTS = ("intrabench.models", "intrabench.prompters", "intrabench.datasets")
 

@@ -17,22 +17,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from intrabench.attributes.compute import VERSION, case_attributes
-from intrabench.engine.finishing import safe_file_name
+from intrabench.io.cache import cache_root
+from intrabench.io.run_paths import safe_file_name
 from intrabench.types import Case
 
 log = logging.getLogger(__name__)
-
-
-def cache_root() -> Path:
-    """``$INTRABENCH_CACHE``, else ``~/.cache/intrabench``."""
-    return Path(os.environ.get("INTRABENCH_CACHE") or "~/.cache/intrabench").expanduser()
 
 
 def _digest(case: Case, modality: str) -> str:

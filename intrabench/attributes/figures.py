@@ -14,7 +14,7 @@ import pandas as pd
 
 from intrabench.attributes.catalogue import BY_NAME
 from intrabench.attributes.stratify import PRESENCE_GROUPS, TERTILE_GROUPS
-from intrabench.reports.plots import _png, _pyplot
+from intrabench.plotting import png_bytes, pyplot
 
 #: Attributes drawn as scatter plots (value against Dice), log scale where marked.
 SCATTER = (("volume_ml", True), ("sphericity", False), ("cnr", False), ("elongation", False))
@@ -31,7 +31,7 @@ def grouped_attributes(targets: pd.DataFrame) -> list[str]:
 
 def box_plots(targets: pd.DataFrame, metric: str = "dice_final", scale: float = 100.0) -> bytes:
     """One panel per grouped attribute: ``metric`` per group, a box per model side by side."""
-    plt = _pyplot()
+    plt = pyplot()
     attributes = grouped_attributes(targets)
     models = sorted(targets["model"].unique())
     columns = 3
@@ -69,12 +69,12 @@ def box_plots(targets: pd.DataFrame, metric: str = "dice_final", scale: float = 
                   bbox_to_anchor=(0.5, 1.02))
     figure.supylabel(f"final {metric.removesuffix('_final')} x{scale:g}", fontsize=9)
     figure.tight_layout(rect=(0, 0, 1, 0.97))
-    return _png(figure)
+    return png_bytes(figure)
 
 
 def scatter_plots(targets: pd.DataFrame, metric: str = "dice_final", scale: float = 100.0) -> bytes:
     """``metric`` against the value of a few attributes, one point per model x target."""
-    plt = _pyplot()
+    plt = pyplot()
     chosen = [(name, log) for name, log in SCATTER if f"attr_{name}" in targets]
     figure, axes = plt.subplots(1, max(1, len(chosen)), figsize=(3.6 * max(1, len(chosen)), 3.2),
                                 squeeze=False)
@@ -96,4 +96,4 @@ def scatter_plots(targets: pd.DataFrame, metric: str = "dice_final", scale: floa
     axes.flat[0].set_ylabel(f"final {metric.removesuffix('_final')} x{scale:g}", fontsize=9)
     axes.flat[0].legend(fontsize=7)
     figure.tight_layout()
-    return _png(figure)
+    return png_bytes(figure)

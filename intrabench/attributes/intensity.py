@@ -16,6 +16,7 @@ import numpy as np
 from scipy import ndimage
 
 from intrabench.distance import distance_transform
+from intrabench.modality import looks_like_ct
 
 Box = tuple[slice, slice, slice]
 
@@ -98,15 +99,6 @@ def noise_sigma(image: np.ndarray, slices: int = NOISE_SLICES) -> float:
         response = ndimage.convolve(plane, kernel, mode="nearest")[1:-1, 1:-1]
         estimates.append(math.sqrt(math.pi / 2.0) * np.abs(response).mean() / 6.0)
     return float(np.median(estimates))
-
-
-def looks_like_ct(image: np.ndarray, modality: str = "") -> bool:
-    """Whether ``image`` holds Hounsfield units: not when ``modality`` names MR, otherwise when
-    air is present (the 0.5th percentile of every fourth voxel at or below -900)."""
-    if "MR" in modality.upper():
-        return False
-    sample = np.asarray(image[::4, ::4, ::4], dtype=np.float64)
-    return bool(sample.size) and float(np.percentile(sample, 0.5)) <= -900.0
 
 
 def body_voxels(image: np.ndarray, modality: str = "") -> int | None:

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from intrabench.attributes.catalogue import ATTRIBUTES, BY_NAME
+from intrabench.evaluation.statistics import bootstrap_mean_ci, spearman
 
 CONFIG = ["model", "prompter", "refiner"]
 TARGET = ["dataset", "case", "target"]
@@ -104,18 +105,6 @@ def assign_groups(targets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return targets, pd.DataFrame(cuts_rows, columns=["dataset", "attribute", "cut_low", "cut_high"])
 
 
-def bootstrap_mean_ci(values: np.ndarray, n_boot: int = 1000, seed: int = 0,
-                      confidence: float = 0.95) -> tuple[float, float]:
-    """Percentile-bootstrap CI of the mean of ``values`` (finite ones), resampled with
-    replacement ``n_boot`` times (the dataset bootstrap of
-    :func:`intrabench.evaluation.aggregate.bootstrap_ci` on one column); NaN for none."""
-    from intrabench.evaluation.aggregate import bootstrap_ci
-
-    values = np.asarray(values, dtype=np.float64)
-    values = values[np.isfinite(values)]
-    return bootstrap_ci(values[:, None], n_boot=n_boot, confidence=confidence, seed=seed)
-
-
 def _metrics(targets: pd.DataFrame) -> list[str]:
     return [m for m in ("dice_final", "nsd_final", "dice_auc_norm", "effort_to_dice_0.8")
             if m in targets]
@@ -175,21 +164,6 @@ def stratified_table(targets: pd.DataFrame, n_boot: int = 1000, seed: int = 0,
                                 "ci_low": low, "ci_high": high, "n_targets": int(finite.size)})
     return pd.DataFrame(records, columns=by + ["attribute", "group", "metric", "mean",
                                                "ci_low", "ci_high", "n_targets"])
-
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, int]:
-    """Spearman's rho of the finite pairs, its two-sided p-value and the number of pairs; NaN
-    with fewer than three pairs or a constant side."""
-    from scipy import stats
-
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    keep = np.isfinite(x) & np.isfinite(y)
-    x, y = x[keep], y[keep]
-    if x.size < 3 or np.unique(x).size < 2 or np.unique(y).size < 2:
-        return float("nan"), float("nan"), int(x.size)
-    result = stats.spearmanr(x, y)
-    return float(result.statistic), float(result.pvalue), int(x.size)
 
 
 def extremes_table(targets: pd.DataFrame, metric: str = "dice_final", n_boot: int = 1000,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from intrabench.clicks.robustness import CONFIGURATION, robustness_rows
-from intrabench.reports.plots import _png, _pyplot, panel_grid
+from intrabench.plotting import panel_grid, png_bytes, pyplot
 
 
 def iou_curves(rows: pd.DataFrame) -> bytes:
@@ -33,13 +33,13 @@ def iou_curves(rows: pd.DataFrame) -> bytes:
         axis.grid(alpha=0.3)
         axis.legend(fontsize=7)
     figure.tight_layout()
-    return _png(figure)
+    return png_bytes(figure)
 
 
 def mean_std_scatter(targets: pd.DataFrame) -> bytes:
     """Each target's mean (x) against standard deviation (y) of the first click's IoU over the
     clicking groups, one colour per model (``targets``: per-target statistics)."""
-    plt = _pyplot()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(5.2, 4.0))
     colours = plt.get_cmap("tab10")
     for index, (model, part) in enumerate(targets.groupby("model", sort=True)):
@@ -50,4 +50,4 @@ def mean_std_scatter(targets: pd.DataFrame) -> bytes:
     axis.grid(alpha=0.3)
     axis.legend(fontsize=7)
     figure.tight_layout()
-    return _png(figure)
+    return png_bytes(figure)

@@ -140,9 +140,9 @@ def _write_time_tables(runs: dict, out: Path, latency_table_file: str | None = N
     model; ``latency_table_file``: wait as that latency table says instead) and the
     ``latency`` table of the runs (run directory -> rows) whose rows carry latencies."""
     from intrabench.evaluation.aggregate import to_markdown
-    from intrabench.io.run_directory import run_machine, run_time_model
+    from intrabench.io.run_directory import run_machine
     from intrabench.timing.latency import has_latency, latency_table
-    from intrabench.timing.table import time_summary, time_table
+    from intrabench.timing.table import run_time_model, time_summary, time_table
     from intrabench.timing.waiting import waiting_description
 
     for run_dir, part in runs.items():

@@ -58,7 +58,7 @@ CaseKey = tuple[str, str, str]  # (model key, dataset key, case id)
 
 def record_path() -> Path:
     """``$INTRABENCH_CACHE/unit-seconds.json`` (default ``~/.cache/intrabench``)."""
-    from intrabench.attributes.cache import cache_root
+    from intrabench.io.cache import cache_root
 
     return cache_root() / "unit-seconds.json"
 

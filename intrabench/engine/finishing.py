@@ -22,6 +22,11 @@ import numpy as np
 from intrabench import training_data
 from intrabench.engine.episode import StepResult, evaluate_steps
 from intrabench.evaluation.metrics import bounding_box, step_metrics, union_of_boxes
+from intrabench.io.run_paths import (
+    prediction_file_name,
+    prediction_folder,
+    step_prediction_file_name,
+)
 from intrabench.io.volume import ImageGeometry, write_on_grid
 from intrabench.types import INTERACTION_COST, Prediction, Prompt, Target
 
@@ -244,27 +249,6 @@ def unit_metric_function(unit: WorkUnit) -> Callable[..., dict[str, float]]:
     """The per-step metric function of ``unit``: its protocol's, at its NSD tolerance."""
     return functools.partial(metrics_for_protocol(unit.protocol),
                              nsd_tolerance_mm=unit.nsd_tolerance_mm)
-
-
-def safe_file_name(text: Any) -> str:
-    """``text`` as a file-name part: letters, digits and -_.= kept, others as _, 120 at most."""
-    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in str(text))[:120]
-
-
-def prediction_folder(run_dir: Path, dataset: str, model: str, prompter: str, refiner: str,
-                      seed: int) -> Path:
-    """The folder of one configuration's prediction files (component keys as in the rows)."""
-    parts = [safe_file_name(p) for p in (dataset, model, prompter, refiner, f"seed{seed}")]
-    return Path(run_dir).joinpath("predictions", *parts)
-
-
-def prediction_file_name(case_id: str, target_id: str) -> str:
-    return f"{safe_file_name(case_id)}__{safe_file_name(target_id)}.nii.gz"
-
-
-def step_prediction_file_name(case_id: str, target_id: str, step: int) -> str:
-    """The file of one step's prediction (``save_predictions: all``)."""
-    return f"{safe_file_name(case_id)}__{safe_file_name(target_id)}__step{int(step)}.nii.gz"
 
 
 def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str) -> Path:

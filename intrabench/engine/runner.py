@@ -35,8 +35,6 @@ from intrabench.engine.finishing import (
     crop_episode,
     evaluate_episode_isolated,
     finish_unit_isolated,
-    prediction_folder,
-    safe_file_name,
 )
 from intrabench.engine.pipeline import Lane, LaneMode, LanePool
 from intrabench.engine.plan import Plan, WorkUnit, make_plan
@@ -56,6 +54,7 @@ from intrabench.io.results import (
     write_run_metadata,
 )
 from intrabench.io.run_directory import RunLock, check_output_directory, check_same_run
+from intrabench.io.run_paths import prediction_folder, safe_file_name
 from intrabench.protocols import Dataset, Model
 from intrabench.types import Case
 

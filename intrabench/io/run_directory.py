@@ -185,18 +185,6 @@ def run_dataset(run_dir: str | Path, config: Any, key: str) -> Any:
     return registry.datasets.create(spec.name, spec.params)
 
 
-def run_time_model(run_dir: str | Path):
-    """The ``time_model`` (:class:`intrabench.timing.human.TimeModel`) of the run in
-    ``run_dir`` (its config.yaml); the defaults when the config cannot be read (a run
-    directory assembled by hand)."""
-    from intrabench.timing.human import TimeModel
-
-    try:
-        return run_config(run_dir).time_model
-    except UserError:
-        return TimeModel()
-
-
 def run_machine(run_dir: str | Path) -> dict | None:
     """The machine the run in ``run_dir`` ran on (``run.json``'s ``machine``), or None (runs
     made before it was recorded)."""

@@ -18,10 +18,10 @@ from pathlib import Path
 import pandas as pd
 
 from intrabench import __version__
-from intrabench.engine.finishing import prediction_file_name, prediction_folder
 from intrabench.evaluation.aggregate import count_targets, per_case_table
 from intrabench.evaluation.episode_metrics import episode_table, success_summary
 from intrabench.io.results import load_results
+from intrabench.io.run_paths import prediction_file_name, prediction_folder
 from intrabench.reports import plots
 from intrabench.reports.tables import Layout, tables_for_runs
 
@@ -180,10 +180,10 @@ def time_section(run_dir: Path, rows: pd.DataFrame, styles: dict | None = None
                  ) -> tuple[list[Figure], list[str]]:
     """Figures and HTML of time-aware evaluation (docs/time-aware.md): the ``time`` table,
     Dice against accumulated time, and the latency table; nothing for rows without latency."""
-    from intrabench.io.run_directory import run_machine, run_time_model
+    from intrabench.io.run_directory import run_machine
     from intrabench.timing.figures import time_curve_plot
     from intrabench.timing.latency import has_latency, latency_table
-    from intrabench.timing.table import time_table
+    from intrabench.timing.table import run_time_model, time_table
     from intrabench.timing.waiting import waiting_description
 
     if not has_latency(rows):

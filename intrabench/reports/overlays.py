@@ -3,7 +3,7 @@ radiologist reads them, with the prompts the simulated clinician gave.
 
 Each overlay is one target of one configuration and seed: axial, coronal and sagittal views
 through the target (radiological display, orientation letters on the edges, see
-:func:`intrabench.reports.plots.radiological`), ground truth as a green contour, the prediction
+:func:`intrabench.plotting.radiological`), ground truth as a green contour, the prediction
 as a red contour with a light fill. With ``save_predictions: all`` the first step and the final
 step are drawn side by side (one row each, on the same slices); otherwise the final step alone.
 
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from intrabench.evaluation.metrics import union_bbox
-from intrabench.reports.plots import VIEW_LETTERS, _png, _pyplot, radiological
+from intrabench.plotting import VIEW_LETTERS, png_bytes, pyplot, radiological
 from intrabench.types import Prompt
 
 #: marker colours of the prompts (the contours are green: truth, red: prediction)
@@ -185,7 +185,7 @@ def draw_overlay(image: np.ndarray, ground_truth: np.ndarray, panels: list[StepP
     ``image``, ``ground_truth`` and each prediction are canonical (z, y, x); ``spacing`` (z, y,
     x) in mm sets the pixel aspect ratio. Views are radiological with orientation letters.
     """
-    plt = _pyplot()
+    plt = pyplot()
     first_prompt = next((p.prompt for p in panels if p.prompt is not None), None)
     centre = cut_centre(ground_truth, first_prompt)
     window = zoom_window(image.shape, [ground_truth] + [p.prediction for p in panels],
@@ -248,7 +248,7 @@ def draw_overlay(image: np.ndarray, ground_truth: np.ndarray, panels: list[StepP
                            Line2D([], [], color=NEGATIVE, marker="o", linestyle="",
                                   label="negative prompt")],
                   loc="outside lower center", ncols=4, fontsize=8, frameon=False)
-    return _png(figure)
+    return png_bytes(figure)
 
 
 # -- which targets ----------------------------------------------------------------------------
@@ -274,7 +274,7 @@ def chosen_episodes(episodes: pd.DataFrame, chosen: list[str], limit: int) -> pd
 
 def overlay_file_name(episode) -> str:
     """A file-name stem unique per target, configuration and seed."""
-    from intrabench.engine.finishing import safe_file_name
+    from intrabench.io.run_paths import safe_file_name
 
     parts = [episode.dataset, episode.case, episode.target, episode.model, episode.prompter,
              episode.refiner]
@@ -286,10 +286,10 @@ def gallery(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,
     """Overlays of the chosen episodes (``chosen`` cases, else :func:`failure_gallery`) and
     notes on what could not be drawn (no saved predictions, a dataset not on this machine)."""
     from intrabench.io.run_directory import run_config, run_dataset
+    from intrabench.io.run_paths import MASK_KEYS, mask_file
     from intrabench.io.volume import read_volume
-    from intrabench.reports.plots import configuration_label
-    from intrabench.review.render import prompt_until
-    from intrabench.review.sampling import MASK_KEYS, mask_file
+    from intrabench.plotting import configuration_label
+    from intrabench.types import prompt_until
 
     notes: list[str] = []
     if not (run_dir / "config.yaml").exists():

@@ -7,100 +7,21 @@ Average column and Figure 6.
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pandas as pd
 
 from intrabench.evaluation.aggregate import dataset_statistics, per_dataset
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _png(figure) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=150, bbox_inches="tight")
-    _pyplot().close(figure)
-    return buffer.getvalue()
-
-
-def panel_grid(count: int, max_columns: int, width: float, height: float):
-    """A figure of ``count`` panels on a grid of at most ``max_columns`` columns, each
-    ``width`` x ``height`` inches; unused grid cells hidden. Returns (figure, the ``count``
-    axes in reading order)."""
-    import math
-
-    columns = min(max_columns, max(1, count))
-    rows = max(1, math.ceil(count / columns))
-    figure, axes = _pyplot().subplots(rows, columns, figsize=(width * columns, height * rows),
-                                      squeeze=False)
-    for axis in axes.ravel()[count:]:
-        axis.axis("off")
-    return figure, list(axes.ravel()[:count])
-
-
-def configuration_label(model: str, prompter: str, refiner: str) -> str:
-    return f"{model} | {prompter}" + ("" if refiner == "none" else f" + {refiner}")
-
-
-#: markers cycled after the ten colours: configuration i gets colour i % 10, marker i // 10
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<")
-#: bar hatches, in the same role as the markers
-HATCHES = ("", "//", "..", "xx", "\\\\", "oo", "--", "++", "**", "||")
-CONFIGURATION = ["model", "prompter", "refiner"]
-
-
-def configuration_styles(rows: pd.DataFrame) -> dict[tuple[str, str, str], dict[str, str]]:
-    """One style per configuration (model, prompter, refiner) of ``rows``, in sorted order:
-    ``color`` (tab10, i % 10), ``marker`` and ``hatch`` (i // 10), ``linestyle`` (dashed for
-    scribble refinement). Distinct for up to 100 configurations; pass the same mapping to
-    every figure so a configuration looks the same throughout a report."""
-    from matplotlib import colormaps
-
-    colours = colormaps["tab10"].colors
-    configs = sorted({tuple(str(v) for v in c)
-                      for c in rows[CONFIGURATION].drop_duplicates().itertuples(index=False)})
-    styles = {}
-    for i, config in enumerate(configs):
-        styles[config] = {
-            "color": "#{:02x}{:02x}{:02x}".format(*(int(round(255 * v)) for v in colours[i % 10])),
-            "marker": MARKERS[(i // 10) % len(MARKERS)],
-            "hatch": HATCHES[(i // 10) % len(HATCHES)],
-            "linestyle": "--" if "scribble" in config[2].lower() else "-",
-        }
-    return styles
-
-
-def _line_style(styles: dict, config: tuple) -> dict[str, object]:
-    style = styles[tuple(str(v) for v in config)]
-    return {"color": style["color"], "marker": style["marker"], "linestyle": style["linestyle"]}
-
-
-def _legend_below(figure, axes, count: int) -> None:
-    """One legend for the figure, under its panels, in up to two columns (stays readable when
-    the figure is shown 800 px wide)."""
-    handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-                  ncol=1 if count <= 4 else 2, fontsize=8, frameon=False)
-
-
-def legend_of_all_panels(figure, axes) -> None:
-    """One legend under the figure with every panel's lines (each label once), in up to two
-    columns; call after ``tight_layout``."""
-    handles: dict[str, object] = {}
-    for axis in axes:
-        handles.update(zip(*reversed(axis.get_legend_handles_labels())))
-    if handles:
-        figure.legend(list(handles.values()), list(handles), loc="upper center",
-                      bbox_to_anchor=(0.5, 0.0), ncol=1 if len(handles) <= 4 else 2,
-                      fontsize=8, frameon=False)
+from intrabench.plotting import (
+    CONFIGURATION,
+    configuration_label,
+    configuration_styles,
+    legend_below,
+    legend_of_all_panels,
+    line_style,
+    panel_grid,
+    png_bytes,
+    pyplot,
+)
 
 
 def curve_frame(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
@@ -127,7 +48,7 @@ def iteration_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 10
                      styles: dict | None = None) -> bytes:
     """Figure 6: score vs refinement iteration; 2D models left and 3D models right when both
     are present; dashed lines for scribble refinement."""
-    plt = _pyplot()
+    plt = pyplot()
     styles = styles if styles is not None else configuration_styles(rows)
     curves = curve_frame(rows, metric)
     curves["dimension"] = [model_dimension(m) for m in curves["model"]]
@@ -140,7 +61,7 @@ def iteration_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 10
     for axis, (title, part) in zip(axes[0], panels):
         for config, group in part.groupby(CONFIGURATION):
             axis.plot(group["step"], group["score"] * scale, markersize=4,
-                      label=configuration_label(*config), **_line_style(styles, config))
+                      label=configuration_label(*config), **line_style(styles, config))
         axis.set_xlabel("refinement iteration (0 = initial prompt)")
         axis.set_ylabel(f"{metric_name(metric)} x{scale:g} (mean over datasets)")
         axis.set_title(title or f"{metric_name(metric)} per refinement iteration", fontsize=10)
@@ -148,7 +69,7 @@ def iteration_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 10
         axis.xaxis.get_major_locator().set_params(integer=True)
     figure.tight_layout()
     legend_of_all_panels(figure, list(axes[0]))
-    return _png(figure)
+    return png_bytes(figure)
 
 
 def _log_effort_axis(axis, efforts: pd.Series) -> None:
@@ -170,21 +91,21 @@ def metric_name(metric: str) -> str:
 def effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
                   styles: dict | None = None) -> bytes:
     """Score vs mean cumulative human effort (interactions per target)."""
-    plt = _pyplot()
+    plt = pyplot()
     styles = styles if styles is not None else configuration_styles(rows)
     curves = curve_frame(rows, metric)
     figure, axis = plt.subplots(figsize=(6.0, 3.6))
     for config, group in curves.groupby(CONFIGURATION):
         axis.plot(group["effort"], group["score"] * scale, markersize=4,
-                  label=configuration_label(*config), **_line_style(styles, config))
+                  label=configuration_label(*config), **line_style(styles, config))
     _log_effort_axis(axis, curves["effort"])
     axis.set_xlabel("interactions per target (cumulative, mean; log scale)")
     axis.set_ylabel(f"{metric_name(metric)} x{scale:g}")
     axis.set_title(f"{metric_name(metric)} vs human effort (mean over datasets)", fontsize=10)
     axis.grid(alpha=0.3)
     figure.tight_layout()
-    _legend_below(figure, [axis], curves.groupby(CONFIGURATION).ngroups)
-    return _png(figure)
+    legend_below(figure, [axis], curves.groupby(CONFIGURATION).ngroups)
+    return png_bytes(figure)
 
 
 def dataset_effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
@@ -201,7 +122,7 @@ def dataset_effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float
         part = stats[stats["dataset"] == dataset]
         for config, group in part.groupby(CONFIGURATION):
             group = group.sort_values("step")
-            style = _line_style(styles, config)
+            style = line_style(styles, config)
             axis.fill_between(group["effort"], group["ci_low"] * scale, group["ci_high"] * scale,
                               color=style["color"], alpha=0.15, linewidth=0)
             axis.plot(group["effort"], group["mean"] * scale, markersize=4,
@@ -212,14 +133,14 @@ def dataset_effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float
         axis.set_ylabel(f"{metric_name(metric)} x{scale:g}", fontsize=9)
         axis.grid(alpha=0.3)
     figure.tight_layout()
-    _legend_below(figure, axes, stats.groupby(CONFIGURATION).ngroups)
-    return _png(figure)
+    legend_below(figure, axes, stats.groupby(CONFIGURATION).ngroups)
+    return png_bytes(figure)
 
 
 def dataset_bars(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
                  n_boot: int = 1000, styles: dict | None = None) -> bytes:
     """Final-step score per dataset and configuration, with bootstrap 95% CIs over cases."""
-    plt = _pyplot()
+    plt = pyplot()
     last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
     final = rows[rows["step"] == last]
     stats = dataset_statistics(final, metric, config=("model", "prompter", "refiner"), n_boot=n_boot)
@@ -255,22 +176,5 @@ def dataset_bars(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
                    "over cases; n=1: one case, no interval)", fontsize=10)
     axis.grid(axis="y", alpha=0.3)
     figure.tight_layout()
-    _legend_below(figure, [axis], len(configs))
-    return _png(figure)
-
-
-#: orientation letters of each view in radiological display: (top, bottom, left, right)
-VIEW_LETTERS: dict[str, tuple[str, str, str, str]] = {
-    "axial": ("A", "P", "R", "L"),
-    "coronal": ("S", "I", "R", "L"),
-    "sagittal": ("S", "I", "A", "P"),
-}
-
-
-def radiological(plane: np.ndarray) -> np.ndarray:
-    """A 2D cut of a canonical (z, y, x) volume (x -> R, y -> A, z -> S) as a radiologist
-    reads it: an axial (y, x) plane with anterior up and the patient's right on the image's
-    left; a coronal (z, x) plane with superior up and right on the left; a sagittal (z, y)
-    plane with superior up and anterior on the left. In every view both axes of the canonical
-    cut run the other way, so it is the plane reversed along both (row 0 drawn at the top)."""
-    return plane[::-1, ::-1]
+    legend_below(figure, [axis], len(configs))
+    return png_bytes(figure)

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from intrabench.errors import UserError
-from intrabench.review.render import job_data, job_script, prompt_until
+from intrabench.review.render import job_data, job_script
 from intrabench.review.sampling import (
     MASK_KEYS,
     candidate_masks,
@@ -30,6 +30,7 @@ from intrabench.review.sampling import (
     review_id,
     sample_masks,
 )
+from intrabench.types import prompt_until
 
 
 @dataclass
@@ -62,10 +63,10 @@ def build_review(run_dir: str | Path, out: str | Path, n: int = 200, seed: int =
                  progress: bool | None = None) -> BuiltReview:
     """Sample up to ``n`` saved masks of ``run_dir`` (see :mod:`intrabench.review.sampling`) and
     write the rating site to ``out``; returns where things went."""
-    from intrabench.attributes.intensity import looks_like_ct
     from intrabench.io.results import atomic_write_text, load_results
     from intrabench.io.run_directory import run_config, run_dataset
     from intrabench.io.volume import read_volume
+    from intrabench.modality import looks_like_ct
 
     run_dir, out = Path(run_dir), Path(out)
     progress = sys.stderr.isatty() if progress is None else progress

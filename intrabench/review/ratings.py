@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from intrabench.attributes.stratify import bootstrap_mean_ci, spearman
 from intrabench.errors import UserError, quoted
+from intrabench.evaluation.statistics import bootstrap_mean_ci, spearman
 from intrabench.review.sampling import MASK_KEYS
 
 RATING_COLUMNS = ["review", "rater", "job", "rating"]

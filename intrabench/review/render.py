@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from intrabench.reports.plots import radiological
+from intrabench.plotting import radiological
 from intrabench.types import Prompt
 
 #: Most slices a job's slider offers (evenly spaced over the target's extent).
@@ -132,20 +132,6 @@ def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str,
             contour = [flip(y, x) for y, x in np.asarray(lasso.contour).reshape(-1, 2)]
             strokes.append({"label": int(lasso.label), "points": contour + contour[:1]})
     return {"clicks": clicks, "boxes": boxes, "strokes": strokes}
-
-
-def prompt_until(prompt_jsons: list[str], keep_previous: bool) -> Prompt:
-    """The prompt the model saw at the last of these steps (``prompt_json`` of steps 0..k):
-    all of them merged, or only the last when the run did not keep previous prompts."""
-    prompts = [Prompt.from_json(text) for text in prompt_jsons if text]
-    if not prompts:
-        return Prompt()
-    if not keep_previous:
-        return prompts[-1]
-    merged = prompts[0]
-    for later in prompts[1:]:
-        merged = merged.merged_with(later)
-    return merged
 
 
 def zoom_window(prediction: np.ndarray, truth: np.ndarray, slices: list[int]

@@ -11,31 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from intrabench.engine.finishing import (
-    prediction_file_name,
-    prediction_folder,
-    step_prediction_file_name,
-)
+from intrabench.io.run_paths import MASK_KEYS, mask_file  # noqa: F401 - the review's names
 
-#: What identifies a rated mask in the results (and in the review's key).
-MASK_KEYS = ["run", "dataset", "case", "target", "model", "prompter", "refiner", "seed", "step"]
 #: What the sample is spread over, the first most evenly (see :func:`sample_masks`).
 FACTORS = ["model", "prompter", "refiner", "step", "dataset"]
-
-
-def mask_file(run_dir: Path, row: pd.Series, final_step: int) -> Path | None:
-    """The saved prediction of ``row``'s (configuration, target, step), or None: the final
-    step's file (``save_predictions: true``), or a step's own (``save_predictions: all``)."""
-    folder = prediction_folder(run_dir, row["dataset"], row["model"], row["prompter"],
-                               row["refiner"], int(row["seed"]))
-    own = folder / step_prediction_file_name(row["case"], row["target"], int(row["step"]))
-    if own.exists():
-        return own
-    if int(row["step"]) == final_step:
-        final = folder / prediction_file_name(row["case"], row["target"])
-        if final.exists():
-            return final
-    return None
 
 
 def candidate_masks(rows: pd.DataFrame, run_dir: Path) -> pd.DataFrame:

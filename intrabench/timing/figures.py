@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from intrabench.reports.plots import (
-    _line_style,
-    _png,
+from intrabench.plotting import (
     configuration_label,
     configuration_styles,
     legend_of_all_panels,
+    line_style,
     panel_grid,
+    png_bytes,
 )
 from intrabench.timing.budget import AT_SECONDS, time_curves
 from intrabench.timing.human import TimeModel
@@ -26,7 +26,7 @@ def time_curve_plot(rows: pd.DataFrame, model: TimeModel, metric: str = "dice",
                     styles: dict | None = None, waiting: str = "") -> bytes:
     """One panel per model: the mean ``metric`` x100 against accumulated seconds (human time +
     waiting for the model), one line per prompter / refiner, up to the budget. ``styles``:
-    the report's :func:`~intrabench.reports.plots.configuration_styles` (computed from
+    the report's :func:`~intrabench.plotting.configuration_styles` (computed from
     ``rows`` when not given); ``waiting``: how the waiting was counted, for the x label."""
     styles = styles if styles is not None else configuration_styles(rows)
     curves = time_curves(rows, model, metric)
@@ -41,7 +41,7 @@ def time_curve_plot(rows: pd.DataFrame, model: TimeModel, metric: str = "dice",
             config = (name, prompter, refiner)
             axis.plot(line["seconds"], 100 * line["value"], linewidth=1.4, markersize=4,
                       markevery=every, label=configuration_label(*config),
-                      **_line_style(styles, config))
+                      **line_style(styles, config))
         axis.axvline(AT_SECONDS, color="grey", linestyle=":", linewidth=1)
         axis.annotate(f"{AT_SECONDS:g} s (Dice@60s)", (AT_SECONDS, y_range[1]),
                       xytext=(3, -3), textcoords="offset points", ha="left", va="top",
@@ -55,4 +55,4 @@ def time_curve_plot(rows: pd.DataFrame, model: TimeModel, metric: str = "dice",
         axis.grid(alpha=0.3)
     figure.tight_layout()
     legend_of_all_panels(figure, axes)
-    return _png(figure)
+    return png_bytes(figure)

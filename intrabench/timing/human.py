@@ -76,7 +76,7 @@ class TimeModel(BaseModel):
     @classmethod
     def _inline_table(cls, value: Any) -> Any:
         if isinstance(value, dict):  # inline seconds: checked now, not when the tables run
-            from intrabench.timing.waiting import checked_entries
+            from intrabench.timing.latency_entries import checked_entries
 
             try:
                 checked_entries(value, "latency_table")

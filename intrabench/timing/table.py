@@ -12,6 +12,8 @@ that reached t within the budget; ``reached_dice_<t>`` gives their share.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from intrabench.evaluation.aggregate import dataset_means
@@ -54,3 +56,15 @@ def time_table(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFra
         "s to Dice 80": average["time_to_dice_0.8"].round(1),
         "reached Dice 80 %": (100 * average["reached_dice_0.8"]).round(1),
     }).reset_index(drop=True)
+
+
+def run_time_model(run_dir: str | Path) -> TimeModel:
+    """The ``time_model`` of the run in ``run_dir`` (its config.yaml); the defaults when the
+    config cannot be read (a run directory assembled by hand)."""
+    from intrabench.errors import UserError
+    from intrabench.io.run_directory import run_config
+
+    try:
+        return run_config(run_dir).time_model
+    except UserError:
+        return TimeModel()

@@ -27,6 +27,7 @@ import numpy as np
 
 from intrabench.errors import UserError
 from intrabench.timing.human import TimeModel, step_kind
+from intrabench.timing.latency_entries import checked_entries
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,41 +86,6 @@ def save_table(models: dict[str, dict[str, float]], path: Path,
         "format": FORMAT, "measured": table.measured, "machine": machine, "runs": runs,
         "models": table.models}, indent=1) + "\n")
     return table
-
-
-#: the keys of a model's latency entry: a case's first call, every later one, per kind
-LATENCY_KEYS = ("first", "warm", "click", "box2d", "box3d", "scribble", "boundary_slice", "lasso")
-#: the longest latency a table may give (an hour): a larger one is a mistake, not a model
-MAX_LATENCY_SECONDS = 3600.0
-
-
-def checked_entries(models: Any, where: str) -> dict[str, dict[str, float]]:
-    """``{model: {key: seconds}}`` with every key one of :data:`LATENCY_KEYS` and every value a
-    finite number of seconds in 0..:data:`MAX_LATENCY_SECONDS`; UserError naming the first
-    that is not (a negative latency gave negative waiting, NaN or infinity a waiting of 0 and an
-    AUC of 0, and a misspelt kind was ignored)."""
-    import math
-
-    if not isinstance(models, dict):
-        raise UserError(f"{where}: expected {{model: {{first: s, warm: s, ...}}}}, not "
-                        f"{type(models).__name__}")
-    checked: dict[str, dict[str, float]] = {}
-    for model, entry in models.items():
-        if not isinstance(entry, dict):
-            raise UserError(f"{where}: {model}: expected {{first: s, warm: s, ...}}, not "
-                            f"{type(entry).__name__}")
-        checked[str(model)] = {}
-        for key, value in entry.items():
-            if key not in LATENCY_KEYS:
-                raise UserError(f"{where}: {model}: unknown key '{key}'; valid: "
-                                f"{', '.join(LATENCY_KEYS)}")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    math.isfinite(value) and 0 <= value <= MAX_LATENCY_SECONDS):
-                shown = repr(value)[:40]
-                raise UserError(f"{where}: {model}.{key} = {shown}: a latency is a number of "
-                                f"seconds from 0 to {MAX_LATENCY_SECONDS:g}")
-            checked[str(model)][key] = float(value)
-    return checked
 
 
 def load_table(spec: str | dict[str, dict[str, float]]) -> LatencyTable:

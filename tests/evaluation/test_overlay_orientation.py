@@ -7,8 +7,8 @@ import io
 import numpy as np
 from PIL import Image
 
+from intrabench.plotting import VIEW_LETTERS, radiological
 from intrabench.reports.overlays import StepPanel, draw_overlay
-from intrabench.reports.plots import VIEW_LETTERS, radiological
 
 
 def _marked_volume() -> np.ndarray:

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from intrabench import plotting as plots
 from intrabench.cli import main
 from intrabench.evaluation.episode_metrics import episode_table
 from intrabench.io.results import load_results
-from intrabench.reports import plots
 from intrabench.reports.overlays import (
     BOX,
     NEGATIVE,

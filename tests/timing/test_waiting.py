@@ -130,14 +130,14 @@ def test_measure_save_and_use_a_latency_table_from_the_command_line(tmp_path, ca
 
 
 def test_the_dice_vs_time_figure_follows_the_reports_style(monkeypatch):
-    from intrabench.reports import plots
+    from intrabench import plotting as plots
     from intrabench.timing import figures
 
     rows = pd.concat([episode([0.4, 0.6, 0.8, 0.0]), episode([1.0, 2.0, 3.0, 0.0], model="n")
                       .assign(dice=[0.2, 0.3, 0.4, 0.4])], ignore_index=True)
     styles = plots.configuration_styles(rows)
     drawn = {}
-    monkeypatch.setattr(figures, "_png", lambda figure: drawn.setdefault("figure", figure) and b"")
+    monkeypatch.setattr(figures, "png_bytes", lambda figure: drawn.setdefault("figure", figure) and b"")
     figures.time_curve_plot(rows, TimeModel(seconds=SECONDS), styles=styles)
     axes = [a for a in drawn["figure"].axes if a.lines]
     assert len(axes) == 2

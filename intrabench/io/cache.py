@@ -1,0 +1,14 @@
+"""Where IntraBench keeps what it can compute again (target attributes, exported encoders,
+the ETA's record of unit times): one folder, ``$INTRABENCH_CACHE``, else
+``~/.cache/intrabench``. A low room: the engine and the features read it from here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    """``$INTRABENCH_CACHE``, else ``~/.cache/intrabench``."""
+    return Path(os.environ.get("INTRABENCH_CACHE") or "~/.cache/intrabench").expanduser()
