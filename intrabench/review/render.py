@@ -90,11 +90,16 @@ def shown_slices(prediction: np.ndarray, truth: np.ndarray, best: int,
     return sorted(set(span.tolist()) | {best} | set(with_prompt.tolist()))
 
 
-def start_slice(slices: list[int], best: int, latest: Prompt | None) -> int:
-    """The slice a job opens on: the one holding most of the latest interaction (the prompt
-    of the step that made the mask; the one nearest ``best`` of ties), else ``best``."""
+def start_slice(slices: list[int], best: int, latest: Prompt | None,
+                shows: Iterable[int] | None = None) -> int:
+    """The slice a job opens on: of the slices that show the mask or the target (``shows``;
+    all when not given), the one holding most of the latest interaction (the prompt of the
+    step that made the mask; the one nearest ``best`` of ties), else ``best``, the most
+    informative slice. A negative click outside both (mask and target empty there: the review
+    opened on slice 31 of 32 when the lesion lay on 11-19) is not where the job opens."""
     held = prompt_slices(latest) if latest is not None else Counter()
-    candidates = [z for z in slices if held[z] > 0]
+    showing = set(slices) if shows is None else set(shows)
+    candidates = [z for z in slices if held[z] > 0 and z in showing]
     if not candidates:
         return best
     return min(candidates, key=lambda z: (-held[z], abs(z - best), z))
@@ -163,7 +168,8 @@ def job_data(job: str, image: np.ndarray, spacing: tuple[float, float, float], i
     ``image``, ``prediction``, ``truth``: canonical (z, y, x); ``spacing`` in mm (z, y, x)."""
     best = informative_slice(prediction, truth)
     slices = shown_slices(prediction, truth, best, prompt_slices(prompt))
-    first = start_slice(slices, best, latest)
+    shows = np.flatnonzero((prediction | truth).any(axis=(1, 2))).tolist()
+    first = start_slice(slices, best, latest, shows)
     inside = image[truth]
     low, high = window(image[slices], is_ct, float(inside.mean()) if inside.size else 0.0)
     height, width = image.shape[1:]

@@ -180,6 +180,12 @@ def test_the_slices_shown_hold_the_prompt_and_the_job_opens_on_the_latest_intera
     assert start_slice(slices, 12, click) == 23
     assert start_slice(slices, 12, Prompt(box3d=Box3D(10, 0, 0, 49, 3, 3))) == 12  # 3D box
     assert start_slice(slices, 12, None) == 12
+    # a negative click where neither mask nor target is (#49 item 4): the informative slice
+    outside = Prompt(points=[[55, 1, 1]], point_labels=[0])
+    wide = shown_slices(prediction, truth, 12, prompt_slices(outside))
+    assert 55 in wide
+    assert start_slice(wide, 12, outside, range(10, 50)) == 12
+    assert start_slice(slices, 12, click, range(10, 50)) == 23
     many = Prompt(points=[[z, 1, 1] for z in range(0, 60, 2)], point_labels=[1] * 30)
     assert len(shown_slices(prediction, truth, 12, prompt_slices(many))) <= 2 * 15 + 1
 
