@@ -494,3 +494,45 @@ def test_views_show_scribbles_enlarge_on_hover_and_open_full_screen_in_chromium(
         _wait(lambda: not overlay.is_displayed())
     finally:
         driver.quit()
+
+
+@pytest.mark.browser
+def test_no_rating_without_a_deliberate_act_and_the_slider_keeps_to_slices_in_chromium(site):
+    """#49 items 1 and 2: after a mouse rating, Space and Enter rated the next masks with the
+    same number; the slider's right arrow threw a TypeError and its left arrow changed mask
+    and slice together."""
+    built, _out = site
+    driver = _chromium()
+    try:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+
+        driver.get(built.site.resolve().as_uri())
+        _wait(lambda: driver.execute_script("return document.body.dataset.drawn"))
+        jobs = driver.execute_script("return window.intrabenchManifest.jobs")
+        driver.find_element(By.ID, "rater").send_keys("bea")
+        driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='6']").click()
+        _wait(lambda: "mask 2 of" in driver.find_element(By.ID, "jobname").text)
+        focused = driver.switch_to.active_element
+        focused.send_keys(Keys.SPACE)
+        focused.send_keys(Keys.ENTER)
+        time.sleep(0.5)
+        assert driver.find_element(By.ID, "progress").text == f"1 / {len(jobs)} rated"
+        assert "mask 2 of" in driver.find_element(By.ID, "jobname").text
+        assert not driver.execute_script(
+            "return document.activeElement.closest && !!document.activeElement.closest('#ratings')")
+        # the slider: arrows move the slice, never the mask, and never past the last slice
+        slider = driver.find_element(By.ID, "slider")
+        slider.click()
+        top = int(slider.get_attribute("max"))
+        for _ in range(top + 3):
+            slider.send_keys(Keys.ARROW_RIGHT)
+        slider.send_keys(Keys.ARROW_LEFT)
+        time.sleep(0.5)
+        assert "mask 2 of" in driver.find_element(By.ID, "jobname").text
+        drawn = driver.execute_script("return document.body.dataset.drawn")
+        assert drawn == f"{jobs[1]}:{max(0, top - 1)}"
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+    finally:
+        driver.quit()
