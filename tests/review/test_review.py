@@ -434,7 +434,7 @@ def _stroke_job(out: Path, jobs: list[str]) -> tuple[int, dict, list[int]]:
 
 
 @pytest.mark.browser
-def test_views_show_scribbles_enlarge_on_hover_and_open_full_screen_in_chromium(site):
+def test_views_show_scribbles_highlight_on_hover_and_open_full_screen_in_chromium(site):
     built, out = site
     driver = _chromium()
     try:
@@ -461,12 +461,14 @@ def test_views_show_scribbles_enlarge_on_hover_and_open_full_screen_in_chromium(
         rgb = np.array(pixels).reshape(-1, 4)[:, :3]
         # the image is grey (r = g = b): a blue or cyan pixel there is the stroke
         assert ((rgb[:, 2] > 200) & (rgb[:, 2] - rgb[:, 0] > 100)).any(), rgb.tolist()
-        # hover: the view grows in place
+        # hover: the view is outlined, and keeps its size (#49 item 5: it covered its neighbours)
         figure = driver.find_element(By.CSS_SELECTOR, "figure.view[data-view='1']")
         before = driver.execute_script("return arguments[0].getBoundingClientRect().width", figure)
         ActionChains(driver).move_to_element(figure).perform()
-        _wait(lambda: driver.execute_script(
-            "return arguments[0].getBoundingClientRect().width", figure) > 1.6 * before)
+        _wait(lambda: "rgb(21, 101, 192)" in driver.execute_script(
+            "return getComputedStyle(arguments[0]).boxShadow", figure))
+        assert driver.execute_script(
+            "return arguments[0].getBoundingClientRect().width", figure) == before
         # click: full screen, the arrows cycle through the five views, a click returns
         figure.click()
         overlay = driver.find_element(By.ID, "fullscreen")
@@ -534,5 +536,60 @@ def test_no_rating_without_a_deliberate_act_and_the_slider_keeps_to_slices_in_ch
         assert drawn == f"{jobs[1]}:{max(0, top - 1)}"
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert errors == []
+    finally:
+        driver.quit()
+
+
+@pytest.mark.browser
+def test_the_page_fits_a_laptop_screen_and_says_when_all_is_rated_in_chromium(site):
+    """#49 items 3 and 5 at 1280 x 800: the rating buttons and the slider are above the fold, a
+    name being typed stores no rater, the last rating says that all masks are rated, and a
+    name with a quote and a comma exports a CSV that is CSV (and imports)."""
+    built, _out = site
+    driver = _chromium()
+    try:
+        from selenium.webdriver.common.by import By
+
+        driver.set_window_size(1280, 800)
+        driver.get(built.site.resolve().as_uri())
+        _wait(lambda: driver.execute_script("return document.body.dataset.drawn"))
+        height = driver.execute_script("return window.innerHeight")
+        for selector in ("#ratings button[data-value='10']", "#slider"):
+            element = driver.find_element(By.CSS_SELECTOR, selector)
+            bottom = driver.execute_script("return arguments[0].getBoundingClientRect().bottom",
+                                           element)
+            assert bottom <= height, (selector, bottom, height)
+        driver.find_element(By.ID, "rater").send_keys("carla")
+        stored = driver.execute_script(
+            "return Object.keys(JSON.parse(localStorage.getItem('intrabench-review-' +"
+            " window.intrabenchManifest.review) || '{\"raters\": {}}').raters)")
+        assert stored == []  # no "c", "ca", "car", ... raters
+        jobs = driver.execute_script("return window.intrabenchManifest.jobs")
+        body = driver.find_element(By.TAG_NAME, "body")
+        driver.find_element(By.TAG_NAME, "h1").click()
+        for index in range(len(jobs)):
+            body.send_keys("5")
+            if index + 1 < len(jobs):
+                _wait(lambda n=index + 2: f"mask {n} of" in driver.find_element(By.ID, "jobname").text)
+        _wait(lambda: driver.find_element(By.ID, "progress").text.startswith(
+            f"All {len(jobs)} masks rated"))
+        name = driver.find_element(By.ID, "rater")
+        name.clear()
+        name.send_keys('O"Brien, J')
+        csv_text = driver.execute_script(
+            "const rows = exported(); return ['review,rater,job,rating,rated_at'].concat("
+            "rows.map((r) => [r.review, csvField(r.rater), r.job, r.rating, r.rated_at]"
+            ".join(','))).join('\\n')")
+        driver.find_element(By.TAG_NAME, "h1").click()
+        body.send_keys("3")
+        csv_text = driver.execute_script(
+            "const rows = exported(); return ['review,rater,job,rating,rated_at'].concat("
+            "rows.map((r) => [r.review, csvField(r.rater), r.job, r.rating, r.rated_at]"
+            ".join(','))).join('\\n')")
+        import io as text_io
+
+        frame = pd.read_csv(text_io.StringIO(csv_text))
+        assert frame["rater"].tolist() == ['O"Brien, J'] and frame["rating"].tolist() == [3]
+        assert driver.execute_script("return fileName('csv')").endswith("-O_Brien_J.csv")
     finally:
         driver.quit()
