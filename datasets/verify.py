@@ -171,11 +171,20 @@ def resolve(name: str, root: str | None = None) -> list[DatasetToVerify]:
     if path.is_file() and path.suffix in (".yaml", ".yml"):
         if _is_run_config(path):
             from intrabench.config import load_config
+            from intrabench.engine.model_needs import unmet_needs
+            from intrabench.engine.plan import make_plan
 
+            config = load_config(path)
             found = []
-            for spec in load_config(path).datasets:
+            for spec in config.datasets:
                 dataset = registry.datasets.create(spec.name, spec.params)
                 found.append(DatasetToVerify(spec.key, dataset, _layout_of(dataset)))
+            # what the config's models need from these cases, as the run checks it first
+            datasets = {item.label: item.dataset for item in found}
+            units = make_plan(config, datasets).units
+            for item in found:
+                item.layout_problems += unmet_needs(
+                    [u for u in units if u.dataset.key == item.label], datasets)
             return found
         return [DatasetToVerify(name, registry.datasets.create("folder", {"spec": str(path)}))]
     if path.exists():

@@ -81,3 +81,6 @@ def test_a_models_needs_are_checked_before_the_run(tmp_path, capsys):
     err = capsys.readouterr().err
     assert expected in err and "Traceback" not in err
     assert not (tmp_path / "run" / "failures.csv").exists()
+    assert main(["datasets", "verify", str(config)]) == 1  # verify of the config says it too
+    out = capsys.readouterr().out
+    assert expected in out and "PROBLEMS" in out
