@@ -487,7 +487,10 @@ class Runner:
         plan = self.plan()
         from intrabench.engine.model_needs import unmet_needs
 
-        unmet = unmet_needs([u for u in plan.units if self.needs_work(u)], self.datasets)
+        # units not done yet (a done unit met its model's needs when it ran); is_done, not
+        # needs_work: no prediction folders searched twice
+        unmet = unmet_needs([u for u in plan.units if not self.store.is_done(u.key)],
+                            self.datasets)
         if unmet:  # before a model is built or a unit fails for it (#50 item 11)
             self._lock.release()
             raise ConfigError("; ".join(unmet))
