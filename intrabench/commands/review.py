@@ -35,23 +35,24 @@ def cmd_review_import(args: argparse.Namespace) -> int:
     )
 
     ratings = read_ratings(args.ratings)
-    join_ratings(ratings, args.run_dir, load_results(args.run_dir))  # checks review and jobs
+    rows = load_results(args.run_dir)  # read once: the check below and the join after it
+    join_ratings(ratings, args.run_dir, rows)  # checks review and jobs before anything is kept
     review = str(ratings["review"].iloc[0])
     out = Path(args.run_dir) / "reviews" / review
     # the ratings of earlier imports stay: two raters imported one after the other are two
     # raters, not the last one (--replace starts over)
     imported = out / "imported-ratings.csv"
-    earlier = (pd.read_csv(imported, dtype=str, keep_default_na=False)
-               if imported.is_file() and not args.replace else None)
+    # the earlier imports are input too: read with the same checks as a rater's file
+    earlier = read_ratings([imported]) if imported.is_file() and not args.replace else None
     if earlier is not None and len(earlier):
         kept = earlier[~earlier.set_index(["rater", "job"]).index.isin(
             ratings.set_index(["rater", "job"]).index)]
         print(f"kept {len(kept)} earlier rating(s) of {kept['rater'].nunique()} rater(s) "
               f"({', '.join(sorted(kept['rater'].unique())[:5])}) from earlier imports; "
               "--replace starts over", file=sys.stderr)
-        ratings = pd.concat([kept.astype({"rating": int}), ratings], ignore_index=True)
+        ratings = pd.concat([kept, ratings], ignore_index=True)
     ratings[RATING_COLUMNS + ["file"]].to_csv(imported, index=False)
-    joined = join_ratings(ratings, args.run_dir, load_results(args.run_dir))
+    joined = join_ratings(ratings, args.run_dir, rows)
     analysis = analyse_ratings(joined, n_boot=args.n_boot, seed=args.seed)
     joined.to_csv(out / "ratings.csv", index=False)
     analysis.per_configuration.to_csv(out / "per-configuration.csv", index=False, float_format="%.6g")

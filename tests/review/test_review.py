@@ -283,6 +283,35 @@ def test_imports_add_up_and_the_summary_is_json(site, run_dir, tmp_path, capsys)
     assert summary["raters"] == 2 and summary["ratings"] == 2 * len(jobs)
 
 
+@pytest.mark.parametrize("content", [
+    b"\x00\xff garbage \x89PNG",
+    b"review,rater,job,rating,file\nx,eve,job-1,nan,a.json\n",
+    b"review,rater,job,rating,file\nx,eve,job-1,-3,a.json\n",
+    b"review,rater,job,rating,file\nx,eve,job-1,1e308,a.json\n",
+    b"review,rater,job,rating,file\n../../other,eve,job-1,5,a.json\n",
+    b"rater\n" + b"[" * 10_000 + b"\n",
+])
+def test_a_damaged_record_of_earlier_imports_is_one_line(site, run_dir, tmp_path, capsys,
+                                                        content):
+    """imported-ratings.csv is read back at the next import: read with a rater's file's checks,
+    garbage in it is one line (exit 2), never a traceback nor a silent loss."""
+    built, _out = site
+    record = run_dir / "reviews" / built.review_id / "imported-ratings.csv"
+    jobs = pd.read_csv(built.key)["job"].tolist()
+    ratings = _ratings_file(tmp_path / "h.json", built.review_id, "hal", dict.fromkeys(jobs, 4))
+    saved = record.read_bytes() if record.exists() else None
+    record.write_bytes(content)
+    try:
+        assert main(["review", "import", str(run_dir), str(ratings), "--n-boot", "20"]) == 2
+        err = capsys.readouterr().err
+        assert "imported-ratings.csv" in err and "Traceback" not in err
+        assert main(["review", "import", str(run_dir), str(ratings), "--replace",
+                     "--n-boot", "20"]) == 0  # --replace starts over
+    finally:
+        if saved is not None:
+            record.write_bytes(saved)
+
+
 def test_the_report_shows_imported_ratings(site, run_dir, tmp_path):
     built, _out = site
     jobs = pd.read_csv(built.key)["job"].tolist()
