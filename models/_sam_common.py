@@ -163,6 +163,8 @@ class SamFamilyModel(SliceModel):
     EXPORTABLE_ENCODER: ClassVar[bool] = False
     #: ``backend: auto`` tries the exported backends (only where their speed was measured)
     AUTO_EXPORT: ClassVar[bool] = False
+    #: the box decoder (:meth:`decoder_module`) runs on the exported encoder's backend too
+    EXPORTABLE_DECODER: ClassVar[bool] = False
     #: variant -> CHECKPOINTS key; first entry is documentation only, DEFAULT_VARIANT decides
     VARIANTS: ClassVar[dict[str, str]] = {}
     DEFAULT_VARIANT: ClassVar[str] = ""
@@ -205,6 +207,7 @@ class SamFamilyModel(SliceModel):
                              f"{', '.join(exportable_models())}; use 'torch' or 'auto'")
         self.checkpoint_directory = checkpoint_dir
         self._exported: Any = _UNRESOLVED
+        self._exported_decoder: Any = _UNRESOLVED
         if precision == "fp16":  # refuse fp16 on the CPU now, not at the first encode
             resolve_precision(precision, self.device)
         self.checkpoint_file: Path | None = None
@@ -287,6 +290,7 @@ class SamFamilyModel(SliceModel):
         check, compile) now, not in the first case's group (see :meth:`Model.prepare`)."""
         self.net  # noqa: B018 - the property builds it
         self.exported_encoder  # noqa: B018 - the property resolves it
+        self.exported_decoder  # noqa: B018 - the property resolves it
 
     def speed_up_encoder(self, encoder: Any) -> None:
         """Apply ``attention``, ``encoder_weights`` and ``compile`` to the image encoder."""
@@ -474,6 +478,47 @@ class SamFamilyModel(SliceModel):
                                  exports_dir(checkpoint_dir(self.checkpoint_directory)),
                                  torch.get_num_threads(), log)
         return choose_backend(self.backend, exports, log)
+
+    @property
+    def exported_decoder(self) -> Any:
+        """The exported box decoder that runs instead of torch's, or None: for adapters that
+        declare ``EXPORTABLE_DECODER``, on the exported encoder's backend (none when the
+        encoder runs in torch). Resolved at the first decode or in :meth:`prepare`; a decoder
+        that fails its export or check is said in one line and torch's is used."""
+        if self._exported_decoder is _UNRESOLVED:
+            encoder = self.exported_encoder
+            self._exported_decoder = (None if encoder is None or not self.EXPORTABLE_DECODER
+                                      else self._resolve_decoder(encoder.backend))
+        return self._exported_decoder
+
+    def _resolve_decoder(self, backend: str) -> Any:
+        import sys
+
+        import torch
+
+        from ._encoder_backends import DecoderExports, exports_dir
+
+        def log(message: str) -> None:
+            print(f"intrabench: {self.name}: {message}", file=sys.stderr)
+
+        exports = DecoderExports(self.decoder_module(), self.name, self.decoder_embedding_shape(),
+                                 exports_dir(checkpoint_dir(self.checkpoint_directory)),
+                                 torch.get_num_threads(), log)
+        try:
+            return exports.load(backend)
+        except Exception as error:  # noqa: BLE001 - an export or a backend can fail many ways
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            log(f"the box decoder stays in torch: {reason}")
+            return None
+
+    def decoder_module(self) -> Any:
+        """For ``EXPORTABLE_DECODER`` adapters: a torch module mapping a (1, C, h, w) slice
+        embedding and a (1, 1, 4) box in the network's input pixels to low-resolution logits."""
+        raise NotImplementedError(f"{self.name} has no exportable decoder")
+
+    def decoder_embedding_shape(self) -> tuple[int, int, int, int]:
+        """(1, C, h, w): the slice embedding :meth:`decoder_module` takes."""
+        raise NotImplementedError(f"{self.name} has no exportable decoder")
 
     def encoder_input_shape(self) -> tuple[int, int, int]:
         """(3, S, S): what :meth:`preprocess` gives per slice (for the export)."""
