@@ -11,7 +11,8 @@
 #     bash benchmarks/gpu_session.sh distance      # distance transforms: scipy, edt, CuPy
 #     bash benchmarks/gpu_session.sh naive         # ViT-H: a plain SamPredictor loop vs intrabench run
 #   carry [".gpu-lite"], right after a .gpu-runs call (it needs the SimpleITK installed there):
-#     bash benchmarks/gpu_session.sh lite          # LiteMedSAM: plain and careful loops vs the run
+#     bash benchmarks/gpu_session.sh lite          # LiteMedSAM: pre-processing on the card (equal
+#                                                  # to the bit?), plain and careful loops vs the run
 # (.gpu-env/ of ../shared/tools/gpu/prepare.sh still works for the parts that read no file.)
 # Each benchmark's whole output goes to $OUT/<part>.txt (the device tool brings $OUT back),
 # with nvidia-smi's view of the card and a 250 ms utilisation trace beside it; the last lines
@@ -67,6 +68,7 @@ for wanted in "${parts[@]}"; do
             part naive 400 python3 benchmarks/bench_vs_naive.py --source generated --full \
                 --device cuda --shape 160 512 512 ;;&
         lite)
+            part lite-preprocess 120 python3 benchmarks/bench_lite_preprocess.py --device cuda
             part lite 500 python3 benchmarks/bench_real_cpu.py --device cuda --no-real \
                 --phantoms 4 --phantom-shape 80 512 512 --bf16 ;;
         runs|encoders|distance|naive|all) ;;
