@@ -21,9 +21,9 @@ One fixed workload, whole commands, each in a fresh process, timed from start to
   ``intrabench run`` (metrics, result rows, the summary table included). Its masks must equal
   the loop's: every episode's TP, FP and FN counts are compared (asserted).
 * **intrabench run, backend B**: the same with the fastest installed encoder backend
-  (``backend: auto``: OpenVINO or ONNX Runtime, see models/_encoder_backends.py; the export
-  is made before the timing). Its masks agree with torch's (the largest per-target Dice
-  difference is printed).
+  (``backend: auto``: OpenVINO or ONNX Runtime, see models/_encoder_backends.py; the box
+  decoder runs there too; the exports are made before the timing). Its masks agree with
+  torch's (the largest per-target Dice difference is printed).
 
 Workload: the demo's three real cases plus ``--phantoms`` (2) generated CT-size phantoms
 (512 x 512 in-plane; ``--phantom-shape``), prompted with a box per slice, a 3D box (a box on
