@@ -238,7 +238,8 @@ def encoder_speed(backend: str, slices: int, repeats: int) -> dict:
         batches += [(case, model.preprocess([z])) for z in range(case.image.shape[0])]
     batches = batches[:slices]
     model.set_case(cases[0].image)
-    runner = model.exported_encoder  # export and check now
+    model.prepare()  # export and check the encoder and the box decoder now, not in a run
+    runner = model.exported_encoder
     best = 0.0
     with torch.no_grad():
         for _ in range(repeats):
