@@ -81,10 +81,15 @@ def backend_version(backend: str) -> str:
 
 def weights_digest(module: Any) -> str:
     """SHA-256 of a module's state dict: every tensor's name, dtype, shape and bytes."""
+    return tensors_digest(module.state_dict())
+
+
+def tensors_digest(tensors: dict[str, Any]) -> str:
+    """:func:`weights_digest` of named tensors (a state dict, or a checkpoint's part of one)."""
     import torch
 
     digest = hashlib.sha256()
-    for name, tensor in sorted(module.state_dict().items()):
+    for name, tensor in sorted(tensors.items()):
         array = tensor.detach().cpu().contiguous()
         digest.update(f"{name}|{array.dtype}|{tuple(array.shape)}".encode())
         digest.update(array.reshape(-1).view(torch.uint8).numpy().tobytes())
@@ -195,14 +200,29 @@ class EncoderExports:
 
     def __init__(self, encoder: Any, model_name: str, shape: tuple[int, ...],
                  directory: Path, threads: int,
-                 log: Callable[[str], None] | None = None) -> None:
-        self.module = self.encoder = encoder
+                 log: Callable[[str], None] | None = None, *,
+                 build: Callable[[], Any] | None = None, weights: str | None = None) -> None:
+        """``encoder``: the torch module; or None with ``build`` (makes it when an export or a
+        check needs it) and ``weights`` (its :func:`weights_digest`, known without building
+        it: from the checkpoint's tensors), so that a recorded export opens without torch's
+        network."""
+        if encoder is None and (build is None or weights is None):
+            raise ValueError("EncoderExports needs the module, or build= and weights=")
+        self._module = encoder
+        self._build = build
         self.shape = tuple(int(s) for s in shape)
         self.threads = int(threads)
-        self.weights = weights_digest(encoder)
+        self.weights = weights if encoder is None else weights_digest(encoder)
         self.path = Path(directory) / f"{self.file_stem(model_name)}-opset{OPSET}.onnx"
         self.record_path = self.path.with_suffix(".json")
         self.log = log or (lambda message: None)
+
+    @property
+    def module(self) -> Any:
+        """The torch module (built now when it was given as ``build``)."""
+        if self._module is None:
+            self._module = self._build()
+        return self._module
 
     def file_stem(self, model_name: str) -> str:
         return f"{model_name}-{self.weights[:16]}-{'x'.join(str(s) for s in self.shape)}"

@@ -235,6 +235,7 @@ class SamFamilyModel(SliceModel):
         self.stats = EncoderStats()
         self._net: Any = None
         self._case_state: dict[str, Any] = {}
+        self._case_free_memo: dict[str, Any] = {}
         self._block_size: int | None = None
 
     # -- listing --------------------------------------------------------------------------
@@ -288,9 +289,8 @@ class SamFamilyModel(SliceModel):
     def prepare(self) -> None:
         """Build the network, load its weights and resolve the encoder's backend (export,
         check, compile) now, not in the first case's group (see :meth:`Model.prepare`)."""
-        self.net  # noqa: B018 - the property builds it
-        self.exported_encoder  # noqa: B018 - the property resolves it
-        self.exported_decoder  # noqa: B018 - the property resolves it
+        if self.exported_encoder is None or self.exported_decoder is None:
+            self.net  # noqa: B018 - the property builds it (not needed when both are exported)
 
     def speed_up_encoder(self, encoder: Any) -> None:
         """Apply ``attention``, ``encoder_weights`` and ``compile`` to the image encoder."""
@@ -317,14 +317,19 @@ class SamFamilyModel(SliceModel):
             net = adapter.build_network(tiny=False)
         check_fits(net, state, str(path), cls.IGNORED_CHECKPOINT_KEYS)
 
-    def load_weights(self, net: Any, path: Path) -> None:
-        """Load ``path`` strictly into ``net`` (readable key diff on mismatch), after checking
-        the table's file against its pinned size and hash (where the table pins them)."""
+    def checked_state_dict(self, path: Path) -> dict[str, Any]:
+        """The state dict in ``path``, after checking the table's file against its pinned size
+        and hash (where the table pins them) or an explicit file against the published one."""
         if self._table_key is not None:
             check_pinned(self._table_key, path)
         elif self._published_key is not None and is_pinned(self._published_key):
             self.check_explicit_checkpoint(self._published_key, path)
-        state = self.extract_state_dict(load_checkpoint(path))
+        return self.extract_state_dict(load_checkpoint(path))
+
+    def load_weights(self, net: Any, path: Path) -> None:
+        """Load ``path`` strictly into ``net`` (readable key diff on mismatch), after
+        :meth:`checked_state_dict`'s checks."""
+        state = self.checked_state_dict(path)
         load_state_dict_strict(net, state, source=str(path),
                                ignore_unexpected=self.IGNORED_CHECKPOINT_KEYS)
 
@@ -474,10 +479,37 @@ class SamFamilyModel(SliceModel):
         def log(message: str) -> None:
             print(f"intrabench: {self.name}: {message}", file=sys.stderr)
 
-        exports = EncoderExports(self.net.image_encoder, self.name, shape,
+        digest = self.checkpoint_digests().get("encoder")
+        exports = EncoderExports(None if digest else self.net.image_encoder, self.name, shape,
                                  exports_dir(checkpoint_dir(self.checkpoint_directory)),
-                                 torch.get_num_threads(), log)
+                                 torch.get_num_threads(), log,
+                                 build=lambda: self.net.image_encoder, weights=digest)
         return choose_backend(self.backend, exports, log)
+
+    #: checkpoint prefixes of the exportable decoder's weights, as :meth:`decoder_module`'s
+    #: state dict names them (its digest is then read from the checkpoint)
+    DECODER_PREFIXES: ClassVar[tuple[str, ...]] = ()
+
+    def checkpoint_digests(self) -> dict[str, str]:
+        """The SHA-256 (:func:`._encoder_backends.weights_digest`) of the image encoder's
+        weights (``'encoder'``) and of the exportable decoder's (``'decoder'``), read from the
+        checked checkpoint without building the network (a recorded export then opens in a
+        second: no network built, no timm imported); {} when the network is built already or
+        the weights are not a checkpoint's. Once per model."""
+        if self._net is not None or self.checkpoint_file is None:
+            return {}
+        if "digests" not in self._case_free_memo:
+            from ._encoder_backends import tensors_digest
+
+            state = self.checked_state_dict(self.checkpoint_file)
+            prefix = "image_encoder."
+            digests = {"encoder": tensors_digest({k[len(prefix):]: v for k, v in state.items()
+                                                  if k.startswith(prefix)})}
+            if self.DECODER_PREFIXES:
+                digests["decoder"] = tensors_digest({k: v for k, v in state.items()
+                                                     if k.startswith(self.DECODER_PREFIXES)})
+            self._case_free_memo["digests"] = digests
+        return self._case_free_memo["digests"]
 
     @property
     def exported_decoder(self) -> Any:
@@ -501,9 +533,12 @@ class SamFamilyModel(SliceModel):
         def log(message: str) -> None:
             print(f"intrabench: {self.name}: {message}", file=sys.stderr)
 
-        exports = DecoderExports(self.decoder_module(), self.name, self.decoder_embedding_shape(),
+        digest = self.checkpoint_digests().get("decoder")
+        exports = DecoderExports(None if digest else self.decoder_module(), self.name,
+                                 self.decoder_embedding_shape(),
                                  exports_dir(checkpoint_dir(self.checkpoint_directory)),
-                                 torch.get_num_threads(), log)
+                                 torch.get_num_threads(), log, build=self.decoder_module,
+                                 weights=digest)
         try:
             return exports.load(backend)
         except Exception as error:  # noqa: BLE001 - an export or a backend can fail many ways
@@ -532,8 +567,9 @@ class SamFamilyModel(SliceModel):
         return "torch" if exported is None else exported.backend
 
     def _encode_slices(self, zs: list[int]) -> list[Any]:
-        _ = self.net  # build and load before the clock starts
         exported = self.exported_encoder  # exported and checked before the clock starts
+        if exported is None:
+            _ = self.net  # build and load before the clock starts
         started = time.perf_counter()
         with forward_context(self.device, "fp32"):  # intensities in float32
             batch = self.preprocess(zs)

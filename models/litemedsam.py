@@ -296,8 +296,13 @@ class LiteMedSAM(SamFamilyModel):
         mask = self.view.to_canonical((torch.sigmoid(logits) > 0.5).cpu().numpy())
         return SliceOutput(np.ascontiguousarray(mask), None)
 
+    DECODER_PREFIXES: ClassVar[tuple[str, ...]] = ("prompt_encoder.", "mask_decoder.")
+
     def decoder_module(self) -> Any:
         return box_decoder(self.net)
+
+    def encoder_input_shape(self) -> tuple[int, int, int]:
+        return (3, IMAGE_SIZE, IMAGE_SIZE)  # known without building the network
 
     def decoder_embedding_shape(self) -> tuple[int, int, int, int]:
         return (1, 256, 64, 64)
