@@ -235,7 +235,7 @@ class SamFamilyModel(SliceModel):
         self.stats = EncoderStats()
         self._net: Any = None
         self._case_state: dict[str, Any] = {}
-        self._case_free_memo: dict[str, Any] = {}
+        self._checkpoint_digests: dict[str, str] | None = None
         self._block_size: int | None = None
 
     # -- listing --------------------------------------------------------------------------
@@ -462,8 +462,6 @@ class SamFamilyModel(SliceModel):
         return self._exported
 
     def _resolve_backend(self) -> Any:
-        import sys
-
         import torch
 
         from ._encoder_backends import EncoderExports, choose_backend, exports_dir
@@ -476,9 +474,7 @@ class SamFamilyModel(SliceModel):
                                       "float32 only (without compile or bf16 weights)")
             return None
         shape = (self.block_size, *self.encoder_input_shape())
-        def log(message: str) -> None:
-            print(f"intrabench: {self.name}: {message}", file=sys.stderr)
-
+        log = self.say
         digest = self.checkpoint_digests().get("encoder")
         exports = EncoderExports(None if digest else self.net.image_encoder, self.name, shape,
                                  exports_dir(checkpoint_dir(self.checkpoint_directory)),
@@ -498,7 +494,7 @@ class SamFamilyModel(SliceModel):
         the weights are not a checkpoint's. Once per model."""
         if self._net is not None or self.checkpoint_file is None:
             return {}
-        if "digests" not in self._case_free_memo:
+        if self._checkpoint_digests is None:
             from ._encoder_backends import tensors_digest
 
             state = self.checked_state_dict(self.checkpoint_file)
@@ -508,8 +504,8 @@ class SamFamilyModel(SliceModel):
             if self.DECODER_PREFIXES:
                 digests["decoder"] = tensors_digest({k: v for k, v in state.items()
                                                      if k.startswith(self.DECODER_PREFIXES)})
-            self._case_free_memo["digests"] = digests
-        return self._case_free_memo["digests"]
+            self._checkpoint_digests = digests
+        return self._checkpoint_digests
 
     @property
     def exported_decoder(self) -> Any:
@@ -524,15 +520,11 @@ class SamFamilyModel(SliceModel):
         return self._exported_decoder
 
     def _resolve_decoder(self, backend: str) -> Any:
-        import sys
-
         import torch
 
         from ._encoder_backends import DecoderExports, exports_dir
 
-        def log(message: str) -> None:
-            print(f"intrabench: {self.name}: {message}", file=sys.stderr)
-
+        log = self.say
         digest = self.checkpoint_digests().get("decoder")
         exports = DecoderExports(None if digest else self.decoder_module(), self.name,
                                  self.decoder_embedding_shape(),
@@ -554,6 +546,12 @@ class SamFamilyModel(SliceModel):
     def decoder_embedding_shape(self) -> tuple[int, int, int, int]:
         """(1, C, h, w): the slice embedding :meth:`decoder_module` takes."""
         raise NotImplementedError(f"{self.name} has no exportable decoder")
+
+    def say(self, message: str) -> None:
+        """One line on stderr about this model's backends (an export, a failed check)."""
+        import sys
+
+        print(f"intrabench: {self.name}: {message}", file=sys.stderr)
 
     def encoder_input_shape(self) -> tuple[int, int, int]:
         """(3, S, S): what :meth:`preprocess` gives per slice (for the export)."""
