@@ -358,3 +358,33 @@ def test_recorded_exports_open_without_building_the_torch_network(lung):
     assert lazy._net is None
     assert _lite(backend="torch").checkpoint_digests()["encoder"] == \
         backends.weights_digest(built.net.image_encoder)
+
+
+@needs_a_backend
+@pytest.mark.parametrize("text", ["not json", "[" * 100000 + "]" * 100000, "null",
+                                  '{"format": 2, "shape": -1}', "DIFFERENCE:-1.0",
+                                  "DIFFERENCE:NaN", "DIFFERENCE:1e308", "DIFFERENCE:[[0.0]]"])
+def test_a_hostile_decoder_record_is_checked_again_never_obeyed(text, lung, tmp_path,
+                                                                monkeypatch):
+    """The decoder's .json record beside its export: garbage, nested, null, a negative, NaN or
+    nested difference means export or check again, and the decoder still agrees; a huge one
+    reads as a failed check, so torch decodes (never an unchecked backend)."""
+    monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
+    _encoded(lung, backend=INSTALLED[0]).prepare()
+    [record_path] = tmp_path.glob("litemedsam-decoder-*.json")
+    if text.startswith("DIFFERENCE:"):
+        record = json.loads(record_path.read_text())
+        value = text.split(":", 1)[1]
+        record["checked"] = {key: {**entry, "difference": json.loads(value) if value != "NaN"
+                                   else float("nan")}
+                             for key, entry in record["checked"].items()}
+        text = json.dumps(record)
+    record_path.write_text(text)
+    model = _encoded(lung, backend=INSTALLED[0])
+    if "1e308" in text:  # a finite recorded failure is kept: the safe side, torch decodes
+        assert model.exported_decoder is None
+        return
+    assert model.exported_decoder is not None
+    repaired = json.loads(record_path.read_text())
+    [entry] = repaired["checked"].values()
+    assert 0 <= entry["difference"] <= backends.DECODER_TOLERANCE
