@@ -263,23 +263,49 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         if payload is None:
             return
         job_id, parcel = pickle.loads(payload)
-        fn, args, kwargs = unpack(parcel)
+        name = f"answer-{job_id}"
+        try:
+            fn, args, kwargs = unpack(parcel)
+        except OSError as error:  # its spool file is gone
+            if _abandoned(spool):
+                _leave()
+            _send(stdout, (job_id, False, pack(RuntimeError(
+                f"cannot read the job: {error}"), spool, name, _INLINE_LIMIT)))
+            continue
         try:
             ok, value = True, fn(*args, **kwargs)
         except BaseException as error:  # noqa: BLE001 - every failure goes back to the caller
             ok, value = False, error
         del fn, args, kwargs  # the job's mapped arrays are released before the next job
-        name = f"answer-{job_id}"
         try:  # large results (cases) through a file, as jobs
             answer = pack(value, spool, name, _INLINE_LIMIT)
         except (pickle.PicklingError, TypeError, AttributeError) as error:
             ok, answer = False, pack(RuntimeError(f"{type(error).__name__}: {error}"),
+                                     spool, name, _INLINE_LIMIT)
+        except OSError as error:
+            if _abandoned(spool):
+                _leave()
+            ok, answer = False, pack(RuntimeError(f"cannot write the answer: {error}"),
                                      spool, name, _INLINE_LIMIT)
         del value
         try:
             _send(stdout, (job_id, ok, answer))
         except (BrokenPipeError, OSError):  # the parent is gone (killed): leave quietly
             return
+
+
+def _abandoned(spool: str) -> bool:
+    """Whether the parent has removed the spool: it does so once it stops reading answers
+    (its exit after Ctrl-C or SIGTERM, a ``timeout``), so a job that finishes after that has
+    no one to answer and the worker leaves quietly instead of with a traceback."""
+    return not os.path.isdir(spool)
+
+
+def _leave() -> None:
+    """Exit at once: returning would wait at the interpreter's shutdown for the thread that
+    blocks on reading the jobs pipe (a fatal error, SIGABRT)."""
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _exit_with_the_parent(every: float = 0.5) -> None:

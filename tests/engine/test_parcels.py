@@ -153,6 +153,46 @@ def test_the_executor_sends_and_receives_large_arrays_and_leaves_no_spool():
     assert not os.path.exists(spool)
 
 
+def _make_after_the_spool_is_removed(shape: tuple) -> np.ndarray:
+    """What a worker's job sees when the parent stopped reading answers while it ran (the
+    parent's exit after Ctrl-C or ``timeout``'s SIGTERM removes the spool)."""
+    import shutil
+
+    shutil.rmtree(os.environ["INTRABENCH_SPOOL_DIR"])
+    return _make(shape)
+
+
+def test_a_worker_whose_spool_was_removed_leaves_quietly(capfd):
+    """A large answer with no spool to write it to: the worker exits without a traceback
+    (once a run stopped reading, a Ctrl-C or ``timeout`` printed a FileNotFoundError's)."""
+    executor = SubprocessExecutor()
+    try:
+        future = executor.submit(_make_after_the_spool_is_removed, (32, 128, 128))
+        with pytest.raises(RuntimeError, match="exited with code 0 before finishing its jobs"):
+            future.result(timeout=60)
+    finally:
+        executor.shutdown()
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def _make_with_its_answer_path_taken(shape: tuple) -> np.ndarray:
+    """A job whose answer file cannot be written: a folder holds its name (the first job's)."""
+    os.mkdir(os.path.join(os.environ["INTRABENCH_SPOOL_DIR"], "answer-0"))
+    return _make(shape)
+
+
+def test_a_worker_that_cannot_write_an_answer_says_so_and_goes_on():
+    """Any other failure to write an answer is the job's error, in one line, and the worker
+    serves the next job."""
+    executor = SubprocessExecutor()
+    try:
+        with pytest.raises(RuntimeError, match="cannot write the answer: .*Is a directory"):
+            executor.submit(_make_with_its_answer_path_taken, (32, 128, 128)).result(timeout=60)
+        assert executor.submit(_shape_and_sum, np.ones(3)).result(timeout=60) == ((3,), 3.0)
+    finally:
+        executor.shutdown()
+
+
 @pytest.mark.parametrize("size", [0, 1])
 def test_empty_and_tiny_arrays(tmp_path, size):
     value = np.zeros((size, 3), dtype=np.int16)
