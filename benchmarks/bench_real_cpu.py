@@ -440,6 +440,10 @@ def main() -> None:
               f"{(fast['dice'] - ran['dice']).abs().max():.4f}; on the demo targets, mask Dice "
               f">= {agreement['min_dice']:.4f} ({agreement['targets']} targets), logits within "
               f"{agreement['max_logits_difference']:.2e}")
+        model = float(fast_rows["model_seconds"].sum())
+        print(f"run with backend {name}: model time (its pre-processing, encoder and decoder passes) {model:.1f} s "
+              f"of the {fast_seconds:.1f} s command ({model / fast_seconds:.0%}); the careful "
+              f"loop's budget for 3x: {careful_seconds / 3:.1f} s")
         print(f"speed-up over the plain loop with backend {name}: "
               f"{loop_seconds / fast_seconds:.2f}x")
         print(f"speed-up over the careful loop with backend {name}: "
