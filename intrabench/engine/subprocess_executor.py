@@ -267,10 +267,7 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         try:
             fn, args, kwargs = unpack(parcel)
         except OSError as error:  # its spool file is gone
-            if _abandoned(spool):
-                _leave()
-            _send(stdout, (job_id, False, pack(RuntimeError(
-                f"cannot read the job: {error}"), spool, name, _INLINE_LIMIT)))
+            _send(stdout, (job_id, False, _failure(spool, name, f"cannot read the job: {error}")))
             continue
         try:
             ok, value = True, fn(*args, **kwargs)
@@ -283,10 +280,7 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
             ok, answer = False, pack(RuntimeError(f"{type(error).__name__}: {error}"),
                                      spool, name, _INLINE_LIMIT)
         except OSError as error:
-            if _abandoned(spool):
-                _leave()
-            ok, answer = False, pack(RuntimeError(f"cannot write the answer: {error}"),
-                                     spool, name, _INLINE_LIMIT)
+            ok, answer = False, _failure(spool, name, f"cannot write the answer: {error}")
         del value
         try:
             _send(stdout, (job_id, ok, answer))
@@ -294,18 +288,16 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
             return
 
 
-def _abandoned(spool: str) -> bool:
-    """Whether the parent has removed the spool: it does so once it stops reading answers
-    (its exit after Ctrl-C or SIGTERM, a ``timeout``), so a job that finishes after that has
-    no one to answer and the worker leaves quietly instead of with a traceback."""
-    return not os.path.isdir(spool)
-
-
-def _leave() -> None:
-    """Exit at once: returning would wait at the interpreter's shutdown for the thread that
-    blocks on reading the jobs pipe (a fatal error, SIGABRT)."""
-    sys.stderr.flush()
-    os._exit(0)
+def _failure(spool: str, name: str, text: str) -> Any:
+    """The answer (an inline parcel) for a job whose spool file could not be read or written:
+    ``text`` as its error. When the parent has removed the spool, it stopped reading answers
+    (its exit after Ctrl-C or SIGTERM, a ``timeout``): the worker then leaves quietly instead of
+    with a traceback, at once (returning would wait at the interpreter's shutdown for the thread
+    that blocks on reading the jobs pipe: a fatal error, SIGABRT)."""
+    if not os.path.isdir(spool):
+        sys.stderr.flush()
+        os._exit(0)
+    return pack(RuntimeError(text), spool, name, _INLINE_LIMIT)
 
 
 def _exit_with_the_parent(every: float = 0.5) -> None:
