@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import time
 from pathlib import Path
 
 from intrabench import __version__
+from intrabench.engine import interrupts
 from intrabench.engine.subprocess_executor import WorkerDied
 from intrabench.errors import UserError
 
@@ -330,9 +330,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     os.environ.setdefault("TQDM_MININTERVAL", "0.5")
-    previous = _terminate_like_ctrl_c()
+    restore = interrupts.install(Terminated)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        interrupts.check()  # a stop request swallowed where nothing could raise it
+        return status
     except Terminated:
         print("terminated (SIGTERM): finished work is saved; re-run the same command to resume",
               file=sys.stderr)
@@ -355,27 +357,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {describe_os_error(error)}", file=sys.stderr)
         return 1
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if restore is not None:
+            restore()
 
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (``kill``, SLURM's end of a job), raised where Ctrl-C's KeyboardInterrupt is:
     the run saves what is finished and stops its workers the same way."""
-
-
-def _terminate_like_ctrl_c():
-    """Make SIGTERM raise :class:`Terminated` in the main thread; the previous handler (None
-    when not in the main thread, where handlers cannot be set)."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def terminate(signum, frame):
-        raise Terminated()
-
-    return signal.signal(signal.SIGTERM, terminate)
 
 
 def describe_os_error(error: OSError) -> str:

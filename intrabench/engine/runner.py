@@ -25,6 +25,7 @@ import yaml
 from intrabench import registry
 from intrabench.clicks.policy import ClickPolicy, ImageWindow
 from intrabench.config import ComponentSpec, RunConfig
+from intrabench.engine import interrupts
 from intrabench.engine.case_cache import CaseCache, CaseIdentity
 from intrabench.engine.case_reader import load_case, with_attributes
 from intrabench.engine.failures import UnitFailure, write_failures
@@ -566,6 +567,7 @@ class Runner:
                 self.start_workers()
                 self._consolidating = True
             for index, group in enumerate(groups):
+                interrupts.check()  # a Ctrl-C or kill whose first raise was swallowed
                 if index + 1 < len(groups):
                     # the case in memory is still the previous group's here: compare with
                     # this group's, or a case that comes back after another is read twice

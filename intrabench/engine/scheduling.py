@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from intrabench.engine import user_worker
+from intrabench.engine import interrupts, user_worker
 from intrabench.engine.episode import (
     Answer,
     EpisodeProgram,
@@ -146,6 +146,7 @@ class EpisodeScheduler:
 
         start_more()
         while running:
+            interrupts.check()  # a Ctrl-C or kill whose first raise was swallowed
             if ready:
                 episode, call = ready.popleft()
                 index = self.model_calls
