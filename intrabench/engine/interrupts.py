@@ -27,11 +27,6 @@ def request(kind: type[KeyboardInterrupt]) -> None:
     raise kind()
 
 
-def requested() -> type[KeyboardInterrupt] | None:
-    """The stop request received so far (its exception type), or None."""
-    return _requested
-
-
 def check() -> None:
     """Raise the stop request received so far, if any: called at each step of a run's loops,
     so that a request whose first raise was swallowed still stops the run."""
@@ -47,9 +42,9 @@ def clear() -> None:
 
 def install(terminated: type[KeyboardInterrupt]) -> Callable[[], None] | None:
     """Make SIGINT raise KeyboardInterrupt and SIGTERM raise ``terminated``, both recorded;
-    returns a function that puts the previous handlers back and forgets the request, or None outside the main thread
-    (where handlers cannot be set). An ignored SIGINT (a job started with ``&`` or ``nohup``)
-    stays ignored."""
+    returns a function that puts the previous handlers back and forgets the request, or None
+    outside the main thread (where handlers cannot be set). An ignored SIGINT (a job started
+    with ``&`` or ``nohup``) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         return None
     clear()
