@@ -46,6 +46,7 @@ from intrabench.io.checkpoints import (
     load_checkpoint,
     load_state_dict_strict,
     pinned_difference,
+    sha256_file,
     strip_prefix,
 )
 from intrabench.io.volume import Volume
@@ -236,6 +237,7 @@ class SamFamilyModel(SliceModel):
         self._net: Any = None
         self._case_state: dict[str, Any] = {}
         self._checkpoint_digests: dict[str, str] | None = None
+        self._checkpoint_sha256: str | None = None
         self._block_size: int | None = None
 
     # -- listing --------------------------------------------------------------------------
@@ -288,7 +290,9 @@ class SamFamilyModel(SliceModel):
 
     def prepare(self) -> None:
         """Build the network, load its weights and resolve the encoder's backend (export,
-        check, compile) now, not in the first case's group (see :meth:`Model.prepare`)."""
+        check, compile) now, not in the first case's group (see :meth:`Model.prepare`).
+        Recorded exports start compiling first, beside torch's import (:meth:`open_exports_ahead`)."""
+        self.open_exports_ahead()
         if self.exported_encoder is None or self.exported_decoder is None:
             self.net  # noqa: B018 - the property builds it (not needed when both are exported)
 
@@ -455,8 +459,7 @@ class SamFamilyModel(SliceModel):
         again at the next use (its error raised there too, never torch in silence)."""
         if self._exported is _UNRESOLVED:
             exported = None
-            if self.EXPORTABLE_ENCODER and (self.backend not in ("auto", "torch")
-                                            or (self.backend == "auto" and self.AUTO_EXPORT)):
+            if self.wants_exported_encoder():
                 exported = self._resolve_backend()
             self._exported = exported
         return self._exported
@@ -486,6 +489,90 @@ class SamFamilyModel(SliceModel):
     #: state dict names them (its digest is then read from the checkpoint)
     DECODER_PREFIXES: ClassVar[tuple[str, ...]] = ()
 
+    def wants_exported_encoder(self) -> bool:
+        """Whether :attr:`backend` asks for an exported encoder (one named, or 'auto' on an
+        adapter that exports by default); whether it gets one depends on the device too."""
+        return self.EXPORTABLE_ENCODER and (self.backend not in ("auto", "torch")
+                                            or (self.backend == "auto" and self.AUTO_EXPORT))
+
+    def open_exports_ahead(self) -> None:
+        """Start compiling this model's recorded encoder and decoder exports in the background,
+        before torch is imported (:mod:`._exports_ahead`): when the model will run them on the
+        CPU as far as can be told without torch (device 'cpu' or 'auto', float32, no compile),
+        the checkpoint's digests are in the book (:mod:`._checkpoint_digests`) and the backend
+        is installed. Anything else (torch already imported, no record, a guessed thread count
+        torch does not confirm) leaves the start as it was."""
+        import sys
+
+        from ._checkpoint_digests import recorded_digests
+        from ._encoder_backends import (
+            AUTO_ORDER,
+            DecoderExports,
+            EncoderExports,
+            exports_dir,
+            installed,
+        )
+        from ._exports_ahead import open_ahead, torch_threads_guess
+
+        if ("torch" in sys.modules or self._net is not None or self.checkpoint_file is None
+                or not self.wants_exported_encoder()
+                or self._exported is not _UNRESOLVED
+                or str(self.requested_device or "auto") not in ("cpu", "auto")
+                or self.precision not in ("auto", "fp32", "tf32")
+                or self.encoder_weights != "float32" or self.compile):
+            return
+        threads = torch_threads_guess()
+        candidates = [b for b in (AUTO_ORDER if self.backend == "auto" else (self.backend,))
+                      if installed(b)]
+        known_shape = self.encoder_input_shape_without_network()
+        if threads is None or not candidates or known_shape is None:
+            return
+        directory = exports_dir(checkpoint_dir(self.checkpoint_directory))
+        try:
+            digests = recorded_digests(directory, self.checkpoint_sha256())
+        except CheckpointError:
+            return  # said where the checkpoint is read, as before
+        if not digests or "encoder" not in digests:
+            return
+        shape = (self.cpu_block_size(), *known_shape)
+        exports: list[EncoderExports] = [EncoderExports(None, self.name, shape, directory, threads,
+                                                        build=lambda: None,
+                                                        weights=digests["encoder"])]
+        if self.EXPORTABLE_DECODER and "decoder" in digests:
+            exports.append(DecoderExports(None, self.name, self.decoder_embedding_shape(),
+                                          directory, threads, build=lambda: None,
+                                          weights=digests["decoder"]))
+        for export in exports:
+            if export.path.is_file():
+                open_ahead(candidates[0], export.path, threads, export.INPUT_NAMES)
+
+    def cpu_block_size(self) -> int:
+        """:attr:`block_size` as it is on the CPU, known without torch."""
+        wanted = 1 if self.batch_size == "auto" else int(self.batch_size)
+        if self.cache.max_entries is not None:
+            wanted = min(wanted, self.cache.max_entries)
+        entry = self.embedding_nbytes()
+        if entry:
+            wanted = min(wanted, self.cache.max_bytes // entry)
+        return max(1, wanted)
+
+    def checkpoint_sha256(self) -> str:
+        """The SHA-256 of :attr:`checkpoint_file`, after the checks :meth:`checked_state_dict`
+        makes (the table's pinned hash, or an explicit file against the published one); once
+        per model."""
+        if self._checkpoint_sha256 is None:
+            path = self.checkpoint_file
+            if path is None:
+                raise CheckpointError(f"{self.name} has no checkpoint file")
+            pinned = None
+            if self._table_key is not None:
+                check_pinned(self._table_key, path)
+                pinned = CHECKPOINTS[self._table_key].sha256
+            elif self._published_key is not None and is_pinned(self._published_key):
+                self.check_explicit_checkpoint(self._published_key, path)
+            self._checkpoint_sha256 = pinned or sha256_file(path)
+        return self._checkpoint_sha256
+
     def checkpoint_digests(self) -> dict[str, str]:
         """The SHA-256 (:func:`._encoder_backends.weights_digest`) of the image encoder's
         weights (``'encoder'``) and of the exportable decoder's (``'decoder'``), read from the
@@ -495,16 +582,24 @@ class SamFamilyModel(SliceModel):
         if self._net is not None or self.checkpoint_file is None:
             return {}
         if self._checkpoint_digests is None:
-            from ._encoder_backends import tensors_digest
+            from ._checkpoint_digests import record_digests, recorded_digests
+            from ._encoder_backends import exports_dir, tensors_digest
 
-            state = self.checked_state_dict(self.checkpoint_file)
-            prefix = "image_encoder."
-            digests = {"encoder": tensors_digest({k[len(prefix):]: v for k, v in state.items()
-                                                  if k.startswith(prefix)})}
-            if self.DECODER_PREFIXES:
-                digests["decoder"] = tensors_digest({k: v for k, v in state.items()
-                                                     if k.startswith(self.DECODER_PREFIXES)})
-            self._checkpoint_digests = digests
+            directory = exports_dir(checkpoint_dir(self.checkpoint_directory))
+            sha = self.checkpoint_sha256()
+            wanted = {"encoder", "decoder"} if self.DECODER_PREFIXES else {"encoder"}
+            digests = recorded_digests(directory, sha)
+            if digests is None or not wanted <= set(digests):
+                state = self.checked_state_dict(self.checkpoint_file)
+                prefix = "image_encoder."
+                digests = {"encoder": tensors_digest({k[len(prefix):]: v
+                                                      for k, v in state.items()
+                                                      if k.startswith(prefix)})}
+                if self.DECODER_PREFIXES:
+                    digests["decoder"] = tensors_digest(
+                        {k: v for k, v in state.items() if k.startswith(self.DECODER_PREFIXES)})
+                record_digests(directory, sha, digests)
+            self._checkpoint_digests = {k: digests[k] for k in wanted}
         return self._checkpoint_digests
 
     @property
@@ -552,6 +647,11 @@ class SamFamilyModel(SliceModel):
         import sys
 
         print(f"intrabench: {self.name}: {message}", file=sys.stderr)
+
+    def encoder_input_shape_without_network(self) -> tuple[int, int, int] | None:
+        """:meth:`encoder_input_shape` where the adapter knows it without building the
+        network (for :meth:`open_exports_ahead`), else None."""
+        return None
 
     def encoder_input_shape(self) -> tuple[int, int, int]:
         """(3, S, S): what :meth:`preprocess` gives per slice (for the export)."""

@@ -304,6 +304,9 @@ class LiteMedSAM(SamFamilyModel):
     def encoder_input_shape(self) -> tuple[int, int, int]:
         return (3, IMAGE_SIZE, IMAGE_SIZE)  # known without building the network
 
+    def encoder_input_shape_without_network(self) -> tuple[int, int, int] | None:
+        return self.encoder_input_shape()
+
     def decoder_embedding_shape(self) -> tuple[int, int, int, int]:
         return (1, 256, 64, 64)
 

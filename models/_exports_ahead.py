@@ -1,0 +1,95 @@
+"""Compile a model's recorded exports in the background while torch is imported.
+
+On the CPU, a model whose encoder and decoder run from recorded exports (OpenVINO, ONNX
+Runtime) spent its start in series: ``import torch`` (2-3 s on 2 cores), reading the
+checkpoint for its digests (0.3 s), then compiling the two exports (about 1.4 s for
+LiteMedSAM's). Compiling needs none of torch, and OpenVINO's and ONNX Runtime's compilers
+release the GIL, so :func:`open_ahead` starts it in a thread at the beginning of
+``prepare()`` and the import runs beside it.
+
+This is a head start and nothing else: the model resolves its backend exactly as before
+(record verified, file hashed, checked against torch when the record has no check), and takes
+the compiled model from here only when it is of that very file (same SHA-256), for the same
+backend and the same thread count; otherwise it compiles as before, and what was compiled
+ahead is dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._encoder_backends import file_sha256, open_backend
+
+_Key = tuple[str, str, int, tuple[str, ...]]
+_AHEAD: dict[_Key, Future] = {}
+_LOCK = threading.Lock()
+
+
+def _key(backend: str, path: Path, threads: int, input_names: tuple[str, ...]) -> _Key:
+    return (backend, str(Path(path)), int(threads), tuple(input_names))
+
+
+def open_ahead(backend: str, path: Path, threads: int, input_names: tuple[str, ...]) -> None:
+    """Start hashing and compiling the export at ``path`` in a daemon thread (once per key)."""
+    key = _key(backend, path, threads, input_names)
+    future: Future = Future()
+    with _LOCK:
+        if key in _AHEAD:
+            return
+        _AHEAD[key] = future
+
+    def work() -> None:
+        try:
+            sha = file_sha256(Path(path))
+            future.set_result((sha, open_backend(backend, Path(path), threads, input_names)))
+        except BaseException as error:  # noqa: BLE001 - handed to whoever takes it
+            future.set_exception(error)
+
+    threading.Thread(target=work, name="intrabench-open-ahead", daemon=True).start()
+
+
+def opened(backend: str, path: Path, threads: int, input_names: tuple[str, ...],
+           onnx_sha256: str) -> Callable[..., np.ndarray]:
+    """``open_backend(backend, path, threads, input_names)``: what :func:`open_ahead` compiled
+    when it compiled the file whose SHA-256 is ``onnx_sha256`` (waiting for it to finish),
+    else opened now."""
+    with _LOCK:
+        future = _AHEAD.pop(_key(backend, path, threads, input_names), None)
+    if future is not None:
+        try:
+            sha, run = future.result()
+        except Exception:  # noqa: BLE001 - opened again below, where its error is raised
+            sha, run = None, None
+        if sha == onnx_sha256 and run is not None:
+            return run
+    return open_backend(backend, Path(path), threads, input_names)
+
+
+def pending() -> int:
+    """How many compilations started ahead were not taken yet (tests, diagnostics)."""
+    with _LOCK:
+        return len(_AHEAD)
+
+
+def torch_threads_guess() -> int | None:
+    """The thread count torch will report, guessed without importing it: ``OMP_NUM_THREADS``
+    (then ``MKL_NUM_THREADS``) when set to a positive number, as torch reads them; else the
+    physical cores where the OS tells them (torch's default); else None. Only a guess: an
+    export compiled ahead for another count is not used."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    try:
+        import psutil
+    except ImportError:
+        return None
+    cores: Any = psutil.cpu_count(logical=False)
+    return int(cores) if cores else None
