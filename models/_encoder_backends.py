@@ -47,6 +47,8 @@ import numpy as np
 
 from intrabench.errors import UserError
 
+from . import _exports_ahead
+
 BACKENDS = ("auto", "torch", "onnxruntime", "openvino")
 #: fastest first (LiteMedSAM's encoder on 2 cores: OpenVINO 4.0x, ONNX Runtime 3.1x torch)
 AUTO_ORDER = ("openvino", "onnxruntime")
@@ -287,10 +289,10 @@ class EncoderExports:
         """``backend`` running this module, and its largest difference to torch on the probe
         (checked once per machine, backend version and exported file); UserError when it
         disagrees beyond :attr:`TOLERANCE`."""
-        from ._exports_ahead import opened
-
         record, _ = self._verified_record()
-        run = opened(backend, self.path, self.threads, self.INPUT_NAMES, record["onnx_sha256"])
+        run = (_exports_ahead.take(backend, self.path, self.threads, self.INPUT_NAMES,
+                                   record["onnx_sha256"])
+               or open_backend(backend, self.path, self.threads, self.INPUT_NAMES))
         key = backend_version(backend)
         entry = record["checked"].get(key)
         difference = entry.get("difference") if isinstance(entry, dict) else None
@@ -371,6 +373,15 @@ class ExportedDecoder:
         arrays = (np.ascontiguousarray(embedding.detach().cpu().numpy(), dtype=np.float32),
                   np.ascontiguousarray(box.detach().cpu().numpy(), dtype=np.float32))
         return torch.from_numpy(np.ascontiguousarray(self.run(*arrays)))
+
+
+def open_ahead(backend: str, path: Path, threads: int, input_names: tuple[str, ...]) -> None:
+    """Start hashing and opening (compiling) the export at ``path`` in the background
+    (:mod:`._exports_ahead`); :meth:`EncoderExports.checked_run` takes it when it is of the
+    file that the record check verified."""
+    _exports_ahead.start(backend, path, threads, input_names,
+                         lambda: (file_sha256(Path(path)),
+                                  open_backend(backend, Path(path), threads, input_names)))
 
 
 def file_sha256(path: Path) -> str:

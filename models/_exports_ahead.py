@@ -4,8 +4,9 @@ On the CPU, a model whose encoder and decoder run from recorded exports (OpenVIN
 Runtime) spent its start in series: ``import torch`` (2-3 s on 2 cores), reading the
 checkpoint for its digests (0.3 s), then compiling the two exports (about 1.4 s for
 LiteMedSAM's). Compiling needs none of torch, and OpenVINO's and ONNX Runtime's compilers
-release the GIL, so :func:`open_ahead` starts it in a thread at the beginning of
-``prepare()`` and the import runs beside it.
+release the GIL, so ``prepare()`` starts it in a thread first
+(:func:`._encoder_backends.open_ahead`, which hands the work to :func:`start`) and the import
+runs beside it; :meth:`._encoder_backends.EncoderExports.checked_run` then takes it (:func:`take`).
 
 This is a head start and nothing else: the model resolves its backend exactly as before
 (record verified, file hashed, checked against torch when the record has no check), and takes
@@ -23,10 +24,6 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ._encoder_backends import file_sha256, open_backend
-
 _Key = tuple[str, str, int, tuple[str, ...]]
 _AHEAD: dict[_Key, Future] = {}
 _LOCK = threading.Lock()
@@ -36,8 +33,10 @@ def _key(backend: str, path: Path, threads: int, input_names: tuple[str, ...]) -
     return (backend, str(Path(path)), int(threads), tuple(input_names))
 
 
-def open_ahead(backend: str, path: Path, threads: int, input_names: tuple[str, ...]) -> None:
-    """Start hashing and compiling the export at ``path`` in a daemon thread (once per key)."""
+def start(backend: str, path: Path, threads: int, input_names: tuple[str, ...],
+          work: Callable[[], tuple[str, Any]]) -> None:
+    """Run ``work`` (returning the file's SHA-256 and the opened backend: see
+    :func:`._encoder_backends.open_ahead`) in a daemon thread, once per key."""
     key = _key(backend, path, threads, input_names)
     future: Future = Future()
     with _LOCK:
@@ -45,31 +44,29 @@ def open_ahead(backend: str, path: Path, threads: int, input_names: tuple[str, .
             return
         _AHEAD[key] = future
 
-    def work() -> None:
+    def run() -> None:
         try:
-            sha = file_sha256(Path(path))
-            future.set_result((sha, open_backend(backend, Path(path), threads, input_names)))
+            future.set_result(work())
         except BaseException as error:  # noqa: BLE001 - handed to whoever takes it
             future.set_exception(error)
 
-    threading.Thread(target=work, name="intrabench-open-ahead", daemon=True).start()
+    threading.Thread(target=run, name="intrabench-open-ahead", daemon=True).start()
 
 
-def opened(backend: str, path: Path, threads: int, input_names: tuple[str, ...],
-           onnx_sha256: str) -> Callable[..., np.ndarray]:
-    """``open_backend(backend, path, threads, input_names)``: what :func:`open_ahead` compiled
-    when it compiled the file whose SHA-256 is ``onnx_sha256`` (waiting for it to finish),
-    else opened now."""
+def take(backend: str, path: Path, threads: int, input_names: tuple[str, ...],
+         onnx_sha256: str) -> Callable[..., Any] | None:
+    """What was started ahead for this key, when it opened the file whose SHA-256 is
+    ``onnx_sha256`` (waiting for it to finish); else None (nothing started, another file, or
+    it failed: the caller opens it now, where an error is raised)."""
     with _LOCK:
         future = _AHEAD.pop(_key(backend, path, threads, input_names), None)
-    if future is not None:
-        try:
-            sha, run = future.result()
-        except Exception:  # noqa: BLE001 - opened again below, where its error is raised
-            sha, run = None, None
-        if sha == onnx_sha256 and run is not None:
-            return run
-    return open_backend(backend, Path(path), threads, input_names)
+    if future is None:
+        return None
+    try:
+        sha, run = future.result()
+    except Exception:  # noqa: BLE001 - opened again by the caller, where its error is raised
+        return None
+    return run if sha == onnx_sha256 else None
 
 
 def pending() -> int:

@@ -511,8 +511,9 @@ class SamFamilyModel(SliceModel):
             EncoderExports,
             exports_dir,
             installed,
+            open_ahead,
         )
-        from ._exports_ahead import open_ahead, torch_threads_guess
+        from ._exports_ahead import torch_threads_guess
 
         if ("torch" in sys.modules or self._net is not None or self.checkpoint_file is None
                 or not self.wants_exported_encoder()

@@ -113,34 +113,39 @@ def test_what_was_compiled_ahead_is_used_only_for_the_verified_file(tmp_path, mo
     path = model.exported_encoder.path
     record = json.loads(path.with_suffix(".json").read_text())
     opened = []
-    real_open = ahead.open_backend
-    monkeypatch.setattr(ahead, "open_backend",
+    real_open = backends.open_backend
+    monkeypatch.setattr(backends, "open_backend",
                         lambda *args: opened.append(args[0]) or real_open(*args))
+
+    def take_or_open(backend, path_, threads, names, sha):
+        return (ahead.take(backend, path_, threads, names, sha)
+                or backends.open_backend(backend, path_, threads, names))
+
     probe = backends.probe_batch((1, 3, 256, 256)).numpy()
     expected = model.exported_encoder.run(probe)
 
-    ahead.open_ahead(INSTALLED[0], path, 2, ("image",))
-    ahead.open_ahead(INSTALLED[0], path, 2, ("image",))  # once per key
+    backends.open_ahead(INSTALLED[0], path, 2, ("image",))
+    backends.open_ahead(INSTALLED[0], path, 2, ("image",))  # once per key
     assert ahead.pending() == 1
-    run = ahead.opened(INSTALLED[0], path, 2, ("image",), record["onnx_sha256"])
+    run = take_or_open(INSTALLED[0], path, 2, ("image",), record["onnx_sha256"])
     assert ahead.pending() == 0 and opened == [INSTALLED[0]]  # compiled once, in the thread
     np.testing.assert_array_equal(run(probe), expected)
 
-    ahead.open_ahead(INSTALLED[0], path, 2, ("image",))
-    run = ahead.opened(INSTALLED[0], path, 2, ("image",), "0" * 64)  # not the verified file
+    backends.open_ahead(INSTALLED[0], path, 2, ("image",))
+    run = take_or_open(INSTALLED[0], path, 2, ("image",), "0" * 64)  # not the verified file
     assert ahead.pending() == 0 and len(opened) == 3  # compiled again, here
     np.testing.assert_array_equal(run(probe), expected)
 
-    ahead.open_ahead(INSTALLED[0], path, 3, ("image",))  # another thread count: not taken
-    ahead.opened(INSTALLED[0], path, 2, ("image",), record["onnx_sha256"])
+    backends.open_ahead(INSTALLED[0], path, 3, ("image",))  # another thread count: not taken
+    take_or_open(INSTALLED[0], path, 2, ("image",), record["onnx_sha256"])
     assert ahead.pending() == 1
-    ahead.opened(INSTALLED[0], path, 3, ("image",), record["onnx_sha256"])
+    take_or_open(INSTALLED[0], path, 3, ("image",), record["onnx_sha256"])
     assert ahead.pending() == 0
 
     missing = tmp_path / "missing.onnx"  # a failure ahead is raised where it is opened
-    ahead.open_ahead(INSTALLED[0], missing, 2, ("image",))
+    backends.open_ahead(INSTALLED[0], missing, 2, ("image",))
     with pytest.raises(Exception):  # noqa: B017 - the backend's own error type
-        ahead.opened(INSTALLED[0], missing, 2, ("image",), "0" * 64)
+        take_or_open(INSTALLED[0], missing, 2, ("image",), "0" * 64)
 
 
 @needs_a_backend
