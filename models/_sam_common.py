@@ -238,6 +238,7 @@ class SamFamilyModel(SliceModel):
         self._case_state: dict[str, Any] = {}
         self._checkpoint_digests: dict[str, str] | None = None
         self._checkpoint_sha256: str | None = None
+        self._checked_files: set[Path] = set()
         self._block_size: int | None = None
 
     # -- listing --------------------------------------------------------------------------
@@ -324,11 +325,20 @@ class SamFamilyModel(SliceModel):
     def checked_state_dict(self, path: Path) -> dict[str, Any]:
         """The state dict in ``path``, after checking the table's file against its pinned size
         and hash (where the table pins them) or an explicit file against the published one."""
+        self.check_checkpoint_file(path)
+        return self.extract_state_dict(load_checkpoint(path))
+
+    def check_checkpoint_file(self, path: Path) -> None:
+        """:meth:`checked_state_dict`'s checks of ``path`` (a hash of the whole file where one
+        is pinned), made once per model and file: the digests' book and the weights' load
+        share them."""
+        if path in self._checked_files:
+            return
         if self._table_key is not None:
             check_pinned(self._table_key, path)
         elif self._published_key is not None and is_pinned(self._published_key):
             self.check_explicit_checkpoint(self._published_key, path)
-        return self.extract_state_dict(load_checkpoint(path))
+        self._checked_files.add(path)
 
     def load_weights(self, net: Any, path: Path) -> None:
         """Load ``path`` strictly into ``net`` (readable key diff on mismatch), after
@@ -425,17 +435,22 @@ class SamFamilyModel(SliceModel):
         than the embedding cache holds. Fixed for the model's life (it depends on the device,
         the architecture and the cache bounds only)."""
         if self._block_size is None:
-            wanted = self.batch_size
-            if wanted == "auto":
-                wanted = 4 if getattr(self.device, "type", "") == "cuda" else 1
-            limit = int(wanted)
-            if self.cache.max_entries is not None:
-                limit = min(limit, self.cache.max_entries)
-            entry = self.embedding_nbytes()
-            if entry:
-                limit = min(limit, self.cache.max_bytes // entry)
-            self._block_size = max(1, limit)
+            self._block_size = self.block_size_on(getattr(self.device, "type", ""))
         return self._block_size
+
+    def block_size_on(self, device_type: str) -> int:
+        """:attr:`block_size` on a device of ``device_type`` ('cuda', 'cpu'), known without
+        torch (:meth:`open_exports_ahead` needs the CPU's before torch is imported)."""
+        wanted = self.batch_size
+        if wanted == "auto":
+            wanted = 4 if device_type == "cuda" else 1
+        limit = int(wanted)
+        if self.cache.max_entries is not None:
+            limit = min(limit, self.cache.max_entries)
+        entry = self.embedding_nbytes()
+        if entry:
+            limit = min(limit, self.cache.max_bytes // entry)
+        return max(1, limit)
 
     def encode_block(self, z: int) -> list[int]:
         """The slices encoded together with slice ``z``: the block of ``block_size``
@@ -535,7 +550,7 @@ class SamFamilyModel(SliceModel):
             return  # said where the checkpoint is read, as before
         if not digests or "encoder" not in digests:
             return
-        shape = (self.cpu_block_size(), *known_shape)
+        shape = (self.block_size_on("cpu"), *known_shape)
         exports: list[EncoderExports] = [EncoderExports(None, self.name, shape, directory, threads,
                                                         build=lambda: None,
                                                         weights=digests["encoder"])]
@@ -547,16 +562,6 @@ class SamFamilyModel(SliceModel):
             if export.path.is_file():
                 open_ahead(candidates[0], export.path, threads, export.INPUT_NAMES)
 
-    def cpu_block_size(self) -> int:
-        """:attr:`block_size` as it is on the CPU, known without torch."""
-        wanted = 1 if self.batch_size == "auto" else int(self.batch_size)
-        if self.cache.max_entries is not None:
-            wanted = min(wanted, self.cache.max_entries)
-        entry = self.embedding_nbytes()
-        if entry:
-            wanted = min(wanted, self.cache.max_bytes // entry)
-        return max(1, wanted)
-
     def checkpoint_sha256(self) -> str:
         """The SHA-256 of :attr:`checkpoint_file`, after the checks :meth:`checked_state_dict`
         makes (the table's pinned hash, or an explicit file against the published one); once
@@ -565,12 +570,8 @@ class SamFamilyModel(SliceModel):
             path = self.checkpoint_file
             if path is None:
                 raise CheckpointError(f"{self.name} has no checkpoint file")
-            pinned = None
-            if self._table_key is not None:
-                check_pinned(self._table_key, path)
-                pinned = CHECKPOINTS[self._table_key].sha256
-            elif self._published_key is not None and is_pinned(self._published_key):
-                self.check_explicit_checkpoint(self._published_key, path)
+            self.check_checkpoint_file(path)
+            pinned = CHECKPOINTS[self._table_key].sha256 if self._table_key else None
             self._checkpoint_sha256 = pinned or sha256_file(path)
         return self._checkpoint_sha256
 
