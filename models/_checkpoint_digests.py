@@ -7,11 +7,12 @@ in the exports folder, maps a checkpoint file's own SHA-256 to those digests onc
 been computed, so that a later run finds its exports, and can start compiling them, before
 torch is imported.
 
-The book is a finding aid, never a proof: the checkpoint's SHA-256 that keys it is computed
-(or checked against the pinned one) by the caller at every run, and every export it leads to
-is checked against its own record as before (its file's SHA-256 computed again). A wrong or
-missing entry costs a ``torch.load``, or an export that is not found; nothing is trusted from
-it alone that the records would not confirm.
+The book is a finding aid: the checkpoint's SHA-256 that keys it is computed (or checked
+against the pinned one) by the caller at every run, and every export it leads to is checked
+against its own record as before (its file's SHA-256 computed again). Entries are addressed by
+content, so they never go stale; an unreadable, non-hex or missing entry costs a
+``torch.load``. The book lives with the exports and is trusted as they are: whoever can write
+that folder can already replace an export together with its record.
 """
 
 from __future__ import annotations

@@ -39,7 +39,13 @@ def test_the_book_round_trips_and_ignores_what_is_not_an_entry(tmp_path):
     path = tmp_path / book.BOOK_NAME
     for text in ("not json", "[]", "null", json.dumps({SHA_A: {"encoder": "xyz"}}),
                  json.dumps({SHA_A: {"encoder": 7}}), json.dumps({SHA_A: {}}),
-                 json.dumps({SHA_A: ["1" * 64]}), "[" * 100000 + "]" * 100000):
+                 json.dumps({SHA_A: ["1" * 64]}), "[" * 100000 + "]" * 100000,
+                 json.dumps({SHA_A: {"encoder": float("nan")}}), json.dumps({SHA_A: {"encoder": -1}}),
+                 json.dumps({SHA_A: {"encoder": -1e308}}), json.dumps({SHA_A: {"encoder": float("inf")}}),
+                 json.dumps({SHA_A: {"encoder": "1" * 10**6}}),
+                 json.dumps({SHA_A: {"encoder": {"encoder": "1" * 64}}}),
+                 json.dumps({SHA_A: {"encoder": ["1" * 64]}}),
+                 f'{{"{SHA_A}": ' + '{"a": ' * 5000 + "1" + "}" * 5001):
         path.write_text(text)
         assert book.recorded_digests(tmp_path, SHA_A) is None, text[:40]
     book.record_digests(tmp_path, SHA_B, {"encoder": "4" * 64})  # a garbage book is replaced
