@@ -284,10 +284,11 @@ def encoder_agreement(backend: str) -> dict:
                 total += np.count_nonzero(a) + np.count_nonzero(b)
                 view_box = reference.view.box(box, shape)
                 with torch.no_grad():
-                    difference = (reference.view_logits(reference.embedding(int(z)), view_box,
-                                                        reference.view.shape(shape))
-                                  - other.view_logits(other.embedding(int(z)), view_box,
-                                                      other.view.shape(shape))).abs().max()
+                    difference = np.abs(
+                        np.asarray(reference.view_logits(reference.embedding(int(z)), view_box,
+                                                         reference.view.shape(shape)))
+                        - np.asarray(other.view_logits(other.embedding(int(z)), view_box,
+                                                       other.view.shape(shape)))).max()
                 largest = max(largest, float(difference))
             dices.append(overlap / total if total else 1.0)
     return {"backend": other.encoder_backend, "min_dice": min(dices), "targets": len(dices),

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import glob
+import sys
 from typing import Any
+
+#: device files through which a process reaches an accelerator torch could select on Linux:
+#: NVIDIA's driver (CUDA), AMD's kernel driver (ROCm) and WSL2's GPU paravirtualisation
+ACCELERATOR_DEVICE_FILES: tuple[str, ...] = ("/dev/nvidiactl", "/dev/nvidia[0-9]*", "/dev/kfd",
+                                             "/dev/dxg")
 
 
 def select_device(requested: str | None = None) -> Any:
@@ -18,6 +25,24 @@ def select_device(requested: str | None = None) -> Any:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def device_type_without_torch(requested: str | None = None) -> str | None:
+    """The type ('cpu', 'cuda', 'mps') of the device :func:`select_device` will give for
+    ``requested``, where it can be told without importing torch, else None.
+
+    An explicit request names its type ('cuda:1' -> 'cuda'). For 'auto' the answer is 'cpu'
+    only on Linux when none of :data:`ACCELERATOR_DEVICE_FILES` exists (without them no CUDA or
+    ROCm device can be opened, so torch would pick the CPU); anywhere else (macOS and its MPS,
+    Windows, a machine with a driver's device files) it is None and the caller asks torch.
+    """
+    if requested and requested != "auto":
+        return str(requested).split(":")[0]
+    if not sys.platform.startswith("linux"):
+        return None
+    if any(glob.glob(pattern) for pattern in ACCELERATOR_DEVICE_FILES):
+        return None
+    return "cpu"
 
 
 def inference_context(device: Any, dtype: str | None = "bfloat16"):

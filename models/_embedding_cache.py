@@ -8,13 +8,15 @@ from typing import Any
 
 
 def tensor_bytes(value: Any) -> int:
-    """Bytes held by a tensor or a (nested) tuple/list/dict of tensors."""
+    """Bytes held by a tensor or NumPy array, or a (nested) tuple/list/dict of them."""
     if isinstance(value, dict):
         return sum(tensor_bytes(v) for v in value.values())
     if isinstance(value, (tuple, list)):
         return sum(tensor_bytes(v) for v in value)
     if hasattr(value, "element_size") and hasattr(value, "nelement"):
         return int(value.element_size() * value.nelement())
+    if hasattr(value, "nbytes"):  # a NumPy array (adapters that run without torch)
+        return int(value.nbytes)
     return 0
 
 

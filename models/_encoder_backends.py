@@ -167,15 +167,14 @@ class ExportedEncoder:
 
     def __call__(self, batch: Any) -> Any:
         """Embeddings of a (b, 3, S, S) batch, b <= the exported batch size: a shorter batch
-        (a volume's last block) is padded with zeros and the padding's outputs dropped."""
-        import torch
-
-        array = np.ascontiguousarray(batch.detach().cpu().numpy(), dtype=np.float32)
+        (a volume's last block) is padded with zeros and the padding's outputs dropped. A
+        NumPy batch gives a float32 NumPy array, a torch tensor a CPU tensor."""
+        array = as_float32_array(batch)
         count = array.shape[0]
         if count < self.batch_size:
             padding = np.zeros((self.batch_size - count, *array.shape[1:]), np.float32)
             array = np.concatenate([array, padding])
-        return torch.from_numpy(np.ascontiguousarray(self.run(array)[:count]))
+        return like_input(np.ascontiguousarray(self.run(array)[:count]), batch)
 
 
 #: the record's layout; a record of another layout is replaced (its export made again)
@@ -366,13 +365,27 @@ class ExportedDecoder:
     difference: float
 
     def __call__(self, embedding: Any, box: Any) -> Any:
-        """Low-resolution logits (1, 1, H, W), a float32 torch tensor, of a (1, C, h, w)
-        embedding and a (1, 1, 4) box (torch tensors on the CPU)."""
-        import torch
+        """Low-resolution logits (1, 1, H, W) of a (1, C, h, w) embedding and a (1, 1, 4) box:
+        float32, a NumPy array for a NumPy embedding, a CPU tensor for a tensor."""
+        arrays = (as_float32_array(embedding), as_float32_array(box))
+        return like_input(np.ascontiguousarray(self.run(*arrays)), embedding)
 
-        arrays = (np.ascontiguousarray(embedding.detach().cpu().numpy(), dtype=np.float32),
-                  np.ascontiguousarray(box.detach().cpu().numpy(), dtype=np.float32))
-        return torch.from_numpy(np.ascontiguousarray(self.run(*arrays)))
+
+def as_float32_array(values: Any) -> np.ndarray:
+    """A C-contiguous float32 NumPy array of a NumPy array or a torch tensor (any device)."""
+    if not isinstance(values, np.ndarray):
+        values = values.detach().cpu().numpy()
+    return np.ascontiguousarray(values, dtype=np.float32)
+
+
+def like_input(array: np.ndarray, given: Any) -> Any:
+    """``array`` as the kind of value the caller gave: NumPy for NumPy (torch not imported),
+    else a CPU torch tensor."""
+    if isinstance(given, np.ndarray):
+        return array
+    import torch
+
+    return torch.from_numpy(array)
 
 
 def open_ahead(backend: str, path: Path, threads: int, input_names: tuple[str, ...]) -> None:

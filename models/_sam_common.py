@@ -25,7 +25,9 @@ registered models stays fast.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sys
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
@@ -66,6 +68,7 @@ from ._encoder_speed import (
 from ._precision import (
     check_choice,
     check_precision,
+    device_type,
     forward_context,
     keep_float32,
     resolve_precision,
@@ -210,7 +213,7 @@ class SamFamilyModel(SliceModel):
         self._exported: Any = _UNRESOLVED
         self._exported_decoder: Any = _UNRESOLVED
         if precision == "fp16":  # refuse fp16 on the CPU now, not at the first encode
-            resolve_precision(precision, self.device)
+            resolve_precision(precision, self.device_type)
         self.checkpoint_file: Path | None = None
         #: the checkpoint table's key of the file to load, when it is the table's own file
         #: (not an explicit ``checkpoint``): its pinned size and hash are checked before loading
@@ -263,9 +266,69 @@ class SamFamilyModel(SliceModel):
         return self._device
 
     @property
+    def device_type(self) -> str:
+        """'cpu', 'cuda', 'mps': the type of :attr:`device`. Told without importing torch where
+        that can be known (:func:`intrabench.device.device_type_without_torch`) while torch is
+        not imported yet, so that a model whose passes all run in an exported backend
+        (:attr:`runs_without_torch`) never imports it."""
+        if self._device is None and "torch" not in sys.modules:
+            from intrabench.device import device_type_without_torch
+
+            known = device_type_without_torch(self.requested_device)
+            if known is not None:
+                return known
+        return device_type(self.device)
+
+    @property
     def active_precision(self) -> str:
         """The precision the forward passes run in on this device: 'fp32', 'bf16' or 'fp16'."""
-        return resolve_precision(self.precision, self.device)
+        return resolve_precision(self.precision, self.device_type)
+
+    #: the adapter's hooks work in NumPy, without torch, where the networks run in an
+    #: exported backend: :meth:`preprocess` gives NumPy batches (and the embeddings are NumPy)
+    #: when the encoder is exported, :meth:`decode` post-processes in NumPy when the decoder is
+    NUMPY_WHEN_EXPORTED: ClassVar[bool] = False
+
+    @property
+    def encodes_without_torch(self) -> bool:
+        """Whether a slice's pre-processing and encoder pass run without torch (NumPy batches
+        and embeddings): :attr:`NUMPY_WHEN_EXPORTED` and an exported encoder."""
+        return self.NUMPY_WHEN_EXPORTED and self.exported_encoder is not None
+
+    @property
+    def decodes_without_torch(self) -> bool:
+        """Whether the decoder pass and its post-processing run without torch too: the decoder
+        is exported as well (one that failed its export decodes in torch, from the NumPy
+        embedding)."""
+        return self.encodes_without_torch and self.exported_decoder is not None
+
+    @property
+    def runs_without_torch(self) -> bool:
+        """Whether every step of a slice runs without torch (:attr:`encodes_without_torch`,
+        :attr:`decodes_without_torch`). A run of such a model on the CPU, whose exports are
+        recorded, never imports torch (docs/performance.md)."""
+        return self.decodes_without_torch
+
+    def forward_passes(self, precision: str, without_torch: bool) -> Any:
+        """The context of forward passes: torch's inference mode and autocast
+        (:func:`forward_context`), or nothing for passes that run ``without_torch``."""
+        if without_torch:
+            return contextlib.nullcontext()
+        return forward_context(self.device, precision)
+
+    def backend_threads(self) -> int:
+        """Threads of an exported backend: torch's intra-op count, read without importing
+        torch while it is not imported (:func:`._exports_ahead.torch_threads_guess`, where it
+        can be told), so a torch-free run uses the count a torch run would."""
+        if "torch" not in sys.modules:
+            from ._exports_ahead import torch_threads_guess
+
+            guess = torch_threads_guess()
+            if guess is not None:
+                return guess
+        import torch
+
+        return int(torch.get_num_threads())
 
     @property
     def net(self) -> Any:
@@ -435,7 +498,7 @@ class SamFamilyModel(SliceModel):
         than the embedding cache holds. Fixed for the model's life (it depends on the device,
         the architecture and the cache bounds only)."""
         if self._block_size is None:
-            self._block_size = self.block_size_on(getattr(self.device, "type", ""))
+            self._block_size = self.block_size_on(self.device_type)
         return self._block_size
 
     def block_size_on(self, device_type: str) -> int:
@@ -480,11 +543,9 @@ class SamFamilyModel(SliceModel):
         return self._exported
 
     def _resolve_backend(self) -> Any:
-        import torch
-
         from ._encoder_backends import EncoderExports, choose_backend, exports_dir
 
-        usable = (getattr(self.device, "type", "") == "cpu" and self.active_precision == "fp32"
+        usable = (self.device_type == "cpu" and self.active_precision == "fp32"
                   and self.encoder_weights == "float32" and not self.compile)
         if not usable:
             if self.backend != "auto":
@@ -496,7 +557,7 @@ class SamFamilyModel(SliceModel):
         digest = self.checkpoint_digests().get("encoder")
         exports = EncoderExports(None if digest else self.net.image_encoder, self.name, shape,
                                  exports_dir(checkpoint_dir(self.checkpoint_directory)),
-                                 torch.get_num_threads(), log,
+                                 self.backend_threads(), log,
                                  build=lambda: self.net.image_encoder, weights=digest)
         return choose_backend(self.backend, exports, log)
 
@@ -617,8 +678,6 @@ class SamFamilyModel(SliceModel):
         return self._exported_decoder
 
     def _resolve_decoder(self, backend: str) -> Any:
-        import torch
-
         from ._encoder_backends import DecoderExports, exports_dir
 
         log = self.say
@@ -626,7 +685,7 @@ class SamFamilyModel(SliceModel):
         exports = DecoderExports(None if digest else self.decoder_module(), self.name,
                                  self.decoder_embedding_shape(),
                                  exports_dir(checkpoint_dir(self.checkpoint_directory)),
-                                 torch.get_num_threads(), log, build=self.decoder_module,
+                                 self.backend_threads(), log, build=self.decoder_module,
                                  weights=digest)
         try:
             return exports.load(backend)
@@ -671,7 +730,7 @@ class SamFamilyModel(SliceModel):
         if exported is None:
             _ = self.net  # build and load before the clock starts
         started = time.perf_counter()
-        with forward_context(self.device, "fp32"):  # intensities in float32
+        with self.forward_passes("fp32", self.encodes_without_torch):  # intensities: float32
             batch = self.preprocess(zs)
         prepared = time.perf_counter()
         if exported is not None:
@@ -697,7 +756,7 @@ class SamFamilyModel(SliceModel):
         return cached
 
     def _sync(self) -> None:
-        if getattr(self.device, "type", "") == "cuda":
+        if self.device_type == "cuda":
             import torch
 
             torch.cuda.synchronize(self.device)
@@ -709,7 +768,7 @@ class SamFamilyModel(SliceModel):
             return SliceOutput(np.zeros((height, width), dtype=bool), None)
         embedding = self.embedding(prompt.z)
         started = time.perf_counter()
-        with forward_context(self.device, self.active_precision):
+        with self.forward_passes(self.active_precision, self.decodes_without_torch):
             output = self.decode(embedding, prompt, feedback)
         self._sync()
         self.stats.decoder_seconds += time.perf_counter() - started

@@ -42,6 +42,7 @@ from intrabench.protocols import SliceOutput
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
 
+from ._numpy_interpolate import resize_bilinear, resized_positive_probability
 from ._sam_common import SamFamilyModel
 
 #: the network's input side (pixels)
@@ -197,6 +198,7 @@ class LiteMedSAM(SamFamilyModel):
     EXPORTABLE_ENCODER: ClassVar[bool] = True
     AUTO_EXPORT: ClassVar[bool] = True  # measured: OpenVINO 3.96x torch (docs/performance.md)
     EXPORTABLE_DECODER: ClassVar[bool] = True  # measured: OpenVINO 2.3x torch (0.068 s a call)
+    NUMPY_WHEN_EXPORTED: ClassVar[bool] = True  # both exported: no torch at all (a 2.4 s start)
 
     def __init__(self, modality: str = "auto", slice_view: str = "stored",
                  ct_window: tuple[float, float] | list[float] = CT_WINDOW,
@@ -235,7 +237,7 @@ class LiteMedSAM(SamFamilyModel):
         (:mod:`._litemedsam_device_input`, equal to the official steps): ``preprocessing``
         'device', or 'auto' on a GPU."""
         if self.preprocessing == "auto":
-            return getattr(self.device, "type", "cpu") != "cpu"
+            return self.device_type != "cpu"
         return self.preprocessing == "device"
 
     def case_modality(self) -> str:
@@ -261,10 +263,12 @@ class LiteMedSAM(SamFamilyModel):
 
     # -- hooks -------------------------------------------------------------------------------
     def preprocess(self, zs: list[int]) -> Any:
-        import torch
-
+        """The (len(zs), 3, 256, 256) float32 encoder inputs of axial slices ``zs``: a torch
+        tensor on the model's device, or a NumPy array when :attr:`encodes_without_torch`."""
         modality, bounds, volume_range = self.intensity_bounds()
         if self.preprocess_on_device():
+            import torch
+
             from ._litemedsam_device_input import device_network_inputs
 
             try:  # one upload of the block's raw slices (torch has no uint32, no big-endian)
@@ -275,11 +279,16 @@ class LiteMedSAM(SamFamilyModel):
                 raw.to(self.device), modality, bounds, volume_range, self.view, IMAGE_SIZE)
             if inputs is not None:
                 return inputs[:, None].expand(-1, 3, -1, -1).contiguous()
-        slices = [network_input(np.ascontiguousarray(self.view.image(
-                      to_uint8_like_pre_ct_mr(self.image.array[z], modality, bounds,
-                                              volume_range))))
-                  for z in zs]
-        batch = torch.from_numpy(np.stack(slices)).to(self.device)
+        slices = np.stack([network_input(np.ascontiguousarray(self.view.image(
+                               to_uint8_like_pre_ct_mr(self.image.array[z], modality, bounds,
+                                                       volume_range))))
+                           for z in zs])
+        if self.encodes_without_torch:
+            return np.ascontiguousarray(np.broadcast_to(slices[:, None],
+                                                        (len(zs), 3, *slices.shape[1:])))
+        import torch
+
+        batch = torch.from_numpy(slices).to(self.device)
         return batch[:, None].expand(-1, 3, -1, -1).contiguous()
 
     def encode(self, batch: Any) -> list[Any]:
@@ -289,12 +298,9 @@ class LiteMedSAM(SamFamilyModel):
         shape = tuple(self.image.shape[1:])
         if prompt.box is None:  # points alone: LiteMedSAM has nothing to segment from
             return SliceOutput(np.zeros(shape, dtype=bool), None)
-        logits = self.view_logits(embedding, self.view.box(prompt.box, shape),
-                                  self.view.shape(shape))
-        import torch
-
-        mask = self.view.to_canonical((torch.sigmoid(logits) > 0.5).cpu().numpy())
-        return SliceOutput(np.ascontiguousarray(mask), None)
+        mask = self.view_mask(embedding, self.view.box(prompt.box, shape),
+                              self.view.shape(shape))
+        return SliceOutput(np.ascontiguousarray(self.view.to_canonical(mask)), None)
 
     DECODER_PREFIXES: ClassVar[tuple[str, ...]] = ("prompt_encoder.", "mask_decoder.")
 
@@ -310,22 +316,51 @@ class LiteMedSAM(SamFamilyModel):
     def decoder_embedding_shape(self) -> tuple[int, int, int, int]:
         return (1, 256, 64, 64)
 
-    def view_logits(self, embedding: Any, box: Any, view_shape: tuple[int, int]) -> Any:
-        """Logits (rows, cols) on the view's grid for an inclusive box in view pixels
-        (``sigmoid(logits) > 0.5`` is the mask)."""
-        import torch
-        import torch.nn.functional as F
-
+    def cropped_logits(self, embedding: Any, box: Any, view_shape: tuple[int, int]) -> Any:
+        """The decoder's (1, 1, h, w) float32 logits for an inclusive box in view pixels, cropped
+        to the resized slice (h, w: the view's (rows, cols) scaled to 256 on the longer side):
+        NumPy when :attr:`decodes_without_torch`, else a torch tensor on the model's device."""
         height, width = view_shape
         scale = IMAGE_SIZE / max(height, width)
         coordinates = [int(v * scale) for v in (box.x_min, box.y_min, box.x_max, box.y_max)]
+        new_height, new_width = int(height * scale + 0.5), int(width * scale + 0.5)
+        if self.decodes_without_torch:
+            low_res = self.exported_decoder(np.asarray(embedding, dtype=np.float32)[None],
+                                            np.array([[coordinates]], dtype=np.float32))
+            return low_res[..., :new_height, :new_width]
+        import torch
+
         box_tensor = torch.tensor([[coordinates]], dtype=torch.float32, device=self.device)
+        embedding = torch.as_tensor(embedding, device=self.device)  # NumPy from an export
         exported = self.exported_decoder
         if exported is not None:
             low_res = exported(embedding[None], box_tensor)
         else:
             low_res = decode_box(self.net, embedding[None], box_tensor)
-        new_height, new_width = int(height * scale + 0.5), int(width * scale + 0.5)
-        cropped = low_res[..., :new_height, :new_width].float()
-        return F.interpolate(cropped, size=(height, width), mode="bilinear",
+        return low_res[..., :new_height, :new_width].float()
+
+    def view_logits(self, embedding: Any, box: Any, view_shape: tuple[int, int]) -> Any:
+        """Logits (rows, cols) on the view's grid for an inclusive box in view pixels
+        (``sigmoid(logits) > 0.5`` is the mask): :meth:`cropped_logits` bilinear
+        (``align_corners=False``) to the view's size; NumPy or torch as they are."""
+        cropped = self.cropped_logits(embedding, box, view_shape)
+        if isinstance(cropped, np.ndarray):
+            return resize_bilinear(cropped[0, 0], view_shape)
+        import torch.nn.functional as F
+
+        return F.interpolate(cropped, size=tuple(view_shape), mode="bilinear",
                              align_corners=False)[0, 0]
+
+    def view_mask(self, embedding: Any, box: Any, view_shape: tuple[int, int]) -> np.ndarray:
+        """The (rows, cols) bool mask on the view's grid, ``sigmoid(view_logits) > 0.5``
+        (in NumPy without torch: :func:`._numpy_interpolate.resized_positive_probability`,
+        the same pixels)."""
+        cropped = self.cropped_logits(embedding, box, view_shape)
+        if isinstance(cropped, np.ndarray):
+            return resized_positive_probability(cropped[0, 0], view_shape)
+        import torch
+        import torch.nn.functional as F
+
+        logits = F.interpolate(cropped, size=tuple(view_shape), mode="bilinear",
+                               align_corners=False)[0, 0]
+        return (torch.sigmoid(logits) > 0.5).cpu().numpy()

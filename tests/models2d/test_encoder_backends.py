@@ -71,8 +71,8 @@ def test_backend_masks_and_logits_agree_with_torch_on_every_demo_target(demo_cas
                     overlap[backend] += 2 * np.count_nonzero(ours & theirs)
                     total[backend] += np.count_nonzero(ours) + np.count_nonzero(theirs)
                     with torch.no_grad():
-                        logits = model.view_logits(model.embedding(prompt.z), view_box,
-                                                   view_shape)
+                        logits = torch.as_tensor(model.view_logits(
+                            model.embedding(prompt.z), view_box, view_shape))
                     assert float((logits - expected).abs().max()) <= 1e-3, backend
             for backend in exported:
                 assert overlap[backend] / total[backend] >= 0.999, (backend, case.case_id,
@@ -96,7 +96,7 @@ def test_exports_are_cached_by_weights_and_checked_once(lung, tmp_path, monkeypa
     stamp = onnx.stat().st_mtime_ns
     again = _tiny(backend=backend)
     again.set_case(lung.image)
-    np.testing.assert_array_equal(again.embedding(5).numpy(), model.embedding(5).numpy())
+    np.testing.assert_array_equal(np.asarray(again.embedding(5)), np.asarray(model.embedding(5)))
     assert onnx.stat().st_mtime_ns == stamp  # not exported again
     other = _tiny(backend=backend, seed=1)  # other weights: another file
     other.set_case(lung.image)
@@ -174,7 +174,7 @@ def test_the_box_decoder_runs_on_the_encoders_backend_and_agrees_with_torch(lung
     prompt = _box_on_slice_5(lung)
     shape = lung.image.shape[1:]
     view_box = model.view.box(prompt.box, shape)
-    embedding = model.embedding(5)
+    embedding = torch.as_tensor(model.embedding(5))  # NumPy: the model runs without torch
     with torch.no_grad():
         ours = model.view_logits(embedding, view_box, model.view.shape(shape))
     assert model.exported_decoder.backend == INSTALLED[0]
@@ -234,7 +234,8 @@ def test_a_short_last_block_is_padded_to_the_exported_batch(lung, tmp_path, monk
         model.set_case(lung.image)
     last = exported.embedding(depth - 1)
     assert exported.encode_block(depth - 1) == [depth - 1]
-    assert torch.allclose(last, reference.embedding(depth - 1), atol=backends.TOLERANCE)
+    assert torch.allclose(torch.as_tensor(last), reference.embedding(depth - 1),
+                          atol=backends.TOLERANCE)
     assert list(Path(tmp_path).glob("*-2x3x256x256-opset17.onnx"))
 
 
@@ -292,7 +293,8 @@ def test_a_swapped_exported_encoder_is_exported_again_not_used(swap, lung, tmp_p
     assert backends.file_sha256(onnx) == json.loads(onnx.with_suffix(".json").read_text())[
         "onnx_sha256"]
     reference = _encoded(lung, backend="torch")
-    assert torch.allclose(model.embedding(5), reference.embedding(5), atol=backends.TOLERANCE)
+    assert torch.allclose(torch.as_tensor(model.embedding(5)), reference.embedding(5),
+                          atol=backends.TOLERANCE)
 
 
 @needs_a_backend

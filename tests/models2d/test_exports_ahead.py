@@ -159,7 +159,9 @@ def test_a_fresh_process_compiles_the_recorded_exports_before_importing_torch(lu
                                                                              monkeypatch):
     """What a run's start does: the book and the two exports are there (a first run made
     them); a new process starts compiling both before torch is imported, and prepare() takes
-    them (nothing left pending, no network built)."""
+    them (nothing left pending, no network built). Then the slice's whole prediction runs in
+    NumPy and the exported backend: torch is never imported in that process, and the mask is
+    the one torch's post-processing gives from the same exported networks."""
     exports = tmp_path / "exports"
     monkeypatch.setenv("INTRABENCH_EXPORTS", str(exports))
     checkpoint = _tiny_checkpoint(tmp_path)
@@ -175,6 +177,14 @@ def test_a_fresh_process_compiles_the_recorded_exports_before_importing_torch(lu
         return model_.predict_slice(prompt).mask
 
     expected = mask_of(model)
+    assert model.runs_without_torch
+    monkeypatch.setattr(type(model), "NUMPY_WHEN_EXPORTED", False)  # torch post-processing
+    in_torch = _from_file(checkpoint, INSTALLED[0])
+    assert not in_torch.runs_without_torch and in_torch.exported_decoder is not None
+    np.testing.assert_array_equal(mask_of(in_torch), expected)
+    assert expected.any() and not expected.all()
+    monkeypatch.undo()
+    monkeypatch.setenv("INTRABENCH_EXPORTS", str(exports))
     script = textwrap.dedent(f"""
         import json, sys
         import numpy as np
@@ -186,18 +196,27 @@ def test_a_fresh_process_compiles_the_recorded_exports_before_importing_torch(lu
         started = ahead.pending()
         torch_before = "torch" in sys.modules
         model.prepare()
+        from intrabench.types import Box2D, SlicePrompt
+        case = registry.datasets.create("demo-real").load("lung1")
+        model.set_case(case.image)
+        mask = model.predict_slice(SlicePrompt(5, np.zeros((0, 2), np.int64),
+                                               np.zeros(0, np.int8), Box2D(50, 40, 90, 80))).mask
         print(json.dumps({{"started": started, "torch_before": torch_before,
                           "left": ahead.pending(), "encoder": model.encoder_backend,
                           "decoder": model.exported_decoder.backend,
-                          "built": model._net is not None}}))
+                          "built": model._net is not None,
+                          "torch_after": "torch" in sys.modules,
+                          "mask": np.flatnonzero(mask).tolist()}}))
     """)
     env = {**os.environ, "OMP_NUM_THREADS": "2", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result.pop("mask") == np.flatnonzero(expected).tolist()
     assert result == {"started": 2, "torch_before": False, "left": 0,
-                      "encoder": INSTALLED[0], "decoder": INSTALLED[0], "built": False}
+                      "encoder": INSTALLED[0], "decoder": INSTALLED[0], "built": False,
+                      "torch_after": False}
     again = _from_file(checkpoint, INSTALLED[0])
     again.prepare()
     np.testing.assert_array_equal(mask_of(again), expected)
