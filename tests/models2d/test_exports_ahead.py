@@ -220,3 +220,48 @@ def test_a_fresh_process_compiles_the_recorded_exports_before_importing_torch(lu
     again = _from_file(checkpoint, INSTALLED[0])
     again.prepare()
     np.testing.assert_array_equal(mask_of(again), expected)
+
+
+@needs_a_backend
+def test_a_whole_run_on_recorded_exports_never_imports_torch(tmp_path, monkeypatch):
+    """``intrabench run`` with LiteMedSAM on the CPU, its exports recorded by an earlier run:
+    the main process finishes without importing torch (importing it is 2.4 s of every such
+    run's start on 2 cores: docs/performance.md, "A run without torch"), and the workers do
+    not import it either."""
+    import yaml
+
+    exports = tmp_path / "exports"
+    monkeypatch.setenv("INTRABENCH_EXPORTS", str(exports))
+    checkpoint = _tiny_checkpoint(tmp_path)
+    _from_file(checkpoint, INSTALLED[0]).prepare()  # what the first run records
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "without-torch", "seeds": [0],
+        "datasets": [{"name": "demo-phantoms", "n_cases": 1, "seed": 3, "shape": [6, 96, 96]}],
+        "models": [{"name": "litemedsam", "weights": "checkpoint", "tiny": True,
+                    "checkpoint": str(checkpoint), "device": "cpu", "backend": INSTALLED[0],
+                    "modality": "CT"}],
+        "prompters": [{"name": "box-per-slice"}, {"name": "box-3d"}],
+        "target_attributes": False}))
+    out = tmp_path / "out"
+    script = textwrap.dedent(f"""
+        import json, sys
+        from intrabench.cli import main
+        status = main(["run", {str(config)!r}, "--out", {str(out)!r}])
+        print(json.dumps({{"status": status, "torch": "torch" in sys.modules}}))
+    """)
+    # every Python process of the run (main and workers) fails at once if it imports torch
+    guard = tmp_path / "guard"
+    guard.mkdir()
+    (guard / "torch.py").write_text("raise ImportError('torch imported by the run')\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "2",
+           "PYTHONPATH": os.pathsep.join([str(guard), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"status": 0, "torch": False}
+    assert "torch imported by the run" not in done.stderr
+    import pandas as pd
+
+    rows = pd.read_parquet(out / "results.parquet")
+    assert len(rows) > 0 and rows["dice"].notna().all()
