@@ -37,22 +37,30 @@ def fused_multiply_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
     return (a.astype(np.float64) * b + c).astype(np.float32)
 
 
+def bilinear_at(values: np.ndarray, rows: tuple[np.ndarray, ...],
+                cols: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Bilinear values at output positions given by their :func:`source_indices` parts along
+    the rows and the columns (indices broadcast together): along the columns first, then the
+    rows, each pair combined as torch's vectorised CPU kernel combines it
+    (``fma(first, first_weight, second * second_weight)``)."""
+    top, bottom, top_weight, bottom_weight = rows
+    left, right, left_weight, right_weight = cols
+    upper = fused_multiply_add(values[top, left], left_weight, values[top, right] * right_weight)
+    lower = fused_multiply_add(values[bottom, left], left_weight,
+                               values[bottom, right] * right_weight)
+    return fused_multiply_add(upper, top_weight, lower * bottom_weight)
+
+
 def resize_bilinear(values: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """A (rows, cols) float array resized to ``size`` = (rows, cols), bilinear with
-    ``align_corners=False`` as ``F.interpolate`` (float32 result).
-
-    Along the columns first, then the rows, each pair as torch's vectorised CPU kernel
-    combines it (``fma(first, first_weight, second * second_weight)``): equal to torch's
-    result to the bit where that kernel runs (measured: 256-pixel logits brought to 512 x 512,
-    400 x 500, 512 x 342); within a few float32 roundings where torch takes another code path
-    (narrow or shrunk columns)."""
+    ``align_corners=False`` as ``F.interpolate`` (float32 result), by :func:`bilinear_at`:
+    equal to torch's result to the bit where its vectorised kernel runs (measured: 256-pixel
+    logits brought to 512 x 512, 400 x 500, 512 x 342); within a few float32 roundings where
+    torch takes another code path (narrow or shrunk columns)."""
     values = np.asarray(values, dtype=np.float32)
-    rows, cols = int(size[0]), int(size[1])
-    top, bottom, top_weight, bottom_weight = source_indices(values.shape[0], rows)
-    left, right, left_weight, right_weight = source_indices(values.shape[1], cols)
-    across = fused_multiply_add(values[:, left], left_weight, values[:, right] * right_weight)
-    return fused_multiply_add(across[top], top_weight[:, None],
-                              across[bottom] * bottom_weight[:, None])
+    rows = tuple(part[:, None] for part in source_indices(values.shape[0], int(size[0])))
+    cols = tuple(part[None, :] for part in source_indices(values.shape[1], int(size[1])))
+    return bilinear_at(values, rows, cols)
 
 
 def positive_probability(logits: np.ndarray) -> np.ndarray:
@@ -87,14 +95,8 @@ def resized_positive_probability(values: np.ndarray, size: tuple[int, int]) -> n
     near = np.abs(fast) <= margin
     if near.any():
         at_rows, at_cols = np.nonzero(near)
-        top, bottom, top_weight, bottom_weight = (part[at_rows] for part in
-                                                  source_indices(values.shape[0], rows))
-        left, right, left_weight, right_weight = (part[at_cols] for part in
-                                                  source_indices(values.shape[1], cols))
-        upper = fused_multiply_add(values[top, left], left_weight,
-                                   values[top, right] * right_weight)
-        lower = fused_multiply_add(values[bottom, left], left_weight,
-                                   values[bottom, right] * right_weight)
-        exact = fused_multiply_add(upper, top_weight, lower * bottom_weight)
+        exact = bilinear_at(values,
+                            tuple(part[at_rows] for part in source_indices(values.shape[0], rows)),
+                            tuple(part[at_cols] for part in source_indices(values.shape[1], cols)))
         mask[at_rows, at_cols] = positive_probability(exact)
     return mask

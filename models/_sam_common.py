@@ -201,6 +201,8 @@ class SamFamilyModel(SliceModel):
         self.multimask = multimask
         self.requested_device = device
         self._device: Any = None
+        #: :attr:`device_type`, once known (asked per forward pass: no device files read again)
+        self._device_type: str | None = None
         self.precision = check_precision(precision)
         self.attention = check_choice("attention", attention, ATTENTIONS)
         self.encoder_weights = check_choice("encoder_weights", encoder_weights, ENCODER_WEIGHTS)
@@ -271,13 +273,14 @@ class SamFamilyModel(SliceModel):
         that can be known (:func:`intrabench.device.device_type_without_torch`) while torch is
         not imported yet, so that a model whose passes all run in an exported backend
         (:attr:`runs_without_torch`) never imports it."""
-        if self._device is None and "torch" not in sys.modules:
-            from intrabench.device import device_type_without_torch
+        if self._device_type is None:
+            if self._device is None and "torch" not in sys.modules:
+                from intrabench.device import device_type_without_torch
 
-            known = device_type_without_torch(self.requested_device)
-            if known is not None:
-                return known
-        return device_type(self.device)
+                self._device_type = device_type_without_torch(self.requested_device)
+            if self._device_type is None:
+                self._device_type = device_type(self.device)
+        return self._device_type
 
     @property
     def active_precision(self) -> str:

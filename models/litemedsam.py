@@ -156,6 +156,15 @@ def decode_box(net: Any, embedding: Any, box: Any) -> Any:
     return low_res
 
 
+def resized_in_torch(cropped: Any, view_shape: tuple[int, int]) -> Any:
+    """(1, 1, h, w) logits brought to the view's (rows, cols), bilinear with
+    ``align_corners=False`` as the official inference does: the (rows, cols) tensor."""
+    import torch.nn.functional as F
+
+    return F.interpolate(cropped, size=tuple(view_shape), mode="bilinear",
+                         align_corners=False)[0, 0]
+
+
 def box_decoder(net: Any) -> Any:
     """:func:`decode_box` as a torch module (what the decoder's export runs)."""
     import torch
@@ -346,10 +355,7 @@ class LiteMedSAM(SamFamilyModel):
         cropped = self.cropped_logits(embedding, box, view_shape)
         if isinstance(cropped, np.ndarray):
             return resize_bilinear(cropped[0, 0], view_shape)
-        import torch.nn.functional as F
-
-        return F.interpolate(cropped, size=tuple(view_shape), mode="bilinear",
-                             align_corners=False)[0, 0]
+        return resized_in_torch(cropped, view_shape)
 
     def view_mask(self, embedding: Any, box: Any, view_shape: tuple[int, int]) -> np.ndarray:
         """The (rows, cols) bool mask on the view's grid, ``sigmoid(view_logits) > 0.5``
@@ -359,8 +365,5 @@ class LiteMedSAM(SamFamilyModel):
         if isinstance(cropped, np.ndarray):
             return resized_positive_probability(cropped[0, 0], view_shape)
         import torch
-        import torch.nn.functional as F
 
-        logits = F.interpolate(cropped, size=tuple(view_shape), mode="bilinear",
-                               align_corners=False)[0, 0]
-        return (torch.sigmoid(logits) > 0.5).cpu().numpy()
+        return (torch.sigmoid(resized_in_torch(cropped, view_shape)) > 0.5).cpu().numpy()
