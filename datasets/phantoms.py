@@ -18,17 +18,48 @@ from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case, Target
 
+#: lesions keep this many voxels (6-connected steps) apart
+_SEPARATION = 2
+
 #: SimpleITK direction (LPS) whose closest canonical orientation is RAS: canonical == array.
 _RAS_DIRECTION = (-1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0)
 
 
-def _ellipsoid(shape, center, radii_vox, rotation: float) -> np.ndarray:
-    z, y, x = np.ogrid[: shape[0], : shape[1], : shape[2]]
+def _ellipsoid(shape, center, radii_vox, rotation: float) -> tuple[tuple[slice, ...], np.ndarray]:
+    """A rotated ellipsoid (rotation in the y-x plane) as (its box, its mask within the box).
+
+    The box holds every voxel the full-volume test ``(dz/rz)^2 + (ry/ry_)^2 + (rx/rx_)^2 <= 1``
+    can accept, and a voxel margin more (outside it the sum is >= (1 + 1/r)^2, far from 1):
+    the mask equals that test on the whole volume, computed per voxel with the same operations
+    on the same numbers, at the cost of the box alone.
+    """
+    in_plane = max(abs(float(radii_vox[1])), abs(float(radii_vox[2])))
+    reach = (abs(float(radii_vox[0])), in_plane, in_plane)
+    box = tuple(slice(max(0, int(center[a]) - int(np.ceil(reach[a])) - 1),
+                      min(shape[a], int(center[a]) + int(np.ceil(reach[a])) + 2))
+                for a in range(3))
+    z, y, x = np.ogrid[box[0], box[1], box[2]]
     dz, dy, dx = z - center[0], y - center[1], x - center[2]
     cos, sin = np.cos(rotation), np.sin(rotation)
     ry = dy * cos - dx * sin
     rx = dy * sin + dx * cos
-    return (dz / radii_vox[0]) ** 2 + (ry / radii_vox[1]) ** 2 + (rx / radii_vox[2]) ** 2 <= 1.0
+    inside = (dz / radii_vox[0]) ** 2 + (ry / radii_vox[1]) ** 2 + (rx / radii_vox[2]) ** 2 <= 1.0
+    return box, inside
+
+
+def _union_box(boxes, shape, margin: int) -> tuple[slice, ...]:
+    """The smallest box holding ``boxes``, grown by ``margin`` voxels, within the volume."""
+    return tuple(slice(max(0, min(b[a].start for b in boxes) - margin),
+                       min(shape[a], max(b[a].stop for b in boxes) + margin))
+                 for a in range(3))
+
+
+def _paste(box, inside, region) -> np.ndarray:
+    """``inside`` (the mask of ``box``) on the grid of the larger box ``region``."""
+    canvas = np.zeros(tuple(s.stop - s.start for s in region), dtype=bool)
+    canvas[tuple(slice(box[a].start - region[a].start, box[a].stop - region[a].start)
+                 for a in range(3))] = inside
+    return canvas
 
 
 def make_phantom(seed: int, index: int, shape: tuple[int, int, int] = (32, 96, 96),
@@ -63,23 +94,29 @@ def make_phantom(seed: int, index: int, shape: tuple[int, int, int] = (32, 96, 9
         center = [int(rng.integers(margin[a], shape[a] - margin[a])) for a in range(3)]
         if not body[0, center[1], center[2]]:
             continue
-        lesion = _ellipsoid(shape, center, radii, float(rng.uniform(0, np.pi)))
+        boxes = [_ellipsoid(shape, center, radii, float(rng.uniform(0, np.pi)))]
         # irregular shapes: union with a smaller offset lobe
         if rng.random() < 0.6:
             offset = rng.normal(0, 0.6, size=3) * radii
             lobe_center = [int(np.clip(center[a] + offset[a], 1, shape[a] - 2)) for a in range(3)]
-            lesion |= _ellipsoid(shape, lobe_center, radii * rng.uniform(0.4, 0.7),
-                                 float(rng.uniform(0, np.pi)))
-        lesion &= np.broadcast_to(body, shape)
-        dilated = ndimage.binary_dilation(lesion, iterations=2)
-        if lesion.sum() < 4 or (label[dilated] > 0).any():
+            boxes.append(_ellipsoid(shape, lobe_center, radii * rng.uniform(0.4, 0.7),
+                                    float(rng.uniform(0, np.pi))))
+        # the lesion and its dilation live in this box: nothing outside it is touched
+        region = _union_box([box for box, _ in boxes], shape, margin=_SEPARATION)
+        lesion = np.zeros(tuple(s.stop - s.start for s in region), dtype=bool)
+        for box, inside in boxes:
+            lesion |= _paste(box, inside, region)
+        lesion &= np.broadcast_to(body[:, region[1], region[2]], lesion.shape)
+        dilated = ndimage.binary_dilation(lesion, iterations=_SEPARATION)
+        if lesion.sum() < 4 or (label[region][dilated] > 0).any():
             continue
         placed += 1
-        label[lesion] = placed
-        background = np.median(image[lesion])
+        label[region][lesion] = placed
+        near = image[region]  # a view: assignments below reach the image
+        background = np.median(near[lesion])
         contrast = float(rng.uniform(60.0, 220.0)) * (1 if rng.random() < 0.8 else -0.5)
-        image[lesion] = background + 800.0 if background < -500 else background + contrast
-        image[lesion] = np.minimum(image[lesion], 200.0) if background < -500 else image[lesion]
+        near[lesion] = background + 800.0 if background < -500 else background + contrast
+        near[lesion] = np.minimum(near[lesion], 200.0) if background < -500 else near[lesion]
     image = ndimage.gaussian_filter(image, sigma=(0.5, 0.8, 0.8))
     image += rng.normal(0.0, 12.0, size=shape).astype(np.float32)
     size_xyz = (nx, ny, nz)
