@@ -47,7 +47,7 @@ import numpy as np
 
 from intrabench.errors import UserError
 
-from . import _exports_ahead
+from . import _exports_ahead, _openvino_compiled
 
 BACKENDS = ("auto", "torch", "onnxruntime", "openvino")
 #: fastest first (LiteMedSAM's encoder on 2 cores: OpenVINO 4.0x, ONNX Runtime 3.1x torch)
@@ -127,10 +127,12 @@ def export_onnx(module: Any, probes: tuple[Any, ...], input_names: list[str], ou
         Path(temporary).unlink(missing_ok=True)
 
 
-def open_backend(backend: str, path: Path, threads: int, input_names: tuple[str, ...] = ("image",)
-                 ) -> Callable[..., np.ndarray]:
+def open_backend(backend: str, path: Path, threads: int, input_names: tuple[str, ...] = ("image",),
+                 onnx_sha256: str | None = None) -> Callable[..., np.ndarray]:
     """A function running the exported module at ``path`` on float32 arrays, one per input
-    (in the order of ``input_names``)."""
+    (in the order of ``input_names``). ``onnx_sha256``: the file's verified SHA-256, which lets
+    OpenVINO import the model it compiled for this file before
+    (:mod:`._openvino_compiled`) instead of compiling it again."""
     if backend == "onnxruntime":
         import onnxruntime
 
@@ -142,11 +144,14 @@ def open_backend(backend: str, path: Path, threads: int, input_names: tuple[str,
                                                providers=["CPUExecutionProvider"])
         return lambda *arrays: session.run(None, dict(zip(input_names, arrays)))[0]
     if backend == "openvino":
-        import openvino
+        config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
+                  "INFERENCE_PRECISION_HINT": "f32"}
+        if onnx_sha256 is None:
+            import openvino
 
-        compiled = openvino.Core().compile_model(str(path), "CPU", {
-            "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
-            "INFERENCE_PRECISION_HINT": "f32"})
+            compiled = openvino.Core().compile_model(str(path), "CPU", config)
+        else:
+            compiled = _openvino_compiled.compile_or_import(Path(path), config, onnx_sha256)
         request = compiled.create_infer_request()
         return lambda *arrays: np.asarray(request.infer(dict(enumerate(arrays)))[0])
     raise ValueError(f"unknown backend '{backend}'")
@@ -291,7 +296,8 @@ class EncoderExports:
         record, _ = self._verified_record()
         run = (_exports_ahead.take(backend, self.path, self.threads, self.INPUT_NAMES,
                                    record["onnx_sha256"])
-               or open_backend(backend, self.path, self.threads, self.INPUT_NAMES))
+               or open_backend(backend, self.path, self.threads, self.INPUT_NAMES,
+                               record["onnx_sha256"]))
         key = backend_version(backend)
         entry = record["checked"].get(key)
         difference = entry.get("difference") if isinstance(entry, dict) else None
@@ -392,9 +398,11 @@ def open_ahead(backend: str, path: Path, threads: int, input_names: tuple[str, .
     """Start hashing and opening (compiling) the export at ``path`` in the background
     (:mod:`._exports_ahead`); :meth:`EncoderExports.checked_run` takes it when it is of the
     file that the record check verified."""
-    _exports_ahead.start(backend, path, threads, input_names,
-                         lambda: (file_sha256(Path(path)),
-                                  open_backend(backend, Path(path), threads, input_names)))
+    def work() -> tuple[str, Callable[..., np.ndarray]]:
+        sha256 = file_sha256(Path(path))
+        return sha256, open_backend(backend, Path(path), threads, input_names, sha256)
+
+    _exports_ahead.start(backend, path, threads, input_names, work)
 
 
 def file_sha256(path: Path) -> str:
