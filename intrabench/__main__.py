@@ -2,7 +2,7 @@
 
 import sys
 
-from intrabench.cli import main
+from intrabench.cli import command
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command())

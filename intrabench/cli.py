@@ -361,6 +361,21 @@ def main(argv: list[str] | None = None) -> int:
             restore()
 
 
+def command() -> int:
+    """The ``intrabench`` command (and ``python -m intrabench``): :func:`main`, then the
+    interpreter's exit made short. Python's shutdown runs its cyclic garbage collector over every
+    object the command left (the modules of pandas, SciPy, OpenVINO...): 0.12 s of a 13 s run
+    on 2 cores, after every file is written. ``gc.freeze()`` moves them out of the collector's
+    reach; everything else about the exit (atexit handlers, flushing, finalizers of objects
+    that are not in cycles) happens as before. Tests call :func:`main`, which leaves the
+    interpreter as it was."""
+    import gc
+
+    status = main()
+    gc.freeze()
+    return status
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (``kill``, SLURM's end of a job), raised where Ctrl-C's KeyboardInterrupt is:
     the run saves what is finished and stops its workers the same way."""
