@@ -43,7 +43,14 @@ and their agreement on the demo targets. Printed last::
     encoder img/s: N.N (backend torch), M.M (backend B)
     encoder backend speed-up: Y.YYx
 
-Usage: ``python benchmarks/bench_real_cpu.py`` (about 8 minutes on 2 cores; the loops take
+``--repeats N`` (default 3): the careful loop and each ``intrabench run`` are timed N times
+(fresh processes, alternating), their median wall time is what the ratios use, every repeat's
+time is printed, and every repeat of a run must give the same rows (TP/FP/FN and Dice of
+every episode: asserted). On a shared 2-core machine one command's wall time varies by
++-0.5 s from one run to the next, as much as a change worth measuring; the plain loop (4
+minutes, far from any goal) runs once.
+
+Usage: ``python benchmarks/bench_real_cpu.py`` (about 11 minutes on 2 cores; the loops take
 most of it). ``--quick`` runs the demo cases and one seed only.
 """
 
@@ -301,8 +308,10 @@ def encoder_agreement(backend: str) -> dict:
 
 
 def run_intrabench(datasets: list[dict], seeds: list[int], backend: str, folder: Path,
-                   env: dict, device: str = "cpu", precision: str = "fp32"
+                   env: dict, device: str = "cpu", precision: str = "fp32", attempt: int = 0
                    ) -> tuple[float, object]:
+    """One whole ``intrabench run`` (fresh process, a new output folder for each ``attempt``:
+    a folder that exists would be resumed, not run); its wall time and result rows."""
     import pandas as pd
 
     config = folder / f"real-{device}-{backend}-{precision}.yaml"
@@ -311,10 +320,20 @@ def run_intrabench(datasets: list[dict], seeds: list[int], backend: str, folder:
         "models": [{"name": "litemedsam", "backend": backend, "device": device,
                     "precision": precision}],
         "prompters": PROMPTERS, "target_attributes": False}))
-    out = folder / f"run-{device}-{backend}-{precision}"
+    out = folder / f"run-{device}-{backend}-{precision}-{attempt}"
     seconds, _ = timed([sys.executable, "-m", "intrabench", "run", str(config), "--out",
                         str(out)], env)
     return seconds, pd.read_parquet(out / "results.parquet")
+
+
+def same_rows(first, again, name: str) -> None:
+    """Exit when a repeat of a run gave other rows than its first time (determinism)."""
+    columns = ["dataset", "case", "target", "prompter", "seed", "step", "true_positives",
+               "false_positives", "false_negatives", "dice"]
+    a = first[columns].sort_values(columns[:6]).reset_index(drop=True)
+    b = again[columns].sort_values(columns[:6]).reset_index(drop=True)
+    if not a.equals(b):
+        sys.exit(f"the run '{name}' gave other rows when repeated")
 
 
 def main() -> None:
@@ -325,6 +344,8 @@ def main() -> None:
     parser.add_argument("--no-real", action="store_true", help="phantoms only (no demo cases)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--quick", action="store_true", help="demo cases and one seed only")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="times the careful loop and each run are timed (median used)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--backend", default="auto", help="the fast run's encoder backend (CPU)")
     parser.add_argument("--bf16", action="store_true",
@@ -375,13 +396,33 @@ def main() -> None:
             speed_fast = json.loads(timed([*child, "--child", "speed", "--payload", json.dumps(
                 {"backend": args.backend, "slices": 24, "repeats": 2})], env)[1].splitlines()[-1])
         loop_seconds, plain = loop(folder, careful=False)
-        careful_seconds, careful = loop(folder, careful=True)
-        runs = {"torch": run_intrabench(datasets, args.seeds, "torch", folder, env, args.device)}
+        careful_times: list[float] = []
+        run_times: dict[str, list[float]] = {}
+        runs: dict[str, tuple[float, object]] = {}
+        kinds = [("torch", "torch", "fp32")]
         if on_gpu and args.bf16:
-            runs["bf16"] = run_intrabench(datasets, args.seeds, "torch", folder, env,
-                                          args.device, "bf16")
+            kinds.append(("bf16", "torch", "bf16"))
         if not on_gpu:
-            runs[args.backend] = run_intrabench(datasets, args.seeds, args.backend, folder, env)
+            kinds.append((args.backend, args.backend, "fp32"))
+        careful: dict = {}
+        for attempt in range(max(1, args.repeats)):  # alternating: a slow minute hits all alike
+            seconds, again = loop(folder, careful=True)
+            careful_times.append(seconds)
+            if careful and again["episodes"] != careful["episodes"]:
+                sys.exit("the careful loop gave other masks when repeated")
+            careful = again
+            for name, backend, precision in kinds:
+                seconds, rows = run_intrabench(datasets, args.seeds, backend, folder, env,
+                                               args.device, precision, attempt)
+                run_times.setdefault(name, []).append(seconds)
+                if name in runs:
+                    same_rows(runs[name][1], rows, name)
+                else:
+                    runs[name] = (seconds, rows)
+        careful_seconds = float(np.median(careful_times))
+        runs = {name: (float(np.median(run_times[name])), rows)
+                for name, (_, rows) in runs.items()}
+        if not on_gpu:
             speed_torch = json.loads(timed([*child, "--child", "speed", "--payload", json.dumps(
                 {"backend": "torch", "slices": 24, "repeats": 2})], env)[1].splitlines()[-1])
             agreement = json.loads(timed([*child, "--child", "agreement", "--payload",
@@ -420,11 +461,14 @@ def main() -> None:
           f"{plain_eps['dice'].mean():10.4f}")
     print(f"{'careful loop (encode once)':34s} {careful_seconds:7.1f}s "
           f"{careful_eps['dice'].mean():10.4f}")
+    print(f"  (median of {len(careful_times)}: {', '.join(f'{t:.1f}' for t in careful_times)} s)")
     for backend, (seconds, rows) in runs.items():
         shown = {"torch": "backend torch", "bf16": "bf16"}.get(
             backend, f"backend {speed_fast['backend'] if not on_gpu else backend}")
         print(f"{'intrabench run, ' + shown:34s} {seconds:7.1f}s "
               f"{episodes(rows)['dice'].mean():10.4f}")
+        print(f"  (median of {len(run_times[backend])}: "
+              f"{', '.join(f'{t:.1f}' for t in run_times[backend])} s; the same rows each time)")
     for name, (count, largest) in differing.items():
         same = "yes" if count == 0 else f"no: {count} episodes differ, Dice by <= {largest:.4f}"
         print(f"same masks, {name} and run (TP/FP/FN of all {len(ran)} episodes): {same}")

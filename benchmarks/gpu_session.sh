@@ -69,7 +69,7 @@ for wanted in "${parts[@]}"; do
                 --device cuda --shape 160 512 512 ;;&
         lite)
             part lite-preprocess 120 python3 benchmarks/bench_lite_preprocess.py --device cuda
-            part lite 500 python3 benchmarks/bench_real_cpu.py --device cuda --no-real \
+            part lite 500 python3 benchmarks/bench_real_cpu.py --device cuda --no-real --repeats 2 \
                 --phantoms 4 --phantom-shape 80 512 512 --bf16 ;;
         runs|encoders|distance|naive|all) ;;
         *) echo "unknown part '$wanted' (runs, encoders, distance, naive, lite, all)" >&2; exit 2 ;;
