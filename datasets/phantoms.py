@@ -33,11 +33,7 @@ def _ellipsoid(shape, center, radii_vox, rotation: float) -> tuple[tuple[slice, 
     the mask equals that test on the whole volume, computed per voxel with the same operations
     on the same numbers, at the cost of the box alone.
     """
-    in_plane = max(abs(float(radii_vox[1])), abs(float(radii_vox[2])))
-    reach = (abs(float(radii_vox[0])), in_plane, in_plane)
-    box = tuple(slice(max(0, int(center[a]) - int(np.ceil(reach[a])) - 1),
-                      min(shape[a], int(center[a]) + int(np.ceil(reach[a])) + 2))
-                for a in range(3))
+    box = _ellipsoid_box(shape, center, radii_vox)
     z, y, x = np.ogrid[box[0], box[1], box[2]]
     dz, dy, dx = z - center[0], y - center[1], x - center[2]
     cos, sin = np.cos(rotation), np.sin(rotation)
@@ -45,6 +41,16 @@ def _ellipsoid(shape, center, radii_vox, rotation: float) -> tuple[tuple[slice, 
     rx = dy * sin + dx * cos
     inside = (dz / radii_vox[0]) ** 2 + (ry / radii_vox[1]) ** 2 + (rx / radii_vox[2]) ** 2 <= 1.0
     return box, inside
+
+
+def _ellipsoid_box(shape, center, radii_vox) -> tuple[slice, ...]:
+    """The (z, y, x) box around an ellipsoid of these radii (voxels; any rotation in the y-x
+    plane), one voxel wider than its reach on each side, within the volume."""
+    in_plane = max(abs(float(radii_vox[1])), abs(float(radii_vox[2])))
+    reach = (abs(float(radii_vox[0])), in_plane, in_plane)
+    return tuple(slice(max(0, int(center[a]) - int(np.ceil(reach[a])) - 1),
+                       min(shape[a], int(center[a]) + int(np.ceil(reach[a])) + 2))
+                 for a in range(3))
 
 
 def _union_box(boxes, shape, margin: int) -> tuple[slice, ...]:

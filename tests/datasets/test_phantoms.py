@@ -1,93 +1,49 @@
 """The phantom generator computes each lesion in its own neighbourhood: the same volumes, to the
-voxel and to the bit, as the definition computed on the whole volume (kept here as the
-reference), for any seed, case, shape and spacing."""
+voxel and to the bit, as its definition computed on the whole volume (the same code with every
+box widened to the volume), for any seed, case, shape and spacing."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import ndimage
 
+from intrabench.datasets import phantoms
 from intrabench.datasets.phantoms import make_phantom
-from intrabench.engine.seeding import derive_rng
 
 
-def _whole_volume_ellipsoid(shape, center, radii_vox, rotation: float) -> np.ndarray:
-    z, y, x = np.ogrid[: shape[0], : shape[1], : shape[2]]
-    dz, dy, dx = z - center[0], y - center[1], x - center[2]
-    cos, sin = np.cos(rotation), np.sin(rotation)
-    ry = dy * cos - dx * sin
-    rx = dy * sin + dx * cos
-    return (dz / radii_vox[0]) ** 2 + (ry / radii_vox[1]) ** 2 + (rx / radii_vox[2]) ** 2 <= 1.0
+def _whole_volume(shape, *args, **kwargs) -> tuple[slice, ...]:
+    return tuple(slice(0, side) for side in shape)
 
 
-def reference_phantom(seed, index, shape, spacing, n_lesions):
-    """The phantom's definition, every step on the whole volume (the generator before it
-    cropped to each lesion)."""
-    rng = derive_rng(seed, "phantom", index)
-    nz, ny, nx = shape
-    z, y, x = np.ogrid[:nz, :ny, :nx]
-    body = ((y - ny / 2) / (0.42 * ny)) ** 2 + ((x - nx / 2) / (0.46 * nx)) ** 2 <= 1.0
-    image = np.full(shape, -1000.0, dtype=np.float32)
-    image[np.broadcast_to(body, shape)] = 40.0
-    lungs = np.zeros(shape, dtype=bool)
-    for side in (-1, 1):
-        lungs |= np.broadcast_to(
-            ((y - ny / 2) / (0.28 * ny)) ** 2 + ((x - nx / 2 - side * 0.2 * nx) / (0.15 * nx)) ** 2
-            <= 1.0, shape)
-    image[lungs] = -820.0
-    label = np.zeros(shape, dtype=np.int32)
-    wanted = int(rng.integers(n_lesions[0], n_lesions[1] + 1))
-    placed = 0
-    for _attempt in range(200):
-        if placed == wanted:
-            break
-        radius_mm = float(rng.uniform(3.0, 11.0))
-        radii = np.array([radius_mm / spacing[0], radius_mm / spacing[1], radius_mm / spacing[2]])
-        radii *= rng.uniform(0.7, 1.3, size=3)
-        radii[0] = max(radii[0], 0.8)
-        radii = np.minimum(radii, np.array(shape) / 2.0 - 3.5)
-        margin = np.ceil(radii).astype(int) + 2
-        center = [int(rng.integers(margin[a], shape[a] - margin[a])) for a in range(3)]
-        if not body[0, center[1], center[2]]:
-            continue
-        lesion = _whole_volume_ellipsoid(shape, center, radii, float(rng.uniform(0, np.pi)))
-        if rng.random() < 0.6:
-            offset = rng.normal(0, 0.6, size=3) * radii
-            lobe_center = [int(np.clip(center[a] + offset[a], 1, shape[a] - 2)) for a in range(3)]
-            lesion |= _whole_volume_ellipsoid(shape, lobe_center, radii * rng.uniform(0.4, 0.7),
-                                              float(rng.uniform(0, np.pi)))
-        lesion &= np.broadcast_to(body, shape)
-        dilated = ndimage.binary_dilation(lesion, iterations=2)
-        if lesion.sum() < 4 or (label[dilated] > 0).any():
-            continue
-        placed += 1
-        label[lesion] = placed
-        background = np.median(image[lesion])
-        contrast = float(rng.uniform(60.0, 220.0)) * (1 if rng.random() < 0.8 else -0.5)
-        image[lesion] = background + 800.0 if background < -500 else background + contrast
-        image[lesion] = np.minimum(image[lesion], 200.0) if background < -500 else image[lesion]
-    image = ndimage.gaussian_filter(image, sigma=(0.5, 0.8, 0.8))
-    image += rng.normal(0.0, 12.0, size=shape).astype(np.float32)
-    return image.astype(np.float32), label
+@pytest.fixture
+def on_the_whole_volume(monkeypatch):
+    """The generator as defined: every ellipsoid and every lesion's region is the volume."""
+    def whole(*args, **kwargs):
+        with monkeypatch.context() as patch:
+            patch.setattr(phantoms, "_ellipsoid_box", _whole_volume)
+            patch.setattr(phantoms, "_union_box", lambda boxes, shape, margin: _whole_volume(shape))
+            return make_phantom(*args, **kwargs)
+    return whole
 
 
-def assert_same_phantom(seed, index, shape, spacing, n_lesions=(2, 4)):
+def assert_same_phantom(whole, seed, index, shape, spacing, n_lesions=(2, 4)):
     volume, label = make_phantom(seed, index, shape, spacing, n_lesions)
-    image, expected = reference_phantom(seed, index, shape, spacing, n_lesions)
+    expected_volume, expected = whole(seed, index, shape, spacing, n_lesions)
     assert np.array_equal(label, expected)
     assert volume.array.dtype == np.float32
-    assert np.array_equal(volume.array.view(np.uint32), image.view(np.uint32))  # to the bit
+    assert np.array_equal(volume.array.view(np.uint32), expected_volume.array.view(np.uint32))
 
 
-def test_the_benchmark_phantoms_equal_the_whole_volume_definition():
+def test_the_benchmark_phantoms_equal_the_whole_volume_definition(on_the_whole_volume):
     """bench_real_cpu.py's CT-size phantoms (seed 7, 24 x 512 x 512, 5 x 0.7 x 0.7 mm), and
     the demo's default."""
     for index in (0, 1):
-        assert_same_phantom(7, index, (24, 512, 512), (5.0, 0.7, 0.7))
+        assert_same_phantom(on_the_whole_volume, 7, index, (24, 512, 512), (5.0, 0.7, 0.7))
     for index in range(4):
-        assert_same_phantom(0, index, (32, 96, 96), (2.5, 0.8, 0.8))
+        assert_same_phantom(on_the_whole_volume, 0, index, (32, 96, 96), (2.5, 0.8, 0.8))
 
 
 @settings(max_examples=40, deadline=None)
@@ -98,8 +54,42 @@ def test_the_benchmark_phantoms_equal_the_whole_volume_definition():
 def test_any_phantom_equals_the_whole_volume_definition(seed, index, shape, spacing, most):
     """Lesions cut by the volume's edges, lobes far from their lesion, lesions that touch and
     are redrawn: all as on the whole volume."""
-    try:
-        reference_phantom(seed, index, shape, spacing, (1, most))
-    except ValueError:  # a lesion that cannot be placed in so small a volume
-        return
-    assert_same_phantom(seed, index, shape, spacing, (1, most))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(phantoms, "_ellipsoid_box", _whole_volume)
+        patch.setattr(phantoms, "_union_box", lambda boxes, shape, margin: _whole_volume(shape))
+        try:
+            expected_volume, expected = make_phantom(seed, index, shape, spacing, (1, most))
+        except ValueError:  # a lesion that cannot be placed in so small a volume
+            return
+    volume, label = make_phantom(seed, index, shape, spacing, (1, most))
+    assert np.array_equal(label, expected)
+    assert np.array_equal(volume.array.view(np.uint32), expected_volume.array.view(np.uint32))
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.tuples(st.integers(4, 24), st.integers(4, 24), st.integers(4, 24)),
+       corners=st.lists(st.tuples(st.integers(0, 23), st.integers(0, 23), st.integers(0, 23),
+                                  st.integers(1, 6), st.integers(1, 6), st.integers(1, 6)),
+                        min_size=1, max_size=3),
+       seed=st.integers(0, 1000))
+def test_the_dilation_within_a_lesions_region_equals_the_whole_volumes(shape, corners, seed):
+    """A lesion's separation test dilates it within its region (its boxes grown by the
+    separation): the same voxels as dilating it in the whole volume."""
+    rng = np.random.default_rng(seed)
+    boxes = []
+    for z, y, x, dz, dy, dx in corners:
+        start = (min(z, shape[0] - 1), min(y, shape[1] - 1), min(x, shape[2] - 1))
+        box = tuple(slice(start[a], min(shape[a], start[a] + d))
+                    for a, d in enumerate((dz, dy, dx)))
+        inside = rng.random(tuple(s.stop - s.start for s in box)) < 0.5
+        boxes.append((box, inside))
+    region = phantoms._union_box([box for box, _ in boxes], shape, margin=phantoms._SEPARATION)
+    lesion = np.zeros(tuple(s.stop - s.start for s in region), dtype=bool)
+    whole = np.zeros(shape, dtype=bool)
+    for box, inside in boxes:
+        lesion |= phantoms._paste(box, inside, region)
+        whole[box] |= inside
+    expected = ndimage.binary_dilation(whole, iterations=phantoms._SEPARATION)
+    got = np.zeros(shape, dtype=bool)
+    got[region] = ndimage.binary_dilation(lesion, iterations=phantoms._SEPARATION)
+    assert np.array_equal(got, expected)
