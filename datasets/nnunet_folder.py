@@ -165,6 +165,30 @@ def chosen_classes(declared: dict[str, int], use_classes: Any, where: str) -> di
     return {name: value for name, value in declared.items() if name in set(use_classes)}
 
 
+#: the largest label value that :func:`label_values` finds with a table of seen values (one
+#: byte per possible value: 1 MiB) rather than by hashing every voxel
+_TABLE_VALUES = 1 << 20
+
+
+def label_values(label: np.ndarray) -> np.ndarray:
+    """The distinct values of ``label``, sorted (any shape and dtype).
+
+    Whole non-negative labels up to :data:`_TABLE_VALUES` (every real label map) mark a table
+    of seen values: one pass, no sort, 25% faster than pandas' hash and without importing
+    pandas (0.25 s of the read-ahead worker's CPU, beside the first forward passes on 2
+    cores); anything else (floats, negative or huge values, which the caller rejects) is
+    hashed by pandas. ``np.unique`` sorts every voxel: 5x slower on int32 CTs."""
+    if label.size and np.issubdtype(label.dtype, np.integer) and label.dtype.itemsize <= 8:
+        low, high = int(label.min()), int(label.max())
+        if low >= 0 and high < _TABLE_VALUES:
+            seen = np.zeros(high + 1, dtype=bool)
+            seen[label.reshape(-1)] = True
+            return np.flatnonzero(seen).astype(label.dtype)
+    import pandas as pd  # only here: what the table cannot take
+
+    return np.sort(pd.unique(label.reshape(-1)))
+
+
 def check_label_values(label: np.ndarray, path: Path, classes: dict[str, int] | None,
                        declared_in: str = "") -> int:
     """DataError unless every voxel of the ``label`` array is a whole number 0..2^31-1 and, when
@@ -175,10 +199,7 @@ def check_label_values(label: np.ndarray, path: Path, classes: dict[str, int] | 
     whole and in range by their type, and scanning a CT's label takes 0.1 s."""
     if classes is None and label.dtype in (np.uint8, np.uint16):
         return int(np.iinfo(label.dtype).max)
-    import pandas as pd  # here: the read-ahead worker starts 0.3 s sooner without it
-
-    # hash-based (pandas), then sorted: np.unique sorts every voxel, 5x slower on int32 CTs
-    values = np.sort(pd.unique(label.ravel()))
+    values = label_values(label)
     if np.issubdtype(values.dtype, np.floating):
         fractional = values[values != np.round(values)]
         if fractional.size:

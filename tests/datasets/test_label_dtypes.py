@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import ndimage
 
-from intrabench.datasets.nnunet_folder import build_targets, load_pair, smallest_label_dtype
+from intrabench.datasets.nnunet_folder import (
+    _TABLE_VALUES,
+    build_targets,
+    label_values,
+    load_pair,
+    smallest_label_dtype,
+)
 from intrabench.errors import DataError
 
 
@@ -102,3 +108,52 @@ def test_overlapping_class_definitions_give_no_boxes_or_a_clear_error():
     label[0, 1:3, 1:3] = 1
     with pytest.raises(DataError, match="no voxels"):  # the organ is entirely overwritten
         build_targets(label, {"organ": 1, "again": 1}, {"organ": "organ"})
+
+
+LABEL_DTYPES = st.sampled_from([np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
+                                np.uint64, np.int64, np.float32, np.float64])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_label_values_are_the_sorted_distinct_values(data):
+    """Whatever the dtype and values (negative, fractional, beyond the table, empty): the
+    values np.unique gives, in the label's dtype."""
+    dtype = data.draw(LABEL_DTYPES)
+    info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else None
+    values = st.integers(int(info.min), int(info.max)) if info else \
+        st.floats(-1e6, 1e6, allow_nan=False, width=32)
+    small = st.integers(max(0, int(info.min)), min(9, int(info.max))) if info else \
+        st.sampled_from([0.0, 1.0, 2.5])
+    label = data.draw(arrays(dtype, st.tuples(st.integers(0, 3), st.integers(1, 5),
+                                              st.integers(1, 5)),
+                             elements=st.one_of(small, values)))
+    found = label_values(label)
+    np.testing.assert_array_equal(found, np.unique(label))
+    assert found.dtype == label.dtype
+
+
+def test_label_values_use_the_table_up_to_its_size_and_hash_beyond():
+    """The table's edge: the largest value it takes, and one past it (hashed): both exact."""
+    for largest in (_TABLE_VALUES - 1, _TABLE_VALUES):
+        label = np.array([[[0, 5], [largest, 5]]], dtype=np.int64)
+        assert label_values(label).tolist() == [0, 5, largest]
+    assert label_values(np.zeros((0, 2, 2), np.uint8)).tolist() == []
+    assert label_values(np.array([[[3, -2]]], np.int16)).tolist() == [-2, 3]
+
+
+def test_reading_a_demo_case_ahead_imports_no_pandas():
+    """The read-ahead worker's job on an nnU-Net case (uint8 labels, declared classes) leaves
+    pandas unimported: its 0.25 s import would share the 2 cores with the first forward
+    passes."""
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from intrabench.engine.case_reader import load_case\n"
+              "case = load_case([], 'demo-real', {}, 'brain1', False)\n"
+              "assert case.targets, 'no targets'\n"
+              "print('pandas' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
