@@ -547,12 +547,12 @@ class Runner:
         started = time.perf_counter()
         try:
             if groups:
-                # the user workers import their modules while this process reads the first
-                # case; the reader and the results workers are not needed before the first
-                # forward passes, during which they start (a GPU model leaves the CPU idle):
-                # started now, they would share the CPU with the first case (issue #13)
-                for lane in self._users:
-                    lane.start()
+                # every worker imports its modules now, while this process builds the first
+                # model and reads the first case: that start waits on files and compilers and
+                # leaves a core idle, whereas the same imports beside the first forward passes
+                # slowed them by 0.2-0.3 s each on 2 cores (started after the model was built,
+                # as before: the whole LiteMedSAM benchmark run 0.35 s longer, docs/performance.md)
+                self.start_workers()
                 # the first model's network is built and its weights read beside the first
                 # case (seconds each on a GPU node: a checkpoint of a few GB, a CT decoded);
                 # the first group starts here for the progress line: its ETA counts down
@@ -564,7 +564,6 @@ class Runner:
                     build_seconds = prepared.result()
                 if self._progress is not None:
                     self._progress.model_built(groups[0], build_seconds)
-                self.start_workers()
                 self._consolidating = True
             for index, group in enumerate(groups):
                 interrupts.check()  # a Ctrl-C or kill whose first raise was swallowed
