@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 import SimpleITK as sitk
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,6 +15,7 @@ from scipy import ndimage
 from intrabench.datasets.nnunet_folder import (
     _TABLE_VALUES,
     build_targets,
+    check_label_values,
     label_values,
     load_pair,
     smallest_label_dtype,
@@ -157,3 +161,19 @@ def test_reading_a_demo_case_ahead_imports_no_pandas():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ([0.0, 1.0, np.nan], "must be whole numbers; found nan"),
+    ([0.0, 1.0, np.inf], r"must lie in 0\.\.2147483647; found 0\.\.inf"),
+    ([0.0, -np.inf], r"must lie in 0\.\.2147483647; found -inf\.\.0"),
+    ([0, 2**40], r"must lie in 0\.\.2147483647; found 0\.\.1\.09951e\+12"),
+    ([0, -3], r"must lie in 0\.\.2147483647; found -3\.\.0"),
+    ([0, 1, 7], r"label values \[7\] are not declared classes"),
+])
+def test_hostile_label_values_are_refused_in_one_line(values, message):
+    """NaN, infinities, negative, huge and undeclared values: a DataError naming them, whichever
+    way :func:`label_values` took (the table or pandas)."""
+    label = np.array([[values]], dtype=np.float64 if isinstance(values[0], float) else np.int64)
+    with pytest.raises(DataError, match=message):
+        check_label_values(label, Path("case.nii.gz"), {"lesion": 1})
