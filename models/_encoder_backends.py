@@ -342,8 +342,15 @@ class DecoderExports(EncoderExports):
     #: the probe's box, in the input frame of a 256-pixel network (a lesion-sized box)
     PROBE_BOX = (37.0, 52.0, 141.0, 118.0)
 
+    def __init__(self, *args: Any, graph: str = "", **kwargs: Any) -> None:
+        """As :class:`EncoderExports`; ``graph``: the name of the module's graph (the adapter's
+        ``DECODER_GRAPH``), part of the file name."""
+        self.graph = graph
+        super().__init__(*args, **kwargs)
+
     def file_stem(self, model_name: str) -> str:
-        return f"{model_name}-decoder-{self.weights[:16]}-{'x'.join(str(s) for s in self.shape)}"
+        kind = f"decoder-{self.graph}" if self.graph else "decoder"
+        return f"{model_name}-{kind}-{self.weights[:16]}-{'x'.join(str(s) for s in self.shape)}"
 
     def shape_record(self) -> list[Any]:
         return [list(self.shape), [1, 1, 4]]

@@ -169,6 +169,9 @@ class SamFamilyModel(SliceModel):
     AUTO_EXPORT: ClassVar[bool] = False
     #: the box decoder (:meth:`decoder_module`) runs on the exported encoder's backend too
     EXPORTABLE_DECODER: ClassVar[bool] = False
+    #: the name of :meth:`decoder_module`'s graph, in its export's file name (a new name when
+    #: the graph changes, so that an export of the old graph is not reused)
+    DECODER_GRAPH: ClassVar[str] = ""
     #: variant -> CHECKPOINTS key; first entry is documentation only, DEFAULT_VARIANT decides
     VARIANTS: ClassVar[dict[str, str]] = {}
     DEFAULT_VARIANT: ClassVar[str] = ""
@@ -621,7 +624,8 @@ class SamFamilyModel(SliceModel):
         if self.EXPORTABLE_DECODER and "decoder" in digests:
             exports.append(DecoderExports(None, self.name, self.decoder_embedding_shape(),
                                           directory, threads, build=lambda: None,
-                                          weights=digests["decoder"]))
+                                          weights=digests["decoder"],
+                                          graph=self.DECODER_GRAPH))
         for export in exports:
             if export.path.is_file():
                 open_ahead(candidates[0], export.path, threads, export.INPUT_NAMES)
@@ -689,7 +693,7 @@ class SamFamilyModel(SliceModel):
                                  self.decoder_embedding_shape(),
                                  exports_dir(checkpoint_dir(self.checkpoint_directory)),
                                  self.backend_threads(), log, build=self.decoder_module,
-                                 weights=digest)
+                                 weights=digest, graph=self.DECODER_GRAPH)
         try:
             return exports.load(backend)
         except Exception as error:  # noqa: BLE001 - an export or a backend can fail many ways
