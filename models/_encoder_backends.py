@@ -207,13 +207,17 @@ class EncoderExports:
     def __init__(self, encoder: Any, model_name: str, shape: tuple[int, ...],
                  directory: Path, threads: int,
                  log: Callable[[str], None] | None = None, *,
-                 build: Callable[[], Any] | None = None, weights: str | None = None) -> None:
+                 build: Callable[[], Any] | None = None, weights: str | None = None,
+                 graph: str = "") -> None:
         """``encoder``: the torch module; or None with ``build`` (makes it when an export or a
         check needs it) and ``weights`` (its :func:`weights_digest`, known without building
         it: from the checkpoint's tensors), so that a recorded export opens without torch's
-        network."""
+        network. ``graph``: the name of the module's graph when it is not the network's own
+        (the adapter's ``ENCODER_GRAPH`` or ``DECODER_GRAPH``), part of the file name, so that
+        an export of another graph of the same weights is never opened for this one."""
         if encoder is None and (build is None or weights is None):
             raise ValueError("EncoderExports needs the module, or build= and weights=")
+        self.graph = graph
         self._module = encoder
         self._build = build
         self.shape = tuple(int(s) for s in shape)
@@ -231,7 +235,8 @@ class EncoderExports:
         return self._module
 
     def file_stem(self, model_name: str) -> str:
-        return f"{model_name}-{self.weights[:16]}-{'x'.join(str(s) for s in self.shape)}"
+        named = f"{model_name}-{self.graph}" if self.graph else model_name
+        return f"{named}-{self.weights[:16]}-{'x'.join(str(s) for s in self.shape)}"
 
     def shape_record(self) -> list[Any]:
         """The input shape(s) as the record keeps them."""
@@ -341,12 +346,6 @@ class DecoderExports(EncoderExports):
     TOLERANCE = DECODER_TOLERANCE
     #: the probe's box, in the input frame of a 256-pixel network (a lesion-sized box)
     PROBE_BOX = (37.0, 52.0, 141.0, 118.0)
-
-    def __init__(self, *args: Any, graph: str = "", **kwargs: Any) -> None:
-        """As :class:`EncoderExports`; ``graph``: the name of the module's graph (the adapter's
-        ``DECODER_GRAPH``), part of the file name."""
-        self.graph = graph
-        super().__init__(*args, **kwargs)
 
     def file_stem(self, model_name: str) -> str:
         kind = f"decoder-{self.graph}" if self.graph else "decoder"

@@ -172,6 +172,8 @@ class SamFamilyModel(SliceModel):
     #: the name of :meth:`decoder_module`'s graph, in its export's file name (a new name when
     #: the graph changes, so that an export of the old graph is not reused)
     DECODER_GRAPH: ClassVar[str] = ""
+    #: the same for :meth:`encoder_export_module`'s graph ("": the network's own encoder)
+    ENCODER_GRAPH: ClassVar[str] = ""
     #: variant -> CHECKPOINTS key; first entry is documentation only, DEFAULT_VARIANT decides
     VARIANTS: ClassVar[dict[str, str]] = {}
     DEFAULT_VARIANT: ClassVar[str] = ""
@@ -549,7 +551,7 @@ class SamFamilyModel(SliceModel):
         return self._exported
 
     def _resolve_backend(self) -> Any:
-        from ._encoder_backends import EncoderExports, choose_backend, exports_dir
+        from ._encoder_backends import EncoderExports, choose_backend, exports_dir, weights_digest
 
         usable = (self.device_type == "cpu" and self.active_precision == "fp32"
                   and self.encoder_weights == "float32" and not self.compile)
@@ -561,11 +563,18 @@ class SamFamilyModel(SliceModel):
         shape = (self.block_size, *self.encoder_input_shape())
         log = self.say
         digest = self.checkpoint_digests().get("encoder")
-        exports = EncoderExports(None if digest else self.net.image_encoder, self.name, shape,
+        exports = EncoderExports(None, self.name, shape,
                                  exports_dir(checkpoint_dir(self.checkpoint_directory)),
                                  self.backend_threads(), log,
-                                 build=lambda: self.net.image_encoder, weights=digest)
+                                 build=self.encoder_export_module,
+                                 weights=digest or weights_digest(self.net.image_encoder),
+                                 graph=self.ENCODER_GRAPH)
         return choose_backend(self.backend, exports, log)
+
+    def encoder_export_module(self) -> Any:
+        """The torch module that the encoder's export runs: the network's image encoder, or a
+        module computing the same (named by ``ENCODER_GRAPH``); its digest is the encoder's."""
+        return self.net.image_encoder
 
     #: checkpoint prefixes of the exportable decoder's weights, as :meth:`decoder_module`'s
     #: state dict names them (its digest is then read from the checkpoint)
@@ -620,7 +629,8 @@ class SamFamilyModel(SliceModel):
         shape = (self.block_size_on("cpu"), *known_shape)
         exports: list[EncoderExports] = [EncoderExports(None, self.name, shape, directory, threads,
                                                         build=lambda: None,
-                                                        weights=digests["encoder"])]
+                                                        weights=digests["encoder"],
+                                                        graph=self.ENCODER_GRAPH)]
         if self.EXPORTABLE_DECODER and "decoder" in digests:
             exports.append(DecoderExports(None, self.name, self.decoder_embedding_shape(),
                                           directory, threads, build=lambda: None,

@@ -339,6 +339,14 @@ class LiteMedSAM(SamFamilyModel):
     DECODER_PREFIXES: ClassVar[tuple[str, ...]] = ("prompt_encoder.", "mask_decoder.")
 
     DECODER_GRAPH: ClassVar[str] = SINGLE_MASK_GRAPH
+    #: the encoder's export: TinyViT with the query, key and value projected apart
+    #: (:func:`._tinyvit_export.with_split_qkv`: the same numbers, 4% faster in OpenVINO)
+    ENCODER_GRAPH: ClassVar[str] = "qkv3"
+
+    def encoder_export_module(self) -> Any:
+        from ._tinyvit_export import with_split_qkv
+
+        return with_split_qkv(self.net.image_encoder)
 
     def decoder_module(self) -> Any:
         return single_mask_box_decoder(self.net)

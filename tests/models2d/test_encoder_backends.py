@@ -154,6 +154,7 @@ def test_prepare_exports_checks_and_compiles_the_encoder_before_the_first_case(t
     assert model.encoder_backend == INSTALLED[0]
     assert model.exported_decoder.backend == INSTALLED[0]
     assert len(list(tmp_path.glob("litemedsam-decoder-mask0-*-1x256x64x64-opset17.onnx"))) == 1
+    assert len(list(tmp_path.glob("litemedsam-qkv3-*-1x3x256x256-opset17.onnx"))) == 1
     assert len(list(tmp_path.glob("*.onnx"))) == len(list(tmp_path.glob("*.json"))) == 2
 
 
@@ -393,19 +394,27 @@ def test_a_hostile_decoder_record_is_checked_again_never_obeyed(text, lung, tmp_
     assert 0 <= entry["difference"] <= backends.DECODER_TOLERANCE
 
 
-def test_a_decoder_export_of_another_graph_is_never_reused(tmp_path):
-    """The graph's name (the adapter's ``DECODER_GRAPH``) is part of the export's file name:
-    the same weights and shape under another graph (an older decoder module) is another file,
-    so an export made before a graph change is not opened for the new graph."""
-    weights = "ab" * 32
-    def exports(graph):
-        return backends.DecoderExports(None, "litemedsam", (1, 256, 64, 64), tmp_path, 2,
-                                       build=lambda: None, weights=weights, graph=graph)
-    new, old, unnamed = exports("mask0"), exports("other"), exports("")
-    assert new.path.name == f"litemedsam-decoder-mask0-{weights[:16]}-1x256x64x64-opset17.onnx"
-    assert unnamed.path.name == f"litemedsam-decoder-{weights[:16]}-1x256x64x64-opset17.onnx"
-    assert len({new.path, old.path, unnamed.path}) == 3
-    assert len({new.record_path, old.record_path, unnamed.record_path}) == 3
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+def test_an_export_of_another_graph_is_never_reused(kind, tmp_path):
+    """The graph's name (the adapter's ``ENCODER_GRAPH`` or ``DECODER_GRAPH``) is part of the
+    export's file name: the same weights and shape under another graph (an older module) is
+    another file, so an export made before a graph change is not opened for the new graph."""
     from intrabench.models.litemedsam import LiteMedSAM
 
-    assert LiteMedSAM.DECODER_GRAPH == "mask0"
+    weights = "ab" * 32
+    exports_class = backends.DecoderExports if kind == "decoder" else backends.EncoderExports
+    shape = (1, 256, 64, 64) if kind == "decoder" else (1, 3, 256, 256)
+    graph = LiteMedSAM.DECODER_GRAPH if kind == "decoder" else LiteMedSAM.ENCODER_GRAPH
+
+    def exports(name):
+        return exports_class(None, "litemedsam", shape, tmp_path, 2, build=lambda: None,
+                             weights=weights, graph=name)
+
+    new, other, unnamed = exports(graph), exports("other"), exports("")
+    size = "x".join(str(s) for s in shape)
+    middle = "-decoder" if kind == "decoder" else ""
+    assert graph == ("mask0" if kind == "decoder" else "qkv3")
+    assert new.path.name == f"litemedsam{middle}-{graph}-{weights[:16]}-{size}-opset17.onnx"
+    assert unnamed.path.name == f"litemedsam{middle}-{weights[:16]}-{size}-opset17.onnx"
+    assert len({new.path, other.path, unnamed.path}) == 3
+    assert len({new.record_path, other.record_path, unnamed.record_path}) == 3

@@ -166,6 +166,32 @@ def test_the_exported_decoder_graph_computes_the_official_decoder(lite, demo_cas
             assert torch.equal((ours > 0)[clear], (official > 0)[clear])
 
 
+def test_the_exported_encoder_graph_computes_the_encoder_to_the_bit(lite, demo_cases,
+                                                                     frozen) -> None:
+    """The encoder's export runs TinyViT with each attention's query, key and value projected
+    apart (``_tinyvit_export.with_split_qkv``): the same dot products, so the same embeddings
+    to the bit on the demo slices with the trained weights; the network itself is unchanged
+    (its attentions still fused) and shares its weights with the copy."""
+    from intrabench.models._tinyvit_export import SplitQKVAttention, with_split_qkv
+
+    encoder = lite.net.image_encoder
+    before = {name: tensor.clone() for name, tensor in encoder.state_dict().items()}
+    graph = with_split_qkv(encoder)
+    split = [m for m in graph.modules() if isinstance(m, SplitQKVAttention)]
+    assert len(split) == 10  # TinyViT-5M: 2 + 6 + 2 attention blocks
+    assert not any(isinstance(m, SplitQKVAttention) for m in encoder.modules())
+    assert sum(type(m).__name__ == "Attention" for m in encoder.modules()) == 10
+    for sample in frozen:
+        case = demo_cases[sample["case"].item()]
+        lite.set_case(case.image)
+        batch = torch.as_tensor(lite.preprocess([canonical_z(case.image, int(sample["k"]))]))
+        with torch.no_grad():
+            assert torch.equal(graph(batch), encoder(batch))
+    assert all(torch.equal(before[name], tensor)
+               for name, tensor in encoder.state_dict().items())
+    assert split[0].proj is encoder.layers[1].blocks[0].attn.proj
+
+
 def test_litemedsam_modality_comes_from_the_dataset(lite, demo_cases) -> None:
     """The demo declares lung1 CT and brain1/breast1 MR (modalities_per_case): CT takes the
     40/400 window, MR the percentiles of its non-zero voxels, zeros kept."""
