@@ -806,3 +806,17 @@ class SamFamilyModel(SliceModel):
         if rule == "never":
             return False
         return len(prompt.points) == 1 and prompt.box is None and not has_mask_input
+
+
+class TinyViTExport:
+    """For adapters whose image encoder is TinyViT (LiteMedSAM, MobileSAM): the encoder's export
+    runs :func:`._tinyvit_export.with_split_qkv` (each attention's query, key and value projected
+    apart: the same embeddings to the bit, 2-6% faster a pass in OpenVINO), named ``qkv3`` in
+    the export's file name. Listed before :class:`SamFamilyModel` among the adapter's bases."""
+
+    ENCODER_GRAPH: ClassVar[str] = "qkv3"
+
+    def encoder_export_module(self) -> Any:
+        from ._tinyvit_export import with_split_qkv
+
+        return with_split_qkv(self.net.image_encoder)  # type: ignore[attr-defined]

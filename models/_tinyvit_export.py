@@ -7,13 +7,16 @@ Exported to ONNX, that split is a ``VariadicSplit`` that OpenVINO's CPU plugin r
 reference kernel: 11 ms of LiteMedSAM's 440 ms encoder pass on 2 cores, with the copies it
 makes. Three linear layers whose weights are ``qkv``'s rows of each part (head by head) compute
 the same dot products, so the same numbers (equal to the bit in PyTorch and in OpenVINO on
-LiteMedSAM's trained weights, tests/models2d/test_litemedsam.py), without the split: 383-394 ms
-a pass against 399-410 ms, side by side on 2 Sapphire Rapids cores.
+LiteMedSAM's and MobileSAM's trained weights, tests/models2d/test_litemedsam.py and
+test_mobilesam.py), without the split. Side by side on 2 Sapphire Rapids cores, a pass takes
+383-394 ms against 399-410 ms (LiteMedSAM, 256 px) and 396-415 ms against 422-424 ms
+(MobileSAM, 1024 px).
 
 Only the exported copy changes: :func:`with_split_qkv` returns a new module (the norms, output
-projections and other layers shared with the original, which is left as it is). An adapter
-exporting this graph names it in its ``ENCODER_GRAPH`` (LiteMedSAM: ``qkv3``), which the
-export's file name carries, so an export of the plain graph is not reused.
+projections and other layers shared with the original, which is left as it is). The adapters
+that export this graph (:class:`._sam_common.TinyViTExport`: LiteMedSAM, MobileSAM) name it
+``qkv3`` in their ``ENCODER_GRAPH``, which the export's file name carries, so an export of the
+plain graph is not reused.
 
 Array conventions: tokens are (batch, tokens, channels) float tensors, as TinyViT's.
 """

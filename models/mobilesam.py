@@ -29,7 +29,7 @@ import numpy as np
 
 from intrabench.registry import models
 
-from ._sam_common import SamConfig, build_sam, slice_batch, to_uint8
+from ._sam_common import SamConfig, TinyViTExport, build_sam, slice_batch, to_uint8
 from ._segment_anything import modeling
 from .sam import SAM
 
@@ -68,7 +68,7 @@ def build_mobilesam(tiny: bool = False) -> Any:
 
 
 @models.register
-class MobileSAM(SAM):
+class MobileSAM(TinyViTExport, SAM):
     """MobileSAM (TinyViT-5M encoder, SAM's decoder), slice by slice; points, boxes, scribbles,
     mask refinement. Trained on natural images (SA-1B, distilled from SAM ViT-H)."""
 

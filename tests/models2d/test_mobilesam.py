@@ -129,6 +129,25 @@ def _full_logits(model, embedding, prompt, feedback) -> np.ndarray:
     return logits[0, 0].numpy()
 
 
+def test_the_exported_encoder_graph_computes_the_encoder_to_the_bit(mobile, demo_cases) -> None:
+    """The encoder's export runs TinyViT with each attention's query, key and value projected
+    apart (``_tinyvit_export.with_split_qkv``, named ``qkv3`` in the export's file name): the
+    same embedding to the bit on a demo slice with the official weights; the network's own
+    attentions stay fused."""
+    from intrabench.models._tinyvit_export import SplitQKVAttention, with_split_qkv
+
+    assert type(mobile).ENCODER_GRAPH == "qkv3"
+    encoder = mobile.net.image_encoder
+    graph = with_split_qkv(encoder)
+    assert sum(isinstance(m, SplitQKVAttention) for m in graph.modules()) == 10
+    assert not any(isinstance(m, SplitQKVAttention) for m in encoder.modules())
+    case = demo_cases["lung1"]
+    mobile.set_case(case.image)
+    batch = mobile.preprocess([case.image.shape[0] // 2])
+    with torch.no_grad():
+        assert torch.equal(graph(batch), encoder(batch))
+
+
 def test_the_tiny_network_has_the_architecture_of_the_checkpoint() -> None:
     """The tiny TinyViT differs in width and depth only: same module names at the top, an
     embedding of 256 x 64 x 64 from a 1024 input; the full-size network's names and shapes are
