@@ -4,8 +4,10 @@ The encoder (a torch module whose forward maps a float (B, 3, S, S) batch to one
 exported with ``torch.onnx.export`` (opset 17, static shape: TinyViT bakes its batch size into
 reshapes) at first use, and cached beside the checkpoints, in the checkpoint directory's
 ``exported/`` (``$INTRABENCH_EXPORTS`` overrides the folder; the tests use it), under a name
-that holds the model, the SHA-256 of the encoder's weights (of the loaded tensors, so a
-checkpoint file and random weights alike), the input shape and the opset. Each backend is
+that holds the model, the name of the exported graph when it is not the network's own (the
+adapter's ``ENCODER_GRAPH``: TinyViT's with split query, key and value projections is ``qkv3``),
+the SHA-256 of the encoder's weights (of the loaded tensors, so a checkpoint file and random
+weights alike), the input shape and the opset. Each backend is
 **verified** once against torch on a seeded probe batch: the largest absolute difference of
 the embeddings must stay within :data:`TOLERANCE`; the result is kept beside the export (a
 ``.json`` file that also holds the exported file's SHA-256, checked at every load: a replaced
