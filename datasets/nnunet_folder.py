@@ -20,6 +20,7 @@ import cc3d
 import numpy as np
 from scipy import ndimage
 
+from intrabench.components import connected_components
 from intrabench.errors import DataError, UserError
 from intrabench.evaluation.metrics import bounding_box
 from intrabench.io.volume import read_image, volume_from_raw
@@ -96,7 +97,7 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
             mask = label == class_value
             if not mask.any():
                 continue
-            labelled = cc3d.connected_components(mask, connectivity=26)
+            labelled = connected_components(mask, connectivity=26)
             stats = cc3d.statistics(labelled)
             components = [(stats["bounding_boxes"][c], labelled[stats["bounding_boxes"][c]] == c,
                            class_value) for c in range(1, int(labelled.max()) + 1)]

@@ -54,7 +54,7 @@ def additions_from_new_positives(mask: np.ndarray, previous: np.ndarray | None,
     added = mask & ~previous
     if not added.any():
         return mask
-    import cc3d
+    from intrabench.components import connected_components
 
     points = np.asarray(positives, dtype=np.int64).reshape(-1, mask.ndim)
     inside = np.all((points >= 0) & (points < np.array(mask.shape)), axis=1)
@@ -62,7 +62,7 @@ def additions_from_new_positives(mask: np.ndarray, previous: np.ndarray | None,
     new = points[~previous[tuple(points.T)]] if len(points) else points
     if not len(new):
         return mask & previous
-    pieces = cc3d.connected_components(added, connectivity=26 if mask.ndim == 3 else 8)
+    pieces = connected_components(added, connectivity=26 if mask.ndim == 3 else 8)
     wanted = np.unique(pieces[tuple(new.T)])
     return previous | np.isin(pieces, wanted[wanted > 0])
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
-import cc3d
 import numpy as np
 
+from intrabench.components import connected_components
 from intrabench.distance import deepest_voxels, nearest_distances
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
@@ -129,7 +129,7 @@ class RegionGrowing3D(VolumeBaseline):
                        b.y_min - offset[1]: b.y_max - offset[1] + 1,
                        b.x_min - offset[2]: b.x_max - offset[2] + 1] = True
                 candidate &= inside
-            components = cc3d.connected_components(candidate, connectivity=26)
+            components = connected_components(candidate, connectivity=26)
             keep = np.unique(components[tuple(local_positives.T)])
             grown = np.isin(components, keep[keep > 0])
         if previous_mask is not None:
@@ -138,7 +138,7 @@ class RegionGrowing3D(VolumeBaseline):
         mask[roi] |= grown
         if len(local_negatives):
             region = mask[roi]
-            components = cc3d.connected_components(region, connectivity=26)
+            components = connected_components(region, connectivity=26)
             touched = np.unique(components[tuple(local_negatives.T)])
             carved = np.isin(components, touched[touched > 0])
             keep_near = local_positives

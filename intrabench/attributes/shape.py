@@ -16,6 +16,7 @@ import math
 import numpy as np
 from scipy import ndimage, sparse
 
+from intrabench.components import connected_components
 from intrabench.evaluation.metrics import bounding_box
 
 Box = tuple[slice, slice, slice]
@@ -47,19 +48,15 @@ def volume_ml(voxels: int, spacing: tuple[float, float, float]) -> float:
 
 def count_components(cropped: np.ndarray) -> int:
     """Connected regions of the target (26-connectivity)."""
-    import cc3d
-
     if not cropped.any():
         return 0
-    return int(cc3d.connected_components(cropped, connectivity=26, return_N=True)[1])
+    return int(connected_components(cropped, connectivity=26, return_N=True)[1])
 
 
 def count_cavities(cropped: np.ndarray) -> int:
     """Enclosed cavities in 3D: background regions (6-connected) that do not reach the
     outside of the target's bounding box. A hollow sphere has 1, a torus 0 (its hole is a
     tunnel, open to the outside)."""
-    import cc3d
-
     if not cropped.any():
         return 0
     padded = np.pad(cropped, 1)
@@ -67,7 +64,7 @@ def count_cavities(cropped: np.ndarray) -> int:
     inside = filled & ~padded
     if not inside.any():
         return 0
-    return int(cc3d.connected_components(inside, connectivity=6, return_N=True)[1])
+    return int(connected_components(inside, connectivity=6, return_N=True)[1])
 
 
 def slices_with_holes(cropped: np.ndarray) -> int:
