@@ -199,8 +199,10 @@ class EncoderExports:
     finite number for this very file is computed again. A record is never obeyed on its word.
     """
 
-    #: what is exported, in file names and messages
+    #: what is exported, in messages
     KIND = "encoder"
+    #: the kind as the file name says it ("": an encoder's name has none)
+    NAME_KIND = ""
     INPUT_NAMES: tuple[str, ...] = ("image",)
     OUTPUT_NAME = "embedding"
     #: the largest |difference| to torch's output on the probe
@@ -237,8 +239,9 @@ class EncoderExports:
         return self._module
 
     def file_stem(self, model_name: str) -> str:
-        named = f"{model_name}-{self.graph}" if self.graph else model_name
-        return f"{named}-{self.weights[:16]}-{'x'.join(str(s) for s in self.shape)}"
+        parts = (model_name, self.NAME_KIND, self.graph, self.weights[:16],
+                 "x".join(str(s) for s in self.shape))
+        return "-".join(part for part in parts if part)
 
     def shape_record(self) -> list[Any]:
         """The input shape(s) as the record keeps them."""
@@ -343,15 +346,12 @@ class DecoderExports(EncoderExports):
     standard-normal embedding and a fixed box."""
 
     KIND = "decoder"
+    NAME_KIND = "decoder"
     INPUT_NAMES = ("embedding", "box")
     OUTPUT_NAME = "logits"
     TOLERANCE = DECODER_TOLERANCE
     #: the probe's box, in the input frame of a 256-pixel network (a lesion-sized box)
     PROBE_BOX = (37.0, 52.0, 141.0, 118.0)
-
-    def file_stem(self, model_name: str) -> str:
-        kind = f"decoder-{self.graph}" if self.graph else "decoder"
-        return f"{model_name}-{kind}-{self.weights[:16]}-{'x'.join(str(s) for s in self.shape)}"
 
     def shape_record(self) -> list[Any]:
         return [list(self.shape), [1, 1, 4]]
