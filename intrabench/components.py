@@ -9,9 +9,10 @@ cc3d's general path, which labels it correctly, and was no slower on a 200 x 512
 of 40 lesions (0.07 s either way). Its path for a single row of voxels (or pixels) also misreads
 a row that is a strided view (``IndexError`` or wrong labels, any dtype), so a mask that is
 neither C- nor Fortran-contiguous is copied into a contiguous array first. The label reader,
-the shape attributes, the prompters' geometry and scribbles, region growing and the classical
-refiners label through :func:`connected_components` (the prompters padded their masks by one
-voxel to avoid the first bug; the helper makes that unneeded).
+the shape attributes, region growing and the classical refiners label through
+:func:`connected_components`; the prompters' own calls (``prompters/_geometry.py``,
+``prompters/scribble_robot.py``) pad their masks by one voxel first, which keeps every axis
+longer than one and the array contiguous, so neither bug reaches them.
 
 Array conventions: any number of axes as cc3d takes them ((z, y, x) volumes, (y, x) slices);
 labels 1..N as cc3d numbers them, 0 the background.

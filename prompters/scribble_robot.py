@@ -95,11 +95,13 @@ MODES = ("davis", "largest")
 
 def components(mask: np.ndarray) -> list[np.ndarray]:
     """The 8-connected components of a 2D mask, largest first (ties: lower label)."""
-    from intrabench.components import connected_components
+    import cc3d
 
     if not mask.any():
         return []
-    labelled, count = connected_components(mask, connectivity=8, return_N=True)
+    labelled, count = cc3d.connected_components(np.pad(mask, 1)[None], connectivity=26,
+                                                return_N=True)
+    labelled = labelled[0, 1:-1, 1:-1]
     sizes = np.bincount(labelled.ravel(), minlength=count + 1)[1:]
     order = sorted(range(count), key=lambda index: (-sizes[index], index))
     return [labelled == index + 1 for index in order]
