@@ -16,10 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import cc3d
 import numpy as np
 import SimpleITK as sitk
 
+from intrabench.components import connected_components
 from intrabench.errors import DataError
 from intrabench.io.volume import read_sitk
 
@@ -288,7 +288,7 @@ def instances_from_mask(mask: np.ndarray, connectivity: int = 26, min_voxels: in
 
         structure = ndimage.generate_binary_structure(3, 3)
         grouped = ndimage.binary_dilation(mask, structure, iterations=dilation)
-    labelled = cc3d.connected_components(grouped.astype(np.uint8), connectivity=connectivity)
+    labelled = connected_components(grouped, connectivity=connectivity)
     labelled = np.where(mask, labelled, 0)
     out = np.zeros(mask.shape, dtype=np.uint16)
     next_id = 1

@@ -8,11 +8,13 @@ none under 6- or 18-connectivity or in 2D). The same mask viewed as uint8 (no co
 cc3d's general path, which labels it correctly, and was no slower on a 200 x 512 x 512 mask
 of 40 lesions (0.07 s either way). Its path for a single row of voxels (or pixels) also misreads
 a row that is a strided view (``IndexError`` or wrong labels, any dtype), so a mask that is
-neither C- nor Fortran-contiguous is copied into a contiguous array first. The label reader,
-the shape attributes, region growing and the classical refiners label through
-:func:`connected_components`; the prompters' own calls (``prompters/_geometry.py``,
-``prompters/scribble_robot.py``) pad their masks by one voxel first, which keeps every axis
-longer than one and the array contiguous, so neither bug reaches them.
+neither C- nor Fortran-contiguous is copied into a contiguous array first. And cc3d rejects a
+read-only array that is a view of another ("buffer source array is read-only", any dtype; seen
+when the Dask workers' masks arrive read-only and the uint8 view above is taken of them), so a
+read-only mask is copied first. The label reader, the shape attributes, the prompters'
+geometry and scribbles, region growing, the classical refiners, the synthetic network and the
+dataset converters label through :func:`connected_components` (the prompters used to pad their
+masks by one voxel, which avoided the first bug by copying).
 
 Array conventions: any number of axes as cc3d takes them ((z, y, x) volumes, (y, x) slices);
 labels 1..N as cc3d numbers them, 0 the background.
@@ -28,10 +30,13 @@ import numpy as np
 def connected_components(mask: np.ndarray, connectivity: int, return_N: bool = False  # noqa: N803
                          ) -> Any:
     """``cc3d.connected_components(mask, connectivity=..., return_N=...)``; a boolean ``mask``
-    is passed as a uint8 view (see the module's docstring)."""
+    is passed as a uint8 view, a read-only or strided one copied first (see the module's
+    docstring). The mask itself is never written."""
     import cc3d
 
     array = np.asarray(mask)
+    if not array.flags.writeable:
+        array = np.array(array, order="K")  # cc3d's memoryviews reject a read-only view
     if array.dtype == bool:
         array = array.view(np.uint8)
     if not (array.flags.c_contiguous or array.flags.f_contiguous):

@@ -26,10 +26,10 @@ import hashlib
 import time
 from typing import Any, ClassVar
 
-import cc3d
 import numpy as np
 from scipy import ndimage
 
+from intrabench.components import connected_components
 from intrabench.evaluation.metrics import bounding_box_within, freeze_with_box, union_of_boxes
 from intrabench.io.volume import Volume
 from intrabench.protocols import Model, SliceModel, SliceOutput
@@ -192,7 +192,7 @@ def _perturbed_region(data: np.ndarray, seed: tuple[int, ...], tolerance: float,
     neighbourhood = data[tuple(slice(max(0, c - 1), c + 2) for c in seed)]
     candidate = np.abs(data - float(np.median(neighbourhood))) <= tolerance
     candidate[seed] = True
-    components = cc3d.connected_components(candidate, connectivity=2 * data.ndim)
+    components = connected_components(candidate, connectivity=2 * data.ndim)
     region = components == components[seed]
     kind = int(rng.integers(4))
     if kind == 1:

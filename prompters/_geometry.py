@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import cc3d
 import numpy as np
 from scipy import ndimage
 
+from intrabench.components import connected_components
 from intrabench.evaluation.metrics import bounding_box as slices_bounding_box
 from intrabench.evaluation.metrics import union_bbox
 from intrabench.types import Box2D
@@ -82,10 +82,7 @@ def largest_component(mask: np.ndarray) -> np.ndarray:
     crop = crop_slices(low, high, mask.shape)
     sub = mask[crop]
     volume = sub[None] if sub.ndim == 2 else sub
-    # cc3d 3.x raises "maximum length exception" on some thin volumes (e.g. 1 x 1 x 3 with
-    # two voxels); one voxel of background padding avoids it and changes no component
-    labelled, n = cc3d.connected_components(np.pad(volume, 1), connectivity=26, return_N=True)
-    labelled = labelled[1:-1, 1:-1, 1:-1]
+    labelled, n = connected_components(volume, connectivity=26, return_N=True)
     if sub.ndim == 2:
         labelled = labelled[0]
     out = np.zeros(mask.shape, dtype=bool)
