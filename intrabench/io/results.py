@@ -246,9 +246,18 @@ _KEPT: dict[Path, Any] = {}
 
 
 def _read_if_present(path: Path) -> Any:
+    """The unit file's rows, or None when it is absent or damaged (a warning says which; the
+    run's next start sets it aside and computes the unit again)."""
     import pyarrow.parquet as pq
 
-    return pq.read_table(path) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        return pq.read_table(path)
+    except Exception as error:  # pyarrow raises several kinds on a damaged file
+        log.warning("unit file %s is damaged (%s); its rows are left out: re-run the same "
+                    "command to compute it again", path.name, str(error).splitlines()[0])
+        return None
 
 
 def consolidate_run(run_dir: Path, unit_keys: list[str]) -> int:
@@ -282,11 +291,18 @@ def incompleteness_warning(run_dir: str | Path) -> str | None:
 def load_results(run_dir: str | Path) -> pd.DataFrame:
     """All rows of a run directory (consolidated file if present, else the unit files)."""
     run_dir = Path(run_dir)
+    if run_dir.is_file():
+        raise UserError(f"{run_dir} is a file; give the run's folder (the --out of intrabench "
+                        "run)")
     if not run_dir.is_dir():
         raise UserError(f"run directory not found: {run_dir}")
     consolidated = run_dir / "results.parquet"
     if consolidated.exists():
-        return pd.read_parquet(consolidated)
+        try:
+            return pd.read_parquet(consolidated)
+        except Exception as error:  # pyarrow raises several kinds on a damaged file
+            log.warning("%s is damaged (%s); reading the unit files instead (re-run the same "
+                        "command to write it again)", consolidated, str(error).splitlines()[0])
     frame = ResultsStore(run_dir).read_units()
     if frame.empty:
         raise UserError(f"{run_dir} holds no results yet (no units/*.parquet)")
@@ -319,5 +335,8 @@ def result_columns(run_dir: Path) -> list[str]:
 
     path = Path(run_dir) / "results.parquet"
     if path.is_file():
-        return list(pq.read_schema(path).names)
+        try:
+            return list(pq.read_schema(path).names)
+        except Exception:  # damaged: load_results reads the unit files and says so
+            pass
     return list(load_results(run_dir).columns)

@@ -37,13 +37,24 @@ RUN_FILES = frozenset({
 })
 
 
+def run_record(run_dir: str | Path) -> dict[str, Any] | None:
+    """``run_dir/run.json`` (versions, machine, planned units) as a dict; ``{}`` when there is
+    none, None when it is damaged (not JSON, or not an object: a copy cut short)."""
+    path = Path(run_dir) / "run.json"
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def _is_intrabench_run(run_dir: Path) -> bool:
     """Whether ``run_dir/run.json`` was written by IntraBench (a previous run's folder)."""
-    try:
-        metadata = json.loads((run_dir / "run.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(metadata, dict) and "intrabench" in metadata.get("versions", {})
+    record = run_record(run_dir) or {}
+    versions = record.get("versions")
+    return isinstance(versions, dict) and "intrabench" in versions
 
 
 def check_output_directory(run_dir: Path) -> None:
@@ -56,6 +67,10 @@ def check_output_directory(run_dir: Path) -> None:
     foreign = [name for name in entries if name not in RUN_FILES
                and not (name.startswith(".") and name.endswith(".partial"))]  # cut writes
     ours = [name for name in entries if name in RUN_FILES and not name.startswith(".")]
+    if not foreign and "run.json" in ours and run_record(run_dir) is None:
+        raise UserError(f"output directory {run_dir} is a run's folder whose run.json is damaged "
+                        "(not JSON), so whose run it holds cannot be told; restore run.json, or "
+                        "give another folder with --out")
     if foreign or (ours and not _is_intrabench_run(run_dir)):
         shown = ", ".join(repr(n) for n in (foreign or ours)[:5])
         raise UserError(f"output directory {run_dir} holds files this run did not write "
@@ -188,8 +203,5 @@ def run_dataset(run_dir: str | Path, config: Any, key: str) -> Any:
 def run_machine(run_dir: str | Path) -> dict | None:
     """The machine the run in ``run_dir`` ran on (``run.json``'s ``machine``), or None (runs
     made before it was recorded)."""
-    try:
-        machine = json.loads((Path(run_dir) / "run.json").read_text()).get("machine")
-    except (OSError, ValueError, AttributeError):
-        return None
+    machine = (run_record(run_dir) or {}).get("machine")
     return machine if isinstance(machine, dict) else None

@@ -21,6 +21,7 @@ from intrabench import __version__
 from intrabench.evaluation.aggregate import count_targets, per_case_table
 from intrabench.evaluation.episode_metrics import episode_table, success_summary
 from intrabench.io.results import load_results
+from intrabench.io.run_directory import run_record
 from intrabench.io.run_paths import prediction_file_name, prediction_folder
 from intrabench.reports import plots
 from intrabench.reports.tables import Layout, tables_for_runs
@@ -292,7 +293,11 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
     out.mkdir(parents=True, exist_ok=True)
     rows = load_results(run_dir)
     episodes = episode_table(rows)
-    run_info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    run_info = run_record(run_dir)
+    if run_info is None:
+        log.warning("%s is damaged (not JSON): the report leaves out the software versions",
+                    run_dir / "run.json")
+        run_info = {}
     name = str(rows["run"].iloc[0]) if not rows.empty else run_dir.name
     refined = rows[rows["refiner"] != "none"]
     styles = plots.configuration_styles(rows)

@@ -112,3 +112,44 @@ def test_a_damaged_unit_file_is_recomputed_and_tables_warn_on_a_partial_run(tmp_
     assert main(["tables", str(tmp_path / "run"), "--out", str(tmp_path / "t")]) == 0
     err = capsys.readouterr().err
     assert "is incomplete: 1 of 2 work units finished" in err
+
+
+def test_damaged_results_and_unit_files_are_one_warning_to_the_commands_that_read_them(
+        tmp_path, capsys, caplog):
+    """A results.parquet cut short is read from the unit files instead; a unit file cut short
+    is left out of what `tables` shows, with a warning naming it (a traceback before)."""
+    Runner(_config(), tmp_path / "run").run()
+    complete = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    consolidated = tmp_path / "run" / "results.parquet"
+    consolidated.write_bytes(consolidated.read_bytes()[:100])
+    assert main(["tables", str(tmp_path / "run"), "--out", str(tmp_path / "t")]) == 0
+    assert "results.parquet is damaged" in caplog.text and "unit files instead" in caplog.text
+    read = pd.read_csv(tmp_path / "t" / "statistics.csv")
+    caplog.clear()
+
+    consolidated.unlink()
+    units = sorted((tmp_path / "run" / "units").glob("*.parquet"))
+    units[0].write_bytes(units[0].read_bytes()[:100])
+    assert main(["tables", str(tmp_path / "run"), "--out", str(tmp_path / "t2")]) == 0
+    assert f"unit file {units[0].name} is damaged" in caplog.text
+    assert "Traceback" not in capsys.readouterr().err
+    partial = pd.read_csv(tmp_path / "t2" / "statistics.csv")
+    assert len(read) > 0 and partial["n_cases"].sum() < read["n_cases"].sum()
+
+    Runner(_config(), tmp_path / "run").run()  # the next run rewrites both
+    pd.testing.assert_frame_equal(_measured(pd.read_parquet(consolidated)), _measured(complete))
+
+
+def test_a_damaged_run_record_is_named_not_a_traceback(tmp_path, capsys, caplog):
+    Runner(_config(), tmp_path / "run").run()
+    (tmp_path / "run" / "run.json").write_text('{"versions": ')  # a copy cut short
+    assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report")]) == 0
+    assert "run.json is damaged (not JSON)" in caplog.text
+    assert (tmp_path / "report" / "report.html").exists()
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps(SPEC))
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "whose run.json is damaged (not JSON)" in err and "Traceback" not in err
+    assert main(["tables", str(tmp_path / "run" / "results.csv")]) == 2
+    assert "results.csv is a file; give the run's folder" in capsys.readouterr().err
