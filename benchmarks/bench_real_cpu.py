@@ -402,8 +402,8 @@ def main() -> None:
         kinds = [("torch", "torch", "fp32")]
         if on_gpu and args.bf16:
             kinds.append(("bf16", "torch", "bf16"))
-        if not on_gpu:
-            kinds.append((args.backend, args.backend, "fp32"))
+        if not on_gpu and args.backend != "torch":  # (--backend torch: the torch run is it;
+            kinds.append((args.backend, args.backend, "fp32"))  # twice, it would resume itself)
         careful: dict = {}
         for attempt in range(max(1, args.repeats)):  # alternating: a slow minute hits all alike
             seconds, again = loop(folder, careful=True)
