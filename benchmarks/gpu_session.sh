@@ -2,7 +2,9 @@
 # The GPU measurements (issues #13, #48), for calls of a lent GPU machine (no network there).
 #
 # On your machine first: bash benchmarks/gpu_prepare.sh  (makes .gpu-runs/ and .gpu-lite/: one
-# carried folder per part, each under the 64 MiB a call may carry). Then, through the device
+# carried folder per part, each under the 64 MiB a call may carry), and after a change to the
+# code or the carried packages bash benchmarks/gpu_rehearse.sh (every part on the CPU, tiny, in
+# an environment like the GPU image's: an import that fails there fails here). Then, through the device
 # tool, one or more parts per call (a call may run 10 minutes; device time is limited, so pick):
 #   carry [".gpu-runs"]:
 #     bash benchmarks/gpu_session.sh runs          # the two GPU configs, phantoms read from NIfTI
