@@ -117,8 +117,15 @@ def distance_transform(mask: np.ndarray, spacing: Sequence[float] | None = None)
         return ndimage.distance_transform_edt(mask, sampling=sampling)
     import edt
 
-    return edt.edt(np.ascontiguousarray(mask), anisotropy=sampling, black_border=False,
+    return edt.edt(_for_edt(mask), anisotropy=sampling, black_border=False,
                    parallel=1).astype(np.float64)
+
+
+def _for_edt(mask: np.ndarray) -> np.ndarray:
+    """``mask`` as the ``edt`` package takes it: C-contiguous and writeable. Its memoryviews
+    reject a read-only array ("buffer source array is read-only"), as masks that a Dask worker
+    receives or a read-only memory map are, so those are copied."""
+    return np.ascontiguousarray(mask) if mask.flags.writeable else np.array(mask, order="C")
 
 
 def squared_voxel_distances(mask: np.ndarray) -> np.ndarray:
@@ -140,7 +147,7 @@ def squared_voxel_distances(mask: np.ndarray) -> np.ndarray:
         return np.rint(ndimage.distance_transform_edt(mask) ** 2).astype(np.int64)
     import edt
 
-    squared = edt.edtsq(np.ascontiguousarray(mask), black_border=False, parallel=1)
+    squared = edt.edtsq(_for_edt(mask), black_border=False, parallel=1)
     if squared.size and float(squared.max()) >= _FLOAT32_EXACT:  # beyond float32's integers
         from scipy import ndimage
 

@@ -113,3 +113,19 @@ def test_the_device_travels_to_worker_processes_through_the_environment(monkeypa
 
     distance.set_device("cpu")
     assert os.environ[distance.ENVIRONMENT_VARIABLE] == "cpu"
+
+
+def test_read_only_masks_and_views_of_them_are_transformed():
+    """The edt package raises "buffer source array is read-only" on a read-only mask (as a Dask
+    worker receives them); the transforms copy such a mask and give SciPy's answer."""
+    mask = np.zeros((6, 8, 9), dtype=bool)
+    mask[1:5, 2:7, 2:8] = True
+    mask.flags.writeable = False
+    for shown in (mask, mask[1:5], mask[:, ::2]):
+        reference = ndimage.distance_transform_edt(shown, sampling=(2.0, 1.0, 1.0))
+        np.testing.assert_allclose(distance.distance_transform(shown, (2.0, 1.0, 1.0)),
+                                   reference, rtol=1e-5)
+        np.testing.assert_array_equal(distance.squared_voxel_distances(shown),
+                                      np.rint(ndimage.distance_transform_edt(shown) ** 2))
+        assert len(distance.deepest_voxels(shown)) > 0
+    assert not mask.flags.writeable
