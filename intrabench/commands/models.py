@@ -10,7 +10,8 @@ def cmd_models_verify(args: argparse.Namespace) -> int:
     from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_dir, located, verify
 
     directory = checkpoint_dir(args.checkpoint_dir)
-    unknown = sorted(set(args.names or []) - set(CHECKPOINTS))
+    args.names = [checkpoint_of_model(name) for name in args.names or []]
+    unknown = sorted(set(args.names) - set(CHECKPOINTS))
     if unknown:
         from intrabench.errors import UserError
 
@@ -47,6 +48,7 @@ def cmd_models_download(args: argparse.Namespace) -> int:
         raise UserError("name the checkpoints to download (intrabench models download "
                         "mobilesam), or --all for every one that can be downloaded; the names: "
                         + ", ".join(sorted(CHECKPOINTS)))
+    names = list(dict.fromkeys(checkpoint_of_model(name) for name in names))
     for name in names:
         if name not in CHECKPOINTS:
             close = difflib.get_close_matches(name, CHECKPOINTS, n=1)
@@ -81,6 +83,28 @@ def cmd_models_download(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def checkpoint_of_model(name: str) -> str:
+    """``name`` itself when it is a checkpoint key; for a model whose checkpoints have other
+    names (``sam``, ``sam2``), its default variant's key, said in one line; UserError for a
+    model that needs no checkpoint."""
+    from intrabench import registry
+    from intrabench.errors import UserError
+    from intrabench.io.checkpoints import CHECKPOINTS
+
+    if name in CHECKPOINTS or name not in registry.models.names():
+        return name
+    cls = registry.models.get(name)
+    variants = getattr(cls, "VARIANTS", None) or {}
+    key = variants.get(getattr(cls, "DEFAULT_VARIANT", None)) or getattr(cls, "checkpoint_key",
+                                                                         "")
+    if not key:
+        raise UserError(f"the model '{name}' needs no checkpoint")
+    others = [k for k in dict.fromkeys(variants.values()) if k != key]
+    print(f"{name}: the model's default checkpoint is {key}"
+          + (f" (its other variants: {', '.join(others)})" if others else ""))
+    return key
+
+
 def check_loads_and_fits(key: str, path) -> str | None:
     """None if checkpoint ``key`` at ``path`` loads (``weights_only``: no code runs) and fits
     the full-size network of every model that uses it; else why not."""
@@ -109,7 +133,8 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     download = groups["models"].add_parser(
         "download", help="download checkpoints (publisher's URL, then mirrors), sha256-checked")
     download.add_argument("names", nargs="*", help="checkpoint keys (intrabench models verify "
-                                                   "lists them)")
+                                                   "lists them), or model names (their default "
+                                                   "checkpoint)")
     download.add_argument("--all", action="store_true",
                           help="every checkpoint that can be downloaded without a login")
     download.add_argument("--checkpoint-dir", help="default: $INTRABENCH_CHECKPOINTS or "

@@ -174,3 +174,25 @@ def test_a_present_file_that_differs_is_not_replaced_in_silence(tmp_path, monkey
     assert main(["models", "download", "fake-net", "--checkpoint-dir", str(tmp_path), "-q"]) == 1
     assert "already there: delete it to download again" in capsys.readouterr().out
     assert (tmp_path / "fake_net.pt").read_bytes() == WEIGHTS[::-1]
+
+
+def test_a_model_name_downloads_its_default_checkpoint(http_server, tmp_path, monkeypatch,
+                                                       capsys):
+    """`models download sam` (a model whose checkpoints are named by variant) fetches SAM's
+    default, ViT-H, and says so; `verify` takes the model name too; a classical model needs
+    none (before: "unknown checkpoint 'sam' (did you mean 'medsam'?)")."""
+    http_server.routes["/weights/sam_vit_h.pt"] = WEIGHTS
+    monkeypatch.setitem(CHECKPOINTS, "sam-vit-h", CheckpointInfo(
+        "sam-vit-h", "sam_vit_h.pt", http_server.url("/weights/sam_vit_h.pt"), sha256=SHA,
+        size=SIZE))
+    assert main(["models", "download", "sam", "--checkpoint-dir", str(tmp_path), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "sam: the model's default checkpoint is sam-vit-h (its other variants: sam-vit-l, " \
+           "sam-vit-b)" in out
+    assert (tmp_path / "sam_vit_h.pt").read_bytes() == WEIGHTS
+    main(["models", "verify", "sam", "--checkpoint-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "sam-vit-h " in out and "sam-vit-b " not in out
+    assert main(["models", "download", "region-growing-3d", "--checkpoint-dir",
+                 str(tmp_path)]) == 2
+    assert "the model 'region-growing-3d' needs no checkpoint" in capsys.readouterr().err
