@@ -43,6 +43,11 @@ and their agreement on the demo targets. Printed last::
     encoder img/s: N.N (backend torch), M.M (backend B)
     encoder backend speed-up: Y.YYx
 
+Each command's start (from its launch to its first forward pass: the loop records it, the run
+goes through ``benchmarks/timed_command.py``) and its steady state (from there to its exit) are
+printed apart, with the steady states' ratios: on a GPU a small workload is mostly the start
+(Python, torch, CUDA, the network), which every command pays alike.
+
 ``--repeats N`` (default 3): the careful loop and each ``intrabench run`` are timed N times
 (fresh processes, alternating), their median wall time is what the ratios use, every repeat's
 time is printed, and every repeat of a run must give the same rows (TP/FP/FN and Dice of
@@ -96,6 +101,10 @@ def spec_key(spec: dict) -> str:
 # --------------------------------------------------------------------------------------
 
 
+#: the wall-clock time (epoch seconds) of every forward pass's start in this loop process
+FIRST_FORWARD: list[float] = []
+
+
 class PlainCase:
     """What the loop computes once per case (the intensity window, the slice view), and its
     one call per prompted slice: pre-processing, ``net(image, box)``, post-processing. With
@@ -139,6 +148,8 @@ class PlainCase:
         """The (y, x) mask of slice ``z`` for an inclusive canonical box."""
         import torch
 
+        started = time.time()
+
         stored = self.view.box(box, self.shape)
         box256 = [[int(v * self.scale) for v in (stored.x_min, stored.y_min, stored.x_max,
                                                  stored.y_max)]]
@@ -158,6 +169,7 @@ class PlainCase:
             upsampled = self.net.postprocess_masks(logits, self.new_size,
                                                    (self.height, self.width))
         self.forwards += 1
+        FIRST_FORWARD.append(started)
         return np.ascontiguousarray(self.view.to_canonical(
             (torch.sigmoid(upsampled)[0, 0] > 0.5).cpu().numpy()))
 
@@ -220,7 +232,8 @@ def plain_loop(datasets: list[dict], seeds: list[int], root: str, device: str = 
                                          "fn": fn, "dice": 2 * tp / max(2 * tp + fp + fn, 1)})
             forwards += plain.forwards
             encodes += plain.encodes
-    return {"episodes": episodes, "forwards": forwards, "encodes": encodes}
+    return {"episodes": episodes, "forwards": forwards, "encodes": encodes,
+            "first_forward_at": min(FIRST_FORWARD) if FIRST_FORWARD else None}
 
 
 # --------------------------------------------------------------------------------------
@@ -309,9 +322,10 @@ def encoder_agreement(backend: str) -> dict:
 
 def run_intrabench(datasets: list[dict], seeds: list[int], backend: str, folder: Path,
                    env: dict, device: str = "cpu", precision: str = "fp32", attempt: int = 0
-                   ) -> tuple[float, object]:
+                   ) -> tuple[float, float, object]:
     """One whole ``intrabench run`` (fresh process, a new output folder for each ``attempt``:
-    a folder that exists would be resumed, not run); its wall time and result rows."""
+    a folder that exists would be resumed, not run); its wall time, its start (seconds before
+    its first forward pass: ``timed_command.py`` runs the command) and its result rows."""
     import pandas as pd
 
     config = folder / f"real-{device}-{backend}-{precision}.yaml"
@@ -321,9 +335,12 @@ def run_intrabench(datasets: list[dict], seeds: list[int], backend: str, folder:
                     "precision": precision}],
         "prompters": PROMPTERS, "target_attributes": False}))
     out = folder / f"run-{device}-{backend}-{precision}-{attempt}"
-    seconds, _ = timed([sys.executable, "-m", "intrabench", "run", str(config), "--out",
-                        str(out)], env)
-    return seconds, pd.read_parquet(out / "results.parquet")
+    spans = folder / f"spans-{device}-{backend}-{precision}-{attempt}.json"
+    launched = time.time()
+    seconds, _ = timed([sys.executable, str(Path(__file__).with_name("timed_command.py")),
+                        "litemedsam", str(spans), "run", str(config), "--out", str(out)], env)
+    start = json.loads(spans.read_text())["first_forward_at"] - launched
+    return seconds, start, pd.read_parquet(out / "results.parquet")
 
 
 def same_rows(first, again, name: str) -> None:
@@ -385,10 +402,13 @@ def main() -> None:
     child = [sys.executable, __file__]
 
     def loop(folder: Path, careful: bool) -> tuple[float, dict]:
+        launched = time.time()
         seconds, output = timed([*child, "--child", "loop", "--payload", json.dumps(
             {"datasets": datasets, "seeds": args.seeds, "root": str(folder / "lite"),
              "device": args.device, "careful": careful})], env)
-        return seconds, json.loads(output.strip().splitlines()[-1])
+        result = json.loads(output.strip().splitlines()[-1])
+        result["start"] = result["first_forward_at"] - launched
+        return seconds, result
 
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
@@ -397,7 +417,9 @@ def main() -> None:
                 {"backend": args.backend, "slices": 24, "repeats": 2})], env)[1].splitlines()[-1])
         loop_seconds, plain = loop(folder, careful=False)
         careful_times: list[float] = []
+        careful_starts: list[float] = []
         run_times: dict[str, list[float]] = {}
+        run_starts: dict[str, list[float]] = {}
         runs: dict[str, tuple[float, object]] = {}
         kinds = [("torch", "torch", "fp32")]
         if on_gpu and args.bf16:
@@ -408,13 +430,15 @@ def main() -> None:
         for attempt in range(max(1, args.repeats)):  # alternating: a slow minute hits all alike
             seconds, again = loop(folder, careful=True)
             careful_times.append(seconds)
+            careful_starts.append(again["start"])
             if careful and again["episodes"] != careful["episodes"]:
                 sys.exit("the careful loop gave other masks when repeated")
             careful = again
             for name, backend, precision in kinds:
-                seconds, rows = run_intrabench(datasets, args.seeds, backend, folder, env,
-                                               args.device, precision, attempt)
+                seconds, start, rows = run_intrabench(datasets, args.seeds, backend, folder,
+                                                      env, args.device, precision, attempt)
                 run_times.setdefault(name, []).append(seconds)
+                run_starts.setdefault(name, []).append(start)
                 if name in runs:
                     same_rows(runs[name][1], rows, name)
                 else:
@@ -472,6 +496,21 @@ def main() -> None:
     for name, (count, largest) in differing.items():
         same = "yes" if count == 0 else f"no: {count} episodes differ, Dice by <= {largest:.4f}"
         print(f"same masks, {name} and run (TP/FP/FN of all {len(ran)} episodes): {same}")
+    print("start (from the launch to the first forward pass) and steady state (from there to "
+          "the exit), medians:")
+    careful_steady = float(np.median([t - s for t, s in zip(careful_times, careful_starts)]))
+    print(f"  {'plain loop':32s} start {plain['start']:6.1f} s, steady state "
+          f"{loop_seconds - plain['start']:7.1f} s")
+    print(f"  {'careful loop':32s} start {float(np.median(careful_starts)):6.1f} s, steady state "
+          f"{careful_steady:7.1f} s")
+    for backend in runs:
+        shown = {"torch": "backend torch", "bf16": "bf16"}.get(
+            backend, f"backend {speed_fast['backend'] if not on_gpu else backend}")
+        steady = float(np.median([t - s for t, s in zip(run_times[backend],
+                                                         run_starts[backend])]))
+        print(f"  {'run, ' + shown:32s} start {float(np.median(run_starts[backend])):6.1f} s, "
+              f"steady state {steady:7.1f} s: {careful_steady / steady:.2f}x the careful loop's, "
+              f"{(loop_seconds - plain['start']) / steady:.2f}x the plain loop's")
     torch_seconds = runs["torch"][0]
     print(f"speed-up over the plain loop: {loop_seconds / torch_seconds:.2f}x")
     print(f"speed-up over the careful loop: {careful_seconds / torch_seconds:.2f}x")
