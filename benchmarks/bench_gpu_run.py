@@ -46,7 +46,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_harness import timed_forward_passes  # noqa: E402
+from forward_spans import timed_forward_passes  # noqa: E402
 
 from intrabench.config import RunConfig, load_config  # noqa: E402
 from intrabench.engine.runner import Runner  # noqa: E402

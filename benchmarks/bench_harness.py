@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
+from forward_spans import timed_forward_passes
 
 from intrabench import registry
 from intrabench.config import builtin_demo_path, load_config
@@ -39,44 +40,6 @@ from intrabench.engine.runner import Runner, default_user_workers
 
 #: column name -> Runner keyword arguments
 MODES = {"inline": {"background": "inline"}, "process": {"background": "process"}}
-
-
-@contextmanager
-def timed_forward_passes(model_names: list[str], spans: list[tuple[float, float]]):
-    """Record (start, end) of every outermost forward pass of these models' classes."""
-    depth = [0]
-    originals = []
-
-    def wrap(cls: type, name: str) -> None:
-        original = cls.__dict__.get(name)
-        inherited = getattr(cls, name)
-
-        def timed(self, *args, **kwargs):
-            depth[0] += 1
-            started = time.perf_counter()
-            try:
-                return inherited(self, *args, **kwargs)
-            finally:
-                depth[0] -= 1
-                if depth[0] == 0:
-                    spans.append((started, time.perf_counter()))
-
-        originals.append((cls, name, original))
-        setattr(cls, name, timed)
-
-    for model_name in model_names:
-        cls = registry.models.get(model_name)
-        wrap(cls, "predict")
-        if hasattr(cls, "segment_slice"):
-            wrap(cls, "segment_slice")
-    try:
-        yield
-    finally:
-        for cls, name, original in reversed(originals):
-            if original is None:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, original)
 
 
 @contextmanager
