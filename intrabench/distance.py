@@ -177,9 +177,20 @@ def deepest_voxels(mask: np.ndarray, spacing: Sequence[float] | None = None) -> 
         exact = ndimage.distance_transform_edt(mask, sampling=spacing)
         return np.argwhere(exact == exact.max())
     if spacing is None or len(set(float(s) for s in spacing)) == 1:
-        # isotropic: the order of distances is the order of squared voxel distances
+        # isotropic: the order of distances is the order of squared voxel distances (integers
+        # under 2**24, at least 6e-8 apart relatively, far beyond any float rounding)
         squared = squared_voxel_distances(mask)
-        return np.argwhere(squared == squared.max())
+        deepest = np.argwhere(squared == squared.max())
+        step = 1.0 if spacing is None else float(spacing[0])
+        if step == 1.0 or len(deepest) == 1:
+            return deepest
+        # tied in mm: SciPy's arithmetic rounds one distance differently by its decomposition
+        # ((5 * 0.7) ** 2 is 12.25, (3 * 0.7) ** 2 + (4 * 0.7) ** 2 is not) and by which of
+        # several nearest False voxels its feature transform keeps, so its own transform decides
+        from scipy import ndimage
+
+        exact = ndimage.distance_transform_edt(mask, sampling=(step,) * mask.ndim)
+        return np.argwhere(exact == exact.max())
     sampling = _sampling(spacing, mask.ndim)
     if active_device() == "cuda":
         return _deepest_from_features(mask, sampling)

@@ -55,6 +55,19 @@ def test_deepest_voxels_are_scipys_maxima(mask, spacing):
     np.testing.assert_array_equal(distance.deepest_voxels(mask, spacing), expected)
 
 
+def test_deepest_voxels_in_isotropic_mm_follow_scipys_rounding():
+    """Found by hypothesis in CI: at 0.7 mm, (0, 4, 0) is 5 voxels from its background voxel
+    and (0, 4, 1) is (3, 4, 0) from its: both 3.5 mm, but SciPy's arithmetic gives 3.5 and
+    3.4999999999999996, so only voxels of the first kind are its maxima."""
+    mask = np.ones((4, 12, 2), dtype=bool)
+    mask[0, 9, 0] = mask[3, 0, 1] = False
+    reference = ndimage.distance_transform_edt(mask, sampling=(0.7, 0.7, 0.7))
+    assert np.argwhere(reference == reference.max()).tolist() == [[0, 4, 0], [3, 5, 1]]
+    np.testing.assert_array_equal(distance.deepest_voxels(mask, (0.7, 0.7, 0.7)),
+                                  [[0, 4, 0], [3, 5, 1]])
+    assert len(distance.deepest_voxels(mask)) == 4  # in voxel units all four are at 5
+
+
 def test_deepest_voxels_on_a_hand_made_slab():
     # a 5-voxel-thick slab in z, spacing 2 mm in z and 1 mm in y, x: the centre plane z=3 is
     # 6 mm from the background in z but the box is 9 x 9 in y, x: 5 mm from its y/x faces
