@@ -101,7 +101,7 @@ def spec_key(spec: dict) -> str:
 # --------------------------------------------------------------------------------------
 
 
-#: the wall-clock time (epoch seconds) of every forward pass's start in this loop process
+#: the wall-clock time (epoch seconds) of the first forward pass's start in this loop process
 FIRST_FORWARD: list[float] = []
 
 
@@ -169,7 +169,8 @@ class PlainCase:
             upsampled = self.net.postprocess_masks(logits, self.new_size,
                                                    (self.height, self.width))
         self.forwards += 1
-        FIRST_FORWARD.append(started)
+        if not FIRST_FORWARD:
+            FIRST_FORWARD.append(started)
         return np.ascontiguousarray(self.view.to_canonical(
             (torch.sigmoid(upsampled)[0, 0] > 0.5).cpu().numpy()))
 
@@ -233,7 +234,7 @@ def plain_loop(datasets: list[dict], seeds: list[int], root: str, device: str = 
             forwards += plain.forwards
             encodes += plain.encodes
     return {"episodes": episodes, "forwards": forwards, "encodes": encodes,
-            "first_forward_at": min(FIRST_FORWARD) if FIRST_FORWARD else None}
+            "first_forward_at": FIRST_FORWARD[0] if FIRST_FORWARD else None}
 
 
 # --------------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ def cmd_models_verify(args: argparse.Namespace) -> int:
     from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_dir, located, verify
 
     directory = checkpoint_dir(args.checkpoint_dir)
-    args.names = [checkpoint_of_model(name) for name in args.names or []]
-    unknown = sorted(set(args.names) - set(CHECKPOINTS))
+    names = [checkpoint_of_model(name) for name in args.names or []]
+    unknown = sorted(set(names) - set(CHECKPOINTS))
     if unknown:
         from intrabench.errors import UserError
 
@@ -20,7 +20,7 @@ def cmd_models_verify(args: argparse.Namespace) -> int:
     print(f"checkpoint directory: {directory}")
     failed = False
     for key in sorted(CHECKPOINTS):
-        if args.names and key not in args.names:
+        if names and key not in names:
             continue
         status, detail = verify(key, directory)
         if status != "missing" and status != "MISMATCH":

@@ -50,10 +50,10 @@ def run_record(run_dir: str | Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _is_intrabench_run(run_dir: Path) -> bool:
-    """Whether ``run_dir/run.json`` was written by IntraBench (a previous run's folder)."""
-    record = run_record(run_dir) or {}
-    versions = record.get("versions")
+def _is_intrabench_run(run_dir: Path, record: dict[str, Any] | None = None) -> bool:
+    """Whether ``run_dir/run.json`` (or its ``record``, already read) was written by
+    IntraBench (a previous run's folder)."""
+    versions = ((run_record(run_dir) if record is None else record) or {}).get("versions")
     return isinstance(versions, dict) and "intrabench" in versions
 
 
@@ -67,11 +67,12 @@ def check_output_directory(run_dir: Path) -> None:
     foreign = [name for name in entries if name not in RUN_FILES
                and not (name.startswith(".") and name.endswith(".partial"))]  # cut writes
     ours = [name for name in entries if name in RUN_FILES and not name.startswith(".")]
-    if not foreign and "run.json" in ours and run_record(run_dir) is None:
+    record = run_record(run_dir)
+    if not foreign and "run.json" in ours and record is None:
         raise UserError(f"output directory {run_dir} is a run's folder whose run.json is damaged "
                         "(not JSON), so whose run it holds cannot be told; restore run.json, or "
                         "give another folder with --out")
-    if foreign or (ours and not _is_intrabench_run(run_dir)):
+    if foreign or (ours and not _is_intrabench_run(run_dir, record or {})):
         shown = ", ".join(repr(n) for n in (foreign or ours)[:5])
         raise UserError(f"output directory {run_dir} holds files this run did not write "
                         f"({shown}{' ...' if len(foreign or ours) > 5 else ''}); give a new or "

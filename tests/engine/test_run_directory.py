@@ -153,3 +153,22 @@ def test_a_damaged_run_record_is_named_not_a_traceback(tmp_path, capsys, caplog)
     assert "whose run.json is damaged (not JSON)" in err and "Traceback" not in err
     assert main(["tables", str(tmp_path / "run" / "results.csv")]) == 2
     assert "results.csv is a file; give the run's folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("\x00\xff garbage", None), ("[1, 2, 3]", None), ("-1", None), ("NaN", None),
+    ('{"versions": {"intrabench": {"nested": [NaN, -1e308]}}}', True),
+    ('{"versions": ["intrabench"]}', False), ('{"versions": null, "machine": 7}', False),
+    ('{"versions": {"x": 1}, "pad": "' + "a" * 2_000_000 + '"}', False),
+])
+def test_hostile_run_records_are_damaged_or_foreign_never_a_traceback(tmp_path, text, expected):
+    """run.json as garbage, a list, a number, NaN, nested, of the wrong types or huge: read as
+    damaged (None) or as a record that is or is not IntraBench's; the machine only if a dict."""
+    from intrabench.io.run_directory import _is_intrabench_run, run_machine, run_record
+
+    (tmp_path / "run.json").write_text(text, encoding="latin-1")
+    record = run_record(tmp_path)
+    assert (record is None) == (expected is None)
+    if expected is not None:
+        assert _is_intrabench_run(tmp_path) is expected
+    assert run_machine(tmp_path) is None
