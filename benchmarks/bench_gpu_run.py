@@ -131,6 +131,15 @@ def stand_in_config(config: RunConfig, forward_ms: float) -> RunConfig:
                                      "models": stand_ins})
 
 
+def phantom_folder_name(shape: tuple[int, ...], n_cases: int, seed: int = PHANTOM_SEED,
+                        lesions: tuple[int, int] = PHANTOM_LESIONS,
+                        spacing: tuple[float, ...] | None = None) -> str:
+    """The cache folder's name of these phantoms (every benchmark that writes the same
+    phantoms reuses the same files)."""
+    return (f"{'x'.join(map(str, shape))}-n{n_cases}-seed{seed}-lesions{lesions[0]}-{lesions[1]}"
+            + (f"-sp{'x'.join(map(str, spacing))}" if spacing else ""))
+
+
 def phantoms_as_files(config: RunConfig, cache: Path) -> RunConfig:
     """``config`` with each ``demo-phantoms`` dataset written as NIfTI files (once, cached
     under ``cache`` by its parameters) and read by the ``folder`` dataset, as a user's run
@@ -145,10 +154,9 @@ def phantoms_as_files(config: RunConfig, cache: Path) -> RunConfig:
         n_cases, seed = int(params.get("n_cases", 4)), int(params.get("seed", 0))
         lesions = tuple(int(v) for v in params.get("n_lesions", (2, 4)))
         spacing = params.get("spacing")
-        name = (f"{'x'.join(map(str, shape))}-n{n_cases}-seed{seed}-lesions"
-                f"{lesions[0]}-{lesions[1]}" + (f"-sp{'x'.join(map(str, spacing))}" if spacing
-                                                 else ""))
-        written = write_phantoms(cache / name, n_cases, shape, seed, lesions, spacing)
+        written = write_phantoms(cache / phantom_folder_name(shape, n_cases, seed, lesions,
+                                                             spacing),
+                                 n_cases, shape, seed, lesions, spacing)
         datasets.append({"name": "folder", "spec": str(written), "label": spec.key})
     return RunConfig.model_validate({**config.model_dump(exclude_none=True),
                                      "datasets": datasets})

@@ -74,7 +74,7 @@ done
 part encoders "$python" benchmarks/bench_throughput.py --part encoders --tiny --device cpu \
   --passes 1 --encoder-options "" "attention=fused,encoder_weights=bf16"
 part distance "$python" benchmarks/bench_distance.py --device cpu
-part naive "$python" benchmarks/bench_vs_naive.py --source generated --cases 1 --shape 16 128 128
+part naive "$python" benchmarks/bench_vs_naive.py --cases 1 --shape 16 128 128
 part lite-preprocess "$python" benchmarks/bench_lite_preprocess.py --shape 16 256 256 --cases 1 \
   --repeats 1
 part lite "$python" benchmarks/bench_real_cpu.py --device cpu --backend torch --no-real \

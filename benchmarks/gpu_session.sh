@@ -11,7 +11,8 @@
 #                                                  # files: start, steady state, GPU busy share
 #     bash benchmarks/gpu_session.sh encoders      # img/s per encoder: default, fused+bf16, +compile
 #     bash benchmarks/gpu_session.sh distance      # distance transforms: scipy, edt, CuPy
-#     bash benchmarks/gpu_session.sh naive         # ViT-H: a plain SamPredictor loop vs intrabench run
+#     bash benchmarks/gpu_session.sh naive         # ViT-H: plain and careful SamPredictor loops vs
+#                                                  # intrabench run (the runs part's NIfTI phantoms)
 #   carry [".gpu-lite"], right after a .gpu-runs call (it needs the SimpleITK installed there):
 #     bash benchmarks/gpu_session.sh lite          # LiteMedSAM: pre-processing on the card (equal
 #                                                  # to the bit?), plain and careful loops vs the run
@@ -67,8 +68,8 @@ for wanted in "${parts[@]}"; do
         distance|all)
             part distance 200 python3 benchmarks/bench_distance.py --device cuda ;;&
         naive|all)
-            part naive 400 python3 benchmarks/bench_vs_naive.py --source generated --full \
-                --device cuda --shape 160 512 512 ;;&
+            part naive 400 python3 benchmarks/bench_vs_naive.py --full --device cuda \
+                --shape 160 512 512 ;;&
         lite)
             part lite-preprocess 120 python3 benchmarks/bench_lite_preprocess.py --device cuda
             part lite 500 python3 benchmarks/bench_real_cpu.py --device cuda --no-real --repeats 2 \
