@@ -35,7 +35,8 @@ building the model). It needs no SimpleITK.
 ``--full`` builds SAM ViT-H with random weights (no checkpoint needed: timing only). The last
 lines are ``intrabench speed-up over the plain loop: N.NNx`` and ``... over the careful loop:
 N.NNx`` (whole commands, the run at its default precision). Mean Dice of each is printed as a
-sanity check (random weights: meaningless, but the loops' are equal and the run's near them).
+sanity check (random weights: meaningless, but the run's is near the loops'; the two loops' masks
+must give the same Dice for every target, or the benchmark stops).
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def naive_loop(cases: Iterable[tuple[np.ndarray, np.ndarray]], params: dict,
             overlap = np.count_nonzero(predicted[value] & truth)
             dices.append(2 * overlap / (np.count_nonzero(predicted[value])
                                         + np.count_nonzero(truth)))
-    return {"targets": len(dices), "encodes": encodes, "boxes": boxes,
+    return {"targets": len(dices), "encodes": encodes, "boxes": boxes, "dices": dices,
             "dice": float(np.mean(dices)), "first_forward_at": first_forward_at}
 
 
@@ -228,6 +229,8 @@ def main() -> None:
             runs[name] = run_intrabench(dataset, {**params, **extra}, Path(folder), env)
     plain = loops["plain SamPredictor loop"][2]
     careful = loops["careful loop"][2]
+    if plain["dices"] != careful["dices"]:  # the same embeddings, the same boxes
+        sys.exit("the careful loop's masks differ from the plain loop's")
     print(f"phantoms: {args.cases} x {shape} ({args.source}), model: sam {params}")
     print(f"targets {plain['targets']}, boxes {plain['boxes']}; set_image calls: plain loop "
           f"{plain['encodes']}, careful loop {careful['encodes']}")
