@@ -75,6 +75,11 @@ def _sitk_geometry(path: Path, layout: DataLayout) -> ImageGeometry | None:
     if (reader.GetDimension() != 3 or reader.GetNumberOfComponents() != 1
             or tuple(reader.GetSize()) != layout.shape or reader.GetPixelID() != expected):
         return None
+    if not all(np.isfinite(v) and v > 0 for v in reader.GetSpacing()):
+        # A negative pixdim (qform and sform codes 0): ITK's header pass keeps the sign, its
+        # full read turns it into a flipped direction with a positive spacing; the full read
+        # is the reference (and it refuses what is left unusable, see volume_from_raw).
+        return None
     return ImageGeometry(
         size=tuple(int(v) for v in reader.GetSize()),
         spacing=tuple(float(v) for v in reader.GetSpacing()),

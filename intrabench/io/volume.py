@@ -160,7 +160,13 @@ def read_image(path: str | Path) -> RawImage:
 def volume_from_raw(raw: RawImage, *, name: str = "image", dtype=np.float32) -> Volume:
     """Canonical Volume from an image as read, in its own memory (reoriented in place when its
     axes are only flipped, see :func:`to_canonical_in_place`), copied only to change the voxel
-    type to ``dtype`` (a CT volume's copy took 0.2 s, issue #13); rejects NaN images."""
+    type to ``dtype`` (a CT volume's copy took 0.2 s, issue #13); rejects NaN images and
+    grids whose spacing is not positive and finite."""
+    spacing = raw.geometry.spacing
+    if not all(np.isfinite(v) and v > 0 for v in spacing):
+        shown = " x ".join(f"{v:g}" for v in spacing)
+        raise DataError(f"{name}: voxel spacing {shown} mm (x, y, z) is not positive and "
+                        "finite; fix the image header's voxel size")
     canonical = to_canonical_in_place(raw.array, raw.geometry)
     array = np.asarray(canonical, dtype=dtype)
     checked = raw.finite and array.dtype == canonical.dtype  # no conversion that could overflow

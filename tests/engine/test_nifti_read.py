@@ -148,3 +148,43 @@ def test_nan_voxels_are_counted_as_the_file_check_counts_them(tmp_path):
     path = _write(tmp_path / "nan.nii.gz", data)
     with pytest.raises(DataError, match="nan.nii.gz: 2 voxels are NaN or infinite"):
         read_image(path)
+
+
+def _header_patched(path, pixdim_z: float):
+    """``path`` (a little-endian NIfTI-1 written by SimpleITK) with qform and sform codes 0
+    (the grid from ``pixdim`` alone, NIfTI's method 1) and ``pixdim[3]`` (z) set."""
+    raw = bytearray(gzip.decompress(path.read_bytes()) if path.name.endswith(".gz")
+                    else path.read_bytes())
+    raw[252:256] = np.array([0, 0], "<i2").tobytes()  # qform_code, sform_code
+    raw[88:92] = np.array([pixdim_z], "<f4").tobytes()  # pixdim[3]
+    path.write_bytes(gzip.compress(bytes(raw)) if path.name.endswith(".gz") else bytes(raw))
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".nii", ".nii.gz"])
+def test_a_negative_pixdim_is_read_as_simpleitks_full_read_reads_it(tmp_path, suffix):
+    """ITK's header pass keeps a negative pixdim's sign (spacing -2.5), its full read flips the
+    direction instead (spacing 2.5): the full read is the reference. The header pass's grid
+    had given a canonical spacing of -2.5 mm and a crash in the target attributes."""
+    data = np.arange(4 * 5 * 6, dtype=np.int16).reshape(4, 5, 6)
+    path = _header_patched(_write(tmp_path / f"image{suffix}", data), -2.5)
+    image = sitk.ReadImage(str(path))
+    assert image.GetSpacing()[2] == 2.5 and image.GetDirection()[8] == -1.0
+    assert read_nifti_directly(path) is None
+    _assert_same_as_simpleitk(path, read_image(path))
+    volume = read_volume(path)
+    assert volume.spacing == pytest.approx((2.5, 0.9, 0.7))
+    np.testing.assert_array_equal(volume.array, data[::-1, ::-1, ::-1].astype(np.float32))
+
+
+def test_a_grid_without_a_positive_finite_spacing_is_refused_in_one_line():
+    from intrabench.io.geometry import ImageGeometry
+    from intrabench.io.volume import volume_from_raw
+
+    for spacing in ((0.8, 0.8, -2.5), (0.8, 0.0, 2.5), (np.nan, 0.8, 2.5)):
+        raw = RawImage(array=np.zeros((2, 3, 4), np.float32), geometry=ImageGeometry(
+            size=(4, 3, 2), spacing=spacing, origin=(0.0, 0.0, 0.0),
+            direction=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)))
+        with pytest.raises(DataError, match=r"case\.nii: voxel spacing .* mm \(x, y, z\) is not "
+                                            "positive and finite"):
+            volume_from_raw(raw, name="case.nii")
