@@ -100,6 +100,7 @@ def _report_run(config, out: Path, plan, problems: list[str], failures: list,
     print(f"{done} work units executed in {seconds:.1f} s"
           + (f", {len(failures)} failed (see {out / 'failures.csv'})" if failures else ""),
           file=sys.stderr)
+    problems = list(dict.fromkeys(problems))  # a case's problem once, not once per model
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
     for failure in failures[:10]:
@@ -138,8 +139,8 @@ def _report_run(config, out: Path, plan, problems: list[str], failures: list,
               f"Rows: {out / 'results.csv'}")
     coverage_errors = _class_coverage(config, rows)
     if problems:
-        print(f"{len(problems)} problem(s): the work they name was skipped (see warnings above)",
-              file=sys.stderr)
+        print(f"{len(problems)} problem(s): the work they name was skipped (see warnings above "
+              f"and {out / 'problems.csv'})", file=sys.stderr)
     if failures:
         print(f"{len(failures)} work unit(s) failed; {_retry_hint(failures)}", file=sys.stderr)
     return 1 if problems or failures or coverage_errors else 0

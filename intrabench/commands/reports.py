@@ -28,7 +28,8 @@ def cmd_tables(args: argparse.Namespace) -> int:
     if rows.empty:
         print(f"no result rows in {', '.join(map(str, args.run_dirs))}: nothing finished"
               + (f" ({len(failures)} work unit(s) failed, see failures.csv)"
-                 if len(failures) else " (run it first, or let it finish)"), file=sys.stderr)
+                 if len(failures) else "" if any(incompleteness_warning(r) for r in args.run_dirs)
+                 else " (run it first, or let it finish)"), file=sys.stderr)
         return 1
     if (line := warning_line(failures)) is not None:
         print(line)
@@ -172,12 +173,21 @@ def _write_time_tables(runs: dict, out: Path, latency_table_file: str | None = N
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from intrabench.io.results import incompleteness_warning, require_metric, result_columns
+    from intrabench.io.results import (
+        has_rows,
+        incompleteness_warning,
+        require_metric,
+        result_columns,
+    )
     from intrabench.reports.html import build_report
     from intrabench.reports.tables import Layout
 
     if (warning := incompleteness_warning(args.run_dir)) is not None:
         print(warning, file=sys.stderr)
+    if not has_rows(args.run_dir):
+        print(f"no result rows in {args.run_dir}: nothing finished, no report to build",
+              file=sys.stderr)
+        return 1
     require_metric(result_columns(args.run_dir), args.metric)
     layout = Layout.load(args.layout) if args.layout else None
     path = build_report(args.run_dir, args.out, metric=args.metric, cases=args.case or None,

@@ -27,6 +27,7 @@ from intrabench.engine.runner import (
     default_user_workers,
     models_free_cpu,
 )
+from intrabench.engine.skipped_work import SkippedWork, write_skipped_work
 from intrabench.errors import UserError
 
 #: per worker process: runners (with their loaded models) reused across tasks of one run
@@ -37,7 +38,7 @@ def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
                        background: LaneMode = "inline",
                        user_workers: int | None = None,
                        finish_workers: int | None = None
-                       ) -> tuple[list[str], list[UnitFailure]]:
+                       ) -> tuple[list[str], list[UnitFailure], list[SkippedWork]]:
     """Dask task: run one (dataset, case, model) group inside a worker process.
 
     ``background="inline"`` (CPU clusters, where Dask already runs one task per core) does
@@ -45,7 +46,8 @@ def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
     task the local runner's user, results and reader workers, so the GPU keeps predicting
     while they prompt and evaluate. Either way the group's unit files are written when the
     task returns. ``user_workers``, ``finish_workers``: this worker's share of the machine's
-    user and results workers. Returns the group's problems and its failed units.
+    user and results workers. Returns the group's problems, its failed units and what it
+    skipped for a problem (see :mod:`intrabench.engine.skipped_work`).
     """
     key = (config_json, run_dir, background)
     runner = _WORKER_RUNNERS.get(key)
@@ -58,9 +60,9 @@ def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
                         finish_workers=finish_workers)
         _WORKER_RUNNERS[key] = runner
     runner.start_workers()
-    before = len(runner.failures)
+    before, skipped_before = len(runner.failures), len(runner.skipped)
     problems = runner.execute_group(units)
-    return problems, runner.failures[before:]
+    return problems, runner.failures[before:], runner.skipped[skipped_before:]
 
 
 def _gpu_workers(args: argparse.Namespace) -> int:
@@ -183,21 +185,27 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
             finish_workers = default_finish_workers(sharing=sharing)
         print(f"IntraBench on Dask ({client.dashboard_link or client.scheduler.address}): "
               f"{len(groups)} tasks", file=sys.stderr)
-        futures = [
+        futures = {
             client.submit(execute_group_task, config_json, str(out), group, background,
                           user_workers, finish_workers,
                           key=f"intrabench-{group[0].key}", resources=resources or None,
-                          pure=False)
+                          pure=False): group
             for group in groups
-        ]
+        }
         bar = tqdm(total=len(futures), unit="task", file=sys.stderr, disable=not futures or None)
         for future in as_completed(futures):
             try:
-                group_problems, failures = future.result()
+                group_problems, failures, skipped = future.result()
                 problems.extend(group_problems)
                 runner.failures.extend(failures)
+                runner.skipped.extend(skipped)
             except Exception as error:  # a failing case must not stop the others
-                problems.append(f"task {future.key} failed: {type(error).__name__}: {error}")
+                problem = f"task {future.key} failed: {type(error).__name__}: {error}"
+                problems.append(problem)
+                first = futures[future][0]
+                runner.skipped.append(SkippedWork(
+                    dataset=first.dataset.key, case=first.case_id, model=first.model.key,
+                    units=len(futures[future]), problem=problem))
             bar.update(1)
         bar.close()
     finally:
@@ -205,6 +213,7 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
         if cluster is not None:
             cluster.close()
         write_failures(out, runner.failures)
+        write_skipped_work(out, runner.skipped)
     runner.finish(plan)
     return plan, problems
 

@@ -43,6 +43,7 @@ from intrabench.engine.progress import RunProgress
 from intrabench.engine.resources import PeakMemory, timed_set_case
 from intrabench.engine.scheduling import EpisodeScheduler, EpisodeTask
 from intrabench.engine.simulated_user import SimulatedUser
+from intrabench.engine.skipped_work import SkippedWork, write_skipped_work
 from intrabench.engine.subprocess_executor import WorkerDied
 from intrabench.errors import ConfigError, DataError, UserError
 from intrabench.evaluation.metrics import freeze_with_box
@@ -158,6 +159,8 @@ class Runner:
         self.extend = extend
         #: units that failed in this process (see :mod:`intrabench.engine.failures`)
         self.failures: list[UnitFailure] = []
+        #: groups skipped for a problem with their case or model (``problems.csv``)
+        self.skipped: list[SkippedWork] = []
         #: units executed (unit files written) by :meth:`run`
         self.executed = 0
         self._counting = threading.Lock()
@@ -301,18 +304,28 @@ class Runner:
         otherwise call :meth:`wait` before relying on them.
         """
         first = units[0]
+
+        def skip(problem: str) -> None:
+            self.skipped.append(SkippedWork(dataset=first.dataset.key, case=first.case_id,
+                                            model=first.model.key, units=len(units),
+                                            problem=problem))
+
         try:
             case = self._case(first)
         except DataError as error:
+            skip(str(error))
             return [f"{first.dataset.key}/{first.case_id}: skipped: {error}"]
         if not case.targets:
+            skip("the label has no targets")
             return [f"{first.dataset.key}/{first.case_id}: skipped: the label has no targets"]
         if first.model.key in self._unusable_models:
+            skip(self._unusable_models[first.model.key])
             return []  # reported once, when it first failed
         try:
             model = self._model(first.model)
         except UserError as error:  # e.g. a missing checkpoint: the other models still run
             self._unusable_models[first.model.key] = str(error)
+            skip(str(error))
             return [f"model '{first.model.key}' skipped: {error}"]
         scheduler = EpisodeScheduler(model, self._users, self.episodes_in_flight,
                                      self.config.imports)
@@ -594,6 +607,7 @@ class Runner:
         finally:
             self.close()  # also on Ctrl-C: finished episodes still reach their unit files
             write_failures(self.run_dir, self.failures)
+            write_skipped_work(self.run_dir, self.skipped)
             if self._progress is not None:
                 self._progress.close()
         log.info("executed %d units in %.1f s", self.executed, time.perf_counter() - started)

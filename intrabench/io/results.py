@@ -279,13 +279,58 @@ def completeness(run_dir: str | Path) -> tuple[int, int] | None:
 
 
 def incompleteness_warning(run_dir: str | Path) -> str | None:
-    """One line saying a run is incomplete, or None when it is complete (or unknown)."""
+    """One line saying a run is incomplete and why, or None when it is complete (or unknown).
+
+    The units that did not finish are told apart: skipped for a problem with their case or
+    model (``problems.csv``), failed (``failures.csv``), and the rest, not run yet (an
+    interrupted run, or one still running)."""
     counts = completeness(run_dir)
     if counts is None or counts[0] >= counts[1]:
         return None
-    return (f"warning: {run_dir} is incomplete: {counts[0]} of {counts[1]} work units finished "
-            "(interrupted or still running); what follows covers only those. Re-run the same "
-            "command to finish it.")
+    from intrabench.engine.skipped_work import skipped_unit_count
+
+    finished, planned = counts
+    missing = planned - finished
+    skipped = min(skipped_unit_count(Path(run_dir)), missing)
+    failed = min(_failed_unit_count(Path(run_dir)), missing - skipped)
+    not_run = missing - skipped - failed
+    reasons = []
+    if skipped:
+        reasons.append(f"{skipped} skipped for a problem with their case or model (see "
+                       f"{Path(run_dir) / 'problems.csv'})")
+    if failed:
+        reasons.append(f"{failed} failed (see {Path(run_dir) / 'failures.csv'})")
+    if not_run:
+        reasons.append(f"{not_run} not run yet (interrupted, or still running)")
+    advice = ("fix what they name, then re-run the same command" if not not_run
+              else "re-run the same command to finish it")
+    return (f"warning: {run_dir} is incomplete: {finished} of {planned} work units finished; "
+            f"{'; '.join(reasons)}. What follows covers only the finished ones; {advice}.")
+
+
+def _failed_unit_count(run_dir: Path) -> int:
+    """Rows of ``RUN_DIR/failures.csv`` (one per failed unit; 0 when absent or unreadable)."""
+    import csv
+
+    try:
+        with open(run_dir / "failures.csv", newline="") as handle:
+            return sum(1 for _ in csv.DictReader(handle))
+    except (OSError, ValueError, csv.Error):
+        return 0
+
+
+def has_rows(run_dir: str | Path) -> bool:
+    """Whether a run holds any result row (``results.parquet``'s footer, else the unit
+    files)."""
+    import pyarrow.parquet as pq
+
+    path = Path(run_dir) / "results.parquet"
+    if path.is_file():
+        try:
+            return pq.read_metadata(path).num_rows > 0
+        except Exception:  # damaged: load_results reads the unit files and says so
+            pass
+    return len(load_results(run_dir)) > 0
 
 
 def load_results(run_dir: str | Path) -> pd.DataFrame:

@@ -33,7 +33,7 @@ from intrabench.errors import UserError
 RUN_FILES = frozenset({
     "config.yaml", "run.json", "skipped.csv", "results.parquet", "results.csv", "units",
     "predictions", "report", "reviews", "review-site", "attributes", ".lock", ".write-test",
-    "failures.csv", "failures", "tables",
+    "failures.csv", "failures", "problems.csv", "tables",
 })
 
 

@@ -165,6 +165,50 @@ def test_bad_cases_are_named_and_fail_the_run(tmp_path, capsys, image, label, sp
     assert "Traceback" not in err
 
 
+def test_work_skipped_for_a_bad_case_is_kept_in_the_run_folder_and_named_later(tmp_path, capsys):
+    """The problems of a run were printed at its end and nowhere else: `tables` later called
+    the run interrupted. problems.csv keeps them (once per case in the run's own output)."""
+    root = _own_dataset(tmp_path / "data", np.zeros((6, 8, 8), np.float32), GOOD_LABEL)
+    image = np.zeros((6, 8, 8), np.float32)
+    image[0, 0, 0] = np.nan
+    sitk.WriteImage(sitk.GetImageFromArray(image), str(root / "imagesTr" / "c2_0000.nii.gz"))
+    sitk.WriteImage(sitk.GetImageFromArray(GOOD_LABEL), str(root / "labelsTr" / "c2.nii.gz"))
+    config = tmp_path / "own.yaml"
+    config.write_text(json.dumps({"name": "own", "datasets": [{"name": "nnunet-folder",
+                                                               "path": str(root)}],
+                                  "models": ["region-growing-3d", "random-walker-3d"],
+                                  "prompters": ["box-3d", "center-points-per-volume"]}))
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("c2: skipped: ") == 1 and "1 problem(s)" in err
+    problems = pd.read_csv(out / "problems.csv")
+    assert problems[["case", "model", "units"]].values.tolist() == [
+        ["c2", "region-growing-3d", 2], ["c2", "random-walker-3d", 2]]
+    assert problems["problem"].str.endswith("1 voxels are NaN or infinite; clean the image "
+                                            "before benchmarking").all()
+    assert main(["tables", str(out), "--out", str(tmp_path / "tables")]) == 0
+    assert (f"is incomplete: 4 of 8 work units finished; 4 skipped for a problem with their "
+            f"case or model (see {out / 'problems.csv'}). What follows covers only the finished "
+            "ones; fix what they name, then re-run the same command.") in capsys.readouterr().err
+    # fixed: the same command runs the skipped units and empties the list
+    sitk.WriteImage(sitk.GetImageFromArray(np.zeros((6, 8, 8), np.float32)),
+                    str(root / "imagesTr" / "c2_0000.nii.gz"))
+    assert main(["run", str(config), "--out", str(out)]) == 0
+    assert pd.read_csv(out / "problems.csv").empty
+    assert main(["tables", str(out), "--out", str(tmp_path / "tables")]) == 0
+    assert "incomplete" not in capsys.readouterr().err
+
+
+def test_report_of_a_run_with_no_rows_says_so(tmp_path, capsys):
+    root = _own_dataset(tmp_path / "data", np.full((6, 8, 8), np.nan, np.float32), GOOD_LABEL)
+    assert _run_cli(tmp_path, root, capsys)[0] == 1
+    assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "report")]) == 1
+    err = capsys.readouterr().err
+    assert "0 of 1 work units finished; 1 skipped for a problem" in err
+    assert f"no result rows in {tmp_path / 'out'}: nothing finished, no report to build" in err
+
+
 def test_missing_image_and_config_errors_exit_2(tmp_path, capsys):
     root = _own_dataset(tmp_path / "data", np.zeros((6, 8, 8), np.float32), GOOD_LABEL)
     (root / "imagesTr" / "c1_0000.nii.gz").unlink()

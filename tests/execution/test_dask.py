@@ -157,7 +157,7 @@ def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
     try:
         for group in groups:
             assert execution.execute_group_task(config.model_dump_json(), str(tmp_path / "tasks"),
-                                                group, "process") == ([], [])
+                                                group, "process") == ([], [], [])
             assert all(runner.store.is_done(unit.key) for unit in group)  # written on return
         [task_runner] = execution._WORKER_RUNNERS.values()
         assert task_runner._finishers.mode == "process" and task_runner._finishers.first.ready()
@@ -183,3 +183,34 @@ def test_gpu_workers_share_the_machines_user_workers(monkeypatch):
     args.workers_per_gpu = 2
     assert runner.default_user_workers(sharing=_gpu_workers(args)) == 1
     assert runner.default_user_workers() == 4  # alone on the machine: at most 4
+
+
+def test_a_dask_run_keeps_the_work_it_skipped_as_a_local_run_does(tmp_path):
+    """problems.csv: the groups skipped for a bad case, with their unit counts, also on Dask."""
+    import numpy as np
+    import SimpleITK as sitk
+    import yaml
+
+    label = np.zeros((6, 16, 16), np.uint8)
+    label[2:4, 4:9, 4:9] = 1
+    for name in ("images", "labels"):
+        (tmp_path / "data" / name).mkdir(parents=True)
+    for case, image in (("good", np.zeros(label.shape, np.float32)),
+                        ("bad", np.full(label.shape, np.nan, np.float32))):
+        sitk.WriteImage(sitk.GetImageFromArray(image), str(tmp_path / "data" / "images" / f"{case}.nii"))
+        sitk.WriteImage(sitk.GetImageFromArray(label), str(tmp_path / "data" / "labels" / f"{case}.nii"))
+    spec = tmp_path / "data" / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"name": "own", "images": "images/{case}.nii",
+                                    "labels": "labels/{case}.nii", "classes": {"lesion": 1}}))
+    config = parse_config({**SPEC, "datasets": [{"name": "folder", "spec": str(spec)}],
+                           "seeds": [0]})
+    _, local_problems = Runner(config, tmp_path / "local").run()
+    _, problems = run_distributed(config, tmp_path / "dask", _args(workers=2))
+    assert set(problems) == set(local_problems) and len(set(problems)) == 1
+    local = pd.read_csv(tmp_path / "local" / "problems.csv")
+    distributed = pd.read_csv(tmp_path / "dask" / "problems.csv")
+    assert local.sort_values("model").values.tolist() == distributed.sort_values(
+        "model").values.tolist()
+    # the 2D model takes both prompters, the 3D one only box-3d
+    assert dict(zip(local.model, local.units)) == {"random-walker-2d": 2, "region-growing-3d": 1}
+    assert (local.case == "bad").all()

@@ -126,8 +126,12 @@ def test_a_failing_unit_is_isolated_listed_and_retried(tmp_path, capsys):
     assert failing_row.rstrip(" |").endswith("1")
     # ... and intrabench tables, above the tables and per row
     assert main(["tables", str(out), "--out", str(tmp_path / "tables")]) == 0
-    tables = capsys.readouterr().out
+    captured = capsys.readouterr()
+    tables = captured.out
     assert tables.splitlines()[0].startswith("warning: 1 work unit(s) failed")
+    # the missing unit is named as failed, not as an interrupted run's
+    assert (f"is incomplete: 5 of 6 work units finished; 1 failed (see {out / 'failures.csv'})"
+            in captured.err) and "not run yet" not in captured.err
     assert "| Failed units |" in tables
     assert any(line.startswith("| box-3d | test-fails-on-one-target |")
                and line.rstrip(" |").endswith("| 1") for line in tables.splitlines())

@@ -1,0 +1,54 @@
+"""Work a run skipped for a problem with its case or its model, kept in the run folder.
+
+A (dataset, case, model) group whose case cannot be read (a NaN voxel, a label on another
+grid, no targets) or whose model cannot be built (a missing checkpoint) is skipped with a
+one-line problem, and the run goes on with the rest. The problems were printed at the end of
+the run, and nowhere else: a user who came back to the folder saw only that fewer units had
+finished than were planned. ``RUN_DIR/problems.csv`` keeps them, one row per skipped group
+(dataset, case, model, units, problem), rewritten at the end of every run (header only when
+nothing was skipped), so that :func:`intrabench.io.results.incompleteness_warning` can say
+why units are missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+FILE_NAME = "problems.csv"
+COLUMNS = ("dataset", "case", "model", "units", "problem")
+
+
+@dataclass(frozen=True)
+class SkippedWork:
+    """One (dataset, case, model) group skipped for ``problem``: ``units`` work units."""
+
+    dataset: str
+    case: str
+    model: str
+    units: int
+    problem: str
+
+
+def write_skipped_work(run_dir: Path, skipped: list[SkippedWork]) -> Path:
+    """``RUN_DIR/problems.csv`` (header only when nothing was skipped: a rerun that reads
+    every case replaces an earlier run's list)."""
+    import pandas as pd
+
+    from intrabench.io.results import write_frame
+
+    path = Path(run_dir) / FILE_NAME
+    write_frame(path, pd.DataFrame([asdict(s) for s in skipped], columns=list(COLUMNS)))
+    return path
+
+
+def skipped_unit_count(run_dir: Path) -> int:
+    """Work units ``RUN_DIR/problems.csv`` lists as skipped (0 when there is no readable
+    file: a run of an older version, or a damaged copy)."""
+    import csv
+
+    try:
+        with open(Path(run_dir) / FILE_NAME, newline="") as handle:
+            return sum(int(row["units"]) for row in csv.DictReader(handle))
+    except (OSError, ValueError, KeyError, TypeError, csv.Error):
+        return 0
