@@ -14,17 +14,54 @@ ACCELERATOR_DEVICE_FILES: tuple[str, ...] = ("/dev/nvidiactl", "/dev/nvidia[0-9]
 
 
 def select_device(requested: str | None = None) -> Any:
-    """A torch.device: ``requested`` if given ('cuda', 'cuda:1', 'mps', 'cpu'), else the best one."""
+    """A torch.device: ``requested`` if given ('cuda', 'cuda:1', 'mps', 'cpu'), else the best
+    one; UserError (one line) when the requested device cannot be used on this machine."""
     import torch
 
     if requested and requested != "auto":
-        return torch.device(requested)
+        return check_device_request(requested)
     if torch.cuda.is_available():
         return torch.device("cuda")
     mps = getattr(torch.backends, "mps", None)
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def check_device_request(requested: str) -> Any:
+    """The torch.device ``requested`` names, or UserError (one line) when it is not a device
+    torch knows or not one this machine has: a CUDA device without a CUDA GPU (or in a torch
+    built without CUDA), an index beyond the GPUs present, MPS off Apple silicon. Without
+    this, a model asked for 'cuda' on a CPU machine failed in every unit with torch's message
+    about NVIDIA drivers."""
+    import torch
+
+    from intrabench.errors import UserError
+
+    try:
+        device = torch.device(requested)
+    except (RuntimeError, TypeError, ValueError):
+        raise UserError(f"device '{requested}': not a device torch knows (auto, cpu, cuda, "
+                        "cuda:N, mps)") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            built = ("built without CUDA" if torch.version.cuda is None
+                     else f"built for CUDA {torch.version.cuda}")
+            raise UserError(f"device '{requested}': torch finds no CUDA GPU on this machine "
+                            f"(torch {torch.__version__}, {built}); use device 'auto' or 'cpu'")
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise UserError(f"device '{requested}': this machine has {count} CUDA GPU(s), "
+                            f"cuda:0 to cuda:{count - 1}")
+    elif device.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise UserError(f"device '{requested}': MPS (Apple silicon) is not available on "
+                            "this machine; use device 'auto' or 'cpu'")
+    elif device.type != "cpu":
+        raise UserError(f"device '{requested}': IntraBench runs models on auto, cpu, cuda, "
+                        "cuda:N or mps")
+    return device
 
 
 def device_type_without_torch(requested: str | None = None) -> str | None:

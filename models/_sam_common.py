@@ -205,6 +205,10 @@ class SamFamilyModel(SliceModel):
         self.batch_size = batch_size
         self.multimask = multimask
         self.requested_device = device
+        if device not in (None, "auto", "cpu"):  # a device this machine lacks: said now, once
+            from intrabench.device import check_device_request
+
+            check_device_request(device)
         self._device: Any = None
         #: :attr:`device_type`, once known (asked per forward pass: no device files read again)
         self._device_type: str | None = None
