@@ -48,7 +48,6 @@ from intrabench.io.checkpoints import (
     load_checkpoint,
     load_state_dict_strict,
     pinned_difference,
-    sha256_file,
     strip_prefix,
 )
 from intrabench.io.volume import Volume
@@ -654,7 +653,11 @@ class SamFamilyModel(SliceModel):
                 raise CheckpointError(f"{self.name} has no checkpoint file")
             self.check_checkpoint_file(path)
             pinned = CHECKPOINTS[self._table_key].sha256 if self._table_key else None
-            self._checkpoint_sha256 = pinned or sha256_file(path)
+            if pinned is None:
+                from intrabench.io.file_digests import remembered_sha256
+
+                pinned = remembered_sha256(path)
+            self._checkpoint_sha256 = pinned
         return self._checkpoint_sha256
 
     def checkpoint_digests(self) -> dict[str, str]:

@@ -71,14 +71,12 @@ def cmd_models_download(args: argparse.Namespace) -> int:
             print(f"{name}: {error}")
             failed += 1
             continue
-        pinned = "sha256 checked" if info.sha256 else (
-            "publisher's hash prefix checked" if info.sha256_prefix else
-            "no hash pinned for it: compare with the publisher's before use")
+        pinned = ("sha256 checked" if info.sha256 else
+                  "no hash pinned for it: compare with the publisher's before use")
         where = {"present": "already there", "in package": "comes with its package"}.get(
             how, "downloaded")
         print(f"{name}: {where}: {path} ({pinned})")
-        if how not in ("present", "in package") and info.sha256 is None \
-                and info.sha256_prefix is None:
+        if how not in ("present", "in package") and info.sha256 is None:
             print(f"{name}: sha256 {sha256_file(path)}")
     return 1 if failed else 0
 

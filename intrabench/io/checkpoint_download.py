@@ -57,8 +57,8 @@ def size_text(size: int | None) -> str:
 
 
 def check_file(info: CheckpointInfo, path: Path) -> str:
-    """The file's SHA-256 after checking its pinned size and hash (or the publisher's hash
-    prefix); :class:`~intrabench.io.download.ChecksumError` on a mismatch."""
+    """The file's SHA-256 after checking its pinned size and hash;
+    :class:`~intrabench.io.download.ChecksumError` on a mismatch."""
     size = path.stat().st_size
     if info.size is not None and size != info.size:
         raise dl.ChecksumError(f"{info.key}: {size} bytes, expected {info.size}")
@@ -66,9 +66,6 @@ def check_file(info: CheckpointInfo, path: Path) -> str:
     if info.sha256 is not None and actual != info.sha256:
         raise dl.ChecksumError(f"{info.key}: sha256 mismatch: expected {info.sha256}, got "
                                f"{actual}")
-    if info.sha256_prefix and not actual.startswith(info.sha256_prefix):
-        raise dl.ChecksumError(f"{info.key}: sha256 {actual} does not start with the "
-                               f"publisher's {info.sha256_prefix}")
     return actual
 
 

@@ -181,7 +181,7 @@ def test_models_verify_loads_and_fits_every_present_file(tmp_path, capsys):
                directory / "medsam_vit_b.pth")  # a real state dict of another architecture
     assert main(["models", "verify", "--checkpoint-dir", str(directory)]) == 1
     out = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
-    assert "MISMATCH" in out["sam-vit-b"] and "01ec64" in out["sam-vit-b"]
+    assert "MISMATCH" in out["sam-vit-b"] and "expected sha256 ec2df627" in out["sam-vit-b"]
     assert "UNUSABLE" in out["sam2.1-hiera-tiny"] and "cannot load checkpoint" in out["sam2.1-hiera-tiny"]
     assert "UNUSABLE" in out["sam2.1-hiera-small"]
     assert not marker.exists()  # the pickle's code never ran
