@@ -40,15 +40,3 @@ def write_skipped_work(run_dir: Path, skipped: list[SkippedWork]) -> Path:
     path = Path(run_dir) / FILE_NAME
     write_frame(path, pd.DataFrame([asdict(s) for s in skipped], columns=list(COLUMNS)))
     return path
-
-
-def skipped_unit_count(run_dir: Path) -> int:
-    """Work units ``RUN_DIR/problems.csv`` lists as skipped (0 when there is no readable
-    file: a run of an older version, or a damaged copy)."""
-    import csv
-
-    try:
-        with open(Path(run_dir) / FILE_NAME, newline="") as handle:
-            return sum(int(row["units"]) for row in csv.DictReader(handle))
-    except (OSError, ValueError, KeyError, TypeError, csv.Error):
-        return 0

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from intrabench.errors import UserError
+from intrabench.io.file_digests import remembered_sha256, sha256_file
 
 ENVIRONMENT_VARIABLE = "INTRABENCH_CHECKPOINTS"
 
@@ -208,8 +208,6 @@ def pinned_difference(key: str, path: str | os.PathLike) -> str | None:
     if info.size is not None and size != info.size:
         return f"{size} bytes, expected {info.size}"
     if info.sha256 is not None:
-        from intrabench.io.file_digests import remembered_sha256
-
         actual = remembered_sha256(path)  # hashed once while the file stays the same file
         if actual != info.sha256:
             return f"sha256 {actual}, expected {info.sha256}"
@@ -256,14 +254,6 @@ def checkpoint_path(key: str, directory: str | os.PathLike | None = None,
 
 def is_present(key: str, directory: str | os.PathLike | None = None) -> bool:
     return located(key, directory).is_file()
-
-
-def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        while chunk := stream.read(chunk_size):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def verify(key: str, directory: str | os.PathLike | None = None) -> tuple[str, str]:

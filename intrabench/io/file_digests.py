@@ -18,6 +18,7 @@ hashed (``INTRABENCH_NO_DIGEST_BOOK=1`` turns it off).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -25,13 +26,21 @@ import tempfile
 from pathlib import Path
 
 from intrabench.io.cache import cache_root
-from intrabench.io.checkpoints import sha256_file
 
 BOOK_NAME = "file-sha256.json"
 DISABLE_VARIABLE = "INTRABENCH_NO_DIGEST_BOOK"
 _HEX = re.compile(r"[0-9a-f]{64}")
 #: entries kept at most (the oldest written are dropped first)
 _MAX_ENTRIES = 256
+
+
+def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
+    """The SHA-256 of the whole file, read now."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def book_path() -> Path:

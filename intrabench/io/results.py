@@ -287,12 +287,12 @@ def incompleteness_warning(run_dir: str | Path) -> str | None:
     counts = completeness(run_dir)
     if counts is None or counts[0] >= counts[1]:
         return None
-    from intrabench.engine.skipped_work import skipped_unit_count
-
     finished, planned = counts
     missing = planned - finished
-    skipped = min(skipped_unit_count(Path(run_dir)), missing)
-    failed = min(_failed_unit_count(Path(run_dir)), missing - skipped)
+    skipped = min(sum(int(row["units"]) for row in _csv_rows(  # engine.skipped_work's list
+        Path(run_dir) / "problems.csv", ("dataset", "case", "model", "units"))), missing)
+    failed = min(len(_csv_rows(Path(run_dir) / "failures.csv", ("dataset", "case", "model",
+                                                                 "cause"))), missing - skipped)
     not_run = missing - skipped - failed
     reasons = []
     if skipped:
@@ -308,15 +308,24 @@ def incompleteness_warning(run_dir: str | Path) -> str | None:
             f"{'; '.join(reasons)}. What follows covers only the finished ones; {advice}.")
 
 
-def _failed_unit_count(run_dir: Path) -> int:
-    """Rows of ``RUN_DIR/failures.csv`` (one per failed unit; 0 when absent or unreadable)."""
+def _csv_rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """The rows of a run's CSV list (``failures.csv``: one per failed unit; ``problems.csv``:
+    one per skipped group, with a whole ``units`` count >= 0); none when it is absent,
+    unreadable or not that list (a run of an older version, a damaged copy)."""
     import csv
 
     try:
-        with open(run_dir / "failures.csv", newline="") as handle:
-            return sum(1 for _ in csv.DictReader(handle))
-    except (OSError, ValueError, csv.Error):
-        return 0
+        with open(path, newline="") as handle:
+            reader = csv.DictReader(handle)
+            rows = list(reader)
+        if not set(columns) <= set(reader.fieldnames or ()):
+            return []
+        if "units" in columns and not all(row["units"] and row["units"].isdigit()
+                                          for row in rows):
+            return []
+        return rows
+    except (OSError, ValueError, TypeError, csv.Error):
+        return []
 
 
 def has_rows(run_dir: str | Path) -> bool:

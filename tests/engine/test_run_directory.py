@@ -172,3 +172,18 @@ def test_hostile_run_records_are_damaged_or_foreign_never_a_traceback(tmp_path, 
     if expected is not None:
         assert _is_intrabench_run(tmp_path) is expected
     assert run_machine(tmp_path) is None
+
+
+@pytest.mark.parametrize("problems", ["garbage\x00\xff", "dataset,case,model,units,problem\n"
+                                      "d,c,m,many,p\n", "", "units\n-5\n"])
+def test_a_damaged_problems_list_is_read_as_no_problems(tmp_path, capsys, problems):
+    """The incompleteness line reads problems.csv and failures.csv: damaged, they count
+    nothing (the missing units are then called not run yet), never a traceback."""
+    Runner(_config(), tmp_path / "run").run()
+    sorted((tmp_path / "run" / "units").glob("*.parquet"))[0].unlink()
+    (tmp_path / "run" / "results.parquet").unlink()
+    (tmp_path / "run" / "problems.csv").write_bytes(problems.encode("utf-8", "surrogateescape"))
+    (tmp_path / "run" / "failures.csv").write_text("not,a\n\"broken")
+    assert main(["tables", str(tmp_path / "run"), "--out", str(tmp_path / "t")]) == 0
+    err = capsys.readouterr().err
+    assert "is incomplete: 1 of 2 work units finished; 1 not run yet" in err
