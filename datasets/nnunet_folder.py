@@ -43,6 +43,39 @@ def _strip_suffix(name: str) -> tuple[str, str] | None:
     return None
 
 
+def channel_names(meta: dict[str, Any], where: Path) -> dict[int, str]:
+    """``dataset.json``'s ``channel_names`` (nnU-Net v2; v1's ``modality``) as {number: name};
+    {} when it declares none."""
+    channels = meta.get("channel_names", meta.get("modality", {}))
+    if not isinstance(channels, dict) or not all(
+            str(key).isdigit() for key in channels):
+        raise UserError(f'{where}: channel_names must map channel numbers to names, e.g. '
+                        '{"0": "CT"}')
+    return {int(key): str(name) for key, name in channels.items()}
+
+
+def resolve_channel(meta: dict[str, Any], channel: int | str, where: Path) -> int:
+    """The channel number that ``channel`` (a number, or a name of ``channel_names``,
+    case-insensitive) picks; UserError (one line, with the choices) when there is none."""
+    channels = channel_names(meta, where)
+    listing = ", ".join(f"{number} ({name})" for number, name in sorted(channels.items()))
+    if isinstance(channel, bool) or not isinstance(channel, int | str):
+        raise UserError(f"channel: a channel number or name, got {channel!r}")
+    if isinstance(channel, int) or channel.strip().isdigit():
+        number = int(channel)
+        if number < 0 or number > 9999 or (channels and number not in channels):
+            raise UserError(f"channel {number}: {where} declares "
+                            + (f"the channels {listing}" if channels else "no channel_names"))
+        return number
+    named = [number for number, name in channels.items()
+             if name.strip().lower() == channel.strip().lower()]
+    if len(named) != 1:
+        raise UserError(f"channel '{channel}': {where} "
+                        + (f"names the channels {listing}" if channels
+                           else "declares no channel_names; give the channel's number"))
+    return named[0]
+
+
 def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict[str, str],
                   instance_source: str = "connected_components",
                   ) -> tuple[np.ndarray, tuple[Target, ...], list[tuple[slice, ...]] | None]:
@@ -242,7 +275,11 @@ class NnUNetFolder(Dataset):
 
     def __init__(self, path: str, target_type: Literal["instance", "organ"] | None = None,
                  instances: Literal["connected_components", "values"] | None = None,
-                 dataset_name: str | None = None, use_classes: list[str] | None = None) -> None:
+                 dataset_name: str | None = None, use_classes: list[str] | None = None,
+                 channel: int | str = 0) -> None:
+        """``channel``: which image of a multi-channel dataset (``<case>_0000``,
+        ``<case>_0001``, ...) the models see: its number, or its name in ``channel_names``
+        (``T2``, ``FLAIR``); default 0. Its name also gives the case's modality."""
         self.root = Path(path).expanduser()
         if not self.root.exists():
             raise UserError(f"dataset folder not found: {self.root}")
@@ -295,21 +332,20 @@ class NnUNetFolder(Dataset):
                             f"names {len(foreground)} ({', '.join(foreground)}): use instances: "
                             "connected_components")
         self.dataset_name = dataset_name or self.meta.get("name") or self.root.name
+        self.channel = resolve_channel(self.meta, channel, self.root / "dataset.json")
         self._modalities = self._declared_modalities()
         self._cases = self._find_cases()
 
     def _declared_modalities(self) -> tuple[str, dict[str, str]]:
         """(the dataset's modality, per-case exceptions), normalised to 'CT', 'MR' or '':
-        ``channel_names["0"]`` and the optional ``modalities_per_case`` mapping."""
+        the chosen channel's ``channel_names`` entry and the optional ``modalities_per_case``
+        mapping."""
         where = self.root / "dataset.json"
-        channels = self.meta.get("channel_names", self.meta.get("modality", {}))
-        if not isinstance(channels, dict):
-            raise UserError(f'{where}: channel_names must map channel numbers to names, e.g. '
-                            '{"0": "CT"}')
+        channels = channel_names(self.meta, where)
         per_case = self.meta.get("modalities_per_case", {})
         if not isinstance(per_case, dict):
             raise UserError(f'{where}: modalities_per_case must map case ids to "CT" or "MR"')
-        return (normalise_modality(channels.get("0", channels.get(0))),
+        return (normalise_modality(channels.get(self.channel)),
                 {str(case): normalise_modality(name) for case, name in per_case.items()})
 
     def declared_modality(self, case_id: str) -> str:
@@ -331,7 +367,7 @@ class NnUNetFolder(Dataset):
             if parsed is None or label_path.name.startswith("."):
                 continue
             case_id, suffix = parsed
-            cases[case_id] = (images / f"{case_id}_0000{suffix}", label_path)
+            cases[case_id] = (images / f"{case_id}_{self.channel:04d}{suffix}", label_path)
         return cases
 
     def case_ids(self) -> list[str]:

@@ -122,7 +122,7 @@ def nnunet_layout_problems(folder: str | Path) -> list[str]:
     """What is wrong with an nnU-Net folder's layout that a run would not notice: files in
     ``labelsTr`` that are not images, images in ``imagesTr`` with no label, ``numTraining``
     not the number of labels."""
-    from intrabench.datasets.nnunet_folder import _strip_suffix
+    from intrabench.datasets.nnunet_folder import _strip_suffix, channel_names
 
     folder = Path(folder)
     problems = []
@@ -133,18 +133,28 @@ def nnunet_layout_problems(folder: str | Path) -> list[str]:
             problems.append(f"stray file in labelsTr: {path.name}")
         elif parsed is not None:
             label_ids.add(parsed[0])
+    try:
+        meta = json.loads((folder / "dataset.json").read_text())
+        declared = meta.get("numTraining") if isinstance(meta, dict) else None
+    except (OSError, json.JSONDecodeError):
+        meta, declared = None, None  # the dataset's own constructor reports a broken one
+    try:
+        channels = set(channel_names(meta, folder / "dataset.json")) if isinstance(meta, dict) \
+            else set()
+    except UserError:
+        channels = set()  # reported by the dataset's constructor
     for path in sorted((folder / "imagesTr").iterdir()) if (folder / "imagesTr").is_dir() else []:
         parsed = _strip_suffix(path.name)
         if path.name.startswith("."):
             continue
         stem = parsed[0] if parsed else path.name
-        if parsed is None or not stem.endswith("_0000") or stem[: -len("_0000")] not in label_ids:
+        case_id, _, number = stem.rpartition("_")
+        if (parsed is None or len(number) != 4 or not number.isdigit()
+                or case_id not in label_ids):
             problems.append(f"stray file in imagesTr (no label): {path.name}")
-    try:
-        meta = json.loads((folder / "dataset.json").read_text())
-        declared = meta.get("numTraining") if isinstance(meta, dict) else None
-    except (OSError, json.JSONDecodeError):
-        declared = None  # the dataset's own constructor reports a broken dataset.json
+        elif channels and int(number) not in channels:
+            problems.append(f"stray file in imagesTr: {path.name} is channel {int(number)}, "
+                            "which dataset.json's channel_names does not declare")
     if declared is not None and int(declared) != len(label_ids):
         problems.append(f"numTraining is {declared} but labelsTr has {len(label_ids)} cases")
     return problems

@@ -342,3 +342,44 @@ def test_messages_name_what_is_wrong(tmp_path):
     assert f"looked for images {tmp_path / 'images' / '{case}_ct.nrrd'}" in message
     assert "images: 0 of 2 file(s)" in message and "p1_ct.nii.gz" in message
     assert f"there is no folder {tmp_path / 'scans'}" in message
+
+
+def _two_channel_folder(tmp_path):
+    """An nnU-Net folder of a CT and a T2 image per case (``<case>_0000``, ``<case>_0001``)."""
+    folder = tmp_path / "Dataset007_Two"
+    label = np.zeros((4, 6, 6), np.uint8)
+    label[1:3, 2:4, 2:4] = 1
+    ct = np.arange(4 * 6 * 6, dtype=np.float32).reshape(4, 6, 6)
+    _write(folder / "imagesTr" / "a_0000.nii.gz", ct)
+    _write(folder / "imagesTr" / "a_0001.nii.gz", -ct)
+    _write(folder / "labelsTr" / "a.nii.gz", label)
+    (folder / "dataset.json").write_text(json.dumps({
+        "channel_names": {"0": "CT", "1": "T2"}, "labels": {"background": 0, "lesion": 1},
+        "numTraining": 1, "file_ending": ".nii.gz"}))
+    return folder, ct
+
+
+def test_a_multi_channel_folder_is_no_problem_and_its_channel_is_chosen(tmp_path, capsys):
+    """The second channel's file was a 'stray file in imagesTr (no label)', and the models saw
+    channel 0 only."""
+    folder, ct = _two_channel_folder(tmp_path)
+    assert main(["datasets", "verify", str(folder)]) == 0
+    assert "stray" not in capsys.readouterr().out
+    default = registry.datasets.create("nnunet-folder", {"path": str(folder)})
+    by_name = registry.datasets.create("nnunet-folder", {"path": str(folder), "channel": "t2"})
+    by_number = registry.datasets.create("nnunet-folder", {"path": str(folder), "channel": 1})
+    first, second = default.load("a"), by_name.load("a")
+    np.testing.assert_array_equal(second.image.array, -first.image.array)
+    np.testing.assert_array_equal(by_number.load("a").image.array, second.image.array)
+    assert sorted(np.unique(first.image.array))[:2] == [0.0, 1.0]  # the CT's values
+    assert (default.case_modality("a"), by_name.case_modality("a")) == ("CT", "MR")
+    for wrong, message in ((2, "channel 2: .* declares the channels 0 \\(CT\\), 1 \\(T2\\)"),
+                           ("FLAIR", "channel 'FLAIR': .* names the channels 0 \\(CT\\), 1 \\(T2\\)"),
+                           (True, "channel: a channel number or name, got True")):
+        with pytest.raises(UserError, match=message):
+            registry.datasets.create("nnunet-folder", {"path": str(folder), "channel": wrong})
+    # a channel dataset.json does not declare is still a stray file
+    _write(folder / "imagesTr" / "a_0002.nii.gz", ct)
+    assert main(["datasets", "verify", str(folder)]) == 1
+    assert (f"{folder}: stray file in imagesTr: a_0002.nii.gz is channel 2, which "
+            "dataset.json's channel_names does not declare") in capsys.readouterr().out
