@@ -118,6 +118,12 @@ class EncoderStats:
     preprocess_seconds: float = 0.0
 
 
+#: the most slices one encoder pass may take (``batch_size``): a block's activations grow
+#: with it (SAM ViT-H's global attention alone: 1 GiB per slice in float32), and a block far
+#: beyond what the machine holds was killed by the system, not refused (batch_size 1000:
+#: MobileSAM's OpenVINO encoder took 23 GB on the CPU, and the kernel ended the run)
+MAX_BATCH_SIZE = 64
+
 class SamFamilyModel(SliceModel):
     """Base of the 2D SAM-family adapters: lazy network, batched encodes, embedding cache.
 
@@ -133,7 +139,7 @@ class SamFamilyModel(SliceModel):
       'fp16' (not on the CPU): autocast around the encoder and decoder forward passes only
       (see :mod:`intrabench.models._precision`); masks are bool and fed-back logits float32.
     * ``batch_size``: slices per encoder forward pass, 'auto' (default: 4 on CUDA, 1
-      elsewhere) or a number. The volume is encoded in fixed blocks of that many consecutive
+      elsewhere) or a number from 1 to 64. The volume is encoded in fixed blocks of that many consecutive
       axial slices (:meth:`encode_block`), so that a slice's embedding does not depend on the
       order in which episodes asked for slices. On a CPU every extra slice of a block costs
       nearly its full price (docs/performance.md, "Fixed encoder blocks").
@@ -195,8 +201,9 @@ class SamFamilyModel(SliceModel):
         if multimask not in ("auto", "always", "never"):
             raise ValueError(f"multimask must be 'auto', 'always' or 'never', not '{multimask}'")
         if batch_size != "auto" and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                     or batch_size < 1):
-            raise ValueError(f"batch_size must be 'auto' or a whole number >= 1, not {batch_size!r}")
+                                     or not 1 <= batch_size <= MAX_BATCH_SIZE):
+            raise ValueError(f"batch_size must be 'auto' or a whole number from 1 to "
+                             f"{MAX_BATCH_SIZE} (slices per encoder pass), not {batch_size!r}")
         self.variant = variant
         self.weights = weights
         self.tiny = bool(tiny)

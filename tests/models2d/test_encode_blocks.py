@@ -127,3 +127,8 @@ def test_block_size_defaults_and_bounds(lung) -> None:
     for wrong in (0, -2, "four", 2.5, True):
         with pytest.raises(ConfigError, match="batch_size"):
             tiny_model("sam", batch_size=wrong)
+    for too_many in (65, 1000):  # 1000 took 23 GB on the CPU, and the system killed the run
+        with pytest.raises(ConfigError, match="batch_size must be 'auto' or a whole number from "
+                                              "1 to 64 \\(slices per encoder pass\\)"):
+            tiny_model("sam", batch_size=too_many)
+    assert tiny_model("sam", batch_size=64, cache_slices=64).block_size == 64
