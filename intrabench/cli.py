@@ -26,6 +26,43 @@ def _check_executor_options(args: argparse.Namespace) -> None:
         raise UserError(f"{flags}: only used with --executor dask")
     if getattr(args, "workers_per_gpu", None) is not None and not getattr(args, "gpus", None):
         raise UserError("--workers-per-gpu: only used with --gpus")
+    _check_local_cluster_size(args)
+
+
+#: local Dask worker processes per core at most (each imports the stack and holds its models)
+WORKERS_PER_CORE = 4
+#: the least memory a local Dask worker may be given (it imports numpy, SciPy, torch and the
+#: models' code before its first task)
+MIN_WORKER_MEMORY = 512 * 2**20
+
+
+def _check_local_cluster_size(args: argparse.Namespace) -> None:
+    """A local cluster the machine can hold: 1 to 4 workers per core, each with a memory
+    bound it can start in. ``--workers -3`` waited forever, ``--workers 100000`` began to
+    start that many processes and failed with a traceback, ``--memory-limit lots`` was a
+    traceback and ``--memory-limit 1KB`` restarted killed workers until interrupted."""
+    cores = os.cpu_count() or 1
+    most = WORKERS_PER_CORE * cores
+    workers = getattr(args, "workers", None)
+    if workers is not None and not 1 <= workers <= most:
+        raise UserError(f"--workers {workers}: a local Dask cluster takes 1 to {most} worker "
+                        f"processes on this machine ({cores} cores)")
+    per_gpu = getattr(args, "workers_per_gpu", None)
+    if per_gpu is not None and not 1 <= per_gpu <= most:
+        raise UserError(f"--workers-per-gpu {per_gpu}: give 1 to {most} workers per GPU on "
+                        f"this machine ({cores} cores)")
+    limit = getattr(args, "memory_limit", None)
+    if limit is not None and str(limit).strip().lower() != "auto":
+        from dask.utils import parse_bytes
+
+        try:
+            size = parse_bytes(str(limit))
+        except (ValueError, TypeError):
+            raise UserError(f"--memory-limit '{limit}': not a size; give e.g. 8GB, 512MiB or "
+                            "auto") from None
+        if size < MIN_WORKER_MEMORY:
+            raise UserError(f"--memory-limit {limit}: a worker needs at least "
+                            f"{MIN_WORKER_MEMORY // 2**20} MiB")
 
 
 #: more seeds than this are worth a word before the run plans them

@@ -407,3 +407,23 @@ def test_a_model_that_fails_to_build_beside_the_first_case_is_reported_once(tmp_
                         "the checkpoint is corrupt"]
     rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
     assert set(rows.model) == {"region-growing-3d"} and len(rows) > 0
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--workers", "0"], r"--workers 0: a local Dask cluster takes 1 to \d+ worker processes on "
+                         r"this machine \(\d+ cores\)"),
+    (["--workers", "-3"], "--workers -3: a local Dask cluster takes 1 to"),  # waited forever
+    (["--workers", "100000"], "--workers 100000: a local Dask cluster takes"),  # a traceback
+    (["--memory-limit", "lots"], "--memory-limit 'lots': not a size; give e.g. 8GB, 512MiB or "
+                                 "auto"),  # a traceback
+    (["--memory-limit", "1KB"], "--memory-limit 1KB: a worker needs at least 512 MiB"),
+    (["--gpus", "0", "--workers-per-gpu", "999"], "--workers-per-gpu 999: give 1 to"),
+])
+def test_a_local_cluster_the_machine_cannot_hold_is_refused_in_one_line(tmp_path, capsys, options,
+                                                                         message):
+    import re
+
+    assert main(["run", "--out", str(tmp_path / "run"), "--executor", "dask", *options]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
