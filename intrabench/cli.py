@@ -51,6 +51,14 @@ def _check_local_cluster_size(args: argparse.Namespace) -> None:
     if per_gpu is not None and not 1 <= per_gpu <= most:
         raise UserError(f"--workers-per-gpu {per_gpu}: give 1 to {most} workers per GPU on "
                         f"this machine ({cores} cores)")
+    if getattr(args, "cluster_config", None):  # before the run's folder is written
+        from intrabench.engine.dask_executor import read_cluster_spec
+
+        read_cluster_spec(Path(args.cluster_config))
+    if getattr(args, "task_resources", None):  # tasks no local worker could start
+        from intrabench.engine.dask_executor import check_local_resources, parse_resources
+
+        check_local_resources(args, parse_resources(args.task_resources))
     limit = getattr(args, "memory_limit", None)
     if limit is not None and str(limit).strip().lower() != "auto":
         from dask.utils import parse_bytes

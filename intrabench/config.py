@@ -384,26 +384,32 @@ def parse_config(data: Any, source: str = "config") -> RunConfig:
     return config
 
 
+def read_yaml_file(path: Path, what: str = "config file") -> Any:
+    """The YAML document in ``path`` (:func:`read_yaml`'s rules), or ConfigError in one line:
+    a folder, a missing file, not UTF-8, not YAML (with the line)."""
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder, not a {what}: give the YAML file")
+    if not path.is_file():
+        raise ConfigError(f"{what} not found: {path}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); save the {what} as "
+                          "UTF-8") from None
+    try:
+        return read_yaml(text, str(path))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}:{where} invalid YAML: {getattr(error, 'problem', error)}") from None
+
+
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
     """The run config in the YAML file ``path``, with ``overrides`` (``key=value``, see
     :func:`apply_overrides``) applied, validated, its relative paths resolved against the
     file's folder (:func:`resolve_relative_paths`)."""
     path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"{path} is a folder, not a config file: give the YAML file")
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); save the config as "
-                          "UTF-8") from None
-    try:
-        data = read_yaml(text, str(path))
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}:{where} invalid YAML: {getattr(error, 'problem', error)}") from None
+    data = read_yaml_file(path)
     if overrides:
         data = apply_overrides(data, overrides)
     if isinstance(data, dict) and data.get("imports"):

@@ -15,8 +15,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from intrabench.config import RunConfig
 from intrabench.engine.failures import UnitFailure, write_failures
 from intrabench.engine.pipeline import LaneMode
@@ -79,7 +77,7 @@ def _workers_per_gpu(args: argparse.Namespace) -> int:
     return getattr(args, "workers_per_gpu", None) or 1
 
 
-def _parse_resources(items: list[str] | None) -> dict[str, float]:
+def parse_resources(items: list[str] | None) -> dict[str, float]:
     resources: dict[str, float] = {}
     for item in items or []:
         name, _, amount = item.partition("=")
@@ -88,6 +86,24 @@ def _parse_resources(items: list[str] | None) -> dict[str, float]:
         except ValueError:
             raise UserError(f"--task-resources: expected NAME=AMOUNT, got '{item}'") from None
     return resources
+
+
+def check_local_resources(args: argparse.Namespace, resources: dict[str, float]) -> None:
+    """UserError when the local cluster's workers cannot offer what each task asks
+    (``--task-resources``): such tasks would wait forever. The local cluster's workers offer
+    GPU=1 each with ``--gpus``, nothing otherwise; a scheduler's or a job queue's workers are
+    started elsewhere, with their own ``--resources``."""
+    if getattr(args, "scheduler", None) or getattr(args, "cluster_config", None):
+        return
+    offered = {"GPU": 1.0} if getattr(args, "gpus", None) else {}
+    lacking = {name: amount for name, amount in resources.items()
+               if amount > offered.get(name, 0.0)}
+    if lacking:
+        asked = ", ".join(f"{name}={amount:g}" for name, amount in lacking.items())
+        have = ", ".join(f"{name}={amount:g}" for name, amount in offered.items()) or "none"
+        raise UserError(f"--task-resources {asked}: the local cluster's workers offer {have}, "
+                        "so no task could start; use --gpus for GPU workers, or --scheduler "
+                        "with workers started with --resources")
 
 
 def make_client(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -136,24 +152,41 @@ def gpu_cluster(gpus: str | list[str], memory_limit: str | None = None,
     return SpecCluster(workers=workers, scheduler=scheduler)
 
 
-def _jobqueue_client(path: Path) -> tuple[Any, Any]:
-    """A dask-jobqueue cluster from a YAML spec: {kind: slurm|pbs|lsf, jobs: N, options: {...}}."""
-    from distributed import Client
+def read_cluster_spec(path: Path) -> tuple[str, int, dict[str, Any]]:
+    """(dask-jobqueue cluster class name, jobs, options) of a cluster config ({kind:
+    slurm|pbs|lsf|sge|htcondor, jobs: N, options: {...}}); UserError in one line for anything
+    else (checked before the run's folder is written)."""
+    from intrabench.config import read_yaml_file
 
-    if not path.is_file():
-        raise UserError(f"cluster config not found: {path}")
-    spec = yaml.safe_load(path.read_text()) or {}
+    spec = read_yaml_file(path, "cluster config") or {}
+    if not isinstance(spec, dict) or not isinstance(spec.get("options", {}), dict):
+        raise UserError(f"{path}: expected a mapping like {{kind: slurm, jobs: 4, options: "
+                        "{cores: 8, memory: 32GB, ...}}")
     kind = str(spec.get("kind", "")).lower()
-    try:
-        import dask_jobqueue
-    except ImportError:
-        raise UserError("cluster execution needs dask-jobqueue: pip install 'intrabench[cluster]'") from None
     classes = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "lsf": "LSFCluster",
                "sge": "SGECluster", "htcondor": "HTCondorCluster"}
     if kind not in classes:
         raise UserError(f"{path}: kind must be one of {', '.join(classes)}, got '{kind}'")
-    cluster = getattr(dask_jobqueue, classes[kind])(**spec.get("options", {}))
-    cluster.scale(jobs=int(spec.get("jobs", 1)))
+    jobs = spec.get("jobs", 1)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise UserError(f"{path}: jobs must be a whole number >= 1, got {jobs!r}")
+    return classes[kind], jobs, dict(spec.get("options", {}))
+
+
+def _jobqueue_client(path: Path) -> tuple[Any, Any]:
+    """A dask-jobqueue cluster from a YAML spec (:func:`read_cluster_spec`)."""
+    from distributed import Client
+
+    class_name, jobs, options = read_cluster_spec(path)
+    try:
+        import dask_jobqueue
+    except ImportError:
+        raise UserError("cluster execution needs dask-jobqueue: pip install 'intrabench[cluster]'") from None
+    try:
+        cluster = getattr(dask_jobqueue, class_name)(**options)
+    except (TypeError, ValueError) as error:  # an option the cluster class does not take
+        raise UserError(f"{path}: options for {class_name}: {error}") from None
+    cluster.scale(jobs=jobs)
     return Client(cluster), cluster
 
 
@@ -164,15 +197,16 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
 
     runner = Runner(config, out, extend=bool(getattr(args, "extend", False)))
     plan, groups = runner.prepare(executor="dask")
+    resources = parse_resources(getattr(args, "task_resources", None))
+    if getattr(args, "gpus", None) and not resources:
+        resources = {"GPU": 1.0}
+    check_local_resources(args, resources)  # before any worker starts
     client, cluster = make_client(args)
     problems: list[str] = []
     try:
         if config.imports:  # modules with decorator-registered components, in every worker
             client.register_plugin(_import_modules_plugin(config.imports),
                                    name="intrabench-imports")
-        resources = _parse_resources(getattr(args, "task_resources", None))
-        if getattr(args, "gpus", None) and not resources:
-            resources = {"GPU": 1.0}
         config_json = config.model_dump_json()
         # GPU workers hand prompting and finishing to subprocesses on their spare cores, and
         # share the machine's user workers between them

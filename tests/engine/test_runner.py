@@ -418,11 +418,27 @@ def test_a_model_that_fails_to_build_beside_the_first_case_is_reported_once(tmp_
                                  "auto"),  # a traceback
     (["--memory-limit", "1KB"], "--memory-limit 1KB: a worker needs at least 512 MiB"),
     (["--gpus", "0", "--workers-per-gpu", "999"], "--workers-per-gpu 999: give 1 to"),
+    # tasks that no local worker could start waited forever
+    (["--task-resources", "GPU"], "--task-resources GPU=1: the local cluster's workers offer "
+                                  "none, so no task could start"),
+    (["--gpus", "0", "--task-resources", "GPU=2"], "--task-resources GPU=2: the local "
+                                                   "cluster's workers offer GPU=1"),
+    # a cluster config that is not one was a traceback
+    (["--cluster-config", "{tmp}/bad.yaml"], r"bad\.yaml: line 2 invalid YAML"),
+    (["--cluster-config", "{tmp}/list.yaml"], r"list\.yaml: expected a mapping like \{kind: "
+                                              "slurm"),
+    (["--cluster-config", "{tmp}/jobs.yaml"], r"jobs\.yaml: jobs must be a whole number >= 1, "
+                                              "got 0"),
+    (["--cluster-config", "{tmp}/kind.yaml"], r"kind\.yaml: kind must be one of slurm, pbs"),
 ])
 def test_a_local_cluster_the_machine_cannot_hold_is_refused_in_one_line(tmp_path, capsys, options,
                                                                          message):
     import re
 
+    for name, text in (("bad", "kind: [\n"), ("list", "[1, 2]\n"), ("jobs", "kind: slurm\njobs: 0\n"),
+                       ("kind", "kind: kubernetes\n")):
+        (tmp_path / f"{name}.yaml").write_text(text)
+    options = [option.replace("{tmp}", str(tmp_path)) for option in options]
     assert main(["run", "--out", str(tmp_path / "run"), "--executor", "dask", *options]) == 2
     err = capsys.readouterr().err
     assert re.search(message, err) and "Traceback" not in err
