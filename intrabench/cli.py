@@ -364,6 +364,8 @@ def _register_command_modules(commands: argparse._SubParsersAction,
     from intrabench import commands as package
 
     for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if module.name.startswith("_"):  # helpers shared by the commands
+            continue
         importlib.import_module(f"intrabench.commands.{module.name}").register(commands, groups)
 
 

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from intrabench.commands._arguments import count, resamples
+
 BY = {"model": ["model"], "configuration": ["model", "prompter", "refiner"],
       "prompter": ["prompter", "refiner"]}
 
@@ -73,6 +75,6 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
                         help="printed rows per model (pooling its prompters), per "
                              "configuration, or per prompting scheme; the CSV files hold every "
                              "configuration")
-    parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.add_argument("--n-boot", type=resamples, default=1000, help="bootstrap resamples")
+    parser.add_argument("--seed", type=count, default=0, help="bootstrap seed")
     parser.set_defaults(func=cmd_attributes)

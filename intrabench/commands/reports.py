@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from intrabench.commands._arguments import count, positive_number, resamples
+
 
 def cmd_tables(args: argparse.Namespace) -> int:
     from intrabench.io.results import incompleteness_warning, require_metric
@@ -188,12 +190,29 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"no result rows in {args.run_dir}: nothing finished, no report to build",
               file=sys.stderr)
         return 1
+    if args.case:
+        _check_cases(args.run_dir, args.case)
     require_metric(result_columns(args.run_dir), args.metric)
     layout = Layout.load(args.layout) if args.layout else None
     path = build_report(args.run_dir, args.out, metric=args.metric, cases=args.case or None,
                         max_overlays=args.max_overlays, layout=layout)
     print(f"report written to {path} (open it in a web browser); figures as PNG in {path.parent}")
     return 0
+
+
+def _check_cases(run_dir: str, wanted: list[str]) -> None:
+    """UserError naming the ``--case`` values that are no case of the run (``DATASET/CASE``
+    or ``CASE``): the report was written without them and without a word."""
+    from intrabench.errors import UserError
+    from intrabench.io.results import load_results
+
+    pairs = load_results(run_dir)[["dataset", "case"]].drop_duplicates()
+    known = {f"{d}/{c}" for d, c in zip(pairs["dataset"], pairs["case"])} | set(pairs["case"])
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        shown = sorted({f"{d}/{c}" for d, c in zip(pairs["dataset"], pairs["case"])})
+        raise UserError(f"--case {', '.join(unknown)}: not a case of {run_dir} (its cases: "
+                        f"{', '.join(shown[:5])}{' ...' if len(shown) > 5 else ''})")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -233,7 +252,8 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     tables.add_argument("--layout", help="table layout YAML (e.g. configs/paper/tables.yaml): "
                                          "dataset columns, display names, runs per table")
     tables.add_argument("--metric", default="dice", help="column of results to tabulate")
-    tables.add_argument("--scale", type=float, default=100.0, help="multiply scores (default 100)")
+    tables.add_argument("--scale", type=positive_number, default=100.0,
+                        help="multiply scores (default 100)")
     tables.add_argument("--missing-value", type=float, metavar="VALUE",
                         help="substitute VALUE for missing values before averaging (HD95 of an "
                              "empty prediction is NaN; e.g. the images' diagonal in mm); default: "
@@ -257,7 +277,7 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     report.add_argument("--metric", default="dice")
     report.add_argument("--case", action="append", metavar="DATASET/CASE",
                         help="case to draw (repeatable); default: the worst targets of each model")
-    report.add_argument("--max-overlays", type=int, default=3,
+    report.add_argument("--max-overlays", type=count, default=3,
                         help="targets drawn per model in the failure gallery (default 3)")
     report.add_argument("--layout", help="table layout YAML for the summary tables")
     report.set_defaults(func=cmd_report)
@@ -266,7 +286,8 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     compare.add_argument("run_a", metavar="RUN_A")
     compare.add_argument("run_b", metavar="RUN_B")
     compare.add_argument("--metric", default="dice")
-    compare.add_argument("--n-boot", type=int, default=2000)
-    compare.add_argument("--seed", type=int, default=0)
+    compare.add_argument("--n-boot", type=resamples, default=2000,
+                         help="bootstrap resamples (default 2000)")
+    compare.add_argument("--seed", type=count, default=0)
     compare.add_argument("--out", help="folder for compare-summary.csv and compare-per-case.csv")
     compare.set_defaults(func=cmd_compare)

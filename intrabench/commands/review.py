@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from intrabench.commands._arguments import count, resamples
+
 
 def cmd_review_build(args: argparse.Namespace) -> int:
     from intrabench.review.build import build_review
@@ -102,15 +104,15 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     build = actions.add_parser("build", help="a self-contained rating site of sampled masks")
     build.add_argument("run_dir", metavar="RUN_DIR")
     build.add_argument("--n", type=int, default=200, help="masks to rate (default 200)")
-    build.add_argument("--seed", type=int, default=0, help="sampling and order seed")
+    build.add_argument("--seed", type=count, default=0, help="sampling and order seed")
     build.add_argument("--out", help="folder of the site (default RUN_DIR/review-site)")
     build.set_defaults(func=cmd_review_build)
     imported = actions.add_parser("import", help="ratings files (JSON/CSV from the page) "
                                                   "joined with the run's metrics")
     imported.add_argument("run_dir", metavar="RUN_DIR")
     imported.add_argument("ratings", nargs="+", metavar="RATINGS")
-    imported.add_argument("--n-boot", type=int, default=1000)
-    imported.add_argument("--seed", type=int, default=0)
+    imported.add_argument("--n-boot", type=resamples, default=1000)
+    imported.add_argument("--seed", type=count, default=0)
     imported.add_argument("--replace", action="store_true",
                           help="forget the ratings of earlier imports of this review (default: "
                                "they stay; a rater's new rating of a mask replaces their old)")

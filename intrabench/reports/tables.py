@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from intrabench.errors import ConfigError
 from intrabench.evaluation.aggregate import (
@@ -40,6 +40,34 @@ class TableSpec:
     iterations: bool | None = None  # None: refinement rows present -> iteration table
 
 
+class _TableEntry(BaseModel):
+    """One entry of a layout's ``tables``."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str = ""
+    runs: list[str] = []
+    iterations: bool | None = None
+
+
+class _LayoutFile(BaseModel):
+    """What a table layout file may hold (checked by :meth:`Layout.load`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: column -> dataset keys (one key may be given as a string)
+    columns: dict[str, list[str]] = {}
+    models: dict[str, str] = {}
+    prompters: dict[str, str] = {}
+    refiners: dict[str, str] = {}
+    tables: dict[str, _TableEntry] = {}
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _one_key_as_a_list(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+
 @dataclass
 class Layout:
     """How to present tables: dataset columns, display names, and the tables to build."""
@@ -52,18 +80,33 @@ class Layout:
 
     @classmethod
     def load(cls, path: str | Path) -> Layout:
+        """The layout in the YAML file ``path`` (``configs/paper/tables.yaml`` shows every
+        key); ConfigError in one line for a file that is not one (a run config given by
+        mistake, a value of the wrong kind, YAML that does not parse)."""
+        from pydantic import ValidationError
+
+        from intrabench.config import read_yaml_file
+
         path = Path(path)
-        if not path.is_file():
+        if not path.exists():
             raise ConfigError(f"table layout not found: {path}")
-        data: dict[str, Any] = yaml.safe_load(path.read_text()) or {}
-        columns = {str(k): [v] if isinstance(v, str) else list(v)
-                   for k, v in (data.get("columns") or {}).items()}
-        tables = [TableSpec(key=str(k), title=v.get("title", ""), runs=list(v.get("runs", [])),
-                            iterations=v.get("iterations"))
-                  for k, v in (data.get("tables") or {}).items()]
-        return cls(columns=columns, models=dict(data.get("models") or {}),
-                   prompters=dict(data.get("prompters") or {}),
-                   refiners=dict(data.get("refiners") or {}), tables=tables)
+        data = read_yaml_file(path, "table layout")
+        try:
+            parsed = _LayoutFile.model_validate({} if data is None else data)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            message = first["msg"]
+            if first["type"] == "extra_forbidden" and len(first["loc"]) == 1:
+                message = f"not a key of a table layout ({', '.join(_LayoutFile.model_fields)})"
+            if isinstance(data, dict) and "datasets" in data:
+                message += " (this looks like a run config; --layout takes a table layout)"
+            raise ConfigError(f"{path}: {where + ': ' if where else ''}{message}") from None
+        columns = {k: list(v) for k, v in parsed.columns.items()}
+        tables = [TableSpec(key=k, title=v.title, runs=list(v.runs), iterations=v.iterations)
+                  for k, v in parsed.tables.items()]
+        return cls(columns=columns, models=dict(parsed.models), prompters=dict(parsed.prompters),
+                   refiners=dict(parsed.refiners), tables=tables)
 
 
 def prompter_label(prompter: str, refiner: str, layout: Layout | None = None) -> str:

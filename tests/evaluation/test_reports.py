@@ -200,3 +200,53 @@ def test_paper_layout_builds_table5_from_named_runs(tiny_run):
     # D8 = mean of the liver class (= D1 values) and the lesion class (half of them)
     np.testing.assert_allclose(table["D8"], 0.75 * d1)
     np.testing.assert_allclose(table["Average"], (d1 + 0.75 * d1) / 2)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("kind: [\n", r"line 2 invalid YAML"),  # was a traceback
+    ("name: x\ndatasets: [demo-phantoms]\nmodels: [a, b]\n",
+     r"models: Input should be a valid dictionary \(this looks like a run config; --layout "
+     r"takes a table layout\)"),  # was a ValueError traceback
+    ("columns: {D1: 5}\n", r"columns\.D1: Input should be a valid list"),
+    ("tables: {t1: {runs: r}}\n", r"tables\.t1\.runs: Input should be a valid list"),
+    ("rows: {}\n", r"rows: not a key of a table layout \(columns, models, prompters, refiners, "
+                   r"tables\)"),
+])
+def test_a_file_that_is_no_table_layout_is_one_line(tiny_run, tmp_path, capsys, text, message):
+    layout = tmp_path / "layout.yaml"
+    layout.write_text(text)
+    assert main(["tables", str(tiny_run), "--layout", str(layout),
+                 "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert re.search(re.escape(str(layout)) + ": " + message, err) and "Traceback" not in err
+    # a single dataset key is still a column of one key
+    layout.write_text("columns: {Phantoms: demo-phantoms}\n")
+    assert Layout.load(layout).columns == {"Phantoms": ["demo-phantoms"]}
+
+
+@pytest.mark.parametrize("command", [
+    ["tables", "{run}", "--scale", "-1"], ["tables", "{run}", "--scale", "nan"],
+    ["report", "{run}", "--max-overlays", "-1"],
+    ["compare", "{run}", "{run}", "--n-boot", "0"],  # was a TypeError
+    ["compare", "{run}", "{run}", "--seed", "-1"],  # was a ValueError
+    ["compare", "{run}", "{run}", "--n-boot", "100000000"],  # ran for minutes
+    ["attributes", "{run}", "--n-boot", "0"], ["review", "build", "{run}", "--seed", "-1"],
+])
+def test_numbers_no_command_can_use_are_usage_errors(tiny_run, capsys, command):
+    with pytest.raises(SystemExit) as raised:
+        main([part.replace("{run}", str(tiny_run)) for part in command])
+    assert raised.value.code == 2
+    err = capsys.readouterr().err
+    assert re.search(r"error: argument --[a-z-]+: must be", err) and "Traceback" not in err
+
+
+def test_report_names_a_case_the_run_does_not_have(tiny_run, tmp_path, capsys):
+    """The report was written without it and without a word."""
+    with pytest.raises(Exception, match=r"--case nothere: not a case of .* \(its cases: "):
+        from intrabench.commands.reports import _check_cases
+
+        _check_cases(str(tiny_run), ["nothere"])
+    assert main(["report", str(tiny_run), "--case", "nothere",
+                 "--out", str(tmp_path / "report")]) == 2
+    assert "--case nothere: not a case of" in capsys.readouterr().err
+    assert not (tmp_path / "report").exists()
