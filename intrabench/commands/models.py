@@ -52,7 +52,8 @@ def cmd_models_download(args: argparse.Namespace) -> int:
     for name in names:
         if name not in CHECKPOINTS:
             close = difflib.get_close_matches(name, CHECKPOINTS, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            hint = (" (for every one that can be downloaded: --all)" if name == "all"
+                    else f" (did you mean '{close[0]}'?)" if close else "")
             raise UserError(f"unknown checkpoint '{name}'{hint}; known: "
                             f"{', '.join(sorted(CHECKPOINTS))}")
     directory = checkpoint_dir(args.checkpoint_dir)

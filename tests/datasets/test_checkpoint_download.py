@@ -186,3 +186,6 @@ def test_a_model_name_downloads_its_default_checkpoint(http_server, tmp_path, mo
     assert main(["models", "download", "region-growing-3d", "--checkpoint-dir",
                  str(tmp_path)]) == 2
     assert "the model 'region-growing-3d' needs no checkpoint" in capsys.readouterr().err
+    assert main(["models", "download", "all", "--checkpoint-dir", str(tmp_path)]) == 2
+    assert "unknown checkpoint 'all' (for every one that can be downloaded: --all)" in \
+        capsys.readouterr().err
