@@ -497,6 +497,11 @@ class Runner:
         check_output_directory(self.run_dir)  # before anything is written there
         ensure_writable(self.run_dir)
         self._lock.acquire()
+        if self._lock.unclosed:
+            log.warning("the previous run in %s (%s) ended without closing: the system killed "
+                        "it (out of memory? dmesg names the process it killed), kill -9, or the "
+                        "machine stopped. Its finished units are kept; the rest runs now",
+                        self.run_dir, self._lock.unclosed)
         check_same_run(self.run_dir, self.config, extend=self.extend)
         plan = self.plan()
         from intrabench.engine.model_needs import unmet_needs

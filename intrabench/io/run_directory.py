@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -141,11 +143,18 @@ class RunLock:
     ``acquire`` raises UserError when another process holds it. The lock is an ``flock`` on
     ``RUN_DIR/.lock``: the kernel drops it when the holder's process ends, so a killed run
     never leaves a stale lock. Where ``fcntl`` is missing (Windows) no lock is taken.
+
+    The file names its holder while the run lasts and is emptied when the run releases it
+    (also after Ctrl-C or SIGTERM). A holder still named when the next run takes the lock is
+    a run that ended without closing: killed by the system (out of memory), by ``kill -9``,
+    or a machine that stopped. :attr:`unclosed` says which; the runner tells the user.
     """
 
     def __init__(self, run_dir: Path) -> None:
         self.path = Path(run_dir) / ".lock"
         self._handle = None
+        #: the holder a previous run left named in the lock file (it never released it)
+        self.unclosed: str | None = None
 
     def acquire(self) -> None:
         if self._handle is not None:
@@ -165,13 +174,23 @@ class RunLock:
                             f"IntraBench run ({holder}); wait for it to end, or use another "
                             "--out") from None
         handle.seek(0)
+        left = handle.read(500).strip()
+        self.unclosed = left if left.startswith("pid ") else None
+        handle.seek(0)
         handle.truncate()
-        handle.write(f"pid {os.getpid()}")
+        started = time.strftime("%Y-%m-%d %H:%M:%S")
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}, started {started}")
         handle.flush()
         self._handle = handle
 
     def release(self) -> None:
         if self._handle is not None:
+            try:  # emptied: the run closed (see the class docstring)
+                self._handle.seek(0)
+                self._handle.truncate()
+                self._handle.flush()
+            except OSError:
+                pass
             self._handle.close()  # closing drops the flock
             self._handle = None
 

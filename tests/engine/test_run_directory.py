@@ -187,3 +187,41 @@ def test_a_damaged_problems_list_is_read_as_no_problems(tmp_path, capsys, proble
     assert main(["tables", str(tmp_path / "run"), "--out", str(tmp_path / "t")]) == 0
     err = capsys.readouterr().err
     assert "is incomplete: 1 of 2 work units finished; 1 not run yet" in err
+
+
+def test_a_run_killed_without_closing_is_named_by_the_next_one(tmp_path, caplog):
+    """A run killed by the system (out of memory) or kill -9 left no word: the next run
+    resumed in silence. The lock file names its holder while a run lasts and is emptied when
+    the run closes, so a name left there is a run that never closed."""
+    import logging
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+
+    Runner(_config(), tmp_path / "run").run()
+    assert (tmp_path / "run" / ".lock").read_text() == ""  # closed: emptied
+    # a process that takes the lock and is killed with SIGKILL while holding it
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import sys, time
+        from intrabench.io.run_directory import RunLock
+        RunLock(sys.argv[1]).acquire()
+        print("held", flush=True)
+        time.sleep(60)
+        """), str(tmp_path / "run")], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=10)
+    left = (tmp_path / "run" / ".lock").read_text()
+    assert left.startswith(f"pid {holder.pid} on ") and ", started " in left
+    with caplog.at_level(logging.WARNING, logger="intrabench.engine.runner"):
+        plan, problems = Runner(_config(), tmp_path / "run").run()
+    assert not problems
+    warned = [r.getMessage() for r in caplog.records if "ended without closing" in r.getMessage()]
+    assert len(warned) == 1 and f"({left})" in warned[0] and "out of memory?" in warned[0]
+    assert (tmp_path / "run" / ".lock").read_text() == ""
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="intrabench.engine.runner"):
+        Runner(_config(), tmp_path / "run").run()
+    assert not any("ended without closing" in r.getMessage() for r in caplog.records)

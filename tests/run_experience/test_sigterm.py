@@ -46,8 +46,10 @@ def test_sigterm_saves_finished_work_in_one_line_and_the_run_resumes(tmp_path, w
     assert "Traceback" not in err and "BrokenPipeError" not in err
     saved = len(list((out / "units").glob("*.parquet")))
     assert saved >= 1
+    assert (out / ".lock").read_text() == ""  # it closed: the next run has nothing to say
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
+    assert "ended without closing" not in again.stderr
     total = 4 * 3 * 2 * 2  # seeds x cases x models x prompters
     assert f"{total - saved} of {total} work units executed" in again.stdout + again.stderr
     assert Path(out / "results.csv").is_file()
