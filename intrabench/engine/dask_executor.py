@@ -192,15 +192,28 @@ def _jobqueue_client(path: Path) -> tuple[Any, Any]:
 
 def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> tuple[Plan, list[str]]:
     """Run ``config`` on Dask; same results store and resume semantics as the local runner."""
-    from distributed import as_completed
-    from tqdm import tqdm
-
-    runner = Runner(config, out, extend=bool(getattr(args, "extend", False)))
-    plan, groups = runner.prepare(executor="dask")
     resources = parse_resources(getattr(args, "task_resources", None))
     if getattr(args, "gpus", None) and not resources:
         resources = {"GPU": 1.0}
     check_local_resources(args, resources)  # before any worker starts
+    runner = Runner(config, out, extend=bool(getattr(args, "extend", False)))
+    plan, groups = runner.prepare(executor="dask")
+    try:
+        problems = _run_groups(runner, config, out, args, groups, resources)
+    except BaseException:
+        runner.close()  # the run closes (its lock emptied) also when it stops here
+        raise
+    runner.finish(plan)
+    return plan, problems
+
+
+def _run_groups(runner: Runner, config: RunConfig, out: Path, args: argparse.Namespace,
+                groups: list[list[WorkUnit]], resources: dict[str, float]) -> list[str]:
+    """Every group as a Dask task; the problems, failures and skipped work gathered in
+    ``runner``; failures.csv and problems.csv written also when the run stops."""
+    from distributed import as_completed
+    from tqdm import tqdm
+
     client, cluster = make_client(args)
     problems: list[str] = []
     try:
@@ -248,8 +261,7 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
             cluster.close()
         write_failures(out, runner.failures)
         write_skipped_work(out, runner.skipped)
-    runner.finish(plan)
-    return plan, problems
+    return problems
 
 
 def _import_modules_plugin(modules: list[str]) -> Any:

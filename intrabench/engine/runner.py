@@ -493,7 +493,8 @@ class Runner:
 
     def prepare(self, executor: str = "local") -> tuple[Plan, list[list[WorkUnit]]]:
         """Plan the run, write its metadata, and group the unfinished units by (dataset, case,
-        model). Executors call this, run the groups, then :meth:`finish`."""
+        model). Executors call this, run the groups, then :meth:`finish`. A refusal here (a
+        differing config, an unmet need) releases the run's lock as a closed run does."""
         check_output_directory(self.run_dir)  # before anything is written there
         ensure_writable(self.run_dir)
         self._lock.acquire()
@@ -502,6 +503,13 @@ class Runner:
                         "it (out of memory? dmesg names the process it killed), kill -9, or the "
                         "machine stopped. Its finished units are kept; the rest runs now",
                         self.run_dir, self._lock.unclosed)
+        try:
+            return self._plan_pending(executor)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _plan_pending(self, executor: str) -> tuple[Plan, list[list[WorkUnit]]]:
         check_same_run(self.run_dir, self.config, extend=self.extend)
         plan = self.plan()
         from intrabench.engine.model_needs import unmet_needs
@@ -511,7 +519,6 @@ class Runner:
         unmet = unmet_needs([u for u in plan.units if not self.store.is_done(u.key)],
                             self.datasets)
         if unmet:  # before a model is built or a unit fails for it (#50 item 11)
-            self._lock.release()
             raise ConfigError("; ".join(unmet))
         write_run_metadata(
             self.run_dir,

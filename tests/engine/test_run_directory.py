@@ -225,3 +225,17 @@ def test_a_run_killed_without_closing_is_named_by_the_next_one(tmp_path, caplog)
     with caplog.at_level(logging.WARNING, logger="intrabench.engine.runner"):
         Runner(_config(), tmp_path / "run").run()
     assert not any("ended without closing" in r.getMessage() for r in caplog.records)
+
+
+def test_a_refused_run_closes_its_lock_and_the_next_one_has_nothing_to_say(tmp_path, caplog):
+    """A run refused while it prepares (another config recorded in the folder) held the lock
+    and named itself there; the next run must not take it for a killed one."""
+    import logging
+
+    Runner(_config(), tmp_path / "run").run()
+    with pytest.raises(UserError):
+        Runner(_config(refinement_steps=2), tmp_path / "run").prepare()
+    assert (tmp_path / "run" / ".lock").read_text() == ""
+    with caplog.at_level(logging.WARNING, logger="intrabench.engine.runner"):
+        Runner(_config(refinement_steps=2), tmp_path / "run", extend=True).run()
+    assert not any("ended without closing" in r.getMessage() for r in caplog.records)
