@@ -4,9 +4,10 @@ A pinned checkpoint is hashed before every load, so that a swapped or damaged fi
 used in silence. For SAM ViT-H that is 2.4 GiB: about 1.8 s at 1.4 GB/s (SHA-NI, file in the
 page cache), before every run's first forward pass. :func:`remembered_sha256` hashes a file
 once and then keeps its hash in a small JSON book (``file-sha256.json`` in IntraBench's cache
-folder, ``$INTRABENCH_CACHE`` or ``~/.cache/intrabench``) under the file's resolved path, with what identifies that file's content on disk: its size,
-its modification time in nanoseconds, its inode and device. A file copied over, moved in,
-downloaded again, written to or truncated changes at least one of them and is hashed again.
+folder, ``$INTRABENCH_CACHE`` or ``~/.cache/intrabench``) under the file's resolved path,
+with what identifies that file's content on disk: its size, its modification time in
+nanoseconds, its inode and device. A file copied over, moved in, downloaded again, written to
+or truncated changes at least one of them and is hashed again.
 
 What the book does not defend against: someone who rewrites a file's bytes and then sets its
 modification time back (they could edit the book as well). ``intrabench models verify`` and
