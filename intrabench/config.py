@@ -250,6 +250,11 @@ class RunConfig(BaseModel):
                 importlib.import_module(module)
             except ImportError as error:
                 raise ConfigError(f"imports: cannot import '{module}': {error}") from None
+            except Exception as error:  # the plugin's own code failed while it was imported
+                from intrabench.engine.failures import one_line_cause
+
+                raise ConfigError(f"imports: importing '{module}' failed: "
+                                  f"{one_line_cause(error)}") from None
 
     def validate_components(self) -> None:
         """Check every name and parameter against the registries (no model is loaded)."""

@@ -48,6 +48,13 @@ class Registry(Generic[T]):
             existing = self._classes.get(key)
             if existing is not None and existing is not component:
                 raise ValueError(f"{self.kind} '{key}' is already registered by {existing!r}")
+            builtin = self._builtin_module(key)
+            if builtin is not None and component.__module__ != builtin:
+                # registered before the built-in module was imported, it would replace the
+                # built-in in silence (the built-in's own registration then fails)
+                raise ValueError(f"{self.kind} '{key}' is the name of a built-in {self.kind} "
+                                 f"({builtin}); register {component.__name__} under "
+                                 "another name")
             self._classes[key] = component
             self._sources[key] = component.__module__
             return component
@@ -76,6 +83,13 @@ class Registry(Generic[T]):
                 continue
             if inspect.isclass(loaded) and entry_point.name not in self._classes:
                 self.register(loaded, name=entry_point.name)
+
+    def _builtin_module(self, name: str) -> str | None:
+        """The built-in module that defines ``name`` (:mod:`intrabench.component_index`), or
+        None when no built-in component has that name."""
+        from intrabench.component_index import BUILTIN_MODULES
+
+        return BUILTIN_MODULES.get(self.group, {}).get(name)
 
     def _import_defining_module(self, name: str) -> bool:
         """Import the built-in module that defines ``name`` (intrabench.component_index);

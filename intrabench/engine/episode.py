@@ -172,8 +172,10 @@ def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True
     return results
 
 
-def call_model(model: Model, call: ModelCall, call_index: int = -1) -> Answer:
-    """Answer ``call`` with ``model`` (its case already set); the mask comes back read-only.
+def call_model(model: Model, call: ModelCall, call_index: int = -1,
+               shape: tuple[int, ...] | None = None) -> Answer:
+    """Answer ``call`` with ``model`` (its case already set); the mask comes back read-only,
+    checked to be a boolean array of the case's ``shape`` (:func:`checked_prediction`).
     ``seconds``: the call's wall time, CUDA synchronised; ``call_index``: its order among the
     group's model calls (the caller counts)."""
     synchronize_device()
@@ -188,8 +190,8 @@ def call_model(model: Model, call: ModelCall, call_index: int = -1) -> Answer:
         prediction = model.predict(call.prompt, previous=call.previous,
                                    update_slices=call.update_slices)
     synchronize_device()
-    return Answer(_frozen(prediction), time.perf_counter() - started, model.model_seconds(),
-                  call_index)
+    return Answer(_frozen(checked_prediction(prediction, shape, model)),
+                  time.perf_counter() - started, model.model_seconds(), call_index)
 
 
 def ask_user(user: SimulatedUser, ground_truth: np.ndarray, call: UserCall,
@@ -240,7 +242,7 @@ def run_episode(
     program = episode_program(steps if refiner is not None else 0, refiner is not None,
                               keep_previous_prompts, target.class_name)
     results = drive(program, lambda call: (
-        call_model(model, call) if isinstance(call, ModelCall)
+        call_model(model, call, shape=ground_truth.shape) if isinstance(call, ModelCall)
         else ask_user(user, ground_truth, call, model)))
     if metric_fn is not None:
         evaluate_steps(results, ground_truth, case.image.spacing, metric_fn)
@@ -288,6 +290,32 @@ def evaluate_steps(
         seconds.append(time.perf_counter() - started)
         previous = result
     return seconds
+
+
+class ModelOutputError(ValueError):
+    """A model returned something that is not a prediction of the case: the unit fails with
+    this one line instead of an error deep in the metrics (or a silent threshold)."""
+
+
+def checked_prediction(prediction: Any, shape: tuple[int, ...] | None, model: Any) -> Prediction:
+    """``prediction`` when its mask is a boolean numpy array of ``shape`` (the case's (z, y,
+    x) grid; None: not checked), else ModelOutputError naming what came back. A plugin's
+    probability map (float) was scored as if every voxel above 0 were foreground, and a mask of
+    another shape failed deep in the metrics ("operands could not be broadcast")."""
+    name = getattr(model, "name", type(model).__name__)
+    mask = getattr(prediction, "mask", None)
+    if not isinstance(mask, np.ndarray):
+        raise ModelOutputError(f"model '{name}' returned {type(prediction).__name__} with a "
+                               f"{type(mask).__name__} mask; return Prediction(mask=<a boolean "
+                               "numpy array>)")
+    if shape is not None and mask.shape != tuple(shape):
+        raise ModelOutputError(f"model '{name}' returned a mask of shape {mask.shape} for a "
+                               f"case of shape {tuple(shape)} (z, y, x); return a mask on the "
+                               "case's whole canonical grid")
+    if mask.dtype != bool:
+        raise ModelOutputError(f"model '{name}' returned a {mask.dtype} mask; masks are "
+                               "boolean (threshold probabilities or logits in the model)")
+    return prediction
 
 
 def _frozen(prediction: Prediction) -> Prediction:

@@ -152,7 +152,8 @@ class EpisodeScheduler:
                 index = self.model_calls
                 self.model_calls += 1
                 try:
-                    advance(episode, call_model(self.model, call, index))
+                    advance(episode, call_model(self.model, call, index,
+                                                episode.task.ground_truth.shape))
                 except Exception as error:  # noqa: BLE001
                     fail(episode, error)
             else:

@@ -153,3 +153,89 @@ def test_the_command_line_is_parsed_without_the_heavy_libraries():
     output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                             check=True).stdout
     assert output.strip() == "[]"
+
+
+def test_a_plugin_cannot_take_a_built_in_name_even_before_the_built_in_is_imported():
+    """Registered before the built-in module was imported, a plugin's 'region-growing-3d'
+    replaced the built-in in silence (the built-in's own registration then failed)."""
+    import textwrap
+
+    code = textwrap.dedent("""
+        from intrabench import registry
+        from intrabench.protocols import Model
+
+        try:
+            @registry.models.register
+            class Mine(Model):
+                name = "region-growing-3d"
+                accepts = frozenset({"box3d"})
+        except ValueError as error:
+            print(error)
+        print(registry.models.get("region-growing-3d").__module__)
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "model 'region-growing-3d' is the name of a built-in model "
+        "(intrabench.models.region_growing_3d); register Mine under another name",
+        "intrabench.models.region_growing_3d"]
+
+
+def test_a_plugin_module_that_fails_at_import_is_one_line(tmp_path, capsys, monkeypatch):
+    from intrabench.cli import main
+
+    (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('boom at import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({
+        "name": "p", "imports": ["broken_plugin"], "models": ["region-growing-3d"],
+        "datasets": [{"name": "demo-phantoms", "n_cases": 1}], "prompters": ["box-3d"]}))
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert ("imports: importing 'broken_plugin' failed: RuntimeError: boom at import "
+            "(broken_plugin.py:1)") in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("returned, message", [
+    ("np.zeros((3, 3, 3), bool)", r"returned a mask of shape \(3, 3, 3\) for a case of shape "
+                                  r"\(\d+, \d+, \d+\) \(z, y, x\)"),
+    ("np.full(self.shape, 0.7)", "returned a float64 mask; masks are boolean"),
+    ("np.ones(self.shape, np.uint8)", "returned a uint8 mask; masks are boolean"),
+    ("[[0]]", "returned Prediction with a list mask"),
+])
+def test_a_model_output_that_is_no_mask_of_the_case_fails_its_unit_in_one_line(
+        tmp_path, monkeypatch, returned, message):
+    """A probability map was scored as if every voxel above 0 were foreground, and a mask of
+    another shape failed deep in the metrics ("operands could not be broadcast together")."""
+    import numpy as np
+
+    from intrabench.config import parse_config
+    from intrabench.engine.runner import Runner
+    from intrabench.types import Prediction
+
+    class Wrong(Model):
+        name = "test-wrong-output"
+        dimension = 3
+        accepts = frozenset({"box3d"})
+
+        def set_case(self, image):
+            self.shape = image.shape
+
+        def predict(self, prompt, previous=None, update_slices=None):
+            return Prediction(mask=eval(returned, {"np": np, "self": self}))
+
+    registry.models.register(Wrong)
+    try:
+        runner = Runner(parse_config({
+            "name": "wrong", "models": ["test-wrong-output"], "prompters": ["box-3d"],
+            "datasets": [{"name": "demo-phantoms", "n_cases": 1}]}), tmp_path / "run")
+        runner.run()
+    finally:
+        registry.models.unregister("test-wrong-output")
+    assert runner.failures and all(f.cause.startswith("ModelOutputError: model "
+                                                      "'test-wrong-output' ")
+                                   for f in runner.failures)
+    import re
+
+    assert re.search(message, runner.failures[0].cause)
