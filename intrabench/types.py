@@ -135,8 +135,12 @@ class SlicePrompt:
 
 
 def _as_points(points: Any) -> np.ndarray:
-    array = np.asarray(points, dtype=np.int64)
-    return array.reshape(-1, 3)
+    given = np.asarray(points)
+    if given.dtype.kind == "f" and given.size and not (
+            np.isfinite(given).all() and (given == np.floor(given)).all()):
+        raise ValueError(f"points are voxel indices (whole numbers); got {given.reshape(-1)[:6]}"
+                         " (round them where they are made: int() truncates 2.7 to 2)")
+    return np.asarray(given, dtype=np.int64).reshape(-1, 3)
 
 
 def _as_labels(labels: Any, n: int) -> np.ndarray:
@@ -193,6 +197,36 @@ class Prompt:
         if order and sorted(order) != sorted(self._default_order()):
             raise ValueError(f"prompt order {order} does not list each element once")
         object.__setattr__(self, "order", order)
+
+    def outside(self, shape: tuple[int, ...]) -> str | None:
+        """The first element of the prompt that is not on the (z, y, x) grid ``shape``
+        (a point, a box corner, a scribble voxel or a lasso's slice), described, or None
+        when all are on it. A negative index would count from the grid's far end in numpy."""
+        z_size, y_size, x_size = (int(v) for v in shape)
+
+        def off(z: int, y: int, x: int) -> bool:
+            return not (0 <= z < z_size and 0 <= y < y_size and 0 <= x < x_size)
+
+        for index, (z, y, x) in enumerate(self.points.tolist()):
+            if off(z, y, x):
+                return f"point {index} at ({z}, {y}, {x})"
+        for z, box in self.boxes.items():
+            if off(z, box.y_min, box.x_min) or off(z, box.y_max, box.x_max) \
+                    or box.y_min > box.y_max or box.x_min > box.x_max:
+                return f"the box on slice {z} ({box.as_tuple()})"
+        if self.box3d is not None:
+            b = self.box3d
+            if off(b.z_min, b.y_min, b.x_min) or off(b.z_max, b.y_max, b.x_max) \
+                    or b.z_min > b.z_max or b.y_min > b.y_max or b.x_min > b.x_max:
+                return f"the 3D box {b.as_tuple()}"
+        for index, scribble in enumerate(self.scribbles):
+            for z, y, x in np.asarray(scribble.points, dtype=np.int64).reshape(-1, 3).tolist():
+                if off(z, y, x):
+                    return f"scribble {index}'s voxel ({z}, {y}, {x})"
+        for index, lasso in enumerate(self.lassos):
+            if not 0 <= int(lasso.z) < z_size:
+                return f"lasso {index} on slice {lasso.z}"
+        return None
 
     # -- the user's order ---------------------------------------------------------------
     def _default_order(self) -> tuple[tuple[str, int], ...]:

@@ -40,13 +40,13 @@ class SimulatedUser:
                 segment_slice: Callable[[SlicePrompt], np.ndarray] | None = None) -> Prompt:
         """The first prompt; ``segment_slice`` lets propagation prompters query a 2D model."""
         clicks = self.clicks.at_step(0) if self.clicks is not None else None
-        return _with_click_maps(self.prompter.initial(PromptContext(
+        return _with_click_maps(checked_prompt(self.prompter.initial(PromptContext(
             ground_truth=ground_truth,
             spacing=self.spacing,
             rng=derive_rng(self.seed, *self.identity, self.prompter_key, "initial"),
             segment_slice=segment_slice,
             clicks=clicks,
-        )), clicks)
+        )), ground_truth.shape, f"prompter '{self.prompter_key}'"), clicks)
 
     def refine(self, ground_truth: np.ndarray, prediction: np.ndarray, step: int,
                history: list[Prompt]) -> Prompt | None:
@@ -57,7 +57,7 @@ class SimulatedUser:
         if masks_equal(prediction, ground_truth):
             return None
         clicks = self.clicks.at_step(step) if self.clicks is not None else None
-        return _with_click_maps(self.refiner.refine(RefineContext(
+        return _with_click_maps(checked_prompt(self.refiner.refine(RefineContext(
             ground_truth=ground_truth,
             prediction=prediction,
             spacing=self.spacing,
@@ -66,7 +66,28 @@ class SimulatedUser:
             model_dimension=self.model_dimension,
             history=history,
             clicks=clicks,
-        )), clicks)
+        )), ground_truth.shape, f"refiner '{self.refiner_key}'", may_be_none=True), clicks)
+
+
+class PromptError(ValueError):
+    """A prompter or refiner returned something that is not a prompt on the case's grid: its
+    unit fails with this one line, not an IndexError deep in a model (or, for a negative
+    index, a click on the far side of the volume)."""
+
+
+def checked_prompt(prompt: object, shape: tuple[int, ...], component: str,
+                   may_be_none: bool = False) -> Prompt | None:
+    """``prompt`` when it is a :class:`Prompt` whose every element lies on the (z, y, x)
+    grid ``shape`` (None too, from a refiner: nothing left to correct), else PromptError."""
+    if prompt is None and may_be_none:
+        return None
+    if not isinstance(prompt, Prompt):
+        raise PromptError(f"{component} returned {type(prompt).__name__}, not a Prompt")
+    where = prompt.outside(shape)
+    if where is not None:
+        raise PromptError(f"{component} put {where} outside the case's grid "
+                          f"{tuple(int(v) for v in shape)} (z, y, x)")
+    return prompt
 
 
 def _with_click_maps(prompt: Prompt | None, clicks: ClickPolicy | None) -> Prompt | None:

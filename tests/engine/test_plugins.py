@@ -239,3 +239,49 @@ def test_a_model_output_that_is_no_mask_of_the_case_fails_its_unit_in_one_line(
     import re
 
     assert re.search(message, runner.failures[0].cause)
+
+
+@pytest.mark.parametrize("returned, message", [
+    ("Prompt(points=np.array([[999, 2, 3]]), point_labels=np.array([1]))",
+     r"prompter 'test-bad-prompt' put point 0 at \(999, 2, 3\) outside the case's grid "
+     r"\(\d+, \d+, \d+\) \(z, y, x\)"),
+    # a negative index counted from the far end of the volume in numpy: a click elsewhere
+    ("Prompt(points=np.array([[1, -5, 3]]), point_labels=np.array([1]))", r"point 0 at \(1, -5, 3\)"),
+    ("Prompt(box3d=Box3D(0, 0, 0, 2, 500, 4))", r"the 3D box \(0, 0, 0, 2, 500, 4\)"),
+    ("Prompt(box3d=Box3D(2, 0, 0, 1, 4, 4))", r"the 3D box \(2, 0, 0, 1, 4, 4\)"),
+    ("{'points': [[1, 2, 3]]}", "prompter 'test-bad-prompt' returned dict, not a Prompt"),
+    ("Prompt(points=np.array([[2.5, 3.0, 4.0]]), point_labels=np.array([1]))",
+     r"points are voxel indices \(whole numbers\)"),  # int() truncated 2.5 to 2
+])
+def test_a_prompt_that_is_no_prompt_on_the_case_fails_its_unit_in_one_line(tmp_path, returned,
+                                                                          message):
+    import re
+
+    import numpy as np
+
+    from intrabench.config import parse_config
+    from intrabench.engine.runner import Runner
+    from intrabench.protocols import Prompter
+    from intrabench.types import Box3D, Prompt
+
+    class Bad(Prompter):
+        name = "test-bad-prompt"
+        dimensions = frozenset({2, 3})
+        kinds = frozenset({"point", "box3d"})
+        effort_rule = "1"
+
+        def initial(self, context):
+            return eval(returned, {"np": np, "Prompt": Prompt, "Box3D": Box3D})
+
+    registry.prompters.register(Bad)
+    try:
+        runner = Runner(parse_config({
+            "name": "bad-prompt", "models": ["region-growing-3d"],
+            "prompters": ["test-bad-prompt"],
+            "datasets": [{"name": "demo-phantoms", "n_cases": 1}]}), tmp_path / "run")
+        runner.run()
+    finally:
+        registry.prompters.unregister("test-bad-prompt")
+    assert runner.failures
+    assert all(re.search(message, failure.cause) for failure in runner.failures), \
+        runner.failures[0].cause
