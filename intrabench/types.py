@@ -203,13 +203,18 @@ class Prompt:
         (a point, a box corner, a scribble voxel or a lasso's slice), described, or None
         when all are on it. A negative index would count from the grid's far end in numpy."""
         z_size, y_size, x_size = (int(v) for v in shape)
+        upper = np.array([z_size, y_size, x_size])
+
+        def first_off(voxels: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
+            voxels = np.asarray(voxels, dtype=np.int64).reshape(-1, 3)
+            bad = np.flatnonzero(((voxels < 0) | (voxels >= upper)).any(axis=1))
+            return None if not len(bad) else (int(bad[0]), tuple(voxels[bad[0]].tolist()))
 
         def off(z: int, y: int, x: int) -> bool:
             return not (0 <= z < z_size and 0 <= y < y_size and 0 <= x < x_size)
 
-        for index, (z, y, x) in enumerate(self.points.tolist()):
-            if off(z, y, x):
-                return f"point {index} at ({z}, {y}, {x})"
+        if (found := first_off(self.points)) is not None:
+            return f"point {found[0]} at {found[1]}"
         for z, box in self.boxes.items():
             if off(z, box.y_min, box.x_min) or off(z, box.y_max, box.x_max) \
                     or box.y_min > box.y_max or box.x_min > box.x_max:
@@ -220,9 +225,8 @@ class Prompt:
                     or b.z_min > b.z_max or b.y_min > b.y_max or b.x_min > b.x_max:
                 return f"the 3D box {b.as_tuple()}"
         for index, scribble in enumerate(self.scribbles):
-            for z, y, x in np.asarray(scribble.points, dtype=np.int64).reshape(-1, 3).tolist():
-                if off(z, y, x):
-                    return f"scribble {index}'s voxel ({z}, {y}, {x})"
+            if (found := first_off(scribble.points)) is not None:
+                return f"scribble {index}'s voxel {found[1]}"
         for index, lasso in enumerate(self.lassos):
             if not 0 <= int(lasso.z) < z_size:
                 return f"lasso {index} on slice {lasso.z}"

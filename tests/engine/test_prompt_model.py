@@ -47,3 +47,27 @@ def test_slice_prompt_key_distinguishes_contents():
     b = Prompt(points=[[1, 2, 3]], point_labels=[0]).on_slice(1)
     assert a.key() != b.key()
     assert a.key() == Prompt(points=[[1, 2, 3]], point_labels=[1]).on_slice(1).key()
+
+
+def test_prompt_outside_names_the_first_element_off_the_grid():
+    import numpy as np
+
+    from intrabench.types import Box2D, Box3D, Lasso, Prompt, Scribble
+
+    shape = (4, 8, 8)
+    assert Prompt(points=np.array([[3, 7, 7], [0, 0, 0]]), point_labels=[1, 0]).outside(
+        shape) is None
+    assert Prompt(points=np.array([[3, 7, 7], [0, 8, 0]]), point_labels=[1, 0]).outside(
+        shape) == "point 1 at (0, 8, 0)"
+    assert Prompt(boxes={2: Box2D(1, 1, 7, 8)}).outside(shape) == \
+        "the box on slice 2 ((1, 1, 7, 8))"
+    assert Prompt(boxes={4: Box2D(1, 1, 2, 2)}).outside(shape) == \
+        "the box on slice 4 ((1, 1, 2, 2))"
+    assert Prompt(boxes={1: Box2D(3, 1, 2, 2)}).outside(shape) is not None  # min > max
+    assert Prompt(box3d=Box3D(0, 0, 0, 3, 7, 7)).outside(shape) is None
+    assert Prompt(box3d=Box3D(-1, 0, 0, 3, 7, 7)).outside(shape) == \
+        "the 3D box (-1, 0, 0, 3, 7, 7)"
+    assert Prompt(scribbles=(Scribble(np.array([[0, 0, 0], [1, 2, -1]]), 0),)).outside(
+        shape) == "scribble 0's voxel (1, 2, -1)"
+    assert Prompt(lassos=(Lasso(5, np.array([[1, 1], [2, 2], [1, 3]])),)).outside(shape) == \
+        "lasso 0 on slice 5"
