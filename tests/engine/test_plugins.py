@@ -8,12 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from intrabench import registry
 from intrabench.errors import ConfigError
 from intrabench.protocols import Model
+from intrabench.types import Box3D, Prompt
 
 PLUGIN_SOURCE = Path(__file__).resolve().parents[1] / "plugin_package"
 
@@ -198,18 +200,16 @@ def test_a_plugin_module_that_fails_at_import_is_one_line(tmp_path, capsys, monk
 
 
 @pytest.mark.parametrize("returned, message", [
-    ("np.zeros((3, 3, 3), bool)", r"returned a mask of shape \(3, 3, 3\) for a case of shape "
-                                  r"\(\d+, \d+, \d+\) \(z, y, x\)"),
-    ("np.full(self.shape, 0.7)", "returned a float64 mask; masks are boolean"),
-    ("np.ones(self.shape, np.uint8)", "returned a uint8 mask; masks are boolean"),
-    ("[[0]]", "returned Prediction with a list mask"),
+    (lambda shape: np.zeros((3, 3, 3), bool),
+     r"returned a mask of shape \(3, 3, 3\) for a case of shape \(\d+, \d+, \d+\) \(z, y, x\)"),
+    (lambda shape: np.full(shape, 0.7), "returned a float64 mask; masks are boolean"),
+    (lambda shape: np.ones(shape, np.uint8), "returned a uint8 mask; masks are boolean"),
+    (lambda shape: [[0]], "returned Prediction with a list mask"),
 ])
 def test_a_model_output_that_is_no_mask_of_the_case_fails_its_unit_in_one_line(
         tmp_path, monkeypatch, returned, message):
     """A probability map was scored as if every voxel above 0 were foreground, and a mask of
     another shape failed deep in the metrics ("operands could not be broadcast together")."""
-    import numpy as np
-
     from intrabench.config import parse_config
     from intrabench.engine.runner import Runner
     from intrabench.types import Prediction
@@ -223,7 +223,7 @@ def test_a_model_output_that_is_no_mask_of_the_case_fails_its_unit_in_one_line(
             self.shape = image.shape
 
         def predict(self, prompt, previous=None, update_slices=None):
-            return Prediction(mask=eval(returned, {"np": np, "self": self}))
+            return Prediction(mask=returned(self.shape))
 
     registry.models.register(Wrong)
     try:
@@ -242,27 +242,25 @@ def test_a_model_output_that_is_no_mask_of_the_case_fails_its_unit_in_one_line(
 
 
 @pytest.mark.parametrize("returned, message", [
-    ("Prompt(points=np.array([[999, 2, 3]]), point_labels=np.array([1]))",
+    (lambda: Prompt(points=np.array([[999, 2, 3]]), point_labels=np.array([1])),
      r"prompter 'test-bad-prompt' put point 0 at \(999, 2, 3\) outside the case's grid "
      r"\(\d+, \d+, \d+\) \(z, y, x\)"),
     # a negative index counted from the far end of the volume in numpy: a click elsewhere
-    ("Prompt(points=np.array([[1, -5, 3]]), point_labels=np.array([1]))", r"point 0 at \(1, -5, 3\)"),
-    ("Prompt(box3d=Box3D(0, 0, 0, 2, 500, 4))", r"the 3D box \(0, 0, 0, 2, 500, 4\)"),
-    ("Prompt(box3d=Box3D(2, 0, 0, 1, 4, 4))", r"the 3D box \(2, 0, 0, 1, 4, 4\)"),
-    ("{'points': [[1, 2, 3]]}", "prompter 'test-bad-prompt' returned dict, not a Prompt"),
-    ("Prompt(points=np.array([[2.5, 3.0, 4.0]]), point_labels=np.array([1]))",
+    (lambda: Prompt(points=np.array([[1, -5, 3]]), point_labels=np.array([1])),
+     r"point 0 at \(1, -5, 3\)"),
+    (lambda: Prompt(box3d=Box3D(0, 0, 0, 2, 500, 4)), r"the 3D box \(0, 0, 0, 2, 500, 4\)"),
+    (lambda: Prompt(box3d=Box3D(2, 0, 0, 1, 4, 4)), r"the 3D box \(2, 0, 0, 1, 4, 4\)"),
+    (lambda: {"points": [[1, 2, 3]]}, "prompter 'test-bad-prompt' returned dict, not a Prompt"),
+    (lambda: Prompt(points=np.array([[2.5, 3.0, 4.0]]), point_labels=np.array([1])),
      r"points are voxel indices \(whole numbers\)"),  # int() truncated 2.5 to 2
 ])
 def test_a_prompt_that_is_no_prompt_on_the_case_fails_its_unit_in_one_line(tmp_path, returned,
                                                                           message):
     import re
 
-    import numpy as np
-
     from intrabench.config import parse_config
     from intrabench.engine.runner import Runner
     from intrabench.protocols import Prompter
-    from intrabench.types import Box3D, Prompt
 
     class Bad(Prompter):
         name = "test-bad-prompt"
@@ -271,7 +269,7 @@ def test_a_prompt_that_is_no_prompt_on_the_case_fails_its_unit_in_one_line(tmp_p
         effort_rule = "1"
 
         def initial(self, context):
-            return eval(returned, {"np": np, "Prompt": Prompt, "Box3D": Box3D})
+            return returned()
 
     registry.prompters.register(Bad)
     try:
