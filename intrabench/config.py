@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from intrabench import registry
-from intrabench.errors import ConfigError
+from intrabench.errors import ConfigError, one_line_cause
 from intrabench.timing.human import TimeModel
 
 
@@ -251,8 +251,6 @@ class RunConfig(BaseModel):
             except ImportError as error:
                 raise ConfigError(f"imports: cannot import '{module}': {error}") from None
             except Exception as error:  # the plugin's own code failed while it was imported
-                from intrabench.engine.failures import one_line_cause
-
                 raise ConfigError(f"imports: importing '{module}' failed: "
                                   f"{one_line_cause(error)}") from None
 

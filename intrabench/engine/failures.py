@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from intrabench.errors import one_line_cause
+
 if TYPE_CHECKING:
     from intrabench.engine.plan import WorkUnit
 
@@ -61,45 +63,6 @@ class UnitFailure:
         where = "/".join(p for p in (self.dataset, self.case, self.target) if p)
         return (f"{where} | {self.model} | {self.prompter} | {self.refiner} | seed {self.seed}: "
                 f"{self.cause}")
-
-
-def one_line_cause(error: BaseException) -> str:
-    """``Type: first line of the message (file:line)``: the innermost frame outside the
-    installed libraries and Python's own (the plugin's or adapter's line that called into
-    torch), followed by ``; raised in <library file:line>`` when the error came from deeper.
-    The frame is unknown for errors that crossed a process boundary (their traceback stays
-    there)."""
-    message = str(error).strip().splitlines()
-    text = f"{type(error).__name__}: {message[0]}" if message else type(error).__name__
-    frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ else []
-    if frames:
-        own = next((f for f in reversed(frames) if not _in_a_library(f.filename)), frames[-1])
-        text += f" ({_short_path(own.filename)}:{own.lineno}"
-        innermost = frames[-1]
-        if innermost is not own:
-            text += f"; raised in {_short_path(innermost.filename)}:{innermost.lineno}"
-        text += ")"
-    return text
-
-
-def _in_a_library(filename: str) -> bool:
-    """Whether ``filename`` belongs to an installed package or to Python itself."""
-    import sysconfig
-
-    path = Path(filename)
-    if "site-packages" in path.parts or "dist-packages" in path.parts:
-        return True
-    library = Path(sysconfig.get_paths()["stdlib"])
-    return library in path.parents or filename.startswith("<")
-
-
-def _short_path(filename: str) -> str:
-    parts = Path(filename).parts
-    for anchor in ("intrabench", "models", "prompters", "datasets", "site-packages"):
-        if anchor in parts:
-            index = len(parts) - 1 - parts[::-1].index(anchor)
-            return "/".join(parts[index + (anchor == "site-packages"):])
-    return Path(filename).name
 
 
 def write_failures(run_dir: Path, failures: list[UnitFailure]) -> Path:
