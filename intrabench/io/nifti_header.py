@@ -41,6 +41,10 @@ class DataLayout:
     #: (no scaling when the slope is 0 or NaN)
     slope: float = 1.0
     inter: float = 0.0
+    #: spatial axes (0: i, 1: j, 2: k) whose ``pixdim`` is 0 or not finite in a header with
+    #: neither a qform nor an sform (its grid comes from ``pixdim`` alone): ITK reads 1 mm
+    #: there
+    unset_voxel_size: tuple[int, ...] = ()
 
     @property
     def scaled(self) -> bool:
@@ -89,8 +93,11 @@ def _nifti1(header: bytes, order: str) -> DataLayout | None:
     if not np.isfinite(offset) or offset != int(offset) or offset < _NIFTI1_SIZE + 4:
         return None
     slope, inter = np.frombuffer(header, dtype=np.dtype(order + "f4"), count=2, offset=112)
+    pixdim = np.frombuffer(header, dtype=np.dtype(order + "f4"), count=8, offset=76)
+    codes = (_int(header, order, "i2", 252), _int(header, order, "i2", 254))
     return _layout(order, _int(header, order, "i2", 70), _int(header, order, "i2", 72),
-                   _int(header, order, "i2", 40, 8), int(offset), float(slope), float(inter))
+                   _int(header, order, "i2", 40, 8), int(offset), float(slope), float(inter),
+                   _unset_voxel_size(pixdim, codes))
 
 
 def _nifti2(header: bytes, order: str) -> DataLayout | None:
@@ -100,12 +107,25 @@ def _nifti2(header: bytes, order: str) -> DataLayout | None:
     if offset < _NIFTI2_SIZE + 4:
         return None
     slope, inter = np.frombuffer(header, dtype=np.dtype(order + "f8"), count=2, offset=176)
+    pixdim = np.frombuffer(header, dtype=np.dtype(order + "f8"), count=8, offset=104)
+    codes = (_int(header, order, "i4", 344), _int(header, order, "i4", 348))
     return _layout(order, _int(header, order, "i2", 12), _int(header, order, "i2", 14),
-                   _int(header, order, "i8", 16, 8), offset, float(slope), float(inter))
+                   _int(header, order, "i8", 16, 8), offset, float(slope), float(inter),
+                   _unset_voxel_size(pixdim, codes))
+
+
+def _unset_voxel_size(pixdim: np.ndarray, codes: tuple[int, int]) -> tuple[int, ...]:
+    """Spatial axes whose voxel size the header leaves unset (see DataLayout)."""
+    if any(codes):  # a qform or sform gives the grid
+        return ()
+    # a negative size is a flip that ITK turns into the direction: a size all the same
+    return tuple(axis for axis in range(3)
+                 if not (np.isfinite(pixdim[axis + 1]) and pixdim[axis + 1] != 0))
 
 
 def _layout(order: str, datatype: int, bitpix: int, dim: list[int], offset: int,
-            slope: float, inter: float) -> DataLayout | None:
+            slope: float, inter: float, unset_voxel_size: tuple[int, ...] = ()
+            ) -> DataLayout | None:
     kind = VOXEL_TYPES.get(datatype)
     if kind is None or not 1 <= dim[0] <= 7:
         return None
@@ -113,4 +133,5 @@ def _layout(order: str, datatype: int, bitpix: int, dim: list[int], offset: int,
     shape = tuple(dim[1: dim[0] + 1])
     if bitpix != 8 * dtype.itemsize or any(n < 1 for n in shape):
         return None
-    return DataLayout(offset=offset, shape=shape, dtype=dtype, slope=slope, inter=inter)
+    return DataLayout(offset=offset, shape=shape, dtype=dtype, slope=slope, inter=inter,
+                      unset_voxel_size=unset_voxel_size[:len(shape)])

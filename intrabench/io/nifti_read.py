@@ -36,11 +36,13 @@ _SITK_PIXEL_TYPES = {
 def read_nifti_directly(path: str | Path) -> RawImage | None:
     """``path``'s voxels in the file's order (k, j, i) and its grid, or None when the file is
     not one this reader takes (see the module docstring). DataError when the data is cut
-    short or its gzip stream is corrupt."""
+    short, its gzip stream is corrupt, or the header leaves a voxel size unset (any NIfTI
+    file: :func:`check_voxel_size`)."""
     path = Path(path)
     if not path.name.endswith((".nii", ".nii.gz")) or not path.is_file():
         return None
     layout = data_layout(path)
+    check_voxel_size(path, layout)
     if (layout is None or len(layout.shape) != 3 or layout.scaled
             or not layout.dtype.isnative):
         return None
@@ -58,6 +60,18 @@ def read_nifti_directly(path: str | Path) -> RawImage | None:
         raise DataError(f"{path}: {bad} voxels are NaN or infinite; clean the image before "
                         "benchmarking")
     return RawImage(array=array, geometry=geometry, finite=True)
+
+
+def check_voxel_size(path: Path, layout: DataLayout | None) -> None:
+    """DataError when the header leaves a voxel size unset (``pixdim`` 0 or NaN, no qform or
+    sform): ITK reads 1 mm there, and every number in mm (NSD's tolerance, HD95, volumes,
+    the 3D models' resampling) would rest on a size nobody gave."""
+    if layout is None or not layout.unset_voxel_size:
+        return
+    axes = ", ".join("ijk"[axis] for axis in layout.unset_voxel_size)
+    raise DataError(f"{path}: the header gives no voxel size along {axes} (pixdim 0 or NaN, "
+                    "and no qform or sform); ITK would read 1 mm and every measure in mm would "
+                    "rest on it: set the voxel size in the header")
 
 
 def _sitk_geometry(path: Path, layout: DataLayout) -> ImageGeometry | None:

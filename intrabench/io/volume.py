@@ -151,7 +151,7 @@ def read_image(path: str | Path) -> RawImage:
     :mod:`intrabench.io.nifti_read`), its data checked (:func:`check_nifti` for NIfTI)."""
     from intrabench.io.nifti_read import read_nifti_directly
 
-    raw = read_nifti_directly(path)
+    raw = read_nifti_directly(path)  # checks a NIfTI header's voxel size too
     if raw is not None:
         return raw
     return RawImage.from_sitk(read_sitk(path), name=str(path))

@@ -188,3 +188,16 @@ def test_a_grid_without_a_positive_finite_spacing_is_refused_in_one_line():
         with pytest.raises(DataError, match=r"case\.nii: voxel spacing .* mm \(x, y, z\) is not "
                                             "positive and finite"):
             volume_from_raw(raw, name="case.nii")
+
+
+@pytest.mark.parametrize("suffix", [".nii", ".nii.gz"])
+@pytest.mark.parametrize("size", [0.0, float("nan")])
+def test_a_voxel_size_the_header_leaves_unset_is_refused(tmp_path, suffix, size):
+    """pixdim 0 or NaN without a qform or sform: ITK reads 1 mm there in silence, and NSD's
+    tolerance, HD95 and volumes in mm would rest on it."""
+    data = np.arange(4 * 5 * 6, dtype=np.int16).reshape(4, 5, 6)
+    path = _header_patched(_write(tmp_path / f"image{suffix}", data), size)
+    assert sitk.ReadImage(str(path)).GetSpacing()[2] == 1.0  # what ITK makes of it
+    with pytest.raises(DataError, match=r"image\.nii(\.gz)?: the header gives no voxel size "
+                                        r"along k \(pixdim 0 or NaN, and no qform or sform\)"):
+        read_image(path)
