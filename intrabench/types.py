@@ -202,33 +202,29 @@ class Prompt:
         """The first element of the prompt that is not on the (z, y, x) grid ``shape``
         (a point, a box corner, a scribble voxel or a lasso's slice), described, or None
         when all are on it. A negative index would count from the grid's far end in numpy."""
-        z_size, y_size, x_size = (int(v) for v in shape)
-        upper = np.array([z_size, y_size, x_size])
+        upper = np.array([int(v) for v in shape])
 
-        def first_off(voxels: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
+        def first_off(voxels: Any) -> tuple[int, tuple[int, ...]] | None:
             voxels = np.asarray(voxels, dtype=np.int64).reshape(-1, 3)
             bad = np.flatnonzero(((voxels < 0) | (voxels >= upper)).any(axis=1))
             return None if not len(bad) else (int(bad[0]), tuple(voxels[bad[0]].tolist()))
 
-        def off(z: int, y: int, x: int) -> bool:
-            return not (0 <= z < z_size and 0 <= y < y_size and 0 <= x < x_size)
+        def bad_box(low: tuple[int, ...], high: tuple[int, ...]) -> bool:
+            return first_off([low, high]) is not None or any(a > b for a, b in zip(low, high))
 
         if (found := first_off(self.points)) is not None:
             return f"point {found[0]} at {found[1]}"
         for z, box in self.boxes.items():
-            if off(z, box.y_min, box.x_min) or off(z, box.y_max, box.x_max) \
-                    or box.y_min > box.y_max or box.x_min > box.x_max:
+            if bad_box((z, box.y_min, box.x_min), (z, box.y_max, box.x_max)):
                 return f"the box on slice {z} ({box.as_tuple()})"
-        if self.box3d is not None:
-            b = self.box3d
-            if off(b.z_min, b.y_min, b.x_min) or off(b.z_max, b.y_max, b.x_max) \
-                    or b.z_min > b.z_max or b.y_min > b.y_max or b.x_min > b.x_max:
-                return f"the 3D box {b.as_tuple()}"
+        if self.box3d is not None and bad_box(self.box3d.as_tuple()[:3],
+                                              self.box3d.as_tuple()[3:]):
+            return f"the 3D box {self.box3d.as_tuple()}"
         for index, scribble in enumerate(self.scribbles):
             if (found := first_off(scribble.points)) is not None:
                 return f"scribble {index}'s voxel {found[1]}"
         for index, lasso in enumerate(self.lassos):
-            if not 0 <= int(lasso.z) < z_size:
+            if not 0 <= int(lasso.z) < upper[0]:
                 return f"lasso {index} on slice {lasso.z}"
         return None
 
