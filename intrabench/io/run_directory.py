@@ -163,12 +163,12 @@ class RunLock:
             import fcntl
         except ImportError:  # pragma: no cover - not on Linux/macOS
             return
-        handle = open(self.path, "a+")  # noqa: SIM115 - held open while the run lasts
+        handle = open(self.path, "a+", encoding="utf-8", errors="replace")  # noqa: SIM115
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             handle.seek(0)
-            holder = handle.read().strip() or "another process"
+            holder = handle.read(500).strip() or "another process"
             handle.close()
             raise UserError(f"output directory {self.path.parent} is in use by another "
                             f"IntraBench run ({holder}); wait for it to end, or use another "

@@ -128,3 +128,22 @@ def test_a_pinned_file_swapped_after_its_first_check_is_refused(tmp_path, book, 
     with pytest.raises(CheckpointError, match=r"fake_net\.pt: sha256 [0-9a-f]{64}, expected "
                                               f"{_sha(b'the published weights')} for fake-net"):
         check_pinned("fake-net", weights)
+
+
+@pytest.mark.parametrize("book_text", [
+    "x" * 3_000_000,  # huge garbage
+    '{"%s": {"sha256": "%s", "size": NaN, "mtime_ns": NaN, "inode": NaN, "device": NaN}}',
+    '{"%s": {"sha256": "%s", "size": -1, "mtime_ns": -1, "inode": -1, "device": -1}}',
+    '{"%s": {"sha256": {"nested": ["%s"]}}}',
+    '{"%s": [[[[[[["%s"]]]]]]]}',
+    "[" * 100_000 + "]" * 100_000,  # nesting too deep for the JSON parser
+    '{"%s": {"sha256": "%s", "size": 1e400}}',
+])
+def test_a_hostile_book_is_never_trusted_nor_a_traceback(tmp_path, book, hashed, book_text):
+    weights = tmp_path / "net.pt"
+    weights.write_bytes(b"abc")
+    book.parent.mkdir(parents=True)
+    forged = "0" * 64
+    book.write_text(book_text.replace("%s", str(weights.resolve()), 1).replace("%s", forged))
+    assert file_digests.remembered_sha256(weights) == _sha(b"abc")
+    assert hashed == [str(weights.resolve())]

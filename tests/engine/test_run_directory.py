@@ -174,8 +174,13 @@ def test_hostile_run_records_are_damaged_or_foreign_never_a_traceback(tmp_path, 
     assert run_machine(tmp_path) is None
 
 
-@pytest.mark.parametrize("problems", ["garbage\x00\xff", "dataset,case,model,units,problem\n"
-                                      "d,c,m,many,p\n", "", "units\n-5\n"])
+@pytest.mark.parametrize("problems", [
+    "garbage\x00\xff", "dataset,case,model,units,problem\nd,c,m,many,p\n", "", "units\n-5\n",
+    "dataset,case,model,units,problem\nd,c,m,NaN,p\n",
+    "dataset,case,model,units,problem\nd,c,m,1e9,p\n",
+    "dataset,case,model,units,problem\nd,c,m,\"[[1]]\",p\n",
+    "dataset,case,model,units,problem\n" + "d,c,m,x,p\n" * 200_000,  # huge
+])
 def test_a_damaged_problems_list_is_read_as_no_problems(tmp_path, capsys, problems):
     """The incompleteness line reads problems.csv and failures.csv: damaged, they count
     nothing (the missing units are then called not run yet), never a traceback."""
@@ -239,3 +244,21 @@ def test_a_refused_run_closes_its_lock_and_the_next_one_has_nothing_to_say(tmp_p
     with caplog.at_level(logging.WARNING, logger="intrabench.engine.runner"):
         Runner(_config(refinement_steps=2), tmp_path / "run", extend=True).run()
     assert not any("ended without closing" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("left", [b"\x00\xff\xfe garbage", b"pid \xff\xfe", b"pid " + b"9" * 5000,
+                                  b"pid \n\n\t", b"x" * 10_000])
+def test_a_lock_file_with_anything_in_it_is_taken_and_emptied(tmp_path, caplog, left):
+    """The lock file's left-over text is shown only when it reads like a holder ("pid ..."),
+    cut to 500 characters; anything else is taken over in silence; never a traceback."""
+    import logging
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / ".lock").write_bytes(left)  # invalid UTF-8 too
+    with caplog.at_level(logging.WARNING, logger="intrabench.engine.runner"):
+        plan, problems = Runner(_config(), tmp_path / "run").run()
+    assert not problems and len(plan.units) == 2
+    warned = [r.getMessage() for r in caplog.records if "ended without closing" in r.getMessage()]
+    assert len(warned) == (1 if left.strip().startswith(b"pid ") else 0)
+    assert all(len(message) < 1000 for message in warned)
+    assert (tmp_path / "run" / ".lock").read_text() == ""
