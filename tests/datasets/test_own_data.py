@@ -383,3 +383,18 @@ def test_a_multi_channel_folder_is_no_problem_and_its_channel_is_chosen(tmp_path
     assert main(["datasets", "verify", str(folder)]) == 1
     assert (f"{folder}: stray file in imagesTr: a_0002.nii.gz is channel 2, which "
             "dataset.json's channel_names does not declare") in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("channels", [["CT"], {"x": "CT"}, {"-1": "CT"}, "CT", 7,
+                                      {"0": {"nested": [1, {"2": None}]}}, {"0": float("nan")},
+                                      {str(i): "MR" for i in range(20_000)}])
+def test_hostile_channel_names_are_one_line_or_read_as_given(tmp_path, channels):
+    folder, _ = _two_channel_folder(tmp_path)
+    meta = json.loads((folder / "dataset.json").read_text())
+    (folder / "dataset.json").write_text(json.dumps({**meta, "channel_names": channels}))
+    try:
+        dataset = registry.datasets.create("nnunet-folder", {"path": str(folder)})
+    except UserError as error:
+        assert "channel_names must map channel numbers to names" in str(error)
+        return
+    assert dataset.load("a").image.shape == (4, 6, 6)  # channel 0, whatever its name
