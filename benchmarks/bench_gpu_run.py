@@ -114,19 +114,25 @@ def read_calibration(config_path: Path) -> dict:
     return dict(table.get(config_path.name, {}))
 
 
-def stand_in_config(config: RunConfig, forward_ms: float) -> RunConfig:
+def stand_in_config(config: RunConfig, forward_ms: float | dict[str, float]) -> RunConfig:
     """``config`` with each model replaced by the stand-in of its kind (``synthetic-network-2d``
     for a slice model, ``synthetic-network`` for a volume model) taking ``forward_ms`` per
-    forward pass (per predicted slice in 2D), labelled with the model's key so rows keep their
-    names; datasets, prompters, refiners and steps stay as they are: the same phases."""
-    from intrabench.protocols import SliceModel
+    forward pass (per predicted slice in 2D; a number for every model, or one per model key),
+    labelled with the model's key so rows keep their names, and taking the prompt kinds the
+    model takes (a stand-in for SegVol, which takes no previous mask, is not refined: the same
+    forward passes as the real run); datasets, prompters, refiners and steps stay as they are:
+    the same phases."""
+    from intrabench.protocols import SliceModel, model_accepts
     from intrabench.registry import models as model_registry
 
     stand_ins = []
     for spec in config.models:
-        is_2d = issubclass(model_registry.get(spec.name), SliceModel)
-        stand_ins.append({"name": "synthetic-network-2d" if is_2d else "synthetic-network",
-                          "forward_ms": forward_ms, "label": spec.key})
+        model_cls = model_registry.get(spec.name)
+        stand_in = "synthetic-network-2d" if issubclass(model_cls, SliceModel) else "synthetic-network"
+        takes = model_accepts(model_cls, spec.params) & model_registry.get(stand_in).accepts
+        stand_ins.append({"name": stand_in, "label": spec.key, "accepts": sorted(takes),
+                          "forward_ms": (forward_ms[spec.key] if isinstance(forward_ms, dict)
+                                         else forward_ms)})
     return RunConfig.model_validate({**config.model_dump(exclude_none=True),
                                      "models": stand_ins})
 
@@ -205,7 +211,8 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
     with (tempfile.TemporaryDirectory() as directory, timed_forward_passes(names, spans),
           GpuSampler() as sampler):
         started = time.perf_counter()
-        plan, problems = Runner(config, Path(directory), **runner_options).run()
+        runner = Runner(config, Path(directory), **runner_options)
+        plan, problems = runner.run()
         wall = time.perf_counter() - started
         rows = pd.read_parquet(Path(directory) / "results.parquet")
     for problem in problems:
@@ -234,6 +241,12 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
         "gpu_steady_busy": float(np.mean(samples[steady] > 0)) if steady.any() else float("nan"),
         "gpu_steady_mean": float(np.mean(samples[steady])) if steady.any() else float("nan"),
         "model_steady": steady_model,
+        "loop_lines": runner.loop_clock.lines(),
+        # per model: forward passes (steps with a forward pass) and their latency seconds
+        # (CUDA synchronised), for a calibration per model
+        "per_model": {name: (int(group["latency_seconds"].gt(0).sum()),
+                             float(group["latency_seconds"].sum()))
+                      for name, group in rows.groupby("model", sort=False)},
     }
 
 
@@ -302,6 +315,12 @@ def main() -> None:
     print(f"after the last forward pass    {result['after']:8.2f} s")
     print(f"simulated user (all processes) {result['user']:8.2f} s")
     print(f"metrics (all processes)        {result['metrics']:8.2f} s")
+    for name, (steps, seconds) in result["per_model"].items():
+        print(f"  {name}: {steps} steps with a forward pass, {seconds:.2f} s "
+              f"({1000 * seconds / max(steps, 1):.0f} ms each)")
+    print("where the model loop's time went (intrabench.engine.loop_clock):")
+    for line in result["loop_lines"]:
+        print(f"  {line}")
     from intrabench.io.machine import describe_machine, machine_text
 
     print(f"machine: {machine_text(describe_machine())}")

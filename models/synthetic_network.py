@@ -7,6 +7,7 @@ like what a trained network gives on CT: the structure under the prompt (grown f
 prompt's seed voxel within ``tolerance`` image units, inside a region of interest), perturbed
 (dilated, eroded or shifted by one voxel) and, with probability ``leak_probability``, leaking
 into a large ellipsoidal region of the body around it, as single clicks on CT sometimes do.
+``accepts`` narrows the prompt kinds it takes to those of the model it stands for.
 
 Every choice is drawn from a generator seeded by the prompt's content, so a prompt always gives
 the same mask, whatever the order of calls. Masks are (z, y, x) booleans on the image grid.
@@ -30,6 +31,7 @@ import numpy as np
 from scipy import ndimage
 
 from intrabench.components import connected_components
+from intrabench.errors import ConfigError
 from intrabench.evaluation.metrics import bounding_box_within, freeze_with_box, union_of_boxes
 from intrabench.io.volume import Volume
 from intrabench.protocols import Model, SliceModel, SliceOutput
@@ -55,6 +57,23 @@ class _StandIn:
     #: forward passes (and their seconds) of every stand-in in this process, for benchmarks
     total_forward_seconds: ClassVar[float] = 0.0
     total_forward_calls: ClassVar[int] = 0
+
+    @classmethod
+    def accepts_for(cls, params: dict[str, Any]) -> frozenset[str]:
+        """The stand-in's prompt kinds, narrowed by its ``accepts`` parameter (a list of kinds
+        it takes, e.g. the kinds of the model it stands for: a stand-in for SegVol leaves out
+        ``mask``, so a run does not refine it where the real run would not)."""
+        wanted = params.get("accepts")
+        if wanted is None:
+            return cls.accepts
+        if not isinstance(wanted, (list, tuple)) or not all(isinstance(k, str) for k in wanted):
+            raise ConfigError(f"{cls.name}: accepts must be a list of prompt kinds, "
+                              f"not {wanted!r:.80}")
+        unknown = set(wanted) - cls.accepts
+        if unknown:
+            raise ConfigError(f"{cls.name} cannot take {', '.join(sorted(unknown))} prompts "
+                              f"(it takes {', '.join(sorted(cls.accepts))})")
+        return frozenset(wanted)
 
     def _configure(self, forward_ms: float, leak_probability: float, tolerance: float,
                    context_mm: float, leak_radius_mm: float) -> None:
@@ -88,8 +107,9 @@ class SyntheticNetwork(_StandIn, Model):
 
     def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.2,
                  tolerance: float = 45.0, context_mm: float = 30.0, leak_radius_mm: float = 60.0,
-                 eraser_mm: float = 4.0) -> None:
+                 eraser_mm: float = 4.0, accepts: list[str] | None = None) -> None:
         self._configure(forward_ms, leak_probability, tolerance, context_mm, leak_radius_mm)
+        self.accepts = self.accepts_for({"accepts": accepts})
         self.eraser_mm = float(eraser_mm)
         self._image: Volume | None = None
         self._seconds = 0.0
@@ -224,9 +244,10 @@ class SyntheticNetwork2D(_StandIn, SliceModel):
 
     def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.1,
                  tolerance: float = 45.0, context_mm: float = 30.0,
-                 leak_radius_mm: float = 60.0) -> None:
+                 leak_radius_mm: float = 60.0, accepts: list[str] | None = None) -> None:
         super().__init__()
         self._configure(forward_ms, leak_probability, tolerance, context_mm, leak_radius_mm)
+        self.accepts = self.accepts_for({"accepts": accepts})
 
     def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
         started = time.perf_counter()

@@ -37,6 +37,7 @@ from intrabench.engine.finishing import (
     evaluate_episode_isolated,
     finish_unit_isolated,
 )
+from intrabench.engine.loop_clock import LoopClock
 from intrabench.engine.pipeline import Lane, LaneMode, LanePool
 from intrabench.engine.plan import Plan, WorkUnit, make_plan
 from intrabench.engine.progress import RunProgress
@@ -196,6 +197,8 @@ class Runner:
         self._attributes: dict[CaseIdentity, Future] = {}
         self._progress: RunProgress | None = None
         self._consolidating = False  # run() consolidates through the results worker
+        #: where the model loop's time went, by phase (:mod:`intrabench.engine.loop_clock`)
+        self.loop_clock = LoopClock()
         # prompting is sequential within an episode: a few episodes in flight per user worker
         # keep the model busy while the workers compute the others' next prompts
         if user_workers is None and background == "process":
@@ -264,17 +267,8 @@ class Runner:
             self._wanted_next = None
         if case is not None:
             return case
-        future = self._read_ahead.pop(identity, None)
-        if future is not None:
-            try:
-                case = future.result()
-            except DataError:
-                raise
-            except Exception as error:  # e.g. a plugin dataset the worker cannot import
-                log.warning("reading %s/%s ahead failed (%s: %s); reading it here",
-                            unit.dataset.key, unit.case_id, type(error).__name__, error)
-        if case is None:
-            case = self.datasets[unit.dataset.key].load(unit.case_id)
+        with self.loop_clock.phase("waiting for cases"):
+            case = self._read_case(unit)
         if self.config.target_attributes and case.attributes is None:
             # a case read here (not ahead): its attributes are wanted with its first unit's
             # rows, not by its forward passes; hashing a CT case for the attribute cache takes
@@ -283,6 +277,19 @@ class Runner:
                 with_attributes, case, self.datasets[unit.dataset.key])
         self._cases.put(identity, case, keep=self._wanted_next)
         return case
+
+    def _read_case(self, unit: WorkUnit) -> Case:
+        """``unit``'s case from the reader (read ahead), or read here (DataError)."""
+        future = self._read_ahead.pop((unit.dataset.key, unit.case_id), None)
+        if future is not None:
+            try:
+                return future.result()
+            except DataError:
+                raise
+            except Exception as error:  # e.g. a plugin dataset the worker cannot import
+                log.warning("reading %s/%s ahead failed (%s: %s); reading it here",
+                            unit.dataset.key, unit.case_id, type(error).__name__, error)
+        return self.datasets[unit.dataset.key].load(unit.case_id)
 
     def _attributes_of(self, identity: CaseIdentity, case: Case) -> dict | None:
         """``case``'s target attributes, once measured (see :meth:`_case`)."""
@@ -328,7 +335,7 @@ class Runner:
             skip(str(error))
             return [f"model '{first.model.key}' skipped: {error}"]
         scheduler = EpisodeScheduler(model, self._users, self.episodes_in_flight,
-                                     self.config.imports)
+                                     self.config.imports, clock=self.loop_clock)
         collected: dict[str, list[CroppedEpisode | None]] = {}  # by unit, in target order
         measured: dict[str, list[Future | None]] = {}  # their metrics, computed as each ends
         failed: set[str] = set()  # units with a failed episode: dropped, retried next run
@@ -375,7 +382,8 @@ class Runner:
         memory = PeakMemory()
         try:  # weights are read at first use: a bad file stops this model, not the run
             try:
-                setup_seconds = timed_set_case(model, case)
+                with self.loop_clock.phase("model set_case"):
+                    setup_seconds = timed_set_case(model, case)
             except (CheckpointError, UserError):
                 raise
             except Exception as error:  # noqa: BLE001 - the model cannot take this case
@@ -488,8 +496,9 @@ class Runner:
 
     def wait(self) -> None:
         """Block until every queued metric and file of this runner is written."""
-        self._submit_evaluated(wait=True)
-        self._finishers.drain()
+        with self.loop_clock.phase("waiting for results workers"):
+            self._submit_evaluated(wait=True)
+            self._finishers.drain()
 
     def prepare(self, executor: str = "local") -> tuple[Plan, list[list[WorkUnit]]]:
         """Plan the run, write its metadata, and group the unfinished units by (dataset, case,
@@ -570,6 +579,7 @@ class Runner:
         problems: list[str] = []
         self._progress = self.progress(pending) if self.progress else None
         started = time.perf_counter()
+        self.loop_clock.start()
         try:
             if groups:
                 # every worker imports its modules now, while this process builds the first
@@ -586,7 +596,8 @@ class Runner:
                 with ThreadPoolExecutor(1, thread_name_prefix="intrabench-model") as builder:
                     prepared = builder.submit(self._prepare_model, groups[0][0].model)
                     self._first_case(groups[0][0])
-                    build_seconds = prepared.result()
+                    with self.loop_clock.phase("building models"):  # what the case left
+                        build_seconds = prepared.result()
                 if self._progress is not None:
                     self._progress.model_built(groups[0], build_seconds)
                 self._consolidating = True
@@ -601,7 +612,8 @@ class Runner:
                 spec = group[0].model
                 if spec.key not in self._models and spec.key not in self._unusable_models:
                     # built here, not in the group's seconds: the ETA keeps builds apart
-                    build_seconds = self._prepare_model(spec)
+                    with self.loop_clock.phase("building models"):
+                        build_seconds = self._prepare_model(spec)
                     if self._progress is not None:
                         self._progress.model_built(group, build_seconds)
                 group_started = time.perf_counter()
@@ -617,12 +629,14 @@ class Runner:
                                              [u.key for u in plan.units])
             self.wait()
         finally:
+            self.loop_clock.stop()  # the closing below is not the loop's (Ctrl-C: it waits)
             self.close()  # also on Ctrl-C: finished episodes still reach their unit files
             write_failures(self.run_dir, self.failures)
             write_skipped_work(self.run_dir, self.skipped)
             if self._progress is not None:
                 self._progress.close()
         log.info("executed %d units in %.1f s", self.executed, time.perf_counter() - started)
+        log.debug("%s", "\n".join(self.loop_clock.lines()))
         if not groups:
             self.finish(plan)
         return plan, problems

@@ -36,6 +36,7 @@ from intrabench.engine.episode import (
     call_model,
     episode_program,
 )
+from intrabench.engine.loop_clock import LoopClock
 from intrabench.engine.pipeline import Lane
 from intrabench.engine.simulated_user import SimulatedUser
 from intrabench.engine.subprocess_executor import WorkerDied
@@ -74,11 +75,14 @@ class EpisodeScheduler:
     new episodes go to the least busy. With no lanes (or ``in_flight=1``) everything runs in
     this process, one episode after the other, exactly like :func:`~intrabench.engine.episode.
     run_episode`. ``imports``: the run's plugin modules, for the workers. Initial prompts of
-    prompters that query the model (propagation) are always computed here.
+    prompters that query the model (propagation) are always computed here (their forward
+    passes count as ``simulated user here`` on ``clock``). ``clock``: where the loop's time
+    goes, by phase (:mod:`intrabench.engine.loop_clock`; a new one when not given).
     """
 
     def __init__(self, model: Model, users: Lane | Sequence[Lane] | None = None,
-                 in_flight: int = 1, imports: Iterable[str] = ()) -> None:
+                 in_flight: int = 1, imports: Iterable[str] = (),
+                 clock: LoopClock | None = None) -> None:
         if in_flight < 1:
             raise ValueError("in_flight must be >= 1")
         self.model = model
@@ -91,6 +95,7 @@ class EpisodeScheduler:
         self.answered_here = 0
         #: forward passes made so far (numbers each call: 0 is the case's cold call)
         self.model_calls = 0
+        self.clock = clock if clock is not None else LoopClock()
 
     def run(self, tasks: Iterable[EpisodeTask],
             done: Callable[[EpisodeTask, list[StepResult]], None],
@@ -118,32 +123,41 @@ class EpisodeScheduler:
                             else episode.program.send(answer))
                 except StopIteration as finished:
                     running.remove(episode)
-                    done(episode.task, finished.value)
+                    with clock.phase("handing episodes to the metrics"):
+                        done(episode.task, finished.value)
                     return
                 if isinstance(call, ModelCall):
                     ready.append((episode, call))
                     return
                 if episode.lane is not None and not (call.step == 0
                                                      and episode.task.user.prompter.needs_model):
-                    waiting[self._ask_worker(episode, call)] = (episode, call)
+                    with clock.phase("sending to user workers"):
+                        waiting[self._ask_worker(episode, call)] = (episode, call)
                     return
-                answer = self._answer_here(episode, call)
+                with clock.phase("simulated user here"):
+                    answer = self._answer_here(episode, call)
+
+        exhausted = False
 
         def start_more() -> None:
-            while len(running) < self.in_flight:
-                task = next(pending, None)
-                if task is None:
-                    return
-                episode = _Running(task, episode_program(task.steps, task.refine,
-                                                         task.keep_previous_prompts,
-                                                         task.target_class), None)
-                self._assign_worker(episode, running)
+            nonlocal exhausted
+            while not exhausted and len(running) < self.in_flight:
+                with clock.phase("starting episodes"):  # the target's mask is built here
+                    task = next(pending, None)
+                    if task is None:
+                        exhausted = True
+                        return
+                    episode = _Running(task, episode_program(task.steps, task.refine,
+                                                             task.keep_previous_prompts,
+                                                             task.target_class), None)
+                    self._assign_worker(episode, running)
                 running.append(episode)
                 try:
                     advance(episode, None)
                 except Exception as error:  # noqa: BLE001 - isolated per episode (fail)
                     fail(episode, error)
 
+        clock = self.clock
         start_more()
         while running:
             interrupts.check()  # a Ctrl-C or kill whose first raise was swallowed
@@ -152,12 +166,15 @@ class EpisodeScheduler:
                 index = self.model_calls
                 self.model_calls += 1
                 try:
-                    advance(episode, call_model(self.model, call, index,
-                                                episode.task.ground_truth.shape))
+                    with clock.phase("forward passes"):
+                        answer = call_model(self.model, call, index,
+                                            episode.task.ground_truth.shape)
+                    advance(episode, answer)
                 except Exception as error:  # noqa: BLE001
                     fail(episode, error)
             else:
-                finished, _ = wait(list(waiting), return_when=FIRST_COMPLETED)
+                with clock.phase("waiting for simulated users"):
+                    finished, _ = wait(list(waiting), return_when=FIRST_COMPLETED)
                 for future in finished:
                     episode, call = waiting.pop(future)
                     try:
@@ -166,7 +183,8 @@ class EpisodeScheduler:
                             self.answered_by_worker += 1
                         except UserNotLoadable:  # its user is answered here from now on
                             episode.lane = None
-                            answer = self._answer_here(episode, call)
+                            with clock.phase("simulated user here"):
+                                answer = self._answer_here(episode, call)
                         advance(episode, answer)
                     except WorkerDied:
                         raise  # the worker is gone: every episode it held is lost

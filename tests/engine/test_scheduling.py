@@ -137,6 +137,15 @@ def test_interleaved_episodes_equal_serial_episodes(phantom, users, second_users
     propagating = sum(1 for t in tasks if t.user.prompter.needs_model)
     assert scheduler.answered_here == propagating  # only those initial prompts stay here
     assert scheduler.answered_by_worker > 0
+    # the loop's clock named each piece of work once per time it was done
+    entries = scheduler.clock.entries
+    assert entries["forward passes"] == scheduler.model_calls
+    assert entries["sending to user workers"] == scheduler.answered_by_worker
+    assert entries.get("simulated user here", 0) == scheduler.answered_here
+    assert entries["handing episodes to the metrics"] == len(tasks)
+    assert entries["starting episodes"] == len(tasks) + 1  # the last finds none left
+    assert entries["waiting for simulated users"] >= 1
+    assert sum(scheduler.clock.seconds.values()) <= scheduler.clock.wall + 1e-9
     for task in tasks:  # each episode alone, on a model whose caches start empty
         alone = registry.models.create(model_name, params)
         alone.set_case(phantom.image)
