@@ -71,6 +71,7 @@ for config in gpu-2d-refine gpu-3d-refine; do
   tiny_config "benchmarks/configs/$config.yaml" "$work/$config.yaml"
   part "$config" "$python" benchmarks/bench_gpu_run.py "$work/$config.yaml"
 done
+part case-setup "$python" benchmarks/bench_case_setup.py --shape 24 128 128 --repeats 1
 part encoders "$python" benchmarks/bench_throughput.py --part encoders --tiny --device cpu \
   --passes 1 --encoder-options "" "attention=fused,encoder_weights=bf16"
 part distance "$python" benchmarks/bench_distance.py --device cpu

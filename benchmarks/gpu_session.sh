@@ -8,7 +8,9 @@
 # tool, one or more parts per call (a call may run 10 minutes; device time is limited, so pick):
 #   carry [".gpu-runs"]:
 #     bash benchmarks/gpu_session.sh runs          # the two GPU configs, phantoms read from NIfTI
-#                                                  # files: start, steady state, GPU busy share
+#                                                  # files: start, steady state, GPU busy share,
+#                                                  # the model loop's phases; SAM-Med3D's case
+#                                                  # set-up by NumPy vs on the card
 #     bash benchmarks/gpu_session.sh encoders      # img/s per encoder: default, fused+bf16, +compile
 #     bash benchmarks/gpu_session.sh distance      # distance transforms: scipy, edt, CuPy
 #     bash benchmarks/gpu_session.sh naive         # ViT-H: plain and careful SamPredictor loops vs
@@ -59,8 +61,9 @@ for wanted in "${parts[@]}"; do
         runs|all)
             part gpu-2d-refine 280 python3 benchmarks/bench_gpu_run.py \
                 benchmarks/configs/gpu-2d-refine.yaml
-            part gpu-3d-refine 280 python3 benchmarks/bench_gpu_run.py \
-                benchmarks/configs/gpu-3d-refine.yaml ;;&
+            part gpu-3d-refine 250 python3 benchmarks/bench_gpu_run.py \
+                benchmarks/configs/gpu-3d-refine.yaml
+            part case-setup 60 python3 benchmarks/bench_case_setup.py --device cuda ;;&
         encoders|all)
             part encoders 420 python3 benchmarks/bench_throughput.py --part encoders --no-tiny \
                 --device cuda --encoder-options "" "attention=fused,encoder_weights=bf16" \

@@ -86,13 +86,21 @@ class _SamMed3DBase(NetworkModel3D):
 
     def __init__(self, checkpoint: str | None = None, checkpoint_dir: str | None = None,
                  device: str = "auto", weights: str = "checkpoint", tiny: bool = False,
-                 seed: int = 0, precision: str = "auto") -> None:
+                 seed: int = 0, precision: str = "auto", preprocessing: str = "auto") -> None:
         """``checkpoint``: explicit file; ``checkpoint_dir``: directory holding the table's file
         name; ``weights="random"`` (+ ``tiny=True``): no checkpoint, tests and timing only;
         ``precision``: 'auto' (bf16 autocast on CUDA, else float32), 'fp32', 'bf16', 'fp16'
-        (not on the CPU), applied to the encoder and decoder forward passes."""
+        (not on the CPU), applied to the encoder and decoder forward passes;
+        ``preprocessing``: where a case is resampled to 1.5 mm: 'auto' (default: on the
+        model's device when it is a GPU, else NumPy on the CPU), 'numpy', or 'device' (torch
+        on the model's device); every way gives the same voxels to the bit
+        (:meth:`CentredGrid.resample_with_torch`)."""
         from ._sammed3d_arch import FULL, TINY, SamMed3DNet
 
+        if preprocessing not in ("auto", "numpy", "device"):
+            raise ValueError(f"preprocessing must be 'auto', 'numpy' or 'device', not "
+                             f"'{preprocessing}'")
+        self.preprocessing = preprocessing
         check_weights_mode(weights, tiny)
         self.device, self.precision = device_and_precision(device, precision)
         self.config = TINY if tiny else FULL
@@ -127,7 +135,26 @@ class _SamMed3DBase(NetworkModel3D):
         # torchio's Resample(1.5) grid and linear interpolation, no intensity clipping: what
         # upstream's inference feeds the network
         self._grid_map = CentredGrid(image.shape, image.spacing, TARGET_SPACING_MM)
-        self._grid = self._grid_map.resample(image.array)
+        self._grid = self._resampled(image.array)
+
+    def resample_on_device(self) -> bool:
+        """Whether a case is resampled by torch on the model's device: ``preprocessing``
+        'device', or 'auto' on a GPU."""
+        if self.preprocessing == "auto":
+            return self.device.type != "cpu"
+        return self.preprocessing == "device"
+
+    def _resampled(self, array: np.ndarray) -> np.ndarray:
+        """``array`` on the 1.5 mm grid, where ``preprocessing`` says; a card without the
+        memory for it (a few volumes' worth) leaves it to NumPy, which gives the same voxels."""
+        if self.resample_on_device():
+            import torch
+
+            try:
+                return self._grid_map.resample_with_torch(array, self.device)
+            except torch.cuda.OutOfMemoryError:
+                torch.cuda.empty_cache()
+        return self._grid_map.resample(array)
 
     # -- geometry ----------------------------------------------------------------------
     def grid_points(self, points: np.ndarray) -> np.ndarray:

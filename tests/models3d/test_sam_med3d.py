@@ -142,3 +142,28 @@ def test_boxes_are_not_accepted():
     from intrabench.models.sam_med3d import SamMed3D
 
     assert "box3d" not in SamMed3D.accepts and "mask" in SamMed3D.accepts
+
+
+def test_resampling_on_the_device_gives_the_same_grid_and_masks(brain: Case):
+    """``preprocessing: device`` (the default on a GPU) resamples the case with torch: on the
+    CPU device the same code path gives NumPy's grid to the bit, and so the same masks."""
+    by_numpy = tiny_model("sam-med3d")
+    by_numpy.preprocessing = "numpy"
+    by_torch = tiny_model("sam-med3d")
+    by_torch.preprocessing = "device"
+    assert not by_numpy.resample_on_device() and by_torch.resample_on_device()
+    assert not tiny_model("sam-med3d").resample_on_device()  # 'auto' on the CPU: NumPy
+    for model in (by_numpy, by_torch):
+        model.set_case(brain.image)
+    assert np.array_equal(by_torch._grid.view(np.uint32), by_numpy._grid.view(np.uint32))
+    prompt = Prompt(points=_points(brain), point_labels=[1, 1])
+    assert np.array_equal(by_torch.predict(prompt).mask, by_numpy.predict(prompt).mask)
+
+
+def test_an_unknown_preprocessing_is_refused():
+    from intrabench import registry
+    from intrabench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="preprocessing must be 'auto', 'numpy' or 'device'"):
+        registry.models.create("sam-med3d", {"weights": "random", "tiny": True,
+                                             "device": "cpu", "preprocessing": "gpu"})
