@@ -270,6 +270,9 @@ def main() -> None:
     parser.add_argument("--background", choices=["process", "inline"], default="process")
     parser.add_argument("--user-workers", type=int)
     parser.add_argument("--finish-workers", type=int)
+    parser.add_argument("--build-ahead", choices=["auto", "yes", "no"], default="auto",
+                        help="build the next model beside the current one's last group "
+                             "(auto: where there is room for both, as intrabench run does)")
     args = parser.parse_args()
     if (args.config is not None and (args.proxy_of is not None or args.proxy_ms is not None)
             or args.config is None and args.proxy_of is None and args.proxy_ms is None):
@@ -302,6 +305,8 @@ def main() -> None:
         options["user_workers"] = args.user_workers
     if args.finish_workers is not None:
         options["finish_workers"] = args.finish_workers
+    if args.build_ahead != "auto":
+        options["build_ahead"] = args.build_ahead == "yes"
     result = measure(config, options)
     print(label)
     print(f"cores: {len(os.sched_getaffinity(0))}, runner: {options}")

@@ -38,6 +38,7 @@ from intrabench.engine.finishing import (
     finish_unit_isolated,
 )
 from intrabench.engine.loop_clock import LoopClock
+from intrabench.engine.model_ahead import NextModel, room_for_both
 from intrabench.engine.pipeline import Lane, LaneMode, LanePool
 from intrabench.engine.plan import Plan, WorkUnit, make_plan
 from intrabench.engine.progress import RunProgress
@@ -151,9 +152,13 @@ class Runner:
                  progress: Callable[[list[WorkUnit]], RunProgress] | None = None,
                  background: LaneMode = "process", episodes_in_flight: int | None = None,
                  user_workers: int | None = None, finish_workers: int | None = None,
-                 extend: bool = False, case_cache_bytes: int | None = None) -> None:
+                 extend: bool = False, case_cache_bytes: int | None = None,
+                 build_ahead: bool | None = None) -> None:
         """``case_cache_bytes``: memory for cases kept after their group, for the next model
-        (default: an eighth of the machine's memory; see :mod:`intrabench.engine.case_cache`)."""
+        (default: an eighth of the machine's memory; see :mod:`intrabench.engine.case_cache`).
+        ``build_ahead``: build the next model beside the current model's last group (None:
+        where there is room for both, :func:`~intrabench.engine.model_ahead.room_for_both`;
+        never with ``background="inline"``)."""
         self.config = config
         self.run_dir = Path(run_dir)
         #: continue a run directory whose recorded config differs (``intrabench run --extend``)
@@ -169,6 +174,9 @@ class Runner:
         self._lock = RunLock(self.run_dir)
         self.progress = progress
         self._models: dict[str, Model] = {}
+        self._next_model = NextModel()  # the next model, built ahead (see model_ahead)
+        self._prepared: set[str] = set()  # models prepare()d where they were built ahead
+        self.build_ahead = build_ahead if background == "process" else False
         self._unusable_models: dict[str, str] = {}
         self._cases = CaseCache(case_cache_bytes)
         self._wanted_next: CaseIdentity | None = None  # a kept case the next group will use
@@ -229,8 +237,24 @@ class Runner:
         """The model for ``spec``; the previously used model is released first (one in memory)."""
         if spec.key not in self._models:
             self._models.clear()
-            self._models[spec.key] = registry.models.create(spec.name, spec.params)
+            built = self._next_model.take(spec.key)  # waits for a build ahead, if any
+            if built is not None:
+                self._prepared.add(spec.key)
+            else:
+                self._prepared.discard(spec.key)
+            self._models[spec.key] = (built if built is not None
+                                      else registry.models.create(spec.name, spec.params))
         return self._models[spec.key]
+
+    def _build_next_ahead(self, current: ComponentSpec, following: ComponentSpec | None) -> None:
+        """Start building ``following`` (the next group's model) beside ``current``'s last
+        group, when it is another model and there is room for both (:mod:`.model_ahead`)."""
+        if (following is None or following.key == current.key
+                or following.key in self._unusable_models or self.build_ahead is False
+                or self._next_model.key == following.key):
+            return
+        if self.build_ahead or room_for_both(current, following):
+            self._next_model.start(following)
 
     def _prepare_model(self, spec: ComponentSpec) -> float:
         """Build ``spec``'s model and read its weights (:meth:`Model.prepare`); the seconds it
@@ -238,7 +262,9 @@ class Runner:
         the model anew, or at its first use) and reports it."""
         started = time.perf_counter()
         try:
-            self._model(spec).prepare()
+            model = self._model(spec)
+            if spec.key not in self._prepared:  # not when built (and prepared) ahead
+                model.prepare()
         except Exception as error:  # noqa: BLE001 - reported where the model is used
             log.debug("preparing model '%s' failed (%s: %s); left for its first use",
                       spec.key, type(error).__name__, error)
@@ -561,6 +587,7 @@ class Runner:
         """Write what the background lane holds (finished episodes) and stop its threads."""
         with contextlib.suppress(Exception):  # e.g. after Ctrl-C: units whose metrics are due
             self._submit_evaluated(wait=True)
+        self._next_model.close()
         self._finishers.close()
         self._reader.close()
         self._attribute_thread.shutdown(wait=True)
@@ -616,6 +643,8 @@ class Runner:
                         build_seconds = self._prepare_model(spec)
                     if self._progress is not None:
                         self._progress.model_built(group, build_seconds)
+                self._build_next_ahead(spec, groups[index + 1][0].model
+                                       if index + 1 < len(groups) else None)
                 group_started = time.perf_counter()
                 problems.extend(self.execute_group(group, wait=False))
                 if self._progress is not None:
