@@ -36,6 +36,7 @@ from forward_spans import timed_forward_passes
 
 from intrabench import registry
 from intrabench.config import builtin_demo_path, load_config
+from intrabench.engine.loop_clock import PHASES
 from intrabench.engine.runner import Runner, default_user_workers
 
 #: column name -> Runner keyword arguments
@@ -68,7 +69,8 @@ def measure(config, options: dict) -> dict[str, float]:
     with (tempfile.TemporaryDirectory() as directory, timed_forward_passes(names, spans),
           timed_model_construction(construction)):
         started = time.perf_counter()
-        plan, _ = Runner(config, Path(directory), **options).run()
+        runner = Runner(config, Path(directory), **options)
+        plan, _ = runner.run()
         ended = time.perf_counter()
         rows = pd.read_parquet(Path(directory) / "results.parquet")
     model = sum(end - start for start, end in spans)
@@ -83,6 +85,9 @@ def measure(config, options: dict) -> dict[str, float]:
         "metrics": float(rows["metric_seconds"].sum()),
         "units": len(plan.units),
         "rows": len(rows),
+        # the model loop's phases (intrabench.engine.loop_clock), prefixed "loop: "
+        **{f"loop: {phase}": row["seconds"]
+           for phase, row in runner.loop_clock.summary().items()},
     }
 
 
@@ -103,8 +108,9 @@ def main() -> None:
     for _ in range(args.repeats):
         for mode, options in modes.items():
             runs[mode].append(measure(config, options))
-    median = {mode: {key: statistics.median(r[key] for r in runs[mode]) for key in runs[mode][0]}
-              for mode in modes}
+    keys = {key for mode_runs in runs.values() for r in mode_runs for key in r}
+    median = {mode: {key: statistics.median(r.get(key, 0.0) for r in runs[mode])
+                     for key in sorted(keys)} for mode in modes}
     first = median["inline"]
     print(f"config: {args.config}")
     print(f"work units: {int(first['units'])}, rows: {int(first['rows'])}, "
@@ -124,6 +130,11 @@ def main() -> None:
     line("  (building the models, within the above)", "construction")
     line("simulated user (process: mostly in a worker)", "user")
     line("metrics (process: in a worker)", "metrics")
+    print("the model loop's time by phase (intrabench.engine.loop_clock):")
+    phases = [key for key in first if key.startswith("loop: ")]
+    order = {f"loop: {name}": index for index, name in enumerate(PHASES + ("untracked",))}
+    for key in sorted(phases, key=lambda k: order.get(k, len(order))):
+        line(f"  {key[len('loop: '):]}", key)
     print(f"{'harness overhead (1 - model/wall)':44}"
           + "".join(f"{1 - m['model'] / m['wall']:17.1%} " for m in median.values()))
     print(f"{'  the same, model building not counted':44}"
