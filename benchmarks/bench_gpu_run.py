@@ -270,6 +270,8 @@ def main() -> None:
     parser.add_argument("--background", choices=["process", "inline"], default="process")
     parser.add_argument("--user-workers", type=int)
     parser.add_argument("--finish-workers", type=int)
+    parser.add_argument("--reader-workers", type=int,
+                        help="processes reading cases ahead (default: one per four cores)")
     parser.add_argument("--build-ahead", choices=["auto", "yes", "no"], default="auto",
                         help="build the next model beside the current one's last group "
                              "(auto: where there is room for both, as intrabench run does)")
@@ -305,6 +307,8 @@ def main() -> None:
         options["user_workers"] = args.user_workers
     if args.finish_workers is not None:
         options["finish_workers"] = args.finish_workers
+    if args.reader_workers is not None:
+        options["reader_workers"] = args.reader_workers
     if args.build_ahead != "auto":
         options["build_ahead"] = args.build_ahead == "yes"
     result = measure(config, options)

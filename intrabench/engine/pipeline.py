@@ -57,6 +57,8 @@ class Lane:
         self._raise = raise_failures
         self._niceness = niceness
         self._slots = threading.BoundedSemaphore(max_pending)
+        self._unfinished = 0  # jobs submitted and not finished (whatever raise_failures says)
+        self._counting = threading.Lock()
         self._executor: Executor | None = None
         self._futures: list[Future] = []
         self._started: Future | None = None
@@ -99,19 +101,26 @@ class Lane:
             return future
         executor = self._start()
         self._slots.acquire()
+        with self._counting:
+            self._unfinished += 1
         try:
             future = executor.submit(fn, *args)
         except BaseException:
-            self._slots.release()
+            self._finished()
             raise
-        future.add_done_callback(lambda _: self._slots.release())
+        future.add_done_callback(lambda _: self._finished())
         if self._raise:
             self._futures.append(future)
         return future
 
+    def _finished(self) -> None:
+        with self._counting:
+            self._unfinished -= 1
+        self._slots.release()
+
     def load(self) -> int:
-        """Jobs submitted and not finished yet (tracked when failures are raised)."""
-        return sum(not future.done() for future in self._futures)
+        """Jobs submitted and not finished yet."""
+        return self._unfinished
 
     def drain(self) -> None:
         """Wait for every queued job; raise the first failure."""
@@ -151,12 +160,12 @@ class LanePool:
 
     def __init__(self, size: int, mode: LaneMode = "process", max_pending: int = 4,
                  name: str = "intrabench-lane", preload: tuple[str, ...] = (),
-                 niceness: int = 0) -> None:
+                 niceness: int = 0, raise_failures: bool = True) -> None:
         if size < 1:
             raise ValueError("a lane pool needs at least one lane")
         count = 1 if mode == "inline" else size
-        self.lanes = [Lane(mode, max_pending, name, preload, niceness=niceness)
-                      for _ in range(count)]
+        self.lanes = [Lane(mode, max_pending, name, preload, raise_failures=raise_failures,
+                           niceness=niceness) for _ in range(count)]
         self.mode = mode
 
     @property

@@ -97,6 +97,20 @@ def default_user_workers(sharing: int = 1,
     return min(4, share // 4)
 
 
+def default_reader_workers(sharing: int = 1) -> int:
+    """Worker processes reading cases ahead: one per four cores (at least one, at most 4).
+    ``sharing`` as in :func:`default_user_workers`.
+
+    A GPU node's model loop can finish a case faster than one process decodes the next (a
+    compressed CT takes seconds; LiteMedSAM's forward passes for its lesions, a fraction of a
+    second), so big machines read several cases ahead; one reader on small machines, where
+    the cores are the models'.
+    """
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 2)
+    return max(1, min(4, cores // max(1, sharing) // 4))
+
+
 def models_free_cpu(config: RunConfig) -> bool:
     """Whether every model of ``config`` computes its forward passes off the CPU."""
     return bool(config.models) and all(
@@ -153,12 +167,13 @@ class Runner:
                  background: LaneMode = "process", episodes_in_flight: int | None = None,
                  user_workers: int | None = None, finish_workers: int | None = None,
                  extend: bool = False, case_cache_bytes: int | None = None,
-                 build_ahead: bool | None = None) -> None:
+                 build_ahead: bool | None = None, reader_workers: int | None = None) -> None:
         """``case_cache_bytes``: memory for cases kept after their group, for the next model
         (default: an eighth of the machine's memory; see :mod:`intrabench.engine.case_cache`).
         ``build_ahead``: build the next model beside the current model's last group (None:
         where there is room for both, :func:`~intrabench.engine.model_ahead.room_for_both`;
-        never with ``background="inline"``)."""
+        never with ``background="inline"``). ``reader_workers``: processes reading the next
+        groups' cases, one case each at a time (default :func:`default_reader_workers`)."""
         self.config = config
         self.run_dir = Path(run_dir)
         #: continue a run directory whose recorded config differs (``intrabench run --extend``)
@@ -196,9 +211,13 @@ class Runner:
         # it imports the run's dataset modules only, not every registered dataset
         dataset_modules = sorted({registry.datasets.get(spec.name).__module__
                                   for spec in config.datasets})
-        self._reader = Lane(background, max_pending=1, name="intrabench-reader",
-                            preload=("intrabench.engine.case_reader", *dataset_modules),
-                            raise_failures=False, niceness=BACKGROUND_NICENESS)
+        reader_workers = default_reader_workers() if reader_workers is None else reader_workers
+        if reader_workers < 1:
+            raise ValueError("reader_workers must be >= 1")
+        self._readers = LanePool(reader_workers, background, max_pending=1,
+                                 name="intrabench-reader",
+                                 preload=("intrabench.engine.case_reader", *dataset_modules),
+                                 raise_failures=False, niceness=BACKGROUND_NICENESS)
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
         # attributes of cases read in this process, measured beside the model loop
         self._attribute_thread = ThreadPoolExecutor(1, thread_name_prefix="intrabench-attributes")
@@ -280,10 +299,32 @@ class Runner:
             self._wanted_next = identity  # not evicted by the case about to be read
             return
         if identity not in self._read_ahead:
-            spec = unit.dataset
-            self._read_ahead[identity] = self._reader.submit(
-                load_case, list(self.config.imports), spec.name, dict(spec.params), unit.case_id,
-                self.config.target_attributes)
+            self._submit_read(unit)
+
+    def _submit_read(self, unit: WorkUnit) -> None:
+        spec = unit.dataset
+        self._read_ahead[(spec.key, unit.case_id)] = self._readers.submit(
+            load_case, list(self.config.imports), spec.name, dict(spec.params), unit.case_id,
+            self.config.target_attributes)
+
+    def read_ahead_of(self, groups: list[list[WorkUnit]], index: int) -> None:
+        """Before group ``index`` runs: read the next group's case ahead (:meth:`read_ahead`),
+        then the cases of the groups after it, while fewer cases are read ahead and not yet
+        used than there are readers (so a reader never waits, and memory holds at most that
+        many such cases). Cases kept in memory are not read again."""
+        if index + 1 >= len(groups):
+            return
+        current = groups[index][0]
+        self.read_ahead(groups[index + 1][0], current=current)
+        for group in groups[index + 2:]:
+            if len(self._read_ahead) >= len(self._readers):
+                return
+            unit = group[0]
+            identity = (unit.dataset.key, unit.case_id)
+            if (identity == (current.dataset.key, current.case_id) or identity in self._cases
+                    or identity in self._read_ahead):
+                continue
+            self._submit_read(unit)
 
     def _case(self, unit: WorkUnit) -> Case:
         """``unit``'s case: the current one, the one read ahead, or read now (DataError)."""
@@ -516,7 +557,7 @@ class Runner:
         """Start the background workers (no-op when inline or already started); until a user
         worker has imported its modules, prompts are computed in the model loop."""
         self._finishers.start()
-        self._reader.start()
+        self._readers.start()
         for lane in self._users:
             lane.start()
 
@@ -589,7 +630,7 @@ class Runner:
             self._submit_evaluated(wait=True)
         self._next_model.close()
         self._finishers.close()
-        self._reader.close()
+        self._readers.close()
         self._attribute_thread.shutdown(wait=True)
         self._attributes.clear()
         self._cases.clear()
@@ -630,10 +671,11 @@ class Runner:
                 self._consolidating = True
             for index, group in enumerate(groups):
                 interrupts.check()  # a Ctrl-C or kill whose first raise was swallowed
-                if index + 1 < len(groups):
-                    # the case in memory is still the previous group's here: compare with
-                    # this group's, or a case that comes back after another is read twice
-                    self.read_ahead(groups[index + 1][0], current=group[0])
+                # the case in memory is still the previous group's here: compare with this
+                # group's, or a case that comes back after another is read twice. A reader
+                # still busy with this group's case holds the loop here: that is its wait too
+                with self.loop_clock.phase("waiting for cases"):
+                    self.read_ahead_of(groups, index)
                 if self._progress is not None and index > 0:
                     self._progress.start_group(group)
                 spec = group[0].model

@@ -127,3 +127,4 @@ def test_cases_that_come_back_for_the_next_model_are_read_ahead(tmp_path):
     dataset.load = lambda case_id: loads_here.append(case_id) or original(case_id)
     runner.run()
     assert loads_here == ["phantom_000"]
+

@@ -237,6 +237,28 @@ def test_a_lane_pool_spreads_jobs_and_raises_failures():
     pool.close()
 
 
+def test_lanes_that_do_not_raise_failures_still_count_their_load():
+    """A pool of such lanes (the case readers) spreads its jobs by load: with one slot each,
+    a load counted as 0 sent every job to the first lane, which blocked on the second."""
+    import threading
+
+    from intrabench.engine.pipeline import LanePool
+
+    release = threading.Event()
+    pool = LanePool(2, "thread", max_pending=1, raise_failures=False)
+    first = pool.submit(release.wait, 10)
+    assert [lane.load() for lane in pool.lanes] == [1, 0]
+    second = pool.submit(release.wait, 10)  # to the idle lane, without waiting
+    assert [lane.load() for lane in pool.lanes] == [1, 1]
+    release.set()
+    assert first.result() is True and second.result() is True
+    failed = pool.submit(divmod, 1, 0)
+    assert isinstance(failed.exception(), ZeroDivisionError)  # reported through its future
+    pool.drain()  # and not raised
+    assert [lane.load() for lane in pool.lanes] == [0, 0]
+    pool.close()
+
+
 # -- predictions are evaluated after the episode: editing one in place must fail loudly --------
 
 

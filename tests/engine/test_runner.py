@@ -396,12 +396,12 @@ def test_the_first_model_is_built_while_the_first_case_is_read(tmp_path):
     rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
     assert set(rows.model) == {"test-lazy-network(broken=False)", "region-growing-3d"}
     # where the model loop's time went: each model built once, each (case, model) group set
-    # up once, each row's forward pass counted, each case waited for once
+    # up once, each row's forward pass counted
     entries = runner.loop_clock.entries
     assert entries["building models"] == 2
     assert entries["model set_case"] == 4
     assert entries["forward passes"] == len(rows)
-    assert entries["waiting for cases"] == 2
+    assert entries["waiting for cases"] == 2 + 4  # each case read, each group's reading ahead
     assert entries["handing episodes to the metrics"] == len(rows)
     assert sum(runner.loop_clock.seconds.values()) <= runner.loop_clock.wall + 1e-9
     Runner(config, tmp_path / "again", background="inline").run()  # and the rows are the same
