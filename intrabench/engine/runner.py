@@ -656,6 +656,11 @@ class Runner:
                 # slowed them by 0.2-0.3 s each on 2 cores (started after the model was built,
                 # as before: the whole LiteMedSAM benchmark run 0.35 s longer, docs/performance.md)
                 self.start_workers()
+                # with several readers (8 cores or more) they start on the next groups' cases
+                # now, beside the first case's reading and the first model's build; on small
+                # machines that took cores from the start (the 2-core demo: 0.15 s longer)
+                if len(self._readers) > 1:
+                    self.read_ahead_of(groups, 0)
                 # the first model's network is built and its weights read beside the first
                 # case (seconds each on a GPU node: a checkpoint of a few GB, a CT decoded);
                 # the first group starts here for the progress line: its ETA counts down

@@ -62,3 +62,23 @@ def test_no_reader_is_refused(tmp_path):
         "models": ["region-growing-3d"], "prompters": ["box-3d"]})
     with pytest.raises(ValueError, match="reader_workers must be >= 1"):
         Runner(config, tmp_path / "run", reader_workers=0)
+
+
+def test_with_several_readers_the_next_cases_are_read_from_the_start(tmp_path, monkeypatch):
+    """Before the first case is read in the loop, the readers already have the next ones."""
+    config = RunConfig.model_validate({
+        "name": "t", "datasets": [{"name": "demo-phantoms", "n_cases": 3}],
+        "models": [{"name": "synthetic-network", "forward_ms": 0}],
+        "prompters": ["box-3d"], "refinement_steps": 0})
+    runner = Runner(config, tmp_path / "run", background="thread", reader_workers=2,
+                    user_workers=0)
+    submitted_when_first_read: list[list[str]] = []
+    first_case = runner._first_case
+
+    def noting(unit):
+        submitted_when_first_read.append(sorted(case for _, case in runner._read_ahead))
+        first_case(unit)
+
+    monkeypatch.setattr(runner, "_first_case", noting)
+    runner.run()
+    assert submitted_when_first_read == [["phantom_001", "phantom_002"]]
