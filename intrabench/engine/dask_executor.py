@@ -53,9 +53,11 @@ def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
         for previous in _WORKER_RUNNERS.values():
             previous.close()  # one run at a time per worker: stop the previous run's workers
         _WORKER_RUNNERS.clear()  # ... and free its models
+        # a task runs one group, whose case it reads itself: one reader, as before (the
+        # local run's default of one per four cores would only start idle processes)
         runner = Runner(RunConfig.model_validate_json(config_json), Path(run_dir),
                         background=background, user_workers=user_workers,
-                        finish_workers=finish_workers)
+                        finish_workers=finish_workers, reader_workers=1)
         _WORKER_RUNNERS[key] = runner
     runner.start_workers()
     before, skipped_before = len(runner.failures), len(runner.skipped)
