@@ -208,6 +208,7 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
     spans: list[tuple[float, float]] = []
     names = sorted({spec.name for spec in config.models})
     forwards_before = SyntheticNetwork.total_forward_calls
+    nominal_before = SyntheticNetwork.nominal_forward_seconds
     with (tempfile.TemporaryDirectory() as directory, timed_forward_passes(names, spans),
           GpuSampler() as sampler):
         started = time.perf_counter()
@@ -219,6 +220,7 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
         print(f"  problem: {problem}", file=sys.stderr)
     model = sum(end - start for start, end in spans)
     forwards = SyntheticNetwork.total_forward_calls - forwards_before
+    nominal = SyntheticNetwork.nominal_forward_seconds - nominal_before
     samples = np.array(sampler.samples, dtype=float)
     times = np.array(sampler.times)
     steady = ((times >= spans[0][0]) & (times <= spans[-1][1]) if spans
@@ -227,7 +229,8 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
                     / (spans[-1][1] - spans[0][0]) if spans else float("nan"))
     cases = rows[["dataset", "case"]].drop_duplicates().shape[0]
     return {
-        "wall": wall, "model": model, "calls": len(spans), "forwards": forwards, "units": len(plan.units),
+        "wall": wall, "model": model, "calls": len(spans), "forwards": forwards,
+        "nominal": nominal, "units": len(plan.units),
         "rows": len(rows), "cases": cases,
         "before": spans[0][0] - started if spans else float("nan"),
         "after": started + wall - spans[-1][1] if spans else float("nan"),
@@ -282,15 +285,23 @@ def main() -> None:
     calibration: dict = {}
     if args.proxy_of is not None:
         calibration = read_calibration(args.proxy_of)
-        if args.proxy_ms is None:
-            if "proxy_ms" not in calibration:
-                parser.error(f"{CALIBRATION_FILE.name} has no proxy_ms for {args.proxy_of.name}: "
-                             "give --proxy-ms")
-            args.proxy_ms = float(calibration["proxy_ms"])
-        config = stand_in_config(phantoms_as_files(load_config(args.proxy_of), args.cache),
-                                 args.proxy_ms)
-        label = (f"proxy of {args.proxy_of}: stand-ins at {args.proxy_ms:g} ms per forward "
-                 "pass (phantoms read from NIfTI files)")
+        original = load_config(args.proxy_of)
+        forward_ms: float | dict[str, float]
+        if args.proxy_ms is not None:
+            forward_ms = args.proxy_ms
+        elif "proxy_ms" not in calibration:
+            parser.error(f"{CALIBRATION_FILE.name} has no proxy_ms for {args.proxy_of.name}: "
+                         "give --proxy-ms")
+        else:
+            forward_ms = per_model_ms(calibration["proxy_ms"], original)
+            if isinstance(forward_ms, str):
+                parser.error(forward_ms)
+        config = stand_in_config(phantoms_as_files(original, args.cache), forward_ms)
+        times = (f"{forward_ms:g} ms" if not isinstance(forward_ms, dict) else
+                 ", ".join(f"{key}: {ms:g} ms" for key, ms in forward_ms.items()))
+        label = (f"proxy of {args.proxy_of}: stand-ins at {times} per forward pass (phantoms "
+                 "read from NIfTI files)")
+        args.proxy_ms = forward_ms
     elif args.proxy_ms is not None:
         shape = tuple(args.shape)
         folder = args.cache / f"{shape[0]}x{shape[1]}x{shape[2]}-n{args.cases}"
@@ -345,21 +356,32 @@ def main() -> None:
     busy = result["model"]
     if args.proxy_ms is not None:
         # conservative: a forward pass stretched by CPU contention would leave a GPU idle
-        nominal = result["forwards"] * args.proxy_ms / 1000.0
-        print(f"nominal forward time           {nominal:8.2f} s ({args.proxy_ms:g} ms x "
-              f"{result['forwards']} forwards)")
+        nominal = result["nominal"]
+        print(f"nominal forward time           {nominal:8.2f} s ({result['forwards']} forwards "
+              "at their calibrated times)")
         busy = min(busy, nominal)
         steady = min(result["model_steady"], nominal / (result["wall"] - result["before"]
                                                         - result["after"]))
         print(f"model busy, steady state (nominal forward time): {steady:.1%}")
     print(f"model busy: {100 * busy / result['wall']:.1f}%")
     if calibration.get("h100"):
-        print_comparison(result, calibration["h100"], args.proxy_ms)
+        print_comparison(result, calibration["h100"])
 
 
-def print_comparison(result: dict, h100: dict, proxy_ms: float) -> None:
+def per_model_ms(table: object, config: RunConfig) -> float | dict[str, float] | str:
+    """A calibration's ``proxy_ms``: one number for every model, or a mapping of model names
+    (``sam-med3d``) to numbers, returned by model key; a one-line problem as a string."""
+    if not isinstance(table, dict):
+        return float(table)
+    missing = sorted({spec.name for spec in config.models} - set(table))
+    if missing:
+        return f"{CALIBRATION_FILE.name}: proxy_ms has no time for {', '.join(missing)}"
+    return {spec.key: float(table[spec.name]) for spec in config.models}
+
+
+def print_comparison(result: dict, h100: dict) -> None:
     """The proxy's phases beside the H100's (same configuration), and their ratios."""
-    nominal = result["forwards"] * proxy_ms / 1000.0
+    nominal = result["nominal"]
     between = result["wall"] - result["before"] - result["after"] - result["model"]
     steady = min(result["model_steady"],
                  nominal / (result["wall"] - result["before"] - result["after"]))

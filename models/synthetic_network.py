@@ -57,6 +57,8 @@ class _StandIn:
     #: forward passes (and their seconds) of every stand-in in this process, for benchmarks
     total_forward_seconds: ClassVar[float] = 0.0
     total_forward_calls: ClassVar[int] = 0
+    #: the same passes at their nominal ``forward_ms`` (a calibrated card's time), in seconds
+    nominal_forward_seconds: ClassVar[float] = 0.0
 
     @classmethod
     def accepts_for(cls, params: dict[str, Any]) -> frozenset[str]:
@@ -94,6 +96,7 @@ class _StandIn:
         elapsed = time.perf_counter() - started
         _StandIn.total_forward_seconds += elapsed
         _StandIn.total_forward_calls += 1
+        _StandIn.nominal_forward_seconds += self.forward_ms / 1000.0
         return elapsed
 
 
