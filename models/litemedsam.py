@@ -43,6 +43,7 @@ from intrabench.registry import models
 from intrabench.types import SlicePrompt
 
 from ._numpy_interpolate import resize_bilinear, resized_positive_probability
+from ._preprocessing_place import check_preprocessing, on_device
 from ._sam_common import SamFamilyModel, TinyViTExport
 
 #: the network's input side (pixels)
@@ -238,9 +239,7 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
                  ct_window: tuple[float, float] | list[float] = CT_WINDOW,
                  checkpoint: str | None = None, preprocessing: str = "auto",
                  **params: Any) -> None:
-        if preprocessing not in ("auto", "numpy", "device"):
-            raise ValueError(f"preprocessing must be 'auto', 'numpy' or 'device', not "
-                             f"'{preprocessing}'")
+        check_preprocessing(preprocessing)
         if modality not in ("auto", CT, MR):
             raise ValueError(f"modality must be 'auto', 'CT' or 'MR', not '{modality}'")
         check_slice_view(slice_view)
@@ -270,9 +269,7 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
         """Whether :meth:`preprocess` runs in torch on the model's device
         (:mod:`._litemedsam_device_input`, equal to the official steps): ``preprocessing``
         'device', or 'auto' on a GPU."""
-        if self.preprocessing == "auto":
-            return self.device_type != "cpu"
-        return self.preprocessing == "device"
+        return on_device(self.preprocessing, self.device_type)
 
     def case_modality(self) -> str:
         """'CT' or 'MR': the model's ``modality`` parameter, else the case's."""

@@ -58,6 +58,7 @@ from ._3d_common import (
     device_and_precision,
 )
 from ._precision import forward_context
+from ._preprocessing_place import check_preprocessing, on_device
 
 TARGET_SPACING_MM = 1.5
 
@@ -97,10 +98,7 @@ class _SamMed3DBase(NetworkModel3D):
         (:meth:`CentredGrid.resample_with_torch`)."""
         from ._sammed3d_arch import FULL, TINY, SamMed3DNet
 
-        if preprocessing not in ("auto", "numpy", "device"):
-            raise ValueError(f"preprocessing must be 'auto', 'numpy' or 'device', not "
-                             f"'{preprocessing}'")
-        self.preprocessing = preprocessing
+        self.preprocessing = check_preprocessing(preprocessing)
         check_weights_mode(weights, tiny)
         self.device, self.precision = device_and_precision(device, precision)
         self.config = TINY if tiny else FULL
@@ -140,9 +138,7 @@ class _SamMed3DBase(NetworkModel3D):
     def resample_on_device(self) -> bool:
         """Whether a case is resampled by torch on the model's device: ``preprocessing``
         'device', or 'auto' on a GPU."""
-        if self.preprocessing == "auto":
-            return self.device.type != "cpu"
-        return self.preprocessing == "device"
+        return on_device(self.preprocessing, self.device.type)
 
     def _resampled(self, array: np.ndarray) -> np.ndarray:
         """``array`` on the 1.5 mm grid, where ``preprocessing`` says; a card without the

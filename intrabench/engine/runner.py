@@ -190,7 +190,6 @@ class Runner:
         self.progress = progress
         self._models: dict[str, Model] = {}
         self._next_model = NextModel()  # the next model, built ahead (see model_ahead)
-        self._prepared: set[str] = set()  # models prepare()d where they were built ahead
         self.build_ahead = build_ahead if background == "process" else False
         self._unusable_models: dict[str, str] = {}
         self._cases = CaseCache(case_cache_bytes)
@@ -256,13 +255,7 @@ class Runner:
         """The model for ``spec``; the previously used model is released first (one in memory)."""
         if spec.key not in self._models:
             self._models.clear()
-            built = self._next_model.take(spec.key)  # waits for a build ahead, if any
-            if built is not None:
-                self._prepared.add(spec.key)
-            else:
-                self._prepared.discard(spec.key)
-            self._models[spec.key] = (built if built is not None
-                                      else registry.models.create(spec.name, spec.params))
+            self._models[spec.key] = registry.models.create(spec.name, spec.params)
         return self._models[spec.key]
 
     def _build_next_ahead(self, current: ComponentSpec, following: ComponentSpec | None) -> None:
@@ -280,10 +273,13 @@ class Runner:
         took. A failure is not reported here: :meth:`execute_group` meets it again (building
         the model anew, or at its first use) and reports it."""
         started = time.perf_counter()
+        built = self._next_model.take(spec.key)  # built and prepared ahead: wait for it
+        if built is not None:
+            self._models.clear()
+            self._models[spec.key] = built
+            return time.perf_counter() - started
         try:
-            model = self._model(spec)
-            if spec.key not in self._prepared:  # not when built (and prepared) ahead
-                model.prepare()
+            self._model(spec).prepare()
         except Exception as error:  # noqa: BLE001 - reported where the model is used
             log.debug("preparing model '%s' failed (%s: %s); left for its first use",
                       spec.key, type(error).__name__, error)
