@@ -33,6 +33,7 @@ serial cost); ``--user-workers`` and ``--finish-workers`` size the worker pools.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -111,7 +112,11 @@ CALIBRATION_FILE = Path(__file__).resolve().parent / "configs" / "gpu-calibratio
 def read_calibration(config_path: Path) -> dict:
     """The calibration entry of a GPU config (by its file name), or {} when there is none."""
     table = yaml.safe_load(CALIBRATION_FILE.read_text()) or {}
-    return dict(table.get(config_path.name, {}))
+    entry = table.get(config_path.name, {}) if isinstance(table, dict) else None
+    if not isinstance(entry, dict):
+        raise ValueError(f"{CALIBRATION_FILE.name}: the entry of {config_path.name} is not a "
+                         "mapping")
+    return entry
 
 
 def stand_in_config(config: RunConfig, forward_ms: float | dict[str, float]) -> RunConfig:
@@ -284,7 +289,10 @@ def main() -> None:
         parser.error("give a CONFIG, --proxy-ms MS or --proxy-of CONFIG [--proxy-ms MS]")
     calibration: dict = {}
     if args.proxy_of is not None:
-        calibration = read_calibration(args.proxy_of)
+        try:
+            calibration = read_calibration(args.proxy_of)
+        except (ValueError, yaml.YAMLError) as error:
+            parser.error(str(error).splitlines()[0])
         original = load_config(args.proxy_of)
         forward_ms: float | dict[str, float]
         if args.proxy_ms is not None:
@@ -293,9 +301,10 @@ def main() -> None:
             parser.error(f"{CALIBRATION_FILE.name} has no proxy_ms for {args.proxy_of.name}: "
                          "give --proxy-ms")
         else:
-            forward_ms = per_model_ms(calibration["proxy_ms"], original)
-            if isinstance(forward_ms, str):
-                parser.error(forward_ms)
+            try:
+                forward_ms = per_model_ms(calibration["proxy_ms"], original)
+            except ValueError as error:
+                parser.error(str(error))
         config = stand_in_config(phantoms_as_files(original, args.cache), forward_ms)
         times = (f"{forward_ms:g} ms" if not isinstance(forward_ms, dict) else
                  ", ".join(f"{key}: {ms:g} ms" for key, ms in forward_ms.items()))
@@ -368,15 +377,26 @@ def main() -> None:
         print_comparison(result, calibration["h100"])
 
 
-def per_model_ms(table: object, config: RunConfig) -> float | dict[str, float] | str:
+def per_model_ms(table: object, config: RunConfig) -> float | dict[str, float]:
     """A calibration's ``proxy_ms``: one number for every model, or a mapping of model names
-    (``sam-med3d``) to numbers, returned by model key; a one-line problem as a string."""
+    (``sam-med3d``) to numbers, returned by model key; ValueError (one line) for a model
+    without a time."""
     if not isinstance(table, dict):
-        return float(table)
+        return _milliseconds(table)
     missing = sorted({spec.name for spec in config.models} - set(table))
     if missing:
-        return f"{CALIBRATION_FILE.name}: proxy_ms has no time for {', '.join(missing)}"
-    return {spec.key: float(table[spec.name]) for spec in config.models}
+        raise ValueError(f"{CALIBRATION_FILE.name}: proxy_ms has no time for "
+                         f"{', '.join(missing)}")
+    return {spec.key: _milliseconds(table[spec.name]) for spec in config.models}
+
+
+def _milliseconds(value: object) -> float:
+    """A calibrated forward time: a finite number >= 0, else ValueError (one line)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{CALIBRATION_FILE.name}: proxy_ms must be a number of "
+                         f"milliseconds >= 0, not {value!r:.60}")
+    return float(value)
 
 
 def print_comparison(result: dict, h100: dict) -> None:

@@ -24,6 +24,7 @@ not a segmentation method.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from typing import Any, ClassVar
 
@@ -79,8 +80,9 @@ class _StandIn:
 
     def _configure(self, forward_ms: float, leak_probability: float, tolerance: float,
                    context_mm: float, leak_radius_mm: float) -> None:
-        if forward_ms < 0 or not 0.0 <= leak_probability <= 1.0:
-            raise ValueError("forward_ms must be >= 0 and leak_probability in [0, 1]")
+        if not math.isfinite(forward_ms) or forward_ms < 0 or not 0.0 <= leak_probability <= 1.0:
+            raise ValueError("forward_ms must be a finite number >= 0 and leak_probability in "
+                             "[0, 1]")
         self.forward_ms = float(forward_ms)
         self.leak_probability = float(leak_probability)
         self.tolerance = float(tolerance)

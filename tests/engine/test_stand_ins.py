@@ -47,3 +47,12 @@ def test_accepts_narrows_and_never_widens(name):
         model_accepts(cls, {"accepts": ["point", "text"]})
     with pytest.raises(ConfigError, match="a list of prompt kinds"):
         model_accepts(cls, {"accepts": "point"})
+
+
+@pytest.mark.parametrize("name", ["synthetic-network", "synthetic-network-2d"])
+@pytest.mark.parametrize("forward_ms", [float("nan"), float("inf"), -1.0, 1e400])
+def test_a_forward_time_that_is_no_finite_duration_is_refused(name, forward_ms):
+    """NaN passed the old check (NaN < 0 is false): no pass ever waited, and the proxy's
+    nominal forward time became NaN."""
+    with pytest.raises(ConfigError, match="forward_ms must be a finite number >= 0"):
+        registry.models.create(name, {"forward_ms": forward_ms})
