@@ -119,15 +119,19 @@ def read_calibration(config_path: Path) -> dict:
     return entry
 
 
-def stand_in_config(config: RunConfig, forward_ms: float | dict[str, float]) -> RunConfig:
+def stand_in_config(config: RunConfig, forward_ms: float | dict[str, float],
+                    set_up: bool = True) -> RunConfig:
     """``config`` with each model replaced by the stand-in of its kind (``synthetic-network-2d``
     for a slice model, ``synthetic-network`` for a volume model) taking ``forward_ms`` per
     forward pass (per predicted slice in 2D; a number for every model, or one per model key),
     labelled with the model's key so rows keep their names, and taking the prompt kinds the
     model takes (a stand-in for SegVol, which takes no previous mask, is not refined: the same
     forward passes as the real run); datasets, prompters, refiners and steps stay as they are:
-    the same phases."""
+    the same phases. ``set_up``: each stand-in also builds its real model on the CPU and runs
+    the model's ``set_case`` on every case (``setup_of``), so the run has the real one's builds
+    and per-case set-up between its forward passes; never its forward passes."""
     from intrabench.protocols import SliceModel, model_accepts
+    from intrabench.registry import constructor_parameters
     from intrabench.registry import models as model_registry
 
     stand_ins = []
@@ -135,9 +139,15 @@ def stand_in_config(config: RunConfig, forward_ms: float | dict[str, float]) -> 
         model_cls = model_registry.get(spec.name)
         stand_in = "synthetic-network-2d" if issubclass(model_cls, SliceModel) else "synthetic-network"
         takes = model_accepts(model_cls, spec.params) & model_registry.get(stand_in).accepts
-        stand_ins.append({"name": stand_in, "label": spec.key, "accepts": sorted(takes),
-                          "forward_ms": (forward_ms[spec.key] if isinstance(forward_ms, dict)
-                                         else forward_ms)})
+        entry = {"name": stand_in, "label": spec.key, "accepts": sorted(takes),
+                 "forward_ms": (forward_ms[spec.key] if isinstance(forward_ms, dict)
+                                else forward_ms)}
+        if set_up:
+            params = dict(spec.params)
+            if "device" in constructor_parameters(model_cls)[0]:
+                params["device"] = "cpu"
+            entry["setup_of"] = {"name": spec.name, "params": params}
+        stand_ins.append(entry)
     return RunConfig.model_validate({**config.model_dump(exclude_none=True),
                                      "models": stand_ins})
 
@@ -268,6 +278,11 @@ def main() -> None:
                              "pass takes the H100's measured time (benchmarks/configs/"
                              "gpu-calibration.yaml, or --proxy-ms), compared phase by phase "
                              "with the H100's figures")
+    parser.add_argument("--set-up", choices=["real", "none"], default="real",
+                        help="--proxy-of: the stand-ins also build each real model on the CPU "
+                             "and run its per-case set-up (real, the default: the real run's "
+                             "phases between forward passes), or not (none: forward passes "
+                             "and the engine only)")
     parser.add_argument("--cases", type=int, default=2)
     parser.add_argument("--shape", type=int, nargs=3, default=[160, 512, 512])
     parser.add_argument("--cache", type=Path,
@@ -305,11 +320,14 @@ def main() -> None:
                 forward_ms = per_model_ms(calibration["proxy_ms"], original)
             except ValueError as error:
                 parser.error(str(error))
-        config = stand_in_config(phantoms_as_files(original, args.cache), forward_ms)
+        config = stand_in_config(phantoms_as_files(original, args.cache), forward_ms,
+                                 set_up=args.set_up == "real")
         times = (f"{forward_ms:g} ms" if not isinstance(forward_ms, dict) else
                  ", ".join(f"{key}: {ms:g} ms" for key, ms in forward_ms.items()))
         label = (f"proxy of {args.proxy_of}: stand-ins at {times} per forward pass (phantoms "
-                 "read from NIfTI files)")
+                 "read from NIfTI files; "
+                 + ("the real models built and set up on the CPU)" if args.set_up == "real"
+                    else "no real model built)"))
         args.proxy_ms = forward_ms
     elif args.proxy_ms is not None:
         shape = tuple(args.shape)

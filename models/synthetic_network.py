@@ -8,6 +8,11 @@ prompt's seed voxel within ``tolerance`` image units, inside a region of interes
 (dilated, eroded or shifted by one voxel) and, with probability ``leak_probability``, leaking
 into a large ellipsoidal region of the body around it, as single clicks on CT sometimes do.
 ``accepts`` narrows the prompt kinds it takes to those of the model it stands for.
+``setup_of`` (``{name: sam-med3d, params: {...}}``) makes the stand-in also build that real model
+(``prepare``) and run its ``set_case`` on every case, never its forward pass: a proxy run then
+has the phases a real run has outside its forward passes (building the network, e.g. random
+weights drawn on the CPU; the model's per-case set-up, e.g. SAM-Med3D's resampling to 1.5 mm),
+at this machine's speed.
 
 Every choice is drawn from a generator seeded by the prompt's content, so a prompt always gives
 the same mask, whatever the order of calls. Masks are (z, y, x) booleans on the image grid.
@@ -61,6 +66,48 @@ class _StandIn:
     #: the same passes at their nominal ``forward_ms`` (a calibrated card's time), in seconds
     nominal_forward_seconds: ClassVar[float] = 0.0
 
+    def _configure_setup(self, setup_of: dict[str, Any] | None) -> None:
+        """Check ``setup_of`` (see the module docstring): a mapping with a registered model
+        ``name`` (not a stand-in) and optional ``params``; the model is built later."""
+        self._real: Model | None = None
+        self._setup_of: tuple[str, dict[str, Any]] | None = None
+        if setup_of is None:
+            return
+        if not isinstance(setup_of, dict) or set(setup_of) - {"name", "params"}:
+            raise ConfigError(f"{self.name}: setup_of must be a mapping with 'name' and "
+                              f"'params', not {setup_of!r:.80}")
+        name, params = setup_of.get("name"), setup_of.get("params") or {}
+        if not isinstance(name, str):
+            raise ConfigError(f"{self.name}: setup_of names no model: {name!r:.80}")
+        if issubclass(models.get(name), _StandIn):  # an unknown name: the registry's line
+            raise ConfigError(f"{self.name}: setup_of must name a real model, not {name!r}")
+        if not isinstance(params, dict):
+            raise ConfigError(f"{self.name}: setup_of's params must be a mapping, "
+                              f"not {params!r:.80}")
+        models.check_params(name, dict(params))
+        self._setup_of = (name, dict(params))
+
+    def prepare(self) -> None:
+        """Build the real model of ``setup_of`` now (nothing without it)."""
+        self._set_up_model()
+
+    def _set_up_model(self) -> Model | None:
+        """The real model of ``setup_of``, built and prepared on first use; None without."""
+        if self._setup_of is None:
+            return None
+        if self._real is None:
+            name, params = self._setup_of
+            real = models.create(name, params)
+            real.prepare()
+            self._real = real
+        return self._real
+
+    def _set_up_case(self, image: Volume) -> None:
+        """The real model's ``set_case`` (its per-case set-up), when there is one."""
+        real = self._set_up_model()
+        if real is not None:
+            real.set_case(image)
+
     @classmethod
     def accepts_for(cls, params: dict[str, Any]) -> frozenset[str]:
         """The stand-in's prompt kinds, narrowed by its ``accepts`` parameter (a list of kinds
@@ -112,14 +159,17 @@ class SyntheticNetwork(_StandIn, Model):
 
     def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.2,
                  tolerance: float = 45.0, context_mm: float = 30.0, leak_radius_mm: float = 60.0,
-                 eraser_mm: float = 4.0, accepts: list[str] | None = None) -> None:
+                 eraser_mm: float = 4.0, accepts: list[str] | None = None,
+                 setup_of: dict[str, Any] | None = None) -> None:
         self._configure(forward_ms, leak_probability, tolerance, context_mm, leak_radius_mm)
         self.accepts = self.accepts_for({"accepts": accepts})
+        self._configure_setup(setup_of)
         self.eraser_mm = float(eraser_mm)
         self._image: Volume | None = None
         self._seconds = 0.0
 
     def set_case(self, image: Volume) -> None:
+        self._set_up_case(image)
         self._image = image
 
     def model_seconds(self) -> float:
@@ -249,10 +299,16 @@ class SyntheticNetwork2D(_StandIn, SliceModel):
 
     def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.1,
                  tolerance: float = 45.0, context_mm: float = 30.0,
-                 leak_radius_mm: float = 60.0, accepts: list[str] | None = None) -> None:
+                 leak_radius_mm: float = 60.0, accepts: list[str] | None = None,
+                 setup_of: dict[str, Any] | None = None) -> None:
         super().__init__()
         self._configure(forward_ms, leak_probability, tolerance, context_mm, leak_radius_mm)
         self.accepts = self.accepts_for({"accepts": accepts})
+        self._configure_setup(setup_of)
+
+    def set_case(self, image: Volume) -> None:
+        self._set_up_case(image)
+        SliceModel.set_case(self, image)
 
     def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
         started = time.perf_counter()
