@@ -33,7 +33,7 @@ serial cost); ``--user-workers`` and ``--finish-workers`` size the worker pools.
 from __future__ import annotations
 
 import argparse
-import math
+import json
 import os
 import sys
 import tempfile
@@ -48,9 +48,19 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from forward_spans import timed_forward_passes  # noqa: E402
+from proxy_calibration import (  # noqa: E402
+    CALIBRATION_FILE,
+    calibration_entry,
+    card_figures,
+    card_of,
+    entry_text,
+    per_model_ms,
+    read_calibration,
+)
 
 from intrabench.config import RunConfig, load_config  # noqa: E402
 from intrabench.engine.runner import Runner  # noqa: E402
+from intrabench.io.machine import describe_machine, machine_text  # noqa: E402
 from intrabench.models.synthetic_network import SyntheticNetwork  # noqa: E402
 
 #: the phantoms' seed and lesions per case (``demo-phantoms`` parameters; bench_vs_naive uses them)
@@ -105,20 +115,6 @@ def proxy_config(spec: Path, forward_ms: float) -> RunConfig:
     })
 
 
-#: the H100 figures each GPU config is calibrated on (docs/performance.md, "On an H100")
-CALIBRATION_FILE = Path(__file__).resolve().parent / "configs" / "gpu-calibration.yaml"
-
-
-def read_calibration(config_path: Path) -> dict:
-    """The calibration entry of a GPU config (by its file name), or {} when there is none."""
-    table = yaml.safe_load(CALIBRATION_FILE.read_text()) or {}
-    entry = table.get(config_path.name, {}) if isinstance(table, dict) else None
-    if not isinstance(entry, dict):
-        raise ValueError(f"{CALIBRATION_FILE.name}: the entry of {config_path.name} is not a "
-                         "mapping")
-    return entry
-
-
 def stand_in_config(config: RunConfig, forward_ms: float | dict[str, float],
                     set_up: bool = True) -> RunConfig:
     """``config`` with each model replaced by the stand-in of its kind (``synthetic-network-2d``
@@ -141,7 +137,7 @@ def stand_in_config(config: RunConfig, forward_ms: float | dict[str, float],
         takes = model_accepts(model_cls, spec.params) & model_registry.get(stand_in).accepts
         entry = {"name": stand_in, "label": spec.key, "accepts": sorted(takes),
                  "forward_ms": (forward_ms[spec.key] if isinstance(forward_ms, dict)
-                                else forward_ms)}
+                                else forward_ms), "stands_for": spec.name}
         if set_up:
             params = dict(spec.params)
             if "device" in constructor_parameters(model_cls)[0]:
@@ -223,6 +219,7 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
     spans: list[tuple[float, float]] = []
     names = sorted({spec.name for spec in config.models})
     forwards_before = SyntheticNetwork.total_forward_calls
+    by_model_before = dict(SyntheticNetwork.forward_calls_by_model)
     nominal_before = SyntheticNetwork.nominal_forward_seconds
     with (tempfile.TemporaryDirectory() as directory, timed_forward_passes(names, spans),
           GpuSampler() as sampler):
@@ -245,6 +242,11 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
     cases = rows[["dataset", "case"]].drop_duplicates().shape[0]
     return {
         "wall": wall, "model": model, "calls": len(spans), "forwards": forwards,
+        # the stand-ins' forward passes by the model they stand for (per slice in 2D)
+        "forwards_by_model": {
+            name: count - by_model_before.get(name, 0)
+            for name, count in SyntheticNetwork.forward_calls_by_model.items()
+            if count > by_model_before.get(name, 0)},
         "nominal": nominal, "units": len(plan.units),
         "rows": len(rows), "cases": cases,
         "before": spans[0][0] - started if spans else float("nan"),
@@ -275,14 +277,23 @@ def main() -> None:
                         help="no GPU: synthetic network with this forward time on CT phantoms")
     parser.add_argument("--proxy-of", type=Path, metavar="CONFIG",
                         help="no GPU: CONFIG with its models replaced by stand-ins whose forward "
-                             "pass takes the H100's measured time (benchmarks/configs/"
+                             "pass takes a card's measured time (benchmarks/configs/"
                              "gpu-calibration.yaml, or --proxy-ms), compared phase by phase "
-                             "with the H100's figures")
+                             "with the card's figures")
     parser.add_argument("--set-up", choices=["real", "none"], default="real",
                         help="--proxy-of: the stand-ins also build each real model on the CPU "
                              "and run its per-case set-up (real, the default: the real run's "
                              "phases between forward passes), or not (none: forward passes "
                              "and the engine only)")
+    parser.add_argument("--figures-out", type=Path, metavar="FILE.json",
+                        help="write the run's figures for the proxy's calibration (a card "
+                             "run: each model's forward seconds, start, steady state)")
+    parser.add_argument("--calibrate-from", type=Path, metavar="FILE.json",
+                        help="--proxy-of: print the gpu-calibration.yaml entry that makes the "
+                             "stand-ins take the forward time of the card run that wrote FILE "
+                             "(--figures-out), per model")
+    parser.add_argument("--calibration", type=Path, default=CALIBRATION_FILE, metavar="FILE",
+                        help="--proxy-of: the calibration table (default: %(default)s)")
     parser.add_argument("--cases", type=int, default=2)
     parser.add_argument("--shape", type=int, nargs=3, default=[160, 512, 512])
     parser.add_argument("--cache", type=Path,
@@ -302,24 +313,43 @@ def main() -> None:
     if (args.config is not None and (args.proxy_of is not None or args.proxy_ms is not None)
             or args.config is None and args.proxy_of is None and args.proxy_ms is None):
         parser.error("give a CONFIG, --proxy-ms MS or --proxy-of CONFIG [--proxy-ms MS]")
+    card_run: dict = {}
+    if args.calibrate_from is not None:
+        if args.proxy_of is None:
+            parser.error("--calibrate-from needs --proxy-of CONFIG (the card run's configuration)")
+        try:
+            card_run = json.loads(args.calibrate_from.read_text())
+        except (OSError, ValueError) as error:
+            parser.error(f"--calibrate-from {args.calibrate_from}: {str(error)[:200]}")
+        if not isinstance(card_run, dict):
+            parser.error(f"--calibrate-from {args.calibrate_from}: not a card run's figures")
     calibration: dict = {}
     if args.proxy_of is not None:
         try:
-            calibration = read_calibration(args.proxy_of)
-        except (ValueError, yaml.YAMLError) as error:
+            calibration = read_calibration(args.proxy_of, args.calibration)
+        except (OSError, ValueError, yaml.YAMLError) as error:
             parser.error(str(error).splitlines()[0])
         original = load_config(args.proxy_of)
+        card_models = card_run.get("forward_by_model") if card_run else None
+        if card_run and (not isinstance(card_models, dict)
+                         or set(card_models) != {spec.name for spec in original.models}):
+            parser.error(f"--calibrate-from {args.calibrate_from}: its models "
+                         f"({', '.join(sorted(map(str, card_models or {})))[:200]}) are not those "
+                         f"of {args.proxy_of.name}")
         forward_ms: float | dict[str, float]
         if args.proxy_ms is not None:
             forward_ms = args.proxy_ms
+        elif card_run:
+            forward_ms = 10.0  # any time: the proxy's passes are counted, not timed
         elif "proxy_ms" not in calibration:
-            parser.error(f"{CALIBRATION_FILE.name} has no proxy_ms for {args.proxy_of.name}: "
+            parser.error(f"{args.calibration.name} has no proxy_ms for {args.proxy_of.name}: "
                          "give --proxy-ms")
         else:
             try:
-                forward_ms = per_model_ms(calibration["proxy_ms"], original)
+                forward_ms = per_model_ms(calibration["proxy_ms"],
+                                          [(spec.key, spec.name) for spec in original.models])
             except ValueError as error:
-                parser.error(str(error))
+                parser.error(f"{args.calibration.name}: {error}")
         config = stand_in_config(phantoms_as_files(original, args.cache), forward_ms,
                                  set_up=args.set_up == "real")
         times = (f"{forward_ms:g} ms" if not isinstance(forward_ms, dict) else
@@ -368,7 +398,6 @@ def main() -> None:
     print("where the model loop's time went (intrabench.engine.loop_clock):")
     for line in result["loop_lines"]:
         print(f"  {line}")
-    from intrabench.io.machine import describe_machine, machine_text
 
     print(f"machine: {machine_text(describe_machine())}")
     print(f"start: before the first forward pass {result['before']:.2f} s; steady state: model "
@@ -391,46 +420,43 @@ def main() -> None:
                                                         - result["after"]))
         print(f"model busy, steady state (nominal forward time): {steady:.1%}")
     print(f"model busy: {100 * busy / result['wall']:.1f}%")
-    if calibration.get("h100"):
-        print_comparison(result, calibration["h100"])
+    if args.figures_out is not None:
+        card = describe_machine().get("gpu") or "no GPU"
+        figures = card_figures(result, [(spec.key, spec.name) for spec in config.models],
+                               str(card), str(args.config or args.proxy_of or label))
+        args.figures_out.write_text(json.dumps(figures, indent=1) + "\n")
+        print(f"figures for the proxy's calibration: {args.figures_out}")
+    if card_run:
+        try:
+            entry = calibration_entry(card_run, result["forwards_by_model"])
+        except ValueError as error:
+            sys.exit(f"--calibrate-from {args.calibrate_from}: {error}")
+        print(f"\nthe entry of {args.proxy_of.name} in {args.calibration.name} for the card run "
+              f"of {args.calibrate_from} (then run --proxy-of again to compare):\n")
+        print(entry_text(args.proxy_of.name, entry,
+                         f"{entry['card']['name']}: {args.calibrate_from.name}; proxy_ms = the "
+                         "card's forward seconds of each model over the proxy's passes "
+                         f"{result['forwards_by_model']}"))
+    elif calibration:
+        card_name, card = card_of(calibration)
+        if card:
+            print_comparison(result, card_name, card)
 
 
-def per_model_ms(table: object, config: RunConfig) -> float | dict[str, float]:
-    """A calibration's ``proxy_ms``: one number for every model, or a mapping of model names
-    (``sam-med3d``) to numbers, returned by model key; ValueError (one line) for a model
-    without a time."""
-    if not isinstance(table, dict):
-        return _milliseconds(table)
-    missing = sorted({spec.name for spec in config.models} - set(table))
-    if missing:
-        raise ValueError(f"{CALIBRATION_FILE.name}: proxy_ms has no time for "
-                         f"{', '.join(missing)}")
-    return {spec.key: _milliseconds(table[spec.name]) for spec in config.models}
-
-
-def _milliseconds(value: object) -> float:
-    """A calibrated forward time: a finite number >= 0, else ValueError (one line)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{CALIBRATION_FILE.name}: proxy_ms must be a number of "
-                         f"milliseconds >= 0, not {value!r:.60}")
-    return float(value)
-
-
-def print_comparison(result: dict, h100: dict) -> None:
-    """The proxy's phases beside the H100's (same configuration), and their ratios."""
+def print_comparison(result: dict, card_name: str, card: dict) -> None:
+    """The proxy's phases beside the card's (same configuration), and their ratios."""
     nominal = result["nominal"]
     between = result["wall"] - result["before"] - result["after"] - result["model"]
     steady = min(result["model_steady"],
                  nominal / (result["wall"] - result["before"] - result["after"]))
-    rows = [("wall (s)", result["wall"], h100.get("wall")),
-            ("start: before the 1st forward pass (s)", result["before"], h100.get("start")),
-            ("model forward passes (s)", nominal, h100.get("forward")),
-            ("between forward passes (s)", between, h100.get("between")),
-            ("model busy, steady state", steady, h100.get("model_steady")),
-            ("model busy, whole run", nominal / result["wall"], h100.get("model_whole"))]
-    print("\nproxy against the H100 (same configuration):")
-    print(f"{'':42s} {'proxy':>9s} {'H100':>9s} {'proxy/H100':>10s}")
+    rows = [("wall (s)", result["wall"], card.get("wall")),
+            ("start: before the 1st forward pass (s)", result["before"], card.get("start")),
+            ("model forward passes (s)", nominal, card.get("forward")),
+            ("between forward passes (s)", between, card.get("between")),
+            ("model busy, steady state", steady, card.get("model_steady")),
+            ("model busy, whole run", nominal / result["wall"], card.get("model_whole"))]
+    print(f"\nproxy against the {card_name} (same configuration):")
+    print(f"{'':42s} {'proxy':>9s} {'card':>9s} {'proxy/card':>10s}")
     for name, mine, theirs in rows:
         text = "-" if theirs is None else f"{theirs:9.3g}"
         ratio = "-" if not theirs else f"{mine / theirs:10.2f}"

@@ -69,8 +69,12 @@ part() {  # part NAME COMMAND...: the part's benchmark, output to $work/out/NAME
 part machine "$python" -c "from intrabench.io.machine import describe_machine as d; print(d())"
 for config in gpu-2d-refine gpu-3d-refine; do
   tiny_config "benchmarks/configs/$config.yaml" "$work/$config.yaml"
-  part "$config" "$python" benchmarks/bench_gpu_run.py "$work/$config.yaml"
+  part "$config" "$python" benchmarks/bench_gpu_run.py "$work/$config.yaml" \
+    --figures-out "$work/out/$config.json"
 done
+# what follows a card run here: the proxy's calibration from the run's figures
+part calibration "$python" benchmarks/bench_gpu_run.py --proxy-of "$work/gpu-3d-refine.yaml" \
+  --calibrate-from "$work/out/gpu-3d-refine.json"
 part case-setup "$python" benchmarks/bench_case_setup.py --shape 24 128 128 --repeats 1
 part encoders "$python" benchmarks/bench_throughput.py --part encoders --tiny --device cpu \
   --passes 1 --encoder-options "" "attention=fused,encoder_weights=bf16"

@@ -10,7 +10,11 @@
 #     bash benchmarks/gpu_session.sh runs          # the two GPU configs, phantoms read from NIfTI
 #                                                  # files: start, steady state, GPU busy share,
 #                                                  # the model loop's phases; SAM-Med3D's case
-#                                                  # set-up by NumPy vs on the card
+#                                                  # set-up by NumPy vs on the card; the
+#                                                  # figures for the proxy's calibration in
+#                                                  # $OUT/gpu-*-refine.json (then here:
+#                                                  # bench_gpu_run.py --proxy-of CONFIG
+#                                                  # --calibrate-from THAT.json)
 #     bash benchmarks/gpu_session.sh encoders      # img/s per encoder: default, fused+bf16, +compile
 #     bash benchmarks/gpu_session.sh distance      # distance transforms: scipy, edt, CuPy
 #     bash benchmarks/gpu_session.sh naive         # ViT-H: plain and careful SamPredictor loops vs
@@ -60,9 +64,9 @@ for wanted in "${parts[@]}"; do
     case $wanted in
         runs|all)
             part gpu-2d-refine 280 python3 benchmarks/bench_gpu_run.py \
-                benchmarks/configs/gpu-2d-refine.yaml
+                benchmarks/configs/gpu-2d-refine.yaml --figures-out "$out/gpu-2d-refine.json"
             part gpu-3d-refine 250 python3 benchmarks/bench_gpu_run.py \
-                benchmarks/configs/gpu-3d-refine.yaml
+                benchmarks/configs/gpu-3d-refine.yaml --figures-out "$out/gpu-3d-refine.json"
             part case-setup 60 python3 benchmarks/bench_case_setup.py --device cuda ;;&
         encoders|all)
             part encoders 420 python3 benchmarks/bench_throughput.py --part encoders --no-tiny \

@@ -12,7 +12,8 @@ into a large ellipsoidal region of the body around it, as single clicks on CT so
 (``prepare``) and run its ``set_case`` on every case, never its forward pass: a proxy run then
 has the phases a real run has outside its forward passes (building the network, e.g. random
 weights drawn on the CPU; the model's per-case set-up, e.g. SAM-Med3D's resampling to 1.5 mm),
-at this machine's speed.
+at this machine's speed. ``stands_for`` names the model it stands for: its passes are counted
+under that name (``forward_calls_by_model``), to calibrate the proxy per model.
 
 Every choice is drawn from a generator seeded by the prompt's content, so a prompt always gives
 the same mask, whatever the order of calls. Masks are (z, y, x) booleans on the image grid.
@@ -65,6 +66,15 @@ class _StandIn:
     total_forward_calls: ClassVar[int] = 0
     #: the same passes at their nominal ``forward_ms`` (a calibrated card's time), in seconds
     nominal_forward_seconds: ClassVar[float] = 0.0
+    #: the same passes by the name of the model each stand-in stands for (``stands_for``; its
+    #: own name without one): a card's forward seconds per model over these calibrate it
+    forward_calls_by_model: ClassVar[dict[str, int]] = {}
+
+    def _configure_stands_for(self, stands_for: str | None) -> None:
+        if stands_for is not None and (not isinstance(stands_for, str) or not stands_for):
+            raise ConfigError(f"{self.name}: stands_for must be a model's name, "
+                              f"not {stands_for!r:.80}")
+        self.stands_for = stands_for or self.name
 
     def _configure_setup(self, setup_of: dict[str, Any] | None) -> None:
         """Check ``setup_of`` (see the module docstring): a mapping with a registered model
@@ -146,6 +156,8 @@ class _StandIn:
         _StandIn.total_forward_seconds += elapsed
         _StandIn.total_forward_calls += 1
         _StandIn.nominal_forward_seconds += self.forward_ms / 1000.0
+        counts = _StandIn.forward_calls_by_model
+        counts[self.stands_for] = counts.get(self.stands_for, 0) + 1
         return elapsed
 
 
@@ -160,10 +172,11 @@ class SyntheticNetwork(_StandIn, Model):
     def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.2,
                  tolerance: float = 45.0, context_mm: float = 30.0, leak_radius_mm: float = 60.0,
                  eraser_mm: float = 4.0, accepts: list[str] | None = None,
-                 setup_of: dict[str, Any] | None = None) -> None:
+                 setup_of: dict[str, Any] | None = None, stands_for: str | None = None) -> None:
         self._configure(forward_ms, leak_probability, tolerance, context_mm, leak_radius_mm)
         self.accepts = self.accepts_for({"accepts": accepts})
         self._configure_setup(setup_of)
+        self._configure_stands_for(stands_for)
         self.eraser_mm = float(eraser_mm)
         self._image: Volume | None = None
         self._seconds = 0.0
@@ -300,11 +313,12 @@ class SyntheticNetwork2D(_StandIn, SliceModel):
     def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.1,
                  tolerance: float = 45.0, context_mm: float = 30.0,
                  leak_radius_mm: float = 60.0, accepts: list[str] | None = None,
-                 setup_of: dict[str, Any] | None = None) -> None:
+                 setup_of: dict[str, Any] | None = None, stands_for: str | None = None) -> None:
         super().__init__()
         self._configure(forward_ms, leak_probability, tolerance, context_mm, leak_radius_mm)
         self.accepts = self.accepts_for({"accepts": accepts})
         self._configure_setup(setup_of)
+        self._configure_stands_for(stands_for)
 
     def set_case(self, image: Volume) -> None:
         self._set_up_case(image)
