@@ -215,6 +215,10 @@ class GpuSampler:
             self._thread.join()
 
 
+class NoRows(RuntimeError):
+    """The run gave no row to measure (every model skipped, say); the first problem."""
+
+
 def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
     spans: list[tuple[float, float]] = []
     names = sorted({spec.name for spec in config.models})
@@ -230,6 +234,8 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
         rows = pd.read_parquet(Path(directory) / "results.parquet")
     for problem in problems:
         print(f"  problem: {problem}", file=sys.stderr)
+    if rows.empty:
+        raise NoRows(str(problems[0]) if problems else "nothing was run")
     model = sum(end - start for start, end in spans)
     forwards = SyntheticNetwork.total_forward_calls - forwards_before
     nominal = SyntheticNetwork.nominal_forward_seconds - nominal_before
@@ -379,7 +385,12 @@ def main() -> None:
         options["reader_workers"] = args.reader_workers
     if args.build_ahead != "auto":
         options["build_ahead"] = args.build_ahead == "yes"
-    result = measure(config, options)
+    try:
+        result = measure(config, options)
+    except NoRows as error:
+        hint = ("; --set-up none runs the stand-ins without building the real models"
+                if args.proxy_of is not None and args.set_up == "real" else "")
+        sys.exit(f"bench_gpu_run.py: the run gave no rows: {str(error)[:300]}{hint}")
     print(label)
     print(f"cores: {len(os.sched_getaffinity(0))}, runner: {options}")
     print(f"work units {result['units']}, rows {result['rows']}, forward calls {result['calls']}")

@@ -149,3 +149,16 @@ def test_the_stand_ins_count_their_passes_by_the_model_they_stand_for(tmp_path):
     assert slices == 7 + 5 + 6  # lesions on slices 18-24, 23-27 and 4-9
     assert result["forwards_by_model"] == {"sam-med3d": len(case.targets),
                                            "sam": slices + len(case.targets)}
+
+
+def test_a_run_without_rows_is_one_line_not_a_traceback(tmp_path):
+    """A proxy whose real model cannot be built (its checkpoint is missing) gives no rows:
+    bench_gpu_run says why in one line instead of failing on the empty table."""
+    from bench_gpu_run import NoRows, measure, stand_in_config
+
+    config = parse_config({
+        "name": "no-rows", "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+        "models": [{"name": "sam-med3d", "checkpoint_dir": str(tmp_path)}],
+        "prompters": ["center-points-per-volume"]})
+    with pytest.raises(NoRows, match="checkpoint for sam-med3d not found"):
+        measure(stand_in_config(config, 0.0), {"background": "inline"})
