@@ -319,6 +319,8 @@ def main() -> None:
     if (args.config is not None and (args.proxy_of is not None or args.proxy_ms is not None)
             or args.config is None and args.proxy_of is None and args.proxy_ms is None):
         parser.error("give a CONFIG, --proxy-ms MS or --proxy-of CONFIG [--proxy-ms MS]")
+    if args.figures_out is not None and not args.figures_out.parent.is_dir():
+        parser.error(f"--figures-out {args.figures_out}: no folder {args.figures_out.parent}")
     card_run: dict = {}
     if args.calibrate_from is not None:
         if args.proxy_of is None:
@@ -435,7 +437,10 @@ def main() -> None:
         card = describe_machine().get("gpu") or "no GPU"
         figures = card_figures(result, [(spec.key, spec.name) for spec in config.models],
                                str(card), str(args.config or args.proxy_of or label))
-        args.figures_out.write_text(json.dumps(figures, indent=1) + "\n")
+        try:
+            args.figures_out.write_text(json.dumps(figures, indent=1) + "\n")
+        except OSError as error:
+            sys.exit(f"bench_gpu_run.py: --figures-out {args.figures_out}: {error.strerror}")
         print(f"figures for the proxy's calibration: {args.figures_out}")
     if card_run:
         try:
