@@ -268,6 +268,8 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
         "gpu_steady_mean": float(np.mean(samples[steady])) if steady.any() else float("nan"),
         "model_steady": steady_model,
         "loop_lines": runner.loop_clock.lines(),
+        "loop_phases": {name: row["seconds"]
+                        for name, row in runner.loop_clock.summary().items()},
         # per model: forward passes (steps with a forward pass) and their latency seconds
         # (CUDA synchronised), for a calibration per model
         "per_model": {name: (int(group["latency_seconds"].gt(0).sum()),
@@ -477,6 +479,14 @@ def print_comparison(result: dict, card_name: str, card: dict) -> None:
         text = "-" if theirs is None else f"{theirs:9.3g}"
         ratio = "-" if not theirs else f"{mine / theirs:10.2f}"
         print(f"{name:42s} {mine:9.3g} {text:>9s} {ratio:>10s}")
+    card_phases = card.get("phases")
+    if isinstance(card_phases, dict) and card_phases:
+        print("\nthe model loop's phases (s), proxy and card:")
+        mine_phases = result.get("loop_phases", {})
+        for name in [*mine_phases, *(n for n in card_phases if n not in mine_phases)]:
+            mine, theirs = mine_phases.get(name), card_phases.get(name)
+            print(f"  {name:40s} {'-' if mine is None else f'{mine:9.2f}':>9s} "
+                  f"{'-' if theirs is None else f'{theirs:9.2f}':>9s}")
 
 
 if __name__ == "__main__":

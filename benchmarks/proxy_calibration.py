@@ -2,11 +2,13 @@
 
 For each GPU configuration the file holds the stand-ins' forward time (``proxy_ms``: one number,
 or one per model name) and the card's figures that the proxy is compared with (``card``: name,
-wall, start, forward, between, model_steady, model_whole; entries written before 2026-11-29 call
-it ``h100``). A card run writes its figures (``bench_gpu_run.py CONFIG --figures-out F.json``);
-the proxy then turns them into an entry (``bench_gpu_run.py --proxy-of CONFIG --calibrate-from
-F.json``): each model's forward seconds on the card over the proxy's forward passes of that
-model (per predicted slice for a 2D model, as its stand-in takes ``forward_ms`` per slice).
+wall, start, forward, between, model_steady, model_whole in seconds or shares of the wall time,
+and ``phases``, the card's model loop by phase in seconds; entries written before 2026-11-29
+call it ``h100``). A card run writes its figures (``bench_gpu_run.py CONFIG --figures-out
+F.json``); the proxy then turns them into an entry (``bench_gpu_run.py --proxy-of CONFIG
+--calibrate-from F.json``): each model's forward seconds on the card over the proxy's forward
+passes of that model (per predicted slice for a 2D model, as its stand-in takes ``forward_ms``
+per slice).
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ def card_figures(result: dict, models: list[tuple[str, str]], card: str,
             "forward": result["model"], "between": between,
             "model_steady": result["model_steady"],
             "model_whole": result["model"] / result["wall"],
-            "forward_by_model": forward_by_model, "steps_by_model": steps_by_model}
+            "forward_by_model": forward_by_model, "steps_by_model": steps_by_model,
+            "phases": dict(result.get("loop_phases", {}))}
 
 
 def calibration_entry(figures: dict, proxy_passes: dict[str, int]) -> dict:
@@ -100,9 +103,16 @@ def calibration_entry(figures: dict, proxy_passes: dict[str, int]) -> dict:
             raise ValueError(f"the proxy made no forward pass of {name}: it does not run the "
                              "card's configuration")
         proxy_ms[name] = round(1000.0 * _figure(name, seconds) / passes, 1)
-    card = {"name": str(figures.get("card") or "card")}
+    card: dict = {"name": str(figures.get("card") or "card")}
     for name in FIGURES:
         card[name] = round(_figure(name, figures.get(name)), 3)
+    phases = figures.get("phases") or {}
+    if not isinstance(phases, dict):
+        raise ValueError("the card's figures' phases must be a mapping of the model loop's "
+                         "phases to seconds")
+    if phases:  # the card's model loop by phase, printed beside the proxy's
+        card["phases"] = {str(name): round(_figure(f"phases.{name}", seconds), 2)
+                          for name, seconds in phases.items()}
     return {"proxy_ms": proxy_ms, "card": card}
 
 

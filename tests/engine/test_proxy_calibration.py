@@ -31,7 +31,8 @@ MODELS = [("sam-med3d(device=cuda,weights=random)", "sam-med3d"),
 def _card_result() -> dict:
     """bench_gpu_run.measure's result of a made-up card run (seconds)."""
     return {"wall": 100.0, "before": 6.0, "after": 0.5, "model": 70.0, "model_steady": 0.75,
-            "per_model": {MODELS[0][0]: (68, 20.4), MODELS[1][0]: (17, 49.6)}}
+            "per_model": {MODELS[0][0]: (68, 20.4), MODELS[1][0]: (17, 49.6)},
+            "loop_phases": {"forward passes": 70.0, "model set_case": 1.234, "untracked": 0.1}}
 
 
 def test_a_card_run_gives_its_figures_by_model_name():
@@ -60,7 +61,9 @@ def test_the_entry_gives_each_model_its_card_seconds_over_the_proxys_passes():
     assert entry["proxy_ms"] == {"sam-med3d": 300.0, "segvol": 2917.6}
     assert entry["card"] == {"name": "NVIDIA H200", "wall": 100.0, "start": 6.0,
                              "forward": 70.0, "between": 23.5, "model_steady": 0.75,
-                             "model_whole": 0.7}
+                             "model_whole": 0.7,
+                             "phases": {"forward passes": 70.0, "model set_case": 1.23,
+                                        "untracked": 0.1}}
     # the proxy then runs each stand-in at its model's time
     assert per_model_ms(entry["proxy_ms"], MODELS) == {MODELS[0][0]: 300.0,
                                                        MODELS[1][0]: 2917.6}
@@ -97,12 +100,24 @@ def test_a_model_the_proxy_never_ran_is_one_line(passes):
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -1.0, "12", True, None])
-def test_a_card_figure_that_is_no_finite_number_is_one_line(value):
+@pytest.mark.parametrize("where", ["between", "a phase"])
+def test_a_card_figure_that_is_no_finite_number_is_one_line(value, where):
     figures = card_figures(_card_result(), MODELS, "card", "c")
-    figures["between"] = value
-    with pytest.raises(ValueError, match="figure between must be a finite number") as raised:
+    if where == "between":
+        figures["between"] = value
+    else:
+        figures["phases"]["model set_case"] = value
+    name = "between" if where == "between" else "phases.model set_case"
+    with pytest.raises(ValueError, match=f"figure {name} must be a finite number") as raised:
         calibration_entry(figures, {"sam-med3d": 68, "segvol": 17})
     assert "\n" not in str(raised.value)
+
+
+def test_phases_that_are_no_table_are_one_line():
+    figures = card_figures(_card_result(), MODELS, "card", "c")
+    figures["phases"] = [1, 2]
+    with pytest.raises(ValueError, match="phases must be a mapping"):
+        calibration_entry(figures, {"sam-med3d": 68, "segvol": 17})
 
 
 def test_figures_without_forward_seconds_are_one_line():
@@ -149,6 +164,10 @@ def test_the_stand_ins_count_their_passes_by_the_model_they_stand_for(tmp_path):
     assert slices == 7 + 5 + 6  # lesions on slices 18-24, 23-27 and 4-9
     assert result["forwards_by_model"] == {"sam-med3d": len(case.targets),
                                            "sam": slices + len(case.targets)}
+    # the loop's phases go into a card run's figures; 3 + 21 passes timed by the loop clock
+    assert {"forward passes", "model set_case", "untracked"} <= set(result["loop_phases"])
+    figures = card_figures(result, [(spec.key, spec.name) for spec in config.models], "c", "c")
+    assert figures["phases"] == result["loop_phases"]
 
 
 def test_a_run_without_rows_is_one_line_not_a_traceback(tmp_path):
