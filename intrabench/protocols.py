@@ -82,6 +82,17 @@ class Model(ABC):
         runner uses the model as it would have, and the error comes again where it is used.
         """
 
+    def prepare_case(self, image: Volume) -> None:  # noqa: B027 - optional hook
+        """Compute now what :meth:`set_case` will need for ``image`` and keep it for that call
+        (the next ``set_case(image)`` of the same object uses it instead of computing it).
+
+        Optional, for models whose per-case set-up depends on the image alone (resampling,
+        normalisation). The runner calls it in a thread while the model still predicts on the
+        current case (:mod:`intrabench.engine.case_ahead`), so it must not change anything the
+        current case's forward passes read. An error raised here is not reported: ``set_case``
+        does the work again and reports it.
+        """
+
     def set_target_class(self, class_name: str) -> None:  # noqa: B027 - optional hook
         """Told before every forward pass: the class (``Target.class_name``) of the target the
         next ``predict`` is for. Episodes of a case interleave, so it holds for that one call

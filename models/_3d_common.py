@@ -224,6 +224,30 @@ class EncodingCache:
         return len(self._items)
 
 
+class CaseStateAhead:
+    """``prepare_case`` for a model whose per-case state is a function of the image alone:
+    the subclass computes it in :meth:`case_state` and takes it in ``set_case`` through
+    :meth:`state_for`, which returns the state prepared ahead for that very image (the runner
+    prepares it in a thread, :mod:`intrabench.engine.case_ahead`) or computes it now."""
+
+    _prepared: tuple[Any, Any] | None = None
+
+    def case_state(self, image: Any) -> Any:
+        """What ``set_case(image)`` keeps, from ``image`` alone (no state of the current case
+        is read or written: it may run beside forward passes on another case)."""
+        raise NotImplementedError
+
+    def prepare_case(self, image: Any) -> None:
+        self._prepared = (image, self.case_state(image))
+
+    def state_for(self, image: Any) -> Any:
+        """The state of ``image``: prepared ahead (then dropped here) or computed now."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None and prepared[0] is image:
+            return prepared[1]
+        return self.case_state(image)
+
+
 class NetworkModel3D(Model):
     """What the 3D network adapters share: the model-time counter (``_seconds``, added to by
     ``set_case`` and ``predict``) and availability from the checkpoint table's entry

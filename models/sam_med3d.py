@@ -50,6 +50,7 @@ from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
 from ._3d_common import (
+    CaseStateAhead,
     CentredGrid,
     EncodingCache,
     NetworkModel3D,
@@ -78,7 +79,7 @@ def load_sammed3d_weights(net: Any, path: str) -> None:
     load_state_dict_strict(net, sammed3d_state(path), source=str(path))
 
 
-class _SamMed3DBase(NetworkModel3D):
+class _SamMed3DBase(CaseStateAhead, NetworkModel3D):
     """Adapter shared by both checkpoints (see the module docstring)."""
 
     dimension: ClassVar[int] = 3
@@ -128,29 +129,33 @@ class _SamMed3DBase(NetworkModel3D):
     def set_case(self, image: Volume) -> None:
         if image is self._image:
             return
+        self._grid_map, self._grid = self.state_for(image)
         self._image = image
         self._cache.clear()
-        # torchio's Resample(1.5) grid and linear interpolation, no intensity clipping: what
-        # upstream's inference feeds the network
-        self._grid_map = CentredGrid(image.shape, image.spacing, TARGET_SPACING_MM)
-        self._grid = self._resampled(image.array)
+
+    def case_state(self, image: Volume) -> tuple[CentredGrid, np.ndarray]:
+        """(the 1.5 mm grid's map, ``image`` resampled on it): torchio's Resample(1.5) grid
+        and linear interpolation, no intensity clipping, what upstream's inference feeds the
+        network."""
+        grid_map = CentredGrid(image.shape, image.spacing, TARGET_SPACING_MM)
+        return grid_map, self._resampled(image.array, grid_map)
 
     def resample_on_device(self) -> bool:
         """Whether a case is resampled by torch on the model's device: ``preprocessing``
         'device', or 'auto' on a GPU."""
         return on_device(self.preprocessing, self.device.type)
 
-    def _resampled(self, array: np.ndarray) -> np.ndarray:
+    def _resampled(self, array: np.ndarray, grid_map: CentredGrid) -> np.ndarray:
         """``array`` on the 1.5 mm grid, where ``preprocessing`` says; a card without the
         memory for it (a few volumes' worth) leaves it to NumPy, which gives the same voxels."""
         if self.resample_on_device():
             import torch
 
             try:
-                return self._grid_map.resample_with_torch(array, self.device)
+                return grid_map.resample_with_torch(array, self.device)
             except torch.cuda.OutOfMemoryError:
                 torch.cuda.empty_cache()
-        return self._grid_map.resample(array)
+        return grid_map.resample(array)
 
     # -- geometry ----------------------------------------------------------------------
     def grid_points(self, points: np.ndarray) -> np.ndarray:

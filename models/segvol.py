@@ -44,6 +44,7 @@ from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
 from ._3d_common import (
+    CaseStateAhead,
     EncodingCache,
     NetworkModel3D,
     check_weights_mode,
@@ -107,7 +108,7 @@ def _padded_roi(box: np.ndarray, window: tuple[int, ...], shape: tuple[int, ...]
 
 
 @models.register
-class SegVol(NetworkModel3D):
+class SegVol(CaseStateAhead, NetworkModel3D):
     """SegVol (ViT-B, zoom-out 32x256x256 then sliding-window zoom-in), checkpoint SegVol_v1.pth."""
 
     name: ClassVar[str] = "segvol"
@@ -155,8 +156,12 @@ class SegVol(NetworkModel3D):
     def set_case(self, image: Volume) -> None:
         if image is self._image:
             return
+        self._native_shape, self._crop, self._volume = self.state_for(image)
         self._image = image
         self._cache.clear()
+
+    def case_state(self, image: Volume) -> tuple[tuple[int, ...], tuple[slice, ...], np.ndarray]:
+        """(the file-order shape, the foreground crop, the normalised crop) of ``image``."""
         # the file's own voxel order, (k, j, i): what SegVol was trained and run on (upstream's
         # Orientationd sees no affine and changes nothing)
         native = from_canonical(image.array, image.geometry)
@@ -164,9 +169,8 @@ class SegVol(NetworkModel3D):
         box = _box_of(normalised > 0)
         if box is None:
             box = np.array([0, 0, 0, *(n - 1 for n in native.shape)])
-        self._native_shape = native.shape
-        self._crop = tuple(slice(int(box[a]), int(box[a + 3]) + 1) for a in range(3))
-        self._volume = np.ascontiguousarray(normalised[self._crop])
+        crop = tuple(slice(int(box[a]), int(box[a + 3]) + 1) for a in range(3))
+        return native.shape, crop, np.ascontiguousarray(normalised[crop])
 
     # -- model calls ---------------------------------------------------------------------
     def _encode(self, key: Any, data: Any) -> Any:

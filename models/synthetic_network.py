@@ -112,6 +112,12 @@ class _StandIn:
             self._real = real
         return self._real
 
+    def prepare_case(self, image: Volume) -> None:
+        """The real model's ``prepare_case`` (its set-up ahead), when there is one."""
+        real = self._set_up_model()
+        if real is not None:
+            real.prepare_case(image)
+
     def _set_up_case(self, image: Volume) -> None:
         """The real model's ``set_case`` (its per-case set-up), when there is one."""
         real = self._set_up_model()

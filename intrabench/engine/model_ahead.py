@@ -12,7 +12,8 @@ group instead, when the machine has room for both:
 * and a CUDA device already in use has at least :data:`FREE_SHARE` of its memory free, since
   the next model's weights arrive there while the current model still holds its own.
 
-A build that fails here is dropped in silence: the runner builds the model again where it is
+The model then sets up its first case (``prepare_case``, :mod:`.case_ahead`) when that case is
+in memory or being read. A build that fails here is dropped in silence: the runner builds the model again where it is
 used, and reports the failure there, once, as it did before.
 """
 
@@ -20,10 +21,12 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from intrabench import registry
+from intrabench.engine.case_ahead import sets_up_ahead
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +62,15 @@ class NextModel:
         self._executor: ThreadPoolExecutor | None = None
         self._pending: tuple[str, Future] | None = None
 
-    def start(self, spec: Any) -> None:
+    def start(self, spec: Any, image_of: Callable[[], Any] | None = None) -> None:
         """Build the model of ``spec`` (a ComponentSpec) and ``prepare`` it in a thread,
-        replacing any model built ahead before and not taken."""
+        replacing any model built ahead before and not taken; then, with ``image_of`` (a
+        function giving the image of the model's first case), set that case up
+        (``prepare_case``, see :mod:`.case_ahead`)."""
         self.discard()
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="intrabench-next-model")
-        self._pending = (spec.key, self._executor.submit(_built, spec))
+        self._pending = (spec.key, self._executor.submit(_built, spec, image_of))
 
     @property
     def key(self) -> str | None:
@@ -96,13 +101,21 @@ class NextModel:
             self._executor = None
 
 
-def _built(spec: Any) -> Any | None:
-    """The model of ``spec``, built and prepared, or None if that failed (left for its use)."""
+def _built(spec: Any, image_of: Callable[[], Any] | None = None) -> Any | None:
+    """The model of ``spec``, built and prepared, or None if that failed (left for its use);
+    its first case set up when ``image_of`` gives its image (a failure there is left to the
+    model's ``set_case``)."""
     try:
         model = registry.models.create(spec.name, spec.params)
         model.prepare()
-        return model
     except Exception as error:  # noqa: BLE001 - reported where the model is used
         log.debug("building model '%s' ahead failed (%s: %s); left for its first use",
                   spec.key, type(error).__name__, error)
         return None
+    if image_of is not None and sets_up_ahead(model):
+        try:
+            model.prepare_case(image_of())
+        except Exception as error:  # noqa: BLE001 - set_case does it again, and reports it
+            log.debug("setting up the first case of '%s' ahead failed (%s: %s)",
+                      spec.key, type(error).__name__, error)
+    return model

@@ -26,6 +26,7 @@ from intrabench import registry
 from intrabench.clicks.policy import ClickPolicy, ImageWindow
 from intrabench.config import ComponentSpec, RunConfig
 from intrabench.engine import interrupts
+from intrabench.engine.case_ahead import CaseSetupAhead, sets_up_ahead
 from intrabench.engine.case_cache import CaseCache, CaseIdentity
 from intrabench.engine.case_reader import load_case, with_attributes
 from intrabench.engine.failures import UnitFailure, write_failures
@@ -59,6 +60,7 @@ from intrabench.io.results import (
 )
 from intrabench.io.run_directory import RunLock, check_output_directory, check_same_run
 from intrabench.io.run_paths import prediction_folder, safe_file_name
+from intrabench.io.volume import Volume
 from intrabench.protocols import Dataset, Model
 from intrabench.types import Case
 
@@ -167,13 +169,17 @@ class Runner:
                  background: LaneMode = "process", episodes_in_flight: int | None = None,
                  user_workers: int | None = None, finish_workers: int | None = None,
                  extend: bool = False, case_cache_bytes: int | None = None,
-                 build_ahead: bool | None = None, reader_workers: int | None = None) -> None:
+                 build_ahead: bool | None = None, reader_workers: int | None = None,
+                 set_up_ahead: bool | None = None) -> None:
         """``case_cache_bytes``: memory for cases kept after their group, for the next model
         (default: an eighth of the machine's memory; see :mod:`intrabench.engine.case_cache`).
         ``build_ahead``: build the next model beside the current model's last group (None:
         where there is room for both, :func:`~intrabench.engine.model_ahead.room_for_both`;
         never with ``background="inline"``). ``reader_workers``: processes reading the next
-        groups' cases, one case each at a time (default :func:`default_reader_workers`)."""
+        groups' cases, one case each at a time (default :func:`default_reader_workers`).
+        ``set_up_ahead``: the model's set-up of the next group's case (``prepare_case``) in a
+        thread beside the current group's forward passes (None: for models that compute off
+        the CPU; never with ``background="inline"``; see :mod:`intrabench.engine.case_ahead`)."""
         self.config = config
         self.run_dir = Path(run_dir)
         #: continue a run directory whose recorded config differs (``intrabench run --extend``)
@@ -191,6 +197,8 @@ class Runner:
         self._models: dict[str, Model] = {}
         self._next_model = NextModel()  # the next model, built ahead (see model_ahead)
         self.build_ahead = build_ahead if background == "process" else False
+        self._case_ahead = CaseSetupAhead()  # the next case's set-up (see case_ahead)
+        self.set_up_ahead = set_up_ahead if background == "process" else False
         self._unusable_models: dict[str, str] = {}
         self._cases = CaseCache(case_cache_bytes)
         self._wanted_next: CaseIdentity | None = None  # a kept case the next group will use
@@ -258,15 +266,49 @@ class Runner:
             self._models[spec.key] = registry.models.create(spec.name, spec.params)
         return self._models[spec.key]
 
-    def _build_next_ahead(self, current: ComponentSpec, following: ComponentSpec | None) -> None:
-        """Start building ``following`` (the next group's model) beside ``current``'s last
-        group, when it is another model and there is room for both (:mod:`.model_ahead`)."""
+    def _build_next_ahead(self, current: ComponentSpec, next_unit: WorkUnit | None) -> None:
+        """Start building the next group's model beside ``current``'s last group, when it is
+        another model and there is room for both (:mod:`.model_ahead`); the model then sets
+        up that group's case too, when the case is in memory or being read
+        (:mod:`.case_ahead`; unless ``set_up_ahead`` is False)."""
+        following = next_unit.model if next_unit is not None else None
         if (following is None or following.key == current.key
                 or following.key in self._unusable_models or self.build_ahead is False
                 or self._next_model.key == following.key):
             return
         if self.build_ahead or room_for_both(current, following):
-            self._next_model.start(following)
+            image_of = self._image_of(next_unit) if self.set_up_ahead is not False else None
+            self._next_model.start(following, image_of)
+
+    def _image_of(self, unit: WorkUnit) -> Callable[[], Volume] | None:
+        """A function giving ``unit``'s case image from memory or from its reader (it waits
+        for the read), or None when the case is neither kept nor being read."""
+        identity = (unit.dataset.key, unit.case_id)
+        kept = self._cases.get(identity)
+        if kept is not None:
+            return lambda: kept.image
+        reading = self._read_ahead.get(identity)
+        if reading is not None:
+            return lambda: reading.result().image
+        return None
+
+    def _set_up_next_ahead(self, model: Model, current: WorkUnit,
+                           following: WorkUnit | None) -> None:
+        """Start ``model``'s set-up of ``following``'s case in a thread, when the next group
+        uses the same model on another case that is in memory or being read, and the model
+        splits its set-up out and computes off the CPU (or ``set_up_ahead`` says so)."""
+        if (following is None or following.model.key != current.model.key
+                or self.set_up_ahead is False or not sets_up_ahead(model)):
+            return
+        identity = (following.dataset.key, following.case_id)
+        if identity == (current.dataset.key, current.case_id):
+            return
+        if self.set_up_ahead is None and not type(model).forward_frees_cpu(
+                dict(current.model.params)):
+            return
+        image_of = self._image_of(following)
+        if image_of is not None:
+            self._case_ahead.start(model, image_of)
 
     def _prepare_model(self, spec: ComponentSpec) -> float:
         """Build ``spec``'s model and read its weights (:meth:`Model.prepare`); the seconds it
@@ -367,11 +409,13 @@ class Runner:
         with contextlib.suppress(DataError):
             self._case(unit)
 
-    def execute_group(self, units: list[WorkUnit], wait: bool = True) -> list[str]:
+    def execute_group(self, units: list[WorkUnit], wait: bool = True,
+                      following: WorkUnit | None = None) -> list[str]:
         """Run the units of one (dataset, case, model) group; returns failed-case messages.
 
         With ``wait`` (the default) the group's unit files are written when this returns;
-        otherwise call :meth:`wait` before relying on them.
+        otherwise call :meth:`wait` before relying on them. ``following``: the next group's
+        first unit, whose case the model may set up beside this group's forward passes.
         """
         first = units[0]
 
@@ -446,6 +490,7 @@ class Runner:
         try:  # weights are read at first use: a bad file stops this model, not the run
             try:
                 with self.loop_clock.phase("model set_case"):
+                    self._case_ahead.wait()  # this case's set-up, when it was started ahead
                     setup_seconds = timed_set_case(model, case)
             except (CheckpointError, UserError):
                 raise
@@ -453,6 +498,7 @@ class Runner:
                 for unit in pending:
                     self._fail(UnitFailure.of(unit, error))
                 return []
+            self._set_up_next_ahead(model, first, following)
             scheduler.run(self._episode_tasks(pending, case, model.dimension, failed),
                           episode_done, episode_failed)
         except CheckpointError as error:
@@ -625,6 +671,7 @@ class Runner:
         with contextlib.suppress(Exception):  # e.g. after Ctrl-C: units whose metrics are due
             self._submit_evaluated(wait=True)
         self._next_model.close()
+        self._case_ahead.close()
         self._finishers.close()
         self._readers.close()
         self._attribute_thread.shutdown(wait=True)
@@ -686,10 +733,12 @@ class Runner:
                         build_seconds = self._prepare_model(spec)
                     if self._progress is not None:
                         self._progress.model_built(group, build_seconds)
-                self._build_next_ahead(spec, groups[index + 1][0].model
+                self._build_next_ahead(spec, groups[index + 1][0]
                                        if index + 1 < len(groups) else None)
                 group_started = time.perf_counter()
-                problems.extend(self.execute_group(group, wait=False))
+                problems.extend(self.execute_group(
+                    group, wait=False,
+                    following=groups[index + 1][0] if index + 1 < len(groups) else None))
                 if self._progress is not None:
                     self._progress.finish_group(group, time.perf_counter() - group_started)
             if groups and self._progress is not None:
