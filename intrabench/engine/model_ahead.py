@@ -13,8 +13,8 @@ group instead, when the machine has room for both:
   the next model's weights arrive there while the current model still holds its own.
 
 The model then sets up its first case (``prepare_case``, :mod:`.case_ahead`) when that case is
-in memory or being read. A build that fails here is dropped in silence: the runner builds the model again where it is
-used, and reports the failure there, once, as it did before.
+in memory or being read. A build that fails here is dropped in silence: the runner builds the
+model again where it is used, and reports the failure there, once, as it did before.
 """
 
 from __future__ import annotations
