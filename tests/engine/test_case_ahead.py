@@ -74,12 +74,15 @@ def _run(folder, **options) -> pd.DataFrame:
     return frame.drop(columns=measured_columns(frame)).reset_index(drop=True)
 
 
-def test_the_next_case_is_set_up_beside_the_current_cases_forward_passes(tmp_path):
-    _SlowSetUp.wait_for_ahead = True
-    try:
+def _threads() -> list[str]:
+    """The threads that set up each case, in order."""
+    return [thread for kind, thread, _ in _SlowSetUp.events if kind == "state"]
+
+
+def test_the_next_case_is_set_up_beside_the_current_cases_forward_passes(tmp_path, monkeypatch):
+    with monkeypatch.context() as patch:
+        patch.setattr(_SlowSetUp, "wait_for_ahead", True)
         rows = _run(tmp_path / "ahead")
-    finally:
-        _SlowSetUp.wait_for_ahead = False
     states = [event for event in _SlowSetUp.events if event[0] == "state"]
     # one set-up per case, none twice: the first in the loop, the second ahead
     assert [thread for _, thread, _ in states] == ["MainThread", "intrabench-case-setup_0"]
@@ -91,32 +94,25 @@ def test_the_next_case_is_set_up_beside_the_current_cases_forward_passes(tmp_pat
         assert any(kind == "predicted" and started < t < next_set_case
                    for kind, _, t in _SlowSetUp.events)
     plain = _run(tmp_path / "plain", set_up_ahead=False)
-    assert [e[1] for e in _SlowSetUp.events if e[0] == "state"] == ["MainThread"] * 2
+    assert _threads() == ["MainThread"] * 2
     pd.testing.assert_frame_equal(rows, plain)
 
 
-def test_a_set_up_that_fails_ahead_is_done_again_by_set_case(tmp_path):
-    _SlowSetUp.fail_ahead = True
-    try:
+def test_a_set_up_that_fails_ahead_is_done_again_by_set_case(tmp_path, monkeypatch):
+    with monkeypatch.context() as patch:
+        patch.setattr(_SlowSetUp, "fail_ahead", True)
         rows = _run(tmp_path / "failing")
-    finally:
-        _SlowSetUp.fail_ahead = False
-    assert [e[1] for e in _SlowSetUp.events if e[0] == "state"] == ["MainThread"] * 2
+    assert _threads() == ["MainThread"] * 2
     pd.testing.assert_frame_equal(rows, _run(tmp_path / "plain", set_up_ahead=False))
 
 
-def test_models_on_the_cpu_set_up_in_the_loop_unless_told(tmp_path):
+def test_models_on_the_cpu_set_up_in_the_loop_unless_told(tmp_path, monkeypatch):
     """A CPU model would lose a core to the set-up: only where the model frees the CPU."""
-    original = _SlowSetUp.forward_frees_cpu
-    _SlowSetUp.forward_frees_cpu = classmethod(lambda cls, params: False)
-    try:
-        _run(tmp_path / "cpu")
-        assert {e[1] for e in _SlowSetUp.events if e[0] == "state"} == {"MainThread"}
-        _run(tmp_path / "told", set_up_ahead=True)
-        assert [e[1] for e in _SlowSetUp.events if e[0] == "state"] == [
-            "MainThread", "intrabench-case-setup_0"]
-    finally:
-        _SlowSetUp.forward_frees_cpu = original
+    monkeypatch.setattr(_SlowSetUp, "forward_frees_cpu", classmethod(lambda cls, params: False))
+    _run(tmp_path / "cpu")
+    assert _threads() == ["MainThread"] * 2
+    _run(tmp_path / "told", set_up_ahead=True)
+    assert _threads() == ["MainThread", "intrabench-case-setup_0"]
 
 
 def test_only_models_that_split_their_set_up_out_are_set_up_ahead():
@@ -182,14 +178,12 @@ def test_a_model_built_ahead_sets_up_its_first_case_there(tmp_path):
                              CONFIG["models"][0]]})
     _SlowSetUp.events = []
     Runner(config, tmp_path / "run", user_workers=0, build_ahead=True).run()
-    states = [thread for kind, thread, _ in _SlowSetUp.events if kind == "state"]
-    assert states == ["intrabench-next-model_0", "intrabench-case-setup_0"]
+    assert _threads() == ["intrabench-next-model_0", "intrabench-case-setup_0"]
     frame = pd.read_parquet(tmp_path / "run" / "results.parquet")
     plain = tmp_path / "plain"
     _SlowSetUp.events = []
     Runner(config, plain, user_workers=0, build_ahead=False, set_up_ahead=False).run()
-    assert [thread for kind, thread, _ in _SlowSetUp.events if kind == "state"] == [
-        "MainThread"] * 2
+    assert _threads() == ["MainThread"] * 2
     other = pd.read_parquet(plain / "results.parquet")
     pd.testing.assert_frame_equal(frame.drop(columns=measured_columns(frame)),
                                   other.drop(columns=measured_columns(other)))

@@ -15,14 +15,11 @@ from intrabench.config import parse_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from proxy_calibration import (  # noqa: E402
-    calibration_entry,
-    card_figures,
-    card_of,
-    entry_text,
-    per_model_ms,
-    read_calibration,
-)
+import proxy_calibration  # noqa: E402
+
+calibration_entry, card_figures = proxy_calibration.calibration_entry, proxy_calibration.card_figures
+card_of, entry_text = proxy_calibration.card_of, proxy_calibration.entry_text
+per_model_ms, read_calibration = proxy_calibration.per_model_ms, proxy_calibration.read_calibration
 
 MODELS = [("sam-med3d(device=cuda,weights=random)", "sam-med3d"),
           ("segvol(device=cuda,weights=random)", "segvol")]
