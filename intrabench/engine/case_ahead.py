@@ -32,6 +32,18 @@ def sets_up_ahead(model: Model) -> bool:
     return type(model).prepare_case is not Model.prepare_case
 
 
+def prepare_case_quietly(model: Model, image_of: Callable[[], Any]) -> bool:
+    """``model.prepare_case(image_of())``; whether it worked. A failure is only logged:
+    ``set_case`` does the work again and reports it."""
+    try:
+        model.prepare_case(image_of())
+    except Exception as error:  # noqa: BLE001 - set_case does it again, and reports it
+        log.debug("setting up a case ahead for %s failed (%s: %s); left to set_case",
+                  type(model).__name__, type(error).__name__, error)
+        return False
+    return True
+
+
 class CaseSetupAhead:
     """At most one case set-up in a thread; :meth:`wait` before the model's next ``set_case``."""
 
@@ -52,13 +64,8 @@ class CaseSetupAhead:
         self._pending = self._executor.submit(self._set_up, model, image_of)
 
     def _set_up(self, model: Model, image_of: Callable[[], Any]) -> None:
-        try:
-            model.prepare_case(image_of())
-        except Exception as error:  # noqa: BLE001 - set_case does it again, and reports it
-            log.debug("setting up the next case ahead failed (%s: %s); left to set_case",
-                      type(error).__name__, error)
-            return
-        self.done += 1
+        if prepare_case_quietly(model, image_of):
+            self.done += 1
 
     def wait(self) -> None:
         """Wait for the set-up in flight, if any."""

@@ -26,7 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from intrabench import registry
-from intrabench.engine.case_ahead import sets_up_ahead
+from intrabench.engine.case_ahead import prepare_case_quietly, sets_up_ahead
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +113,5 @@ def _built(spec: Any, image_of: Callable[[], Any] | None = None) -> Any | None:
                   spec.key, type(error).__name__, error)
         return None
     if image_of is not None and sets_up_ahead(model):
-        try:
-            model.prepare_case(image_of())
-        except Exception as error:  # noqa: BLE001 - set_case does it again, and reports it
-            log.debug("setting up the first case of '%s' ahead failed (%s: %s)",
-                      spec.key, type(error).__name__, error)
+        prepare_case_quietly(model, image_of)
     return model

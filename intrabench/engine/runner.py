@@ -72,6 +72,12 @@ log = logging.getLogger(__name__)
 BACKGROUND_NICENESS = 10
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the system tells it)."""
+    return (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 2)
+
+
 def default_user_workers(sharing: int = 1,
                          forward_frees_cpu: bool | Callable[[], bool] = False) -> int:
     """Worker processes for simulated users: one per four cores, at most 4, none below four
@@ -90,9 +96,7 @@ def default_user_workers(sharing: int = 1,
     worker computes the next prompts there (the CPU proxy of issue #13: between forward passes
     1.4 s -> 0.5 s on two cores).
     """
-    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-             else os.cpu_count() or 2)
-    share = cores // max(1, sharing)
+    share = usable_cores() // max(1, sharing)
     if 2 <= share < 4 and (forward_frees_cpu() if callable(forward_frees_cpu)
                            else forward_frees_cpu):
         return 1
@@ -108,9 +112,7 @@ def default_reader_workers(sharing: int = 1) -> int:
     second), so big machines read several cases ahead; one reader on small machines, where
     the cores are the models'.
     """
-    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-             else os.cpu_count() or 2)
-    return max(1, min(4, cores // max(1, sharing) // 4))
+    return max(1, min(4, usable_cores() // max(1, sharing) // 4))
 
 
 def models_free_cpu(config: RunConfig) -> bool:
@@ -733,12 +735,10 @@ class Runner:
                         build_seconds = self._prepare_model(spec)
                     if self._progress is not None:
                         self._progress.model_built(group, build_seconds)
-                self._build_next_ahead(spec, groups[index + 1][0]
-                                       if index + 1 < len(groups) else None)
+                following = groups[index + 1][0] if index + 1 < len(groups) else None
+                self._build_next_ahead(spec, following)
                 group_started = time.perf_counter()
-                problems.extend(self.execute_group(
-                    group, wait=False,
-                    following=groups[index + 1][0] if index + 1 < len(groups) else None))
+                problems.extend(self.execute_group(group, wait=False, following=following))
                 if self._progress is not None:
                     self._progress.finish_group(group, time.perf_counter() - group_started)
             if groups and self._progress is not None:
