@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from forward_spans import timed_forward_passes  # noqa: E402
 from proxy_calibration import (  # noqa: E402
     CALIBRATION_FILE,
+    between_passes,
     calibration_entry,
     card_figures,
     card_of,
@@ -357,7 +358,7 @@ def main() -> None:
         else:
             try:
                 forward_ms = per_model_ms(calibration["proxy_ms"],
-                                          [(spec.key, spec.name) for spec in original.models])
+                                          keys_and_names(original))
             except ValueError as error:
                 parser.error(f"{args.calibration.name}: {error}")
         config = stand_in_config(phantoms_as_files(original, args.cache), forward_ms,
@@ -402,8 +403,7 @@ def main() -> None:
     print(f"cases per minute               {60 * result['cases'] / result['wall']:8.2f}")
     print(f"before the first forward pass  {result['before']:8.2f} s")
     print(f"model forward passes           {result['model']:8.2f} s")
-    print(f"between forward passes         "
-          f"{result['wall'] - result['before'] - result['after'] - result['model']:8.2f} s")
+    print(f"between forward passes         {between_passes(result):8.2f} s")
     print(f"after the last forward pass    {result['after']:8.2f} s")
     print(f"simulated user (all processes) {result['user']:8.2f} s")
     print(f"metrics (all processes)        {result['metrics']:8.2f} s")
@@ -431,13 +431,11 @@ def main() -> None:
         print(f"nominal forward time           {nominal:8.2f} s ({result['forwards']} forwards "
               "at their calibrated times)")
         busy = min(busy, nominal)
-        steady = min(result["model_steady"], nominal / (result["wall"] - result["before"]
-                                                        - result["after"]))
-        print(f"model busy, steady state (nominal forward time): {steady:.1%}")
+        print(f"model busy, steady state (nominal forward time): {nominal_steady(result):.1%}")
     print(f"model busy: {100 * busy / result['wall']:.1f}%")
     if args.figures_out is not None:
         card = describe_machine().get("gpu") or "no GPU"
-        figures = card_figures(result, [(spec.key, spec.name) for spec in config.models],
+        figures = card_figures(result, keys_and_names(config),
                                str(card), str(args.config or args.proxy_of or label))
         try:
             args.figures_out.write_text(json.dumps(figures, indent=1) + "\n")
@@ -461,17 +459,26 @@ def main() -> None:
             print_comparison(result, card_name, card)
 
 
+def nominal_steady(result: dict) -> float:
+    """The model's busy share from the first forward pass to the last, at the stand-ins'
+    nominal forward time where a busy CPU stretched a pass (a card would have been idle)."""
+    return min(result["model_steady"],
+               result["nominal"] / (result["wall"] - result["before"] - result["after"]))
+
+
+def keys_and_names(config: RunConfig) -> list[tuple[str, str]]:
+    """(key, registered name) of each model of ``config``."""
+    return [(spec.key, spec.name) for spec in config.models]
+
+
 def print_comparison(result: dict, card_name: str, card: dict) -> None:
     """The proxy's phases beside the card's (same configuration), and their ratios."""
     nominal = result["nominal"]
-    between = result["wall"] - result["before"] - result["after"] - result["model"]
-    steady = min(result["model_steady"],
-                 nominal / (result["wall"] - result["before"] - result["after"]))
     rows = [("wall (s)", result["wall"], card.get("wall")),
             ("start: before the 1st forward pass (s)", result["before"], card.get("start")),
             ("model forward passes (s)", nominal, card.get("forward")),
-            ("between forward passes (s)", between, card.get("between")),
-            ("model busy, steady state", steady, card.get("model_steady")),
+            ("between forward passes (s)", between_passes(result), card.get("between")),
+            ("model busy, steady state", nominal_steady(result), card.get("model_steady")),
             ("model busy, whole run", nominal / result["wall"], card.get("model_whole"))]
     print(f"\nproxy against the {card_name} (same configuration):")
     print(f"{'':42s} {'proxy':>9s} {'card':>9s} {'proxy/card':>10s}")

@@ -45,12 +45,26 @@ def card_of(entry: dict) -> tuple[str, dict]:
     return str(name), card
 
 
-def milliseconds(value: object) -> float:
-    """A calibrated forward time: a finite number >= 0, else ValueError (one line)."""
+def _duration(value: object) -> float | None:
+    """``value`` as a float when it is a finite number >= 0 (not a boolean), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not math.isfinite(value) or value < 0:
-        raise ValueError(f"proxy_ms must be a number of milliseconds >= 0, not {value!r:.60}")
+        return None
     return float(value)
+
+
+def milliseconds(value: object) -> float:
+    """A calibrated forward time: a finite number >= 0, else ValueError (one line)."""
+    checked = _duration(value)
+    if checked is None:
+        raise ValueError(f"proxy_ms must be a number of milliseconds >= 0, not {value!r:.60}")
+    return checked
+
+
+def between_passes(result: dict) -> float:
+    """Seconds of a run (``bench_gpu_run.measure``'s result) from its first forward pass to
+    its last that no forward pass took."""
+    return result["wall"] - result["before"] - result["after"] - result["model"]
 
 
 def per_model_ms(table: object, models: list[tuple[str, str]]) -> float | dict[str, float]:
@@ -77,9 +91,8 @@ def card_figures(result: dict, models: list[tuple[str, str]], card: str,
         name = names.get(key, key)
         forward_by_model[name] = forward_by_model.get(name, 0.0) + float(seconds)
         steps_by_model[name] = steps_by_model.get(name, 0) + int(steps)
-    between = result["wall"] - result["before"] - result["after"] - result["model"]
     return {"card": card, "config": config, "wall": result["wall"], "start": result["before"],
-            "forward": result["model"], "between": between,
+            "forward": result["model"], "between": between_passes(result),
             "model_steady": result["model_steady"],
             "model_whole": result["model"] / result["wall"],
             "forward_by_model": forward_by_model, "steps_by_model": steps_by_model,
@@ -117,11 +130,11 @@ def calibration_entry(figures: dict, proxy_passes: dict[str, int]) -> dict:
 
 
 def _figure(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value < 0:
+    checked = _duration(value)
+    if checked is None:
         raise ValueError(f"the card's figure {name} must be a finite number >= 0, "
                          f"not {value!r:.60}")
-    return float(value)
+    return checked
 
 
 def entry_text(config_name: str, entry: dict, source: str) -> str:
