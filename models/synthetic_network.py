@@ -71,7 +71,8 @@ class _StandIn:
     forward_calls_by_model: ClassVar[dict[str, int]] = {}
 
     def _configure_stands_for(self, stands_for: str | None) -> None:
-        if stands_for is not None and (not isinstance(stands_for, str) or not stands_for):
+        if stands_for is not None and (not isinstance(stands_for, str)
+                                       or not 0 < len(stands_for) <= 200):
             raise ConfigError(f"{self.name}: stands_for must be a model's name, "
                               f"not {stands_for!r:.80}")
         self.stands_for = stands_for or self.name

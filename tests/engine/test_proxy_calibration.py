@@ -96,7 +96,8 @@ def test_a_model_the_proxy_never_ran_is_one_line(passes):
         calibration_entry(figures, passes)
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, -1.0, "12", True, None])
+@pytest.mark.parametrize("value", [math.nan, math.inf, 1e400, -1.0, "12", True, None,
+                                   {"s": 1.0}, [1.0]])
 @pytest.mark.parametrize("where", ["between", "a phase"])
 def test_a_card_figure_that_is_no_finite_number_is_one_line(value, where):
     figures = card_figures(_card_result(), MODELS, "card", "c")
@@ -178,3 +179,36 @@ def test_a_run_without_rows_is_one_line_not_a_traceback(tmp_path):
         "prompters": ["center-points-per-volume"]})
     with pytest.raises(NoRows, match="checkpoint for sam-med3d not found"):
         measure(stand_in_config(config, 0.0), {"background": "inline"})
+
+
+@pytest.mark.parametrize("seconds", [math.nan, -2.0, "fast", {"s": 1}, [3.0], None])
+def test_a_models_card_seconds_that_are_no_duration_are_one_line(seconds):
+    figures = card_figures(_card_result(), MODELS, "card", "c")
+    figures["forward_by_model"]["segvol"] = seconds
+    with pytest.raises(ValueError, match="figure segvol must be a finite number") as raised:
+        calibration_entry(figures, {"sam-med3d": 68, "segvol": 17})
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("text", [
+    "not json {", "[1, 2]", "null", '"a string"',
+    '{"forward_by_model": {"sam-med3d": 1.0}}',  # not the configuration's models
+    '{"forward_by_model": [1, 2]}', '{"forward_by_model": {"a": {"b": {"c": 1}}}}',
+    '{"forward_by_model": {"' + "x" * 100_000 + '": 1}}'])
+def test_a_card_figures_file_that_is_garbage_is_refused_in_one_line(tmp_path, capsys,
+                                                                     monkeypatch, text):
+    """bench_gpu_run --calibrate-from reads a file the card run wrote: garbage in it stops the
+    command with one line (argparse's exit 2), before any run."""
+    from bench_gpu_run import main
+
+    figures = tmp_path / "figures.json"
+    figures.write_text(text)
+    config = Path(__file__).resolve().parents[2] / "benchmarks/configs/gpu-3d-refine.yaml"
+    monkeypatch.setattr(sys, "argv", ["bench_gpu_run.py", "--proxy-of", str(config),
+                                      "--calibrate-from", str(figures)])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("bench_gpu_run.py: error: --calibrate-from")
+    assert len(error) < 600

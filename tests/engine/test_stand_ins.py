@@ -173,3 +173,12 @@ def test_a_run_with_set_up_stand_ins_gives_the_same_rows_and_sets_up_every_group
     pd.testing.assert_frame_equal(set_up, plain)
     assert runner.loop_clock.entries["model set_case"] == 2
     assert runner.loop_clock.entries["building models"] == 1
+
+
+@pytest.mark.parametrize(("stands_for", "message"), [
+    ("", "stands_for must be a model's name"), ("x" * 10_000, "stands_for must be a model's name"),
+    (3, "valid string"), (["sam"], "valid string"), ({"name": "sam"}, "valid string")])
+def test_a_stands_for_that_is_no_model_name_is_one_line(stands_for, message):
+    with pytest.raises(ConfigError, match=message) as raised:
+        registry.models.create("synthetic-network", {"stands_for": stands_for})
+    assert "\n" not in str(raised.value) and len(str(raised.value)) < 300
