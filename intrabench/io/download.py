@@ -24,17 +24,21 @@ Conventions
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
+import math
 import os
 import re
 import shutil
 import stat
 import sys
 import tarfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -44,7 +48,6 @@ from intrabench.errors import UserError
 DEFAULT_ZENODO_URL = "https://zenodo.org"
 DEFAULT_TCIA_URL = "https://services.cancerimagingarchive.net/nbia-api/services/v1"
 _CHUNK = 1 << 20
-_TIMEOUT_S = 60.0
 
 
 class DownloadError(UserError):
@@ -201,28 +204,109 @@ def _count(value: object, what: str) -> int | None:
 
 
 # -- HTTP -----------------------------------------------------------------------------------
-def _open(url: str, headers: dict[str, str] | None = None, timeout: float = _TIMEOUT_S):
+#: ``$INTRABENCH_DOWNLOAD_STALL_S``: how long a download may go without progress (no answer,
+#: no data, or fewer than :data:`STALL_MIN_BYTES` in that time) before it is given up
+STALL_VARIABLE = "INTRABENCH_DOWNLOAD_STALL_S"
+DEFAULT_STALL_S = 60.0
+#: fewer bytes than this in one stall window is no progress (a server sending one byte every
+#: 20 s would otherwise hold a download for days)
+STALL_MIN_BYTES = 1024
+#: the most bytes a JSON answer (a Zenodo record, a TCIA series listing) may have
+MAX_JSON_BYTES = 256 << 20
+
+
+def stall_seconds() -> float:
+    """The stall timeout in seconds: ``$INTRABENCH_DOWNLOAD_STALL_S`` where set, else
+    :data:`DEFAULT_STALL_S`; UserError for a value that is not a positive finite number."""
+    text = os.environ.get(STALL_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_STALL_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"{STALL_VARIABLE}={text!r} is not a number of seconds") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise UserError(f"{STALL_VARIABLE} must be a positive number of seconds, not {text}")
+    return value
+
+
+def _stalled(url: str, stall_s: float, what: str) -> DownloadError:
+    return DownloadError(f"{url}: stalled: {what} in {stall_s:g} s; re-run to resume (a "
+                         f"partial file is kept), or set {STALL_VARIABLE} to wait longer")
+
+
+class _StallWatch:
+    """Raises :class:`DownloadError` when a window of ``stall_s`` seconds passes with fewer
+    than :data:`STALL_MIN_BYTES` received (checked as each block arrives; a silent socket is
+    the socket timeout's, also ``stall_s``)."""
+
+    def __init__(self, url: str, stall_s: float) -> None:
+        self.url, self.stall_s = url, stall_s
+        self.start, self.bytes = time.monotonic(), 0
+
+    def update(self, received: int) -> None:
+        self.bytes += received
+        now = time.monotonic()
+        if now - self.start < self.stall_s:
+            return
+        if self.bytes < STALL_MIN_BYTES:
+            raise _stalled(self.url, self.stall_s, f"{self.bytes} bytes arrived")
+        self.start, self.bytes = now, 0
+
+
+def _open(url: str, headers: dict[str, str] | None = None, timeout: float | None = None):
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme not in ("http", "https") or not urllib.parse.urlsplit(url).netloc:
         raise DownloadError(f"'{url}' is not an http(s) address (check --zenodo-url / "
                             "--tcia-url and the INTRABENCH_*_URL variables)")
+    timeout = stall_seconds() if timeout is None else timeout
     request = urllib.request.Request(url, headers={"User-Agent": "intrabench", **(headers or {})})
     try:
         return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310 (http(s) only)
     except urllib.error.HTTPError as error:
         raise DownloadError(f"{url}: HTTP {error.code} {error.reason}") from None
-    except (urllib.error.URLError, OSError) as error:
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
         reason = getattr(error, "reason", error)
+        if isinstance(reason, TimeoutError) or isinstance(error, TimeoutError):
+            raise _stalled(url, timeout, "no answer") from None
         raise DownloadError(f"{url}: cannot connect ({reason}); check the network and retry, "
                             "finished files are kept") from None
 
 
+def _blocks(response, url: str, limit: int | None, stall_s: float,
+            block: int = _CHUNK) -> Iterator[bytes]:
+    """The body of ``response`` block by block, at most ``limit`` bytes (None: to its end),
+    each read one system call (``read1``) so that a trickle is seen; a stall
+    (:class:`_StallWatch`, or no byte for ``stall_s``) or a broken connection raises
+    :class:`DownloadError`."""
+    watch = _StallWatch(url, stall_s)
+    taken = 0
+    while limit is None or taken < limit:
+        want = block if limit is None else min(block, limit - taken)
+        try:
+            data = response.read1(want)
+        except TimeoutError:
+            raise _stalled(url, stall_s, "no data") from None
+        except (OSError, http.client.HTTPException) as error:
+            raise DownloadError(f"{url}: the connection broke after {taken} bytes "
+                                f"({type(error).__name__}); re-run to resume") from None
+        if not data:
+            return
+        taken += len(data)
+        watch.update(len(data))
+        yield data
+
+
 def get_json(url: str, params: dict[str, str] | None = None) -> Any:
-    """GET a JSON document."""
+    """GET a JSON document (at most :data:`MAX_JSON_BYTES`, under the stall timeout)."""
     if params:
         url = f"{url}?{urllib.parse.urlencode(params)}"
-    with _open(url, {"Accept": "application/json"}) as response:
-        body = response.read()
+    stall_s = stall_seconds()
+    with _open(url, {"Accept": "application/json"}, stall_s) as response:
+        body = b"".join(_blocks(response, url, MAX_JSON_BYTES + 1, stall_s))
+    if len(body) > MAX_JSON_BYTES:
+        raise DownloadError(f"{url}: the answer is longer than {MAX_JSON_BYTES:,} bytes; it is "
+                            "not a record or a listing")
     try:
         return json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -241,68 +325,34 @@ def _progress_bar(total: int | None, initial: int, name: str, enabled: bool):
 
 def download(url: str, dest: str | Path, *, sha256: str | None = None, md5: str | None = None,
              size: int | None = None, progress: bool = True,
-             max_bytes: int | None = None) -> Path:
+             max_bytes: int | None = None, stall_s: float | None = None) -> Path:
     """Download ``url`` to ``dest`` (resuming ``dest.partial``), verify, then rename.
 
-    If ``dest`` already exists and verifies, nothing is downloaded. ``max_bytes`` stops after
-    that many bytes of this call and raises DownloadError (to simulate an interrupted
-    transfer in tests); the partial file is kept for resuming.
+    If ``dest`` already exists and verifies, nothing is downloaded; if it exists and does not
+    verify, it is not ours (a download is renamed only once verified): ChecksumError, and it is
+    kept. The body is read up to ``size`` (the pinned size), else up to the Content-Length,
+    never past them (an endless body stops there); ``stall_s`` (default
+    :func:`stall_seconds`) bounds the time without progress. ``max_bytes`` stops after that
+    many bytes of this call and raises DownloadError (to simulate an interrupted transfer in
+    tests); the partial file is kept for resuming.
     """
     dest = Path(dest)
+    stall_s = stall_seconds() if stall_s is None else stall_s
     checksums = {k: v for k, v in (("sha256", sha256), ("md5", md5)) if v}
-    if dest.exists():
-        try:
-            verify_file(dest, checksums, size)
-            return dest
-        except ChecksumError:
-            dest.unlink()
+    if dest.exists() or dest.is_symlink():
+        _check_present(dest, checksums, size)
+        return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = dest.with_name(dest.name + ".partial")
+    if partial.is_symlink() or (partial.exists() and not partial.is_file()):
+        raise DownloadError(f"{partial} is not a file this download wrote (a link or a "
+                            "folder); move it away and run again")
     have = partial.stat().st_size if partial.exists() else 0
     if size is not None and have > size:
         partial.unlink()
         have = 0
-    headers = {"Range": f"bytes={have}-"} if have else {}
-    if size is not None and have == size:
-        response = None
-    else:
-        try:
-            response = _open(url, headers)
-        except DownloadError as error:
-            if have and "HTTP 416" in str(error):  # nothing left to send: already complete
-                response = None
-            else:
-                raise
-    if response is not None:
-        with response:
-            status = getattr(response, "status", 200)
-            if have and status != 206:
-                have = 0  # the server ignored Range: start over
-            elif have:
-                content_range = response.headers.get("Content-Range", "")
-                if not content_range.startswith(f"bytes {have}-"):
-                    raise DownloadError(f"{url}: unexpected Content-Range '{content_range}' "
-                                        f"when resuming at byte {have}")
-            length = _count(response.headers.get("Content-Length"),
-                            f"{url}: the Content-Length header")
-            total = size if size is not None else (have + int(length) if length else None)
-            written = 0
-            with open(partial, "ab" if have else "wb") as handle, \
-                    _progress_bar(total, have, dest.name, progress) as bar:
-                while True:
-                    block = response.read(_CHUNK if max_bytes is None
-                                          else max(1, min(_CHUNK, max_bytes - written)))
-                    if not block:
-                        break
-                    handle.write(block)
-                    written += len(block)
-                    bar.update(len(block))
-                    if max_bytes is not None and written >= max_bytes:
-                        raise DownloadError(f"{url}: interrupted after {written} bytes "
-                                            f"(partial file kept: {partial})")
-            if length is not None and written != length:
-                raise DownloadError(f"{url}: connection closed after {written} of {length} "
-                                    f"bytes; re-run to resume")
+    if size is None or have < size:
+        _fetch(url, partial, have, size, dest.name, progress, max_bytes, stall_s)
     try:
         verify_file(partial, checksums, size)
     except ChecksumError:
@@ -310,6 +360,62 @@ def download(url: str, dest: str | Path, *, sha256: str | None = None, md5: str 
         raise
     partial.replace(dest)
     return dest
+
+
+def _check_present(dest: Path, checksums: dict[str, str], size: int | None) -> None:
+    """ChecksumError, the file kept, when ``dest`` is there but is not the expected file."""
+    try:
+        if not dest.is_file():
+            raise ChecksumError(f"{dest.name}: not a file")
+        verify_file(dest, checksums, size)
+    except ChecksumError as error:
+        raise ChecksumError(f"{dest} is already there and is not the expected file ({error}); "
+                            "a download is only put there once verified, so it is kept: move "
+                            "it away or delete it, then run again") from None
+
+
+def _fetch(url: str, partial: Path, have: int, size: int | None, name: str, progress: bool,
+           max_bytes: int | None, stall_s: float) -> None:
+    """Append the rest of ``url`` (from byte ``have``) to ``partial``, at most up to ``size``
+    (else the Content-Length); nothing to do when the server says there is nothing left."""
+    headers = {"Range": f"bytes={have}-"} if have else {}
+    try:
+        response = _open(url, headers, stall_s)
+    except DownloadError as error:
+        if have and "HTTP 416" in str(error):  # nothing left to send: already complete
+            return
+        raise
+    with response:
+        status = getattr(response, "status", 200)
+        if have and status != 206:
+            have = 0  # the server ignored Range: start over
+        elif have:
+            content_range = response.headers.get("Content-Range", "")
+            if not content_range.startswith(f"bytes {have}-"):
+                raise DownloadError(f"{url}: unexpected Content-Range '{content_range}' "
+                                    f"when resuming at byte {have}")
+        length = _count(response.headers.get("Content-Length"),
+                        f"{url}: the Content-Length header")
+        if size is not None and length is not None and have + length > size:
+            raise ChecksumError(f"{name}: the server announces {have + length:,} bytes, the "
+                                f"file is {size:,} bytes; it is not the expected file")
+        total = size if size is not None else (have + length if length is not None else None)
+        limit = None if total is None else total - have
+        if max_bytes is not None:
+            limit = max_bytes if limit is None else min(limit, max_bytes)
+        written = 0
+        with open(partial, "ab" if have else "wb") as handle, \
+                _progress_bar(total, have, name, progress) as bar:
+            for block in _blocks(response, url, limit, stall_s):
+                handle.write(block)
+                written += len(block)
+                bar.update(len(block))
+        if max_bytes is not None and written >= max_bytes:
+            raise DownloadError(f"{url}: interrupted after {written} bytes "
+                                f"(partial file kept: {partial})")
+        if length is not None and written != length:
+            raise DownloadError(f"{url}: connection closed after {written} of {length} "
+                                f"bytes; re-run to resume")
 
 
 # -- Zenodo ---------------------------------------------------------------------------------
