@@ -1,9 +1,10 @@
 """Was a case's dataset in the model's training data? (``in_training_data``: yes / no / unknown)
 
-A model scored on data it was trained on is not being benchmarked. The registry
-``intrabench/resources/training_data.yaml`` states, per model and with its source, which of the
-benchmark's datasets its published checkpoints were trained on and which datasets that source
-vouches for (see the file's header). Every result row carries ``in_training_data`` for its
+A model scored on data it was trained on is not being benchmarked. Each model's card
+(:mod:`intrabench.model_cards`: ``training_data``, built-in and plugin cards alike) states, with
+its source, which of the benchmark's datasets its published checkpoints were trained on and
+which datasets that source vouches for; ``intrabench/resources/training_data.yaml`` names the
+paper's datasets and the never-seen (synthetic) ones (see the file's header). Every result row carries ``in_training_data`` for its
 (model, dataset); ``intrabench tables --split-training-data`` builds each table once per value.
 
 Names are registry names: a model key ``sam2(variant=...)`` counts as ``sam2``; the dataset is
@@ -64,10 +65,15 @@ def parse_registry(data: dict[str, Any]) -> tuple[dict[str, TrainingData], froze
 
 @lru_cache(maxsize=1)
 def registry() -> tuple[dict[str, TrainingData], frozenset[str]]:
-    """The package's registry (read once)."""
+    """The registry (read once): the cards' ``training_data`` with the dataset lists of
+    ``resources/training_data.yaml``."""
+    from intrabench.model_cards import cards
+
     text = resources.files("intrabench").joinpath("resources/training_data.yaml").read_text(
         encoding="utf-8")
-    return parse_registry(yaml.safe_load(text))
+    data = yaml.safe_load(text)
+    return parse_registry({**data, "models": {name: card.training_data
+                                              for name, card in cards().items()}})
 
 
 def status(model: str, dataset: str, params: dict[str, Any] | None = None) -> Status:

