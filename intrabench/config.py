@@ -19,7 +19,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from intrabench import registry
-from intrabench.errors import ConfigError, one_line_cause
+from intrabench.errors import ConfigError, one_line_cause, quoted
+from intrabench.io.run_paths import path_component_problem
+from intrabench.serving.spec import RunsIn
 from intrabench.timing.human import TimeModel
 
 
@@ -48,6 +50,16 @@ class ComponentSpec(BaseModel):
                 value["params"] = {**value.get("params", {}), **extra}
         return value
 
+    @field_validator("label")
+    @classmethod
+    def _label_is_one_name(cls, value: str | None) -> str | None:
+        # the label names a folder of the prediction tree and a column value: one plain name
+        problem = None if value is None else path_component_problem(value)
+        if problem:
+            raise ValueError(f"{quoted(value, 60)} cannot be a label: {problem}; use letters, "
+                             "digits, '-', '_' or '.' (it names a folder of the run)")
+        return value
+
     @property
     def key(self) -> str:
         """Stable identity used in results and seeds: the label, else name + sorted params."""
@@ -67,6 +79,15 @@ class DatasetSpec(ComponentSpec):
     #: at most this many cases (the first ones in sorted order, after ``cases``)
     max_cases: int | None = Field(default=None, ge=1)
 
+    @field_validator("cases")
+    @classmethod
+    def _cases_are_names(cls, value: list[str] | None) -> list[str] | None:
+        for case_id in value or []:  # a case id names prediction files
+            problem = path_component_problem(case_id)
+            if problem:
+                raise ValueError(f"{quoted(case_id, 60)} cannot be a case id: {problem}")
+        return value
+
 
 class ModelSpec(ComponentSpec):
     """A model, optionally on some of the run's datasets, prompters or refiners only."""
@@ -80,6 +101,9 @@ class ModelSpec(ComponentSpec):
     #: refine the model with these refiners only (their keys in this config; ``[]``: no
     #: refinement); default: every refiner. The other pairs are listed in ``skipped.csv``
     refiners: list[str] | None = None
+    #: run the model outside this process: in another environment, a container or a server
+    #: (docs/adding-a-model.md, "Your model in its own environment"); not part of its key
+    runs_in: RunsIn | None = None
 
 
 class RefinerSpec(ComponentSpec):
@@ -261,7 +285,12 @@ class RunConfig(BaseModel):
             registry.datasets.check_params(spec.name, spec.params)
         dataset_keys = [spec.key for spec in self.datasets]
         for spec in self.models:
-            registry.models.check_params(spec.name, spec.params)
+            if spec.runs_in is not None:
+                from intrabench.serving import register_served
+
+                register_served(spec)  # a model installed only where it runs
+            if not getattr(registry.models.get(spec.name), "served_facts", None):
+                registry.models.check_params(spec.name, spec.params)
             unknown = [name for name in spec.datasets or [] if name not in dataset_keys]
             if unknown:
                 raise ConfigError(f"models: {spec.key}: datasets {unknown} are not datasets of "
@@ -310,7 +339,11 @@ def _format_validation_error(error: ValidationError, source: str) -> str:
     return f"{source}: {location}: {message}{more}"
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+#: libyaml's safe loader where PyYAML has it (9x faster than the Python one on a long list)
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _UniqueKeyLoader(_FAST_LOADER):  # type: ignore[misc, valid-type]
     """yaml.safe_load that refuses a key given twice in one mapping (PyYAML keeps the last,
     silently: ``refinement_steps: 5`` then ``refinement_steps: 1`` ran 1 step)."""
 
@@ -355,10 +388,64 @@ def _expanded_values(root: yaml.Node) -> int:
     return counts[id(root)]
 
 
+#: the largest config file read (a real one has a few kilobytes; a 10 MB list of seeds took
+#: 100 s and 1.2 GB before the value bound refused it)
+MAX_CONFIG_BYTES = 1_000_000
+
+
+#: the deepest nesting a config may have (a real one has 4 levels); deeper is refused before
+#: a node is built, so that no parser recurses that deep
+MAX_YAML_DEPTH = 100
+
+
+def _check_expansion(text: str, source: str) -> None:
+    """ConfigError when the YAML ``text`` expands to more than :data:`MAX_YAML_VALUES` values
+    (each alias counting as the values of its anchor; the message says whether aliases did it)
+    or nests deeper than :data:`MAX_YAML_DEPTH`. Counted on libyaml's parser events, stopping
+    at the bound, before any node is built; text that does not parse is left to the loader,
+    which says where."""
+    sizes: dict[str, int] = {}
+    starts: list[tuple[int, str | None]] = []
+    seen, aliased = 0, False
+    try:
+        for event in yaml.parse(text, Loader=_FAST_LOADER):
+            if isinstance(event, yaml.ScalarEvent):
+                seen += 1
+                if event.anchor:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, yaml.AliasEvent):
+                seen += sizes.get(event.anchor, 1)
+                aliased = True
+            elif isinstance(event, yaml.CollectionStartEvent):
+                starts.append((seen, event.anchor))
+                seen += 1
+                if len(starts) > MAX_YAML_DEPTH:
+                    raise ConfigError(f"{source}: the YAML is nested too deeply to read (more "
+                                      f"than {MAX_YAML_DEPTH} levels)")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                begin, anchor = starts.pop()
+                if anchor:
+                    sizes[anchor] = seen - begin
+            if seen > MAX_YAML_VALUES:
+                why = ("aliases repeated inside aliases?); write it out plainly" if aliased
+                       else "a list of seeds or cases this long?); a config has a few hundred")
+                raise ConfigError(f"{source}: the YAML expands to more than "
+                                  f"{MAX_YAML_VALUES:,} values ({why}")
+    except yaml.YAMLError as error:
+        if "nesting depth" in str(error):  # libyaml's own bound (1,000 levels)
+            raise ConfigError(f"{source}: the YAML is nested too deeply to read") from None
+
+
 def read_yaml(text: str, source: str) -> Any:
-    """Safe YAML with the config rules: a key given twice is refused, the document may expand
-    to at most :data:`MAX_YAML_VALUES` values (alias bombs), nesting too deep for the parser is
-    a ConfigError, not a RecursionError."""
+    """Safe YAML with the config rules: at most :data:`MAX_CONFIG_BYTES` of text, a key given
+    twice is refused, the document may expand to at most :data:`MAX_YAML_VALUES` values (alias
+    bombs, long lists) and nest :data:`MAX_YAML_DEPTH` levels deep (ConfigError, never a
+    RecursionError)."""
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{source}: {len(text) / 1e6:.1f} MB of YAML is more than a config "
+                          f"may hold ({MAX_CONFIG_BYTES / 1e6:g} MB); a config has a few "
+                          "kilobytes: is this the right file?")
+    _check_expansion(text, source)
     loader = _UniqueKeyLoader(text)
     try:
         node = loader.get_single_node()
@@ -394,6 +481,11 @@ def read_yaml_file(path: Path, what: str = "config file") -> Any:
         raise ConfigError(f"{path} is a folder, not a {what}: give the YAML file")
     if not path.is_file():
         raise ConfigError(f"{what} not found: {path}")
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:  # before it is read
+        raise ConfigError(f"{path}: {size / 1e6:.1f} MB is more than a {what} may hold "
+                          f"({MAX_CONFIG_BYTES / 1e6:g} MB); a config has a few kilobytes: is "
+                          "this the right file?")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
@@ -417,7 +509,11 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
         data = apply_overrides(data, overrides)
     if isinstance(data, dict) and data.get("imports"):
         importable_beside(path.parent)
-    return resolve_relative_paths(parse_config(data, source=str(path)), path.parent)
+    config = resolve_relative_paths(parse_config(data, source=str(path)), path.parent)
+    from intrabench.timing.waiting import check_latency_table  # pandas-free; only here
+
+    check_latency_table(config.time_model, [spec.key for spec in config.models], str(path))
+    return config
 
 
 def importable_beside(folder: Path) -> None:

@@ -23,6 +23,7 @@ from intrabench import training_data
 from intrabench.engine.episode import StepResult, evaluate_steps
 from intrabench.evaluation.metrics import bounding_box, step_metrics, union_of_boxes
 from intrabench.io.run_paths import (
+    inside_run,
     prediction_file_name,
     prediction_folder,
     step_prediction_file_name,
@@ -267,6 +268,7 @@ def _save_prediction(job: UnitJob, episode: CroppedEpisode) -> None:
                        job.case_id, episode.target.target_id, result.step)), result)
                   for result in episode.results if not result.converged]
     for path, result in saved:
+        inside_run(job.run_dir, path)  # before a file is written: a link out of the run, refused
         full = np.zeros(job.shape, dtype=np.uint8)
         full[episode.box] = result.prediction.mask
         write_on_grid(full, job.geometry, path)

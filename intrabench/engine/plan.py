@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from intrabench import registry
 from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
-from intrabench.errors import UserError
+from intrabench.errors import DataError, UserError, quoted
 from intrabench.evaluation.metrics import DEFAULT_NSD_TOLERANCE_MM
+from intrabench.io.run_paths import path_component_problem
 from intrabench.protocols import Dataset, incompatibility
 
 
@@ -103,6 +104,11 @@ class Plan:
 
 def _select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:
     available = dataset.case_ids()
+    for case_id in available:  # a case id names prediction files: one plain name
+        problem = path_component_problem(case_id)
+        if problem:
+            raise DataError(f"dataset '{spec.key}' has a case named {quoted(case_id, 60)}, "
+                            f"which cannot name its files ({problem}); rename that case")
     if spec.cases is not None:
         unknown = [c for c in spec.cases if c not in available]
         if unknown:

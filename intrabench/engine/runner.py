@@ -59,9 +59,10 @@ from intrabench.io.results import (
     write_run_metadata,
 )
 from intrabench.io.run_directory import RunLock, check_output_directory, check_same_run
-from intrabench.io.run_paths import prediction_folder, safe_file_name
+from intrabench.io.run_paths import case_file_prefix, prediction_folder
 from intrabench.io.volume import Volume
 from intrabench.protocols import Dataset, Model
+from intrabench.serving import build_model
 from intrabench.types import Case
 
 log = logging.getLogger(__name__)
@@ -265,7 +266,7 @@ class Runner:
         """The model for ``spec``; the previously used model is released first (one in memory)."""
         if spec.key not in self._models:
             self._models.clear()
-            self._models[spec.key] = registry.models.create(spec.name, spec.params)
+            self._models[spec.key] = build_model(spec)
         return self._models[spec.key]
 
     def _build_next_ahead(self, current: ComponentSpec, next_unit: WorkUnit | None) -> None:
@@ -662,7 +663,7 @@ class Runner:
             return False
         folder = prediction_folder(self.run_dir, unit.dataset.key, unit.model.key,
                                    unit.prompter_key, unit.refiner_key, unit.seed)
-        return not any(folder.glob(f"{safe_file_name(unit.case_id)}__*.nii.gz"))
+        return not any(folder.glob(f"{case_file_prefix(unit.case_id)}*.nii.gz"))
 
     def finish(self, plan: Plan) -> None:
         self.store.consolidate([u.key for u in plan.units])

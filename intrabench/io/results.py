@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from intrabench.errors import UserError
+from intrabench.io.run_paths import inside_run
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +148,7 @@ def code_revision() -> dict[str, Any]:
 def write_run_metadata(run_dir: Path, config_yaml: str, extra: dict[str, Any]) -> None:
     from intrabench.io.machine import describe_machine
 
-    atomic_write_text(run_dir / "config.yaml", config_yaml)
+    atomic_write_text(inside_run(run_dir, run_dir / "config.yaml"), config_yaml)
     metadata = {
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
@@ -157,7 +158,7 @@ def write_run_metadata(run_dir: Path, config_yaml: str, extra: dict[str, Any]) -
         "code": code_revision(),
         **extra,
     }
-    atomic_write_text(run_dir / "run.json", json.dumps(metadata, indent=2))
+    atomic_write_text(inside_run(run_dir, run_dir / "run.json"), json.dumps(metadata, indent=2))
 
 
 class ResultsStore:
@@ -212,7 +213,7 @@ class ResultsStore:
         table = pa.Table.from_pylist(rows)
         buffer = io.BytesIO()
         pq.write_table(table, buffer)
-        path = self.unit_path(unit_key)
+        path = inside_run(self.run_dir, self.unit_path(unit_key))
         atomic_write_bytes(path, buffer.getvalue())
         if keep:
             _KEPT[path] = pq.read_table(io.BytesIO(buffer.getvalue()))  # exactly as on disk
@@ -235,9 +236,16 @@ class ResultsStore:
         return frame.sort_values(KEY_COLUMNS, kind="stable").reset_index(drop=True)
 
     def consolidate(self, unit_keys: list[str] | None = None) -> pd.DataFrame:
+        """``results.parquet`` (every value exact) and ``results.csv`` (for spreadsheets: text
+        that would run as a formula quoted, see :func:`~intrabench.display_text.spreadsheet_safe`)
+        of the units' rows."""
+        from intrabench.display_text import spreadsheet_safe
+
         frame = self.read_units(unit_keys)
-        write_frame(self.run_dir / "results.parquet", frame, metadata=run_metadata(self.run_dir))
-        write_frame(self.run_dir / "results.csv", frame)
+        write_frame(inside_run(self.run_dir, self.run_dir / "results.parquet"), frame,
+                    metadata=run_metadata(self.run_dir))
+        write_frame(inside_run(self.run_dir, self.run_dir / "results.csv"),
+                    spreadsheet_safe(frame))
         return frame
 
 

@@ -1,7 +1,11 @@
 """Where a run keeps its files, by name: one low room that the engine, the reports, the review
 and the attributes all use (before, each imported the engine's helpers, which ran back up).
 
-* :func:`safe_file_name`: a text as a file-name part;
+* :func:`path_component_problem`: why a name cannot be one folder or file name (``..``, ``/``,
+  control characters...), or None;
+* :func:`safe_file_name`: a text as a file-name part (never ``.`` or ``..``; a long one cut
+  and told apart by a hash of the whole text);
+* :func:`inside_run`: a path proven to lie inside the run folder, before anything writes it;
 * :func:`prediction_folder`, :func:`prediction_file_name`, :func:`step_prediction_file_name`:
   ``RUN/predictions/<dataset>/<model>/<prompter>/<refiner>/seed<n>/<case>__<target>.nii.gz``;
 * :data:`MASK_KEYS` and :func:`mask_file`: what identifies one step's mask in the results, and
@@ -10,34 +14,96 @@ and the attributes all use (before, each imported the engine's helpers, which ra
 
 from __future__ import annotations
 
+import hashlib
+import os
+import unicodedata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+from intrabench.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: What identifies one step's mask in the results (and a rated mask in a review's key).
 MASK_KEYS = ["run", "dataset", "case", "target", "model", "prompter", "refiner", "seed", "step"]
 
+#: the longest file-name part :func:`safe_file_name` gives by default (folders of the
+#: prediction tree); a case's and a target's part get :data:`NAME_PART_LIMIT` each, so that
+#: ``<case>__<target>__step<k>.nii.gz`` and its ``.<name>.partial.nii.gz`` while it is written
+#: stay under the 255 bytes a file name may have
+FOLDER_PART_LIMIT = 120
+NAME_PART_LIMIT = 100
+#: hex digits of the hash that tells two long names apart
+_HASH_DIGITS = 16
 
-def safe_file_name(text: Any) -> str:
-    """``text`` as a file-name part: letters, digits and -_.= kept, others as _, 120 at most."""
-    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in str(text))[:120]
+
+def path_component_problem(text: Any) -> str | None:
+    """Why ``text`` cannot be one folder or file name of its own, or None when it can: empty,
+    ``.`` or ``..``, a ``/`` or ``\\``, a NUL or another control or invisible formatting
+    character (a right-to-left override shows 'evil' as 'live')."""
+    if not isinstance(text, str):
+        return f"it is a {type(text).__name__}, not text"
+    if not text.strip():
+        return "it is empty"
+    if text in (".", ".."):
+        return f"'{text}' names a folder, not a name of its own"
+    for char in text:
+        if char in "/\\":
+            return f"it holds '{char}', a folder separator"
+        if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            return f"it holds the control character U+{ord(char):04X}"
+    return None
+
+
+def safe_file_name(text: Any, limit: int = FOLDER_PART_LIMIT) -> str:
+    """``text`` as a file-name part: letters, digits and -_.= kept, others as _; never ``.``
+    or ``..`` (dots alone become underscores). A part longer than ``limit`` keeps its first
+    characters and ends in ``-`` and 16 hex digits of the SHA-256 of the whole ``text``, so two
+    long names that share their beginning stay two files."""
+    text = str(text)
+    part = "".join(c if c.isalnum() or c in "-_.=" else "_" for c in text)
+    if not part.strip("."):
+        part = "_" * max(len(part), 1)
+    if len(part) <= limit:
+        return part
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_DIGITS]
+    return f"{part[:limit - _HASH_DIGITS - 1]}-{digest}"
+
+
+def inside_run(run_dir: str | Path, path: str | Path) -> Path:
+    """``path``, once proven to lie inside ``run_dir`` (both resolved: ``..`` and links
+    followed); UserError when it leaves the run folder, so nothing is written there."""
+    root = Path(os.path.realpath(run_dir))
+    resolved = Path(os.path.realpath(path))
+    if resolved != root and root not in resolved.parents:
+        raise UserError(f"refusing to write {path}: it lies outside the run folder {run_dir} "
+                        f"(at {resolved}); a name that is a path ('..', '/') or a link out of "
+                        "the run folder leads there")
+    return Path(path)
 
 
 def prediction_folder(run_dir: Path, dataset: str, model: str, prompter: str, refiner: str,
                       seed: int) -> Path:
-    """The folder of one configuration's prediction files (component keys as in the rows)."""
+    """The folder of one configuration's prediction files (component keys as in the rows; a
+    writer proves each file inside the run with :func:`inside_run`)."""
     parts = [safe_file_name(p) for p in (dataset, model, prompter, refiner, f"seed{seed}")]
     return Path(run_dir).joinpath("predictions", *parts)
 
 
+def case_file_prefix(case_id: str) -> str:
+    """The start of every prediction file name of ``case_id`` (``<case>__``)."""
+    return f"{safe_file_name(case_id, NAME_PART_LIMIT)}__"
+
+
 def prediction_file_name(case_id: str, target_id: str) -> str:
-    return f"{safe_file_name(case_id)}__{safe_file_name(target_id)}.nii.gz"
+    return f"{case_file_prefix(case_id)}{safe_file_name(target_id, NAME_PART_LIMIT)}.nii.gz"
 
 
 def step_prediction_file_name(case_id: str, target_id: str, step: int) -> str:
     """The file of one step's prediction (``save_predictions: all``)."""
-    return f"{safe_file_name(case_id)}__{safe_file_name(target_id)}__step{int(step)}.nii.gz"
+    return (f"{case_file_prefix(case_id)}{safe_file_name(target_id, NAME_PART_LIMIT)}"
+            f"__step{int(step)}.nii.gz")
 
 
 def mask_file(run_dir: Path, row: pd.Series, final_step: int) -> Path | None:

@@ -273,12 +273,15 @@ def chosen_episodes(episodes: pd.DataFrame, chosen: list[str], limit: int) -> pd
 
 
 def overlay_file_name(episode) -> str:
-    """A file-name stem unique per target, configuration and seed."""
+    """A file-name stem unique per target, configuration and seed, 200 characters at most
+    (a longer one ends in a hash of the whole: the file system's limit is 255)."""
     from intrabench.io.run_paths import safe_file_name
 
     parts = [episode.dataset, episode.case, episode.target, episode.model, episode.prompter,
              episode.refiner]
-    return "overlay-" + "-".join(safe_file_name(str(p)) for p in parts) + f"-seed{int(episode.seed)}"
+    stem = ("overlay-" + "-".join(safe_file_name(str(p)) for p in parts)
+            + f"-seed{int(episode.seed)}")
+    return safe_file_name(stem, limit=200)
 
 
 def gallery(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,

@@ -1,0 +1,73 @@
+"""Names from a user's data shown where they cannot mislead: on a terminal, in an HTML page, in a
+table, in a CSV a spreadsheet opens.
+
+* :func:`escaped`: control and invisible formatting characters written as ``\\u202e``: a
+  right-to-left override in a case name would otherwise show 'evil' as 'live', an escape
+  sequence would move a terminal's cursor;
+* :func:`spreadsheet_cell` and :func:`spreadsheet_safe`: text that a spreadsheet would run as a
+  formula (``=``, ``+``, ``-``, ``@``, a tab or carriage return first: the OWASP rule on CSV
+  injection) gets a single quote in front. Only CSVs meant for spreadsheets; Parquet files keep
+  every name exactly.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Unicode categories shown escaped: controls (C0, C1, DEL), formatting characters (the bidi
+#: overrides and isolates, zero-width spaces), lone surrogates, line and paragraph separators
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+#: what a spreadsheet reads as the start of a formula (full-width forms included: some
+#: spreadsheets fold them)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def _shown(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 \
+        else f"\\U{code:08x}"
+
+
+def escaped(text: Any, keep: str = "") -> str:
+    """``str(text)`` with every control or invisible formatting character (but those in
+    ``keep``, e.g. ``"\\n\\t"`` for a whole page) written as its escape (``\\u202e``,
+    ``\\x1b``); ordinary text, accents and scripts stay as they are."""
+    text = str(text)
+    if text.isprintable() and not any(unicodedata.category(c) in _HIDDEN for c in text):
+        return text  # the common case, without building a new string
+    return "".join(_shown(c) if c not in keep and unicodedata.category(c) in _HIDDEN else c
+                   for c in text)
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """``value`` with a single quote in front when it is text a spreadsheet would run as a
+    formula (:data:`FORMULA_STARTS`); anything else (numbers included) unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def spreadsheet_safe(frame: pd.DataFrame, escape: bool = False) -> pd.DataFrame:
+    """A copy of ``frame`` for a CSV a spreadsheet opens: the text cells (and column names)
+    that would be formulas quoted (:func:`spreadsheet_cell`); with ``escape`` also hidden
+    characters shown escaped (:func:`escaped`). Numeric columns are left alone: ``-0.5``
+    stays a number."""
+    import pandas as pd
+
+    def cell(value: Any) -> Any:
+        if escape and isinstance(value, str):
+            value = escaped(value)
+        return spreadsheet_cell(value)
+
+    safe = frame.copy()
+    for column in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[column]) and \
+                not pd.api.types.is_datetime64_any_dtype(safe[column]):
+            safe[column] = safe[column].map(cell)
+    safe.columns = [cell(c) if isinstance(c, str) else c for c in safe.columns]
+    return safe
