@@ -257,15 +257,9 @@ def _print_rows(rows: list[list[str]], header: list[str]) -> None:
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
-    from intrabench import registry
+    from intrabench.commands.models import model_rows  # the models' cards (model_cards.py)
 
-    rows = []
-    for name, cls in registry.models.items():
-        status = getattr(cls, "availability", lambda: "ready")()
-        rows.append([name, f"{cls.dimension}D", ",".join(sorted(cls.accepts)), status,
-                     getattr(cls, "licence", ""),
-                     (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""])
-    _print_rows(rows, ["name", "dim", "accepts", "status", "licence", "description"])
+    _print_rows(model_rows(), ["name", "dim", "accepts", "status", "licence", "description"])
     return 0
 
 

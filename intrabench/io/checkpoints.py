@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from intrabench.errors import UserError
-from intrabench.io.file_digests import remembered_sha256, sha256_file
+from intrabench.io.file_digests import (  # noqa: F401 - sha256_file re-exported
+    fresh_sha256,
+    known_sha256,
+    remembered_sha256,
+    sha256_file,
+)
 from intrabench.model_cards import (  # noqa: F401 - re-exported: the table's vocabulary
     CheckpointInfo,
     Companion,
@@ -190,13 +195,52 @@ def is_present(key: str, directory: str | os.PathLike | None = None) -> bool:
     return located(key, directory).is_file()
 
 
+#: ``intrabench models list`` hashes a present pinned file up to this size when the digest
+#: book (:mod:`intrabench.io.file_digests`) does not know it yet (MobileSAM's 39 MiB: about
+#: 0.03 s); a larger one (SAM ViT-H's 2.4 GiB) stays "unverified" until ``models verify``,
+#: ``models download`` or a run's load has hashed it
+LIST_HASH_LIMIT = 256 * 2**20
+
+
+def readiness(key: str, directory: str | os.PathLike | None = None) -> str:
+    """'ready' only when checkpoint ``key``'s file is present and known to be the pinned file
+    (its SHA-256 matched, now or while it stayed the same file on disk); else why not, in one
+    line: ``checkpoint missing: <file>``, ``checkpoint wrong: <file> ...`` (empty, another
+    size, another hash) or ``unverified: ...`` (no hash pinned, or too large to hash while
+    listing and not hashed yet)."""
+    info = CHECKPOINTS[key]
+    path = located(key, directory)
+    if not path.is_file():
+        return f"checkpoint missing: {info.filename}"
+    size = path.stat().st_size
+    if size == 0:
+        return f"checkpoint wrong: {info.filename} is empty (intrabench models download {key})"
+    if info.size is not None and size != info.size:
+        return (f"checkpoint wrong: {info.filename} is {size} bytes, expected {info.size} "
+                f"(intrabench models verify {key})")
+    if info.sha256 is None:
+        return (f"unverified: no SHA-256 pinned for {info.filename} (intrabench models verify "
+                f"{key} prints its hash)")
+    digest = known_sha256(path)
+    if digest is None and size <= LIST_HASH_LIMIT:
+        digest = fresh_sha256(path)
+    if digest is None:
+        return (f"unverified: {info.filename} not hashed yet ({size / 2**30:.1f} GiB; "
+                f"intrabench models verify {key})")
+    if digest != info.sha256:
+        return (f"checkpoint wrong: {info.filename} is not the pinned file (sha256 "
+                f"{digest[:12]}..., expected {info.sha256[:12]}...; intrabench models verify "
+                f"{key})")
+    return "ready"
+
+
 def verify(key: str, directory: str | os.PathLike | None = None) -> tuple[str, str]:
     """(status, detail) for one checkpoint: missing / ok / MISMATCH / present-unpinned."""
     info = CHECKPOINTS[key]
     path = located(key, directory)
     if not path.is_file():
         return "missing", f"{path} (get it from {info.url})"
-    actual = sha256_file(path)
+    actual = fresh_sha256(path)
     if info.size is not None and path.stat().st_size != info.size:
         return "MISMATCH", f"{path}: {path.stat().st_size} bytes, expected {info.size}"
     if info.sha256 is None:

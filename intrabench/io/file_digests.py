@@ -11,7 +11,9 @@ or truncated changes at least one of them and is hashed again.
 
 What the book does not defend against: someone who rewrites a file's bytes and then sets its
 modification time back (they could edit the book as well). ``intrabench models verify`` and
-the download's own check hash the whole file every time and do not read the book.
+the download's own check hash the whole file every time and do not read the book; they record
+what they computed (:func:`fresh_sha256`), and ``intrabench models list`` only reads it
+(:func:`known_sha256`) for files too large to hash while listing.
 
 The book is a convenience: unreadable, malformed or unwritable, it is ignored and the file is
 hashed (``INTRABENCH_NO_DIGEST_BOOK=1`` turns it off).
@@ -76,6 +78,35 @@ def remembered_sha256(path: str | os.PathLike) -> str:
         return entry["sha256"]
     digest = sha256_file(path)
     if _identity(path) == identity:  # not changed while it was read
+        _record(str(path), {**identity, "sha256": digest})
+    return digest
+
+
+def known_sha256(path: str | os.PathLike) -> str | None:
+    """The SHA-256 the book holds for ``path`` while the file is still the one hashed (same
+    resolved path, size, modification time, inode and device), else None; never hashes."""
+    if os.environ.get(DISABLE_VARIABLE):
+        return None
+    try:
+        path = Path(path).resolve()
+        identity = _identity(path)
+    except OSError:
+        return None
+    entry = _read_book().get(str(path))
+    if (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
+            and _HEX.fullmatch(entry["sha256"])
+            and all(entry.get(key) == value for key, value in identity.items())):
+        return entry["sha256"]
+    return None
+
+
+def fresh_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of the whole file, read now (the book is not read), and recorded in the
+    book for :func:`known_sha256` and :func:`remembered_sha256`."""
+    path = Path(path).resolve()
+    identity = _identity(path)
+    digest = sha256_file(path)
+    if not os.environ.get(DISABLE_VARIABLE) and _identity(path) == identity:
         _record(str(path), {**identity, "sha256": digest})
     return digest
 

@@ -112,12 +112,22 @@ def test_unknown_variant_and_options_are_config_errors() -> None:
 
 
 def test_availability_reflects_the_checkpoint_directory(tmp_path, monkeypatch, capsys) -> None:
+    import dataclasses
+    import hashlib
+
+    from intrabench.io.checkpoints import CHECKPOINTS
+
     monkeypatch.setenv("INTRABENCH_CHECKPOINTS", str(tmp_path))
+    monkeypatch.setenv("INTRABENCH_CACHE", str(tmp_path / "cache"))
     sam = registry.models.get("sam")
     assert sam.availability() == f"checkpoint missing: sam_vit_h_4b8939.pth in {tmp_path}"
     (tmp_path / "sam_vit_b_01ec64.pth").write_bytes(b"x")
     assert sam.availability().endswith("(present: vit_b)")
-    (tmp_path / "sam_vit_h_4b8939.pth").write_bytes(b"x")
+    (tmp_path / "sam_vit_h_4b8939.pth").write_bytes(b"x")  # present, but not the pinned file
+    assert sam.availability().startswith("checkpoint wrong: sam_vit_h_4b8939.pth is not the "
+                                         "pinned file")
+    monkeypatch.setitem(CHECKPOINTS, "sam-vit-h", dataclasses.replace(
+        CHECKPOINTS["sam-vit-h"], sha256=hashlib.sha256(b"x").hexdigest()))
     assert sam.availability() == "ready (also: vit_b)"
     assert registry.models.get("sam-med2d").availability().startswith(
         "checkpoint missing: sam-med2d_b.pth")

@@ -150,8 +150,10 @@ def test_missing_checkpoints_are_reported_not_replaced_by_random_weights(tmp_pat
     assert SamMed3D.availability() == "checkpoint missing: sam_med3d.pth"
     with pytest.raises(CheckpointError, match="SegVol_v1.pth"):
         SegVol(device="cpu")
-    (tmp_path / "sam_med3d_turbo.pth").write_bytes(b"")
-    assert SamMed3DTurbo.availability() == "ready"
+    (tmp_path / "sam_med3d_turbo.pth").write_bytes(b"")  # empty: never a checkpoint
+    assert SamMed3DTurbo.availability().startswith("checkpoint wrong: sam_med3d_turbo.pth is empty")
+    (tmp_path / "sam_med3d_turbo.pth").write_bytes(b"x")  # no hash pinned: never "ready"
+    assert SamMed3DTurbo.availability().startswith("unverified: no SHA-256 pinned")
 
 
 @pytest.mark.parametrize(("module", "net"), [(sam_arch, "SamMed3DNet"), (segvol_arch, "SegVolNet")])
