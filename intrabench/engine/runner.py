@@ -644,7 +644,8 @@ class Runner:
         write_run_metadata(
             self.run_dir,
             yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False),
-            {"units": len(plan.units), "executor": executor},
+            {"units": len(plan.units), "executor": executor,
+             "unit_keys": [u.key for u in plan.units]},  # what results are this run's
         )
         import pandas as pd
 

@@ -274,16 +274,34 @@ def consolidate_run(run_dir: Path, unit_keys: list[str]) -> int:
     return len(ResultsStore(run_dir).consolidate(unit_keys))
 
 
+def planned_unit_keys(run_dir: str | Path) -> list[str] | None:
+    """The keys of the units the run in ``run_dir`` planned (``run.json``'s ``unit_keys``), or
+    None when it does not list them (a run made before they were recorded, a damaged
+    ``run.json``)."""
+    try:
+        keys = json.loads((Path(run_dir) / "run.json").read_text())["unit_keys"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        return None
+    return keys
+
+
 def completeness(run_dir: str | Path) -> tuple[int, int] | None:
     """(finished units, planned units) of a run directory, or None when ``run.json`` does not
     say how many were planned. Fewer finished than planned: the run was interrupted (or is
-    still running) and tables of it cover only part of the benchmark."""
+    still running) and tables of it cover only part of the benchmark. Only unit files of the
+    run's plan count as finished (where ``run.json`` lists them)."""
     run_dir = Path(run_dir)
     try:
         planned = int(json.loads((run_dir / "run.json").read_text())["units"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return ResultsStore(run_dir).unit_count(), planned
+    keys = planned_unit_keys(run_dir)
+    store = ResultsStore(run_dir)
+    if keys is None:
+        return store.unit_count(), planned
+    return sum(store.is_done(key) for key in keys), planned
 
 
 def incompleteness_warning(run_dir: str | Path) -> str | None:
@@ -365,10 +383,28 @@ def load_results(run_dir: str | Path) -> pd.DataFrame:
         except Exception as error:  # pyarrow raises several kinds on a damaged file
             log.warning("%s is damaged (%s); reading the unit files instead (re-run the same "
                         "command to write it again)", consolidated, str(error).splitlines()[0])
-    frame = ResultsStore(run_dir).read_units()
+    frame = _planned_units(run_dir)
     if frame.empty:
         raise UserError(f"{run_dir} holds no results yet (no units/*.parquet)")
     return frame
+
+
+def _planned_units(run_dir: Path) -> pd.DataFrame:
+    """The rows of the unit files of the run's plan (all unit files when ``run.json`` does not
+    list it); unit files of another run or config (copied in, or left by a config that
+    ``--extend`` replaced) are left out, with a warning saying how many."""
+    store = ResultsStore(run_dir)
+    keys = planned_unit_keys(run_dir)
+    if keys is None:
+        return store.read_units()
+    planned = set(keys)
+    foreign = [p for p in store.units_dir.glob("*.parquet") if p.stem not in planned] \
+        if store.units_dir.is_dir() else []
+    if foreign:
+        log.warning("%s: %d unit file(s) in units/ are not of this run's plan (another run's, "
+                    "or a config it no longer has); their rows are left out", run_dir,
+                    len(foreign))
+    return store.read_units(keys)
 
 
 #: the per-step metric columns a ``--metric`` option usually names
