@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from ._convert import label_image, write_image
 from .nnunet_folder import NnUNetFolder
 
 PREPARED_MARKER = ".intrabench-prepared.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def data_root(root: str | Path | None = None) -> Path:
@@ -223,6 +222,145 @@ def _size(n: int | None) -> str:
     return f"{n:.1f} GiB"
 
 
+# -- what a recipe may write: the folders it created, the files it wrote -----------------------
+#: the subfolders of a prepared output a recipe writes cases into
+CASE_FOLDERS = ("imagesTr", "labelsTr")
+
+
+def _temporary(relative: str) -> str:
+    """Where :func:`~intrabench.datasets._convert.write_image` writes ``relative`` first."""
+    parent, _, name = relative.rpartition("/")
+    return f"{parent}/.{name}.partial.nii.gz" if parent else f".{name}.partial.nii.gz"
+
+
+def _case_files(case_id: str) -> tuple[str, str]:
+    return f"imagesTr/{case_id}_0000.nii.gz", f"labelsTr/{case_id}.nii.gz"
+
+
+class OutputFolder:
+    """A recipe's output folder and the files the recipe wrote there (its marker,
+    :data:`PREPARED_MARKER`, lists them, each recorded before it is written): the recipe
+    writes and deletes only those, refuses a folder it did not create and any file in
+    ``imagesTr``/``labelsTr`` it did not write (:class:`~intrabench.errors.UserError` naming
+    it), and never deletes through a link."""
+
+    def __init__(self, folder: Path, recipe: str) -> None:
+        self.folder, self.recipe = folder, recipe
+        self.state: dict = {"format": FORMAT_VERSION, "recipe": recipe, "complete": False,
+                            "files": [], "cases": [], "skipped": {}}
+
+    # -- claiming ---------------------------------------------------------------------------
+    def claim(self) -> OutputFolder:
+        """Create the folder with its marker, or check that the existing one is ours."""
+        if self.folder.exists() and not self.folder.is_dir():
+            raise UserError(f"{self.folder} is a file, not a folder; move it away, then run "
+                            "prepare again")
+        marker = self.folder / PREPARED_MARKER
+        if marker.is_symlink() or (self.folder.is_dir() and not marker.exists()):
+            self._refuse_foreign_entries()
+        elif marker.exists():
+            self.state = self._read_marker(marker)
+        for sub in CASE_FOLDERS:
+            self._check_case_folder(self.folder / sub)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._save()
+        return self
+
+    def _refuse(self, path: Path, why: str) -> None:
+        raise UserError(f"{self.recipe}: {path} {why}; prepare writes only into a folder it "
+                        f"created ({PREPARED_MARKER} lists what it wrote) and keeps your files: "
+                        "move it out (or prepare under another --root), then run prepare again")
+
+    def _refuse_foreign_entries(self) -> None:
+        """A folder without our marker may hold nothing but empty case folders."""
+        for path in sorted(self.folder.iterdir()):
+            empty = (path.name in CASE_FOLDERS and path.is_dir() and not path.is_symlink()
+                     and not any(path.iterdir()))
+            if not empty:
+                self._refuse(path, "was not written by intrabench (the folder has no "
+                                   f"{PREPARED_MARKER})")
+
+    def _read_marker(self, marker: Path) -> dict:
+        try:
+            state = json.loads(marker.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            state = None
+        cases = state.get("cases") if isinstance(state, dict) else None
+        files = state.get("files", []) if isinstance(state, dict) else None
+        if (not isinstance(cases, list) or not isinstance(files, list)
+                or not all(isinstance(v, str) for v in [*cases, *files])
+                or state.get("recipe", self.recipe) != self.recipe):
+            self._refuse(marker, "cannot be read as this recipe's record of what it wrote")
+        if "files" not in state:  # format 1 (written at the end): the cases and dataset.json
+            state["files"] = ["dataset.json", *[f for c in cases for f in _case_files(c)]]
+            state.setdefault("complete", True)
+        return {**self.state, **state, "format": FORMAT_VERSION, "recipe": self.recipe}
+
+    def _check_case_folder(self, directory: Path) -> None:
+        if directory.is_symlink():
+            self._refuse(directory, f"is a link (to {os.readlink(directory)})")
+        if not directory.exists():
+            return
+        if not directory.is_dir():
+            self._refuse(directory, "is a file where a folder belongs")
+        owned = self.owned()
+        for path in sorted(directory.iterdir()):
+            relative = f"{directory.name}/{path.name}"
+            if path.is_symlink() or not path.is_file():
+                self._refuse(path, "is not a file that prepare wrote (a link or a folder)")
+            if relative not in owned:
+                self._refuse(path, "was not written by prepare")
+
+    # -- the record -------------------------------------------------------------------------
+    def owned(self) -> set[str]:
+        """The paths (relative, ``/``-separated) this recipe wrote, with their temporary names."""
+        files = set(self.state["files"])
+        return files | {_temporary(f) for f in files}
+
+    def _save(self) -> None:
+        """Write the marker atomically (a cut write leaves the previous one)."""
+        marker = self.folder / PREPARED_MARKER
+        text = json.dumps(self.state, indent=1) + "\n"
+        if marker.is_file() and not marker.is_symlink() and marker.read_text() == text:
+            return  # unchanged: an up-to-date folder is not touched
+        temporary = marker.with_name(marker.name + ".partial")
+        temporary.write_text(text)
+        temporary.replace(marker)
+
+    def will_write(self, relative: str) -> Path:
+        """Record ``relative`` as ours (before it is written); returns its path."""
+        if relative not in self.state["files"]:
+            self.state["files"].append(relative)
+            self.state["complete"] = False
+            self._save()
+        return self.folder / relative
+
+    def write_json(self, relative: str, data: dict) -> None:
+        path = self.will_write(relative)
+        temporary = path.with_name(f".{path.name}.partial")
+        temporary.write_text(json.dumps(data, indent=2) + "\n")
+        temporary.replace(path)
+
+    def keep_only(self, cases: set[str]) -> None:
+        """Delete the case files this recipe wrote for cases not in ``cases`` (and every
+        temporary file it left): regular files only, never through a link."""
+        keep = {f for c in cases for f in _case_files(c)} | {"dataset.json"}
+        for relative in sorted(self.owned()):
+            if relative in keep:
+                continue
+            path = self.folder / relative
+            if os.path.islink(path.parent) or not path.parent.is_dir():
+                continue
+            if path.is_file() and not path.is_symlink():
+                path.unlink()
+        self.state["files"] = sorted(f for f in self.state["files"] if f in keep)
+        self._save()
+
+    def finish(self, cases: list[str], skipped: dict[str, str]) -> None:
+        self.state.update(complete=True, cases=sorted(cases), skipped=skipped)
+        self._save()
+
+
 # -- outputs and reports --------------------------------------------------------------------
 @dataclass(frozen=True)
 class Output:
@@ -343,6 +481,7 @@ class Recipe:
                             f"{self.outputs[0].name}")
         report = PrepareReport(self.key)
         folders = {o.name: self.out_dir(o.name, root) for o in self.outputs}
+        owners = {o.name: OutputFolder(folders[o.name], self.key).claim() for o in self.outputs}
         if not force and all(_complete(folders[o.name]) for o in self.outputs):
             report.up_to_date = True
             return report
@@ -383,14 +522,13 @@ class Recipe:
                     skipped[o.name][case_id] = problem
                     say(f"  skipped {case_id} ({o.name}): {problem}")
                     continue
-                folder = folders[o.name]
-                write_image(image, folder / "imagesTr" / f"{case_id}_0000.nii.gz")
-                write_image(label_image(label, image), folder / "labelsTr" / f"{case_id}.nii.gz")
+                image_file, label_file = _case_files(case_id)
+                write_image(image, owners[o.name].will_write(image_file))
+                write_image(label_image(label, image), owners[o.name].will_write(label_file))
                 written[o.name].append(case_id)
         for o in self.outputs:
-            folder = folders[o.name]
-            folder.mkdir(parents=True, exist_ok=True)
-            _remove_strays(folder, set(written[o.name]))
+            owner = owners[o.name]
+            owner.keep_only(set(written[o.name]))
             meta = {
                 "name": o.name,
                 "description": o.description,
@@ -405,10 +543,8 @@ class Recipe:
                 "citation": self.citation,
                 "skipped": skipped[o.name],
             }
-            (folder / "dataset.json").write_text(json.dumps(meta, indent=2) + "\n")
-            (folder / PREPARED_MARKER).write_text(json.dumps(
-                {"format": FORMAT_VERSION, "cases": sorted(written[o.name]),
-                 "skipped": skipped[o.name]}, indent=1) + "\n")
+            owner.write_json("dataset.json", meta)
+            owner.finish(written[o.name], skipped[o.name])
         report.written = sorted(set().union(*written.values()))
         report.skipped = {c: r for s in skipped.values() for c, r in s.items()}
         return report
@@ -423,24 +559,15 @@ def _complete(folder: Path) -> bool:
     if not marker.is_file() or not (folder / "dataset.json").is_file():
         return False
     try:
-        cases = json.loads(marker.read_text())["cases"]
-    except (json.JSONDecodeError, KeyError):
+        state = json.loads(marker.read_text())
+        cases = state["cases"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, KeyError,
+            TypeError):
         return False
+    if not isinstance(cases, list) or state.get("complete", True) is not True:
+        return False  # "complete" is False while a prepare runs (format 1 had none)
     return all((folder / "labelsTr" / f"{c}.nii.gz").is_file() and
                (folder / "imagesTr" / f"{c}_0000.nii.gz").is_file() for c in cases)
-
-
-def _remove_strays(folder: Path, cases: set[str]) -> None:
-    """Only prepared cases may live in imagesTr/labelsTr (no stray files, no half writes)."""
-    for sub, suffix in (("imagesTr", "_0000.nii.gz"), ("labelsTr", ".nii.gz")):
-        directory = folder / sub
-        directory.mkdir(parents=True, exist_ok=True)
-        for path in directory.iterdir():
-            if not (path.name.endswith(suffix) and path.name[: -len(suffix)] in cases):
-                if path.is_dir():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink()
 
 
 def _encrypted(archive: Path) -> bool:

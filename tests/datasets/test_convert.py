@@ -167,9 +167,10 @@ def test_interrupted_prepare_converts_only_missing_cases(http_server, tmp_path, 
     assert main(["datasets", "download", "pengwin", "--zenodo-url", http_server.base, *common]) == 0
     assert main(["datasets", "prepare", "pengwin", *common]) == 0
     folder = root / "pengwin"
-    (folder / ".intrabench-prepared.json").unlink()  # as if interrupted before the end
+    marker = folder / ".intrabench-prepared.json"  # as if interrupted before the end:
+    marker.write_text(json.dumps({**json.loads(marker.read_text()), "complete": False}))
     (folder / "labelsTr" / "002.nii.gz").unlink()
-    (folder / "labelsTr" / "stray.nii.gz").write_bytes(b"junk")
+    (folder / "labelsTr" / ".002.nii.gz.partial.nii.gz").write_bytes(b"junk")  # a cut write
     kept = (folder / "imagesTr" / "001_0000.nii.gz").stat().st_mtime_ns
     assert main(["datasets", "prepare", "pengwin", *common]) == 0
     assert (folder / "imagesTr" / "001_0000.nii.gz").stat().st_mtime_ns == kept
