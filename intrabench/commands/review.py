@@ -33,10 +33,12 @@ def cmd_review_import(args: argparse.Namespace) -> int:
         RATING_COLUMNS,
         analyse_ratings,
         join_ratings,
-        read_ratings,
+        newest_ratings,
+        read_rating_files,
     )
 
-    ratings = read_ratings(args.ratings)
+    given = read_rating_files(args.ratings)
+    ratings, repeated = newest_ratings(given)
     rows = load_results(args.run_dir)  # read once: the check below and the join after it
     join_ratings(ratings, args.run_dir, rows)  # checks review and jobs before anything is kept
     review = str(ratings["review"].iloc[0])
@@ -44,16 +46,21 @@ def cmd_review_import(args: argparse.Namespace) -> int:
     # the ratings of earlier imports stay: two raters imported one after the other are two
     # raters, not the last one (--replace starts over)
     imported = out / "imported-ratings.csv"
-    # the earlier imports are input too: read with the same checks as a rater's file
-    earlier = read_ratings([imported]) if imported.is_file() and not args.replace else None
+    # the earlier imports are input too: read with the same checks as a rater's file, and
+    # a mask rated in both keeps its newest rating (an old export sent again changes nothing)
+    earlier = read_rating_files([imported]) if imported.is_file() and not args.replace else None
     if earlier is not None and len(earlier):
-        kept = earlier[~earlier.set_index(["rater", "job"]).index.isin(
-            ratings.set_index(["rater", "job"]).index)]
+        ratings, repeated = newest_ratings(pd.concat(
+            [earlier.assign(earlier=True), given.assign(earlier=False)], ignore_index=True))
+        from_earlier = ratings.pop("earlier").astype(bool)
+        kept = ratings[from_earlier]
         print(f"kept {len(kept)} earlier rating(s) of {kept['rater'].nunique()} rater(s) "
               f"({', '.join(sorted(kept['rater'].unique())[:5])}) from earlier imports; "
               "--replace starts over", file=sys.stderr)
-        ratings = pd.concat([kept, ratings], ignore_index=True)
-    ratings[RATING_COLUMNS + ["file"]].to_csv(imported, index=False)
+    for rater, masks in sorted(repeated.items()):
+        print(f"{rater} rated {masks} mask(s) more than once: the newest rating (rated_at) of "
+              "each is kept", file=sys.stderr)
+    ratings[RATING_COLUMNS + ["rated_at", "file"]].to_csv(imported, index=False)
     joined = join_ratings(ratings, args.run_dir, rows)
     analysis = analyse_ratings(joined, n_boot=args.n_boot, seed=args.seed)
     joined.to_csv(out / "ratings.csv", index=False)

@@ -45,11 +45,34 @@ def _whole_rating(value: object) -> bool:
     return number.is_integer() and 1 <= number <= 10
 
 
-def read_ratings(paths: list[str | Path]) -> pd.DataFrame:
-    """The ratings in exported files (the page's JSON or CSV), one row per (rater, job); a
-    rater's later file wins for a job rated twice. UserError on a file that is not one, and
+def _rating_times(path: Path, frame: pd.DataFrame) -> list[str]:
+    """Each rating's ``rated_at`` as UTC ISO 8601 text (``2026-11-24T09:30:00.120Z``), or ""
+    for all of them when the file has no such column (an import record written before it was
+    kept). UserError naming the file on a value that is not a time."""
+    if "rated_at" not in frame:
+        return [""] * len(frame)
+    values = frame["rated_at"].tolist()
+    times = pd.to_datetime(pd.Series([v if isinstance(v, str) else None for v in values],
+                                     dtype=object), utc=True, format="ISO8601", errors="coerce")
+    for value, time in zip(values, times):
+        if not isinstance(value, str) or pd.isna(time):
+            raise UserError(f"{path}: rated_at {quoted(value, 40)} is not a time (the page "
+                            "writes ISO 8601, e.g. 2026-11-24T09:30:00.120Z)")
+    return [_iso(time) for time in times]
+
+
+def _iso(time: pd.Timestamp) -> str:
+    """UTC text as the page writes it: milliseconds (microseconds where a file has them)."""
+    spec = "milliseconds" if time.microsecond % 1000 == 0 and not time.nanosecond else "microseconds"
+    return time.tz_convert("UTC").tz_localize(None).isoformat(timespec=spec) + "Z"
+
+
+def read_rating_files(paths: list[str | Path]) -> pd.DataFrame:
+    """Every rating in exported files (the page's JSON or CSV), as they are: columns
+    ``review, rater, job, rating, rated_at, file``. UserError on a file that is not one, and
     on a value a rater cannot have meant: a rating that is not a whole number 1-10, an empty
-    rater, a review id that is not a plain name (it becomes a folder)."""
+    rater, a review id that is not a plain name (it becomes a folder), a ``rated_at`` that is
+    not a time."""
     frames = []
     for path in map(Path, paths):
         try:
@@ -76,14 +99,52 @@ def read_ratings(paths: list[str | Path]) -> pd.DataFrame:
         if bad:
             raise UserError(f"{path}: review id {quoted(bad[0], 60)} is not one that review "
                             "build writes (a plain name)")
-        frames.append(frame.assign(rating=[int(float(v)) for v in frame["rating"]],
-                                   rater=raters, review=reviews,
-                                   job=frame["job"].map(str), file=path.name))
+        frames.append(pd.DataFrame({
+            "review": reviews, "rater": raters.astype(str), "job": frame["job"].map(str),
+            "rating": [int(float(v)) for v in frame["rating"]],
+            "rated_at": _rating_times(path, frame), "file": path.name}))
     if not frames:
         raise UserError("give at least one ratings file")
-    ratings = pd.concat(frames, ignore_index=True)
-    ratings["rater"] = ratings["rater"].astype(str)
-    return ratings.drop_duplicates(["rater", "job"], keep="last").reset_index(drop=True)
+    return pd.concat(frames, ignore_index=True)
+
+
+def newest_ratings(ratings: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """One rating per (review, rater, job): the one rated last (``rated_at``), whatever the
+    order of the files; a rating with no time is older than any with one. Also returns, per
+    rater, how many masks they rated more than once. UserError where the newest two differ and
+    nothing tells them apart (the same time, or no time): which one the rater meant is unknown.
+    """
+    keys = ["review", "rater", "job"]
+    times = pd.to_datetime(ratings["rated_at"].where(ratings["rated_at"] != ""), utc=True,
+                           format="ISO8601")
+    # microseconds since 1970 (exact in a float); no time: before every time
+    order = np.full(len(times), -np.inf)
+    known = times.notna().to_numpy()
+    order[known] = times[known].dt.as_unit("us").astype("int64").to_numpy(dtype=float)
+    frame = ratings.assign(_time=order)
+    latest = frame.groupby(keys, sort=False)["_time"].transform("max")
+    top = frame[frame["_time"] == latest]
+    values = top.groupby(keys, sort=False)["rating"].nunique()
+    if (values > 1).any():
+        review, rater, job = values[values > 1].index[0]
+        both = top[(top["rater"] == rater) & (top["job"] == job) & (top["review"] == review)]
+        first = both.iloc[0]
+        second = both[both["rating"] != first["rating"]].iloc[0]
+        when = (f"at the same time ({first['rated_at']})" if first["rated_at"]
+                else "with no rated_at to tell which is newer")
+        raise UserError(f"{rater} rated {job} {first['rating']} ({first['file']}) and "
+                        f"{second['rating']} ({second['file']}) {when}: leave out the file "
+                        "that is not meant")
+    counts = frame.groupby(keys, sort=False).size()
+    repeated = counts[counts > 1].groupby(level="rater").size().to_dict()
+    kept = top.drop_duplicates(keys, keep="last").drop(columns="_time")
+    return kept.sort_index().reset_index(drop=True), {str(k): int(v) for k, v in repeated.items()}
+
+
+def read_ratings(paths: list[str | Path]) -> pd.DataFrame:
+    """The ratings in exported files (see :func:`read_rating_files`), one row per (review,
+    rater, job): a mask rated twice keeps its newest rating (:func:`newest_ratings`)."""
+    return newest_ratings(read_rating_files(paths))[0]
 
 
 def join_ratings(ratings: pd.DataFrame, run_dir: str | Path, rows: pd.DataFrame) -> pd.DataFrame:
@@ -91,7 +152,10 @@ def join_ratings(ratings: pd.DataFrame, run_dir: str | Path, rows: pd.DataFrame)
     the result row's ``dice`` and ``nsd``."""
     reviews = sorted(ratings["review"].astype(str).unique())
     if len(reviews) != 1:
-        raise UserError(f"the ratings come from {len(reviews)} reviews ({', '.join(reviews)}); "
+        files = ratings.groupby("review")["file"].unique() if "file" in ratings else None
+        named = "; ".join(f"{r}: {', '.join(sorted(files[r]))}" if files is not None else r
+                          for r in reviews)
+        raise UserError(f"the ratings come from {len(reviews)} reviews ({named}); "
                         "import one review at a time")
     key_path = Path(run_dir) / "reviews" / reviews[0] / "key.csv"
     if not key_path.exists():

@@ -283,6 +283,113 @@ def test_imports_add_up_and_the_summary_is_json(site, run_dir, tmp_path, capsys)
     assert summary["raters"] == 2 and summary["ratings"] == 2 * len(jobs)
 
 
+def _timed_file(path: Path, review: str, rater: str, values: dict[str, tuple[int, str]]) -> Path:
+    """A page export whose ratings carry their own ``rated_at``: job -> (rating, rated_at)."""
+    path.write_text(json.dumps({"review": review, "rater": rater, "ratings": [
+        {"review": review, "rater": rater, "job": job, "rating": rating, "rated_at": at}
+        for job, (rating, at) in values.items()]}))
+    return path
+
+
+def _imported(run_dir: Path, review: str) -> dict[tuple[str, str], int]:
+    frame = pd.read_csv(run_dir / "reviews" / review / "ratings.csv")
+    return {(r, j): int(v) for r, j, v in zip(frame["rater"], frame["job"], frame["rating"])}
+
+
+def test_the_newest_rating_of_a_mask_wins_whatever_the_order_of_the_files(site, run_dir,
+                                                                          tmp_path, capsys):
+    """#65 item 4: the last file on the command line won; the browser's 'ratings (1).json'
+    sorts before 'ratings.json', so an older export replaced a newer one without a word."""
+    built, _out = site
+    jobs = pd.read_csv(built.key)["job"].tolist()
+    newer = _timed_file(tmp_path / "ratings (1).json", built.review_id, "ida",
+                        {jobs[0]: (8, "2026-11-24T09:30:00.120Z"),
+                         jobs[1]: (2, "2026-11-23T08:00:00.000Z")})
+    older = _timed_file(tmp_path / "ratings.json", built.review_id, "ida",
+                        {jobs[0]: (3, "2026-11-23T10:00:00.000Z"),
+                         jobs[1]: (9, "2026-11-24T11:00:00+01:00")})  # 10:00 UTC: newer
+    for order in ([newer, older], [older, newer]):
+        assert main(["review", "import", str(run_dir), *map(str, order), "--replace",
+                     "--n-boot", "20"]) == 0
+        assert _imported(run_dir, built.review_id) == {("ida", jobs[0]): 8, ("ida", jobs[1]): 9}
+        err = capsys.readouterr().err
+        assert "ida rated 2 mask(s) more than once: the newest rating (rated_at) of each is kept" in err
+    # an old export imported after a newer one does not replace it either
+    assert main(["review", "import", str(run_dir), str(newer), "--replace", "--n-boot", "20"]) == 0
+    assert main(["review", "import", str(run_dir), str(older), "--n-boot", "20"]) == 0
+    assert _imported(run_dir, built.review_id) == {("ida", jobs[0]): 8, ("ida", jobs[1]): 9}
+    record = pd.read_csv(run_dir / "reviews" / built.review_id / "imported-ratings.csv")
+    assert sorted(record["rated_at"]) == ["2026-11-24T09:30:00.120Z", "2026-11-24T10:00:00.000Z"]
+
+
+def test_a_record_of_earlier_imports_without_times_is_older_than_a_new_file(site, run_dir,
+                                                                           tmp_path, capsys):
+    """imported-ratings.csv written before rated_at was kept has no times: its ratings are
+    older than any rating with a time, and stay where the new file does not rate the mask."""
+    built, _out = site
+    jobs = pd.read_csv(built.key)["job"].tolist()
+    record = run_dir / "reviews" / built.review_id / "imported-ratings.csv"
+    record.write_text(f"review,rater,job,rating,file\n{built.review_id},lea,{jobs[0]},2,a.json\n"
+                      f"{built.review_id},lea,{jobs[1]},6,a.json\n")
+    new = _timed_file(tmp_path / "n.json", built.review_id, "lea",
+                      {jobs[0]: (7, "2020-01-01T00:00:00.000Z")})
+    assert main(["review", "import", str(run_dir), str(new), "--n-boot", "20"]) == 0
+    assert _imported(run_dir, built.review_id) == {("lea", jobs[0]): 7, ("lea", jobs[1]): 6}
+    assert "kept 1 earlier rating(s) of 1 rater(s) (lea)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("at", "message"), [
+    ("yesterday", "rated_at 'yesterday' is not a time"),
+    ("", "rated_at '' is not a time"),
+    (None, "rated_at None is not a time"),
+])
+def test_a_rating_time_that_is_not_one_is_refused(site, run_dir, tmp_path, capsys, at, message):
+    built, _out = site
+    job = pd.read_csv(built.key)["job"].iloc[0]
+    path = _timed_file(tmp_path / "t.json", built.review_id, "ivo", {job: (5, at)})
+    assert main(["review", "import", str(run_dir), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "t.json" in err and "Traceback" not in err
+
+
+def test_two_ratings_of_a_mask_at_the_same_time_are_refused(site, run_dir, tmp_path, capsys):
+    built, _out = site
+    job = pd.read_csv(built.key)["job"].iloc[0]
+    at = "2026-11-23T10:00:00.000Z"
+    one = _timed_file(tmp_path / "one.json", built.review_id, "jo", {job: (4, at)})
+    two = _timed_file(tmp_path / "two.json", built.review_id, "jo", {job: (7, at)})
+    assert main(["review", "import", str(run_dir), str(one), str(two)]) == 2
+    err = capsys.readouterr().err
+    assert (f"jo rated {job} 4 (one.json) and 7 (two.json) at the same time "
+            f"({at[:19]}") in err and "Traceback" not in err
+    # the same rating twice (one export sent twice) is one rating
+    assert main(["review", "import", str(run_dir), str(one), str(one), "--replace",
+                 "--n-boot", "20"]) == 0
+    assert _imported(run_dir, built.review_id) == {("jo", job): 4}
+
+
+def test_two_reviews_of_one_run_imported_together_are_refused(site, run_dir, tmp_path, capsys):
+    """#65 item 4: both reviews name their masks job-001...; a rater's ratings of one review
+    were dropped as duplicates of the other's, and the import said nothing (exit 0)."""
+    built, _out = site
+    other = build_review(run_dir, tmp_path / "other-site", n=12, seed=1)
+    assert other.review_id != built.review_id
+    jobs = pd.read_csv(built.key)["job"].tolist()
+    assert pd.read_csv(other.key)["job"].tolist() == jobs  # the same job names
+    first = _ratings_file(tmp_path / "a.json", built.review_id, "kim", dict.fromkeys(jobs, 3))
+    second = _ratings_file(tmp_path / "b.json", other.review_id, "kim", dict.fromkeys(jobs, 9))
+    folder = run_dir / "reviews" / other.review_id
+    assert main(["review", "import", str(run_dir), str(first), str(second)]) == 2
+    err = capsys.readouterr().err
+    named = "; ".join(sorted([f"{built.review_id}: a.json", f"{other.review_id}: b.json"]))
+    assert f"the ratings come from 2 reviews ({named}); import one review at a time" in err
+    assert not (folder / "ratings.csv").exists()  # nothing written
+    # one at a time, each is imported whole
+    assert main(["review", "import", str(run_dir), str(second), "--n-boot", "20"]) == 0
+    assert set(_imported(run_dir, other.review_id).values()) == {9}
+    assert len(_imported(run_dir, other.review_id)) == len(jobs)
+
+
 @pytest.mark.parametrize("content", [
     b"\x00\xff garbage \x89PNG",
     b"review,rater,job,rating,file\nx,eve,job-1,nan,a.json\n",
