@@ -21,8 +21,12 @@ def model_rows() -> list[list[str]]:
     rows = []
     for name in sorted(set(classes) | set(known)):
         card, cls = known.get(name), classes.get(name)
-        if cls is not None:
-            status = getattr(cls, "availability", lambda: "ready")()
+        availability = getattr(cls, "availability", None)
+        if availability is not None:
+            status = availability()
+        elif cls is not None:  # an adapter without its own check: its card's checkpoint
+            status = readiness(card.default_checkpoint) if card and card.default_checkpoint \
+                else "ready"
         elif card.default_checkpoint:
             status = f"not installed here (needs {', '.join(card.packages)}); " + readiness(
                 card.default_checkpoint)

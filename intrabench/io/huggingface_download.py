@@ -14,6 +14,7 @@ pin is deleted with the staging folder, and nothing reaches the checkpoint direc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -39,10 +40,10 @@ def download_from_hub(info: CheckpointInfo, source: HuggingFaceFile, directory: 
     """Every file of ``info`` from ``source`` into ``directory``; DownloadError when the hub
     cannot be reached or answers for another revision, ChecksumError (staging removed) when
     a file is not the pinned one. Files already in place that match their pins are kept."""
-    import huggingface_hub
+    from huggingface_hub.utils import disable_progress_bars
 
     if not progress:
-        huggingface_hub.utils.disable_progress_bars()
+        disable_progress_bars()
     staging = directory / STAGING / info.key
     for repo_path, local, size, sha256 in hub_files(info, source):
         target = directory / local
@@ -52,11 +53,18 @@ def download_from_hub(info: CheckpointInfo, source: HuggingFaceFile, directory: 
             fetched = _fetch(source, repo_path, staging, size)
             _check(info.key, fetched, size, sha256)
         except dl.ChecksumError:
-            shutil.rmtree(staging, ignore_errors=True)
+            _remove_staging(staging)
             raise
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(fetched, target)
+    _remove_staging(staging)
+
+
+def _remove_staging(staging: Path) -> None:
+    """The key's staging folder, and the staging root once no other key's is left."""
     shutil.rmtree(staging, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        staging.parent.rmdir()
 
 
 def _fetch(source: HuggingFaceFile, repo_path: str, staging: Path, size: int | None) -> Path:

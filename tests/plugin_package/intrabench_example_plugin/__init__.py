@@ -17,9 +17,20 @@ class BoxThreshold3D(Model):
     dimension = 3
     accepts = frozenset({"box3d"})
 
-    def __init__(self, offset: float = 0.0) -> None:
+    def __init__(self, offset: float = 0.0, weights: str = "none",
+                 checkpoint_dir: str | None = None) -> None:
+        """``weights='checkpoint'``: the offset comes from the card's pinned checkpoint in the
+        checkpoint directory (size and SHA-256 checked before it is read)."""
         self.offset = offset
         self.image = None
+        if weights == "checkpoint":
+            import json
+
+            from intrabench.io.checkpoints import check_pinned, checkpoint_path
+
+            path = checkpoint_path("box-threshold-3d-offset", checkpoint_dir)
+            check_pinned("box-threshold-3d-offset", path)
+            self.offset = float(json.loads(path.read_text())["offset"])
 
     def set_case(self, image) -> None:
         self.image = image
