@@ -447,9 +447,12 @@ class Recipe:
                                 "the password is published), or unzip it into "
                                 f"{target} yourself")
             say(f"{self.key}: extracting {archive.name}")
-            dl.safe_extract(archive, target, password=password)
+            # an archive replaces only what an archive wrote, never a file of yours there
+            files = dl.safe_extract(archive, target, password=password,
+                                    replaceable=_extracted_before(markers))
             markers.mkdir(exist_ok=True)
-            marker.write_text("ok\n")
+            marker.write_text(json.dumps(sorted(f.relative_to(target).as_posix()
+                                                for f in files)) + "\n")
         return target if target.is_dir() else raw
 
     def raw_cases(self, raw: Path) -> list[str]:
@@ -568,6 +571,20 @@ def _complete(folder: Path) -> bool:
         return False  # "complete" is False while a prepare runs (format 1 had none)
     return all((folder / "labelsTr" / f"{c}.nii.gz").is_file() and
                (folder / "imagesTr" / f"{c}_0000.nii.gz").is_file() for c in cases)
+
+
+def _extracted_before(markers: Path) -> set[str]:
+    """The files (relative to the extraction folder) earlier extractions wrote, as their
+    markers list them (markers of the first format, ``ok``, list none)."""
+    files: set[str] = set()
+    for marker in sorted(markers.iterdir()) if markers.is_dir() else []:
+        try:
+            listed = json.loads(marker.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(listed, list):
+            files |= {name for name in listed if isinstance(name, str)}
+    return files
 
 
 def _encrypted(archive: Path) -> bool:

@@ -573,9 +573,11 @@ class _GuardedTree:
     (it was set aside, renamed, until the extraction succeeded). Hard links are copies of a
     regular file already extracted inside ``dest``."""
 
-    def __init__(self, dest: Path, archive: Path) -> None:
+    def __init__(self, dest: Path, archive: Path, replaceable: set[str] | None = None) -> None:
         self.dest = dest
         self.archive = archive
+        #: the files (paths relative to ``dest``) a member may replace; None: any
+        self.replaceable = replaceable
         self.existed = dest.exists()
         #: (the path, where its earlier file or link waits) for every replaced one
         self.set_aside: list[tuple[Path, Path]] = []
@@ -628,6 +630,13 @@ class _GuardedTree:
         put it back if the extraction is refused, or delete it once it succeeded."""
         if not (out.is_symlink() or out.is_file()) or any(out == p for p, _ in self.set_aside):
             return
+        relative = out.relative_to(self.dest).as_posix()
+        if (self.replaceable is not None and relative not in self.replaceable
+                and out not in self.created):  # a member given twice replaces itself
+            raise UnsafeArchiveError(
+                f"{self.archive.name}: member '{relative}' would replace {out}, which no "
+                "extraction wrote (your file?); refusing to extract: move it out, then run "
+                "again")
         spare = out.with_name(f".{out.name}.intrabench-replaced-{len(self.set_aside)}")
         os.replace(out, spare)
         self.set_aside.append((out, spare))
@@ -698,7 +707,7 @@ class _GuardedTree:
 
 
 def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | None = None,
-                 ) -> list[Path]:
+                 replaceable: set[str] | None = None) -> list[Path]:
     """:func:`_extract` with every way an archive can be damaged (a bad CRC, a corrupt deflate,
     bz2 or xz stream, a cut ``.tar.gz``, overlapping zip entries) turned into one
     :class:`DamagedArchiveError` line; what was written is removed."""
@@ -707,7 +716,7 @@ def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | 
 
     archive = Path(archive)
     try:
-        return _extract(archive, Path(dest), password)
+        return _extract(archive, Path(dest), password, replaceable)
     except NotImplementedError as error:  # before RuntimeError: it is one
         raise DamagedArchiveError(f"{archive.name}: {error} (a compression method Python's "
                                   "zipfile cannot read); unpack it with another tool") from None
@@ -726,7 +735,8 @@ def _damaged_stream(error: OSError) -> bool:
     return isinstance(error, gzip.BadGzipFile) or (error.errno is None and bool(str(error)))
 
 
-def _extract(archive: Path, dest: Path, password: str | bytes | None = None) -> list[Path]:
+def _extract(archive: Path, dest: Path, password: str | bytes | None = None,
+             replaceable: set[str] | None = None) -> list[Path]:
     """Extract a zip or tar archive into ``dest`` after checking every member.
 
     Raises UnsafeArchiveError, and removes what it had written, for absolute paths, ``..``
@@ -734,7 +744,9 @@ def _extract(archive: Path, dest: Path, password: str | bytes | None = None) -> 
     real path of every member and link as it is made, links followed, and of every link again
     at the end: chains of links cannot lead out), hard links to anything but a regular file
     extracted before them, and device/FIFO members. Returns the extracted file paths.
-    ``password`` is for encrypted (ZipCrypto) zip archives.
+    ``password`` is for encrypted (ZipCrypto) zip archives. ``replaceable``: the files
+    (``/``-separated paths relative to ``dest``) a member may replace, any other file already
+    there is refused the same way (None: every file may be replaced).
     """
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as bundle:
@@ -748,7 +760,7 @@ def _extract(archive: Path, dest: Path, password: str | bytes | None = None) -> 
                     target = bundle.read(info, pwd=_pwd(password)).decode("utf-8")
                     _check_link(path, target, archive)
                     links[info.filename] = target
-            tree = _GuardedTree(dest, archive)
+            tree = _GuardedTree(dest, archive, replaceable)
             try:
                 for info in members:
                     if info.filename in links:
@@ -784,7 +796,7 @@ def _extract(archive: Path, dest: Path, password: str | bytes | None = None) -> 
             elif not (member.isfile() or member.isdir()):
                 raise UnsafeArchiveError(f"{archive.name}: member '{member.name}' is a device "
                                          "or FIFO; refusing to extract")
-        tree = _GuardedTree(dest, archive)
+        tree = _GuardedTree(dest, archive, replaceable)
         try:
             for member in members:
                 if member.isdir():

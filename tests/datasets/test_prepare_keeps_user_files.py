@@ -201,3 +201,30 @@ def test_a_users_file_of_an_archives_name_is_not_replaced_by_the_download(http_s
     line = _one_error_line(capsys)
     assert f"{mine} is already there and is not the expected file" in line
     assert mine.read_bytes() == b"my own labels archive"
+
+
+def test_an_archive_does_not_replace_a_users_file_where_it_is_extracted(root, capsys):
+    """The user unpacked the zip into raw/<recipe>/extracted and corrected a mask there;
+    extracting the zip replaced it. Now the extraction is refused, naming the file."""
+    mine = root / "raw" / "ms-lesions" / "extracted" / "Patient-1" / "1-LesionSeg-Flair.nii"
+    mine.parent.mkdir(parents=True)
+    mine.write_bytes(b"my corrected mask")
+    assert _prepare(root) == 2
+    line = _one_error_line(capsys)
+    assert "member 'Patient-1/1-LesionSeg-Flair.nii' would replace" in line
+    assert str(mine) in line and "no extraction wrote" in line
+    assert mine.read_bytes() == b"my corrected mask"
+    assert sorted(p.name for p in mine.parent.iterdir()) == ["1-LesionSeg-Flair.nii"]
+
+
+def test_archives_that_share_a_file_both_extract(root):
+    """What an earlier archive wrote may be replaced by a later one (a readme in each)."""
+    from test_recipes import zip_bytes
+
+    raw = root / "raw" / "ms-lesions"
+    (raw / "a-readme.zip").write_bytes(zip_bytes({"README.txt": b"first"}))
+    (raw / "z-readme.zip").write_bytes(zip_bytes({"README.txt": b"second"}))
+    assert _prepare(root) == 0
+    assert (raw / "extracted" / "README.txt").read_bytes() == b"second"
+    listed = json.loads((raw / ".extracted-archives" / "z-readme.zip").read_text())
+    assert listed == ["README.txt"]
