@@ -1,0 +1,313 @@
+"""The review page in a real browser (Chromium driven by Selenium): drawing, rating, export."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from intrabench.cli import main
+
+from .conftest import read_job
+
+# -- the page in a real browser ------------------------------------------------------------
+
+
+def _chromium():
+    """A headless Chromium driven by Selenium, or a skip (a failure when CI requires it)."""
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if not binary or not driver_path:
+        if os.environ.get("INTRABENCH_REQUIRE_BROWSER"):
+            pytest.fail("Chromium and chromedriver are required (apt-get install chromium "
+                        "chromium-driver)")
+        pytest.skip("no Chromium here; .ci/run installs it")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = binary
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--window-size=1300,900", "--disable-gpu"):
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+
+
+def _wait(condition, seconds: float = 15.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for the page")
+
+
+CANVAS_FILLED = """
+return ['full', 'fullOverlay', 'maskOnly', 'zoom', 'zoomOverlay'].map((id) => {
+  const c = document.getElementById(id), g = c.getContext('2d');
+  const d = g.getImageData(0, 0, c.width, c.height).data, seen = new Set();
+  for (let i = 0; i < d.length; i += 4 * 97) seen.add(d[i] + ',' + d[i + 1] + ',' + d[i + 2]);
+  return [id, c.width, c.height, seen.size];
+});
+"""
+
+
+def _chosen(driver) -> list[list[str]]:
+    """The rating buttons that look chosen, with their aria-pressed."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#ratings button')].filter((b) =>"
+        " b.classList.contains('chosen') || b.getAttribute('aria-pressed') === 'true')"
+        ".map((b) => [b.textContent, b.getAttribute('aria-pressed')])")
+
+
+@pytest.mark.browser
+def test_rate_reload_and_export_in_chromium(site, run_dir, tmp_path):
+    built, out = site
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver = _chromium()
+    try:
+        driver.execute_cdp_cmd("Page.setDownloadBehavior",
+                               {"behavior": "allow", "downloadPath": str(downloads)})
+        driver.get(built.site.resolve().as_uri())
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+
+        _wait(lambda: driver.execute_script("return document.body.dataset.drawn"))
+        # the five views are there and drawn (more than a couple of colours each)
+        for name, width, height, colours in driver.execute_script(CANVAS_FILLED):
+            assert width > 50 and height > 50 and colours >= 2, name
+        shot = tmp_path / "job.png"
+        driver.save_screenshot(str(shot))
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+        manifest = driver.execute_script("return window.intrabenchManifest")
+        jobs = manifest["jobs"]
+        assert _chosen(driver) == []  # nothing shown as chosen before anyone rated
+        driver.find_element(By.ID, "rater").send_keys("alice")
+        assert _chosen(driver) == []
+        body = driver.find_element(By.TAG_NAME, "body")
+        driver.find_element(By.TAG_NAME, "h1").click()  # off the views (a click opens one)
+        body.send_keys("7")  # keyboard: job 1 -> 7, the page moves to job 2
+        _wait(lambda: "mask 2 of" in driver.find_element(By.ID, "jobname").text)
+        driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='4']").click()  # mouse
+        _wait(lambda: "mask 3 of" in driver.find_element(By.ID, "jobname").text)
+        body.send_keys("0")  # 0 is 10
+        _wait(lambda: driver.find_element(By.ID, "progress").text == f"3 / {len(jobs)} rated")
+        _wait(lambda: "mask 4 of" in driver.find_element(By.ID, "jobname").text)
+        assert _chosen(driver) == []  # mask 4 is not rated: no button looks chosen
+        body.send_keys(Keys.ARROW_UP)  # the slider moves through slices
+        driver.refresh()  # ratings are kept in the browser between visits
+        _wait(lambda: driver.find_element(By.ID, "progress").text == f"3 / {len(jobs)} rated")
+        assert driver.find_element(By.ID, "rater").get_attribute("value") == "alice"
+        _wait(lambda: "mask 4 of" in driver.find_element(By.ID, "jobname").text)
+        assert _chosen(driver) == []  # ... after reload too
+        body = driver.find_element(By.TAG_NAME, "body")
+        body.send_keys(Keys.ARROW_LEFT)
+        _wait(lambda: "mask 3 of" in driver.find_element(By.ID, "jobname").text)
+        assert _chosen(driver) == [["10", "true"]]  # and a rated one shows its rating only
+        driver.find_element(By.ID, "exportJson").click()
+        exported = _wait(lambda: [p for p in downloads.glob("*.json")])
+        data = json.loads(exported[0].read_text())
+        assert data["review"] == built.review_id and data["rater"] == "alice"
+        assert {r["job"]: r["rating"] for r in data["ratings"]} == {
+            jobs[0]: 7, jobs[1]: 4, jobs[2]: 10}
+        driver.find_element(By.ID, "exportCsv").click()
+        csv = _wait(lambda: [p for p in downloads.glob("*.csv")])
+        assert pd.read_csv(csv[0])["rating"].tolist() == [7, 4, 10]
+    finally:
+        driver.quit()
+    # what the browser exported imports as it is
+    assert main(["review", "import", str(run_dir), str(exported[0]), "--n-boot", "50"]) == 0
+
+
+PIXEL = """
+const g = document.getElementById(arguments[0]).getContext('2d');
+return Array.from(g.getImageData(arguments[1] - 2, arguments[2] - 2, 5, 5).data);
+"""
+
+
+def _stroke_job(out: Path, jobs: list[str]) -> tuple[int, dict, list[int]]:
+    """A job that opens on a slice with a scribble stroke, and a stroke point there that is
+    not near a box edge (so that only the scribble can colour it)."""
+    for position, name in enumerate(jobs):
+        job = read_job(out, name)
+        marks = job["slices"][job["start"]]["marks"]
+        edges = [(b[0], b[2]) for b in marks["boxes"]], [(b[1], b[3]) for b in marks["boxes"]]
+        for stroke in marks["strokes"]:
+            for row, col in stroke["points"]:
+                near_box = any(abs(row - r) <= 2 for pair in edges[0] for r in pair) or any(
+                    abs(col - c) <= 2 for pair in edges[1] for c in pair)
+                near_click = any(abs(row - r) <= 3 and abs(col - c) <= 3 for r, c, _ in marks["clicks"])
+                if not near_box and not near_click:
+                    return position, job, [row, col]
+    raise AssertionError("no sampled job opens on a slice with a scribble")
+
+
+@pytest.mark.browser
+def test_views_show_scribbles_highlight_on_hover_and_open_full_screen_in_chromium(site):
+    built, out = site
+    driver = _chromium()
+    try:
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+
+        driver.get(built.site.resolve().as_uri())
+        jobs = driver.execute_script("return window.intrabenchManifest.jobs")
+        position, job, (row, col) = _stroke_job(out, jobs)
+        body = driver.find_element(By.TAG_NAME, "body")
+        for _ in range(position):
+            body.send_keys(Keys.ARROW_RIGHT)
+        _wait(lambda: driver.execute_script("return document.body.dataset.drawn")
+              == f"{job['job']}:{job['start']}")
+        # the scribble is drawn where the job says, on the image and on the zoomed view
+        # a full view is the slice's every step-th voxel, stretched over the canvas
+        rows, columns = (-(-side // job["step"]) for side in job["shape"])
+        canvas = driver.execute_script(
+            "const c = document.getElementById('full'); return [c.width, c.height]")
+        x = (col + 0.5) / job["step"] * canvas[0] / columns
+        y = (row + 0.5) / job["step"] * canvas[1] / rows
+        pixels = driver.execute_script(PIXEL, "full", round(x), round(y))
+        rgb = np.array(pixels).reshape(-1, 4)[:, :3]
+        # the image is grey (r = g = b): a blue or cyan pixel there is the stroke
+        assert ((rgb[:, 2] > 200) & (rgb[:, 2] - rgb[:, 0] > 100)).any(), rgb.tolist()
+        # hover: the view is outlined, and keeps its size (#49 item 5: it covered its neighbours)
+        figure = driver.find_element(By.CSS_SELECTOR, "figure.view[data-view='1']")
+        before = driver.execute_script("return arguments[0].getBoundingClientRect().width", figure)
+        ActionChains(driver).move_to_element(figure).perform()
+        _wait(lambda: "rgb(21, 101, 192)" in driver.execute_script(
+            "return getComputedStyle(arguments[0]).boxShadow", figure))
+        assert driver.execute_script(
+            "return arguments[0].getBoundingClientRect().width", figure) == before
+        # click: full screen, the arrows cycle through the five views, a click returns
+        figure.click()
+        overlay = driver.find_element(By.ID, "fullscreen")
+        _wait(overlay.is_displayed)
+        size = driver.execute_script("const c = document.getElementById('fullcanvas');"
+                                     " return [c.width, c.height]")
+        window = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+        assert max(size[0] / (window[0] - 20), size[1] / (window[1] - 50)) > 0.99
+        caption = driver.find_element(By.ID, "fullcaption")
+        assert caption.text.startswith("Mask (red) on the image (2 of 5)")
+        body.send_keys(Keys.ARROW_RIGHT)
+        assert caption.text.startswith("Mask alone (yellow on purple) (3 of 5)")
+        body.send_keys(Keys.ARROW_LEFT, Keys.ARROW_LEFT, Keys.ARROW_LEFT)
+        assert caption.text.startswith("Zoomed mask (red) (5 of 5)")
+        assert "mask " + str(position + 1) + " of" in driver.find_element(By.ID, "jobname").text
+        overlay.click()
+        _wait(lambda: not overlay.is_displayed())
+        # keyboard: Tab to a view, Enter opens it, Esc returns
+        first = driver.find_element(By.CSS_SELECTOR, "figure.view[data-view='0']")
+        driver.execute_script("arguments[0].focus()", first)
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+        _wait(overlay.is_displayed)
+        assert caption.text.startswith("Image (1 of 5)")
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        _wait(lambda: not overlay.is_displayed())
+    finally:
+        driver.quit()
+
+
+@pytest.mark.browser
+def test_no_rating_without_a_deliberate_act_and_the_slider_keeps_to_slices_in_chromium(site):
+    """#49 items 1 and 2: after a mouse rating, Space and Enter rated the next masks with the
+    same number; the slider's right arrow threw a TypeError and its left arrow changed mask
+    and slice together."""
+    built, _out = site
+    driver = _chromium()
+    try:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+
+        driver.get(built.site.resolve().as_uri())
+        _wait(lambda: driver.execute_script("return document.body.dataset.drawn"))
+        jobs = driver.execute_script("return window.intrabenchManifest.jobs")
+        driver.find_element(By.ID, "rater").send_keys("bea")
+        driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='6']").click()
+        _wait(lambda: "mask 2 of" in driver.find_element(By.ID, "jobname").text)
+        focused = driver.switch_to.active_element
+        focused.send_keys(Keys.SPACE)
+        focused.send_keys(Keys.ENTER)
+        time.sleep(0.5)
+        assert driver.find_element(By.ID, "progress").text == f"1 / {len(jobs)} rated"
+        assert "mask 2 of" in driver.find_element(By.ID, "jobname").text
+        assert not driver.execute_script(
+            "return document.activeElement.closest && !!document.activeElement.closest('#ratings')")
+        # the slider: arrows move the slice, never the mask, and never past the last slice
+        slider = driver.find_element(By.ID, "slider")
+        slider.click()
+        top = int(slider.get_attribute("max"))
+        for _ in range(top + 3):
+            slider.send_keys(Keys.ARROW_RIGHT)
+        slider.send_keys(Keys.ARROW_LEFT)
+        time.sleep(0.5)
+        assert "mask 2 of" in driver.find_element(By.ID, "jobname").text
+        drawn = driver.execute_script("return document.body.dataset.drawn")
+        assert drawn == f"{jobs[1]}:{max(0, top - 1)}"
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+    finally:
+        driver.quit()
+
+
+@pytest.mark.browser
+def test_the_page_fits_a_laptop_screen_and_says_when_all_is_rated_in_chromium(site):
+    """#49 items 3 and 5 at 1280 x 800: the rating buttons and the slider are above the fold, a
+    name being typed stores no rater, the last rating says that all masks are rated, and a
+    name with a quote and a comma exports a CSV that is CSV (and imports)."""
+    built, _out = site
+    driver = _chromium()
+    try:
+        from selenium.webdriver.common.by import By
+
+        driver.set_window_size(1280, 800)
+        driver.get(built.site.resolve().as_uri())
+        _wait(lambda: driver.execute_script("return document.body.dataset.drawn"))
+        height = driver.execute_script("return window.innerHeight")
+        for selector in ("#ratings button[data-value='10']", "#slider"):
+            element = driver.find_element(By.CSS_SELECTOR, selector)
+            bottom = driver.execute_script("return arguments[0].getBoundingClientRect().bottom",
+                                           element)
+            assert bottom <= height, (selector, bottom, height)
+        driver.find_element(By.ID, "rater").send_keys("carla")
+        stored = driver.execute_script(
+            "return Object.keys(JSON.parse(localStorage.getItem('intrabench-review-' +"
+            " window.intrabenchManifest.review) || '{\"raters\": {}}').raters)")
+        assert stored == []  # no "c", "ca", "car", ... raters
+        jobs = driver.execute_script("return window.intrabenchManifest.jobs")
+        body = driver.find_element(By.TAG_NAME, "body")
+        driver.find_element(By.TAG_NAME, "h1").click()
+        for index in range(len(jobs)):
+            body.send_keys("5")
+            if index + 1 < len(jobs):
+                _wait(lambda n=index + 2: f"mask {n} of" in driver.find_element(By.ID, "jobname").text)
+        _wait(lambda: driver.find_element(By.ID, "progress").text.startswith(
+            f"All {len(jobs)} masks rated"))
+        name = driver.find_element(By.ID, "rater")
+        name.clear()
+        name.send_keys('O"Brien, J')
+        csv_text = driver.execute_script(
+            "const rows = exported(); return ['review,rater,job,rating,rated_at'].concat("
+            "rows.map((r) => [r.review, csvField(r.rater), r.job, r.rating, r.rated_at]"
+            ".join(','))).join('\\n')")
+        driver.find_element(By.TAG_NAME, "h1").click()
+        body.send_keys("3")
+        csv_text = driver.execute_script(
+            "const rows = exported(); return ['review,rater,job,rating,rated_at'].concat("
+            "rows.map((r) => [r.review, csvField(r.rater), r.job, r.rating, r.rated_at]"
+            ".join(','))).join('\\n')")
+        import io as text_io
+
+        frame = pd.read_csv(text_io.StringIO(csv_text))
+        assert frame["rater"].tolist() == ['O"Brien, J'] and frame["rating"].tolist() == [3]
+        assert driver.execute_script("return fileName('csv')").endswith("-O_Brien_J.csv")
+    finally:
+        driver.quit()
