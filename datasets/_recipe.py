@@ -8,6 +8,10 @@ Layout under the data root (config param ``root``, else ``$INTRABENCH_DATA``, el
     <root>/<dataset name>/imagesTr/<case>_0000.nii.gz
     <root>/<dataset name>/labelsTr/<case>.nii.gz
     <root>/<dataset name>/dataset.json  labels, target_types, name, licence, source, skipped
+    <root>/<dataset name>/.intrabench-prepared.json  what prepare wrote there (OutputFolder)
+
+``prepare`` writes only into an output folder it created and deletes only files it wrote
+(:class:`OutputFolder`); anything else there is refused in one line naming it.
 
 Label conventions of prepared datasets: organ datasets store class values as listed in
 ``dataset.json["labels"]``; instance datasets have one instance class and store instance ids

@@ -7,7 +7,13 @@ Conventions
   call resumes it with an HTTP ``Range`` request; a server that ignores ``Range`` (answers 200)
   makes us start again from byte 0. A ``.partial`` file is never used as data.
 * A checksum mismatch deletes the partial file and raises :class:`ChecksumError`, whose message
-  names the expected and the actual hash.
+  names the expected and the actual hash. A file already at ``<dest>`` that does not verify is
+  not a download's (one is renamed there only once verified): it is kept and named.
+* A body is read up to the pinned size, else up to its Content-Length, never further (an
+  endless body stops there); an announced size beyond the pinned one is refused before
+  reading. A server that makes no progress (no answer, or fewer than
+  :data:`STALL_MIN_BYTES` in :func:`stall_seconds`, ``$INTRABENCH_DOWNLOAD_STALL_S``, 60 s by
+  default) is given up with one line; the partial file is kept for the rerun.
 * Base URLs of the Zenodo and TCIA APIs are parameters (tests point them at a loopback server);
   the defaults are the public services. Environment variables ``INTRABENCH_ZENODO_URL`` and
   ``INTRABENCH_TCIA_URL`` override the defaults.
