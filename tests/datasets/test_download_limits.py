@@ -202,11 +202,22 @@ def test_a_file_already_there_that_is_not_the_download_is_kept(http_server, tmp_
 
 
 # -- models download ---------------------------------------------------------------------------
-def _checkpoint(monkeypatch, url: str, mirrors=()) -> None:
-    data = b"w" * 4096
+def _checkpoint(monkeypatch, url: str, mirrors=(), data: bytes = b"w" * 4096) -> None:
     info = CheckpointInfo("fake-net", "fake_net.pt", url, sha256=hashlib.sha256(data).hexdigest(),
                           size=len(data), mirrors=tuple(mirrors))
     monkeypatch.setitem(CHECKPOINTS, "fake-net", info)
+
+
+def test_models_download_from_an_endless_body_keeps_the_pinned_bytes(tmp_path, monkeypatch,
+                                                                     capsys):
+    """The battery's `models download`: 400 MB written for a 40 MB file; now the pinned size."""
+    size = 3_000_000
+    with raw_server(_endless()) as base:
+        _checkpoint(monkeypatch, f"{base}/fake_net.pt", data=_first(size))
+        code = main(["models", "download", "fake-net", "--checkpoint-dir", str(tmp_path), "-q"])
+    assert code == 0, capsys.readouterr()
+    assert (tmp_path / "fake_net.pt").stat().st_size == size
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fake_net.pt"]
 
 
 def test_models_download_from_a_trickling_publisher_is_one_line(tmp_path, monkeypatch, capsys):
