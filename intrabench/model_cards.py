@@ -199,6 +199,9 @@ def _source(entry: Any, origin: str) -> tuple[str, Any]:
         raise _fail(origin, "each source is one of url, huggingface, wheel, google_drive, "
                             "package")
     (kind, value), = entry.items()
+    if kind not in ("url", "huggingface", "wheel", "google_drive", "package"):
+        raise _fail(origin, f"unknown source kind '{kind}' (url, huggingface, wheel, "
+                            "google_drive, package)")
     if kind == "url":
         return kind, _text(value, "url", origin)
     if not isinstance(value, dict):
@@ -217,11 +220,8 @@ def _source(entry: Any, origin: str) -> tuple[str, Any]:
         folder = value.get("folder")
         return kind, GoogleDrive(None if folder is None else _text(folder, "folder", origin),
                                  _text(value.get("page"), "page", origin))
-    if kind == "package":
-        return kind, (_text(value.get("module"), "module", origin),
-                      _text(value.get("requirement"), "requirement", origin))
-    raise _fail(origin, f"unknown source kind '{kind}' (url, huggingface, wheel, google_drive, "
-                        "package)")
+    return kind, (_text(value.get("module"), "module", origin),  # a package
+                  _text(value.get("requirement"), "requirement", origin))
 
 
 def _checkpoint(entry: Any, card: str, origin: str) -> CheckpointInfo:
