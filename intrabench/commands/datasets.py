@@ -130,7 +130,9 @@ def register(commands: argparse._SubParsersAction,
     prepare = actions.add_parser("prepare", help="convert downloads into nnU-Net folders "
                                                  "(idempotent)")
     prepare.add_argument("names", nargs="+", metavar="NAME")
-    prepare.add_argument("--force", action="store_true", help="convert again from scratch")
+    prepare.add_argument("--force", action="store_true",
+                         help="convert every case again (only files prepare wrote are "
+                              "replaced; any other file there is refused)")
     common(prepare)
     prepare.set_defaults(func=cmd_prepare)
 
