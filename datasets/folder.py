@@ -28,12 +28,12 @@ from typing import Any, ClassVar
 import yaml
 
 from intrabench.errors import UserError
-from intrabench.modality import normalise_modality
+from intrabench.modality import declared_modality
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case
 
-from .nnunet_folder import chosen_classes, load_pair
+from .nnunet_folder import chosen_classes, class_value, load_pair
 
 _KEYS = {"name", "root", "images", "labels", "pairs", "classes", "target_types", "instances",
          "description", "modality", "use_classes"}
@@ -115,7 +115,8 @@ class FolderDataset(Dataset):
                             "e.g. {lesion: 1}")
         #: every declared class (the label values a file may hold), and the classes whose
         #: targets are segmented (``use_classes``, default all)
-        self.label_classes = {str(k): int(v) for k, v in classes.items() if int(v) != 0}
+        self.label_classes = {str(k): value for k, v in classes.items()
+                              if (value := class_value(v, k, path)) != 0}
         self.classes = chosen_classes(self.label_classes, data.get("use_classes"), str(path))
         types = {str(k): str(v) for k, v in (data.get("target_types") or {}).items()}
         unknown = sorted(set(types) - set(self.label_classes))
@@ -133,10 +134,7 @@ class FolderDataset(Dataset):
         self.instances = str(data.get("instances", "connected_components"))
         if self.instances not in ("connected_components", "values"):
             raise UserError(f"{path}: instances must be 'connected_components' or 'values'")
-        modality = data.get("modality", "")
-        if modality is not None and not isinstance(modality, str):
-            raise UserError(f"{path}: modality must be a name such as CT or MR, not {modality!r}")
-        self.modality_declared = normalise_modality(modality)
+        self.modality_declared = declared_modality(data.get("modality"), str(path))
         self._cases = self._find(data, path)
         if not self._cases:
             raise UserError(f"{path}: no image/label pairs found: "

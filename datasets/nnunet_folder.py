@@ -24,7 +24,7 @@ from intrabench.components import connected_components
 from intrabench.errors import DataError, UserError
 from intrabench.evaluation.metrics import bounding_box
 from intrabench.io.volume import read_image, volume_from_raw
-from intrabench.modality import normalise_modality
+from intrabench.modality import declared_modality, normalise_modality
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case, Target
@@ -254,15 +254,24 @@ def check_label_values(label: np.ndarray, path: Path, classes: dict[str, int] | 
     return int(values.max()) if values.size else 0
 
 
-def _label_value(value: Any, name: str, where: Path) -> int:
-    """A dataset.json label value as an int; UserError for a region (a list of values, as
-    nnU-Net's region-based training writes) or a value that is not a whole number."""
+def class_value(value: Any, name: object, where: Path) -> int:
+    """A declared class's label value (a folder spec's ``classes``, dataset.json's ``labels``)
+    as an int; UserError for a region (a list of values, as nnU-Net's region-based training
+    writes), a boolean or a float (``true`` and ``1.7`` were read as 1: the class scored
+    another's voxels), text, or a value no label file can hold (negative, beyond int32)."""
     if isinstance(value, (list, tuple)):
         raise UserError(f"{where}: label '{name}' is a region {list(value)} (nnU-Net's "
                         "region-based training); give each class one label value")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise UserError(f"{where}: label '{name}' must be a whole number, not {value!r}")
-    return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        hint = (f" (write {int(value)})" if isinstance(value, float) and value.is_integer()
+                else "")
+        raise UserError(f"{where}: label '{name}' must be a whole number, not "
+                        f"{repr(value)[:40]}{hint}: a class value is the integer its voxels "
+                        "hold in the label files")
+    if not 0 <= value <= np.iinfo(np.int32).max:
+        raise UserError(f"{where}: label '{name}' = {value}: a label value lies in "
+                        f"0..{np.iinfo(np.int32).max}")
+    return value
 
 
 @datasets.register
@@ -302,7 +311,7 @@ class NnUNetFolder(Dataset):
                             '(e.g. {"background": 0, "lesion": 1})')
         #: every class dataset.json declares (the label values a file may hold), and the
         #: classes whose targets are segmented (``use_classes``, default all)
-        self.label_classes = {str(k): _label_value(v, k, self.root / "dataset.json")
+        self.label_classes = {str(k): class_value(v, k, self.root / "dataset.json")
                               for k, v in labels.items()}
         self.classes = chosen_classes(self.label_classes, use_classes,
                                       f"{self.root / 'dataset.json'}")
@@ -346,7 +355,8 @@ class NnUNetFolder(Dataset):
         if not isinstance(per_case, dict):
             raise UserError(f'{where}: modalities_per_case must map case ids to "CT" or "MR"')
         return (normalise_modality(channels.get(self.channel)),
-                {str(case): normalise_modality(name) for case, name in per_case.items()})
+                {str(case): declared_modality(name, f"{where}: modalities_per_case: {case}")
+                 for case, name in per_case.items()})
 
     def declared_modality(self, case_id: str) -> str:
         return self.case_modality(case_id)

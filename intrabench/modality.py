@@ -18,12 +18,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from intrabench.errors import UserError
+
 CT = "CT"
 MR = "MR"
 
+#: words that name CT (matched as whole words, case-insensitive)
+_CT_WORDS = ("CT", "CTA", "CECT", "NCCT", "HU")
 #: words that name an MR contrast or MR itself (matched as whole words, case-insensitive)
 _MR_WORDS = ("MR", "MRI", "MRT", "T1", "T1W", "T1C", "T1CE", "T1GD", "T2", "T2W", "T2STAR",
              "FLAIR", "DWI", "ADC", "PD", "PDW", "SWI", "DCE", "BOLD", "NMR")
+
+
+def _words(text: str) -> set[str]:
+    """The upper-case words of a modality name (``T2*`` is ``T2STAR``)."""
+    words = {word.upper() for word in re.split(r"[^A-Za-z0-9*]+", text) if word}
+    return {word.replace("*", "STAR") for word in words}
 
 
 def normalise_modality(text: object) -> str:
@@ -36,13 +46,37 @@ def normalise_modality(text: object) -> str:
     """
     if not isinstance(text, str):
         return ""
-    words = {word.upper() for word in re.split(r"[^A-Za-z0-9*]+", text) if word}
-    words = {word.replace("*", "STAR") for word in words}
-    is_ct = bool(words & {"CT", "CTA", "CECT", "NCCT", "HU"})
+    words = _words(text)
+    is_ct = bool(words & set(_CT_WORDS))
     is_mr = bool(words & set(_MR_WORDS))
     if is_ct == is_mr:  # neither, or both ("CT, MRI": a dataset of mixed cases)
         return ""
     return CT if is_ct else MR
+
+
+def declared_modality(value: object, where: str) -> str:
+    """``"CT"`` or ``"MR"`` for a modality a user declares (a folder spec's ``modality:``, an
+    nnU-Net folder's ``modalities_per_case``), ``""`` when it is left out (None or empty).
+
+    Anything else is a UserError listing the known names: a name that is neither CT nor MR
+    ("CTT", "PET", "xray") or both ("CT, MRI") was read as undeclared, so a model that needs the
+    modality failed every unit later, and one that adapts to it silently got no modality.
+
+    >>> declared_modality("MRI (T1)", "spec"), declared_modality(None, "spec")
+    ('MR', '')
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return ""
+    if not isinstance(value, str):
+        problem = f"must be a name such as CT or MR, not {value!r}"[:120]
+    elif normalised := normalise_modality(value):
+        return normalised
+    elif _words(value) & set(_CT_WORDS) and _words(value) & set(_MR_WORDS):
+        problem = f"'{value[:60]}' names both CT and MR (a case is one or the other)"
+    else:
+        problem = f"'{value[:60]}' is not a known modality name"
+    raise UserError(f"{where}: modality {problem}; known names: {', '.join(_CT_WORDS)} (CT), "
+                    f"{', '.join(_MR_WORDS)} (MR); or leave it out (undeclared)")
 
 
 def looks_like_ct(image: Any, modality: str = "") -> bool:
