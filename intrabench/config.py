@@ -510,7 +510,7 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     if isinstance(data, dict) and data.get("imports"):
         importable_beside(path.parent)
     config = resolve_relative_paths(parse_config(data, source=str(path)), path.parent)
-    from intrabench.timing.waiting import check_latency_table  # pandas-free; only here
+    from intrabench.timing.waiting import check_latency_table  # imported when a run is read
 
     check_latency_table(config.time_model, [spec.key for spec in config.models], str(path))
     return config

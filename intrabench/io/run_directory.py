@@ -198,11 +198,15 @@ class RunLock:
 def run_config(run_dir: str | Path) -> Any:
     """The :class:`~intrabench.config.RunConfig` a run directory was made with (its
     ``config.yaml``), its plugin modules imported; UserError when it cannot be read."""
-    from intrabench.config import RunConfig
+    from pydantic import ValidationError
+
+    from intrabench.config import RunConfig, _format_validation_error
 
     path = Path(run_dir) / "config.yaml"
     try:
         config = RunConfig.model_validate(yaml.safe_load(path.read_text()))
+    except ValidationError as error:  # one line naming the key, not pydantic's report
+        raise UserError(_format_validation_error(error, f"{run_dir}/config.yaml")) from None
     except (OSError, ValueError, yaml.YAMLError) as error:
         raise UserError(f"{run_dir}: its config.yaml cannot be read ({error})") from None
     config.import_modules()

@@ -24,7 +24,7 @@ defaults are a starting point, set them to your readers' in the run config (``ti
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -39,18 +39,32 @@ DEFAULT_SECONDS = {"click": 2.4, "box2d": 7.0, "box3d": 13.0, "scribble": 10.9,
                    "boundary_slice": 3.0, "lasso": 10.9}
 
 
+#: the most seconds an interaction, a slice scrolled or a budget per interaction may take (an
+#: hour): a larger value is a mistake (1e300 s per click discarded every step), not a reader
+MAX_SECONDS = 3600.0
+#: the most interactions a budget may count (DAVIS: 8)
+MAX_INTERACTIONS = 1000
+
+#: seconds: a number (an int or a float, never ``true`` or ``"2.4"``), finite, 0..an hour
+Seconds = Annotated[float, Field(strict=True, ge=0, le=MAX_SECONDS)]
+
+
 class TimeModel(BaseModel):
-    """Seconds per interaction kind, per slice scrolled, and the budget per target."""
+    """Seconds per interaction kind, per slice scrolled, and the budget per target.
+
+    Every value is checked where it is given (the run config, a finished run's
+    ``config.yaml``): numbers only (``"30"`` and ``true`` are refused, not read as 30 and 1),
+    finite, in a plausible range; a misspelt key or kind is refused with the valid ones."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     #: a clinician's seconds per interaction kind (sources in docs/time-aware.md)
-    seconds: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_SECONDS))
+    seconds: dict[str, Seconds] = Field(default_factory=lambda: dict(DEFAULT_SECONDS))
     #: seconds per slice scrolled between interactions
-    seconds_per_slice_scrolled: float = Field(default=0.1, ge=0)
+    seconds_per_slice_scrolled: Seconds = 0.1
     #: the time budget per interaction (DAVIS: 30 s), seconds
-    budget_per_interaction: float = Field(default=30.0, gt=0)
+    budget_per_interaction: float = Field(default=30.0, strict=True, gt=0, le=MAX_SECONDS)
     #: interactions in the budget: budget per target = budget_per_interaction x this
-    max_interactions: int = Field(default=8, ge=1)
+    max_interactions: int = Field(default=8, strict=True, ge=1, le=MAX_INTERACTIONS)
     #: what the clinician waits for the model: ``measured`` (each step's latency as measured
     #: in this run: moves with whatever else the machine runs) or ``table`` (each model's
     #: from ``latency_table``: the same numbers on any machine, any load)
@@ -70,6 +84,10 @@ class TimeModel(BaseModel):
         if self.waiting == "table" and not self.latency_table:
             raise ValueError("waiting: table needs a latency_table (a file written by "
                              "'intrabench latency RUN --save FILE', or seconds per model)")
+        if self.waiting == "measured" and self.latency_table:
+            raise ValueError("latency_table is read only with 'waiting: table' (the default, "
+                             "measured, waits what the run measured): add 'waiting: table' or "
+                             "remove the latency_table")
         return self
 
     @field_validator("latency_table")
@@ -89,10 +107,12 @@ class TimeModel(BaseModel):
     def _known_kinds(cls, value: dict[str, float]) -> dict[str, float]:
         unknown = sorted(set(value) - set(INTERACTION_COST))
         if unknown:
-            raise ValueError(f"unknown interaction kinds {unknown}; valid: "
+            import difflib
+
+            hints = "".join(f" (did you mean '{close[0]}'?)" for name in unknown
+                            if (close := difflib.get_close_matches(name, list(INTERACTION_COST), 1)))
+            raise ValueError(f"unknown interaction kinds {unknown}{hints}; valid: "
                              f"{', '.join(INTERACTION_COST)}")
-        if any(not v >= 0 for v in value.values()):
-            raise ValueError("seconds per interaction must be >= 0")
         return {**DEFAULT_SECONDS, **value}
 
     @property

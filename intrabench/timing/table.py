@@ -59,12 +59,46 @@ def time_table(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFra
 
 
 def run_time_model(run_dir: str | Path) -> TimeModel:
-    """The ``time_model`` of the run in ``run_dir`` (its config.yaml); the defaults when the
-    config cannot be read (a run directory assembled by hand)."""
-    from intrabench.errors import UserError
-    from intrabench.io.run_directory import run_config
+    """The ``time_model`` of the run in ``run_dir``: its ``config.yaml``'s section, checked as
+    the run config's is (the tables and the report read it, so it may be edited after the run).
+
+    A section that is not a valid time model (an edit with a negative, a string or a misspelt
+    key) is a ConfigError naming the file and the key: it fell back to the defaults without a
+    word, and the tables measured against a budget nobody chose. A run folder without a
+    ``config.yaml`` (assembled by hand) or one written before time models (no section) gets the
+    defaults, with a warning for the first."""
+    import logging
+
+    from intrabench.config import read_yaml_file
+
+    path = Path(run_dir) / "config.yaml"
+    if not path.exists():
+        logging.getLogger(__name__).warning(
+            "%s has no config.yaml: the time tables use the default time model "
+            "(docs/time-aware.md)", run_dir)
+        return TimeModel()
+    data = read_yaml_file(path, "run's config.yaml")
+    if not isinstance(data, dict) or "time_model" not in data:
+        return TimeModel()
+    return checked_time_model(data["time_model"], str(path))
+
+
+def checked_time_model(section: object, source: str) -> TimeModel:
+    """``section`` (a ``time_model:`` mapping) as a TimeModel; ConfigError in one line naming
+    ``source`` and the first wrong key (``time_model.seconds.click: ...``)."""
+    from pydantic import ValidationError
+
+    from intrabench.errors import ConfigError
 
     try:
-        return run_config(run_dir).time_model
-    except UserError:
-        return TimeModel()
+        return TimeModel.model_validate(section)
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(["time_model", *(str(part) for part in first["loc"])])
+        message = first["msg"]
+        if first["type"] == "extra_forbidden":
+            message = f"unknown key; valid keys: {', '.join(TimeModel.model_fields)}"
+        shown = (repr(first.get("input"))[:40] if first["loc"] and first["type"]
+                 != "extra_forbidden" else "")
+        raise ConfigError(f"{source}: {key}: {message}" + (f" (given {shown})" if shown else "")
+                          + "; fix it, or delete the section for the defaults") from None

@@ -145,3 +145,19 @@ def waiting_description(model: TimeModel, machine: dict[str, Any] | None) -> str
     when = f", {table.measured[:10]}" if table.measured else ""
     return (f"waiting: from the latency table {table.source} (measured on "
             f"{machine_text(table.machine)}{when}; the same on any machine)")
+
+
+def check_latency_table(model: TimeModel, models: list[str], where: str) -> None:
+    """UserError (one line, naming ``where``'s ``time_model.latency_table``) unless ``model``
+    waits as measured, or its latency table (a file: read now, not when the tables run) has a
+    latency for each of ``models`` (the run's model labels). A missing file, a file that is no
+    latency table (``/etc/passwd``) and an inline table for other models were accepted, and
+    the run's hours spent before its tables failed."""
+    if model.waiting != "table":
+        return
+    table = load_table(model.latency_table)
+    missing = sorted(set(models) - set(table.models))
+    if missing:
+        raise UserError(f"{where}: time_model.latency_table ({table.source}) has no latency "
+                        f"for the model(s) {', '.join(missing)}; it has "
+                        f"{', '.join(sorted(table.models)) or 'none'} (models go by their label)")
