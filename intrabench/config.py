@@ -50,16 +50,6 @@ class ComponentSpec(BaseModel):
                 value["params"] = {**value.get("params", {}), **extra}
         return value
 
-    @field_validator("label")
-    @classmethod
-    def _label_is_one_name(cls, value: str | None) -> str | None:
-        # the label names a folder of the prediction tree and a column value: one plain name
-        problem = None if value is None else path_component_problem(value)
-        if problem:
-            raise ValueError(f"{quoted(value, 60)} cannot be a label: {problem}; use letters, "
-                             "digits, '-', '_' or '.' (it names a folder of the run)")
-        return value
-
     @property
     def key(self) -> str:
         """Stable identity used in results and seeds: the label, else name + sorted params."""
@@ -470,8 +460,29 @@ def parse_config(data: Any, source: str = "config") -> RunConfig:
         raise ConfigError(_format_validation_error(error, source)) from None
     except RecursionError:
         raise ConfigError(f"{source}: the config is nested too deeply") from None
+    check_labels(config, source)
     config.validate_components()
     return config
+
+
+def check_labels(config: RunConfig, source: str = "config") -> None:
+    """ConfigError naming the key (``models.0.label``) when a label the config gives is not one
+    plain name (:func:`~intrabench.io.run_paths.path_component_problem`: ``..``, ``/``, a
+    control character...): it names a folder of the prediction tree. Labels that
+    :func:`resolve_relative_paths` derives later (the key as written, paths included) are the
+    run's own and are not checked."""
+    groups = [(group, getattr(config, group))
+              for group in ("datasets", "models", "prompters", "refiners")]
+    if config.robustness is not None:
+        groups.append(("robustness.clickability", [config.robustness.clickability]))
+    for group, specs in groups:
+        for index, spec in enumerate(specs):
+            problem = None if spec.label is None else path_component_problem(spec.label)
+            if problem:
+                where = group if group.startswith("robustness") else f"{group}.{index}"
+                raise ConfigError(f"{source}: {where}.label: {quoted(spec.label, 60)} cannot be "
+                                  f"a label: {problem}; use letters, digits, '-', '_' or '.' (it "
+                                  "names a folder of the run)")
 
 
 def read_yaml_file(path: Path, what: str = "config file") -> Any:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from intrabench.commands._arguments import count, positive_number, resamples
+from intrabench.display_text import spreadsheet_safe
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
@@ -67,7 +68,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
     statistics = dataset_statistics(rows, args.metric,
                                     config=("run", "model", "prompter", "refiner", "step"),
                                     missing_value=args.missing_value)
-    statistics.to_csv(out / "statistics.csv", index=False, float_format="%.6f")
+    spreadsheet_safe(statistics, escape=True).to_csv(out / "statistics.csv", index=False, float_format="%.6f")
     print(f"per-dataset mean, median, std, quartiles and bootstrap 95% CI over cases: "
           f"{out / 'statistics.csv'}", file=sys.stderr)
     return 0
@@ -103,8 +104,8 @@ def _write_cvpr25_tables(rows, out: Path) -> None:
     images = image_table(rows)
     board = leaderboard(images)
     out.mkdir(parents=True, exist_ok=True)
-    images.to_csv(out / "cvpr25-images.csv", index=False, float_format="%.6f")
-    board.to_csv(out / "cvpr25-leaderboard.csv", index=False, float_format="%.6f")
+    spreadsheet_safe(images, escape=True).to_csv(out / "cvpr25-images.csv", index=False, float_format="%.6f")
+    spreadsheet_safe(board, escape=True).to_csv(out / "cvpr25-leaderboard.csv", index=False, float_format="%.6f")
     print(f"## CVPR 2025 challenge metrics (protocol: cvpr25), mean over images\n\n"
           f"{to_markdown(board, digits=4)}\n")
     print(f"written: {out / 'cvpr25-images.csv'}, {out / 'cvpr25-leaderboard.csv'}\n",
@@ -129,10 +130,10 @@ def _write_robustness_tables(rows, out: Path, noc_metric: str, threshold: float)
                      f"{AVERAGING[averaging]}")
             (out / f"{stem}.md").write_text(f"{title}\n\n{to_markdown(display)}\n",
                                             encoding="utf-8")
-            long.to_csv(out / f"{stem}-datasets.csv", index=False, float_format="%.6f")
+            spreadsheet_safe(long, escape=True).to_csv(out / f"{stem}-datasets.csv", index=False, float_format="%.6f")
             written = [out / f"{stem}.md", out / f"{stem}-datasets.csv"]
             if averaging == "hierarchical":
-                targets.to_csv(out / f"{base}-targets.csv", index=False, float_format="%.6f")
+                spreadsheet_safe(targets, escape=True).to_csv(out / f"{base}-targets.csv", index=False, float_format="%.6f")
                 written.append(out / f"{base}-targets.csv")
             print(f"## {title}\n\n{to_markdown(display)}\n")
             print(f"written: {', '.join(map(str, written))}\n", file=sys.stderr)
@@ -161,11 +162,11 @@ def _write_time_tables(runs: dict, out: Path, latency_table_file: str | None = N
         display = time_table(part, model)
         (out / f"time{stem}.md").write_text(f"{mode}\n\n{to_markdown(display)}\n",
                                             encoding="utf-8")
-        time_summary(part, model).to_csv(out / f"time{stem}.csv", index=False,
+        spreadsheet_safe(time_summary(part, model), escape=True).to_csv(out / f"time{stem}.csv", index=False,
                                          float_format="%.6f")
         latency = latency_table(part)
         (out / f"latency{stem}.md").write_text(to_markdown(latency) + "\n", encoding="utf-8")
-        latency.to_csv(out / f"latency{stem}.csv", index=False, float_format="%.4f")
+        spreadsheet_safe(latency, escape=True).to_csv(out / f"latency{stem}.csv", index=False, float_format="%.4f")
         print(f"## Quality against the clinician's time ({name}: budget {model.budget:g} s per "
               f"target, at most {model.max_interactions} interactions), mean over datasets\n\n"
               f"{mode}\n\n{to_markdown(display)}\n")
@@ -234,8 +235,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        summary.to_csv(out / "compare-summary.csv", index=False)
-        per_case.to_csv(out / "compare-per-case.csv", index=False)
+        spreadsheet_safe(summary, escape=True).to_csv(out / "compare-summary.csv", index=False)
+        spreadsheet_safe(per_case, escape=True).to_csv(out / "compare-per-case.csv", index=False)
         print(f"\nwritten: {out / 'compare-summary.csv'}, {out / 'compare-per-case.csv'}",
               file=sys.stderr)
     return 0

@@ -321,10 +321,13 @@ def per_case_table(rows: pd.DataFrame, metric: str = "dice",
 
 
 def to_markdown(table: pd.DataFrame, digits: int = 2) -> str:
-    """A GitHub Markdown table (no extra dependency)."""
+    """A GitHub Markdown table (no extra dependency); names with hidden characters (a
+    right-to-left override, an escape sequence) shown escaped (``\u202e``)."""
+    from intrabench.display_text import escaped
+
     if table.empty:
         return "(no results)"
-    header = [str(c) for c in table.columns]
+    header = [escaped(c) for c in table.columns]
     lines = ["| " + " | ".join(header) + " |",
              "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(table[c]) else "---" for c in table.columns) + "|"]
     for _, row in table.iterrows():
@@ -333,6 +336,6 @@ def to_markdown(table: pd.DataFrame, digits: int = 2) -> str:
             if isinstance(value, float):
                 cells.append("" if value != value else f"{value:.{digits}f}")
             else:
-                cells.append(str(value))
+                cells.append(escaped(value))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -27,8 +27,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from intrabench.errors import UserError
 
 #: What a run directory may hold (IntraBench's own files and folders).
@@ -85,8 +83,8 @@ def check_same_run(run_dir: Path, config: Any, extend: bool = False) -> None:
     """UserError if ``run_dir`` holds a previous run under another ``name``, or (unless
     ``extend``) one whose recorded config differs from ``config``'s."""
     try:
-        previous = yaml.safe_load((run_dir / "config.yaml").read_text())
-    except (OSError, yaml.YAMLError):
+        previous = recorded_config_data(run_dir)
+    except UserError:  # not readable as a config: nothing to compare with
         return
     if not isinstance(previous, dict) or not _is_intrabench_run(run_dir):
         return
@@ -195,19 +193,34 @@ class RunLock:
             self._handle = None
 
 
+def recorded_config_data(run_dir: str | Path) -> Any:
+    """The YAML document of ``run_dir/config.yaml``, read with the config loader's guards (at
+    most 1 MB, 100,000 values: an alias bomb or a huge list there is refused at once, where it
+    cost 85-139 s and 4 GB); UserError in one line when it cannot be read."""
+    from intrabench.config import read_yaml_file
+
+    try:
+        return read_yaml_file(Path(run_dir) / "config.yaml", "run's config.yaml")
+    except UserError as error:
+        raise UserError(f"{run_dir}: its config.yaml cannot be read ({error})") from None
+    except OSError as error:
+        raise UserError(f"{run_dir}: its config.yaml cannot be read ({error.strerror})") from None
+
+
 def run_config(run_dir: str | Path) -> Any:
     """The :class:`~intrabench.config.RunConfig` a run directory was made with (its
-    ``config.yaml``), its plugin modules imported; UserError when it cannot be read."""
+    ``config.yaml``, read by :func:`recorded_config_data`), its plugin modules imported;
+    UserError when it cannot be read."""
     from pydantic import ValidationError
 
     from intrabench.config import RunConfig, _format_validation_error
 
-    path = Path(run_dir) / "config.yaml"
+    data = recorded_config_data(run_dir)
     try:
-        config = RunConfig.model_validate(yaml.safe_load(path.read_text()))
+        config = RunConfig.model_validate(data)
     except ValidationError as error:  # one line naming the key, not pydantic's report
         raise UserError(_format_validation_error(error, f"{run_dir}/config.yaml")) from None
-    except (OSError, ValueError, yaml.YAMLError) as error:
+    except ValueError as error:
         raise UserError(f"{run_dir}: its config.yaml cannot be read ({error})") from None
     config.import_modules()
     return config

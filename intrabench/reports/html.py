@@ -18,8 +18,10 @@ from pathlib import Path
 import pandas as pd
 
 from intrabench import __version__
+from intrabench.display_text import escaped
 from intrabench.evaluation.aggregate import count_targets, per_case_table
 from intrabench.evaluation.episode_metrics import episode_table, success_summary
+from intrabench.io.result_checks import checked_rows
 from intrabench.io.results import load_results
 from intrabench.io.run_directory import run_record
 from intrabench.io.run_paths import prediction_file_name, prediction_folder
@@ -52,6 +54,21 @@ class Figure:
         data = base64.b64encode(self.png).decode("ascii")
         return (f'<figure><img alt="{html.escape(self.caption)}" src="data:image/png;base64,{data}">'
                 f"<figcaption class='explain'>{html.escape(self.caption)}</figcaption></figure>")
+
+
+def _config_details(path: Path) -> str:
+    """The run's configuration, folded; a note instead when it is missing or larger than a
+    config may be (:data:`~intrabench.config.MAX_CONFIG_BYTES`)."""
+    from intrabench.config import MAX_CONFIG_BYTES
+
+    if not path.is_file():
+        return ""
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        return (f"<p class='note'>{html.escape(str(path))} is {size / 1e6:.1f} MB, more than a "
+                "config may be: not shown.</p>")
+    return ("<details><summary>Run configuration</summary><pre>"
+            + html.escape(path.read_text(errors="replace")) + "</pre></details>")
 
 
 def _frame_html(frame: pd.DataFrame, digits: int = 2) -> str:
@@ -291,7 +308,7 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir else run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
-    rows = load_results(run_dir)
+    rows = checked_rows(load_results(run_dir), run_dir)
     episodes = episode_table(rows)
     run_info = run_record(run_dir)
     if run_info is None:
@@ -395,13 +412,14 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
              "<details><summary>Software versions</summary>" + _frame_html(
                  pd.DataFrame({"package": list(versions), "version": list(versions.values())}))
              + "</details>"]
-    if (run_dir / "config.yaml").exists():
-        body.append("<details><summary>Run configuration</summary><pre>"
-                    + html.escape((run_dir / "config.yaml").read_text()) + "</pre></details>")
+    body.append(_config_details(run_dir / "config.yaml"))
     page = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>IntraBench report: {html.escape(name)}</title><style>{STYLE}</style></head>"
             "<body>" + "\n".join(body) + "</body></html>")
+    # names from the data (cases, targets, labels) with a right-to-left override or another
+    # hidden character are shown escaped ('\u202e'), not obeyed: 'evil' never reads 'live'
+    page = escaped(page, keep="\n\r\t")
     path = out / "report.html"
     path.write_text(page, encoding="utf-8")
     return path

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from intrabench.display_text import escaped, spreadsheet_safe
 from intrabench.errors import ConfigError
 from intrabench.evaluation.aggregate import (
     average_over,
@@ -186,7 +187,7 @@ def to_latex(table: pd.DataFrame, caption: str = "", label: str = "", digits: in
         return "% (no results)\n"
 
     def escape(text: Any) -> str:
-        return "".join(LATEX_ESCAPES.get(character, character) for character in str(text))
+        return "".join(LATEX_ESCAPES.get(character, character) for character in escaped(text))
 
     numeric = [pd.api.types.is_float_dtype(table[c]) for c in table.columns]
     spec = "".join("r" if n else "l" for n in numeric)
@@ -210,13 +211,15 @@ def to_latex(table: pd.DataFrame, caption: str = "", label: str = "", digits: in
 
 
 def write_table(table: pd.DataFrame, out_dir: Path, name: str, title: str = "") -> list[Path]:
-    """``<name>.md``, ``<name>.tex`` and ``<name>.csv`` under ``out_dir``; returns the paths."""
+    """``<name>.md``, ``<name>.tex`` and ``<name>.csv`` under ``out_dir``; returns the paths.
+    Names with hidden characters are shown escaped in all three; in the CSV, text a
+    spreadsheet would run as a formula is quoted (:func:`~intrabench.display_text.spreadsheet_safe`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     markdown = (f"**{title}**\n\n" if title else "") + to_markdown(table) + "\n"
     paths = [out_dir / f"{name}.md", out_dir / f"{name}.tex", out_dir / f"{name}.csv"]
     paths[0].write_text(markdown)
     paths[1].write_text(to_latex(table, caption=title, label=f"tab:{name}"))
-    table.to_csv(paths[2], index=False, float_format="%.4f")
+    spreadsheet_safe(table, escape=True).to_csv(paths[2], index=False, float_format="%.4f")
     return paths
 
 
@@ -248,9 +251,10 @@ def tables_for_runs(rows: pd.DataFrame, layout: Layout | None = None, metric: st
 
 def load_runs(run_dirs: Sequence[str | Path]) -> dict[str | Path, pd.DataFrame]:
     """The rows of each run directory, read once."""
+    from intrabench.io.result_checks import checked_rows
     from intrabench.io.results import load_results
 
-    return {d: load_results(d) for d in run_dirs}
+    return {d: checked_rows(load_results(d), d) for d in run_dirs}
 
 
 def concat_runs(runs: Mapping[str | Path, pd.DataFrame]) -> pd.DataFrame:
