@@ -178,6 +178,7 @@ def test_models_verify_loads_and_fits_every_present_file(tmp_path, capsys):
     directory.mkdir()
     (directory / "sam_vit_b_01ec64.pth").write_bytes(b"not the publisher's file")
     (directory / "sam2.1_hiera_tiny.pt").write_bytes(np.random.default_rng(0).bytes(2048))
+    (directory / "sam-med2d_b.pth").write_bytes(np.random.default_rng(0).bytes(2048))
     marker = tmp_path / "pwned"
 
     class Evil:
@@ -192,8 +193,12 @@ def test_models_verify_loads_and_fits_every_present_file(tmp_path, capsys):
     assert main(["models", "verify", "--checkpoint-dir", str(directory)]) == 1
     out = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
     assert "MISMATCH" in out["sam-vit-b"] and "expected sha256 ec2df627" in out["sam-vit-b"]
-    assert "UNUSABLE" in out["sam2.1-hiera-tiny"] and "cannot load checkpoint" in out["sam2.1-hiera-tiny"]
-    assert "UNUSABLE" in out["sam2.1-hiera-small"]
+    # SAM2's files are pinned now: another size or hash is a mismatch, never loaded
+    assert "MISMATCH" in out["sam2.1-hiera-tiny"] and "2048 bytes, expected 156008466" in \
+        out["sam2.1-hiera-tiny"]
+    assert "MISMATCH" in out["sam2.1-hiera-small"] and "expected sha256 6d1aa6f3" in \
+        out["sam2.1-hiera-small"]
+    assert "UNUSABLE" in out["sam-med2d"] and "cannot load checkpoint" in out["sam-med2d"]
     assert not marker.exists()  # the pickle's code never ran
     assert "UNUSABLE" in out["segvol"] and "does not fit" in out["segvol"]
     assert "UNUSABLE" in out["medsam"] and "does not fit" in out["medsam"]

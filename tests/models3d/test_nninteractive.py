@@ -216,12 +216,19 @@ def test_checkpoints_load_weights_only(folder, tmp_path):
 
 
 def test_models_verify_and_list_see_the_model_folder(folder, tmp_path, capsys, monkeypatch):
+    import dataclasses
     import shutil
 
     from intrabench.cli import main
+    from intrabench.io.checkpoints import CHECKPOINTS, sha256_file
 
     directory = tmp_path / "checkpoints"
     shutil.copytree(folder, directory / "nnInteractive_v1.0")
+    weights = directory / "nnInteractive_v1.0/fold_0/checkpoint_final.pth"
+    # the card pins the published file; this test's folder holds another, pinned here instead
+    monkeypatch.setitem(CHECKPOINTS, "nninteractive", dataclasses.replace(
+        CHECKPOINTS["nninteractive"], size=weights.stat().st_size, sha256=sha256_file(weights)))
+    monkeypatch.setenv("INTRABENCH_CACHE", str(tmp_path / "cache"))
     assert main(["models", "verify", "nninteractive", "--checkpoint-dir", str(directory)]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("nninteractive"))
     assert "missing" not in line and "UNUSABLE" not in line
