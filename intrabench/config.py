@@ -33,7 +33,9 @@ class ComponentSpec(BaseModel):
     name: str
     #: constructor parameters (usually written beside ``name`` instead)
     params: dict[str, Any] = Field(default_factory=dict)
-    #: the name in result rows and tables (default: name and sorted parameters)
+    #: the name in result rows and tables (default: name and sorted parameters); one plain
+    #: name, as it names a folder of the run: not empty, '.' or '..', no '/', '\\' or control
+    #: characters
     label: str | None = None
 
     @model_validator(mode="before")
@@ -64,7 +66,8 @@ class ComponentSpec(BaseModel):
 class DatasetSpec(ComponentSpec):
     """A dataset plus which of its cases to use."""
 
-    #: only these case ids (an unknown id is an error listing the available ones)
+    #: only these case ids (an unknown id is an error listing the available ones; each one
+    #: plain name, as for ``label``)
     cases: list[str] | None = Field(default=None, min_length=1)
     #: at most this many cases (the first ones in sorted order, after ``cases``)
     max_cases: int | None = Field(default=None, ge=1)
