@@ -38,6 +38,7 @@ import numpy as np
 from intrabench.errors import UserError
 from intrabench.io.slice_view import check_slice_view
 from intrabench.modality import CT, MR
+from intrabench.model_cards import variants_of
 from intrabench.protocols import SliceOutput
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
@@ -227,7 +228,8 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
     name: ClassVar[str] = "litemedsam"
     licence: ClassVar[str] = "Apache-2.0"
     accepts: ClassVar[frozenset[str]] = frozenset({"box2d", "box3d"})
-    VARIANTS: ClassVar[dict[str, str]] = {"lite": "litemedsam"}
+    #: variant -> checkpoint key, from the model's card (intrabench/resources/model_cards)
+    VARIANTS: ClassVar[dict[str, str]] = variants_of("litemedsam")
     DEFAULT_VARIANT: ClassVar[str] = "lite"
     AUTO_MULTIMASK: ClassVar[str] = "never"
     EXPORTABLE_ENCODER: ClassVar[bool] = True

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from intrabench.io.slice_view import check_slice_view
+from intrabench.model_cards import variants_of
 from intrabench.protocols import SliceOutput
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
@@ -46,7 +47,8 @@ class MedSAM(SamFamilyModel):
     name: ClassVar[str] = "medsam"
     licence: ClassVar[str] = "Apache-2.0"
     accepts: ClassVar[frozenset[str]] = frozenset({"box2d", "box3d"})
-    VARIANTS: ClassVar[dict[str, str]] = {"vit_b": "medsam"}
+    #: variant -> checkpoint key, from the model's card (intrabench/resources/model_cards)
+    VARIANTS: ClassVar[dict[str, str]] = variants_of("medsam")
     DEFAULT_VARIANT: ClassVar[str] = "vit_b"
     AUTO_MULTIMASK: ClassVar[str] = "never"
     #: ``backend: onnxruntime | openvino`` on request; ``auto`` stays torch until measured

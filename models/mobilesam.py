@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from intrabench.model_cards import variants_of
 from intrabench.registry import models
 
 from ._sam_common import SamConfig, TinyViTExport, build_sam, slice_batch, to_uint8
@@ -74,7 +75,8 @@ class MobileSAM(TinyViTExport, SAM):
 
     name: ClassVar[str] = "mobilesam"
     licence: ClassVar[str] = "Apache-2.0"
-    VARIANTS: ClassVar[dict[str, str]] = {"vit_t": "mobilesam"}
+    #: variant -> checkpoint key, from the model's card (intrabench/resources/model_cards)
+    VARIANTS: ClassVar[dict[str, str]] = variants_of("mobilesam")
     DEFAULT_VARIANT: ClassVar[str] = "vit_t"
     EXPORTABLE_ENCODER: ClassVar[bool] = True
     #: measured on 2 cores: OpenVINO 0.94-1.19 s per slice, ONNX Runtime 1.16-1.74, torch

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from intrabench.model_cards import variants_of
 from intrabench.protocols import SliceOutput
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
@@ -49,8 +50,8 @@ class SAM(SamFamilyModel):
     name: ClassVar[str] = "sam"
     licence: ClassVar[str] = "Apache-2.0"
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
-    VARIANTS: ClassVar[dict[str, str]] = {"vit_h": "sam-vit-h", "vit_l": "sam-vit-l",
-                                          "vit_b": "sam-vit-b"}
+    #: variant -> checkpoint key, from the model's card (intrabench/resources/model_cards)
+    VARIANTS: ClassVar[dict[str, str]] = variants_of("sam")
     DEFAULT_VARIANT: ClassVar[str] = "vit_h"
     AUTO_MULTIMASK: ClassVar[str] = "single-point"
     #: ``backend: onnxruntime | openvino`` on request; ``auto`` stays torch until measured

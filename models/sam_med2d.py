@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from intrabench.model_cards import variants_of
 from intrabench.protocols import SliceOutput
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
@@ -65,7 +66,8 @@ class SAMMed2D(SamFamilyModel):
     name: ClassVar[str] = "sam-med2d"
     licence: ClassVar[str] = "Apache-2.0"
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
-    VARIANTS: ClassVar[dict[str, str]] = {"vit_b": "sam-med2d"}
+    #: variant -> checkpoint key, from the model's card (intrabench/resources/model_cards)
+    VARIANTS: ClassVar[dict[str, str]] = variants_of("sam-med2d")
     DEFAULT_VARIANT: ClassVar[str] = "vit_b"
     AUTO_MULTIMASK: ClassVar[str] = "always"
     #: ``backend: onnxruntime | openvino`` on request; ``auto`` stays torch until measured
