@@ -50,6 +50,14 @@ def _wait(condition, seconds: float = 15.0):
     raise AssertionError("timed out waiting for the page")
 
 
+def _ratable(driver, index: int) -> None:
+    """Wait until mask ``index`` (0-based) is drawn and takes a rating (a new mask takes none
+    for its first half second, #65 item 3)."""
+    _wait(lambda: driver.execute_script(
+        "return document.body.dataset.ratable === window.intrabenchManifest.jobs[arguments[0]]",
+        index))
+
+
 CANVAS_FILLED = """
 return ['full', 'fullOverlay', 'maskOnly', 'zoom', 'zoomOverlay'].map((id) => {
   const c = document.getElementById(id), g = c.getContext('2d');
@@ -95,10 +103,11 @@ def test_rate_reload_and_export_in_chromium(site, run_dir, tmp_path):
         assert _chosen(driver) == []
         body = driver.find_element(By.TAG_NAME, "body")
         driver.find_element(By.TAG_NAME, "h1").click()  # off the views (a click opens one)
+        _ratable(driver, 0)
         body.send_keys("7")  # keyboard: job 1 -> 7, the page moves to job 2
-        _wait(lambda: "mask 2 of" in driver.find_element(By.ID, "jobname").text)
+        _ratable(driver, 1)
         driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='4']").click()  # mouse
-        _wait(lambda: "mask 3 of" in driver.find_element(By.ID, "jobname").text)
+        _ratable(driver, 2)
         body.send_keys("0")  # 0 is 10
         _wait(lambda: driver.find_element(By.ID, "progress").text == f"3 / {len(jobs)} rated")
         _wait(lambda: "mask 4 of" in driver.find_element(By.ID, "jobname").text)
@@ -196,11 +205,12 @@ def test_views_show_scribbles_highlight_on_hover_and_open_full_screen_in_chromiu
         window = driver.execute_script("return [window.innerWidth, window.innerHeight]")
         assert max(size[0] / (window[0] - 20), size[1] / (window[1] - 50)) > 0.99
         caption = driver.find_element(By.ID, "fullcaption")
-        assert caption.text.startswith("Mask (red) on the image (2 of 5)")
+        named = f"mask {position + 1} of {len(jobs)}, not rated \u00b7 "
+        assert caption.text.startswith(named + "Mask (red) on the image (2 of 5)")
         body.send_keys(Keys.ARROW_RIGHT)
-        assert caption.text.startswith("Mask alone (yellow on purple) (3 of 5)")
+        assert caption.text.startswith(named + "Mask alone (yellow on purple) (3 of 5)")
         body.send_keys(Keys.ARROW_LEFT, Keys.ARROW_LEFT, Keys.ARROW_LEFT)
-        assert caption.text.startswith("Zoomed mask (red) (5 of 5)")
+        assert caption.text.startswith(named + "Zoomed mask (red) (5 of 5)")
         assert "mask " + str(position + 1) + " of" in driver.find_element(By.ID, "jobname").text
         overlay.click()
         _wait(lambda: not overlay.is_displayed())
@@ -209,7 +219,7 @@ def test_views_show_scribbles_highlight_on_hover_and_open_full_screen_in_chromiu
         driver.execute_script("arguments[0].focus()", first)
         driver.switch_to.active_element.send_keys(Keys.ENTER)
         _wait(overlay.is_displayed)
-        assert caption.text.startswith("Image (1 of 5)")
+        assert caption.text.startswith(named + "Image (1 of 5)")
         driver.switch_to.active_element.send_keys(Keys.ESCAPE)
         _wait(lambda: not overlay.is_displayed())
     finally:
@@ -231,6 +241,7 @@ def test_no_rating_without_a_deliberate_act_and_the_slider_keeps_to_slices_in_ch
         _wait(lambda: driver.execute_script("return document.body.dataset.drawn"))
         jobs = driver.execute_script("return window.intrabenchManifest.jobs")
         driver.find_element(By.ID, "rater").send_keys("bea")
+        _ratable(driver, 0)
         driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='6']").click()
         _wait(lambda: "mask 2 of" in driver.find_element(By.ID, "jobname").text)
         focused = driver.switch_to.active_element
@@ -286,9 +297,8 @@ def test_the_page_fits_a_laptop_screen_and_says_when_all_is_rated_in_chromium(si
         body = driver.find_element(By.TAG_NAME, "body")
         driver.find_element(By.TAG_NAME, "h1").click()
         for index in range(len(jobs)):
+            _ratable(driver, index)
             body.send_keys("5")
-            if index + 1 < len(jobs):
-                _wait(lambda n=index + 2: f"mask {n} of" in driver.find_element(By.ID, "jobname").text)
         _wait(lambda: driver.find_element(By.ID, "progress").text.startswith(
             f"All {len(jobs)} masks rated"))
         name = driver.find_element(By.ID, "rater")
@@ -299,6 +309,7 @@ def test_the_page_fits_a_laptop_screen_and_says_when_all_is_rated_in_chromium(si
             "rows.map((r) => [r.review, csvField(r.rater), r.job, r.rating, r.rated_at]"
             ".join(','))).join('\\n')")
         driver.find_element(By.TAG_NAME, "h1").click()
+        _ratable(driver, len(jobs) - 1)  # the last mask: rated just now, ratable again soon
         body.send_keys("3")
         csv_text = driver.execute_script(
             "const rows = exported(); return ['review,rater,job,rating,rated_at'].concat("
@@ -309,5 +320,130 @@ def test_the_page_fits_a_laptop_screen_and_says_when_all_is_rated_in_chromium(si
         frame = pd.read_csv(text_io.StringIO(csv_text))
         assert frame["rater"].tolist() == ['O"Brien, J'] and frame["rating"].tolist() == [3]
         assert driver.execute_script("return fileName('csv')").endswith("-O_Brien_J.csv")
+    finally:
+        driver.quit()
+
+
+def _key(driver, digit: str, kind: str, repeat: bool = False) -> None:
+    """One key event as the keyboard sends it (CDP: the browser's own input path; a key held
+    down sends keyDown again with autoRepeat, which the page sees as ``event.repeat``)."""
+    code = 48 + int(digit)
+    event = {"type": kind, "key": digit, "code": f"Digit{digit}",
+             "windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code}
+    if kind == "keyDown":
+        event.update(text=digit, unmodifiedText=digit, autoRepeat=repeat)
+    driver.execute_cdp_cmd("Input.dispatchKeyEvent", event)
+
+
+def _press(driver, digit: str) -> float:
+    """A press and release of ``digit``; returns when it was pressed (monotonic seconds)."""
+    pressed = time.monotonic()
+    _key(driver, digit, "keyDown")
+    _key(driver, digit, "keyUp")
+    return pressed
+
+
+def _stored(driver, rater: str) -> dict[str, int]:
+    """The ratings the page keeps for ``rater``: job -> rating."""
+    return driver.execute_script(
+        "const s = JSON.parse(localStorage.getItem('intrabench-review-' +"
+        " window.intrabenchManifest.review) || '{\"raters\": {}}').raters[arguments[0]] || {};"
+        " return Object.fromEntries(Object.entries(s).map(([j, r]) => [j, r.rating]))", rater)
+
+
+@pytest.mark.browser
+def test_a_double_click_a_held_key_and_fast_presses_rate_the_mask_shown_once_in_chromium(site):
+    """#65 item 3: a double click rated the shown mask and the next; holding a digit rated four
+    masks; two presses 60-150 ms apart rated the next mask. Each now leaves exactly the one
+    rating chosen, on the mask shown when it was made, and the next mask is rated only by a
+    press made after it was drawn and seen."""
+    built, _out = site
+    driver = _chromium()
+    try:
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.by import By
+
+        driver.get(built.site.resolve().as_uri())
+        jobs = driver.execute_script("return window.intrabenchManifest.jobs")
+        driver.find_element(By.ID, "rater").send_keys("zoe")
+        driver.find_element(By.TAG_NAME, "h1").click()
+        notice = driver.find_element(By.ID, "notice")
+        _ratable(driver, 0)
+        # a double click on 6: mask 1 is 6, the second click is refused with a word
+        ActionChains(driver).double_click(
+            driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='6']")).perform()
+        assert notice.text == "6 not taken: mask 1 is rated 6, the next one is coming"
+        _ratable(driver, 1)
+        assert _stored(driver, "zoe") == {jobs[0]: 6}
+        assert notice.text == "Mask 1 rated 6; next: mask 2"
+        # 4 held down for 1.5 s: the keyboard's first press, then its repeats every 33 ms
+        _key(driver, "4", "keyDown")
+        time.sleep(0.5)
+        for _ in range(30):
+            _key(driver, "4", "keyDown", repeat=True)
+            time.sleep(0.033)
+        _key(driver, "4", "keyUp")
+        _ratable(driver, 2)
+        assert _stored(driver, "zoe") == {jobs[0]: 6, jobs[1]: 4}
+        # a held key whose repeats do not say so (no keyup between): one rating too
+        for _ in range(30):
+            _key(driver, "8", "keyDown")
+            time.sleep(0.04)
+        _key(driver, "8", "keyUp")
+        _ratable(driver, 3)
+        assert _stored(driver, "zoe") == {jobs[0]: 6, jobs[1]: 4, jobs[2]: 8}
+        # two presses 60, 100 and 150 ms apart: the first rates, the second is not taken
+        expected = {jobs[0]: 6, jobs[1]: 4, jobs[2]: 8}
+        for index, gap in zip((3, 4, 5), (0.06, 0.10, 0.15)):
+            first = _press(driver, "7")
+            time.sleep(max(0.0, gap - (time.monotonic() - first)))
+            second = _press(driver, "2")
+            assert second - first < gap + 0.05  # the presses were as close as meant
+            expected[jobs[index]] = 7
+            assert _stored(driver, "zoe") == expected
+            assert notice.text.startswith("2 not taken: mask " + str(index + 1))
+            _ratable(driver, index + 1)
+            assert _stored(driver, "zoe") == expected
+        assert "mask 7 of" in driver.find_element(By.ID, "jobname").text
+        # a press on a mask shown long enough rates it: the lock is short, not a wall
+        _press(driver, "3")
+        _ratable(driver, 7)
+        assert _stored(driver, "zoe") == {**expected, jobs[6]: 3}
+    finally:
+        driver.quit()
+
+
+@pytest.mark.browser
+def test_full_screen_names_the_mask_and_its_rating_and_the_next_mask_is_a_visible_change_in_chromium(
+        site):
+    """#65 item 3: in full screen the next mask appeared with no sign. The caption names the
+    mask and its rating; a rating dims the buttons until the next mask has been seen."""
+    built, _out = site
+    driver = _chromium()
+    try:
+        from selenium.webdriver.common.by import By
+
+        driver.get(built.site.resolve().as_uri())
+        jobs = driver.execute_script("return window.intrabenchManifest.jobs")
+        driver.find_element(By.ID, "rater").send_keys("yan")
+        driver.find_element(By.TAG_NAME, "h1").click()
+        _ratable(driver, 0)
+        driver.find_element(By.CSS_SELECTOR, "figure.view[data-view='0']").click()
+        caption = driver.find_element(By.ID, "fullcaption")
+        _wait(caption.is_displayed)
+        assert caption.text.startswith(f"mask 1 of {len(jobs)}, not rated \u00b7 Image (1 of 5)")
+        _press(driver, "5")
+        assert caption.text.startswith(f"mask 1 of {len(jobs)}, rated 5 \u00b7 Image (1 of 5)")
+        button = driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='1']")
+        assert driver.execute_script("return getComputedStyle(arguments[0]).opacity", button) == "0.45"
+        _wait(lambda: caption.text.startswith(f"mask 2 of {len(jobs)}, not rated"))
+        # the next mask fades in, in full screen too, and takes a rating once seen
+        assert "arrive" in driver.find_element(By.ID, "fullscreen").get_attribute("class")
+        assert driver.find_element(By.ID, "fullscreen").is_displayed()
+        _ratable(driver, 1)
+        assert driver.execute_script("return getComputedStyle(arguments[0]).opacity", button) == "1"
+        _press(driver, "9")
+        assert caption.text.startswith(f"mask 2 of {len(jobs)}, rated 9")
+        assert _stored(driver, "yan") == {jobs[0]: 5, jobs[1]: 9}
     finally:
         driver.quit()
