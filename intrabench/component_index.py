@@ -10,6 +10,7 @@ index matches what the modules register.
 
 BUILTIN_MODULES: dict[str, dict[str, str]] = {
     "intrabench.models": {
+        "cvpr25-submission": "intrabench.models.cvpr25_submission",
         "litemedsam": "intrabench.models.litemedsam",
         "medsam": "intrabench.models.medsam",
         "medsam2": "intrabench.models.medsam2",

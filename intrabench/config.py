@@ -279,7 +279,7 @@ class RunConfig(BaseModel):
         dataset_keys = [spec.key for spec in self.datasets]
         for spec in self.models:
             if spec.runs_in is not None:
-                from intrabench.serving import register_served
+                from intrabench.serving.building import register_served
 
                 register_served(spec)  # a model installed only where it runs
             if not getattr(registry.models.get(spec.name), "served_facts", None):

@@ -27,6 +27,7 @@ from typing import Any
 
 from intrabench import registry
 from intrabench.engine.case_ahead import prepare_case_quietly, sets_up_ahead
+from intrabench.serving.building import build_model
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ def _built(spec: Any, image_of: Callable[[], Any] | None = None) -> Any | None:
     its first case set up when ``image_of`` gives its image (a failure there is left to the
     model's ``set_case``)."""
     try:
-        model = registry.models.create(spec.name, spec.params)
+        model = build_model(spec)
         model.prepare()
     except Exception as error:  # noqa: BLE001 - reported where the model is used
         log.debug("building model '%s' ahead failed (%s: %s); left for its first use",

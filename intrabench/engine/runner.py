@@ -62,7 +62,7 @@ from intrabench.io.run_directory import RunLock, check_output_directory, check_s
 from intrabench.io.run_paths import case_file_prefix, prediction_folder
 from intrabench.io.volume import Volume
 from intrabench.protocols import Dataset, Model
-from intrabench.serving import build_model
+from intrabench.serving.building import build_model
 from intrabench.types import Case
 
 log = logging.getLogger(__name__)
