@@ -99,7 +99,7 @@ def test_rate_reload_and_export_in_chromium(site, run_dir, tmp_path):
         manifest = driver.execute_script("return window.intrabenchManifest")
         jobs = manifest["jobs"]
         assert _chosen(driver) == []  # nothing shown as chosen before anyone rated
-        driver.find_element(By.ID, "rater").send_keys("alice")
+        driver.find_element(By.ID, "rater").send_keys("alice", Keys.ENTER)
         assert _chosen(driver) == []
         body = driver.find_element(By.TAG_NAME, "body")
         driver.find_element(By.TAG_NAME, "h1").click()  # off the views (a click opens one)
@@ -240,7 +240,7 @@ def test_no_rating_without_a_deliberate_act_and_the_slider_keeps_to_slices_in_ch
         driver.get(built.site.resolve().as_uri())
         _wait(lambda: driver.execute_script("return document.body.dataset.drawn"))
         jobs = driver.execute_script("return window.intrabenchManifest.jobs")
-        driver.find_element(By.ID, "rater").send_keys("bea")
+        driver.find_element(By.ID, "rater").send_keys("bea", Keys.ENTER)
         _ratable(driver, 0)
         driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='6']").click()
         _wait(lambda: "mask 2 of" in driver.find_element(By.ID, "jobname").text)
@@ -278,6 +278,7 @@ def test_the_page_fits_a_laptop_screen_and_says_when_all_is_rated_in_chromium(si
     driver = _chromium()
     try:
         from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
 
         driver.set_window_size(1280, 800)
         driver.get(built.site.resolve().as_uri())
@@ -293,6 +294,7 @@ def test_the_page_fits_a_laptop_screen_and_says_when_all_is_rated_in_chromium(si
             "return Object.keys(JSON.parse(localStorage.getItem('intrabench-review-' +"
             " window.intrabenchManifest.review) || '{\"raters\": {}}').raters)")
         assert stored == []  # no "c", "ca", "car", ... raters
+        driver.find_element(By.ID, "rater").send_keys(Keys.ENTER)
         jobs = driver.execute_script("return window.intrabenchManifest.jobs")
         body = driver.find_element(By.TAG_NAME, "body")
         driver.find_element(By.TAG_NAME, "h1").click()
@@ -303,13 +305,13 @@ def test_the_page_fits_a_laptop_screen_and_says_when_all_is_rated_in_chromium(si
             f"All {len(jobs)} masks rated"))
         name = driver.find_element(By.ID, "rater")
         name.clear()
-        name.send_keys('O"Brien, J')
+        name.send_keys('O"Brien, J', Keys.ENTER)
         csv_text = driver.execute_script(
             "const rows = exported(); return ['review,rater,job,rating,rated_at'].concat("
             "rows.map((r) => [r.review, csvField(r.rater), r.job, r.rating, r.rated_at]"
             ".join(','))).join('\\n')")
         driver.find_element(By.TAG_NAME, "h1").click()
-        _ratable(driver, len(jobs) - 1)  # the last mask: rated just now, ratable again soon
+        _ratable(driver, 0)  # a new rater starts on their first mask
         body.send_keys("3")
         csv_text = driver.execute_script(
             "const rows = exported(); return ['review,rater,job,rating,rated_at'].concat("
@@ -362,10 +364,11 @@ def test_a_double_click_a_held_key_and_fast_presses_rate_the_mask_shown_once_in_
     try:
         from selenium.webdriver.common.action_chains import ActionChains
         from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
 
         driver.get(built.site.resolve().as_uri())
         jobs = driver.execute_script("return window.intrabenchManifest.jobs")
-        driver.find_element(By.ID, "rater").send_keys("zoe")
+        driver.find_element(By.ID, "rater").send_keys("zoe", Keys.ENTER)
         driver.find_element(By.TAG_NAME, "h1").click()
         notice = driver.find_element(By.ID, "notice")
         _ratable(driver, 0)
@@ -422,10 +425,11 @@ def test_full_screen_names_the_mask_and_its_rating_and_the_next_mask_is_a_visibl
     driver = _chromium()
     try:
         from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
 
         driver.get(built.site.resolve().as_uri())
         jobs = driver.execute_script("return window.intrabenchManifest.jobs")
-        driver.find_element(By.ID, "rater").send_keys("yan")
+        driver.find_element(By.ID, "rater").send_keys("yan", Keys.ENTER)
         driver.find_element(By.TAG_NAME, "h1").click()
         _ratable(driver, 0)
         driver.find_element(By.CSS_SELECTOR, "figure.view[data-view='0']").click()
@@ -445,5 +449,77 @@ def test_full_screen_names_the_mask_and_its_rating_and_the_next_mask_is_a_visibl
         _press(driver, "9")
         assert caption.text.startswith(f"mask 2 of {len(jobs)}, rated 9")
         assert _stored(driver, "yan") == {jobs[0]: 5, jobs[1]: 9}
+    finally:
+        driver.quit()
+
+
+def _raters(driver) -> list[str]:
+    return driver.execute_script(
+        "return Object.keys(JSON.parse(localStorage.getItem('intrabench-review-' +"
+        " window.intrabenchManifest.review) || '{\"raters\": {}}').raters).sort()")
+
+
+@pytest.mark.browser
+def test_a_digit_in_the_name_field_rates_nothing_and_a_shared_browser_asks_who_rates_in_chromium(
+        site):
+    """#65 item 11: a digit typed after the name went into the name (the ratings went to
+    'uma7'); a shared browser opened as the previous rater. A name counts once confirmed with
+    Enter, and only in the tab (a reload keeps it); another visit starts with no rater."""
+    built, _out = site
+    driver = _chromium()
+    try:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+
+        url = built.site.resolve().as_uri()
+        driver.get(url)
+        jobs = driver.execute_script("return window.intrabenchManifest.jobs")
+        name = driver.find_element(By.ID, "rater")
+        notice = driver.find_element(By.ID, "notice")
+        name.send_keys("uma")
+        driver.find_element(By.TAG_NAME, "h1").click()
+        _ratable(driver, 0)
+        _press(driver, "7")  # a name typed, not confirmed: no rating, a word on what to do
+        assert notice.text == "Press Enter in the name field to start rating as uma"
+        assert _raters(driver) == []
+        name.send_keys("7")  # in the field a digit is part of the name, and rates nothing
+        assert name.get_attribute("value") == "uma7" and _raters(driver) == []
+        name.send_keys(Keys.BACKSPACE, Keys.ENTER)  # Enter confirms and leaves the field
+        assert driver.execute_script("return document.activeElement === document.body")
+        _ratable(driver, 0)
+        _press(driver, "7")
+        _ratable(driver, 1)
+        assert _stored(driver, "uma") == {jobs[0]: 7} and _raters(driver) == ["uma"]
+        driver.refresh()  # the same tab: still uma, on her next mask
+        _ratable(driver, 1)
+        assert driver.find_element(By.ID, "rater").get_attribute("value") == "uma"
+        _press(driver, "3")
+        _ratable(driver, 2)
+        assert _stored(driver, "uma") == {jobs[0]: 7, jobs[1]: 3}
+        # another visit (a new tab) of the same browser: nobody rates until a name is given
+        driver.switch_to.new_window("tab")
+        driver.get(url)
+        name = driver.find_element(By.ID, "rater")
+        notice = driver.find_element(By.ID, "notice")
+        _ratable(driver, 0)
+        assert name.get_attribute("value") == ""
+        assert driver.execute_script(
+            "return [...document.querySelectorAll('#known option')].map((o) => o.value)") == ["uma"]
+        driver.find_element(By.TAG_NAME, "h1").click()
+        _press(driver, "4")
+        assert notice.text == "Type your name and press Enter to start rating"
+        assert _raters(driver) == ["uma"]
+        name.send_keys("vic", Keys.ENTER)
+        assert "mask 1 of" in driver.find_element(By.ID, "jobname").text  # vic's first mask
+        _ratable(driver, 0)
+        _press(driver, "4")
+        _ratable(driver, 1)
+        assert _stored(driver, "vic") == {jobs[0]: 4}
+        assert _stored(driver, "uma") == {jobs[0]: 7, jobs[1]: 3}
+        # uma again in this tab: back to where she was, with her ratings
+        name.clear()
+        name.send_keys("uma", Keys.ENTER)
+        _ratable(driver, 2)
+        assert driver.find_element(By.ID, "progress").text == f"2 / {len(jobs)} rated"
     finally:
         driver.quit()
