@@ -18,15 +18,27 @@ FACTORS = ["model", "prompter", "refiner", "step", "dataset"]
 
 
 def candidate_masks(rows: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
-    """Rows whose mask was saved and differs from the step before (a converged step repeats
-    its predecessor's mask), with a ``mask_file`` column."""
-    rows = rows.copy()
+    """Rows whose mask was saved and differs from the step before, with a ``mask_file``
+    column. A converged step repeats its predecessor's mask: it is not a candidate, but its
+    file is its predecessor's mask (with ``save_predictions: true`` the final file of an
+    episode that reached a perfect mask is the perfect mask, kept on the converged last row),
+    so that step, the one that made the mask, gets the file where it has none."""
     episode = [k for k in MASK_KEYS if k != "step"]
+    rows = rows.sort_values([*episode, "step"], kind="stable").reset_index(drop=True)
     rows["final_step"] = rows.groupby(episode)["step"].transform("max")
+    files = pd.Series([mask_file(run_dir, row, int(row["final_step"])) for _, row in rows.iterrows()],
+                      index=rows.index, dtype=object).map(lambda f: None if f is None else str(f))
     if "converged" in rows:
-        rows = rows[~rows["converged"].astype(bool)]
-    files = [mask_file(run_dir, row, int(row["final_step"])) for _, row in rows.iterrows()]
-    rows["mask_file"] = [str(f) if f is not None else None for f in files]
+        converged = rows["converged"].astype(bool)
+        # the step whose mask each row shows: its own, or the last one before convergence
+        maker = pd.Series(rows.index.where(~converged), index=rows.index, dtype=float)
+        maker = maker.groupby([rows[k] for k in episode], dropna=False).ffill()
+        for index in rows.index[converged & files.notna() & maker.notna()]:
+            source = int(maker[index])
+            if pd.isna(files[source]):
+                files[source] = files[index]
+        rows, files = rows[~converged], files[~converged]
+    rows = rows.assign(mask_file=files)
     return rows[rows["mask_file"].notna()].reset_index(drop=True)
 
 

@@ -49,6 +49,34 @@ def test_every_step_is_saved_and_the_sample_spreads_over_configurations_and_step
         sample[["case", "target"]])
 
 
+def test_a_perfect_mask_is_a_candidate_when_only_final_masks_are_saved(tmp_path):
+    """#65 item 11: with save_predictions: true an episode that reached a perfect mask saves it
+    as its final file, but its final row is a converged repeat: the perfect masks were never
+    sampled (the best masks never rated). The file is the mask of the step that made it."""
+    from intrabench.io.run_paths import prediction_file_name, prediction_folder
+
+    base = {"run": "r", "dataset": "d", "model": "m", "prompter": "p", "refiner": "f", "seed": 0}
+    rows = pd.DataFrame([
+        {**base, "case": "c1", "target": "t", "step": 0, "converged": False, "dice": 0.8},
+        {**base, "case": "c1", "target": "t", "step": 1, "converged": False, "dice": 1.0},
+        {**base, "case": "c1", "target": "t", "step": 2, "converged": True, "dice": 1.0},
+        {**base, "case": "c1", "target": "t", "step": 3, "converged": True, "dice": 1.0},
+        {**base, "case": "c2", "target": "t", "step": 0, "converged": False, "dice": 0.5},
+        {**base, "case": "c2", "target": "t", "step": 1, "converged": False, "dice": 0.6},
+        {**base, "case": "c2", "target": "t", "step": 2, "converged": False, "dice": 0.7},
+        {**base, "case": "c2", "target": "t", "step": 3, "converged": False, "dice": 0.9},
+    ])
+    folder = prediction_folder(tmp_path, "d", "m", "p", "f", 0)
+    folder.mkdir(parents=True)
+    for case in ("c1", "c2"):
+        (folder / prediction_file_name(case, "t")).write_bytes(b"saved")
+    candidates = candidate_masks(rows, tmp_path)
+    assert [(c, s, d) for c, s, d in zip(candidates["case"], candidates["step"],
+                                         candidates["dice"])] == [("c1", 1, 1.0), ("c2", 3, 0.9)]
+    assert candidates["mask_file"].tolist() == [
+        str(folder / prediction_file_name(case, "t")) for case in ("c1", "c2")]
+
+
 def _grid(models: int, prompters: int, steps: int, per_cell: int) -> pd.DataFrame:
     return pd.DataFrame([
         {"model": f"m{m}", "prompter": f"p{p}", "refiner": "none", "step": s, "dataset": "d",
