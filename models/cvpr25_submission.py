@@ -124,7 +124,7 @@ class Cvpr25Submission(Model):
         env = {**os.environ, "INPUTS": str(inputs), "OUTPUTS": str(outputs)}
         started = time.perf_counter()
         try:
-            done = subprocess.run(command, cwd=inputs.parent, env=env, capture_output=True,
+            done = subprocess.run(command, env=env, capture_output=True,
                                   timeout=self.timeout_s, stdin=subprocess.DEVNULL)
         except FileNotFoundError:
             raise SubmissionError(f"cvpr25-submission: command not found: {command[0]}") from None
