@@ -21,12 +21,16 @@ gigabytes and work for minutes).
 from __future__ import annotations
 
 import os
+import re
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from intrabench.errors import DataError
 from intrabench.io.nifti_header import data_layout
+from intrabench.io.raw_image import inflated_size
 
 LIMIT_VARIABLE = "INTRABENCH_MAX_VOXELS"
 DEFAULT_MAX_VOXELS = 2_000_000_000
@@ -97,6 +101,9 @@ def check_declared_size(path: str | Path, layout=None) -> None:
                                 f"{layout.end} (missing voxels would be read as zeros); "
                                 "re-download or re-convert the file")
             return
+    header = read_text_header(path)  # DataError for a header past the bound
+    if header is not None:  # before ITK parses it: some headers crash it (SIGSEGV)
+        check_text_header(path, header)
     import SimpleITK as sitk
 
     reader = sitk.ImageFileReader()
@@ -108,7 +115,11 @@ def check_declared_size(path: str | Path, layout=None) -> None:
     shape = tuple(int(v) for v in reader.GetSize())
     components = int(reader.GetNumberOfComponents() or 1)
     check_voxel_count(path.name, shape + ((components,) if components > 1 else ()))
-    where = data_file(path)
+    voxels = int(np.prod(np.asarray(shape, dtype=object))) * components
+    if header is not None and _is_text_encoded(path, header):
+        _check_text_data(path, header, voxels)
+        return
+    where = data_file(path, header)
     if where is None:
         return
     data, compressed = where
@@ -122,6 +133,56 @@ def check_declared_size(path: str | Path, layout=None) -> None:
         raise DataError(f"{path}: truncated: {data.name} holds {size} bytes of data where the "
                         f"header announces {declared} (missing voxels would be read as "
                         "zeros); re-download or re-convert the file")
+    if compressed and path.name.lower().endswith((".mha", ".mhd")) and header is not None:
+        _check_meta_stream(path, data, header, declared)
+
+
+def _is_text_encoded(path: Path, header: TextHeader) -> bool:
+    """Whether a NRRD header says its voxels are numbers written as text."""
+    return (path.name.lower().endswith((".nrrd", ".nhdr"))
+            and header.fields.get("encoding", "raw").lower() in ("txt", "text", "ascii"))
+
+
+def _check_text_data(path: Path, header: TextHeader, voxels: int) -> None:
+    """DataError when a NRRD file's text data is too short to hold ``voxels`` numbers (each
+    a digit at least, with a space between): ITK allocated the declared image and parsed for
+    seconds before it found out."""
+    size = _text_data_bytes(path, header)
+    if size is not None and 2 * voxels - 1 > size:
+        raise DataError(f"{path}: truncated: {size} bytes of text data cannot hold the "
+                        f"{voxels:,} numbers the header announces (a cut file, or a header "
+                        "that lies); re-download or re-convert the file")
+
+
+def _check_meta_stream(path: Path, data: Path, header: TextHeader, declared: int) -> None:
+    """DataError unless a compressed MetaImage's zlib stream inflates to the ``declared``
+    bytes: ITK reads a cut stream without a word, and leaves the missing voxels as whatever
+    memory held (a Dice that changed from run to run). One pass over the stream, nothing
+    kept. The stream is ``CompressedDataSize`` bytes (ITK reads that many), the rest of a
+    detached data file without it."""
+    offset = header.end if data == path else 0
+    available = max((data.stat().st_size if data.is_file() else 0) - offset, 0)
+    given = header.fields.get("compresseddatasize")
+    length = _integer(given) if given is not None else None
+    if (length is None and data == path) or (length is not None and length <= 0):
+        raise DataError(f"{path}: compressed data without a CompressedDataSize (ITK reads it "
+                        "as whatever memory held); re-convert the file (SimpleITK writes the "
+                        "size)")
+    if length is not None and length > available:
+        raise DataError(f"{path}: truncated: {available} bytes of compressed data where the "
+                        f"header announces a CompressedDataSize of {length}; re-download or "
+                        "re-convert the file")
+    try:
+        size, complete = inflated_size(data, offset, available if length is None else length,
+                                       declared)
+    except zlib.error as error:
+        raise DataError(f"{path}: the compressed data is corrupt ({error}); re-download or "
+                        "re-convert the file") from None
+    if size < declared:
+        ended = "ends" if complete else "is cut"
+        raise DataError(f"{path}: truncated: the compressed data {ended} after {size} bytes "
+                        f"where the header announces {declared} (missing voxels would hold "
+                        "whatever memory held); re-download or re-convert the file")
 
 
 def _voxel_bytes(reader) -> int:
@@ -136,29 +197,200 @@ def _voxel_bytes(reader) -> int:
     return int(sitk.GetArrayViewFromImage(one).nbytes)
 
 
-def _header_fields(path: Path, separator: str, stop: str, most: int = 65536) -> dict[str, str]:
-    """``key<separator>value`` lines of a text header (NRRD, MetaImage), lower-case keys, read
-    up to ``most`` bytes and until a line that starts with ``stop`` (included) or is empty."""
+#: bytes a NRRD or MetaImage text header may take: real headers take a few kilobytes (a
+#: segmentation of a hundred segments, tens); ITK took 4.8 s over a 20 MB header line and 29 s
+#: over 18 MB of comments
+MAX_TEXT_HEADER_BYTES = 1 << 20
+#: NRRD ``key:=value`` lines a header may hold: ITK's reader is quadratic in them (16,384
+#: took 3.7 s, 65,536 more than a minute)
+MAX_KEY_VALUES = 4096
+#: image dimensions a text header may declare: ITK reads at most 5, and NRRD headers of 11 or
+#: more dimensions crashed it (SIGSEGV, killing the process that read them)
+MAX_DIMENSION = 5
+#: NRRD's largest space dimension (``NRRD_SPACE_DIM_MAX``); longer vectors crashed ITK
+MAX_SPACE_DIMENSION = 8
+#: NRRD fields with one entry per axis: more entries than axes crashed ITK (SIGSEGV)
+NRRD_PER_AXIS = ("sizes", "spacings", "thicknesses", "axis mins", "axismins", "axis maxs",
+                 "axismaxs", "centers", "centerings", "kinds", "labels", "units",
+                 "space directions")
+#: NRRD fields that hold space vectors ``(x,y,z)``
+NRRD_VECTORS = ("space directions", "space origin", "measurement frame")
+
+
+@dataclass
+class TextHeader:
+    """A NRRD or MetaImage text header as read by :func:`read_text_header`."""
+
+    #: ``key: value`` (NRRD) or ``Key = Value`` (MetaImage) fields, lower-case keys
+    fields: dict[str, str]
+    #: the byte offset where the header ends (attached data starts there)
+    end: int
+    #: NRRD ``key:=value`` lines
+    key_values: int = 0
+    #: file names listed after ``data file: LIST`` / ``ElementDataFile = LIST``
+    listed_files: int = 0
+
+
+def read_text_header(path: Path) -> TextHeader | None:
+    """The text header of a NRRD (``.nrrd``, ``.nhdr``) or MetaImage (``.mha``, ``.mhd``)
+    file, read up to :data:`MAX_TEXT_HEADER_BYTES`; None for other files and for a NRRD
+    file without the ``NRRD`` magic (ITK reports those). DataError for a header that does
+    not end within the bound."""
+    name = path.name.lower()
+    nrrd = name.endswith((".nrrd", ".nhdr"))
+    if not nrrd and not name.endswith((".mha", ".mhd")):
+        return None
     with open(path, "rb") as handle:
-        head = handle.read(most)
-    fields = {}
-    for raw in head.split(b"\n"):
-        line = raw.decode("latin-1").strip()
-        if not line:
+        head = handle.read(MAX_TEXT_HEADER_BYTES + 1)
+    if nrrd and not head.startswith(b"NRRD"):
+        return None
+    header = TextHeader({}, len(head))
+    position, listing, ended = 0, False, False
+    while position < len(head):
+        stop = head.find(b"\n", position)
+        if stop < 0:
+            if len(head) > MAX_TEXT_HEADER_BYTES:
+                break  # a line cut by the bound: the header goes on
+            stop = len(head)
+        line = head[position:stop].decode("latin-1").strip()
+        position = stop + 1
+        if nrrd and not line:  # the blank line after a NRRD header: attached data follows
+            ended = True
             break
-        if separator in line:
-            key, value = line.split(separator, 1)
-            fields[key.strip().lower()] = value.strip()
-            if key.strip().lower().startswith(stop):
-                break
-    return fields
+        if listing:
+            header.listed_files += 1
+        elif nrrd:
+            listing = _nrrd_line(header, line)
+        elif "=" in line:
+            key, value = (part.strip() for part in line.split("=", 1))
+            header.fields[key.lower()] = value
+            if key.lower() == "elementdatafile":
+                ended = value.split()[0].upper() != "LIST" if value else True
+                listing = not ended
+                if ended:
+                    break
+    header.end = min(position, len(head))
+    if not ended and len(head) > MAX_TEXT_HEADER_BYTES:
+        raise DataError(f"{path}: the header goes on past {MAX_TEXT_HEADER_BYTES:,} bytes "
+                        "(real headers take a few kilobytes: a damaged or hostile file); "
+                        "re-convert the image")
+    return header
 
 
-def data_file(path: Path) -> tuple[Path, bool] | None:
+def _nrrd_line(header: TextHeader, line: str) -> bool:
+    """Take one NRRD header line into ``header``; whether it starts a ``data file: LIST``."""
+    if line.startswith(("#", "NRRD")) or not line:
+        return False
+    if ":=" in line:
+        header.key_values += 1
+        return False
+    if ":" in line:
+        key, value = (part.strip() for part in line.split(":", 1))
+        header.fields[key.lower()] = value
+        return key.lower() in ("data file", "datafile") and value.split()[:1] == ["LIST"]
+    return False
+
+
+def check_text_header(path: Path, header: TextHeader) -> None:
+    """DataError for a NRRD or MetaImage header that ITK reads for seconds or crashes on
+    (a dimension ITK cannot hold, per-axis fields with more entries than axes, vectors longer
+    than NRRD's space, too many key/value lines or listed files); before ITK sees it."""
+    nrrd = path.name.lower().endswith((".nrrd", ".nhdr"))
+    fields = header.fields
+    key = "dimension" if nrrd else "ndims"
+    if key not in fields:
+        return  # ITK reports a header without one
+    dimension = _integer(fields[key])
+    shown = "dimension" if nrrd else "NDims"
+    if dimension is None or not 1 <= dimension <= MAX_DIMENSION:
+        raise DataError(f"{path}: the header declares {shown} {fields[key]!r}; IntraBench "
+                        f"reads 3D images (ITK at most {MAX_DIMENSION} dimensions): a damaged "
+                        "or hostile header")
+    per_axis = NRRD_PER_AXIS if nrrd else ("dimsize",)
+    for field in per_axis:
+        if field in fields and _entries(field, fields[field]) != dimension:
+            raise DataError(f"{path}: the header's '{field}' has {_entries(field, fields[field])}"
+                            f" entries for {dimension} dimensions: a damaged or hostile header")
+    if nrrd:
+        _check_nrrd_space(path, fields)
+        if header.key_values > MAX_KEY_VALUES:
+            raise DataError(f"{path}: the header holds {header.key_values:,} key:=value lines, "
+                            f"more than {MAX_KEY_VALUES:,} (ITK would read it for minutes): "
+                            "a damaged or hostile header")
+    _check_listed_files(path, header, dimension)
+
+
+def _integer(text: str) -> int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+def _entries(field: str, value: str) -> int:
+    """How many per-axis entries a NRRD (or MetaImage ``DimSize``) field's value holds."""
+    if field in ("labels", "units"):
+        return len(re.findall(r'"(?:[^"\\]|\\.)*"', value))
+    if field == "space directions":
+        return len(re.findall(r"\([^)]*\)|\bnone\b", value))
+    return len(value.split())
+
+
+def _check_nrrd_space(path: Path, fields: dict[str, str]) -> None:
+    """DataError for a space dimension or space vector longer than NRRD's largest space."""
+    declared = fields.get("space dimension")
+    if declared is not None:
+        value = _integer(declared)
+        if value is None or not 1 <= value <= MAX_SPACE_DIMENSION:
+            raise DataError(f"{path}: the header declares space dimension {declared!r}, "
+                            f"outside 1..{MAX_SPACE_DIMENSION}: a damaged or hostile header")
+    for field in NRRD_VECTORS:
+        vectors = re.findall(r"\(([^)]*)\)", fields.get(field, ""))
+        longest = max((len(v.split(",")) for v in vectors), default=0)
+        if longest > MAX_SPACE_DIMENSION or len(vectors) > MAX_SPACE_DIMENSION:
+            raise DataError(f"{path}: the header's '{field}' holds {len(vectors)} vectors of "
+                            f"up to {longest} values, more than NRRD's space of "
+                            f"{MAX_SPACE_DIMENSION}: a damaged or hostile header")
+
+
+def _check_listed_files(path: Path, header: TextHeader, dimension: int) -> None:
+    """DataError when a header lists or numbers more data files than it declares voxels
+    (ITK made the names of a billion files for 4 s before it refused them)."""
+    fields = header.fields
+    sizes = [_integer(v) for v in (fields.get("sizes") or fields.get("dimsize") or "").split()]
+    if len(sizes) != dimension or any(v is None or v < 0 for v in sizes):
+        return  # ITK reports a bad size
+    voxels = int(np.prod(np.asarray(sizes, dtype=object)))
+    files = header.listed_files
+    pattern = (fields.get("data file") or fields.get("datafile")
+               or fields.get("elementdatafile") or "").split()
+    if len(pattern) >= 4 and "%" in pattern[0]:
+        low, high, step = (_integer(v) for v in pattern[1:4])
+        if None not in (low, high, step) and step != 0 and (high - low) * step >= 0:
+            files = max(files, (high - low) // step + 1)
+    if files > max(voxels, 1):
+        raise DataError(f"{path}: the header names {files:,} data files for {voxels:,} "
+                        "voxels: a damaged or hostile header")
+
+
+def _text_data_bytes(path: Path, header: TextHeader) -> int | None:
+    """Bytes of a NRRD file's text (``encoding: ascii``) data: after the header, or its
+    detached data file's size; None where they cannot be told (lists, patterns)."""
+    detached = header.fields.get("data file") or header.fields.get("datafile")
+    if not detached:
+        return max(path.stat().st_size - header.end, 0)
+    if " " in detached or detached.upper() == "LIST":
+        return None
+    target = path.parent / detached
+    return target.stat().st_size if target.is_file() else 0
+
+
+def data_file(path: Path, header: TextHeader | None = None) -> tuple[Path, bool] | None:
     """(the file holding ``path``'s voxel data, whether that data is compressed) for the
     formats whose header says so plainly; None for others (DICOM, ...), which keep the voxel
     limit alone. The data may start after a header in the same file: its size is an upper
-    bound, so a truncated file is still found."""
+    bound, so a truncated file is still found. ``header``: a NRRD or MetaImage file's text
+    header when the caller has read it already."""
     name = path.name.lower()
     if name.endswith(".nii"):
         return path, False
@@ -172,8 +404,11 @@ def data_file(path: Path) -> tuple[Path, bool] | None:
         return path.with_name(path.name[:-4] + ".img"), False
     if name.endswith(".img"):
         return path, False
+    header = read_text_header(path) if header is None else header
+    if header is None:
+        return None
+    fields = header.fields
     if name.endswith((".nrrd", ".nhdr")):
-        fields = _header_fields(path, ":", "data file")
         encoding = fields.get("encoding", "raw").lower()
         if encoding in ("txt", "text", "ascii"):
             return None  # numbers as text: no fixed size per voxel
@@ -183,7 +418,6 @@ def data_file(path: Path) -> tuple[Path, bool] | None:
             return None  # a list or pattern of files: left to ITK
         return target, encoding not in ("raw",)
     if name.endswith((".mha", ".mhd")):
-        fields = _header_fields(path, "=", "elementdatafile")
         compressed = fields.get("compresseddata", "false").lower() == "true"
         element = fields.get("elementdatafile", "LOCAL")
         if element.upper() == "LOCAL":

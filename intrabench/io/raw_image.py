@@ -107,6 +107,27 @@ def _file_blocks(path: Path, chunk: int = 1 << 20) -> Iterator[bytes]:
                         "re-download or re-convert the file")
 
 
+def inflated_size(path: Path, offset: int, length: int, enough: int, chunk: int = 1 << 20,
+                  ) -> tuple[int, bool]:
+    """(bytes the zlib or gzip stream of ``length`` bytes at ``offset`` in ``path`` inflates
+    to, counted up to ``enough``; whether the stream ended there) without keeping them: at
+    most ``chunk`` bytes of output at a time, so a stream of zeros that inflates 1000-fold
+    allocates no more. ``zlib.error`` when the stream is corrupt."""
+    inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)  # a zlib or gzip header, as MetaIO
+    total = 0
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        while total < enough and not inflater.eof:
+            read = min(chunk, length)
+            length -= read
+            pending = inflater.unconsumed_tail or handle.read(read)
+            if not pending:  # the file ends: what the inflater holds back (a few bytes)
+                total += len(inflater.flush())
+                break
+            total += len(inflater.decompress(pending, chunk))
+    return total, inflater.eof
+
+
 def truncated_error(path: Path, size: int, needed: int) -> DataError:
     """The error for a NIfTI file whose data stops at ``size`` bytes (decompressed) where its
     header announces ``needed``."""
