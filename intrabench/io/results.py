@@ -295,7 +295,7 @@ def completeness(run_dir: str | Path) -> tuple[int, int] | None:
     run_dir = Path(run_dir)
     try:
         planned = int(json.loads((run_dir / "run.json").read_text())["units"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, OverflowError):  # units: Infinity
         return None
     keys = planned_unit_keys(run_dir)
     store = ResultsStore(run_dir)

@@ -16,20 +16,42 @@ import pandas as pd
 COLUMN = "Failed units"
 
 
+#: the columns of a failures.csv that the summaries use
+NEEDED = ("model", "prompter", "refiner")
+
+
 def read_failures(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
-    """Every run's failed units (columns of ``failures.csv``), empty when none failed."""
+    """Every run's failed units (columns of ``failures.csv``), empty when none failed.
+
+    A ``failures.csv`` that is not such a list (not CSV text, not UTF-8, without the model,
+    prompter and refiner columns: a damaged or foreign file) is left out with a warning naming
+    it, so the tables are still written, without its counts: it was a traceback."""
     frames = []
     for run_dir in run_dirs:
         path = Path(run_dir) / "failures.csv"
         if path.is_file() and path.stat().st_size:
             try:
-                frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-            except (pd.errors.EmptyDataError, pd.errors.ParserError):
+                frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+            except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError,
+                    ValueError) as error:
+                _left_out(path, f"not CSV text: {type(error).__name__}")
+                continue
+            missing = [column for column in NEEDED if column not in frame]
+            if missing:
+                _left_out(path, f"no {', '.join(missing)} column")
                 continue
             frames.append(frame)
     if not frames:
-        return pd.DataFrame(columns=["model", "prompter", "refiner"])
+        return pd.DataFrame(columns=list(NEEDED))
     return pd.concat(frames, ignore_index=True)
+
+
+def _left_out(path: Path, why: str) -> None:
+    import sys
+
+    print(f"warning: {path} is not a list of failed units ({why}): left out, so the tables "
+          f"do not count its failed units; the run writes it again when it is re-run",
+          file=sys.stderr)
 
 
 def warning_line(failures: pd.DataFrame) -> str | None:

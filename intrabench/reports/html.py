@@ -364,7 +364,7 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
                                       lambda p, r: prompter_label(p, r, layout))
         summary_parts.append(f"<h3>{html.escape(title)}</h3>{_frame_html(table)}")
     success = success_table(episodes, 0.8) if not refined.empty else pd.DataFrame()
-    versions = run_info.get("versions", {})
+    versions = run_info.get("versions") if isinstance(run_info.get("versions"), dict) else {}
 
     body = [
         f"<h1>IntraBench report: {html.escape(name)}</h1>",

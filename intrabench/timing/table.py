@@ -52,7 +52,9 @@ def time_table(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFra
         f"Dice AUC-time x100 (/{model.budget:g} s)": (100 * average["dice_auc_time_davis"]
                                                      ).round(2),
         "Dice@60s x100": (100 * average["dice_at_60s_davis"]).round(2),
-        "NSD AUC-time x100": (100 * average.get("nsd_auc_time_davis", float("nan"))).round(2),
+        # NaN when some step has no NSD (surface metrics not computed there)
+        "NSD AUC-time x100": (100 * average.get("nsd_auc_time_davis", pd.Series(
+            float("nan"), index=average.index))).round(2),
         "s to Dice 80": average["time_to_dice_0.8"].round(1),
         "reached Dice 80 %": (100 * average["reached_dice_0.8"]).round(1),
     }).reset_index(drop=True)
