@@ -29,9 +29,11 @@ def print_time_estimate(pending: list) -> None:
 
     if not pending:
         return
-    progress = RunProgress(pending, stream=io.StringIO(), heartbeat=False,
-                           costs=UnitCosts(read_record()), remember=False)
+    costs = UnitCosts(read_record())
+    progress = RunProgress(pending, stream=io.StringIO(), heartbeat=False, costs=costs,
+                           remember=False)
     eta, untimed = progress.eta(), progress.untimed()
+    load = costs.recorded_load(sorted({key[0] for key in progress.remaining}))
     progress.close()
     names = ", ".join(untimed)
     if eta is None:
@@ -39,10 +41,38 @@ def print_time_estimate(pending: list) -> None:
               f"machine ({names}); the run times them, and later runs and dry runs use that")
     elif untimed:
         print(f"\ntime: about {format_seconds(eta)} for the models this machine has timed, "
-              f"plus {len(untimed)} model(s) not timed yet ({names}): a lower bound")
+              f"plus {len(untimed)} model(s) not timed yet ({names}): a lower bound; "
+              f"{load_note(load)}")
     else:
         print(f"\ntime: about {format_seconds(eta)} (estimated from this machine's record of "
-              "earlier runs; an idle machine, within about 25%)")
+              f"earlier runs; {load_note(load)})")
+
+
+#: a load average per core above this while a model ran means other work shared the machine
+#: (a run's own processes load a 2-core machine to about 1-1.5 per core)
+BUSY_LOAD_PER_CORE = 1.5
+
+
+def load_note(recorded: float | None, now: float | None = None, cores: int | None = None
+              ) -> str:
+    """What load the estimate comes from: the record's load average (per core, the highest of
+    the models') against the machine's now. Never "an idle machine" unless it was one: a
+    record made at load 7 on 2 cores was called that."""
+    import os
+
+    cores = cores or os.cpu_count() or 1
+    if now is None:
+        try:
+            now = os.getloadavg()[0] / cores
+        except (AttributeError, OSError):
+            now = None
+    current = "" if now is None else f"; load now {now * cores:.1f}"
+    if recorded is None:
+        return f"the record does not say at what load it was measured{current}"
+    if recorded > BUSY_LOAD_PER_CORE:
+        return (f"measured on a busy machine, load {recorded * cores:.1f} on {cores} cores"
+                f"{current}: a quieter machine runs it faster")
+    return f"measured at load {recorded * cores:.1f} on {cores} cores{current}"
 
 
 def print_dry_run(config: RunConfig, out: Path, extend: bool = False) -> int:

@@ -26,6 +26,17 @@ make it cost: a network is slower than region growing, a 5-lesion phantom slower
    rates on other datasets, scaled by the speed;
 4. else **not timed**: the ETA says how many models are not timed yet.
 
+**Targets.** A unit segments every target of its case, one episode each, so it costs about
+its case's number of targets times a per-target rate: a rate learnt on a 1-lesion dataset,
+applied to a case of 5 organs, was 5 times short (an ETA that sat at "2m04s" for 9 minutes).
+Every rate of steps 1-3 is therefore also kept per target (seconds over units x targets), and
+a case's estimate is that rate times the case's targets: known once the runner has read the
+case (:meth:`UnitCosts.set_targets`), or recorded by an earlier run, else the mean of its
+dataset's known cases; with none known, the rate per unit as above.
+
+**Load.** The record keeps the machine's load average while each model ran (per core), so a
+dry run says what load its estimate comes from instead of calling it an idle machine's.
+
 Building a model (its network, its weights, an exported encoder compiled) is timed apart from
 its groups (:meth:`UnitCosts.add_build`): the ETA adds a model's **build** for every model with
 work left that is not the one in memory (the runner holds one at a time), and its groups'
@@ -54,6 +65,10 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (model key, dataset key)
 CaseKey = tuple[str, str, str]  # (model key, dataset key, case id)
+DataKey = tuple[str, str]  # (dataset key, case id)
+
+#: the most targets a case may have in the record (a larger count is a damaged record)
+MAX_RECORDED_TARGETS = 10_000_000
 
 
 def record_path() -> Path:
@@ -112,10 +127,27 @@ def read_record(path: Path | None = None) -> Record:
         elif not (isinstance(value, (int, float)) and value == 0):  # 0: none measured
             ignored += 1
 
-    for model, entry in mapping(host).items():
+    host = mapping(host)
+    for dataset, cases in mapping(host.get(TARGETS_KEY)).items():
+        for case, count in mapping(cases).items():
+            if (not isinstance(count, bool) and isinstance(count, int)
+                    and 1 <= count <= MAX_RECORDED_TARGETS):
+                record.targets[(str(dataset), str(case))] = count
+            else:
+                ignored += 1
+    for model, entry in host.items():
+        if model == TARGETS_KEY:
+            continue
         entry = mapping(entry)
         for dataset, rate in mapping(entry.get("seconds_per_unit")).items():
             keep(record.rates, (model, dataset), rate)
+        for dataset, rate in mapping(entry.get("seconds_per_target")).items():
+            keep(record.target_rates, (model, dataset), rate)
+        load = entry.get("load_per_core")
+        if not isinstance(load, bool) and isinstance(load, (int, float)) and 0 <= load <= 1e4:
+            record.loads[model] = float(load)
+        elif load is not None:
+            ignored += 1
         for dataset, cases in mapping(entry.get("cases")).items():
             for case, rate in mapping(cases).items():
                 keep(record.case_rates, (model, dataset, case), rate)
@@ -143,15 +175,25 @@ def write_record(measured: Record, path: Path | None = None) -> None:
     if not isinstance(stored.get(platform.node()), dict):
         stored[platform.node()] = {}
     host = stored[platform.node()]
+    if not isinstance(host.get(TARGETS_KEY), dict):
+        host[TARGETS_KEY] = {}
+    for (dataset, case), count in measured.targets.items():
+        if not isinstance(host[TARGETS_KEY].get(dataset), dict):
+            host[TARGETS_KEY][dataset] = {}
+        host[TARGETS_KEY][dataset][case] = int(count)
     for model in {k[0] for k in measured.rates} | {k[0] for k in measured.case_rates} \
-            | set(measured.warm_up) | set(measured.builds):
+            | set(measured.warm_up) | set(measured.builds) | set(measured.loads):
         if not isinstance(host.get(model), dict):
             host[model] = {}
-        for name in ("seconds_per_unit", "cases"):
+        for name in ("seconds_per_unit", "seconds_per_target", "cases"):
             if name in host[model] and not isinstance(host[model][name], dict):
                 host[model][name] = {}
     for (model, dataset), rate in measured.rates.items():
         host.setdefault(model, {}).setdefault("seconds_per_unit", {})[dataset] = round(rate, 6)
+    for (model, dataset), rate in measured.target_rates.items():
+        host.setdefault(model, {}).setdefault("seconds_per_target", {})[dataset] = round(rate, 6)
+    for model, load in measured.loads.items():
+        host.setdefault(model, {})["load_per_core"] = round(load, 3)
     for (model, dataset, case), rate in measured.case_rates.items():
         cases = host.setdefault(model, {}).setdefault("cases", {})
         if not isinstance(cases.get(dataset), dict):
@@ -167,16 +209,26 @@ def write_record(measured: Record, path: Path | None = None) -> None:
         log.debug("could not write %s: %s", path, error)
 
 
+#: the host-level entry of the record that holds each case's number of targets (no model key
+#: has this form: model keys end in a ``[digest]``)
+TARGETS_KEY = "targets per case"
+
+
 @dataclass
 class Record:
     """Seconds per unit per (model, dataset) and per (model, dataset, case), each model's
     one-off seconds of its first inference (its first group's seconds over its steady rate),
-    and the seconds to build it (network, weights, exported encoder) in a new process."""
+    and the seconds to build it (network, weights, exported encoder) in a new process; the
+    seconds per unit and target per (model, dataset), each case's number of targets, and each
+    model's load average per core while it ran."""
 
     rates: dict[Key, float] = field(default_factory=dict)
     warm_up: dict[str, float] = field(default_factory=dict)
     case_rates: dict[CaseKey, float] = field(default_factory=dict)
     builds: dict[str, float] = field(default_factory=dict)
+    target_rates: dict[Key, float] = field(default_factory=dict)
+    targets: dict[DataKey, int] = field(default_factory=dict)
+    loads: dict[str, float] = field(default_factory=dict)
 
 
 #: the speed against the record counts as this many cases measured at the record's speed
@@ -187,31 +239,76 @@ def _geometric_mean(values: list[float]) -> float:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else 1.0
 
 
+def _load_per_core() -> float | None:
+    """The machine's 1-minute load average per core now (None where the OS has none)."""
+    import os
+
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except (AttributeError, OSError):
+        return None
+
+
 @dataclass
 class _Snapshot:
-    """What :meth:`UnitCosts.rate` derives from the measurements, computed once per change."""
+    """What :meth:`UnitCosts.rate` derives from the measurements, computed once per change:
+    the rates per unit (``steady``, ``everything``) and per unit and target (``*_targets``)."""
 
     steady: dict[Key, float]
     everything: dict[Key, float]
     steady_cases: dict[CaseKey, float]
     speed: float
     warm_up: dict[str, float]
+    steady_targets: dict[Key, float]
+    everything_targets: dict[Key, float]
+
+
+def _per_unit(totals: dict, index: int = 1) -> dict:
+    """``{key: seconds / count}`` of ``{key: [seconds, units, target units]}`` (``index`` 1:
+    per unit, 2: per unit and target), for the keys with a count."""
+    return {key: values[0 if index == 1 else 3] / values[index]
+            for key, values in totals.items() if values[index]}
 
 
 class UnitCosts:
-    """Seconds per unit per (model, dataset[, case]): :meth:`add` each finished group, ask
-    :meth:`rate` (the module docstring's order) and :meth:`warm_up`."""
+    """Seconds per unit per (model, dataset[, case]): :meth:`add` each finished group (after
+    :meth:`set_targets` of its case, when known), ask :meth:`rate` (the module docstring's
+    order) and :meth:`warm_up`."""
 
     def __init__(self, record: Record | None = None) -> None:
         self.record = record or Record()
-        # per key: [seconds, units] of every group, and of the groups after the model's first
-        self._all: dict[Key, list[float]] = defaultdict(lambda: [0.0, 0])
-        self._later: dict[Key, list[float]] = defaultdict(lambda: [0.0, 0])
+        # per key: [seconds, units, target units, seconds of the groups with known targets]
+        # of every group, and of the groups after the model's first
+        self._all: dict[Key, list[float]] = defaultdict(lambda: [0.0, 0, 0, 0.0])
+        self._later: dict[Key, list[float]] = defaultdict(lambda: [0.0, 0, 0, 0.0])
         self._later_cases: dict[CaseKey, list[float]] = defaultdict(lambda: [0.0, 0])
-        self._first: dict[str, tuple[str, int, float]] = {}  # model -> dataset, units, seconds
+        self._first: dict[str, tuple[str, int, float, int | None]] = {}  # model -> dataset,
+        # units, seconds, targets of its first group
         #: per model, the seconds of its builds in this run (the first: in a fresh process)
         self._builds: dict[str, list[float]] = defaultdict(list)
+        #: targets of the cases read in this run
+        self._targets: dict[DataKey, int] = {}
+        #: per model, the load average per core at the end of each of its groups
+        self._loads: dict[str, list[float]] = defaultdict(list)
         self._snapshot: _Snapshot | None = None
+
+    def set_targets(self, dataset: str, case: str, targets: int) -> None:
+        """The case ``case`` of ``dataset`` has ``targets`` targets (one episode each per
+        unit): its units' estimate scales with them."""
+        if targets >= 1 and self._targets.get((dataset, case)) != targets:
+            self._targets[(dataset, case)] = int(targets)
+            self._snapshot = None
+
+    def targets(self, dataset: str, case: str | None) -> float | None:
+        """The targets of ``case``: read in this run, else recorded; else the mean of the
+        known cases of ``dataset``; None when none is known."""
+        if case is not None:
+            for known in (self._targets, self.record.targets):
+                if (dataset, case) in known:
+                    return float(known[(dataset, case)])
+        counts = {**{k: v for k, v in self.record.targets.items() if k[0] == dataset},
+                  **{k: v for k, v in self._targets.items() if k[0] == dataset}}
+        return sum(counts.values()) / len(counts) if counts else None
 
     def add_build(self, model: str, seconds: float) -> None:
         """``model`` was built (network, weights, exported encoder) in ``seconds``."""
@@ -229,16 +326,22 @@ class UnitCosts:
         """A finished group of ``units`` of ``model`` on ``dataset`` (its ``case``) that took
         ``seconds`` (a model's first group may include time spent before it, building it)."""
         key = (model, dataset)
-        self._all[key][0] += seconds
-        self._all[key][1] += units
+        targets = self._targets.get((dataset, case)) if case is not None else None
+        totals = [self._all[key]] + ([self._later[key]] if model in self._first else [])
+        for total in totals:
+            total[0] += seconds
+            total[1] += units
+            if targets is not None:
+                total[2] += units * targets
+                total[3] += seconds
         if model in self._first:
-            self._later[key][0] += seconds
-            self._later[key][1] += units
             if case is not None:
                 self._later_cases[(model, dataset, case)][0] += seconds
                 self._later_cases[(model, dataset, case)][1] += units
         else:
-            self._first[model] = (dataset, units, seconds)
+            self._first[model] = (dataset, units, seconds, targets)
+        if (load := _load_per_core()) is not None:
+            self._loads[model].append(load)
         self._snapshot = None
 
     def started(self, model: str) -> bool:
@@ -246,23 +349,31 @@ class UnitCosts:
 
     def steady(self) -> dict[Key, float]:
         """Rates measured here without a model's first group (known once another ran)."""
-        return {key: seconds / units for key, (seconds, units) in self._later.items() if units}
+        return _per_unit(self._later)
 
     def measured(self) -> Record:
         """What this run measured, as the record keeps it: steady rates, else (a model that
-        ran one group on a dataset) the rate with its first group; the cases' steady rates
-        (not the first group's case: its one-off costs are in it); the warm-ups known."""
-        steady = self.steady()
-        rates = {key: seconds / units for key, (seconds, units) in self._all.items() if units}
-        rates.update(steady)
+        ran one group on a dataset) the rate with its first group, per unit and per unit and
+        target; the cases' steady rates (not the first group's case: its one-off costs are
+        in it); the warm-ups known; the cases' targets; the models' mean load per core."""
+        steady, steady_targets = self.steady(), _per_unit(self._later, 2)
+        rates = {**_per_unit(self._all), **steady}
+        target_rates = {**_per_unit(self._all, 2), **steady_targets}
         cases = {key: seconds / units for key, (seconds, units) in self._later_cases.items()
                  if units}
         # a model's warm-up: its first group's seconds over its units at the steady rate
-        warm_up = {model: max(0.0, seconds - units * steady[(model, dataset)])
-                   for model, (dataset, units, seconds) in self._first.items()
-                   if (model, dataset) in steady}
+        # (per target where its targets and a per-target rate are known)
+        warm_up = {}
+        for model, (dataset, units, seconds, targets) in self._first.items():
+            if targets is not None and (model, dataset) in steady_targets:
+                warm_up[model] = max(0.0, seconds - units * targets
+                                     * steady_targets[(model, dataset)])
+            elif (model, dataset) in steady:
+                warm_up[model] = max(0.0, seconds - units * steady[(model, dataset)])
         builds = {model: seconds[0] for model, seconds in self._builds.items() if seconds}
-        return Record(rates, warm_up, cases, builds)
+        loads = {model: sum(values) / len(values) for model, values in self._loads.items()
+                 if values}
+        return Record(rates, warm_up, cases, builds, target_rates, dict(self._targets), loads)
 
     def warm_up(self, model: str) -> float:
         """One-off seconds of ``model`` before it runs at its rate: measured, else recorded."""
@@ -282,32 +393,53 @@ class UnitCosts:
             # slower from one run to the next on an idle machine, a busy machine throughout
             speed = _geometric_mean(ratios) ** (len(ratios) / (len(ratios) + SPEED_PRIOR_CASES))
             self._snapshot = _Snapshot(steady, measured.rates, measured.case_rates, speed,
-                                       measured.warm_up)
+                                       measured.warm_up, _per_unit(self._later, 2),
+                                       measured.target_rates)
         return self._snapshot
 
     def rate(self, model: str, dataset: str, case: str | None = None) -> float | None:
-        """Seconds per unit of ``model`` on ``dataset`` (on ``case`` when given), or None."""
+        """Seconds per unit of ``model`` on ``dataset`` (on ``case`` when given), or None:
+        the module docstring's order; in steps 1-3 the rate per target times the case's
+        targets where both are known."""
         known = self._derived()
         if case is not None:
             if (model, dataset, case) in known.steady_cases:
                 return known.steady_cases[(model, dataset, case)]
             if (model, dataset, case) in self.record.case_rates:
                 return self.record.case_rates[(model, dataset, case)] * known.speed
+        targets = self.targets(dataset, case)
         key = (model, dataset)
-        if key in known.steady:
-            return known.steady[key]
-        if key in self.record.rates:
-            return self.record.rates[key] * known.speed
-        if key in known.everything:  # only the model's first group: its one-off costs included
-            return known.everything[key]
+        for per_unit, per_target, speed in (
+                (known.steady, known.steady_targets, 1.0),
+                (self.record.rates, self.record.target_rates, known.speed),
+                (known.everything, known.everything_targets, 1.0)):  # first group: one-off
+            if targets is not None and key in per_target:  # costs included
+                return per_target[key] * targets * speed
+            if key in per_unit:
+                return per_unit[key] * speed
+        if targets is not None:
+            own = {d: r for (m, d), r in known.everything_targets.items() if m == model}
+            if own:
+                return targets * sum(r * self._dataset_factor(known.everything_targets,
+                                                              dataset, d)
+                                     for d, r in own.items()) / len(own)
         own = {d: r for (m, d), r in known.everything.items() if m == model}
         if own:
             return sum(r * self._dataset_factor(known.everything, dataset, d)
                        for d, r in own.items()) / len(own)
+        recorded = [r for (m, _d), r in self.record.target_rates.items() if m == model]
+        if targets is not None and recorded:
+            return targets * sum(recorded) / len(recorded) * known.speed
         recorded = [r for (m, _d), r in self.record.rates.items() if m == model]
         if recorded:
             return sum(recorded) / len(recorded) * known.speed
         return None
+
+    def recorded_load(self, models: list[str]) -> float | None:
+        """The highest load average per core the record holds for ``models`` (the load its
+        rates were measured at), None when it holds none."""
+        loads = [self.record.loads[m] for m in models if m in self.record.loads]
+        return max(loads) if loads else None
 
     @staticmethod
     def _dataset_factor(measured: dict[Key, float], dataset: str, other: str) -> float:

@@ -162,6 +162,12 @@ class RunProgress:
         if self._bar is not None:
             self._bar.set_description(self._where)
 
+    def case_targets(self, unit: WorkUnit, targets: int) -> None:
+        """The case of ``unit`` (read for its group) has ``targets`` targets: each unit of it
+        runs one episode per target, and the ETA scales its seconds per target by them."""
+        with self._lock:
+            self.costs.set_targets(unit.dataset.key, unit.case_id, targets)
+
     def model_built(self, units: list[WorkUnit], seconds: float) -> None:
         """The model of ``units`` was built (network, weights, exported encoder) in
         ``seconds``; it is the one in memory now. The running group's clock starts again:

@@ -435,6 +435,8 @@ class Runner:
         if not case.targets:
             skip("the label has no targets")
             return [f"{first.dataset.key}/{first.case_id}: skipped: the label has no targets"]
+        if self._progress is not None:  # the ETA's seconds per target scale with them
+            self._progress.case_targets(first, len(case.targets))
         if first.model.key in self._unusable_models:
             skip(self._unusable_models[first.model.key])
             return []  # reported once, when it first failed
