@@ -74,20 +74,25 @@ def prompt_slices(prompt: Prompt) -> Counter:
     return held
 
 
+def _evenly(slices: np.ndarray, most: int = MAX_SLICES) -> list[int]:
+    """At most ``most`` of ``slices`` (sorted), evenly spaced over them, first and last kept."""
+    if slices.size <= most:
+        return slices.tolist()
+    return slices[np.unique(np.linspace(0, slices.size - 1, most).round().astype(int))].tolist()
+
+
 def shown_slices(prediction: np.ndarray, truth: np.ndarray, best: int,
                  prompted: Iterable[int] = ()) -> list[int]:
     """The slider's slices: the z extent of prediction and truth, at most :data:`MAX_SLICES`
-    evenly spaced, the informative slice always among them, and every slice in ``prompted``
-    (those holding a prompt; at most :data:`MAX_SLICES` of them, evenly spaced)."""
+    evenly spaced; every slice holding the mask (at most :data:`MAX_SLICES` of them, evenly
+    spaced: a mask on a few slices of a long target is never missed by the spacing); the
+    informative slice; and every slice in ``prompted`` (those holding a prompt; at most
+    :data:`MAX_SLICES` of them, evenly spaced)."""
     present = np.flatnonzero((prediction | truth).any(axis=(1, 2)))
     span = np.arange(present[0], present[-1] + 1) if present.size else np.array([best])
-    if span.size > MAX_SLICES:
-        span = np.unique(np.linspace(span[0], span[-1], MAX_SLICES).round().astype(int))
+    masked = np.flatnonzero(prediction.any(axis=(1, 2)))
     with_prompt = np.array(sorted(set(prompted)), dtype=int)
-    if with_prompt.size > MAX_SLICES:
-        with_prompt = with_prompt[np.unique(np.linspace(0, with_prompt.size - 1, MAX_SLICES)
-                                            .round().astype(int))]
-    return sorted(set(span.tolist()) | {best} | set(with_prompt.tolist()))
+    return sorted(set(_evenly(span)) | set(_evenly(masked)) | {best} | set(_evenly(with_prompt)))
 
 
 def start_slice(slices: list[int], best: int, latest: Prompt | None,
@@ -142,7 +147,8 @@ def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str,
 def zoom_window(prediction: np.ndarray, truth: np.ndarray, slices: list[int]
                 ) -> tuple[int, int, int, int]:
     """(row0, col0, row1, col1), exclusive ends, in the radiological view: the box of the mask
-    and the target over the shown slices, grown by :data:`ZOOM_MARGIN`, square-ish."""
+    and the target over ``slices`` (one slice: that slice's own zoom), grown by
+    :data:`ZOOM_MARGIN`, square-ish."""
     union = (prediction[slices] | truth[slices]).any(axis=0)
     view = radiological(union)
     height, width = view.shape
@@ -183,12 +189,16 @@ def job_data(job: str, image: np.ndarray, spacing: tuple[float, float, float], i
     views = []
     for z in slices:
         picture, mask = radiological(image[z]), radiological(prediction[z])
+        # each slice zooms on its own mask and target (a slice with neither: the whole box)
+        own = (zoom_window(prediction, truth, [z]) if (prediction[z] | truth[z]).any()
+               else (row0, col0, row1, col1))
         views.append({
             "z": int(z),
             "full": png_data_url(grey(picture[::step, ::step])),
             "fullMask": png_data_url(mask_pixels(mask[::step, ::step])),
-            "zoom": png_data_url(grey(picture[row0:row1, col0:col1])),
-            "zoomMask": png_data_url(mask_pixels(mask[row0:row1, col0:col1])),
+            "zoom": png_data_url(grey(picture[own[0]:own[2], own[1]:own[3]])),
+            "zoomMask": png_data_url(mask_pixels(mask[own[0]:own[2], own[1]:own[3]])),
+            "zoomBox": [int(v) for v in own],
             "marks": prompt_marks(prompt, int(z), (height, width)),
         })
     return {"job": job, "slices": views, "start": slices.index(first), "step": step,

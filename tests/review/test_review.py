@@ -17,11 +17,13 @@ from intrabench.io.results import load_results
 from intrabench.review.build import build_review
 from intrabench.review.ratings import analyse_ratings, join_ratings, read_ratings
 from intrabench.review.render import (
+    job_data,
     prompt_marks,
     prompt_slices,
     radiological,
     shown_slices,
     start_slice,
+    zoom_window,
 )
 from intrabench.review.sampling import (
     candidate_masks,
@@ -205,6 +207,37 @@ def test_the_slider_covers_the_targets_extent_with_the_informative_slice():
     prediction[17, :, :] = True
     slices = shown_slices(prediction, truth, 17)
     assert slices[0] == 5 and slices[-1] == 35 and 17 in slices and len(slices) <= 16
+
+
+def test_every_slice_of_a_thin_mask_is_shown_and_each_slice_zooms_on_its_own_mask():
+    """#65 item 11: a mask on 4 slices of a 40-slice target had none among the 15 evenly
+    spaced ones (a rater could not see it), and one zoom box covered every slice (a small
+    part on one slice showed as a few pixels)."""
+    truth = np.zeros((60, 40, 40), dtype=bool)
+    truth[10:50, 5:35, 5:35] = True
+    prediction = np.zeros_like(truth)
+    even = set(shown_slices(np.zeros_like(truth), truth, 30))
+    thin = [z for z in range(11, 49) if z not in even][:4]
+    assert len(thin) == 4
+    prediction[thin, 18:22, 18:22] = True
+    best = 30
+    slices = shown_slices(prediction, truth, best)
+    assert set(thin) <= set(slices) and even <= set(slices)
+    many = np.zeros_like(truth)
+    many[10:50:2, 18:22, 18:22] = True  # 20 mask slices: 15 of them, evenly spaced
+    assert len(set(shown_slices(many, truth, best)) & set(range(10, 50, 2))) >= 15
+    # the zoom of a slice is the box of its own mask and target
+    small = np.zeros((3, 40, 40), dtype=bool)
+    small[0, 2:38, 2:38] = True  # a large target on slice 0
+    small[1, 20:22, 20:22] = True  # a small one on slice 1
+    assert zoom_window(small, small, [0, 1, 2]) == zoom_window(small, small, [0])
+    row0, col0, row1, col1 = zoom_window(small, small, [1])
+    assert (row1 - row0, col1 - col0) == (24, 24) and row0 <= 40 - 22 < row1
+    data = job_data("job-001", np.zeros((3, 40, 40)), (1.0, 1.0, 1.0), True, small, small,
+                    Prompt())
+    boxes = {view["z"]: view["zoomBox"] for view in data["slices"]}
+    assert boxes[1] == [row0, col0, row1, col1] and boxes[0] == list(zoom_window(small, small, [0]))
+    assert data["zoomBox"] == list(zoom_window(small, small, [0, 1]))
 
 
 def _ratings_file(path: Path, review: str, rater: str, values: dict[str, int]) -> Path:
