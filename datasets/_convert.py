@@ -56,19 +56,21 @@ def read_dicom_series(folder: str | Path, series_uid: str | None = None) -> sitk
     pydicom = _pydicom()
     positions = []
     for name in files:
-        try:
-            header = pydicom.dcmread(name, stop_before_pixels=True)
+        try:  # values over 1 KiB (the pixel data) are not read, only their place and size
+            header = pydicom.dcmread(name, defer_size=1024)
             orientation = np.asarray(header.ImageOrientationPatient, dtype=float)
             positions.append(np.asarray(header.ImagePositionPatient, dtype=float))
         except Exception as error:  # noqa: BLE001 - any unreadable header is a bad case
             raise DataError(f"{folder.name}: unreadable DICOM header in {Path(name).name}: "
                             f"{error}") from None
+        _check_pixel_data(Path(name), header)
     normal = np.cross(orientation[:3], orientation[3:])
     distances = np.sort(np.asarray(positions) @ normal)
     steps = np.diff(distances)
     if steps.size and (steps.min() <= 1e-4 or (steps.max() - steps.min()) > 0.01 * steps.max() + 1e-3):
         raise DataError(f"{folder.name}: slices are not equally spaced (steps "
                         f"{steps.min():.3f}..{steps.max():.3f} mm): missing or duplicate slices")
+    _check_every_slice_listed(folder, series_uid, files)  # a cut first or last slice
     reader.SetFileNames(files)
     try:
         image = reader.Execute()
@@ -76,6 +78,56 @@ def read_dicom_series(folder: str | Path, series_uid: str | None = None) -> sitk
         last = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown error"
         raise DataError(f"{folder.name}: cannot decode the DICOM series: {last}") from None
     return image
+
+
+def _check_pixel_data(path: Path, header: Any) -> None:
+    """DataError when a slice's uncompressed pixel data is shorter than its rows x columns x
+    samples x bits (x frames) need, or runs past the end of its file: GDCM decoded such a
+    slice with its missing pixels as 0 (0 HU in a CT). Compressed (encapsulated) pixel data
+    is left to the decoder."""
+    try:
+        element = header.get_item("PixelData", keep_deferred=True)
+        rows, columns = int(header.Rows), int(header.Columns)
+        bits = int(header.BitsAllocated)
+        samples = int(getattr(header, "SamplesPerPixel", 1) or 1)
+        frames = int(getattr(header, "NumberOfFrames", 1) or 1)
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise DataError(f"{path.parent.name}: {path.name} lacks its image description "
+                        f"({error}); re-download the series") from None
+    if element is None:
+        raise DataError(f"{path.parent.name}: {path.name} holds no pixel data; re-download "
+                        "the series")
+    length = getattr(element, "length", None)
+    if length is None:  # a value already read: its bytes
+        length = len(element.value or b"")
+    if length == 0xFFFFFFFF:  # undefined length: encapsulated (compressed) fragments
+        return
+    needed = (rows * columns * samples * frames * bits + 7) // 8
+    tell = getattr(element, "value_tell", None)
+    size = path.stat().st_size
+    if length < needed or (tell is not None and tell + length > size):
+        present = min(length, size - tell) if tell is not None else length
+        raise DataError(f"{path.parent.name}: {path.name}: truncated pixel data: {present} "
+                        f"bytes where {rows} x {columns} pixels of {bits} bits need {needed} "
+                        "(the missing pixels would be read as 0); re-download the series")
+
+
+def _check_every_slice_listed(folder: Path, series_uid: str, files: Any) -> None:
+    """DataError when a file of the series in ``folder`` is not among the ``files`` GDCM
+    lists (a cut file: GDCM leaves it out, and a cut first or last slice made the volume one
+    slice shorter without a word)."""
+    pydicom = _pydicom()
+    listed = {Path(name).resolve() for name in files}
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or not path.is_file() or path.resolve() in listed:
+            continue
+        try:
+            uid = str(pydicom.dcmread(str(path), stop_before_pixels=True).SeriesInstanceUID)
+        except Exception:  # noqa: BLE001 - not a DICOM file of this series: not ours
+            continue
+        if uid == series_uid:
+            raise DataError(f"{folder.name}: {path.name} belongs to the series but cannot be "
+                            "read as a slice (a cut or damaged file); re-download the series")
 
 
 def dicom_header(path: str | Path) -> Any:
@@ -148,7 +200,10 @@ def read_seg(path: str | Path, reference: sitk.Image) -> dict[int, tuple[str, np
     if np.abs(in_plane).max(initial=0.0) > 0.01 * min(row_spacing, col_spacing) + 1e-3:
         raise DataError(f"{Path(path).name}: SEG frames do not share one in-plane origin "
                         "(unsupported layout)")
+    _check_frames_on_image(Path(path), distance, normal, slice_spacing, reference)
     n_slices = int(round((distance.max() - distance.min()) / slice_spacing)) + 1
+    _check_seg_grid(Path(path), n_slices * int(ds.Rows) * int(ds.Columns), slice_spacing,
+                    reference, pixels.size)
     k_index = np.rint((distance - distance.min()) / slice_spacing).astype(int)
     direction = np.column_stack([row_cos, col_cos, normal])
     result: dict[int, tuple[str, np.ndarray]] = {}
@@ -164,6 +219,50 @@ def read_seg(path: str | Path, reference: sitk.Image) -> dict[int, tuple[str, np
                                   sitk.sitkNearestNeighbor, 0, sitk.sitkUInt8)
         result[number] = (label, sitk.GetArrayFromImage(resampled).astype(bool))
     return result
+
+
+def _image_extent(reference: sitk.Image, normal: np.ndarray) -> tuple[float, float]:
+    """(lowest, highest) position along ``normal`` (mm) of ``reference``'s voxels' outer
+    faces: the extent of its grid seen along a SEG's frame normal."""
+    size = reference.GetSize()
+    corners = [reference.TransformContinuousIndexToPhysicalPoint(
+        [(-0.5 if low else n - 0.5) for low, n in zip(choice, size)])
+        for choice in np.ndindex(2, 2, 2)]
+    along = np.asarray(corners, dtype=float) @ normal
+    return float(along.min()), float(along.max())
+
+
+def _check_frames_on_image(path: Path, distance: np.ndarray, normal: np.ndarray,
+                           slice_spacing: float, reference: sitk.Image) -> None:
+    """DataError when a SEG frame lies outside the image's grid along the frames' normal
+    (more than a frame spacing past its outer voxels), before the SEG's own grid is
+    allocated: a frame 1 km away made it 1 GB for a 40 KB file (a MemoryError at 256 px)."""
+    low, high = _image_extent(reference, normal)
+    margin = max(slice_spacing, 1e-3)
+    outside = np.flatnonzero((distance < low - margin) | (distance > high + margin))
+    if outside.size:
+        frame = int(outside[0])
+        away = float(max(low - distance[frame], distance[frame] - high))
+        raise DataError(f"{path.name}: SEG frame {frame + 1} lies {away:.1f} mm outside the "
+                        f"image's slices ({outside.size} frame(s) outside its grid): a SEG of "
+                        "another image, or a damaged frame position")
+
+
+#: how many times the image's voxels a SEG's own grid may hold before it is refused
+SEG_GRID_FACTOR = 8
+
+
+def _check_seg_grid(path: Path, voxels: int, slice_spacing: float,
+                    reference: sitk.Image, decoded: int) -> None:
+    """DataError when the SEG's own grid (frames' extent over ``slice_spacing``, by rows and
+    columns) would hold more than :data:`SEG_GRID_FACTOR` times the image's voxels or the
+    ``decoded`` frame pixels (a slice spacing that is far too small), before it is
+    allocated."""
+    image_voxels = int(np.prod(reference.GetSize(), dtype=np.int64))
+    if voxels > SEG_GRID_FACTOR * max(image_voxels, decoded, 1):
+        raise DataError(f"{path.name}: the SEG's frames span {voxels:,} voxels at a slice "
+                        f"spacing of {slice_spacing:g} mm, more than {SEG_GRID_FACTOR} times "
+                        f"the image's {image_voxels:,}: a damaged slice spacing")
 
 
 def _slice_spacing(distance: np.ndarray, normal: np.ndarray, measures: Any,
