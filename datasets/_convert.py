@@ -1,5 +1,6 @@
-"""Conversions used by the dataset recipes: DICOM series, DICOM-SEG and RTSTRUCT to SimpleITK
-images, rigid multi-modal registration, label helpers and atomic NIfTI writing.
+"""Conversions used by the dataset recipes: DICOM-SEG to SimpleITK images (DICOM series and
+RTSTRUCT: :mod:`.dicom`, the public readers, named here too), rigid multi-modal registration,
+label helpers and atomic NIfTI writing.
 
 Conventions
 -----------
@@ -23,137 +24,16 @@ from intrabench.components import connected_components
 from intrabench.errors import DataError
 from intrabench.io.volume import read_sitk
 
-
-def _pydicom():
-    try:
-        import pydicom
-    except ImportError:  # pragma: no cover - dependency problem
-        raise DataError("reading DICOM needs pydicom: pip install pydicom highdicom") from None
-    return pydicom
-
-
-# -- DICOM image series ---------------------------------------------------------------------
-def read_dicom_series(folder: str | Path, series_uid: str | None = None) -> sitk.Image:
-    """Read one DICOM image series (CT/MR) from ``folder`` with SimpleITK.
-
-    Checks that the slices are equally spaced along the slice normal (a missing or duplicated
-    slice would silently distort the geometry) and that the pixel data can be decoded.
-    """
-    folder = Path(folder)
-    reader = sitk.ImageSeriesReader()
-    uids = reader.GetGDCMSeriesIDs(str(folder))
-    if not uids:
-        raise DataError(f"{folder.name}: no readable DICOM series")
-    if series_uid is None:
-        if len(uids) > 1:
-            raise DataError(f"{folder.name}: {len(uids)} series in one folder; name one")
-        series_uid = uids[0]
-    elif series_uid not in uids:
-        raise DataError(f"{folder.name}: series {series_uid} not found")
-    files = reader.GetGDCMSeriesFileNames(str(folder), series_uid)
-    if len(files) < 2:
-        raise DataError(f"{folder.name}: series has {len(files)} slice(s); need a 3D volume")
-    pydicom = _pydicom()
-    positions = []
-    for name in files:
-        try:  # values over 1 KiB (the pixel data) are not read, only their place and size
-            header = pydicom.dcmread(name, defer_size=1024)
-            orientation = np.asarray(header.ImageOrientationPatient, dtype=float)
-            positions.append(np.asarray(header.ImagePositionPatient, dtype=float))
-        except Exception as error:  # noqa: BLE001 - any unreadable header is a bad case
-            raise DataError(f"{folder.name}: unreadable DICOM header in {Path(name).name}: "
-                            f"{error}") from None
-        _check_pixel_data(Path(name), header)
-    normal = np.cross(orientation[:3], orientation[3:])
-    distances = np.sort(np.asarray(positions) @ normal)
-    steps = np.diff(distances)
-    if steps.size and (steps.min() <= 1e-4 or (steps.max() - steps.min()) > 0.01 * steps.max() + 1e-3):
-        raise DataError(f"{folder.name}: slices are not equally spaced (steps "
-                        f"{steps.min():.3f}..{steps.max():.3f} mm): missing or duplicate slices")
-    _check_every_slice_listed(folder, series_uid, files)  # a cut first or last slice
-    reader.SetFileNames(files)
-    try:
-        image = reader.Execute()
-    except RuntimeError as error:
-        last = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown error"
-        raise DataError(f"{folder.name}: cannot decode the DICOM series: {last}") from None
-    return image
-
-
-def _check_pixel_data(path: Path, header: Any) -> None:
-    """DataError when a slice's uncompressed pixel data is shorter than its rows x columns x
-    samples x bits (x frames) need, or runs past the end of its file: GDCM decoded such a
-    slice with its missing pixels as 0 (0 HU in a CT). Compressed (encapsulated) pixel data
-    is left to the decoder."""
-    try:
-        element = header.get_item("PixelData", keep_deferred=True)
-        rows, columns = int(header.Rows), int(header.Columns)
-        bits = int(header.BitsAllocated)
-        samples = int(getattr(header, "SamplesPerPixel", 1) or 1)
-        frames = int(getattr(header, "NumberOfFrames", 1) or 1)
-    except (AttributeError, KeyError, TypeError, ValueError) as error:
-        raise DataError(f"{path.parent.name}: {path.name} lacks its image description "
-                        f"({error}); re-download the series") from None
-    if element is None:
-        raise DataError(f"{path.parent.name}: {path.name} holds no pixel data; re-download "
-                        "the series")
-    length = getattr(element, "length", None)
-    if length is None:  # a value already read: its bytes
-        length = len(element.value or b"")
-    if length == 0xFFFFFFFF:  # undefined length: encapsulated (compressed) fragments
-        return
-    needed = (rows * columns * samples * frames * bits + 7) // 8
-    tell = getattr(element, "value_tell", None)
-    size = path.stat().st_size
-    if length < needed or (tell is not None and tell + length > size):
-        present = min(length, size - tell) if tell is not None else length
-        raise DataError(f"{path.parent.name}: {path.name}: truncated pixel data: {present} "
-                        f"bytes where {rows} x {columns} pixels of {bits} bits need {needed} "
-                        "(the missing pixels would be read as 0); re-download the series")
-
-
-def _check_every_slice_listed(folder: Path, series_uid: str, files: Any) -> None:
-    """DataError when a file of the series in ``folder`` is not among the ``files`` GDCM
-    lists (a cut file: GDCM leaves it out, and a cut first or last slice made the volume one
-    slice shorter without a word)."""
-    pydicom = _pydicom()
-    listed = {Path(name).resolve() for name in files}
-    for path in sorted(folder.iterdir()):
-        if path.name.startswith(".") or not path.is_file() or path.resolve() in listed:
-            continue
-        try:
-            uid = str(pydicom.dcmread(str(path), stop_before_pixels=True).SeriesInstanceUID)
-        except Exception:  # noqa: BLE001 - not a DICOM file of this series: not ours
-            continue
-        if uid == series_uid:
-            raise DataError(f"{folder.name}: {path.name} belongs to the series but cannot be "
-                            "read as a slice (a cut or damaged file); re-download the series")
-
-
-def dicom_header(path: str | Path) -> Any:
-    """pydicom dataset without pixel data."""
-    try:
-        return _pydicom().dcmread(str(path), stop_before_pixels=True)
-    except Exception as error:  # noqa: BLE001
-        raise DataError(f"{Path(path).name}: not a readable DICOM file ({error})") from None
-
-
-def _read_dicom_object(path: str | Path, modality: str, what: str) -> Any:
-    """The full pydicom dataset at ``path``; DataError unless it reads and has ``modality``."""
-    try:
-        ds = _pydicom().dcmread(str(path))
-    except Exception as error:  # noqa: BLE001
-        raise DataError(f"{Path(path).name}: not a readable {what} ({error})") from None
-    if getattr(ds, "Modality", "") != modality:
-        raise DataError(f"{Path(path).name}: modality {getattr(ds, 'Modality', '?')}, not {modality}")
-    return ds
+from .dicom import (  # noqa: F401 - the public DICOM readers, named here for the recipes
+    _direction_matrix,
+    _read_dicom_object,
+    dicom_header,
+    read_dicom_series,
+    read_rtstruct,
+)
 
 
 # -- DICOM-SEG ------------------------------------------------------------------------------
-def _direction_matrix(image: sitk.Image) -> np.ndarray:
-    return np.asarray(image.GetDirection(), dtype=float).reshape(3, 3)
-
-
 def read_seg(path: str | Path, reference: sitk.Image) -> dict[int, tuple[str, np.ndarray]]:
     """Segments of a DICOM-SEG resampled (nearest neighbour) onto ``reference``'s grid.
 
@@ -291,43 +171,6 @@ def _slice_spacing(distance: np.ndarray, normal: np.ndarray, measures: Any,
             if np.abs(steps - np.rint(steps)).max(initial=0.0) < 0.05:
                 return candidate
     return candidates[-1] if candidates else float(getattr(measures, "SliceThickness", 1.0))
-
-
-# -- RTSTRUCT -------------------------------------------------------------------------------
-def read_rtstruct(path: str | Path, reference: sitk.Image) -> dict[str, np.ndarray]:
-    """ROIs of an RTSTRUCT rasterised on ``reference``'s grid: ``{ROI name: bool (k, j, i)}``.
-
-    Closed planar contours are filled slice by slice (pixel centres inside the polygon);
-    contours on the same slice combine by even-odd rule, so inner contours make holes. The
-    reference must be an axial-like series whose slices are the contour planes.
-    """
-    from skimage.draw import polygon
-
-    ds = _read_dicom_object(path, "RTSTRUCT", "RTSTRUCT")
-    names = {int(r.ROINumber): str(r.ROIName) for r in ds.StructureSetROISequence}
-    size = reference.GetSize()
-    matrix = _direction_matrix(reference) @ np.diag(reference.GetSpacing())
-    inverse = np.linalg.inv(matrix)
-    origin = np.asarray(reference.GetOrigin(), dtype=float)
-    result: dict[str, np.ndarray] = {}
-    for roi in getattr(ds, "ROIContourSequence", []):
-        name = names.get(int(roi.ReferencedROINumber), str(roi.ReferencedROINumber))
-        mask = np.zeros((size[2], size[1], size[0]), dtype=bool)
-        for contour in getattr(roi, "ContourSequence", []):
-            if str(getattr(contour, "ContourGeometricType", "CLOSED_PLANAR")) not in (
-                    "CLOSED_PLANAR", "CLOSEDPLANAR"):
-                continue
-            points = np.asarray(contour.ContourData, dtype=float).reshape(-1, 3)
-            index = (points - origin) @ inverse.T
-            k = int(np.rint(index[:, 2].mean()))
-            if np.abs(index[:, 2] - k).max() > 0.5 or not 0 <= k < size[2]:
-                continue  # not on a slice of this grid
-            rows, cols = polygon(index[:, 1], index[:, 0], shape=(size[1], size[0]))
-            filled = np.zeros((size[1], size[0]), dtype=bool)
-            filled[rows, cols] = True
-            mask[k] ^= filled
-        result[name] = mask
-    return result
 
 
 # -- registration ---------------------------------------------------------------------------

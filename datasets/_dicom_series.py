@@ -10,20 +10,8 @@ from pathlib import Path
 
 from intrabench.errors import DataError
 
-from ._convert import dicom_header
-
-#: DICOM modalities that hold labels, not images
-LABEL_MODALITIES = ("SEG", "RTSTRUCT")
-
-
-def _referenced_series(header) -> str | None:
-    if "ReferencedSeriesSequence" in header:
-        return str(header.ReferencedSeriesSequence[0].SeriesInstanceUID)
-    for frame in getattr(header, "ReferencedFrameOfReferenceSequence", []):
-        for study in getattr(frame, "RTReferencedStudySequence", []):
-            for series in getattr(study, "RTReferencedSeriesSequence", []):
-                return str(series.SeriesInstanceUID)
-    return None
+from .dicom import LABEL_MODALITIES, dicom_header  # noqa: F401 - named here for the recipes
+from .dicom import referenced_series as _referenced_series
 
 
 def referenced_image_series(folder: Path) -> str | None:

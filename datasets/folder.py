@@ -27,13 +27,16 @@ from typing import Any, ClassVar
 
 import yaml
 
-from intrabench.errors import UserError
-from intrabench.modality import declared_modality
+from intrabench.errors import DataError, UserError
+from intrabench.io.raw_image import RawImage
+from intrabench.modality import declared_modality, normalise_modality
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case
 
-from .nnunet_folder import chosen_classes, class_value, load_pair
+from .dicom import describe_dicom_file, read_series
+from .dicom_pairs import dicom_classes, is_dicom_label, not_a_series_image, read_dicom_case
+from .nnunet_folder import case_from_raw, chosen_classes, class_value, load_pair
 
 _KEYS = {"name", "root", "images", "labels", "pairs", "classes", "target_types", "instances",
          "description", "modality", "use_classes"}
@@ -109,14 +112,17 @@ class FolderDataset(Dataset):
         self.dataset_name = str(data.get("name") or path.stem)
         root = Path(str(data.get("root", "."))).expanduser()
         self.root = root if root.is_absolute() else (path.parent / root).resolve()
+        self._cases = self._find(data, path)
+        self.selectors = self._dicom_selectors(data.get("classes"), path)
         classes = data.get("classes")
-        if not isinstance(classes, dict) or not classes:
+        if self.selectors is None and (not isinstance(classes, dict) or not classes):
             raise UserError(f"{path}: 'classes' must map class names to label values, "
                             "e.g. {lesion: 1}")
         #: every declared class (the label values a file may hold), and the classes whose
         #: targets are segmented (``use_classes``, default all)
-        self.label_classes = {str(k): value for k, v in classes.items()
-                              if (value := class_value(v, k, path)) != 0}
+        if self.selectors is None:
+            self.label_classes = {str(k): value for k, v in classes.items()
+                                  if (value := class_value(v, k, path)) != 0}
         self.classes = chosen_classes(self.label_classes, data.get("use_classes"), str(path))
         types = {str(k): str(v) for k, v in (data.get("target_types") or {}).items()}
         unknown = sorted(set(types) - set(self.label_classes))
@@ -135,7 +141,6 @@ class FolderDataset(Dataset):
         if self.instances not in ("connected_components", "values"):
             raise UserError(f"{path}: instances must be 'connected_components' or 'values'")
         self.modality_declared = declared_modality(data.get("modality"), str(path))
-        self._cases = self._find(data, path)
         if not self._cases:
             raise UserError(f"{path}: no image/label pairs found: "
                             + ("the pairs list is empty" if data.get("pairs") is not None else
@@ -153,9 +158,13 @@ class FolderDataset(Dataset):
                 case_id = str(pair.get("case") or Path(str(pair["image"])).name.split(".")[0])
                 if case_id in cases:
                     raise UserError(f"{path}: case '{case_id}' listed twice")
-                for file in (image, label):
-                    if not file.is_file():
-                        raise UserError(f"{path}: pairs[{index}]: file not found: {file}")
+                if not image.is_file() and not image.is_dir():
+                    raise UserError(f"{path}: pairs[{index}]: image not found: {image}")
+                if not label.is_file():
+                    raise UserError(f"{path}: pairs[{index}]: "
+                                    + (f"the label {label} is a folder; give the RTSTRUCT or "
+                                       "SEG file in it" if label.is_dir()
+                                       else f"label file not found: {label}"))
                 cases[case_id] = (image, label)
             return cases
         if not data.get("images") or not data.get("labels"):
@@ -169,6 +178,19 @@ class FolderDataset(Dataset):
                             f"'{unlabelled[0]}' ({images[unlabelled[0]]})")
         return {c: (images[c], labels[c]) for c in images}
 
+    def _dicom_selectors(self, classes: Any, path: Path) -> dict[str, Any] | None:
+        """What each class selects in DICOM labels (RTSTRUCT, SEG); None for label files."""
+        labels = [label for _, label in self._cases.values()]
+        dicom = [label for label in labels if is_dicom_label(label)]
+        if not dicom:
+            return None
+        if len(dicom) != len(labels):
+            other = next(label for label in labels if label not in dicom)
+            raise UserError(f"{path}: some labels are RTSTRUCT or DICOM-SEG files, others not "
+                            f"(e.g. {other}); give one kind of label per spec")
+        self.label_classes, selectors = dicom_classes(classes, dicom, path)
+        return selectors
+
     def case_ids(self) -> list[str]:
         return sorted(self._cases)
 
@@ -177,6 +199,30 @@ class FolderDataset(Dataset):
 
     def load(self, case_id: str) -> Case:
         image, label = self._cases[case_id]
+        if self.selectors is not None or image.is_dir():
+            return self._load_dicom(case_id, image, label)
+        if (problem := not_a_series_image(image)) is not None:
+            raise DataError(problem)
         return load_pair(self.dataset_name, case_id, image, label, self.classes,
                          self.target_types, self.instances, modality=self.modality_declared,
                          label_classes=self.label_classes, declared_in="the spec's classes")
+
+    def _load_dicom(self, case_id: str, image: Path, label: Path) -> Case:
+        """A case whose image is a DICOM series folder (its label an RTSTRUCT, a SEG or a
+        label file on the series' grid)."""
+        if not image.is_dir():
+            raise DataError(f"{label.name} is {describe_dicom_file(label)}: its image must be the "
+                            f"DICOM series it was drawn on (a folder of slices), not {image.name}")
+        if self.selectors is None:
+            from intrabench.io.volume import read_image
+
+            raw_image = RawImage.from_sitk(read_series(image).image, name=str(image))
+            raw_label, modality = read_image(label), ""
+        else:
+            raw_image, raw_label, modality = read_dicom_case(image, label, self.label_classes,
+                                                             self.selectors)
+        modality = self.modality_declared or normalise_modality(modality)
+        return case_from_raw(self.dataset_name, case_id, raw_image, raw_label, self.classes,
+                             self.target_types, self.instances, modality=modality,
+                             label_classes=self.label_classes,
+                             declared_in="the spec's classes", image_path=image, label_path=label)

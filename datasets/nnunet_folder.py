@@ -404,8 +404,19 @@ def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Pat
     subset: ``use_classes``). ``declared_in`` names the declaration in the message.
     ``modality``: 'CT', 'MR' or '' (undeclared), handed to the models with the image.
     """
-    raw_image = read_image(image_path)
-    raw_label = read_image(label_path)
+    return case_from_raw(dataset_name, case_id, read_image(image_path), read_image(label_path),
+                         classes, target_types, instances, modality=modality,
+                         label_classes=label_classes, declared_in=declared_in,
+                         image_path=image_path, label_path=label_path)
+
+
+def case_from_raw(dataset_name: str, case_id: str, raw_image: Any, raw_label: Any,
+                  classes: dict[str, int], target_types: dict[str, str],
+                  instances: str = "connected_components", modality: str = "",
+                  label_classes: dict[str, int] | None = None, declared_in: str = "", *,
+                  image_path: Path, label_path: Path) -> Case:
+    """:func:`load_pair` for an image and label already read (``RawImage``; a DICOM series
+    and its RTSTRUCT or SEG painted as a label map): the same checks and targets."""
     strict = instances != "values"
     declared = label_classes if label_classes is not None else classes
     largest = check_label_values(raw_label.array, label_path, declared if strict else None,

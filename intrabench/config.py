@@ -577,6 +577,21 @@ PATH_PARAMS: tuple[str, ...] = ("spec", "path", "root", "clicks_file", "checkpoi
                                 "checkpoint_dir")
 
 
+def _folder_spec_name(spec: ComponentSpec, params: dict[str, Any]) -> str | None:
+    """The ``name:`` of a ``folder`` dataset's YAML spec when the entry has no ``label``
+    (None otherwise, or when the file is not a readable mapping: the dataset says why)."""
+    if spec.label or spec.name != "folder" or not isinstance(params.get("spec"), str):
+        return None
+    try:
+        data = yaml.safe_load(Path(params["spec"]).read_text()[:1 << 20])
+    except (OSError, yaml.YAMLError, ValueError):
+        return None
+    name = data.get("name") if isinstance(data, dict) else None
+    if not isinstance(name, str | int) or not str(name).strip():
+        return None
+    return None if path_component_problem(str(name)) else str(name)
+
+
 def resolve_relative_paths(config: RunConfig, base: Path) -> RunConfig:
     """``config`` with every relative path parameter (:data:`PATH_PARAMS`; ``~`` expanded),
     and ``time_model.latency_table`` when it is a file, made absolute against ``base``, the config file's folder, so a run reads the same files
@@ -594,6 +609,9 @@ def resolve_relative_paths(config: RunConfig, base: Path) -> RunConfig:
                 if not expanded.is_absolute():
                     expanded = (base / expanded).resolve()
                 params[name] = str(expanded)
+        named = _folder_spec_name(spec, params)
+        if named:  # a folder spec's own ``name:`` names its dataset in the results
+            return spec.model_copy(update={"params": params, "label": named})
         if params == spec.params:
             return spec
         return spec.model_copy(update={"params": params, "label": spec.label or spec.key})

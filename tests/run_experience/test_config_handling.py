@@ -54,13 +54,13 @@ def test_paths_are_relative_to_the_config_and_stored_absolute(tmp_path, monkeypa
     config = load_config(config_path)
     [dataset] = config.datasets
     assert dataset.params["spec"] == str((project / "data" / "dataset.yaml").resolve())
-    assert dataset.key == "folder(spec=data/dataset.yaml)"  # the key as written: same rows
+    assert dataset.key == "mine"  # the spec's own name (#69), wherever the config lies
     out = tmp_path / "out"
     assert main(["run", str(config_path), "--out", str(out)]) == 0
     recorded = yaml.safe_load((out / "config.yaml").read_text())
     assert recorded["datasets"][0]["params"]["spec"] == str(project / "data" / "dataset.yaml")
     rows = pd.read_parquet(out / "results.parquet")
-    assert set(rows.dataset) == {"folder(spec=data/dataset.yaml)"} and len(rows) == 2
+    assert set(rows.dataset) == {"mine"} and len(rows) == 2
     # the recorded config works from anywhere too (a report from another folder)
     monkeypatch.chdir(tmp_path)
     assert os.path.isabs(recorded["datasets"][0]["params"]["spec"])

@@ -1,0 +1,569 @@
+"""DICOM in: image series, RTSTRUCT and DICOM-SEG, read with checks (the public readers).
+
+The one place IntraBench reads DICOM: a ``folder`` spec whose images are series folders and
+whose labels are RTSTRUCT or DICOM-SEG files (:mod:`.folder`), and the TCIA recipes
+(:mod:`._dicom_recipe`) use these functions.
+
+Conventions
+-----------
+* An image series is read with SimpleITK's series reader (GDCM) after pydicom has read every
+  slice's header: slices are ordered by their position along the slice normal and checked for
+  mixed orientations, duplicated and missing slices and uneven spacing. The image is a
+  ``SimpleITK.Image`` in LPS physical space.
+* Masks are numpy bool arrays in SimpleITK array order ``(k, j, i)`` on the series' grid, so
+  ``sitk.GetImageFromArray(mask)`` + ``CopyInformation(series.image)`` gives the label image.
+* A label is matched to its series by Frame of Reference UID and by the series and instances
+  it references; a mismatch is a :class:`intrabench.errors.DataError` (one line, what to do).
+* Hostile files are refused before they cost memory or time: cut files, pixel data shorter
+  than declared, more frames than a SEG over the series can hold, contours of more than
+  :data:`MAX_CONTOUR_POINTS` points, coordinates that are not finite numbers.
+* pydicom and highdicom are imported lazily.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import SimpleITK as sitk
+
+from intrabench.errors import DataError
+
+#: DICOM modalities that hold labels, not images
+LABEL_MODALITIES = ("SEG", "RTSTRUCT")
+#: the most points one RTSTRUCT contour may have (a traced outline has hundreds to thousands)
+MAX_CONTOUR_POINTS = 200_000
+#: the most contour points of one RTSTRUCT in all
+MAX_RTSTRUCT_POINTS = 5_000_000
+#: values larger than this are left on disk while a header is read (pixel data, big contours)
+_DEFER = 1 << 16
+
+
+def _pydicom():
+    try:
+        import pydicom
+    except ImportError:  # pragma: no cover - dependency problem
+        raise DataError("reading DICOM needs pydicom: pip install pydicom highdicom") from None
+    return pydicom
+
+
+def shortened(items: list[str], limit: int = 5) -> str:
+    """``"a, b, c ... and 7 more"``: a list for a message, saying when it is cut."""
+    shown = ", ".join(items[:limit])
+    return shown + (f" ... and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def normal_name(name: str) -> str:
+    """A ROI or segment name as matched: lower case, runs of spaces, ``-`` and ``_`` one ``_``
+    (``"GTV-1"``, ``"gtv_1"`` and ``"GTV 1"`` are all ``"gtv_1"``)."""
+    return re.sub(r"[\s_-]+", "_", str(name)).strip("_").lower()
+
+
+# -- headers --------------------------------------------------------------------------------
+def dicom_header(path: str | Path) -> Any:
+    """pydicom dataset without pixel data; DataError when the file is not readable DICOM."""
+    try:
+        return _pydicom().dcmread(str(path), stop_before_pixels=True, defer_size=_DEFER)
+    except Exception as error:  # noqa: BLE001
+        raise DataError(f"{Path(path).name}: not a readable DICOM file ({error})") from None
+
+
+def is_dicom_file(path: str | Path) -> bool:
+    """Whether ``path`` is a file with the DICOM preamble (``DICM`` at byte 128)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(128)
+            return handle.read(4) == b"DICM"
+    except OSError:
+        return False
+
+
+def describe_dicom_file(path: str | Path) -> str:
+    """What a DICOM file holds, for a message: ``"an RTSTRUCT (ROIs: GTV-1, BODY)"``,
+    ``"one CT slice of series 1.2.3"``."""
+    header = dicom_header(path)
+    modality = str(getattr(header, "Modality", "") or "?")
+    if modality == "RTSTRUCT":
+        names = [str(r.ROIName) for r in getattr(header, "StructureSetROISequence", [])]
+        return f"an RTSTRUCT (ROIs: {shortened(names) or 'none'})"
+    if modality == "SEG":
+        names = [str(s.SegmentLabel) for s in getattr(header, "SegmentSequence", [])]
+        return f"a DICOM-SEG (segments: {shortened(names) or 'none'})"
+    return f"one {modality} slice of series {getattr(header, 'SeriesInstanceUID', '?')}"
+
+
+# -- image series ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DicomSeries:
+    """One image series as read: ``image`` (SimpleITK, LPS), the UIDs labels are matched by,
+    ``sop_uids`` in slice order (``k`` of the image's array), ``files`` in the same order."""
+
+    image: sitk.Image
+    series_uid: str
+    frame_of_reference_uid: str
+    modality: str
+    sop_uids: tuple[str, ...]
+    files: tuple[Path, ...]
+
+
+def read_series(folder: str | Path, series_uid: str | None = None) -> DicomSeries:
+    """Read one DICOM image series (CT/MR) from ``folder``; DataError (one line) for a folder
+    with no series or several, one slice, mixed orientations, a duplicated or missing slice,
+    uneven spacing, a cut or undecodable slice."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DataError(f"{folder}: not a folder; an image series is a folder of DICOM slices")
+    reader = sitk.ImageSeriesReader()
+    uids = reader.GetGDCMSeriesIDs(str(folder))
+    if not uids:
+        raise DataError(f"{folder.name}: no readable DICOM image series in {folder}")
+    if series_uid is None:
+        if len(uids) > 1:
+            raise DataError(f"{folder.name}: {len(uids)} series in one folder ({shortened(list(uids), 3)});"
+                            " put each series in its own folder")
+        series_uid = uids[0]
+    elif series_uid not in uids:
+        raise DataError(f"{folder.name}: series {series_uid} not found")
+    files = [Path(name) for name in reader.GetGDCMSeriesFileNames(str(folder), series_uid)]
+    headers = [_slice_header(path) for path in files]
+    if headers and str(getattr(headers[0], "Modality", "")) in LABEL_MODALITIES:
+        raise DataError(f"{folder.name}: holds {describe_dicom_file(files[0])}, not an image "
+                        "series; give it as the label and the series it was drawn on as the image")
+    if len(files) < 2:
+        raise DataError(f"{folder.name}: the series has {len(files)} slice; a 3D volume needs the "
+                        "whole series (every slice file of it in this folder)")
+    _check_every_slice_listed(folder, series_uid, files)
+    order = _slice_order(folder, files, headers)
+    files = [files[i] for i in order]
+    headers = [headers[i] for i in order]
+    reader.SetFileNames([str(path) for path in files])
+    try:
+        image = reader.Execute()
+    except RuntimeError as error:
+        last = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown error"
+        raise DataError(f"{folder.name}: cannot decode the DICOM series: {last}") from None
+    first = headers[0]
+    return DicomSeries(image=image, series_uid=str(series_uid),
+                       frame_of_reference_uid=str(getattr(first, "FrameOfReferenceUID", "")),
+                       modality=str(getattr(first, "Modality", "")),
+                       sop_uids=tuple(str(h.SOPInstanceUID) for h in headers),
+                       files=tuple(files))
+
+
+def read_dicom_series(folder: str | Path, series_uid: str | None = None) -> sitk.Image:
+    """The image of :func:`read_series` (what the recipes need)."""
+    return read_series(folder, series_uid).image
+
+
+def _slice_header(path: Path) -> Any:
+    try:  # values over 64 KiB (the pixel data) are not read, only their place and size
+        header = _pydicom().dcmread(str(path), defer_size=_DEFER)
+        header.ImageOrientationPatient, header.ImagePositionPatient  # noqa: B018 - present?
+    except Exception as error:  # noqa: BLE001 - any unreadable header is a bad case
+        raise DataError(f"{path.parent.name}: unreadable DICOM header in {path.name}: "
+                        f"{str(error)[:160]}") from None
+    _check_pixel_data(path, header)
+    return header
+
+
+def _slice_order(folder: Path, files: list[Path], headers: list[Any]) -> list[int]:
+    """Indices of ``files`` in order along the slice normal, after the checks."""
+    try:
+        orientations = np.asarray([[float(v) for v in h.ImageOrientationPatient] for h in headers])
+        positions = np.asarray([[float(v) for v in h.ImagePositionPatient] for h in headers])
+    except (TypeError, ValueError) as error:
+        raise DataError(f"{folder.name}: a slice's position or orientation is not numbers "
+                        f"({error})") from None
+    if orientations.shape[1:] != (6,) or positions.shape[1:] != (3,) or not (
+            np.isfinite(orientations).all() and np.isfinite(positions).all()):
+        raise DataError(f"{folder.name}: slices with malformed ImageOrientationPatient or "
+                        "ImagePositionPatient")
+    different = np.flatnonzero(np.abs(orientations - orientations[0]).max(axis=1) > 1e-3)
+    if different.size:
+        other = int(different[0])
+        raise DataError(f"{folder.name}: slices in more than one orientation ({files[0].name}: "
+                        f"{_rounded(orientations[0])}, {files[other].name}: "
+                        f"{_rounded(orientations[other])}; {different.size} of {len(files)} "
+                        "differ); a series is one stack: put each orientation in its own folder")
+    normal = np.cross(orientations[0][:3], orientations[0][3:])
+    distance = positions @ normal
+    order = [int(i) for i in np.argsort(distance, kind="stable")]
+    steps = np.diff(distance[order])
+    _check_steps(folder, steps, [files[i] for i in order], distance[order])
+    return order
+
+
+def _rounded(values: np.ndarray) -> str:
+    return "[" + ", ".join(f"{v:g}" for v in np.round(values, 3)) + "]"
+
+
+def _check_steps(folder: Path, steps: np.ndarray, files: list[Path], distance: np.ndarray) -> None:
+    """DataError for a duplicated slice (two at one position), a missing one (a gap of about
+    twice the usual step) or otherwise uneven spacing."""
+    if not steps.size:
+        return
+    same = np.flatnonzero(steps <= 1e-3)
+    if same.size:
+        i = int(same[0])
+        raise DataError(f"{folder.name}: {files[i].name} and {files[i + 1].name} are at the same "
+                        f"position ({distance[i]:.2f} mm): a duplicated slice; remove one "
+                        f"({same.size} such pair(s))")
+    usual = float(np.median(steps))
+    if steps.max() - steps.min() <= 0.01 * steps.max() + 1e-3:
+        return
+    gaps = np.flatnonzero(steps > 1.5 * usual)
+    if gaps.size:
+        i = int(gaps[0])
+        missing = int(round(steps[i] / usual)) - 1
+        raise DataError(f"{folder.name}: slices are not equally spaced: {max(missing, 1)} "
+                        f"slice(s) missing between "
+                        f"{files[i].name} and {files[i + 1].name} ({distance[i]:.2f} to "
+                        f"{distance[i + 1]:.2f} mm, {usual:.2f} mm apart elsewhere; "
+                        f"{gaps.size} gap(s)); copy the whole series")
+    raise DataError(f"{folder.name}: slices are not equally spaced (steps {steps.min():.3f}.."
+                    f"{steps.max():.3f} mm); resample the series or give each even part as a "
+                    "series")
+
+
+def _check_pixel_data(path: Path, header: Any) -> None:
+    """DataError when a slice's uncompressed pixel data is shorter than its rows x columns x
+    samples x bits (x frames) need, or runs past the end of its file: GDCM decoded such a
+    slice with its missing pixels as 0 (0 HU in a CT). Compressed (encapsulated) pixel data
+    is left to the decoder."""
+    try:
+        element = header.get_item("PixelData", keep_deferred=True)
+        rows, columns = int(header.Rows), int(header.Columns)
+        bits = int(header.BitsAllocated)
+        samples = int(getattr(header, "SamplesPerPixel", 1) or 1)
+        frames = int(getattr(header, "NumberOfFrames", 1) or 1)
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
+        raise DataError(f"{path.parent.name}: {path.name} lacks its image description "
+                        f"({error}); re-download the series") from None
+    if element is None:
+        raise DataError(f"{path.parent.name}: {path.name} holds no pixel data; re-download "
+                        "the series")
+    length = getattr(element, "length", None)
+    if length is None:  # a value already read: its bytes
+        length = len(element.value or b"")
+    if length == 0xFFFFFFFF:  # undefined length: encapsulated (compressed) fragments
+        return
+    needed = (rows * columns * samples * frames * bits + 7) // 8
+    tell = getattr(element, "value_tell", None)
+    size = path.stat().st_size
+    if length < needed or (tell is not None and tell + length > size):
+        present = min(length, size - tell) if tell is not None else length
+        raise DataError(f"{path.parent.name}: {path.name}: truncated pixel data: {present} "
+                        f"bytes where {rows} x {columns} pixels of {bits} bits need {needed}"
+                        + (f" for {frames:,} frames" if frames > 1 else "")
+                        + " (the missing pixels would be read as 0); re-download the file")
+
+
+def _check_every_slice_listed(folder: Path, series_uid: str, files: Any) -> None:
+    """DataError when a file of the series in ``folder`` is not among the ``files`` GDCM
+    lists (a cut file: GDCM leaves it out, and a cut first or last slice made the volume one
+    slice shorter without a word)."""
+    pydicom = _pydicom()
+    listed = {Path(name).resolve() for name in files}
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or not path.is_file() or path.resolve() in listed:
+            continue
+        try:
+            uid = str(pydicom.dcmread(str(path), stop_before_pixels=True,
+                                      defer_size=_DEFER).SeriesInstanceUID)
+        except Exception:  # noqa: BLE001 - not a DICOM file of this series: not ours
+            continue
+        if uid == series_uid:
+            raise DataError(f"{folder.name}: {path.name} belongs to the series but cannot be "
+                            "read as a slice (a cut or damaged file); re-download the series")
+
+
+def _read_dicom_object(path: str | Path, modality: str, what: str) -> Any:
+    """The pydicom dataset at ``path`` (values over 64 KiB left on disk until used);
+    DataError unless it reads whole and has ``modality``."""
+    path = Path(path)
+    try:
+        ds = _pydicom().dcmread(str(path), defer_size=_DEFER)
+        if "PixelData" not in ds and modality == "SEG":
+            raise ValueError("no pixel data (a cut file?)")
+    except Exception as error:  # noqa: BLE001
+        raise DataError(f"{path.name}: not a readable {what} ({str(error)[:160]}); "
+                        "re-export or re-download it") from None
+    if getattr(ds, "Modality", "") != modality:
+        raise DataError(f"{path.name}: modality {getattr(ds, 'Modality', '?')}, not {modality}")
+    return ds
+
+
+def _direction_matrix(image: sitk.Image) -> np.ndarray:
+    return np.asarray(image.GetDirection(), dtype=float).reshape(3, 3)
+
+
+# -- references -----------------------------------------------------------------------------
+def referenced_series(header: Any) -> str | None:
+    """The image series a SEG or RTSTRUCT header references (None if it names none)."""
+    if "ReferencedSeriesSequence" in header:
+        return str(header.ReferencedSeriesSequence[0].SeriesInstanceUID)
+    for frame in getattr(header, "ReferencedFrameOfReferenceSequence", []):
+        for study in getattr(frame, "RTReferencedStudySequence", []):
+            for series in getattr(study, "RTReferencedSeriesSequence", []):
+                return str(series.SeriesInstanceUID)
+    return None
+
+
+def _check_same_scan(path: Path, header: Any, frames: list[str], series: DicomSeries) -> None:
+    """DataError when the label at ``path`` is drawn on another frame of reference or names
+    another series than ``series``."""
+    what = str(getattr(header, "Modality", "label"))
+    if series.frame_of_reference_uid and frames and series.frame_of_reference_uid not in frames:
+        raise DataError(f"{path.name}: this {what} is drawn in frame of reference {frames[0]}, "
+                        f"the series {series.files[0].parent.name} in "
+                        f"{series.frame_of_reference_uid}: it belongs to another scan; pair it "
+                        "with the series it was drawn on")
+    named = referenced_series(header)
+    if named is not None and named != series.series_uid:
+        raise DataError(f"{path.name}: this {what} references series {named}, not the series in "
+                        f"{series.files[0].parent.name} ({series.series_uid}); pair it with "
+                        "the series it was drawn on")
+
+
+def _check_instances(path: Path, referenced: list[str], series: DicomSeries, where: str) -> None:
+    missing = sorted(set(referenced) - set(series.sop_uids))
+    if missing:
+        raise DataError(f"{path.name}: {where} reference{'s' if len(missing) == 1 else ''} "
+                        f"{len(missing)} image instance(s) not in the series "
+                        f"{series.files[0].parent.name} ({shortened(missing, 2)}): a slice is "
+                        "missing from the series folder, or the label belongs to another series")
+
+
+# -- RTSTRUCT -------------------------------------------------------------------------------
+def read_rtstruct(path: str | Path, reference: sitk.Image | DicomSeries,
+                  ) -> dict[str, np.ndarray]:
+    """ROIs of an RTSTRUCT rasterised on the reference grid: ``{ROI name: bool (k, j, i)}``.
+
+    Closed planar contours are filled slice by slice (pixel centres inside the polygon);
+    contours on the same slice combine by even-odd rule, so inner contours make holes. Each
+    contour must lie on a slice of the reference (its planes are the series' slices) and inside
+    the image. With a :class:`DicomSeries` the RTSTRUCT must also share its frame of
+    reference, name it (when it names a series) and reference only its instances.
+    """
+    path = Path(path)
+    series = reference if isinstance(reference, DicomSeries) else None
+    image = series.image if series is not None else reference
+    ds = _read_dicom_object(path, "RTSTRUCT", "RTSTRUCT")
+    try:
+        names = {int(r.ROINumber): str(r.ROIName) for r in ds.StructureSetROISequence}
+        rois = list(getattr(ds, "ROIContourSequence", []))
+    except (AttributeError, TypeError, ValueError) as error:
+        raise DataError(f"{path.name}: malformed ROI list ({str(error)[:120]})") from None
+    if series is not None:
+        frames = [str(f.FrameOfReferenceUID) for f in
+                  getattr(ds, "ReferencedFrameOfReferenceSequence", []) if "FrameOfReferenceUID" in f]
+        frames += [str(r.ReferencedFrameOfReferenceUID) for r in ds.StructureSetROISequence
+                   if "ReferencedFrameOfReferenceUID" in r]
+        _check_same_scan(path, ds, frames, series)
+    _check_point_counts(path, rois, names)
+    grid = _Grid(image)
+    result: dict[str, np.ndarray] = {}
+    for roi in rois:
+        name = names.get(int(roi.ReferencedROINumber), str(roi.ReferencedROINumber))
+        if name in result:
+            raise DataError(f"{path.name}: two ROIs named '{name}'; rename one")
+        result[name] = _rasterise_roi(path, name, roi, grid, series)
+    return result
+
+
+class _Grid:
+    """The reference grid: physical point -> continuous index (i, j, k)."""
+
+    def __init__(self, image: sitk.Image) -> None:
+        self.size = image.GetSize()
+        matrix = _direction_matrix(image) @ np.diag(image.GetSpacing())
+        self.inverse = np.linalg.inv(matrix)
+        self.origin = np.asarray(image.GetOrigin(), dtype=float)
+
+    def index(self, points: np.ndarray) -> np.ndarray:
+        return (points - self.origin) @ self.inverse.T
+
+
+def _check_point_counts(path: Path, rois: list[Any], names: dict[int, str]) -> None:
+    """DataError for a contour of more than MAX_CONTOUR_POINTS points or more than
+    MAX_RTSTRUCT_POINTS in all, judged from the values' sizes before they are parsed."""
+    total = 0
+    for roi in rois:
+        for number, contour in enumerate(getattr(roi, "ContourSequence", []), start=1):
+            points = _declared_points(contour)
+            if points > MAX_CONTOUR_POINTS:
+                name = names.get(int(roi.ReferencedROINumber), "?")
+                raise DataError(f"{path.name}: contour {number} of ROI '{name}' has about "
+                                f"{points:,} points (at most {MAX_CONTOUR_POINTS:,}); not a "
+                                "drawn outline: re-export the RTSTRUCT")
+            total += points
+    if total > MAX_RTSTRUCT_POINTS:
+        raise DataError(f"{path.name}: {total:,} contour points in all (at most "
+                        f"{MAX_RTSTRUCT_POINTS:,}); re-export the RTSTRUCT")
+
+
+def _declared_points(contour: Any) -> int:
+    """A contour's points as its NumberOfContourPoints says or, at the least, as the size of
+    its (unparsed) ContourData implies: a decimal string is at most 16 bytes plus a separator."""
+    element = contour.get_item("ContourData", keep_deferred=True)
+    length = 0 if element is None else getattr(element, "length", None)
+    if length is None:  # already parsed: a small value
+        length = len(element.value) * 6
+    declared = contour.get("NumberOfContourPoints")
+    try:
+        declared = int(declared or 0)
+    except (TypeError, ValueError):
+        declared = 0
+    return max(declared, int(length) // (3 * 17))
+
+
+def _contour_points(path: Path, name: str, number: int, contour: Any) -> np.ndarray:
+    try:
+        values = contour.ContourData
+        points = np.asarray([float(v) for v in values] if not isinstance(values, (int, float))
+                            else [float(values)], dtype=float)
+    except (TypeError, ValueError, AttributeError, OverflowError) as error:
+        raise DataError(f"{path.name}: contour {number} of ROI '{name}': coordinates are not "
+                        f"numbers ({str(error)[:80]}); re-export the RTSTRUCT") from None
+    if points.size % 3 or points.size < 9:
+        raise DataError(f"{path.name}: contour {number} of ROI '{name}' has {points.size} "
+                        "coordinates, not x, y, z triples of at least 3 points")
+    if not np.isfinite(points).all():
+        raise DataError(f"{path.name}: contour {number} of ROI '{name}' has coordinates that "
+                        "are not finite (NaN or infinity); re-export the RTSTRUCT")
+    return points.reshape(-1, 3)
+
+
+def _rasterise_roi(path: Path, name: str, roi: Any, grid: _Grid,
+                   series: DicomSeries | None) -> np.ndarray:
+    from skimage.draw import polygon
+
+    size = grid.size
+    mask = np.zeros((size[2], size[1], size[0]), dtype=bool)
+    for number, contour in enumerate(getattr(roi, "ContourSequence", []), start=1):
+        kind = str(getattr(contour, "ContourGeometricType", "CLOSED_PLANAR"))
+        if kind not in ("CLOSED_PLANAR", "CLOSEDPLANAR"):
+            continue  # points and open lines enclose nothing
+        if series is not None:
+            images = [str(item.ReferencedSOPInstanceUID)
+                      for item in getattr(contour, "ContourImageSequence", [])
+                      if "ReferencedSOPInstanceUID" in item]
+            _check_instances(path, images, series, f"contour {number} of ROI '{name}'")
+        index = grid.index(_contour_points(path, name, number, contour))
+        k = int(np.rint(index[:, 2].mean()))
+        if np.abs(index[:, 2] - k).max() > 0.5:
+            raise DataError(f"{path.name}: contour {number} of ROI '{name}' does not lie on one "
+                            "slice of the series (drawn in another orientation, or on another "
+                            "series); pair the RTSTRUCT with the series it was drawn on")
+        outside = (not 0 <= k < size[2] or index[:, 0].max() < -0.5 or index[:, 1].max() < -0.5
+                   or index[:, 0].min() > size[0] - 0.5 or index[:, 1].min() > size[1] - 0.5)
+        if outside:
+            raise DataError(f"{path.name}: contour {number} of ROI '{name}' lies outside the "
+                            f"image (slice {k} of 0..{size[2] - 1}); pair the RTSTRUCT with "
+                            "the series it was drawn on")
+        rows, cols = polygon(index[:, 1], index[:, 0], shape=(size[1], size[0]))
+        filled = np.zeros((size[1], size[0]), dtype=bool)
+        filled[rows, cols] = True
+        mask[k] ^= filled
+    return mask
+
+
+# -- DICOM-SEG ------------------------------------------------------------------------------
+def read_seg(path: str | Path, reference: sitk.Image | DicomSeries,
+             ) -> dict[int, tuple[str, np.ndarray]]:
+    """Segments of a DICOM-SEG (highdicom) on the reference grid (nearest neighbour when its
+    frames lie on another grid): ``{segment number: (segment label, bool mask (k, j, i))}``.
+
+    BINARY and FRACTIONAL (thresholded at half the maximum) segmentations; frames may cover any
+    subset of slices and segments. The declared frames are checked against the pixel data
+    before anything is decoded; with a :class:`DicomSeries` the SEG must share its frame of
+    reference, name it and reference only its instances.
+    """
+    path = Path(path)
+    series = reference if isinstance(reference, DicomSeries) else None
+    image = series.image if series is not None else reference
+    ds = _read_dicom_object(path, "SEG", "DICOM-SEG")
+    _check_seg_frames(path, ds, image)
+    if series is not None:
+        frames = [str(ds.FrameOfReferenceUID)] if "FrameOfReferenceUID" in ds else []
+        _check_same_scan(path, ds, frames, series)
+        _check_instances(path, _seg_sources(ds), series, "its frames")
+    volume = _seg_volume(path)
+    labels = {int(s.SegmentNumber): str(getattr(s, "SegmentLabel", s.SegmentNumber))
+              for s in ds.SegmentSequence}
+    array = np.asarray(volume.array)
+    fractional = str(getattr(ds, "SegmentationType", "BINARY")) == "FRACTIONAL"
+    array = array >= 0.5 if fractional else array > 0  # highdicom scales fractions to 0..1
+    seg_image_geometry = _affine_geometry(np.asarray(volume.affine, dtype=float))
+    result: dict[int, tuple[str, np.ndarray]] = {}
+    for position, number in enumerate(sorted(labels)):
+        seg_image = sitk.GetImageFromArray(np.ascontiguousarray(array[..., position] > 0,
+                                                                dtype=np.uint8))
+        seg_image.SetSpacing(seg_image_geometry[0])
+        seg_image.SetOrigin(seg_image_geometry[1])
+        seg_image.SetDirection(seg_image_geometry[2])
+        resampled = sitk.Resample(seg_image, image, sitk.Transform(),
+                                  sitk.sitkNearestNeighbor, 0, sitk.sitkUInt8)
+        result[number] = (labels[number], sitk.GetArrayFromImage(resampled).astype(bool))
+    return result
+
+
+def _check_seg_frames(path: Path, ds: Any, image: sitk.Image) -> None:
+    """DataError for a SEG whose declared frames are not its pixel data's or more than one
+    frame per segment and slice of the reference (a header that would allocate gigabytes)."""
+    try:
+        frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
+        segments = len(ds.SegmentSequence)
+        per_frame = ds.get_item("PerFrameFunctionalGroupsSequence")
+    except (AttributeError, TypeError, ValueError) as error:
+        raise DataError(f"{path.name}: malformed DICOM-SEG header ({str(error)[:120]})") from None
+    most = max(segments, 1) * 4 * max(image.GetSize())  # any slicing of the reference's extent
+    if frames < 1 or frames > most:
+        raise DataError(f"{path.name}: declares {frames:,} frames; {segments} segment(s) over a "
+                        f"{' x '.join(str(v) for v in image.GetSize())} series hold at most "
+                        f"{most:,}: a damaged or hostile file; re-export the SEG")
+    if per_frame is not None and len(ds.PerFrameFunctionalGroupsSequence) != frames:
+        raise DataError(f"{path.name}: declares {frames:,} frames but describes "
+                        f"{len(ds.PerFrameFunctionalGroupsSequence):,}; re-export the SEG")
+    _check_pixel_data(path, ds)
+
+
+def _seg_sources(ds: Any) -> list[str]:
+    """The SOP instance UIDs a SEG's frames (or its ReferencedSeriesSequence) reference."""
+    uids: list[str] = []
+    for group in getattr(ds, "PerFrameFunctionalGroupsSequence", []):
+        for derivation in getattr(group, "DerivationImageSequence", []):
+            for source in getattr(derivation, "SourceImageSequence", []):
+                uids.append(str(source.ReferencedSOPInstanceUID))
+    if not uids:
+        for item in getattr(ds, "ReferencedSeriesSequence", []):
+            uids += [str(i.ReferencedSOPInstanceUID)
+                     for i in getattr(item, "ReferencedInstanceSequence", [])]
+    return uids
+
+
+def _seg_volume(path: Path) -> Any:
+    try:
+        import highdicom as hd
+    except ImportError:  # pragma: no cover - dependency problem
+        raise DataError("reading DICOM-SEG needs highdicom: pip install highdicom") from None
+    try:
+        return hd.seg.segread(str(path)).get_volume(combine_segments=False)
+    except Exception as error:  # noqa: BLE001 - highdicom's checks, in one line
+        raise DataError(f"{path.name}: cannot read the DICOM-SEG's frames as a volume "
+                        f"({str(error).splitlines()[0][:160] if str(error) else type(error).__name__})"
+                        ) from None
+
+
+def _affine_geometry(affine: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...],
+                                                  tuple[float, ...]]:
+    """SimpleITK (spacing, origin, direction) of a highdicom volume whose affine maps
+    (slice, row, column) to LPS: SimpleITK's index (i, j, k) is (column, row, slice)."""
+    columns = affine[:3, [2, 1, 0]]
+    spacing = np.linalg.norm(columns, axis=0)
+    direction = columns / spacing
+    return (tuple(float(v) for v in spacing), tuple(float(v) for v in affine[:3, 3]),
+            tuple(float(v) for v in direction.flatten()))
