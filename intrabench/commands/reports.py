@@ -71,7 +71,37 @@ def cmd_tables(args: argparse.Namespace) -> int:
     spreadsheet_safe(statistics, escape=True).to_csv(out / "statistics.csv", index=False, float_format="%.6f")
     print(f"per-dataset mean, median, std, quartiles and bootstrap 95% CI over cases: "
           f"{out / 'statistics.csv'}", file=sys.stderr)
+    _write_comparisons(rows, out, args)
     return 0
+
+
+def _write_comparisons(rows, out: Path, args: argparse.Namespace) -> None:
+    """The paired comparisons of every two configurations and the rank distributions
+    (``comparisons`` and ``ranks`` .md/.tex/.csv, docs/evaluation.md); across runs a
+    configuration is (run, model, prompter, refiner)."""
+    from intrabench.evaluation.aggregate import fill_missing, to_markdown
+    from intrabench.io.results import incompleteness_warning
+    from intrabench.reports.comparisons import (
+        comparison_results,
+        incomplete_note,
+        write_comparison_tables,
+    )
+
+    config = (("run",) if rows["run"].nunique() > 1 else ()) + ("model", "prompter", "refiner")
+    scored = fill_missing(rows, args.metric, args.missing_value)
+    comparisons, scopes = comparison_results(scored, args.metric, config, args.n_boot)
+    note = incomplete_note([incompleteness_warning(r) for r in args.run_dirs])
+    _, ranks, paths = write_comparison_tables(comparisons, scopes, out, args.metric, args.scale,
+                                              args.n_boot, note, config)
+    if not paths:
+        return
+    tested = comparisons["p_holm"].notna()
+    print(f"## Paired comparisons: {len(comparisons)} pairs x datasets, {int(tested.sum())} with "
+          f"a test, {int((comparisons['p_holm'] < 0.05).sum())} with a Holm-adjusted p < 0.05 "
+          f"(the table: {out / 'comparisons.md'})\n")
+    print(f"## Rank stability ({args.n_boot} bootstrap resamples of the cases)\n\n"
+          f"{to_markdown(ranks)}\n")
+    print(f"written: {', '.join(map(str, paths))}\n", file=sys.stderr)
 
 
 def default_tables_folder(run_dirs: list[str]) -> Path:
@@ -270,6 +300,9 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
                         help="time table: wait for each model as this latency table says "
                              "(written by 'intrabench latency RUN --save FILE'), not as "
                              "measured in the run")
+    tables.add_argument("--n-boot", type=resamples, default=1000,
+                        help="bootstrap resamples of the cases for the comparison and rank "
+                             "tables (default 1000)")
     tables.set_defaults(func=cmd_tables)
 
     report = commands.add_parser("report", help="a self-contained HTML report of one run")

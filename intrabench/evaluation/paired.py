@@ -21,7 +21,8 @@ For a pair (A, B) and one *scope* (a dataset, or ``Overall``: the datasets both 
   over the shared datasets for ``Overall``; Holm's correction (``statsmodels``' ``multipletests``)
   over the pairs of one scope.
 * the effect size: the matched-pairs rank-biserial correlation ``r = (R+ - R-) / (R+ + R-)``
-  (the signed-rank sums of the non-zero case differences; +1: B better on every case).
+  (the signed-rank sums of the non-zero case differences; +1: B better on every case), from as
+  many cases as the test.
 
 Too few cases give no number (NaN, written "n too small"): an interval needs
 :data:`MIN_CASES_INTERVAL` cases, a test :data:`MIN_CASES_TEST` non-zero case differences (with
@@ -59,8 +60,9 @@ def final_step_rows(rows: pd.DataFrame, config: Sequence[str] = CONFIG) -> pd.Da
 
 
 def config_label(config: tuple) -> str:
-    """A configuration's name in tables and figures: its values joined by `` | ``."""
-    return " | ".join(str(v) for v in config)
+    """A configuration's name in tables and figures: its values joined by `` / `` (never
+    ``|``: it would split a Markdown cell)."""
+    return " / ".join(str(v) for v in config)
 
 
 @dataclass
@@ -151,12 +153,13 @@ def resampled_scores(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 def rank_biserial(differences: np.ndarray) -> float:
     """Matched-pairs rank-biserial correlation of paired differences: (R+ - R-) / (R+ + R-)
-    over the non-zero ones (ranks of their absolute values, ties averaged); NaN for none."""
+    over the non-zero ones (ranks of their absolute values, ties averaged); NaN with fewer
+    than :data:`MIN_CASES_TEST` non-zero ones (as the test it goes with)."""
     from scipy.stats import rankdata
 
     d = np.asarray(differences, dtype=np.float64)
     d = d[np.isfinite(d) & (d != 0)]
-    if d.size == 0:
+    if d.size < MIN_CASES_TEST:
         return float("nan")
     ranks = rankdata(np.abs(d))
     return float((ranks[d > 0].sum() - ranks[d < 0].sum()) / ranks.sum())

@@ -342,8 +342,13 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
     attribute_figures, attribute_parts = attribute_section(run_dir, rows, n_boot=n_boot)
     robustness_figures, robustness_parts = robustness_section(rows)
     time_figures, time_parts = time_section(run_dir, rows, styles)
+    from intrabench.reports.comparisons import report_section
+
+    found, comparison_parts = report_section(rows, metric, n_boot=n_boot)
+    comparison_figures = [Figure(*figure) for figure in found]
+    comparison_parts += [figure.html() for figure in comparison_figures]
     for figure in (figures + gallery_figures + attribute_figures + robustness_figures
-                   + time_figures):
+                   + time_figures + comparison_figures):
         (out / f"{figure.name}.png").write_bytes(figure.png)
 
     last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
@@ -398,6 +403,7 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
                  "<p class='explain'>Reached: share of targets that got to Dice 80 (x100 scale). "
                  "Median interactions counts targets that never got there as failures (infinite "
                  "effort).</p>", _frame_html(success, digits=1)]
+    body += comparison_parts
     body += time_parts
     body += robustness_parts
     body += ["<h2>Which targets are hard, for which model</h2>", *attribute_parts]

@@ -47,7 +47,7 @@ def test_two_configurations_hand_computed():
     table = paired_comparisons(rows_of({"m1": A, "m2": B}, steps=2), n_boot=500)
     assert len(table) == 1
     line = table.iloc[0]
-    assert line["A"] == "m1 | p | none" and line["B"] == "m2 | p | none"
+    assert line["A"] == "m1 / p / none" and line["B"] == "m2 / p / none"
     assert line["score_A"] == pytest.approx(2.75 / 6, abs=1e-15)
     assert line["score_B"] == pytest.approx(3.5625 / 6, abs=1e-15)
     assert line["difference"] == pytest.approx(0.8125 / 6, abs=1e-15)  # the final step only

@@ -23,11 +23,11 @@ def test_a_configuration_better_on_every_case_is_always_first():
     base = np.linspace(0.1, 0.6, 6)
     rows = rows_of({"best": list(base + 0.3), "mid": list(base + 0.1), "low": list(base)})
     table = rank_table(rank_distributions(rows, n_boot=400)).set_index("configuration")
-    best = table.loc["best | p | none"]
+    best = table.loc["best / p / none"]
     assert best["rank"] == 1 and best["median_rank"] == 1
     assert best["rank1_share"] == 1.0 and (best["rank_low"], best["rank_high"]) == (1, 1)
-    assert table.loc["low | p | none", "rank1_share"] == 0.0
-    assert table.loc["low | p | none", "median_rank"] == 3
+    assert table.loc["low / p / none", "rank1_share"] == 0.0
+    assert table.loc["low / p / none", "median_rank"] == 3
     assert best["score"] == pytest.approx(float(np.mean(base + 0.3)))
     assert (table["n_boot"] == 400).all() and (table["n_cases"] == 6).all()
 
@@ -43,10 +43,10 @@ def test_rank_shares_equal_a_loop_over_aggregates_bootstrap():
         for m in scores])  # dataset 0 is resampled with seed 7 + 0
     first = np.argmax(replicates, axis=0)
     for i, model in enumerate(scores):
-        assert table.loc[f"{model} | p | none", "rank1_share"] == pytest.approx(
+        assert table.loc[f"{model} / p / none", "rank1_share"] == pytest.approx(
             float(np.mean(first == i)), abs=1e-15)
         ranks = 1 + (replicates > replicates[i]).sum(axis=0)
-        assert table.loc[f"{model} | p | none", "median_rank"] == float(np.median(ranks))
+        assert table.loc[f"{model} / p / none", "median_rank"] == float(np.median(ranks))
 
 
 def test_overall_ranks_only_configurations_on_every_dataset():
@@ -54,10 +54,10 @@ def test_overall_ranks_only_configurations_on_every_dataset():
     second = rows_of({"a": [0.2] * 5, "b": [0.4] * 5}, dataset="D2")
     table = rank_table(rank_distributions(pd.concat([first, second]), n_boot=50))
     overall = table[table["dataset"] == "Overall"].set_index("configuration")
-    assert list(overall.index) == ["a | p | none", "b | p | none"]
-    assert overall.loc["a | p | none", "score"] == pytest.approx(0.55)
-    assert overall.loc["b | p | none", "score"] == pytest.approx(0.45)
-    assert overall.loc["a | p | none", "rank"] == 1 and overall["n_cases"].tolist() == [10, 10]
+    assert list(overall.index) == ["a / p / none", "b / p / none"]
+    assert overall.loc["a / p / none", "score"] == pytest.approx(0.55)
+    assert overall.loc["b / p / none", "score"] == pytest.approx(0.45)
+    assert overall.loc["a / p / none", "rank"] == 1 and overall["n_cases"].tolist() == [10, 10]
 
 
 def test_too_few_cases_no_rank_distribution():
