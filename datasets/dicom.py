@@ -331,8 +331,7 @@ def _check_same_scan(path: Path, header: Any, frames: list[str], series: DicomSe
 def _check_instances(path: Path, referenced: list[str], series: DicomSeries, where: str) -> None:
     missing = sorted(set(referenced) - set(series.sop_uids))
     if missing:
-        raise DataError(f"{path.name}: {where} reference{'s' if len(missing) == 1 else ''} "
-                        f"{len(missing)} image instance(s) not in the series "
+        raise DataError(f"{path.name}: {where} {len(missing)} image instance(s) not in the series "
                         f"{series.files[0].parent.name} ({shortened(missing, 2)}): a slice is "
                         "missing from the series folder, or the label belongs to another series")
 
@@ -356,7 +355,9 @@ def read_rtstruct(path: str | Path, reference: sitk.Image | DicomSeries,
         names = {int(r.ROINumber): str(r.ROIName) for r in ds.StructureSetROISequence}
         rois = list(getattr(ds, "ROIContourSequence", []))
     except (AttributeError, TypeError, ValueError) as error:
-        raise DataError(f"{path.name}: malformed ROI list ({str(error)[:120]})") from None
+        raise DataError(f"{path.name}: not a readable RTSTRUCT: no valid ROI list "
+                        f"({str(error)[:100]}; a cut file?); re-export or re-download it"
+                        ) from None
     if series is not None:
         frames = [str(f.FrameOfReferenceUID) for f in
                   getattr(ds, "ReferencedFrameOfReferenceSequence", []) if "FrameOfReferenceUID" in f]
@@ -451,7 +452,7 @@ def _rasterise_roi(path: Path, name: str, roi: Any, grid: _Grid,
             images = [str(item.ReferencedSOPInstanceUID)
                       for item in getattr(contour, "ContourImageSequence", [])
                       if "ReferencedSOPInstanceUID" in item]
-            _check_instances(path, images, series, f"contour {number} of ROI '{name}'")
+            _check_instances(path, images, series, f"contour {number} of ROI '{name}' references")
         index = grid.index(_contour_points(path, name, number, contour))
         k = int(np.rint(index[:, 2].mean()))
         if np.abs(index[:, 2] - k).max() > 0.5:
@@ -490,7 +491,7 @@ def read_seg(path: str | Path, reference: sitk.Image | DicomSeries,
     if series is not None:
         frames = [str(ds.FrameOfReferenceUID)] if "FrameOfReferenceUID" in ds else []
         _check_same_scan(path, ds, frames, series)
-        _check_instances(path, _seg_sources(ds), series, "its frames")
+        _check_instances(path, _seg_sources(ds), series, "its frames reference")
     volume = _seg_volume(path)
     labels = {int(s.SegmentNumber): str(getattr(s, "SegmentLabel", s.SegmentNumber))
               for s in ds.SegmentSequence}
