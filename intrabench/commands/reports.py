@@ -247,29 +247,95 @@ def _check_cases(run_dir: str, wanted: list[str]) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from intrabench.evaluation.aggregate import to_markdown
-    from intrabench.io.results import load_results, require_metric
-    from intrabench.reports.compare import compare_runs
+    """Paired comparisons (:mod:`intrabench.evaluation.paired`, as ``tables`` writes them) of
+    configurations of two runs, or of two configurations (``--a``, ``--b``) of one run or two,
+    on the x100 scale."""
+    import pandas as pd
 
-    run_a, run_b = load_results(args.run_a), load_results(args.run_b)
-    for rows in (run_a, run_b):
+    from intrabench.evaluation.aggregate import to_markdown
+    from intrabench.evaluation.paired import paired_cases, paired_comparisons
+    from intrabench.io.results import load_results, require_metric
+    from intrabench.reports.comparisons import comparison_csv, comparison_display
+
+    sources = {"A": load_results(args.run_a)}
+    if args.run_b:
+        sources["B"] = load_results(args.run_b)
+    for rows in sources.values():
         require_metric(rows.columns, args.metric)
-    summary, per_case = compare_runs(run_a, run_b, metric=args.metric, n_boot=args.n_boot,
-                                     seed=args.seed)
+    rows = pd.concat([part.assign(source=name) for name, part in sources.items()],
+                     ignore_index=True)
+    pairs = compare_pairs(rows, args)
+    config = ("source", "model", "prompter", "refiner")
+    summary = paired_comparisons(rows, args.metric, config=config, pairs=pairs,
+                                 n_boot=args.n_boot, seed=args.seed)
     if summary.empty:
-        print("the two runs have no configuration and case in common to compare", file=sys.stderr)
+        print("the two configurations have no case in common to compare", file=sys.stderr)
         return 1
-    print(f"A = {args.run_a}\nB = {args.run_b}\nFinal-step {args.metric}; B - A with "
-          f"{args.n_boot} paired bootstrap resamples of the cases (95% CI).\n")
-    print(to_markdown(summary, digits=3))
+    runs = f"A = {args.run_a}" + (f"\nB = {args.run_b}" if args.run_b else " (both sides)")
+    print(f"{runs}\nFinal-step {args.metric} x100 of each configuration (run / model / "
+          f"prompter / refiner); B - A with {args.n_boot} paired bootstrap resamples of the "
+          "cases (95% CI), Wilcoxon signed-rank p on case scores, Holm-corrected over the pairs "
+          "of each dataset.\n")
+    print(to_markdown(comparison_display(summary), digits=2))
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        spreadsheet_safe(summary, escape=True).to_csv(out / "compare-summary.csv", index=False)
+        per_case = paired_cases(rows, args.metric, config=config, pairs=pairs)
+        for column in ("score_A", "score_B", "difference"):
+            per_case[column] = 100 * per_case[column]
+        per_case = per_case.rename(columns={"score_A": "A x100", "score_B": "B x100",
+                                            "difference": "B - A x100"})
+        spreadsheet_safe(comparison_csv(summary), escape=True).to_csv(
+            out / "compare-summary.csv", index=False)
         spreadsheet_safe(per_case, escape=True).to_csv(out / "compare-per-case.csv", index=False)
         print(f"\nwritten: {out / 'compare-summary.csv'}, {out / 'compare-per-case.csv'}",
               file=sys.stderr)
     return 0
+
+
+def _configuration(text: str, option: str, rows) -> tuple[str, str, str]:
+    """``MODEL/PROMPTER[/REFINER]`` (refiner default ``none``) of ``rows``, or UserError naming
+    the configurations there are."""
+    from intrabench.errors import UserError
+
+    parts = text.split("/")
+    if len(parts) == 2:
+        parts.append("none")
+    known = sorted({"/".join(map(str, c)) for c in
+                    rows.groupby(["model", "prompter", "refiner"]).groups})
+    if len(parts) != 3 or "/".join(parts) not in known:
+        raise UserError(f"{option} {text}: not a configuration (MODEL/PROMPTER[/REFINER]) of the "
+                        f"run; its configurations: {', '.join(known[:8])}"
+                        f"{' ...' if len(known) > 8 else ''}")
+    return parts[0], parts[1], parts[2]
+
+
+def compare_pairs(rows, args: argparse.Namespace) -> list[tuple[tuple, tuple]]:
+    """The (A, B) pairs of (source, model, prompter, refiner) ``compare`` tests: ``--a`` against
+    ``--b``; without them every configuration both runs have, or the one of each run when each
+    has one. UserError when that leaves nothing to pair."""
+    from intrabench.errors import UserError
+
+    side_b = "B" if args.run_b else "A"
+    if args.a or args.b:
+        if not (args.a and args.b):
+            raise UserError("give both --a and --b (MODEL/PROMPTER[/REFINER]), or neither")
+        a = _configuration(args.a, "--a", rows[rows["source"] == "A"])
+        b = _configuration(args.b, "--b", rows[rows["source"] == side_b])
+        return [(("A", *a), (side_b, *b))]
+    if not args.run_b:
+        raise UserError("comparing two configurations of one run needs --a and --b "
+                        "(MODEL/PROMPTER[/REFINER], e.g. --a litemedsam/box-3d --b "
+                        "litemedsam/box-per-slice)")
+    groups = {name: list(part.groupby(["model", "prompter", "refiner"]).groups)
+              for name, part in rows.groupby("source")}
+    shared = [c for c in groups["A"] if c in set(groups["B"])]
+    if shared:
+        return [(("A", *c), ("B", *c)) for c in shared]
+    if len(groups["A"]) == 1 and len(groups["B"]) == 1:
+        return [(("A", *groups["A"][0]), ("B", *groups["B"][0]))]
+    raise UserError("the two runs share no configuration: name the two to compare with --a "
+                    "and --b (MODEL/PROMPTER[/REFINER])")
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
@@ -316,9 +382,16 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     report.add_argument("--layout", help="table layout YAML for the summary tables")
     report.set_defaults(func=cmd_report)
 
-    compare = commands.add_parser("compare", help="two runs side by side with paired differences")
+    compare = commands.add_parser(
+        "compare", help="paired differences, Wilcoxon p and effect size (x100) between two "
+                        "runs' configurations or any two configurations (--a, --b)")
     compare.add_argument("run_a", metavar="RUN_A")
-    compare.add_argument("run_b", metavar="RUN_B")
+    compare.add_argument("run_b", metavar="RUN_B", nargs="?",
+                         help="second run (default: --a and --b are both of RUN_A)")
+    compare.add_argument("--a", metavar="MODEL/PROMPTER[/REFINER]",
+                         help="configuration A (of RUN_A)")
+    compare.add_argument("--b", metavar="MODEL/PROMPTER[/REFINER]",
+                         help="configuration B (of RUN_B, or of RUN_A without RUN_B)")
     compare.add_argument("--metric", default="dice")
     compare.add_argument("--n-boot", type=resamples, default=2000,
                          help="bootstrap resamples (default 2000)")

@@ -97,3 +97,34 @@ def test_report_has_the_significance_matrix_and_rank_plot(six_case_run, tmp_path
     assert "1 comparisons, 1 with enough cases for a Wilcoxon signed-rank test" in page
     for name in ("significance-matrix.png", "rank-stability.png"):
         assert (tmp_path / "report" / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_compare_two_configurations_of_one_run_x100(six_case_run, tmp_path, capsys):
+    assert main(["compare", str(six_case_run), "--a", "region-growing-3d/box-3d/scribble",
+                 "--b", "region-growing-3d/click/scribble", "--n-boot", "300",
+                 "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "A / region-growing-3d / box-3d / scribble" in printed
+    line = pd.read_csv(tmp_path / "compare-summary.csv").iloc[0]
+    # the same numbers as the comparison table of tables (the same code, same seeds)
+    assert main(["tables", str(six_case_run), "--out", str(tmp_path / "t"), "--n-boot",
+                 "300"]) == 0
+    table = pd.read_csv(tmp_path / "t" / "comparisons.csv").iloc[0]
+    for column in ("A x100", "B x100", "B - A x100", "ci_low", "ci_high", "p"):
+        assert line[column] == pytest.approx(table[column], rel=1e-5), column
+    assert 0 < line["A x100"] <= 100  # x100, as every table (it printed 0-1 before)
+    cases = pd.read_csv(tmp_path / "compare-per-case.csv")
+    assert len(cases) == 6
+    assert cases["B - A x100"].mean() == pytest.approx(line["B - A x100"], rel=1e-5)
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    ([], "comparing two configurations of one run needs --a and --b"),
+    (["--a", "region-growing-3d/box-3d"], "give both --a and --b"),
+    (["--a", "region-growing-3d/box", "--b", "region-growing-3d/click/scribble"],
+     "--a region-growing-3d/box: not a configuration"),
+])
+def test_compare_refuses_in_one_line(six_case_run, capsys, extra, words):
+    assert main(["compare", str(six_case_run), *extra]) == 2
+    error = capsys.readouterr().err
+    assert words in error and "Traceback" not in error

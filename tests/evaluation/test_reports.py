@@ -128,9 +128,11 @@ def test_compare_paired_differences(tiny_run, tmp_path, capsys):
     assert len(per_case) == rows["case"].nunique()
     assert main(["compare", str(tiny_run), str(tiny_run), "--out", str(tmp_path / "c"),
                  "--n-boot", "200"]) == 0
-    assert "| configuration | dataset | A | B | B - A |" in capsys.readouterr().out
+    printed = capsys.readouterr().out  # the comparison table of tables, x100 (#70 item 4)
+    assert "| Dataset | A | B | A x100 | B x100 | B - A x100 | 95% CI |" in printed
+    assert "n too small (at least 5)" in printed  # 2 cases: no interval
     same = pd.read_csv(tmp_path / "c" / "compare-summary.csv")
-    assert (same["B - A"] == 0).all() and (same["ci_low"] == 0).all()
+    assert (same["B - A x100"] == 0).all() and same["ci_low"].isna().all()
 
 
 def test_paper_configs_parse():
