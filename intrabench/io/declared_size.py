@@ -16,6 +16,13 @@ gigabytes and work for minutes).
   fit in the data file: exactly for raw data (a shorter file is **truncated**: its missing
   voxels would read as zeros, in every format), within deflate's largest expansion for
   compressed data.
+* NRRD and MetaImage text headers, before SimpleITK parses them (:func:`check_text_header`;
+  some crashed it with SIGSEGV, killing the process that read them, others hung it or took
+  seconds): a dimension outside 1..5, per-axis fields with more entries than axes, space
+  vectors longer than NRRD's 8, a header past 1 MiB, more than 4096 ``key:=value`` lines,
+  text (``ascii``) data too short for the declared voxels, more data files than voxels.
+* A compressed MetaImage's zlib stream is inflated and counted (nothing kept): ITK reads a
+  cut stream without a word and leaves the missing voxels as whatever memory held.
 """
 
 from __future__ import annotations
