@@ -93,6 +93,10 @@ def _write_comparisons(rows, out: Path, args: argparse.Namespace) -> None:
     note = incomplete_note([incompleteness_warning(r) for r in args.run_dirs])
     _, ranks, paths = write_comparison_tables(comparisons, scopes, out, args.metric, args.scale,
                                               args.n_boot, note, config)
+    from intrabench.reports.supplement import write_supplement
+
+    supplement = write_supplement(scored, out, args.metric, args.scale, args.n_boot, note)
+    print(f"per-class and per-target tables: {', '.join(map(str, supplement))}", file=sys.stderr)
     if not paths:
         return
     tested = comparisons["p_holm"].notna()

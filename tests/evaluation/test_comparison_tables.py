@@ -59,6 +59,10 @@ def test_tables_writes_the_comparison_and_rank_tables(six_case_run, tmp_path, ca
     assert ranks["rank"].tolist() == [1, 2] and (ranks["n_boot"] == 300).all()
     assert ranks["rank1_share"].sum() == pytest.approx(1.0)
     assert "median rank" in (out / "ranks.md").read_text()
+    per_class = pd.read_csv(out / "per-class.csv").set_index("prompter")
+    assert per_class.loc["click", "dice x100"] == pytest.approx(scores["click"], abs=1e-4)
+    assert per_class.loc["click", "n cases"] == 6
+    assert len(pd.read_csv(out / "per-target.csv")) == len(rows[["case", "target"]].drop_duplicates()) * 2
 
 
 def test_an_incomplete_run_is_marked_in_the_files(six_case_run, tmp_path):
