@@ -422,10 +422,18 @@ def _declared_points(contour: Any) -> int:
 
 
 def _contour_points(path: Path, name: str, number: int, contour: Any) -> np.ndarray:
+    """A contour's points (N, 3) in mm; its decimal strings parsed by numpy (pydicom's
+    per-value parsing took most of the read of a large RTSTRUCT)."""
     try:
-        values = contour.ContourData
-        points = np.asarray([float(v) for v in values] if not isinstance(values, (int, float))
-                            else [float(values)], dtype=float)
+        element = contour.get_item("ContourData", keep_deferred=True)
+        raw = getattr(element, "value", None) if element is not None else None
+        if isinstance(raw, bytes):
+            points = np.array(raw.strip(b" \0").split(b"\\"), dtype=np.bytes_).astype(float)
+        else:
+            values = contour.ContourData
+            values = values if isinstance(values, list | tuple) or hasattr(values, "__len__") \
+                else [values]
+            points = np.asarray([float(v) for v in values], dtype=float)
     except (TypeError, ValueError, AttributeError, OverflowError) as error:
         raise DataError(f"{path.name}: contour {number} of ROI '{name}': coordinates are not "
                         f"numbers ({str(error)[:80]}); re-export the RTSTRUCT") from None
@@ -438,10 +446,30 @@ def _contour_points(path: Path, name: str, number: int, contour: Any) -> np.ndar
     return points.reshape(-1, 3)
 
 
+def fill_polygon(rows: np.ndarray, columns: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Bool (rows, columns) mask of the pixels whose centres lie inside the closed polygon of
+    vertices ``(rows, columns)`` (continuous pixel indices), by the even-odd rule: a scanline
+    fill, each pixel row's edge crossings toggling the pixels right of them."""
+    height, width = shape
+    low, high = max(int(np.ceil(rows.min())), 0), min(int(np.floor(rows.max())), height - 1)
+    mask = np.zeros(shape, dtype=bool)
+    if high < low:
+        return mask
+    y0, x0 = rows, columns
+    y1, x1 = np.roll(rows, -1), np.roll(columns, -1)
+    centres = np.arange(low, high + 1, dtype=float)[:, None]
+    crosses = (y0[None, :] <= centres) != (y1[None, :] <= centres)
+    line, edge = np.nonzero(crosses)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = x0[edge] + (centres[line, 0] - y0[edge]) * (x1[edge] - x0[edge]) / (y1[edge] - y0[edge])
+    toggles = np.zeros((high - low + 1, width + 1), dtype=np.int32)
+    np.add.at(toggles, (line, np.clip(np.ceil(x), 0, width).astype(np.int64)), 1)
+    mask[low:high + 1] = (np.cumsum(toggles[:, :width], axis=1) % 2).astype(bool)
+    return mask
+
+
 def _rasterise_roi(path: Path, name: str, roi: Any, grid: _Grid,
                    series: DicomSeries | None) -> np.ndarray:
-    from skimage.draw import polygon
-
     size = grid.size
     mask = np.zeros((size[2], size[1], size[0]), dtype=bool)
     for number, contour in enumerate(getattr(roi, "ContourSequence", []), start=1):
@@ -465,10 +493,7 @@ def _rasterise_roi(path: Path, name: str, roi: Any, grid: _Grid,
             raise DataError(f"{path.name}: contour {number} of ROI '{name}' lies outside the "
                             f"image (slice {k} of 0..{size[2] - 1}); pair the RTSTRUCT with "
                             "the series it was drawn on")
-        rows, cols = polygon(index[:, 1], index[:, 0], shape=(size[1], size[0]))
-        filled = np.zeros((size[1], size[0]), dtype=bool)
-        filled[rows, cols] = True
-        mask[k] ^= filled
+        mask[k] ^= fill_polygon(index[:, 1], index[:, 0], (size[1], size[0]))
     return mask
 
 

@@ -168,3 +168,16 @@ def test_dicom_mistakes_say_what_the_file_is(tmp_path):
     with pytest.raises(DataError, match="000.dcm is one CT slice of series .*: give the folder "
                        "of the whole series as the image"):
         registry.datasets.create("folder", {"spec": str(spec)}).load("a")
+
+
+def test_the_scanline_fill_agrees_with_scikit_image_on_random_polygons():
+    from skimage.draw import polygon
+
+    from intrabench.datasets.dicom import fill_polygon
+
+    rng = np.random.default_rng(3)
+    for points in (3, 7, 40, 400):
+        rows, columns = rng.uniform(-5, 70, points), rng.uniform(-5, 90, points)
+        expected = np.zeros((64, 80), bool)
+        expected[polygon(rows, columns, shape=(64, 80))] = True
+        np.testing.assert_array_equal(fill_polygon(rows, columns, (64, 80)), expected)
