@@ -285,7 +285,7 @@ def cmd_datasets_list(args: argparse.Namespace) -> int:
 
     rows = []
     for name, cls in registry.datasets.items():
-        status = getattr(cls, "availability", lambda: "ready")()
+        status = cls.availability()
         rows.append([name, cls.modality, status, cls.description])
     _print_rows(rows, ["name", "modality", "status", "description"])
     return 0

@@ -13,6 +13,21 @@ ACCELERATOR_DEVICE_FILES: tuple[str, ...] = ("/dev/nvidiactl", "/dev/nvidia[0-9]
                                              "/dev/dxg")
 
 
+def computes_off_cpu(device: str | None) -> bool:
+    """Whether a torch model on ``device`` computes off the CPU: 'cuda...' and 'mps' do, and
+    'auto' (or None) where torch sees a CUDA device."""
+    device = "auto" if device is None else str(device)
+    if device.startswith(("cuda", "mps")):
+        return True
+    if device != "auto":
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
 def select_device(requested: str | None = None) -> Any:
     """A torch.device: ``requested`` if given ('cuda', 'cuda:1', 'mps', 'cpu'), else the best
     one; UserError (one line) when the requested device cannot be used on this machine."""

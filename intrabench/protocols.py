@@ -6,7 +6,6 @@ never the other way round.
 
 from __future__ import annotations
 
-import inspect
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
@@ -114,25 +113,49 @@ class Model(ABC):
         (on a GPU), leaving the model loop's core free while it waits for one.
 
         The runner then gives the simulated users a worker process even on a machine with
-        fewer than four cores (:func:`intrabench.engine.runner.default_user_workers`). The
-        default reads a ``device`` parameter, the convention of the torch adapters: True for
-        'cuda...' or 'mps', and for 'auto' (or the constructor's default) where torch sees a
-        CUDA device; False for models without one (they compute on the CPU).
+        fewer than four cores (:func:`intrabench.engine.runner.default_user_workers`). Default:
+        False (a CPU model). The torch adapters' bases answer from their ``device`` parameter
+        (:func:`intrabench.device.computes_off_cpu`).
         """
-        parameter = inspect.signature(cls.__init__).parameters.get("device")
-        if parameter is None:
-            return False
-        device = params.get("device", parameter.default)
-        device = "auto" if device in (None, inspect.Parameter.empty) else str(device)
-        if device.startswith(("cuda", "mps")):
-            return True
-        if device != "auto":
-            return False
-        try:
-            import torch
-        except ImportError:
-            return False
-        return bool(torch.cuda.is_available())
+        return False
+
+    # -- what the host asks a model's class (before building it) --------------------------
+    #: why a prompter's kinds are not accepted and how to get them accepted (e.g. a parameter
+    #: that adds a kind), appended to the skip reason; "" for none
+    unaccepted_hint: ClassVar[str] = ""
+    #: the kinds :attr:`unaccepted_hint` is about (None: every kind)
+    unaccepted_hint_kinds: ClassVar[frozenset[str] | None] = None
+    #: checkpoint keys of the model's variants (variant -> key of the checkpoint table) and
+    #: the default variant; a model with one checkpoint sets :attr:`checkpoint_key` instead
+    VARIANTS: ClassVar[dict[str, str]] = {}
+    DEFAULT_VARIANT: ClassVar[str] = ""
+    checkpoint_key: ClassVar[str] = ""
+
+    @classmethod
+    def accepts_for(cls, params: dict[str, Any]) -> frozenset[str]:
+        """The prompt kinds the model takes when built with ``params`` (default:
+        :attr:`accepts`; a parameter may add one, e.g. VISTA3D's ``box_as_centre_click``)."""
+        return cls.accepts
+
+    @classmethod
+    def availability(cls) -> str:
+        """'ready', or what is missing (a checkpoint, a package), for ``models list``."""
+        return "ready"
+
+    @classmethod
+    def checkpoint_keys(cls) -> tuple[str, ...]:
+        """The checkpoint table's keys this model uses, its default first (empty: none)."""
+        keys = [cls.VARIANTS[cls.DEFAULT_VARIANT]] if cls.DEFAULT_VARIANT in cls.VARIANTS else []
+        keys += [key for key in cls.VARIANTS.values() if key not in keys]
+        if cls.checkpoint_key and cls.checkpoint_key not in keys:
+            keys.insert(0, cls.checkpoint_key)
+        return tuple(keys)
+
+    @classmethod
+    def check_checkpoint(cls, path: Any, key: str) -> None:  # noqa: B027 - optional hook
+        """Raise CheckpointError when the file at ``path`` (checkpoint ``key``) does not load
+        into the full-size network (``models verify``); default: no check."""
+        return None
 
     def reset_timer(self) -> None:  # noqa: B027 - optional hook
         pass
@@ -348,8 +371,18 @@ class Dataset(ABC):
         for case_id in self.case_ids():
             yield self.load(case_id)
 
-    def status(self) -> str:
-        """Human-readable availability (e.g. 'ready', 'not downloaded')."""
+    #: what ``datasets list`` shows besides the name: the targets, the size, the licence
+    targets: ClassVar[str] = ""
+    size: ClassVar[str] = ""
+    licence: ClassVar[str] = ""
+    #: the recipe that downloads and prepares it (datasets/_recipe.py), None for datasets that
+    #: read what is there (built-in data, your own folder)
+    recipe: ClassVar[Any] = None
+
+    @classmethod
+    def availability(cls, root: str | None = None) -> str:
+        """'ready', or what is missing ('not downloaded', ...) under the data ``root`` (the
+        default data folder when None), for ``datasets list``."""
         return "ready"
 
     def declared_modality(self, case_id: str) -> str | None:
@@ -368,11 +401,8 @@ def _unaccepted(produced: frozenset[str], accepts: frozenset[str]) -> set[str]:
 
 
 def model_accepts(model_cls: type[Model], params: dict[str, Any] | None = None) -> frozenset[str]:
-    """The prompt kinds a model takes with these parameters: its ``accepts``, or what its
-    optional classmethod ``accepts_for(params)`` says (a parameter may add a kind, e.g.
-    VISTA3D's ``box_as_centre_click``)."""
-    accepts_for = getattr(model_cls, "accepts_for", None)
-    return frozenset(accepts_for(dict(params or {}))) if accepts_for else model_cls.accepts
+    """The prompt kinds a model takes with these parameters (:meth:`Model.accepts_for`)."""
+    return frozenset(model_cls.accepts_for(dict(params or {})))
 
 
 def incompatibility(model_cls: type[Model], prompter_cls: type[Prompter] | None,
@@ -381,7 +411,7 @@ def incompatibility(model_cls: type[Model], prompter_cls: type[Prompter] | None,
     """Why this model (with these parameters) cannot run with this prompter/refiner, or None
     if it can."""
     accepts = model_accepts(model_cls, params)
-    hint = getattr(model_cls, "unaccepted_hint", "")
+    hint = model_cls.unaccepted_hint
     if prompter_cls is not None:
         if model_cls.dimension not in prompter_cls.dimensions:
             return (f"prompter '{prompter_cls.name}' is for {_dims(prompter_cls.dimensions)} "
@@ -389,7 +419,7 @@ def incompatibility(model_cls: type[Model], prompter_cls: type[Prompter] | None,
         missing = _unaccepted(prompter_cls.kinds, accepts)
         if missing:
             # the hint only where it helps: the kinds it is about (all, unless the model says)
-            about = getattr(model_cls, "unaccepted_hint_kinds", None)
+            about = model_cls.unaccepted_hint_kinds
             shown = hint and (about is None or set(missing) & set(about))
             return (f"model '{model_cls.name}' does not accept {', '.join(sorted(missing))} "
                     f"prompts produced by '{prompter_cls.name}'" + (f" ({hint})" if shown else ""))

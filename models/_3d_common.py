@@ -252,6 +252,13 @@ class NetworkModel3D(Model):
     ``set_case`` and ``predict``) and availability from the checkpoint table's entry
     ``checkpoint_key``."""
 
+    @classmethod
+    def forward_frees_cpu(cls, params: dict[str, Any]) -> bool:
+        """Off the CPU on a GPU: from the ``device`` parameter (default ``auto``)."""
+        from intrabench.device import computes_off_cpu
+
+        return computes_off_cpu(params.get("device", "auto"))
+
     checkpoint_key: ClassVar[str] = ""
     _seconds: float = 0.0
 

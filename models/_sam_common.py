@@ -169,6 +169,13 @@ class SamFamilyModel(SliceModel):
     lazily, at the first encode.
     """
 
+    @classmethod
+    def forward_frees_cpu(cls, params: dict[str, Any]) -> bool:
+        """Off the CPU on a GPU: from the ``device`` parameter (default ``auto``)."""
+        from intrabench.device import computes_off_cpu
+
+        return computes_off_cpu(params.get("device", "auto"))
+
     #: the image encoder can be exported to ONNX and run by another backend (``backend``)
     EXPORTABLE_ENCODER: ClassVar[bool] = False
     #: ``backend: auto`` tries the exported backends (only where their speed was measured)

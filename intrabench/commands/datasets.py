@@ -17,7 +17,7 @@ def _recipe_classes(names: list[str]) -> list[type]:
     classes = []
     for name in names:
         cls = registry.datasets.get(name)
-        if getattr(cls, "recipe", None) is None:
+        if cls.recipe is None:
             raise UserError(f"dataset '{name}' has no download recipe (it is built in or reads "
                             "your own folder); nothing to download or prepare")
         classes.append(cls)
@@ -92,16 +92,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     rows = []
     for name, cls in registry.datasets.items():
-        availability = getattr(cls, "availability", None)
-        if availability is None:
-            status = "ready"
-        else:
-            try:
-                status = availability(args.root) if getattr(cls, "recipe", None) else availability()
-            except TypeError:
-                status = availability()
-        rows.append([name, cls.modality, getattr(cls, "targets", "") or cls.description,
-                     getattr(cls, "size", ""), getattr(cls, "licence", ""), status])
+        status = cls.availability(args.root)
+        rows.append([name, cls.modality, cls.targets or cls.description, cls.size, cls.licence,
+                     status])
     header = ["name", "modality", "targets", "size", "licence", "status"]
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())

@@ -15,15 +15,15 @@ def model_rows() -> list[list[str]]:
     from intrabench import registry
     from intrabench.io.checkpoints import readiness
     from intrabench.model_cards import cards
+    from intrabench.protocols import Model
 
     known = cards()
     classes = dict(registry.models.items())
     rows = []
     for name in sorted(set(classes) | set(known)):
         card, cls = known.get(name), classes.get(name)
-        availability = getattr(cls, "availability", None)
-        if availability is not None:
-            status = availability()
+        if cls is not None and cls.availability.__func__ is not Model.availability.__func__:
+            status = cls.availability()
         elif cls is not None:  # an adapter without its own check: its card's checkpoint
             status = readiness(card.default_checkpoint) if card and card.default_checkpoint \
                 else "ready"
@@ -38,7 +38,7 @@ def model_rows() -> list[list[str]]:
         else:
             doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
             rows.append([name, f"{cls.dimension}D", ",".join(sorted(cls.accepts)), status,
-                         getattr(cls, "licence", ""), doc])
+                         cls.licence, doc])
     return rows
 
 
@@ -139,9 +139,8 @@ def checkpoint_of_model(name: str) -> str:
         variants, key = found.variants, found.default_checkpoint or ""
     else:
         cls = registry.models.get(name)
-        variants = getattr(cls, "VARIANTS", None) or {}
-        key = variants.get(getattr(cls, "DEFAULT_VARIANT", None)) or getattr(
-            cls, "checkpoint_key", "")
+        variants = cls.VARIANTS
+        key = next(iter(cls.checkpoint_keys()), "")
     if not key:
         raise UserError(f"the model '{name}' needs no checkpoint")
     others = [k for k in dict.fromkeys(variants.values()) if k != key]
@@ -157,13 +156,10 @@ def check_loads_and_fits(key: str, path) -> str | None:
     from intrabench.io.checkpoints import CheckpointError
 
     for name, cls in registry.models.items():
-        uses = key in getattr(cls, "VARIANTS", {}).values() or getattr(
-            cls, "checkpoint_key", "") == key
-        check = getattr(cls, "check_checkpoint", None)
-        if not uses or check is None:
+        if key not in cls.checkpoint_keys():
             continue
         try:
-            check(path, key)
+            cls.check_checkpoint(path, key)
         except CheckpointError as error:
             return f"{name}: {error}"
     return None

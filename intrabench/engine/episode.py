@@ -181,9 +181,8 @@ def call_model(model: Model, call: ModelCall, call_index: int = -1,
     synchronize_device()
     started = time.perf_counter()
     model.reset_timer()
-    tell = getattr(model, "set_target_class", None)  # models need not subclass Model
-    if call.target_class is not None and tell is not None:
-        tell(call.target_class)
+    if call.target_class is not None:
+        model.set_target_class(call.target_class)
     if call.step == 0:
         prediction = model.predict(call.prompt)
     else:
@@ -198,7 +197,7 @@ def ask_user(user: SimulatedUser, ground_truth: np.ndarray, call: UserCall,
              model: Model | None = None) -> Answer:
     """Answer ``call`` in this process; ``model`` serves propagation prompters."""
     if call.step == 0:
-        segment_slice = (getattr(model, "segment_slice", None)
+        segment_slice = (model.segment_slice  # type: ignore[attr-defined] - 2D models have it
                          if model is not None and model.dimension == 2 else None)
         if model is not None:
             model.reset_timer()

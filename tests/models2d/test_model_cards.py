@@ -23,7 +23,7 @@ def test_every_built_in_model_has_a_card_that_agrees_with_its_adapter():
     # every adapter with a checkpoint has a card (one without may still list from its class)
     assert {name for name, cls in classes.items()
             if getattr(cls, "VARIANTS", None) or getattr(cls, "checkpoint_key", "")} <= set(cards)
-    assert len(cards) == 17
+    assert len(cards) == 18
     for name in cards:
         cls, card = classes[name], cards[name]
         assert card.dimension == cls.dimension, name
