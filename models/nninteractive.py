@@ -207,7 +207,8 @@ class NnInteractive(NetworkModel3D):
     def __init__(self, model_dir: str | None = None, checkpoint_dir: str | None = None,
                  device: str = "auto", weights: str = "checkpoint", tiny: bool = False,
                  seed: int = 0, autozoom: bool = True, torch_threads: int | None = None,
-                 precision: str = "auto") -> None:
+                 precision: str = "auto", server: str | None = None,
+                 server_timeout_s: float = 600.0) -> None:
         """``model_dir``: the model folder (default: ``nnInteractive_v1.0`` in the checkpoint
         directory); ``autozoom``: the session's adaptive zoom-out (on, as upstream);
         ``torch_threads``: the session sets torch's thread count (default: keep the current);
@@ -215,7 +216,14 @@ class NnInteractive(NetworkModel3D):
         ``seed``: the random weights' seed, and the seed of the numpy draws the session's
         refinement planning makes (so that a step gives the same mask every time);
         ``precision``: 'auto' is the session's own choice (fp16 autocast on CUDA, float32
-        elsewhere); 'fp32' is accepted where that is float32 (not on CUDA)."""
+        elsewhere); 'fp32' is accepted where that is float32 (not on CUDA).
+        ``server``: the URL of a running ``nninteractive-server`` (nnInteractive's own server,
+        e.g. ``http://gpu-node:1527``): the session is its remote client
+        (``nnInteractiveRemoteInferenceSession``, torch-free), the weights and the device are
+        the server's, and ``server_timeout_s`` bounds each request."""
+        if server is not None:
+            self._connect(str(server), float(server_timeout_s), int(seed))
+            return
         import torch
 
         try:
@@ -254,6 +262,37 @@ class NnInteractive(NetworkModel3D):
         self._image: Volume | None = None
         self._native_shape: tuple[int, ...] = ()
         self._seconds = 0.0
+
+    def _connect(self, server: str, timeout_s: float, seed: int) -> None:
+        """Use nnInteractive's own remote client on ``server`` as the session."""
+        try:
+            from nnInteractive.inference.remote import nnInteractiveRemoteInferenceSession
+        except ImportError:
+            from intrabench.errors import UserError
+
+            raise UserError("nninteractive with server: needs nnInteractive's client: pip "
+                            "install nninteractive-client") from None
+        if not (timeout_s > 0 and np.isfinite(timeout_s)):
+            raise ValueError(f"server_timeout_s must be a positive number, got {timeout_s}")
+        try:
+            self.session = nnInteractiveRemoteInferenceSession(
+                server_url=server, read_timeout=timeout_s, set_image_read_timeout=timeout_s)
+        except Exception as error:  # noqa: BLE001 - an unreachable or foreign server
+            from intrabench.io.checkpoints import CheckpointError
+
+            raise CheckpointError(f"nninteractive: no nnInteractive server at {server} "
+                                  f"({type(error).__name__}: {str(error)[:200]})") from None
+        self.device, self.precision = f"server {server}", "the server's"
+        self.weights_licence = self.session.license
+        self.seed = seed
+        self._image = None
+        self._native_shape = ()
+        self._seconds = 0.0
+
+    @classmethod
+    def forward_frees_cpu(cls, params: dict[str, Any]) -> bool:
+        """A session on a server computes there; else as the other torch adapters."""
+        return params.get("server") is not None or super().forward_frees_cpu(params)
 
     @classmethod
     def model_folder(cls, model_dir: str | None, checkpoint_dir: str | None) -> Path:

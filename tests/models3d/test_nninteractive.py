@@ -358,3 +358,64 @@ def test_user_order_survives_merges_and_json():
     assert Prompt.from_json(first.to_json()).order == ()  # the default order is not written
     with pytest.raises(ValueError, match="does not list each element once"):
         Prompt(points=[[0, 0, 0]], point_labels=[1], order=(("point", 0), ("point", 0)))
+
+
+@pytest.fixture(scope="module")
+def nninteractive_server(folder):
+    """nnInteractive's own server (``nninteractive-server``) on the tiny folder, on the CPU,
+    at a free loopback port; its URL."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "nnInteractive.inference.server.main", "--model-dir", str(folder),
+         "--fold", "0", "--device", "cpu", "--no-torch-compile", "--port", str(port),
+         "--interactions-storage", "tensor", "--no-undo", "--torch-n-threads", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    try:
+        for line in server.stderr:
+            if "Uvicorn running" in line:
+                break
+            assert time.monotonic() < deadline, "nnInteractive's server did not start"
+        else:
+            pytest.fail("nnInteractive's server exited before serving")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_the_model_through_nninteractives_own_client_and_server_equals_it_in_process(
+        model, nninteractive_server, oblique_case):
+    """``server: URL``: the session is nnInteractive's remote client on its own server, with
+    the same weights: a click, a 3D box and a refinement give the in-process masks."""
+    remote = NnInteractive(server=nninteractive_server, seed=0)
+    assert NnInteractive.forward_frees_cpu({"server": nninteractive_server})
+    click, mask = _centre(oblique_case)
+    far = np.argwhere(~mask & (oblique_case.image.array
+                               > np.percentile(oblique_case.image.array, 60)))[0]
+    first = Prompt(points=click[None], point_labels=np.array([1]))
+    box = Prompt(box3d=Box3D(*np.argwhere(mask).min(axis=0), *np.argwhere(mask).max(axis=0)))
+    for adapter in (model, remote):
+        adapter.set_case(oblique_case.image)
+    local_steps = [model.predict(first), model.predict(box)]
+    remote_steps = [remote.predict(first), remote.predict(box)]
+    both = first.merged_with(Prompt(points=far[None], point_labels=np.array([0])))
+    local_steps.append(model.predict(both, previous=local_steps[0]))
+    remote_steps.append(remote.predict(both, previous=remote_steps[0]))
+    for local, served in zip(local_steps, remote_steps):
+        assert local.mask.sum() > 0
+        np.testing.assert_array_equal(served.mask, local.mask)
+
+
+def test_a_server_url_that_answers_nothing_is_one_line():
+    from intrabench.io.checkpoints import CheckpointError
+
+    with pytest.raises(CheckpointError, match="no nnInteractive server at http://127.0.0.1:1"):
+        NnInteractive(server="http://127.0.0.1:1", server_timeout_s=2)
