@@ -462,9 +462,15 @@ def fill_polygon(rows: np.ndarray, columns: np.ndarray, shape: tuple[int, int]) 
     line, edge = np.nonzero(crosses)
     with np.errstate(divide="ignore", invalid="ignore"):
         x = x0[edge] + (centres[line, 0] - y0[edge]) * (x1[edge] - x0[edge]) / (y1[edge] - y0[edge])
-    toggles = np.zeros((high - low + 1, width + 1), dtype=np.int32)
-    np.add.at(toggles, (line, np.clip(np.ceil(x), 0, width).astype(np.int64)), 1)
-    mask[low:high + 1] = (np.cumsum(toggles[:, :width], axis=1) % 2).astype(bool)
+    left = max(int(np.ceil(columns.min())), 0)
+    right = min(int(np.floor(columns.max())), width - 1)
+    if right < left:
+        return mask
+    span = right - left + 1  # only the polygon's columns; uint8 sums wrap but keep parity
+    toggles = np.zeros((high - low + 1, span + 1), dtype=np.uint8)
+    np.add.at(toggles, (line, np.clip(np.ceil(x) - left, 0, span).astype(np.int64)), 1)
+    mask[low:high + 1, left:right + 1] = (np.cumsum(toggles[:, :span], axis=1,
+                                                    dtype=np.uint8) & 1).view(bool)
     return mask
 
 
