@@ -155,7 +155,10 @@ def check_latency_table(model: TimeModel, models: list[str], where: str) -> None
     the run's hours spent before its tables failed."""
     if model.waiting != "table":
         return
-    table = load_table(model.latency_table)
+    try:
+        table = load_table(model.latency_table)
+    except UserError as error:
+        raise UserError(f"{where}: {error}") from None
     missing = sorted(set(models) - set(table.models))
     if missing:
         raise UserError(f"{where}: time_model.latency_table ({table.source}) has no latency "

@@ -72,8 +72,8 @@ def test_a_valid_time_model_is_read_with_its_values(tmp_path):
 
 
 @pytest.mark.parametrize(("table", "message"), [
-    ("missing.json", r"latency_table: .*missing\.json not found"),
-    ("/etc/passwd", r"latency_table: /etc/passwd is not a latency table"),
+    ("missing.json", r"c\.yaml: time_model\.latency_table: .*missing\.json not found"),
+    ("/etc/passwd", r"c\.yaml: time_model\.latency_table: /etc/passwd is not a latency table"),
     ({"other-model": {"warm": 0.1}}, r"c\.yaml: time_model\.latency_table \(the config\) has no "
                                      "latency for the model\\(s\\) region-growing-3d; it has other-model"),
     ({"region-growing-3d": {"wram": 0.1}}, "unknown key 'wram'"),
