@@ -41,12 +41,15 @@ class Lane:
     ``preload``: modules a worker process imports as soon as it starts. With
     ``raise_failures=False`` failed jobs are only reported through their futures (for callers
     that check every result themselves). ``niceness``: a worker process's added Unix
-    niceness, for work that can wait while the model loop needs the CPU.
+    niceness, for work that can wait while the model loop needs the CPU. ``restarts``: a
+    worker process that died is replaced at the next job (see
+    :class:`~intrabench.engine.subprocess_executor.SubprocessExecutor`).
     """
 
     def __init__(self, mode: LaneMode = "process", max_pending: int = 4,
                  name: str = "intrabench-lane", preload: tuple[str, ...] = (),
-                 raise_failures: bool = True, niceness: int = 0) -> None:
+                 raise_failures: bool = True, niceness: int = 0,
+                 restarts: bool = False) -> None:
         if mode not in ("process", "thread", "inline"):
             raise ValueError(f"unknown lane mode '{mode}' (process, thread, inline)")
         if max_pending < 1:
@@ -56,6 +59,7 @@ class Lane:
         self._preload = preload
         self._raise = raise_failures
         self._niceness = niceness
+        self._restarts = restarts
         self._slots = threading.BoundedSemaphore(max_pending)
         self._unfinished = 0  # jobs submitted and not finished (whatever raise_failures says)
         self._counting = threading.Lock()
@@ -81,7 +85,8 @@ class Lane:
     def _start(self) -> Executor:
         if self._executor is None:
             if self.mode == "process":
-                self._executor = SubprocessExecutor(self._preload, self._niceness)
+                self._executor = SubprocessExecutor(self._preload, self._niceness,
+                                                    restarts=self._restarts)
             else:
                 self._executor = ThreadPoolExecutor(max_workers=1,
                                                     thread_name_prefix=self._name)
@@ -160,12 +165,13 @@ class LanePool:
 
     def __init__(self, size: int, mode: LaneMode = "process", max_pending: int = 4,
                  name: str = "intrabench-lane", preload: tuple[str, ...] = (),
-                 niceness: int = 0, raise_failures: bool = True) -> None:
+                 niceness: int = 0, raise_failures: bool = True,
+                 restarts: bool = False) -> None:
         if size < 1:
             raise ValueError("a lane pool needs at least one lane")
         count = 1 if mode == "inline" else size
         self.lanes = [Lane(mode, max_pending, name, preload, raise_failures=raise_failures,
-                           niceness=niceness) for _ in range(count)]
+                           niceness=niceness, restarts=restarts) for _ in range(count)]
         self.mode = mode
 
     @property

@@ -227,8 +227,11 @@ class Runner:
         self._readers = LanePool(reader_workers, background, max_pending=1,
                                  name="intrabench-reader",
                                  preload=("intrabench.engine.case_reader", *dataset_modules),
-                                 raise_failures=False, niceness=BACKGROUND_NICENESS)
+                                 raise_failures=False, niceness=BACKGROUND_NICENESS,
+                                 restarts=True)  # a case that killed one fails alone
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
+        #: cases whose reading killed a reader process: why, and they are not read again
+        self._reader_deaths: dict[tuple[str, str], str] = {}
         # attributes of cases read in this process, measured beside the model loop
         self._attribute_thread = ThreadPoolExecutor(1, thread_name_prefix="intrabench-attributes")
         self._attributes: dict[CaseIdentity, Future] = {}
@@ -387,13 +390,26 @@ class Runner:
         return case
 
     def _read_case(self, unit: WorkUnit) -> Case:
-        """``unit``'s case from the reader (read ahead), or read here (DataError)."""
-        future = self._read_ahead.pop((unit.dataset.key, unit.case_id), None)
+        """``unit``'s case from a reader process (read ahead, or now), or read here when the
+        readers are threads or cannot read it (DataError). A file that crashes the image
+        library (SIGSEGV) takes a reader process with it, not the run: that case fails, in
+        one line, and the next read starts a fresh reader."""
+        identity = (unit.dataset.key, unit.case_id)
+        if identity in self._reader_deaths:  # it killed a reader already: not read again
+            raise DataError(self._reader_deaths[identity])
+        if identity not in self._read_ahead and self._readers.mode == "process":
+            self._submit_read(unit)
+        future = self._read_ahead.pop(identity, None)
         if future is not None:
             try:
                 return future.result()
             except DataError:
                 raise
+            except WorkerDied as error:  # not read here again: it would take the run down
+                death = self._reader_deaths[identity] = (
+                    f"the process reading this case died ({error}): a file of it crashes "
+                    "the image reader, or memory ran out")
+                raise DataError(death) from None
             except Exception as error:  # e.g. a plugin dataset the worker cannot import
                 log.warning("reading %s/%s ahead failed (%s: %s); reading it here",
                             unit.dataset.key, unit.case_id, type(error).__name__, error)
@@ -708,6 +724,8 @@ class Runner:
                 # with several readers (8 cores or more) they start on the next groups' cases
                 # now, beside the first case's reading and the first model's build; on small
                 # machines that took cores from the start (the 2-core demo: 0.15 s longer)
+                if self._readers.mode == "process":  # the first case too: see _read_case
+                    self._submit_read(groups[0][0])
                 if len(self._readers) > 1:
                     self.read_ahead_of(groups, 0)
                 # the first model's network is built and its weights read beside the first

@@ -102,14 +102,18 @@ class WorkerDied(RuntimeError):
 class SubprocessExecutor(Executor):
     """Runs submitted jobs, in order, in one Python subprocess started on first use."""
 
-    def __init__(self, preload: tuple[str, ...] = (), niceness: int = 0) -> None:
+    def __init__(self, preload: tuple[str, ...] = (), niceness: int = 0,
+                 restarts: bool = False) -> None:
         """``preload``: modules the worker imports as soon as it starts (those of the jobs).
         ``niceness``: added to the worker's scheduling niceness (Unix ``nice``): a worker whose
-        jobs can wait yields the CPU to the processes that feed the model."""
+        jobs can wait yields the CPU to the processes that feed the model. ``restarts``: a job
+        submitted after the worker died (its jobs failed with :class:`WorkerDied`) starts a
+        fresh worker, instead of failing too (for jobs that stand alone: reading a case)."""
         if niceness < 0:
             raise ValueError("niceness must be >= 0 (raising priority needs privileges)")
         self._preload = tuple(preload)
         self._niceness = int(niceness)
+        self._restarts = bool(restarts)
         self._process: subprocess.Popen | None = None
         self._pending: dict[int, Future] = {}
         self._lock = threading.Lock()  # guards _pending, _next_id and the start
@@ -125,6 +129,9 @@ class SubprocessExecutor(Executor):
             self._start()
 
     def _start(self) -> subprocess.Popen:
+        if (self._restarts and self._process is not None and self._spool is None
+                and self._process.poll() is not None):
+            self._process = None  # it died and its answers are all read: start a fresh one
         if self._process is None:
             self._spool = spool_directory()
             _LIVE.add(self)
