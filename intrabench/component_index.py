@@ -39,6 +39,7 @@ BUILTIN_MODULES: dict[str, dict[str, str]] = {
         "center-point-per-slice": "intrabench.prompters.per_slice",
         "center-points-per-volume": "intrabench.prompters.volume3d",
         "cvpr25-box": "intrabench.prompters.cvpr25",
+        "cvpr25-box-corrected": "intrabench.prompters.cvpr25",
         "lasso": "intrabench.prompters.lasso",
         "point-interpolation": "intrabench.prompters.interpolation",
         "point-propagation": "intrabench.prompters.propagation",

@@ -198,7 +198,9 @@ class RunConfig(BaseModel):
     #: interactive challenge's (surface-element NSD, the image-level 0.2-Dice rule, its
     #: clicks); ``cvpr25`` also fills in the challenge's prompter, refiner and 5 steps when the
     #: config does not name them (see :mod:`intrabench.evaluation.cvpr25`)
-    protocol: Literal["intrabench", "cvpr25"] = "intrabench"
+    #: ``cvpr25-corrected``: the same metrics and clicks, with the box the participants asked
+    #: for (``cvpr25-box-corrected``: around the whole target; CVPR25#5, docs/evaluation.md)
+    protocol: Literal["intrabench", "cvpr25", "cvpr25-corrected"] = "intrabench"
     #: evaluate every target once per clicking group of a clickability model (RClicks):
     #: docs/realistic-clicks.md; its ``rounds`` set ``refinement_steps`` (rounds - 1)
     robustness: RobustnessSpec | None = None
@@ -209,8 +211,9 @@ class RunConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _protocol_defaults(cls, value: Any) -> Any:
-        if isinstance(value, dict) and value.get("protocol") == "cvpr25":
-            value = {"prompters": ["cvpr25-box"], "refiners": ["cvpr25-click"],
+        if isinstance(value, dict) and value.get("protocol") in ("cvpr25", "cvpr25-corrected"):
+            box = "cvpr25-box" if value["protocol"] == "cvpr25" else "cvpr25-box-corrected"
+            value = {"prompters": [box], "refiners": ["cvpr25-click"],
                      "refinement_steps": 5, **value}
         return value
 

@@ -58,8 +58,9 @@ def cmd_tables(args: argparse.Namespace) -> int:
         paths = write_table(table, out, name, title)
         print(f"## {title or name}\n\n{to_markdown(table)}\n")
         print(f"written: {', '.join(str(p) for p in paths)}\n", file=sys.stderr)
-    if "protocol" in rows and (rows["protocol"] == "cvpr25").any():
-        _write_cvpr25_tables(rows[rows["protocol"] == "cvpr25"], out)
+    for protocol in ("cvpr25", "cvpr25-corrected"):
+        if "protocol" in rows and (rows["protocol"] == protocol).any():
+            _write_cvpr25_tables(rows[rows["protocol"] == protocol], out, protocol)
     if "click_group" in rows and rows["click_group"].notna().any():
         _write_robustness_tables(rows, out, args.noc_metric, args.noc_threshold)
     _write_time_tables(runs, out, args.latency_table)
@@ -130,20 +131,21 @@ def _training_data_tables(rows, layout, args: argparse.Namespace) -> list:
     return built
 
 
-def _write_cvpr25_tables(rows, out: Path) -> None:
-    """The challenge's per-image CSV and its leaderboard means for ``protocol: cvpr25`` rows."""
+def _write_cvpr25_tables(rows, out: Path, protocol: str = "cvpr25") -> None:
+    """The challenge's per-image CSV and its leaderboard means for ``protocol: cvpr25`` rows
+    (``cvpr25-corrected-*.csv`` for the corrected variant's)."""
     from intrabench.evaluation.aggregate import to_markdown
     from intrabench.evaluation.cvpr25 import image_table, leaderboard
 
     images = image_table(rows)
     board = leaderboard(images)
     out.mkdir(parents=True, exist_ok=True)
-    spreadsheet_safe(images, escape=True).to_csv(out / "cvpr25-images.csv", index=False, float_format="%.6f")
-    spreadsheet_safe(board, escape=True).to_csv(out / "cvpr25-leaderboard.csv", index=False, float_format="%.6f")
-    print(f"## CVPR 2025 challenge metrics (protocol: cvpr25), mean over images\n\n"
+    image_file, board_file = out / f"{protocol}-images.csv", out / f"{protocol}-leaderboard.csv"
+    spreadsheet_safe(images, escape=True).to_csv(image_file, index=False, float_format="%.6f")
+    spreadsheet_safe(board, escape=True).to_csv(board_file, index=False, float_format="%.6f")
+    print(f"## CVPR 2025 challenge metrics (protocol: {protocol}), mean over images\n\n"
           f"{to_markdown(board, digits=4)}\n")
-    print(f"written: {out / 'cvpr25-images.csv'}, {out / 'cvpr25-leaderboard.csv'}\n",
-          file=sys.stderr)
+    print(f"written: {image_file}, {board_file}\n", file=sys.stderr)
 
 
 def _write_robustness_tables(rows, out: Path, noc_metric: str, threshold: float) -> None:

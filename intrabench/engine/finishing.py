@@ -239,7 +239,7 @@ def _click_columns(unit: WorkUnit, prompt: Prompt) -> dict[str, Any]:
 
 def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
     """The per-step metric function of a run's ``protocol`` (see :mod:`intrabench.evaluation.cvpr25`)."""
-    if protocol == "cvpr25":
+    if protocol in ("cvpr25", "cvpr25-corrected"):  # the corrected variant: other boxes only
         from intrabench.evaluation.cvpr25 import step_metrics_cvpr25
 
         return step_metrics_cvpr25
