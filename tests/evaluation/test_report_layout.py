@@ -206,7 +206,7 @@ def test_the_page_puts_figures_first_and_uses_one_scale(run_dir):
 
 @pytest.mark.browser
 def test_the_report_reads_at_800_px_in_chromium(run_dir, tmp_path):
-    from tests.review.test_review import _chromium
+    from tests.review.test_page import _chromium
 
     assert main(["report", str(run_dir)]) == 0
     page = run_dir / "report" / "report.html"
