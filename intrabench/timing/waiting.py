@@ -13,6 +13,16 @@ waiting``; docs/time-aware.md):
 A table is measured once (``intrabench latency RUN --save FILE``: the medians of a run's
 measured latencies, with the machine they were measured on) or written by hand in the config.
 A converged step waits 0 s in both modes (the model is not called).
+
+**The cold call, charged as a lone user pays it.** A model runs a case once for every
+configuration (prompter x refiner x seed) of the run, and its per-case work (the image encoder,
+a 3D model's first pass) happens in whichever configuration reaches the case first: ranked by
+that, LiteMedSAM's box-3d waited 48.3 s and box-per-slice 3.1 s, and the other way round when
+the config listed them the other way. Every configuration's first call on a case is therefore
+charged the case's cold call (:func:`cold_calls`): in ``measured`` mode the latency of the
+(case, model) group's first call when it is larger than the configuration's own, in ``table``
+mode the table's ``first``. ``set_case`` (``case_setup_seconds``) stays shown apart, in the
+latency table's cold row. A configuration's waiting is thus the same whatever the config's order.
 """
 
 from __future__ import annotations
@@ -21,16 +31,14 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from intrabench.errors import UserError
 from intrabench.timing.human import TimeModel, step_kind
 from intrabench.timing.latency_entries import checked_entries
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 FORMAT = "intrabench-latency-table/1"
 
@@ -111,25 +119,71 @@ def load_table(spec: str | dict[str, dict[str, float]]) -> LatencyTable:
 
 def waiting_seconds(rows: pd.DataFrame, model: TimeModel) -> pd.Series:
     """Seconds the clinician waits at each row's step (module docstring)."""
-    import pandas as pd
-
     measured = (rows["latency_seconds"].astype(float).fillna(0.0) if "latency_seconds" in rows
                 else pd.Series(0.0, index=rows.index))
-    if model.waiting == "measured" or rows.empty:
+    if rows.empty:
         return measured
+    first = configuration_first_calls(rows)
+    if model.waiting == "measured":
+        return measured.where(~first, np.maximum(measured, cold_calls(rows, measured)))
     table = load_table(model.latency_table)
     missing = sorted(set(rows["model"].astype(str)) - set(table.models))
     if missing:
         raise UserError(f"time_model.latency_table ({table.source}) has no latency for "
                         f"{', '.join(missing)}; it has {', '.join(sorted(table.models)) or 'none'}")
-    first = (rows["latency_first_call"].astype(bool) if "latency_first_call" in rows
-             else rows["step"].eq(0))
     kinds = step_kind(rows)
     seconds = [table.seconds(m, f, k) for m, f, k in zip(rows["model"].astype(str), first, kinds)]
     waited = pd.Series(seconds, index=rows.index, dtype=float)
     if "converged" in rows:
         waited[rows["converged"].astype(bool)] = 0.0
     return waited
+
+
+CASE_GROUP = ["run", "dataset", "case", "model"]
+CONFIGURATION = ["prompter", "refiner", "seed"]
+
+
+def _present(rows: pd.DataFrame, columns: list[str]) -> list[str]:
+    return [c for c in columns if c in rows]
+
+
+def _called(rows: pd.DataFrame) -> pd.Series:
+    """True where the model was called (not converged, a latency recorded)."""
+    called = rows["latency_seconds"].notna() if "latency_seconds" in rows else rows["step"].eq(0)
+    if "converged" in rows:
+        called &= ~rows["converged"].astype(bool)
+    return called
+
+
+def configuration_first_calls(rows: pd.DataFrame) -> pd.Series:
+    """True on each configuration's (prompter x refiner x seed) first model call on each
+    (run, dataset, case, model): its first called row in the rows' order (episodes in the
+    case's target order, steps in order); without a latency column, its first step-0 row."""
+    called = _called(rows).to_numpy()
+    keys = _present(rows, CASE_GROUP + CONFIGURATION)
+    first = np.zeros(len(rows), dtype=bool)
+    if called.any():
+        positions = np.flatnonzero(called)
+        groups = (rows.iloc[positions].groupby(keys, sort=False, dropna=False).ngroup()
+                  .to_numpy() if keys else np.zeros(len(positions), dtype=int))
+        _, firsts = np.unique(groups, return_index=True)  # the first position of each group
+        first[positions[firsts]] = True
+    return pd.Series(first, index=rows.index)
+
+
+def cold_calls(rows: pd.DataFrame, measured: pd.Series) -> pd.Series:
+    """Per row: the measured latency of its (run, dataset, case, model) group's cold call
+    (``latency_first_call``; without that column the group's largest first-call latency)."""
+    keys = _present(rows, CASE_GROUP)
+    if "latency_first_call" in rows:
+        cold = measured.where(rows["latency_first_call"].astype(bool) & _called(rows), 0.0)
+    else:
+        cold = measured.where(configuration_first_calls(rows), 0.0)
+    if not keys:
+        return pd.Series(float(cold.max()), index=rows.index)
+    groups = rows.groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+    largest = pd.Series(cold.to_numpy()).groupby(groups).transform("max").to_numpy()
+    return pd.Series(largest, index=rows.index)
 
 
 def waiting_description(model: TimeModel, machine: dict[str, Any] | None) -> str:
