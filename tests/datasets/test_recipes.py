@@ -134,7 +134,7 @@ def build_rider_lung(server, tmp, root):
     tcia.seg(bad, {"Lesion 1": a})
     tcia.publish()
     return {"rider-lung": Expect({"rider_lung_RIDER-1": (reference, [a, c, b])},
-                                 {"rider_lung_RIDER-2": "not equally spaced",
+                                 {"rider_lung_RIDER-2": "004.dcm belongs to the series but cannot be",
                                   "rider_lung_RIDER-1_2": "same image"})}
 
 
