@@ -25,6 +25,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
             print(warning, file=sys.stderr)
     runs = load_runs(args.run_dirs)
     rows = concat_runs(runs)
+    rows, left_out = _without_training_data(rows, args.exclude_training_data)
     from intrabench.reports.failed_units import read_failures, warning_line
 
     failures = read_failures(args.run_dirs)
@@ -49,15 +50,21 @@ def cmd_tables(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_tables_folder(args.run_dirs)
     from intrabench.evaluation.aggregate import to_markdown
     from intrabench.reports.failed_units import add_failed_column
-    from intrabench.reports.tables import prompter_label
+    from intrabench.reports.tables import prompter_label, trained_cells
 
+    marked_total = 0
     for name, title, table in built:
         if "Model" in table and "Prompter" in table:
             table = add_failed_column(table, failures, "Model", "Prompter",
                                       lambda p, r: prompter_label(p, r, layout))
-        paths = write_table(table, out, name, title)
+        marked = trained_cells(table, rows, layout)
+        marked_total += len(marked)
+        paths = write_table(table, out, name, title, marked)
         print(f"## {title or name}\n\n{to_markdown(table)}\n")
+        if marked:
+            print(f"{len(marked)} cell(s) marked \u2020: the model was trained on that dataset\n")
         print(f"written: {', '.join(str(p) for p in paths)}\n", file=sys.stderr)
+    print(_training_data_line(marked_total, left_out))
     for protocol in ("cvpr25", "cvpr25-corrected"):
         if "protocol" in rows and (rows["protocol"] == protocol).any():
             _write_cvpr25_tables(rows[rows["protocol"] == protocol], out, protocol)
@@ -107,6 +114,29 @@ def _write_comparisons(rows, out: Path, args: argparse.Namespace) -> None:
     print(f"## Rank stability ({args.n_boot} bootstrap resamples of the cases)\n\n"
           f"{to_markdown(ranks)}\n")
     print(f"written: {', '.join(map(str, paths))}\n", file=sys.stderr)
+
+
+def _without_training_data(rows, exclude: bool):
+    """``rows`` without those of (model, dataset) pairs the model was trained on when
+    ``exclude`` (``--exclude-training-data``), and how many (model, dataset) pairs that left out."""
+    from intrabench.training_data import COLUMN
+
+    if not exclude or COLUMN not in rows:
+        return rows, 0
+    trained = rows[COLUMN].eq("yes")
+    pairs = rows.loc[trained, ["model", "dataset"]].drop_duplicates()
+    return rows[~trained].reset_index(drop=True), len(pairs)
+
+
+def _training_data_line(marked: int, left_out: int) -> str:
+    """The tables' one line on training data: cells marked, or pairs left out."""
+    if left_out:
+        return (f"training data: {left_out} (model, dataset) pair(s) the model was trained on "
+                "left out of every table (--exclude-training-data)")
+    if marked:
+        return (f"training data: {marked} table cell(s) marked \u2020, the model was trained on "
+                "that dataset; --exclude-training-data leaves them out")
+    return "training data: no table cell is of a dataset its model was trained on"
 
 
 def default_tables_folder(run_dirs: list[str]) -> Path:
@@ -361,6 +391,10 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
                         help="substitute VALUE for missing values before averaging (HD95 of an "
                              "empty prediction is NaN; e.g. the images' diagonal in mm); default: "
                              "leave them out and count them in a Missing column")
+    tables.add_argument("--exclude-training-data", action="store_true",
+                        help="leave out every (model, dataset) pair the model was trained on "
+                             "(model cards' training_data); by default such cells are marked "
+                             "with a dagger")
     tables.add_argument("--split-training-data", action="store_true",
                         help="each table again per in_training_data value (was the case's "
                              "dataset in the model's training data: yes / no / unknown / n/a)")

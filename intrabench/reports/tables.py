@@ -178,11 +178,14 @@ def build_table(rows: pd.DataFrame, layout: Layout | None = None, metric: str = 
 
 
 LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#",
-                 "$": r"\$", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}"}
+                 "$": r"\$", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
+                 "\u2020": r"\textdagger{}"}
 
 
-def to_latex(table: pd.DataFrame, caption: str = "", label: str = "", digits: int = 2) -> str:
-    """A booktabs LaTeX table (no jinja2 needed); numbers with ``digits`` decimals."""
+def to_latex(table: pd.DataFrame, caption: str = "", label: str = "", digits: int = 2,
+             marked: frozenset[tuple[int, str]] = frozenset()) -> str:
+    """A booktabs LaTeX table (no jinja2 needed); numbers with ``digits`` decimals; the cells
+    (row position, column) in ``marked`` carry a dagger (:func:`trained_cells`)."""
     if table.empty:
         return "% (no results)\n"
 
@@ -193,11 +196,12 @@ def to_latex(table: pd.DataFrame, caption: str = "", label: str = "", digits: in
     spec = "".join("r" if n else "l" for n in numeric)
     lines = [r"\begin{table}[ht]", r"\centering", r"\small", rf"\begin{{tabular}}{{{spec}}}",
              r"\toprule", " & ".join(escape(c) for c in table.columns) + r" \\", r"\midrule"]
-    for values in table.itertuples(index=False):
+    for position, values in enumerate(table.itertuples(index=False)):
         cells = []
-        for value, is_number in zip(values, numeric):
+        for column, value, is_number in zip(table.columns, values, numeric):
             if is_number:
-                cells.append("" if value != value else f"{value:.{digits}f}")
+                dagger = r"$^\dagger$" if (position, column) in marked else ""
+                cells.append("" if value != value else f"{value:.{digits}f}{dagger}")
             else:
                 cells.append(escape(value))
         lines.append(" & ".join(cells) + r" \\")
@@ -210,16 +214,69 @@ def to_latex(table: pd.DataFrame, caption: str = "", label: str = "", digits: in
     return "\n".join(lines) + "\n"
 
 
-def write_table(table: pd.DataFrame, out_dir: Path, name: str, title: str = "") -> list[Path]:
+TRAINED_NOTE = ("† the model was trained on this dataset (its model card's training_data; "
+                "'intrabench tables --exclude-training-data' leaves these cells out)")
+
+
+def trained_cells(table: pd.DataFrame, rows: pd.DataFrame,
+                  layout: Layout | None = None) -> frozenset[tuple[int, str]]:
+    """The cells (row position, dataset column) of ``table`` (:func:`build_table` of ``rows``)
+    whose (model, dataset) pair the model was trained on: a row of that model, prompter and
+    dataset with ``in_training_data`` "yes" (a merged column: any of its datasets)."""
+    from intrabench.training_data import COLUMN
+
+    if table.empty or COLUMN not in rows or not {"Model", "Prompter"} <= set(table.columns):
+        return frozenset()
+    layout = layout or Layout()
+    trained = rows[rows[COLUMN].eq("yes")]
+    if trained.empty:
+        return frozenset()
+    column_of = {member: column for column, members in layout.columns.items()
+                 for member in members}
+    pairs = {(layout.models.get(m, m), prompter_label(p, r, layout),
+              column_of.get(d, d) if layout.columns else d)
+             for m, p, r, d in trained[["model", "prompter", "refiner", "dataset"]]
+             .drop_duplicates().itertuples(index=False)}
+    return frozenset((position, column) for position, (model, prompter)
+                     in enumerate(zip(table["Model"], table["Prompter"]))
+                     for m, p, column in pairs
+                     if m == model and p == prompter and column in table.columns)
+
+
+def _marked_for_markdown(table: pd.DataFrame, marked: frozenset[tuple[int, str]],
+                         digits: int = 2) -> pd.DataFrame:
+    """``table`` with the marked columns as text, a dagger after each marked cell's value."""
+    shown = table.copy()
+    for column in {c for _, c in marked}:
+        values = table[column].tolist()
+        shown[column] = ["" if v != v else f"{v:.{digits}f}" + ("†" if (i, column) in marked
+                                                                else "")
+                         for i, v in enumerate(values)]
+    return shown
+
+
+def write_table(table: pd.DataFrame, out_dir: Path, name: str, title: str = "",
+                marked: frozenset[tuple[int, str]] = frozenset()) -> list[Path]:
     """``<name>.md``, ``<name>.tex`` and ``<name>.csv`` under ``out_dir``; returns the paths.
     Names with hidden characters are shown escaped in all three; in the CSV, text a
-    spreadsheet would run as a formula is quoted (:func:`~intrabench.display_text.spreadsheet_safe`)."""
+    spreadsheet would run as a formula is quoted (:func:`~intrabench.display_text.spreadsheet_safe`).
+    ``marked`` (:func:`trained_cells`): a dagger and a footnote in the Markdown and LaTeX, a
+    ``Trained on`` column (the row's marked dataset columns) in the CSV."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    markdown = (f"**{title}**\n\n" if title else "") + to_markdown(table) + "\n"
+    note = f"\n\n{TRAINED_NOTE} ({len(marked)} cell(s))" if marked else ""
+    markdown = ((f"**{title}**\n\n" if title else "")
+                + to_markdown(_marked_for_markdown(table, marked) if marked else table)
+                + note + "\n")
     paths = [out_dir / f"{name}.md", out_dir / f"{name}.tex", out_dir / f"{name}.csv"]
     paths[0].write_text(markdown)
-    paths[1].write_text(to_latex(table, caption=title, label=f"tab:{name}"))
-    spreadsheet_safe(table, escape=True).to_csv(paths[2], index=False, float_format="%.4f")
+    caption = (f"{title}. {TRAINED_NOTE}" if title else TRAINED_NOTE) if marked else title
+    paths[1].write_text(to_latex(table, caption=caption, label=f"tab:{name}", marked=marked))
+    csv = table
+    if marked:
+        csv = table.assign(**{"Trained on": ["; ".join(c for c in table.columns
+                                                      if (i, c) in marked)
+                                             for i in range(len(table))]})
+    spreadsheet_safe(csv, escape=True).to_csv(paths[2], index=False, float_format="%.4f")
     return paths
 
 
