@@ -260,7 +260,8 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
     Columns: ``mean`` (mean over classes of the mean over cases of case means: the paper's
     number), ``median``, ``std``, ``q1``, ``q3`` (over per-case scores, a case's score being the
     mean over its classes), ``ci_low``/``ci_high`` (bootstrap over cases, see
-    :func:`bootstrap_ci`), ``n_cases``, ``n_targets`` (distinct targets: a target scored
+    :func:`bootstrap_ci`; NaN below :data:`~intrabench.evaluation.paired.MIN_CASES_INTERVAL`
+    cases, ``ci_note`` then saying "n too small (at least 5 cases)"), ``n_cases``, ``n_targets`` (distinct targets: a target scored
     with two seeds counts once), ``n_values`` (the target x seed values averaged) and
     ``n_missing`` (values that were NaN, e.g. HD95 of an empty prediction: left out of every
     mean, or replaced by ``missing_value`` when one is given, then counted in ``n_values`` too).
@@ -268,6 +269,8 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
     table's number, missing values included (a case's score is the mean over seeds of its
     per-seed score; the bootstrap draws the same cases for every seed).
     """
+    from intrabench.evaluation.paired import MIN_CASES_INTERVAL, TOO_FEW
+
     config = [c for c in config if c in rows]
     records = []
     for identity, group in rows.groupby(config + ["dataset"], sort=True, dropna=False):
@@ -275,9 +278,11 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
         group = fill_missing(group, metric, missing_value)
         matrix = seed_case_class_matrices(group, metric)
         per_case_scores = _case_scores(matrix)
-        # a bootstrap over one case resamples that case: no interval (NaN), not a zero-width one
+        # a bootstrap over 2 cases is the range of the two values, without a word: below
+        # MIN_CASES_INTERVAL cases no interval (NaN; ``ci_note`` says "n too small")
+        enough = per_case_scores.size >= MIN_CASES_INTERVAL
         low, high = (bootstrap_ci(matrix, n_boot=n_boot, confidence=confidence, seed=seed)
-                     if per_case_scores.size > 1 else (float("nan"), float("nan")))
+                     if enough else (float("nan"), float("nan")))
         record = dict(zip(config + ["dataset"], identity))
         record.update({
             "metric": metric,
@@ -288,6 +293,7 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
             "q3": float(np.quantile(per_case_scores, 0.75)) if per_case_scores.size else float("nan"),
             "ci_low": low,
             "ci_high": high,
+            "ci_note": "" if enough else f"{TOO_FEW} (at least {MIN_CASES_INTERVAL} cases)",
             "n_cases": int(matrix.shape[1]),
             "n_targets": count_targets(group),
             "n_values": int(group[metric].notna().sum()),
