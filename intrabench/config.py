@@ -274,9 +274,29 @@ class RunConfig(BaseModel):
                 raise ConfigError(f"imports: importing '{module}' failed: "
                                   f"{one_line_cause(error)}") from None
 
+    def _check_names_known(self) -> None:
+        """Every unknown dataset, model, prompter and refiner name of the config in one line
+        (a model served elsewhere, ``runs_in``, is registered when it is checked: not here)."""
+        groups = ((registry.datasets, self.datasets),
+                  (registry.models, [s for s in self.models if s.runs_in is None]),
+                  (registry.prompters, self.prompters), (registry.refiners, self.refiners))
+        unknown = list(dict.fromkeys((reg, spec.name) for reg, specs in groups
+                                     for spec in specs if not reg.is_known(spec.name)))
+        if len(unknown) == 1:
+            unknown[0][0].get(unknown[0][1])  # one name: its own message, the valid names
+        if unknown:
+            raise ConfigError(
+                f"{len(unknown)} unknown names: "
+                f"{', '.join(reg.unknown_note(name) for reg, name in unknown)}; "
+                "'intrabench models list', 'intrabench prompters list' (refiners too) and "
+                "'intrabench datasets list' show the valid ones (your own component: list its "
+                "module under 'imports:' in the config, or register it through an entry point: "
+                "docs/adding-a-model.md)")
+
     def validate_components(self) -> None:
         """Check every name and parameter against the registries (no model is loaded)."""
         self.import_modules()
+        self._check_names_known()
         for spec in self.datasets:
             registry.datasets.check_params(spec.name, spec.params)
         dataset_keys = [spec.key for spec in self.datasets]

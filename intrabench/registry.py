@@ -118,6 +118,21 @@ class Registry(Generic[T]):
         self._ensure_loaded()
         return self._sources[name]
 
+    def is_known(self, name: str) -> bool:
+        """Whether ``name`` is registered (loading the registry as ``get`` would; no error)."""
+        if name in self._classes:
+            return True
+        if not self._loaded and self._import_defining_module(name):
+            return True
+        self._ensure_loaded()
+        return name in self._classes
+
+    def unknown_note(self, name: str) -> str:
+        """``model 'sam-mde' (did you mean 'sam-med'?)``: an unknown name for a list."""
+        self._ensure_loaded()
+        close = difflib.get_close_matches(name, self._classes, n=1)
+        return f"{self.kind} '{name}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+
     def get(self, name: str) -> type[T]:
         if name in self._classes:  # registered by a module imported already: no full load
             return self._classes[name]
