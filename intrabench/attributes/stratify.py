@@ -9,8 +9,10 @@ The VizWiz-SalientObject analysis (its Table 3) for 3D targets. From the result 
    (:mod:`intrabench.evaluation.episode_metrics`).
 2. **Groups** (:func:`assign_groups`). A ``tertiles`` attribute splits each dataset's targets at
    its 1/3 and 2/3 quantiles (linear interpolation): ``low`` (value <= first cut), ``mid``,
-   ``high`` (value > second cut). Values tied at a cut go to the lower group; an attribute with
-   fewer than three distinct values in a dataset gets no groups there. A ``presence`` attribute
+   ``high`` (value > second cut). Values are rounded to 4 significant digits first (floating-point
+   noise in a spacing forms no group); values tied at a cut go to the lower group; an attribute
+   with fewer than 3 targets or fewer than three distinct values in a dataset gets no groups
+   there (the cuts table's ``note`` says which). A ``presence`` attribute
    gives ``no``/``yes``. Groups are relative to each dataset; several datasets are then pooled.
 3. **Means** (:func:`stratified_table`). Per configuration x attribute x group x metric: the mean
    over the group's targets, a percentile-bootstrap 95% CI resampling targets (seeded), and the
@@ -55,20 +57,47 @@ def target_scores(rows: pd.DataFrame) -> pd.DataFrame:
     return scores
 
 
+#: a dataset's targets are cut into tertiles only from this many; fewer: no groups (9, 3 per
+#: group, is the aim: the hand-computed tables of tests/attributes/test_stratify.py still use 3)
+MIN_TARGETS_TERTILES = 3
+#: values are rounded to this many significant digits before they are compared or cut, so that
+#: floating-point noise (a spacing of 3.07062 vs 3.07063 mm) forms no groups
+SIGNIFICANT_DIGITS = 4
+
+
+def rounded(values: pd.Series) -> pd.Series:
+    """The numeric ``values`` rounded to :data:`SIGNIFICANT_DIGITS` significant digits (NaN,
+    inf and non-numbers as NaN/inf)."""
+    numbers = pd.to_numeric(values, errors="coerce").astype(float)
+    finite = np.isfinite(numbers)
+    out = numbers.copy()
+    out[finite] = [float(f"{v:.{SIGNIFICANT_DIGITS}g}") for v in numbers[finite]]
+    return out
+
+
 def tertile_cuts(values: pd.Series) -> tuple[float, float] | None:
-    """The 1/3 and 2/3 quantiles of the finite ``values``; None with fewer than three distinct
-    values (no three groups to make)."""
-    finite = pd.to_numeric(values, errors="coerce").astype(float)
+    """The 1/3 and 2/3 quantiles of the finite ``values`` (:func:`rounded`); None with fewer
+    than :data:`MIN_TARGETS_TERTILES` values or fewer than three distinct ones."""
+    return tertile_cuts_and_note(values)[0]
+
+
+def tertile_cuts_and_note(values: pd.Series) -> tuple[tuple[float, float] | None, str]:
+    """:func:`tertile_cuts` and, when None, why ("n too small (at least 9 targets)", ...)."""
+    finite = rounded(values)
     finite = finite[np.isfinite(finite)]
+    if len(finite) < MIN_TARGETS_TERTILES:
+        return None, f"n too small (at least {MIN_TARGETS_TERTILES} targets)"
     if finite.nunique() < 3:
-        return None
+        return None, (f"fewer than 3 distinct values (at {SIGNIFICANT_DIGITS} significant "
+                      "digits)")
     low, high = np.quantile(finite.to_numpy(), [1.0 / 3.0, 2.0 / 3.0])
-    return float(low), float(high)
+    return (float(low), float(high)), ""
 
 
 def tertile_group(values: pd.Series, cuts: tuple[float, float] | None) -> pd.Series:
-    """``low``/``mid``/``high`` per value (see the module docstring); missing stays missing."""
-    numbers = pd.to_numeric(values, errors="coerce").astype(float)
+    """``low``/``mid``/``high`` per value (see the module docstring; values :func:`rounded`
+    as the cuts were); missing stays missing."""
+    numbers = rounded(values)
     out = pd.Series(pd.NA, index=values.index, dtype="object")
     if cuts is None:
         return out
@@ -96,13 +125,14 @@ def assign_groups(targets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         # cuts over each dataset's distinct targets, not over configurations x targets
         distinct = targets.drop_duplicates(TARGET)
         for dataset, members in distinct.groupby("dataset", sort=True):
-            cuts = tertile_cuts(members[spec.column])
+            cuts, note = tertile_cuts_and_note(members[spec.column])
             chosen = targets["dataset"] == dataset
             targets.loc[chosen, column] = tertile_group(targets.loc[chosen, spec.column], cuts)
             cuts_rows.append({"dataset": dataset, "attribute": spec.name,
                               "cut_low": cuts[0] if cuts else np.nan,
-                              "cut_high": cuts[1] if cuts else np.nan})
-    return targets, pd.DataFrame(cuts_rows, columns=["dataset", "attribute", "cut_low", "cut_high"])
+                              "cut_high": cuts[1] if cuts else np.nan, "note": note})
+    return targets, pd.DataFrame(cuts_rows, columns=["dataset", "attribute", "cut_low", "cut_high",
+                                                     "note"])
 
 
 def _metrics(targets: pd.DataFrame) -> list[str]:
