@@ -14,7 +14,7 @@ from pathlib import Path
 
 from intrabench import registry
 from intrabench.config import RunConfig
-from intrabench.engine.plan import make_plan
+from intrabench.engine.plan import counted, make_plan
 from intrabench.io.results import ResultsStore
 
 
@@ -37,11 +37,12 @@ def print_time_estimate(pending: list) -> None:
     progress.close()
     names = ", ".join(untimed)
     if eta is None:
-        print(f"\ntime: no estimate yet: {len(untimed)} model(s) never ran this work on this "
-              f"machine ({names}); the run times them, and later runs and dry runs use that")
+        print(f"\ntime: no estimate yet: {counted(len(untimed), 'model')} never ran this work "
+              f"on this machine ({names}); the run times them, and later runs and dry runs use "
+              "that")
     elif untimed:
         print(f"\ntime: about {format_seconds(eta)} for the models this machine has timed, "
-              f"plus {len(untimed)} model(s) not timed yet ({names}): a lower bound; "
+              f"plus {counted(len(untimed), 'model')} not timed yet ({names}): a lower bound; "
               f"{load_note(load)}")
     else:
         print(f"\ntime: about {format_seconds(eta)} (estimated from this machine's record of "
@@ -93,8 +94,10 @@ def print_dry_run(config: RunConfig, out: Path, extend: bool = False) -> int:
     store = ResultsStore(out)
     done = sum(store.is_done(unit.key) for unit in plan.units)
     print(f"run '{config.name}' -> {out}")
-    print(f"{len(plan.units)} work units ({done} already done there), "
-          f"{len(config.seeds)} seed(s), {config.refinement_steps} refinement step(s)")
+    refined = any(unit.refiner is not None for unit in plan.units)
+    steps = f", {counted(config.refinement_steps, 'refinement step')}" if refined else ""
+    print(f"{counted(len(plan.units), 'work unit')} ({done} already done there), "
+          f"{counted(len(config.seeds), 'seed')}{steps}")
     pairs: dict[tuple[str, str], dict] = {}  # (model, dataset) -> units, cases, refined
     for unit in plan.units:
         pair = pairs.setdefault((unit.model.key, unit.dataset.key),
@@ -118,6 +121,6 @@ def print_dry_run(config: RunConfig, out: Path, extend: bool = False) -> int:
         for pair, reason in skipped:
             print(f"  {pair}: {reason}")
     if not plan.units:
-        print("\nnothing to run: every combination is incompatible")
+        print("\nnothing to run: every combination is left out by the config or incompatible")
         return 2
     return 0

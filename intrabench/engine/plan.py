@@ -93,13 +93,26 @@ class Plan:
                  item["reason"]): None for item in self.skipped}
 
     def skipped_line(self) -> str:
-        """How many combinations are skipped, said the same way by ``--dry-run`` and the run:
-        ``6 incompatible combination(s) skipped (12 with each dataset counted)``."""
-        combinations = len(self.skipped_combinations())
-        per_dataset = len(self.skipped)
-        extra = (f" ({per_dataset} with each dataset counted)" if per_dataset != combinations
-                 else "")
-        return f"{combinations} incompatible combination(s) skipped{extra}"
+        """How many combinations are skipped, said the same way by ``--dry-run`` and the run,
+        those the config left out on purpose (a model's ``datasets:``, ``prompters:``,
+        ``refiners:``) apart from the incompatible ones: ``2 combinations left out by the
+        config; 6 incompatible combinations skipped (12 with each dataset counted)``."""
+        parts = []
+        for left_out, noun, what in ((True, "combination", "left out by the config"),
+                               (False, "incompatible combination", "skipped")):
+            records = [item for item in self.skipped if bool(item.get("left_out")) == left_out]
+            combinations = len(Plan(units=[], skipped=records).skipped_combinations())
+            if not records:
+                continue
+            extra = (f" ({len(records)} with each dataset counted)"
+                     if len(records) != combinations else "")
+            parts.append(f"{counted(combinations, noun)} {what}{extra}")
+        return "; ".join(parts)
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 target``, ``2 targets``: a count with its noun in the right number."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:
@@ -150,7 +163,7 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
             model_cls = registry.models.get(model_spec.name)
             if model_spec.datasets is not None and dataset_spec.key not in model_spec.datasets:
                 plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
-                                     "prompter": "", "refiner": "",
+                                     "prompter": "", "refiner": "", "left_out": "yes",
                                      "reason": f"dataset '{dataset_spec.key}' left out: the "
                                                "config runs the model on "
                                                f"{', '.join(model_spec.datasets)} only"})
@@ -160,6 +173,7 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                         prompter_spec.key not in model_spec.prompters:
                     plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
                                          "prompter": prompter_spec.key, "refiner": "",
+                                         "left_out": "yes",
                                          "reason": "left out: the config runs the model with "
                                                    f"{', '.join(model_spec.prompters)} only"})
                     continue
@@ -177,7 +191,7 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                         plan.skipped.append({
                             "dataset": dataset_spec.key, "model": model_spec.key,
                             "prompter": prompter_spec.key, "refiner": refiner_spec.key,
-                            "reason": "left out: the config refines the model with "
+                            "left_out": "yes", "reason": "left out: the config refines the model with "
                                       f"{', '.join(model_spec.refiners) or 'no refiner'} only"})
                         continue
                     refiner_reason = incompatibility(

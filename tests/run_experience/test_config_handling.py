@@ -142,7 +142,7 @@ def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["run", "--dry-run", "--out", str(out), "--set", "refinement_steps=2"]) == 0
     printed = capsys.readouterr().out
-    assert "72 work units (0 already done there), 1 seed(s), 2 refinement step(s)" in printed
+    assert "72 work units (0 already done there), 1 seed, 2 refinement steps" in printed
     assert any(line.split() == ["litemedsam", "demo-real", "12", "3", "1"]
                for line in printed.splitlines())
     assert "litemedsam: dataset 'phantoms' left out: the config runs the model on demo-real " \

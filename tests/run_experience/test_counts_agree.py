@@ -16,7 +16,7 @@ def test_dry_run_and_run_say_the_same_skipped_count(tmp_path, capsys):
         "prompters: [box-3d, box-per-slice]\n")
     assert main(["run", str(config), "--out", str(tmp_path / "run"), "--dry-run"]) == 0
     dry = capsys.readouterr().out
-    line = "1 incompatible combination(s) skipped (2 with each dataset counted)"
+    line = "1 incompatible combination skipped (2 with each dataset counted)"
     assert line in dry
     main(["run", str(config), "--out", str(tmp_path / "run")])
     assert line in capsys.readouterr().err
@@ -31,7 +31,7 @@ def test_dry_run_estimates_the_time_from_this_machines_record(tmp_path, capsys, 
                       "shape: [12, 32, 32]}]\nmodels: [region-growing-3d]\n"
                       "prompters: [box-3d]\n")
     assert main(["run", str(config), "--out", str(tmp_path / "a"), "--dry-run"]) == 0
-    assert ("time: no estimate yet: 1 model(s) never ran this work on this machine "
+    assert ("time: no estimate yet: 1 model never ran this work on this machine "
             "(region-growing-3d)") in capsys.readouterr().out
     assert main(["run", str(config), "--out", str(tmp_path / "a")]) == 0
     capsys.readouterr()

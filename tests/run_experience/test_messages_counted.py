@@ -29,3 +29,33 @@ def test_one_unknown_name_keeps_its_list_of_valid_names():
     with pytest.raises(ConfigError, match="unknown model 'no-such-model'.*Valid models: .*"
                                           "region-growing-3d"):
         parse_config({**BASE, "models": ["region-growing-3d", "no-such-model"]})
+
+
+def _dry_run(tmp_path, capsys, text: str) -> str:
+    from intrabench.cli import main
+
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    assert main(["run", str(config), "--out", str(tmp_path / "run"), "--dry-run"]) == 0
+    return capsys.readouterr().out
+
+
+def test_left_out_pairs_are_counted_apart_from_incompatible_ones(tmp_path, capsys):
+    """random-walker-3d is limited to box-3d (left out with box-per-slice on purpose);
+    region-growing-3d cannot take box-per-slice (incompatible)."""
+    out = _dry_run(tmp_path, capsys,
+                   "name: c\ndatasets: [{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}]\n"
+                   "models: [{name: random-walker-3d, prompters: [box-3d]}, region-growing-3d]\n"
+                   "prompters: [box-3d, box-per-slice]\n")
+    assert "1 combination left out by the config; 1 incompatible combination skipped:" in out
+    assert "2 work units (0 already done there), 1 seed\n" in out
+
+
+def test_a_dry_run_without_refiners_names_no_refinement_steps(tmp_path, capsys):
+    text = ("name: c\ndatasets: [{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}]\n"
+            "models: [region-growing-3d]\nprompters: [box-3d]\nrefinement_steps: 5\n")
+    out = _dry_run(tmp_path, capsys, text)
+    assert "1 work unit (0 already done there), 1 seed\n" in out
+    assert "refinement" not in out
+    out = _dry_run(tmp_path, capsys, text + "refiners: [scribble]\n")
+    assert "1 work unit (0 already done there), 1 seed, 5 refinement steps\n" in out
