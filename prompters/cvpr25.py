@@ -66,9 +66,17 @@ class Cvpr25Box(Prompter):
             return Prompt()
         sub, offset = foreground_crop(gt)
         fg = foreground_slices(sub)
-        z_mid = median_slice(fg, upper=True)
-        box = tight_box_2d(sub[z_mid])
-        _, height, width = gt.shape
+        return self._prompt(context, self.xy_box(sub, fg), offset, fg)
+
+    def xy_box(self, sub: np.ndarray, fg: np.ndarray):
+        """The tight xy box (crop coordinates) the challenge enlarges: the target on z_mid."""
+        return tight_box_2d(sub[median_slice(fg, upper=True)])
+
+    def _prompt(self, context: PromptContext, box, offset: np.ndarray,
+                fg: np.ndarray) -> Prompt:
+        """The 3D box over the target's slices ``fg`` (crop coordinates, crop at ``offset``)
+        with ``box`` enlarged by the challenge's shared random shift and clipped (4)."""
+        _, height, width = context.ground_truth.shape
         shift = int(context.rng.integers(0, self.max_shift + 1)) if self.max_shift else 0
         shift_y, shift_x = int(shift * height / 256), int(shift * width / 256)
         y_min = max(0, box.y_min + int(offset[1]) - shift_y)
@@ -101,24 +109,9 @@ class Cvpr25BoxCorrected(Cvpr25Box):
     effort_rule: ClassVar[str] = ("2D box around the whole target (2) + 2 boundary slices = 4 "
                                   "(CVPR25#5)")
 
-    def initial(self, context: PromptContext) -> Prompt:
-        gt = context.ground_truth
-        if not gt.any():
-            return Prompt()
-        sub, offset = foreground_crop(gt)
-        fg = foreground_slices(sub)
-        box = tight_box_2d(sub.any(axis=0))  # the projection over every slice
-        _, height, width = gt.shape
-        shift = int(context.rng.integers(0, self.max_shift + 1)) if self.max_shift else 0
-        shift_y, shift_x = int(shift * height / 256), int(shift * width / 256)
-        y_min = max(0, box.y_min + int(offset[1]) - shift_y)
-        x_min = max(0, box.x_min + int(offset[2]) - shift_x)
-        y_max = min(height - 1, box.y_max + int(offset[1]) + shift_y)
-        x_max = min(width - 1, box.x_max + int(offset[2]) + shift_x)
-        z_min, z_max = int(fg[0] + offset[0]), int(fg[-1] + offset[0])
-        return Prompt(box3d=Box3D(z_min, y_min, x_min, z_max, y_max, x_max),
-                      interactions=interactions("box2d", 1) + interactions("boundary_slice", 2),
-                      effort_label="4")
+    def xy_box(self, sub: np.ndarray, fg: np.ndarray):
+        """The tight xy box of the target's projection over all its slices."""
+        return tight_box_2d(sub.any(axis=0))
 
 
 def challenge_click(component: np.ndarray) -> tuple[int, ...]:
