@@ -73,6 +73,8 @@ class DatasetToVerify:
     label: str
     dataset: Any
     layout_problems: list[str] = field(default_factory=list)
+    #: the cases to read (a run config's ``cases:`` / ``max_cases:``); None: every case
+    cases: list[str] | None = None
 
 
 def _one_line(error: BaseException) -> str:
@@ -114,7 +116,7 @@ def dataset_coverage(item: DatasetToVerify, reports: list[CaseReport]) -> Any:
 
 def check_dataset(item: DatasetToVerify) -> Iterator[CaseReport]:
     """Every case of the dataset, in its own order, one report each (lazily: print as you go)."""
-    for case_id in item.dataset.case_ids():
+    for case_id in item.dataset.case_ids() if item.cases is None else item.cases:
         yield check_case(item.dataset, case_id)
 
 
@@ -182,13 +184,15 @@ def resolve(name: str, root: str | None = None) -> list[DatasetToVerify]:
         if _is_run_config(path):
             from intrabench.config import load_config
             from intrabench.engine.model_needs import unmet_needs
-            from intrabench.engine.plan import make_plan
+            from intrabench.engine.plan import make_plan, select_cases
 
             config = load_config(path)
             found = []
-            for spec in config.datasets:
+            for spec in config.datasets:  # the cases the run reads: its cases:, max_cases:
                 dataset = registry.datasets.create(spec.name, spec.params)
-                found.append(DatasetToVerify(spec.key, dataset, _layout_of(dataset)))
+                cases = (select_cases(dataset, spec)
+                         if spec.cases is not None or spec.max_cases is not None else None)
+                found.append(DatasetToVerify(spec.key, dataset, _layout_of(dataset), cases))
             # what the config's models need from these cases, as the run checks it first
             datasets = {item.label: item.dataset for item in found}
             units = make_plan(config, datasets).units

@@ -62,6 +62,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     """Each case read as ``run`` reads it (:mod:`intrabench.datasets.verify`), a line each."""
     from intrabench.datasets.verify import check_dataset, dataset_coverage, resolve
+    from intrabench.engine.plan import counted
 
     failed = 0
     for name in args.names:
@@ -81,8 +82,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             for line in coverage.errors:
                 print(f"{item.label}: {line}", flush=True)
             ok = not item.layout_problems and not bad and reports and not coverage.errors
-            print(f"{item.label}: {len(reports) - bad}/{len(reports)} cases ok, {targets} "
-                  "targets" + ("" if ok else " -- PROBLEMS"), flush=True)
+            print(f"{item.label}: {len(reports) - bad}/{len(reports)} cases ok, "
+                  f"{counted(targets, 'target')}" + ("" if ok else " -- PROBLEMS"), flush=True)
             failed += 0 if ok else 1
     return 1 if failed else 0
 

@@ -110,12 +110,20 @@ class Plan:
         return "; ".join(parts)
 
 
+def listed(items: list, limit: int = 10) -> str:
+    """``a, b, c`` or, cut, ``a, b, ... and 26 more``: a list in a message."""
+    shown = ", ".join(str(item) for item in items[:limit])
+    return shown + (f", ... and {len(items) - limit} more" if len(items) > limit else "")
+
+
 def counted(number: int, noun: str) -> str:
     """``1 target``, ``2 targets``: a count with its noun in the right number."""
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def _select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:
+def select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:
+    """The case ids of ``dataset`` a run of ``spec`` reads (its ``cases:``, ``max_cases:``),
+    in the dataset's order; UserError naming the unknown ones."""
     available = dataset.case_ids()
     for case_id in available:  # a case id names prediction files: one plain name
         problem = path_component_problem(case_id)
@@ -125,10 +133,9 @@ def _select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:
     if spec.cases is not None:
         unknown = [c for c in spec.cases if c not in available]
         if unknown:
-            raise UserError(
-                f"dataset '{spec.key}': unknown cases {unknown}; available: {available[:10]}"
-                + (" ..." if len(available) > 10 else "")
-            )
+            raise UserError(f"dataset '{spec.key}': unknown "
+                            f"{'case' if len(unknown) == 1 else 'cases'} {listed(unknown)}; "
+                            f"available: {listed(available)}")
         available = [c for c in available if c in spec.cases]
     if spec.max_cases is not None:
         available = available[: spec.max_cases]
@@ -158,7 +165,7 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
     surface_steps = (config.surface_metrics_at if isinstance(config.surface_metrics_at, str)
                      else tuple(sorted(set(config.surface_metrics_at))))
     for dataset_spec in config.datasets:
-        case_ids = _select_cases(datasets[dataset_spec.key], dataset_spec)
+        case_ids = select_cases(datasets[dataset_spec.key], dataset_spec)
         for model_spec in config.models:
             model_cls = registry.models.get(model_spec.name)
             if model_spec.datasets is not None and dataset_spec.key not in model_spec.datasets:

@@ -59,3 +59,30 @@ def test_a_dry_run_without_refiners_names_no_refinement_steps(tmp_path, capsys):
     assert "refinement" not in out
     out = _dry_run(tmp_path, capsys, text + "refiners: [scribble]\n")
     assert "1 work unit (0 already done there), 1 seed, 5 refinement steps\n" in out
+
+
+def test_verify_of_a_config_reads_only_its_cases(tmp_path, capsys):
+    from intrabench.cli import main
+
+    config = tmp_path / "c.yaml"
+    config.write_text("name: c\ndatasets: [{name: demo-phantoms, n_cases: 3, shape: [12, 32, 32],"
+                      " n_lesions: [1, 1],"
+                      " cases: [phantom_001], label: ph}]\nmodels: [region-growing-3d]\n"
+                      "prompters: [box-3d]\n")
+    assert main(["datasets", "verify", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "phantom_001: ok, 1 target (" in out
+    assert "phantom_000" not in out and "phantom_002" not in out
+    assert "ph: 1/1 cases ok, 1 target\n" in out
+
+
+def test_unknown_cases_list_says_how_many_more_it_cut():
+    from intrabench import registry
+    from intrabench.engine.plan import select_cases
+
+    config = parse_config({**BASE, "datasets": [
+        {"name": "demo-phantoms", "n_cases": 13, "shape": [12, 32, 32], "cases": ["nope"]}]})
+    dataset = registry.datasets.create(config.datasets[0].name, config.datasets[0].params)
+    with pytest.raises(Exception, match=r"unknown case nope; available: phantom_000, .*"
+                                        r"phantom_009, \.\.\. and 3 more$"):
+        select_cases(dataset, config.datasets[0])
