@@ -1,4 +1,10 @@
-"""What the rating page shows for one mask: windowed axial slices, the mask, the prompt.
+"""What the rating page shows for one mask: axial slices, the mask, the prompt.
+
+Each picture is shipped as an RGB PNG (lossless): red and green hold the slice's grey value
+quantised to 16 bits (red the high byte; value = ``base + scale * (256 * red + green)``, with
+``scale`` 1 for integer images spanning at most 65536 values: exact), blue the grey of the
+job's default window (8 bits, exactly as the page showed it before a window could be changed).
+The page applies the rater's window (centre, width) in a canvas.
 
 Every picture is an axial slice shown the radiological way: anterior at the top and the
 patient's right on the viewer's left (canonical (z, y, x) arrays are RAS, so both in-plane axes
@@ -39,8 +45,61 @@ def window(image: np.ndarray, is_ct: bool, inside_mean: float) -> tuple[float, f
     return float(low), float(max(high, low + 1e-6))
 
 
+#: CT window presets (name, centre, width), HU.
+CT_PRESETS = (("soft tissue", 40.0, 400.0), ("lung", -600.0, 1500.0), ("bone", 400.0, 1800.0))
+#: MR window presets: (name, low percentile, high percentile) of the shown slices.
+MR_PRESETS = (("percentiles 0.5-99.5", 0.5, 99.5), ("percentiles 2-98", 2.0, 98.0))
+#: Quantisation levels of the shipped grey values (16 bits).
+GREY_LEVELS = 65536
+#: Quantisation steps per default window width for non-integer images: a window 4 times
+#: narrower than the default still has its 256 grey levels.
+WINDOW_STEPS = 1024
+
+
+def window_presets(planes: np.ndarray, is_ct: bool) -> list[dict[str, Any]]:
+    """The page's window presets for a job: CT soft tissue, lung and bone; MR two percentile
+    windows of ``planes`` (the shown slices). Each ``{"name", "centre", "width"}``."""
+    if is_ct:
+        return [{"name": n, "centre": c, "width": w} for n, c, w in CT_PRESETS]
+    presets = []
+    for name, low_q, high_q in MR_PRESETS:
+        low, high = (float(v) for v in np.percentile(planes, [low_q, high_q]))
+        high = max(high, low + 1e-6)
+        presets.append({"name": name, "centre": (low + high) / 2, "width": high - low})
+    return presets
+
+
+def grey_scale(planes: np.ndarray, width: float) -> tuple[float, float]:
+    """(base, scale) quantising ``planes`` to at most 16 bits: value = base + scale * q, q in
+    0..65535. Integer values spanning at most 65536 values: scale 1 (lossless); otherwise a
+    step of :data:`WINDOW_STEPS` per default window ``width`` (a window that narrow still shows
+    every grey level), coarser where the range needs it."""
+    low, high = float(planes.min()), float(planes.max())
+    if np.array_equal(planes, np.round(planes)) and high - low < GREY_LEVELS:
+        return low, 1.0
+    return low, max((high - low) / (GREY_LEVELS - 1), width / WINDOW_STEPS, 1e-12)
+
+
+def windowed(plane: np.ndarray, low: float, high: float) -> np.ndarray:
+    """uint8 grey of ``plane`` in the window ``[low, high]``: round(clip((v - low) / (high -
+    low), 0, 1) * 255), halves to even (the page computes the same for other windows)."""
+    scaled = np.clip((plane.astype(np.float64) - low) / (high - low), 0, 1) * 255
+    return scaled.round().astype(np.uint8)
+
+
+def grey_pixels(plane: np.ndarray, low: float, high: float, base: float,
+                scale: float) -> np.ndarray:
+    """uint8 (h, w, 3) of a (h, w) ``plane``: red, green the 16-bit quantised value (high,
+    low byte), blue the grey in the default window ``[low, high]``."""
+    q = np.clip(np.round((plane.astype(np.float64) - base) / scale), 0, GREY_LEVELS - 1)
+    q = q.astype(np.uint16)
+    return np.stack([(q >> 8).astype(np.uint8), (q & 255).astype(np.uint8),
+                     windowed(plane, low, high)], axis=-1)
+
+
 def png_data_url(pixels: np.ndarray) -> str:
-    """A grey (uint8 (h, w)) or RGBA (uint8 (h, w, 4)) picture as a PNG data URL."""
+    """A grey (uint8 (h, w)), RGB (uint8 (h, w, 3)) or RGBA (uint8 (h, w, 4)) picture as a
+    PNG data URL."""
     from PIL import Image
 
     buffer = io.BytesIO()
@@ -167,7 +226,9 @@ def job_data(job: str, image: np.ndarray, spacing: tuple[float, float, float], i
              prediction: np.ndarray, truth: np.ndarray, prompt: Prompt,
              latest: Prompt | None = None) -> dict[str, Any]:
     """Everything the page draws for one job (JSON-able): per shown slice the full and zoomed
-    picture and mask as PNG data URLs, the prompt marks, and the geometry to place them.
+    picture (see the module's doc: grey values and default grey) and mask as PNG data URLs,
+    the prompt marks, and the geometry to place them; the default window ``window`` (low,
+    high), the window ``presets`` and the pictures' quantisation ``grey`` (base, scale).
     ``prompt`` is what the model saw, ``latest`` the interaction of the mask's own step (the
     job opens on the slice holding most of it).
 
@@ -177,14 +238,15 @@ def job_data(job: str, image: np.ndarray, spacing: tuple[float, float, float], i
     shows = np.flatnonzero((prediction | truth).any(axis=(1, 2))).tolist()
     first = start_slice(slices, best, latest, shows)
     inside = image[truth]
-    low, high = window(image[slices], is_ct, float(inside.mean()) if inside.size else 0.0)
+    planes = image[slices]
+    low, high = window(planes, is_ct, float(inside.mean()) if inside.size else 0.0)
+    base, scale = grey_scale(planes, high - low)
     height, width = image.shape[1:]
     step = max(1, int(np.ceil(max(height, width) / FULL_SIDE)))
     row0, col0, row1, col1 = zoom_window(prediction, truth, slices)
 
     def grey(plane: np.ndarray) -> np.ndarray:
-        scaled = (np.clip((plane.astype(np.float64) - low) / (high - low), 0, 1) * 255)
-        return scaled.round().astype(np.uint8)
+        return grey_pixels(plane, low, high, base, scale)
 
     views = []
     for z in slices:
@@ -204,7 +266,9 @@ def job_data(job: str, image: np.ndarray, spacing: tuple[float, float, float], i
     return {"job": job, "slices": views, "start": slices.index(first), "step": step,
             "shape": [int(height), int(width)], "zoomBox": [row0, col0, row1, col1],
             # pixel aspect (height of a row / width of a column), so circles stay round
-            "aspect": float(spacing[1] / spacing[2]), "slices_total": int(image.shape[0])}
+            "aspect": float(spacing[1] / spacing[2]), "slices_total": int(image.shape[0]),
+            "window": [float(low), float(high)], "presets": window_presets(planes, is_ct),
+            "grey": {"base": base, "scale": scale}}
 
 
 def job_script(data: dict[str, Any]) -> str:

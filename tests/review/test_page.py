@@ -609,3 +609,123 @@ def test_hover_enlarges_a_view_and_the_wheel_moves_through_slices_in_chromium(si
         assert driver.execute_script("return window.scrollY") == 0  # the page did not scroll
     finally:
         driver.quit()
+
+
+WINDOWED = """
+const p = document.getElementById(arguments[0]);
+const c = arguments[1] === 'zoom' ? window.intrabenchShown().pictures.zoomGrey
+  : window.intrabenchShown().pictures.fullGrey;
+const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, grey = [];
+for (let i = 0; i < d.length; i += 4) grey.push(d[i]);
+return [c.width, c.height, grey];
+"""
+
+
+def _picture(url: str) -> np.ndarray:
+    """A job's picture (a PNG data URL) as its uint8 array."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))))
+
+
+def _page_grey(driver, which: str) -> np.ndarray:
+    width, height, grey = driver.execute_script(WINDOWED, "full", which)
+    return np.array(grey, dtype=np.uint8).reshape(height, width)
+
+
+def _shown_grey(driver, job: dict, picture: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The grey the 'full' view shows at the centre of each of its source pixels, and which of
+    those are plain image (r = g = b, not a prompt mark's white)."""
+    width, height = driver.execute_script(
+        "const c = document.getElementById('full'); return [c.width, c.height]")
+    data = np.array(driver.execute_script(
+        "const c = document.getElementById('full');"
+        " return Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data)"),
+        dtype=np.uint8).reshape(height, width, 4)
+    rows, cols = picture.shape[:2]
+    ys = ((np.arange(rows) + 0.5) * height / rows).astype(int)
+    xs = ((np.arange(cols) + 0.5) * width / cols).astype(int)
+    shown = data[np.ix_(ys, xs)]
+    plain = (shown[..., 0] == shown[..., 1]) & (shown[..., 1] == shown[..., 2])
+    return shown[..., 0], plain
+
+
+@pytest.mark.browser
+def test_window_presets_drag_and_keys_change_the_grey_and_the_default_is_todays_in_chromium(site):
+    built, out = site
+    driver = _chromium()
+    try:
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+
+        driver.get(built.site.resolve().as_uri())
+        jobs = driver.execute_script("return window.intrabenchManifest.jobs")
+        job = read_job(out, jobs[0])
+        _wait(lambda: driver.execute_script("return document.body.dataset.drawn")
+              == f"{job['job']}:{job['start']}")
+        picture = _picture(job["slices"][job["start"]]["full"])
+        quantised = picture[..., 0].astype(np.float64) * 256 + picture[..., 1]
+        values = job["grey"]["base"] + job["grey"]["scale"] * quantised
+        low, high = job["window"]
+        assert (low, high) == (-160.0, 240.0)  # CT soft tissue: today's default
+        # today's pixels: the old page's grey of the default window, made the old way
+        today = (np.clip((values - low) / (high - low), 0, 1) * 255).round().astype(np.uint8)
+        assert np.abs(today.astype(int) - picture[..., 2]).max() <= 1  # quantised values
+        assert np.array_equal(_page_grey(driver, "full"), picture[..., 2])
+        shown, plain = _shown_grey(driver, job, picture)
+        # the view shows those pixels (all but where a prompt mark is drawn over them)
+        assert plain.mean() > 0.9 and (shown[plain] == picture[..., 2][plain]).mean() > 0.97, (
+            (shown[plain] != picture[..., 2][plain]).sum())
+        assert driver.find_element(By.ID, "windowname").text == "window 40/400 (default)"
+        # a preset: lung, grey = round(clip((v - (-1350)) / 1500, 0, 1) * 255)
+        driver.find_element(By.CSS_SELECTOR, "#windows button[data-name='lung']").click()
+        assert driver.find_element(By.ID, "windowname").text == "window -600/1500 (lung)"
+        lung = (np.clip((values + 1350) / 1500, 0, 1) * 255).round().astype(np.uint8)
+        page = _page_grey(driver, "full")
+        assert np.array_equal(page, lung) and not np.array_equal(page, picture[..., 2])
+        row, col = np.unravel_index(np.argmax(np.abs(lung.astype(int) - picture[..., 2])),
+                                    lung.shape)
+        expected = round(min(1, max(0, (values[row, col] + 1350) / 1500)) * 255)
+        assert page[row, col] == expected != picture[row, col, 2]
+        shown, plain = _shown_grey(driver, job, picture)
+        assert (shown[plain] == lung[plain]).mean() > 0.97
+        zoom = _picture(job["slices"][job["start"]]["zoom"])
+        zoom_values = job["grey"]["base"] + job["grey"]["scale"] * (
+            zoom[..., 0].astype(np.float64) * 256 + zoom[..., 1])
+        assert np.array_equal(_page_grey(driver, "zoom"), (np.clip(
+            (zoom_values + 1350) / 1500, 0, 1) * 255).round().astype(np.uint8))
+        # keys: W the next preset (bone), D the default again, exactly today's pixels
+        body = driver.find_element(By.TAG_NAME, "body")
+        body.send_keys("w")
+        assert driver.find_element(By.ID, "windowname").text == "window 400/1800 (bone)"
+        body.send_keys("d")
+        assert driver.find_element(By.ID, "windowname").text == "window 40/400 (default)"
+        assert np.array_equal(_page_grey(driver, "full"), picture[..., 2])
+        # Shift+drag on a view: across 150 px widens by half, down 30 px raises the centre;
+        # the drag opens no full screen
+        view = driver.find_element(By.ID, "full")
+        ActionChains(driver).move_to_element(view).key_down(Keys.SHIFT).click_and_hold() \
+            .move_by_offset(150, 30).release().key_up(Keys.SHIFT).perform()
+        assert driver.find_element(By.ID, "windowname").text == "window 80/600 (drag)"
+        assert not driver.find_element(By.ID, "fullscreen").is_displayed()
+        wide = (np.clip((values - (80 - 300)) / 600, 0, 1) * 255).round().astype(np.uint8)
+        assert np.array_equal(_page_grey(driver, "full"), wide)
+        # full screen names the window; the mask outline is still drawn over the new window
+        driver.find_element(By.CSS_SELECTOR, "figure.view[data-view='1']").click()
+        _wait(driver.find_element(By.ID, "fullscreen").is_displayed)
+        assert "window 80/600 (drag)" in driver.find_element(By.ID, "fullcaption").text
+        body.send_keys(Keys.ESCAPE)
+        # rating still works, and the next mask opens at its own default window
+        driver.find_element(By.ID, "rater").send_keys("wendy", Keys.ENTER)
+        driver.find_element(By.TAG_NAME, "h1").click()
+        _ratable(driver, 0)
+        body.send_keys("8")
+        _ratable(driver, 1)
+        assert _stored(driver, "wendy") == {jobs[0]: 8}
+        assert driver.find_element(By.ID, "windowname").text.endswith("(default)")
+    finally:
+        driver.quit()

@@ -17,6 +17,8 @@ from intrabench.io.results import load_results
 from intrabench.review.build import build_review
 from intrabench.review.ratings import analyse_ratings, join_ratings, read_ratings
 from intrabench.review.render import (
+    grey_pixels,
+    grey_scale,
     job_data,
     prompt_marks,
     prompt_slices,
@@ -468,3 +470,46 @@ def test_the_report_shows_imported_ratings(site, run_dir, tmp_path):
     assert main(["report", str(run_dir), "--out", str(tmp_path / "report")]) == 0
     page = (tmp_path / "report" / "report.html").read_text()
     assert "<h2>Ratings by people</h2>" in page and built.review_id in page
+
+
+def test_pictures_carry_the_grey_values_and_todays_default_grey():
+    # integer CT: 16-bit values exact (scale 1); blue: the default window's grey as before
+    rng = np.random.default_rng(0)
+    image = rng.integers(-1024, 2000, size=(3, 20, 20)).astype(np.int16)
+    base, scale = grey_scale(image, 400.0)
+    assert (base, scale) == (float(image.min()), 1.0)
+    pixels = grey_pixels(image[1], -160.0, 240.0, base, scale)
+    values = base + scale * (pixels[..., 0].astype(np.float64) * 256 + pixels[..., 1])
+    assert np.array_equal(values, image[1])
+    old = (np.clip((image[1].astype(np.float64) + 160) / 400, 0, 1) * 255).round()
+    assert np.array_equal(pixels[..., 2], old.astype(np.uint8))
+    # a float MR image: steps of a 1024th of the default window's width (12 bits here)
+    mr = rng.normal(300.0, 80.0, size=(3, 20, 20))
+    base, scale = grey_scale(mr, 256.0)
+    assert base == mr.min() and scale == 0.25
+    pixels = grey_pixels(mr[0], 100.0, 356.0, base, scale)
+    values = base + scale * (pixels[..., 0].astype(np.float64) * 256 + pixels[..., 1])
+    assert np.abs(values - mr[0]).max() <= 0.125 + 1e-9
+    # a range too wide for that step: 65536 levels over it
+    assert grey_scale(np.array([0.5, 1e6]), 10.0)[1] == pytest.approx((1e6 - 0.5) / 65535)
+
+
+def test_a_job_names_its_default_window_and_presets():
+    small = np.zeros((3, 40, 40), dtype=bool)
+    small[1, 10:20, 10:20] = True
+    ct = job_data("job-001", np.full((3, 40, 40), -1000.0), (1.0, 1.0, 1.0), True, small,
+                  small, Prompt())
+    assert ct["window"] == [-1350.0, 150.0]  # a target darker than -300 HU: lung, as before
+    assert [(p["name"], p["centre"], p["width"]) for p in ct["presets"]] == [
+        ("soft tissue", 40.0, 400.0), ("lung", -600.0, 1500.0), ("bone", 400.0, 1800.0)]
+    mr_image = np.arange(3 * 40 * 40, dtype=np.float64).reshape(3, 40, 40)
+    mr = job_data("job-002", mr_image, (1.0, 1.0, 1.0), False, small, small, Prompt())
+    shown = mr_image[[s["z"] for s in mr["slices"]]]
+    low, high = np.percentile(shown, [0.5, 99.5])
+    assert mr["window"] == [low, high]
+    names = [p["name"] for p in mr["presets"]]
+    assert names == ["percentiles 0.5-99.5", "percentiles 2-98"]
+    low2, high2 = np.percentile(shown, [2, 98])
+    assert mr["presets"][1]["centre"] == pytest.approx((low2 + high2) / 2)
+    assert mr["presets"][1]["width"] == pytest.approx(high2 - low2)
+    assert mr["grey"] == {"base": float(shown.min()), "scale": 1.0}
