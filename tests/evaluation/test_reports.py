@@ -41,9 +41,13 @@ def test_tables_command_on_a_real_run(tiny_run, tmp_path, capsys):
     assert main(["tables", str(tiny_run), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "| Iterations | Prompter | Model | Interactions | phantoms | Average |" in printed
+    # one configuration: no comparison table, but its rank, per-class and per-target tables
     assert {p.name for p in out.iterdir()} == {"refinement.md", "refinement.tex", "refinement.csv",
                                                "statistics.csv", "time.md", "time.csv",
-                                               "latency.md", "latency.csv"}
+                                               "latency.md", "latency.csv", "ranks.md",
+                                               "ranks.tex", "ranks.csv", "per-class.md",
+                                               "per-class.tex", "per-class.csv",
+                                               "per-target.tex", "per-target.csv"}
     statistics = pd.read_csv(out / "statistics.csv")
     assert len(statistics) == 3  # one per step
     assert (statistics["ci_low"] <= statistics["mean"] + 1e-9).all()
