@@ -33,6 +33,7 @@ from intrabench.modality import declared_modality, normalise_modality
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case
+from intrabench.wording import listed
 
 from .dicom import describe_dicom_file, read_series
 from .dicom_pairs import dicom_classes, is_dicom_label, not_a_series_image, read_dicom_case
@@ -80,7 +81,7 @@ def _found_note(root: Path, data: dict[str, Any]) -> str:
             continue
         names = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
         matched = len(_match(root, str(data.get(key))))
-        shown = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
+        shown = listed(names, limit=3)
         notes.append(f"{key}: {matched} of {len(names)} file(s) in {folder} match"
                      + (f" (e.g. {shown})" if names else ""))
     return "; ".join(notes)

@@ -28,6 +28,7 @@ from intrabench.modality import declared_modality, normalise_modality
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case, Target
+from intrabench.wording import listed
 
 log = logging.getLogger(__name__)
 #: more targets in one case than this are worth a warning (each is an episode)
@@ -238,7 +239,7 @@ def check_label_values(label: np.ndarray, path: Path, classes: dict[str, int] | 
         fractional = values[values != np.round(values)]
         if fractional.size:
             raise DataError(f"{path.name}: label values must be whole numbers; found "
-                            f"{', '.join(f'{v:g}' for v in fractional[:5])}")
+                            f"{listed([f'{v:g}' for v in fractional], limit=5)}")
     if values.size and (values.min() < 0 or values.max() > np.iinfo(np.int32).max):
         raise DataError(f"{path.name}: label values must lie in 0..{np.iinfo(np.int32).max}; "
                         f"found {values.min():g}..{values.max():g}")
@@ -247,7 +248,7 @@ def check_label_values(label: np.ndarray, path: Path, classes: dict[str, int] | 
         unknown = [v for v in values.tolist() if int(v) not in declared]
         if unknown:
             listing = ", ".join(f"{k}: {v}" for k, v in classes.items() if v)
-            raise DataError(f"{path.name}: label values {[int(v) for v in unknown[:10]]} are not "
+            raise DataError(f"{path.name}: label values [{listed([int(v) for v in unknown])}] are not "
                             f"declared classes ({declared_in or 'classes'}: {listing}); "
                             "declare every value the labels hold, and choose the classes to "
                             "segment with use_classes")
@@ -431,10 +432,10 @@ def case_from_raw(dataset_name: str, case_id: str, raw_image: Any, raw_label: An
     target_map, targets, boxes = build_targets(label.array, classes, target_types, instances)
     if not targets:
         present = label_values(label.array)
-        present = [int(v) for v in present[present != 0][:10]]
+        present = [int(v) for v in present[present != 0]]
         if not present:
             raise DataError(f"{label_path.name}: the label is empty (no foreground voxels)")
-        raise DataError(f"{label_path.name}: none of the label's values {present} is a class "
+        raise DataError(f"{label_path.name}: none of the label's values [{listed(present)}] is a class "
                         f"of this dataset ({classes}); fix 'classes' in the dataset spec")
     if len(targets) > MANY_TARGETS:
         log.warning("%s: %s targets (one episode each per configuration and seed): check the "

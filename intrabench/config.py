@@ -23,6 +23,7 @@ from intrabench.errors import ConfigError, one_line_cause, quoted
 from intrabench.io.run_paths import path_component_problem
 from intrabench.serving.spec import RunsIn
 from intrabench.timing.human import TimeModel
+from intrabench.wording import listed
 
 
 class ComponentSpec(BaseModel):
@@ -249,7 +250,8 @@ class RunConfig(BaseModel):
                              f"{str(outside[0])[:30]}")
         repeated = sorted(s for s, n in Counter(value).items() if n > 1)  # linear, not n^2
         if repeated:
-            raise ValueError(f"seeds listed twice: {repeated[:10]} (each seed is one repetition)")
+            raise ValueError(f"seeds listed twice: [{listed(repeated)}] (each seed is one "
+                             "repetition)")
         return value
 
     @field_validator("name")

@@ -62,7 +62,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     """Each case read as ``run`` reads it (:mod:`intrabench.datasets.verify`), a line each."""
     from intrabench.datasets.verify import check_dataset, dataset_coverage, resolve
-    from intrabench.engine.plan import counted
+    from intrabench.wording import counted
 
     failed = 0
     for name in args.names:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from intrabench import registry
 from intrabench.config import RunConfig
-from intrabench.engine.plan import counted, make_plan
+from intrabench.engine.plan import make_plan
 from intrabench.io.results import ResultsStore
+from intrabench.wording import counted
 
 
 def print_time_estimate(pending: list) -> None:

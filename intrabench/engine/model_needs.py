@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from intrabench import registry
+from intrabench.wording import listed
 
 
 def unmet_needs(units: list[Any], datasets: dict[str, Any]) -> list[str]:
@@ -30,7 +31,7 @@ def unmet_needs(units: list[Any], datasets: dict[str, Any]) -> list[str]:
                 cases.append(unit.case_id)
     lines = []
     for (model, dataset), cases in missing.items():
-        shown = ", ".join(cases[:5]) + (" ..." if len(cases) > 5 else "")
+        shown = listed(cases, limit=5)
         lines.append(f"{model} needs each case's modality (CT or MR), and dataset '{dataset}' "
                      f"declares none for {len(cases)} case(s) ({shown}): declare it "
                      "('modality:' in a folder spec, channel_names in dataset.json), or set the "

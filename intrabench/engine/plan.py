@@ -19,6 +19,7 @@ from intrabench.errors import DataError, UserError, quoted
 from intrabench.evaluation.metrics import DEFAULT_NSD_TOLERANCE_MM
 from intrabench.io.run_paths import path_component_problem
 from intrabench.protocols import Dataset, incompatibility
+from intrabench.wording import counted, listed
 
 
 @dataclass(frozen=True)
@@ -108,17 +109,6 @@ class Plan:
                      if len(records) != combinations else "")
             parts.append(f"{counted(combinations, noun)} {what}{extra}")
         return "; ".join(parts)
-
-
-def listed(items: list, limit: int = 10) -> str:
-    """``a, b, c`` or, cut, ``a, b, ... and 26 more``: a list in a message."""
-    shown = ", ".join(str(item) for item in items[:limit])
-    return shown + (f", ... and {len(items) - limit} more" if len(items) > limit else "")
-
-
-def counted(number: int, noun: str) -> str:
-    """``1 target``, ``2 targets``: a count with its noun in the right number."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:

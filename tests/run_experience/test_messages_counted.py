@@ -86,3 +86,27 @@ def test_unknown_cases_list_says_how_many_more_it_cut():
     with pytest.raises(Exception, match=r"unknown case nope; available: phantom_000, .*"
                                         r"phantom_009, \.\.\. and 3 more$"):
         select_cases(dataset, config.datasets[0])
+
+
+def test_undeclared_label_values_say_how_many_more_were_cut():
+    """The list of undeclared label values stopped at 10 without saying so (#69 item 4)."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from intrabench.datasets.nnunet_folder import check_label_values
+    from intrabench.errors import DataError
+
+    label = np.arange(0, 16, dtype=np.int64).reshape(1, 4, 4)  # 0, lesion 1, then 2..15
+    with pytest.raises(DataError, match=r"label values \[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, "
+                                        r"\.\.\. and 4 more\] are not declared classes"):
+        check_label_values(label, Path("case.nii.gz"), {"lesion": 1})
+
+
+def test_wording_counts_and_cuts():
+    from intrabench.wording import counted, listed
+
+    assert [counted(n, "target") for n in (0, 1, 2)] == ["0 targets", "1 target", "2 targets"]
+    assert counted(1, "case", "cases") == "1 case"
+    assert listed(list("abc")) == "a, b, c"
+    assert listed(list("abcdefghijklm"), limit=3) == "a, b, c, ... and 10 more"
