@@ -34,6 +34,7 @@ import SimpleITK as sitk
 from intrabench.errors import DataError, UserError
 from intrabench.io import download as dl
 from intrabench.registry import datasets as dataset_registry
+from intrabench.wording import listed
 
 from ._convert import label_image, write_image
 from .nnunet_folder import NnUNetFolder
@@ -610,7 +611,7 @@ def _check_label(label: np.ndarray, image: sitk.Image, output: Output,
         return "empty label (no foreground voxels)"
     if output.instance_ids:
         if values != set(range(1, len(values) + 1)):
-            return f"instance ids are not consecutive: {sorted(values)[:10]}"
+            return f"instance ids are not consecutive: [{listed(sorted(values))}]"
     else:
         allowed = {v for v in labels.values() if v != 0}
         if not values <= allowed:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from intrabench.errors import UserError
+from intrabench.wording import listed
 
 #: What a run directory may hold (IntraBench's own files and folders).
 RUN_FILES = frozenset({
@@ -73,9 +74,9 @@ def check_output_directory(run_dir: Path) -> None:
                         "(not JSON), so whose run it holds cannot be told; restore run.json, or "
                         "give another folder with --out")
     if foreign or (ours and not _is_intrabench_run(run_dir, record or {})):
-        shown = ", ".join(repr(n) for n in (foreign or ours)[:5])
+        shown = listed([repr(n) for n in (foreign or ours)], limit=5)
         raise UserError(f"output directory {run_dir} holds files this run did not write "
-                        f"({shown}{' ...' if len(foreign or ours) > 5 else ''}); give a new or "
+                        f"({shown}); give a new or "
                         "empty folder, or a previous run's folder, with --out")
 
 

@@ -110,3 +110,28 @@ def test_wording_counts_and_cuts():
     assert counted(1, "case", "cases") == "1 case"
     assert listed(list("abc")) == "a, b, c"
     assert listed(list("abcdefghijklm"), limit=3) == "a, b, c, ... and 10 more"
+
+
+def test_a_foreign_output_folder_says_how_many_files_were_not_named(tmp_path):
+    from intrabench.errors import UserError
+    from intrabench.io.run_directory import check_output_directory
+
+    for index in range(8):
+        (tmp_path / f"photo{index}.jpg").write_text("x")
+    with pytest.raises(UserError, match=r"holds files this run did not write \('photo0.jpg', "
+                                        r"'photo1.jpg', .*'photo4.jpg', \.\.\. and 3 more\)"):
+        check_output_directory(tmp_path)
+
+
+def test_a_recipe_label_with_gaps_in_its_instance_ids_lists_them_cut():
+    import numpy as np
+    import SimpleITK as sitk
+
+    from intrabench.datasets._recipe import Output, _check_label
+
+    label = np.zeros((1, 4, 4), dtype=np.uint8)
+    label.flat[:14] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15]
+    image = sitk.Image(4, 4, 1, sitk.sitkInt16)
+    output = Output("x", {"background": 0, "lesion": 1}, {"lesion": "instance"})
+    assert _check_label(label, image, output, output.labels) == (
+        "instance ids are not consecutive: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... and 4 more]")
