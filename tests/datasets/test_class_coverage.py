@@ -72,7 +72,7 @@ def test_the_run_says_what_verify_says(tmp_path, capsys):
                       "models: [region-growing-3d]\nprompters: [box-3d]\n")
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 1
     err = capsys.readouterr().err
-    assert "error: dataset folder" in err
+    assert "error: dataset organs: class 'spleen'" in err  # the spec's own name
     assert "class 'spleen' (label value 55) is declared but none of the 2 case(s) holds it" in err
 
 
