@@ -29,18 +29,19 @@ import yaml
 
 from intrabench.errors import DataError, UserError
 from intrabench.io.raw_image import RawImage
-from intrabench.modality import declared_modality, normalise_modality
+from intrabench.modality import normalise_modality
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case
 from intrabench.wording import listed
 
+from .case_modality import case_modalities
 from .dicom import describe_dicom_file, read_series
 from .dicom_pairs import dicom_classes, is_dicom_label, not_a_series_image, read_dicom_case
 from .nnunet_folder import case_from_raw, chosen_classes, class_value, load_pair
 
 _KEYS = {"name", "root", "images", "labels", "pairs", "classes", "target_types", "instances",
-         "description", "modality", "use_classes"}
+         "description", "modality", "use_classes", "trust_modality"}
 
 
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
@@ -141,7 +142,12 @@ class FolderDataset(Dataset):
         self.instances = str(data.get("instances", "connected_components"))
         if self.instances not in ("connected_components", "values"):
             raise UserError(f"{path}: instances must be 'connected_components' or 'values'")
-        self.modality_declared = declared_modality(data.get("modality"), str(path))
+        self.modality_declared, self.case_modality = case_modalities(
+            data.get("modality"), sorted(self._cases), str(path))
+        #: the spec says its modalities are right whatever the intensities (datasets verify)
+        if data.get("trust_modality") not in (None, True, False):
+            raise UserError(f"{path}: trust_modality must be true or false")
+        self.trust_modality = data.get("trust_modality") is True
         if not self._cases:
             raise UserError(f"{path}: no image/label pairs found: "
                             + ("the pairs list is empty" if data.get("pairs") is not None else
@@ -196,7 +202,7 @@ class FolderDataset(Dataset):
         return sorted(self._cases)
 
     def declared_modality(self, case_id: str) -> str:
-        return self.modality_declared
+        return self.case_modality.get(case_id, self.modality_declared)
 
     def load(self, case_id: str) -> Case:
         image, label = self._cases[case_id]
@@ -205,7 +211,8 @@ class FolderDataset(Dataset):
         if (problem := not_a_series_image(image)) is not None:
             raise DataError(problem)
         return load_pair(self.dataset_name, case_id, image, label, self.classes,
-                         self.target_types, self.instances, modality=self.modality_declared,
+                         self.target_types, self.instances,
+                         modality=self.declared_modality(case_id),
                          label_classes=self.label_classes, declared_in="the spec's classes")
 
     def _load_dicom(self, case_id: str, image: Path, label: Path) -> Case:
@@ -222,7 +229,7 @@ class FolderDataset(Dataset):
         else:
             raw_image, raw_label, modality = read_dicom_case(image, label, self.label_classes,
                                                              self.selectors)
-        modality = self.modality_declared or normalise_modality(modality)
+        modality = self.declared_modality(case_id) or normalise_modality(modality)
         return case_from_raw(self.dataset_name, case_id, raw_image, raw_label, self.classes,
                              self.target_types, self.instances, modality=modality,
                              label_classes=self.label_classes,

@@ -44,6 +44,8 @@ class CaseReport:
     spacing_zyx: tuple[float, float, float] | None = None
     orientation: str = ""
     shape_zyx: tuple[int, int, int] | None = None
+    #: the modality the case is read as (CT, MR; "" undeclared)
+    modality: str = ""
 
     @property
     def ok(self) -> bool:
@@ -63,7 +65,7 @@ class CaseReport:
         plural = "" if self.targets == 1 else "s"
         return (f"{self.case_id}: ok, {self.targets} target{plural} ({classes}), "
                 f"spacing {spacing} mm (z, y, x), orientation {self.orientation}, "
-                f"shape {shape}")
+                f"shape {shape}, modality {self.modality or 'undeclared'}")
 
 
 @dataclass
@@ -86,14 +88,24 @@ def _one_line(error: BaseException) -> str:
     return one_line_cause(error)  # a bug rather than the data: say where
 
 
-def check_case(dataset: Any, case_id: str) -> CaseReport:
-    """Load ``case_id`` with ``dataset.load`` (as a run does) and describe what came back."""
+def check_case(dataset: Any, case_id: str, trust_modality: bool = False) -> CaseReport:
+    """Load ``case_id`` with ``dataset.load`` (as a run does) and describe what came back; a
+    case whose intensities contradict its declared modality is refused unless
+    ``trust_modality`` (or the dataset's own ``trust_modality``) says it is right."""
     import nibabel as nib
+
+    from intrabench.datasets.case_modality import modality_contradiction
 
     try:
         case = dataset.load(case_id)
     except Exception as error:  # noqa: BLE001 - every failure is this case's result
         return CaseReport(case_id, problem=_one_line(error))
+    modality = case.image.modality
+    # a recipe's modality is the dataset's published one; the user's declarations are checked
+    trusted = (trust_modality or getattr(dataset, "trust_modality", False)
+               or getattr(dataset, "recipe", None) is not None)
+    if not trusted and (problem := modality_contradiction(case.image.array, modality)):
+        return CaseReport(case_id, problem=problem, modality=modality)
     per_class = Counter(target.class_name for target in case.targets)
     geometry = case.image.geometry
     return CaseReport(
@@ -102,6 +114,7 @@ def check_case(dataset: Any, case_id: str) -> CaseReport:
         spacing_zyx=tuple(round(float(v), 4) for v in case.image.spacing),
         orientation="".join(nib.orientations.aff2axcodes(geometry.ras_affine())),
         shape_zyx=tuple(int(v) for v in case.image.shape),
+        modality=modality,
     )
 
 
@@ -114,10 +127,10 @@ def dataset_coverage(item: DatasetToVerify, reports: list[CaseReport]) -> Any:
     return class_coverage(declared_classes(item.dataset), holding, len(read), len(reports))
 
 
-def check_dataset(item: DatasetToVerify) -> Iterator[CaseReport]:
+def check_dataset(item: DatasetToVerify, trust_modality: bool = False) -> Iterator[CaseReport]:
     """Every case of the dataset, in its own order, one report each (lazily: print as you go)."""
     for case_id in item.dataset.case_ids() if item.cases is None else item.cases:
-        yield check_case(item.dataset, case_id)
+        yield check_case(item.dataset, case_id, trust_modality)
 
 
 def nnunet_layout_problems(folder: str | Path) -> list[str]:

@@ -70,7 +70,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             for problem in item.layout_problems:
                 print(f"{item.label}: {problem}", flush=True)
             reports = []
-            for report in check_dataset(item):
+            for report in check_dataset(item, args.trust_modality):
                 reports.append(report)
                 if not (report.ok and args.quiet):
                     print(f"{item.label}/{report.line()}", flush=True)
@@ -134,6 +134,9 @@ def register(commands: argparse._SubParsersAction,
                                                "(classes, targets, spacing, orientation)")
     verify.add_argument("names", nargs="+", metavar="NAME",
                         help="dataset name, nnU-Net folder, dataset spec or run config (.yaml)")
+    verify.add_argument("--trust-modality", action="store_true",
+                        help="read each case as its declared modality even when its intensities "
+                             "contradict it (a CT with no voxel below -500 HU, an MR with one)")
     common(verify)
     verify.set_defaults(func=cmd_verify)
 

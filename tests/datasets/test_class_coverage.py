@@ -26,6 +26,7 @@ def _organ_folder(tmp_path, liver_value: int, kidney_in: tuple[str, ...] = ("a",
     spec = tmp_path / "organs.yaml"
     spec.write_text("name: organs\nimages: images/{case}.nii.gz\nlabels: labels/{case}.nii.gz\n"
                     f"classes: {{kidney: 2, liver: {liver_value}{extra}}}\nmodality: CT\n"
+                    "trust_modality: true\n"  # random intensities, no air: CT by word
                     "target_types: {kidney: organ, liver: organ}\n")
     return spec
 
