@@ -333,6 +333,7 @@ def _configuration(text: str, option: str, rows) -> tuple[str, str, str]:
     """``MODEL/PROMPTER[/REFINER]`` (refiner default ``none``) of ``rows``, or UserError naming
     the configurations there are."""
     from intrabench.errors import UserError
+    from intrabench.wording import listed
 
     parts = text.split("/")
     if len(parts) == 2:
@@ -341,8 +342,7 @@ def _configuration(text: str, option: str, rows) -> tuple[str, str, str]:
                     rows.groupby(["model", "prompter", "refiner"]).groups})
     if len(parts) != 3 or "/".join(parts) not in known:
         raise UserError(f"{option} {text}: not a configuration (MODEL/PROMPTER[/REFINER]) of the "
-                        f"run; its configurations: {', '.join(known[:8])}"
-                        f"{' ...' if len(known) > 8 else ''}")
+                        f"run; its configurations: {listed(known, limit=8)}")
     return parts[0], parts[1], parts[2]
 
 

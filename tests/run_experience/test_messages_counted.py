@@ -135,3 +135,17 @@ def test_a_recipe_label_with_gaps_in_its_instance_ids_lists_them_cut():
     output = Output("x", {"background": 0, "lesion": 1}, {"lesion": "instance"})
     assert _check_label(label, image, output, output.labels) == (
         "instance ids are not consecutive: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... and 4 more]")
+
+
+def test_an_unknown_configuration_lists_the_runs_configurations_cut():
+    import pandas as pd
+
+    from intrabench.commands.reports import _configuration
+    from intrabench.errors import UserError
+
+    rows = pd.DataFrame({"model": [f"m{i:02d}" for i in range(11)], "prompter": "box-3d",
+                         "refiner": "none"})
+    with pytest.raises(UserError, match=r"--a x/y: not a configuration .* its configurations: "
+                                        r"m00/box-3d/none, .*m07/box-3d/none, \.\.\. and 3 more$"):
+        _configuration("x/y", "--a", rows)
+    assert _configuration("m03/box-3d", "--a", rows) == ("m03", "box-3d", "none")
