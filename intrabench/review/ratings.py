@@ -24,6 +24,7 @@ import pandas as pd
 from intrabench.errors import UserError, quoted
 from intrabench.evaluation.statistics import bootstrap_mean_ci, spearman
 from intrabench.review.sampling import MASK_KEYS
+from intrabench.wording import listed
 
 RATING_COLUMNS = ["review", "rater", "job", "rating"]
 CONFIGURATION = ["model", "prompter", "refiner", "step"]
@@ -163,7 +164,8 @@ def join_ratings(ratings: pd.DataFrame, run_dir: str | Path, rows: pd.DataFrame)
     key = pd.read_csv(key_path, dtype={"case": str, "target": str})
     unknown = sorted(set(ratings["job"]) - set(key["job"]))
     if unknown:
-        raise UserError(f"ratings for jobs this review does not have: {', '.join(unknown[:5])}")
+        raise UserError(f"ratings for jobs this review does not have: "
+                        f"{listed(unknown, limit=5)}")
     joined = ratings.drop(columns=["review"]).merge(key, on="job", how="left")
     metrics = [m for m in ("dice", "nsd") if m in rows]
     rows = rows.astype({"case": str, "target": str})

@@ -149,3 +149,18 @@ def test_an_unknown_configuration_lists_the_runs_configurations_cut():
                                         r"m00/box-3d/none, .*m07/box-3d/none, \.\.\. and 3 more$"):
         _configuration("x/y", "--a", rows)
     assert _configuration("m03/box-3d", "--a", rows) == ("m03", "box-3d", "none")
+
+
+def test_ratings_for_unknown_jobs_say_how_many_more(tmp_path):
+    import pandas as pd
+
+    from intrabench.errors import UserError
+    from intrabench.review.ratings import join_ratings
+
+    (tmp_path / "reviews" / "r1").mkdir(parents=True)
+    pd.DataFrame({"job": ["j0"], "case": ["a"], "target": ["1"]}).to_csv(
+        tmp_path / "reviews" / "r1" / "key.csv", index=False)
+    ratings = pd.DataFrame({"review": "r1", "job": [f"x{i}" for i in range(7)]})
+    with pytest.raises(UserError, match=r"ratings for jobs this review does not have: x0, x1, "
+                                        r"x2, x3, x4, \.\.\. and 2 more$"):
+        join_ratings(ratings, tmp_path, pd.DataFrame())
