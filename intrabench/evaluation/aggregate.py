@@ -26,6 +26,11 @@ import pandas as pd
 CONFIG_COLUMNS = ["model", "prompter", "refiner", "seed", "step"]
 
 
+#: fewest cases for a bootstrap interval (2 cases: the "interval" is their range)
+MIN_CASES_INTERVAL = 5
+#: what a table says where a number needs more cases
+TOO_FEW = "n too small"
+
 def fill_missing(rows: pd.DataFrame, metric: str, missing_value: float | None) -> pd.DataFrame:
     """``rows`` with NaN values of ``metric`` replaced by ``missing_value`` (None: unchanged)."""
     if missing_value is None or metric not in rows or not rows[metric].isna().any():
@@ -269,8 +274,6 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
     table's number, missing values included (a case's score is the mean over seeds of its
     per-seed score; the bootstrap draws the same cases for every seed).
     """
-    from intrabench.evaluation.paired import MIN_CASES_INTERVAL, TOO_FEW
-
     config = [c for c in config if c in rows]
     records = []
     for identity, group in rows.groupby(config + ["dataset"], sort=True, dropna=False):

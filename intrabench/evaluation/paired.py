@@ -38,18 +38,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from intrabench.evaluation.aggregate import case_scores, dataset_score, seed_case_class_matrices
+from intrabench.evaluation.aggregate import (  # noqa: F401 - the minimums are re-exported
+    MIN_CASES_INTERVAL,
+    TOO_FEW,
+    case_scores,
+    dataset_score,
+    seed_case_class_matrices,
+)
 
 #: configuration columns of one run's rows
 CONFIG = ("model", "prompter", "refiner")
-#: fewest cases for a bootstrap interval (2 cases: the "interval" is their range)
-MIN_CASES_INTERVAL = 5
 #: fewest non-zero case differences for a signed-rank test (6: the smallest exact p is 0.031)
 MIN_CASES_TEST = 6
 #: the scope of the mean over datasets
 OVERALL = "Overall"
-#: what a table says where a number needs more cases
-TOO_FEW = "n too small"
 
 
 def final_step_rows(rows: pd.DataFrame, config: Sequence[str] = CONFIG) -> pd.DataFrame:
