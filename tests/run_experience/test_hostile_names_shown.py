@@ -27,6 +27,8 @@ def hostile_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hostile")
     spec = _folder_dataset(folder, [LONG_A, LONG_B], classes="{'=1+2': 1}")
     spec = spec.rename(folder / f"{RLO}evil.yaml")
+    # no name of its own: the dataset is named after its spec file, RLO and all
+    spec.write_text(spec.read_text().replace("name: mine\n", ""))
     config = folder / "run.yaml"
     config.write_text(f"name: hostile\nsave_predictions: true\n"
                       f"datasets: [{{name: folder, spec: '{spec.name}'}}]\n"
