@@ -35,14 +35,18 @@ from intrabench.engine.episode import run_episode
 from intrabench.protocols import incompatibility
 
 MODELS = ("sam", "sam2", "medsam", "sam-med2d")
-PROMPTERS = ("box-per-slice", "center-point-per-slice", "points-per-slice", "box-3d",
-             "box-interpolation")
+PROMPTERS = (
+    "box-per-slice",
+    "center-point-per-slice",
+    "points-per-slice",
+    "box-3d",
+    "box-interpolation",
+)
 REFINER = "center-error-click"
 
 
 def _model(name: str, args: argparse.Namespace, **extra):
-    params = {"device": args.device, "weights": args.weights, "precision": args.precision,
-              **extra}
+    params = {"device": args.device, "weights": args.weights, "precision": args.precision, **extra}
     if args.tiny:
         params["tiny"] = True
     return registry.models.create(name, params)
@@ -51,8 +55,9 @@ def _model(name: str, args: argparse.Namespace, **extra):
 def bench_model(name: str, cases: list, args: argparse.Namespace) -> dict[str, float]:
     model = _model(name, args)
     model_cls = type(model)
-    prompters = [p for p in PROMPTERS
-                 if incompatibility(model_cls, registry.prompters.get(p)) is None][:3]
+    prompters = [
+        p for p in PROMPTERS if incompatibility(model_cls, registry.prompters.get(p)) is None
+    ][:3]
     refinable = incompatibility(model_cls, None, registry.refiners.get(REFINER)) is None
     _ = model.net  # build (and load) outside the timings
     distinct, case_seconds, episodes = 0, [], 0
@@ -63,9 +68,16 @@ def bench_model(name: str, cases: list, args: argparse.Namespace) -> dict[str, f
         for target in case.targets:
             for prompter_name in prompters:
                 refiner = registry.refiners.create(REFINER) if refinable else None
-                results = run_episode(case, target, model,
-                                      registry.prompters.create(prompter_name), prompter_name,
-                                      refiner, REFINER, steps=2 if refinable else 0)
+                results = run_episode(
+                    case,
+                    target,
+                    model,
+                    registry.prompters.create(prompter_name),
+                    prompter_name,
+                    refiner,
+                    REFINER,
+                    steps=2 if refinable else 0,
+                )
                 episodes += 1
                 for result in results:
                     prompted |= set(result.prompt.slices())
@@ -73,16 +85,22 @@ def bench_model(name: str, cases: list, args: argparse.Namespace) -> dict[str, f
         distinct += len(prompted)
     stats = model.stats
     return {
-        "prompters": ",".join(prompters), "episodes": episodes, "refined": refinable,
-        "distinct": distinct, "encoded": stats.slices_encoded, "batches": stats.encoder_batches,
-        "encoder_s": stats.encoder_seconds, "decodes": stats.decoder_calls,
+        "prompters": ",".join(prompters),
+        "episodes": episodes,
+        "refined": refinable,
+        "distinct": distinct,
+        "encoded": stats.slices_encoded,
+        "batches": stats.encoder_batches,
+        "encoder_s": stats.encoder_seconds,
+        "decodes": stats.decoder_calls,
         "decode_ms": 1000 * stats.decoder_seconds / max(1, stats.decoder_calls),
         "case_s": sum(case_seconds) / len(case_seconds),
     }
 
 
-def encoder_throughput(name: str, case, args: argparse.Namespace, batch_size: int,
-                       repeats: int = 3) -> float:
+def encoder_throughput(
+    name: str, case, args: argparse.Namespace, batch_size: int, repeats: int = 3
+) -> float:
     """Images per second of preprocess + encoder for all slices of ``case``."""
     model = _model(name, args, batch_size=batch_size)
     _ = model.net
@@ -113,22 +131,30 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     cases = list(registry.datasets.create("demo-real"))  # every case, loaded
     shapes = ", ".join(f"{c.case_id} {c.image.shape}" for c in cases)
-    print(f"demo-real: {shapes}; device {args.device}, {args.threads} threads, "
-          f"weights={args.weights}, tiny={args.tiny}, precision={args.precision}")
-    header = (f"{'model':10} {'episodes':>8} {'distinct':>8} {'encoded':>7} {'batches':>7} "
-              f"{'enc s':>6} {'decodes':>7} {'ms/dec':>7} {'s/case':>7} "
-              f"{'img/s b1':>8} {'img/s b4':>8}")
+    print(
+        f"demo-real: {shapes}; device {args.device}, {args.threads} threads, "
+        f"weights={args.weights}, tiny={args.tiny}, precision={args.precision}"
+    )
+    header = (
+        f"{'model':10} {'episodes':>8} {'distinct':>8} {'encoded':>7} {'batches':>7} "
+        f"{'enc s':>6} {'decodes':>7} {'ms/dec':>7} {'s/case':>7} "
+        f"{'img/s b1':>8} {'img/s b4':>8}"
+    )
     print(header)
     print("-" * len(header))
     for name in args.models:
         row = bench_model(name, cases, args)
         single = encoder_throughput(name, cases[0], args, batch_size=1)
         batched = encoder_throughput(name, cases[0], args, batch_size=4)
-        print(f"{name:10} {row['episodes']:8d} {row['distinct']:8d} {row['encoded']:7d} "
-              f"{row['batches']:7d} {row['encoder_s']:6.2f} {row['decodes']:7d} "
-              f"{row['decode_ms']:7.1f} {row['case_s']:7.2f} {single:8.1f} {batched:8.1f}")
-        print(f"{'':10} prompters: {row['prompters']}; refiner: "
-              f"{REFINER + ' x2' if row['refined'] else 'none (no mask input)'}")
+        print(
+            f"{name:10} {row['episodes']:8d} {row['distinct']:8d} {row['encoded']:7d} "
+            f"{row['batches']:7d} {row['encoder_s']:6.2f} {row['decodes']:7d} "
+            f"{row['decode_ms']:7.1f} {row['case_s']:7.2f} {single:8.1f} {batched:8.1f}"
+        )
+        print(
+            f"{'':10} prompters: {row['prompters']}; refiner: "
+            f"{REFINER + ' x2' if row['refined'] else 'none (no mask input)'}"
+        )
 
 
 if __name__ == "__main__":

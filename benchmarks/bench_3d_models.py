@@ -38,8 +38,12 @@ MODELS = ("sam-med3d", "sam-med3d-turbo", "segvol")
 
 
 def _model(name: str, args: argparse.Namespace):
-    params = {"device": args.device, "weights": args.weights, "tiny": not args.full,
-              "precision": args.precision}
+    params = {
+        "device": args.device,
+        "weights": args.weights,
+        "tiny": not args.full,
+        "precision": args.precision,
+    }
     return registry.models.create(name, params)
 
 
@@ -80,10 +84,20 @@ def _episodes(name: str, model, case, steps: int) -> list[tuple[str, list]]:
             prompter = registry.prompters.create("points-per-volume")
             refiner = registry.refiners.create("center-error-click")
             calls = model.encoder_calls
-            result = run_episode(case, target, model, prompter, "points-per-volume", refiner,
-                                 "center-error-click", steps=steps, seed=0)
-            out.append(("points-per-volume+center-error-click", result,
-                        model.encoder_calls - calls))
+            result = run_episode(
+                case,
+                target,
+                model,
+                prompter,
+                "points-per-volume",
+                refiner,
+                "center-error-click",
+                steps=steps,
+                seed=0,
+            )
+            out.append(
+                ("points-per-volume+center-error-click", result, model.encoder_calls - calls)
+            )
     return out
 
 
@@ -103,12 +117,16 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     cases = list(registry.datasets.create("demo-real"))  # every case, loaded
     size = "full-size" if args.full else "tiny"
-    print(f"3D adapters, {size} {args.weights} weights, precision={args.precision}, "
-          f"device={args.device}, "
-          f"threads={args.threads}, {args.steps} refinement steps; demo-real "
-          f"({', '.join(f'{c.case_id} {c.image.shape} @ {tuple(round(s, 2) for s in c.image.spacing)} mm' for c in cases)})")
-    header = (f"{'model':16s} {'case':8s} {'set_case s':>10s} {'case s':>8s} {'step0 s':>8s} "
-              f"{'refine s':>9s} {'enc/episode':>12s} {'dice0':>6s}")
+    print(
+        f"3D adapters, {size} {args.weights} weights, precision={args.precision}, "
+        f"device={args.device}, "
+        f"threads={args.threads}, {args.steps} refinement steps; demo-real "
+        f"({', '.join(f'{c.case_id} {c.image.shape} @ {tuple(round(s, 2) for s in c.image.spacing)} mm' for c in cases)})"
+    )
+    header = (
+        f"{'model':16s} {'case':8s} {'set_case s':>10s} {'case s':>8s} {'step0 s':>8s} "
+        f"{'refine s':>9s} {'enc/episode':>12s} {'dice0':>6s}"
+    )
     print(header)
     print("-" * len(header))
     for name in args.models:
@@ -130,17 +148,21 @@ def main() -> None:
             refine_steps += refine
             encoder_calls += calls
             dice = statistics.mean(r[0].metrics["dice"] for _, r, _ in episodes)
-            print(f"{name:16s} {case.case_id:8s} {set_case:10.3f} {case_seconds:8.2f} "
-                  f"{statistics.mean(step0):8.3f} "
-                  f"{(statistics.mean(refine) if refine else float('nan')):9.3f} "
-                  f"{statistics.mean(calls):12.2f} {dice:6.3f}")
-        print(f"{name:16s} {'ALL':8s} build {build:.2f} s; mean step0 "
-              f"{statistics.mean(first_steps):.3f} s, mean refinement step "
-              f"{(statistics.mean(refine_steps) if refine_steps else float('nan')):.3f} s, "
-              f"encoder calls per episode {statistics.mean(encoder_calls):.2f} "
-              f"(min {min(encoder_calls)}, max {max(encoder_calls)}), "
-              f"encoder {statistics.mean(encoder_seconds):.3f} s per call "
-              f"({len(encoder_seconds)} calls)")
+            print(
+                f"{name:16s} {case.case_id:8s} {set_case:10.3f} {case_seconds:8.2f} "
+                f"{statistics.mean(step0):8.3f} "
+                f"{(statistics.mean(refine) if refine else float('nan')):9.3f} "
+                f"{statistics.mean(calls):12.2f} {dice:6.3f}"
+            )
+        print(
+            f"{name:16s} {'ALL':8s} build {build:.2f} s; mean step0 "
+            f"{statistics.mean(first_steps):.3f} s, mean refinement step "
+            f"{(statistics.mean(refine_steps) if refine_steps else float('nan')):.3f} s, "
+            f"encoder calls per episode {statistics.mean(encoder_calls):.2f} "
+            f"(min {min(encoder_calls)}, max {max(encoder_calls)}), "
+            f"encoder {statistics.mean(encoder_seconds):.3f} s per call "
+            f"({len(encoder_seconds)} calls)"
+        )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,9 @@ def main() -> None:
         torch.set_num_threads(2)
     images = []
     phantoms = registry.datasets.create("demo-phantoms", {"n_cases": 1, "shape": args.shape})
-    images.append((f"phantom {'x'.join(map(str, args.shape))}",
-                   phantoms.load(phantoms.case_ids()[0]).image))
+    images.append(
+        (f"phantom {'x'.join(map(str, args.shape))}", phantoms.load(phantoms.case_ids()[0]).image)
+    )
     if not args.no_real:
         real = registry.datasets.create("demo-real")
         images += [(case_id, real.load(case_id).image) for case_id in real.case_ids()]
@@ -62,16 +63,20 @@ def main() -> None:
     segvol = registry.models.create("segvol", params)
     on_device.set_case(images[-1][1])  # the device's first use (CUDA context, kernels) untimed
     print(f"device {args.device}; medians of {args.repeats}; SAM-Med3D's set_case (1.5 mm grid)")
-    print(f"{'case':24s} {'shape':>14s} {'numpy s':>8s} {'device s':>9s} {'ratio':>7s} "
-          f"{'equal':>6s} {'SegVol s':>9s}")
+    print(
+        f"{'case':24s} {'shape':>14s} {'numpy s':>8s} {'device s':>9s} {'ratio':>7s} "
+        f"{'equal':>6s} {'SegVol s':>9s}"
+    )
     for name, image in images:
         numpy_seconds, expected = _seconds(by_numpy, image, args.repeats)
         device_seconds, got = _seconds(on_device, image, args.repeats)
         segvol_seconds, _ = _seconds(segvol, image, args.repeats)
         equal = np.array_equal(got.view(np.uint32), expected.view(np.uint32))
-        print(f"{name:24s} {'x'.join(map(str, image.shape)):>14s} {numpy_seconds:8.3f} "
-              f"{device_seconds:9.3f} {numpy_seconds / device_seconds:6.1f}x {str(equal):>6s} "
-              f"{segvol_seconds:9.3f}")
+        print(
+            f"{name:24s} {'x'.join(map(str, image.shape)):>14s} {numpy_seconds:8.3f} "
+            f"{device_seconds:9.3f} {numpy_seconds / device_seconds:6.1f}x {str(equal):>6s} "
+            f"{segvol_seconds:9.3f}"
+        )
 
 
 if __name__ == "__main__":

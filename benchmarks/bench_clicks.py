@@ -32,22 +32,31 @@ def ellipsoid(radii: tuple[int, int, int]) -> np.ndarray:
 def main() -> None:
     rng = np.random.default_rng(0)
     print(f"{'region':28s} {'model':16s} {'ms per click':>12s} {'x baseline':>10s}")
-    for name, region in (("lesion 3D", ellipsoid((8, 30, 30))),
-                         ("lesion 2D (middle slice)", ellipsoid((8, 30, 30))[14]),
-                         ("liver-sized 3D", ellipsoid((40, 100, 100)))):
+    for name, region in (
+        ("lesion 3D", ellipsoid((8, 30, 30))),
+        ("lesion 2D (middle slice)", ellipsoid((8, 30, 30))[14]),
+        ("liver-sized 3D", ellipsoid((40, 100, 100))),
+    ):
         volume = region if region.ndim == 3 else region[None]
         image = np.where(volume, 60.0, 0.0) + rng.normal(0, 10, volume.shape)
         window = ImageWindow(image.astype(np.float32), (0, 0, 0))
         box = tuple(slice(0, n) for n in volume.shape)
         baseline = ClickPolicy(registry.clickability.create("uniform"), "baseline", 10, window)
-        base = best_of(lambda p=baseline, r=region: p.choose(r, 1, np.random.default_rng(1),
-                                                   spacing=SPACING), repeats=5)
+        base = best_of(
+            lambda p=baseline, r=region: p.choose(r, 1, np.random.default_rng(1), spacing=SPACING),
+            repeats=5,
+        )
         print(f"{name:28s} {'baseline':16s} {1000 * base:12.1f} {1.0:10.2f}")
         for model in ("uniform", "distance", "contrast-aware"):
-            policy = ClickPolicy(registry.clickability.create(model), "G5", 10,
-                                 ImageWindow.around(image, box, 0))
-            seconds = best_of(lambda p=policy, r=region: p.choose(r, 1, np.random.default_rng(1),
-                                                        spacing=SPACING), repeats=5)
+            policy = ClickPolicy(
+                registry.clickability.create(model), "G5", 10, ImageWindow.around(image, box, 0)
+            )
+            seconds = best_of(
+                lambda p=policy, r=region: p.choose(
+                    r, 1, np.random.default_rng(1), spacing=SPACING
+                ),
+                repeats=5,
+            )
             print(f"{name:28s} {model:16s} {1000 * seconds:12.1f} {seconds / base:10.2f}")
 
 

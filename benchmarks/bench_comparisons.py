@@ -39,11 +39,22 @@ def synthetic(n_configs: int = 40, n_datasets: int = 3, n_cases: int = 200) -> p
     frames = []
     for d in range(n_datasets):
         for m in range(n_configs):
-            frames.append(pd.DataFrame({
-                "dataset": f"D{d}", "case": cases, "target": np.arange(cases.size),
-                "target_class": np.tile(["a", "b", "c"], n_cases), "model": f"m{m}",
-                "prompter": "p", "refiner": "none", "seed": 0, "step": 0,
-                "dice": rng.random(cases.size)}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "dataset": f"D{d}",
+                        "case": cases,
+                        "target": np.arange(cases.size),
+                        "target_class": np.tile(["a", "b", "c"], n_cases),
+                        "model": f"m{m}",
+                        "prompter": "p",
+                        "refiner": "none",
+                        "seed": 0,
+                        "step": 0,
+                        "dice": rng.random(cases.size),
+                    }
+                )
+            )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -55,13 +66,17 @@ def main() -> None:
         n_configs = len(rows.groupby(["model", "prompter", "refiner"]))
         for n_boot in (1000, 2000):
             seconds = best_of(lambda n=n_boot: comparison_results(rows, n_boot=n))
-            print(f"demo run ({n_configs} configurations, {rows['dataset'].nunique()} datasets, "
-                  f"{rows['case'].nunique()} cases), {n_boot} resamples: comparisons + ranks "
-                  f"{seconds:.2f} s")
+            print(
+                f"demo run ({n_configs} configurations, {rows['dataset'].nunique()} datasets, "
+                f"{rows['case'].nunique()} cases), {n_boot} resamples: comparisons + ranks "
+                f"{seconds:.2f} s"
+            )
     rows = synthetic()
     seconds = best_of(lambda: comparison_results(rows, n_boot=1000), repeats=1)
-    print(f"synthetic (40 configurations, 780 pairs x 4 scopes, 3 datasets x 200 cases), 1000 "
-          f"resamples: comparisons + ranks {seconds:.2f} s")
+    print(
+        f"synthetic (40 configurations, 780 pairs x 4 scopes, 3 datasets x 200 cases), 1000 "
+        f"resamples: comparisons + ranks {seconds:.2f} s"
+    )
 
 
 if __name__ == "__main__":

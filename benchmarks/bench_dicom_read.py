@@ -29,8 +29,15 @@ from _dicom import write_ct, write_rtstruct  # noqa: E402
 from intrabench.datasets.dicom import read_rtstruct, read_series  # noqa: E402
 
 
-def _outline(contour_points: int, k: int, centre: tuple[float, float], radius: float,
-             spacing: float, origin: tuple[float, float, float], z_step: float) -> list[float]:
+def _outline(
+    contour_points: int,
+    k: int,
+    centre: tuple[float, float],
+    radius: float,
+    spacing: float,
+    origin: tuple[float, float, float],
+    z_step: float,
+) -> list[float]:
     angles = np.linspace(0, 2 * np.pi, contour_points, endpoint=False)
     x = origin[0] + (centre[1] + radius * np.cos(angles)) * spacing
     y = origin[1] + (centre[0] + radius * np.sin(angles)) * spacing
@@ -41,10 +48,17 @@ def _outline(contour_points: int, k: int, centre: tuple[float, float], radius: f
 def make(folder: Path, slices: int) -> None:
     volume = np.full((slices, 512, 512), -1000, np.int16)
     volume[:, 100:400, 100:400] = 40
-    sources = write_ct(folder / "CT", volume, spacing=(0.8, 0.8, 1.0), origin=(0.0, 0.0, 0.0),
-                       patient="bench", study_uid="1.2.3.4")
-    ds = write_rtstruct(folder / "RS.dcm", sources, {"GTV": [(0, 0, 1, 0, 1)],
-                                                       "BODY": [(0, 0, 1, 0, 1)]})
+    sources = write_ct(
+        folder / "CT",
+        volume,
+        spacing=(0.8, 0.8, 1.0),
+        origin=(0.0, 0.0, 0.0),
+        patient="bench",
+        study_uid="1.2.3.4",
+    )
+    ds = write_rtstruct(
+        folder / "RS.dcm", sources, {"GTV": [(0, 0, 1, 0, 1)], "BODY": [(0, 0, 1, 0, 1)]}
+    )
     from pydicom.dataset import Dataset
     from pydicom.sequence import Sequence
 
@@ -58,7 +72,9 @@ def make(folder: Path, slices: int) -> None:
             items.append(item)
         return Sequence(items)
 
-    ds.ROIContourSequence[0].ContourSequence = contours(64, range(slices * 3 // 10, slices * 7 // 10), 30)
+    ds.ROIContourSequence[0].ContourSequence = contours(
+        64, range(slices * 3 // 10, slices * 7 // 10), 30
+    )
     ds.ROIContourSequence[1].ContourSequence = contours(400, range(slices), 180)
     ds.save_as(folder / "RS.dcm", enforce_file_format=True)
 
@@ -81,8 +97,10 @@ def main() -> None:
         folder = Path(temporary)
         started = time.perf_counter()
         make(folder, args.slices)
-        print(f"generated 512 x 512 x {args.slices} series + RTSTRUCT in "
-              f"{time.perf_counter() - started:.1f} s")
+        print(
+            f"generated 512 x 512 x {args.slices} series + RTSTRUCT in "
+            f"{time.perf_counter() - started:.1f} s"
+        )
 
         def plain():
             reader = sitk.ImageSeriesReader()
@@ -96,8 +114,10 @@ def main() -> None:
 
         plain_s, ours_s = best(plain, args.repeat), best(ours, args.repeat)
         print(f"SimpleITK series read:            {plain_s:.2f} s")
-        print(f"read_series + read_rtstruct:      {ours_s:.2f} s  ({ours_s / plain_s:.2f}x, "
-              "goal <= 1.5x)")
+        print(
+            f"read_series + read_rtstruct:      {ours_s:.2f} s  ({ours_s / plain_s:.2f}x, "
+            "goal <= 1.5x)"
+        )
 
 
 if __name__ == "__main__":

@@ -32,13 +32,25 @@ def main() -> None:
     reference = ndimage.distance_transform_edt(mask, sampling=spacing)
     error = np.abs(distance.distance_transform(mask, spacing) - reference).max()
     rows = [
-        ("transform in mm", best_of(lambda: ndimage.distance_transform_edt(mask, sampling=spacing)),
-         best_of(lambda: distance.distance_transform(mask, spacing))),
-        ("squared, voxel units (exact)", best_of(lambda: ndimage.distance_transform_edt(mask)),
-         best_of(lambda: distance.squared_voxel_distances(mask))),
-        ("deepest voxels in mm (exact)", best_of(lambda: np.argwhere(
-            ndimage.distance_transform_edt(mask, sampling=spacing) == reference.max())),
-         best_of(lambda: distance.deepest_voxels(mask, spacing))),
+        (
+            "transform in mm",
+            best_of(lambda: ndimage.distance_transform_edt(mask, sampling=spacing)),
+            best_of(lambda: distance.distance_transform(mask, spacing)),
+        ),
+        (
+            "squared, voxel units (exact)",
+            best_of(lambda: ndimage.distance_transform_edt(mask)),
+            best_of(lambda: distance.squared_voxel_distances(mask)),
+        ),
+        (
+            "deepest voxels in mm (exact)",
+            best_of(
+                lambda: np.argwhere(
+                    ndimage.distance_transform_edt(mask, sampling=spacing) == reference.max()
+                )
+            ),
+            best_of(lambda: distance.deepest_voxels(mask, spacing)),
+        ),
     ]
     print(f"device: {distance.active_device()}, crop {mask.shape}, spacing {spacing} mm")
     print(f"{'':32}{'scipy':>10}{'intrabench':>12}{'speed-up':>10}")

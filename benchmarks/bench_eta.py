@@ -60,8 +60,7 @@ def measure(name: str, interval: float, label: str) -> dict:
     for elapsed, done, eta in tracker.history:
         left = total - elapsed
         error = None if eta is None or left <= 0 else (eta - left) / left
-        counted = (error is not None and elapsed >= total / 3
-                   and left >= max(MIN_LEFT, total / 10))
+        counted = error is not None and elapsed >= total / 3 and left >= max(MIN_LEFT, total / 10)
         if counted:
             errors.append(abs(error))
         lines.append((elapsed, done, tracker.total, eta, left, error, counted))
@@ -72,7 +71,10 @@ def measure_in_process(name: str, interval: float, label: str) -> dict:
     """:func:`measure` in a new Python process (its result as JSON on the last line)."""
     output = subprocess.run(
         [sys.executable, __file__, "--one", name, "--label", label, "--interval", str(interval)],
-        check=True, stdout=subprocess.PIPE, text=True).stdout
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    ).stdout
     result = json.loads(output.strip().splitlines()[-1])
     result["lines"] = [tuple(line) for line in result["lines"]]
     return result
@@ -81,7 +83,9 @@ def measure_in_process(name: str, interval: float, label: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--interval", type=float, default=1.0)
-    parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=["demo", "robustness"])
+    parser.add_argument(
+        "--configs", nargs="+", choices=sorted(CONFIGS), default=["demo", "robustness"]
+    )
     parser.add_argument("--one", choices=sorted(CONFIGS), help=argparse.SUPPRESS)
     parser.add_argument("--label", default="first run", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -105,16 +109,26 @@ def main() -> int:
             eta_text = "-" if eta is None else f"{eta:.1f}"
             error_text = "-" if error is None else f"{error:+.0%}"
             mark = "" if counted else "  (not counted)"
-            print(f"{elapsed:8.1f} {done:4d}/{total:<4d} {eta_text:>7} {left:7.1f} {error_text:>7}{mark}")
+            print(
+                f"{elapsed:8.1f} {done:4d}/{total:<4d} {eta_text:>7} {left:7.1f} {error_text:>7}{mark}"
+            )
         errors = result["errors"]
         if errors:
-            later = sum(1 for line in result["lines"] if line[0] >= result["total"] / 3
-                        and result["total"] - line[0] >= max(MIN_LEFT, result["total"] / 10))
-            summary.append(f"{name}: {result['total']:.0f} s; after the first third, largest "
-                           f"|error| {max(errors):.0%}, median {statistics.median(errors):.0%} "
-                           f"over the {len(errors)} of {later} lines with a complete ETA")
+            later = sum(
+                1
+                for line in result["lines"]
+                if line[0] >= result["total"] / 3
+                and result["total"] - line[0] >= max(MIN_LEFT, result["total"] / 10)
+            )
+            summary.append(
+                f"{name}: {result['total']:.0f} s; after the first third, largest "
+                f"|error| {max(errors):.0%}, median {statistics.median(errors):.0%} "
+                f"over the {len(errors)} of {later} lines with a complete ETA"
+            )
         else:
-            summary.append(f"{name}: {result['total']:.0f} s; no complete ETA after the first third")
+            summary.append(
+                f"{name}: {result['total']:.0f} s; no complete ETA after the first third"
+            )
     print("\n" + "\n".join(summary))
     shutil.rmtree(os.environ["INTRABENCH_CACHE"], ignore_errors=True)  # the benchmark's record
     return 0

@@ -68,9 +68,14 @@ from intrabench.models.synthetic_network import SyntheticNetwork  # noqa: E402
 PHANTOM_SEED, PHANTOM_LESIONS = 0, (6, 10)
 
 
-def write_phantoms(folder: Path, n_cases: int, shape: tuple[int, int, int],
-                   seed: int = PHANTOM_SEED, n_lesions: tuple[int, int] = PHANTOM_LESIONS,
-                   spacing: tuple[float, float, float] | None = None) -> Path:
+def write_phantoms(
+    folder: Path,
+    n_cases: int,
+    shape: tuple[int, int, int],
+    seed: int = PHANTOM_SEED,
+    n_lesions: tuple[int, int] = PHANTOM_LESIONS,
+    spacing: tuple[float, float, float] | None = None,
+) -> Path:
     """CT-like phantoms as NIfTI files with a folder spec (once; reused when present)."""
     import SimpleITK as sitk
 
@@ -85,39 +90,56 @@ def write_phantoms(folder: Path, n_cases: int, shape: tuple[int, int, int],
     for index in range(n_cases):
         started = time.perf_counter()
         volume, label = make_phantom(seed, index, shape, n_lesions=tuple(n_lesions), **extra)
-        for array, path in ((volume.array, folder / "images" / f"case{index:03d}.nii"),
-                            (label.astype(np.uint8), folder / "labels" / f"case{index:03d}.nii")):
+        for array, path in (
+            (volume.array, folder / "images" / f"case{index:03d}.nii"),
+            (label.astype(np.uint8), folder / "labels" / f"case{index:03d}.nii"),
+        ):
             image = sitk.GetImageFromArray(array)
             image.SetSpacing(tuple(reversed(volume.spacing)))
             sitk.WriteImage(image, str(path), useCompression=False)
         print(f"wrote phantom {index} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
-    spec.write_text(yaml.safe_dump({
-        "name": "ct-phantoms", "images": "images/{case}.nii", "labels": "labels/{case}.nii",
-        "classes": {"lesion": 1}, "modality": "CT",
-        "instances": "values"}))
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "name": "ct-phantoms",
+                "images": "images/{case}.nii",
+                "labels": "labels/{case}.nii",
+                "classes": {"lesion": 1},
+                "modality": "CT",
+                "instances": "values",
+            }
+        )
+    )
     return spec
 
 
 def proxy_config(spec: Path, forward_ms: float) -> RunConfig:
     """The two GPU configs (benchmarks/configs/gpu-2d-refine.yaml, gpu-3d-refine.yaml) in one
     run, with the synthetic networks in place of SAM and of SAM-Med3D/SegVol."""
-    return RunConfig.model_validate({
-        "name": "gpu-proxy",
-        "seeds": [0],
-        "datasets": [{"name": "folder", "spec": str(spec)}],
-        "models": [{"name": "synthetic-network-2d", "forward_ms": forward_ms},
-                   {"name": "synthetic-network", "forward_ms": forward_ms}],
-        "prompters": ["box-per-slice", {"name": "box-interpolation", "n_slices": 3},
-                      {"name": "point-interpolation", "n_slices": 3},
-                      {"name": "center-points-per-volume", "n_points": 1,
-                       "label": "1-center-click"}],
-        "refiners": ["center-error-click"],
-        "refinement_steps": 3,
-    })
+    return RunConfig.model_validate(
+        {
+            "name": "gpu-proxy",
+            "seeds": [0],
+            "datasets": [{"name": "folder", "spec": str(spec)}],
+            "models": [
+                {"name": "synthetic-network-2d", "forward_ms": forward_ms},
+                {"name": "synthetic-network", "forward_ms": forward_ms},
+            ],
+            "prompters": [
+                "box-per-slice",
+                {"name": "box-interpolation", "n_slices": 3},
+                {"name": "point-interpolation", "n_slices": 3},
+                {"name": "center-points-per-volume", "n_points": 1, "label": "1-center-click"},
+            ],
+            "refiners": ["center-error-click"],
+            "refinement_steps": 3,
+        }
+    )
 
 
-def stand_in_config(config: RunConfig, forward_ms: float | dict[str, float],
-                    set_up: bool = True) -> RunConfig:
+def stand_in_config(
+    config: RunConfig, forward_ms: float | dict[str, float], set_up: bool = True
+) -> RunConfig:
     """``config`` with each model replaced by the stand-in of its kind (``synthetic-network-2d``
     for a slice model, ``synthetic-network`` for a volume model) taking ``forward_ms`` per
     forward pass (per predicted slice in 2D; a number for every model, or one per model key),
@@ -134,28 +156,38 @@ def stand_in_config(config: RunConfig, forward_ms: float | dict[str, float],
     stand_ins = []
     for spec in config.models:
         model_cls = model_registry.get(spec.name)
-        stand_in = "synthetic-network-2d" if issubclass(model_cls, SliceModel) else "synthetic-network"
+        stand_in = (
+            "synthetic-network-2d" if issubclass(model_cls, SliceModel) else "synthetic-network"
+        )
         takes = model_accepts(model_cls, spec.params) & model_registry.get(stand_in).accepts
-        entry = {"name": stand_in, "label": spec.key, "accepts": sorted(takes),
-                 "forward_ms": (forward_ms[spec.key] if isinstance(forward_ms, dict)
-                                else forward_ms), "stands_for": spec.name}
+        entry = {
+            "name": stand_in,
+            "label": spec.key,
+            "accepts": sorted(takes),
+            "forward_ms": (forward_ms[spec.key] if isinstance(forward_ms, dict) else forward_ms),
+            "stands_for": spec.name,
+        }
         if set_up:
             params = dict(spec.params)
             if "device" in constructor_parameters(model_cls)[0]:
                 params["device"] = "cpu"
             entry["setup_of"] = {"name": spec.name, "params": params}
         stand_ins.append(entry)
-    return RunConfig.model_validate({**config.model_dump(exclude_none=True),
-                                     "models": stand_ins})
+    return RunConfig.model_validate({**config.model_dump(exclude_none=True), "models": stand_ins})
 
 
-def phantom_folder_name(shape: tuple[int, ...], n_cases: int, seed: int = PHANTOM_SEED,
-                        lesions: tuple[int, int] = PHANTOM_LESIONS,
-                        spacing: tuple[float, ...] | None = None) -> str:
+def phantom_folder_name(
+    shape: tuple[int, ...],
+    n_cases: int,
+    seed: int = PHANTOM_SEED,
+    lesions: tuple[int, int] = PHANTOM_LESIONS,
+    spacing: tuple[float, ...] | None = None,
+) -> str:
     """The cache folder's name of these phantoms (every benchmark that writes the same
     phantoms reuses the same files)."""
-    return (f"{'x'.join(map(str, shape))}-n{n_cases}-seed{seed}-lesions{lesions[0]}-{lesions[1]}"
-            + (f"-sp{'x'.join(map(str, spacing))}" if spacing else ""))
+    return f"{'x'.join(map(str, shape))}-n{n_cases}-seed{seed}-lesions{lesions[0]}-{lesions[1]}" + (
+        f"-sp{'x'.join(map(str, spacing))}" if spacing else ""
+    )
 
 
 def phantoms_as_files(config: RunConfig, cache: Path) -> RunConfig:
@@ -172,12 +204,16 @@ def phantoms_as_files(config: RunConfig, cache: Path) -> RunConfig:
         n_cases, seed = int(params.get("n_cases", 4)), int(params.get("seed", 0))
         lesions = tuple(int(v) for v in params.get("n_lesions", (2, 4)))
         spacing = params.get("spacing")
-        written = write_phantoms(cache / phantom_folder_name(shape, n_cases, seed, lesions,
-                                                             spacing),
-                                 n_cases, shape, seed, lesions, spacing)
+        written = write_phantoms(
+            cache / phantom_folder_name(shape, n_cases, seed, lesions, spacing),
+            n_cases,
+            shape,
+            seed,
+            lesions,
+            spacing,
+        )
         datasets.append({"name": "folder", "spec": str(written), "label": spec.key})
-    return RunConfig.model_validate({**config.model_dump(exclude_none=True),
-                                     "datasets": datasets})
+    return RunConfig.model_validate({**config.model_dump(exclude_none=True), "datasets": datasets})
 
 
 class GpuSampler:
@@ -226,8 +262,11 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
     forwards_before = SyntheticNetwork.total_forward_calls
     by_model_before = dict(SyntheticNetwork.forward_calls_by_model)
     nominal_before = SyntheticNetwork.nominal_forward_seconds
-    with (tempfile.TemporaryDirectory() as directory, timed_forward_passes(names, spans),
-          GpuSampler() as sampler):
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        timed_forward_passes(names, spans),
+        GpuSampler() as sampler,
+    ):
         started = time.perf_counter()
         runner = Runner(config, Path(directory), **runner_options)
         plan, problems = runner.run()
@@ -242,85 +281,139 @@ def measure(config: RunConfig, runner_options: dict) -> dict[str, float]:
     nominal = SyntheticNetwork.nominal_forward_seconds - nominal_before
     samples = np.array(sampler.samples, dtype=float)
     times = np.array(sampler.times)
-    steady = ((times >= spans[0][0]) & (times <= spans[-1][1]) if spans
-              else np.zeros(len(samples), bool))
-    steady_model = (sum(end - start for start, end in spans)
-                    / (spans[-1][1] - spans[0][0]) if spans else float("nan"))
+    steady = (
+        (times >= spans[0][0]) & (times <= spans[-1][1]) if spans else np.zeros(len(samples), bool)
+    )
+    steady_model = (
+        sum(end - start for start, end in spans) / (spans[-1][1] - spans[0][0])
+        if spans
+        else float("nan")
+    )
     cases = rows[["dataset", "case"]].drop_duplicates().shape[0]
     return {
-        "wall": wall, "model": model, "calls": len(spans), "forwards": forwards,
+        "wall": wall,
+        "model": model,
+        "calls": len(spans),
+        "forwards": forwards,
         # the stand-ins' forward passes by the model they stand for (per slice in 2D)
         "forwards_by_model": {
             name: count - by_model_before.get(name, 0)
             for name, count in SyntheticNetwork.forward_calls_by_model.items()
-            if count > by_model_before.get(name, 0)},
-        "nominal": nominal, "units": len(plan.units),
-        "rows": len(rows), "cases": cases,
+            if count > by_model_before.get(name, 0)
+        },
+        "nominal": nominal,
+        "units": len(plan.units),
+        "rows": len(rows),
+        "cases": cases,
         "before": spans[0][0] - started if spans else float("nan"),
         "after": started + wall - spans[-1][1] if spans else float("nan"),
         "user": float(rows["prompter_seconds"].sum()),
         "metrics": float(rows["metric_seconds"].sum()),
         "gpu_samples": len(sampler.samples),
-        "gpu_busy": (float(np.mean(np.array(sampler.samples) > 0)) if sampler.samples
-                     else float("nan")),
+        "gpu_busy": (
+            float(np.mean(np.array(sampler.samples) > 0)) if sampler.samples else float("nan")
+        ),
         "gpu_mean": float(np.mean(sampler.samples)) if sampler.samples else float("nan"),
         "gpu_steady_samples": int(steady.sum()),
         "gpu_steady_busy": float(np.mean(samples[steady] > 0)) if steady.any() else float("nan"),
         "gpu_steady_mean": float(np.mean(samples[steady])) if steady.any() else float("nan"),
         "model_steady": steady_model,
         "loop_lines": runner.loop_clock.lines(),
-        "loop_phases": {name: row["seconds"]
-                        for name, row in runner.loop_clock.summary().items()},
+        "loop_phases": {name: row["seconds"] for name, row in runner.loop_clock.summary().items()},
         # per model: forward passes (steps with a forward pass) and their latency seconds
         # (CUDA synchronised), for a calibration per model
-        "per_model": {name: (int(group["latency_seconds"].gt(0).sum()),
-                             float(group["latency_seconds"].sum()))
-                      for name, group in rows.groupby("model", sort=False)},
+        "per_model": {
+            name: (int(group["latency_seconds"].gt(0).sum()), float(group["latency_seconds"].sum()))
+            for name, group in rows.groupby("model", sort=False)
+        },
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="?", type=Path)
-    parser.add_argument("--proxy-ms", type=float,
-                        help="no GPU: synthetic network with this forward time on CT phantoms")
-    parser.add_argument("--proxy-of", type=Path, metavar="CONFIG",
-                        help="no GPU: CONFIG with its models replaced by stand-ins whose forward "
-                             "pass takes a card's measured time (benchmarks/configs/"
-                             "gpu-calibration.yaml, or --proxy-ms), compared phase by phase "
-                             "with the card's figures")
-    parser.add_argument("--set-up", choices=["real", "none"], default="real",
-                        help="--proxy-of: the stand-ins also build each real model on the CPU "
-                             "and run its per-case set-up (real, the default: the real run's "
-                             "phases between forward passes), or not (none: forward passes "
-                             "and the engine only)")
-    parser.add_argument("--figures-out", type=Path, metavar="FILE.json",
-                        help="write the run's figures for the proxy's calibration (a card "
-                             "run: each model's forward seconds, start, steady state)")
-    parser.add_argument("--calibrate-from", type=Path, metavar="FILE.json",
-                        help="--proxy-of: print the gpu-calibration.yaml entry that makes the "
-                             "stand-ins take the forward time of the card run that wrote FILE "
-                             "(--figures-out), per model")
-    parser.add_argument("--calibration", type=Path, default=CALIBRATION_FILE, metavar="FILE",
-                        help="--proxy-of: the calibration table (default: %(default)s)")
+    parser.add_argument(
+        "--proxy-ms",
+        type=float,
+        help="no GPU: synthetic network with this forward time on CT phantoms",
+    )
+    parser.add_argument(
+        "--proxy-of",
+        type=Path,
+        metavar="CONFIG",
+        help="no GPU: CONFIG with its models replaced by stand-ins whose forward "
+        "pass takes a card's measured time (benchmarks/configs/"
+        "gpu-calibration.yaml, or --proxy-ms), compared phase by phase "
+        "with the card's figures",
+    )
+    parser.add_argument(
+        "--set-up",
+        choices=["real", "none"],
+        default="real",
+        help="--proxy-of: the stand-ins also build each real model on the CPU "
+        "and run its per-case set-up (real, the default: the real run's "
+        "phases between forward passes), or not (none: forward passes "
+        "and the engine only)",
+    )
+    parser.add_argument(
+        "--figures-out",
+        type=Path,
+        metavar="FILE.json",
+        help="write the run's figures for the proxy's calibration (a card "
+        "run: each model's forward seconds, start, steady state)",
+    )
+    parser.add_argument(
+        "--calibrate-from",
+        type=Path,
+        metavar="FILE.json",
+        help="--proxy-of: print the gpu-calibration.yaml entry that makes the "
+        "stand-ins take the forward time of the card run that wrote FILE "
+        "(--figures-out), per model",
+    )
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        default=CALIBRATION_FILE,
+        metavar="FILE",
+        help="--proxy-of: the calibration table (default: %(default)s)",
+    )
     parser.add_argument("--cases", type=int, default=2)
     parser.add_argument("--shape", type=int, nargs=3, default=[160, 512, 512])
-    parser.add_argument("--cache", type=Path,
-                        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                        / "intrabench" / "bench-phantoms")
-    parser.add_argument("--in-memory", action="store_true",
-                        help="CONFIG: keep demo-phantoms generated in memory (no files read)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        / "intrabench"
+        / "bench-phantoms",
+    )
+    parser.add_argument(
+        "--in-memory",
+        action="store_true",
+        help="CONFIG: keep demo-phantoms generated in memory (no files read)",
+    )
     parser.add_argument("--background", choices=["process", "inline"], default="process")
     parser.add_argument("--user-workers", type=int)
     parser.add_argument("--finish-workers", type=int)
-    parser.add_argument("--reader-workers", type=int,
-                        help="processes reading cases ahead (default: one per four cores)")
-    parser.add_argument("--build-ahead", choices=["auto", "yes", "no"], default="auto",
-                        help="build the next model beside the current one's last group "
-                             "(auto: where there is room for both, as intrabench run does)")
+    parser.add_argument(
+        "--reader-workers",
+        type=int,
+        help="processes reading cases ahead (default: one per four cores)",
+    )
+    parser.add_argument(
+        "--build-ahead",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help="build the next model beside the current one's last group "
+        "(auto: where there is room for both, as intrabench run does)",
+    )
     args = parser.parse_args()
-    if (args.config is not None and (args.proxy_of is not None or args.proxy_ms is not None)
-            or args.config is None and args.proxy_of is None and args.proxy_ms is None):
+    if (
+        args.config is not None
+        and (args.proxy_of is not None or args.proxy_ms is not None)
+        or args.config is None
+        and args.proxy_of is None
+        and args.proxy_ms is None
+    ):
         parser.error("give a CONFIG, --proxy-ms MS or --proxy-of CONFIG [--proxy-ms MS]")
     if args.figures_out is not None and not args.figures_out.parent.is_dir():
         parser.error(f"--figures-out {args.figures_out}: no folder {args.figures_out.parent}")
@@ -342,39 +435,54 @@ def main() -> None:
             parser.error(str(error).splitlines()[0])
         original = load_config(args.proxy_of)
         card_models = card_run.get("forward_by_model") if card_run else None
-        if card_run and (not isinstance(card_models, dict)
-                         or set(card_models) != {spec.name for spec in original.models}):
-            parser.error(f"--calibrate-from {args.calibrate_from}: its models "
-                         f"({', '.join(sorted(map(str, card_models or {})))[:200]}) are not those "
-                         f"of {args.proxy_of.name}")
+        if card_run and (
+            not isinstance(card_models, dict)
+            or set(card_models) != {spec.name for spec in original.models}
+        ):
+            parser.error(
+                f"--calibrate-from {args.calibrate_from}: its models "
+                f"({', '.join(sorted(map(str, card_models or {})))[:200]}) are not those "
+                f"of {args.proxy_of.name}"
+            )
         forward_ms: float | dict[str, float]
         if args.proxy_ms is not None:
             forward_ms = args.proxy_ms
         elif card_run:
             forward_ms = 10.0  # any time: the proxy's passes are counted, not timed
         elif "proxy_ms" not in calibration:
-            parser.error(f"{args.calibration.name} has no proxy_ms for {args.proxy_of.name}: "
-                         "give --proxy-ms")
+            parser.error(
+                f"{args.calibration.name} has no proxy_ms for {args.proxy_of.name}: give --proxy-ms"
+            )
         else:
             try:
-                forward_ms = per_model_ms(calibration["proxy_ms"],
-                                          keys_and_names(original))
+                forward_ms = per_model_ms(calibration["proxy_ms"], keys_and_names(original))
             except ValueError as error:
                 parser.error(f"{args.calibration.name}: {error}")
-        config = stand_in_config(phantoms_as_files(original, args.cache), forward_ms,
-                                 set_up=args.set_up == "real")
-        times = (f"{forward_ms:g} ms" if not isinstance(forward_ms, dict) else
-                 ", ".join(f"{key}: {ms:g} ms" for key, ms in forward_ms.items()))
-        label = (f"proxy of {args.proxy_of}: stand-ins at {times} per forward pass (phantoms "
-                 "read from NIfTI files; "
-                 + ("the real models built and set up on the CPU)" if args.set_up == "real"
-                    else "no real model built)"))
+        config = stand_in_config(
+            phantoms_as_files(original, args.cache), forward_ms, set_up=args.set_up == "real"
+        )
+        times = (
+            f"{forward_ms:g} ms"
+            if not isinstance(forward_ms, dict)
+            else ", ".join(f"{key}: {ms:g} ms" for key, ms in forward_ms.items())
+        )
+        label = (
+            f"proxy of {args.proxy_of}: stand-ins at {times} per forward pass (phantoms "
+            "read from NIfTI files; "
+            + (
+                "the real models built and set up on the CPU)"
+                if args.set_up == "real"
+                else "no real model built)"
+            )
+        )
         args.proxy_ms = forward_ms
     elif args.proxy_ms is not None:
         shape = tuple(args.shape)
         folder = args.cache / f"{shape[0]}x{shape[1]}x{shape[2]}-n{args.cases}"
         config = proxy_config(write_phantoms(folder, args.cases, shape), args.proxy_ms)
-        label = f"proxy: synthetic-network {args.proxy_ms:g} ms/forward, {args.cases} phantoms {shape}"
+        label = (
+            f"proxy: synthetic-network {args.proxy_ms:g} ms/forward, {args.cases} phantoms {shape}"
+        )
     else:
         config = load_config(args.config)
         label = f"config: {args.config}"
@@ -393,8 +501,11 @@ def main() -> None:
     try:
         result = measure(config, options)
     except NoRows as error:
-        hint = ("; --set-up none runs the stand-ins without building the real models"
-                if args.proxy_of is not None and args.set_up == "real" else "")
+        hint = (
+            "; --set-up none runs the stand-ins without building the real models"
+            if args.proxy_of is not None and args.set_up == "real"
+            else ""
+        )
         sys.exit(f"bench_gpu_run.py: the run gave no rows: {str(error)[:300]}{hint}")
     print(label)
     print(f"cores: {len(os.sched_getaffinity(0))}, runner: {options}")
@@ -408,35 +519,46 @@ def main() -> None:
     print(f"simulated user (all processes) {result['user']:8.2f} s")
     print(f"metrics (all processes)        {result['metrics']:8.2f} s")
     for name, (steps, seconds) in result["per_model"].items():
-        print(f"  {name}: {steps} steps with a forward pass, {seconds:.2f} s "
-              f"({1000 * seconds / max(steps, 1):.0f} ms each)")
+        print(
+            f"  {name}: {steps} steps with a forward pass, {seconds:.2f} s "
+            f"({1000 * seconds / max(steps, 1):.0f} ms each)"
+        )
     print("where the model loop's time went (intrabench.engine.loop_clock):")
     for line in result["loop_lines"]:
         print(f"  {line}")
 
     print(f"machine: {machine_text(describe_machine())}")
-    print(f"start: before the first forward pass {result['before']:.2f} s; steady state: model "
-          f"busy {result['model_steady']:.1%} of the time from the first forward pass to the "
-          "last")
+    print(
+        f"start: before the first forward pass {result['before']:.2f} s; steady state: model "
+        f"busy {result['model_steady']:.1%} of the time from the first forward pass to the "
+        "last"
+    )
     if result["gpu_samples"]:
-        print(f"GPU busy (NVML samples > 0)    {result['gpu_busy']:8.1%} of "
-              f"{result['gpu_samples']} samples, mean utilisation {result['gpu_mean']:.1f}%")
-        print(f"GPU busy, steady state         {result['gpu_steady_busy']:8.1%} of "
-              f"{result['gpu_steady_samples']} samples, mean utilisation "
-              f"{result['gpu_steady_mean']:.1f}%")
+        print(
+            f"GPU busy (NVML samples > 0)    {result['gpu_busy']:8.1%} of "
+            f"{result['gpu_samples']} samples, mean utilisation {result['gpu_mean']:.1f}%"
+        )
+        print(
+            f"GPU busy, steady state         {result['gpu_steady_busy']:8.1%} of "
+            f"{result['gpu_steady_samples']} samples, mean utilisation "
+            f"{result['gpu_steady_mean']:.1f}%"
+        )
     busy = result["model"]
     if args.proxy_ms is not None:
         # conservative: a forward pass stretched by CPU contention would leave a GPU idle
         nominal = result["nominal"]
-        print(f"nominal forward time           {nominal:8.2f} s ({result['forwards']} forwards "
-              "at their calibrated times)")
+        print(
+            f"nominal forward time           {nominal:8.2f} s ({result['forwards']} forwards "
+            "at their calibrated times)"
+        )
         busy = min(busy, nominal)
         print(f"model busy, steady state (nominal forward time): {nominal_steady(result):.1%}")
     print(f"model busy: {100 * busy / result['wall']:.1f}%")
     if args.figures_out is not None:
         card = describe_machine().get("gpu") or "no GPU"
-        figures = card_figures(result, keys_and_names(config),
-                               str(card), str(args.config or args.proxy_of or label))
+        figures = card_figures(
+            result, keys_and_names(config), str(card), str(args.config or args.proxy_of or label)
+        )
         try:
             args.figures_out.write_text(json.dumps(figures, indent=1) + "\n")
         except OSError as error:
@@ -447,12 +569,19 @@ def main() -> None:
             entry = calibration_entry(card_run, result["forwards_by_model"])
         except ValueError as error:
             sys.exit(f"--calibrate-from {args.calibrate_from}: {error}")
-        print(f"\nthe entry of {args.proxy_of.name} in {args.calibration.name} for the card run "
-              f"of {args.calibrate_from} (then run --proxy-of again to compare):\n")
-        print(entry_text(args.proxy_of.name, entry,
-                         f"{entry['card']['name']}: {args.calibrate_from.name}; proxy_ms = the "
-                         "card's forward seconds of each model over the proxy's passes "
-                         f"{result['forwards_by_model']}"))
+        print(
+            f"\nthe entry of {args.proxy_of.name} in {args.calibration.name} for the card run "
+            f"of {args.calibrate_from} (then run --proxy-of again to compare):\n"
+        )
+        print(
+            entry_text(
+                args.proxy_of.name,
+                entry,
+                f"{entry['card']['name']}: {args.calibrate_from.name}; proxy_ms = the "
+                "card's forward seconds of each model over the proxy's passes "
+                f"{result['forwards_by_model']}",
+            )
+        )
     elif calibration:
         card_name, card = card_of(calibration)
         if card:
@@ -462,8 +591,10 @@ def main() -> None:
 def nominal_steady(result: dict) -> float:
     """The model's busy share from the first forward pass to the last, at the stand-ins'
     nominal forward time where a busy CPU stretched a pass (a card would have been idle)."""
-    return min(result["model_steady"],
-               result["nominal"] / (result["wall"] - result["before"] - result["after"]))
+    return min(
+        result["model_steady"],
+        result["nominal"] / (result["wall"] - result["before"] - result["after"]),
+    )
 
 
 def keys_and_names(config: RunConfig) -> list[tuple[str, str]]:
@@ -474,12 +605,14 @@ def keys_and_names(config: RunConfig) -> list[tuple[str, str]]:
 def print_comparison(result: dict, card_name: str, card: dict) -> None:
     """The proxy's phases beside the card's (same configuration), and their ratios."""
     nominal = result["nominal"]
-    rows = [("wall (s)", result["wall"], card.get("wall")),
-            ("start: before the 1st forward pass (s)", result["before"], card.get("start")),
-            ("model forward passes (s)", nominal, card.get("forward")),
-            ("between forward passes (s)", between_passes(result), card.get("between")),
-            ("model busy, steady state", nominal_steady(result), card.get("model_steady")),
-            ("model busy, whole run", nominal / result["wall"], card.get("model_whole"))]
+    rows = [
+        ("wall (s)", result["wall"], card.get("wall")),
+        ("start: before the 1st forward pass (s)", result["before"], card.get("start")),
+        ("model forward passes (s)", nominal, card.get("forward")),
+        ("between forward passes (s)", between_passes(result), card.get("between")),
+        ("model busy, steady state", nominal_steady(result), card.get("model_steady")),
+        ("model busy, whole run", nominal / result["wall"], card.get("model_whole")),
+    ]
     print(f"\nproxy against the {card_name} (same configuration):")
     print(f"{'':42s} {'proxy':>9s} {'card':>9s} {'proxy/card':>10s}")
     for name, mine, theirs in rows:
@@ -492,8 +625,10 @@ def print_comparison(result: dict, card_name: str, card: dict) -> None:
         mine_phases = result.get("loop_phases", {})
         for name in [*mine_phases, *(n for n in card_phases if n not in mine_phases)]:
             mine, theirs = mine_phases.get(name), card_phases.get(name)
-            print(f"  {name:40s} {'-' if mine is None else f'{mine:9.2f}':>9s} "
-                  f"{'-' if theirs is None else f'{theirs:9.2f}':>9s}")
+            print(
+                f"  {name:40s} {'-' if mine is None else f'{mine:9.2f}':>9s} "
+                f"{'-' if theirs is None else f'{theirs:9.2f}':>9s}"
+            )
 
 
 if __name__ == "__main__":

@@ -66,8 +66,11 @@ def measure(config, options: dict) -> dict[str, float]:
     spans: list[tuple[float, float]] = []
     construction: list[float] = []
     names = sorted({spec.name for spec in config.models})
-    with (tempfile.TemporaryDirectory() as directory, timed_forward_passes(names, spans),
-          timed_model_construction(construction)):
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        timed_forward_passes(names, spans),
+        timed_model_construction(construction),
+    ):
         started = time.perf_counter()
         runner = Runner(config, Path(directory), **options)
         plan, _ = runner.run()
@@ -86,8 +89,7 @@ def measure(config, options: dict) -> dict[str, float]:
         "units": len(plan.units),
         "rows": len(rows),
         # the model loop's phases (intrabench.engine.loop_clock), prefixed "loop: "
-        **{f"loop: {phase}": row["seconds"]
-           for phase, row in runner.loop_clock.summary().items()},
+        **{f"loop: {phase}": row["seconds"] for phase, row in runner.loop_clock.summary().items()},
     }
 
 
@@ -95,9 +97,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="?", type=Path, default=builtin_demo_path())
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--user-workers", type=int, nargs="*", default=[],
-                        help="also run process mode with these numbers of user workers "
-                             "(the default depends on the core count)")
+    parser.add_argument(
+        "--user-workers",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also run process mode with these numbers of user workers "
+        "(the default depends on the core count)",
+    )
     args = parser.parse_args()
     config = load_config(args.config)
     modes = dict(MODES)
@@ -109,20 +116,26 @@ def main() -> None:
         for mode, options in modes.items():
             runs[mode].append(measure(config, options))
     keys = {key for mode_runs in runs.values() for r in mode_runs for key in r}
-    median = {mode: {key: statistics.median(r.get(key, 0.0) for r in runs[mode])
-                     for key in sorted(keys)} for mode in modes}
+    median = {
+        mode: {key: statistics.median(r.get(key, 0.0) for r in runs[mode]) for key in sorted(keys)}
+        for mode in modes
+    }
     first = median["inline"]
     print(f"config: {args.config}")
-    print(f"work units: {int(first['units'])}, rows: {int(first['rows'])}, "
-          f"medians of {args.repeats} alternating runs per mode")
+    print(
+        f"work units: {int(first['units'])}, rows: {int(first['rows'])}, "
+        f"medians of {args.repeats} alternating runs per mode"
+    )
     print(f"{'':44}" + "".join(f"{mode:>18}" for mode in modes))
 
     def line(label: str, key: str) -> None:
         cells = "".join(f"{m[key]:8.2f} s ({m[key] / m['wall']:5.1%})" for m in median.values())
         print(f"{label:44}{cells}")
 
-    print(f"{'wall time of the run':44}" + "".join(f"{m['wall']:8.2f} s{'':8}"
-                                                    for m in median.values()))
+    print(
+        f"{'wall time of the run':44}"
+        + "".join(f"{m['wall']:8.2f} s{'':8}" for m in median.values())
+    )
     line("  model forward passes (model loop)", "model")
     line("  before the first forward pass", "before")
     line("  between forward passes", "between")
@@ -134,18 +147,25 @@ def main() -> None:
     phases = [key for key in first if key.startswith("loop: ")]
     order = {f"loop: {name}": index for index, name in enumerate(PHASES + ("untracked",))}
     for key in sorted(phases, key=lambda k: order.get(k, len(order))):
-        line(f"  {key[len('loop: '):]}", key)
-    print(f"{'harness overhead (1 - model/wall)':44}"
-          + "".join(f"{1 - m['model'] / m['wall']:17.1%} " for m in median.values()))
-    print(f"{'  the same, model building not counted':44}"
-          + "".join(f"{1 - m['model'] / (m['wall'] - m['construction']):17.1%} "
-                    for m in median.values()))
+        line(f"  {key[len('loop: ') :]}", key)
+    print(
+        f"{'harness overhead (1 - model/wall)':44}"
+        + "".join(f"{1 - m['model'] / m['wall']:17.1%} " for m in median.values())
+    )
+    print(
+        f"{'  the same, model building not counted':44}"
+        + "".join(
+            f"{1 - m['model'] / (m['wall'] - m['construction']):17.1%} " for m in median.values()
+        )
+    )
     inline = median["inline"]
     for mode in list(modes)[1:]:
         other = median[mode]
-        print(f"{mode} against the inline run's model time: "
-              f"{1 - inline['model'] / other['wall']:.1%} overhead; "
-              f"wall-time speed-up {inline['wall'] / other['wall']:.2f}x")
+        print(
+            f"{mode} against the inline run's model time: "
+            f"{1 - inline['model'] / other['wall']:.1%} overhead; "
+            f"wall-time speed-up {inline['wall'] / other['wall']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -34,13 +34,15 @@ def main() -> None:
     from intrabench import registry
 
     torch.set_num_threads(2)
-    dataset = registry.datasets.create("demo-phantoms", {"n_cases": args.cases, "seed": 7,
-                                                         "shape": args.shape})
+    dataset = registry.datasets.create(
+        "demo-phantoms", {"n_cases": args.cases, "seed": 7, "shape": args.shape}
+    )
     cases = [dataset.load(case_id) for case_id in dataset.case_ids()]
-    params = {"device": args.device, "weights": "random", "tiny": True,
-              "batch_size": args.block}
-    ways = {way: registry.models.create("litemedsam", {**params, "preprocessing": way})
-            for way in ("numpy", "device")}
+    params = {"device": args.device, "weights": "random", "tiny": True, "batch_size": args.block}
+    ways = {
+        way: registry.models.create("litemedsam", {**params, "preprocessing": way})
+        for way in ("numpy", "device")
+    }
 
     def sync() -> None:
         if args.device.startswith("cuda"):
@@ -66,13 +68,16 @@ def main() -> None:
                     slices += len(zs)
                     if repeat == 0:
                         # a tensor, or NumPy where the CPU encoder runs without torch
-                        outputs[way].append(batch.cpu().numpy() if hasattr(batch, "cpu")
-                                            else np.asarray(batch))
+                        outputs[way].append(
+                            batch.cpu().numpy() if hasattr(batch, "cpu") else np.asarray(batch)
+                        )
             if repeat > 0:
                 seconds[way] = min(seconds[way], elapsed)
     equal = all(np.array_equal(a, b) for a, b in zip(outputs["numpy"], outputs["device"]))
-    print(f"device {args.device}; {len(cases)} phantoms {tuple(args.shape)}; blocks of "
-          f"{args.block}; {slices} slices")
+    print(
+        f"device {args.device}; {len(cases)} phantoms {tuple(args.shape)}; blocks of "
+        f"{args.block}; {slices} slices"
+    )
     for way in ways:
         print(f"{way:8s} {1000 * seconds[way] / slices:8.3f} ms per slice")
     print(f"device / numpy time: {seconds['device'] / seconds['numpy']:.3f}")

@@ -39,10 +39,13 @@ def make_label_map(shape: tuple[int, int, int], n_targets: int, seed: int = 0) -
         centre = [rng.uniform(radii[a] + 1, shape[a] - radii[a] - 1) for a in range(3)]
         low = [max(0, int(centre[a] - radii[a])) for a in range(3)]
         high = [min(shape[a], int(centre[a] + radii[a]) + 2) for a in range(3)]
-        z, y, x = np.ogrid[low[0]:high[0], low[1]:high[1], low[2]:high[2]]
-        inside = (((z - centre[0]) / radii[0]) ** 2 + ((y - centre[1]) / radii[1]) ** 2
-                  + ((x - centre[2]) / radii[2]) ** 2) <= 1.0
-        region = label[low[0]:high[0], low[1]:high[1], low[2]:high[2]]
+        z, y, x = np.ogrid[low[0] : high[0], low[1] : high[1], low[2] : high[2]]
+        inside = (
+            ((z - centre[0]) / radii[0]) ** 2
+            + ((y - centre[1]) / radii[1]) ** 2
+            + ((x - centre[2]) / radii[2]) ** 2
+        ) <= 1.0
+        region = label[low[0] : high[0], low[1] : high[1], low[2] : high[2]]
         region[inside] = index
     return label
 
@@ -66,16 +69,23 @@ def main() -> None:
 
     started = time.perf_counter()
     label = make_label_map(shape, args.targets)
-    print(f"volume {shape} (z, y, x), {args.targets} targets, built in "
-          f"{time.perf_counter() - started:.1f} s")
+    print(
+        f"volume {shape} (z, y, x), {args.targets} targets, built in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
 
     prompters = [(name, registry.prompters.create(name)) for name in registry.prompters.names()]
-    extra = [("point-interpolation", {"n_slices": 10}), ("points-per-slice", {"n_points": 10}),
-             ("alternating-points-per-slice", {"n_points": 10}),
-             ("center-points-per-volume", {"n_points": 10}),
-             ("box-interpolation", {"n_slices": 5, "shift": 5})]
-    prompters += [(f"{n}({','.join(f'{k}={v}' for k, v in p.items())})",
-                   registry.prompters.create(n, p)) for n, p in extra]
+    extra = [
+        ("point-interpolation", {"n_slices": 10}),
+        ("points-per-slice", {"n_points": 10}),
+        ("alternating-points-per-slice", {"n_points": 10}),
+        ("center-points-per-volume", {"n_points": 10}),
+        ("box-interpolation", {"n_slices": 5, "shift": 5}),
+    ]
+    prompters += [
+        (f"{n}({','.join(f'{k}={v}' for k, v in p.items())})", registry.prompters.create(n, p))
+        for n, p in extra
+    ]
     refiners = [(name, registry.refiners.create(name)) for name in registry.refiners.names()]
     seconds: dict[str, list[float]] = {}
     mask_seconds, voxels = [], []
@@ -92,20 +102,31 @@ def main() -> None:
             return gt[prompt.z]
 
         for name, prompter in prompters:
-            context = PromptContext(gt, (1.0, 0.8, 0.8), derive_rng(0, "bench", value, name),
-                                    oracle if prompter.needs_model else None)
+            context = PromptContext(
+                gt,
+                (1.0, 0.8, 0.8),
+                derive_rng(0, "bench", value, name),
+                oracle if prompter.needs_model else None,
+            )
             started = time.perf_counter()
             prompter.initial(context)
             seconds.setdefault(f"initial  {name}", []).append(time.perf_counter() - started)
         prediction = imperfect_prediction(gt)
         for name, refiner in refiners:
             for dimension in sorted(refiner.dimensions):
-                context = RefineContext(gt, prediction, (1.0, 0.8, 0.8),
-                                        derive_rng(0, "bench", value, name, 1), 1, dimension)
+                context = RefineContext(
+                    gt,
+                    prediction,
+                    (1.0, 0.8, 0.8),
+                    derive_rng(0, "bench", value, name, 1),
+                    1,
+                    dimension,
+                )
                 started = time.perf_counter()
                 refiner.refine(context)
                 seconds.setdefault(f"refiner  {name} ({dimension}D model)", []).append(
-                    time.perf_counter() - started)
+                    time.perf_counter() - started
+                )
 
     print(f"target sizes: {min(voxels)} to {max(voxels)} voxels (median {int(np.median(voxels))})")
     print(f"{'engine   label == value (one target mask)':58s} mean {np.mean(mask_seconds):.4f} s")

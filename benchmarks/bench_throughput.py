@@ -65,9 +65,24 @@ from intrabench.flops import (
 from intrabench.models._precision import forward_context, resolve_precision
 from intrabench.protocols import incompatibility
 
-MODELS = ("sam", "sam2", "medsam", "sam-med2d", "sam-med3d", "segvol", "vista3d", "nninteractive", "medsam2")
-PROMPTERS_2D = ("box-per-slice", "center-point-per-slice", "points-per-slice", "box-3d",
-                "box-interpolation")
+MODELS = (
+    "sam",
+    "sam2",
+    "medsam",
+    "sam-med2d",
+    "sam-med3d",
+    "segvol",
+    "vista3d",
+    "nninteractive",
+    "medsam2",
+)
+PROMPTERS_2D = (
+    "box-per-slice",
+    "center-point-per-slice",
+    "points-per-slice",
+    "box-3d",
+    "box-interpolation",
+)
 REFINER = "center-error-click"
 
 
@@ -109,8 +124,10 @@ def encoder_call(model: Any) -> tuple[Callable[[Any], Any], tuple[int, ...]]:
     """(what the adapter runs to encode a batch, shape of one input image (C, *spatial))."""
     if model.name == "nninteractive":  # image + interaction channels, one patch
         session = model.session
-        return session.network, (1 + session.num_interaction_channels,
-                                 *session.configuration_manager.patch_size)
+        return session.network, (
+            1 + session.num_interaction_channels,
+            *session.configuration_manager.patch_size,
+        )
     net = model.net
     if model.name in ("sam2", "medsam2"):  # trunk + neck + the high-resolution convolutions
         return net.forward_image, (3, net.image_size, net.image_size)
@@ -135,13 +152,17 @@ def episodes_of(model: Any) -> list[tuple[str, str | None]]:
     refinable = incompatibility(model_cls, None, registry.refiners.get(REFINER)) is None
     refiner = REFINER if refinable else None
     if model.dimension == 2:
-        prompters = [p for p in PROMPTERS_2D
-                     if incompatibility(model_cls, registry.prompters.get(p)) is None][:3]
+        prompters = [
+            p for p in PROMPTERS_2D if incompatibility(model_cls, registry.prompters.get(p)) is None
+        ][:3]
     elif refinable:
         prompters = ["points-per-volume"]
     else:
-        prompters = [p for p in ("points-per-volume", "box-3d")
-                     if incompatibility(model_cls, registry.prompters.get(p)) is None]
+        prompters = [
+            p
+            for p in ("points-per-volume", "box-3d")
+            if incompatibility(model_cls, registry.prompters.get(p)) is None
+        ]
     return [(p, refiner) for p in prompters]
 
 
@@ -153,9 +174,15 @@ def run_cases(model: Any, cases: list, steps: int) -> list[np.ndarray]:
         for target in case.targets:
             for prompter, refiner in episodes_of(model):
                 results = run_episode(
-                    case, target, model, registry.prompters.create(prompter), prompter,
-                    registry.refiners.create(refiner) if refiner else None, refiner or "",
-                    steps=steps if refiner else 0)
+                    case,
+                    target,
+                    model,
+                    registry.prompters.create(prompter),
+                    prompter,
+                    registry.refiners.create(refiner) if refiner else None,
+                    refiner or "",
+                    steps=steps if refiner else 0,
+                )
                 masks += [result.prediction.mask for result in results]
     return masks
 
@@ -231,10 +258,12 @@ def bench_cases(name: str, cases: list, args: argparse.Namespace) -> None:
         rate = 60.0 * len(cases) / combination.best
         agreement = [dice(a, b) for a, b in zip(combination.masks, baseline.masks)]
         batch = "-" if combination.batch is None else str(combination.batch)
-        print(f"{name:16s} {batch:>5s} {combination.precision:>9s} {rate:9.2f} "
-              f"{combination.best / len(cases):8.2f} {100 * combination.encoder_share:6.1f}% "
-              f"{combination.encoder_calls:6d} {baseline.best / combination.best:7.2f}x "
-              f"{statistics.mean(agreement):9.4f} {min(agreement):8.4f}")
+        print(
+            f"{name:16s} {batch:>5s} {combination.precision:>9s} {rate:9.2f} "
+            f"{combination.best / len(cases):8.2f} {100 * combination.encoder_share:6.1f}% "
+            f"{combination.encoder_calls:6d} {baseline.best / combination.best:7.2f}x "
+            f"{statistics.mean(agreement):9.4f} {min(agreement):8.4f}"
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -244,8 +273,9 @@ def bench_cases(name: str, cases: list, args: argparse.Namespace) -> None:
 
 def peak_tflops(precision: str, args: argparse.Namespace, device: Any) -> tuple[float | None, str]:
     """(peak TFLOP/s for ``precision`` on ``device`` or None, where the figure comes from)."""
-    override = args.peak_tflops if precision == "fp32" else \
-        (args.peak_tflops_half or args.peak_tflops)
+    override = (
+        args.peak_tflops if precision == "fp32" else (args.peak_tflops_half or args.peak_tflops)
+    )
     if override:
         return override, "--peak-tflops" + ("" if precision == "fp32" else "-half")
     if device.type == "cuda":
@@ -256,8 +286,11 @@ def peak_tflops(precision: str, args: argparse.Namespace, device: Any) -> tuple[
         if card is None:
             return None, f"'{card_name}' not in intrabench.flops.KNOWN_GPUS: pass --peak-tflops"
         tf32 = precision == "fp32" and cuda_fp32_matmul_uses_tf32()
-        kind = "TF32 tensor" if tf32 else ("FP32" if precision == "fp32" else
-                                           f"{precision.upper()} tensor")
+        kind = (
+            "TF32 tensor"
+            if tf32
+            else ("FP32" if precision == "fp32" else f"{precision.upper()} tensor")
+        )
         return card.for_precision(precision, tf32), f"{card.name} dense {kind}, {card.source}"
     return None, "no CPU peak known: pass --peak-tflops for a ratio"
 
@@ -278,7 +311,7 @@ def gemm_tflops(device: Any, precision: str, size: int, passes: int = 5) -> floa
             synchronize(device)
             if index:  # the first pass warms up
                 best = min(best, time.perf_counter() - started)
-    return achieved_tflops(2.0 * size ** 3, best)
+    return achieved_tflops(2.0 * size**3, best)
 
 
 def parse_options(text: str) -> dict[str, Any]:
@@ -301,8 +334,14 @@ def bench_encoder(name: str, args: argparse.Namespace) -> None:
         time_encoder_options(name, text or "-", model, run, shape, args)
 
 
-def time_encoder_options(name: str, label: str, model: Any, run: Callable[[Any], Any],
-                         shape: tuple[int, ...], args: argparse.Namespace) -> None:
+def time_encoder_options(
+    name: str,
+    label: str,
+    model: Any,
+    run: Callable[[Any], Any],
+    shape: tuple[int, ...],
+    args: argparse.Namespace,
+) -> None:
     import torch
 
     device = model.device
@@ -326,10 +365,12 @@ def time_encoder_options(name: str, label: str, model: Any, run: Callable[[Any],
         tflops = achieved_tflops(flops, per_pass)
         peak = args.peaks[precision][0]
         share = f"{100 * tflops / peak:7.2f}%" if peak else f"{'-':>8s}"
-        print(f"{name:16s} {label:>36s} {'x'.join(map(str, shape)):>14s} "
-              f"{args.encoder_batch:3d} {flops / 1e9 / args.encoder_batch:9.3f} {precision:>5s} "
-              f"{per_pass:9.3f} {args.encoder_batch / per_pass:8.2f} {tflops:8.4f} {share} "
-              f"{100 * tflops / args.gemm[precision]:7.1f}%")
+        print(
+            f"{name:16s} {label:>36s} {'x'.join(map(str, shape)):>14s} "
+            f"{args.encoder_batch:3d} {flops / 1e9 / args.encoder_batch:9.3f} {precision:>5s} "
+            f"{per_pass:9.3f} {args.encoder_batch / per_pass:8.2f} {tflops:8.4f} {share} "
+            f"{100 * tflops / args.gemm[precision]:7.1f}%"
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -337,33 +378,60 @@ def time_encoder_options(name: str, label: str, model: Any, run: Callable[[Any],
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", nargs="+", default=["cases", "encoders"],
-                        choices=["cases", "encoders"])
+    parser.add_argument(
+        "--part", nargs="+", default=["cases", "encoders"], choices=["cases", "encoders"]
+    )
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1 ...")
-    parser.add_argument("--tiny", action=argparse.BooleanOptionalAction, default=True,
-                        help="tiny test configurations (default) or the full-size networks")
+    parser.add_argument(
+        "--tiny",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="tiny test configurations (default) or the full-size networks",
+    )
     parser.add_argument("--weights", default="random", choices=["random", "checkpoint"])
-    parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"],
-                        choices=["fp32", "bf16", "fp16"],
-                        help="the first is the baseline; bf16/fp16 autocast (fp16: CUDA only)")
-    parser.add_argument("--variants", nargs="*", default=[], metavar="MODEL=VARIANT",
-                        help="e.g. sam=vit_b sam2=sam2.1-hiera-tiny")
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        default=["fp32", "bf16"],
+        choices=["fp32", "bf16", "fp16"],
+        help="the first is the baseline; bf16/fp16 autocast (fp16: CUDA only)",
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="*",
+        default=[],
+        metavar="MODEL=VARIANT",
+        help="e.g. sam=vit_b sam2=sam2.1-hiera-tiny",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1, help="timed passes over the cases")
     parser.add_argument("--steps", type=int, default=2, help="refinement steps per episode")
     parser.add_argument("--passes", type=int, default=3, help="timed encoder passes")
     parser.add_argument("--encoder-batch", type=int, default=1, help="images per encoder pass")
-    parser.add_argument("--encoder-options", nargs="+", default=[""], metavar="K=V,K=V",
-                        help="adapter speed options per timed row, e.g. '' 'attention=fused' "
-                             "'attention=fused,encoder_weights=bf16,compile=true'")
-    parser.add_argument("--gemm-size", type=int, default=None,
-                        help="size of the linear-layer ceiling (default 1024 on CPU, 8192 on "
-                             "CUDA)")
-    parser.add_argument("--peak-tflops", type=float, default=None,
-                        help="device peak TFLOP/s for fp32 (and bf16/fp16 unless --peak-tflops-half)")
-    parser.add_argument("--peak-tflops-half", type=float, default=None,
-                        help="device peak TFLOP/s for bf16/fp16")
+    parser.add_argument(
+        "--encoder-options",
+        nargs="+",
+        default=[""],
+        metavar="K=V,K=V",
+        help="adapter speed options per timed row, e.g. '' 'attention=fused' "
+        "'attention=fused,encoder_weights=bf16,compile=true'",
+    )
+    parser.add_argument(
+        "--gemm-size",
+        type=int,
+        default=None,
+        help="size of the linear-layer ceiling (default 1024 on CPU, 8192 on CUDA)",
+    )
+    parser.add_argument(
+        "--peak-tflops",
+        type=float,
+        default=None,
+        help="device peak TFLOP/s for fp32 (and bf16/fp16 unless --peak-tflops-half)",
+    )
+    parser.add_argument(
+        "--peak-tflops-half", type=float, default=None, help="device peak TFLOP/s for bf16/fp16"
+    )
     args = parser.parse_args()
     args.variants = dict(item.split("=", 1) for item in args.variants)
     return args
@@ -384,41 +452,57 @@ def main() -> None:
         except ValueError as error:
             raise SystemExit(f"bench_throughput.py: {error}") from None
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    print(f"device {device} ({name}), {args.threads} torch threads, torch {torch.__version__}, "
-          f"{'tiny' if args.tiny else 'full-size'} networks, weights={args.weights}"
-          f"{', variants ' + str(args.variants) if args.variants else ''}")
+    print(
+        f"device {device} ({name}), {args.threads} torch threads, torch {torch.__version__}, "
+        f"{'tiny' if args.tiny else 'full-size'} networks, weights={args.weights}"
+        f"{', variants ' + str(args.variants) if args.variants else ''}"
+    )
     if device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-        print(f"note: this CPU ({torch.backends.cpu.get_cpu_capability()}) has no native bf16: "
-              f"bf16 autocast is emulated here and slower than fp32")
+        print(
+            f"note: this CPU ({torch.backends.cpu.get_cpu_capability()}) has no native bf16: "
+            f"bf16 autocast is emulated here and slower than fp32"
+        )
 
     if "cases" in args.part:
         cases = list(registry.datasets.create("demo-real"))  # every case, loaded
         shapes = ", ".join(f"{c.case_id} {c.image.shape}" for c in cases)
-        print(f"\ncases per minute on demo-real ({shapes}); {args.steps} refinement steps; "
-              f"best of {args.repeats} interleaved pass(es) after a warm-up case")
-        header = (f"{'model':16s} {'batch':>5s} {'precision':>9s} {'cases/min':>9s} "
-                  f"{'s/case':>8s} {'enc %':>7s} {'encs':>6s} {'vs base':>8s} "
-                  f"{'Dice mean':>9s} {'Dice min':>8s}")
+        print(
+            f"\ncases per minute on demo-real ({shapes}); {args.steps} refinement steps; "
+            f"best of {args.repeats} interleaved pass(es) after a warm-up case"
+        )
+        header = (
+            f"{'model':16s} {'batch':>5s} {'precision':>9s} {'cases/min':>9s} "
+            f"{'s/case':>8s} {'enc %':>7s} {'encs':>6s} {'vs base':>8s} "
+            f"{'Dice mean':>9s} {'Dice min':>8s}"
+        )
         print(header + "\n" + "-" * len(header))
         for model_name in args.models:
             bench_cases(model_name, cases, args)
-        print("vs base: speed-up over the model's first row (batch 1 or -, first precision); "
-              "Dice: the "
-              "masks of every episode step against that row's; encs: encoder forward passes")
+        print(
+            "vs base: speed-up over the model's first row (batch 1 or -, first precision); "
+            "Dice: the "
+            "masks of every episode step against that row's; encs: encoder forward passes"
+        )
 
     if "encoders" in args.part:
         size = args.gemm_size or (8192 if device.type == "cuda" else 1024)
         args.gemm = {p: gemm_tflops(device, p, size) for p in args.precisions}
         args.peaks = {p: peak_tflops(p, args, device) for p in args.precisions}
-        print(f"\nimage encoders: random input, median of {args.passes} timed passes after a "
-              f"warm-up pass")
+        print(
+            f"\nimage encoders: random input, median of {args.passes} timed passes after a "
+            f"warm-up pass"
+        )
         for precision in args.precisions:
             peak, source = args.peaks[precision]
-            print(f"  {precision}: peak {f'{peak:g} TFLOP/s ({source})' if peak else source}; "
-                  f"GEMM ceiling ({size}^2 x {size} linear layer) "
-                  f"{args.gemm[precision]:.4f} TFLOP/s")
-        header = (f"{'model':16s} {'options':>36s} {'input':>14s} {'B':>3s} {'GFLOP/img':>9s} {'prec':>5s} "
-                  f"{'s/pass':>9s} {'img/s':>8s} {'TFLOP/s':>8s} {'% peak':>8s} {'% GEMM':>8s}")
+            print(
+                f"  {precision}: peak {f'{peak:g} TFLOP/s ({source})' if peak else source}; "
+                f"GEMM ceiling ({size}^2 x {size} linear layer) "
+                f"{args.gemm[precision]:.4f} TFLOP/s"
+            )
+        header = (
+            f"{'model':16s} {'options':>36s} {'input':>14s} {'B':>3s} {'GFLOP/img':>9s} {'prec':>5s} "
+            f"{'s/pass':>9s} {'img/s':>8s} {'TFLOP/s':>8s} {'% peak':>8s} {'% GEMM':>8s}"
+        )
         print(header + "\n" + "-" * len(header))
         for model_name in args.models:
             bench_encoder(model_name, args)

@@ -70,8 +70,10 @@ def nifti_cases(spec_path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
 
     root = spec_path.parent
     for image_path in sorted((root / "images").glob("*.nii")):
-        yield (sitk.GetArrayFromImage(sitk.ReadImage(str(image_path))),
-               sitk.GetArrayFromImage(sitk.ReadImage(str(root / "labels" / image_path.name))))
+        yield (
+            sitk.GetArrayFromImage(sitk.ReadImage(str(image_path))),
+            sitk.GetArrayFromImage(sitk.ReadImage(str(root / "labels" / image_path.name))),
+        )
 
 
 def dataset_cases(dataset: dict) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -86,8 +88,9 @@ def dataset_cases(dataset: dict) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         yield case.image.array, case.label
 
 
-def naive_loop(cases: Iterable[tuple[np.ndarray, np.ndarray]], params: dict,
-               careful: bool = False) -> dict:
+def naive_loop(
+    cases: Iterable[tuple[np.ndarray, np.ndarray]], params: dict, careful: bool = False
+) -> dict:
     """The SamPredictor loop over every case, target and slice (runs in the child).
 
     Plain: ``set_image`` for every (target, slice). Careful: ``set_image`` once for every slice
@@ -110,8 +113,11 @@ def naive_loop(cases: Iterable[tuple[np.ndarray, np.ndarray]], params: dict,
         truths = {value: label == value for value in values}
         predicted = {value: np.zeros_like(truth) for value, truth in truths.items()}
         # (z, target) in the plain loop's order: target by target, each slice it covers
-        work = [(int(z), value) for value, truth in truths.items()
-                for z in np.flatnonzero(truth.any(axis=(1, 2)))]
+        work = [
+            (int(z), value)
+            for value, truth in truths.items()
+            for z in np.flatnonzero(truth.any(axis=(1, 2)))
+        ]
         if careful:
             work.sort()  # slice by slice: each slice is encoded once
         encoded_z = None
@@ -124,15 +130,23 @@ def naive_loop(cases: Iterable[tuple[np.ndarray, np.ndarray]], params: dict,
                 encodes += 1
             ys, xs = np.nonzero(truths[value][z])
             masks, _, _ = predictor.predict(
-                box=np.array([xs.min(), ys.min(), xs.max(), ys.max()]), multimask_output=False)
+                box=np.array([xs.min(), ys.min(), xs.max(), ys.max()]), multimask_output=False
+            )
             predicted[value][z] = masks[0]
             boxes += 1
         for value, truth in truths.items():
             overlap = np.count_nonzero(predicted[value] & truth)
-            dices.append(2 * overlap / (np.count_nonzero(predicted[value])
-                                        + np.count_nonzero(truth)))
-    return {"targets": len(dices), "encodes": encodes, "boxes": boxes, "dices": dices,
-            "dice": float(np.mean(dices)), "first_forward_at": first_forward_at}
+            dices.append(
+                2 * overlap / (np.count_nonzero(predicted[value]) + np.count_nonzero(truth))
+            )
+    return {
+        "targets": len(dices),
+        "encodes": encodes,
+        "boxes": boxes,
+        "dices": dices,
+        "dice": float(np.mean(dices)),
+        "first_forward_at": first_forward_at,
+    }
 
 
 def timed(command: list[str], env: dict) -> tuple[float, str]:
@@ -145,22 +159,40 @@ def timed(command: list[str], env: dict) -> tuple[float, str]:
     return seconds, done.stdout
 
 
-def run_intrabench(dataset: dict, params: dict, folder: Path, env: dict
-                   ) -> tuple[float, float, object]:
+def run_intrabench(
+    dataset: dict, params: dict, folder: Path, env: dict
+) -> tuple[float, float, object]:
     """One whole ``intrabench run`` of ``box-per-slice`` through ``timed_command.py``: its wall
     time, its start (seconds from its launch to its first forward pass) and its result rows."""
     import pandas as pd
 
     tag = params.get("precision", "default")
     config = folder / f"vs-naive-{tag}.yaml"
-    config.write_text(yaml.safe_dump({
-        "name": "vs-naive", "datasets": [dataset],
-        "models": [{"name": "sam", **params}], "prompters": ["box-per-slice"]}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "vs-naive",
+                "datasets": [dataset],
+                "models": [{"name": "sam", **params}],
+                "prompters": ["box-per-slice"],
+            }
+        )
+    )
     spans = folder / f"spans-{tag}.json"
     launched = time.time()
-    seconds, _ = timed([sys.executable, str(HERE / "timed_command.py"), "sam",
-                                  str(spans), "run", str(config), "--out",
-                                  str(folder / f"run-{tag}")], env)
+    seconds, _ = timed(
+        [
+            sys.executable,
+            str(HERE / "timed_command.py"),
+            "sam",
+            str(spans),
+            "run",
+            str(config),
+            "--out",
+            str(folder / f"run-{tag}"),
+        ],
+        env,
+    )
     start = json.loads(spans.read_text())["first_forward_at"] - launched
     return seconds, start, pd.read_parquet(folder / f"run-{tag}" / "results.parquet")
 
@@ -171,27 +203,40 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--full", action="store_true", help="SAM ViT-H (random weights)")
-    parser.add_argument("--cache", type=Path,
-                        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-                        / "intrabench" / "bench-phantoms")
-    parser.add_argument("--source", choices=("nifti", "generated"), default="nifti",
-                        help="phantoms written once as NIfTI files (default) or generated in "
-                             "memory by every command (no SimpleITK needed)")
-    parser.add_argument("--child", choices=("loop", "careful", "generate"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        / "intrabench"
+        / "bench-phantoms",
+    )
+    parser.add_argument(
+        "--source",
+        choices=("nifti", "generated"),
+        default="nifti",
+        help="phantoms written once as NIfTI files (default) or generated in "
+        "memory by every command (no SimpleITK needed)",
+    )
+    parser.add_argument("--child", choices=("loop", "careful", "generate"), help=argparse.SUPPRESS)
     parser.add_argument("--spec", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--dataset", help=argparse.SUPPRESS)
     parser.add_argument("--params", help=argparse.SUPPRESS)
     args = parser.parse_args()
     shape = tuple(args.shape)
     if args.child:  # a loop, or the phantoms' generation alone, in its own process
-        cases = (nifti_cases(args.spec) if args.source == "nifti"
-                 else dataset_cases(json.loads(args.dataset)))
+        cases = (
+            nifti_cases(args.spec)
+            if args.source == "nifti"
+            else dataset_cases(json.loads(args.dataset))
+        )
         if args.child == "generate":
             print(json.dumps({"cases": sum(1 for _ in cases)}))
         else:
-            print(json.dumps(naive_loop(cases, json.loads(args.params),
-                                        careful=args.child == "careful")))
+            print(
+                json.dumps(
+                    naive_loop(cases, json.loads(args.params), careful=args.child == "careful")
+                )
+            )
         return
 
     sys.path.insert(0, str(HERE))
@@ -199,21 +244,26 @@ def main() -> None:
 
     child = [sys.executable, __file__, "--source", args.source]
     if args.source == "nifti":  # the same files as bench_gpu_run.py's for the same phantoms
-        spec = write_phantoms(args.cache / phantom_folder_name(shape, args.cases), args.cases,
-                              shape)
+        spec = write_phantoms(
+            args.cache / phantom_folder_name(shape, args.cases), args.cases, shape
+        )
         child += ["--spec", str(spec)]
         dataset = {"name": "folder", "spec": str(spec)}
     else:
-        dataset = {"name": "demo-phantoms", "n_cases": args.cases, "shape": list(shape),
-                   "seed": PHANTOM_SEED, "n_lesions": list(PHANTOM_LESIONS)}
+        dataset = {
+            "name": "demo-phantoms",
+            "n_cases": args.cases,
+            "shape": list(shape),
+            "seed": PHANTOM_SEED,
+            "n_lesions": list(PHANTOM_LESIONS),
+        }
         child += ["--dataset", json.dumps(dataset)]
     params = model_params(args)
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     loops = {}
     for kind, name in (("loop", "plain SamPredictor loop"), ("careful", "careful loop")):
         launched = time.time()
-        seconds, output = timed(
-            [*child, "--child", kind, "--params", json.dumps(params)], env)
+        seconds, output = timed([*child, "--child", kind, "--params", json.dumps(params)], env)
         result = json.loads(output.strip().splitlines()[-1])
         loops[name] = (seconds, result["first_forward_at"] - launched, result)
     generation_seconds = None
@@ -232,32 +282,47 @@ def main() -> None:
     if plain["dices"] != careful["dices"]:  # the same embeddings, the same boxes
         sys.exit("the careful loop's masks differ from the plain loop's")
     print(f"phantoms: {args.cases} x {shape} ({args.source}), model: sam {params}")
-    print(f"targets {plain['targets']}, boxes {plain['boxes']}; set_image calls: plain loop "
-          f"{plain['encodes']}, careful loop {careful['encodes']}")
+    print(
+        f"targets {plain['targets']}, boxes {plain['boxes']}; set_image calls: plain loop "
+        f"{plain['encodes']}, careful loop {careful['encodes']}"
+    )
     print(f"{'':28s} {'wall':>8s} {'start':>8s} {'steady':>8s} {'mean Dice':>10s}")
     for name, (seconds, start, result) in loops.items():
-        print(f"{name:28s} {seconds:7.1f}s {start:7.1f}s {seconds - start:7.1f}s "
-              f"{result['dice']:10.3f}")
+        print(
+            f"{name:28s} {seconds:7.1f}s {start:7.1f}s {seconds - start:7.1f}s "
+            f"{result['dice']:10.3f}"
+        )
     for name, (seconds, start, rows) in runs.items():
-        print(f"{name:28s} {seconds:7.1f}s {start:7.1f}s {seconds - start:7.1f}s "
-              f"{rows['dice'].mean():10.3f}")
+        print(
+            f"{name:28s} {seconds:7.1f}s {start:7.1f}s {seconds - start:7.1f}s "
+            f"{rows['dice'].mean():10.3f}"
+        )
     print("(start: from the launch to the first forward pass; steady: from there to the exit)")
     if generation_seconds is not None:
-        print(f"{'generating the phantoms':28s} {generation_seconds:7.1f}s "
-              "(a process that only generates them; in every command)")
+        print(
+            f"{'generating the phantoms':28s} {generation_seconds:7.1f}s "
+            "(a process that only generates them; in every command)"
+        )
     for name, (_, _, rows) in runs.items():
         run_targets = len(rows[["case", "target"]].drop_duplicates())
         if plain["targets"] != run_targets:
             print(f"warning: the loops saw {plain['targets']} targets, {name} {run_targets}")
     for name, (seconds, start, _) in runs.items():
-        print(f"{name}, steady state: "
-              + ", ".join(f"{(loop_s - loop_start) / (seconds - start):.2f}x the {loop}'s"
-                          for loop, (loop_s, loop_start, _) in loops.items()))
+        print(
+            f"{name}, steady state: "
+            + ", ".join(
+                f"{(loop_s - loop_start) / (seconds - start):.2f}x the {loop}'s"
+                for loop, (loop_s, loop_start, _) in loops.items()
+            )
+        )
     run_seconds = runs["intrabench run"][0]
-    print(f"intrabench speed-up over the plain loop: "
-          f"{loops['plain SamPredictor loop'][0] / run_seconds:.2f}x")
-    print(f"intrabench speed-up over the careful loop: "
-          f"{loops['careful loop'][0] / run_seconds:.2f}x")
+    print(
+        f"intrabench speed-up over the plain loop: "
+        f"{loops['plain SamPredictor loop'][0] / run_seconds:.2f}x"
+    )
+    print(
+        f"intrabench speed-up over the careful loop: {loops['careful loop'][0] / run_seconds:.2f}x"
+    )
 
 
 if __name__ == "__main__":

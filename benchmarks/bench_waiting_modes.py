@@ -32,8 +32,9 @@ def run(config_path: Path, out: Path, busy: int) -> float:
     from intrabench.engine.runner import Runner
 
     stop = multiprocessing.Event()
-    spinners = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True)
-                for _ in range(busy)]
+    spinners = [
+        multiprocessing.Process(target=_spin, args=(stop,), daemon=True) for _ in range(busy)
+    ]
     for process in spinners:
         process.start()
     started = time.perf_counter()
@@ -78,14 +79,18 @@ def main() -> int:
                 columns[(column, f"{name}, {mode}")] = part[column]
     frame = pd.DataFrame(columns).sort_index(axis=1)
     pd.set_option("display.width", 250)
-    print(f"quiet run {quiet_seconds:.0f} s, loaded run ({args.busy} busy processes) "
-          f"{loaded_seconds:.0f} s\n")
+    print(
+        f"quiet run {quiet_seconds:.0f} s, loaded run ({args.busy} busy processes) "
+        f"{loaded_seconds:.0f} s\n"
+    )
     print(frame.to_string())
     for column in ("Waiting s", "Dice@60s x100"):
         measured = (frame[(column, "loaded, measured")] - frame[(column, "quiet, measured")]).abs()
         tabled = (frame[(column, "loaded, table")] - frame[(column, "quiet, table")]).abs()
-        print(f"\n{column}: loaded - quiet, largest |difference|: measured {measured.max():.2f}, "
-              f"table {tabled.max():.2f}")
+        print(
+            f"\n{column}: loaded - quiet, largest |difference|: measured {measured.max():.2f}, "
+            f"table {tabled.max():.2f}"
+        )
     return 0
 
 

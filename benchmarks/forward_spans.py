@@ -13,8 +13,11 @@ from intrabench import registry
 
 
 @contextmanager
-def timed_forward_passes(model_names: list[str], spans: list[tuple[float, float]],
-                         clock: Callable[[], float] = time.perf_counter) -> Iterator[None]:
+def timed_forward_passes(
+    model_names: list[str],
+    spans: list[tuple[float, float]],
+    clock: Callable[[], float] = time.perf_counter,
+) -> Iterator[None]:
     """Append (start, end) of every outermost forward pass of these models' classes to
     ``spans``, in ``clock``'s seconds (``time.time`` for wall-clock epochs); the classes are
     restored on exit."""

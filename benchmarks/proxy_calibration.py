@@ -47,8 +47,12 @@ def card_of(entry: dict) -> tuple[str, dict]:
 
 def _duration(value: object) -> float | None:
     """``value`` as a float when it is a finite number >= 0 (not a boolean), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
         return None
     return float(value)
 
@@ -79,8 +83,7 @@ def per_model_ms(table: object, models: list[tuple[str, str]]) -> float | dict[s
     return {key: milliseconds(table[name]) for key, name in models}
 
 
-def card_figures(result: dict, models: list[tuple[str, str]], card: str,
-                 config: str) -> dict:
+def card_figures(result: dict, models: list[tuple[str, str]], card: str, config: str) -> dict:
     """What a card run of ``config`` gives the calibration, from ``bench_gpu_run.measure``'s
     ``result``: the figures of :data:`FIGURES` and each model name's forward seconds and steps
     with a forward pass (rows' ``latency_seconds``, keyed in ``result`` by model key)."""
@@ -91,12 +94,19 @@ def card_figures(result: dict, models: list[tuple[str, str]], card: str,
         name = names.get(key, key)
         forward_by_model[name] = forward_by_model.get(name, 0.0) + float(seconds)
         steps_by_model[name] = steps_by_model.get(name, 0) + int(steps)
-    return {"card": card, "config": config, "wall": result["wall"], "start": result["before"],
-            "forward": result["model"], "between": between_passes(result),
-            "model_steady": result["model_steady"],
-            "model_whole": result["model"] / result["wall"],
-            "forward_by_model": forward_by_model, "steps_by_model": steps_by_model,
-            "phases": dict(result.get("loop_phases", {}))}
+    return {
+        "card": card,
+        "config": config,
+        "wall": result["wall"],
+        "start": result["before"],
+        "forward": result["model"],
+        "between": between_passes(result),
+        "model_steady": result["model_steady"],
+        "model_whole": result["model"] / result["wall"],
+        "forward_by_model": forward_by_model,
+        "steps_by_model": steps_by_model,
+        "phases": dict(result.get("loop_phases", {})),
+    }
 
 
 def calibration_entry(figures: dict, proxy_passes: dict[str, int]) -> dict:
@@ -107,40 +117,44 @@ def calibration_entry(figures: dict, proxy_passes: dict[str, int]) -> dict:
     a figure is missing or not a finite number."""
     card_seconds = figures.get("forward_by_model")
     if not isinstance(card_seconds, dict) or not card_seconds:
-        raise ValueError("the card's figures have no forward seconds per model "
-                         "(forward_by_model)")
+        raise ValueError("the card's figures have no forward seconds per model (forward_by_model)")
     proxy_ms = {}
     for name, seconds in sorted(card_seconds.items()):
         passes = proxy_passes.get(name, 0)
         if passes <= 0:
-            raise ValueError(f"the proxy made no forward pass of {name}: it does not run the "
-                             "card's configuration")
+            raise ValueError(
+                f"the proxy made no forward pass of {name}: it does not run the "
+                "card's configuration"
+            )
         proxy_ms[name] = round(1000.0 * _figure(name, seconds) / passes, 1)
     card: dict = {"name": str(figures.get("card") or "card")}
     for name in FIGURES:
         card[name] = round(_figure(name, figures.get(name)), 3)
     phases = figures.get("phases") or {}
     if not isinstance(phases, dict):
-        raise ValueError("the card's figures' phases must be a mapping of the model loop's "
-                         "phases to seconds")
+        raise ValueError(
+            "the card's figures' phases must be a mapping of the model loop's phases to seconds"
+        )
     if phases:  # the card's model loop by phase, printed beside the proxy's
-        card["phases"] = {str(name): round(_figure(f"phases.{name}", seconds), 2)
-                          for name, seconds in phases.items()}
+        card["phases"] = {
+            str(name): round(_figure(f"phases.{name}", seconds), 2)
+            for name, seconds in phases.items()
+        }
     return {"proxy_ms": proxy_ms, "card": card}
 
 
 def _figure(name: str, value: object) -> float:
     checked = _duration(value)
     if checked is None:
-        raise ValueError(f"the card's figure {name} must be a finite number >= 0, "
-                         f"not {value!r:.60}")
+        raise ValueError(
+            f"the card's figure {name} must be a finite number >= 0, not {value!r:.60}"
+        )
     return checked
 
 
 def entry_text(config_name: str, entry: dict, source: str) -> str:
     """``entry`` as YAML lines for ``gpu-calibration.yaml`` under ``config_name``, with a
     comment naming where its figures come from."""
-    body = yaml.safe_dump({config_name: entry}, default_flow_style=None, sort_keys=False,
-                          width=96)
+    body = yaml.safe_dump({config_name: entry}, default_flow_style=None, sort_keys=False, width=96)
     lines = body.splitlines()
     return "\n".join([lines[0], f"  # {source}", *lines[1:]]) + "\n"

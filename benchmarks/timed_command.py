@@ -28,9 +28,14 @@ def main() -> int:
     with timed_forward_passes([model_name], spans, clock=time.time):
         status = command()
     with open(spans_file, "w") as out:
-        json.dump({"first_forward_at": spans[0][0] if spans else None,
-                   "last_forward_end": spans[-1][1] if spans else None,
-                   "forward_passes": len(spans)}, out)
+        json.dump(
+            {
+                "first_forward_at": spans[0][0] if spans else None,
+                "last_forward_end": spans[-1][1] if spans else None,
+                "forward_passes": len(spans),
+            },
+            out,
+        )
     return status
 
 

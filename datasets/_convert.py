@@ -51,9 +51,13 @@ def read_seg(path: str | Path, reference: sitk.Image) -> dict[int, tuple[str, np
     if str(getattr(ds, "SegmentationType", "BINARY")) == "FRACTIONAL":
         pixels = pixels > float(getattr(ds, "MaximumFractionalValue", 255)) / 2
     pixels = pixels.astype(bool)
-    labels = {int(s.SegmentNumber): str(getattr(s, "SegmentLabel", s.SegmentNumber))
-              for s in ds.SegmentSequence}
-    shared = ds.SharedFunctionalGroupsSequence[0] if "SharedFunctionalGroupsSequence" in ds else None
+    labels = {
+        int(s.SegmentNumber): str(getattr(s, "SegmentLabel", s.SegmentNumber))
+        for s in ds.SegmentSequence
+    }
+    shared = (
+        ds.SharedFunctionalGroupsSequence[0] if "SharedFunctionalGroupsSequence" in ds else None
+    )
     per_frame = ds.PerFrameFunctionalGroupsSequence
 
     def item(frame_group, name):
@@ -63,27 +67,32 @@ def read_seg(path: str | Path, reference: sitk.Image) -> dict[int, tuple[str, np
             return getattr(shared, name)[0]
         raise DataError(f"{Path(path).name}: SEG lacks {name}")
 
-    orientation = np.asarray(item(per_frame[0], "PlaneOrientationSequence").ImageOrientationPatient,
-                             dtype=float)
+    orientation = np.asarray(
+        item(per_frame[0], "PlaneOrientationSequence").ImageOrientationPatient, dtype=float
+    )
     measures = item(per_frame[0], "PixelMeasuresSequence")
     row_spacing, col_spacing = (float(v) for v in measures.PixelSpacing)
     row_cos, col_cos = orientation[:3], orientation[3:]
     normal = np.cross(row_cos, col_cos)
-    positions = np.asarray([item(g, "PlanePositionSequence").ImagePositionPatient
-                            for g in per_frame], dtype=float)
-    segments = np.asarray([int(item(g, "SegmentIdentificationSequence").ReferencedSegmentNumber)
-                           for g in per_frame])
+    positions = np.asarray(
+        [item(g, "PlanePositionSequence").ImagePositionPatient for g in per_frame], dtype=float
+    )
+    segments = np.asarray(
+        [int(item(g, "SegmentIdentificationSequence").ReferencedSegmentNumber) for g in per_frame]
+    )
     distance = positions @ normal
     slice_spacing = _slice_spacing(distance, normal, measures, reference)
     first = positions[int(np.argmin(distance))]
     in_plane = positions - first - np.outer(distance - distance.min(), normal)
     if np.abs(in_plane).max(initial=0.0) > 0.01 * min(row_spacing, col_spacing) + 1e-3:
-        raise DataError(f"{Path(path).name}: SEG frames do not share one in-plane origin "
-                        "(unsupported layout)")
+        raise DataError(
+            f"{Path(path).name}: SEG frames do not share one in-plane origin (unsupported layout)"
+        )
     _check_frames_on_image(Path(path), distance, normal, slice_spacing, reference)
     n_slices = int(round((distance.max() - distance.min()) / slice_spacing)) + 1
-    _check_seg_grid(Path(path), n_slices * int(ds.Rows) * int(ds.Columns), slice_spacing,
-                    reference, pixels.size)
+    _check_seg_grid(
+        Path(path), n_slices * int(ds.Rows) * int(ds.Columns), slice_spacing, reference, pixels.size
+    )
     k_index = np.rint((distance - distance.min()) / slice_spacing).astype(int)
     direction = np.column_stack([row_cos, col_cos, normal])
     result: dict[int, tuple[str, np.ndarray]] = {}
@@ -95,8 +104,9 @@ def read_seg(path: str | Path, reference: sitk.Image) -> dict[int, tuple[str, np
         seg_image.SetSpacing((col_spacing, row_spacing, slice_spacing))
         seg_image.SetOrigin(tuple(float(v) for v in first))
         seg_image.SetDirection(tuple(float(v) for v in direction.flatten()))
-        resampled = sitk.Resample(seg_image, reference, sitk.Transform(),
-                                  sitk.sitkNearestNeighbor, 0, sitk.sitkUInt8)
+        resampled = sitk.Resample(
+            seg_image, reference, sitk.Transform(), sitk.sitkNearestNeighbor, 0, sitk.sitkUInt8
+        )
         result[number] = (label, sitk.GetArrayFromImage(resampled).astype(bool))
     return result
 
@@ -105,15 +115,23 @@ def _image_extent(reference: sitk.Image, normal: np.ndarray) -> tuple[float, flo
     """(lowest, highest) position along ``normal`` (mm) of ``reference``'s voxels' outer
     faces: the extent of its grid seen along a SEG's frame normal."""
     size = reference.GetSize()
-    corners = [reference.TransformContinuousIndexToPhysicalPoint(
-        [(-0.5 if low else n - 0.5) for low, n in zip(choice, size)])
-        for choice in np.ndindex(2, 2, 2)]
+    corners = [
+        reference.TransformContinuousIndexToPhysicalPoint(
+            [(-0.5 if low else n - 0.5) for low, n in zip(choice, size)]
+        )
+        for choice in np.ndindex(2, 2, 2)
+    ]
     along = np.asarray(corners, dtype=float) @ normal
     return float(along.min()), float(along.max())
 
 
-def _check_frames_on_image(path: Path, distance: np.ndarray, normal: np.ndarray,
-                           slice_spacing: float, reference: sitk.Image) -> None:
+def _check_frames_on_image(
+    path: Path,
+    distance: np.ndarray,
+    normal: np.ndarray,
+    slice_spacing: float,
+    reference: sitk.Image,
+) -> None:
     """DataError when a SEG frame lies outside the image's grid along the frames' normal
     (more than a frame spacing past its outer voxels), before the SEG's own grid is
     allocated: a frame 1 km away made it 1 GB for a 40 KB file (a MemoryError at 256 px)."""
@@ -123,30 +141,36 @@ def _check_frames_on_image(path: Path, distance: np.ndarray, normal: np.ndarray,
     if outside.size:
         frame = int(outside[0])
         away = float(max(low - distance[frame], distance[frame] - high))
-        raise DataError(f"{path.name}: SEG frame {frame + 1} lies {away:.1f} mm outside the "
-                        f"image's slices ({outside.size} frame(s) outside its grid): a SEG of "
-                        "another image, or a damaged frame position")
+        raise DataError(
+            f"{path.name}: SEG frame {frame + 1} lies {away:.1f} mm outside the "
+            f"image's slices ({outside.size} frame(s) outside its grid): a SEG of "
+            "another image, or a damaged frame position"
+        )
 
 
 #: how many times the image's voxels a SEG's own grid may hold before it is refused
 SEG_GRID_FACTOR = 8
 
 
-def _check_seg_grid(path: Path, voxels: int, slice_spacing: float,
-                    reference: sitk.Image, decoded: int) -> None:
+def _check_seg_grid(
+    path: Path, voxels: int, slice_spacing: float, reference: sitk.Image, decoded: int
+) -> None:
     """DataError when the SEG's own grid (frames' extent over ``slice_spacing``, by rows and
     columns) would hold more than :data:`SEG_GRID_FACTOR` times the image's voxels or the
     ``decoded`` frame pixels (a slice spacing that is far too small), before it is
     allocated."""
     image_voxels = int(np.prod(reference.GetSize(), dtype=np.int64))
     if voxels > SEG_GRID_FACTOR * max(image_voxels, decoded, 1):
-        raise DataError(f"{path.name}: the SEG's frames span {voxels:,} voxels at a slice "
-                        f"spacing of {slice_spacing:g} mm, more than {SEG_GRID_FACTOR} times "
-                        f"the image's {image_voxels:,}: a damaged slice spacing")
+        raise DataError(
+            f"{path.name}: the SEG's frames span {voxels:,} voxels at a slice "
+            f"spacing of {slice_spacing:g} mm, more than {SEG_GRID_FACTOR} times "
+            f"the image's {image_voxels:,}: a damaged slice spacing"
+        )
 
 
-def _slice_spacing(distance: np.ndarray, normal: np.ndarray, measures: Any,
-                   reference: sitk.Image) -> float:
+def _slice_spacing(
+    distance: np.ndarray, normal: np.ndarray, measures: Any, reference: sitk.Image
+) -> float:
     """Spacing of the SEG's frame planes along their normal.
 
     Frames without foreground are usually omitted, so the smallest gap between frames can be
@@ -174,8 +198,14 @@ def _slice_spacing(distance: np.ndarray, normal: np.ndarray, measures: Any,
 
 
 # -- registration ---------------------------------------------------------------------------
-def register_rigid(fixed: sitk.Image, moving: sitk.Image, *, iterations: int = 200,
-                   sampling: float = 0.25, seed: int = 0) -> sitk.Transform:
+def register_rigid(
+    fixed: sitk.Image,
+    moving: sitk.Image,
+    *,
+    iterations: int = 200,
+    sampling: float = 0.25,
+    seed: int = 0,
+) -> sitk.Transform:
     """Rigid (Euler 3D) transform mapping ``fixed`` physical points to ``moving`` ones.
 
     Mattes mutual information (multi-modal, e.g. MR fixed / CT moving), moments (centre of
@@ -188,15 +218,17 @@ def register_rigid(fixed: sitk.Image, moving: sitk.Image, *, iterations: int = 2
     initial = sitk.CenteredTransformInitializer(
         fixed_f - float(sitk.GetArrayViewFromImage(fixed_f).min()),
         moving_f - float(sitk.GetArrayViewFromImage(moving_f).min()),
-        sitk.Euler3DTransform(), sitk.CenteredTransformInitializerFilter.MOMENTS)
+        sitk.Euler3DTransform(),
+        sitk.CenteredTransformInitializerFilter.MOMENTS,
+    )
     method = sitk.ImageRegistrationMethod()
     method.SetMetricAsMattesMutualInformation(numberOfHistogramBins=32)
     method.SetMetricSamplingStrategy(method.RANDOM)
     method.SetMetricSamplingPercentage(sampling, seed)
     method.SetInterpolator(sitk.sitkLinear)
-    method.SetOptimizerAsRegularStepGradientDescent(learningRate=1.0, minStep=1e-4,
-                                                    numberOfIterations=iterations,
-                                                    relaxationFactor=0.5)
+    method.SetOptimizerAsRegularStepGradientDescent(
+        learningRate=1.0, minStep=1e-4, numberOfIterations=iterations, relaxationFactor=0.5
+    )
     method.SetOptimizerScalesFromPhysicalShift()
     method.SetShrinkFactorsPerLevel([4, 2, 1])
     method.SetSmoothingSigmasPerLevel([2.0, 1.0, 0.0])
@@ -215,8 +247,9 @@ def warp_mask(mask: sitk.Image, reference: sitk.Image, transform: sitk.Transform
 
 
 # -- labels ---------------------------------------------------------------------------------
-def instances_from_mask(mask: np.ndarray, connectivity: int = 26, min_voxels: int = 0,
-                        dilation: int = 0) -> np.ndarray:
+def instances_from_mask(
+    mask: np.ndarray, connectivity: int = 26, min_voxels: int = 0, dilation: int = 0
+) -> np.ndarray:
     """Instance ids 1..K (uint16) of the connected components of a binary mask.
 
     ``dilation`` > 0 groups components closer than that many voxels (components are found on
@@ -256,7 +289,9 @@ def rank_values(label: np.ndarray) -> np.ndarray:
     return out
 
 
-def paint_smallest_last(masks: dict[int, np.ndarray], shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
+def paint_smallest_last(
+    masks: dict[int, np.ndarray], shape: tuple[int, ...]
+) -> tuple[np.ndarray, int]:
     """Combine possibly overlapping masks into one map ``{label value: mask}``.
 
     Larger structures are painted first and smaller ones on top, so small organs (lens,
@@ -289,10 +324,12 @@ def read_image(path: str | Path) -> sitk.Image:
 
 def same_grid(a: sitk.Image, b: sitk.Image, tolerance: float = 1e-3) -> bool:
     """Same size, and spacing/origin/direction equal within ``tolerance``."""
-    return (a.GetSize() == b.GetSize()
-            and np.allclose(a.GetSpacing(), b.GetSpacing(), atol=tolerance)
-            and np.allclose(a.GetOrigin(), b.GetOrigin(), atol=tolerance * 10)
-            and np.allclose(a.GetDirection(), b.GetDirection(), atol=tolerance))
+    return (
+        a.GetSize() == b.GetSize()
+        and np.allclose(a.GetSpacing(), b.GetSpacing(), atol=tolerance)
+        and np.allclose(a.GetOrigin(), b.GetOrigin(), atol=tolerance * 10)
+        and np.allclose(a.GetDirection(), b.GetDirection(), atol=tolerance)
+    )
 
 
 def write_image(image: sitk.Image, path: str | Path) -> None:

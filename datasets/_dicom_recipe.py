@@ -46,14 +46,18 @@ class DicomRecipe(Recipe):
         if cached is not None and cached[0] == raw:
             return cached[1]
         listing = read_series_listing(raw)
-        images = {s["SeriesInstanceUID"]: s for s in listing
-                  if s.get("Modality") not in LABEL_MODALITIES}
+        images = {
+            s["SeriesInstanceUID"]: s for s in listing if s.get("Modality") not in LABEL_MODALITIES
+        }
         labels = [s for s in listing if s.get("Modality") in LABEL_MODALITIES]
         found: list[tuple[str, str, str, str]] = []  # patient, sort key, image uid, label uid
         for entry in labels:
             uid = entry["SeriesInstanceUID"]
-            files = sorted(p for p in series_folder(raw, uid).rglob("*") if p.is_file()
-                           and not p.name.startswith("."))
+            files = sorted(
+                p
+                for p in series_folder(raw, uid).rglob("*")
+                if p.is_file() and not p.name.startswith(".")
+            )
             image_uid = None
             header = None
             if files:
@@ -66,11 +70,17 @@ class DicomRecipe(Recipe):
                 study = entry.get("StudyInstanceUID")
                 candidates = [u for u, s in images.items() if s.get("StudyInstanceUID") == study]
                 if self.image_description and len(candidates) > 1:
-                    candidates = [u for u in candidates if self.image_description.lower()
-                                  in str(images[u].get("SeriesDescription", "")).lower()]
+                    candidates = [
+                        u
+                        for u in candidates
+                        if self.image_description.lower()
+                        in str(images[u].get("SeriesDescription", "")).lower()
+                    ]
                 image_uid = candidates[0] if len(candidates) == 1 else None
             patient = str(entry.get("PatientID") or (header.PatientID if header else uid))
-            date = str(entry.get("StudyDate") or (getattr(header, "StudyDate", "") if header else ""))
+            date = str(
+                entry.get("StudyDate") or (getattr(header, "StudyDate", "") if header else "")
+            )
             found.append((patient, f"{date}|{uid}", image_uid or "", uid))
         pairs: dict[str, tuple[str, str]] = {}
         self._duplicate_of: dict[str, str] = {}
@@ -94,32 +104,44 @@ class DicomRecipe(Recipe):
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
         image_uid, label_uid = self._pairs(raw)[case_id]
         if case_id in self._duplicate_of:
-            raise DataError(f"another label series of the same image is used "
-                            f"({self._duplicate_of[case_id]}); one case per image")
+            raise DataError(
+                f"another label series of the same image is used "
+                f"({self._duplicate_of[case_id]}); one case per image"
+            )
         if not image_uid:
             raise DataError(f"no image series found for label series {label_uid}")
         image = read_dicom_series(series_folder(raw, image_uid))
-        files = sorted(p for p in series_folder(raw, label_uid).rglob("*") if p.is_file()
-                       and not p.name.startswith("."))
+        files = sorted(
+            p
+            for p in series_folder(raw, label_uid).rglob("*")
+            if p.is_file() and not p.name.startswith(".")
+        )
         if not files:
             raise DataError(f"label series {label_uid} has no files")
         modality = str(getattr(dicom_header(files[0]), "Modality", ""))
         if modality == "SEG":
-            segments = [(name, mask) for _, (name, mask) in sorted(read_seg(files[0], image).items())]
+            segments = [
+                (name, mask) for _, (name, mask) in sorted(read_seg(files[0], image).items())
+            ]
         elif modality == "RTSTRUCT":
             segments = list(read_rtstruct(files[0], image).items())
         else:
             raise DataError(f"label series {label_uid} is {modality}, not SEG or RTSTRUCT")
         return image, self.make_labels(case_id, segments)
 
-    def make_labels(self, case_id: str, segments: list[tuple[str, np.ndarray]],
-                    ) -> dict[str, np.ndarray | None]:
+    def make_labels(
+        self,
+        case_id: str,
+        segments: list[tuple[str, np.ndarray]],
+    ) -> dict[str, np.ndarray | None]:
         """Turn ``[(segment name, mask (k, j, i))]`` into ``{output name: label}``."""
         raise NotImplementedError
 
 
-def union(segments: list[tuple[str, np.ndarray]], names: tuple[str, ...] | None = None,
-          ) -> np.ndarray | None:
+def union(
+    segments: list[tuple[str, np.ndarray]],
+    names: tuple[str, ...] | None = None,
+) -> np.ndarray | None:
     """Union of the masks whose normalised name is in ``names`` (all when None)."""
     wanted = None if names is None else {_normal(n) for n in names}
     masks = [m for n, m in segments if wanted is None or _normal(n) in wanted]

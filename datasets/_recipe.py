@@ -92,25 +92,36 @@ class ZenodoSource:
                 raise dl.DownloadError(
                     f"Zenodo record {self.record} has no file '{name}' (it offers: "
                     f"{', '.join(sorted(offered)) or 'nothing'}); the record changed, update "
-                    "the recipe")
+                    "the recipe"
+                )
             if info.size is not None and remote.size is not None and remote.size != info.size:
-                raise dl.ChecksumError(f"{name}: the record lists {remote.size} bytes, the "
-                                       f"recipe expects {info.size}")
+                raise dl.ChecksumError(
+                    f"{name}: the record lists {remote.size} bytes, the recipe expects {info.size}"
+                )
             md5 = remote.checksums.get("md5")
             if info.sha256 is None and not md5:
                 raise dl.ChecksumError(
                     f"{name}: neither the recipe nor Zenodo record {self.record} gives a "
                     "checksum, so the download cannot be verified (a login or error page would "
                     f"be saved as the archive); download it yourself into {raw} after checking "
-                    "it, then run prepare")
+                    "it, then run prepare"
+                )
             say(f"  {name} ({_size(remote.size)})")
-            path = dl.download(remote.url, raw / name, sha256=info.sha256, md5=md5,
-                               size=remote.size or info.size, progress=progress)
+            path = dl.download(
+                remote.url,
+                raw / name,
+                sha256=info.sha256,
+                md5=md5,
+                size=remote.size or info.size,
+                progress=progress,
+            )
             if info.sha256 is None:
                 digest = dl.file_digest(path)
                 (raw / f"{name}.sha256").write_text(f"{digest}  {name}\n")
-                say(f"  note: no sha256 for {name} in the recipe yet; verified against the "
-                    f"record's md5. sha256 = {digest}")
+                say(
+                    f"  note: no sha256 for {name} in the recipe yet; verified against the "
+                    f"record's md5. sha256 = {digest}"
+                )
 
 
 @dataclass(frozen=True)
@@ -126,8 +137,11 @@ class TciaSource:
     def missing(self, raw: Path) -> list[str]:
         if not (raw / "series.json").is_file():
             return ["series.json"]
-        return [s["SeriesInstanceUID"] for s in read_series_listing(raw)
-                if not (series_folder(raw, s["SeriesInstanceUID"]) / ".complete").exists()]
+        return [
+            s["SeriesInstanceUID"]
+            for s in read_series_listing(raw)
+            if not (series_folder(raw, s["SeriesInstanceUID"]) / ".complete").exists()
+        ]
 
     def partial(self, raw: Path) -> bool:
         return (raw / "series.json").is_file() or (raw / "series").is_dir()
@@ -138,23 +152,35 @@ class TciaSource:
         study): unannotated scans of a collection are never fetched."""
         from ._dicom_series import LABEL_MODALITIES, referenced_image_series
 
-        listing = [s for s in dl.tcia_series(self.collection, urls.tcia)
-                   if str(s.get("Modality", "")) in self.modalities]
+        listing = [
+            s
+            for s in dl.tcia_series(self.collection, urls.tcia)
+            if str(s.get("Modality", "")) in self.modalities
+        ]
         labels = [s for s in listing if s.get("Modality") in LABEL_MODALITIES]
-        images = {s["SeriesInstanceUID"]: s for s in listing
-                  if s.get("Modality") not in LABEL_MODALITIES}
+        images = {
+            s["SeriesInstanceUID"]: s for s in listing if s.get("Modality") not in LABEL_MODALITIES
+        }
         if not labels or not images:
-            raise dl.DownloadError(f"TCIA collection {self.collection}: no "
-                                   f"{'/'.join(self.modalities)} series listed")
+            raise dl.DownloadError(
+                f"TCIA collection {self.collection}: no {'/'.join(self.modalities)} series listed"
+            )
         raw.mkdir(parents=True, exist_ok=True)
         from tqdm import tqdm
 
         def fetch(entries: list[dict], what: str) -> None:
-            for entry in tqdm(entries, desc=f"{self.collection} {what}", unit="series",
-                              file=sys.stderr, disable=not progress, leave=False):
+            for entry in tqdm(
+                entries,
+                desc=f"{self.collection} {what}",
+                unit="series",
+                file=sys.stderr,
+                disable=not progress,
+                leave=False,
+            ):
                 uid = entry["SeriesInstanceUID"]
-                dl.tcia_download_series(uid, series_folder(raw, uid), urls.tcia,
-                                        entry["ImageCount"], progress=False)
+                dl.tcia_download_series(
+                    uid, series_folder(raw, uid), urls.tcia, entry["ImageCount"], progress=False
+                )
 
         fetch(labels, "labels")
         needed: set[str] = set()
@@ -163,8 +189,11 @@ class TciaSource:
             if reference in images:
                 needed.add(reference)
             else:
-                needed |= {u for u, s in images.items()
-                           if s.get("StudyInstanceUID") == entry.get("StudyInstanceUID")}
+                needed |= {
+                    u
+                    for u, s in images.items()
+                    if s.get("StudyInstanceUID") == entry.get("StudyInstanceUID")
+                }
         kept = labels + [images[u] for u in sorted(needed)]
         (raw / "series.json").write_text(json.dumps(kept, indent=1))
         fetch([images[u] for u in sorted(needed)], "images")
@@ -183,8 +212,10 @@ def read_series_listing(raw: Path) -> list[dict]:
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise UserError(f"{path}: cannot be read as a series listing "
-                        f"({type(error).__name__}); delete it and download again") from None
+        raise UserError(
+            f"{path}: cannot be read as a series listing "
+            f"({type(error).__name__}); delete it and download again"
+        ) from None
     return dl.checked_series_listing(data, str(path))
 
 
@@ -209,9 +240,11 @@ class ManualSource:
 
     def download(self, raw: Path, urls: Urls, progress: bool, name: str = "<name>") -> None:
         raw.mkdir(parents=True, exist_ok=True)
-        print(f"{name}: manual download needed from {self.url}\n{self.instructions}\n"
-              f"Put the file(s) into: {raw}\nExpected there: {' or '.join(self.expected)}\n"
-              f"Then run: intrabench datasets prepare {name}")
+        print(
+            f"{name}: manual download needed from {self.url}\n{self.instructions}\n"
+            f"Put the file(s) into: {raw}\nExpected there: {' or '.join(self.expected)}\n"
+            f"Then run: intrabench datasets prepare {name}"
+        )
 
 
 Source = ZenodoSource | TciaSource | ManualSource
@@ -251,15 +284,22 @@ class OutputFolder:
 
     def __init__(self, folder: Path, recipe: str) -> None:
         self.folder, self.recipe = folder, recipe
-        self.state: dict = {"format": FORMAT_VERSION, "recipe": recipe, "complete": False,
-                            "files": [], "cases": [], "skipped": {}}
+        self.state: dict = {
+            "format": FORMAT_VERSION,
+            "recipe": recipe,
+            "complete": False,
+            "files": [],
+            "cases": [],
+            "skipped": {},
+        }
 
     # -- claiming ---------------------------------------------------------------------------
     def claim(self) -> OutputFolder:
         """Create the folder with its marker, or check that the existing one is ours."""
         if self.folder.exists() and not self.folder.is_dir():
-            raise UserError(f"{self.folder} is a file, not a folder; move it away, then run "
-                            "prepare again")
+            raise UserError(
+                f"{self.folder} is a file, not a folder; move it away, then run prepare again"
+            )
         marker = self.folder / PREPARED_MARKER
         if marker.is_symlink() or (self.folder.is_dir() and not marker.exists()):
             self._refuse_foreign_entries()
@@ -272,18 +312,25 @@ class OutputFolder:
         return self
 
     def _refuse(self, path: Path, why: str) -> None:
-        raise UserError(f"{self.recipe}: {path} {why}; prepare writes only into a folder it "
-                        f"created ({PREPARED_MARKER} lists what it wrote) and keeps your files: "
-                        "move it out (or prepare under another --root), then run prepare again")
+        raise UserError(
+            f"{self.recipe}: {path} {why}; prepare writes only into a folder it "
+            f"created ({PREPARED_MARKER} lists what it wrote) and keeps your files: "
+            "move it out (or prepare under another --root), then run prepare again"
+        )
 
     def _refuse_foreign_entries(self) -> None:
         """A folder without our marker may hold nothing but empty case folders."""
         for path in sorted(self.folder.iterdir()):
-            empty = (path.name in CASE_FOLDERS and path.is_dir() and not path.is_symlink()
-                     and not any(path.iterdir()))
+            empty = (
+                path.name in CASE_FOLDERS
+                and path.is_dir()
+                and not path.is_symlink()
+                and not any(path.iterdir())
+            )
             if not empty:
-                self._refuse(path, "was not written by intrabench (the folder has no "
-                                   f"{PREPARED_MARKER})")
+                self._refuse(
+                    path, f"was not written by intrabench (the folder has no {PREPARED_MARKER})"
+                )
 
     def _read_marker(self, marker: Path) -> dict:
         try:
@@ -292,9 +339,12 @@ class OutputFolder:
             state = None
         cases = state.get("cases") if isinstance(state, dict) else None
         files = state.get("files", []) if isinstance(state, dict) else None
-        if (not isinstance(cases, list) or not isinstance(files, list)
-                or not all(isinstance(v, str) for v in [*cases, *files])
-                or state.get("recipe", self.recipe) != self.recipe):
+        if (
+            not isinstance(cases, list)
+            or not isinstance(files, list)
+            or not all(isinstance(v, str) for v in [*cases, *files])
+            or state.get("recipe", self.recipe) != self.recipe
+        ):
             self._refuse(marker, "cannot be read as this recipe's record of what it wrote")
         if "files" not in state:  # format 1 (written at the end): the cases and dataset.json
             state["files"] = ["dataset.json", *[f for c in cases for f in _case_files(c)]]
@@ -417,8 +467,9 @@ class Recipe:
         return data_root(root) / output
 
     # -- download -----------------------------------------------------------------------
-    def download(self, root: str | Path | None = None, urls: Urls | None = None,
-                 progress: bool = True) -> str:
+    def download(
+        self, root: str | Path | None = None, urls: Urls | None = None, progress: bool = True
+    ) -> str:
         """Fetch the raw files (resumable). Returns 'downloaded', 'present' or 'manual'."""
         raw = self.raw_dir(root)
         if not self.source.missing(raw):
@@ -438,26 +489,35 @@ class Recipe:
         # the markers live beside the extraction, never in it: a member named
         # ".b.zip.extracted" once stopped b.zip from being extracted
         markers = raw / ".extracted-archives"
-        archives = sorted(p for p in raw.iterdir() if p.is_file() and
-                          p.name.lower().endswith((".zip", ".tar", ".tar.gz", ".tgz",
-                                                   ".tar.bz2", ".tar.xz")))
+        archives = sorted(
+            p
+            for p in raw.iterdir()
+            if p.is_file()
+            and p.name.lower().endswith((".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz"))
+        )
         for archive in archives:
             marker = markers / archive.name
             if marker.exists():
                 continue
-            password = os.environ.get(self.archive_password_env) if self.archive_password_env else None
+            password = (
+                os.environ.get(self.archive_password_env) if self.archive_password_env else None
+            )
             if self.archive_password_env and password is None and _encrypted(archive):
-                raise UserError(f"{archive.name} is password-protected: set "
-                                f"{self.archive_password_env} (see docs/datasets.md for where "
-                                "the password is published), or unzip it into "
-                                f"{target} yourself")
+                raise UserError(
+                    f"{archive.name} is password-protected: set "
+                    f"{self.archive_password_env} (see docs/datasets.md for where "
+                    "the password is published), or unzip it into "
+                    f"{target} yourself"
+                )
             say(f"{self.key}: extracting {archive.name}")
             # an archive replaces only what an archive wrote, never a file of yours there
-            files = dl.safe_extract(archive, target, password=password,
-                                    replaceable=_extracted_before(markers))
+            files = dl.safe_extract(
+                archive, target, password=password, replaceable=_extracted_before(markers)
+            )
             markers.mkdir(exist_ok=True)
-            marker.write_text(json.dumps(sorted(f.relative_to(target).as_posix()
-                                                for f in files)) + "\n")
+            marker.write_text(
+                json.dumps(sorted(f.relative_to(target).as_posix() for f in files)) + "\n"
+            )
         return target if target.is_dir() else raw
 
     def raw_cases(self, raw: Path) -> list[str]:
@@ -474,8 +534,9 @@ class Recipe:
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
         raise NotImplementedError
 
-    def prepare(self, root: str | Path | None = None, progress: bool = True,
-                force: bool = False) -> PrepareReport:
+    def prepare(
+        self, root: str | Path | None = None, progress: bool = True, force: bool = False
+    ) -> PrepareReport:
         """Convert the raw download into the nnU-Net folders (idempotent).
 
         A case that fails (corrupt DICOM, grid mismatch, empty label...) is skipped and named
@@ -484,9 +545,11 @@ class Recipe:
         raw = self.raw_dir(root)
         missing = self.source.missing(raw)
         if missing:
-            raise UserError(f"{self.key}: not downloaded yet ({len(missing)} missing: "
-                            f"{', '.join(missing[:3])}); run: intrabench datasets download "
-                            f"{self.outputs[0].name}")
+            raise UserError(
+                f"{self.key}: not downloaded yet ({len(missing)} missing: "
+                f"{', '.join(missing[:3])}); run: intrabench datasets download "
+                f"{self.outputs[0].name}"
+            )
         report = PrepareReport(self.key)
         folders = {o.name: self.out_dir(o.name, root) for o in self.outputs}
         owners = {o.name: OutputFolder(folders[o.name], self.key).claim() for o in self.outputs}
@@ -500,11 +563,14 @@ class Recipe:
         skipped: dict[str, dict[str, str]] = {o.name: {} for o in self.outputs}
         from tqdm import tqdm
 
-        for case_id in tqdm(cases, desc=self.key, unit="case", file=sys.stderr,
-                            disable=not progress, leave=False):
-            done = all((folders[o.name] / "labelsTr" / f"{case_id}.nii.gz").exists() and
-                       (folders[o.name] / "imagesTr" / f"{case_id}_0000.nii.gz").exists()
-                       for o in self.outputs)
+        for case_id in tqdm(
+            cases, desc=self.key, unit="case", file=sys.stderr, disable=not progress, leave=False
+        ):
+            done = all(
+                (folders[o.name] / "labelsTr" / f"{case_id}.nii.gz").exists()
+                and (folders[o.name] / "imagesTr" / f"{case_id}_0000.nii.gz").exists()
+                for o in self.outputs
+            )
             if done and not force:
                 for o in self.outputs:
                     written[o.name].append(case_id)
@@ -512,9 +578,20 @@ class Recipe:
             self.excluded = {}
             try:
                 image, labels = self.convert(raw, case_id)
-            except (DataError, RuntimeError, ValueError, OSError, KeyError, AttributeError,
-                    IndexError) as error:
-                reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            except (
+                DataError,
+                RuntimeError,
+                ValueError,
+                OSError,
+                KeyError,
+                AttributeError,
+                IndexError,
+            ) as error:
+                reason = (
+                    str(error).strip().splitlines()[0]
+                    if str(error).strip()
+                    else type(error).__name__
+                )
                 for o in self.outputs:
                     skipped[o.name][case_id] = reason
                 say(f"  skipped {case_id}: {reason}")
@@ -569,13 +646,15 @@ def _complete(folder: Path) -> bool:
     try:
         state = json.loads(marker.read_text())
         cases = state["cases"]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, KeyError,
-            TypeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, KeyError, TypeError):
         return False
     if not isinstance(cases, list) or state.get("complete", True) is not True:
         return False  # "complete" is False while a prepare runs (format 1 had none)
-    return all((folder / "labelsTr" / f"{c}.nii.gz").is_file() and
-               (folder / "imagesTr" / f"{c}_0000.nii.gz").is_file() for c in cases)
+    return all(
+        (folder / "labelsTr" / f"{c}.nii.gz").is_file()
+        and (folder / "imagesTr" / f"{c}_0000.nii.gz").is_file()
+        for c in cases
+    )
 
 
 def _extracted_before(markers: Path) -> set[str]:
@@ -601,11 +680,12 @@ def _encrypted(archive: Path) -> bool:
         return any(info.flag_bits & 0x1 for info in bundle.infolist())
 
 
-def _check_label(label: np.ndarray, image: sitk.Image, output: Output,
-                 labels: dict[str, int]) -> str | None:
+def _check_label(
+    label: np.ndarray, image: sitk.Image, output: Output, labels: dict[str, int]
+) -> str | None:
     size = image.GetSize()
     if tuple(label.shape) != (size[2], size[1], size[0]):
-        return (f"label grid {tuple(label.shape)[::-1]} does not match image grid {size}")
+        return f"label grid {tuple(label.shape)[::-1]} does not match image grid {size}"
     values = set(np.unique(label).tolist()) - {0}
     if not values:
         return "empty label (no foreground voxels)"
@@ -632,9 +712,11 @@ class PreparedDataset(NnUNetFolder):
     def __init__(self, root: str | None = None) -> None:
         folder = self.recipe.out_dir(self.name, root)
         if not _complete(folder):
-            raise UserError(f"dataset '{self.name}' is not prepared in {folder}; run: "
-                            f"intrabench datasets download {self.name} && "
-                            f"intrabench datasets prepare {self.name}")
+            raise UserError(
+                f"dataset '{self.name}' is not prepared in {folder}; run: "
+                f"intrabench datasets download {self.name} && "
+                f"intrabench datasets prepare {self.name}"
+            )
         super().__init__(str(folder), dataset_name=self.name)
 
     @classmethod
@@ -659,4 +741,3 @@ def register_outputs(recipe: Recipe, classes: Iterable[type[PreparedDataset]]) -
     for cls in classes:
         cls.recipe = recipe
         dataset_registry.register(cls)
-

@@ -18,8 +18,14 @@ MIN_VOXELS = 30
 class AdrenalAccRecipe(DicomRecipe):
     key = "adrenal-acc"
     source = TciaSource("Adrenal-ACC-Ki67-Seg", ("CT", "SEG"))
-    outputs = (Output("adrenal-acc", {"background": 0, "tumour": 1}, {"tumour": "instance"},
-                      "adrenocortical carcinoma on CT, one target per tumour"),)
+    outputs = (
+        Output(
+            "adrenal-acc",
+            {"background": 0, "tumour": 1},
+            {"tumour": "instance"},
+            "adrenocortical carcinoma on CT, one target per tumour",
+        ),
+    )
     licence = "CC BY 4.0 (TCIA)"
     citation = "Moawad et al. 2023, doi:10.7937/1FPG-VM46"
     case_prefix = ""

@@ -35,12 +35,16 @@ def case_modalities(value: Any, case_ids: list[str], where: str) -> tuple[str, d
         modality = declared_modality(name, f"{where}: modality: {key}")
         matched = [c for c in case_ids if c == key or fnmatch.fnmatchcase(c, key)]
         if not matched:
-            raise UserError(f"{where}: modality: '{key[:60]}' matches no case (cases: "
-                            f"{listed(case_ids)}); give case ids or patterns such as 'lung*'")
+            raise UserError(
+                f"{where}: modality: '{key[:60]}' matches no case (cases: "
+                f"{listed(case_ids)}); give case ids or patterns such as 'lung*'"
+            )
         for case_id in matched:
             if per_case.get(case_id, modality) != modality:
-                raise UserError(f"{where}: modality: case '{case_id}' is {per_case[case_id]} by "
-                                f"'{given_by[case_id]}' and {modality} by '{key}'; give it one")
+                raise UserError(
+                    f"{where}: modality: case '{case_id}' is {per_case[case_id]} by "
+                    f"'{given_by[case_id]}' and {modality} by '{key}'; give it one"
+                )
             per_case[case_id], given_by[case_id] = modality, key
     return "", per_case
 
@@ -52,12 +56,16 @@ def modality_contradiction(array: np.ndarray, modality: str) -> str | None:
         return None
     lowest = float(np.min(array))
     if modality == CT and lowest >= AIR_HU:
-        return (f"declared CT, but no voxel is below {AIR_HU:g} HU (the lowest is {lowest:g}): "
-                "not CT in HU (an MR, a normalised image?); declare its modality (modality: "
-                "{case: MR}), or set trust_modality: true in the spec (datasets verify "
-                "--trust-modality) if it is CT")
+        return (
+            f"declared CT, but no voxel is below {AIR_HU:g} HU (the lowest is {lowest:g}): "
+            "not CT in HU (an MR, a normalised image?); declare its modality (modality: "
+            "{case: MR}), or set trust_modality: true in the spec (datasets verify "
+            "--trust-modality) if it is CT"
+        )
     if modality == MR and lowest < AIR_HU:
-        return (f"declared MR, but voxels go down to {lowest:g} (below {AIR_HU:g}, CT's air "
-                "in HU): a CT?; declare its modality (modality: {case: CT}), or set "
-                "trust_modality: true in the spec (datasets verify --trust-modality) if it is MR")
+        return (
+            f"declared MR, but voxels go down to {lowest:g} (below {AIR_HU:g}, CT's air "
+            "in HU): a CT?; declare its modality (modality: {case: CT}), or set "
+            "trust_modality: true in the spec (datasets verify --trust-modality) if it is MR"
+        )
     return None

@@ -40,8 +40,12 @@ def declared_classes(dataset: object) -> dict[str, int]:
     return {str(name): int(value) for name, value in classes.items() if int(value) != 0}
 
 
-def class_coverage(declared: Mapping[str, int], cases_holding: Mapping[str, int],
-                   n_cases: int, of_cases: int | None = None) -> Coverage:
+def class_coverage(
+    declared: Mapping[str, int],
+    cases_holding: Mapping[str, int],
+    n_cases: int,
+    of_cases: int | None = None,
+) -> Coverage:
     """The lines to print for ``declared`` classes (those segmented) over ``n_cases`` cases
     read, of which ``cases_holding[name]`` hold at least one target of that class.
     ``of_cases``: the dataset's number of cases when only ``n_cases`` of them were read (a
@@ -55,14 +59,17 @@ def class_coverage(declared: Mapping[str, int], cases_holding: Mapping[str, int]
         if held == 0 and partial:
             coverage.warnings.append(
                 f"class '{name}' (label value {value}): none of the {n_cases} case(s) read of "
-                f"{of_cases} holds it")
+                f"{of_cases} holds it"
+            )
         elif held == 0:
             coverage.errors.append(
                 f"class '{name}' (label value {value}) is declared but none of the {n_cases} "
-                "case(s) holds it: check its label value")
+                "case(s) holds it: check its label value"
+            )
         elif held < n_cases:
             coverage.warnings.append(
-                f"class '{name}' (label value {value}) is in {held} of {n_cases} cases")
+                f"class '{name}' (label value {value}) is in {held} of {n_cases} cases"
+            )
     return coverage
 
 
@@ -85,6 +92,7 @@ def run_coverage(config: object, rows: object) -> list[tuple[str, Coverage]]:
         if not declared or not len(mine):
             continue
         holding = mine.groupby("target_class")["case"].nunique().to_dict()
-        found.append((spec.key, class_coverage(declared, holding, int(mine["case"].nunique()),
-                                               of_cases)))
+        found.append(
+            (spec.key, class_coverage(declared, holding, int(mine["case"].nunique()), of_cases))
+        )
     return found

@@ -15,9 +15,14 @@ from ._recipe import Output, PreparedDataset, TciaSource, register_outputs
 class ColorectalRecipe(DicomRecipe):
     key = "colorectal-liver-metastases"
     source = TciaSource("Colorectal-Liver-Metastases", ("CT", "SEG"))
-    outputs = (Output("colorectal-liver-metastases", {"background": 0, "metastasis": 1},
-                      {"metastasis": "instance"},
-                      "colorectal liver metastases on CT, one target per 'Tumor' segment"),)
+    outputs = (
+        Output(
+            "colorectal-liver-metastases",
+            {"background": 0, "metastasis": 1},
+            {"metastasis": "instance"},
+            "colorectal liver metastases on CT, one target per 'Tumor' segment",
+        ),
+    )
     licence = "CC BY 4.0 (TCIA)"
     citation = "Simpson et al. 2023, doi:10.7937/QXK2-QG03"
     case_prefix = ""
@@ -30,7 +35,8 @@ class ColorectalRecipe(DicomRecipe):
         count = np.sum(tumours, axis=0)
         if (count > 1).any():
             self.excluded["colorectal-liver-metastases"] = (
-                f"tumour segments overlap ({int((count > 1).sum())} voxels)")
+                f"tumour segments overlap ({int((count > 1).sum())} voxels)"
+            )
             return {"colorectal-liver-metastases": None}
         label = np.zeros(tumours[0].shape, dtype=np.uint16)
         for index, mask in enumerate(tumours, start=1):

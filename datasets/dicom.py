@@ -122,19 +122,25 @@ def read_series(folder: str | Path, series_uid: str | None = None) -> DicomSerie
         raise DataError(f"{folder.name}: no readable DICOM image series in {folder}")
     if series_uid is None:
         if len(uids) > 1:
-            raise DataError(f"{folder.name}: {len(uids)} series in one folder ({shortened(list(uids), 3)});"
-                            " put each series in its own folder")
+            raise DataError(
+                f"{folder.name}: {len(uids)} series in one folder ({shortened(list(uids), 3)});"
+                " put each series in its own folder"
+            )
         series_uid = uids[0]
     elif series_uid not in uids:
         raise DataError(f"{folder.name}: series {series_uid} not found")
     files = [Path(name) for name in reader.GetGDCMSeriesFileNames(str(folder), series_uid)]
     headers = [_slice_header(path) for path in files]
     if headers and str(getattr(headers[0], "Modality", "")) in LABEL_MODALITIES:
-        raise DataError(f"{folder.name}: holds {describe_dicom_file(files[0])}, not an image "
-                        "series; give it as the label and the series it was drawn on as the image")
+        raise DataError(
+            f"{folder.name}: holds {describe_dicom_file(files[0])}, not an image "
+            "series; give it as the label and the series it was drawn on as the image"
+        )
     if len(files) < 2:
-        raise DataError(f"{folder.name}: the series has {len(files)} slice; a 3D volume needs the "
-                        "whole series (every slice file of it in this folder)")
+        raise DataError(
+            f"{folder.name}: the series has {len(files)} slice; a 3D volume needs the "
+            "whole series (every slice file of it in this folder)"
+        )
     _check_every_slice_listed(folder, series_uid, files)
     order = _slice_order(folder, files, headers)
     files = [files[i] for i in order]
@@ -146,11 +152,14 @@ def read_series(folder: str | Path, series_uid: str | None = None) -> DicomSerie
         last = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown error"
         raise DataError(f"{folder.name}: cannot decode the DICOM series: {last}") from None
     first = headers[0]
-    return DicomSeries(image=image, series_uid=str(series_uid),
-                       frame_of_reference_uid=str(getattr(first, "FrameOfReferenceUID", "")),
-                       modality=str(getattr(first, "Modality", "")),
-                       sop_uids=tuple(str(h.SOPInstanceUID) for h in headers),
-                       files=tuple(files))
+    return DicomSeries(
+        image=image,
+        series_uid=str(series_uid),
+        frame_of_reference_uid=str(getattr(first, "FrameOfReferenceUID", "")),
+        modality=str(getattr(first, "Modality", "")),
+        sop_uids=tuple(str(h.SOPInstanceUID) for h in headers),
+        files=tuple(files),
+    )
 
 
 def read_dicom_series(folder: str | Path, series_uid: str | None = None) -> sitk.Image:
@@ -163,8 +172,9 @@ def _slice_header(path: Path) -> Any:
         header = _pydicom().dcmread(str(path), defer_size=_DEFER)
         header.ImageOrientationPatient, header.ImagePositionPatient  # noqa: B018 - present?
     except Exception as error:  # noqa: BLE001 - any unreadable header is a bad case
-        raise DataError(f"{path.parent.name}: unreadable DICOM header in {path.name}: "
-                        f"{str(error)[:160]}") from None
+        raise DataError(
+            f"{path.parent.name}: unreadable DICOM header in {path.name}: {str(error)[:160]}"
+        ) from None
     _check_pixel_data(path, header)
     return header
 
@@ -175,19 +185,26 @@ def _slice_order(folder: Path, files: list[Path], headers: list[Any]) -> list[in
         orientations = np.asarray([[float(v) for v in h.ImageOrientationPatient] for h in headers])
         positions = np.asarray([[float(v) for v in h.ImagePositionPatient] for h in headers])
     except (TypeError, ValueError) as error:
-        raise DataError(f"{folder.name}: a slice's position or orientation is not numbers "
-                        f"({error})") from None
-    if orientations.shape[1:] != (6,) or positions.shape[1:] != (3,) or not (
-            np.isfinite(orientations).all() and np.isfinite(positions).all()):
-        raise DataError(f"{folder.name}: slices with malformed ImageOrientationPatient or "
-                        "ImagePositionPatient")
+        raise DataError(
+            f"{folder.name}: a slice's position or orientation is not numbers ({error})"
+        ) from None
+    if (
+        orientations.shape[1:] != (6,)
+        or positions.shape[1:] != (3,)
+        or not (np.isfinite(orientations).all() and np.isfinite(positions).all())
+    ):
+        raise DataError(
+            f"{folder.name}: slices with malformed ImageOrientationPatient or ImagePositionPatient"
+        )
     different = np.flatnonzero(np.abs(orientations - orientations[0]).max(axis=1) > 1e-3)
     if different.size:
         other = int(different[0])
-        raise DataError(f"{folder.name}: slices in more than one orientation ({files[0].name}: "
-                        f"{_rounded(orientations[0])}, {files[other].name}: "
-                        f"{_rounded(orientations[other])}; {different.size} of {len(files)} "
-                        "differ); a series is one stack: put each orientation in its own folder")
+        raise DataError(
+            f"{folder.name}: slices in more than one orientation ({files[0].name}: "
+            f"{_rounded(orientations[0])}, {files[other].name}: "
+            f"{_rounded(orientations[other])}; {different.size} of {len(files)} "
+            "differ); a series is one stack: put each orientation in its own folder"
+        )
     normal = np.cross(orientations[0][:3], orientations[0][3:])
     distance = positions @ normal
     order = [int(i) for i in np.argsort(distance, kind="stable")]
@@ -208,9 +225,11 @@ def _check_steps(folder: Path, steps: np.ndarray, files: list[Path], distance: n
     same = np.flatnonzero(steps <= 1e-3)
     if same.size:
         i = int(same[0])
-        raise DataError(f"{folder.name}: {files[i].name} and {files[i + 1].name} are at the same "
-                        f"position ({distance[i]:.2f} mm): a duplicated slice; remove one "
-                        f"({same.size} such pair(s))")
+        raise DataError(
+            f"{folder.name}: {files[i].name} and {files[i + 1].name} are at the same "
+            f"position ({distance[i]:.2f} mm): a duplicated slice; remove one "
+            f"({same.size} such pair(s))"
+        )
     usual = float(np.median(steps))
     if steps.max() - steps.min() <= 0.01 * steps.max() + 1e-3:
         return
@@ -218,14 +237,18 @@ def _check_steps(folder: Path, steps: np.ndarray, files: list[Path], distance: n
     if gaps.size:
         i = int(gaps[0])
         missing = int(round(steps[i] / usual)) - 1
-        raise DataError(f"{folder.name}: slices are not equally spaced: {max(missing, 1)} "
-                        f"slice(s) missing between "
-                        f"{files[i].name} and {files[i + 1].name} ({distance[i]:.2f} to "
-                        f"{distance[i + 1]:.2f} mm, {usual:.2f} mm apart elsewhere; "
-                        f"{gaps.size} gap(s)); copy the whole series")
-    raise DataError(f"{folder.name}: slices are not equally spaced (steps {steps.min():.3f}.."
-                    f"{steps.max():.3f} mm); resample the series or give each even part as a "
-                    "series")
+        raise DataError(
+            f"{folder.name}: slices are not equally spaced: {max(missing, 1)} "
+            f"slice(s) missing between "
+            f"{files[i].name} and {files[i + 1].name} ({distance[i]:.2f} to "
+            f"{distance[i + 1]:.2f} mm, {usual:.2f} mm apart elsewhere; "
+            f"{gaps.size} gap(s)); copy the whole series"
+        )
+    raise DataError(
+        f"{folder.name}: slices are not equally spaced (steps {steps.min():.3f}.."
+        f"{steps.max():.3f} mm); resample the series or give each even part as a "
+        "series"
+    )
 
 
 def _check_pixel_data(path: Path, header: Any) -> None:
@@ -240,11 +263,14 @@ def _check_pixel_data(path: Path, header: Any) -> None:
         samples = int(getattr(header, "SamplesPerPixel", 1) or 1)
         frames = int(getattr(header, "NumberOfFrames", 1) or 1)
     except (AttributeError, KeyError, TypeError, ValueError) as error:
-        raise DataError(f"{path.parent.name}: {path.name} lacks its image description "
-                        f"({error}); re-download the series") from None
+        raise DataError(
+            f"{path.parent.name}: {path.name} lacks its image description "
+            f"({error}); re-download the series"
+        ) from None
     if element is None:
-        raise DataError(f"{path.parent.name}: {path.name} holds no pixel data; re-download "
-                        "the series")
+        raise DataError(
+            f"{path.parent.name}: {path.name} holds no pixel data; re-download the series"
+        )
     length = getattr(element, "length", None)
     if length is None:  # a value already read: its bytes
         length = len(element.value or b"")
@@ -255,10 +281,12 @@ def _check_pixel_data(path: Path, header: Any) -> None:
     size = path.stat().st_size
     if length < needed or (tell is not None and tell + length > size):
         present = min(length, size - tell) if tell is not None else length
-        raise DataError(f"{path.parent.name}: {path.name}: truncated pixel data: {present} "
-                        f"bytes where {rows} x {columns} pixels of {bits} bits need {needed}"
-                        + (f" for {frames:,} frames" if frames > 1 else "")
-                        + " (the missing pixels would be read as 0); re-download the file")
+        raise DataError(
+            f"{path.parent.name}: {path.name}: truncated pixel data: {present} "
+            f"bytes where {rows} x {columns} pixels of {bits} bits need {needed}"
+            + (f" for {frames:,} frames" if frames > 1 else "")
+            + " (the missing pixels would be read as 0); re-download the file"
+        )
 
 
 def _check_every_slice_listed(folder: Path, series_uid: str, files: Any) -> None:
@@ -271,13 +299,18 @@ def _check_every_slice_listed(folder: Path, series_uid: str, files: Any) -> None
         if path.name.startswith(".") or not path.is_file() or path.resolve() in listed:
             continue
         try:
-            uid = str(pydicom.dcmread(str(path), stop_before_pixels=True,
-                                      defer_size=_DEFER).SeriesInstanceUID)
+            uid = str(
+                pydicom.dcmread(
+                    str(path), stop_before_pixels=True, defer_size=_DEFER
+                ).SeriesInstanceUID
+            )
         except Exception:  # noqa: BLE001 - not a DICOM file of this series: not ours
             continue
         if uid == series_uid:
-            raise DataError(f"{folder.name}: {path.name} belongs to the series but cannot be "
-                            "read as a slice (a cut or damaged file); re-download the series")
+            raise DataError(
+                f"{folder.name}: {path.name} belongs to the series but cannot be "
+                "read as a slice (a cut or damaged file); re-download the series"
+            )
 
 
 def _read_dicom_object(path: str | Path, modality: str, what: str) -> Any:
@@ -289,8 +322,9 @@ def _read_dicom_object(path: str | Path, modality: str, what: str) -> Any:
         if "PixelData" not in ds and modality == "SEG":
             raise ValueError("no pixel data (a cut file?)")
     except Exception as error:  # noqa: BLE001
-        raise DataError(f"{path.name}: not a readable {what} ({str(error)[:160]}); "
-                        "re-export or re-download it") from None
+        raise DataError(
+            f"{path.name}: not a readable {what} ({str(error)[:160]}); re-export or re-download it"
+        ) from None
     if getattr(ds, "Modality", "") != modality:
         raise DataError(f"{path.name}: modality {getattr(ds, 'Modality', '?')}, not {modality}")
     return ds
@@ -317,28 +351,36 @@ def _check_same_scan(path: Path, header: Any, frames: list[str], series: DicomSe
     another series than ``series``."""
     what = str(getattr(header, "Modality", "label"))
     if series.frame_of_reference_uid and frames and series.frame_of_reference_uid not in frames:
-        raise DataError(f"{path.name}: this {what} is drawn in frame of reference {frames[0]}, "
-                        f"the series {series.files[0].parent.name} in "
-                        f"{series.frame_of_reference_uid}: it belongs to another scan; pair it "
-                        "with the series it was drawn on")
+        raise DataError(
+            f"{path.name}: this {what} is drawn in frame of reference {frames[0]}, "
+            f"the series {series.files[0].parent.name} in "
+            f"{series.frame_of_reference_uid}: it belongs to another scan; pair it "
+            "with the series it was drawn on"
+        )
     named = referenced_series(header)
     if named is not None and named != series.series_uid:
-        raise DataError(f"{path.name}: this {what} references series {named}, not the series in "
-                        f"{series.files[0].parent.name} ({series.series_uid}); pair it with "
-                        "the series it was drawn on")
+        raise DataError(
+            f"{path.name}: this {what} references series {named}, not the series in "
+            f"{series.files[0].parent.name} ({series.series_uid}); pair it with "
+            "the series it was drawn on"
+        )
 
 
 def _check_instances(path: Path, referenced: list[str], series: DicomSeries, where: str) -> None:
     missing = sorted(set(referenced) - set(series.sop_uids))
     if missing:
-        raise DataError(f"{path.name}: {where} {len(missing)} image instance(s) not in the series "
-                        f"{series.files[0].parent.name} ({shortened(missing, 2)}): a slice is "
-                        "missing from the series folder, or the label belongs to another series")
+        raise DataError(
+            f"{path.name}: {where} {len(missing)} image instance(s) not in the series "
+            f"{series.files[0].parent.name} ({shortened(missing, 2)}): a slice is "
+            "missing from the series folder, or the label belongs to another series"
+        )
 
 
 # -- RTSTRUCT -------------------------------------------------------------------------------
-def read_rtstruct(path: str | Path, reference: sitk.Image | DicomSeries,
-                  ) -> dict[str, np.ndarray]:
+def read_rtstruct(
+    path: str | Path,
+    reference: sitk.Image | DicomSeries,
+) -> dict[str, np.ndarray]:
     """ROIs of an RTSTRUCT rasterised on the reference grid: ``{ROI name: bool (k, j, i)}``.
 
     Closed planar contours are filled slice by slice (pixel centres inside the polygon);
@@ -355,14 +397,21 @@ def read_rtstruct(path: str | Path, reference: sitk.Image | DicomSeries,
         names = {int(r.ROINumber): str(r.ROIName) for r in ds.StructureSetROISequence}
         rois = list(getattr(ds, "ROIContourSequence", []))
     except (AttributeError, TypeError, ValueError) as error:
-        raise DataError(f"{path.name}: not a readable RTSTRUCT: no valid ROI list "
-                        f"({str(error)[:100]}; a cut file?); re-export or re-download it"
-                        ) from None
+        raise DataError(
+            f"{path.name}: not a readable RTSTRUCT: no valid ROI list "
+            f"({str(error)[:100]}; a cut file?); re-export or re-download it"
+        ) from None
     if series is not None:
-        frames = [str(f.FrameOfReferenceUID) for f in
-                  getattr(ds, "ReferencedFrameOfReferenceSequence", []) if "FrameOfReferenceUID" in f]
-        frames += [str(r.ReferencedFrameOfReferenceUID) for r in ds.StructureSetROISequence
-                   if "ReferencedFrameOfReferenceUID" in r]
+        frames = [
+            str(f.FrameOfReferenceUID)
+            for f in getattr(ds, "ReferencedFrameOfReferenceSequence", [])
+            if "FrameOfReferenceUID" in f
+        ]
+        frames += [
+            str(r.ReferencedFrameOfReferenceUID)
+            for r in ds.StructureSetROISequence
+            if "ReferencedFrameOfReferenceUID" in r
+        ]
         _check_same_scan(path, ds, frames, series)
     _check_point_counts(path, rois, names)
     grid = _Grid(image)
@@ -397,13 +446,17 @@ def _check_point_counts(path: Path, rois: list[Any], names: dict[int, str]) -> N
             points = _declared_points(contour)
             if points > MAX_CONTOUR_POINTS:
                 name = names.get(int(roi.ReferencedROINumber), "?")
-                raise DataError(f"{path.name}: contour {number} of ROI '{name}' has about "
-                                f"{points:,} points (at most {MAX_CONTOUR_POINTS:,}); not a "
-                                "drawn outline: re-export the RTSTRUCT")
+                raise DataError(
+                    f"{path.name}: contour {number} of ROI '{name}' has about "
+                    f"{points:,} points (at most {MAX_CONTOUR_POINTS:,}); not a "
+                    "drawn outline: re-export the RTSTRUCT"
+                )
             total += points
     if total > MAX_RTSTRUCT_POINTS:
-        raise DataError(f"{path.name}: {total:,} contour points in all (at most "
-                        f"{MAX_RTSTRUCT_POINTS:,}); re-export the RTSTRUCT")
+        raise DataError(
+            f"{path.name}: {total:,} contour points in all (at most "
+            f"{MAX_RTSTRUCT_POINTS:,}); re-export the RTSTRUCT"
+        )
 
 
 def _declared_points(contour: Any) -> int:
@@ -431,18 +484,27 @@ def _contour_points(path: Path, name: str, number: int, contour: Any) -> np.ndar
             points = np.array(raw.strip(b" \0").split(b"\\"), dtype=np.bytes_).astype(float)
         else:
             values = contour.ContourData
-            values = values if isinstance(values, list | tuple) or hasattr(values, "__len__") \
+            values = (
+                values
+                if isinstance(values, list | tuple) or hasattr(values, "__len__")
                 else [values]
+            )
             points = np.asarray([float(v) for v in values], dtype=float)
     except (TypeError, ValueError, AttributeError, OverflowError) as error:
-        raise DataError(f"{path.name}: contour {number} of ROI '{name}': coordinates are not "
-                        f"numbers ({str(error)[:80]}); re-export the RTSTRUCT") from None
+        raise DataError(
+            f"{path.name}: contour {number} of ROI '{name}': coordinates are not "
+            f"numbers ({str(error)[:80]}); re-export the RTSTRUCT"
+        ) from None
     if points.size % 3 or points.size < 9:
-        raise DataError(f"{path.name}: contour {number} of ROI '{name}' has {points.size} "
-                        "coordinates, not x, y, z triples of at least 3 points")
+        raise DataError(
+            f"{path.name}: contour {number} of ROI '{name}' has {points.size} "
+            "coordinates, not x, y, z triples of at least 3 points"
+        )
     if not np.isfinite(points).all():
-        raise DataError(f"{path.name}: contour {number} of ROI '{name}' has coordinates that "
-                        "are not finite (NaN or infinity); re-export the RTSTRUCT")
+        raise DataError(
+            f"{path.name}: contour {number} of ROI '{name}' has coordinates that "
+            "are not finite (NaN or infinity); re-export the RTSTRUCT"
+        )
     return points.reshape(-1, 3)
 
 
@@ -469,13 +531,15 @@ def fill_polygon(rows: np.ndarray, columns: np.ndarray, shape: tuple[int, int]) 
     span = right - left + 1  # only the polygon's columns; uint8 sums wrap but keep parity
     toggles = np.zeros((high - low + 1, span + 1), dtype=np.uint8)
     np.add.at(toggles, (line, np.clip(np.ceil(x) - left, 0, span).astype(np.int64)), 1)
-    mask[low:high + 1, left:right + 1] = (np.cumsum(toggles[:, :span], axis=1,
-                                                    dtype=np.uint8) & 1).view(bool)
+    mask[low : high + 1, left : right + 1] = (
+        np.cumsum(toggles[:, :span], axis=1, dtype=np.uint8) & 1
+    ).view(bool)
     return mask
 
 
-def _rasterise_roi(path: Path, name: str, roi: Any, grid: _Grid,
-                   series: DicomSeries | None) -> np.ndarray:
+def _rasterise_roi(
+    path: Path, name: str, roi: Any, grid: _Grid, series: DicomSeries | None
+) -> np.ndarray:
     size = grid.size
     mask = np.zeros((size[2], size[1], size[0]), dtype=bool)
     for number, contour in enumerate(getattr(roi, "ContourSequence", []), start=1):
@@ -483,29 +547,42 @@ def _rasterise_roi(path: Path, name: str, roi: Any, grid: _Grid,
         if kind not in ("CLOSED_PLANAR", "CLOSEDPLANAR"):
             continue  # points and open lines enclose nothing
         if series is not None:
-            images = [str(item.ReferencedSOPInstanceUID)
-                      for item in getattr(contour, "ContourImageSequence", [])
-                      if "ReferencedSOPInstanceUID" in item]
+            images = [
+                str(item.ReferencedSOPInstanceUID)
+                for item in getattr(contour, "ContourImageSequence", [])
+                if "ReferencedSOPInstanceUID" in item
+            ]
             _check_instances(path, images, series, f"contour {number} of ROI '{name}' references")
         index = grid.index(_contour_points(path, name, number, contour))
         k = int(np.rint(index[:, 2].mean()))
         if np.abs(index[:, 2] - k).max() > 0.5:
-            raise DataError(f"{path.name}: contour {number} of ROI '{name}' does not lie on one "
-                            "slice of the series (drawn in another orientation, or on another "
-                            "series); pair the RTSTRUCT with the series it was drawn on")
-        outside = (not 0 <= k < size[2] or index[:, 0].max() < -0.5 or index[:, 1].max() < -0.5
-                   or index[:, 0].min() > size[0] - 0.5 or index[:, 1].min() > size[1] - 0.5)
+            raise DataError(
+                f"{path.name}: contour {number} of ROI '{name}' does not lie on one "
+                "slice of the series (drawn in another orientation, or on another "
+                "series); pair the RTSTRUCT with the series it was drawn on"
+            )
+        outside = (
+            not 0 <= k < size[2]
+            or index[:, 0].max() < -0.5
+            or index[:, 1].max() < -0.5
+            or index[:, 0].min() > size[0] - 0.5
+            or index[:, 1].min() > size[1] - 0.5
+        )
         if outside:
-            raise DataError(f"{path.name}: contour {number} of ROI '{name}' lies outside the "
-                            f"image (slice {k} of 0..{size[2] - 1}); pair the RTSTRUCT with "
-                            "the series it was drawn on")
+            raise DataError(
+                f"{path.name}: contour {number} of ROI '{name}' lies outside the "
+                f"image (slice {k} of 0..{size[2] - 1}); pair the RTSTRUCT with "
+                "the series it was drawn on"
+            )
         mask[k] ^= fill_polygon(index[:, 1], index[:, 0], (size[1], size[0]))
     return mask
 
 
 # -- DICOM-SEG ------------------------------------------------------------------------------
-def read_seg(path: str | Path, reference: sitk.Image | DicomSeries,
-             ) -> dict[int, tuple[str, np.ndarray]]:
+def read_seg(
+    path: str | Path,
+    reference: sitk.Image | DicomSeries,
+) -> dict[int, tuple[str, np.ndarray]]:
     """Segments of a DICOM-SEG (highdicom) on the reference grid (nearest neighbour when its
     frames lie on another grid): ``{segment number: (segment label, bool mask (k, j, i))}``.
 
@@ -524,21 +601,25 @@ def read_seg(path: str | Path, reference: sitk.Image | DicomSeries,
         _check_same_scan(path, ds, frames, series)
         _check_instances(path, _seg_sources(ds), series, "its frames reference")
     volume = _seg_volume(path)
-    labels = {int(s.SegmentNumber): str(getattr(s, "SegmentLabel", s.SegmentNumber))
-              for s in ds.SegmentSequence}
+    labels = {
+        int(s.SegmentNumber): str(getattr(s, "SegmentLabel", s.SegmentNumber))
+        for s in ds.SegmentSequence
+    }
     array = np.asarray(volume.array)
     fractional = str(getattr(ds, "SegmentationType", "BINARY")) == "FRACTIONAL"
     array = array >= 0.5 if fractional else array > 0  # highdicom scales fractions to 0..1
     seg_image_geometry = _affine_geometry(np.asarray(volume.affine, dtype=float))
     result: dict[int, tuple[str, np.ndarray]] = {}
     for position, number in enumerate(sorted(labels)):
-        seg_image = sitk.GetImageFromArray(np.ascontiguousarray(array[..., position] > 0,
-                                                                dtype=np.uint8))
+        seg_image = sitk.GetImageFromArray(
+            np.ascontiguousarray(array[..., position] > 0, dtype=np.uint8)
+        )
         seg_image.SetSpacing(seg_image_geometry[0])
         seg_image.SetOrigin(seg_image_geometry[1])
         seg_image.SetDirection(seg_image_geometry[2])
-        resampled = sitk.Resample(seg_image, image, sitk.Transform(),
-                                  sitk.sitkNearestNeighbor, 0, sitk.sitkUInt8)
+        resampled = sitk.Resample(
+            seg_image, image, sitk.Transform(), sitk.sitkNearestNeighbor, 0, sitk.sitkUInt8
+        )
         result[number] = (labels[number], sitk.GetArrayFromImage(resampled).astype(bool))
     return result
 
@@ -554,12 +635,16 @@ def _check_seg_frames(path: Path, ds: Any, image: sitk.Image) -> None:
         raise DataError(f"{path.name}: malformed DICOM-SEG header ({str(error)[:120]})") from None
     most = max(segments, 1) * 4 * max(image.GetSize())  # any slicing of the reference's extent
     if frames < 1 or frames > most:
-        raise DataError(f"{path.name}: declares {frames:,} frames; {segments} segment(s) over a "
-                        f"{' x '.join(str(v) for v in image.GetSize())} series hold at most "
-                        f"{most:,}: a damaged or hostile file; re-export the SEG")
+        raise DataError(
+            f"{path.name}: declares {frames:,} frames; {segments} segment(s) over a "
+            f"{' x '.join(str(v) for v in image.GetSize())} series hold at most "
+            f"{most:,}: a damaged or hostile file; re-export the SEG"
+        )
     if per_frame is not None and len(ds.PerFrameFunctionalGroupsSequence) != frames:
-        raise DataError(f"{path.name}: declares {frames:,} frames but describes "
-                        f"{len(ds.PerFrameFunctionalGroupsSequence):,}; re-export the SEG")
+        raise DataError(
+            f"{path.name}: declares {frames:,} frames but describes "
+            f"{len(ds.PerFrameFunctionalGroupsSequence):,}; re-export the SEG"
+        )
     _check_pixel_data(path, ds)
 
 
@@ -572,8 +657,10 @@ def _seg_sources(ds: Any) -> list[str]:
                 uids.append(str(source.ReferencedSOPInstanceUID))
     if not uids:
         for item in getattr(ds, "ReferencedSeriesSequence", []):
-            uids += [str(i.ReferencedSOPInstanceUID)
-                     for i in getattr(item, "ReferencedInstanceSequence", [])]
+            uids += [
+                str(i.ReferencedSOPInstanceUID)
+                for i in getattr(item, "ReferencedInstanceSequence", [])
+            ]
     return uids
 
 
@@ -585,17 +672,22 @@ def _seg_volume(path: Path) -> Any:
     try:
         return hd.seg.segread(str(path)).get_volume(combine_segments=False)
     except Exception as error:  # noqa: BLE001 - highdicom's checks, in one line
-        raise DataError(f"{path.name}: cannot read the DICOM-SEG's frames as a volume "
-                        f"({str(error).splitlines()[0][:160] if str(error) else type(error).__name__})"
-                        ) from None
+        raise DataError(
+            f"{path.name}: cannot read the DICOM-SEG's frames as a volume "
+            f"({str(error).splitlines()[0][:160] if str(error) else type(error).__name__})"
+        ) from None
 
 
-def _affine_geometry(affine: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...],
-                                                  tuple[float, ...]]:
+def _affine_geometry(
+    affine: np.ndarray,
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
     """SimpleITK (spacing, origin, direction) of a highdicom volume whose affine maps
     (slice, row, column) to LPS: SimpleITK's index (i, j, k) is (column, row, slice)."""
     columns = affine[:3, [2, 1, 0]]
     spacing = np.linalg.norm(columns, axis=0)
     direction = columns / spacing
-    return (tuple(float(v) for v in spacing), tuple(float(v) for v in affine[:3, 3]),
-            tuple(float(v) for v in direction.flatten()))
+    return (
+        tuple(float(v) for v in spacing),
+        tuple(float(v) for v in affine[:3, 3]),
+        tuple(float(v) for v in direction.flatten()),
+    )

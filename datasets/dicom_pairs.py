@@ -48,8 +48,11 @@ def roi_names(path: Path) -> list[str]:
     return [str(r.ROIName) for r in getattr(header, "StructureSetROISequence", [])]
 
 
-def dicom_classes(classes: Any, labels: list[Path], where: Path,
-                  ) -> tuple[dict[str, int], dict[str, Selector]]:
+def dicom_classes(
+    classes: Any,
+    labels: list[Path],
+    where: Path,
+) -> tuple[dict[str, int], dict[str, Selector]]:
     """``(label value of each class, what each class selects)`` for DICOM labels.
 
     ``classes``: the spec's mapping (class -> ROI/segment name or number) or None (every ROI
@@ -63,18 +66,23 @@ def dicom_classes(classes: Any, labels: list[Path], where: Path,
         selectors = {}
         for name, value in classes.items():
             if isinstance(value, bool) or not isinstance(value, str | int):
-                raise UserError(f"{where}: class '{name}': give the ROI or segment name (e.g. "
-                                f"GTV-1) or number it is, not {value!r}"[:200])
+                raise UserError(
+                    f"{where}: class '{name}': give the ROI or segment name (e.g. "
+                    f"GTV-1) or number it is, not {value!r}"[:200]
+                )
             selectors[str(name)] = normal_name(value) if isinstance(value, str) else value
     else:
-        raise UserError(f"{where}: 'classes' must map class names to ROI or segment names, "
-                        "e.g. {gtv: GTV-1}, or be left out (every ROI a class)")
+        raise UserError(
+            f"{where}: 'classes' must map class names to ROI or segment names, "
+            "e.g. {gtv: GTV-1}, or be left out (every ROI a class)"
+        )
     values = {name: index for index, name in enumerate(selectors, start=1)}
     return values, selectors
 
 
-def read_dicom_case(image_path: Path, label_path: Path, values: dict[str, int],
-                    selectors: dict[str, Selector]) -> tuple[RawImage, RawImage, str]:
+def read_dicom_case(
+    image_path: Path, label_path: Path, values: dict[str, int], selectors: dict[str, Selector]
+) -> tuple[RawImage, RawImage, str]:
     """(image, label map, the series' modality) of one DICOM case: the series folder at
     ``image_path``, its RTSTRUCT or SEG at ``label_path`` painted with ``values``."""
     series = read_series(image_path)
@@ -87,8 +95,9 @@ def read_dicom_case(image_path: Path, label_path: Path, values: dict[str, int],
         masks = [(name, mask) for _, (name, mask) in sorted(segments.items())]
         numbers = {name: number for number, (name, _) in segments.items()}
     else:
-        raise DataError(f"{label_path.name}: {describe_dicom_file(label_path)}, not an RTSTRUCT "
-                        "or DICOM-SEG")
+        raise DataError(
+            f"{label_path.name}: {describe_dicom_file(label_path)}, not an RTSTRUCT or DICOM-SEG"
+        )
     chosen = _choose(label_path, masks, numbers, selectors)
     label = _paint(label_path, chosen, values, series.image)
     image = RawImage.from_sitk(series.image, name=str(image_path))
@@ -100,26 +109,39 @@ def _rtstruct_numbers(path: Path) -> dict[str, int]:
     return {str(r.ROIName): int(r.ROINumber) for r in header.StructureSetROISequence}
 
 
-def _choose(path: Path, masks: list[tuple[str, np.ndarray]], numbers: dict[str, int],
-            selectors: dict[str, Selector]) -> dict[str, np.ndarray]:
+def _choose(
+    path: Path,
+    masks: list[tuple[str, np.ndarray]],
+    numbers: dict[str, int],
+    selectors: dict[str, Selector],
+) -> dict[str, np.ndarray]:
     """The mask of each class: the one ROI or segment its selector names."""
     chosen = {}
     for name, selector in selectors.items():
-        found = [mask for roi, mask in masks
-                 if (normal_name(roi) == selector if isinstance(selector, str)
-                     else numbers.get(roi) == selector)]
+        found = [
+            mask
+            for roi, mask in masks
+            if (
+                normal_name(roi) == selector
+                if isinstance(selector, str)
+                else numbers.get(roi) == selector
+            )
+        ]
         if len(found) != 1:
             listing = shortened([roi for roi, _ in masks])
             problem = "no ROI or segment" if not found else f"{len(found)} ROIs or segments"
-            raise DataError(f"{path.name}: {problem} matches class '{name}' ({selector!r}; "
-                            f"names match ignoring case, spaces, - and _); it has: "
-                            f"{listing or 'none'}; fix 'classes' in the spec")
+            raise DataError(
+                f"{path.name}: {problem} matches class '{name}' ({selector!r}; "
+                f"names match ignoring case, spaces, - and _); it has: "
+                f"{listing or 'none'}; fix 'classes' in the spec"
+            )
         chosen[name] = found[0]
     return chosen
 
 
-def _paint(path: Path, chosen: dict[str, np.ndarray], values: dict[str, int],
-           reference: sitk.Image) -> sitk.Image:
+def _paint(
+    path: Path, chosen: dict[str, np.ndarray], values: dict[str, int], reference: sitk.Image
+) -> sitk.Image:
     """One label map of the chosen masks; DataError when two overlap (a voxel holds one class)."""
     names = list(chosen)
     shape = next(iter(chosen.values())).shape
@@ -129,9 +151,11 @@ def _paint(path: Path, chosen: dict[str, np.ndarray], values: dict[str, int],
         for other in names[:index]:
             shared = int(np.count_nonzero(mask & chosen[other]))
             if shared:
-                raise DataError(f"{path.name}: '{other}' and '{name}' overlap in {shared:,} "
-                                "voxels; a label map holds one class per voxel: choose ROIs or "
-                                "segments that do not overlap with 'classes' in the spec")
+                raise DataError(
+                    f"{path.name}: '{other}' and '{name}' overlap in {shared:,} "
+                    "voxels; a label map holds one class per voxel: choose ROIs or "
+                    "segments that do not overlap with 'classes' in the spec"
+                )
         out[mask] = values[name]
     image = sitk.GetImageFromArray(out)
     image.CopyInformation(reference)
@@ -145,7 +169,11 @@ def not_a_series_image(path: Path) -> str | None:
         return None
     what = describe_dicom_file(path)
     if what.startswith("one "):
-        return (f"{path.name} is {what}: give the folder of the whole series as the image "
-                f"(images: a pattern of folders, e.g. '{{case}}/CT'), not one slice file")
-    return (f"{path.name} is {what}: it is a label; give it as 'label' and the folder of the "
-            "series it was drawn on as 'image'")
+        return (
+            f"{path.name} is {what}: give the folder of the whole series as the image "
+            f"(images: a pattern of folders, e.g. '{{case}}/CT'), not one slice file"
+        )
+    return (
+        f"{path.name} is {what}: it is a label; give it as 'label' and the folder of the "
+        "series it was drawn on as 'image'"
+    )

@@ -40,8 +40,20 @@ from .dicom import describe_dicom_file, read_series
 from .dicom_pairs import dicom_classes, is_dicom_label, not_a_series_image, read_dicom_case
 from .nnunet_folder import case_from_raw, chosen_classes, class_value, load_pair
 
-_KEYS = {"name", "root", "images", "labels", "pairs", "classes", "target_types", "instances",
-         "description", "modality", "use_classes", "trust_modality"}
+_KEYS = {
+    "name",
+    "root",
+    "images",
+    "labels",
+    "pairs",
+    "classes",
+    "target_types",
+    "instances",
+    "description",
+    "modality",
+    "use_classes",
+    "trust_modality",
+}
 
 
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
@@ -49,11 +61,13 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
     parts = pattern.split("{case}")
     if len(parts) != 2:
         raise UserError(f"pattern '{pattern}' must contain {{case}} exactly once")
+
     def convert(text: str) -> str:
         out = ""
         for char in text:
             out += {"*": "[^/]*", "?": "[^/]"}.get(char, re.escape(char))
         return out
+
     return re.compile(f"^{convert(parts[0])}(?P<case>[^/]+?){convert(parts[1])}$")
 
 
@@ -83,8 +97,10 @@ def _found_note(root: Path, data: dict[str, Any]) -> str:
         names = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
         matched = len(_match(root, str(data.get(key))))
         shown = listed(names, limit=3)
-        notes.append(f"{key}: {matched} of {len(names)} file(s) in {folder} match"
-                     + (f" (e.g. {shown})" if names else ""))
+        notes.append(
+            f"{key}: {matched} of {len(names)} file(s) in {folder} match"
+            + (f" (e.g. {shown})" if names else "")
+        )
     return "; ".join(notes)
 
 
@@ -118,23 +134,30 @@ class FolderDataset(Dataset):
         self.selectors = self._dicom_selectors(data.get("classes"), path)
         classes = data.get("classes")
         if self.selectors is None and (not isinstance(classes, dict) or not classes):
-            raise UserError(f"{path}: 'classes' must map class names to label values, "
-                            "e.g. {lesion: 1}")
+            raise UserError(
+                f"{path}: 'classes' must map class names to label values, e.g. {{lesion: 1}}"
+            )
         #: every declared class (the label values a file may hold), and the classes whose
         #: targets are segmented (``use_classes``, default all)
         if self.selectors is None:
-            self.label_classes = {str(k): value for k, v in classes.items()
-                                  if (value := class_value(v, k, path)) != 0}
+            self.label_classes = {
+                str(k): value for k, v in classes.items() if (value := class_value(v, k, path)) != 0
+            }
         self.classes = chosen_classes(self.label_classes, data.get("use_classes"), str(path))
         types = {str(k): str(v) for k, v in (data.get("target_types") or {}).items()}
         unknown = sorted(set(types) - set(self.label_classes))
         if unknown:
             import difflib
 
-            hints = "".join(f" (did you mean '{close[0]}' for '{name}'?)" for name in unknown
-                            if (close := difflib.get_close_matches(name, list(self.label_classes), 1)))
-            raise UserError(f"{path}: target_types names {unknown}, which are not classes "
-                            f"(classes: {', '.join(sorted(self.label_classes))}){hints}")
+            hints = "".join(
+                f" (did you mean '{close[0]}' for '{name}'?)"
+                for name in unknown
+                if (close := difflib.get_close_matches(name, list(self.label_classes), 1))
+            )
+            raise UserError(
+                f"{path}: target_types names {unknown}, which are not classes "
+                f"(classes: {', '.join(sorted(self.label_classes))}){hints}"
+            )
         bad = {k: v for k, v in types.items() if v not in ("instance", "organ")}
         if bad:
             raise UserError(f"{path}: target_types {bad}: each must be 'instance' or 'organ'")
@@ -143,17 +166,23 @@ class FolderDataset(Dataset):
         if self.instances not in ("connected_components", "values"):
             raise UserError(f"{path}: instances must be 'connected_components' or 'values'")
         self.modality_declared, self.case_modality = case_modalities(
-            data.get("modality"), sorted(self._cases), str(path))
+            data.get("modality"), sorted(self._cases), str(path)
+        )
         #: the spec says its modalities are right whatever the intensities (datasets verify)
         if data.get("trust_modality") not in (None, True, False):
             raise UserError(f"{path}: trust_modality must be true or false")
         self.trust_modality = data.get("trust_modality") is True
         if not self._cases:
-            raise UserError(f"{path}: no image/label pairs found: "
-                            + ("the pairs list is empty" if data.get("pairs") is not None else
-                               f"looked for images {self.root / str(data.get('images'))} and "
-                               f"labels {self.root / str(data.get('labels'))} ({{case}} "
-                               f"matching any name); {_found_note(self.root, data)}"))
+            raise UserError(
+                f"{path}: no image/label pairs found: "
+                + (
+                    "the pairs list is empty"
+                    if data.get("pairs") is not None
+                    else f"looked for images {self.root / str(data.get('images'))} and "
+                    f"labels {self.root / str(data.get('labels'))} ({{case}} "
+                    f"matching any name); {_found_note(self.root, data)}"
+                )
+            )
 
     def _find(self, data: dict[str, Any], path: Path) -> dict[str, tuple[Path, Path]]:
         if data.get("pairs") is not None:
@@ -168,21 +197,28 @@ class FolderDataset(Dataset):
                 if not image.is_file() and not image.is_dir():
                     raise UserError(f"{path}: pairs[{index}]: image not found: {image}")
                 if not label.is_file():
-                    raise UserError(f"{path}: pairs[{index}]: "
-                                    + (f"the label {label} is a folder; give the RTSTRUCT or "
-                                       "SEG file in it" if label.is_dir()
-                                       else f"label file not found: {label}"))
+                    raise UserError(
+                        f"{path}: pairs[{index}]: "
+                        + (
+                            f"the label {label} is a folder; give the RTSTRUCT or SEG file in it"
+                            if label.is_dir()
+                            else f"label file not found: {label}"
+                        )
+                    )
                 cases[case_id] = (image, label)
             return cases
         if not data.get("images") or not data.get("labels"):
-            raise UserError(f"{path}: give 'images' and 'labels' patterns with {{case}}, "
-                            "or a 'pairs' list")
+            raise UserError(
+                f"{path}: give 'images' and 'labels' patterns with {{case}}, or a 'pairs' list"
+            )
         images = _match(self.root, str(data["images"]))
         labels = _match(self.root, str(data["labels"]))
         unlabelled = sorted(set(images) - set(labels))
         if unlabelled:
-            raise UserError(f"{path}: {len(unlabelled)} image(s) without a label, e.g. "
-                            f"'{unlabelled[0]}' ({images[unlabelled[0]]})")
+            raise UserError(
+                f"{path}: {len(unlabelled)} image(s) without a label, e.g. "
+                f"'{unlabelled[0]}' ({images[unlabelled[0]]})"
+            )
         return {c: (images[c], labels[c]) for c in images}
 
     def _dicom_selectors(self, classes: Any, path: Path) -> dict[str, Any] | None:
@@ -193,8 +229,10 @@ class FolderDataset(Dataset):
             return None
         if len(dicom) != len(labels):
             other = next(label for label in labels if label not in dicom)
-            raise UserError(f"{path}: some labels are RTSTRUCT or DICOM-SEG files, others not "
-                            f"(e.g. {other}); give one kind of label per spec")
+            raise UserError(
+                f"{path}: some labels are RTSTRUCT or DICOM-SEG files, others not "
+                f"(e.g. {other}); give one kind of label per spec"
+            )
         self.label_classes, selectors = dicom_classes(classes, dicom, path)
         return selectors
 
@@ -210,27 +248,48 @@ class FolderDataset(Dataset):
             return self._load_dicom(case_id, image, label)
         if (problem := not_a_series_image(image)) is not None:
             raise DataError(problem)
-        return load_pair(self.dataset_name, case_id, image, label, self.classes,
-                         self.target_types, self.instances,
-                         modality=self.declared_modality(case_id),
-                         label_classes=self.label_classes, declared_in="the spec's classes")
+        return load_pair(
+            self.dataset_name,
+            case_id,
+            image,
+            label,
+            self.classes,
+            self.target_types,
+            self.instances,
+            modality=self.declared_modality(case_id),
+            label_classes=self.label_classes,
+            declared_in="the spec's classes",
+        )
 
     def _load_dicom(self, case_id: str, image: Path, label: Path) -> Case:
         """A case whose image is a DICOM series folder (its label an RTSTRUCT, a SEG or a
         label file on the series' grid)."""
         if not image.is_dir():
-            raise DataError(f"{label.name} is {describe_dicom_file(label)}: its image must be the "
-                            f"DICOM series it was drawn on (a folder of slices), not {image.name}")
+            raise DataError(
+                f"{label.name} is {describe_dicom_file(label)}: its image must be the "
+                f"DICOM series it was drawn on (a folder of slices), not {image.name}"
+            )
         if self.selectors is None:
             from intrabench.io.volume import read_image
 
             raw_image = RawImage.from_sitk(read_series(image).image, name=str(image))
             raw_label, modality = read_image(label), ""
         else:
-            raw_image, raw_label, modality = read_dicom_case(image, label, self.label_classes,
-                                                             self.selectors)
+            raw_image, raw_label, modality = read_dicom_case(
+                image, label, self.label_classes, self.selectors
+            )
         modality = self.declared_modality(case_id) or normalise_modality(modality)
-        return case_from_raw(self.dataset_name, case_id, raw_image, raw_label, self.classes,
-                             self.target_types, self.instances, modality=modality,
-                             label_classes=self.label_classes,
-                             declared_in="the spec's classes", image_path=image, label_path=label)
+        return case_from_raw(
+            self.dataset_name,
+            case_id,
+            raw_image,
+            raw_label,
+            self.classes,
+            self.target_types,
+            self.instances,
+            modality=modality,
+            label_classes=self.label_classes,
+            declared_in="the spec's classes",
+            image_path=image,
+            label_path=label,
+        )

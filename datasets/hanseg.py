@@ -25,11 +25,36 @@ from ._convert import paint_smallest_last, read_image, register_rigid, warp_mask
 from ._recipe import FileInfo, Output, PreparedDataset, Recipe, ZenodoSource, register_outputs, say
 
 HANSEG_ORGANS = (
-    "A_Carotid_L", "A_Carotid_R", "Arytenoid", "Bone_Mandible", "Brainstem", "BuccalMucosa",
-    "Cavity_Oral", "Cochlea_L", "Cochlea_R", "Cricopharyngeus", "Esophagus_S", "Eye_AL",
-    "Eye_AR", "Eye_PL", "Eye_PR", "Glnd_Lacrimal_L", "Glnd_Lacrimal_R", "Glnd_Submand_L",
-    "Glnd_Submand_R", "Glnd_Thyroid", "Glottis", "Larynx_SG", "Lips", "OpticChiasm",
-    "OpticNrv_L", "OpticNrv_R", "Parotid_L", "Parotid_R", "Pituitary", "SpinalCord",
+    "A_Carotid_L",
+    "A_Carotid_R",
+    "Arytenoid",
+    "Bone_Mandible",
+    "Brainstem",
+    "BuccalMucosa",
+    "Cavity_Oral",
+    "Cochlea_L",
+    "Cochlea_R",
+    "Cricopharyngeus",
+    "Esophagus_S",
+    "Eye_AL",
+    "Eye_AR",
+    "Eye_PL",
+    "Eye_PR",
+    "Glnd_Lacrimal_L",
+    "Glnd_Lacrimal_R",
+    "Glnd_Submand_L",
+    "Glnd_Submand_R",
+    "Glnd_Thyroid",
+    "Glottis",
+    "Larynx_SG",
+    "Lips",
+    "OpticChiasm",
+    "OpticNrv_L",
+    "OpticNrv_R",
+    "Parotid_L",
+    "Parotid_R",
+    "Pituitary",
+    "SpinalCord",
 )
 _OAR = re.compile(r"^(?P<case>.+)_OAR_(?P<organ>.+)\.seg\.nrrd$")
 
@@ -37,9 +62,14 @@ _OAR = re.compile(r"^(?P<case>.+)_OAR_(?P<organ>.+)\.seg\.nrrd$")
 class HanSegRecipe(Recipe):
     key = "hanseg"
     source = ZenodoSource("7442914", {"HaN-Seg.zip": FileInfo()})
-    outputs = (Output("hanseg", {"background": 0, **{o: i for i, o in enumerate(HANSEG_ORGANS, 1)}},
-                      {o: "organ" for o in HANSEG_ORGANS},
-                      "HaN-Seg: 30 organs at risk on T1 MRI (CT masks registered onto the MR)"),)
+    outputs = (
+        Output(
+            "hanseg",
+            {"background": 0, **{o: i for i, o in enumerate(HANSEG_ORGANS, 1)}},
+            {o: "organ" for o in HANSEG_ORGANS},
+            "HaN-Seg: 30 organs at risk on T1 MRI (CT masks registered onto the MR)",
+        ),
+    )
     licence = "CC BY-NC-ND 4.0"
     citation = "Podobnik et al. 2023, doi:10.5281/zenodo.7442914"
 
@@ -47,8 +77,10 @@ class HanSegRecipe(Recipe):
     iterations: int = 200
 
     def _cases(self, raw: Path) -> dict[str, Path]:
-        return {p.name[: -len("_IMG_MR_T1.nrrd")]: p.parent
-                for p in sorted(self.unpack(raw).rglob("*_IMG_MR_T1.nrrd"))}
+        return {
+            p.name[: -len("_IMG_MR_T1.nrrd")]: p.parent
+            for p in sorted(self.unpack(raw).rglob("*_IMG_MR_T1.nrrd"))
+        }
 
     def raw_cases(self, raw: Path) -> list[str]:
         return sorted(self._cases(raw))

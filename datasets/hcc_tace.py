@@ -26,10 +26,18 @@ class HccTaceRecipe(DicomRecipe):
     key = "hcc-tace"
     source = TciaSource("HCC-TACE-Seg", ("CT", "SEG"))
     outputs = (
-        Output("hcc-tace-liver", {"background": 0, "liver": 1}, {"liver": "organ"},
-               "HCC-TACE: liver (including tumour and portal vein) on CT"),
-        Output("hcc-tace-lesion", {"background": 0, "lesion": 1}, {"lesion": "instance"},
-               "HCC-TACE: liver tumours (mass + necrosis), 18-connected instances"),
+        Output(
+            "hcc-tace-liver",
+            {"background": 0, "liver": 1},
+            {"liver": "organ"},
+            "HCC-TACE: liver (including tumour and portal vein) on CT",
+        ),
+        Output(
+            "hcc-tace-lesion",
+            {"background": 0, "lesion": 1},
+            {"lesion": "instance"},
+            "HCC-TACE: liver tumours (mass + necrosis), 18-connected instances",
+        ),
     )
     licence = "CC BY 4.0 (TCIA)"
     citation = "Moawad et al. 2021, doi:10.7937/TCIA.5FNA-0924"

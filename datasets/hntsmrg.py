@@ -25,9 +25,14 @@ _MASK = "_preRT_mask.nii.gz"
 class HntsMrgRecipe(Recipe):
     key = "hntsmrg"
     source = ZenodoSource("11199559", {"HNTSMRG24_train.zip": FileInfo()})
-    outputs = (Output("hntsmrg", {"background": 0, "primary tumour": 1},
-                      {"primary tumour": "instance"},
-                      "HNTS-MRG 2024: oropharyngeal primary tumour (GTVp) on pre-RT T2 MRI"),)
+    outputs = (
+        Output(
+            "hntsmrg",
+            {"background": 0, "primary tumour": 1},
+            {"primary tumour": "instance"},
+            "HNTS-MRG 2024: oropharyngeal primary tumour (GTVp) on pre-RT T2 MRI",
+        ),
+    )
     licence = "CC BY 4.0"
     citation = "Wahid et al. 2024, doi:10.5281/zenodo.11199559"
 
@@ -48,8 +53,10 @@ class HntsMrgRecipe(Recipe):
         image = read_image(image_path)
         mask = read_image(mask_path)
         if not same_grid(image, mask):
-            raise DataError(f"mask grid {mask.GetSize()} @ {mask.GetSpacing()} does not match "
-                            f"image grid {image.GetSize()} @ {image.GetSpacing()}")
+            raise DataError(
+                f"mask grid {mask.GetSize()} @ {mask.GetSpacing()} does not match "
+                f"image grid {image.GetSize()} @ {image.GetSpacing()}"
+            )
         primary = sitk.GetArrayFromImage(mask) == 1
         if not primary.any():
             self.excluded["hntsmrg"] = "no primary tumour (GTVp, value 1)"

@@ -15,8 +15,14 @@ from ._recipe import Output, PreparedDataset, TciaSource, register_outputs
 class LnqRecipe(DicomRecipe):
     key = "lnq"
     source = TciaSource("Mediastinal-Lymph-Node-SEG", ("CT", "SEG", "RTSTRUCT"))
-    outputs = (Output("lnq", {"background": 0, "lymph node": 1}, {"lymph node": "instance"},
-                      "LNQ: mediastinal lymph nodes on CT, one target per node"),)
+    outputs = (
+        Output(
+            "lnq",
+            {"background": 0, "lymph node": 1},
+            {"lymph node": "instance"},
+            "LNQ: mediastinal lymph nodes on CT, one target per node",
+        ),
+    )
     licence = "CC BY 4.0 (TCIA)"
     citation = "Dorent et al. 2024, LNQ challenge"
     case_prefix = "lnq_"

@@ -28,13 +28,21 @@ class MsLesionsRecipe(Recipe):
     key = "ms-lesions"
     source = ManualSource(
         url="https://data.mendeley.com/datasets/8bctsm8jz7/1",
-        instructions=("Open the page in a browser, click 'Download All' (a zip of the "
-                      "Patient-* folders), and do not unpack it (or unpack it into the same "
-                      "folder; both work)."),
+        instructions=(
+            "Open the page in a browser, click 'Download All' (a zip of the "
+            "Patient-* folders), and do not unpack it (or unpack it into the same "
+            "folder; both work)."
+        ),
         expected=("*.zip", "**/*-Flair.nii", "**/*-Flair.nii.gz"),
     )
-    outputs = (Output("ms-lesions", {"background": 0, "lesion": 1}, {"lesion": "instance"},
-                      "MS lesions on FLAIR MRI, one target per 26-connected lesion"),)
+    outputs = (
+        Output(
+            "ms-lesions",
+            {"background": 0, "lesion": 1},
+            {"lesion": "instance"},
+            "MS lesions on FLAIR MRI, one target per 26-connected lesion",
+        ),
+    )
     licence = "CC BY 4.0"
     citation = "Muslim et al. 2022, Data in Brief, doi:10.1016/j.dib.2022.108139"
 
@@ -59,8 +67,10 @@ class MsLesionsRecipe(Recipe):
         image = read_image(image_path)
         label = read_image(label_path)
         if not same_grid(image, label):
-            raise DataError(f"label grid {label.GetSize()} @ {label.GetSpacing()} does not "
-                            f"match image grid {image.GetSize()} @ {image.GetSpacing()}")
+            raise DataError(
+                f"label grid {label.GetSize()} @ {label.GetSpacing()} does not "
+                f"match image grid {image.GetSize()} @ {image.GetSpacing()}"
+            )
         mask = sitk.GetArrayFromImage(label) > 0
         return image, {"ms-lesions": instances_from_mask(mask, 26)}
 

@@ -48,10 +48,10 @@ def channel_names(meta: dict[str, Any], where: Path) -> dict[int, str]:
     """``dataset.json``'s ``channel_names`` (nnU-Net v2; v1's ``modality``) as {number: name};
     {} when it declares none."""
     channels = meta.get("channel_names", meta.get("modality", {}))
-    if not isinstance(channels, dict) or not all(
-            str(key).isdigit() for key in channels):
-        raise UserError(f'{where}: channel_names must map channel numbers to names, e.g. '
-                        '{"0": "CT"}')
+    if not isinstance(channels, dict) or not all(str(key).isdigit() for key in channels):
+        raise UserError(
+            f'{where}: channel_names must map channel numbers to names, e.g. {{"0": "CT"}}'
+        )
     return {int(key): str(name) for key, name in channels.items()}
 
 
@@ -65,21 +65,34 @@ def resolve_channel(meta: dict[str, Any], channel: int | str, where: Path) -> in
     if isinstance(channel, int) or channel.strip().isdigit():
         number = int(channel)
         if number < 0 or number > 9999 or (channels and number not in channels):
-            raise UserError(f"channel {number}: {where} declares "
-                            + (f"the channels {listing}" if channels else "no channel_names"))
+            raise UserError(
+                f"channel {number}: {where} declares "
+                + (f"the channels {listing}" if channels else "no channel_names")
+            )
         return number
-    named = [number for number, name in channels.items()
-             if name.strip().lower() == channel.strip().lower()]
+    named = [
+        number
+        for number, name in channels.items()
+        if name.strip().lower() == channel.strip().lower()
+    ]
     if len(named) != 1:
-        raise UserError(f"channel '{channel}': {where} "
-                        + (f"names the channels {listing}" if channels
-                           else "declares no channel_names; give the channel's number"))
+        raise UserError(
+            f"channel '{channel}': {where} "
+            + (
+                f"names the channels {listing}"
+                if channels
+                else "declares no channel_names; give the channel's number"
+            )
+        )
     return named[0]
 
 
-def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict[str, str],
-                  instance_source: str = "connected_components",
-                  ) -> tuple[np.ndarray, tuple[Target, ...], list[tuple[slice, ...]] | None]:
+def build_targets(
+    label: np.ndarray,
+    classes: dict[str, int],
+    target_types: dict[str, str],
+    instance_source: str = "connected_components",
+) -> tuple[np.ndarray, tuple[Target, ...], list[tuple[slice, ...]] | None]:
     """Turn a class label map (z, y, x) into a target map with one id per target.
 
     Returns the new map and its targets. The map has the smallest unsigned integer type that
@@ -96,10 +109,12 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
     """
     foreground = [name for name, value in classes.items() if value != 0]
     if instance_source == "values" and len(foreground) != 1:
-        raise UserError(f"instances: values reads instance ids from the label's values, which "
-                        f"needs exactly one foreground class; the labels name {len(foreground)}"
-                        f" ({', '.join(sorted(foreground))}): use instances: "
-                        "connected_components")
+        raise UserError(
+            f"instances: values reads instance ids from the label's values, which "
+            f"needs exactly one foreground class; the labels name {len(foreground)}"
+            f" ({', '.join(sorted(foreground))}): use instances: "
+            "connected_components"
+        )
     target_map = np.zeros(label.shape, dtype=np.uint8)
     targets: list[Target] = []
     boxes: dict[int, tuple[slice, ...]] = {}  # targets' bounding boxes, by id
@@ -116,36 +131,47 @@ def build_targets(label: np.ndarray, classes: dict[str, int], target_types: dict
                 target_map = _holding(target_map, next_id)
                 overwritten = overwritten or bool(target_map[box][mask[box]].any())
                 target_map[box][mask[box]] = next_id
-                targets.append(Target(class_name, next_id, class_name, "organ",
-                                      int(class_value)))
+                targets.append(Target(class_name, next_id, class_name, "organ", int(class_value)))
                 boxes[next_id] = box
                 next_id += 1
             continue
         if instance_source == "values":
             # one box per label value (one pass), then each instance read inside its box
-            found = ndimage.find_objects(np.asarray(label, dtype=np.int64)
-                                         if not np.issubdtype(label.dtype, np.integer) else label)
-            components = [(box, label[box] == value, value) for value, box in
-                          enumerate(found, start=1) if box is not None]
+            found = ndimage.find_objects(
+                np.asarray(label, dtype=np.int64)
+                if not np.issubdtype(label.dtype, np.integer)
+                else label
+            )
+            components = [
+                (box, label[box] == value, value)
+                for value, box in enumerate(found, start=1)
+                if box is not None
+            ]
         else:
             mask = label == class_value
             if not mask.any():
                 continue
             labelled = connected_components(mask, connectivity=26)
             stats = cc3d.statistics(labelled)
-            components = [(stats["bounding_boxes"][c], labelled[stats["bounding_boxes"][c]] == c,
-                           class_value) for c in range(1, int(labelled.max()) + 1)]
+            components = [
+                (stats["bounding_boxes"][c], labelled[stats["bounding_boxes"][c]] == c, class_value)
+                for c in range(1, int(labelled.max()) + 1)
+            ]
         target_map = _holding(target_map, next_id + len(components) - 1)
         for index, (box, local, file_value) in enumerate(components, start=1):
             overwritten = overwritten or bool(target_map[box][local].any())
             target_map[box][local] = next_id
-            targets.append(Target(f"{class_name}_{index}", next_id, class_name, "instance",
-                                  int(file_value)))
+            targets.append(
+                Target(f"{class_name}_{index}", next_id, class_name, "instance", int(file_value))
+            )
             boxes[next_id] = box
             next_id += 1
     # a later class may overwrite an earlier target (overlapping class definitions)
-    empty = [t.target_id for t in targets
-             if not (target_map[boxes[t.label_value]] == t.label_value).any()]
+    empty = [
+        t.target_id
+        for t in targets
+        if not (target_map[boxes[t.label_value]] == t.label_value).any()
+    ]
     if empty:  # would score Dice 1.0 against an empty prediction
         raise DataError(f"targets {empty} have no voxels (overlapping class definitions?)")
     exact = None if overwritten else [boxes[t.label_value] for t in targets]
@@ -189,14 +215,21 @@ def chosen_classes(declared: dict[str, int], use_classes: Any, where: str) -> di
     UserError naming an unknown name (with the declared ones)."""
     if use_classes is None:
         return dict(declared)
-    if isinstance(use_classes, str) or not isinstance(use_classes, (list, tuple)) or not all(
-            isinstance(name, str) for name in use_classes) or not use_classes:
-        raise UserError(f"{where}: use_classes must be a non-empty list of class names, not "
-                        f"{use_classes!r}")
+    if (
+        isinstance(use_classes, str)
+        or not isinstance(use_classes, (list, tuple))
+        or not all(isinstance(name, str) for name in use_classes)
+        or not use_classes
+    ):
+        raise UserError(
+            f"{where}: use_classes must be a non-empty list of class names, not {use_classes!r}"
+        )
     unknown = [name for name in use_classes if name not in declared]
     if unknown:
-        raise UserError(f"{where}: use_classes names {unknown}, which are not declared classes "
-                        f"({', '.join(n for n, v in declared.items() if v)})")
+        raise UserError(
+            f"{where}: use_classes names {unknown}, which are not declared classes "
+            f"({', '.join(n for n, v in declared.items() if v)})"
+        )
     return {name: value for name, value in declared.items() if name in set(use_classes)}
 
 
@@ -224,8 +257,9 @@ def label_values(label: np.ndarray) -> np.ndarray:
     return np.sort(pd.unique(label.reshape(-1)))
 
 
-def check_label_values(label: np.ndarray, path: Path, classes: dict[str, int] | None,
-                       declared_in: str = "") -> int:
+def check_label_values(
+    label: np.ndarray, path: Path, classes: dict[str, int] | None, declared_in: str = ""
+) -> int:
     """DataError unless every voxel of the ``label`` array is a whole number 0..2^31-1 and, when
     ``classes`` is given, one of its values: a float label would be truncated (1.7 -> 1), a
     64-bit one would wrap, and an undeclared value would silently not be a target.
@@ -238,20 +272,26 @@ def check_label_values(label: np.ndarray, path: Path, classes: dict[str, int] | 
     if np.issubdtype(values.dtype, np.floating):
         fractional = values[values != np.round(values)]
         if fractional.size:
-            raise DataError(f"{path.name}: label values must be whole numbers; found "
-                            f"{listed([f'{v:g}' for v in fractional], limit=5)}")
+            raise DataError(
+                f"{path.name}: label values must be whole numbers; found "
+                f"{listed([f'{v:g}' for v in fractional], limit=5)}"
+            )
     if values.size and (values.min() < 0 or values.max() > np.iinfo(np.int32).max):
-        raise DataError(f"{path.name}: label values must lie in 0..{np.iinfo(np.int32).max}; "
-                        f"found {values.min():g}..{values.max():g}")
+        raise DataError(
+            f"{path.name}: label values must lie in 0..{np.iinfo(np.int32).max}; "
+            f"found {values.min():g}..{values.max():g}"
+        )
     if classes is not None:
         declared = set(classes.values()) | {0}
         unknown = [v for v in values.tolist() if int(v) not in declared]
         if unknown:
             listing = ", ".join(f"{k}: {v}" for k, v in classes.items() if v)
-            raise DataError(f"{path.name}: label values [{listed([int(v) for v in unknown])}] are not "
-                            f"declared classes ({declared_in or 'classes'}: {listing}); "
-                            "declare every value the labels hold, and choose the classes to "
-                            "segment with use_classes")
+            raise DataError(
+                f"{path.name}: label values [{listed([int(v) for v in unknown])}] are not "
+                f"declared classes ({declared_in or 'classes'}: {listing}); "
+                "declare every value the labels hold, and choose the classes to "
+                "segment with use_classes"
+            )
     return int(values.max()) if values.size else 0
 
 
@@ -261,17 +301,21 @@ def class_value(value: Any, name: object, where: Path) -> int:
     writes), a boolean or a float (``true`` and ``1.7`` were read as 1: the class scored
     another's voxels), text, or a value no label file can hold (negative, beyond int32)."""
     if isinstance(value, (list, tuple)):
-        raise UserError(f"{where}: label '{name}' is a region {list(value)} (nnU-Net's "
-                        "region-based training); give each class one label value")
+        raise UserError(
+            f"{where}: label '{name}' is a region {list(value)} (nnU-Net's "
+            "region-based training); give each class one label value"
+        )
     if isinstance(value, bool) or not isinstance(value, int):
-        hint = (f" (write {int(value)})" if isinstance(value, float) and value.is_integer()
-                else "")
-        raise UserError(f"{where}: label '{name}' must be a whole number, not "
-                        f"{repr(value)[:40]}{hint}: a class value is the integer its voxels "
-                        "hold in the label files")
+        hint = f" (write {int(value)})" if isinstance(value, float) and value.is_integer() else ""
+        raise UserError(
+            f"{where}: label '{name}' must be a whole number, not "
+            f"{repr(value)[:40]}{hint}: a class value is the integer its voxels "
+            "hold in the label files"
+        )
     if not 0 <= value <= np.iinfo(np.int32).max:
-        raise UserError(f"{where}: label '{name}' = {value}: a label value lies in "
-                        f"0..{np.iinfo(np.int32).max}")
+        raise UserError(
+            f"{where}: label '{name}' = {value}: a label value lies in 0..{np.iinfo(np.int32).max}"
+        )
     return value
 
 
@@ -283,10 +327,15 @@ class NnUNetFolder(Dataset):
     modality: ClassVar[str] = "any"
     description: ClassVar[str] = "your own data: imagesTr/ + labelsTr/ + dataset.json"
 
-    def __init__(self, path: str, target_type: Literal["instance", "organ"] | None = None,
-                 instances: Literal["connected_components", "values"] | None = None,
-                 dataset_name: str | None = None, use_classes: list[str] | None = None,
-                 channel: int | str = 0) -> None:
+    def __init__(
+        self,
+        path: str,
+        target_type: Literal["instance", "organ"] | None = None,
+        instances: Literal["connected_components", "values"] | None = None,
+        dataset_name: str | None = None,
+        use_classes: list[str] | None = None,
+        channel: int | str = 0,
+    ) -> None:
         """``channel``: which image of a multi-channel dataset (``<case>_0000``,
         ``<case>_0001``, ...) the models see: its number, or its name in ``channel_names``
         (``T2``, ``FLAIR``); default 0. Its name also gives the case's modality."""
@@ -294,53 +343,72 @@ class NnUNetFolder(Dataset):
         if not self.root.exists():
             raise UserError(f"dataset folder not found: {self.root}")
         if not self.root.is_dir():
-            raise UserError(f"{self.root}: not a folder (an nnU-Net dataset is a folder with "
-                            "imagesTr/, labelsTr/ and dataset.json)")
+            raise UserError(
+                f"{self.root}: not a folder (an nnU-Net dataset is a folder with "
+                "imagesTr/, labelsTr/ and dataset.json)"
+            )
         if not (self.root / "dataset.json").is_file():
-            raise UserError(f"{self.root}: no dataset.json (expected nnU-Net layout: "
-                            "imagesTr/<case>_0000.nii.gz, labelsTr/<case>.nii.gz, dataset.json)")
+            raise UserError(
+                f"{self.root}: no dataset.json (expected nnU-Net layout: "
+                "imagesTr/<case>_0000.nii.gz, labelsTr/<case>.nii.gz, dataset.json)"
+            )
         try:
             self.meta: dict[str, Any] = json.loads((self.root / "dataset.json").read_text())
         except json.JSONDecodeError as error:
             raise UserError(f"{self.root / 'dataset.json'}: invalid JSON: {error}") from None
         if not isinstance(self.meta, dict):
-            raise UserError(f"{self.root / 'dataset.json'}: expected a JSON object with "
-                            f"'labels', got a {type(self.meta).__name__}")
+            raise UserError(
+                f"{self.root / 'dataset.json'}: expected a JSON object with "
+                f"'labels', got a {type(self.meta).__name__}"
+            )
         labels = self.meta.get("labels")
         if not isinstance(labels, dict) or not labels:
-            raise UserError(f"{self.root / 'dataset.json'}: needs a 'labels' mapping "
-                            '(e.g. {"background": 0, "lesion": 1})')
+            raise UserError(
+                f"{self.root / 'dataset.json'}: needs a 'labels' mapping "
+                '(e.g. {"background": 0, "lesion": 1})'
+            )
         #: every class dataset.json declares (the label values a file may hold), and the
         #: classes whose targets are segmented (``use_classes``, default all)
-        self.label_classes = {str(k): class_value(v, k, self.root / "dataset.json")
-                              for k, v in labels.items()}
-        self.classes = chosen_classes(self.label_classes, use_classes,
-                                      f"{self.root / 'dataset.json'}")
+        self.label_classes = {
+            str(k): class_value(v, k, self.root / "dataset.json") for k, v in labels.items()
+        }
+        self.classes = chosen_classes(
+            self.label_classes, use_classes, f"{self.root / 'dataset.json'}"
+        )
         types = self.meta.get("target_types", {})
         if not isinstance(types, dict):
-            raise UserError(f"{self.root / 'dataset.json'}: 'target_types' must map class names "
-                            'to "instance" or "organ"')
+            raise UserError(
+                f"{self.root / 'dataset.json'}: 'target_types' must map class names "
+                'to "instance" or "organ"'
+            )
         unknown = sorted(set(types) - set(self.label_classes))
         if unknown:
-            raise UserError(f"{self.root / 'dataset.json'}: target_types names {unknown}, which "
-                            f"are not in labels ({', '.join(self.label_classes)})")
+            raise UserError(
+                f"{self.root / 'dataset.json'}: target_types names {unknown}, which "
+                f"are not in labels ({', '.join(self.label_classes)})"
+            )
         wrong = {k: v for k, v in types.items() if v not in ("instance", "organ")}
         if wrong:
-            raise UserError(f"{self.root / 'dataset.json'}: target_types {wrong}: each must be "
-                            '"instance" or "organ"')
+            raise UserError(
+                f"{self.root / 'dataset.json'}: target_types {wrong}: each must be "
+                '"instance" or "organ"'
+            )
         types = dict(types)
         if target_type is not None:
             types = {name: target_type for name in self.classes}
         self.target_types = types
         # prepared recipes store instance ids 1..K and say so with "instance_ids": true
-        self.instances = instances or ("values" if self.meta.get("instance_ids")
-                                       else "connected_components")
+        self.instances = instances or (
+            "values" if self.meta.get("instance_ids") else "connected_components"
+        )
         foreground = sorted(name for name, value in self.classes.items() if value != 0)
         if self.instances == "values" and len(foreground) != 1:
-            raise UserError(f"instances: values reads instance ids from the label's values, which "
-                            f"needs exactly one foreground class; {self.root / 'dataset.json'} "
-                            f"names {len(foreground)} ({', '.join(foreground)}): use instances: "
-                            "connected_components")
+            raise UserError(
+                f"instances: values reads instance ids from the label's values, which "
+                f"needs exactly one foreground class; {self.root / 'dataset.json'} "
+                f"names {len(foreground)} ({', '.join(foreground)}): use instances: "
+                "connected_components"
+            )
         self.dataset_name = dataset_name or self.meta.get("name") or self.root.name
         self.channel = resolve_channel(self.meta, channel, self.root / "dataset.json")
         self._modalities = self._declared_modalities()
@@ -355,9 +423,13 @@ class NnUNetFolder(Dataset):
         per_case = self.meta.get("modalities_per_case", {})
         if not isinstance(per_case, dict):
             raise UserError(f'{where}: modalities_per_case must map case ids to "CT" or "MR"')
-        return (normalise_modality(channels.get(self.channel)),
-                {str(case): declared_modality(name, f"{where}: modalities_per_case: {case}")
-                 for case, name in per_case.items()})
+        return (
+            normalise_modality(channels.get(self.channel)),
+            {
+                str(case): declared_modality(name, f"{where}: modalities_per_case: {case}")
+                for case, name in per_case.items()
+            },
+        )
 
     def declared_modality(self, case_id: str) -> str:
         return self.case_modality(case_id)
@@ -386,16 +458,32 @@ class NnUNetFolder(Dataset):
 
     def load(self, case_id: str) -> Case:
         image_path, label_path = self._cases[case_id]
-        return load_pair(self.dataset_name, case_id, image_path, label_path, self.classes,
-                         self.target_types, self.instances,
-                         modality=self.case_modality(case_id), label_classes=self.label_classes,
-                         declared_in="dataset.json's labels")
+        return load_pair(
+            self.dataset_name,
+            case_id,
+            image_path,
+            label_path,
+            self.classes,
+            self.target_types,
+            self.instances,
+            modality=self.case_modality(case_id),
+            label_classes=self.label_classes,
+            declared_in="dataset.json's labels",
+        )
 
 
-def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Path,
-              classes: dict[str, int], target_types: dict[str, str],
-              instances: str = "connected_components", modality: str = "",
-              label_classes: dict[str, int] | None = None, declared_in: str = "") -> Case:
+def load_pair(
+    dataset_name: str,
+    case_id: str,
+    image_path: Path,
+    label_path: Path,
+    classes: dict[str, int],
+    target_types: dict[str, str],
+    instances: str = "connected_components",
+    modality: str = "",
+    label_classes: dict[str, int] | None = None,
+    declared_in: str = "",
+) -> Case:
     """Read an image and its label map (same grid required) into a Case with targets.
 
     One rule for every dataset that declares its classes (a folder spec's ``classes``,
@@ -405,42 +493,70 @@ def load_pair(dataset_name: str, case_id: str, image_path: Path, label_path: Pat
     subset: ``use_classes``). ``declared_in`` names the declaration in the message.
     ``modality``: 'CT', 'MR' or '' (undeclared), handed to the models with the image.
     """
-    return case_from_raw(dataset_name, case_id, read_image(image_path), read_image(label_path),
-                         classes, target_types, instances, modality=modality,
-                         label_classes=label_classes, declared_in=declared_in,
-                         image_path=image_path, label_path=label_path)
+    return case_from_raw(
+        dataset_name,
+        case_id,
+        read_image(image_path),
+        read_image(label_path),
+        classes,
+        target_types,
+        instances,
+        modality=modality,
+        label_classes=label_classes,
+        declared_in=declared_in,
+        image_path=image_path,
+        label_path=label_path,
+    )
 
 
-def case_from_raw(dataset_name: str, case_id: str, raw_image: Any, raw_label: Any,
-                  classes: dict[str, int], target_types: dict[str, str],
-                  instances: str = "connected_components", modality: str = "",
-                  label_classes: dict[str, int] | None = None, declared_in: str = "", *,
-                  image_path: Path, label_path: Path) -> Case:
+def case_from_raw(
+    dataset_name: str,
+    case_id: str,
+    raw_image: Any,
+    raw_label: Any,
+    classes: dict[str, int],
+    target_types: dict[str, str],
+    instances: str = "connected_components",
+    modality: str = "",
+    label_classes: dict[str, int] | None = None,
+    declared_in: str = "",
+    *,
+    image_path: Path,
+    label_path: Path,
+) -> Case:
     """:func:`load_pair` for an image and label already read (``RawImage``; a DICOM series
     and its RTSTRUCT or SEG painted as a label map): the same checks and targets."""
     strict = instances != "values"
     declared = label_classes if label_classes is not None else classes
-    largest = check_label_values(raw_label.array, label_path, declared if strict else None,
-                                 declared_in)
+    largest = check_label_values(
+        raw_label.array, label_path, declared if strict else None, declared_in
+    )
     image = volume_from_raw(raw_image, name=str(image_path)).with_modality(modality)
     label = volume_from_raw(raw_label, name=str(label_path), dtype=smallest_label_dtype(largest))
     del raw_image, raw_label  # given away: their arrays are the volumes' now
     if not image.geometry.same_grid(label.geometry):
-        raise DataError(f"{label_path.name}: label grid does not match image grid "
-                        f"({grid_difference(label.geometry, image.geometry)}); resample the "
-                        "label onto the image")
+        raise DataError(
+            f"{label_path.name}: label grid does not match image grid "
+            f"({grid_difference(label.geometry, image.geometry)}); resample the "
+            "label onto the image"
+        )
     target_map, targets, boxes = build_targets(label.array, classes, target_types, instances)
     if not targets:
         present = label_values(label.array)
         present = [int(v) for v in present[present != 0]]
         if not present:
             raise DataError(f"{label_path.name}: the label is empty (no foreground voxels)")
-        raise DataError(f"{label_path.name}: none of the label's values [{listed(present)}] is a class "
-                        f"of this dataset ({classes}); fix 'classes' in the dataset spec")
+        raise DataError(
+            f"{label_path.name}: none of the label's values [{listed(present)}] is a class "
+            f"of this dataset ({classes}); fix 'classes' in the dataset spec"
+        )
     if len(targets) > MANY_TARGETS:
-        log.warning("%s: %s targets (one episode each per configuration and seed): check the "
-                    "label's instances or use target_type: organ", label_path.name,
-                    f"{len(targets):,}")
+        log.warning(
+            "%s: %s targets (one episode each per configuration and seed): check the "
+            "label's instances or use target_type: organ",
+            label_path.name,
+            f"{len(targets):,}",
+        )
     case = Case(dataset_name, case_id, image, target_map, targets)
     if boxes is not None:  # no second pass over the map for the targets' boxes
         case.set_label_boxes(boxes)
@@ -453,8 +569,10 @@ class DemoReal(NnUNetFolder):
 
     name: ClassVar[str] = "demo-real"
     modality: ClassVar[str] = "CT, MRI"
-    description: ClassVar[str] = ("built-in: crops of 3 real volumes with expert lesion labels "
-                                  "(pyradiomics test cases, BSD-3)")
+    description: ClassVar[str] = (
+        "built-in: crops of 3 real volumes with expert lesion labels "
+        "(pyradiomics test cases, BSD-3)"
+    )
 
     def __init__(self) -> None:
         import intrabench

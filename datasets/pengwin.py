@@ -21,13 +21,22 @@ from ._recipe import FileInfo, Output, PreparedDataset, Recipe, ZenodoSource, re
 
 class PengwinRecipe(Recipe):
     key = "pengwin"
-    source = ZenodoSource("10927452", {
-        "PENGWIN_CT_train_images_part1.zip": FileInfo(),
-        "PENGWIN_CT_train_images_part2.zip": FileInfo(),
-        "PENGWIN_CT_train_labels.zip": FileInfo(),
-    })
-    outputs = (Output("pengwin", {"background": 0, "fragment": 1}, {"fragment": "instance"},
-                      "PENGWIN: pelvic bone fragments on CT, one target per fragment"),)
+    source = ZenodoSource(
+        "10927452",
+        {
+            "PENGWIN_CT_train_images_part1.zip": FileInfo(),
+            "PENGWIN_CT_train_images_part2.zip": FileInfo(),
+            "PENGWIN_CT_train_labels.zip": FileInfo(),
+        },
+    )
+    outputs = (
+        Output(
+            "pengwin",
+            {"background": 0, "fragment": 1},
+            {"fragment": "instance"},
+            "PENGWIN: pelvic bone fragments on CT, one target per fragment",
+        ),
+    )
     licence = "CC BY-NC-SA 4.0"
     citation = "Liu et al. 2023, PENGWIN challenge, doi:10.5281/zenodo.10927452"
 
@@ -50,8 +59,10 @@ class PengwinRecipe(Recipe):
         image = read_image(images[case_id])
         label = read_image(labels[case_id])
         if not same_grid(image, label):
-            raise DataError(f"label grid {label.GetSize()} @ {label.GetSpacing()} does not "
-                            f"match image grid {image.GetSize()} @ {image.GetSpacing()}")
+            raise DataError(
+                f"label grid {label.GetSize()} @ {label.GetSpacing()} does not "
+                f"match image grid {image.GetSize()} @ {image.GetSpacing()}"
+            )
         return image, {"pengwin": rank_values(sitk.GetArrayFromImage(label))}
 
 

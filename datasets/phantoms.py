@@ -48,29 +48,44 @@ def _ellipsoid_box(shape, center, radii_vox) -> tuple[slice, ...]:
     plane), one voxel wider than its reach on each side, within the volume."""
     in_plane = max(abs(float(radii_vox[1])), abs(float(radii_vox[2])))
     reach = (abs(float(radii_vox[0])), in_plane, in_plane)
-    return tuple(slice(max(0, int(center[a]) - int(np.ceil(reach[a])) - 1),
-                       min(shape[a], int(center[a]) + int(np.ceil(reach[a])) + 2))
-                 for a in range(3))
+    return tuple(
+        slice(
+            max(0, int(center[a]) - int(np.ceil(reach[a])) - 1),
+            min(shape[a], int(center[a]) + int(np.ceil(reach[a])) + 2),
+        )
+        for a in range(3)
+    )
 
 
 def _union_box(boxes, shape, margin: int) -> tuple[slice, ...]:
     """The smallest box holding ``boxes``, grown by ``margin`` voxels, within the volume."""
-    return tuple(slice(max(0, min(b[a].start for b in boxes) - margin),
-                       min(shape[a], max(b[a].stop for b in boxes) + margin))
-                 for a in range(3))
+    return tuple(
+        slice(
+            max(0, min(b[a].start for b in boxes) - margin),
+            min(shape[a], max(b[a].stop for b in boxes) + margin),
+        )
+        for a in range(3)
+    )
 
 
 def _paste(box, inside, region) -> np.ndarray:
     """``inside`` (the mask of ``box``) on the grid of the larger box ``region``."""
     canvas = np.zeros(tuple(s.stop - s.start for s in region), dtype=bool)
-    canvas[tuple(slice(box[a].start - region[a].start, box[a].stop - region[a].start)
-                 for a in range(3))] = inside
+    canvas[
+        tuple(
+            slice(box[a].start - region[a].start, box[a].stop - region[a].start) for a in range(3)
+        )
+    ] = inside
     return canvas
 
 
-def make_phantom(seed: int, index: int, shape: tuple[int, int, int] = (32, 96, 96),
-                 spacing: tuple[float, float, float] = (2.5, 0.8, 0.8),
-                 n_lesions: tuple[int, int] = (2, 4)) -> tuple[Volume, np.ndarray]:
+def make_phantom(
+    seed: int,
+    index: int,
+    shape: tuple[int, int, int] = (32, 96, 96),
+    spacing: tuple[float, float, float] = (2.5, 0.8, 0.8),
+    n_lesions: tuple[int, int] = (2, 4),
+) -> tuple[Volume, np.ndarray]:
     """One phantom: (image Volume, instance label map with ids 1..K), both (z, y, x)."""
     rng = derive_rng(seed, "phantom", index)
     nz, ny, nx = shape
@@ -83,7 +98,9 @@ def make_phantom(seed: int, index: int, shape: tuple[int, int, int] = (32, 96, 9
     for side in (-1, 1):
         lungs |= np.broadcast_to(
             ((y - ny / 2) / (0.28 * ny)) ** 2 + ((x - nx / 2 - side * 0.2 * nx) / (0.15 * nx)) ** 2
-            <= 1.0, shape)
+            <= 1.0,
+            shape,
+        )
     image[lungs] = -820.0
     label = np.zeros(shape, dtype=np.int32)
     wanted = int(rng.integers(n_lesions[0], n_lesions[1] + 1))
@@ -105,8 +122,11 @@ def make_phantom(seed: int, index: int, shape: tuple[int, int, int] = (32, 96, 9
         if rng.random() < 0.6:
             offset = rng.normal(0, 0.6, size=3) * radii
             lobe_center = [int(np.clip(center[a] + offset[a], 1, shape[a] - 2)) for a in range(3)]
-            boxes.append(_ellipsoid(shape, lobe_center, radii * rng.uniform(0.4, 0.7),
-                                    float(rng.uniform(0, np.pi))))
+            boxes.append(
+                _ellipsoid(
+                    shape, lobe_center, radii * rng.uniform(0.4, 0.7), float(rng.uniform(0, np.pi))
+                )
+            )
         # the lesion and its dilation live in this box: nothing outside it is touched
         region = _union_box([box for box, _ in boxes], shape, margin=_SEPARATION)
         lesion = np.zeros(tuple(s.stop - s.start for s in region), dtype=bool)
@@ -127,8 +147,9 @@ def make_phantom(seed: int, index: int, shape: tuple[int, int, int] = (32, 96, 9
     image += rng.normal(0.0, 12.0, size=shape).astype(np.float32)
     size_xyz = (nx, ny, nz)
     spacing_xyz = (spacing[2], spacing[1], spacing[0])
-    geometry = ImageGeometry(size=size_xyz, spacing=spacing_xyz, origin=(0.0, 0.0, 0.0),
-                             direction=_RAS_DIRECTION)
+    geometry = ImageGeometry(
+        size=size_xyz, spacing=spacing_xyz, origin=(0.0, 0.0, 0.0), direction=_RAS_DIRECTION
+    )
     return Volume(image.astype(np.float32), spacing, geometry, modality="CT"), label
 
 
@@ -146,15 +167,24 @@ class Phantoms(Dataset):
     modality: ClassVar[str] = "CT (synthetic)"
     description: ClassVar[str] = "built-in: synthetic CT-like volumes with 2-4 lesions each"
 
-    def __init__(self, n_cases: int = 4, seed: int = 0, shape: tuple[int, int, int] = (32, 96, 96),
-                 spacing: tuple[float, float, float] = (2.5, 0.8, 0.8),
-                 n_lesions: tuple[int, int] = (2, 4)) -> None:
+    def __init__(
+        self,
+        n_cases: int = 4,
+        seed: int = 0,
+        shape: tuple[int, int, int] = (32, 96, 96),
+        spacing: tuple[float, float, float] = (2.5, 0.8, 0.8),
+        n_lesions: tuple[int, int] = (2, 4),
+    ) -> None:
         if not 1 <= n_cases <= MAX_PHANTOMS:
-            raise ValueError(f"n_cases must be from 1 to {MAX_PHANTOMS:,} (generated cases: "
-                             f"each is a volume), not {str(n_cases)[:20]}")
+            raise ValueError(
+                f"n_cases must be from 1 to {MAX_PHANTOMS:,} (generated cases: "
+                f"each is a volume), not {str(n_cases)[:20]}"
+            )
         if len(shape) != 3 or not all(1 <= int(s) <= MAX_PHANTOM_SIDE for s in shape):
-            raise ValueError(f"shape must be 3 sides of 1 to {MAX_PHANTOM_SIDE} voxels, not "
-                             f"{str(list(shape))[:40]}")
+            raise ValueError(
+                f"shape must be 3 sides of 1 to {MAX_PHANTOM_SIDE} voxels, not "
+                f"{str(list(shape))[:40]}"
+            )
         self.n_cases = int(n_cases)
         self.seed = int(seed)
         self.shape = tuple(int(s) for s in shape)
@@ -170,6 +200,7 @@ class Phantoms(Dataset):
     def load(self, case_id: str) -> Case:
         index = int(case_id.rsplit("_", 1)[1])
         image, label = make_phantom(self.seed, index, self.shape, self.spacing, self.n_lesions)
-        targets = tuple(Target(f"lesion_{i}", i, "lesion", "instance")
-                        for i in range(1, int(label.max()) + 1))
+        targets = tuple(
+            Target(f"lesion_{i}", i, "lesion", "instance") for i in range(1, int(label.max()) + 1)
+        )
         return Case(self.name, case_id, image, label, targets)

@@ -15,8 +15,14 @@ from ._recipe import Output, PreparedDataset, TciaSource, register_outputs
 class RiderLungRecipe(DicomRecipe):
     key = "rider-lung"
     source = TciaSource("RIDER Lung CT", ("CT", "SEG"))
-    outputs = (Output("rider-lung", {"background": 0, "lesion": 1}, {"lesion": "instance"},
-                      "RIDER Lung CT: lung lesions (DICOM-SEG), one target per lesion"),)
+    outputs = (
+        Output(
+            "rider-lung",
+            {"background": 0, "lesion": 1},
+            {"lesion": "instance"},
+            "RIDER Lung CT: lung lesions (DICOM-SEG), one target per lesion",
+        ),
+    )
     licence = "CC BY 3.0 (TCIA)"
     citation = "Zhao et al. 2015, doi:10.7937/K9/TCIA.2015.U1X8A5NR"
     case_prefix = "rider_lung_"

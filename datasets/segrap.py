@@ -32,15 +32,18 @@ class SegRapRecipe(Recipe):
     key = "segrap"
     source = ManualSource(
         url="https://segrap2023.grand-challenge.org/dataset/",
-        instructions=("Follow the challenge's data-access instructions: they link the Google "
-                      "Drive folder with the training set and give the zip password. Download "
-                      "the training-set zip(s) (images and the Task001 organ labels). Then "
-                      "either set INTRABENCH_SEGRAP_PASSWORD to that password so 'prepare' can "
-                      "unpack the zip, or unpack it yourself into this folder."),
+        instructions=(
+            "Follow the challenge's data-access instructions: they link the Google "
+            "Drive folder with the training set and give the zip password. Download "
+            "the training-set zip(s) (images and the Task001 organ labels). Then "
+            "either set INTRABENCH_SEGRAP_PASSWORD to that password so 'prepare' can "
+            "unpack the zip, or unpack it yourself into this folder."
+        ),
         expected=("*.zip", "**/image.nii.gz"),
     )
-    outputs = (Output("segrap", {"background": 0}, {},
-                      "SegRap2023: 45 organs at risk on non-contrast CT"),)
+    outputs = (
+        Output("segrap", {"background": 0}, {}, "SegRap2023: 45 organs at risk on non-contrast CT"),
+    )
     licence = "CC BY-NC 4.0 (SegRap2023 data agreement)"
     citation = "Luo et al. 2023, SegRap2023, arXiv:2312.09576"
     archive_password_env = "INTRABENCH_SEGRAP_PASSWORD"
@@ -54,8 +57,11 @@ class SegRapRecipe(Recipe):
         labels: dict[str, Path] = {}
         for case_id in images:
             for folder in sorted(base.rglob(case_id)):
-                if folder.is_dir() and folder != images[case_id].parent and any(
-                        p.name not in _IMAGE_NAMES for p in folder.glob("*.nii.gz")):
+                if (
+                    folder.is_dir()
+                    and folder != images[case_id].parent
+                    and any(p.name not in _IMAGE_NAMES for p in folder.glob("*.nii.gz"))
+                ):
                     labels[case_id] = folder
         self._layout_cache = (raw, (images, labels))
         return images, labels
@@ -64,8 +70,11 @@ class SegRapRecipe(Recipe):
         images, labels = self._layout(raw)
         names: set[str] = set()
         for folder in labels.values():
-            names |= {p.name[: -len(".nii.gz")] for p in folder.glob("*.nii.gz")
-                      if p.name not in _IMAGE_NAMES}
+            names |= {
+                p.name[: -len(".nii.gz")]
+                for p in folder.glob("*.nii.gz")
+                if p.name not in _IMAGE_NAMES
+            }
         return sorted(names, key=lambda n: (n.lower(), n))
 
     def labels_for(self, output: Output, raw: Path) -> dict[str, int]:
@@ -90,9 +99,11 @@ class SegRapRecipe(Recipe):
                 continue
             mask = read_image(path)
             if not same_grid(mask, image):
-                raise DataError(f"{path.name}: grid {mask.GetSize()} @ {mask.GetSpacing()} "
-                                f"does not match image grid {image.GetSize()} @ "
-                                f"{image.GetSpacing()}")
+                raise DataError(
+                    f"{path.name}: grid {mask.GetSize()} @ {mask.GetSpacing()} "
+                    f"does not match image grid {image.GetSize()} @ "
+                    f"{image.GetSpacing()}"
+                )
             masks[values[organ]] = sitk.GetArrayFromImage(mask) > 0
         if not masks:
             raise DataError("no organ masks")

@@ -63,9 +63,11 @@ class CaseReport:
         spacing = " x ".join(f"{value:g}" for value in self.spacing_zyx or ())
         shape = " x ".join(str(value) for value in self.shape_zyx or ())
         plural = "" if self.targets == 1 else "s"
-        return (f"{self.case_id}: ok, {self.targets} target{plural} ({classes}), "
-                f"spacing {spacing} mm (z, y, x), orientation {self.orientation}, "
-                f"shape {shape}, modality {self.modality or 'undeclared'}")
+        return (
+            f"{self.case_id}: ok, {self.targets} target{plural} ({classes}), "
+            f"spacing {spacing} mm (z, y, x), orientation {self.orientation}, "
+            f"shape {shape}, modality {self.modality or 'undeclared'}"
+        )
 
 
 @dataclass
@@ -102,8 +104,11 @@ def check_case(dataset: Any, case_id: str, trust_modality: bool = False) -> Case
         return CaseReport(case_id, problem=_one_line(error))
     modality = case.image.modality
     # a recipe's modality is the dataset's published one; the user's declarations are checked
-    trusted = (trust_modality or getattr(dataset, "trust_modality", False)
-               or getattr(dataset, "recipe", None) is not None)
+    trusted = (
+        trust_modality
+        or getattr(dataset, "trust_modality", False)
+        or getattr(dataset, "recipe", None) is not None
+    )
     if not trusted and (problem := modality_contradiction(case.image.array, modality)):
         return CaseReport(case_id, problem=problem, modality=modality)
     per_class = Counter(target.class_name for target in case.targets)
@@ -154,8 +159,9 @@ def nnunet_layout_problems(folder: str | Path) -> list[str]:
     except (OSError, json.JSONDecodeError):
         meta, declared = None, None  # the dataset's own constructor reports a broken one
     try:
-        channels = set(channel_names(meta, folder / "dataset.json")) if isinstance(meta, dict) \
-            else set()
+        channels = (
+            set(channel_names(meta, folder / "dataset.json")) if isinstance(meta, dict) else set()
+        )
     except UserError:
         channels = set()  # reported by the dataset's constructor
     for path in sorted((folder / "imagesTr").iterdir()) if (folder / "imagesTr").is_dir() else []:
@@ -164,12 +170,13 @@ def nnunet_layout_problems(folder: str | Path) -> list[str]:
             continue
         stem = parsed[0] if parsed else path.name
         case_id, _, number = stem.rpartition("_")
-        if (parsed is None or len(number) != 4 or not number.isdigit()
-                or case_id not in label_ids):
+        if parsed is None or len(number) != 4 or not number.isdigit() or case_id not in label_ids:
             problems.append(f"stray file in imagesTr (no label): {path.name}")
         elif channels and int(number) not in channels:
-            problems.append(f"stray file in imagesTr: {path.name} is channel {int(number)}, "
-                            "which dataset.json's channel_names does not declare")
+            problems.append(
+                f"stray file in imagesTr: {path.name} is channel {int(number)}, "
+                "which dataset.json's channel_names does not declare"
+            )
     if declared is not None and int(declared) != len(label_ids):
         problems.append(f"numTraining is {declared} but labelsTr has {len(label_ids)} cases")
     return problems
@@ -203,20 +210,26 @@ def resolve(name: str, root: str | None = None) -> list[DatasetToVerify]:
             found = []
             for spec in config.datasets:  # the cases the run reads: its cases:, max_cases:
                 dataset = registry.datasets.create(spec.name, spec.params)
-                cases = (select_cases(dataset, spec)
-                         if spec.cases is not None or spec.max_cases is not None else None)
+                cases = (
+                    select_cases(dataset, spec)
+                    if spec.cases is not None or spec.max_cases is not None
+                    else None
+                )
                 found.append(DatasetToVerify(spec.key, dataset, _layout_of(dataset), cases))
             # what the config's models need from these cases, as the run checks it first
             datasets = {item.label: item.dataset for item in found}
             units = make_plan(config, datasets).units
             for item in found:
                 item.layout_problems += unmet_needs(
-                    [u for u in units if u.dataset.key == item.label], datasets)
+                    [u for u in units if u.dataset.key == item.label], datasets
+                )
             return found
         return [DatasetToVerify(name, registry.datasets.create("folder", {"spec": str(path)}))]
     if path.exists():
-        raise UserError(f"{name}: give an nnU-Net folder, a dataset spec or run config (.yaml), "
-                        "or a dataset name")
+        raise UserError(
+            f"{name}: give an nnU-Net folder, a dataset spec or run config (.yaml), "
+            "or a dataset name"
+        )
     if name not in registry.datasets.names() and ("/" in name or "." in name):
         raise UserError(f"{name}: no such file or folder, and no dataset of that name")
     cls = registry.datasets.get(name)

@@ -27,8 +27,11 @@ from typing import Any
 import numpy as np
 
 
-def connected_components(mask: np.ndarray, connectivity: int, return_N: bool = False  # noqa: N803
-                         ) -> Any:
+def connected_components(
+    mask: np.ndarray,
+    connectivity: int,
+    return_N: bool = False,  # noqa: N803
+) -> Any:
     """``cc3d.connected_components(mask, connectivity=..., return_N=...)``; a boolean ``mask``
     is passed as a uint8 view, a read-only or strided one copied first (see the module's
     docstring). The mask itself is never written."""

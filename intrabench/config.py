@@ -145,8 +145,9 @@ class RobustnessSpec(BaseModel):
     @property
     def strategies(self) -> list[str]:
         """``baseline`` (when on), then ``G1`` ... ``G<groups>``."""
-        return (["baseline"] if self.baseline else []) + [f"G{g}" for g in
-                                                          range(1, self.groups + 1)]
+        return (["baseline"] if self.baseline else []) + [
+            f"G{g}" for g in range(1, self.groups + 1)
+        ]
 
 
 #: values of ``surface_metrics_at`` (see :func:`intrabench.evaluation.metrics.surface_at`)
@@ -214,8 +215,12 @@ class RunConfig(BaseModel):
     def _protocol_defaults(cls, value: Any) -> Any:
         if isinstance(value, dict) and value.get("protocol") in ("cvpr25", "cvpr25-corrected"):
             box = "cvpr25-box" if value["protocol"] == "cvpr25" else "cvpr25-box-corrected"
-            value = {"prompters": [box], "refiners": ["cvpr25-click"],
-                     "refinement_steps": 5, **value}
+            value = {
+                "prompters": [box],
+                "refiners": ["cvpr25-click"],
+                "refinement_steps": 5,
+                **value,
+            }
         return value
 
     @model_validator(mode="before")
@@ -229,9 +234,11 @@ class RunConfig(BaseModel):
         if not isinstance(rounds, int) or isinstance(rounds, bool):
             return value  # the field's own validation reports it
         if "refinement_steps" in value and value["refinement_steps"] != rounds - 1:
-            raise ValueError(f"robustness.rounds is {rounds} but refinement_steps is "
-                             f"{value['refinement_steps']}: a round is the initial prompt or "
-                             "one correction, so give one of them (refinement_steps = rounds - 1)")
+            raise ValueError(
+                f"robustness.rounds is {rounds} but refinement_steps is "
+                f"{value['refinement_steps']}: a round is the initial prompt or "
+                "one correction, so give one of them (refinement_steps = rounds - 1)"
+            )
         return {**value, "refinement_steps": rounds - 1}
 
     @field_validator("seeds", mode="before")
@@ -246,22 +253,30 @@ class RunConfig(BaseModel):
 
         outside = [s for s in value if not 0 <= s <= MAX_SEED]
         if outside:
-            raise ValueError(f"seeds must be whole numbers from 0 to 2^63 - 1; got "
-                             f"{str(outside[0])[:30]}")
+            raise ValueError(
+                f"seeds must be whole numbers from 0 to 2^63 - 1; got {str(outside[0])[:30]}"
+            )
         repeated = sorted(s for s, n in Counter(value).items() if n > 1)  # linear, not n^2
         if repeated:
-            raise ValueError(f"seeds listed twice: [{listed(repeated)}] (each seed is one "
-                             "repetition)")
+            raise ValueError(
+                f"seeds listed twice: [{listed(repeated)}] (each seed is one repetition)"
+            )
         return value
 
     @field_validator("name")
     @classmethod
     def _safe_name(cls, value: str) -> str:
         # the name becomes a folder (intrabench-runs/<name>) and a column: one plain component
-        if (not value.strip() or value in (".", "..") or any(c in value for c in "/\\\0")
-                or value != value.strip()):
-            raise ValueError(f"'{value}' cannot be a run name: use letters, digits, '-', '_' "
-                             "or '.', without '/' (it names the run's folder)")
+        if (
+            not value.strip()
+            or value in (".", "..")
+            or any(c in value for c in "/\\\0")
+            or value != value.strip()
+        ):
+            raise ValueError(
+                f"'{value}' cannot be a run name: use letters, digits, '-', '_' "
+                "or '.', without '/' (it names the run's folder)"
+            )
         return value
 
     def import_modules(self) -> None:
@@ -273,17 +288,27 @@ class RunConfig(BaseModel):
             except ImportError as error:
                 raise ConfigError(f"imports: cannot import '{module}': {error}") from None
             except Exception as error:  # the plugin's own code failed while it was imported
-                raise ConfigError(f"imports: importing '{module}' failed: "
-                                  f"{one_line_cause(error)}") from None
+                raise ConfigError(
+                    f"imports: importing '{module}' failed: {one_line_cause(error)}"
+                ) from None
 
     def _check_names_known(self) -> None:
         """Every unknown dataset, model, prompter and refiner name of the config in one line
         (a model served elsewhere, ``runs_in``, is registered when it is checked: not here)."""
-        groups = ((registry.datasets, self.datasets),
-                  (registry.models, [s for s in self.models if s.runs_in is None]),
-                  (registry.prompters, self.prompters), (registry.refiners, self.refiners))
-        unknown = list(dict.fromkeys((reg, spec.name) for reg, specs in groups
-                                     for spec in specs if not reg.is_known(spec.name)))
+        groups = (
+            (registry.datasets, self.datasets),
+            (registry.models, [s for s in self.models if s.runs_in is None]),
+            (registry.prompters, self.prompters),
+            (registry.refiners, self.refiners),
+        )
+        unknown = list(
+            dict.fromkeys(
+                (reg, spec.name)
+                for reg, specs in groups
+                for spec in specs
+                if not reg.is_known(spec.name)
+            )
+        )
         if len(unknown) == 1:
             unknown[0][0].get(unknown[0][1])  # one name: its own message, the valid names
         if unknown:
@@ -293,7 +318,8 @@ class RunConfig(BaseModel):
                 "'intrabench models list', 'intrabench prompters list' (refiners too) and "
                 "'intrabench datasets list' show the valid ones (your own component: list its "
                 "module under 'imports:' in the config, or register it through an entry point: "
-                "docs/adding-a-model.md)")
+                "docs/adding-a-model.md)"
+            )
 
     def validate_components(self) -> None:
         """Check every name and parameter against the registries (no model is loaded)."""
@@ -311,14 +337,18 @@ class RunConfig(BaseModel):
                 registry.models.check_params(spec.name, spec.params)
             unknown = [name for name in spec.datasets or [] if name not in dataset_keys]
             if unknown:
-                raise ConfigError(f"models: {spec.key}: datasets {unknown} are not datasets of "
-                                  f"this run ({', '.join(dataset_keys)})")
+                raise ConfigError(
+                    f"models: {spec.key}: datasets {unknown} are not datasets of "
+                    f"this run ({', '.join(dataset_keys)})"
+                )
             for field, specs in (("prompters", self.prompters), ("refiners", self.refiners)):
                 keys = [s.key for s in specs]
                 unknown = [name for name in getattr(spec, field) or [] if name not in keys]
                 if unknown:
-                    raise ConfigError(f"models: {spec.key}: {field} {unknown} are not {field} of "
-                                      f"this run ({', '.join(keys) or 'none'})")
+                    raise ConfigError(
+                        f"models: {spec.key}: {field} {unknown} are not {field} of "
+                        f"this run ({', '.join(keys) or 'none'})"
+                    )
         for spec in self.prompters:
             registry.prompters.check_params(spec.name, spec.params)
         for spec in self.refiners:
@@ -326,20 +356,26 @@ class RunConfig(BaseModel):
         if self.robustness is not None:
             spec = self.robustness.clickability
             registry.clickability.check_params(spec.name, spec.params)
-            clickers = [s.key for s in self.prompters
-                        if registry.prompters.get(s.name).takes_click_policy]
-            clickers += [s.key for s in self.refiners
-                         if registry.refiners.get(s.name).takes_click_policy]
+            clickers = [
+                s.key for s in self.prompters if registry.prompters.get(s.name).takes_click_policy
+            ]
+            clickers += [
+                s.key for s in self.refiners if registry.refiners.get(s.name).takes_click_policy
+            ]
             if not clickers:
-                raise ConfigError("robustness: no prompter or refiner of this config draws its "
-                                  "clicks from a clickability model; use click prompters or "
-                                  "refiners (intrabench prompters lists them: 'clicks: "
-                                  "realistic')")
+                raise ConfigError(
+                    "robustness: no prompter or refiner of this config draws its "
+                    "clicks from a clickability model; use click prompters or "
+                    "refiners (intrabench prompters lists them: 'clicks: "
+                    "realistic')"
+                )
         for group in ("datasets", "models", "prompters", "refiners"):
             keys = [spec.key for spec in getattr(self, group)]
             duplicates = sorted({k for k in keys if keys.count(k) > 1})
             if duplicates:
-                raise ConfigError(f"{group}: listed twice: {', '.join(duplicates)} (give a 'label')")
+                raise ConfigError(
+                    f"{group}: listed twice: {', '.join(duplicates)} (give a 'label')"
+                )
 
 
 def _format_validation_error(error: ValidationError, source: str) -> str:
@@ -371,7 +407,8 @@ class _UniqueKeyLoader(_FAST_LOADER):  # type: ignore[misc, valid-type]
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"key '{key}' is given twice", key_node.start_mark)
+                    None, None, f"key '{key}' is given twice", key_node.start_mark
+                )
             seen[key] = True
         return super().construct_mapping(node, deep=deep)
 
@@ -395,11 +432,15 @@ def _expanded_values(root: yaml.Node) -> int:
         if isinstance(node, yaml.ScalarNode):
             counts[id(node)] = 1
             continue
-        children = ([v for pair in node.value for v in pair] if isinstance(node, yaml.MappingNode)
-                    else list(node.value))
+        children = (
+            [v for pair in node.value for v in pair]
+            if isinstance(node, yaml.MappingNode)
+            else list(node.value)
+        )
         if children_done:
-            counts[id(node)] = min(MAX_YAML_VALUES + 1,
-                                   1 + sum(counts[id(child)] for child in children))
+            counts[id(node)] = min(
+                MAX_YAML_VALUES + 1, 1 + sum(counts[id(child)] for child in children)
+            )
         else:
             stack.append((node, True))
             stack.extend((child, False) for child in children if id(child) not in counts)
@@ -438,17 +479,23 @@ def _check_expansion(text: str, source: str) -> None:
                 starts.append((seen, event.anchor))
                 seen += 1
                 if len(starts) > MAX_YAML_DEPTH:
-                    raise ConfigError(f"{source}: the YAML is nested too deeply to read (more "
-                                      f"than {MAX_YAML_DEPTH} levels)")
+                    raise ConfigError(
+                        f"{source}: the YAML is nested too deeply to read (more "
+                        f"than {MAX_YAML_DEPTH} levels)"
+                    )
             elif isinstance(event, yaml.CollectionEndEvent):
                 begin, anchor = starts.pop()
                 if anchor:
                     sizes[anchor] = seen - begin
             if seen > MAX_YAML_VALUES:
-                why = ("aliases repeated inside aliases?); write it out plainly" if aliased
-                       else "a list of seeds or cases this long?); a config has a few hundred")
-                raise ConfigError(f"{source}: the YAML expands to more than "
-                                  f"{MAX_YAML_VALUES:,} values ({why}")
+                why = (
+                    "aliases repeated inside aliases?); write it out plainly"
+                    if aliased
+                    else "a list of seeds or cases this long?); a config has a few hundred"
+                )
+                raise ConfigError(
+                    f"{source}: the YAML expands to more than {MAX_YAML_VALUES:,} values ({why}"
+                )
     except yaml.YAMLError as error:
         if "nesting depth" in str(error):  # libyaml's own bound (1,000 levels)
             raise ConfigError(f"{source}: the YAML is nested too deeply to read") from None
@@ -460,9 +507,11 @@ def read_yaml(text: str, source: str) -> Any:
     bombs, long lists) and nest :data:`MAX_YAML_DEPTH` levels deep (ConfigError, never a
     RecursionError)."""
     if len(text) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{source}: {len(text) / 1e6:.1f} MB of YAML is more than a config "
-                          f"may hold ({MAX_CONFIG_BYTES / 1e6:g} MB); a config has a few "
-                          "kilobytes: is this the right file?")
+        raise ConfigError(
+            f"{source}: {len(text) / 1e6:.1f} MB of YAML is more than a config "
+            f"may hold ({MAX_CONFIG_BYTES / 1e6:g} MB); a config has a few "
+            "kilobytes: is this the right file?"
+        )
     _check_expansion(text, source)
     loader = _UniqueKeyLoader(text)
     try:
@@ -470,8 +519,10 @@ def read_yaml(text: str, source: str) -> Any:
         if node is None:
             return None
         if _expanded_values(node) > MAX_YAML_VALUES:
-            raise ConfigError(f"{source}: the YAML expands to more than {MAX_YAML_VALUES:,} "
-                              "values (aliases repeated inside aliases?); write it out plainly")
+            raise ConfigError(
+                f"{source}: the YAML expands to more than {MAX_YAML_VALUES:,} "
+                "values (aliases repeated inside aliases?); write it out plainly"
+            )
         return loader.construct_document(node)
     except RecursionError:
         raise ConfigError(f"{source}: the YAML is nested too deeply to read") from None
@@ -481,7 +532,9 @@ def read_yaml(text: str, source: str) -> Any:
 
 def parse_config(data: Any, source: str = "config") -> RunConfig:
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping at the top level, got {type(data).__name__}")
+        raise ConfigError(
+            f"{source}: expected a mapping at the top level, got {type(data).__name__}"
+        )
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as error:
@@ -499,8 +552,9 @@ def check_labels(config: RunConfig, source: str = "config") -> None:
     control character...): it names a folder of the prediction tree. Labels that
     :func:`resolve_relative_paths` derives later (the key as written, paths included) are the
     run's own and are not checked."""
-    groups = [(group, getattr(config, group))
-              for group in ("datasets", "models", "prompters", "refiners")]
+    groups = [
+        (group, getattr(config, group)) for group in ("datasets", "models", "prompters", "refiners")
+    ]
     if config.robustness is not None:
         groups.append(("robustness.clickability", [config.robustness.clickability]))
     for group, specs in groups:
@@ -508,9 +562,11 @@ def check_labels(config: RunConfig, source: str = "config") -> None:
             problem = None if spec.label is None else path_component_problem(spec.label)
             if problem:
                 where = group if group.startswith("robustness") else f"{group}.{index}"
-                raise ConfigError(f"{source}: {where}.label: {quoted(spec.label, 60)} cannot be "
-                                  f"a label: {problem}; use letters, digits, '-', '_' or '.' (it "
-                                  "names a folder of the run)")
+                raise ConfigError(
+                    f"{source}: {where}.label: {quoted(spec.label, 60)} cannot be "
+                    f"a label: {problem}; use letters, digits, '-', '_' or '.' (it "
+                    "names a folder of the run)"
+                )
 
 
 def read_yaml_file(path: Path, what: str = "config file") -> Any:
@@ -522,20 +578,25 @@ def read_yaml_file(path: Path, what: str = "config file") -> Any:
         raise ConfigError(f"{what} not found: {path}")
     size = path.stat().st_size
     if size > MAX_CONFIG_BYTES:  # before it is read
-        raise ConfigError(f"{path}: {size / 1e6:.1f} MB is more than a {what} may hold "
-                          f"({MAX_CONFIG_BYTES / 1e6:g} MB); a config has a few kilobytes: is "
-                          "this the right file?")
+        raise ConfigError(
+            f"{path}: {size / 1e6:.1f} MB is more than a {what} may hold "
+            f"({MAX_CONFIG_BYTES / 1e6:g} MB); a config has a few kilobytes: is "
+            "this the right file?"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); save the {what} as "
-                          "UTF-8") from None
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte {error.start}); save the {what} as UTF-8"
+        ) from None
     try:
         return read_yaml(text, str(path))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}:{where} invalid YAML: {getattr(error, 'problem', error)}") from None
+        raise ConfigError(
+            f"{path}:{where} invalid YAML: {getattr(error, 'problem', error)}"
+        ) from None
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
@@ -598,8 +659,14 @@ def apply_overrides(data: Any, overrides: list[str] | tuple[str, ...]) -> dict[s
 
 
 #: component parameters that name files or folders: relative values are relative to the config
-PATH_PARAMS: tuple[str, ...] = ("spec", "path", "root", "clicks_file", "checkpoint",
-                                "checkpoint_dir")
+PATH_PARAMS: tuple[str, ...] = (
+    "spec",
+    "path",
+    "root",
+    "clicks_file",
+    "checkpoint",
+    "checkpoint_dir",
+)
 
 
 def _folder_spec_name(spec: ComponentSpec, params: dict[str, Any]) -> str | None:
@@ -608,7 +675,7 @@ def _folder_spec_name(spec: ComponentSpec, params: dict[str, Any]) -> str | None
     if spec.label or spec.name != "folder" or not isinstance(params.get("spec"), str):
         return None
     try:
-        data = yaml.safe_load(Path(params["spec"]).read_text()[:1 << 20])
+        data = yaml.safe_load(Path(params["spec"]).read_text()[: 1 << 20])
     except (OSError, yaml.YAMLError, ValueError):
         return None
     name = data.get("name") if isinstance(data, dict) else None
@@ -644,17 +711,21 @@ def resolve_relative_paths(config: RunConfig, base: Path) -> RunConfig:
     base = Path(base).resolve()
     update: dict[str, Any] = {
         field: [resolved(spec) for spec in getattr(config, field)]
-        for field in ("datasets", "models", "prompters", "refiners")}
+        for field in ("datasets", "models", "prompters", "refiners")
+    }
     if config.robustness is not None:
         update["robustness"] = config.robustness.model_copy(
-            update={"clickability": resolved(config.robustness.clickability)})
+            update={"clickability": resolved(config.robustness.clickability)}
+        )
     table = config.time_model.latency_table
     if isinstance(table, str) and not Path(table).expanduser().is_absolute():
         update["time_model"] = config.time_model.model_copy(
-            update={"latency_table": str((base / Path(table).expanduser()).resolve())})
+            update={"latency_table": str((base / Path(table).expanduser()).resolve())}
+        )
     elif isinstance(table, str):
         update["time_model"] = config.time_model.model_copy(
-            update={"latency_table": str(Path(table).expanduser())})
+            update={"latency_table": str(Path(table).expanduser())}
+        )
     return config.model_copy(update=update)
 
 

@@ -47,8 +47,9 @@ def field_docs(cls: type[BaseModel]) -> dict[str, str]:
     """The ``#:`` comment lines right above each field of ``cls`` (or of the base class that
     declares it) in its source, joined."""
     docs: dict[str, str] = {}
-    for owner in reversed([c for c in cls.__mro__ if issubclass(c, BaseModel)
-                           and c is not BaseModel]):
+    for owner in reversed(
+        [c for c in cls.__mro__ if issubclass(c, BaseModel) and c is not BaseModel]
+    ):
         pending: list[str] = []
         for line in inspect.getsource(owner).splitlines():
             stripped = line.strip()
@@ -88,8 +89,9 @@ def default_text(field: Any) -> str:
         value = field.default
     if isinstance(value, BaseModel):
         return "see below"
-    return "null" if value is None else f"`{value!r}`" if not isinstance(value, str) \
-        else f"`{value}`"
+    return (
+        "null" if value is None else f"`{value!r}`" if not isinstance(value, str) else f"`{value}`"
+    )
 
 
 def section(title: str, cls: type[BaseModel], prefix: str = "") -> str:

@@ -9,8 +9,12 @@ from typing import Any
 
 #: device files through which a process reaches an accelerator torch could select on Linux:
 #: NVIDIA's driver (CUDA), AMD's kernel driver (ROCm) and WSL2's GPU paravirtualisation
-ACCELERATOR_DEVICE_FILES: tuple[str, ...] = ("/dev/nvidiactl", "/dev/nvidia[0-9]*", "/dev/kfd",
-                                             "/dev/dxg")
+ACCELERATOR_DEVICE_FILES: tuple[str, ...] = (
+    "/dev/nvidiactl",
+    "/dev/nvidia[0-9]*",
+    "/dev/kfd",
+    "/dev/dxg",
+)
 
 
 def computes_off_cpu(device: str | None) -> bool:
@@ -56,26 +60,37 @@ def check_device_request(requested: str) -> Any:
     try:
         device = torch.device(requested)
     except (RuntimeError, TypeError, ValueError):
-        raise UserError(f"device '{requested}': not a device torch knows (auto, cpu, cuda, "
-                        "cuda:N, mps)") from None
+        raise UserError(
+            f"device '{requested}': not a device torch knows (auto, cpu, cuda, cuda:N, mps)"
+        ) from None
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            built = ("built without CUDA" if torch.version.cuda is None
-                     else f"built for CUDA {torch.version.cuda}")
-            raise UserError(f"device '{requested}': torch finds no CUDA GPU on this machine "
-                            f"(torch {torch.__version__}, {built}); use device 'auto' or 'cpu'")
+            built = (
+                "built without CUDA"
+                if torch.version.cuda is None
+                else f"built for CUDA {torch.version.cuda}"
+            )
+            raise UserError(
+                f"device '{requested}': torch finds no CUDA GPU on this machine "
+                f"(torch {torch.__version__}, {built}); use device 'auto' or 'cpu'"
+            )
         count = torch.cuda.device_count()
         if device.index is not None and device.index >= count:
-            raise UserError(f"device '{requested}': this machine has {count} CUDA GPU(s), "
-                            f"cuda:0 to cuda:{count - 1}")
+            raise UserError(
+                f"device '{requested}': this machine has {count} CUDA GPU(s), "
+                f"cuda:0 to cuda:{count - 1}"
+            )
     elif device.type == "mps":
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():
-            raise UserError(f"device '{requested}': MPS (Apple silicon) is not available on "
-                            "this machine; use device 'auto' or 'cpu'")
+            raise UserError(
+                f"device '{requested}': MPS (Apple silicon) is not available on "
+                "this machine; use device 'auto' or 'cpu'"
+            )
     elif device.type != "cpu":
-        raise UserError(f"device '{requested}': IntraBench runs models on auto, cpu, cuda, "
-                        "cuda:N or mps")
+        raise UserError(
+            f"device '{requested}': IntraBench runs models on auto, cpu, cuda, cuda:N or mps"
+        )
     return device
 
 

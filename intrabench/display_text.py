@@ -78,8 +78,9 @@ def spreadsheet_safe(frame: pd.DataFrame, escape: bool = False) -> pd.DataFrame:
 
     safe = frame.copy()
     for column in safe.columns:
-        if not pd.api.types.is_numeric_dtype(safe[column]) and \
-                not pd.api.types.is_datetime64_any_dtype(safe[column]):
+        if not pd.api.types.is_numeric_dtype(
+            safe[column]
+        ) and not pd.api.types.is_datetime64_any_dtype(safe[column]):
             safe[column] = safe[column].map(cell)
     safe.columns = [cell(c) if isinstance(c, str) else c for c in safe.columns]
     return safe

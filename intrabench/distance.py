@@ -44,7 +44,7 @@ Device = Literal["auto", "cpu", "cuda"]
 ENVIRONMENT_VARIABLE = "INTRABENCH_DISTANCE_DEVICE"
 
 #: integer squared distances are exact in float32 below this
-_FLOAT32_EXACT = 2 ** 24
+_FLOAT32_EXACT = 2**24
 #: above this many candidate maxima, the exact mm maximum is taken from a full SciPy transform
 _MAX_CANDIDATES = 256
 
@@ -70,8 +70,10 @@ def active_device() -> Literal["cpu", "cuda"]:
     if requested == "cuda" and not available:
         from intrabench.errors import UserError
 
-        raise UserError("distance transforms on the GPU need CuPy and a CUDA device: "
-                        "pip install 'intrabench[gpu]' (or set distance_device: cpu)")
+        raise UserError(
+            "distance transforms on the GPU need CuPy and a CUDA device: "
+            "pip install 'intrabench[gpu]' (or set distance_device: cpu)"
+        )
     return "cuda" if available else "cpu"
 
 
@@ -109,16 +111,18 @@ def distance_transform(mask: np.ndarray, spacing: Sequence[float] | None = None)
         import cupy
         from cupyx.scipy import ndimage as cupy_ndimage
 
-        return cupy.asnumpy(cupy_ndimage.distance_transform_edt(cupy.asarray(mask),
-                                                                 sampling=sampling))
+        return cupy.asnumpy(
+            cupy_ndimage.distance_transform_edt(cupy.asarray(mask), sampling=sampling)
+        )
     if mask.all():  # no False voxel: SciPy's answer (distance to an outside it ignores)
         from scipy import ndimage
 
         return ndimage.distance_transform_edt(mask, sampling=sampling)
     import edt
 
-    return edt.edt(_for_edt(mask), anisotropy=sampling, black_border=False,
-                   parallel=1).astype(np.float64)
+    return edt.edt(_for_edt(mask), anisotropy=sampling, black_border=False, parallel=1).astype(
+        np.float64
+    )
 
 
 def _for_edt(mask: np.ndarray) -> np.ndarray:
@@ -206,16 +210,18 @@ def deepest_voxels(mask: np.ndarray, spacing: Sequence[float] | None = None) -> 
     return candidates[exact == exact.max()]
 
 
-def _exact_distances_at(mask: np.ndarray, voxels: np.ndarray, radius: float,
-                        sampling: tuple[float, ...]) -> np.ndarray:
+def _exact_distances_at(
+    mask: np.ndarray, voxels: np.ndarray, radius: float, sampling: tuple[float, ...]
+) -> np.ndarray:
     """Exact distances (SciPy's arithmetic) of ``voxels`` (N, ndim) to the nearest False voxel
     of ``mask``, each known to be at most ``radius`` mm: the False voxels within the window of
     that radius around each voxel are measured, the nearest kept."""
     reach = [int(np.ceil(radius / s)) for s in sampling]
     out = np.empty(len(voxels))
     for i, voxel in enumerate(voxels):
-        window = tuple(slice(max(0, c - r), min(n, c + r + 1))
-                       for c, r, n in zip(voxel, reach, mask.shape))
+        window = tuple(
+            slice(max(0, c - r), min(n, c + r + 1)) for c, r, n in zip(voxel, reach, mask.shape)
+        )
         background = np.argwhere(~mask[window])
         offsets = background + np.array([w.start for w in window]) - voxel
         out[i] = offset_lengths(offsets, sampling).min()
@@ -228,9 +234,9 @@ def _deepest_from_features(mask: np.ndarray, sampling: tuple[float, ...]) -> np.
     from cupyx.scipy import ndimage as cupy_ndimage
 
     device_mask = cupy.asarray(mask)
-    _, features = cupy_ndimage.distance_transform_edt(device_mask, sampling=sampling,
-                                                      return_distances=True,
-                                                      return_indices=True)
+    _, features = cupy_ndimage.distance_transform_edt(
+        device_mask, sampling=sampling, return_distances=True, return_indices=True
+    )
     distance = _lengths_from_features(features, sampling, cupy)
     distance[~device_mask] = 0
     return cupy.asnumpy(cupy.argwhere(distance == distance.max()))
@@ -242,14 +248,16 @@ def _lengths_from_features(features, sampling: tuple[float, ...], xp) -> object:
     total = None
     for axis, step in enumerate(sampling):
         grid = xp.arange(features.shape[axis + 1], dtype=xp.int64).reshape(
-            [-1 if a == axis else 1 for a in range(features.shape[0])])
+            [-1 if a == axis else 1 for a in range(features.shape[0])]
+        )
         scaled = (features[axis] - grid).astype(xp.float64) * step
         total = scaled * scaled if total is None else total + scaled * scaled
     return xp.sqrt(total)
 
 
-def nearest_distances(sources: np.ndarray, targets: np.ndarray,
-                      spacing: Sequence[float]) -> np.ndarray:
+def nearest_distances(
+    sources: np.ndarray, targets: np.ndarray, spacing: Sequence[float]
+) -> np.ndarray:
     """For each True voxel of ``sources`` (C order), the exact distance in mm to the nearest
     True voxel of ``targets`` (both non-empty, same shape), from the integer offset between
     them (:func:`offset_lengths`). GPU: CuPy's feature transform; CPU: a KD-tree over the
@@ -260,8 +268,8 @@ def nearest_distances(sources: np.ndarray, targets: np.ndarray,
         from cupyx.scipy import ndimage as cupy_ndimage
 
         features = cupy_ndimage.distance_transform_edt(
-            ~cupy.asarray(targets), sampling=sampling, return_distances=False,
-            return_indices=True)
+            ~cupy.asarray(targets), sampling=sampling, return_distances=False, return_indices=True
+        )
         where = cupy.asarray(sources)
         return cupy.asnumpy(_lengths_from_features(features, sampling, cupy)[where])
     n_surface = int(np.count_nonzero(targets)) + int(np.count_nonzero(sources))
@@ -271,16 +279,18 @@ def nearest_distances(sources: np.ndarray, targets: np.ndarray,
     return _distances_kdtree(sources, targets, sampling)
 
 
-def _distances_by_transform(sources: np.ndarray, targets: np.ndarray,
-                            sampling: Sequence[float]) -> np.ndarray:
+def _distances_by_transform(
+    sources: np.ndarray, targets: np.ndarray, sampling: Sequence[float]
+) -> np.ndarray:
     """SciPy's exact transform of the crop, read at the source voxels."""
     from scipy import ndimage
 
     return ndimage.distance_transform_edt(~targets, sampling=sampling)[sources]
 
 
-def _distances_kdtree(sources: np.ndarray, targets: np.ndarray,
-                      sampling: tuple[float, ...]) -> np.ndarray:
+def _distances_kdtree(
+    sources: np.ndarray, targets: np.ndarray, sampling: tuple[float, ...]
+) -> np.ndarray:
     """The KD-tree finds each source voxel's nearest target voxel; the distance is then computed
     from the integer offset to it (:func:`offset_lengths`), so that a distance equal to the NSD
     tolerance compares equal to it as on the transform path (``4*0.7 - 3*0.7`` is not

@@ -27,7 +27,7 @@ def quoted(value: object, limit: int = 80) -> str:
     text.maxlevel, text.maxlist, text.maxdict, text.maxtuple, text.maxset = 3, 8, 8, 8, 8
     text.maxstring = text.maxother = text.maxlong = limit
     shown = text.repr(value)
-    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 def one_line_cause(error: BaseException) -> str:
@@ -65,5 +65,5 @@ def _short_path(filename: str) -> str:
     for anchor in ("intrabench", "models", "prompters", "datasets", "site-packages"):
         if anchor in parts:
             index = len(parts) - 1 - parts[::-1].index(anchor)
-            return "/".join(parts[index + (anchor == "site-packages"):])
+            return "/".join(parts[index + (anchor == "site-packages") :])
     return Path(filename).name

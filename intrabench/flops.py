@@ -64,8 +64,9 @@ H200_SXM = GpuPeak("H200 SXM", 67.0, 494.5, 989.5, 989.5, "NVIDIA H200 datasheet
 H200_NVL = GpuPeak("H200 NVL", 60.0, 417.5, 835.5, 835.5, "NVIDIA H200 datasheet")
 A100 = GpuPeak("A100", 19.5, 156.0, 312.0, 312.0, "NVIDIA A100 datasheet")
 L40S = GpuPeak("L40S", 91.6, 183.0, 362.05, 362.05, "NVIDIA L40S datasheet")
-RTX_4090 = GpuPeak("GeForce RTX 4090", 82.6, 82.6, 165.2, 165.2,
-                   "NVIDIA Ada GPU architecture whitepaper")
+RTX_4090 = GpuPeak(
+    "GeForce RTX 4090", 82.6, 82.6, 165.2, 165.2, "NVIDIA Ada GPU architecture whitepaper"
+)
 
 #: (pattern searched case-insensitively in ``torch.cuda.get_device_name()``, card); first match
 #: wins, so the specific names come first. An H100 SXM reports "NVIDIA H100 80GB HBM3"; GH200
@@ -112,8 +113,14 @@ def _cpu_attention_formulas() -> dict[Any, Any]:
     import torch
     from torch.utils.flop_counter import sdpa_flop_count
 
-    def attention(query_shape: Any, key_shape: Any, value_shape: Any, *args: Any,
-                  out_shape: Any = None, **kwargs: Any) -> int:
+    def attention(
+        query_shape: Any,
+        key_shape: Any,
+        value_shape: Any,
+        *args: Any,
+        out_shape: Any = None,
+        **kwargs: Any,
+    ) -> int:
         return sdpa_flop_count(query_shape, key_shape, value_shape)
 
     operator = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)

@@ -26,8 +26,28 @@ MR = "MR"
 #: words that name CT (matched as whole words, case-insensitive)
 _CT_WORDS = ("CT", "CTA", "CECT", "NCCT", "HU")
 #: words that name an MR contrast or MR itself (matched as whole words, case-insensitive)
-_MR_WORDS = ("MR", "MRI", "MRT", "T1", "T1W", "T1C", "T1CE", "T1GD", "T2", "T2W", "T2STAR",
-             "FLAIR", "DWI", "ADC", "PD", "PDW", "SWI", "DCE", "BOLD", "NMR")
+_MR_WORDS = (
+    "MR",
+    "MRI",
+    "MRT",
+    "T1",
+    "T1W",
+    "T1C",
+    "T1CE",
+    "T1GD",
+    "T2",
+    "T2W",
+    "T2STAR",
+    "FLAIR",
+    "DWI",
+    "ADC",
+    "PD",
+    "PDW",
+    "SWI",
+    "DCE",
+    "BOLD",
+    "NMR",
+)
 
 
 def _words(text: str) -> set[str]:
@@ -75,8 +95,10 @@ def declared_modality(value: object, where: str) -> str:
         problem = f"'{value[:60]}' names both CT and MR (a case is one or the other)"
     else:
         problem = f"'{value[:60]}' is not a known modality name"
-    raise UserError(f"{where}: modality {problem}; known names: {', '.join(_CT_WORDS)} (CT), "
-                    f"{', '.join(_MR_WORDS)} (MR); or leave it out (undeclared)")
+    raise UserError(
+        f"{where}: modality {problem}; known names: {', '.join(_CT_WORDS)} (CT), "
+        f"{', '.join(_MR_WORDS)} (MR); or leave it out (undeclared)"
+    )
 
 
 def looks_like_ct(image: Any, modality: str = "") -> bool:

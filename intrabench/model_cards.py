@@ -84,8 +84,11 @@ class GoogleDrive:
         return f"https://drive.google.com/drive/folders/{self.folder}" if self.folder else None
 
     def __str__(self) -> str:
-        return f"the Google Drive folder {self.folder_url} (linked from {self.page})" \
-            if self.folder else f"Google Drive, linked from {self.page}"
+        return (
+            f"the Google Drive folder {self.folder_url} (linked from {self.page})"
+            if self.folder
+            else f"Google Drive, linked from {self.page}"
+        )
 
 
 @dataclass(frozen=True)
@@ -196,12 +199,12 @@ def _sha256(value: Any, origin: str) -> str | None:
 
 def _source(entry: Any, origin: str) -> tuple[str, Any]:
     if not isinstance(entry, dict) or len(entry) != 1:
-        raise _fail(origin, "each source is one of url, huggingface, wheel, google_drive, "
-                            "package")
-    (kind, value), = entry.items()
+        raise _fail(origin, "each source is one of url, huggingface, wheel, google_drive, package")
+    ((kind, value),) = entry.items()
     if kind not in ("url", "huggingface", "wheel", "google_drive", "package"):
-        raise _fail(origin, f"unknown source kind '{kind}' (url, huggingface, wheel, "
-                            "google_drive, package)")
+        raise _fail(
+            origin, f"unknown source kind '{kind}' (url, huggingface, wheel, google_drive, package)"
+        )
     if kind == "url":
         return kind, _text(value, "url", origin)
     if not isinstance(value, dict):
@@ -209,19 +212,31 @@ def _source(entry: Any, origin: str) -> tuple[str, Any]:
     if kind == "huggingface":
         revision = value.get("revision")
         if revision is not None and not (isinstance(revision, str) and _COMMIT.fullmatch(revision)):
-            raise _fail(origin, f"a Hugging Face revision is pinned as a 40-hex commit id, not "
-                                f"{str(revision)[:60]!r}")
-        return kind, HuggingFaceFile(_text(value.get("repo"), "repo", origin),
-                                     _text(value.get("file"), "file", origin), revision)
+            raise _fail(
+                origin,
+                f"a Hugging Face revision is pinned as a 40-hex commit id, not "
+                f"{str(revision)[:60]!r}",
+            )
+        return kind, HuggingFaceFile(
+            _text(value.get("repo"), "repo", origin),
+            _text(value.get("file"), "file", origin),
+            revision,
+        )
     if kind == "wheel":
-        return kind, WheelMember(_text(value.get("requirement"), "requirement", origin),
-                                 _text(value.get("member"), "member", origin))
+        return kind, WheelMember(
+            _text(value.get("requirement"), "requirement", origin),
+            _text(value.get("member"), "member", origin),
+        )
     if kind == "google_drive":
         folder = value.get("folder")
-        return kind, GoogleDrive(None if folder is None else _text(folder, "folder", origin),
-                                 _text(value.get("page"), "page", origin))
-    return kind, (_text(value.get("module"), "module", origin),  # a package
-                  _text(value.get("requirement"), "requirement", origin))
+        return kind, GoogleDrive(
+            None if folder is None else _text(folder, "folder", origin),
+            _text(value.get("page"), "page", origin),
+        )
+    return kind, (
+        _text(value.get("module"), "module", origin),  # a package
+        _text(value.get("requirement"), "requirement", origin),
+    )
 
 
 def _checkpoint(entry: Any, card: str, origin: str) -> CheckpointInfo:
@@ -237,28 +252,47 @@ def _checkpoint(entry: Any, card: str, origin: str) -> CheckpointInfo:
         raise _fail(origin, f"checkpoint {key}: pin its sha256, or say why not under 'unpinned'")
     sources = [_source(s, origin) for s in entry.get("sources") or []]
     urls = [v for k, v in sources if k == "url"]
-    mirrors = tuple(v for k, v in sources if k != "package" and k != "google_drive"
-                    and not (k == "url" and v == (urls[0] if urls else None)))
+    mirrors = tuple(
+        v
+        for k, v in sources
+        if k != "package"
+        and k != "google_drive"
+        and not (k == "url" and v == (urls[0] if urls else None))
+    )
     packages = [v for k, v in sources if k == "package"]
     drives = [v for k, v in sources if k == "google_drive"]
     where = _text(entry.get("where"), "where", origin, required=False)
     if not where:
-        first = urls[0] if urls else (str(mirrors[0]) if mirrors else
-                                      str(drives[0]) if drives else "")
+        first = (
+            urls[0] if urls else (str(mirrors[0]) if mirrors else str(drives[0]) if drives else "")
+        )
         where = first or (f"the package {packages[0][1]}" if packages else "")
     if not where:
         raise _fail(origin, f"checkpoint {key}: name at least one source")
-    companions = tuple(Companion(_text(c.get("file"), "file", origin), _size(c.get("size"), origin),
-                                 _sha256(c.get("sha256"), origin))
-                       for c in entry.get("companions") or [] if isinstance(c, dict))
+    companions = tuple(
+        Companion(
+            _text(c.get("file"), "file", origin),
+            _size(c.get("size"), origin),
+            _sha256(c.get("sha256"), origin),
+        )
+        for c in entry.get("companions") or []
+        if isinstance(c, dict)
+    )
     return CheckpointInfo(
-        key, filename, where, sha256=sha256,
+        key,
+        filename,
+        where,
+        sha256=sha256,
         note=_text(entry.get("note"), "note", origin, required=False),
-        package=packages[0][0] if packages else None, size=_size(entry.get("size"), origin),
-        mirrors=mirrors, google_drive=drives[0] if drives else None, companions=companions,
+        package=packages[0][0] if packages else None,
+        size=_size(entry.get("size"), origin),
+        mirrors=mirrors,
+        google_drive=drives[0] if drives else None,
+        companions=companions,
         unpinned=unpinned,
         pinned_from=_text(entry.get("pinned_from"), "pinned_from", origin, required=False),
-        card=card)
+        card=card,
+    )
 
 
 def parse_card(data: Any, origin: str, expected_name: str | None = None) -> ModelCard:
@@ -267,8 +301,9 @@ def parse_card(data: Any, origin: str, expected_name: str | None = None) -> Mode
     if not isinstance(data, dict):
         raise _fail(origin, "not a mapping")
     if data.get("card") != SCHEMA_VERSION:
-        raise _fail(origin, f"'card: {SCHEMA_VERSION}' (the card format) is missing or another "
-                            "version")
+        raise _fail(
+            origin, f"'card: {SCHEMA_VERSION}' (the card format) is missing or another version"
+        )
     name = _text(data.get("name"), "name", origin)
     if expected_name is not None and name != expected_name:
         raise _fail(origin, f"its name '{name}' is not '{expected_name}'")
@@ -288,7 +323,8 @@ def parse_card(data: Any, origin: str, expected_name: str | None = None) -> Mode
     keys = {c.key for c in checkpoints}
     variants = data.get("variants") or {}
     if not isinstance(variants, dict) or not all(
-            isinstance(v, str) and isinstance(k, str) and k in keys for v, k in variants.items()):
+        isinstance(v, str) and isinstance(k, str) and k in keys for v, k in variants.items()
+    ):
         raise _fail(origin, "variants map each variant name to one of its checkpoints' keys")
     default = data.get("default_variant") or ""
     if variants and default not in variants:
@@ -297,10 +333,19 @@ def parse_card(data: Any, origin: str, expected_name: str | None = None) -> Mode
     if not isinstance(training, dict) or not isinstance(training.get("source"), str):
         raise _fail(origin, "training_data needs trained_on, checked and a source")
     return ModelCard(
-        name, _text(data.get("description"), "description", origin), int(dimension),
-        frozenset(prompts), _text(licence.get("code"), "licence code", origin),
-        _text(licence.get("weights"), "licence weights", origin), tuple(packages), default,
-        dict(variants), checkpoints, {**training, "checkpoints": sorted(keys)}, origin)
+        name,
+        _text(data.get("description"), "description", origin),
+        int(dimension),
+        frozenset(prompts),
+        _text(licence.get("code"), "licence code", origin),
+        _text(licence.get("weights"), "licence weights", origin),
+        tuple(packages),
+        default,
+        dict(variants),
+        checkpoints,
+        {**training, "checkpoints": sorted(keys)},
+        origin,
+    )
 
 
 def read_card(path: Path | Any, expected_name: str | None = None) -> ModelCard:
@@ -325,8 +370,10 @@ def read_card(path: Path | Any, expected_name: str | None = None) -> ModelCard:
 def builtin_cards() -> dict[str, ModelCard]:
     """The cards that come with IntraBench, by model name (read once)."""
     folder = resources.files("intrabench").joinpath(CARD_FOLDER)
-    found = sorted((entry for entry in folder.iterdir() if entry.name.endswith(".yaml")),
-                   key=lambda entry: entry.name)
+    found = sorted(
+        (entry for entry in folder.iterdir() if entry.name.endswith(".yaml")),
+        key=lambda entry: entry.name,
+    )
     return {card.name: card for card in (read_card(entry, entry.name[:-5]) for entry in found)}
 
 
@@ -340,8 +387,10 @@ def package_folders(dotted: str) -> list[Path]:
         return []
     if spec is None or not spec.submodule_search_locations:
         return []
-    return [Path(root, *inner.split(".")) if inner else Path(root)
-            for root in spec.submodule_search_locations]
+    return [
+        Path(root, *inner.split(".")) if inner else Path(root)
+        for root in spec.submodule_search_locations
+    ]
 
 
 def _plugin_folder(value: str) -> Path | None:
@@ -360,8 +409,7 @@ def plugin_cards() -> dict[str, ModelCard]:
         name = entry_point.name
         folder = _plugin_folder(entry_point.value)
         if folder is None:
-            log.warning("model card of plugin '%s': no package folder %s", name,
-                        entry_point.value)
+            log.warning("model card of plugin '%s': no package folder %s", name, entry_point.value)
             continue
         if name in builtin:
             log.warning("model card of plugin '%s': the name of a built-in model; ignored", name)

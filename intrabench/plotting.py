@@ -37,8 +37,9 @@ def panel_grid(count: int, max_columns: int, width: float, height: float):
 
     columns = min(max_columns, max(1, count))
     rows = max(1, math.ceil(count / columns))
-    figure, axes = pyplot().subplots(rows, columns, figsize=(width * columns, height * rows),
-                                      squeeze=False)
+    figure, axes = pyplot().subplots(
+        rows, columns, figsize=(width * columns, height * rows), squeeze=False
+    )
     for axis in axes.ravel()[count:]:
         axis.axis("off")
     return figure, list(axes.ravel()[:count])
@@ -63,8 +64,12 @@ def configuration_styles(rows: pd.DataFrame) -> dict[tuple[str, str, str], dict[
     from matplotlib import colormaps
 
     colours = colormaps["tab10"].colors
-    configs = sorted({tuple(str(v) for v in c)
-                      for c in rows[CONFIGURATION].drop_duplicates().itertuples(index=False)})
+    configs = sorted(
+        {
+            tuple(str(v) for v in c)
+            for c in rows[CONFIGURATION].drop_duplicates().itertuples(index=False)
+        }
+    )
     styles = {}
     for i, config in enumerate(configs):
         styles[config] = {
@@ -85,8 +90,15 @@ def legend_below(figure, axes, count: int) -> None:
     """One legend for the figure, under its panels, in up to two columns (stays readable when
     the figure is shown 800 px wide)."""
     handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-                  ncol=1 if count <= 4 else 2, fontsize=8, frameon=False)
+    figure.legend(
+        handles,
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=1 if count <= 4 else 2,
+        fontsize=8,
+        frameon=False,
+    )
 
 
 def legend_of_all_panels(figure, axes) -> None:
@@ -96,9 +108,15 @@ def legend_of_all_panels(figure, axes) -> None:
     for axis in axes:
         handles.update(zip(*reversed(axis.get_legend_handles_labels())))
     if handles:
-        figure.legend(list(handles.values()), list(handles), loc="upper center",
-                      bbox_to_anchor=(0.5, 0.0), ncol=1 if len(handles) <= 4 else 2,
-                      fontsize=8, frameon=False)
+        figure.legend(
+            list(handles.values()),
+            list(handles),
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=1 if len(handles) <= 4 else 2,
+            fontsize=8,
+            frameon=False,
+        )
 
 
 #: orientation letters of each view in radiological display: (top, bottom, left, right)

@@ -405,34 +405,45 @@ def model_accepts(model_cls: type[Model], params: dict[str, Any] | None = None) 
     return frozenset(model_cls.accepts_for(dict(params or {})))
 
 
-def incompatibility(model_cls: type[Model], prompter_cls: type[Prompter] | None,
-                    refiner_cls: type[Refiner] | None = None,
-                    params: dict[str, Any] | None = None) -> str | None:
+def incompatibility(
+    model_cls: type[Model],
+    prompter_cls: type[Prompter] | None,
+    refiner_cls: type[Refiner] | None = None,
+    params: dict[str, Any] | None = None,
+) -> str | None:
     """Why this model (with these parameters) cannot run with this prompter/refiner, or None
     if it can."""
     accepts = model_accepts(model_cls, params)
     hint = model_cls.unaccepted_hint
     if prompter_cls is not None:
         if model_cls.dimension not in prompter_cls.dimensions:
-            return (f"prompter '{prompter_cls.name}' is for {_dims(prompter_cls.dimensions)} "
-                    f"models, '{model_cls.name}' is {model_cls.dimension}D")
+            return (
+                f"prompter '{prompter_cls.name}' is for {_dims(prompter_cls.dimensions)} "
+                f"models, '{model_cls.name}' is {model_cls.dimension}D"
+            )
         missing = _unaccepted(prompter_cls.kinds, accepts)
         if missing:
             # the hint only where it helps: the kinds it is about (all, unless the model says)
             about = model_cls.unaccepted_hint_kinds
             shown = hint and (about is None or set(missing) & set(about))
-            return (f"model '{model_cls.name}' does not accept {', '.join(sorted(missing))} "
-                    f"prompts produced by '{prompter_cls.name}'" + (f" ({hint})" if shown else ""))
+            return (
+                f"model '{model_cls.name}' does not accept {', '.join(sorted(missing))} "
+                f"prompts produced by '{prompter_cls.name}'" + (f" ({hint})" if shown else "")
+            )
     if refiner_cls is not None:
         if "mask" not in accepts:
             return f"model '{model_cls.name}' takes no previous mask, so it cannot be refined"
         if model_cls.dimension not in refiner_cls.dimensions:
-            return (f"refiner '{refiner_cls.name}' is for {_dims(refiner_cls.dimensions)} "
-                    f"models, '{model_cls.name}' is {model_cls.dimension}D")
+            return (
+                f"refiner '{refiner_cls.name}' is for {_dims(refiner_cls.dimensions)} "
+                f"models, '{model_cls.name}' is {model_cls.dimension}D"
+            )
         missing = _unaccepted(refiner_cls.kinds, accepts)
         if missing:
-            return (f"model '{model_cls.name}' does not accept {', '.join(sorted(missing))} "
-                    f"prompts produced by refiner '{refiner_cls.name}'")
+            return (
+                f"model '{model_cls.name}' does not accept {', '.join(sorted(missing))} "
+                f"prompts produced by refiner '{refiner_cls.name}'"
+            )
     return None
 
 

@@ -52,9 +52,11 @@ class Registry(Generic[T]):
             if builtin is not None and component.__module__ != builtin:
                 # registered before the built-in module was imported, it would replace the
                 # built-in in silence (the built-in's own registration then fails)
-                raise ValueError(f"{self.kind} '{key}' is the name of a built-in {self.kind} "
-                                 f"({builtin}); register {component.__name__} under "
-                                 "another name")
+                raise ValueError(
+                    f"{self.kind} '{key}' is the name of a built-in {self.kind} "
+                    f"({builtin}); register {component.__name__} under "
+                    "another name"
+                )
             self._classes[key] = component
             self._sources[key] = component.__module__
             return component
@@ -176,8 +178,9 @@ class Registry(Generic[T]):
             return self.get(name)(**params)
         except (TypeError, ValueError) as error:
             message = str(error) if len(str(error)) <= 300 else f"{str(error)[:297]}..."
-            raise ConfigError(f"{self.kind} '{name}' with {quoted(params, 200)}: "
-                              f"{message}") from None
+            raise ConfigError(
+                f"{self.kind} '{name}' with {quoted(params, 200)}: {message}"
+            ) from None
 
 
 def constructor_parameters(cls: type) -> tuple[list[str], bool]:
@@ -195,9 +198,11 @@ def constructor_parameters(cls: type) -> tuple[list[str], bool]:
         except (TypeError, ValueError):  # a builtin's __init__
             return accepted, True
         for parameter in parameters:
-            if parameter.kind not in (inspect.Parameter.VAR_POSITIONAL,
-                                      inspect.Parameter.VAR_KEYWORD) \
-                    and parameter.name not in accepted:
+            if (
+                parameter.kind
+                not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+                and parameter.name not in accepted
+            ):
                 accepted.append(parameter.name)
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
             return accepted, False
@@ -209,8 +214,9 @@ prompters: Registry = Registry("prompter", "intrabench.prompters", ("intrabench.
 refiners: Registry = Registry("refiner", "intrabench.refiners", ("intrabench.prompters",))
 datasets: Registry = Registry("dataset", "intrabench.datasets", ("intrabench.datasets",))
 #: where simulated users click (docs/realistic-clicks.md)
-clickability: Registry = Registry("clickability model", "intrabench.clickability",
-                                  ("intrabench.clicks.maps",))
+clickability: Registry = Registry(
+    "clickability model", "intrabench.clickability", ("intrabench.clicks.maps",)
+)
 
 
 def _check_param_types(cls: type, params: dict[str, Any], what: str) -> None:
@@ -238,4 +244,6 @@ def _check_param_types(cls: type, params: dict[str, Any], what: str) -> None:
             adapter.validate_python(value, strict=False)
         except ValidationError as error:
             first = error.errors()[0]
-            raise ConfigError(f"{what}: parameter '{key}' = {quoted(value)}: {first['msg']}") from None
+            raise ConfigError(
+                f"{what}: parameter '{key}' = {quoted(value)}: {first['msg']}"
+            ) from None

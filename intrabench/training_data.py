@@ -58,8 +58,12 @@ def parse_registry(data: dict[str, Any]) -> tuple[dict[str, TrainingData], froze
         else:
             vouched = frozenset(checked)
         entries[str(model)] = TrainingData(
-            str(model), frozenset(entry.get("trained_on", [])), vouched,
-            str(entry.get("source", "")).strip(), tuple(entry.get("checkpoints", [])))
+            str(model),
+            frozenset(entry.get("trained_on", [])),
+            vouched,
+            str(entry.get("source", "")).strip(),
+            tuple(entry.get("checkpoints", [])),
+        )
     return entries, frozenset(data.get("never_seen", []))
 
 
@@ -69,11 +73,15 @@ def registry() -> tuple[dict[str, TrainingData], frozenset[str]]:
     ``resources/training_data.yaml``."""
     from intrabench.model_cards import cards
 
-    text = resources.files("intrabench").joinpath("resources/training_data.yaml").read_text(
-        encoding="utf-8")
+    text = (
+        resources.files("intrabench")
+        .joinpath("resources/training_data.yaml")
+        .read_text(encoding="utf-8")
+    )
     data = yaml.safe_load(text)
-    return parse_registry({**data, "models": {name: card.training_data
-                                              for name, card in cards().items()}})
+    return parse_registry(
+        {**data, "models": {name: card.training_data for name, card in cards().items()}}
+    )
 
 
 def status(model: str, dataset: str, params: dict[str, Any] | None = None) -> Status:
@@ -92,6 +100,7 @@ def status(model: str, dataset: str, params: dict[str, Any] | None = None) -> St
 def split_rows(rows: pd.DataFrame) -> list[tuple[Status, pd.DataFrame]]:
     """The rows of each ``in_training_data`` value present, in the order no, yes, unknown
     (rows without the column, from older runs, count as unknown)."""
-    values = rows[COLUMN].fillna("unknown") if COLUMN in rows else pd.Series(
-        "unknown", index=rows.index)
+    values = (
+        rows[COLUMN].fillna("unknown") if COLUMN in rows else pd.Series("unknown", index=rows.index)
+    )
     return [(value, rows[values == value]) for value in STATUSES if (values == value).any()]

@@ -136,10 +136,15 @@ class SlicePrompt:
 
 def _as_points(points: Any) -> np.ndarray:
     given = np.asarray(points)
-    if given.dtype.kind == "f" and given.size and not (
-            np.isfinite(given).all() and (given == np.floor(given)).all()):
-        raise ValueError(f"points are voxel indices (whole numbers); got {given.reshape(-1)[:6]}"
-                         " (round them where they are made: int() truncates 2.7 to 2)")
+    if (
+        given.dtype.kind == "f"
+        and given.size
+        and not (np.isfinite(given).all() and (given == np.floor(given)).all())
+    ):
+        raise ValueError(
+            f"points are voxel indices (whole numbers); got {given.reshape(-1)[:6]}"
+            " (round them where they are made: int() truncates 2.7 to 2)"
+        )
     return np.asarray(given, dtype=np.int64).reshape(-1, 3)
 
 
@@ -217,8 +222,7 @@ class Prompt:
         for z, box in self.boxes.items():
             if bad_box((z, box.y_min, box.x_min), (z, box.y_max, box.x_max)):
                 return f"the box on slice {z} ({box.as_tuple()})"
-        if self.box3d is not None and bad_box(self.box3d.as_tuple()[:3],
-                                              self.box3d.as_tuple()[3:]):
+        if self.box3d is not None and bad_box(self.box3d.as_tuple()[:3], self.box3d.as_tuple()[3:]):
             return f"the 3D box {self.box3d.as_tuple()}"
         for index, scribble in enumerate(self.scribbles):
             if (found := first_off(scribble.points)) is not None:
@@ -230,11 +234,13 @@ class Prompt:
 
     # -- the user's order ---------------------------------------------------------------
     def _default_order(self) -> tuple[tuple[str, int], ...]:
-        return (tuple(("point", i) for i in range(len(self.points)))
-                + tuple(("box2d", z) for z in self.boxes)
-                + ((("box3d", 0),) if self.box3d is not None else ())
-                + tuple(("scribble", i) for i in range(len(self.scribbles)))
-                + tuple(("lasso", i) for i in range(len(self.lassos))))
+        return (
+            tuple(("point", i) for i in range(len(self.points)))
+            + tuple(("box2d", z) for z in self.boxes)
+            + ((("box3d", 0),) if self.box3d is not None else ())
+            + tuple(("scribble", i) for i in range(len(self.scribbles)))
+            + tuple(("lasso", i) for i in range(len(self.lassos)))
+        )
 
     def element_order(self) -> tuple[tuple[str, int], ...]:
         """(kind, key) of every element in the user's order; without an explicit ``order``:
@@ -247,8 +253,9 @@ class Prompt:
         out: list[tuple[str, Any]] = []
         for kind, key in self.element_order():
             if kind == "point":
-                out.append((kind, (tuple(int(v) for v in self.points[key]),
-                                   int(self.point_labels[key]))))
+                out.append(
+                    (kind, (tuple(int(v) for v in self.points[key]), int(self.point_labels[key])))
+                )
             elif kind == "box2d":
                 out.append((kind, (key, self.boxes[key])))
             elif kind == "box3d":
@@ -319,8 +326,11 @@ class Prompt:
         place)."""
         boxes = dict(self.boxes)
         boxes.update(other.boxes)
-        shift = {"point": len(self.points), "scribble": len(self.scribbles),
-                 "lasso": len(self.lassos)}
+        shift = {
+            "point": len(self.points),
+            "scribble": len(self.scribbles),
+            "lasso": len(self.lassos),
+        }
         replaced = {("box2d", z) for z in other.boxes}
         if other.box3d is not None:
             replaced.add(("box3d", 0))
@@ -348,16 +358,24 @@ class Prompt:
         import json
 
         data = {
-            "points": self.points.tolist(), "labels": self.point_labels.tolist(),
+            "points": self.points.tolist(),
+            "labels": self.point_labels.tolist(),
             "boxes": {str(z): list(b.as_tuple()) for z, b in self.boxes.items()},
             "box3d": list(self.box3d.as_tuple()) if self.box3d is not None else None,
-            "scribbles": [{"label": int(s.label), "points": np.asarray(s.points).reshape(-1, 3).tolist()}
-                          for s in self.scribbles],
+            "scribbles": [
+                {"label": int(s.label), "points": np.asarray(s.points).reshape(-1, 3).tolist()}
+                for s in self.scribbles
+            ],
         }
         if self.lassos:
-            data["lassos"] = [{"z": int(lasso.z), "label": int(lasso.label),
-                               "contour": np.asarray(lasso.contour).reshape(-1, 2).tolist()}
-                              for lasso in self.lassos]
+            data["lassos"] = [
+                {
+                    "z": int(lasso.z),
+                    "label": int(lasso.label),
+                    "contour": np.asarray(lasso.contour).reshape(-1, 2).tolist(),
+                }
+                for lasso in self.lassos
+            ]
         if self.order and self.order != self._default_order():
             data["order"] = [[kind, key] for kind, key in self.order]
         return json.dumps(data, separators=(",", ":"))
@@ -368,15 +386,25 @@ class Prompt:
         import json
 
         data = json.loads(text)
-        return cls(points=data["points"], point_labels=data["labels"],
-                   boxes={int(z): Box2D(*b) for z, b in data["boxes"].items()},
-                   box3d=Box3D(*data["box3d"]) if data["box3d"] is not None else None,
-                   scribbles=tuple(Scribble(np.asarray(s["points"], dtype=np.int64).reshape(-1, 3),
-                                            int(s["label"])) for s in data["scribbles"]),
-                   lassos=tuple(Lasso(int(lasso["z"]),
-                                      np.asarray(lasso["contour"], dtype=np.int64).reshape(-1, 2),
-                                      int(lasso["label"])) for lasso in data.get("lassos", [])),
-                   order=tuple((kind, int(key)) for kind, key in data.get("order", [])))
+        return cls(
+            points=data["points"],
+            point_labels=data["labels"],
+            boxes={int(z): Box2D(*b) for z, b in data["boxes"].items()},
+            box3d=Box3D(*data["box3d"]) if data["box3d"] is not None else None,
+            scribbles=tuple(
+                Scribble(np.asarray(s["points"], dtype=np.int64).reshape(-1, 3), int(s["label"]))
+                for s in data["scribbles"]
+            ),
+            lassos=tuple(
+                Lasso(
+                    int(lasso["z"]),
+                    np.asarray(lasso["contour"], dtype=np.int64).reshape(-1, 2),
+                    int(lasso["label"]),
+                )
+                for lasso in data.get("lassos", [])
+            ),
+            order=tuple((kind, int(key)) for kind, key in data.get("order", [])),
+        )
 
     def summary(self) -> dict[str, Any]:
         """A small JSON-able description for results rows."""
@@ -471,8 +499,11 @@ class Case:
             from scipy import ndimage
 
             label = np.asarray(self.label)
-            found = (ndimage.find_objects(label)  # values <= 0 are ignored
-                     if np.issubdtype(label.dtype, np.integer) and label.size else None)
+            found = (
+                ndimage.find_objects(label)  # values <= 0 are ignored
+                if np.issubdtype(label.dtype, np.integer) and label.size
+                else None
+            )
             boxes = self.__dict__["_label_boxes"] = found
         if boxes is None:  # e.g. a float label map: the slow way
             from intrabench.evaluation.metrics import bounding_box

@@ -15,5 +15,4 @@ def counted(number: int, noun: str, plural: str | None = None) -> str:
 def listed(items: Sequence, limit: int = 10, separator: str = ", ") -> str:
     """``a, b, c``; longer than ``limit``: ``a, b, ... and 26 more`` (items shown by str)."""
     shown = separator.join(str(item) for item in items[:limit])
-    return shown + (f"{separator}... and {len(items) - limit} more" if len(items) > limit
-                    else "")
+    return shown + (f"{separator}... and {len(items) - limit} more" if len(items) > limit else "")

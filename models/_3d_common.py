@@ -54,8 +54,13 @@ def device_and_precision(device: str, precision: str) -> tuple[Any, str]:
     return selected, resolve_precision(precision, selected)
 
 
-def build_network(make_net: Callable[[], Any], load_weights: Callable[[Any, str], None],
-                  checkpoint: str | None, seed: int, device: Any) -> Any:
+def build_network(
+    make_net: Callable[[], Any],
+    load_weights: Callable[[Any, str], None],
+    checkpoint: str | None,
+    seed: int,
+    device: Any,
+) -> Any:
     """``make_net()`` initialised under ``seed``, ``load_weights(net, checkpoint)`` when a
     checkpoint path is given (None: random weights), moved to ``device`` in eval mode."""
     with seeded_init(seed):
@@ -86,12 +91,15 @@ class CentredGrid:
     ``(z, y, x)``; spacings mm in the same order.
     """
 
-    def __init__(self, shape: tuple[int, ...], spacing: tuple[float, ...],
-                 target_mm: float) -> None:
+    def __init__(
+        self, shape: tuple[int, ...], spacing: tuple[float, ...], target_mm: float
+    ) -> None:
         self.original = tuple(int(n) for n in shape)
         self.ratio = np.array([target_mm / float(s) for s in spacing])
-        self.shape = tuple(1 if n == 1 else max(1, int(np.floor(n * s / target_mm)))
-                           for n, s in zip(self.original, spacing))
+        self.shape = tuple(
+            1 if n == 1 else max(1, int(np.floor(n * s / target_mm)))
+            for n, s in zip(self.original, spacing)
+        )
         n = np.asarray(self.original, dtype=float)
         m = np.asarray(self.shape, dtype=float)
         self.offset = (n - 1) / 2 - (m - 1) / 2 * self.ratio
@@ -137,8 +145,9 @@ class CentredGrid:
     def nearest_original(self, axis: int) -> np.ndarray:
         """For each original index along ``axis``, the nearest new index (ITK's nearest
         neighbour: round half up), -1 where it falls outside the new grid."""
-        index = np.floor((np.arange(self.original[axis]) - self.offset[axis])
-                         / self.ratio[axis] + 0.5).astype(np.int64)
+        index = np.floor(
+            (np.arange(self.original[axis]) - self.offset[axis]) / self.ratio[axis] + 0.5
+        ).astype(np.int64)
         return np.where((index >= 0) & (index < self.shape[axis]), index, -1)
 
 
@@ -162,8 +171,9 @@ def _linear_along(array: np.ndarray, positions: np.ndarray, axis: int) -> np.nda
     return (below + (above - below) * frac).astype(np.float32)
 
 
-def map_to_grid(coords: np.ndarray, old_shape: tuple[int, ...],
-                new_shape: tuple[int, ...]) -> np.ndarray:
+def map_to_grid(
+    coords: np.ndarray, old_shape: tuple[int, ...], new_shape: tuple[int, ...]
+) -> np.ndarray:
     """(N, 3) voxel coordinates on ``old_shape`` -> float coordinates on ``new_shape``."""
     factor = np.asarray(new_shape, dtype=float) / np.asarray(old_shape, dtype=float)
     return (np.asarray(coords, dtype=float) + 0.5) * factor - 0.5
@@ -181,8 +191,9 @@ def resize(array: np.ndarray, shape: tuple[int, int, int], mode: str = "trilinea
     return F.interpolate(tensor, size=tuple(shape), mode=mode, **kwargs)[0, 0].numpy()
 
 
-def crop_with_padding(array: np.ndarray, start: tuple[int, int, int], size: tuple[int, int, int],
-                      value: float = 0.0) -> np.ndarray:
+def crop_with_padding(
+    array: np.ndarray, start: tuple[int, int, int], size: tuple[int, int, int], value: float = 0.0
+) -> np.ndarray:
     """``array[start : start + size]`` per axis, filled with ``value`` outside the array."""
     out = np.full(size, value, dtype=array.dtype)
     src, dst = [], []
@@ -272,12 +283,21 @@ class NetworkModel3D(Model):
     def reset_timer(self) -> None:
         self._seconds = 0.0
 
-    def load_network(self, make_net: Callable[[], Any], load_weights: Callable[[Any, str], None],
-                     weights: str, checkpoint: str | None, checkpoint_dir: str | None,
-                     seed: int) -> Any:
+    def load_network(
+        self,
+        make_net: Callable[[], Any],
+        load_weights: Callable[[Any, str], None],
+        weights: str,
+        checkpoint: str | None,
+        checkpoint_dir: str | None,
+        seed: int,
+    ) -> Any:
         """The network on ``self.device``: ``make_net()`` with the checkpoint's weights loaded
         strictly (``weights="checkpoint"``: the explicit file, else the table's file in the
         checkpoint directory; CheckpointError when absent) or random under ``seed``."""
-        path = (resolve_checkpoint(self.checkpoint_key, checkpoint, checkpoint_dir)
-                if weights == "checkpoint" else None)
+        path = (
+            resolve_checkpoint(self.checkpoint_key, checkpoint, checkpoint_dir)
+            if weights == "checkpoint"
+            else None
+        )
         return build_network(make_net, load_weights, path, seed, self.device)

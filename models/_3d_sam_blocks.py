@@ -91,7 +91,11 @@ class TokenAttention(nn.Module):
         return x.reshape(b, n, self.num_heads, c // self.num_heads).transpose(1, 2)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        q, k, v = self._heads(self.q_proj(q)), self._heads(self.k_proj(k)), self._heads(self.v_proj(v))
+        q, k, v = (
+            self._heads(self.q_proj(q)),
+            self._heads(self.k_proj(k)),
+            self._heads(self.v_proj(v)),
+        )
         weights = torch.softmax((q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1]), dim=-1)
         out = (weights @ v).transpose(1, 2)
         return self.out_proj(out.reshape(out.shape[0], out.shape[1], -1))
@@ -100,8 +104,14 @@ class TokenAttention(nn.Module):
 class TwoWayBlock(nn.Module):
     """Tokens self-attend, attend to the image, MLP, then the image attends to the tokens."""
 
-    def __init__(self, dim: int, num_heads: int, mlp_dim: int, downsample_rate: int,
-                 skip_first_layer_pe: bool) -> None:
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        mlp_dim: int,
+        downsample_rate: int,
+        skip_first_layer_pe: bool,
+    ) -> None:
         super().__init__()
         self.self_attn = TokenAttention(dim, num_heads)
         self.norm1 = nn.LayerNorm(dim)
@@ -113,27 +123,35 @@ class TwoWayBlock(nn.Module):
         self.cross_attn_image_to_token = TokenAttention(dim, num_heads, downsample_rate)
         self.skip_first_layer_pe = skip_first_layer_pe
 
-    def forward(self, queries: torch.Tensor, keys: torch.Tensor, query_pe: torch.Tensor,
-                key_pe: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        queries: torch.Tensor,
+        keys: torch.Tensor,
+        query_pe: torch.Tensor,
+        key_pe: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         if self.skip_first_layer_pe:
             queries = self.self_attn(queries, queries, queries)
         else:
             q = queries + query_pe
             queries = queries + self.self_attn(q, q, queries)
         queries = self.norm1(queries)
-        queries = self.norm2(queries + self.cross_attn_token_to_image(queries + query_pe,
-                                                                      keys + key_pe, keys))
+        queries = self.norm2(
+            queries + self.cross_attn_token_to_image(queries + query_pe, keys + key_pe, keys)
+        )
         queries = self.norm3(queries + self.mlp(queries))
-        keys = self.norm4(keys + self.cross_attn_image_to_token(keys + key_pe,
-                                                                queries + query_pe, queries))
+        keys = self.norm4(
+            keys + self.cross_attn_image_to_token(keys + key_pe, queries + query_pe, queries)
+        )
         return queries, keys
 
 
 class TwoWayTransformer(nn.Module):
     """SAM's two-way transformer on a flattened 3D image embedding."""
 
-    def __init__(self, depth: int, embedding_dim: int, num_heads: int, mlp_dim: int,
-                 downsample_rate: int = 2) -> None:
+    def __init__(
+        self, depth: int, embedding_dim: int, num_heads: int, mlp_dim: int, downsample_rate: int = 2
+    ) -> None:
         super().__init__()
         self.layers = nn.ModuleList(
             TwoWayBlock(embedding_dim, num_heads, mlp_dim, downsample_rate, i == 0)
@@ -142,8 +160,9 @@ class TwoWayTransformer(nn.Module):
         self.final_attn_token_to_image = TokenAttention(embedding_dim, num_heads, downsample_rate)
         self.norm_final_attn = nn.LayerNorm(embedding_dim)
 
-    def forward(self, image: torch.Tensor, image_pe: torch.Tensor,
-                tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, image: torch.Tensor, image_pe: torch.Tensor, tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         keys = image.flatten(2).transpose(1, 2)
         key_pe = image_pe.flatten(2).transpose(1, 2)
         queries = tokens
@@ -191,8 +210,9 @@ class RandomFourierPE(nn.Module):
     def points(self, coords: torch.Tensor, image_size: tuple[int, int, int]) -> torch.Tensor:
         """(B, N, C) encoding of (B, N, 3) voxel coordinates (pixel-centre shift applied here)."""
         coords = coords.float() + 0.5
-        scale = torch.tensor([image_size[1], image_size[0], image_size[2]],
-                             dtype=torch.float32, device=coords.device)
+        scale = torch.tensor(
+            [image_size[1], image_size[0], image_size[2]], dtype=torch.float32, device=coords.device
+        )
         return self._encode(coords / scale)
 
 
@@ -213,10 +233,17 @@ def mask_downscaling(mask_in_chans: int, dim: int, spatial_dims: int) -> nn.Sequ
     )
 
 
-def embed_sparse(pe: RandomFourierPE, image_size: tuple[int, int, int],
-                 point_embeddings: nn.ModuleList, not_a_point: nn.Embedding,
-                 points: torch.Tensor | None, labels: torch.Tensor | None,
-                 boxes: torch.Tensor | None, batch: int, dim: int) -> torch.Tensor:
+def embed_sparse(
+    pe: RandomFourierPE,
+    image_size: tuple[int, int, int],
+    point_embeddings: nn.ModuleList,
+    not_a_point: nn.Embedding,
+    points: torch.Tensor | None,
+    labels: torch.Tensor | None,
+    boxes: torch.Tensor | None,
+    batch: int,
+    dim: int,
+) -> torch.Tensor:
     """Sparse prompt tokens (B, N, C) as SAM builds them.
 
     Points get the positive/negative embedding by label (1/0); label -1 marks a padding point
@@ -238,17 +265,26 @@ def embed_sparse(pe: RandomFourierPE, image_size: tuple[int, int, int],
         tokens.append(embedded)
     if boxes is not None:
         corners = pe.points(boxes.reshape(-1, 2, 3), image_size)
-        corners = corners + torch.stack([point_embeddings[2].weight[0],
-                                         point_embeddings[3].weight[0]])[None]
+        corners = (
+            corners
+            + torch.stack([point_embeddings[2].weight[0], point_embeddings[3].weight[0]])[None]
+        )
         tokens.append(corners)
     return torch.cat(tokens, dim=1)
 
 
-def decode_masks(transformer: TwoWayTransformer, iou_token: nn.Embedding,
-                 mask_tokens: nn.Embedding, output_upscaling: nn.Module,
-                 hypernetworks: nn.ModuleList, iou_head: MLP, image_embedding: torch.Tensor,
-                 image_pe: torch.Tensor, sparse: torch.Tensor,
-                 dense: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def decode_masks(
+    transformer: TwoWayTransformer,
+    iou_token: nn.Embedding,
+    mask_tokens: nn.Embedding,
+    output_upscaling: nn.Module,
+    hypernetworks: nn.ModuleList,
+    iou_head: MLP,
+    image_embedding: torch.Tensor,
+    image_pe: torch.Tensor,
+    sparse: torch.Tensor,
+    dense: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """SAM's mask prediction: returns (masks (B, M, ...), iou (B, M), upscaled embedding)."""
     output_tokens = torch.cat([iou_token.weight, mask_tokens.weight], dim=0)
     tokens = torch.cat([output_tokens[None].expand(sparse.shape[0], -1, -1), sparse], dim=1)

@@ -35,9 +35,14 @@ def recorded_digests(directory: Path, checkpoint_sha256: str) -> dict[str, str] 
     except (OSError, ValueError, RecursionError):
         return None
     entry = book.get(checkpoint_sha256) if isinstance(book, dict) else None
-    if not (isinstance(entry, dict) and entry
-            and all(isinstance(k, str) and isinstance(v, str) and _HEX.fullmatch(v)
-                    for k, v in entry.items())):
+    if not (
+        isinstance(entry, dict)
+        and entry
+        and all(
+            isinstance(k, str) and isinstance(v, str) and _HEX.fullmatch(v)
+            for k, v in entry.items()
+        )
+    ):
         return None
     return dict(entry)
 

@@ -11,7 +11,9 @@ from intrabench.io.volume import Volume
 from intrabench.protocols import Model
 
 
-def intensity_window(image: np.ndarray, low: float = 0.5, high: float = 99.5) -> tuple[float, float]:
+def intensity_window(
+    image: np.ndarray, low: float = 0.5, high: float = 99.5
+) -> tuple[float, float]:
     """Percentile window of a volume (paper Appendix A: 0.5th-99.5th), never degenerate."""
     sample = image[:: max(1, image.shape[0] // 16)]
     lo, hi = np.percentile(sample, [low, high])
@@ -40,8 +42,9 @@ def mask_corners(mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | Non
     return np.array([s.start for s in box]), np.array([s.stop - 1 for s in box])
 
 
-def additions_from_new_positives(mask: np.ndarray, previous: np.ndarray | None,
-                                 positives: np.ndarray) -> np.ndarray:
+def additions_from_new_positives(
+    mask: np.ndarray, previous: np.ndarray | None, positives: np.ndarray
+) -> np.ndarray:
     """``mask`` with only those voxels added to ``previous`` that a new positive click asks for:
     of the voxels ``mask`` adds (``mask & ~previous``), the connected pieces (26-connected in
     3D, 8 in 2D) holding a positive click that lies outside ``previous``. Negative clicks thus

@@ -108,8 +108,9 @@ def probe_batch(shape: tuple[int, ...]) -> Any:
     return torch.rand(shape, generator=generator, dtype=torch.float32)
 
 
-def export_onnx(module: Any, probes: tuple[Any, ...], input_names: list[str], output_name: str,
-                path: Path) -> None:
+def export_onnx(
+    module: Any, probes: tuple[Any, ...], input_names: list[str], output_name: str, path: Path
+) -> None:
     """``module`` (called on ``probes``) to ONNX at ``path``, static shapes (written beside it
     first, then renamed)."""
     import warnings
@@ -122,15 +123,27 @@ def export_onnx(module: Any, probes: tuple[Any, ...], input_names: list[str], ou
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            torch.onnx.export(module, probes, temporary, opset_version=OPSET,
-                              input_names=input_names, output_names=[output_name], dynamo=False)
+            torch.onnx.export(
+                module,
+                probes,
+                temporary,
+                opset_version=OPSET,
+                input_names=input_names,
+                output_names=[output_name],
+                dynamo=False,
+            )
         os.replace(temporary, path)
     finally:
         Path(temporary).unlink(missing_ok=True)
 
 
-def open_backend(backend: str, path: Path, threads: int, input_names: tuple[str, ...] = ("image",),
-                 onnx_sha256: str | None = None) -> Callable[..., np.ndarray]:
+def open_backend(
+    backend: str,
+    path: Path,
+    threads: int,
+    input_names: tuple[str, ...] = ("image",),
+    onnx_sha256: str | None = None,
+) -> Callable[..., np.ndarray]:
     """A function running the exported module at ``path`` on float32 arrays, one per input
     (in the order of ``input_names``). ``onnx_sha256``: the file's verified SHA-256, which lets
     OpenVINO import the model it compiled for this file before
@@ -142,12 +155,16 @@ def open_backend(backend: str, path: Path, threads: int, input_names: tuple[str,
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = onnxruntime.InferenceSession(str(path), options,
-                                               providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"]
+        )
         return lambda *arrays: session.run(None, dict(zip(input_names, arrays)))[0]
     if backend == "openvino":
-        config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY",
-                  "INFERENCE_PRECISION_HINT": "f32"}
+        config = {
+            "INFERENCE_NUM_THREADS": threads,
+            "PERFORMANCE_HINT": "LATENCY",
+            "INFERENCE_PRECISION_HINT": "f32",
+        }
         if onnx_sha256 is None:
             import openvino
 
@@ -208,11 +225,19 @@ class EncoderExports:
     #: the largest |difference| to torch's output on the probe
     TOLERANCE = TOLERANCE
 
-    def __init__(self, encoder: Any, model_name: str, shape: tuple[int, ...],
-                 directory: Path, threads: int,
-                 log: Callable[[str], None] | None = None, *,
-                 build: Callable[[], Any] | None = None, weights: str | None = None,
-                 graph: str = "") -> None:
+    def __init__(
+        self,
+        encoder: Any,
+        model_name: str,
+        shape: tuple[int, ...],
+        directory: Path,
+        threads: int,
+        log: Callable[[str], None] | None = None,
+        *,
+        build: Callable[[], Any] | None = None,
+        weights: str | None = None,
+        graph: str = "",
+    ) -> None:
         """``encoder``: the torch module; or None with ``build`` (makes it when an export or a
         check needs it) and ``weights`` (its :func:`weights_digest`, known without building
         it: from the checkpoint's tensors), so that a recorded export opens without torch's
@@ -239,8 +264,13 @@ class EncoderExports:
         return self._module
 
     def file_stem(self, model_name: str) -> str:
-        parts = (model_name, self.NAME_KIND, self.graph, self.weights[:16],
-                 "x".join(str(s) for s in self.shape))
+        parts = (
+            model_name,
+            self.NAME_KIND,
+            self.graph,
+            self.weights[:16],
+            "x".join(str(s) for s in self.shape),
+        )
         return "-".join(part for part in parts if part)
 
     def shape_record(self) -> list[Any]:
@@ -257,11 +287,15 @@ class EncoderExports:
             record = json.loads(self.record_path.read_text())
         except (OSError, ValueError, RecursionError):
             return {}
-        if not (isinstance(record, dict) and record.get("format") == RECORD_FORMAT
-                and record.get("weights_sha256") == self.weights
-                and record.get("shape") == self.shape_record() and record.get("opset") == OPSET
-                and isinstance(record.get("onnx_sha256"), str)
-                and isinstance(record.get("checked"), dict)):
+        if not (
+            isinstance(record, dict)
+            and record.get("format") == RECORD_FORMAT
+            and record.get("weights_sha256") == self.weights
+            and record.get("shape") == self.shape_record()
+            and record.get("opset") == OPSET
+            and isinstance(record.get("onnx_sha256"), str)
+            and isinstance(record.get("checked"), dict)
+        ):
             return {}
         return record
 
@@ -272,11 +306,15 @@ class EncoderExports:
         os.replace(temporary, self.record_path)
 
     def _export(self) -> dict[str, Any]:
-        export_onnx(self.module, self.probes(), list(self.INPUT_NAMES), self.OUTPUT_NAME,
-                    self.path)
-        record = {"format": RECORD_FORMAT, "weights_sha256": self.weights,
-                  "shape": self.shape_record(), "opset": OPSET,
-                  "onnx_sha256": file_sha256(self.path), "checked": {}}
+        export_onnx(self.module, self.probes(), list(self.INPUT_NAMES), self.OUTPUT_NAME, self.path)
+        record = {
+            "format": RECORD_FORMAT,
+            "weights_sha256": self.weights,
+            "shape": self.shape_record(),
+            "opset": OPSET,
+            "onnx_sha256": file_sha256(self.path),
+            "checked": {},
+        }
         self._save_record(record)
         return record
 
@@ -294,8 +332,10 @@ class EncoderExports:
         if self.path.is_file() and record and file_sha256(self.path) == record["onnx_sha256"]:
             return record, False
         if self.path.is_file():
-            self.log(f"the exported {self.KIND} {self.path.name} does not match its record "
-                     "(replaced, corrupted or recorded by an older version); exporting it again")
+            self.log(
+                f"the exported {self.KIND} {self.path.name} does not match its record "
+                "(replaced, corrupted or recorded by an older version); exporting it again"
+            )
             self.path.unlink()
         return self._export(), True
 
@@ -304,33 +344,40 @@ class EncoderExports:
         (checked once per machine, backend version and exported file); UserError when it
         disagrees beyond :attr:`TOLERANCE`."""
         record, _ = self._verified_record()
-        run = (_exports_ahead.take(backend, self.path, self.threads, self.INPUT_NAMES,
-                                   record["onnx_sha256"])
-               or open_backend(backend, self.path, self.threads, self.INPUT_NAMES,
-                               record["onnx_sha256"]))
+        run = _exports_ahead.take(
+            backend, self.path, self.threads, self.INPUT_NAMES, record["onnx_sha256"]
+        ) or open_backend(backend, self.path, self.threads, self.INPUT_NAMES, record["onnx_sha256"])
         key = backend_version(backend)
         entry = record["checked"].get(key)
         difference = entry.get("difference") if isinstance(entry, dict) else None
-        if not (isinstance(entry, dict) and entry.get("onnx_sha256") == record["onnx_sha256"]
-                and isinstance(difference, float) and difference >= 0
-                and np.isfinite(difference)):
+        if not (
+            isinstance(entry, dict)
+            and entry.get("onnx_sha256") == record["onnx_sha256"]
+            and isinstance(difference, float)
+            and difference >= 0
+            and np.isfinite(difference)
+        ):
             import torch
 
             probes = self.probes()
             with torch.no_grad():
                 expected = self.module(*probes).float().numpy()
             got = np.asarray(run(*(probe.numpy() for probe in probes)), dtype=np.float32)
-            difference = (float(np.abs(got - expected).max()) if got.shape == expected.shape
-                          else float("nan"))
-            record["checked"][key] = {"onnx_sha256": record["onnx_sha256"],  # NaN: not JSON
-                                      "difference": difference if np.isfinite(difference)
-                                      else None}
+            difference = (
+                float(np.abs(got - expected).max()) if got.shape == expected.shape else float("nan")
+            )
+            record["checked"][key] = {
+                "onnx_sha256": record["onnx_sha256"],  # NaN: not JSON
+                "difference": difference if np.isfinite(difference) else None,
+            }
             record["torch"] = torch.__version__
             self._save_record(record)
         if not difference <= self.TOLERANCE:  # NaN too
-            raise UserError(f"{self.KIND} backend {backend} disagrees with torch by "
-                            f"{difference:.3g} (more than {self.TOLERANCE:g}) on "
-                            f"{self.path.name}; use backend: torch")
+            raise UserError(
+                f"{self.KIND} backend {backend} disagrees with torch by "
+                f"{difference:.3g} (more than {self.TOLERANCE:g}) on "
+                f"{self.path.name}; use backend: torch"
+            )
         return run, difference
 
     def load(self, backend: str) -> ExportedEncoder:
@@ -406,6 +453,7 @@ def open_ahead(backend: str, path: Path, threads: int, input_names: tuple[str, .
     """Start hashing and opening (compiling) the export at ``path`` in the background
     (:mod:`._exports_ahead`); :meth:`EncoderExports.checked_run` takes it when it is of the
     file that the record check verified."""
+
     def work() -> tuple[str, Callable[..., np.ndarray]]:
         sha256 = file_sha256(Path(path))
         return sha256, open_backend(backend, Path(path), threads, input_names, sha256)
@@ -422,8 +470,9 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def choose_backend(requested: str, exports: EncoderExports, log: Callable[[str], None]
-                   ) -> ExportedEncoder | None:
+def choose_backend(
+    requested: str, exports: EncoderExports, log: Callable[[str], None]
+) -> ExportedEncoder | None:
     """The exported encoder to use for ``requested`` ('auto', 'onnxruntime', 'openvino'), or
     None for torch. 'auto' tries :data:`AUTO_ORDER` and falls back to torch (saying why)."""
     if requested == "torch":
@@ -432,8 +481,10 @@ def choose_backend(requested: str, exports: EncoderExports, log: Callable[[str],
     for backend in candidates:
         if not installed(backend):
             if requested != "auto":
-                raise UserError(f"encoder backend {backend} is not installed (pip install "
-                                f"{MODULES[backend]} onnx), or use backend: torch")
+                raise UserError(
+                    f"encoder backend {backend} is not installed (pip install "
+                    f"{MODULES[backend]} onnx), or use backend: torch"
+                )
             continue
         try:
             return exports.load(backend)
@@ -443,7 +494,9 @@ def choose_backend(requested: str, exports: EncoderExports, log: Callable[[str],
             log(f"encoder backend {backend} failed its check against torch; trying the next")
         except Exception as error:  # noqa: BLE001 - an export or a backend can fail many ways
             if requested != "auto":
-                raise UserError(f"encoder backend {backend}: {type(error).__name__}: "
-                                f"{str(error).splitlines()[0] if str(error) else ''}") from None
+                raise UserError(
+                    f"encoder backend {backend}: {type(error).__name__}: "
+                    f"{str(error).splitlines()[0] if str(error) else ''}"
+                ) from None
             log(f"encoder backend {backend} unavailable ({type(error).__name__}); trying the next")
     return None

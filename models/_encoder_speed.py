@@ -69,13 +69,18 @@ def sdpa_attention_class() -> type:
             if self.use_rel_pos:
                 head_dim = query.shape[-1]
                 grid = query.reshape(batch * self.num_heads, height, width, head_dim)
-                along_h = torch.einsum("bhwc,hkc->bhwk", grid,
-                                       get_rel_pos(height, height, self.rel_pos_h))
-                along_w = torch.einsum("bhwc,wkc->bhwk", grid,
-                                       get_rel_pos(width, width, self.rel_pos_w))
+                along_h = torch.einsum(
+                    "bhwc,hkc->bhwk", grid, get_rel_pos(height, height, self.rel_pos_h)
+                )
+                along_w = torch.einsum(
+                    "bhwc,wkc->bhwk", grid, get_rel_pos(width, width, self.rel_pos_w)
+                )
                 # bias[q=(h, w), k=(kh, kw)] = along_h[h, w, kh] + along_w[h, w, kw]
-                bias = (along_h[..., :, None] + along_w[..., None, :]).reshape(
-                    batch, self.num_heads, tokens, tokens).to(query.dtype)
+                bias = (
+                    (along_h[..., :, None] + along_w[..., None, :])
+                    .reshape(batch, self.num_heads, tokens, tokens)
+                    .to(query.dtype)
+                )
             out = F.scaled_dot_product_attention(query, key, value, attn_mask=bias)
             out = out.reshape(batch, self.num_heads, height, width, -1)
             return self.proj(out.permute(0, 2, 3, 1, 4).reshape(batch, height, width, -1))

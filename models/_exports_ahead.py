@@ -33,8 +33,13 @@ def _key(backend: str, path: Path, threads: int, input_names: tuple[str, ...]) -
     return (backend, str(Path(path)), int(threads), tuple(input_names))
 
 
-def start(backend: str, path: Path, threads: int, input_names: tuple[str, ...],
-          work: Callable[[], tuple[str, Any]]) -> None:
+def start(
+    backend: str,
+    path: Path,
+    threads: int,
+    input_names: tuple[str, ...],
+    work: Callable[[], tuple[str, Any]],
+) -> None:
     """Run ``work`` (returning the file's SHA-256 and the opened backend: see
     :func:`._encoder_backends.open_ahead`) in a daemon thread, once per key."""
     key = _key(backend, path, threads, input_names)
@@ -53,8 +58,9 @@ def start(backend: str, path: Path, threads: int, input_names: tuple[str, ...],
     threading.Thread(target=run, name="intrabench-open-ahead", daemon=True).start()
 
 
-def take(backend: str, path: Path, threads: int, input_names: tuple[str, ...],
-         onnx_sha256: str) -> Callable[..., Any] | None:
+def take(
+    backend: str, path: Path, threads: int, input_names: tuple[str, ...], onnx_sha256: str
+) -> Callable[..., Any] | None:
     """What was started ahead for this key, when it opened the file whose SHA-256 is
     ``onnx_sha256`` (waiting for it to finish); else None (nothing started, another file, or
     it failed: the caller opens it now, where an error is raised)."""

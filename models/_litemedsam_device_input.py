@@ -48,16 +48,16 @@ def area_factor(view_shape: tuple[int, int], size: int) -> int | None:
     return None
 
 
-def eight_bit(raw: Any, modality: str, bounds: tuple[float, float],
-              volume_range: tuple[float, float]) -> Any:
+def eight_bit(
+    raw: Any, modality: str, bounds: tuple[float, float], volume_range: tuple[float, float]
+) -> Any:
     """uint8 intensities of raw slices, as :func:`models.litemedsam.to_uint8_like_pre_ct_mr`."""
     import torch
 
     values = raw.to(torch.float64)
     low, high = volume_range
     clipped = values.clamp(bounds[0], bounds[1])
-    scaled = ((clipped - low) / (high - low) * 255.0 if high > low
-              else torch.zeros_like(clipped))
+    scaled = (clipped - low) / (high - low) * 255.0 if high > low else torch.zeros_like(clipped)
     if modality == MR:
         scaled = scaled.masked_fill(values == 0, 0.0)
     return scaled.to(torch.uint8)  # truncation toward zero, as numpy's astype
@@ -70,16 +70,24 @@ def area_reduce(images: Any, factor: int) -> Any:
     if factor == 1:
         return images
     batch, height, width = images.shape
-    sums = images.to(torch.int32).reshape(batch, height // factor, factor, width // factor,
-                                          factor).sum(dim=(2, 4))
+    sums = (
+        images.to(torch.int32)
+        .reshape(batch, height // factor, factor, width // factor, factor)
+        .sum(dim=(2, 4))
+    )
     if factor == 2:
         return ((sums + 2) >> 2).to(torch.uint8)
     return torch.round(sums.to(torch.float64) / (factor * factor)).to(torch.uint8)
 
 
-def device_network_inputs(raw: Any, modality: str, bounds: tuple[float, float],
-                          volume_range: tuple[float, float], view: SliceView, size: int
-                          ) -> Any | None:
+def device_network_inputs(
+    raw: Any,
+    modality: str,
+    bounds: tuple[float, float],
+    volume_range: tuple[float, float],
+    view: SliceView,
+    size: int,
+) -> Any | None:
     """The float32 (B, size, size) encoder inputs of raw (B, y, x) slices on their device, or
     None when the resize is not one that is reproduced exactly (:func:`area_factor`)."""
     import torch
@@ -100,5 +108,5 @@ def device_network_inputs(raw: Any, modality: str, bounds: tuple[float, float],
     span = (flat.amax(dim=1) - low).to(torch.float64).clamp(min=1e-8)
     normalised = (resized - low[:, None, None]).to(torch.float64) / span[:, None, None]
     padded = torch.zeros((resized.shape[0], size, size), dtype=torch.float64, device=raw.device)
-    padded[:, :resized.shape[1], :resized.shape[2]] = normalised
+    padded[:, : resized.shape[1], : resized.shape[2]] = normalised
     return padded.to(torch.float32)

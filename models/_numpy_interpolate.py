@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def source_indices(input_size: int, output_size: int) -> tuple[np.ndarray, np.ndarray,
-                                                                  np.ndarray, np.ndarray]:
+def source_indices(
+    input_size: int, output_size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(first index, second index, first weight, second weight) of each output position along
     one axis, as torch's CPU kernel computes them for ``align_corners=False``: the source
     coordinate ``scale * (i + 0.5) - 0.5`` (``scale = input / output`` in float32) clamped at 0;
@@ -37,8 +38,9 @@ def fused_multiply_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarra
     return (a.astype(np.float64) * b + c).astype(np.float32)
 
 
-def bilinear_at(values: np.ndarray, rows: tuple[np.ndarray, ...],
-                cols: tuple[np.ndarray, ...]) -> np.ndarray:
+def bilinear_at(
+    values: np.ndarray, rows: tuple[np.ndarray, ...], cols: tuple[np.ndarray, ...]
+) -> np.ndarray:
     """Bilinear values at output positions given by their :func:`source_indices` parts along
     the rows and the columns (indices broadcast together): along the columns first, then the
     rows, each pair combined as torch's vectorised CPU kernel combines it
@@ -46,8 +48,9 @@ def bilinear_at(values: np.ndarray, rows: tuple[np.ndarray, ...],
     top, bottom, top_weight, bottom_weight = rows
     left, right, left_weight, right_weight = cols
     upper = fused_multiply_add(values[top, left], left_weight, values[top, right] * right_weight)
-    lower = fused_multiply_add(values[bottom, left], left_weight,
-                               values[bottom, right] * right_weight)
+    lower = fused_multiply_add(
+        values[bottom, left], left_weight, values[bottom, right] * right_weight
+    )
     return fused_multiply_add(upper, top_weight, lower * bottom_weight)
 
 
@@ -95,8 +98,10 @@ def resized_positive_probability(values: np.ndarray, size: tuple[int, int]) -> n
     near = np.abs(fast) <= margin
     if near.any():
         at_rows, at_cols = np.nonzero(near)
-        exact = bilinear_at(values,
-                            tuple(part[at_rows] for part in source_indices(values.shape[0], rows)),
-                            tuple(part[at_cols] for part in source_indices(values.shape[1], cols)))
+        exact = bilinear_at(
+            values,
+            tuple(part[at_rows] for part in source_indices(values.shape[0], rows)),
+            tuple(part[at_cols] for part in source_indices(values.shape[1], cols)),
+        )
         mask[at_rows, at_cols] = positive_probability(exact)
     return mask

@@ -52,8 +52,9 @@ def machine_digest() -> str:
 def blob_path(onnx_path: Path, version: str, threads: int) -> Path:
     """Where the compiled model of ``onnx_path`` for this OpenVINO version, thread count and
     machine is kept."""
-    return onnx_path.with_name(f"{onnx_path.stem}.openvino-{_in_name(version)}-t{int(threads)}-"
-                               f"{machine_digest()}.blob")
+    return onnx_path.with_name(
+        f"{onnx_path.stem}.openvino-{_in_name(version)}-t{int(threads)}-{machine_digest()}.blob"
+    )
 
 
 def _in_name(version: str) -> str:
@@ -62,13 +63,18 @@ def _in_name(version: str) -> str:
 
 
 def _description(onnx_sha256: str, version: str, config: dict[str, Any]) -> dict[str, Any]:
-    return {"onnx_sha256": onnx_sha256, "openvino": version, "machine": machine_digest(),
-            "config": {str(k): str(v) for k, v in sorted(config.items())}}
+    return {
+        "onnx_sha256": onnx_sha256,
+        "openvino": version,
+        "machine": machine_digest(),
+        "config": {str(k): str(v) for k, v in sorted(config.items())},
+    }
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                         suffix=".partial")
+    handle, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".partial"
+    )
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
@@ -77,8 +83,9 @@ def _write_atomically(path: Path, data: bytes) -> None:
         Path(temporary).unlink(missing_ok=True)
 
 
-def _imported(core: Any, blob: Path, expected: dict[str, Any], config: dict[str, Any]
-              ) -> Any | None:
+def _imported(
+    core: Any, blob: Path, expected: dict[str, Any], config: dict[str, Any]
+) -> Any | None:
     """The compiled model kept at ``blob`` when its record matches ``expected`` and its bytes
     their recorded SHA-256; else None."""
     try:
@@ -124,8 +131,9 @@ def keep(compiled: Any, blob: Path, description: dict[str, Any]) -> None:
     data = stream.getvalue()
     _write_atomically(blob, data)
     record = {**description, "blob_sha256": hashlib.sha256(data).hexdigest()}
-    _write_atomically(blob.with_name(blob.name + ".json"),
-                      json.dumps(record, indent=1, sort_keys=True).encode())
+    _write_atomically(
+        blob.with_name(blob.name + ".json"), json.dumps(record, indent=1, sort_keys=True).encode()
+    )
     _remove_other_versions(blob, description["openvino"])
 
 

@@ -45,8 +45,9 @@ def check_choice(name: str, value: str, choices: tuple[str, ...]) -> str:
     """``value`` itself when it is one of ``choices``, else a ValueError naming parameter
     ``name`` and the choices."""
     if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(repr(c) for c in choices)}, "
-                         f"not {value!r}")
+        raise ValueError(
+            f"{name} must be one of {', '.join(repr(c) for c in choices)}, not {value!r}"
+        )
     return value
 
 
@@ -68,8 +69,10 @@ def resolve_precision(precision: str, device: Any) -> str:
     if precision == "tf32" and kind != "cuda":
         return "fp32"
     if precision == "fp16" and kind == "cpu":
-        raise ValueError("precision 'fp16' is not supported on the CPU (float16 autocast there "
-                         "is slow and inaccurate); use 'bf16' or 'fp32', or a CUDA device")
+        raise ValueError(
+            "precision 'fp16' is not supported on the CPU (float16 autocast there "
+            "is slow and inaccurate); use 'bf16' or 'fp32', or a CUDA device"
+        )
     return precision
 
 
@@ -142,8 +145,9 @@ def _float32_method(method: Callable[..., Any]) -> Callable[..., Any]:
             return value
 
         with autocast_disabled(kind):
-            return method(self, *(to_float(a) for a in args),
-                          **{k: to_float(v) for k, v in kwargs.items()})
+            return method(
+                self, *(to_float(a) for a in args), **{k: to_float(v) for k, v in kwargs.items()}
+            )
 
     return wrapper
 
@@ -151,8 +155,9 @@ def _float32_method(method: Callable[..., Any]) -> Callable[..., Any]:
 _DERIVED_CLASSES: dict[tuple[type, Any], type] = {}
 
 
-def swap_to_derived_class(module: Any, tag: Any, prefix: str,
-                          namespace: Callable[[type], dict[str, Any]]) -> Any:
+def swap_to_derived_class(
+    module: Any, tag: Any, prefix: str, namespace: Callable[[type], dict[str, Any]]
+) -> Any:
     """Swap ``module``'s class for a subclass with ``namespace(base)`` (methods wrapping the
     base class's), made once per (base class, ``tag``) and marked with ``tag``; a module whose
     class already carries ``tag`` is left alone. State dict, buffers and other methods are
@@ -179,7 +184,9 @@ def keep_float32(module: Any, *method_names: str) -> Any:
     """
 
     def namespace(base: type) -> dict[str, Any]:
-        return {"__doc__": f"{base.__name__} with {', '.join(method_names)} in float32.",
-                **{name: _float32_method(getattr(base, name)) for name in method_names}}
+        return {
+            "__doc__": f"{base.__name__} with {', '.join(method_names)} in float32.",
+            **{name: _float32_method(getattr(base, name)) for name in method_names},
+        }
 
     return swap_to_derived_class(module, ("float32", tuple(method_names)), "Float32", namespace)

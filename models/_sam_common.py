@@ -98,8 +98,9 @@ def exportable_models() -> list[str]:
     """The registered models whose encoder another backend can run."""
     from intrabench import registry
 
-    return sorted(name for name, cls in registry.models.items()
-                  if getattr(cls, "EXPORTABLE_ENCODER", False))
+    return sorted(
+        name for name, cls in registry.models.items() if getattr(cls, "EXPORTABLE_ENCODER", False)
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -124,6 +125,7 @@ class EncoderStats:
 #: beyond what the machine holds was killed by the system, not refused (batch_size 1000:
 #: MobileSAM's OpenVINO encoder took 23 GB on the CPU, and the kernel ended the run)
 MAX_BATCH_SIZE = 64
+
 
 class SamFamilyModel(SliceModel):
     """Base of the 2D SAM-family adapters: lazy network, batched encodes, embedding cache.
@@ -193,13 +195,26 @@ class SamFamilyModel(SliceModel):
     #: default 'auto' multimask rule of the original model: 'single-point', 'always', 'never'
     AUTO_MULTIMASK: ClassVar[str] = "single-point"
 
-    def __init__(self, variant: str | None = None, checkpoint: str | None = None,
-                 checkpoint_dir: str | None = None, device: str = "auto", batch_size: int | str = "auto",
-                 cache_mb: float = 2048.0, cache_slices: int | None = None,
-                 multimask: str = "auto", weights: str = "checkpoint", tiny: bool = False,
-                 seed: int = 0, precision: str = "auto", attention: str = "auto",
-                 encoder_weights: str = "float32", compile: bool = False,
-                 backend: str = "auto", accept_other_weights: bool = False) -> None:
+    def __init__(
+        self,
+        variant: str | None = None,
+        checkpoint: str | None = None,
+        checkpoint_dir: str | None = None,
+        device: str = "auto",
+        batch_size: int | str = "auto",
+        cache_mb: float = 2048.0,
+        cache_slices: int | None = None,
+        multimask: str = "auto",
+        weights: str = "checkpoint",
+        tiny: bool = False,
+        seed: int = 0,
+        precision: str = "auto",
+        attention: str = "auto",
+        encoder_weights: str = "float32",
+        compile: bool = False,
+        backend: str = "auto",
+        accept_other_weights: bool = False,
+    ) -> None:
         super().__init__()
         variant = variant or self.DEFAULT_VARIANT
         if variant not in self.VARIANTS:
@@ -208,10 +223,15 @@ class SamFamilyModel(SliceModel):
             raise ValueError(f"weights must be 'checkpoint' or 'random', not '{weights}'")
         if multimask not in ("auto", "always", "never"):
             raise ValueError(f"multimask must be 'auto', 'always' or 'never', not '{multimask}'")
-        if batch_size != "auto" and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
-                                     or not 1 <= batch_size <= MAX_BATCH_SIZE):
-            raise ValueError(f"batch_size must be 'auto' or a whole number from 1 to "
-                             f"{MAX_BATCH_SIZE} (slices per encoder pass), not {batch_size!r}")
+        if batch_size != "auto" and (
+            isinstance(batch_size, bool)
+            or not isinstance(batch_size, int)
+            or not 1 <= batch_size <= MAX_BATCH_SIZE
+        ):
+            raise ValueError(
+                f"batch_size must be 'auto' or a whole number from 1 to "
+                f"{MAX_BATCH_SIZE} (slices per encoder pass), not {batch_size!r}"
+            )
         self.variant = variant
         self.weights = weights
         self.tiny = bool(tiny)
@@ -232,8 +252,10 @@ class SamFamilyModel(SliceModel):
         self.compile = bool(compile)
         self.backend = check_choice("backend", backend, BACKENDS)
         if backend not in ("auto", "torch") and not self.EXPORTABLE_ENCODER:
-            raise ValueError(f"backend '{backend}' is offered for the encoders of "
-                             f"{', '.join(exportable_models())}; use 'torch' or 'auto'")
+            raise ValueError(
+                f"backend '{backend}' is offered for the encoders of "
+                f"{', '.join(exportable_models())}; use 'torch' or 'auto'"
+            )
         self.checkpoint_directory = checkpoint_dir
         self._exported: Any = _UNRESOLVED
         self._exported_decoder: Any = _UNRESOLVED
@@ -249,15 +271,18 @@ class SamFamilyModel(SliceModel):
         self.accept_other_weights = bool(accept_other_weights)
         if weights == "checkpoint":
             if self.tiny and not checkpoint:
-                raise ValueError("tiny=True with weights='checkpoint' needs an explicit "
-                                 "checkpoint file saved from a tiny model")
+                raise ValueError(
+                    "tiny=True with weights='checkpoint' needs an explicit "
+                    "checkpoint file saved from a tiny model"
+                )
             if self.tiny:
                 self.checkpoint_file = Path(checkpoint).expanduser()
                 if not self.checkpoint_file.is_file():
                     raise CheckpointError(f"checkpoint file {self.checkpoint_file} not found")
             else:
-                self.checkpoint_file = checkpoint_path(self.VARIANTS[variant], checkpoint_dir,
-                                                       checkpoint)
+                self.checkpoint_file = checkpoint_path(
+                    self.VARIANTS[variant], checkpoint_dir, checkpoint
+                )
                 self._table_key = None if checkpoint else self.VARIANTS[variant]
                 self._published_key = self.VARIANTS[variant] if checkpoint else None
         self.cache = EmbeddingCache(int(cache_mb * 2**20), cache_slices)
@@ -274,8 +299,11 @@ class SamFamilyModel(SliceModel):
     def availability(cls, directory: str | None = None) -> str:
         """'ready' when the default variant's checkpoint is present, else what is missing."""
         key = cls.VARIANTS[cls.DEFAULT_VARIANT]
-        others = [v for v, k in cls.VARIANTS.items()
-                  if v != cls.DEFAULT_VARIANT and is_present(k, directory)]
+        others = [
+            v
+            for v, k in cls.VARIANTS.items()
+            if v != cls.DEFAULT_VARIANT and is_present(k, directory)
+        ]
         status = readiness(key, directory)  # ready only once its hash is known to match
         if is_present(key, directory):
             return status + (f" (also: {', '.join(others)})" if others else "")
@@ -434,8 +462,9 @@ class SamFamilyModel(SliceModel):
         """Load ``path`` strictly into ``net`` (readable key diff on mismatch), after
         :meth:`checked_state_dict`'s checks."""
         state = self.checked_state_dict(path)
-        load_state_dict_strict(net, state, source=str(path),
-                               ignore_unexpected=self.IGNORED_CHECKPOINT_KEYS)
+        load_state_dict_strict(
+            net, state, source=str(path), ignore_unexpected=self.IGNORED_CHECKPOINT_KEYS
+        )
 
     def check_explicit_checkpoint(self, key: str, path: Path) -> None:
         """An explicit checkpoint that is not the variant's published file (a one-bit change
@@ -449,9 +478,16 @@ class SamFamilyModel(SliceModel):
                 f"checkpoint {path} is not the published {key} file ({difference}): if these "
                 f"are other weights on purpose (fine-tuned), set the model's "
                 "accept_other_weights: true; else reinstall it (intrabench models download "
-                f"{key})")
-        log.warning("%s: checkpoint %s differs from the published %s file (%s); used as "
-                    "accept_other_weights says", self.name, path, key, difference)
+                f"{key})"
+            )
+        log.warning(
+            "%s: checkpoint %s differs from the published %s file (%s); used as "
+            "accept_other_weights says",
+            self.name,
+            path,
+            key,
+            difference,
+        )
 
     #: checkpoint entries known to be harmless extras (non-persistent buffers in this code)
     IGNORED_CHECKPOINT_KEYS: ClassVar[tuple[str, ...]] = ()
@@ -507,8 +543,9 @@ class SamFamilyModel(SliceModel):
         the adapter's ``slice_view`` ('canonical' when it has none), once per case."""
         from intrabench.io.slice_view import SliceView
 
-        return self.case_value("view", lambda: SliceView.of(
-            self.image, getattr(self, "slice_view", "canonical")))
+        return self.case_value(
+            "view", lambda: SliceView.of(self.image, getattr(self, "slice_view", "canonical"))
+        )
 
     def case_value(self, key: str, compute: Any) -> Any:
         """Per-case memo for values such as the volume's percentile window."""
@@ -572,22 +609,33 @@ class SamFamilyModel(SliceModel):
     def _resolve_backend(self) -> Any:
         from ._encoder_backends import EncoderExports, choose_backend, exports_dir, weights_digest
 
-        usable = (self.device_type == "cpu" and self.active_precision == "fp32"
-                  and self.encoder_weights == "float32" and not self.compile)
+        usable = (
+            self.device_type == "cpu"
+            and self.active_precision == "fp32"
+            and self.encoder_weights == "float32"
+            and not self.compile
+        )
         if not usable:
             if self.backend != "auto":
-                raise CheckpointError(f"backend '{self.backend}' runs the encoder on the CPU in "
-                                      "float32 only (without compile or bf16 weights)")
+                raise CheckpointError(
+                    f"backend '{self.backend}' runs the encoder on the CPU in "
+                    "float32 only (without compile or bf16 weights)"
+                )
             return None
         shape = (self.block_size, *self.encoder_input_shape())
         log = self.say
         digest = self.checkpoint_digests().get("encoder")
-        exports = EncoderExports(None, self.name, shape,
-                                 exports_dir(checkpoint_dir(self.checkpoint_directory)),
-                                 self.backend_threads(), log,
-                                 build=self.encoder_export_module,
-                                 weights=digest or weights_digest(self.net.image_encoder),
-                                 graph=self.ENCODER_GRAPH)
+        exports = EncoderExports(
+            None,
+            self.name,
+            shape,
+            exports_dir(checkpoint_dir(self.checkpoint_directory)),
+            self.backend_threads(),
+            log,
+            build=self.encoder_export_module,
+            weights=digest or weights_digest(self.net.image_encoder),
+            graph=self.ENCODER_GRAPH,
+        )
         return choose_backend(self.backend, exports, log)
 
     def encoder_export_module(self) -> Any:
@@ -602,8 +650,9 @@ class SamFamilyModel(SliceModel):
     def wants_exported_encoder(self) -> bool:
         """Whether :attr:`backend` asks for an exported encoder (one named, or 'auto' on an
         adapter that exports by default); whether it gets one depends on the device too."""
-        return self.EXPORTABLE_ENCODER and (self.backend not in ("auto", "torch")
-                                            or (self.backend == "auto" and self.AUTO_EXPORT))
+        return self.EXPORTABLE_ENCODER and (
+            self.backend not in ("auto", "torch") or (self.backend == "auto" and self.AUTO_EXPORT)
+        )
 
     def open_exports_ahead(self) -> None:
         """Start compiling this model's recorded encoder and decoder exports in the background,
@@ -625,16 +674,22 @@ class SamFamilyModel(SliceModel):
         )
         from ._exports_ahead import torch_threads_guess
 
-        if ("torch" in sys.modules or self._net is not None or self.checkpoint_file is None
-                or not self.wants_exported_encoder()
-                or self._exported is not _UNRESOLVED
-                or str(self.requested_device or "auto") not in ("cpu", "auto")
-                or self.precision not in ("auto", "fp32", "tf32")
-                or self.encoder_weights != "float32" or self.compile):
+        if (
+            "torch" in sys.modules
+            or self._net is not None
+            or self.checkpoint_file is None
+            or not self.wants_exported_encoder()
+            or self._exported is not _UNRESOLVED
+            or str(self.requested_device or "auto") not in ("cpu", "auto")
+            or self.precision not in ("auto", "fp32", "tf32")
+            or self.encoder_weights != "float32"
+            or self.compile
+        ):
             return
         threads = torch_threads_guess()
-        candidates = [b for b in (AUTO_ORDER if self.backend == "auto" else (self.backend,))
-                      if installed(b)]
+        candidates = [
+            b for b in (AUTO_ORDER if self.backend == "auto" else (self.backend,)) if installed(b)
+        ]
         known_shape = self.encoder_input_shape_without_network()
         if threads is None or not candidates or known_shape is None:
             return
@@ -646,15 +701,31 @@ class SamFamilyModel(SliceModel):
         if not digests or "encoder" not in digests:
             return
         shape = (self.block_size_on("cpu"), *known_shape)
-        exports: list[EncoderExports] = [EncoderExports(None, self.name, shape, directory, threads,
-                                                        build=lambda: None,
-                                                        weights=digests["encoder"],
-                                                        graph=self.ENCODER_GRAPH)]
+        exports: list[EncoderExports] = [
+            EncoderExports(
+                None,
+                self.name,
+                shape,
+                directory,
+                threads,
+                build=lambda: None,
+                weights=digests["encoder"],
+                graph=self.ENCODER_GRAPH,
+            )
+        ]
         if self.EXPORTABLE_DECODER and "decoder" in digests:
-            exports.append(DecoderExports(None, self.name, self.decoder_embedding_shape(),
-                                          directory, threads, build=lambda: None,
-                                          weights=digests["decoder"],
-                                          graph=self.DECODER_GRAPH))
+            exports.append(
+                DecoderExports(
+                    None,
+                    self.name,
+                    self.decoder_embedding_shape(),
+                    directory,
+                    threads,
+                    build=lambda: None,
+                    weights=digests["decoder"],
+                    graph=self.DECODER_GRAPH,
+                )
+            )
         for export in exports:
             if export.path.is_file():
                 open_ahead(candidates[0], export.path, threads, export.INPUT_NAMES)
@@ -695,12 +766,15 @@ class SamFamilyModel(SliceModel):
             if digests is None or not wanted <= set(digests):
                 state = self.checked_state_dict(self.checkpoint_file)
                 prefix = "image_encoder."
-                digests = {"encoder": tensors_digest({k[len(prefix):]: v
-                                                      for k, v in state.items()
-                                                      if k.startswith(prefix)})}
+                digests = {
+                    "encoder": tensors_digest(
+                        {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+                    )
+                }
                 if self.DECODER_PREFIXES:
                     digests["decoder"] = tensors_digest(
-                        {k: v for k, v in state.items() if k.startswith(self.DECODER_PREFIXES)})
+                        {k: v for k, v in state.items() if k.startswith(self.DECODER_PREFIXES)}
+                    )
                 record_digests(directory, sha, digests)
             self._checkpoint_digests = {k: digests[k] for k in wanted}
         return self._checkpoint_digests
@@ -713,8 +787,11 @@ class SamFamilyModel(SliceModel):
         that fails its export or check is said in one line and torch's is used."""
         if self._exported_decoder is _UNRESOLVED:
             encoder = self.exported_encoder
-            self._exported_decoder = (None if encoder is None or not self.EXPORTABLE_DECODER
-                                      else self._resolve_decoder(encoder.backend))
+            self._exported_decoder = (
+                None
+                if encoder is None or not self.EXPORTABLE_DECODER
+                else self._resolve_decoder(encoder.backend)
+            )
         return self._exported_decoder
 
     def _resolve_decoder(self, backend: str) -> Any:
@@ -722,11 +799,17 @@ class SamFamilyModel(SliceModel):
 
         log = self.say
         digest = self.checkpoint_digests().get("decoder")
-        exports = DecoderExports(None if digest else self.decoder_module(), self.name,
-                                 self.decoder_embedding_shape(),
-                                 exports_dir(checkpoint_dir(self.checkpoint_directory)),
-                                 self.backend_threads(), log, build=self.decoder_module,
-                                 weights=digest, graph=self.DECODER_GRAPH)
+        exports = DecoderExports(
+            None if digest else self.decoder_module(),
+            self.name,
+            self.decoder_embedding_shape(),
+            exports_dir(checkpoint_dir(self.checkpoint_directory)),
+            self.backend_threads(),
+            log,
+            build=self.decoder_module,
+            weights=digest,
+            graph=self.DECODER_GRAPH,
+        )
         try:
             return exports.load(backend)
         except Exception as error:  # noqa: BLE001 - an export or a backend can fail many ways

@@ -43,12 +43,17 @@ def adapter_classes() -> tuple[type, type]:
             hidden = int(dim * ratio)
             self.norm = nn.LayerNorm(dim)
             self.channel = nn.Sequential(
-                nn.Linear(dim, hidden, bias=False), nn.ReLU(),
-                nn.Linear(hidden, dim, bias=False), nn.Sigmoid())
+                nn.Linear(dim, hidden, bias=False),
+                nn.ReLU(),
+                nn.Linear(hidden, dim, bias=False),
+                nn.Sigmoid(),
+            )
             self.spatial = nn.Sequential(
-                nn.Conv2d(dim, dim, kernel_size=3, stride=2, padding=1, bias=False), nn.ReLU(),
+                nn.Conv2d(dim, dim, kernel_size=3, stride=2, padding=1, bias=False),
+                nn.ReLU(),
                 nn.ConvTranspose2d(dim, dim, kernel_size=4, stride=2, padding=1, bias=False),
-                nn.ReLU())
+                nn.ReLU(),
+            )
 
         def forward(self, tokens: torch.Tensor) -> torch.Tensor:
             features = tokens.permute(0, 3, 1, 2)

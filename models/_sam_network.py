@@ -46,9 +46,18 @@ SAM_CONFIGS: dict[str, SamConfig] = {
 }
 
 #: a small configuration of the same architecture, for tests and timing only
-TINY_SAM = SamConfig(embed_dim=64, depth=2, num_heads=2, global_attn_indexes=(1,),
-                     image_size=256, window_size=8, prompt_dim=32, decoder_mlp_dim=64,
-                     decoder_heads=2, iou_hidden_dim=32)
+TINY_SAM = SamConfig(
+    embed_dim=64,
+    depth=2,
+    num_heads=2,
+    global_attn_indexes=(1,),
+    image_size=256,
+    window_size=8,
+    prompt_dim=32,
+    decoder_mlp_dim=64,
+    decoder_heads=2,
+    iou_hidden_dim=32,
+)
 
 
 def build_sam(config: SamConfig) -> Any:
@@ -70,10 +79,17 @@ def build_sam(config: SamConfig) -> Any:
     norm = partial(torch.nn.LayerNorm, eps=1e-6)
     encoder = ImageEncoderViT(
         depth=0 if config.adapter else config.depth,
-        embed_dim=config.embed_dim, img_size=config.image_size, mlp_ratio=4, norm_layer=norm,
-        num_heads=config.num_heads, patch_size=config.patch_size, qkv_bias=True,
-        use_rel_pos=True, global_attn_indexes=config.global_attn_indexes,
-        window_size=config.window_size, out_chans=config.prompt_dim,
+        embed_dim=config.embed_dim,
+        img_size=config.image_size,
+        mlp_ratio=4,
+        norm_layer=norm,
+        num_heads=config.num_heads,
+        patch_size=config.patch_size,
+        qkv_bias=True,
+        use_rel_pos=True,
+        global_attn_indexes=config.global_attn_indexes,
+        window_size=config.window_size,
+        out_chans=config.prompt_dim,
     )
     if config.adapter:
         from ._sam_med2d_adapter import adapter_classes
@@ -81,22 +97,40 @@ def build_sam(config: SamConfig) -> Any:
         AdapterBlock = adapter_classes()[1]  # noqa: N806 - a class
         for index in range(config.depth):
             window = 0 if index in config.global_attn_indexes else config.window_size
-            encoder.blocks.append(AdapterBlock(
-                dim=config.embed_dim, num_heads=config.num_heads, mlp_ratio=4, qkv_bias=True,
-                norm_layer=norm, use_rel_pos=True, window_size=window, input_size=(grid, grid)))
+            encoder.blocks.append(
+                AdapterBlock(
+                    dim=config.embed_dim,
+                    num_heads=config.num_heads,
+                    mlp_ratio=4,
+                    qkv_bias=True,
+                    norm_layer=norm,
+                    use_rel_pos=True,
+                    window_size=window,
+                    input_size=(grid, grid),
+                )
+            )
     return Sam(
         image_encoder=encoder,
         prompt_encoder=PromptEncoder(
-            embed_dim=config.prompt_dim, image_embedding_size=(grid, grid),
-            input_image_size=(config.image_size, config.image_size), mask_in_chans=16),
+            embed_dim=config.prompt_dim,
+            image_embedding_size=(grid, grid),
+            input_image_size=(config.image_size, config.image_size),
+            mask_in_chans=16,
+        ),
         mask_decoder=MaskDecoder(
             num_multimask_outputs=3,
-            transformer=TwoWayTransformer(depth=2, embedding_dim=config.prompt_dim,
-                                          mlp_dim=config.decoder_mlp_dim,
-                                          num_heads=config.decoder_heads),
-            transformer_dim=config.prompt_dim, iou_head_depth=3,
-            iou_head_hidden_dim=config.iou_hidden_dim),
-        pixel_mean=list(SAM_PIXEL_MEAN), pixel_std=list(SAM_PIXEL_STD),
+            transformer=TwoWayTransformer(
+                depth=2,
+                embedding_dim=config.prompt_dim,
+                mlp_dim=config.decoder_mlp_dim,
+                num_heads=config.decoder_heads,
+            ),
+            transformer_dim=config.prompt_dim,
+            iou_head_depth=3,
+            iou_head_hidden_dim=config.iou_hidden_dim,
+        ),
+        pixel_mean=list(SAM_PIXEL_MEAN),
+        pixel_std=list(SAM_PIXEL_STD),
     )
 
 
@@ -115,8 +149,9 @@ def slice_batch(images: Iterable[np.ndarray], device: Any) -> Any:
     return tensor[:, None].expand(-1, 3, -1, -1).contiguous()
 
 
-def prompt_tensors(prompt: SlicePrompt, scale_y: float, scale_x: float, device: Any
-                   ) -> tuple[Any, Any, Any]:
+def prompt_tensors(
+    prompt: SlicePrompt, scale_y: float, scale_x: float, device: Any
+) -> tuple[Any, Any, Any]:
     """(coords (1, N, 2) as (x, y), labels (1, N), box (1, 4) as x0, y0, x1, y1) in the network
     input frame (per-axis scale factors); None where the prompt has no points / no box."""
     import torch
@@ -128,8 +163,10 @@ def prompt_tensors(prompt: SlicePrompt, scale_y: float, scale_x: float, device: 
         labels = torch.as_tensor(prompt.labels.astype(np.int64), device=device)[None].int()
     if prompt.box is not None:
         b = prompt.box
-        values = np.array([b.x_min * scale_x, b.y_min * scale_y, b.x_max * scale_x,
-                           b.y_max * scale_y], dtype=np.float32)
+        values = np.array(
+            [b.x_min * scale_x, b.y_min * scale_y, b.x_max * scale_x, b.y_max * scale_y],
+            dtype=np.float32,
+        )
         box = torch.as_tensor(values, device=device)[None]
     return coords, labels, box
 
@@ -143,8 +180,9 @@ def feedback_tensor(feedback: Any, device: Any) -> Any:
     return torch.as_tensor(np.asarray(feedback, dtype=np.float32), device=device)[None, None]
 
 
-def sam_decode(net: Any, embedding: Any, coords: Any, labels: Any, box: Any, mask_input: Any,
-               multimask: bool) -> tuple[Any, Any]:
+def sam_decode(
+    net: Any, embedding: Any, coords: Any, labels: Any, box: Any, mask_input: Any, multimask: bool
+) -> tuple[Any, Any]:
     """segment_anything prompt encoder + mask decoder on one cached embedding (C, h, w).
 
     Returns the chosen low-res logits (1, 1, h_low, w_low) and its predicted IoU: the single
@@ -153,11 +191,14 @@ def sam_decode(net: Any, embedding: Any, coords: Any, labels: Any, box: Any, mas
     points = (coords, labels) if coords is not None else None
     sparse, dense = net.prompt_encoder(points=points, boxes=box, masks=mask_input)
     low_res, iou = net.mask_decoder(
-        image_embeddings=embedding[None], image_pe=net.prompt_encoder.get_dense_pe(),
-        sparse_prompt_embeddings=sparse, dense_prompt_embeddings=dense,
-        multimask_output=multimask)
+        image_embeddings=embedding[None],
+        image_pe=net.prompt_encoder.get_dense_pe(),
+        sparse_prompt_embeddings=sparse,
+        dense_prompt_embeddings=dense,
+        multimask_output=multimask,
+    )
     best = int(iou[0].float().argmax()) if multimask else 0
-    return low_res[:, best:best + 1], iou[0, best]
+    return low_res[:, best : best + 1], iou[0, best]
 
 
 def logits_feedback(low_res: Any) -> np.ndarray:

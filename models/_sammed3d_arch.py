@@ -62,9 +62,20 @@ class SamMed3DConfig:
 
 FULL = SamMed3DConfig()
 #: tests and timing only: same module structure, random weights, tiny widths, 64^3 input
-TINY = SamMed3DConfig(image_size=64, patch_size=16, embed_dim=32, depth=2, num_heads=2,
-                      global_attn_indexes=(1,), window_size=3, prompt_dim=24, mask_in_chans=8,
-                      decoder_heads=2, decoder_mlp_dim=32, iou_head_hidden_dim=16)
+TINY = SamMed3DConfig(
+    image_size=64,
+    patch_size=16,
+    embed_dim=32,
+    depth=2,
+    num_heads=2,
+    global_attn_indexes=(1,),
+    window_size=3,
+    prompt_dim=24,
+    mask_in_chans=8,
+    decoder_heads=2,
+    decoder_mlp_dim=32,
+    iou_head_hidden_dim=16,
+)
 
 
 def _relative_table(table: torch.Tensor, size: int) -> torch.Tensor:
@@ -83,7 +94,7 @@ class Attention3D(nn.Module):
         super().__init__()
         self.num_heads = num_heads
         head_dim = dim // num_heads
-        self.scale = head_dim ** -0.5
+        self.scale = head_dim**-0.5
         self.qkv = nn.Linear(dim, dim * 3, bias=True)
         self.proj = nn.Linear(dim, dim)
         self.rel_pos_d = nn.Parameter(torch.zeros(2 * grid - 1, head_dim))
@@ -110,9 +121,12 @@ class Attention3D(nn.Module):
         # is the function those weights compute (it needs d == h == w, true in cubic windows
         # and grids); the textbook form changes the encoder by 1.7e-2 with non-zero tables.
         # tests/models3d/test_upstream_equivalence.py writes the sum out element by element.
-        attn = (attn.view(-1, d, h, w, d, h, w) + bias_d[:, :, :, :, None, None]
-                + bias_h[:, :, :, None, :, None] + bias_w[:, :, :, None, None, :]
-                ).view(-1, n, n)
+        attn = (
+            attn.view(-1, d, h, w, d, h, w)
+            + bias_d[:, :, :, :, None, None]
+            + bias_h[:, :, :, None, :, None]
+            + bias_w[:, :, :, None, None, :]
+        ).view(-1, n, n)
         out = attn.softmax(dim=-1) @ v
         out = out.view(b, self.num_heads, d, h, w, -1).permute(0, 2, 3, 4, 1, 5)
         return self.proj(out.reshape(b, d, h, w, -1))
@@ -130,8 +144,9 @@ def _to_windows(x: torch.Tensor, size: int) -> tuple[torch.Tensor, tuple[int, in
     return windows, (dp, hp, wp)
 
 
-def _from_windows(windows: torch.Tensor, size: int, padded: tuple[int, int, int],
-                  original: tuple[int, int, int]) -> torch.Tensor:
+def _from_windows(
+    windows: torch.Tensor, size: int, padded: tuple[int, int, int], original: tuple[int, int, int]
+) -> torch.Tensor:
     dp, hp, wp = padded
     b = windows.shape[0] // ((dp // size) * (hp // size) * (wp // size))
     x = windows.view(b, dp // size, hp // size, wp // size, size, size, size, -1)
@@ -183,8 +198,12 @@ class ImageEncoderViT3D(nn.Module):
         self.patch_embed = PatchEmbed3D(cfg.patch_size, cfg.embed_dim)
         self.pos_embed = nn.Parameter(torch.zeros(1, grid, grid, grid, cfg.embed_dim))
         self.blocks = nn.ModuleList(
-            Block3D(cfg.embed_dim, cfg.num_heads,
-                    0 if i in cfg.global_attn_indexes else cfg.window_size, grid)
+            Block3D(
+                cfg.embed_dim,
+                cfg.num_heads,
+                0 if i in cfg.global_attn_indexes else cfg.window_size,
+                grid,
+            )
             for i in range(cfg.depth)
         )
         self.neck = nn.Sequential(
@@ -219,11 +238,23 @@ class PromptEncoder3D(nn.Module):
     def get_dense_pe(self) -> torch.Tensor:
         return self.pe_layer.dense(self.grid)
 
-    def forward(self, points: torch.Tensor | None, labels: torch.Tensor | None,
-                masks: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        batch = points.shape[0] if points is not None else (masks.shape[0] if masks is not None else 1)
-        sparse = embed_sparse(self.pe_layer, self.input_image_size, self.point_embeddings,
-                              self.not_a_point_embed, points, labels, None, batch, self.embed_dim)
+    def forward(
+        self, points: torch.Tensor | None, labels: torch.Tensor | None, masks: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        batch = (
+            points.shape[0] if points is not None else (masks.shape[0] if masks is not None else 1)
+        )
+        sparse = embed_sparse(
+            self.pe_layer,
+            self.input_image_size,
+            self.point_embeddings,
+            self.not_a_point_embed,
+            points,
+            labels,
+            None,
+            batch,
+            self.embed_dim,
+        )
         if masks is not None:
             dense = self.mask_downscaling(masks)
         else:
@@ -247,16 +278,30 @@ class MaskDecoder3D(nn.Module):
             nn.GELU(),
         )
         self.output_hypernetworks_mlps = nn.ModuleList(
-            MLP(dim, dim, dim // 8, 3) for _ in range(self.num_mask_tokens))
+            MLP(dim, dim, dim // 8, 3) for _ in range(self.num_mask_tokens)
+        )
         self.iou_prediction_head = MLP(dim, cfg.iou_head_hidden_dim, self.num_mask_tokens, 3)
 
-    def forward(self, image_embedding: torch.Tensor, image_pe: torch.Tensor,
-                sparse: torch.Tensor, dense: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        image_embedding: torch.Tensor,
+        image_pe: torch.Tensor,
+        sparse: torch.Tensor,
+        dense: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Single-mask output (token 0), as SAM-Med3D is used: ((B, 1, s, s, s), (B, 1))."""
-        masks, iou, _ = decode_masks(self.transformer, self.iou_token, self.mask_tokens,
-                                     self.output_upscaling, self.output_hypernetworks_mlps,
-                                     self.iou_prediction_head, image_embedding, image_pe,
-                                     sparse, dense)
+        masks, iou, _ = decode_masks(
+            self.transformer,
+            self.iou_token,
+            self.mask_tokens,
+            self.output_upscaling,
+            self.output_hypernetworks_mlps,
+            self.iou_prediction_head,
+            image_embedding,
+            image_pe,
+            sparse,
+            dense,
+        )
         return masks[:, :1], iou[:, :1]
 
 
@@ -270,8 +315,13 @@ class SamMed3DNet(nn.Module):
         self.prompt_encoder = PromptEncoder3D(cfg)
         self.mask_decoder = MaskDecoder3D(cfg)
 
-    def decode(self, embedding: torch.Tensor, points: torch.Tensor | None,
-               labels: torch.Tensor | None, mask_input: torch.Tensor | None) -> torch.Tensor:
+    def decode(
+        self,
+        embedding: torch.Tensor,
+        points: torch.Tensor | None,
+        labels: torch.Tensor | None,
+        mask_input: torch.Tensor | None,
+    ) -> torch.Tensor:
         """Low-res logits (B, 1, s, s, s) from a cached image embedding and prompts."""
         sparse, dense = self.prompt_encoder(points, labels, mask_input)
         logits, _ = self.mask_decoder(embedding, self.prompt_encoder.get_dense_pe(), sparse, dense)

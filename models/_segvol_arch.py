@@ -61,9 +61,18 @@ class SegVolConfig:
 FULL = SegVolConfig()
 #: tests and timing only: same module structure, random weights, tiny widths, (32, 160, 160)
 #: input in 4^3 patches of (8, 40, 40) voxels (one window covers each demo volume)
-TINY = SegVolConfig(spatial_size=(32, 160, 160), patch_size=(8, 40, 40), hidden_size=32, mlp_dim=64,
-                    num_layers=2, num_heads=2, decoder_heads=2, decoder_mlp_dim=32,
-                    iou_head_hidden_dim=16, mask_in_chans=8)
+TINY = SegVolConfig(
+    spatial_size=(32, 160, 160),
+    patch_size=(8, 40, 40),
+    hidden_size=32,
+    mlp_dim=64,
+    num_layers=2,
+    num_heads=2,
+    decoder_heads=2,
+    decoder_mlp_dim=32,
+    iou_head_hidden_dim=16,
+    mask_in_chans=8,
+)
 
 
 def text_encoder_keys(num_layers: int = 12) -> list[str]:
@@ -72,15 +81,27 @@ def text_encoder_keys(num_layers: int = 12) -> list[str]:
     Includes ``embeddings.position_ids``, a persistent buffer in older ``transformers``.
     """
     base = "text_encoder.clip_text_model.text_model."
-    keys = [base + "embeddings.token_embedding.weight",
-            base + "embeddings.position_embedding.weight",
-            base + "embeddings.position_ids",
-            base + "final_layer_norm.weight", base + "final_layer_norm.bias",
-            "text_encoder.dim_align.weight", "text_encoder.dim_align.bias"]
+    keys = [
+        base + "embeddings.token_embedding.weight",
+        base + "embeddings.position_embedding.weight",
+        base + "embeddings.position_ids",
+        base + "final_layer_norm.weight",
+        base + "final_layer_norm.bias",
+        "text_encoder.dim_align.weight",
+        "text_encoder.dim_align.bias",
+    ]
     for i in range(num_layers):
         layer = f"{base}encoder.layers.{i}."
-        for part in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                     "self_attn.out_proj", "layer_norm1", "mlp.fc1", "mlp.fc2", "layer_norm2"):
+        for part in (
+            "self_attn.q_proj",
+            "self_attn.k_proj",
+            "self_attn.v_proj",
+            "self_attn.out_proj",
+            "layer_norm1",
+            "mlp.fc1",
+            "mlp.fc2",
+            "layer_norm2",
+        ):
             keys += [f"{layer}{part}.weight", f"{layer}{part}.bias"]
     return keys
 
@@ -88,10 +109,18 @@ def text_encoder_keys(num_layers: int = 12) -> list[str]:
 def build_image_encoder(cfg: SegVolConfig) -> nn.Module:
     from monai.networks.nets import ViT
 
-    vit = ViT(in_channels=1, img_size=cfg.spatial_size, patch_size=cfg.patch_size,
-              hidden_size=cfg.hidden_size, mlp_dim=cfg.mlp_dim, num_layers=cfg.num_layers,
-              num_heads=cfg.num_heads, proj_type="perceptron", classification=False,
-              dropout_rate=0.0)
+    vit = ViT(
+        in_channels=1,
+        img_size=cfg.spatial_size,
+        patch_size=cfg.patch_size,
+        hidden_size=cfg.hidden_size,
+        mlp_dim=cfg.mlp_dim,
+        num_layers=cfg.num_layers,
+        num_heads=cfg.num_heads,
+        proj_type="perceptron",
+        classification=False,
+        dropout_rate=0.0,
+    )
     for block in vit.blocks:
         if getattr(block, "with_cross_attention", False):
             raise RuntimeError("unexpected cross-attention block in MONAI ViT")
@@ -117,11 +146,23 @@ class SegVolPromptEncoder(nn.Module):
     def get_dense_pe(self) -> torch.Tensor:
         return self.pe_layer.dense(self.grid)
 
-    def forward(self, points: torch.Tensor | None, labels: torch.Tensor | None,
-                boxes: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        batch = points.shape[0] if points is not None else (boxes.shape[0] if boxes is not None else 1)
-        sparse = embed_sparse(self.pe_layer, self.input_image_size, self.point_embeddings,
-                              self.not_a_point_embed, points, labels, boxes, batch, self.embed_dim)
+    def forward(
+        self, points: torch.Tensor | None, labels: torch.Tensor | None, boxes: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        batch = (
+            points.shape[0] if points is not None else (boxes.shape[0] if boxes is not None else 1)
+        )
+        sparse = embed_sparse(
+            self.pe_layer,
+            self.input_image_size,
+            self.point_embeddings,
+            self.not_a_point_embed,
+            points,
+            labels,
+            boxes,
+            batch,
+            self.embed_dim,
+        )
         dense = self.no_mask_embed.weight.reshape(1, -1, 1, 1, 1).expand(batch, -1, *self.grid)
         return sparse, dense
 
@@ -143,17 +184,31 @@ class SegVolMaskDecoder(nn.Module):
             nn.GELU(),
         )
         self.output_hypernetworks_mlps = nn.ModuleList(
-            MLP(dim, dim, dim // 8, 3) for _ in range(self.num_mask_tokens))
+            MLP(dim, dim, dim // 8, 3) for _ in range(self.num_mask_tokens)
+        )
         self.iou_prediction_head = MLP(dim, cfg.iou_head_hidden_dim, self.num_mask_tokens, 3)
         self.txt_align_upscaled_embedding = nn.Linear(dim, dim // 8)
 
-    def forward(self, image_embedding: torch.Tensor, image_pe: torch.Tensor,
-                sparse: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        image_embedding: torch.Tensor,
+        image_pe: torch.Tensor,
+        sparse: torch.Tensor,
+        dense: torch.Tensor,
+    ) -> torch.Tensor:
         """Single-mask low-resolution logits (B, 1, 4*F0, 4*F1, 4*F2); no text term."""
-        masks, _, _ = decode_masks(self.transformer, self.iou_token, self.mask_tokens,
-                                   self.output_upscaling, self.output_hypernetworks_mlps,
-                                   self.iou_prediction_head, image_embedding, image_pe,
-                                   sparse, dense)
+        masks, _, _ = decode_masks(
+            self.transformer,
+            self.iou_token,
+            self.mask_tokens,
+            self.output_upscaling,
+            self.output_hypernetworks_mlps,
+            self.iou_prediction_head,
+            image_embedding,
+            image_pe,
+            sparse,
+            dense,
+        )
         return masks[:, :1]
 
 
@@ -172,10 +227,16 @@ class SegVolNet(nn.Module):
         tokens, _ = self.image_encoder(image)
         return tokens.transpose(1, 2).reshape(image.shape[0], -1, *self.config.feature_shape)
 
-    def decode(self, embedding: torch.Tensor, points: torch.Tensor | None,
-               labels: torch.Tensor | None, boxes: torch.Tensor | None) -> torch.Tensor:
+    def decode(
+        self,
+        embedding: torch.Tensor,
+        points: torch.Tensor | None,
+        labels: torch.Tensor | None,
+        boxes: torch.Tensor | None,
+    ) -> torch.Tensor:
         """Logits (B, 1, *spatial_size): decoder output upsampled trilinearly, as upstream."""
         sparse, dense = self.prompt_encoder(points, labels, boxes)
         low = self.mask_decoder(embedding, self.prompt_encoder.get_dense_pe(), sparse, dense)
-        return F.interpolate(low, size=self.config.spatial_size, mode="trilinear",
-                             align_corners=False)
+        return F.interpolate(
+            low, size=self.config.spatial_size, mode="trilinear", align_corners=False
+        )

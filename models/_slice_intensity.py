@@ -11,9 +11,9 @@ import numpy as np
 PERCENTILES = (0.5, 99.5)
 
 
-
-def percentile_window(values: np.ndarray, low: float = PERCENTILES[0],
-                      high: float = PERCENTILES[1]) -> tuple[float, float]:
+def percentile_window(
+    values: np.ndarray, low: float = PERCENTILES[0], high: float = PERCENTILES[1]
+) -> tuple[float, float]:
     """The (low, high) percentiles of ``values`` (all voxels), never degenerate."""
     lo, hi = np.percentile(np.asarray(values, dtype=np.float32), [low, high])
     lo, hi = float(lo), float(hi)

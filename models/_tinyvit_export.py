@@ -49,13 +49,23 @@ class SplitQKVAttention(torch.nn.Module):
         self.key = self._rows_of(attention.qkv, per_head, self.key_dim, 2 * self.key_dim)
         self.value = self._rows_of(attention.qkv, per_head, 2 * self.key_dim, per_head)
 
-    def _rows_of(self, fused: torch.nn.Linear, per_head: int, start: int, stop: int
-                 ) -> torch.nn.Linear:
+    def _rows_of(
+        self, fused: torch.nn.Linear, per_head: int, start: int, stop: int
+    ) -> torch.nn.Linear:
         """A linear layer of ``fused``'s output rows ``start:stop`` of every head's block."""
-        rows = torch.cat([torch.arange(head * per_head + start, head * per_head + stop)
-                          for head in range(self.num_heads)])
-        layer = torch.nn.Linear(fused.in_features, len(rows), bias=fused.bias is not None,
-                                dtype=fused.weight.dtype, device=fused.weight.device)
+        rows = torch.cat(
+            [
+                torch.arange(head * per_head + start, head * per_head + stop)
+                for head in range(self.num_heads)
+            ]
+        )
+        layer = torch.nn.Linear(
+            fused.in_features,
+            len(rows),
+            bias=fused.bias is not None,
+            dtype=fused.weight.dtype,
+            device=fused.weight.device,
+        )
         with torch.no_grad():
             layer.weight.copy_(fused.weight[rows])
             if fused.bias is not None:
@@ -69,21 +79,30 @@ class SplitQKVAttention(torch.nn.Module):
         def heads(values: torch.Tensor) -> torch.Tensor:  # (batch, heads, tokens, dim)
             return values.view(batch, count, self.num_heads, -1).permute(0, 2, 1, 3)
 
-        query, key, value = (heads(self.query(tokens)), heads(self.key(tokens)),
-                             heads(self.value(tokens)))
+        query, key, value = (
+            heads(self.query(tokens)),
+            heads(self.key(tokens)),
+            heads(self.value(tokens)),
+        )
         attention = (query @ key.transpose(-2, -1)) * self.scale + self.attention_bias
         attention = attention.softmax(dim=-1)
-        mixed = (attention @ value).transpose(1, 2).reshape(batch, count,
-                                                            self.num_heads * self.value_dim)
+        mixed = (
+            (attention @ value)
+            .transpose(1, 2)
+            .reshape(batch, count, self.num_heads * self.value_dim)
+        )
         return self.proj(mixed)
 
 
 def is_tinyvit_attention(module: Any) -> bool:
     """Whether ``module`` is a TinyViT window attention (fused ``qkv``, ``key_dim``, ``d``)."""
-    return (type(module).__name__ == "Attention" and isinstance(getattr(module, "qkv", None),
-                                                                torch.nn.Linear)
-            and all(hasattr(module, name) for name in ("key_dim", "d", "num_heads", "scale",
-                                                        "norm", "proj")))
+    return (
+        type(module).__name__ == "Attention"
+        and isinstance(getattr(module, "qkv", None), torch.nn.Linear)
+        and all(
+            hasattr(module, name) for name in ("key_dim", "d", "num_heads", "scale", "norm", "proj")
+        )
+    )
 
 
 def with_split_qkv(encoder: torch.nn.Module) -> torch.nn.Module:

@@ -66,8 +66,13 @@ class Cvpr25Submission(Model):
     accepts: ClassVar[frozenset[str]] = frozenset({"box3d", "point", "scribble", "mask"})
     licence: ClassVar[str] = "the submission's own"
 
-    def __init__(self, command: list[str] | str, timeout_s: float = 600.0,
-                 measure_startup: bool = True, case_name: str = "case") -> None:
+    def __init__(
+        self,
+        command: list[str] | str,
+        timeout_s: float = 600.0,
+        measure_startup: bool = True,
+        case_name: str = "case",
+    ) -> None:
         words = shlex.split(command) if isinstance(command, str) else [str(w) for w in command]
         if not words:
             raise ValueError("command is empty")
@@ -90,22 +95,30 @@ class Cvpr25Submission(Model):
             with tempfile.TemporaryDirectory(prefix="intrabench-cvpr25-") as folder:
                 inputs, outputs = _folders(Path(folder))
                 self.startup_seconds = self._run(inputs, outputs)
-            print(f"cvpr25-submission: start-up {self.startup_seconds:.2f} s per run of "
-                  f"{self.command[0]} (taken out of each step's model time)", file=sys.stderr)
+            print(
+                f"cvpr25-submission: start-up {self.startup_seconds:.2f} s per run of "
+                f"{self.command[0]} (taken out of each step's model time)",
+                file=sys.stderr,
+            )
 
     def set_case(self, image: Volume) -> None:
         self._image = image
 
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
         if self._image is None:
             raise RuntimeError("cvpr25-submission: set_case() was not called")
         self.prepare()
         image = self._image
         with tempfile.TemporaryDirectory(prefix="intrabench-cvpr25-") as folder:
             inputs, outputs = _folders(Path(folder))
-            np.savez_compressed(inputs / f"{self.case_name}.npz",
-                                **challenge_inputs(image, prompt, previous))
+            np.savez_compressed(
+                inputs / f"{self.case_name}.npz", **challenge_inputs(image, prompt, previous)
+            )
             seconds = self._run(inputs, outputs)
             mask = read_segs(outputs / f"{self.case_name}.npz", image.shape)
         self._seconds += max(0.0, seconds - (self.startup_seconds or 0.0))
@@ -119,45 +132,73 @@ class Cvpr25Submission(Model):
 
     # -- running the command --------------------------------------------------------------
     def _run(self, inputs: Path, outputs: Path) -> float:
-        command = [word.replace("{inputs}", str(inputs)).replace("{outputs}", str(outputs))
-                   for word in self.command]
+        command = [
+            word.replace("{inputs}", str(inputs)).replace("{outputs}", str(outputs))
+            for word in self.command
+        ]
         env = {**os.environ, "INPUTS": str(inputs), "OUTPUTS": str(outputs)}
         started = time.perf_counter()
         try:
-            done = subprocess.run(command, env=env, capture_output=True,
-                                  timeout=self.timeout_s, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                command,
+                env=env,
+                capture_output=True,
+                timeout=self.timeout_s,
+                stdin=subprocess.DEVNULL,
+            )
         except FileNotFoundError:
             raise SubmissionError(f"cvpr25-submission: command not found: {command[0]}") from None
         except subprocess.TimeoutExpired:
-            raise SubmissionError(f"cvpr25-submission: {command[0]} did not finish within "
-                                  f"{self.timeout_s:g} s (timeout_s)") from None
+            raise SubmissionError(
+                f"cvpr25-submission: {command[0]} did not finish within "
+                f"{self.timeout_s:g} s (timeout_s)"
+            ) from None
         seconds = time.perf_counter() - started
         if done.returncode != 0:
             last = _last_line(done.stderr) or _last_line(done.stdout)
-            raise SubmissionError(f"cvpr25-submission: {command[0]} exited with code "
-                                  f"{done.returncode}" + (f": {last}" if last else ""))
+            raise SubmissionError(
+                f"cvpr25-submission: {command[0]} exited with code "
+                f"{done.returncode}" + (f": {last}" if last else "")
+            )
         return seconds
 
 
-def challenge_inputs(image: Volume, prompt: Prompt, previous: Prediction | None
-                     ) -> dict[str, Any]:
+def challenge_inputs(image: Volume, prompt: Prompt, previous: Prediction | None) -> dict[str, Any]:
     """The arrays of one step's input ``.npz`` (see the module's docstring)."""
     points, labels = prompt.model_points()
     order = [("fg" if int(labels[i]) == 1 else "bg") for i in _point_order(prompt, len(points))]
-    clicks = {"fg": points[labels == 1].astype(np.int64).tolist(),
-              "bg": points[labels == 0].astype(np.int64).tolist()}
-    prev = (np.asarray(previous.mask, dtype=np.uint8) if previous is not None
-            else np.zeros(image.shape, dtype=np.uint8))
+    clicks = {
+        "fg": points[labels == 1].astype(np.int64).tolist(),
+        "bg": points[labels == 0].astype(np.int64).tolist(),
+    }
+    prev = (
+        np.asarray(previous.mask, dtype=np.uint8)
+        if previous is not None
+        else np.zeros(image.shape, dtype=np.uint8)
+    )
     arrays: dict[str, Any] = {
-        "imgs": np.asarray(image.array), "spacing": np.asarray(image.spacing, dtype=np.float64),
+        "imgs": np.asarray(image.array),
+        "spacing": np.asarray(image.spacing, dtype=np.float64),
         "clicks": np.array([clicks], dtype=object),
-        "clicks_order": np.array([order], dtype=object), "prev_pred": prev}
+        "clicks_order": np.array([order], dtype=object),
+        "prev_pred": prev,
+    }
     box = prompt.box3d
     if box is not None:
-        arrays["boxes"] = np.array([{
-            "z_min": box.z_min, "z_max": box.z_max, "z_mid": (box.z_min + box.z_max) // 2,
-            "z_mid_x_min": box.x_min, "z_mid_y_min": box.y_min,
-            "z_mid_x_max": box.x_max, "z_mid_y_max": box.y_max}], dtype=object)
+        arrays["boxes"] = np.array(
+            [
+                {
+                    "z_min": box.z_min,
+                    "z_max": box.z_max,
+                    "z_mid": (box.z_min + box.z_max) // 2,
+                    "z_mid_x_min": box.x_min,
+                    "z_mid_y_min": box.y_min,
+                    "z_mid_x_max": box.x_max,
+                    "z_mid_y_max": box.y_max,
+                }
+            ],
+            dtype=object,
+        )
     return arrays
 
 
@@ -181,19 +222,24 @@ def _point_order(prompt: Prompt, n_points: int) -> list[int]:
 def read_segs(path: Path, shape: tuple[int, ...]) -> np.ndarray:
     """Class 1 of the ``segs`` array in ``path``: a boolean (z, y, x) mask of ``shape``."""
     if not path.is_file():
-        raise SubmissionError(f"cvpr25-submission: the command wrote no {path.name} into the "
-                              "outputs folder")
+        raise SubmissionError(
+            f"cvpr25-submission: the command wrote no {path.name} into the outputs folder"
+        )
     try:
         with np.load(path, allow_pickle=False) as data:
             if "segs" not in data.files:
-                raise SubmissionError(f"cvpr25-submission: {path.name} has no 'segs' (it has "
-                                      f"{', '.join(data.files[:8]) or 'nothing'})")
+                raise SubmissionError(
+                    f"cvpr25-submission: {path.name} has no 'segs' (it has "
+                    f"{', '.join(data.files[:8]) or 'nothing'})"
+                )
             segs = data["segs"]
     except (OSError, ValueError) as error:
         raise SubmissionError(f"cvpr25-submission: {path.name} cannot be read ({error})") from None
     if segs.shape != tuple(shape) or segs.dtype.kind not in "biu":
-        raise SubmissionError(f"cvpr25-submission: 'segs' is {segs.dtype} of shape "
-                              f"{segs.shape}; the image is {tuple(shape)} (an integer label map)")
+        raise SubmissionError(
+            f"cvpr25-submission: 'segs' is {segs.dtype} of shape "
+            f"{segs.shape}; the image is {tuple(shape)} (an integer label map)"
+        )
     return np.ascontiguousarray(segs == 1)
 
 
@@ -208,4 +254,3 @@ def _folders(root: Path) -> tuple[Path, Path]:
 def _last_line(data: bytes) -> str:
     lines = [line.strip() for line in data.decode(errors="replace").splitlines() if line.strip()]
     return lines[-1][:300] if lines else ""
-

@@ -75,23 +75,45 @@ def build_tiny_litemedsam() -> Any:
 
     # the last stage's width must stay 320: TinyViT's (MobileSAM's) patch merging keeps the
     # 64 x 64 resolution only for widths 320, 448 and 576
-    encoder = TinyViT(img_size=IMAGE_SIZE, in_chans=3, embed_dims=[8, 16, 24, 320],
-                      depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1], window_sizes=[7, 7, 14, 7],
-                      mlp_ratio=2.0, drop_rate=0.0, drop_path_rate=0.0, use_checkpoint=False,
-                      mbconv_expand_ratio=2.0, local_conv_size=3, layer_lr_decay=0.8)
-    prompt_encoder = PromptEncoder(embed_dim=256, image_embedding_size=(64, 64),
-                                   input_image_size=(IMAGE_SIZE, IMAGE_SIZE), mask_in_chans=16)
-    decoder = MaskDecoder(num_multimask_outputs=3,
-                          transformer=TwoWayTransformer(depth=1, embedding_dim=256, mlp_dim=64,
-                                                        num_heads=2),
-                          transformer_dim=256, iou_head_depth=2, iou_head_hidden_dim=32)
-    return modeling.MedSAMLite(image_encoder=encoder, mask_decoder=decoder,
-                               prompt_encoder=prompt_encoder)
+    encoder = TinyViT(
+        img_size=IMAGE_SIZE,
+        in_chans=3,
+        embed_dims=[8, 16, 24, 320],
+        depths=[1, 1, 1, 1],
+        num_heads=[1, 1, 1, 1],
+        window_sizes=[7, 7, 14, 7],
+        mlp_ratio=2.0,
+        drop_rate=0.0,
+        drop_path_rate=0.0,
+        use_checkpoint=False,
+        mbconv_expand_ratio=2.0,
+        local_conv_size=3,
+        layer_lr_decay=0.8,
+    )
+    prompt_encoder = PromptEncoder(
+        embed_dim=256,
+        image_embedding_size=(64, 64),
+        input_image_size=(IMAGE_SIZE, IMAGE_SIZE),
+        mask_in_chans=16,
+    )
+    decoder = MaskDecoder(
+        num_multimask_outputs=3,
+        transformer=TwoWayTransformer(depth=1, embedding_dim=256, mlp_dim=64, num_heads=2),
+        transformer_dim=256,
+        iou_head_depth=2,
+        iou_head_hidden_dim=32,
+    )
+    return modeling.MedSAMLite(
+        image_encoder=encoder, mask_decoder=decoder, prompt_encoder=prompt_encoder
+    )
 
 
-def to_uint8_like_pre_ct_mr(slice_values: np.ndarray, modality: str,
-                            bounds: tuple[float, float], volume_range: tuple[float, float]
-                            ) -> np.ndarray:
+def to_uint8_like_pre_ct_mr(
+    slice_values: np.ndarray,
+    modality: str,
+    bounds: tuple[float, float],
+    volume_range: tuple[float, float],
+) -> np.ndarray:
     """One slice's 8-bit intensities as ``pre_CT_MR.py`` makes them for its whole volume.
 
     ``bounds``: the clip window (CT window, or MR percentiles); ``volume_range``: the clipped
@@ -107,9 +129,9 @@ def to_uint8_like_pre_ct_mr(slice_values: np.ndarray, modality: str,
     return scaled.astype(np.uint8)
 
 
-def volume_intensity_bounds(volume: np.ndarray, modality: str,
-                            ct_window: tuple[float, float] = CT_WINDOW
-                            ) -> tuple[tuple[float, float], tuple[float, float]]:
+def volume_intensity_bounds(
+    volume: np.ndarray, modality: str, ct_window: tuple[float, float] = CT_WINDOW
+) -> tuple[tuple[float, float], tuple[float, float]]:
     """(clip window, clipped volume's (min, max)) of a (z, y, x) volume, as ``pre_CT_MR.py``
     derives them: the CT window (level, width), or the MR percentiles of the non-zero voxels."""
     if modality == CT:
@@ -117,8 +139,11 @@ def volume_intensity_bounds(volume: np.ndarray, modality: str,
         bounds = (level - width / 2, level + width / 2)
     else:
         positive = volume[volume > 0]
-        bounds = ((0.0, 0.0) if positive.size == 0 else tuple(
-            float(v) for v in np.percentile(positive.astype(np.float64), MR_PERCENTILES)))
+        bounds = (
+            (0.0, 0.0)
+            if positive.size == 0
+            else tuple(float(v) for v in np.percentile(positive.astype(np.float64), MR_PERCENTILES))
+        )
     low = float(np.clip(np.float64(volume.min()), *bounds))
     high = float(np.clip(np.float64(volume.max()), *bounds))
     return bounds, (low, high)
@@ -142,7 +167,7 @@ def network_input(slice_uint8: np.ndarray) -> np.ndarray:
     low = resized.min()
     normalised = (resized - low) / np.clip(resized.max() - low, a_min=1e-8, a_max=None)
     padded = np.zeros((IMAGE_SIZE, IMAGE_SIZE), dtype=np.float64)
-    padded[:resized.shape[0], :resized.shape[1]] = normalised
+    padded[: resized.shape[0], : resized.shape[1]] = normalised
     return padded.astype(np.float32)
 
 
@@ -151,10 +176,13 @@ def decode_box(net: Any, embedding: Any, box: Any) -> Any:
     (single mask) for a (1, 256, 64, 64) embedding and a (1, 1, 4) box (x_min, y_min, x_max,
     y_max) in the 256-pixel input frame."""
     sparse, dense = net.prompt_encoder(points=None, boxes=box, masks=None)
-    low_res, _ = net.mask_decoder(image_embeddings=embedding,
-                                  image_pe=net.prompt_encoder.get_dense_pe(),
-                                  sparse_prompt_embeddings=sparse,
-                                  dense_prompt_embeddings=dense, multimask_output=False)
+    low_res, _ = net.mask_decoder(
+        image_embeddings=embedding,
+        image_pe=net.prompt_encoder.get_dense_pe(),
+        sparse_prompt_embeddings=sparse,
+        dense_prompt_embeddings=dense,
+        multimask_output=False,
+    )
     return low_res
 
 
@@ -163,8 +191,9 @@ def resized_in_torch(cropped: Any, view_shape: tuple[int, int]) -> Any:
     ``align_corners=False`` as the official inference does: the (rows, cols) tensor."""
     import torch.nn.functional as F
 
-    return F.interpolate(cropped, size=tuple(view_shape), mode="bilinear",
-                         align_corners=False)[0, 0]
+    return F.interpolate(cropped, size=tuple(view_shape), mode="bilinear", align_corners=False)[
+        0, 0
+    ]
 
 
 #: the graph :func:`single_mask_box_decoder` exports, in the export's file name: a new name
@@ -192,14 +221,13 @@ def single_mask_box_decoder(net: Any) -> Any:
             sparse, dense = self.prompt_encoder(points=None, boxes=box, masks=None)
             decoder = self.mask_decoder
             output_tokens = torch.cat([decoder.iou_token.weight, decoder.mask_tokens.weight])
-            tokens = torch.cat((output_tokens[None].expand(sparse.shape[0], -1, -1), sparse),
-                               dim=1)
+            tokens = torch.cat((output_tokens[None].expand(sparse.shape[0], -1, -1), sparse), dim=1)
             source = embedding + dense
             batch, channels, height, width = source.shape
-            states, keys = decoder.transformer(source, self.prompt_encoder.get_dense_pe(),
-                                               tokens)
+            states, keys = decoder.transformer(source, self.prompt_encoder.get_dense_pe(), tokens)
             upscaled = decoder.output_upscaling(
-                keys.transpose(1, 2).reshape(batch, channels, height, width))
+                keys.transpose(1, 2).reshape(batch, channels, height, width)
+            )
             hyper = decoder.output_hypernetworks_mlps[0](states[:, 1, :])  # mask token 0
             batch, channels, height, width = upscaled.shape
             pixels = upscaled.permute(0, 2, 3, 1).reshape(batch, height * width, channels)
@@ -237,10 +265,15 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
     EXPORTABLE_DECODER: ClassVar[bool] = True  # measured: OpenVINO 2.3x torch (0.068 s a call)
     NUMPY_WHEN_EXPORTED: ClassVar[bool] = True  # both exported: no torch at all (a 2.4 s start)
 
-    def __init__(self, modality: str = "auto", slice_view: str = "stored",
-                 ct_window: tuple[float, float] | list[float] = CT_WINDOW,
-                 checkpoint: str | None = None, preprocessing: str = "auto",
-                 **params: Any) -> None:
+    def __init__(
+        self,
+        modality: str = "auto",
+        slice_view: str = "stored",
+        ct_window: tuple[float, float] | list[float] = CT_WINDOW,
+        checkpoint: str | None = None,
+        preprocessing: str = "auto",
+        **params: Any,
+    ) -> None:
         check_preprocessing(preprocessing)
         if modality not in ("auto", CT, MR):
             raise ValueError(f"modality must be 'auto', 'CT' or 'MR', not '{modality}'")
@@ -282,15 +315,16 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
             raise UserError(
                 "litemedsam needs to know whether the case is CT or MR: declare it in the "
                 "dataset (dataset.json channel_names, or 'modality:' in a folder spec), or set "
-                "the model's modality parameter")
+                "the model's modality parameter"
+            )
         return declared
 
     def intensity_bounds(self) -> tuple[str, tuple[float, float], tuple[float, float]]:
         """(modality, clip window, clipped volume's (min, max)), once per case."""
+
         def compute() -> tuple[str, tuple[float, float], tuple[float, float]]:
             modality = self.case_modality()
-            return (modality, *volume_intensity_bounds(self.image.array, modality,
-                                                       self.ct_window))
+            return (modality, *volume_intensity_bounds(self.image.array, modality, self.ct_window))
 
         return self.case_value("intensities", compute)
 
@@ -308,17 +342,33 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
                 raw = torch.from_numpy(np.stack([self.image.array[z] for z in zs]))
             except TypeError:
                 raw = None
-            inputs = None if raw is None else device_network_inputs(
-                raw.to(self.device), modality, bounds, volume_range, self.view, IMAGE_SIZE)
+            inputs = (
+                None
+                if raw is None
+                else device_network_inputs(
+                    raw.to(self.device), modality, bounds, volume_range, self.view, IMAGE_SIZE
+                )
+            )
             if inputs is not None:
                 return inputs[:, None].expand(-1, 3, -1, -1).contiguous()
-        slices = np.stack([network_input(np.ascontiguousarray(self.view.image(
-                               to_uint8_like_pre_ct_mr(self.image.array[z], modality, bounds,
-                                                       volume_range))))
-                           for z in zs])
+        slices = np.stack(
+            [
+                network_input(
+                    np.ascontiguousarray(
+                        self.view.image(
+                            to_uint8_like_pre_ct_mr(
+                                self.image.array[z], modality, bounds, volume_range
+                            )
+                        )
+                    )
+                )
+                for z in zs
+            ]
+        )
         if self.encodes_without_torch:
-            return np.ascontiguousarray(np.broadcast_to(slices[:, None],
-                                                        (len(zs), 3, *slices.shape[1:])))
+            return np.ascontiguousarray(
+                np.broadcast_to(slices[:, None], (len(zs), 3, *slices.shape[1:]))
+            )
         import torch
 
         batch = torch.from_numpy(slices).to(self.device)
@@ -331,8 +381,7 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
         shape = tuple(self.image.shape[1:])
         if prompt.box is None:  # points alone: LiteMedSAM has nothing to segment from
             return SliceOutput(np.zeros(shape, dtype=bool), None)
-        mask = self.view_mask(embedding, self.view.box(prompt.box, shape),
-                              self.view.shape(shape))
+        mask = self.view_mask(embedding, self.view.box(prompt.box, shape), self.view.shape(shape))
         return SliceOutput(np.ascontiguousarray(self.view.to_canonical(mask)), None)
 
     DECODER_PREFIXES: ClassVar[tuple[str, ...]] = ("prompt_encoder.", "mask_decoder.")
@@ -360,8 +409,10 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
         coordinates = [int(v * scale) for v in (box.x_min, box.y_min, box.x_max, box.y_max)]
         new_height, new_width = int(height * scale + 0.5), int(width * scale + 0.5)
         if self.decodes_without_torch:
-            low_res = self.exported_decoder(np.asarray(embedding, dtype=np.float32)[None],
-                                            np.array([[coordinates]], dtype=np.float32))
+            low_res = self.exported_decoder(
+                np.asarray(embedding, dtype=np.float32)[None],
+                np.array([[coordinates]], dtype=np.float32),
+            )
             return low_res[..., :new_height, :new_width]
         import torch
 

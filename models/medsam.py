@@ -66,9 +66,12 @@ class MedSAM(SamFamilyModel):
         import torch
 
         size = self.net.image_encoder.img_size
-        slices = [resize_like_medsam(np.ascontiguousarray(self.view.image(
-                      to_uint8(s, percentile_window(s)))), size)
-                  for s in (self.image.array[z] for z in zs)]
+        slices = [
+            resize_like_medsam(
+                np.ascontiguousarray(self.view.image(to_uint8(s, percentile_window(s)))), size
+            )
+            for s in (self.image.array[z] for z in zs)
+        ]
         batch = torch.from_numpy(np.stack(slices)).to(self.device)
         return batch[:, None].expand(-1, 3, -1, -1).contiguous()
 
@@ -87,13 +90,17 @@ class MedSAM(SamFamilyModel):
             return SliceOutput(np.zeros(shape, dtype=bool), None)
         height, width = self.view.shape(shape)
         size = self.net.image_encoder.img_size
-        box_only = SlicePrompt(z=prompt.z, points=np.zeros((0, 2), np.int64),
-                               labels=np.zeros((0,), np.int8),
-                               box=self.view.box(prompt.box, shape))
+        box_only = SlicePrompt(
+            z=prompt.z,
+            points=np.zeros((0, 2), np.int64),
+            labels=np.zeros((0,), np.int8),
+            box=self.view.box(prompt.box, shape),
+        )
         _, _, box = prompt_tensors(box_only, size / height, size / width, self.device)
         low_res, _ = sam_decode(self.net, embedding, None, None, box, None, multimask=False)
-        probability = F.interpolate(torch.sigmoid(low_res.float()), (height, width),
-                                    mode="bilinear", align_corners=False)
+        probability = F.interpolate(
+            torch.sigmoid(low_res.float()), (height, width), mode="bilinear", align_corners=False
+        )
         mask = self.view.to_canonical((probability[0, 0] > 0.5).cpu().numpy().astype(bool))
         return SliceOutput(np.ascontiguousarray(mask), logits_feedback(low_res))
 
@@ -110,7 +117,8 @@ def resize_like_medsam(slice_uint8: np.ndarray, size: int) -> np.ndarray:
     """
     from skimage.transform import resize
 
-    resized = resize(slice_uint8, (size, size), order=3, preserve_range=True,
-                     anti_aliasing=True).astype(np.uint8)
+    resized = resize(
+        slice_uint8, (size, size), order=3, preserve_range=True, anti_aliasing=True
+    ).astype(np.uint8)
     low, high = float(resized.min()), float(resized.max())
     return ((resized - low) / max(high - low, 1e-8)).astype(np.float32)

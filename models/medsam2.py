@@ -73,8 +73,11 @@ def build_predictor(tiny: bool = False) -> Any:
     from omegaconf import OmegaConf
 
     spec = yaml.safe_load(CONFIG.read_text())
-    overrides = ["++model._target_=sam2.sam2_video_predictor.SAM2VideoPredictor",
-                 *POSTPROCESSING, *(f"++{o}" for o in spec["overrides"])]
+    overrides = [
+        "++model._target_=sam2.sam2_video_predictor.SAM2VideoPredictor",
+        *POSTPROCESSING,
+        *(f"++{o}" for o in spec["overrides"]),
+    ]
     if tiny:
         overrides += [f"++{o}" for o in spec["tiny_overrides"]]
     config = compose(config_name=spec["base"], overrides=overrides)
@@ -188,10 +191,18 @@ class MedSam2(NetworkModel3D):
     checkpoint_key: ClassVar[str] = "medsam2"
     licence: ClassVar[str] = "Apache-2.0"
 
-    def __init__(self, checkpoint: str | None = None, checkpoint_dir: str | None = None,
-                 device: str = "auto", weights: str = "checkpoint", tiny: bool = False,
-                 seed: int = 0, precision: str = "auto",
-                 window: tuple[float, float] = (-160.0, 240.0), modality: str = "auto") -> None:
+    def __init__(
+        self,
+        checkpoint: str | None = None,
+        checkpoint_dir: str | None = None,
+        device: str = "auto",
+        weights: str = "checkpoint",
+        tiny: bool = False,
+        seed: int = 0,
+        precision: str = "auto",
+        window: tuple[float, float] = (-160.0, 240.0),
+        modality: str = "auto",
+    ) -> None:
         """``window``: the CT window (low, high HU; default level 40, width 400);
         ``modality``: 'auto' (CT when the image looks like HU), 'ct' or 'mr';
         ``precision``: 'auto' (bf16 autocast on CUDA, as MedSAM2's scripts), 'fp32', 'bf16'."""
@@ -199,8 +210,14 @@ class MedSam2(NetworkModel3D):
             raise ValueError(f"modality must be 'auto', 'ct' or 'mr', not {modality!r}")
         check_weights_mode(weights, tiny)
         self.device, self.precision = device_and_precision(device, precision)
-        self.net = self.load_network(lambda: build_predictor(tiny), load_medsam2_weights,
-                                     weights, checkpoint, checkpoint_dir, seed)
+        self.net = self.load_network(
+            lambda: build_predictor(tiny),
+            load_medsam2_weights,
+            weights,
+            checkpoint,
+            checkpoint_dir,
+            seed,
+        )
         self.window = (float(window[0]), float(window[1]))
         self.modality = modality
         self._image: Volume | None = None
@@ -214,8 +231,11 @@ class MedSam2(NetworkModel3D):
 
         from .sam2 import build_hiera_on_meta
 
-        check_fits(build_hiera_on_meta(lambda: build_predictor(tiny=False)),
-                   medsam2_state(str(path)), str(path))
+        check_fits(
+            build_hiera_on_meta(lambda: build_predictor(tiny=False)),
+            medsam2_state(str(path)),
+            str(path),
+        )
 
     # -- frames ---------------------------------------------------------------------------
     def native_frames(self, image: Volume) -> bool:
@@ -232,8 +252,9 @@ class MedSam2(NetworkModel3D):
         self._image = image
         self._native = self.native_frames(image)
         volume = from_canonical(image.array, image.geometry) if self._native else image.array
-        is_ct = (self.modality == "ct" or (self.modality == "auto"
-                                            and looks_like_ct(image.array, "")))
+        is_ct = self.modality == "ct" or (
+            self.modality == "auto" and looks_like_ct(image.array, "")
+        )
         slices = to_uint8(volume, is_ct, self.window)
         self._frame_shape = slices.shape
         self._frames = frames_tensor(slices, int(self.net.image_size))
@@ -253,8 +274,9 @@ class MedSam2(NetworkModel3D):
             cube = prompt.box3d
             boxes.setdefault((cube.z_min + cube.z_max) // 2, cube.slice_box())
         for z, box in boxes.items():
-            corners = self.to_frames(np.array([[z, box.y_min, box.x_min],
-                                               [z, box.y_max, box.x_max]]))
+            corners = self.to_frames(
+                np.array([[z, box.y_min, box.x_min], [z, box.y_max, box.x_max]])
+            )
             low, high = corners.min(axis=0), corners.max(axis=0)
             entry = per_frame.setdefault(int(low[0]), {"points": [], "labels": []})
             entry["box"] = [float(low[2]), float(low[1]), float(high[2]), float(high[1])]
@@ -270,10 +292,13 @@ class MedSam2(NetworkModel3D):
         for frame, entry in sorted(per_frame.items()):
             points = np.asarray(entry["points"], dtype=np.float32).reshape(-1, 2)
             self.net.add_new_points_or_box(
-                inference_state=state, frame_idx=frame, obj_id=1,
+                inference_state=state,
+                frame_idx=frame,
+                obj_id=1,
                 points=points if len(points) else None,
                 labels=np.asarray(entry["labels"], dtype=np.int32) if len(points) else None,
-                box=entry.get("box"))
+                box=entry.get("box"),
+            )
 
     def propagate(self, per_frame: dict[int, dict[str, Any]]) -> list[tuple[int, Any]]:
         """(frame, logits (H, W) on the CPU) of the forward, then the reverse propagation."""
@@ -281,8 +306,11 @@ class MedSam2(NetworkModel3D):
 
         height, width = self._frame_shape[1:]
         outputs = []
-        with torch.inference_mode(), forward_context(self.device, self.precision), \
-                quiet_faithful_predictor():
+        with (
+            torch.inference_mode(),
+            forward_context(self.device, self.precision),
+            quiet_faithful_predictor(),
+        ):
             with frames_as_video(self._frames, height, width):
                 state = self.net.init_state(video_path=None)
             for reverse in (False, True):
@@ -292,8 +320,12 @@ class MedSam2(NetworkModel3D):
                 self.net.reset_state(state)
         return outputs
 
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
         if self._image is None:
             raise RuntimeError("MedSAM2: set_case() was not called")
         per_frame = self.frame_prompts(prompt)
@@ -304,8 +336,8 @@ class MedSam2(NetworkModel3D):
         for frame, logits in self.propagate(per_frame):
             segmentation[frame] |= (logits > 0.0).numpy()
         segmentation = largest_component(segmentation)  # MedSAM2's getLargestCC: 26-connected
-        mask = (to_canonical(segmentation, self._image.geometry) if self._native
-                else segmentation)
+        mask = to_canonical(segmentation, self._image.geometry) if self._native else segmentation
         self._seconds += time.perf_counter() - started
-        return Prediction(np.ascontiguousarray(mask), {"model": self.name,
-                                                      "prompted_frames": sorted(per_frame)})
+        return Prediction(
+            np.ascontiguousarray(mask), {"model": self.name, "prompted_frames": sorted(per_frame)}
+        )

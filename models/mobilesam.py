@@ -35,17 +35,32 @@ from ._segment_anything import modeling
 from .sam import SAM
 
 #: MobileSAM's TinyViT-5M (``build_sam_vit_t``): input 1024, embedding 256 x 64 x 64
-TINY_VIT_5M = {"embed_dims": [64, 128, 160, 320], "depths": [2, 2, 6, 2],
-               "num_heads": [2, 4, 5, 10], "window_sizes": [7, 7, 14, 7]}
+TINY_VIT_5M = {
+    "embed_dims": [64, 128, 160, 320],
+    "depths": [2, 2, 6, 2],
+    "num_heads": [2, 4, 5, 10],
+    "window_sizes": [7, 7, 14, 7],
+}
 #: a narrow, shallow TinyViT of the same architecture, for tests and timing only. Its input stays
 #: 1024 (MobileSAM's TinyViT reshapes to 64 x 64 in its forward pass) and its last width 320:
 #: it keeps the last stage's resolution (stride 1) only for output widths 320, 448 and 576
-TINY_TINY_VIT = {"embed_dims": [16, 32, 48, 320], "depths": [1, 1, 1, 1],
-                 "num_heads": [1, 2, 2, 4], "window_sizes": [7, 7, 14, 7]}
+TINY_TINY_VIT = {
+    "embed_dims": [16, 32, 48, 320],
+    "depths": [1, 1, 1, 1],
+    "num_heads": [1, 2, 2, 4],
+    "window_sizes": [7, 7, 14, 7],
+}
 #: the prompt encoder and mask decoder of SAM, as MobileSAM builds them (its ViT has no role)
 MOBILESAM_HEADS = SamConfig(embed_dim=16, depth=0, num_heads=1, global_attn_indexes=())
-TINY_HEADS = SamConfig(embed_dim=16, depth=0, num_heads=1, global_attn_indexes=(),
-                       decoder_mlp_dim=64, decoder_heads=2, iou_hidden_dim=32)
+TINY_HEADS = SamConfig(
+    embed_dim=16,
+    depth=0,
+    num_heads=1,
+    global_attn_indexes=(),
+    decoder_mlp_dim=64,
+    decoder_heads=2,
+    iou_hidden_dim=32,
+)
 
 
 def tiny_vit(image_size: int, shape: dict[str, list[int]]) -> Any:
@@ -55,9 +70,19 @@ def tiny_vit(image_size: int, shape: dict[str, list[int]]) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         TinyViT = modeling("mobile_sam").TinyViT  # noqa: N806 - a class
-        return TinyViT(img_size=image_size, in_chans=3, num_classes=1000, mlp_ratio=4.0,
-                       drop_rate=0.0, drop_path_rate=0.0, use_checkpoint=False,
-                       mbconv_expand_ratio=4.0, local_conv_size=3, layer_lr_decay=0.8, **shape)
+        return TinyViT(
+            img_size=image_size,
+            in_chans=3,
+            num_classes=1000,
+            mlp_ratio=4.0,
+            drop_rate=0.0,
+            drop_path_rate=0.0,
+            use_checkpoint=False,
+            mbconv_expand_ratio=4.0,
+            local_conv_size=3,
+            layer_lr_decay=0.8,
+            **shape,
+        )
 
 
 def build_mobilesam(tiny: bool = False) -> Any:
@@ -95,6 +120,12 @@ class MobileSAM(TinyViTExport, SAM):
 
         height, width = self._input_shape()
         window = self._window()
-        resized = [np.asarray(Image.fromarray(to_uint8(self.image.array[z], window))
-                              .resize((width, height), Image.BILINEAR)) for z in zs]
+        resized = [
+            np.asarray(
+                Image.fromarray(to_uint8(self.image.array[z], window)).resize(
+                    (width, height), Image.BILINEAR
+                )
+            )
+            for z in zs
+        ]
         return slice_batch(resized, self.device)

@@ -59,56 +59,97 @@ DEFAULT_FOLDER = "nnInteractive_v1.0"
 #: its checkpoint file, relative to the checkpoint directory (the checkpoint table's entry)
 CHECKPOINT_FILE = f"{DEFAULT_FOLDER}/fold_0/checkpoint_final.pth"
 #: the legacy capability of the published v1.0 weights (the package's own default)
-TINY_CAPABILITY = {"point_radius": 4, "preferred_scribble_thickness": [2, 2, 2],
-                   "interaction_decay": 0.9, "pad_mode_image": "constant"}
+TINY_CAPABILITY = {
+    "point_radius": 4,
+    "preferred_scribble_thickness": [2, 2, 2],
+    "interaction_decay": 0.9,
+    "pad_mode_image": "constant",
+}
 
 
 def _tiny_plans(patch: int = 64) -> dict[str, Any]:
     """nnU-Net v2 plans of a tiny 3-stage plain U-Net (4, 8, 16 features)."""
     return {
-        "dataset_name": "Dataset999_IntraBenchTiny", "plans_name": "nnUNetPlans",
+        "dataset_name": "Dataset999_IntraBenchTiny",
+        "plans_name": "nnUNetPlans",
         "original_median_spacing_after_transp": [1.0, 1.0, 1.0],
         "original_median_shape_after_transp": [patch] * 3,
-        "image_reader_writer": "SimpleITKIO", "transpose_forward": [0, 1, 2],
-        "transpose_backward": [0, 1, 2], "experiment_planner_used": "tiny",
+        "image_reader_writer": "SimpleITKIO",
+        "transpose_forward": [0, 1, 2],
+        "transpose_backward": [0, 1, 2],
+        "experiment_planner_used": "tiny",
         "label_manager": "LabelManager",
-        "foreground_intensity_properties_per_channel": {"0": {
-            "max": 1.0, "mean": 0.0, "median": 0.0, "min": 0.0, "percentile_00_5": 0.0,
-            "percentile_99_5": 1.0, "std": 1.0}},
-        "configurations": {"3d_fullres": {
-            "data_identifier": "tiny", "preprocessor_name": "DefaultPreprocessor",
-            "batch_size": 1, "patch_size": [patch] * 3,
-            "median_image_size_in_voxels": [patch] * 3, "spacing": [1.0, 1.0, 1.0],
-            "normalization_schemes": ["ZScoreNormalization"], "use_mask_for_norm": [False],
-            "resampling_fn_data": "resample_data_or_seg_to_shape",
-            "resampling_fn_seg": "resample_data_or_seg_to_shape",
-            "resampling_fn_data_kwargs": {"is_seg": False, "order": 3, "order_z": 0,
-                                          "force_separate_z": None},
-            "resampling_fn_seg_kwargs": {"is_seg": True, "order": 1, "order_z": 0,
-                                         "force_separate_z": None},
-            "resampling_fn_probabilities": "resample_data_or_seg_to_shape",
-            "resampling_fn_probabilities_kwargs": {"is_seg": False, "order": 1, "order_z": 0,
-                                                   "force_separate_z": None},
-            "batch_dice": False,
-            "architecture": {
-                "network_class_name":
-                    "dynamic_network_architectures.architectures.unet.PlainConvUNet",
-                "arch_kwargs": {
-                    "n_stages": 3, "features_per_stage": [4, 8, 16],
-                    "conv_op": "torch.nn.modules.conv.Conv3d",
-                    "kernel_sizes": [[3, 3, 3]] * 3, "strides": [[1, 1, 1], [2, 2, 2], [2, 2, 2]],
-                    "n_conv_per_stage": [1, 1, 1], "n_conv_per_stage_decoder": [1, 1],
-                    "conv_bias": True,
-                    "norm_op": "torch.nn.modules.instancenorm.InstanceNorm3d",
-                    "norm_op_kwargs": {"eps": 1e-5, "affine": True},
-                    "dropout_op": None, "dropout_op_kwargs": None,
-                    "nonlin": "torch.nn.LeakyReLU", "nonlin_kwargs": {"inplace": True}},
-                "_kw_requires_import": ["conv_op", "norm_op", "dropout_op", "nonlin"]}}},
+        "foreground_intensity_properties_per_channel": {
+            "0": {
+                "max": 1.0,
+                "mean": 0.0,
+                "median": 0.0,
+                "min": 0.0,
+                "percentile_00_5": 0.0,
+                "percentile_99_5": 1.0,
+                "std": 1.0,
+            }
+        },
+        "configurations": {
+            "3d_fullres": {
+                "data_identifier": "tiny",
+                "preprocessor_name": "DefaultPreprocessor",
+                "batch_size": 1,
+                "patch_size": [patch] * 3,
+                "median_image_size_in_voxels": [patch] * 3,
+                "spacing": [1.0, 1.0, 1.0],
+                "normalization_schemes": ["ZScoreNormalization"],
+                "use_mask_for_norm": [False],
+                "resampling_fn_data": "resample_data_or_seg_to_shape",
+                "resampling_fn_seg": "resample_data_or_seg_to_shape",
+                "resampling_fn_data_kwargs": {
+                    "is_seg": False,
+                    "order": 3,
+                    "order_z": 0,
+                    "force_separate_z": None,
+                },
+                "resampling_fn_seg_kwargs": {
+                    "is_seg": True,
+                    "order": 1,
+                    "order_z": 0,
+                    "force_separate_z": None,
+                },
+                "resampling_fn_probabilities": "resample_data_or_seg_to_shape",
+                "resampling_fn_probabilities_kwargs": {
+                    "is_seg": False,
+                    "order": 1,
+                    "order_z": 0,
+                    "force_separate_z": None,
+                },
+                "batch_dice": False,
+                "architecture": {
+                    "network_class_name": "dynamic_network_architectures.architectures.unet.PlainConvUNet",
+                    "arch_kwargs": {
+                        "n_stages": 3,
+                        "features_per_stage": [4, 8, 16],
+                        "conv_op": "torch.nn.modules.conv.Conv3d",
+                        "kernel_sizes": [[3, 3, 3]] * 3,
+                        "strides": [[1, 1, 1], [2, 2, 2], [2, 2, 2]],
+                        "n_conv_per_stage": [1, 1, 1],
+                        "n_conv_per_stage_decoder": [1, 1],
+                        "conv_bias": True,
+                        "norm_op": "torch.nn.modules.instancenorm.InstanceNorm3d",
+                        "norm_op_kwargs": {"eps": 1e-5, "affine": True},
+                        "dropout_op": None,
+                        "dropout_op_kwargs": None,
+                        "nonlin": "torch.nn.LeakyReLU",
+                        "nonlin_kwargs": {"inplace": True},
+                    },
+                    "_kw_requires_import": ["conv_op", "norm_op", "dropout_op", "nonlin"],
+                },
+            }
+        },
     }
 
 
-def write_tiny_model_folder(folder: str | Path, seed: int = 0, background_bias: float = 5.0
-                            ) -> Path:
+def write_tiny_model_folder(
+    folder: str | Path, seed: int = 0, background_bias: float = 5.0
+) -> Path:
     """A complete nnInteractive model folder with a tiny randomly initialised network, laid
     out as the published ``nnInteractive_v1.0`` (legacy capability file, 7 interaction
     channels), checkpoint saved as the release's cleansing leaves it. ``background_bias`` is
@@ -122,8 +163,12 @@ def write_tiny_model_folder(folder: str | Path, seed: int = 0, background_bias: 
     folder = Path(folder)
     (folder / "fold_0").mkdir(parents=True, exist_ok=True)
     plans = _tiny_plans()
-    dataset = {"channel_names": {"0": "any"}, "labels": {"background": 0, "foreground": 1},
-               "numTraining": 0, "file_ending": ".nii.gz"}
+    dataset = {
+        "channel_names": {"0": "any"},
+        "labels": {"background": 0, "foreground": 1},
+        "numTraining": 0,
+        "file_ending": ".nii.gz",
+    }
     (folder / "plans.json").write_text(json.dumps(plans, indent=1))
     (folder / "dataset.json").write_text(json.dumps(dataset, indent=1))
     (folder / "inference_session_class.json").write_text(json.dumps(TINY_CAPABILITY))
@@ -131,15 +176,24 @@ def write_tiny_model_folder(folder: str | Path, seed: int = 0, background_bias: 
     manager = PlansManager(plans)
     with seeded_init(seed):
         network = nnInteractiveTrainer_stub.build_network_architecture(
-            manager, manager.get_configuration("3d_fullres"), 1 + 7, 2,
-            enable_deep_supervision=False)
+            manager,
+            manager.get_configuration("3d_fullres"),
+            1 + 7,
+            2,
+            enable_deep_supervision=False,
+        )
         with torch.no_grad():  # lean towards background, as a trained network does away from
             network.decoder.seg_layers[-1].bias.copy_(torch.tensor([background_bias, 0.0]))
-    torch.save({"network_weights": network.state_dict(), "trainer_name":
-                "nnInteractiveTrainer_stub", "init_args": {"configuration": "3d_fullres",
-                                                           "fold": 0},
-                "current_epoch": 0, "logging": {"ema_fg_dice": [np.float64(0.5)]}},
-               folder / "fold_0" / "checkpoint_final.pth")
+    torch.save(
+        {
+            "network_weights": network.state_dict(),
+            "trainer_name": "nnInteractiveTrainer_stub",
+            "init_args": {"configuration": "3d_fullres", "fold": 0},
+            "current_epoch": 0,
+            "logging": {"ema_fg_dice": [np.float64(0.5)]},
+        },
+        folder / "fold_0" / "checkpoint_final.pth",
+    )
     return folder
 
 
@@ -151,8 +205,13 @@ def safe_checkpoint_loading():
     import torch
 
     original = torch.load
-    allowed = [np.core.multiarray.scalar, np.dtype, type(np.dtype(np.float64)),
-               type(np.dtype(np.float32)), type(np.dtype(np.int64))]
+    allowed = [
+        np.core.multiarray.scalar,
+        np.dtype,
+        type(np.dtype(np.float64)),
+        type(np.dtype(np.float32)),
+        type(np.dtype(np.int64)),
+    ]
 
     def load(*args: Any, **kwargs: Any) -> Any:
         kwargs["weights_only"] = True
@@ -185,8 +244,10 @@ def model_folder_problem(folder: Path) -> str | None:
         return f"model folder missing: {folder}"
     needed = ["plans.json", "dataset.json"]
     missing = [n for n in needed if not (folder / n).is_file()]
-    if not ((folder / "inference_info.json").is_file()
-            or (folder / "inference_session_class.json").is_file()):
+    if not (
+        (folder / "inference_info.json").is_file()
+        or (folder / "inference_session_class.json").is_file()
+    ):
         missing.append("inference_info.json or inference_session_class.json")
     if not list(folder.glob("fold_*/checkpoint_final.pth")):
         missing.append("fold_*/checkpoint_final.pth")
@@ -199,16 +260,26 @@ class NnInteractive(NetworkModel3D):
 
     name: ClassVar[str] = "nninteractive"
     dimension: ClassVar[int] = 3
-    accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble",
-                                                   "lasso", "mask"})
+    accepts: ClassVar[frozenset[str]] = frozenset(
+        {"point", "box2d", "box3d", "scribble", "lasso", "mask"}
+    )
     checkpoint_key: ClassVar[str] = "nninteractive"
     licence: ClassVar[str] = "weights CC BY-NC-SA 4.0; code Apache-2.0"
 
-    def __init__(self, model_dir: str | None = None, checkpoint_dir: str | None = None,
-                 device: str = "auto", weights: str = "checkpoint", tiny: bool = False,
-                 seed: int = 0, autozoom: bool = True, torch_threads: int | None = None,
-                 precision: str = "auto", server: str | None = None,
-                 server_timeout_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        model_dir: str | None = None,
+        checkpoint_dir: str | None = None,
+        device: str = "auto",
+        weights: str = "checkpoint",
+        tiny: bool = False,
+        seed: int = 0,
+        autozoom: bool = True,
+        torch_threads: int | None = None,
+        precision: str = "auto",
+        server: str | None = None,
+        server_timeout_s: float = 600.0,
+    ) -> None:
         """``model_dir``: the model folder (default: ``nnInteractive_v1.0`` in the checkpoint
         directory); ``autozoom``: the session's adaptive zoom-out (on, as upstream);
         ``torch_threads``: the session sets torch's thread count (default: keep the current);
@@ -233,16 +304,20 @@ class NnInteractive(NetworkModel3D):
         except ImportError:
             from intrabench.errors import UserError
 
-            raise UserError("nninteractive needs its package: pip install "
-                            "'intrabench[nninteractive]' (or pip install nninteractive)") from None
+            raise UserError(
+                "nninteractive needs its package: pip install "
+                "'intrabench[nninteractive]' (or pip install nninteractive)"
+            ) from None
         from intrabench.device import select_device
 
         check_weights_mode(weights, tiny)
         self.device = select_device(device)
         on_cuda = str(self.device).startswith("cuda")
         if precision not in ("auto", "fp32") or (precision == "fp32" and on_cuda):
-            raise ValueError(f"precision {precision!r}: nnInteractive's session autocasts to "
-                             "fp16 on CUDA and runs float32 elsewhere; use 'auto'")
+            raise ValueError(
+                f"precision {precision!r}: nnInteractive's session autocasts to "
+                "fp16 on CUDA and runs float32 elsewhere; use 'auto'"
+            )
         self.precision = "fp16" if on_cuda else "fp32"
         if weights == "random":
             self._scratch = tempfile.TemporaryDirectory(prefix="nninteractive-tiny-")
@@ -251,10 +326,14 @@ class NnInteractive(NetworkModel3D):
             folder = self.model_folder(model_dir, checkpoint_dir)
         with contextlib.redirect_stdout(None):  # the session prints its licence banner
             self.session = nnInteractiveInferenceSession(
-                device=torch.device(self.device), use_torch_compile=False, verbose=False,
+                device=torch.device(self.device),
+                use_torch_compile=False,
+                verbose=False,
                 torch_n_threads=int(torch_threads or torch.get_num_threads()),
                 do_autozoom=bool(autozoom),
-                interactions_storage="tensor", enable_undo=False)
+                interactions_storage="tensor",
+                enable_undo=False,
+            )
             with safe_checkpoint_loading():
                 self.session.initialize_from_trained_model_folder(str(folder))
         self.weights_licence = self.session.license
@@ -270,18 +349,23 @@ class NnInteractive(NetworkModel3D):
         except ImportError:
             from intrabench.errors import UserError
 
-            raise UserError("nninteractive with server: needs nnInteractive's client: pip "
-                            "install nninteractive-client") from None
+            raise UserError(
+                "nninteractive with server: needs nnInteractive's client: pip "
+                "install nninteractive-client"
+            ) from None
         if not (timeout_s > 0 and np.isfinite(timeout_s)):
             raise ValueError(f"server_timeout_s must be a positive number, got {timeout_s}")
         try:
             self.session = nnInteractiveRemoteInferenceSession(
-                server_url=server, read_timeout=timeout_s, set_image_read_timeout=timeout_s)
+                server_url=server, read_timeout=timeout_s, set_image_read_timeout=timeout_s
+            )
         except Exception as error:  # noqa: BLE001 - an unreachable or foreign server
             from intrabench.io.checkpoints import CheckpointError
 
-            raise CheckpointError(f"nninteractive: no nnInteractive server at {server} "
-                                  f"({type(error).__name__}: {str(error)[:200]})") from None
+            raise CheckpointError(
+                f"nninteractive: no nnInteractive server at {server} "
+                f"({type(error).__name__}: {str(error)[:200]})"
+            ) from None
         self.device, self.precision = f"server {server}", "the server's"
         self.weights_licence = self.session.license
         self.seed = seed
@@ -300,13 +384,18 @@ class NnInteractive(NetworkModel3D):
         from intrabench.io.checkpoints import CheckpointError
         from intrabench.io.checkpoints import checkpoint_dir as directory
 
-        folder = Path(model_dir).expanduser() if model_dir else directory(checkpoint_dir) / \
-            DEFAULT_FOLDER
+        folder = (
+            Path(model_dir).expanduser()
+            if model_dir
+            else directory(checkpoint_dir) / DEFAULT_FOLDER
+        )
         problem = model_folder_problem(folder)
         if problem:
-            raise CheckpointError(f"nninteractive: {problem} (download nnInteractive_v1.0 from "
-                                  "https://huggingface.co/nnInteractive/nnInteractive and give "
-                                  "its folder as model_dir)")
+            raise CheckpointError(
+                f"nninteractive: {problem} (download nnInteractive_v1.0 from "
+                "https://huggingface.co/nnInteractive/nnInteractive and give "
+                "its folder as model_dir)"
+            )
         return folder
 
     @classmethod
@@ -359,8 +448,10 @@ class NnInteractive(NetworkModel3D):
         last interaction and decays older ones): (kind, argument, positive), and what became of
         a 3D box ("" when there is none)."""
         if prompt.lassos and not self.session.supported_interactions.get("lasso", False):
-            raise ValueError("nnInteractive: these weights do not take lasso prompts "
-                             "(their capability says lasso: false)")
+            raise ValueError(
+                "nnInteractive: these weights do not take lasso prompts "
+                "(their capability says lasso: false)"
+            )
         calls: list[tuple[str, Any, bool]] = []
         box3d_as = ""
         for kind, element in prompt.elements():
@@ -370,18 +461,34 @@ class NnInteractive(NetworkModel3D):
                 calls.append(("point", tuple(int(v) for v in native), bool(label)))
             elif kind == "box2d":
                 z, box = element
-                calls.append(("bbox", self._box((z, box.y_min, box.x_min),
-                                                (z, box.y_max, box.x_max)), True))
+                calls.append(
+                    ("bbox", self._box((z, box.y_min, box.x_min), (z, box.y_max, box.x_max)), True)
+                )
             elif kind == "box3d":
                 cube = element
                 if self.session.supported_interactions.get("bbox3d", False):
-                    calls.append(("bbox", self._box((cube.z_min, cube.y_min, cube.x_min),
-                                                    (cube.z_max, cube.y_max, cube.x_max)), True))
+                    calls.append(
+                        (
+                            "bbox",
+                            self._box(
+                                (cube.z_min, cube.y_min, cube.x_min),
+                                (cube.z_max, cube.y_max, cube.x_max),
+                            ),
+                            True,
+                        )
+                    )
                     box3d_as = "3D box"
                 else:
                     middle = (cube.z_min + cube.z_max) // 2
-                    calls.append(("bbox", self._box((middle, cube.y_min, cube.x_min),
-                                                    (middle, cube.y_max, cube.x_max)), True))
+                    calls.append(
+                        (
+                            "bbox",
+                            self._box(
+                                (middle, cube.y_min, cube.x_min), (middle, cube.y_max, cube.x_max)
+                            ),
+                            True,
+                        )
+                    )
                     box3d_as = f"2D box on slice {middle}"
             elif kind == "scribble":
                 voxels = np.asarray(element.points).reshape(-1, 3)
@@ -397,8 +504,12 @@ class NnInteractive(NetworkModel3D):
                 calls.append(("lasso", image, bool(element.label)))
         return calls, box3d_as
 
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
         if self._image is None:
             raise RuntimeError("nnInteractive: set_case() was not called")
         calls, box3d_as = self.interactions(prompt)
@@ -409,11 +520,13 @@ class NnInteractive(NetworkModel3D):
             target = self._replay(calls, previous)
         mask = np.ascontiguousarray(to_canonical(target > 0, self._image.geometry))
         self._seconds += time.perf_counter() - started
-        return Prediction(mask, {"model": self.name, "interactions": len(calls),
-                                 "box3d_as": box3d_as})
+        return Prediction(
+            mask, {"model": self.name, "interactions": len(calls), "box3d_as": box3d_as}
+        )
 
-    def _replay(self, calls: list[tuple[str, Any, bool]], previous: Prediction | None
-                ) -> np.ndarray:
+    def _replay(
+        self, calls: list[tuple[str, Any, bool]], previous: Prediction | None
+    ) -> np.ndarray:
         """Clean interactions, the previous mask, then ``calls``; returns the target buffer
         ((k, j, i), uint8)."""
         session = self.session
@@ -426,15 +539,19 @@ class NnInteractive(NetworkModel3D):
         for index, (kind, argument, positive) in enumerate(calls):
             run = index == len(calls) - 1
             if kind == "point":
-                session.add_point_interaction(argument, include_interaction=positive,
-                                              run_prediction=run)
+                session.add_point_interaction(
+                    argument, include_interaction=positive, run_prediction=run
+                )
             elif kind == "bbox":
-                session.add_bbox_interaction(argument, include_interaction=positive,
-                                             run_prediction=run)
+                session.add_bbox_interaction(
+                    argument, include_interaction=positive, run_prediction=run
+                )
             elif kind == "lasso":
-                session.add_lasso_interaction(argument, include_interaction=positive,
-                                              run_prediction=run)
+                session.add_lasso_interaction(
+                    argument, include_interaction=positive, run_prediction=run
+                )
             else:
-                session.add_scribble_interaction(argument, include_interaction=positive,
-                                                 run_prediction=run)
+                session.add_scribble_interaction(
+                    argument, include_interaction=positive, run_prediction=run
+                )
         return target

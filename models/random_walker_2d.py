@@ -34,8 +34,13 @@ class RandomWalker2D(SliceModel):
     name: ClassVar[str] = "random-walker-2d"
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
 
-    def __init__(self, beta: float = 130.0, context_mm: float = 12.0, box_margin: float = 0.2,
-                 seed_radius: int = 1) -> None:
+    def __init__(
+        self,
+        beta: float = 130.0,
+        context_mm: float = 12.0,
+        box_margin: float = 0.2,
+        seed_radius: int = 1,
+    ) -> None:
         super().__init__()
         if not float(beta) > 0:
             raise ValueError(f"beta must be > 0 (the random walker's edge weight), not {beta}")
@@ -59,14 +64,21 @@ class RandomWalker2D(SliceModel):
         else:
             margin_y = int(np.ceil(self.context_mm / spacing_y))
             margin_x = int(np.ceil(self.context_mm / spacing_x))
-            y0, y1 = expand(int(prompt.points[:, 0].min()), int(prompt.points[:, 0].max()),
-                            margin_y, shape[0])
-            x0, x1 = expand(int(prompt.points[:, 1].min()), int(prompt.points[:, 1].max()),
-                            margin_x, shape[1])
+            y0, y1 = expand(
+                int(prompt.points[:, 0].min()), int(prompt.points[:, 0].max()), margin_y, shape[0]
+            )
+            x0, x1 = expand(
+                int(prompt.points[:, 1].min()), int(prompt.points[:, 1].max()), margin_x, shape[1]
+            )
         return slice(y0, y1 + 1), slice(x0, x1 + 1)
 
-    def _seeds(self, prompt: SlicePrompt, roi: tuple[slice, slice], shape: tuple[int, int],
-               previous: np.ndarray | None) -> np.ndarray:
+    def _seeds(
+        self,
+        prompt: SlicePrompt,
+        roi: tuple[slice, slice],
+        shape: tuple[int, int],
+        previous: np.ndarray | None,
+    ) -> np.ndarray:
         height = roi[0].stop - roi[0].start
         width = roi[1].stop - roi[1].start
         seeds = np.zeros((height, width), dtype=np.int32)
@@ -80,22 +92,26 @@ class RandomWalker2D(SliceModel):
         if prompt.box is not None:
             box = prompt.box
             inside = np.zeros_like(seeds, dtype=bool)
-            inside[box.y_min - roi[0].start: box.y_max - roi[0].start + 1,
-                   box.x_min - roi[1].start: box.x_max - roi[1].start + 1] = True
+            inside[
+                box.y_min - roi[0].start : box.y_max - roi[0].start + 1,
+                box.x_min - roi[1].start : box.x_max - roi[1].start + 1,
+            ] = True
             seeds[~inside] = _BACKGROUND
             if not (prompt.labels == 1).any() and previous is None:
                 cy = (box.y_min + box.y_max) // 2 - roi[0].start
                 cx = (box.x_min + box.x_max) // 2 - roi[1].start
                 ry = max(0, (box.y_max - box.y_min) // 6)
                 rx = max(0, (box.x_max - box.x_min) // 6)
-                seeds[cy - ry: cy + ry + 1, cx - rx: cx + rx + 1] = _FOREGROUND
+                seeds[cy - ry : cy + ry + 1, cx - rx : cx + rx + 1] = _FOREGROUND
         radius = self.seed_radius
         for (py, px), label in zip(prompt.points, prompt.labels):
             ly, lx = int(py) - roi[0].start, int(px) - roi[1].start
             if not (0 <= ly < height and 0 <= lx < width):
                 continue
             value = _FOREGROUND if label == 1 else _BACKGROUND
-            seeds[max(0, ly - radius): ly + radius + 1, max(0, lx - radius): lx + radius + 1] = value
+            seeds[max(0, ly - radius) : ly + radius + 1, max(0, lx - radius) : lx + radius + 1] = (
+                value
+            )
         return seeds
 
     def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:

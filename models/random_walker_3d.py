@@ -37,8 +37,13 @@ class RandomWalker3D(VolumeBaseline):
     dimension: ClassVar[int] = 3
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box3d", "scribble", "mask"})
 
-    def __init__(self, beta: float = 130.0, context_mm: float = 15.0, box_margin: float = 0.25,
-                 correction_radius_mm: float = 3.0) -> None:
+    def __init__(
+        self,
+        beta: float = 130.0,
+        context_mm: float = 15.0,
+        box_margin: float = 0.25,
+        correction_radius_mm: float = 3.0,
+    ) -> None:
         super().__init__()
         if not float(beta) > 0:
             raise ValueError(f"beta must be > 0 (the random walker's edge weight), not {beta}")
@@ -47,8 +52,9 @@ class RandomWalker3D(VolumeBaseline):
         self.box_margin = float(box_margin)
         self.correction_radius_mm = float(correction_radius_mm)
 
-    def _roi(self, prompt: Prompt, points: np.ndarray,
-             previous: np.ndarray | None) -> tuple[slice, ...]:
+    def _roi(
+        self, prompt: Prompt, points: np.ndarray, previous: np.ndarray | None
+    ) -> tuple[slice, ...]:
         shape = self._image.shape
         lows, highs = [], []
         if prompt.box3d is not None:
@@ -65,12 +71,22 @@ class RandomWalker3D(VolumeBaseline):
         low, high = np.min(lows, axis=0), np.max(highs, axis=0)
         context = [int(np.ceil(self.context_mm / s)) for s in self._image.spacing]
         if prompt.box3d is not None and not len(points) and previous is None:
-            context = [max(1, int(round(self.box_margin * (high[a] - low[a] + 1)))) for a in range(3)]
-        return tuple(slice(lo, hi + 1) for lo, hi in
-                     (expand(int(low[a]), int(high[a]), context[a], shape[a]) for a in range(3)))
+            context = [
+                max(1, int(round(self.box_margin * (high[a] - low[a] + 1)))) for a in range(3)
+            ]
+        return tuple(
+            slice(lo, hi + 1)
+            for lo, hi in (
+                expand(int(low[a]), int(high[a]), context[a], shape[a]) for a in range(3)
+            )
+        )
 
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
         self._require_case()
         started = time.perf_counter()
         points, labels = prompt.model_points()
@@ -92,22 +108,30 @@ class RandomWalker3D(VolumeBaseline):
         if prompt.box3d is not None:
             b = prompt.box3d
             inside = np.zeros(data.shape, dtype=bool)
-            box = (slice(b.z_min - offset[0], b.z_max - offset[0] + 1),
-                   slice(b.y_min - offset[1], b.y_max - offset[1] + 1),
-                   slice(b.x_min - offset[2], b.x_max - offset[2] + 1))
+            box = (
+                slice(b.z_min - offset[0], b.z_max - offset[0] + 1),
+                slice(b.y_min - offset[1], b.y_max - offset[1] + 1),
+                slice(b.x_min - offset[2], b.x_max - offset[2] + 1),
+            )
             inside[box] = True
             seeds[~inside] = _BACKGROUND
             if not (labels == 1).any() and previous_mask is None:
-                core = [slice(s.start + (s.stop - s.start) // 3, s.stop - (s.stop - s.start) // 3)
-                        for s in box]
-                core = [c if c.stop > c.start else slice(s.start, s.stop) for c, s in zip(core, box)]
+                core = [
+                    slice(s.start + (s.stop - s.start) // 3, s.stop - (s.stop - s.start) // 3)
+                    for s in box
+                ]
+                core = [
+                    c if c.stop > c.start else slice(s.start, s.stop) for c, s in zip(core, box)
+                ]
                 seeds[tuple(core)] = _FOREGROUND
         if previous_mask is not None:
             local = previous_mask[roi]
             seeds[ndimage.binary_erosion(local, iterations=1) & (seeds == 0)] = _FOREGROUND
             seeds[~ndimage.binary_dilation(local, iterations=2) & (seeds == 0)] = _BACKGROUND
             # new clicks override the old mask around them
-            radius = [max(1, int(round(self.correction_radius_mm / s))) for s in self._image.spacing]
+            radius = [
+                max(1, int(round(self.correction_radius_mm / s))) for s in self._image.spacing
+            ]
             for point in points - offset:
                 if np.all(point >= 0) and np.all(point < data.shape):
                     around = tuple(slice(max(0, p - r), p + r + 1) for p, r in zip(point, radius))

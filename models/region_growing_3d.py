@@ -36,26 +36,38 @@ class RegionGrowing3D(VolumeBaseline):
     dimension: ClassVar[int] = 3
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box3d", "scribble", "mask"})
 
-    def __init__(self, multiplier: float = 2.5, context_mm: float = 25.0,
-                 box_margin_voxels: int = 1, min_spread: float = 0.01) -> None:
+    def __init__(
+        self,
+        multiplier: float = 2.5,
+        context_mm: float = 25.0,
+        box_margin_voxels: int = 1,
+        min_spread: float = 0.01,
+    ) -> None:
         super().__init__()
         self.multiplier = float(multiplier)
         self.context_mm = float(context_mm)
         self.box_margin_voxels = int(box_margin_voxels)
         self.min_spread = float(min_spread)
 
-    def _roi(self, prompt: Prompt, points: np.ndarray, previous: np.ndarray | None
-             ) -> tuple[slice, slice, slice]:
+    def _roi(
+        self, prompt: Prompt, points: np.ndarray, previous: np.ndarray | None
+    ) -> tuple[slice, slice, slice]:
         shape = self._image.shape
         if prompt.box3d is not None:
             # the box bounds the search, but corrective clicks may land outside it (a refiner
             # clicks where the error is): the ROI grows to hold every click
             b = prompt.box3d
-            box = [expand(lo, hi, self.box_margin_voxels, shape[a]) for a, (lo, hi) in
-                   enumerate(((b.z_min, b.z_max), (b.y_min, b.y_max), (b.x_min, b.x_max)))]
+            box = [
+                expand(lo, hi, self.box_margin_voxels, shape[a])
+                for a, (lo, hi) in enumerate(
+                    ((b.z_min, b.z_max), (b.y_min, b.y_max), (b.x_min, b.x_max))
+                )
+            ]
             low, high = points.min(0), points.max(0)
-            return tuple(slice(min(lo, int(low[a])), max(hi, int(high[a])) + 1)
-                         for a, (lo, hi) in enumerate(box))
+            return tuple(
+                slice(min(lo, int(low[a])), max(hi, int(high[a])) + 1)
+                for a, (lo, hi) in enumerate(box)
+            )
         lows, highs = [points.min(0)], [points.max(0)]
         corners = mask_corners(previous)
         if corners is not None:
@@ -63,14 +75,20 @@ class RegionGrowing3D(VolumeBaseline):
             highs.append(corners[1])
         low, high = np.min(lows, axis=0), np.max(highs, axis=0)
         margins = [int(np.ceil(self.context_mm / s)) for s in self._image.spacing]
-        return tuple(slice(lo, hi + 1) for lo, hi in
-                     (expand(int(low[a]), int(high[a]), margins[a], shape[a]) for a in range(3)))
+        return tuple(
+            slice(lo, hi + 1)
+            for lo, hi in (
+                expand(int(low[a]), int(high[a]), margins[a], shape[a]) for a in range(3)
+            )
+        )
 
     @staticmethod
     def _neighbourhood_values(data: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         values = []
         for z, y, x in seeds:
-            values.append(data[max(0, z - 1): z + 2, max(0, y - 1): y + 2, max(0, x - 1): x + 2].ravel())
+            values.append(
+                data[max(0, z - 1) : z + 2, max(0, y - 1) : y + 2, max(0, x - 1) : x + 2].ravel()
+            )
         return np.concatenate(values)
 
     def _limits(self, samples: np.ndarray) -> tuple[float, float]:
@@ -89,20 +107,27 @@ class RegionGrowing3D(VolumeBaseline):
 
         return distance_to(near) < distance_to(far)
 
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
         self._require_case()
         started = time.perf_counter()
         points, labels = prompt.model_points()
         positives, negatives = points[labels == 1], points[labels == 0]
         if len(positives) == 0 and prompt.box3d is not None:
             b = prompt.box3d
-            positives = np.array([[(b.z_min + b.z_max) // 2, (b.y_min + b.y_max) // 2,
-                                   (b.x_min + b.x_max) // 2]])
+            positives = np.array(
+                [[(b.z_min + b.z_max) // 2, (b.y_min + b.y_max) // 2, (b.x_min + b.x_max) // 2]]
+            )
         previous_mask = previous.mask if previous is not None else None
         feedback = previous.feedback if previous is not None else None
         limits = feedback.get("limits") if isinstance(feedback, dict) else None
-        mask = previous_mask.copy() if previous_mask is not None else np.zeros(self._image.shape, bool)
+        mask = (
+            previous_mask.copy() if previous_mask is not None else np.zeros(self._image.shape, bool)
+        )
         anchors = np.concatenate([positives, negatives]) if len(negatives) else positives
         if len(anchors) == 0:
             self._seconds += time.perf_counter() - started
@@ -125,16 +150,19 @@ class RegionGrowing3D(VolumeBaseline):
             if prompt.box3d is not None:
                 b = prompt.box3d
                 inside = np.zeros(data.shape, dtype=bool)
-                inside[b.z_min - offset[0]: b.z_max - offset[0] + 1,
-                       b.y_min - offset[1]: b.y_max - offset[1] + 1,
-                       b.x_min - offset[2]: b.x_max - offset[2] + 1] = True
+                inside[
+                    b.z_min - offset[0] : b.z_max - offset[0] + 1,
+                    b.y_min - offset[1] : b.y_max - offset[1] + 1,
+                    b.x_min - offset[2] : b.x_max - offset[2] + 1,
+                ] = True
                 candidate &= inside
             components = connected_components(candidate, connectivity=26)
             keep = np.unique(components[tuple(local_positives.T)])
             grown = np.isin(components, keep[keep > 0])
         if previous_mask is not None:
-            grown = additions_from_new_positives(grown | previous_mask[roi], previous_mask[roi],
-                                                 local_positives)
+            grown = additions_from_new_positives(
+                grown | previous_mask[roi], previous_mask[roi], local_positives
+            )
         mask[roi] |= grown
         if len(local_negatives):
             region = mask[roi]

@@ -79,8 +79,9 @@ class SAM(SamFamilyModel):
 
         window = self._window()
         batch = slice_batch((to_uint8(self.image.array[z], window) for z in zs), self.device)
-        resized = F.interpolate(batch, self._input_shape(), mode="bilinear",
-                                align_corners=False, antialias=True)
+        resized = F.interpolate(
+            batch, self._input_shape(), mode="bilinear", align_corners=False, antialias=True
+        )
         return resized.round().clamp(0, 255)
 
     def preprocess(self, zs: list[int]) -> Any:
@@ -97,11 +98,17 @@ class SAM(SamFamilyModel):
         net = self.net
         height, width = self.image.shape[1:]
         input_h, input_w = self._input_shape()
-        coords, labels, box = prompt_tensors(prompt, input_h / height, input_w / width,
-                                             self.device)
+        coords, labels, box = prompt_tensors(prompt, input_h / height, input_w / width, self.device)
         mask_input = feedback_tensor(feedback, self.device)
-        low_res, _ = sam_decode(net, embedding, coords, labels, box, mask_input,
-                                self.use_multimask(prompt, mask_input is not None))
+        low_res, _ = sam_decode(
+            net,
+            embedding,
+            coords,
+            labels,
+            box,
+            mask_input,
+            self.use_multimask(prompt, mask_input is not None),
+        )
         logits = net.postprocess_masks(low_res.float(), (input_h, input_w), (height, width))
         mask = (logits[0, 0] > net.mask_threshold).cpu().numpy().astype(bool)
         return SliceOutput(np.ascontiguousarray(mask), logits_feedback(low_res))

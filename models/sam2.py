@@ -102,8 +102,9 @@ def build_sam2_network(variant: str, tiny: bool = False) -> Any:
     from omegaconf import OmegaConf
 
     overrides = list(DYNAMIC_MULTIMASK_OVERRIDES) + (list(TINY_SAM2_OVERRIDES) if tiny else [])
-    config = compose(config_name=SAM2_CONFIGS["sam2.1-hiera-tiny" if tiny else variant],
-                     overrides=overrides)
+    config = compose(
+        config_name=SAM2_CONFIGS["sam2.1-hiera-tiny" if tiny else variant], overrides=overrides
+    )
     OmegaConf.resolve(config)
     return instantiate(config.model, _recursive_=True)
 
@@ -157,8 +158,9 @@ class SAM2(SamFamilyModel):
         window = self._window()
         batch = slice_batch((to_uint8(self.image.array[z], window) for z in zs), self.device)
         size = self.net.image_size
-        resized = F.interpolate(batch / 255.0, (size, size), mode="bilinear",
-                                align_corners=False, antialias=True)
+        resized = F.interpolate(
+            batch / 255.0, (size, size), mode="bilinear", align_corners=False, antialias=True
+        )
         mean = torch.tensor(IMAGENET_MEAN, device=self.device)[None, :, None, None]
         std = torch.tensor(IMAGENET_STD, device=self.device)[None, :, None, None]
         return (resized - mean) / std
@@ -197,18 +199,23 @@ class SAM2(SamFamilyModel):
                 labels = torch.cat([box_labels, labels], dim=1)
         mask_input = feedback_tensor(feedback, self.device)
         multimask = self.use_multimask(prompt, mask_input is not None)
-        sparse, dense = net.sam_prompt_encoder(points=(coords, labels), boxes=None,
-                                               masks=mask_input)
+        sparse, dense = net.sam_prompt_encoder(
+            points=(coords, labels), boxes=None, masks=mask_input
+        )
         image_embedding, *high_res = embedding
         low_res, iou, _, _ = net.sam_mask_decoder(
             image_embeddings=image_embedding[None],
             image_pe=net.sam_prompt_encoder.get_dense_pe(),
-            sparse_prompt_embeddings=sparse, dense_prompt_embeddings=dense,
-            multimask_output=multimask, repeat_image=False,
-            high_res_features=[level[None] for level in high_res])
+            sparse_prompt_embeddings=sparse,
+            dense_prompt_embeddings=dense,
+            multimask_output=multimask,
+            repeat_image=False,
+            high_res_features=[level[None] for level in high_res],
+        )
         best = int(iou[0].float().argmax()) if multimask else 0
-        low_res = low_res[:, best:best + 1].float()
+        low_res = low_res[:, best : best + 1].float()
         logits = F.interpolate(low_res, (height, width), mode="bilinear", align_corners=False)
         mask = (logits[0, 0] > 0.0).cpu().numpy().astype(bool)
-        return SliceOutput(np.ascontiguousarray(mask),
-                           logits_feedback(torch.clamp(low_res, -32.0, 32.0)))
+        return SliceOutput(
+            np.ascontiguousarray(mask), logits_feedback(torch.clamp(low_res, -32.0, 32.0))
+        )

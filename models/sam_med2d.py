@@ -106,8 +106,15 @@ class SAMMed2D(SamFamilyModel):
         mask_input = feedback_tensor(feedback, self.device)
         if mask_input is not None:  # trained and tested with probabilities (train.py, utils.py)
             mask_input = torch.sigmoid(mask_input)
-        low_res, _ = sam_decode(net, embedding, coords, labels, box, mask_input,
-                                self.use_multimask(prompt, mask_input is not None))
+        low_res, _ = sam_decode(
+            net,
+            embedding,
+            coords,
+            labels,
+            box,
+            mask_input,
+            self.use_multimask(prompt, mask_input is not None),
+        )
         logits = F.interpolate(low_res.float(), (size, size), mode="bilinear", align_corners=False)
         logits = F.interpolate(logits, (height, width), mode="bilinear", align_corners=False)
         mask = (torch.sigmoid(logits[0, 0]) > 0.5).cpu().numpy().astype(bool)

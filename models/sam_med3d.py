@@ -86,9 +86,17 @@ class _SamMed3DBase(CaseStateAhead, NetworkModel3D):
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "scribble", "mask"})
     checkpoint_key: ClassVar[str] = ""
 
-    def __init__(self, checkpoint: str | None = None, checkpoint_dir: str | None = None,
-                 device: str = "auto", weights: str = "checkpoint", tiny: bool = False,
-                 seed: int = 0, precision: str = "auto", preprocessing: str = "auto") -> None:
+    def __init__(
+        self,
+        checkpoint: str | None = None,
+        checkpoint_dir: str | None = None,
+        device: str = "auto",
+        weights: str = "checkpoint",
+        tiny: bool = False,
+        seed: int = 0,
+        precision: str = "auto",
+        preprocessing: str = "auto",
+    ) -> None:
         """``checkpoint``: explicit file; ``checkpoint_dir``: directory holding the table's file
         name; ``weights="random"`` (+ ``tiny=True``): no checkpoint, tests and timing only;
         ``precision``: 'auto' (bf16 autocast on CUDA, else float32), 'fp32', 'bf16', 'fp16'
@@ -103,8 +111,14 @@ class _SamMed3DBase(CaseStateAhead, NetworkModel3D):
         check_weights_mode(weights, tiny)
         self.device, self.precision = device_and_precision(device, precision)
         self.config = TINY if tiny else FULL
-        self.net = self.load_network(lambda: SamMed3DNet(self.config), load_sammed3d_weights,
-                                     weights, checkpoint, checkpoint_dir, seed)
+        self.net = self.load_network(
+            lambda: SamMed3DNet(self.config),
+            load_sammed3d_weights,
+            weights,
+            checkpoint,
+            checkpoint_dir,
+            seed,
+        )
         self.crop_size = self.config.image_size
         self.encoder_calls = 0
         self._cache = EncodingCache()
@@ -199,28 +213,40 @@ class _SamMed3DBase(CaseStateAhead, NetworkModel3D):
         self._cache.put(start, embedding)
         return embedding
 
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
         import torch
 
         if self._image is None:
             raise RuntimeError(f"{type(self).__name__}: set_case() was not called")
         started = time.perf_counter()
         feedback = previous.feedback if previous is not None else None
-        reuse = isinstance(feedback, dict) and feedback.get("model") == self.name \
+        reuse = (
+            isinstance(feedback, dict)
+            and feedback.get("model") == self.name
             and feedback.get("image_id") == id(self._image)
+        )
         start = tuple(feedback["crop_start"]) if reuse else self.crop_for(prompt)
         points, labels = prompt.model_points()
         on_grid = self.grid_points(points) if len(points) else np.zeros((0, 3))
         inside = self._inside(on_grid, start) if len(points) else np.zeros(0, bool)
         if not inside.any():
-            mask = previous.mask.copy() if previous is not None else np.zeros(self._image.shape, bool)
+            mask = (
+                previous.mask.copy() if previous is not None else np.zeros(self._image.shape, bool)
+            )
             self._seconds += time.perf_counter() - started
             return Prediction(mask, feedback)
-        local = (on_grid[inside] - np.asarray(start))[:, ::-1].copy()   # (x, y, z) in the crop
+        local = (on_grid[inside] - np.asarray(start))[:, ::-1].copy()  # (x, y, z) in the crop
         low_res = self.config.low_res_size
-        mask_input = (torch.as_tensor(feedback["low_res_logits"]) if reuse
-                      else torch.zeros((1, 1) + (low_res,) * 3))
+        mask_input = (
+            torch.as_tensor(feedback["low_res_logits"])
+            if reuse
+            else torch.zeros((1, 1) + (low_res,) * 3)
+        )
         embedding = self._encode(start)
         with forward_context(self.device, self.precision):
             logits = self.net.decode(
@@ -230,20 +256,23 @@ class _SamMed3DBase(CaseStateAhead, NetworkModel3D):
                 mask_input.to(self.device, dtype=embedding.dtype),
             )
         logits = logits.float().cpu()
-        full = torch.nn.functional.interpolate(logits, size=(self.crop_size,) * 3,
-                                               mode="trilinear", align_corners=False)
-        crop_mask = full[0, 0].numpy().transpose(2, 1, 0) > 0.0          # (z, y, x), sigmoid > 0.5
+        full = torch.nn.functional.interpolate(
+            logits, size=(self.crop_size,) * 3, mode="trilinear", align_corners=False
+        )
+        crop_mask = full[0, 0].numpy().transpose(2, 1, 0) > 0.0  # (z, y, x), sigmoid > 0.5
         mask = self._to_original(crop_mask, start)
         self._seconds += time.perf_counter() - started
-        return Prediction(mask, {
-            "model": self.name,
-            "image_id": id(self._image),
-            "crop_start": start,
-            "low_res_logits": logits.numpy(),                             # float32
-            "points_used": int(inside.sum()),
-            "points_outside": int((~inside).sum()),
-        })
-
+        return Prediction(
+            mask,
+            {
+                "model": self.name,
+                "image_id": id(self._image),
+                "crop_start": start,
+                "low_res_logits": logits.numpy(),  # float32
+                "points_used": int(inside.sum()),
+                "points_outside": int((~inside).sum()),
+            },
+        )
 
     def _to_original(self, crop_mask: np.ndarray, start: tuple[int, int, int]) -> np.ndarray:
         """The binary crop (on the 1.5 mm grid at ``start``) on the original voxels, by nearest
@@ -253,12 +282,13 @@ class _SamMed3DBase(CaseStateAhead, NetworkModel3D):
         for axis in range(3):
             on_grid = self._grid_map.nearest_original(axis)  # -1: outside the grid
             nearest = on_grid - start[axis]
-            valid = np.flatnonzero((on_grid >= 0) & (nearest >= 0)
-                                   & (nearest < crop_mask.shape[axis]))
+            valid = np.flatnonzero(
+                (on_grid >= 0) & (nearest >= 0) & (nearest < crop_mask.shape[axis])
+            )
             if len(valid) == 0:
                 return mask
             region.append(slice(int(valid[0]), int(valid[-1]) + 1))
-            picks.append(nearest[valid[0]:valid[-1] + 1])
+            picks.append(nearest[valid[0] : valid[-1] + 1])
         mask[tuple(region)] = crop_mask[np.ix_(*picks)]
         return mask
 

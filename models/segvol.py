@@ -71,8 +71,9 @@ def load_segvol_weights(net: Any, path: str) -> None:
 
     from ._segvol_arch import text_encoder_keys
 
-    load_state_dict_strict(net, segvol_state(path), source=str(path),
-                           ignore_unexpected=text_encoder_keys())
+    load_state_dict_strict(
+        net, segvol_state(path), source=str(path), ignore_unexpected=text_encoder_keys()
+    )
 
 
 def foreground_normalise(array: np.ndarray) -> np.ndarray:
@@ -92,12 +93,15 @@ def _box_of(mask: np.ndarray) -> np.ndarray | None:
     """Inclusive (min d0, d1, d2, max d0, d1, d2) of a boolean mask, or None when empty."""
     if not mask.any():
         return None
-    coords = [np.flatnonzero(mask.any(axis=tuple(a for a in range(3) if a != axis)))
-              for axis in range(3)]
+    coords = [
+        np.flatnonzero(mask.any(axis=tuple(a for a in range(3) if a != axis))) for axis in range(3)
+    ]
     return np.array([c[0] for c in coords] + [c[-1] for c in coords])
 
 
-def _padded_roi(box: np.ndarray, window: tuple[int, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
+def _padded_roi(
+    box: np.ndarray, window: tuple[int, ...], shape: tuple[int, ...]
+) -> tuple[slice, ...]:
     """Upstream's ROI rule: grow a box by half the missing size towards the window, clip."""
     roi = []
     for a in range(3):
@@ -117,9 +121,17 @@ class SegVol(CaseStateAhead, NetworkModel3D):
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box3d", "scribble"})
     checkpoint_key: ClassVar[str] = "segvol"
 
-    def __init__(self, checkpoint: str | None = None, checkpoint_dir: str | None = None,
-                 device: str = "auto", weights: str = "checkpoint", tiny: bool = False,
-                 seed: int = 0, overlap: float = 0.5, precision: str = "auto") -> None:
+    def __init__(
+        self,
+        checkpoint: str | None = None,
+        checkpoint_dir: str | None = None,
+        device: str = "auto",
+        weights: str = "checkpoint",
+        tiny: bool = False,
+        seed: int = 0,
+        overlap: float = 0.5,
+        precision: str = "auto",
+    ) -> None:
         """``checkpoint``: explicit file; ``checkpoint_dir``: directory holding SegVol_v1.pth;
         ``weights="random"`` (+ ``tiny=True``): no checkpoint, tests and timing only;
         ``precision``: 'auto' (bf16 autocast on CUDA, else float32), 'fp32', 'bf16', 'fp16'
@@ -131,8 +143,14 @@ class SegVol(CaseStateAhead, NetworkModel3D):
         self.config = TINY if tiny else FULL
         self.window = tuple(self.config.spatial_size)
         self.overlap = float(overlap)
-        self.net = self.load_network(lambda: SegVolNet(self.config), load_segvol_weights,
-                                     weights, checkpoint, checkpoint_dir, seed)
+        self.net = self.load_network(
+            lambda: SegVolNet(self.config),
+            load_segvol_weights,
+            weights,
+            checkpoint,
+            checkpoint_dir,
+            seed,
+        )
         self.encoder_calls = 0
         self._cache = EncodingCache()
         self._image: Volume | None = None
@@ -182,8 +200,9 @@ class SegVol(CaseStateAhead, NetworkModel3D):
             self._cache.put(key, cached)
         return cached
 
-    def _decode(self, embedding: Any, points: np.ndarray, labels: np.ndarray,
-                box: np.ndarray | None) -> Any:
+    def _decode(
+        self, embedding: Any, points: np.ndarray, labels: np.ndarray, box: np.ndarray | None
+    ) -> Any:
         import torch
 
         pts = lab = boxes = None
@@ -218,7 +237,9 @@ class SegVol(CaseStateAhead, NetworkModel3D):
                 box = np.concatenate([low, high])
         return local[keep], labels[keep], box
 
-    def _zoom_out(self, points: np.ndarray, labels: np.ndarray, box: np.ndarray | None) -> np.ndarray:
+    def _zoom_out(
+        self, points: np.ndarray, labels: np.ndarray, box: np.ndarray | None
+    ) -> np.ndarray:
         import torch
         import torch.nn.functional as F
 
@@ -229,8 +250,11 @@ class SegVol(CaseStateAhead, NetworkModel3D):
             image = resize(self._volume, size, mode="nearest-exact")
             embedding = self._encode(("zoom-out",), torch.from_numpy(image)[None, None])
         limit = np.array(size) - 1
-        grid_points = np.clip(np.rint(map_to_grid(points, shape, size)), 0, limit) if len(points) \
+        grid_points = (
+            np.clip(np.rint(map_to_grid(points, shape, size)), 0, limit)
+            if len(points)
             else np.zeros((0, 3))
+        )
         grid_box = None
         if box is not None:
             corners = np.clip(np.rint(map_to_grid(box.reshape(2, 3), shape, size)), 0, limit)
@@ -238,8 +262,14 @@ class SegVol(CaseStateAhead, NetworkModel3D):
         logits = self._decode(embedding, grid_points, labels, grid_box)
         return F.interpolate(logits.cpu(), size=shape, mode="nearest")[0, 0].numpy()
 
-    def _zoom_in(self, roi: tuple[slice, ...], points: np.ndarray, labels: np.ndarray,
-                 box: np.ndarray | None, zoom_out_fg: np.ndarray) -> np.ndarray:
+    def _zoom_in(
+        self,
+        roi: tuple[slice, ...],
+        points: np.ndarray,
+        labels: np.ndarray,
+        box: np.ndarray | None,
+        zoom_out_fg: np.ndarray,
+    ) -> np.ndarray:
         import torch
         from monai.inferers import sliding_window_inference
 
@@ -257,9 +287,14 @@ class SegVol(CaseStateAhead, NetworkModel3D):
         roi_start = np.array([s.start for s in roi]) - before
         roi_points = points - roi_start
         roi_box = None if box is None else box - np.concatenate([roi_start, roi_start])
-        n_windows = int(np.prod([
-            1 + int(np.ceil(max(0, p - w) / max(1, int(w * (1 - self.overlap)))))
-            for p, w in zip(padded, self.window)]))
+        n_windows = int(
+            np.prod(
+                [
+                    1 + int(np.ceil(max(0, p - w) / max(1, int(w * (1 - self.overlap)))))
+                    for p, w in zip(padded, self.window)
+                ]
+            )
+        )
 
         def predictor(window_data: Any, locations: Any) -> Any:
             outputs = []
@@ -281,17 +316,28 @@ class SegVol(CaseStateAhead, NetworkModel3D):
                     outputs.append(torch.full((1, 1, *self.window), BACKGROUND_LOGIT))
                     continue
                 key = ("window", *[int(s.start) + int(r) for s, r in zip(spatial, roi_start)])
-                embedding = self._encode(key, window_data[batch_index:batch_index + 1])
+                embedding = self._encode(key, window_data[batch_index : batch_index + 1])
                 outputs.append(self._decode(embedding, win_points, win_labels, win_box).cpu())
             return torch.cat(outputs).to(window_data.device)
 
         tensor = torch.from_numpy(image)[None, None]
-        logits = sliding_window_inference(tensor, self.window, 1, predictor, overlap=self.overlap,
-                                          mode="constant", with_coord=True)
+        logits = sliding_window_inference(
+            tensor,
+            self.window,
+            1,
+            predictor,
+            overlap=self.overlap,
+            mode="constant",
+            with_coord=True,
+        )
         return logits[0, 0].numpy()[inner]
 
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
         if self._image is None:
             raise RuntimeError("SegVol: set_case() was not called")
         if prompt.is_empty or not ({"point", "box3d", "scribble"} & prompt.kinds):
@@ -318,6 +364,14 @@ class SegVol(CaseStateAhead, NetworkModel3D):
         native[self._crop] = logits > 0.0
         mask = np.ascontiguousarray(to_canonical(native, self._image.geometry))
         self._seconds += time.perf_counter() - started
-        return Prediction(mask, {"model": self.name, "roi": roi, "crop": self._crop,
-                                 "points_used": int(len(points)), "points_outside": outside,
-                                 "encoder_calls": self.encoder_calls})
+        return Prediction(
+            mask,
+            {
+                "model": self.name,
+                "roi": roi,
+                "crop": self._crop,
+                "points_used": int(len(points)),
+                "points_outside": outside,
+                "encoder_calls": self.encoder_calls,
+            },
+        )

@@ -49,7 +49,7 @@ from intrabench.types import Prediction, Prompt, SlicePrompt
 def _ellipsoid(radii: np.ndarray) -> np.ndarray:
     """Boolean ellipsoid with semi-axes ``radii`` (voxels, z, y, x), centred in its box."""
     half = np.ceil(radii).astype(int)
-    z, y, x = np.ogrid[-half[0]: half[0] + 1, -half[1]: half[1] + 1, -half[2]: half[2] + 1]
+    z, y, x = np.ogrid[-half[0] : half[0] + 1, -half[1] : half[1] + 1, -half[2] : half[2] + 1]
     return (z / radii[0]) ** 2 + (y / radii[1]) ** 2 + (x / radii[2]) ** 2 <= 1.0
 
 
@@ -71,10 +71,12 @@ class _StandIn:
     forward_calls_by_model: ClassVar[dict[str, int]] = {}
 
     def _configure_stands_for(self, stands_for: str | None) -> None:
-        if stands_for is not None and (not isinstance(stands_for, str)
-                                       or not 0 < len(stands_for) <= 200):
-            raise ConfigError(f"{self.name}: stands_for must be a model's name, "
-                              f"not {stands_for!r:.80}")
+        if stands_for is not None and (
+            not isinstance(stands_for, str) or not 0 < len(stands_for) <= 200
+        ):
+            raise ConfigError(
+                f"{self.name}: stands_for must be a model's name, not {stands_for!r:.80}"
+            )
         self.stands_for = stands_for or self.name
 
     def _configure_setup(self, setup_of: dict[str, Any] | None) -> None:
@@ -85,16 +87,19 @@ class _StandIn:
         if setup_of is None:
             return
         if not isinstance(setup_of, dict) or set(setup_of) - {"name", "params"}:
-            raise ConfigError(f"{self.name}: setup_of must be a mapping with 'name' and "
-                              f"'params', not {setup_of!r:.80}")
+            raise ConfigError(
+                f"{self.name}: setup_of must be a mapping with 'name' and "
+                f"'params', not {setup_of!r:.80}"
+            )
         name, params = setup_of.get("name"), setup_of.get("params") or {}
         if not isinstance(name, str):
             raise ConfigError(f"{self.name}: setup_of names no model: {name!r:.80}")
         if issubclass(models.get(name), _StandIn):  # an unknown name: the registry's line
             raise ConfigError(f"{self.name}: setup_of must name a real model, not {name!r}")
         if not isinstance(params, dict):
-            raise ConfigError(f"{self.name}: setup_of's params must be a mapping, "
-                              f"not {params!r:.80}")
+            raise ConfigError(
+                f"{self.name}: setup_of's params must be a mapping, not {params!r:.80}"
+            )
         models.check_params(name, dict(params))
         self._setup_of = (name, dict(params))
 
@@ -134,19 +139,29 @@ class _StandIn:
         if wanted is None:
             return cls.accepts
         if not isinstance(wanted, (list, tuple)) or not all(isinstance(k, str) for k in wanted):
-            raise ConfigError(f"{cls.name}: accepts must be a list of prompt kinds, "
-                              f"not {wanted!r:.80}")
+            raise ConfigError(
+                f"{cls.name}: accepts must be a list of prompt kinds, not {wanted!r:.80}"
+            )
         unknown = set(wanted) - cls.accepts
         if unknown:
-            raise ConfigError(f"{cls.name} cannot take {', '.join(sorted(unknown))} prompts "
-                              f"(it takes {', '.join(sorted(cls.accepts))})")
+            raise ConfigError(
+                f"{cls.name} cannot take {', '.join(sorted(unknown))} prompts "
+                f"(it takes {', '.join(sorted(cls.accepts))})"
+            )
         return frozenset(wanted)
 
-    def _configure(self, forward_ms: float, leak_probability: float, tolerance: float,
-                   context_mm: float, leak_radius_mm: float) -> None:
+    def _configure(
+        self,
+        forward_ms: float,
+        leak_probability: float,
+        tolerance: float,
+        context_mm: float,
+        leak_radius_mm: float,
+    ) -> None:
         if not math.isfinite(forward_ms) or forward_ms < 0 or not 0.0 <= leak_probability <= 1.0:
-            raise ValueError("forward_ms must be a finite number >= 0 and leak_probability in "
-                             "[0, 1]")
+            raise ValueError(
+                "forward_ms must be a finite number >= 0 and leak_probability in [0, 1]"
+            )
         self.forward_ms = float(forward_ms)
         self.leak_probability = float(leak_probability)
         self.tolerance = float(tolerance)
@@ -176,10 +191,18 @@ class SyntheticNetwork(_StandIn, Model):
     dimension: ClassVar[int] = 3
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "box3d", "scribble", "mask"})
 
-    def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.2,
-                 tolerance: float = 45.0, context_mm: float = 30.0, leak_radius_mm: float = 60.0,
-                 eraser_mm: float = 4.0, accepts: list[str] | None = None,
-                 setup_of: dict[str, Any] | None = None, stands_for: str | None = None) -> None:
+    def __init__(
+        self,
+        forward_ms: float = 10.0,
+        leak_probability: float = 0.2,
+        tolerance: float = 45.0,
+        context_mm: float = 30.0,
+        leak_radius_mm: float = 60.0,
+        eraser_mm: float = 4.0,
+        accepts: list[str] | None = None,
+        setup_of: dict[str, Any] | None = None,
+        stands_for: str | None = None,
+    ) -> None:
         self._configure(forward_ms, leak_probability, tolerance, context_mm, leak_radius_mm)
         self.accepts = self.accepts_for({"accepts": accepts})
         self._configure_setup(setup_of)
@@ -200,8 +223,12 @@ class SyntheticNetwork(_StandIn, Model):
 
     # -- prediction -----------------------------------------------------------------------
 
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
         if self._image is None:
             raise RuntimeError("synthetic-network: set_case() was not called")
         started = time.perf_counter()
@@ -213,8 +240,11 @@ class SyntheticNetwork(_StandIn, Model):
         seeds = list(_spread(points[labels == 1], 8))
         if not seeds and prompt.box3d is not None:
             b = prompt.box3d
-            seeds = [np.array([(b.z_min + b.z_max) // 2, (b.y_min + b.y_max) // 2,
-                               (b.x_min + b.x_max) // 2])]
+            seeds = [
+                np.array(
+                    [(b.z_min + b.z_max) // 2, (b.y_min + b.y_max) // 2, (b.x_min + b.x_max) // 2]
+                )
+            ]
         for z, box in prompt.boxes.items():
             seeds.append(np.array([z, (box.y_min + box.y_max) // 2, (box.x_min + box.x_max) // 2]))
         written = [self._grow(mask, np.asarray(seed, dtype=int), rng) for seed in seeds]
@@ -229,12 +259,17 @@ class SyntheticNetwork(_StandIn, Model):
 
     def _roi(self, centre: np.ndarray, radius_mm: float) -> tuple[slice, ...]:
         shape, spacing = self._image.shape, self._image.spacing
-        return tuple(slice(max(0, int(c) - int(np.ceil(radius_mm / s))),
-                           min(n, int(c) + int(np.ceil(radius_mm / s)) + 1))
-                     for c, s, n in zip(centre, spacing, shape))
+        return tuple(
+            slice(
+                max(0, int(c) - int(np.ceil(radius_mm / s))),
+                min(n, int(c) + int(np.ceil(radius_mm / s)) + 1),
+            )
+            for c, s, n in zip(centre, spacing, shape)
+        )
 
-    def _grow(self, mask: np.ndarray, seed: np.ndarray,
-              rng: np.random.Generator) -> tuple[slice, ...]:
+    def _grow(
+        self, mask: np.ndarray, seed: np.ndarray, rng: np.random.Generator
+    ) -> tuple[slice, ...]:
         """The structure under ``seed`` within ``tolerance``, perturbed, added to ``mask``."""
         roi = self._roi(seed, self.context_mm)
         local = tuple(int(c - s.start) for c, s in zip(seed, roi))
@@ -242,16 +277,18 @@ class SyntheticNetwork(_StandIn, Model):
         mask[roi] |= region
         return roi
 
-    def _leak(self, mask: np.ndarray, seed: np.ndarray,
-              rng: np.random.Generator) -> tuple[slice, ...]:
+    def _leak(
+        self, mask: np.ndarray, seed: np.ndarray, rng: np.random.Generator
+    ) -> tuple[slice, ...]:
         """A large ellipsoid of body (not air) voxels around ``seed`` joins the mask."""
         spacing = np.asarray(self._image.spacing, dtype=float)
         radii = self.leak_radius_mm * rng.uniform(0.5, 1.0, size=3) / spacing
         blob = _ellipsoid(radii)
         half = np.array(blob.shape) // 2
         low = seed - half
-        target = tuple(slice(max(0, lo), min(n, lo + b))
-                       for lo, b, n in zip(low, blob.shape, mask.shape))
+        target = tuple(
+            slice(max(0, lo), min(n, lo + b)) for lo, b, n in zip(low, blob.shape, mask.shape)
+        )
         source = tuple(slice(t.start - lo, t.stop - lo) for t, lo in zip(target, low))
         body = self._image.array[target] > -500.0
         mask[target] |= blob[source] & body
@@ -262,7 +299,7 @@ class SyntheticNetwork(_StandIn, Model):
         roi = self._roi(point, self.eraser_mm)
         grids = np.ogrid[tuple(slice(s.start, s.stop) for s in roi)]
         distance2 = sum(((g - c) * s) ** 2 for g, c, s in zip(grids, point, spacing))
-        mask[roi] &= distance2 > self.eraser_mm ** 2
+        mask[roi] &= distance2 > self.eraser_mm**2
 
 
 def _digest(prompt: Prompt) -> bytes:
@@ -279,8 +316,9 @@ def _digest(prompt: Prompt) -> bytes:
     return h.digest()
 
 
-def _perturbed_region(data: np.ndarray, seed: tuple[int, ...], tolerance: float,
-                      rng: np.random.Generator) -> np.ndarray:
+def _perturbed_region(
+    data: np.ndarray, seed: tuple[int, ...], tolerance: float, rng: np.random.Generator
+) -> np.ndarray:
     """The face-connected region of ``data`` (2D or 3D) around ``seed`` within ``tolerance``
     of the seed neighbourhood's median, then left as is, dilated, eroded or shifted by one
     voxel (one of the four drawn from ``rng``)."""
@@ -317,10 +355,17 @@ class SyntheticNetwork2D(_StandIn, SliceModel):
     name: ClassVar[str] = "synthetic-network-2d"
     accepts: ClassVar[frozenset[str]] = frozenset({"point", "box2d", "scribble", "mask"})
 
-    def __init__(self, forward_ms: float = 10.0, leak_probability: float = 0.1,
-                 tolerance: float = 45.0, context_mm: float = 30.0,
-                 leak_radius_mm: float = 60.0, accepts: list[str] | None = None,
-                 setup_of: dict[str, Any] | None = None, stands_for: str | None = None) -> None:
+    def __init__(
+        self,
+        forward_ms: float = 10.0,
+        leak_probability: float = 0.1,
+        tolerance: float = 45.0,
+        context_mm: float = 30.0,
+        leak_radius_mm: float = 60.0,
+        accepts: list[str] | None = None,
+        setup_of: dict[str, Any] | None = None,
+        stands_for: str | None = None,
+    ) -> None:
         super().__init__()
         self._configure(forward_ms, leak_probability, tolerance, context_mm, leak_radius_mm)
         self.accepts = self.accepts_for({"accepts": accepts})
@@ -344,8 +389,10 @@ class SyntheticNetwork2D(_StandIn, SliceModel):
             seeds.append(np.array([(b.y_min + b.y_max) // 2, (b.x_min + b.x_max) // 2]))
         for seed in seeds:
             reach = np.ceil(self.context_mm / spacing).astype(int)
-            roi = tuple(slice(max(0, int(c) - r), min(n, int(c) + r + 1))
-                        for c, r, n in zip(seed, reach, plane.shape))
+            roi = tuple(
+                slice(max(0, int(c) - r), min(n, int(c) + r + 1))
+                for c, r, n in zip(seed, reach, plane.shape)
+            )
             local = tuple(int(c - s.start) for c, s in zip(seed, roi))
             region = _perturbed_region(plane[roi], local, self.tolerance, rng)
             mask[roi] |= region
@@ -353,10 +400,13 @@ class SyntheticNetwork2D(_StandIn, SliceModel):
             radii = self.leak_radius_mm * rng.uniform(0.5, 1.0, size=2) / spacing
             y, x = np.ogrid[: plane.shape[0], : plane.shape[1]]
             centre = seeds[0]
-            mask |= (((y - centre[0]) / radii[0]) ** 2 + ((x - centre[1]) / radii[1]) ** 2
-                     <= 1.0) & (plane > -500.0)
+            mask |= (
+                ((y - centre[0]) / radii[0]) ** 2 + ((x - centre[1]) / radii[1]) ** 2 <= 1.0
+            ) & (plane > -500.0)
         for point, label in zip(prompt.points, prompt.labels):
             if label == 0:
-                mask[max(0, point[0] - 2): point[0] + 3, max(0, point[1] - 2): point[1] + 3] = False
+                mask[max(0, point[0] - 2) : point[0] + 3, max(0, point[1] - 2) : point[1] + 3] = (
+                    False
+                )
         self._finish_forward(started)
         return SliceOutput(mask)

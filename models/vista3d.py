@@ -70,12 +70,19 @@ def tiny_network() -> Any:
     from monai.networks.nets.segresnet_ds import SegResNetDS2
     from monai.networks.nets.vista3d import VISTA3D, ClassMappingClassify, PointMappingSAM
 
-    encoder = SegResNetDS2(in_channels=1, blocks_down=(1, 1, 1), norm="instance",
-                           out_channels=16, init_filters=16, dsdepth=1)
-    return VISTA3D(image_encoder=encoder,
-                   class_head=ClassMappingClassify(n_classes=512, feature_size=16, use_mlp=True),
-                   point_head=PointMappingSAM(feature_size=16, n_classes=512,
-                                              last_supported=LAST_SUPPORTED))
+    encoder = SegResNetDS2(
+        in_channels=1,
+        blocks_down=(1, 1, 1),
+        norm="instance",
+        out_channels=16,
+        init_filters=16,
+        dsdepth=1,
+    )
+    return VISTA3D(
+        image_encoder=encoder,
+        class_head=ClassMappingClassify(n_classes=512, feature_size=16, use_mlp=True),
+        point_head=PointMappingSAM(feature_size=16, n_classes=512, last_supported=LAST_SUPPORTED),
+    )
 
 
 def full_network() -> Any:
@@ -111,17 +118,24 @@ def preprocessing(intensity: str = "ct") -> Any:
         Spacingd,
     )
 
-    scale = (ScaleIntensityRanged(keys="image", a_min=CT_WINDOW[0], a_max=CT_WINDOW[1],
-                                  b_min=0.0, b_max=1.0, clip=True) if intensity == "ct" else
-             ScaleIntensityRangePercentilesd(keys="image", lower=0.5, upper=99.5, b_min=0.0,
-                                             b_max=1.0, clip=True))
-    return Compose([
-        Spacingd(keys="image", pixdim=(SPACING_MM,) * 3, mode="bilinear"),
-        CropForegroundd(keys="image", source_key="image", allow_smaller=True, margin=10),
-        scale,
-        Orientationd(keys="image", axcodes="RAS"),
-        CastToTyped(keys="image", dtype=torch.float32),
-    ])
+    scale = (
+        ScaleIntensityRanged(
+            keys="image", a_min=CT_WINDOW[0], a_max=CT_WINDOW[1], b_min=0.0, b_max=1.0, clip=True
+        )
+        if intensity == "ct"
+        else ScaleIntensityRangePercentilesd(
+            keys="image", lower=0.5, upper=99.5, b_min=0.0, b_max=1.0, clip=True
+        )
+    )
+    return Compose(
+        [
+            Spacingd(keys="image", pixdim=(SPACING_MM,) * 3, mode="bilinear"),
+            CropForegroundd(keys="image", source_key="image", allow_smaller=True, margin=10),
+            scale,
+            Orientationd(keys="image", axcodes="RAS"),
+            CastToTyped(keys="image", dtype=torch.float32),
+        ]
+    )
 
 
 def loaded_image(image: Volume) -> Any:
@@ -133,8 +147,11 @@ def loaded_image(image: Volume) -> Any:
     native = from_canonical(image.array, image.geometry)  # (k, j, i)
     affine = torch.as_tensor(image.geometry.ras_affine(), dtype=torch.float64)
     array = np.ascontiguousarray(np.transpose(native, (2, 1, 0))[None], dtype=np.float32)
-    return MetaTensor(torch.from_numpy(array), affine=affine,
-                      meta={"original_affine": affine.clone(), "space": "RAS"})
+    return MetaTensor(
+        torch.from_numpy(array),
+        affine=affine,
+        meta={"original_affine": affine.clone(), "space": "RAS"},
+    )
 
 
 @models.register
@@ -147,17 +164,28 @@ class Vista3D(NetworkModel3D):
     checkpoint_key: ClassVar[str] = "vista3d"
     licence: ClassVar[str] = "weights NVIDIA NCLS v1 (non-commercial); code Apache-2.0"
     #: appended to the reason a box prompter is skipped
-    unaccepted_hint: ClassVar[str] = ("set box_as_centre_click: true to give a 3D box as one "
-                                      "click at its centre")
+    unaccepted_hint: ClassVar[str] = (
+        "set box_as_centre_click: true to give a 3D box as one click at its centre"
+    )
     #: the hint is about boxes: a lasso's refusal does not get it
     unaccepted_hint_kinds: ClassVar[frozenset[str]] = frozenset({"box3d", "box2d"})
 
-    def __init__(self, checkpoint: str | None = None, checkpoint_dir: str | None = None,
-                 device: str = "auto", weights: str = "checkpoint", tiny: bool = False,
-                 seed: int = 0, precision: str = "auto", patch_size: int = 128,
-                 overlap: float = 0.3, intensity: str = "ct", prompt_class: int | None = None,
-                 class_map: dict[str, int] | None = None,
-                 box_as_centre_click: bool = False) -> None:
+    def __init__(
+        self,
+        checkpoint: str | None = None,
+        checkpoint_dir: str | None = None,
+        device: str = "auto",
+        weights: str = "checkpoint",
+        tiny: bool = False,
+        seed: int = 0,
+        precision: str = "auto",
+        patch_size: int = 128,
+        overlap: float = 0.3,
+        intensity: str = "ct",
+        prompt_class: int | None = None,
+        class_map: dict[str, int] | None = None,
+        box_as_centre_click: bool = False,
+    ) -> None:
         """``patch_size``: window side in voxels (the bundle's 128); ``overlap``: the
         inferer's (0.3); ``intensity``: 'ct' (the bundle) or 'percentile' (MR);
         ``prompt_class``: a VISTA3D class index for every target (None: points only, as the
@@ -171,9 +199,14 @@ class Vista3D(NetworkModel3D):
             raise ValueError(f"intensity must be 'ct' or 'percentile', not {intensity!r}")
         check_weights_mode(weights, tiny)
         self.device, self.precision = device_and_precision(device, precision)
-        self.net = self.load_network(tiny_network if tiny else full_network,
-                                     load_vista3d_weights, weights, checkpoint, checkpoint_dir,
-                                     seed)
+        self.net = self.load_network(
+            tiny_network if tiny else full_network,
+            load_vista3d_weights,
+            weights,
+            checkpoint,
+            checkpoint_dir,
+            seed,
+        )
         self.roi_size = [int(patch_size)] * 3
         self.overlap = float(overlap)
         self.intensity = intensity
@@ -240,12 +273,17 @@ class Vista3D(NetworkModel3D):
         native = native_index(points_zyx, self._image.geometry)[:, ::-1]  # (i, j, k)
         homogeneous = np.concatenate([native, np.ones((len(native), 1))], axis=1).T
         move = np.linalg.inv(np.asarray(image.affine, dtype=np.float64)) @ np.asarray(
-            image.meta["original_affine"], dtype=np.float64)
+            image.meta["original_affine"], dtype=np.float64
+        )
         return (move @ homogeneous)[:3].T
 
     # -- prediction ---------------------------------------------------------------------------
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
         import torch
         from monai.apps.vista3d.inferer import point_based_window_inferer
 
@@ -258,8 +296,9 @@ class Vista3D(NetworkModel3D):
         chosen = self.class_prompt()
         if chosen in SPECIAL_CLASSES:
             labels = np.where(labels == 1, 3, 2)
-        coords = torch.as_tensor(self.processed_points(points)[None], dtype=torch.float32,
-                                 device=self.device)
+        coords = torch.as_tensor(
+            self.processed_points(points)[None], dtype=torch.float32, device=self.device
+        )
         point_labels = torch.as_tensor(labels[None], device=self.device)
         prompt_class = class_vector = None
         if chosen is not None:
@@ -273,19 +312,33 @@ class Vista3D(NetworkModel3D):
             start = int(feedback["points_used"])
         with torch.no_grad(), forward_context(self.device, self.precision):
             logits = point_based_window_inferer(
-                inputs=image[None], roi_size=self.roi_size, sw_batch_size=1, transpose=True,
-                with_coord=True, predictor=self.net, mode="gaussian", sw_device=self.device,
-                device=self.device, overlap=self.overlap, point_coords=coords,
-                point_labels=point_labels, class_vector=class_vector,
-                prompt_class=prompt_class, prev_mask=prev_mask, point_start=start)
+                inputs=image[None],
+                roi_size=self.roi_size,
+                sw_batch_size=1,
+                transpose=True,
+                with_coord=True,
+                predictor=self.net,
+                mode="gaussian",
+                sw_device=self.device,
+                device=self.device,
+                overlap=self.overlap,
+                point_coords=coords,
+                point_labels=point_labels,
+                class_vector=class_vector,
+                prompt_class=prompt_class,
+                prev_mask=prev_mask,
+                point_start=start,
+            )
         logits = logits.float().cpu()  # once: the post-processing and the next step's feedback
         mask = self.to_canonical_mask(logits, coords, point_labels, chosen)
         self._seconds += time.perf_counter() - started
-        return Prediction(mask, {"model": self.name, "logits": logits,
-                                 "points_used": int(len(points))})
+        return Prediction(
+            mask, {"model": self.name, "logits": logits, "points_used": int(len(points))}
+        )
 
-    def to_canonical_mask(self, logits: Any, coords: Any, point_labels: Any,
-                          class_prompt: int | None = None) -> np.ndarray:
+    def to_canonical_mask(
+        self, logits: Any, coords: Any, point_labels: Any, class_prompt: int | None = None
+    ) -> np.ndarray:
         """The bundle's post-processing and inversion of (1, 1, H, W, D) processed-space
         logits (on the CPU), as a canonical (z, y, x) boolean mask."""
         import torch
@@ -296,13 +349,21 @@ class Vista3D(NetworkModel3D):
         image = self._data["image"]
         pred = MetaTensor(logits[0].clone(), affine=image.affine, meta=dict(image.meta))
         pred.applied_operations = list(image.applied_operations)
-        data = {"image": image, "pred": pred, "points": coords.cpu(),
-                "point_labels": point_labels.cpu(),
-                "label_prompt": None if class_prompt is None
-                else torch.tensor([class_prompt])}
+        data = {
+            "image": image,
+            "pred": pred,
+            "points": coords.cpu(),
+            "point_labels": point_labels.cpu(),
+            "label_prompt": None if class_prompt is None else torch.tensor([class_prompt]),
+        }
         data = VistaPostTransformd(keys="pred")(data)
-        data = Invertd(keys="pred", transform=self._transform, orig_keys="image",
-                       nearest_interp=True, to_tensor=True)(data)
+        data = Invertd(
+            keys="pred",
+            transform=self._transform,
+            orig_keys="image",
+            nearest_interp=True,
+            to_tensor=True,
+        )(data)
         native_ijk = np.asarray(data["pred"][0].detach().cpu().numpy()) > 0.5
         native = np.transpose(native_ijk, (2, 1, 0))  # (k, j, i), a view: copied once below
         return np.ascontiguousarray(to_canonical(native, self._image.geometry))

@@ -45,12 +45,15 @@ def bounding_box(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array([s.start for s in box]), np.array([s.stop - 1 for s in box])
 
 
-def crop_slices(low: np.ndarray, high: np.ndarray, shape: tuple[int, ...],
-                margin: int | tuple[int, ...] = 0) -> Crop:
+def crop_slices(
+    low: np.ndarray, high: np.ndarray, shape: tuple[int, ...], margin: int | tuple[int, ...] = 0
+) -> Crop:
     """Slices of the inclusive box [low, high] grown by ``margin`` and clipped to ``shape``."""
     margins = (margin,) * len(shape) if isinstance(margin, int) else tuple(margin)
-    return tuple(slice(max(0, int(lo) - m), min(size, int(hi) + m + 1))
-                 for lo, hi, m, size in zip(low, high, margins, shape))
+    return tuple(
+        slice(max(0, int(lo) - m), min(size, int(hi) + m + 1))
+        for lo, hi, m, size in zip(low, high, margins, shape)
+    )
 
 
 def crop_offset(crop: Crop) -> np.ndarray:
@@ -62,8 +65,12 @@ def union_crop(masks: list[np.ndarray], margin: int = 0) -> Crop | None:
     box = union_bbox(*masks)
     if box is None:
         return None
-    return crop_slices(np.array([s.start for s in box]), np.array([s.stop - 1 for s in box]),
-                       masks[0].shape, margin)
+    return crop_slices(
+        np.array([s.start for s in box]),
+        np.array([s.stop - 1 for s in box]),
+        masks[0].shape,
+        margin,
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -100,8 +107,9 @@ def nearest_pixel(pixels: np.ndarray, point: np.ndarray) -> np.ndarray:
     return pixels[np.argmin(((pixels - point) ** 2).sum(axis=1))]
 
 
-def centroid_point_2d(slice_mask: np.ndarray, center: str = "centroid",
-                      origin: Sequence[int] = (0, 0)) -> tuple[int, int]:
+def centroid_point_2d(
+    slice_mask: np.ndarray, center: str = "centroid", origin: Sequence[int] = (0, 0)
+) -> tuple[int, int]:
     """(y, x) of the centre of the largest component, snapped to that component.
 
     ``slice_mask`` may be a crop: ``origin`` is the (y, x) of its first pixel in the full
@@ -210,7 +218,7 @@ def sample_pixels(mask: np.ndarray, n: int, rng: np.random.Generator) -> np.ndar
 def disk(radius: float) -> np.ndarray:
     """Boolean disc footprint: offsets (dy, dx) with dy^2 + dx^2 <= radius^2 (skimage's disk)."""
     n = int(np.floor(radius))
-    dy, dx = np.ogrid[-n:n + 1, -n:n + 1]
+    dy, dx = np.ogrid[-n : n + 1, -n : n + 1]
     return (dy * dy + dx * dx) <= radius * radius
 
 

@@ -72,8 +72,7 @@ class Cvpr25Box(Prompter):
         """The tight xy box (crop coordinates) the challenge enlarges: the target on z_mid."""
         return tight_box_2d(sub[median_slice(fg, upper=True)])
 
-    def _prompt(self, context: PromptContext, box, offset: np.ndarray,
-                fg: np.ndarray) -> Prompt:
+    def _prompt(self, context: PromptContext, box, offset: np.ndarray, fg: np.ndarray) -> Prompt:
         """The 3D box over the target's slices ``fg`` (crop coordinates, crop at ``offset``)
         with ``box`` enlarged by the challenge's shared random shift and clipped (4)."""
         _, height, width = context.ground_truth.shape
@@ -84,9 +83,11 @@ class Cvpr25Box(Prompter):
         y_max = min(height - 1, box.y_max + int(offset[1]) + shift_y)
         x_max = min(width - 1, box.x_max + int(offset[2]) + shift_x)
         z_min, z_max = int(fg[0] + offset[0]), int(fg[-1] + offset[0])
-        return Prompt(box3d=Box3D(z_min, y_min, x_min, z_max, y_max, x_max),
-                      interactions=interactions("box2d", 1) + interactions("boundary_slice", 2),
-                      effort_label="4")
+        return Prompt(
+            box3d=Box3D(z_min, y_min, x_min, z_max, y_max, x_max),
+            interactions=interactions("box2d", 1) + interactions("boundary_slice", 2),
+            effort_label="4",
+        )
 
 
 @prompters.register
@@ -106,8 +107,9 @@ class Cvpr25BoxCorrected(Cvpr25Box):
     """
 
     name: ClassVar[str] = "cvpr25-box-corrected"
-    effort_rule: ClassVar[str] = ("2D box around the whole target (2) + 2 boundary slices = 4 "
-                                  "(CVPR25#5)")
+    effort_rule: ClassVar[str] = (
+        "2D box around the whole target (2) + 2 boundary slices = 4 (CVPR25#5)"
+    )
 
     def xy_box(self, sub: np.ndarray, fg: np.ndarray):
         """The tight xy box of the target's projection over all its slices."""

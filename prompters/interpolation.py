@@ -58,19 +58,33 @@ class PointInterpolation(Prompter):
         sub, offset = foreground_crop(context.ground_truth)
         seeds = seed_slices(foreground_slices(sub), self.n_slices)
         if context.clicks is not None:  # a robustness run: the seed clicks follow its group
-            seed_yx = np.array([context.clicks.choose(
-                sub[z], 1, context.rng, origin=(int(z + offset[0]), int(offset[1]),
-                                                int(offset[2])),
-                spacing=context.spacing, target=sub[z])[0] for z in seeds], np.float64)
+            seed_yx = np.array(
+                [
+                    context.clicks.choose(
+                        sub[z],
+                        1,
+                        context.rng,
+                        origin=(int(z + offset[0]), int(offset[1]), int(offset[2])),
+                        spacing=context.spacing,
+                        target=sub[z],
+                    )[0]
+                    for z in seeds
+                ],
+                np.float64,
+            )
         else:
-            seed_yx = np.array([centroid_point_2d(sub[z], self.center, origin=offset[1:])
-                                for z in seeds],
-                               np.float64)
+            seed_yx = np.array(
+                [centroid_point_2d(sub[z], self.center, origin=offset[1:]) for z in seeds],
+                np.float64,
+            )
         all_z, yx = interpolate_track(seeds, seed_yx)
         points = np.column_stack([all_z, round_half_up(yx)]) + offset
-        return Prompt(points=points, point_labels=np.ones(len(points), dtype=np.int8),
-                      interactions=interactions("click", len(seeds)),
-                      effort_label=str(self.n_slices))
+        return Prompt(
+            points=points,
+            point_labels=np.ones(len(points), dtype=np.int8),
+            interactions=interactions("click", len(seeds)),
+            effort_label=str(self.n_slices),
+        )
 
 
 @prompters.register
@@ -113,13 +127,22 @@ class BoxInterpolation(Prompter):
         corners = []
         for z in seeds:
             box = tight_box_2d(sub[z])
-            box = Box2D(box.y_min + int(offset[1]), box.x_min + int(offset[2]),
-                        box.y_max + int(offset[1]), box.x_max + int(offset[2]))
+            box = Box2D(
+                box.y_min + int(offset[1]),
+                box.x_min + int(offset[2]),
+                box.y_max + int(offset[1]),
+                box.x_max + int(offset[2]),
+            )
             corners.append(self._noisy(box, shape, context.rng).as_tuple())
         all_z, values = interpolate_track(seeds, np.array(corners, dtype=np.float64))
         lows = np.floor(values[:, :2] + 1e-9).astype(np.int64)
         highs = np.ceil(values[:, 2:] - 1e-9).astype(np.int64)
-        boxes = {int(z + offset[0]): Box2D(int(lo[0]), int(lo[1]), int(hi[0]), int(hi[1]))
-                 for z, lo, hi in zip(all_z, lows, highs)}
-        return Prompt(boxes=boxes, interactions=interactions("box2d", len(seeds)),
-                      effort_label=str(2 * self.n_slices))
+        boxes = {
+            int(z + offset[0]): Box2D(int(lo[0]), int(lo[1]), int(hi[0]), int(hi[1]))
+            for z, lo, hi in zip(all_z, lows, highs)
+        }
+        return Prompt(
+            boxes=boxes,
+            interactions=interactions("box2d", len(seeds)),
+            effort_label=str(2 * self.n_slices),
+        )

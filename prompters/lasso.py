@@ -60,5 +60,8 @@ class LassoPrompter(Prompter):
         section = np.asarray(context.ground_truth[z], dtype=bool)
         if self.margin_mm > 0:
             section = distance_transform(~section, context.spacing[1:]) <= self.margin_mm
-        return Prompt(lassos=(Lasso(z, hull_contour(section), 1),),
-                      interactions=interactions("lasso", 1), effort_label="3")
+        return Prompt(
+            lassos=(Lasso(z, hull_contour(section), 1),),
+            interactions=interactions("lasso", 1),
+            effort_label="3",
+        )

@@ -29,15 +29,26 @@ from ._geometry import (
 )
 
 
-def _policy_clicks(context: PromptContext, plane: np.ndarray, n: int, z: int,
-                   offset: np.ndarray, kind: str = "target",
-                   target: np.ndarray | None = None) -> np.ndarray:
+def _policy_clicks(
+    context: PromptContext,
+    plane: np.ndarray,
+    n: int,
+    z: int,
+    offset: np.ndarray,
+    kind: str = "target",
+    target: np.ndarray | None = None,
+) -> np.ndarray:
     """``n`` (y, x) clicks on the crop's slice ``z`` (``plane``) from ``context.clicks``."""
     assert context.clicks is not None
     return context.clicks.choose(
-        plane, n, context.rng, origin=(int(z + offset[0]), int(offset[1]), int(offset[2])),
-        spacing=context.spacing, kind=kind,  # type: ignore[arg-type]
-        target=plane if target is None else target)
+        plane,
+        n,
+        context.rng,
+        origin=(int(z + offset[0]), int(offset[1]), int(offset[2])),
+        spacing=context.spacing,
+        kind=kind,  # type: ignore[arg-type]
+        target=plane if target is None else target,
+    )
 
 
 @prompters.register
@@ -57,12 +68,16 @@ class CenterPointPerSlice(Prompter):
         points = []
         for z in foreground_slices(sub):
             if context.clicks is not None:  # a robustness run: its clicking group decides
-                (y, x), = _policy_clicks(context, sub[z], 1, z, offset)
+                ((y, x),) = _policy_clicks(context, sub[z], 1, z, offset)
             else:
                 y, x = centroid_point_2d(sub[z], origin=offset[1:])
             points.append((int(z) + offset[0], y + offset[1], x + offset[2]))
-        return Prompt(points=points, point_labels=np.ones(len(points), dtype=np.int8),
-                      interactions=interactions("click", len(points)), effort_label="1X")
+        return Prompt(
+            points=points,
+            point_labels=np.ones(len(points), dtype=np.int8),
+            interactions=interactions("click", len(points)),
+            effort_label="1X",
+        )
 
 
 @prompters.register
@@ -89,14 +104,19 @@ class PointsPerSlice(Prompter):
         sub, offset = foreground_crop(context.ground_truth)
         points = []
         for z in foreground_slices(sub):
-            yx = (_policy_clicks(context, sub[z], self.n_points, z, offset)
-                  if context.clicks is not None
-                  else sample_pixels(sub[z], self.n_points, context.rng))
+            yx = (
+                _policy_clicks(context, sub[z], self.n_points, z, offset)
+                if context.clicks is not None
+                else sample_pixels(sub[z], self.n_points, context.rng)
+            )
             points.append(np.column_stack([np.full(len(yx), z), yx]) + offset)
         stacked = np.concatenate(points)
-        return Prompt(points=stacked, point_labels=np.ones(len(stacked), dtype=np.int8),
-                      interactions=interactions("click", len(stacked)),
-                      effort_label=f"{self.n_points}X")
+        return Prompt(
+            points=stacked,
+            point_labels=np.ones(len(stacked), dtype=np.int8),
+            interactions=interactions("click", len(stacked)),
+            effort_label=f"{self.n_points}X",
+        )
 
 
 @prompters.register
@@ -133,21 +153,29 @@ class AlternatingPointsPerSlice(Prompter):
             ring = ring_2d(sub[z], self.inner, self.outer) if n_neg else None
             if context.clicks is not None:  # a robustness run: its clicking group decides
                 positives = _policy_clicks(context, sub[z], n_pos, z, offset)
-                negatives = (_policy_clicks(context, ring, n_neg, z, offset, "false_positive",
-                                            sub[z]) if n_neg else np.zeros((0, 2), np.int64))
+                negatives = (
+                    _policy_clicks(context, ring, n_neg, z, offset, "false_positive", sub[z])
+                    if n_neg
+                    else np.zeros((0, 2), np.int64)
+                )
             else:
                 positives = sample_pixels(sub[z], n_pos, context.rng)
-                negatives = (sample_pixels(ring, n_neg, context.rng) if n_neg
-                             else np.zeros((0, 2), np.int64))
+                negatives = (
+                    sample_pixels(ring, n_neg, context.rng) if n_neg else np.zeros((0, 2), np.int64)
+                )
             for i in range(max(len(positives), len(negatives))):
                 for group, label in ((positives, 1), (negatives, 0)):
                     if i < len(group):
-                        points.append((z + offset[0], group[i][0] + offset[1],
-                                       group[i][1] + offset[2]))
+                        points.append(
+                            (z + offset[0], group[i][0] + offset[1], group[i][1] + offset[2])
+                        )
                         labels.append(label)
-        return Prompt(points=points, point_labels=labels,
-                      interactions=interactions("click", len(points)),
-                      effort_label=f"{self.n_points}X")
+        return Prompt(
+            points=points,
+            point_labels=labels,
+            interactions=interactions("click", len(points)),
+            effort_label=f"{self.n_points}X",
+        )
 
 
 @prompters.register
@@ -166,10 +194,15 @@ class BoxPerSlice(Prompter):
         boxes = {}
         for z in foreground_slices(sub):
             box = tight_box_2d(sub[z])
-            boxes[int(z + offset[0])] = Box2D(box.y_min + int(offset[1]), box.x_min + int(offset[2]),
-                                              box.y_max + int(offset[1]), box.x_max + int(offset[2]))
-        return Prompt(boxes=boxes, interactions=interactions("box2d", len(boxes)),
-                      effort_label="2X")
+            boxes[int(z + offset[0])] = Box2D(
+                box.y_min + int(offset[1]),
+                box.x_min + int(offset[2]),
+                box.y_max + int(offset[1]),
+                box.x_max + int(offset[2]),
+            )
+        return Prompt(
+            boxes=boxes, interactions=interactions("box2d", len(boxes)), effort_label="2X"
+        )
 
 
 @prompters.register

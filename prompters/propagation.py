@@ -37,14 +37,21 @@ _NO_LABELS = np.zeros((0,), dtype=np.int8)
 
 def _segmenter(context: PromptContext, name: str) -> Callable[[SlicePrompt], np.ndarray]:
     if context.segment_slice is None:
-        raise UserError(f"prompter '{name}' propagates through a 2D model's predictions; "
-                        "use it with a 2D (slice) model")
+        raise UserError(
+            f"prompter '{name}' propagates through a 2D model's predictions; "
+            "use it with a 2D (slice) model"
+        )
     return context.segment_slice
 
 
-def _walk(start_mask: np.ndarray, start: int, stop: int, step: int,
-          next_prompt: Callable[[int, np.ndarray], SlicePrompt],
-          segment: Callable[[SlicePrompt], np.ndarray]) -> list[SlicePrompt]:
+def _walk(
+    start_mask: np.ndarray,
+    start: int,
+    stop: int,
+    step: int,
+    next_prompt: Callable[[int, np.ndarray], SlicePrompt],
+    segment: Callable[[SlicePrompt], np.ndarray],
+) -> list[SlicePrompt]:
     """Prompts for start+step ... stop (inclusive), each derived from the previous prediction."""
     produced = []
     mask = start_mask
@@ -83,18 +90,25 @@ class PointPropagation(Prompter):
 
         def next_prompt(z: int, previous: np.ndarray) -> SlicePrompt:
             y, x = centroid_point_2d(previous)
-            return SlicePrompt(z=z, points=np.array([[y, x]], dtype=np.int64),
-                               labels=np.ones(1, dtype=np.int8), box=None)
+            return SlicePrompt(
+                z=z,
+                points=np.array([[y, x]], dtype=np.int64),
+                labels=np.ones(1, dtype=np.int8),
+                box=None,
+            )
 
-        walked = (_walk(seed_mask, m, int(fg[0]), -1, next_prompt, segment)
-                  + _walk(seed_mask, m, int(fg[-1]), +1, next_prompt, segment))
+        walked = _walk(seed_mask, m, int(fg[0]), -1, next_prompt, segment) + _walk(
+            seed_mask, m, int(fg[-1]), +1, next_prompt, segment
+        )
         points = [np.column_stack([np.full(len(seed_yx), m), seed_yx])]
         points += [np.array([[p.z, *p.points[0]]]) for p in walked]
         stacked = np.concatenate(points)
-        return Prompt(points=stacked, point_labels=np.ones(len(stacked), dtype=np.int8),
-                      interactions=(interactions("click", len(seed_yx))
-                                    + interactions("boundary_slice", 2)),
-                      effort_label=str(self.n_points + 2))
+        return Prompt(
+            points=stacked,
+            point_labels=np.ones(len(stacked), dtype=np.int8),
+            interactions=(interactions("click", len(seed_yx)) + interactions("boundary_slice", 2)),
+            effort_label=str(self.n_points + 2),
+        )
 
 
 @prompters.register
@@ -118,13 +132,17 @@ class BoxPropagation(Prompter):
         seed_mask = segment(seed)
 
         def next_prompt(z: int, previous: np.ndarray) -> SlicePrompt:
-            return SlicePrompt(z=z, points=_NO_POINTS, labels=_NO_LABELS,
-                               box=tight_box_2d(previous))
+            return SlicePrompt(
+                z=z, points=_NO_POINTS, labels=_NO_LABELS, box=tight_box_2d(previous)
+            )
 
-        walked = (_walk(seed_mask, m, int(fg[0]), -1, next_prompt, segment)
-                  + _walk(seed_mask, m, int(fg[-1]), +1, next_prompt, segment))
+        walked = _walk(seed_mask, m, int(fg[0]), -1, next_prompt, segment) + _walk(
+            seed_mask, m, int(fg[-1]), +1, next_prompt, segment
+        )
         boxes: dict[int, Box2D] = {m: seed.box}
         boxes.update({p.z: p.box for p in walked})
-        return Prompt(boxes=boxes,
-                      interactions=interactions("box2d", 1) + interactions("boundary_slice", 2),
-                      effort_label="4")
+        return Prompt(
+            boxes=boxes,
+            interactions=interactions("box2d", 1) + interactions("boundary_slice", 2),
+            effort_label="4",
+        )

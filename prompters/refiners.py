@@ -62,8 +62,9 @@ class _Errors:
         """Ground-truth labels (1/0) of local (N, 3) coordinates."""
         return self.gt[tuple(local.T)].astype(np.int8)
 
-    def policy_clicks(self, context: RefineContext, region: np.ndarray, n: int = 1,
-                      z: int | None = None) -> np.ndarray:
+    def policy_clicks(
+        self, context: RefineContext, region: np.ndarray, n: int = 1, z: int | None = None
+    ) -> np.ndarray:
         """``n`` clicks in the error ``region`` (on the crop; 2D: slice ``z`` of the crop)
         from ``context.clicks``, as local (k, 3) coordinates. The region counts as a false
         negative when most of its voxels are (the user adds), else as a false positive."""
@@ -73,15 +74,17 @@ class _Errors:
         origin = tuple(int(o) for o in self.offset)
         if z is not None:
             origin = (origin[0] + int(z), origin[1], origin[2])
-        picked = context.clicks.choose(region, n, context.rng, origin=origin,
-                                       spacing=context.spacing, kind=kind, target=target)
+        picked = context.clicks.choose(
+            region, n, context.rng, origin=origin, spacing=context.spacing, kind=kind, target=target
+        )
         if z is not None:
             picked = np.column_stack([np.full(len(picked), z, dtype=np.int64), picked])
         return picked.reshape(-1, 3)
 
 
-def _edt_center(component: np.ndarray, rng: np.random.Generator,
-                sampling: tuple[float, ...] | None = None) -> tuple[int, ...]:
+def _edt_center(
+    component: np.ndarray, rng: np.random.Generator, sampling: tuple[float, ...] | None = None
+) -> tuple[int, ...]:
     """Voxel of ``component`` farthest from its boundary (the array border counts as boundary).
 
     Cropped to the component's bounding box and padded by one background voxel before the
@@ -145,8 +148,12 @@ class CorrectivePointPerSlice(Refiner):
         if not local:
             return None
         local_array = np.array(local, dtype=np.int64)
-        return Prompt(points=local_array + errors.offset, point_labels=errors.labels_at(local_array),
-                      interactions=interactions("click", len(local)), effort_label="1X")
+        return Prompt(
+            points=local_array + errors.offset,
+            point_labels=errors.labels_at(local_array),
+            interactions=interactions("click", len(local)),
+            effort_label="1X",
+        )
 
 
 @refiners.register
@@ -177,9 +184,12 @@ class RandomCorrectivePoint(Refiner):
             local = sample_pixels(errors.error, self.n_points, context.rng)
         if len(local) == 0:
             return None
-        return Prompt(points=local + errors.offset, point_labels=errors.labels_at(local),
-                      interactions=interactions("click", len(local)),
-                      effort_label=str(self.n_points))
+        return Prompt(
+            points=local + errors.offset,
+            point_labels=errors.labels_at(local),
+            interactions=interactions("click", len(local)),
+            effort_label=str(self.n_points),
+        )
 
 
 @refiners.register
@@ -215,8 +225,12 @@ class CenterErrorClick(Refiner):
             local = errors.policy_clicks(context, component)
         else:
             local = np.array([self.click_in(component, context)], dtype=np.int64)
-        return Prompt(points=local + errors.offset, point_labels=errors.labels_at(local),
-                      interactions=interactions("click", 1), effort_label="1")
+        return Prompt(
+            points=local + errors.offset,
+            point_labels=errors.labels_at(local),
+            interactions=interactions("click", 1),
+            effort_label="1",
+        )
 
     def click_in(self, component: np.ndarray, context: RefineContext) -> tuple[int, ...]:
         """The voxel of the error ``component`` (boolean, on the error crop) to click."""
@@ -229,8 +243,7 @@ class CenterErrorClick(Refiner):
 # --------------------------------------------------------------------------------------
 
 
-def _column_scribble(component: np.ndarray,
-                     origin: np.ndarray | None = None) -> np.ndarray:
+def _column_scribble(component: np.ndarray, origin: np.ndarray | None = None) -> np.ndarray:
     """One pixel per row (axis 0) of a 2D/3D component, ordered bottom to top.
 
     3D component: on each axial slice, the centre of the slice's largest 8-connected piece
@@ -303,9 +316,13 @@ class ScribbleRefiner(Refiner):
     kinds: ClassVar[frozenset[str]] = frozenset({"scribble", "point"})
     effort_rule: ClassVar[str] = "1 scribble = 3"
 
-    def __init__(self, contour_distance: float = 2.0, length_fraction: float = 0.6,
-                 plane_axes: tuple[int, ...] | list[int] = (1, 2),
-                 three_d_points: str = "paper") -> None:
+    def __init__(
+        self,
+        contour_distance: float = 2.0,
+        length_fraction: float = 0.6,
+        plane_axes: tuple[int, ...] | list[int] = (1, 2),
+        three_d_points: str = "paper",
+    ) -> None:
         if contour_distance < 0:
             raise ValueError("contour_distance must be >= 0")
         if not 0 < length_fraction <= 1:
@@ -314,7 +331,9 @@ class ScribbleRefiner(Refiner):
         if not axes or any(a not in (1, 2) for a in axes):
             raise ValueError(f"plane_axes must be a non-empty subset of (1, 2), got {plane_axes}")
         if three_d_points not in ("paper", "all", "one"):
-            raise ValueError(f"three_d_points must be 'paper', 'all' or 'one', got {three_d_points!r}")
+            raise ValueError(
+                f"three_d_points must be 'paper', 'all' or 'one', got {three_d_points!r}"
+            )
         self.contour_distance = float(contour_distance)
         self.length_fraction = float(length_fraction)
         self.plane_axes = axes
@@ -328,11 +347,11 @@ class ScribbleRefiner(Refiner):
         low, high = bounding_box(component)
         crop = crop_slices(low, high, component.shape)
         base = np.zeros(3, np.int64) if origin is None else np.asarray(origin, np.int64)
-        return (_column_scribble(component[crop], base + crop_offset(crop))
-                + crop_offset(crop))
+        return _column_scribble(component[crop], base + crop_offset(crop)) + crop_offset(crop)
 
-    def negative_scribble(self, gt: np.ndarray, fp: np.ndarray,
-                          rng: np.random.Generator) -> np.ndarray:
+    def negative_scribble(
+        self, gt: np.ndarray, fp: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """False-positive pixels of a contour sub-curve on the plane with most FPs, (M, 3)."""
         best_axis, best_index, best_count = self.plane_axes[0], 0, -1
         for axis in self.plane_axes:
@@ -348,8 +367,9 @@ class ScribbleRefiner(Refiner):
             pixels = _column_scribble(largest_component(plane_fp))
         return np.insert(pixels, best_axis, best_index, axis=1)
 
-    def _contour_fp(self, plane_gt: np.ndarray, plane_fp: np.ndarray,
-                    rng: np.random.Generator) -> np.ndarray:
+    def _contour_fp(
+        self, plane_gt: np.ndarray, plane_fp: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         if not plane_gt.any():
             return np.zeros((0, 2), dtype=np.int64)
         reach = int(np.ceil(self.contour_distance)) + 1
@@ -360,8 +380,11 @@ class ScribbleRefiner(Refiner):
         grown = np.zeros(plane_gt.shape, dtype=bool)
         grown[crop] = distance <= self.contour_distance
         curves = _ordered_contours(grown)
-        candidates = [(c, i) for c, curve in enumerate(curves)
-                      for i in np.flatnonzero(plane_fp[curve[:, 0], curve[:, 1]])]
+        candidates = [
+            (c, i)
+            for c, curve in enumerate(curves)
+            for i in np.flatnonzero(plane_fp[curve[:, 0], curve[:, 1]])
+        ]
         if not candidates:
             return np.zeros((0, 2), dtype=np.int64)
         c, centre = candidates[int(rng.integers(len(candidates)))]
@@ -390,10 +413,11 @@ class ScribbleRefiner(Refiner):
         points = local + errors.offset
         effort = interactions("scribble", 1)
         one_point = context.model_dimension == 3 and (
-            self.three_d_points == "one" or (self.three_d_points == "paper" and not positive))
+            self.three_d_points == "one" or (self.three_d_points == "paper" and not positive)
+        )
         if one_point:
             pick = points[int(context.rng.integers(len(points)))][None]
-            return Prompt(points=pick, point_labels=[label], interactions=effort,
-                          effort_label="3")
-        return Prompt(scribbles=(Scribble(points=points, label=label),), interactions=effort,
-                      effort_label="3")
+            return Prompt(points=pick, point_labels=[label], interactions=effort, effort_label="3")
+        return Prompt(
+            scribbles=(Scribble(points=points, label=label),), interactions=effort, effort_label="3"
+        )

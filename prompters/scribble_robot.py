@@ -48,8 +48,7 @@ from intrabench.types import Prompt, Scribble, interactions
 from ._geometry import largest_component, union_crop
 
 
-def worst_slice(gt: np.ndarray, prediction: np.ndarray, skip: set[int] | None = None
-                ) -> int | None:
+def worst_slice(gt: np.ndarray, prediction: np.ndarray, skip: set[int] | None = None) -> int | None:
     """Axial index (of these arrays) of the slice with the lowest Dice among slices holding
     target or prediction and an error; ties: more misclassified voxels, then lower z. Slices
     in ``skip`` are passed over while another one qualifies."""
@@ -107,8 +106,12 @@ def components(mask: np.ndarray) -> list[np.ndarray]:
 
 def used_slices(history: list[Prompt]) -> set[int]:
     """Axial slices that earlier scribbles were drawn on."""
-    return {int(z) for prompt in history for scribble in prompt.scribbles
-            for z in np.unique(scribble.points[:, 0])}
+    return {
+        int(z)
+        for prompt in history
+        for scribble in prompt.scribbles
+        for z in np.unique(scribble.points[:, 0])
+    }
 
 
 @refiners.register
@@ -118,7 +121,9 @@ class ScribbleRobot(Refiner):
     name: ClassVar[str] = "scribble-robot"
     dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
     kinds: ClassVar[frozenset[str]] = frozenset({"scribble", "point"})
-    effort_rule: ClassVar[str] = "1 scribble = 3 (davis: one per error component), on the worst slice"
+    effort_rule: ClassVar[str] = (
+        "1 scribble = 3 (davis: one per error component), on the worst slice"
+    )
 
     def __init__(self, mode: str = "davis") -> None:
         if mode not in MODES:
@@ -144,15 +149,24 @@ class ScribbleRobot(Refiner):
             positive = largest_fn.sum() >= largest_fp.sum()
             regions = [(largest_fn if positive else largest_fp, 1 if positive else 0)]
         else:
-            candidates = ([(region, 1) for region in components(false_negative)]
-                          + [(region, 0) for region in components(false_positive)])
-            regions = [(region, label) for region, label in candidates
-                       if (skeletonize(region) & region).sum() >= MIN_SKELETON_PIXELS]
+            candidates = [(region, 1) for region in components(false_negative)] + [
+                (region, 0) for region in components(false_positive)
+            ]
+            regions = [
+                (region, label)
+                for region, label in candidates
+                if (skeletonize(region) & region).sum() >= MIN_SKELETON_PIXELS
+            ]
             if not regions:
                 regions = [max(candidates, key=lambda item: int(item[0].sum()))]
         scribbles = tuple(
-            Scribble(points=np.column_stack([np.full(len(pixels), z), pixels]) + offset,
-                     label=label)
-            for pixels, label in ((stroke(region), label) for region, label in regions))
-        return Prompt(scribbles=scribbles, interactions=interactions("scribble", len(scribbles)),
-                      effort_label="3")
+            Scribble(
+                points=np.column_stack([np.full(len(pixels), z), pixels]) + offset, label=label
+            )
+            for pixels, label in ((stroke(region), label) for region, label in regions)
+        )
+        return Prompt(
+            scribbles=scribbles,
+            interactions=interactions("scribble", len(scribbles)),
+            effort_label="3",
+        )

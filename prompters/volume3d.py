@@ -40,8 +40,11 @@ class Box3DPrompter(Prompter):
         if not context.ground_truth.any():
             return Prompt()
         low, high = bounding_box(context.ground_truth)
-        return Prompt(box3d=Box3D(*(int(v) for v in low), *(int(v) for v in high)),
-                      interactions=interactions("box3d", 1), effort_label="3")
+        return Prompt(
+            box3d=Box3D(*(int(v) for v in low), *(int(v) for v in high)),
+            interactions=interactions("box3d", 1),
+            effort_label="3",
+        )
 
 
 @prompters.register
@@ -64,13 +67,25 @@ class PointsPerVolume(Prompter):
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)
         if context.clicks is not None:  # a robustness run: its clicking group decides
-            points = context.clicks.choose(sub, self.n_points, context.rng, origin=tuple(offset),
-                                           spacing=context.spacing, target=sub) + offset
+            points = (
+                context.clicks.choose(
+                    sub,
+                    self.n_points,
+                    context.rng,
+                    origin=tuple(offset),
+                    spacing=context.spacing,
+                    target=sub,
+                )
+                + offset
+            )
         else:
             points = sample_pixels(sub, self.n_points, context.rng) + offset
-        return Prompt(points=points, point_labels=np.ones(len(points), dtype=np.int8),
-                      interactions=interactions("click", len(points)),
-                      effort_label=str(self.n_points))
+        return Prompt(
+            points=points,
+            point_labels=np.ones(len(points), dtype=np.int8),
+            interactions=interactions("click", len(points)),
+            effort_label=str(self.n_points),
+        )
 
 
 @prompters.register
@@ -105,14 +120,28 @@ class CenterPointsPerVolume(Prompter):
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)
         if context.clicks is not None:  # a robustness run: its clicking group decides
-            points = context.clicks.choose(sub, self.n_points, context.rng, origin=tuple(offset),
-                                           spacing=context.spacing, target=sub) + offset
-            return Prompt(points=points, point_labels=np.ones(len(points), dtype=np.int8),
-                          interactions=interactions("click", len(points)),
-                          effort_label=str(self.n_points))
+            points = (
+                context.clicks.choose(
+                    sub,
+                    self.n_points,
+                    context.rng,
+                    origin=tuple(offset),
+                    spacing=context.spacing,
+                    target=sub,
+                )
+                + offset
+            )
+            return Prompt(
+                points=points,
+                point_labels=np.ones(len(points), dtype=np.int8),
+                interactions=interactions("click", len(points)),
+                effort_label=str(self.n_points),
+            )
         fg = foreground_slices(sub)
         seeds = seed_slices(fg, self.line_slices)
-        seed_yx = np.array([centroid_point_2d(sub[z], origin=offset[1:]) for z in seeds], dtype=np.float64)
+        seed_yx = np.array(
+            [centroid_point_2d(sub[z], origin=offset[1:]) for z in seeds], dtype=np.float64
+        )
         line_z, line_yx = interpolate_track(seeds, seed_yx)
         line = np.column_stack([line_z, round_half_up(line_yx)])
         n = min(self.n_points, int(sub.sum()))
@@ -130,11 +159,15 @@ class CenterPointsPerVolume(Prompter):
                 point = (z, int(yy), int(xx))
             else:
                 voxels = np.argwhere(sub & ~taken)
-                point = tuple(int(v) for v in
-                              voxels[np.argmin(((voxels - (z, y, x)) ** 2).sum(axis=1))])
+                point = tuple(
+                    int(v) for v in voxels[np.argmin(((voxels - (z, y, x)) ** 2).sum(axis=1))]
+                )
             taken[point] = True
             points.append(point)
         points_array = np.array(points, dtype=np.int64).reshape(-1, 3) + offset
-        return Prompt(points=points_array, point_labels=np.ones(len(points), dtype=np.int8),
-                      interactions=interactions("click", len(points)),
-                      effort_label=str(self.n_points))
+        return Prompt(
+            points=points_array,
+            point_labels=np.ones(len(points), dtype=np.int8),
+            interactions=interactions("click", len(points)),
+            effort_label=str(self.n_points),
+        )

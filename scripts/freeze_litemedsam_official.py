@@ -46,9 +46,26 @@ def preprocess_officially(checkout: Path, case: str, modality: str, work: Path) 
         folder.mkdir()
     (images / f"{case}_0000.nii.gz").symlink_to(DEMO / "imagesTr" / f"{case}_0000.nii.gz")
     (labels / f"{case}.nii.gz").symlink_to(DEMO / "labelsTr" / f"{case}.nii.gz")
-    subprocess.run([sys.executable, str(checkout / "pre_CT_MR.py"), "-modality", modality,
-                    "-anatomy", "Demo", "-img_path", str(images), "-gt_path", str(labels),
-                    "-output_path", str(out), "-num_workers", "1"], check=True, cwd=work)
+    subprocess.run(
+        [
+            sys.executable,
+            str(checkout / "pre_CT_MR.py"),
+            "-modality",
+            modality,
+            "-anatomy",
+            "Demo",
+            "-img_path",
+            str(images),
+            "-gt_path",
+            str(labels),
+            "-output_path",
+            str(out),
+            "-num_workers",
+            "1",
+        ],
+        check=True,
+        cwd=work,
+    )
     found = sorted(out.rglob("*.npz"))
     if len(found) != 1:
         raise SystemExit(f"pre_CT_MR.py wrote {len(found)} npz files for {case}")
@@ -72,7 +89,9 @@ def stored_index(case: str, gt_slice: np.ndarray) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkout", type=Path, help="a checkout of bowang-lab/MedSAM, branch LiteMedSAM")
+    parser.add_argument(
+        "checkout", type=Path, help="a checkout of bowang-lab/MedSAM, branch LiteMedSAM"
+    )
     args = parser.parse_args()
     checkout = args.checkout.resolve()
 
@@ -81,11 +100,22 @@ def main() -> None:
     checkpoint = packaged_path("litemedsam")
     work = Path(tempfile.mkdtemp())
     sys.path.insert(0, str(checkout))  # its segment_anything and tiny_vit_sam
-    sys.argv = ["CVPR24_LiteMedSAM_infer.py", "-i", str(work), "-o", str(work / "segs"),
-                "-lite_medsam_checkpoint_path", str(checkpoint), "-device", "cpu",
-                "-png_save_dir", str(work / "png")]
-    official = runpy.run_path(str(checkout / "CVPR24_LiteMedSAM_infer.py"),
-                              run_name="litemedsam_official")
+    sys.argv = [
+        "CVPR24_LiteMedSAM_infer.py",
+        "-i",
+        str(work),
+        "-o",
+        str(work / "segs"),
+        "-lite_medsam_checkpoint_path",
+        str(checkpoint),
+        "-device",
+        "cpu",
+        "-png_save_dir",
+        str(work / "png"),
+    ]
+    official = runpy.run_path(
+        str(checkout / "CVPR24_LiteMedSAM_infer.py"), run_name="litemedsam_official"
+    )
     model = official["medsam_lite_model"]
     captured: list = []
     original_postprocess = model.postprocess_masks
@@ -119,8 +149,11 @@ def main() -> None:
             frozen["logits"].append(captured[0])
             frozen["mask"].append(mask)
             print(f"{case} k={frozen['k'][-1]} box={box.tolist()} mask voxels={int(mask.sum())}")
-    arrays = {f"{key}_{i}": np.asarray(value) for key, values in frozen.items()
-              for i, value in enumerate(values)}
+    arrays = {
+        f"{key}_{i}": np.asarray(value)
+        for key, values in frozen.items()
+        for i, value in enumerate(values)
+    }
     np.savez_compressed(OUTPUT, n=len(frozen["case"]), **arrays)
     print(f"wrote {OUTPUT} ({OUTPUT.stat().st_size} bytes)")
 

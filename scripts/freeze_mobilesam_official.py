@@ -59,23 +59,40 @@ def prompts_for(mask: np.ndarray) -> dict[str, dict]:
     outside = np.array([max(box[0] - 3, 0), max(box[1] - 3, 0)])
     second = np.array([ys[len(ys) // 3], xs[len(xs) // 3]])
     return {
-        "point": {"points": centre[None], "labels": np.array([1]), "box": None,
-                  "multimask": True},
-        "box": {"points": np.zeros((0, 2), int), "labels": np.zeros(0, int), "box": box,
-                "multimask": False},
-        "box+points": {"points": np.stack([centre, outside]), "labels": np.array([1, 0]),
-                       "box": box, "multimask": False},
-        "mask": {"points": second[None], "labels": np.array([1]), "box": None,
-                 "multimask": False, "feedback_from": "box"},
-        "points": {"points": np.stack([centre, second, outside]), "labels": np.array([1, 1, 0]),
-                   "box": None, "multimask": False},
+        "point": {"points": centre[None], "labels": np.array([1]), "box": None, "multimask": True},
+        "box": {
+            "points": np.zeros((0, 2), int),
+            "labels": np.zeros(0, int),
+            "box": box,
+            "multimask": False,
+        },
+        "box+points": {
+            "points": np.stack([centre, outside]),
+            "labels": np.array([1, 0]),
+            "box": box,
+            "multimask": False,
+        },
+        "mask": {
+            "points": second[None],
+            "labels": np.array([1]),
+            "box": None,
+            "multimask": False,
+            "feedback_from": "box",
+        },
+        "points": {
+            "points": np.stack([centre, second, outside]),
+            "labels": np.array([1, 1, 0]),
+            "box": None,
+            "multimask": False,
+        },
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", type=Path, help="mobile_sam.pt (default: the "
-                                                        "checkpoint directory's)")
+    parser.add_argument(
+        "--checkpoint", type=Path, help="mobile_sam.pt (default: the checkpoint directory's)"
+    )
     args = parser.parse_args()
     import torch
 
@@ -115,22 +132,35 @@ def main() -> None:
                     point_labels=prompt["labels"] if len(points) else None,
                     box=None if box is None else box[[1, 0, 3, 2]].astype(np.float32),
                     mask_input=None if feedback is None else feedback[None],
-                    multimask_output=prompt["multimask"], return_logits=True)
+                    multimask_output=prompt["multimask"],
+                    return_logits=True,
+                )
             best = int(np.argmax(scores)) if prompt["multimask"] else 0
             low_res_of[name] = low_res[best]
             fed_back = any(p.get("feedback_from") == name for p in prompts_for(mask).values())
-            keep(case=case_id, prompt=name, z=z, image=eight_bit,
-                 resized_sha256=hashlib.sha256(np.ascontiguousarray(resized[..., 0])).hexdigest(),
-                 resized_shape=resized.shape[:2], points=points.reshape(-1, 2),
-                 labels=prompt["labels"], box=np.full(4, -1) if box is None else box,
-                 feedback_from=prompt.get("feedback_from", ""), multimask=prompt["multimask"],
-                 low_res=(low_res[best] if fed_back else np.zeros((0, 0))).astype(np.float32),
-                 logits=logits[best].astype(np.float32))
-            print(f"{case_id} z={z} {name:10s} mask voxels={int((logits[best] > 0).sum())} "
-                  f"score={float(scores[best]):.3f}")
+            keep(
+                case=case_id,
+                prompt=name,
+                z=z,
+                image=eight_bit,
+                resized_sha256=hashlib.sha256(np.ascontiguousarray(resized[..., 0])).hexdigest(),
+                resized_shape=resized.shape[:2],
+                points=points.reshape(-1, 2),
+                labels=prompt["labels"],
+                box=np.full(4, -1) if box is None else box,
+                feedback_from=prompt.get("feedback_from", ""),
+                multimask=prompt["multimask"],
+                low_res=(low_res[best] if fed_back else np.zeros((0, 0))).astype(np.float32),
+                logits=logits[best].astype(np.float32),
+            )
+            print(
+                f"{case_id} z={z} {name:10s} mask voxels={int((logits[best] > 0).sum())} "
+                f"score={float(scores[best]):.3f}"
+            )
     count = len(frozen["case"])
-    arrays = {f"{key}_{i}": value for key, values in frozen.items()
-              for i, value in enumerate(values)}
+    arrays = {
+        f"{key}_{i}": value for key, values in frozen.items() for i, value in enumerate(values)
+    }
     np.savez_compressed(OUTPUT, n=count, **arrays)
     print(f"wrote {OUTPUT} ({OUTPUT.stat().st_size} bytes, {count} samples)")
 

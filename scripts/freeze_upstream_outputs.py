@@ -87,13 +87,22 @@ def freeze_segvol(checkout: Path) -> None:
     from segment_anything_volumetric.modeling import MaskDecoder, PromptEncoder, TwoWayTransformer
 
     size, patch = np.array(FULL.spatial_size), np.array(FULL.patch_size)
-    prompt_encoder = PromptEncoder(embed_dim=768, image_embedding_size=[int(v) for v in size // patch],
-                                   input_image_size=[int(v) for v in size], mask_in_chans=16).eval()
-    mask_decoder = MaskDecoder(image_encoder_type="vit", num_multimask_outputs=3,
-                               transformer=TwoWayTransformer(depth=2, embedding_dim=768,
-                                                             mlp_dim=2048, num_heads=8),
-                               transformer_dim=768, iou_head_depth=3, iou_head_hidden_dim=256,
-                               image_size=size, patch_size=patch).eval()
+    prompt_encoder = PromptEncoder(
+        embed_dim=768,
+        image_embedding_size=[int(v) for v in size // patch],
+        input_image_size=[int(v) for v in size],
+        mask_in_chans=16,
+    ).eval()
+    mask_decoder = MaskDecoder(
+        image_encoder_type="vit",
+        num_multimask_outputs=3,
+        transformer=TwoWayTransformer(depth=2, embedding_dim=768, mlp_dim=2048, num_heads=8),
+        transformer_dim=768,
+        iou_head_depth=3,
+        iou_head_hidden_dim=256,
+        image_size=size,
+        patch_size=patch,
+    ).eval()
     ours_prompt, ours_decoder = SegVolPromptEncoder(FULL).eval(), SegVolMaskDecoder(FULL).eval()
     for upstream, ours in ((prompt_encoder, ours_prompt), (mask_decoder, ours_decoder)):
         state = seeded_non_zero_state(ours)

@@ -40,7 +40,7 @@ def main() -> None:
     dataset = {
         "name": "demo-real",
         "description": "Crops of three real volumes with expert lesion labels "
-                       "(pyradiomics 3.0.1 test cases: lung CT, brain MRI, breast MRI).",
+        "(pyradiomics 3.0.1 test cases: lung CT, brain MRI, breast MRI).",
         "channel_names": {"0": "CT/MRI"},
         "labels": {"background": 0, "lesion": 1},
         "target_types": {"lesion": "instance"},

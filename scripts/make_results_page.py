@@ -22,20 +22,28 @@ def machine() -> str:
     from intrabench.io.machine import describe_machine
 
     facts = describe_machine()  # torch imported: its threads are known
-    return (f"{facts['architecture']} CPU, {facts['cores']} cores, torch {torch.__version__} "
-            f"with {facts['torch_threads']} threads")
+    return (
+        f"{facts['architecture']} CPU, {facts['cores']} cores, torch {torch.__version__} "
+        f"with {facts['torch_threads']} threads"
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "intrabench-runs" / "results-demo",
-                        help="the run folder (default: intrabench-runs/results-demo)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "intrabench-runs" / "results-demo",
+        help="the run folder (default: intrabench-runs/results-demo)",
+    )
     parser.add_argument("--page", type=Path, default=ROOT / "docs" / "results.md")
     args = parser.parse_args()
     from intrabench.cli import main as intrabench
     from intrabench.reports.results_page import render
 
-    status = intrabench(["run", str(ROOT / "configs" / "results-demo.yaml"), "--out", str(args.out)])
+    status = intrabench(
+        ["run", str(ROOT / "configs" / "results-demo.yaml"), "--out", str(args.out)]
+    )
     if status != 0:
         return status
     render(args.out, args.page, args.page.parent / "images" / "results", COMMAND, machine())

@@ -18,8 +18,9 @@ if "INTRABENCH_CACHE" not in os.environ:
     # removed when the session ends: every run left one in the temporary directory
     atexit.register(shutil.rmtree, os.environ["INTRABENCH_CACHE"], ignore_errors=True)
 # exported encoders (ONNX) likewise: never beside the user's checkpoints
-os.environ.setdefault("INTRABENCH_EXPORTS",
-                      os.path.join(os.environ["INTRABENCH_CACHE"], "exported-encoders"))
+os.environ.setdefault(
+    "INTRABENCH_EXPORTS", os.path.join(os.environ["INTRABENCH_CACHE"], "exported-encoders")
+)
 
 try:
     import torch

@@ -26,8 +26,7 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[1] / "intrabench"
 
 #: part -> the parts of the core it must not import
-FEATURES = ("intrabench.attributes", "intrabench.clicks", "intrabench.review",
-            "intrabench.timing")
+FEATURES = ("intrabench.attributes", "intrabench.clicks", "intrabench.review", "intrabench.timing")
 REPORTS = ("intrabench.reports",)
 FORBIDDEN = {
     "intrabench.evaluation": ("intrabench.engine", "intrabench.io", *FEATURES, *REPORTS),
@@ -35,8 +34,10 @@ FORBIDDEN = {
     "intrabench.plotting": ("intrabench.engine", *FEATURES, *REPORTS),
     "intrabench.modality": ("intrabench.engine", *FEATURES, *REPORTS),
     "intrabench.types": ("intrabench.engine", *FEATURES, *REPORTS),
-    **{feature: (*(other for other in FEATURES if other != feature), *REPORTS)
-       for feature in FEATURES},
+    **{
+        feature: (*(other for other in FEATURES if other != feature), *REPORTS)
+        for feature in FEATURES
+    },
 }
 COMPONENTS = ("intrabench.models", "intrabench.prompters", "intrabench.datasets")
 
@@ -52,7 +53,7 @@ def imported_modules(source: str, module: str) -> set[str]:
             base = node.module or ""
             if node.level:  # relative: resolve against the importing module's package
                 parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             names.add(base)
             names.update(f"{base}.{alias.name}" for alias in node.names)
     return names
@@ -65,8 +66,11 @@ def violations(modules: dict[str, str]) -> list[str]:
     """'importer -> forbidden part' for every rule broken by ``modules`` (name -> source)."""
     found = set()
     for module, source in modules.items():
-        rules = [forbidden for part, forbidden in FORBIDDEN.items()
-                 if module == part or module.startswith(part + ".")]
+        rules = [
+            forbidden
+            for part, forbidden in FORBIDDEN.items()
+            if module == part or module.startswith(part + ".")
+        ]
         entry = any(module == e or module.startswith(e + ".") for e in ENTRY)
         banned = (() if entry else COMPONENTS) + tuple(p for rule in rules for p in rule)
         for name in imported_modules(source, module):
@@ -107,9 +111,12 @@ def test_the_rule_check_finds_planted_violations():
         "intrabench.reports.html -> intrabench.prompters",
     ]
     # the same imports from the command line are allowed; evaluation importing io is not
-    assert violations({"intrabench.commands.x": "from intrabench.datasets import _recipe\n",
-                       "intrabench.evaluation.aggregate": "import intrabench.io.results\n"}) == [
-        "intrabench.evaluation.aggregate -> intrabench.io"]
+    assert violations(
+        {
+            "intrabench.commands.x": "from intrabench.datasets import _recipe\n",
+            "intrabench.evaluation.aggregate": "import intrabench.io.results\n",
+        }
+    ) == ["intrabench.evaluation.aggregate -> intrabench.io"]
 
 
 def test_every_core_package_is_installed():
@@ -118,10 +125,14 @@ def test_every_core_package_is_installed():
     import pytest
 
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
-    listed = set(tomllib.loads((CORE.parent / "pyproject.toml").read_text())["tool"]
-                 ["setuptools"]["packages"])
-    packages = {".".join(path.parent.relative_to(CORE.parent).parts)
-                for path in CORE.rglob("__init__.py")}
+    listed = set(
+        tomllib.loads((CORE.parent / "pyproject.toml").read_text())["tool"]["setuptools"][
+            "packages"
+        ]
+    )
+    packages = {
+        ".".join(path.parent.relative_to(CORE.parent).parts) for path in CORE.rglob("__init__.py")
+    }
     assert packages - listed == set()
 
 
@@ -130,8 +141,12 @@ def test_every_core_package_is_installed():
 # --------------------------------------------------------------------------------------
 
 #: source folder -> the package it installs as (pyproject's package-dir)
-INSTALLED_AS = {"intrabench": "intrabench", "models": "intrabench.models",
-                "prompters": "intrabench.prompters", "datasets": "intrabench.datasets"}
+INSTALLED_AS = {
+    "intrabench": "intrabench",
+    "models": "intrabench.models",
+    "prompters": "intrabench.prompters",
+    "datasets": "intrabench.datasets",
+}
 
 
 def installed_modules() -> dict[str, tuple[str, bool]]:
@@ -165,16 +180,19 @@ def import_graph(modules: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
                 base = node.module or ""
                 if node.level:
                     parts = package.split(".")
-                    parts = parts[:len(parts) - node.level + 1]
+                    parts = parts[: len(parts) - node.level + 1]
                     base = ".".join(parts + ([base] if base else []))
                 for alias in node.names:
                     full = f"{base}.{alias.name}"
                     found.add(full if full in modules else base)
             elif isinstance(node, ast.Call):
                 called = getattr(node.func, "attr", getattr(node.func, "id", ""))
-                if (called == "import_module" and node.args
-                        and isinstance(node.args[0], ast.Constant)
-                        and isinstance(node.args[0].value, str)):
+                if (
+                    called == "import_module"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                ):
                     found.add(node.args[0].value)
         graph[name] = {m for m in found if m in modules and m != name}
     return graph
@@ -224,8 +242,12 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_circles_in_the_installed_packages():
     modules = installed_modules()
-    assert {"intrabench.models.litemedsam", "intrabench.prompters.basic",
-            "intrabench.datasets._recipe", "intrabench.io.volume"} <= set(modules)
+    assert {
+        "intrabench.models.litemedsam",
+        "intrabench.prompters.basic",
+        "intrabench.datasets._recipe",
+        "intrabench.io.volume",
+    } <= set(modules)
     assert circles(import_graph(modules)) == []
 
 
@@ -240,4 +262,5 @@ def test_the_circle_check_finds_planted_circles():
     }
     assert circles(import_graph(planted)) == [
         ["intrabench.a", "intrabench.b", "intrabench.c"],
-        ["intrabench.models.x", "intrabench.models.y"]]
+        ["intrabench.models.x", "intrabench.models.y"],
+    ]

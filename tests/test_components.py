@@ -43,8 +43,9 @@ def masks(draw):
         mask = np.asfortranarray(mask)
     elif layout == "strided":
         axis = draw(st.integers(0, mask.ndim - 1))
-        every_other = tuple(slice(None, None, 2) if a == axis else slice(None)
-                            for a in range(mask.ndim))
+        every_other = tuple(
+            slice(None, None, 2) if a == axis else slice(None) for a in range(mask.ndim)
+        )
         mask = np.repeat(mask, 2, axis=axis)[every_other]  # the same values, not contiguous
     if draw(st.booleans()):
         mask.flags.writeable = False
@@ -59,8 +60,9 @@ def test_components_are_scipys(case):
     mask, connectivity = case
     labelled, count = connected_components(mask, connectivity=connectivity, return_N=True)
     rank = {4: 1, 8: 2, 6: 1, 18: 2, 26: 3}[connectivity]
-    reference, expected = ndimage.label(mask, structure=ndimage.generate_binary_structure(
-        mask.ndim, rank))
+    reference, expected = ndimage.label(
+        mask, structure=ndimage.generate_binary_structure(mask.ndim, rank)
+    )
     assert count == expected
     assert set(np.unique(labelled[mask]).tolist()) == set(range(1, count + 1))
     assert np.array_equal(labelled > 0, mask)

@@ -48,17 +48,23 @@ def sam_med2d_inputs(seed: int = 11) -> dict[str, torch.Tensor]:
     }
 
 
-def sam_med2d_outputs(net: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+def sam_med2d_outputs(
+    net: torch.nn.Module, inputs: dict[str, torch.Tensor]
+) -> dict[str, np.ndarray]:
     """Image embedding (every 4th position) and the three-mask decoder output (logits at every
     4th pixel, predicted IoUs) for clicks + box + mask input."""
     with torch.no_grad():
         embedding = net.image_encoder(inputs["image"])
-        sparse, dense = net.prompt_encoder(points=(inputs["coords"], inputs["labels"]),
-                                           boxes=inputs["box"], masks=inputs["mask"])
-        low_res, iou = net.mask_decoder(image_embeddings=embedding,
-                                        image_pe=net.prompt_encoder.get_dense_pe(),
-                                        sparse_prompt_embeddings=sparse,
-                                        dense_prompt_embeddings=dense, multimask_output=True)
+        sparse, dense = net.prompt_encoder(
+            points=(inputs["coords"], inputs["labels"]), boxes=inputs["box"], masks=inputs["mask"]
+        )
+        low_res, iou = net.mask_decoder(
+            image_embeddings=embedding,
+            image_pe=net.prompt_encoder.get_dense_pe(),
+            sparse_prompt_embeddings=sparse,
+            dense_prompt_embeddings=dense,
+            multimask_output=True,
+        )
     return {
         "embedding": embedding[0, :, ::4, ::4].numpy().astype(np.float32),
         "low_res_logits": low_res[0, :, ::4, ::4].numpy().astype(np.float32),
@@ -81,21 +87,32 @@ def segvol_inputs(seed: int = 13) -> dict[str, torch.Tensor]:
     }
 
 
-def segvol_outputs(prompt_encoder: torch.nn.Module, mask_decoder: torch.nn.Module,
-                   inputs: dict[str, torch.Tensor], upstream: bool) -> dict[str, np.ndarray]:
+def segvol_outputs(
+    prompt_encoder: torch.nn.Module,
+    mask_decoder: torch.nn.Module,
+    inputs: dict[str, torch.Tensor],
+    upstream: bool,
+) -> dict[str, np.ndarray]:
     """Single-mask low-resolution logits (every 4th voxel) for clicks + box, through either
     upstream's modules (``upstream``: their signatures, no text) or ours."""
     points = (inputs["coords"], inputs["labels"])
     with torch.no_grad():
         if upstream:
-            sparse, dense = prompt_encoder(points=points, boxes=inputs["box"], masks=None,
-                                           text_embedding=None)
-            low, _ = mask_decoder(image_embeddings=inputs["embedding"], text_embedding=None,
-                                  image_pe=prompt_encoder.get_dense_pe(),
-                                  sparse_prompt_embeddings=sparse,
-                                  dense_prompt_embeddings=dense, multimask_output=False)
+            sparse, dense = prompt_encoder(
+                points=points, boxes=inputs["box"], masks=None, text_embedding=None
+            )
+            low, _ = mask_decoder(
+                image_embeddings=inputs["embedding"],
+                text_embedding=None,
+                image_pe=prompt_encoder.get_dense_pe(),
+                sparse_prompt_embeddings=sparse,
+                dense_prompt_embeddings=dense,
+                multimask_output=False,
+            )
         else:
             sparse, dense = prompt_encoder(*points, inputs["box"])
             low = mask_decoder(inputs["embedding"], prompt_encoder.get_dense_pe(), sparse, dense)
-    return {"low_res_logits": low[0, 0, ::4, ::4, ::4].numpy().astype(np.float32),
-            "sparse": sparse[0].numpy().astype(np.float32)}
+    return {
+        "low_res_logits": low[0, 0, ::4, ::4, ::4].numpy().astype(np.float32),
+        "sparse": sparse[0].numpy().astype(np.float32),
+    }

@@ -28,21 +28,34 @@ class AttributeAnalysis:
     extremes: pd.DataFrame  # stratify.extremes_table, every score in METRICS the run has
 
 
-def analyse(rows: pd.DataFrame, run_dir: str | Path, by: Sequence[str] = CONFIG,
-            n_boot: int = 1000, seed: int = 0) -> AttributeAnalysis:
+def analyse(
+    rows: pd.DataFrame,
+    run_dir: str | Path,
+    by: Sequence[str] = CONFIG,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> AttributeAnalysis:
     """The analysis of ``rows`` (result rows of ``run_dir``, whose config names the datasets
     for targets that lack attributes), tables per ``by`` columns."""
     targets, cuts = assign_groups(target_scores(with_attributes(rows, run_dir)))
-    return regroup(AttributeAnalysis(targets, cuts, pd.DataFrame(), pd.DataFrame()), by,
-                   n_boot, seed)
+    return regroup(
+        AttributeAnalysis(targets, cuts, pd.DataFrame(), pd.DataFrame()), by, n_boot, seed
+    )
 
 
-def regroup(analysis: AttributeAnalysis, by: Sequence[str], n_boot: int = 1000,
-            seed: int = 0) -> AttributeAnalysis:
+def regroup(
+    analysis: AttributeAnalysis, by: Sequence[str], n_boot: int = 1000, seed: int = 0
+) -> AttributeAnalysis:
     """The same targets with the tables per other ``by`` columns."""
     targets = analysis.targets
-    extremes = [extremes_table(targets, metric, n_boot=n_boot, seed=seed, by=by)
-                for metric in METRICS.values() if metric in targets]
-    return AttributeAnalysis(targets, analysis.cuts,
-                             stratified_table(targets, n_boot=n_boot, seed=seed, by=by),
-                             pd.concat(extremes, ignore_index=True))
+    extremes = [
+        extremes_table(targets, metric, n_boot=n_boot, seed=seed, by=by)
+        for metric in METRICS.values()
+        if metric in targets
+    ]
+    return AttributeAnalysis(
+        targets,
+        analysis.cuts,
+        stratified_table(targets, n_boot=n_boot, seed=seed, by=by),
+        pd.concat(extremes, ignore_index=True),
+    )

@@ -34,17 +34,23 @@ def _digest(case: Case, modality: str) -> str:
     # SHA-256: twice BLAKE2b's speed on CPUs with SHA instructions (x86 since 2017's Zen and
     # 2019's Ice Lake, ARMv8 with its crypto extension): hashing a CT case is in every read
     hasher = hashlib.sha256()
-    header = {"version": VERSION, "modality": modality, "spacing": list(case.image.spacing),
-              "shape": list(np.shape(case.label)), "label_dtype": str(np.asarray(case.label).dtype),
-              "targets": [[t.target_id, int(t.label_value)] for t in case.targets]}
+    header = {
+        "version": VERSION,
+        "modality": modality,
+        "spacing": list(case.image.spacing),
+        "shape": list(np.shape(case.label)),
+        "label_dtype": str(np.asarray(case.label).dtype),
+        "targets": [[t.target_id, int(t.label_value)] for t in case.targets],
+    }
     hasher.update(json.dumps(header, sort_keys=True).encode())
     for array in (case.label, case.image.array):
         hasher.update(np.ascontiguousarray(array).view(np.uint8).reshape(-1).data)
     return hasher.hexdigest()[:32]
 
 
-def cached_case_attributes(case: Case, modality: str = "",
-                           root: Path | None = None) -> dict[str, dict[str, Any]]:
+def cached_case_attributes(
+    case: Case, modality: str = "", root: Path | None = None
+) -> dict[str, dict[str, Any]]:
     """:func:`~intrabench.attributes.compute.case_attributes` of ``case``, from the cache when
     this exact case was measured before, else computed and stored."""
     from intrabench.io.results import atomic_write_text

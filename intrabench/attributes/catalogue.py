@@ -31,46 +31,100 @@ class AttributeSpec:
 ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec("volume_ml", "ml", "tertiles", "target voxels x voxel volume / 1000"),
     AttributeSpec("coverage_image", "fraction", "tertiles", "target voxels / image voxels"),
-    AttributeSpec("coverage_body", "fraction", "tertiles",
-                  "target voxels / body voxels (CT only: HU > -500, largest region, holes "
-                  "filled per slice; empty for MR)"),
+    AttributeSpec(
+        "coverage_body",
+        "fraction",
+        "tertiles",
+        "target voxels / body voxels (CT only: HU > -500, largest region, holes "
+        "filled per slice; empty for MR)",
+    ),
     AttributeSpec("components", "count", "none", "connected regions (26-connectivity)"),
     AttributeSpec("multiple_regions", "true/false", "presence", "components > 1"),
-    AttributeSpec("cavities", "count", "none",
-                  "enclosed background regions in 3D (6-connectivity), e.g. a necrotic core "
-                  "closed on all sides"),
-    AttributeSpec("slices_with_holes", "slices", "none",
-                  "axial slices on which the target encloses background in 2D (4-connectivity)"),
+    AttributeSpec(
+        "cavities",
+        "count",
+        "none",
+        "enclosed background regions in 3D (6-connectivity), e.g. a necrotic core "
+        "closed on all sides",
+    ),
+    AttributeSpec(
+        "slices_with_holes",
+        "slices",
+        "none",
+        "axial slices on which the target encloses background in 2D (4-connectivity)",
+    ),
     AttributeSpec("has_holes", "true/false", "presence", "slices_with_holes > 0"),
-    AttributeSpec("com_z", "fraction", "tertiles",
-                  "centre of mass along z (axial slice index) / (slices - 1): 0 first slice, 1 last"),
+    AttributeSpec(
+        "com_z",
+        "fraction",
+        "tertiles",
+        "centre of mass along z (axial slice index) / (slices - 1): 0 first slice, 1 last",
+    ),
     AttributeSpec("com_y", "fraction", "tertiles", "centre of mass along y / (rows - 1)"),
     AttributeSpec("com_x", "fraction", "tertiles", "centre of mass along x / (columns - 1)"),
-    AttributeSpec("surface_mm2", "mm^2", "tertiles",
-                  "area of the marching-cubes surface (level 0.5, in mm), Taubin-smoothed "
-                  "(20 passes, lambda 0.5, mu -0.53) to remove the voxel staircase"),
-    AttributeSpec("sphericity", "1", "tertiles",
-                  "Wadell's sphericity pi^(1/3) (6 V)^(2/3) / A (the cube root of the isoperimetric "
-                  "quotient), V in mm^3 from the voxels, "
-                  "A = surface_mm2: 1 sphere, 0.806 cube, lower for irregular boundaries"),
-    AttributeSpec("elongation", "1", "tertiles",
-                  "longest / shortest principal axis (sqrt of the largest / smallest eigenvalue "
-                  "of the voxel positions' covariance in mm): 1 sphere, a/c for an ellipsoid"),
-    AttributeSpec("extent_slices", "slices", "tertiles",
-                  "axial slices from the target's first to its last, both included"),
-    AttributeSpec("contrast", "image units", "tertiles",
-                  "mean inside - mean of the unlabelled voxels within 3 mm outside"),
-    AttributeSpec("cnr", "1", "tertiles",
-                  "contrast-to-noise ratio: |contrast| / standard deviation in that shell"),
-    AttributeSpec("heterogeneity", "image units", "tertiles",
-                  "standard deviation of the intensities inside the target"),
-    AttributeSpec("touches_border", "true/false", "presence",
-                  "the target reaches a face of the image (it may continue outside the scan)"),
-    AttributeSpec("spacing_anisotropy", "1", "tertiles",
-                  "largest / smallest voxel side", per_image=True),
-    AttributeSpec("noise", "image units", "tertiles",
-                  "noise standard deviation (Immerkaer 1996: Laplacian-difference response on 16 "
-                  "axial slices, median)", per_image=True),
+    AttributeSpec(
+        "surface_mm2",
+        "mm^2",
+        "tertiles",
+        "area of the marching-cubes surface (level 0.5, in mm), Taubin-smoothed "
+        "(20 passes, lambda 0.5, mu -0.53) to remove the voxel staircase",
+    ),
+    AttributeSpec(
+        "sphericity",
+        "1",
+        "tertiles",
+        "Wadell's sphericity pi^(1/3) (6 V)^(2/3) / A (the cube root of the isoperimetric "
+        "quotient), V in mm^3 from the voxels, "
+        "A = surface_mm2: 1 sphere, 0.806 cube, lower for irregular boundaries",
+    ),
+    AttributeSpec(
+        "elongation",
+        "1",
+        "tertiles",
+        "longest / shortest principal axis (sqrt of the largest / smallest eigenvalue "
+        "of the voxel positions' covariance in mm): 1 sphere, a/c for an ellipsoid",
+    ),
+    AttributeSpec(
+        "extent_slices",
+        "slices",
+        "tertiles",
+        "axial slices from the target's first to its last, both included",
+    ),
+    AttributeSpec(
+        "contrast",
+        "image units",
+        "tertiles",
+        "mean inside - mean of the unlabelled voxels within 3 mm outside",
+    ),
+    AttributeSpec(
+        "cnr",
+        "1",
+        "tertiles",
+        "contrast-to-noise ratio: |contrast| / standard deviation in that shell",
+    ),
+    AttributeSpec(
+        "heterogeneity",
+        "image units",
+        "tertiles",
+        "standard deviation of the intensities inside the target",
+    ),
+    AttributeSpec(
+        "touches_border",
+        "true/false",
+        "presence",
+        "the target reaches a face of the image (it may continue outside the scan)",
+    ),
+    AttributeSpec(
+        "spacing_anisotropy", "1", "tertiles", "largest / smallest voxel side", per_image=True
+    ),
+    AttributeSpec(
+        "noise",
+        "image units",
+        "tertiles",
+        "noise standard deviation (Immerkaer 1996: Laplacian-difference response on 16 "
+        "axial slices, median)",
+        per_image=True,
+    ),
 )
 
 BY_NAME: dict[str, AttributeSpec] = {spec.name: spec for spec in ATTRIBUTES}

@@ -28,9 +28,18 @@ def image_attributes(case: Case, modality: str = "") -> dict[str, Any]:
 def empty_target() -> dict[str, Any]:
     """The attributes of a target absent from the label map: volume 0, the rest missing."""
     values: dict[str, Any] = {spec.name: float("nan") for spec in ATTRIBUTES}
-    values.update(volume_ml=0.0, coverage_image=0.0, coverage_body=0.0, components=0, cavities=0,
-                  slices_with_holes=0, multiple_regions=False, has_holes=False,
-                  touches_border=False, extent_slices=0)
+    values.update(
+        volume_ml=0.0,
+        coverage_image=0.0,
+        coverage_body=0.0,
+        components=0,
+        cavities=0,
+        slices_with_holes=0,
+        multiple_regions=False,
+        has_holes=False,
+        touches_border=False,
+        extent_slices=0,
+    )
     return values
 
 
@@ -53,8 +62,9 @@ def target_attributes(case: Case, target: Target, image: dict[str, Any]) -> dict
     holes = shape.slices_with_holes(cropped)
     com = shape.centre_of_mass(cropped, box, full_shape)
     body = image["body_voxels"]
-    stats = intensity.contrast(np.asarray(case.image.array), case.label, target.label_value,
-                               box, spacing)
+    stats = intensity.contrast(
+        np.asarray(case.image.array), case.label, target.label_value, box, spacing
+    )
     values.update(
         volume_ml=shape.volume_ml(voxels, spacing),
         coverage_image=voxels / float(np.prod(full_shape)),
@@ -64,7 +74,9 @@ def target_attributes(case: Case, target: Target, image: dict[str, Any]) -> dict
         cavities=shape.count_cavities(cropped),
         slices_with_holes=holes,
         has_holes=holes > 0,
-        com_z=com[0], com_y=com[1], com_x=com[2],
+        com_z=com[0],
+        com_y=com[1],
+        com_x=com[2],
         surface_mm2=area,
         sphericity=shape.sphericity(volume_mm3, area),
         elongation=shape.elongation(cropped, spacing),

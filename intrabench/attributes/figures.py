@@ -43,30 +43,47 @@ def box_plots(targets: pd.DataFrame, metric: str = "dice_final", scale: float = 
         order = PRESENCE_GROUPS if BY_NAME[attribute].grouping == "presence" else TERTILE_GROUPS
         for index, model in enumerate(models):
             chosen = targets[targets["model"] == model]
-            data = [chosen.loc[chosen[f"group_{attribute}"] == group, metric].dropna().to_numpy()
-                    * scale for group in order]
+            data = [
+                chosen.loc[chosen[f"group_{attribute}"] == group, metric].dropna().to_numpy()
+                * scale
+                for group in order
+            ]
             positions = np.arange(len(order)) + (index - (len(models) - 1) / 2) * width
             kept = [(d, p) for d, p in zip(data, positions) if d.size]
             if not kept:
                 continue
-            boxes = panel.boxplot([d for d, _ in kept], positions=[p for _, p in kept],
-                                  widths=width * 0.9, patch_artist=True, showfliers=True,
-                                  flierprops={"markersize": 3})
+            boxes = panel.boxplot(
+                [d for d, _ in kept],
+                positions=[p for _, p in kept],
+                widths=width * 0.9,
+                patch_artist=True,
+                showfliers=True,
+                flierprops={"markersize": 3},
+            )
             for patch in boxes["boxes"]:
                 patch.set_facecolor(colours(index % 10))
                 patch.set_alpha(0.55)
         panel.set_xticks(np.arange(len(order)), order)
         spec = BY_NAME[attribute]
-        panel.set_title(f"{attribute} ({spec.unit})" if spec.unit not in ("1", "true/false")
-                        else attribute, fontsize=9)
+        panel.set_title(
+            f"{attribute} ({spec.unit})" if spec.unit not in ("1", "true/false") else attribute,
+            fontsize=9,
+        )
         panel.set_ylim(-3, 103 if scale == 100 else None)
         panel.tick_params(labelsize=8)
-    for panel in list(axes.flat)[len(attributes):]:
+    for panel in list(axes.flat)[len(attributes) :]:
         panel.set_visible(False)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colours(i % 10), alpha=0.55)
-               for i in range(len(models))]
-    figure.legend(handles, models, loc="upper center", ncol=min(4, len(models)), fontsize=8,
-                  bbox_to_anchor=(0.5, 1.02))
+    handles = [
+        plt.Rectangle((0, 0), 1, 1, color=colours(i % 10), alpha=0.55) for i in range(len(models))
+    ]
+    figure.legend(
+        handles,
+        models,
+        loc="upper center",
+        ncol=min(4, len(models)),
+        fontsize=8,
+        bbox_to_anchor=(0.5, 1.02),
+    )
     figure.supylabel(f"final {metric.removesuffix('_final')} x{scale:g}", fontsize=9)
     figure.tight_layout(rect=(0, 0, 1, 0.97))
     return png_bytes(figure)
@@ -76,8 +93,9 @@ def scatter_plots(targets: pd.DataFrame, metric: str = "dice_final", scale: floa
     """``metric`` against the value of a few attributes, one point per model x target."""
     plt = pyplot()
     chosen = [(name, log) for name, log in SCATTER if f"attr_{name}" in targets]
-    figure, axes = plt.subplots(1, max(1, len(chosen)), figsize=(3.6 * max(1, len(chosen)), 3.2),
-                                squeeze=False)
+    figure, axes = plt.subplots(
+        1, max(1, len(chosen)), figsize=(3.6 * max(1, len(chosen)), 3.2), squeeze=False
+    )
     colours = plt.get_cmap("tab10")
     models = sorted(targets["model"].unique())
     for panel, (name, log) in zip(axes.flat, chosen):
@@ -86,8 +104,7 @@ def scatter_plots(targets: pd.DataFrame, metric: str = "dice_final", scale: floa
             x = pd.to_numeric(part[f"attr_{name}"], errors="coerce").to_numpy(dtype=float)
             y = part[metric].to_numpy(dtype=float) * scale
             keep = np.isfinite(x) & np.isfinite(y) & ((x > 0) if log else True)
-            panel.scatter(x[keep], y[keep], s=12, alpha=0.7, color=colours(index % 10),
-                          label=model)
+            panel.scatter(x[keep], y[keep], s=12, alpha=0.7, color=colours(index % 10), label=model)
         if log:
             panel.set_xscale("log")
         unit = BY_NAME[name].unit

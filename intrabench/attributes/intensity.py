@@ -51,8 +51,9 @@ class Contrast:
         return abs(self.contrast) / self.shell_std
 
 
-def shell_box(box: Box, shape: tuple[int, ...], spacing: tuple[float, float, float],
-              width_mm: float) -> Box:
+def shell_box(
+    box: Box, shape: tuple[int, ...], spacing: tuple[float, float, float], width_mm: float
+) -> Box:
     """``box`` grown by ``width_mm`` (in voxels per axis, rounded up), clipped to the image."""
     grown = []
     for part, size, step in zip(box, shape, spacing):
@@ -61,8 +62,14 @@ def shell_box(box: Box, shape: tuple[int, ...], spacing: tuple[float, float, flo
     return tuple(grown)  # type: ignore[return-value]
 
 
-def contrast(image: np.ndarray, label: np.ndarray, label_value: int, box: Box,
-             spacing: tuple[float, float, float], width_mm: float = SHELL_MM) -> Contrast:
+def contrast(
+    image: np.ndarray,
+    label: np.ndarray,
+    label_value: int,
+    box: Box,
+    spacing: tuple[float, float, float],
+    width_mm: float = SHELL_MM,
+) -> Contrast:
     """The intensities of the target ``label == label_value`` (bounding box ``box``) against
     the voxels within ``width_mm`` of it (distance in mm, the target excluded) that belong to no
     labelled structure (``label != 0``): other lesions and organs are not background.

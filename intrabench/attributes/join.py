@@ -33,12 +33,20 @@ def with_attributes(rows: pd.DataFrame, run_dir: str | Path) -> pd.DataFrame:
             try:
                 case = dataset.load(str(case_id))
             except DataError as error:
-                raise UserError(f"{dataset_key}/{case_id}: cannot read it to measure its "
-                                f"targets' attributes: {error}") from None
+                raise UserError(
+                    f"{dataset_key}/{case_id}: cannot read it to measure its "
+                    f"targets' attributes: {error}"
+                ) from None
             log.info("measuring target attributes of %s/%s", dataset_key, case_id)
             for target_id, values in measured_case(case, dataset).attributes.items():
-                found.append({"dataset": dataset_key, "case": case_id, "target": target_id,
-                              **{f"attr_{k}": v for k, v in values.items()}})
+                found.append(
+                    {
+                        "dataset": dataset_key,
+                        "case": case_id,
+                        "target": target_id,
+                        **{f"attr_{k}": v for k, v in values.items()},
+                    }
+                )
     measured = pd.DataFrame(found)
     keys = ["dataset", "case", "target"]
     kept = rows.drop(columns=[c for c in rows.columns if c.startswith("attr_")])

@@ -77,8 +77,9 @@ def slices_with_holes(cropped: np.ndarray) -> int:
     return count
 
 
-def centre_of_mass(cropped: np.ndarray, box: Box, shape: tuple[int, int, int]
-                   ) -> tuple[float, float, float]:
+def centre_of_mass(
+    cropped: np.ndarray, box: Box, shape: tuple[int, int, int]
+) -> tuple[float, float, float]:
     """Centre of mass (z, y, x) as a fraction of the image's extent along each axis: voxel
     index / (size - 1), 0 at the first voxel and 1 at the last (0.5 on an axis of size 1)."""
     local = ndimage.center_of_mass(cropped)
@@ -92,8 +93,12 @@ def centre_of_mass(cropped: np.ndarray, box: Box, shape: tuple[int, int, int]
 def _taubin(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
     """Taubin lambda/mu smoothing (G. Taubin, SIGGRAPH 1995) with umbrella weights."""
     n = len(vertices)
-    i = np.concatenate([faces[:, 0], faces[:, 1], faces[:, 2], faces[:, 1], faces[:, 2], faces[:, 0]])
-    j = np.concatenate([faces[:, 1], faces[:, 2], faces[:, 0], faces[:, 0], faces[:, 1], faces[:, 2]])
+    i = np.concatenate(
+        [faces[:, 0], faces[:, 1], faces[:, 2], faces[:, 1], faces[:, 2], faces[:, 0]]
+    )
+    j = np.concatenate(
+        [faces[:, 1], faces[:, 2], faces[:, 0], faces[:, 0], faces[:, 1], faces[:, 2]]
+    )
     adjacency = sparse.coo_matrix((np.ones(len(i)), (i, j)), shape=(n, n)).tocsr()
     adjacency.data[:] = 1.0  # an edge shared by two faces counts once
     degree = np.asarray(adjacency.sum(axis=1)).ravel()

@@ -49,7 +49,9 @@ def target_scores(rows: pd.DataFrame) -> pd.DataFrame:
     metrics = [m for m in ("dice_final", "nsd_final") if m in episodes]
     if "n_steps" in episodes and (episodes["n_steps"] > 0).any():
         metrics += [m for m in ("dice_auc_norm", "effort_to_dice_0.8") if m in episodes]
-    scores = episodes.groupby(CONFIG + TARGET, sort=True, dropna=False)[metrics].mean().reset_index()
+    scores = (
+        episodes.groupby(CONFIG + TARGET, sort=True, dropna=False)[metrics].mean().reset_index()
+    )
     attributes = [c for c in rows.columns if c.startswith("attr_")]
     if attributes:
         per_target = rows.groupby(TARGET, sort=False)[attributes].first().reset_index()
@@ -88,8 +90,7 @@ def tertile_cuts_and_note(values: pd.Series) -> tuple[tuple[float, float] | None
     if len(finite) < MIN_TARGETS_TERTILES:
         return None, f"n too small (at least {MIN_TARGETS_TERTILES} targets)"
     if finite.nunique() < 3:
-        return None, (f"fewer than 3 distinct values (at {SIGNIFICANT_DIGITS} significant "
-                      "digits)")
+        return None, (f"fewer than 3 distinct values (at {SIGNIFICANT_DIGITS} significant digits)")
     low, high = np.quantile(finite.to_numpy(), [1.0 / 3.0, 2.0 / 3.0])
     return (float(low), float(high)), ""
 
@@ -119,7 +120,9 @@ def assign_groups(targets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         column = f"group_{spec.name}"
         if spec.grouping == "presence":
             present = targets[spec.column]
-            targets[column] = present.map(lambda v: pd.NA if pd.isna(v) else ("yes" if bool(v) else "no"))
+            targets[column] = present.map(
+                lambda v: pd.NA if pd.isna(v) else ("yes" if bool(v) else "no")
+            )
             continue
         targets[column] = pd.Series(pd.NA, index=targets.index, dtype="object")
         # cuts over each dataset's distinct targets, not over configurations x targets
@@ -128,16 +131,26 @@ def assign_groups(targets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             cuts, note = tertile_cuts_and_note(members[spec.column])
             chosen = targets["dataset"] == dataset
             targets.loc[chosen, column] = tertile_group(targets.loc[chosen, spec.column], cuts)
-            cuts_rows.append({"dataset": dataset, "attribute": spec.name,
-                              "cut_low": cuts[0] if cuts else np.nan,
-                              "cut_high": cuts[1] if cuts else np.nan, "note": note})
-    return targets, pd.DataFrame(cuts_rows, columns=["dataset", "attribute", "cut_low", "cut_high",
-                                                     "note"])
+            cuts_rows.append(
+                {
+                    "dataset": dataset,
+                    "attribute": spec.name,
+                    "cut_low": cuts[0] if cuts else np.nan,
+                    "cut_high": cuts[1] if cuts else np.nan,
+                    "note": note,
+                }
+            )
+    return targets, pd.DataFrame(
+        cuts_rows, columns=["dataset", "attribute", "cut_low", "cut_high", "note"]
+    )
 
 
 def _metrics(targets: pd.DataFrame) -> list[str]:
-    return [m for m in ("dice_final", "nsd_final", "dice_auc_norm", "effort_to_dice_0.8")
-            if m in targets]
+    return [
+        m
+        for m in ("dice_final", "nsd_final", "dice_auc_norm", "effort_to_dice_0.8")
+        if m in targets
+    ]
 
 
 def _group_columns(targets: pd.DataFrame) -> list[str]:
@@ -161,8 +174,9 @@ def collapse(targets: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     return pd.concat([grouped[metrics].mean(), grouped[fixed].first()], axis=1).reset_index()
 
 
-def _panels(targets: pd.DataFrame, by: list[str]
-            ) -> Iterator[tuple[dict[str, Any], pd.DataFrame, str, str]]:
+def _panels(
+    targets: pd.DataFrame, by: list[str]
+) -> Iterator[tuple[dict[str, Any], pd.DataFrame, str, str]]:
     """(identity of a ``by`` group, its targets, attribute, group column) for every grouped
     attribute, the targets first averaged per ``by`` (:func:`collapse`)."""
     for config, members in collapse(targets, by).groupby(by, sort=True):
@@ -175,8 +189,9 @@ def _finite_values(members: pd.DataFrame, metric: str, chosen: pd.Series) -> np.
     return values[np.isfinite(values)]
 
 
-def stratified_table(targets: pd.DataFrame, n_boot: int = 1000, seed: int = 0,
-                     by: Sequence[str] = CONFIG) -> pd.DataFrame:
+def stratified_table(
+    targets: pd.DataFrame, n_boot: int = 1000, seed: int = 0, by: Sequence[str] = CONFIG
+) -> pd.DataFrame:
     """Mean, bootstrap CI and target count per ``by`` (default: configuration) x attribute x
     group x metric (``targets``: :func:`assign_groups`'s first output)."""
     by = list(by)
@@ -186,18 +201,36 @@ def stratified_table(targets: pd.DataFrame, n_boot: int = 1000, seed: int = 0,
             for metric in _metrics(members):
                 finite = _finite_values(members, metric, members[column] == group)
                 # one target is no sample to draw an interval from: none is shown
-                low, high = (bootstrap_mean_ci(finite, n_boot=n_boot, seed=seed)
-                             if finite.size > 1 else (np.nan, np.nan))
-                records.append({**identity, "attribute": attribute,
-                                "group": group, "metric": metric,
-                                "mean": float(finite.mean()) if finite.size else np.nan,
-                                "ci_low": low, "ci_high": high, "n_targets": int(finite.size)})
-    return pd.DataFrame(records, columns=by + ["attribute", "group", "metric", "mean",
-                                               "ci_low", "ci_high", "n_targets"])
+                low, high = (
+                    bootstrap_mean_ci(finite, n_boot=n_boot, seed=seed)
+                    if finite.size > 1
+                    else (np.nan, np.nan)
+                )
+                records.append(
+                    {
+                        **identity,
+                        "attribute": attribute,
+                        "group": group,
+                        "metric": metric,
+                        "mean": float(finite.mean()) if finite.size else np.nan,
+                        "ci_low": low,
+                        "ci_high": high,
+                        "n_targets": int(finite.size),
+                    }
+                )
+    return pd.DataFrame(
+        records,
+        columns=by + ["attribute", "group", "metric", "mean", "ci_low", "ci_high", "n_targets"],
+    )
 
 
-def extremes_table(targets: pd.DataFrame, metric: str = "dice_final", n_boot: int = 1000,
-                   seed: int = 0, by: Sequence[str] = CONFIG) -> pd.DataFrame:
+def extremes_table(
+    targets: pd.DataFrame,
+    metric: str = "dice_final",
+    n_boot: int = 1000,
+    seed: int = 0,
+    by: Sequence[str] = CONFIG,
+) -> pd.DataFrame:
     """Per ``by`` (default: configuration) x attribute: ``metric`` in the first and last group,
     their difference (last - first) with a bootstrap CI, and Spearman's rho of ``metric`` with
     the attribute's value over the targets."""
@@ -211,19 +244,31 @@ def extremes_table(targets: pd.DataFrame, metric: str = "dice_final", n_boot: in
         low = high = np.nan
         if a.size > 1 and b.size > 1:  # an interval needs a sample on both sides
             rng = np.random.default_rng(seed)
-            draws = (b[rng.integers(0, b.size, size=(n_boot, b.size))].mean(axis=1)
-                     - a[rng.integers(0, a.size, size=(n_boot, a.size))].mean(axis=1))
+            draws = b[rng.integers(0, b.size, size=(n_boot, b.size))].mean(axis=1) - a[
+                rng.integers(0, a.size, size=(n_boot, a.size))
+            ].mean(axis=1)
             low, high = (float(q) for q in np.quantile(draws, [0.025, 0.975]))
         values = pd.to_numeric(members[f"attr_{attribute}"], errors="coerce")
         rho, p_value, n_pairs = spearman(values.astype(float), members[metric])
-        records.append({**identity, "attribute": attribute,
-                        "metric": metric, "first_group": first,
-                        "first_mean": float(a.mean()) if a.size else np.nan,
-                        "n_first": int(a.size), "last_group": last,
-                        "last_mean": float(b.mean()) if b.size else np.nan,
-                        "n_last": int(b.size), "difference": difference,
-                        "difference_ci_low": low, "difference_ci_high": high,
-                        "spearman_rho": rho, "spearman_p": p_value, "n_pairs": n_pairs})
+        records.append(
+            {
+                **identity,
+                "attribute": attribute,
+                "metric": metric,
+                "first_group": first,
+                "first_mean": float(a.mean()) if a.size else np.nan,
+                "n_first": int(a.size),
+                "last_group": last,
+                "last_mean": float(b.mean()) if b.size else np.nan,
+                "n_last": int(b.size),
+                "difference": difference,
+                "difference_ci_low": low,
+                "difference_ci_high": high,
+                "spearman_rho": rho,
+                "spearman_p": p_value,
+                "n_pairs": n_pairs,
+            }
+        )
     return pd.DataFrame(records)
 
 
@@ -235,22 +280,32 @@ def rows_without_attributes(rows: pd.DataFrame) -> pd.Series:
     return rows["attr_volume_ml"].isna()
 
 
-def printable_summary(stratified: pd.DataFrame, extremes: pd.DataFrame,
-                      metric: str = "dice_final", scale: float = 100.0) -> pd.DataFrame:
+def printable_summary(
+    stratified: pd.DataFrame,
+    extremes: pd.DataFrame,
+    metric: str = "dice_final",
+    scale: float = 100.0,
+) -> pd.DataFrame:
     """One row per ``by`` x attribute: ``metric`` (x ``scale``) per group side by side
     (``low``/``mid``/``high`` or ``no``/``yes``), the last-minus-first difference with its CI,
     and Spearman's rho; for printing."""
     chosen = stratified[stratified["metric"] == metric]
     if chosen.empty:
         return pd.DataFrame()
-    by = [c for c in chosen.columns if c not in ("attribute", "group", "metric", "mean", "ci_low",
-                                                  "ci_high", "n_targets")]
+    by = [
+        c
+        for c in chosen.columns
+        if c not in ("attribute", "group", "metric", "mean", "ci_low", "ci_high", "n_targets")
+    ]
     records = []
     for key, members in chosen.groupby(by + ["attribute"], sort=False):
         key = key if isinstance(key, tuple) else (key,)
         attribute = key[-1]
-        record = {**dict(zip(by, key[:-1])), "attribute": attribute,
-                  "unit": BY_NAME[attribute].unit}
+        record = {
+            **dict(zip(by, key[:-1])),
+            "attribute": attribute,
+            "unit": BY_NAME[attribute].unit,
+        }
         means = dict(zip(members["group"], members["mean"] * scale))
         counts = dict(zip(members["group"], members["n_targets"]))
         for group in TERTILE_GROUPS + PRESENCE_GROUPS:
@@ -261,12 +316,15 @@ def printable_summary(stratified: pd.DataFrame, extremes: pd.DataFrame,
     summary = pd.DataFrame(records)
     extremes = extremes[extremes["metric"] == metric]
     keys = by + ["attribute"]
-    merged = summary.merge(extremes[keys + ["difference", "difference_ci_low",
-                                            "difference_ci_high", "spearman_rho"]],
-                           on=keys, how="left")
+    merged = summary.merge(
+        extremes[keys + ["difference", "difference_ci_low", "difference_ci_high", "spearman_rho"]],
+        on=keys,
+        how="left",
+    )
     for column in ("difference", "difference_ci_low", "difference_ci_high"):
         merged[column] = merged[column] * scale
     order = keys + ["unit"] + [c for c in ("no", "yes", "low", "mid", "high") if c in merged]
     counts = [c for c in merged.columns if c.startswith("n_")]
-    return merged[order + ["difference", "difference_ci_low", "difference_ci_high",
-                           "spearman_rho"] + counts]
+    return merged[
+        order + ["difference", "difference_ci_low", "difference_ci_high", "spearman_rho"] + counts
+    ]

@@ -14,5 +14,11 @@ from intrabench.clicks.base import ClickabilityModel, ClickRegion
 from intrabench.clicks.groups import clicking_groups, sample_from_group
 from intrabench.clicks.policy import ClickPolicy, ImageWindow
 
-__all__ = ["ClickPolicy", "ClickRegion", "ClickabilityModel", "ImageWindow",
-           "clicking_groups", "sample_from_group"]
+__all__ = [
+    "ClickPolicy",
+    "ClickRegion",
+    "ClickabilityModel",
+    "ImageWindow",
+    "clicking_groups",
+    "sample_from_group",
+]

@@ -81,8 +81,9 @@ class ClickabilityModel(ABC):
         return self.weights(region), self.name
 
 
-def probabilities(model: ClickabilityModel, region: ClickRegion,
-                  sources: Counter | None = None) -> np.ndarray:
+def probabilities(
+    model: ClickabilityModel, region: ClickRegion, sources: Counter | None = None
+) -> np.ndarray:
     """``model``'s weights on ``region`` checked and normalised to sum 1 (float64); the map
     that gave them is counted in ``sources`` (see :meth:`ClickabilityModel.weights_and_source`).
 
@@ -94,11 +95,14 @@ def probabilities(model: ClickabilityModel, region: ClickRegion,
         sources[source] += 1
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != region.mask.shape:
-        raise ValueError(f"clickability model '{model.name}' returned weights of shape "
-                         f"{weights.shape} for a region of shape {region.mask.shape}")
+        raise ValueError(
+            f"clickability model '{model.name}' returned weights of shape "
+            f"{weights.shape} for a region of shape {region.mask.shape}"
+        )
     if not np.isfinite(weights).all() or (weights < 0).any():
-        raise ValueError(f"clickability model '{model.name}' returned negative or non-finite "
-                         "weights")
+        raise ValueError(
+            f"clickability model '{model.name}' returned negative or non-finite weights"
+        )
     weights = np.where(region.mask, weights, 0.0)
     total = weights.sum()
     if total <= 0:

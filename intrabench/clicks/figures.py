@@ -18,15 +18,24 @@ def iou_curves(rows: pd.DataFrame) -> bytes:
     figure, axes = panel_grid(len(configurations), 3, 4.4, 3.2)
     styles = {"baseline": ("black", "--"), "G1": ("tab:red", "-"), "last": ("tab:green", "-")}
     for axis, configuration in zip(axes, configurations):
-        part = rows[(rows[CONFIGURATION] == pd.Series(configuration, index=CONFIGURATION)).all(axis=1)]
+        part = rows[
+            (rows[CONFIGURATION] == pd.Series(configuration, index=CONFIGURATION)).all(axis=1)
+        ]
         n_groups = int(part["click_groups"].iloc[0])
         for strategy, style in (("baseline", "baseline"), ("G1", "G1"), (f"G{n_groups}", "last")):
             curve = part[part["click_group"] == strategy].groupby("step")["iou"].mean()
             if curve.empty:
                 continue
             colour, line = styles[style]
-            axis.plot(curve.index + 1, 100 * curve.to_numpy(), color=colour, linestyle=line,
-                      label=strategy, marker="o", markersize=3)
+            axis.plot(
+                curve.index + 1,
+                100 * curve.to_numpy(),
+                color=colour,
+                linestyle=line,
+                label=strategy,
+                marker="o",
+                markersize=3,
+            )
         axis.set_title(" / ".join(configuration), fontsize=8)
         axis.set_xlabel("clicks (rounds)")
         axis.set_ylabel("IoU x100 (mean over targets)")
@@ -43,8 +52,14 @@ def mean_std_scatter(targets: pd.DataFrame) -> bytes:
     figure, axis = plt.subplots(figsize=(5.2, 4.0))
     colours = plt.get_cmap("tab10")
     for index, (model, part) in enumerate(targets.groupby("model", sort=True)):
-        axis.scatter(100 * part["iou_1_mean"], 100 * part["iou_1_std"], s=14, alpha=0.75,
-                     color=colours(index % 10), label=model)
+        axis.scatter(
+            100 * part["iou_1_mean"],
+            100 * part["iou_1_std"],
+            s=14,
+            alpha=0.75,
+            color=colours(index % 10),
+            label=model,
+        )
     axis.set_xlabel("mean IoU@1 over clicking groups (x100)")
     axis.set_ylabel("std of IoU@1 over clicking groups (x100)")
     axis.grid(alpha=0.3)

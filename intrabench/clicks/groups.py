@@ -19,15 +19,15 @@ from __future__ import annotations
 import numpy as np
 
 
-def sorted_candidates(probabilities: np.ndarray,
-                      rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+def sorted_candidates(
+    probabilities: np.ndarray, rng: np.random.Generator | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(flat indices, their probabilities) of the voxels with positive probability, from
     the least to the most likely; ties in a random order from ``rng`` (C order without)."""
     flat = np.asarray(probabilities, dtype=np.float64).ravel()
     candidates = np.flatnonzero(flat > 0)
     values = flat[candidates]
-    tie_break = (rng.permutation(len(candidates)) if rng is not None
-                 else np.arange(len(candidates)))
+    tie_break = rng.permutation(len(candidates)) if rng is not None else np.arange(len(candidates))
     order = np.lexsort((tie_break, values))
     return candidates[order], values[order]
 
@@ -48,15 +48,17 @@ def group_shares(sorted_probabilities: np.ndarray, group: int, n_groups: int) ->
     return np.clip(np.minimum(upper, high) - np.maximum(lower, low), 0.0, None)
 
 
-def group_masses(probabilities: np.ndarray, n_groups: int = 10,
-                 rng: np.random.Generator | None = None) -> np.ndarray:
+def group_masses(
+    probabilities: np.ndarray, n_groups: int = 10, rng: np.random.Generator | None = None
+) -> np.ndarray:
     """The probability mass of each of the ``n_groups`` groups, (n_groups,) float64."""
     _, values = sorted_candidates(probabilities, rng)
     return np.array([group_shares(values, g, n_groups).sum() for g in range(1, n_groups + 1)])
 
 
-def clicking_groups(probabilities: np.ndarray, n_groups: int = 10,
-                    rng: np.random.Generator | None = None) -> np.ndarray:
+def clicking_groups(
+    probabilities: np.ndarray, n_groups: int = 10, rng: np.random.Generator | None = None
+) -> np.ndarray:
     """A map of the probabilities' shape with the group (1..n_groups) that holds the middle of
     each voxel's mass, 0 where the probability is 0 (to draw the groups, as RClicks' Figure 6)."""
     indices, values = sorted_candidates(probabilities, rng)
@@ -67,8 +69,9 @@ def clicking_groups(probabilities: np.ndarray, n_groups: int = 10,
     return out.reshape(np.asarray(probabilities).shape)
 
 
-def sample_from_group(probabilities: np.ndarray, group: int, n_groups: int, n: int,
-                      rng: np.random.Generator) -> np.ndarray:
+def sample_from_group(
+    probabilities: np.ndarray, group: int, n_groups: int, n: int, rng: np.random.Generator
+) -> np.ndarray:
     """``n`` distinct flat voxel indices drawn from ``group`` of ``n_groups`` (fewer when the
     group has fewer voxels), each with probability proportional to its mass in the group.
     The first draw is one ``rng.random()`` inverted on the group's cumulative mass; later

@@ -22,9 +22,13 @@ import numpy as np
 from scipy import ndimage
 
 
-def map_from_clicks(clicks: np.ndarray | Sequence[Sequence[int]], error_mask: np.ndarray,
-                    spacing: Sequence[float] | None = None, click_sigma_mm: float = 5.0,
-                    error_sigma_mm: float = 2.0) -> np.ndarray:
+def map_from_clicks(
+    clicks: np.ndarray | Sequence[Sequence[int]],
+    error_mask: np.ndarray,
+    spacing: Sequence[float] | None = None,
+    click_sigma_mm: float = 5.0,
+    error_sigma_mm: float = 2.0,
+) -> np.ndarray:
     """The clickability map (float64, sums to 1) of ``clicks`` on ``error_mask``'s grid.
 
     Clicks outside the grid raise ValueError; a map that vanishes (no click near the error
@@ -39,10 +43,12 @@ def map_from_clicks(clicks: np.ndarray | Sequence[Sequence[int]], error_mask: np
         raise ValueError(f"clicks outside the grid of shape {error_mask.shape}")
     counts = np.zeros(error_mask.shape, dtype=np.float64)
     np.add.at(counts, tuple(points.T), 1.0)
-    density = ndimage.gaussian_filter(counts, click_sigma_mm / spacing, mode="constant",
-                                      truncate=4.0)
-    soft = ndimage.gaussian_filter(error_mask.astype(np.float64), error_sigma_mm / spacing,
-                                   mode="constant", truncate=4.0)
+    density = ndimage.gaussian_filter(
+        counts, click_sigma_mm / spacing, mode="constant", truncate=4.0
+    )
+    soft = ndimage.gaussian_filter(
+        error_mask.astype(np.float64), error_sigma_mm / spacing, mode="constant", truncate=4.0
+    )
     clickability = density * soft
     total = clickability.sum()
     if not total > 0:

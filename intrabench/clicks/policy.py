@@ -42,17 +42,22 @@ class ImageWindow:
     @classmethod
     def around(cls, image: np.ndarray, box: tuple[slice, ...], margin: int = 24) -> ImageWindow:
         """The window of ``image`` over ``box`` (a target's bounding box) grown by ``margin``."""
-        window = tuple(slice(max(0, s.start - margin), min(n, s.stop + margin))
-                       for s, n in zip(box, image.shape))
-        return cls(np.ascontiguousarray(image[window], dtype=np.float32),
-                   tuple(int(s.start) for s in window))  # type: ignore[arg-type]
+        window = tuple(
+            slice(max(0, s.start - margin), min(n, s.stop + margin))
+            for s, n in zip(box, image.shape)
+        )
+        return cls(
+            np.ascontiguousarray(image[window], dtype=np.float32),
+            tuple(int(s.start) for s in window),
+        )  # type: ignore[arg-type]
 
     def crop(self, origin: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
         """Intensities (float64) of the box at ``origin`` of ``shape``, NaN outside the window."""
         out = np.full(shape, np.nan)
         source, target = [], []
-        for start, size, window_start, window_size in zip(origin, shape, self.origin,
-                                                          self.array.shape):
+        for start, size, window_start, window_size in zip(
+            origin, shape, self.origin, self.array.shape
+        ):
             low = max(start, window_start)
             high = min(start + size, window_start + window_size)
             if high <= low:
@@ -94,8 +99,14 @@ class ClickPolicy:
         """This policy for ``step``, counting its own map sources."""
         return replace(self, step=step, sources=Counter())
 
-    def region(self, mask: np.ndarray, origin: tuple[int, ...], spacing: tuple[float, ...],
-               kind: RegionKind = "target", target: np.ndarray | None = None) -> ClickRegion:
+    def region(
+        self,
+        mask: np.ndarray,
+        origin: tuple[int, ...],
+        spacing: tuple[float, ...],
+        kind: RegionKind = "target",
+        target: np.ndarray | None = None,
+    ) -> ClickRegion:
         """The :class:`ClickRegion` the clickability model sees for ``mask``: the whole array
         (callers crop first, see :meth:`choose`)."""
         planar = mask.ndim == 2
@@ -106,13 +117,28 @@ class ClickPolicy:
             shape = (1, *mask.shape) if planar else mask.shape
             image = self.image.crop(full_origin, shape)
             image = image[0] if planar else image
-        return ClickRegion(mask=mask, spacing=spacing, kind=kind, target=target, image=image,
-                           origin=tuple(int(o) for o in origin),  # type: ignore[arg-type]
-                           identity=self.identity, step=self.step)
+        return ClickRegion(
+            mask=mask,
+            spacing=spacing,
+            kind=kind,
+            target=target,
+            image=image,
+            origin=tuple(int(o) for o in origin),  # type: ignore[arg-type]
+            identity=self.identity,
+            step=self.step,
+        )
 
-    def choose(self, mask: np.ndarray, n: int, rng: np.random.Generator, *,
-               origin: tuple[int, ...] = (0, 0, 0), spacing: tuple[float, ...] = (1.0, 1.0, 1.0),
-               kind: RegionKind = "target", target: np.ndarray | None = None) -> np.ndarray:
+    def choose(
+        self,
+        mask: np.ndarray,
+        n: int,
+        rng: np.random.Generator,
+        *,
+        origin: tuple[int, ...] = (0, 0, 0),
+        spacing: tuple[float, ...] = (1.0, 1.0, 1.0),
+        kind: RegionKind = "target",
+        target: np.ndarray | None = None,
+    ) -> np.ndarray:
         """``n`` distinct voxels of ``mask`` to click (fewer if it has fewer), (k, mask.ndim)
         int64 indices into ``mask``. ``target``: the ground truth on ``mask``'s grid."""
         mask = np.asarray(mask, dtype=bool)
@@ -127,9 +153,14 @@ class ClickPolicy:
             picked = self._deepest(local, n, rng)
         else:
             crop_origin = np.array(origin, dtype=np.int64)
-            crop_origin[-mask.ndim:] += low
-            region = self.region(local, tuple(crop_origin), spacing, kind,
-                                 None if target is None else np.asarray(target, bool)[crop])
+            crop_origin[-mask.ndim :] += low
+            region = self.region(
+                local,
+                tuple(crop_origin),
+                spacing,
+                kind,
+                None if target is None else np.asarray(target, bool)[crop],
+            )
             chances = probabilities(self.model, region, self.sources)
             flat = sample_from_group(chances, self.group, self.n_groups, n, rng)
             picked = np.stack(np.unravel_index(flat, local.shape), axis=1)

@@ -54,8 +54,17 @@ import pandas as pd
 
 THRESHOLDS = (0.8, 0.85, 0.9)
 #: the columns that identify one episode of a robustness run (the strategy included)
-EPISODE = ["dataset", "case", "target", "target_class", "model", "click_prompter", "refiner",
-           "seed", "click_group"]
+EPISODE = [
+    "dataset",
+    "case",
+    "target",
+    "target_class",
+    "model",
+    "click_prompter",
+    "refiner",
+    "seed",
+    "click_group",
+]
 TARGET = [k for k in EPISODE if k != "click_group"]
 CONFIGURATION = ["model", "click_prompter", "refiner"]
 
@@ -110,8 +119,12 @@ def episode_statistics(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 #: the episode statistics summarised over the groups
-STATISTICS = ([f"noc_{m}_{_key(t)}" for m in ("iou", "dice") for t in THRESHOLDS]
-              + ["iou_auc", "dice_auc", "iou_1", "dice_1"])
+STATISTICS = [f"noc_{m}_{_key(t)}" for m in ("iou", "dice") for t in THRESHOLDS] + [
+    "iou_auc",
+    "dice_auc",
+    "iou_1",
+    "dice_1",
+]
 
 
 def _relative(value: float, reference: float) -> float:
@@ -128,8 +141,9 @@ def _pairwise_relative(lower: np.ndarray, upper: np.ndarray) -> float:
     return float(100.0 * np.mean((lower - upper) / upper))
 
 
-def group_summary(by_group: dict[str, float], baseline: float | None,
-                  n_groups: int, quality: bool = False) -> dict[str, float]:
+def group_summary(
+    by_group: dict[str, float], baseline: float | None, n_groups: int, quality: bool = False
+) -> dict[str, float]:
     """Sample mean and std, SB, GR and HH of one statistic of one target from its value per
     group (``{"G1": x, ...}``, all n groups) and under the baseline (None: not run), as RClicks
     defines them (module docstring): relative % for click counts, absolute x100 for
@@ -137,7 +151,7 @@ def group_summary(by_group: dict[str, float], baseline: float | None,
     values = np.array([by_group[f"G{g}"] for g in range(1, n_groups + 1)], dtype=np.float64)
     mean = float(values.mean())
     half = n_groups // 2
-    lower, upper = values[:half], values[n_groups - half:]
+    lower, upper = values[:half], values[n_groups - half :]
     base = float("nan") if baseline is None else float(baseline)
     relative = {
         "sb": float("nan") if baseline is None else _relative(mean, base),
@@ -146,19 +160,24 @@ def group_summary(by_group: dict[str, float], baseline: float | None,
     halves = _relative(float(lower.mean()), float(upper.mean())) if half else float("nan")
     summary = {"mean": mean, "std": float(values.std()), "base": base}
     if quality:
-        summary.update({
-            "sb": 100.0 * (mean - base),
-            "gr": 100.0 * float(values[0] - values[-1]),
-            "hh": float(100.0 * np.mean(lower - upper)) if half else float("nan"),
-            "sb_relative": relative["sb"], "gr_relative": relative["gr"],
-            "hh_relative": halves,
-        })
+        summary.update(
+            {
+                "sb": 100.0 * (mean - base),
+                "gr": 100.0 * float(values[0] - values[-1]),
+                "hh": float(100.0 * np.mean(lower - upper)) if half else float("nan"),
+                "sb_relative": relative["sb"],
+                "gr_relative": relative["gr"],
+                "hh_relative": halves,
+            }
+        )
     else:
-        summary.update({
-            **relative,
-            "hh": _pairwise_relative(lower, upper) if half else float("nan"),
-            "hh_halves": halves,
-        })
+        summary.update(
+            {
+                **relative,
+                "hh": _pairwise_relative(lower, upper) if half else float("nan"),
+                "hh_halves": halves,
+            }
+        )
     return summary
 
 
@@ -178,8 +197,9 @@ def target_statistics(episodes: pd.DataFrame) -> pd.DataFrame:
         for statistic in STATISTICS:
             column = by_strategy[statistic]
             baseline = float(column["baseline"]) if "baseline" in column.index else None
-            summary = group_summary(column.to_dict(), baseline, n_groups,
-                                    quality=statistic in QUALITIES)
+            summary = group_summary(
+                column.to_dict(), baseline, n_groups, quality=statistic in QUALITIES
+            )
             record.update({f"{statistic}_{name}": value for name, value in summary.items()})
         first = by_strategy.loc[[f"G{g}" for g in range(1, n_groups + 1)], "iou_1"]
         fraction = float(first.std(ddof=0)) / (float(first.mean()) + 1e-9)
@@ -192,13 +212,14 @@ def target_statistics(episodes: pd.DataFrame) -> pd.DataFrame:
 #: the two ways of averaging target statistics per dataset, and how a table names them
 AVERAGING = {
     "hierarchical": "targets -> cases -> classes -> dataset, then seeds (as every IntraBench "
-                    "table)",
+    "table)",
     "flat": "the plain mean over the dataset's instances (targets x seeds), as RClicks' tables",
 }
 
 
-def summary(targets: pd.DataFrame, columns: list[str],
-            averaging: str = "hierarchical") -> pd.DataFrame:
+def summary(
+    targets: pd.DataFrame, columns: list[str], averaging: str = "hierarchical"
+) -> pd.DataFrame:
     """``columns`` of :func:`target_statistics` averaged per configuration and dataset
     (``averaging``: see :data:`AVERAGING`), plus an ``Average`` over datasets; long format:
     model, prompter, refiner, dataset, one column per statistic."""
@@ -213,15 +234,23 @@ def summary(targets: pd.DataFrame, columns: list[str],
     if frame.empty:
         return pd.DataFrame(columns=[*keys, "dataset", *columns])
     per_dataset = frame.groupby([*keys, "dataset"], dropna=False)[columns].mean().reset_index()
-    average = (per_dataset.groupby(keys, dropna=False)[columns].mean().reset_index()
-               .assign(dataset="Average"))
+    average = (
+        per_dataset.groupby(keys, dropna=False)[columns]
+        .mean()
+        .reset_index()
+        .assign(dataset="Average")
+    )
     return pd.concat([per_dataset, average], ignore_index=True).sort_values(
-        [*keys, "dataset"], kind="stable", ignore_index=True)
+        [*keys, "dataset"], kind="stable", ignore_index=True
+    )
 
 
-def robustness_table(rows: pd.DataFrame, noc_metric: str = "iou", threshold: float = 0.9,
-                     averaging: str = "hierarchical"
-                     ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def robustness_table(
+    rows: pd.DataFrame,
+    noc_metric: str = "iou",
+    threshold: float = 0.9,
+    averaging: str = "hierarchical",
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(display table: rows model x prompter x refiner, the Average over datasets, as RClicks'
     tables 9-11; long summary per dataset; per-target statistics) of a run's rows, the target
     statistics averaged per dataset as ``averaging`` says (:data:`AVERAGING`)."""
@@ -232,22 +261,29 @@ def robustness_table(rows: pd.DataFrame, noc_metric: str = "iou", threshold: flo
     average = long[long["dataset"] == "Average"]
     noc = f"noc_{noc_metric}_{_key(threshold)}"
     label = f"NoC@{'IoU' if noc_metric == 'iou' else 'Dice'}{int(round(threshold * 100))}"
-    display = pd.DataFrame({
-        "Model": average["model"], "Prompter": average["prompter"], "Refiner": average["refiner"],
-        f"Sample {label}": [f"{m:.2f}±{s:.2f}" for m, s in zip(average[f"{noc}_mean"],
-                                                               average[f"{noc}_std"])],
-        f"Base {label}": average[f"{noc}_base"].round(2),
-        f"SB {label} %": average[f"{noc}_sb"].round(2),
-        f"GR {label} %": average[f"{noc}_gr"].round(2),
-        f"HH {label} %": average[f"{noc}_hh"].round(2),
-        "Sample IoU-AUC x100": [f"{100 * m:.2f}±{100 * s:.2f}" for m, s in
-                                zip(average["iou_auc_mean"], average["iou_auc_std"])],
-        "Base IoU-AUC x100": (100 * average["iou_auc_base"]).round(2),
-        "SB IoU-AUC x100": average["iou_auc_sb"].round(2),
-        "GR IoU-AUC x100": average["iou_auc_gr"].round(2),
-        "HH IoU-AUC x100": average["iou_auc_hh"].round(2),
-        "NSR IoU@1 %": average["nsr_iou_1"].round(2),
-    }).reset_index(drop=True)
+    display = pd.DataFrame(
+        {
+            "Model": average["model"],
+            "Prompter": average["prompter"],
+            "Refiner": average["refiner"],
+            f"Sample {label}": [
+                f"{m:.2f}±{s:.2f}" for m, s in zip(average[f"{noc}_mean"], average[f"{noc}_std"])
+            ],
+            f"Base {label}": average[f"{noc}_base"].round(2),
+            f"SB {label} %": average[f"{noc}_sb"].round(2),
+            f"GR {label} %": average[f"{noc}_gr"].round(2),
+            f"HH {label} %": average[f"{noc}_hh"].round(2),
+            "Sample IoU-AUC x100": [
+                f"{100 * m:.2f}±{100 * s:.2f}"
+                for m, s in zip(average["iou_auc_mean"], average["iou_auc_std"])
+            ],
+            "Base IoU-AUC x100": (100 * average["iou_auc_base"]).round(2),
+            "SB IoU-AUC x100": average["iou_auc_sb"].round(2),
+            "GR IoU-AUC x100": average["iou_auc_gr"].round(2),
+            "HH IoU-AUC x100": average["iou_auc_hh"].round(2),
+            "NSR IoU@1 %": average["nsr_iou_1"].round(2),
+        }
+    ).reset_index(drop=True)
     display[f"targets in SB/GR/HH {label}"] = ratio_counts(targets, noc, display)
     return display, long, targets
 
@@ -259,11 +295,15 @@ def ratio_counts(targets: pd.DataFrame, statistic: str, display: pd.DataFrame) -
         return ["" for _ in range(len(display))]
     keys = ["model", "click_prompter", "refiner"]
     out = []
-    for model, prompter, refiner in zip(display["Model"], display["Prompter"],
-                                        display["Refiner"]):
-        mine = targets[(targets[keys[0]] == model) & (targets[keys[1]] == prompter)
-                       & (targets[keys[2]] == refiner)]
-        counts = [int(np.isfinite(mine[f"{statistic}_{ratio}"].astype(float)).sum())
-                  for ratio in ("sb", "gr", "hh")]
+    for model, prompter, refiner in zip(display["Model"], display["Prompter"], display["Refiner"]):
+        mine = targets[
+            (targets[keys[0]] == model)
+            & (targets[keys[1]] == prompter)
+            & (targets[keys[2]] == refiner)
+        ]
+        counts = [
+            int(np.isfinite(mine[f"{statistic}_{ratio}"].astype(float)).sum())
+            for ratio in ("sb", "gr", "hh")
+        ]
         out.append("/".join(map(str, counts)) + f" of {len(mine)}")
     return out

@@ -8,8 +8,11 @@ from pathlib import Path
 
 from intrabench.commands._arguments import count, resamples
 
-BY = {"model": ["model"], "configuration": ["model", "prompter", "refiner"],
-      "prompter": ["prompter", "refiner"]}
+BY = {
+    "model": ["model"],
+    "configuration": ["model", "prompter", "refiner"],
+    "prompter": ["prompter", "refiner"],
+}
 
 
 def cmd_attributes(args: argparse.Namespace) -> int:
@@ -28,13 +31,18 @@ def cmd_attributes(args: argparse.Namespace) -> int:
     # the files hold every configuration (model x prompter x refiner); the print follows --by
     analysis = analyse(rows, args.run_dir, BY["configuration"], args.n_boot, args.seed)
     if metric not in analysis.targets:
-        raise UserError(f"--metric {args.metric}: this run has no such score (refinement "
-                        "metrics need a run with refiners)")
+        raise UserError(
+            f"--metric {args.metric}: this run has no such score (refinement "
+            "metrics need a run with refiners)"
+        )
     out = Path(args.out) if args.out else Path(args.run_dir) / "attributes"
     out.mkdir(parents=True, exist_ok=True)
-    written = {"attribute-targets.csv": analysis.targets, "attribute-cuts.csv": analysis.cuts,
-               "attribute-groups.csv": analysis.groups,
-               "attribute-extremes.csv": analysis.extremes}
+    written = {
+        "attribute-targets.csv": analysis.targets,
+        "attribute-cuts.csv": analysis.cuts,
+        "attribute-groups.csv": analysis.groups,
+        "attribute-extremes.csv": analysis.extremes,
+    }
     for name, frame in written.items():
         frame.to_csv(out / name, index=False, float_format="%.6g")
     if args.by != "configuration":
@@ -42,18 +50,24 @@ def cmd_attributes(args: argparse.Namespace) -> int:
     scale = 1.0 if metric.startswith("effort") else 100.0
     summary = printable_summary(analysis.groups, analysis.extremes, metric, scale=scale)
     if summary.empty:
-        print("no target attribute splits these targets into groups (too few targets?)",
-              file=sys.stderr)
+        print(
+            "no target attribute splits these targets into groups (too few targets?)",
+            file=sys.stderr,
+        )
         return 1
     shown = summary.drop(columns=[c for c in summary.columns if c.startswith("n_")])
-    interval = ["" if low != low else f"[{low:.1f}, {high:.1f}]"
-                for low, high in zip(shown.pop("difference_ci_low"), shown.pop("difference_ci_high"))]
+    interval = [
+        "" if low != low else f"[{low:.1f}, {high:.1f}]"
+        for low, high in zip(shown.pop("difference_ci_low"), shown.pop("difference_ci_high"))
+    ]
     shown.insert(len(shown.columns) - 1, "difference 95% CI", interval)
     n_targets = analysis.targets[["dataset", "case", "target"]].drop_duplicates().shape[0]
     what = f"{args.metric} x{scale:g}" if scale != 1 else args.metric
-    print(f"{what} by target attribute ({n_targets} targets; groups: each dataset's tertiles "
-          f"low/mid/high, or no/yes; difference = last group - first, bootstrap 95% CI; "
-          f"rho: Spearman over targets). Per {args.by}.\n")
+    print(
+        f"{what} by target attribute ({n_targets} targets; groups: each dataset's tertiles "
+        f"low/mid/high, or no/yes; difference = last group - first, bootstrap 95% CI; "
+        f"rho: Spearman over targets). Per {args.by}.\n"
+    )
     print(to_markdown(shown, digits=2))
     print(f"\nwritten: {', '.join(str(out / n) for n in written)}", file=sys.stderr)
     return 0
@@ -64,17 +78,27 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     from intrabench.attributes.scores import METRICS  # no pandas: every command builds this
 
     parser = commands.add_parser(
-        "attributes", help="results by target attribute (size, shape, contrast...): which "
-                           "targets are hard, for which model (docs/attributes.md)")
+        "attributes",
+        help="results by target attribute (size, shape, contrast...): which "
+        "targets are hard, for which model (docs/attributes.md)",
+    )
     parser.add_argument("run_dir", metavar="RUN_DIR")
     parser.add_argument("--out", help="folder for the CSV files (default RUN_DIR/attributes)")
-    parser.add_argument("--metric", choices=sorted(METRICS), default="dice",
-                        help="score to print (all are written): final Dice or NSD, the Dice "
-                             "AUC over refinement steps, interactions to Dice 0.8")
-    parser.add_argument("--by", choices=sorted(BY), default="model",
-                        help="printed rows per model (pooling its prompters), per "
-                             "configuration, or per prompting scheme; the CSV files hold every "
-                             "configuration")
+    parser.add_argument(
+        "--metric",
+        choices=sorted(METRICS),
+        default="dice",
+        help="score to print (all are written): final Dice or NSD, the Dice "
+        "AUC over refinement steps, interactions to Dice 0.8",
+    )
+    parser.add_argument(
+        "--by",
+        choices=sorted(BY),
+        default="model",
+        help="printed rows per model (pooling its prompters), per "
+        "configuration, or per prompting scheme; the CSV files hold every "
+        "configuration",
+    )
     parser.add_argument("--n-boot", type=resamples, default=1000, help="bootstrap resamples")
     parser.add_argument("--seed", type=count, default=0, help="bootstrap seed")
     parser.set_defaults(func=cmd_attributes)

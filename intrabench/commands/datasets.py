@@ -18,8 +18,10 @@ def _recipe_classes(names: list[str]) -> list[type]:
     for name in names:
         cls = registry.datasets.get(name)
         if cls.recipe is None:
-            raise UserError(f"dataset '{name}' has no download recipe (it is built in or reads "
-                            "your own folder); nothing to download or prepare")
+            raise UserError(
+                f"dataset '{name}' has no download recipe (it is built in or reads "
+                "your own folder); nothing to download or prepare"
+            )
         classes.append(cls)
     return classes
 
@@ -41,8 +43,10 @@ def cmd_download(args: argparse.Namespace) -> int:
         if result == "present":
             print(f"{', '.join(names)}: already downloaded ({recipe.raw_dir(args.root)})")
         elif result == "downloaded":
-            print(f"{', '.join(names)}: downloaded to {recipe.raw_dir(args.root)}; next: "
-                  f"intrabench datasets prepare {' '.join(names)}")
+            print(
+                f"{', '.join(names)}: downloaded to {recipe.raw_dir(args.root)}; next: "
+                f"intrabench datasets prepare {' '.join(names)}"
+            )
     return 0
 
 
@@ -52,8 +56,10 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         if report.up_to_date:
             print(f"{', '.join(names)}: up to date, nothing to do")
             continue
-        print(f"{', '.join(names)}: {len(report.written)} cases prepared, "
-              f"{len(report.skipped)} skipped")
+        print(
+            f"{', '.join(names)}: {len(report.written)} cases prepared, "
+            f"{len(report.skipped)} skipped"
+        )
         for case_id, reason in sorted(report.skipped.items()):
             print(f"  skipped {case_id}: {reason}")
     return 0
@@ -82,8 +88,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
             for line in coverage.errors:
                 print(f"{item.label}: {line}", flush=True)
             ok = not item.layout_problems and not bad and reports and not coverage.errors
-            print(f"{item.label}: {len(reports) - bad}/{len(reports)} cases ok, "
-                  f"{counted(targets, 'target')}" + ("" if ok else " -- PROBLEMS"), flush=True)
+            print(
+                f"{item.label}: {len(reports) - bad}/{len(reports)} cases ok, "
+                f"{counted(targets, 'target')}" + ("" if ok else " -- PROBLEMS"),
+                flush=True,
+            )
             failed += 0 if ok else 1
     return 1 if failed else 0
 
@@ -94,8 +103,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = []
     for name, cls in registry.datasets.items():
         status = cls.availability(args.root)
-        rows.append([name, cls.modality, cls.targets or cls.description, cls.size, cls.licence,
-                     status])
+        rows.append(
+            [name, cls.modality, cls.targets or cls.description, cls.size, cls.licence, status]
+        )
     header = ["name", "modality", "targets", "size", "licence", "status"]
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
@@ -104,39 +114,56 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(commands: argparse._SubParsersAction,
-             groups: dict[str, argparse._SubParsersAction]) -> None:
+def register(
+    commands: argparse._SubParsersAction, groups: dict[str, argparse._SubParsersAction]
+) -> None:
     actions = groups["datasets"]
 
     def common(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--root", help="data root (default: $INTRABENCH_DATA or "
-                                           "~/.intrabench/data)")
+        parser.add_argument(
+            "--root", help="data root (default: $INTRABENCH_DATA or ~/.intrabench/data)"
+        )
         parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 
-    download = actions.add_parser("download", help="download recipes' raw data (resumable, "
-                                                    "checksummed)")
+    download = actions.add_parser(
+        "download", help="download recipes' raw data (resumable, checksummed)"
+    )
     download.add_argument("names", nargs="+", metavar="NAME")
     download.add_argument("--zenodo-url", help="Zenodo base URL (default https://zenodo.org)")
     download.add_argument("--tcia-url", help="TCIA NBIA API base URL")
     common(download)
     download.set_defaults(func=cmd_download)
 
-    prepare = actions.add_parser("prepare", help="convert downloads into nnU-Net folders "
-                                                 "(idempotent)")
+    prepare = actions.add_parser(
+        "prepare", help="convert downloads into nnU-Net folders (idempotent)"
+    )
     prepare.add_argument("names", nargs="+", metavar="NAME")
-    prepare.add_argument("--force", action="store_true",
-                         help="convert every case again (only files prepare wrote are "
-                              "replaced; any other file there is refused)")
+    prepare.add_argument(
+        "--force",
+        action="store_true",
+        help="convert every case again (only files prepare wrote are "
+        "replaced; any other file there is refused)",
+    )
     common(prepare)
     prepare.set_defaults(func=cmd_prepare)
 
-    verify = actions.add_parser("verify", help="read every case as 'run' does and describe it "
-                                               "(classes, targets, spacing, orientation)")
-    verify.add_argument("names", nargs="+", metavar="NAME",
-                        help="dataset name, nnU-Net folder, dataset spec or run config (.yaml)")
-    verify.add_argument("--trust-modality", action="store_true",
-                        help="read each case as its declared modality even when its intensities "
-                             "contradict it (a CT with no voxel below -500 HU, an MR with one)")
+    verify = actions.add_parser(
+        "verify",
+        help="read every case as 'run' does and describe it "
+        "(classes, targets, spacing, orientation)",
+    )
+    verify.add_argument(
+        "names",
+        nargs="+",
+        metavar="NAME",
+        help="dataset name, nnU-Net folder, dataset spec or run config (.yaml)",
+    )
+    verify.add_argument(
+        "--trust-modality",
+        action="store_true",
+        help="read each case as its declared modality even when its intensities "
+        "contradict it (a CT with no voxel below -500 HU, an MR with one)",
+    )
     common(verify)
     verify.set_defaults(func=cmd_verify)
 
@@ -145,5 +172,3 @@ def register(commands: argparse._SubParsersAction,
     if listing is not None:
         listing.add_argument("--root", help="data root whose status is shown")
         listing.set_defaults(func=cmd_list)
-
-

@@ -21,39 +21,62 @@ def cmd_latency(args: argparse.Namespace) -> int:
 
     rows = pd.concat([load_results(run) for run in args.run_dirs], ignore_index=True)
     if not has_latency(rows):
-        raise UserError(f"{', '.join(args.run_dirs)}: no measured latencies in the results "
-                        "(runs made before IntraBench recorded them)")
+        raise UserError(
+            f"{', '.join(args.run_dirs)}: no measured latencies in the results "
+            "(runs made before IntraBench recorded them)"
+        )
     machines = [run_machine(run) for run in args.run_dirs]
     described = {machine_text(m) for m in machines}
     if len(described) > 1:
-        print("warning: the runs come from different machines (" + "; ".join(sorted(described))
-              + "); the table keeps the first's", file=sys.stderr)
+        print(
+            "warning: the runs come from different machines ("
+            + "; ".join(sorted(described))
+            + "); the table keeps the first's",
+            file=sys.stderr,
+        )
     table = measure_table(rows)
     kinds = sorted({k for entry in table.values() for k in entry} - {"first", "warm"})
+
     def ms(value: float | None) -> float | None:
         return None if value is None else round(1000 * value, 2)
 
-    frame = pd.DataFrame([{"model": model, "first ms": ms(entry.get("first")),
-                           "warm ms": ms(entry.get("warm")),
-                           **{f"{k} ms": ms(entry.get(k)) for k in kinds}}
-                          for model, entry in table.items()])
-    print(f"## Median latency per call (ms), measured on {machine_text(machines[0])}\n\n"
-          f"{to_markdown(frame)}\n")
+    frame = pd.DataFrame(
+        [
+            {
+                "model": model,
+                "first ms": ms(entry.get("first")),
+                "warm ms": ms(entry.get("warm")),
+                **{f"{k} ms": ms(entry.get(k)) for k in kinds},
+            }
+            for model, entry in table.items()
+        ]
+    )
+    print(
+        f"## Median latency per call (ms), measured on {machine_text(machines[0])}\n\n"
+        f"{to_markdown(frame)}\n"
+    )
     if args.save:
         path = Path(args.save)
         save_table(table, path, machines[0], [str(Path(r).resolve()) for r in args.run_dirs])
-        print(f"written: {path}; use it with 'time_model: {{waiting: table, latency_table: "
-              f"{path}}}' in a config, or 'intrabench tables RUN --latency-table {path}'",
-              file=sys.stderr)
+        print(
+            f"written: {path}; use it with 'time_model: {{waiting: table, latency_table: "
+            f"{path}}}' in a config, or 'intrabench tables RUN --latency-table {path}'",
+            file=sys.stderr,
+        )
     return 0
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     """Add ``intrabench latency``."""
     latency = commands.add_parser(
-        "latency", help="the models' median latency in runs; --save: a latency table for "
-                        "time-aware numbers that do not move with the machine's load")
+        "latency",
+        help="the models' median latency in runs; --save: a latency table for "
+        "time-aware numbers that do not move with the machine's load",
+    )
     latency.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    latency.add_argument("--save", metavar="FILE", help="write the latency table (JSON, with "
-                                                        "the machine it was measured on)")
+    latency.add_argument(
+        "--save",
+        metavar="FILE",
+        help="write the latency table (JSON, with the machine it was measured on)",
+    )
     latency.set_defaults(func=cmd_latency)

@@ -25,20 +25,31 @@ def model_rows() -> list[list[str]]:
         if cls is not None and cls.availability.__func__ is not Model.availability.__func__:
             status = cls.availability()
         elif cls is not None:  # an adapter without its own check: its card's checkpoint
-            status = readiness(card.default_checkpoint) if card and card.default_checkpoint \
-                else "ready"
+            status = (
+                readiness(card.default_checkpoint) if card and card.default_checkpoint else "ready"
+            )
         elif card.default_checkpoint:
             status = f"not installed here (needs {', '.join(card.packages)}); " + readiness(
-                card.default_checkpoint)
+                card.default_checkpoint
+            )
         else:
             status = f"not installed here (needs {', '.join(card.packages)})"
         if card is not None:
-            rows.append([name, f"{card.dimension}D", ",".join(sorted(card.prompts)), status,
-                         card.licence, card.description.split(". ")[0].rstrip(".") + "."])
+            rows.append(
+                [
+                    name,
+                    f"{card.dimension}D",
+                    ",".join(sorted(card.prompts)),
+                    status,
+                    card.licence,
+                    card.description.split(". ")[0].rstrip(".") + ".",
+                ]
+            )
         else:
             doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-            rows.append([name, f"{cls.dimension}D", ",".join(sorted(cls.accepts)), status,
-                         cls.licence, doc])
+            rows.append(
+                [name, f"{cls.dimension}D", ",".join(sorted(cls.accepts)), status, cls.licence, doc]
+            )
     return rows
 
 
@@ -53,8 +64,9 @@ def cmd_models_verify(args: argparse.Namespace) -> int:
     if unknown:
         from intrabench.errors import UserError
 
-        raise UserError(f"unknown checkpoint {', '.join(unknown)}; known: "
-                        f"{', '.join(sorted(CHECKPOINTS))}")
+        raise UserError(
+            f"unknown checkpoint {', '.join(unknown)}; known: {', '.join(sorted(CHECKPOINTS))}"
+        )
     print(f"checkpoint directory: {directory}")
     failed = False
     for key in sorted(CHECKPOINTS):
@@ -85,25 +97,32 @@ def cmd_models_download(args: argparse.Namespace) -> int:
     elif args.names:
         names = list(dict.fromkeys(args.names))
     else:
-        raise UserError("name the checkpoints to download (intrabench models download "
-                        "mobilesam), or --all for every one that can be downloaded; the names: "
-                        + ", ".join(sorted(CHECKPOINTS)))
+        raise UserError(
+            "name the checkpoints to download (intrabench models download "
+            "mobilesam), or --all for every one that can be downloaded; the names: "
+            + ", ".join(sorted(CHECKPOINTS))
+        )
     names = list(dict.fromkeys(checkpoint_of_model(name) for name in names))
     for name in names:
         if name not in CHECKPOINTS:
             close = difflib.get_close_matches(name, CHECKPOINTS, n=1)
-            hint = (" (for every one that can be downloaded: --all)" if name == "all"
-                    else f" (did you mean '{close[0]}'?)" if close else "")
-            raise UserError(f"unknown checkpoint '{name}'{hint}; known: "
-                            f"{', '.join(sorted(CHECKPOINTS))}")
+            hint = (
+                " (for every one that can be downloaded: --all)"
+                if name == "all"
+                else f" (did you mean '{close[0]}'?)"
+                if close
+                else ""
+            )
+            raise UserError(
+                f"unknown checkpoint '{name}'{hint}; known: {', '.join(sorted(CHECKPOINTS))}"
+            )
     directory = checkpoint_dir(args.checkpoint_dir)
     print(f"checkpoint directory: {directory}")
     failed = 0
     for name in names:
         info = CHECKPOINTS[name]
         try:
-            path, how = download_checkpoint(name, args.checkpoint_dir,
-                                            progress=not args.quiet)
+            path, how = download_checkpoint(name, args.checkpoint_dir, progress=not args.quiet)
         except DownloadError as error:  # ChecksumError too
             print(f"{name}: FAILED: {error}")
             failed += 1
@@ -112,11 +131,15 @@ def cmd_models_download(args: argparse.Namespace) -> int:
             print(f"{name}: {error}")
             failed += 1
             continue
-        pinned = ("sha256 checked" if info.sha256 else
-                  f"no hash pinned for it ({info.unpinned or 'none known'}): compare with the "
-                  "publisher's before use")
+        pinned = (
+            "sha256 checked"
+            if info.sha256
+            else f"no hash pinned for it ({info.unpinned or 'none known'}): compare with the "
+            "publisher's before use"
+        )
         where = {"present": "already there", "in package": "comes with its package"}.get(
-            how, "downloaded")
+            how, "downloaded"
+        )
         print(f"{name}: {where}: {path} ({pinned})")
         if how not in ("present", "in package") and info.sha256 is None:
             print(f"{name}: sha256 {sha256_file(path)}")
@@ -144,8 +167,10 @@ def checkpoint_of_model(name: str) -> str:
     if not key:
         raise UserError(f"the model '{name}' needs no checkpoint")
     others = [k for k in dict.fromkeys(variants.values()) if k != key]
-    print(f"{name}: the model's default checkpoint is {key}"
-          + (f" (its other variants: {', '.join(others)})" if others else ""))
+    print(
+        f"{name}: the model's default checkpoint is {key}"
+        + (f" (its other variants: {', '.join(others)})" if others else "")
+    )
     return key
 
 
@@ -168,17 +193,25 @@ def check_loads_and_fits(key: str, path) -> str | None:
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     verify = groups["models"].add_parser("verify", help="check checkpoint files and their sha256")
     verify.add_argument("names", nargs="*", help="checkpoint keys (default: all)")
-    verify.add_argument("--checkpoint-dir", help="default: $INTRABENCH_CHECKPOINTS or "
-                                                 "~/.intrabench/checkpoints")
+    verify.add_argument(
+        "--checkpoint-dir", help="default: $INTRABENCH_CHECKPOINTS or ~/.intrabench/checkpoints"
+    )
     verify.set_defaults(func=cmd_models_verify)
     download = groups["models"].add_parser(
-        "download", help="download checkpoints (publisher's URL, then mirrors), sha256-checked")
-    download.add_argument("names", nargs="*", help="checkpoint keys (intrabench models verify "
-                                                   "lists them), or model names (their default "
-                                                   "checkpoint)")
-    download.add_argument("--all", action="store_true",
-                          help="every checkpoint that can be downloaded without a login")
-    download.add_argument("--checkpoint-dir", help="default: $INTRABENCH_CHECKPOINTS or "
-                                                   "~/.intrabench/checkpoints")
+        "download", help="download checkpoints (publisher's URL, then mirrors), sha256-checked"
+    )
+    download.add_argument(
+        "names",
+        nargs="*",
+        help="checkpoint keys (intrabench models verify "
+        "lists them), or model names (their default "
+        "checkpoint)",
+    )
+    download.add_argument(
+        "--all", action="store_true", help="every checkpoint that can be downloaded without a login"
+    )
+    download.add_argument(
+        "--checkpoint-dir", help="default: $INTRABENCH_CHECKPOINTS or ~/.intrabench/checkpoints"
+    )
     download.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     download.set_defaults(func=cmd_models_download)

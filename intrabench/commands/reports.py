@@ -30,22 +30,32 @@ def cmd_tables(args: argparse.Namespace) -> int:
 
     failures = read_failures(args.run_dirs)
     if rows.empty:
-        print(f"no result rows in {', '.join(map(str, args.run_dirs))}: nothing finished"
-              + (f" ({len(failures)} work unit(s) failed, see failures.csv)"
-                 if len(failures) else "" if any(incompleteness_warning(r) for r in args.run_dirs)
-                 else " (run it first, or let it finish)"), file=sys.stderr)
+        print(
+            f"no result rows in {', '.join(map(str, args.run_dirs))}: nothing finished"
+            + (
+                f" ({len(failures)} work unit(s) failed, see failures.csv)"
+                if len(failures)
+                else ""
+                if any(incompleteness_warning(r) for r in args.run_dirs)
+                else " (run it first, or let it finish)"
+            ),
+            file=sys.stderr,
+        )
         return 1
     if (line := warning_line(failures)) is not None:
         print(line)
-    require_metric(rows.columns, args.metric,
-                   rows.select_dtypes("number").columns if len(rows) else None)
+    require_metric(
+        rows.columns, args.metric, rows.select_dtypes("number").columns if len(rows) else None
+    )
     layout = Layout.load(args.layout) if args.layout else None
     built = tables_for_runs(rows, layout, args.metric, args.scale, args.missing_value)
     if args.split_training_data:
         built += _training_data_tables(rows, layout, args)
     if not built:
-        print("no table could be built from these runs (are the run names those the layout "
-              "lists?)", file=sys.stderr)
+        print(
+            "no table could be built from these runs (are the run names those the layout lists?)",
+            file=sys.stderr,
+        )
         return 1
     out = Path(args.out) if args.out else default_tables_folder(args.run_dirs)
     from intrabench.evaluation.aggregate import to_markdown
@@ -55,8 +65,9 @@ def cmd_tables(args: argparse.Namespace) -> int:
     marked_total = 0
     for name, title, table in built:
         if "Model" in table and "Prompter" in table:
-            table = add_failed_column(table, failures, "Model", "Prompter",
-                                      lambda p, r: prompter_label(p, r, layout))
+            table = add_failed_column(
+                table, failures, "Model", "Prompter", lambda p, r: prompter_label(p, r, layout)
+            )
         marked = trained_cells(table, rows, layout)
         marked_total += len(marked)
         paths = write_table(table, out, name, title, marked)
@@ -73,12 +84,20 @@ def cmd_tables(args: argparse.Namespace) -> int:
     _write_time_tables(runs, out, args.latency_table)
     from intrabench.evaluation.aggregate import dataset_statistics
 
-    statistics = dataset_statistics(rows, args.metric,
-                                    config=("run", "model", "prompter", "refiner", "step"),
-                                    missing_value=args.missing_value)
-    spreadsheet_safe(statistics, escape=True).to_csv(out / "statistics.csv", index=False, float_format="%.6f")
-    print(f"per-dataset mean, median, std, quartiles and bootstrap 95% CI over cases: "
-          f"{out / 'statistics.csv'}", file=sys.stderr)
+    statistics = dataset_statistics(
+        rows,
+        args.metric,
+        config=("run", "model", "prompter", "refiner", "step"),
+        missing_value=args.missing_value,
+    )
+    spreadsheet_safe(statistics, escape=True).to_csv(
+        out / "statistics.csv", index=False, float_format="%.6f"
+    )
+    print(
+        f"per-dataset mean, median, std, quartiles and bootstrap 95% CI over cases: "
+        f"{out / 'statistics.csv'}",
+        file=sys.stderr,
+    )
     _write_comparisons(rows, out, args)
     return 0
 
@@ -99,8 +118,9 @@ def _write_comparisons(rows, out: Path, args: argparse.Namespace) -> None:
     scored = fill_missing(rows, args.metric, args.missing_value)
     comparisons, scopes = comparison_results(scored, args.metric, config, args.n_boot)
     note = incomplete_note([incompleteness_warning(r) for r in args.run_dirs])
-    _, ranks, paths = write_comparison_tables(comparisons, scopes, out, args.metric, args.scale,
-                                              args.n_boot, note, config)
+    _, ranks, paths = write_comparison_tables(
+        comparisons, scopes, out, args.metric, args.scale, args.n_boot, note, config
+    )
     from intrabench.reports.supplement import write_supplement
 
     supplement = write_supplement(scored, out, args.metric, args.scale, args.n_boot, note)
@@ -108,11 +128,15 @@ def _write_comparisons(rows, out: Path, args: argparse.Namespace) -> None:
     if not paths:
         return
     tested = comparisons["p_holm"].notna()
-    print(f"## Paired comparisons: {len(comparisons)} pairs x datasets, {int(tested.sum())} with "
-          f"a test, {int((comparisons['p_holm'] < 0.05).sum())} with a Holm-adjusted p < 0.05 "
-          f"(the table: {out / 'comparisons.md'})\n")
-    print(f"## Rank stability ({args.n_boot} bootstrap resamples of the cases)\n\n"
-          f"{to_markdown(ranks)}\n")
+    print(
+        f"## Paired comparisons: {len(comparisons)} pairs x datasets, {int(tested.sum())} with "
+        f"a test, {int((comparisons['p_holm'] < 0.05).sum())} with a Holm-adjusted p < 0.05 "
+        f"(the table: {out / 'comparisons.md'})\n"
+    )
+    print(
+        f"## Rank stability ({args.n_boot} bootstrap resamples of the cases)\n\n"
+        f"{to_markdown(ranks)}\n"
+    )
     print(f"written: {', '.join(map(str, paths))}\n", file=sys.stderr)
 
 
@@ -131,11 +155,15 @@ def _without_training_data(rows, exclude: bool):
 def _training_data_line(marked: int, left_out: int) -> str:
     """The tables' one line on training data: cells marked, or pairs left out."""
     if left_out:
-        return (f"training data: {left_out} (model, dataset) pair(s) the model was trained on "
-                "left out of every table (--exclude-training-data)")
+        return (
+            f"training data: {left_out} (model, dataset) pair(s) the model was trained on "
+            "left out of every table (--exclude-training-data)"
+        )
     if marked:
-        return (f"training data: {marked} table cell(s) marked \u2020, the model was trained on "
-                "that dataset; --exclude-training-data leaves them out")
+        return (
+            f"training data: {marked} table cell(s) marked \u2020, the model was trained on "
+            "that dataset; --exclude-training-data leaves them out"
+        )
     return "training data: no table cell is of a dataset its model was trained on"
 
 
@@ -153,11 +181,16 @@ def _training_data_tables(rows, layout, args: argparse.Namespace) -> list:
 
     built = []
     for value, part in split_rows(rows):
-        for name, title, table in tables_for_runs(part, layout, args.metric, args.scale,
-                                                  args.missing_value):
-            built.append((f"{name}-training-data-{value}",
-                          f"{title or name}: dataset in the model's training data: {value}",
-                          table))
+        for name, title, table in tables_for_runs(
+            part, layout, args.metric, args.scale, args.missing_value
+        ):
+            built.append(
+                (
+                    f"{name}-training-data-{value}",
+                    f"{title or name}: dataset in the model's training data: {value}",
+                    table,
+                )
+            )
     return built
 
 
@@ -173,8 +206,10 @@ def _write_cvpr25_tables(rows, out: Path, protocol: str = "cvpr25") -> None:
     image_file, board_file = out / f"{protocol}-images.csv", out / f"{protocol}-leaderboard.csv"
     spreadsheet_safe(images, escape=True).to_csv(image_file, index=False, float_format="%.6f")
     spreadsheet_safe(board, escape=True).to_csv(board_file, index=False, float_format="%.6f")
-    print(f"## CVPR 2025 challenge metrics (protocol: {protocol}), mean over images\n\n"
-          f"{to_markdown(board, digits=4)}\n")
+    print(
+        f"## CVPR 2025 challenge metrics (protocol: {protocol}), mean over images\n\n"
+        f"{to_markdown(board, digits=4)}\n"
+    )
     print(f"written: {image_file}, {board_file}\n", file=sys.stderr)
 
 
@@ -191,15 +226,22 @@ def _write_robustness_tables(rows, out: Path, noc_metric: str, threshold: float)
         # both averages: IntraBench's own (as every table) and RClicks' flat one, each labelled
         for averaging, stem in (("hierarchical", base), ("flat", f"{base}-flat")):
             display, long, targets = robustness_table(part, noc_metric, threshold, averaging)
-            title = (f"Robustness to where people click ({run}: {part['clickability'].iloc[0]} "
-                     f"map, {groups} clicking groups), mean over datasets; per dataset: "
-                     f"{AVERAGING[averaging]}")
-            (out / f"{stem}.md").write_text(f"{title}\n\n{to_markdown(display)}\n",
-                                            encoding="utf-8")
-            spreadsheet_safe(long, escape=True).to_csv(out / f"{stem}-datasets.csv", index=False, float_format="%.6f")
+            title = (
+                f"Robustness to where people click ({run}: {part['clickability'].iloc[0]} "
+                f"map, {groups} clicking groups), mean over datasets; per dataset: "
+                f"{AVERAGING[averaging]}"
+            )
+            (out / f"{stem}.md").write_text(
+                f"{title}\n\n{to_markdown(display)}\n", encoding="utf-8"
+            )
+            spreadsheet_safe(long, escape=True).to_csv(
+                out / f"{stem}-datasets.csv", index=False, float_format="%.6f"
+            )
             written = [out / f"{stem}.md", out / f"{stem}-datasets.csv"]
             if averaging == "hierarchical":
-                spreadsheet_safe(targets, escape=True).to_csv(out / f"{base}-targets.csv", index=False, float_format="%.6f")
+                spreadsheet_safe(targets, escape=True).to_csv(
+                    out / f"{base}-targets.csv", index=False, float_format="%.6f"
+                )
                 written.append(out / f"{base}-targets.csv")
             print(f"## {title}\n\n{to_markdown(display)}\n")
             print(f"written: {', '.join(map(str, written))}\n", file=sys.stderr)
@@ -226,19 +268,26 @@ def _write_time_tables(runs: dict, out: Path, latency_table_file: str | None = N
         name = str(part["run"].iloc[0])
         stem = "" if len(runs) == 1 else f"-{name}"
         display = time_table(part, model)
-        (out / f"time{stem}.md").write_text(f"{mode}\n\n{to_markdown(display)}\n",
-                                            encoding="utf-8")
-        spreadsheet_safe(time_summary(part, model), escape=True).to_csv(out / f"time{stem}.csv", index=False,
-                                         float_format="%.6f")
+        (out / f"time{stem}.md").write_text(f"{mode}\n\n{to_markdown(display)}\n", encoding="utf-8")
+        spreadsheet_safe(time_summary(part, model), escape=True).to_csv(
+            out / f"time{stem}.csv", index=False, float_format="%.6f"
+        )
         latency = latency_table(part)
         (out / f"latency{stem}.md").write_text(to_markdown(latency) + "\n", encoding="utf-8")
-        spreadsheet_safe(latency, escape=True).to_csv(out / f"latency{stem}.csv", index=False, float_format="%.4f")
-        print(f"## Quality against the clinician's time ({name}: budget {model.budget:g} s per "
-              f"target, at most {model.max_interactions} interactions), mean over datasets\n\n"
-              f"{mode}\n\n{to_markdown(display)}\n")
+        spreadsheet_safe(latency, escape=True).to_csv(
+            out / f"latency{stem}.csv", index=False, float_format="%.4f"
+        )
+        print(
+            f"## Quality against the clinician's time ({name}: budget {model.budget:g} s per "
+            f"target, at most {model.max_interactions} interactions), mean over datasets\n\n"
+            f"{mode}\n\n{to_markdown(display)}\n"
+        )
         print(f"## Model latency ({name})\n\n{to_markdown(latency)}\n")
-        print(f"written: {out / f'time{stem}.md'}, {out / f'time{stem}.csv'}, "
-              f"{out / f'latency{stem}.md'}, {out / f'latency{stem}.csv'}\n", file=sys.stderr)
+        print(
+            f"written: {out / f'time{stem}.md'}, {out / f'time{stem}.csv'}, "
+            f"{out / f'latency{stem}.md'}, {out / f'latency{stem}.csv'}\n",
+            file=sys.stderr,
+        )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -254,15 +303,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     if (warning := incompleteness_warning(args.run_dir)) is not None:
         print(warning, file=sys.stderr)
     if not has_rows(args.run_dir):
-        print(f"no result rows in {args.run_dir}: nothing finished, no report to build",
-              file=sys.stderr)
+        print(
+            f"no result rows in {args.run_dir}: nothing finished, no report to build",
+            file=sys.stderr,
+        )
         return 1
     if args.case:
         _check_cases(args.run_dir, args.case)
     require_metric(result_columns(args.run_dir), args.metric)
     layout = Layout.load(args.layout) if args.layout else None
-    path = build_report(args.run_dir, args.out, metric=args.metric, cases=args.case or None,
-                        max_overlays=args.max_overlays, layout=layout)
+    path = build_report(
+        args.run_dir,
+        args.out,
+        metric=args.metric,
+        cases=args.case or None,
+        max_overlays=args.max_overlays,
+        layout=layout,
+    )
     print(f"report written to {path} (open it in a web browser); figures as PNG in {path.parent}")
     return 0
 
@@ -278,8 +335,10 @@ def _check_cases(run_dir: str, wanted: list[str]) -> None:
     unknown = [name for name in wanted if name not in known]
     if unknown:
         shown = sorted({f"{d}/{c}" for d, c in zip(pairs["dataset"], pairs["case"])})
-        raise UserError(f"--case {', '.join(unknown)}: not a case of {run_dir} (its cases: "
-                        f"{', '.join(shown[:5])}{' ...' if len(shown) > 5 else ''})")
+        raise UserError(
+            f"--case {', '.join(unknown)}: not a case of {run_dir} (its cases: "
+            f"{', '.join(shown[:5])}{' ...' if len(shown) > 5 else ''})"
+        )
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -298,20 +357,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
         sources["B"] = load_results(args.run_b)
     for rows in sources.values():
         require_metric(rows.columns, args.metric)
-    rows = pd.concat([part.assign(source=name) for name, part in sources.items()],
-                     ignore_index=True)
+    rows = pd.concat(
+        [part.assign(source=name) for name, part in sources.items()], ignore_index=True
+    )
     pairs = compare_pairs(rows, args)
     config = ("source", "model", "prompter", "refiner")
-    summary = paired_comparisons(rows, args.metric, config=config, pairs=pairs,
-                                 n_boot=args.n_boot, seed=args.seed)
+    summary = paired_comparisons(
+        rows, args.metric, config=config, pairs=pairs, n_boot=args.n_boot, seed=args.seed
+    )
     if summary.empty:
         print("the two configurations have no case in common to compare", file=sys.stderr)
         return 1
     runs = f"A = {args.run_a}" + (f"\nB = {args.run_b}" if args.run_b else " (both sides)")
-    print(f"{runs}\nFinal-step {args.metric} x100 of each configuration (run / model / "
-          f"prompter / refiner); B - A with {args.n_boot} paired bootstrap resamples of the "
-          "cases (95% CI), Wilcoxon signed-rank p on case scores, Holm-corrected over the pairs "
-          "of each dataset.\n")
+    print(
+        f"{runs}\nFinal-step {args.metric} x100 of each configuration (run / model / "
+        f"prompter / refiner); B - A with {args.n_boot} paired bootstrap resamples of the "
+        "cases (95% CI), Wilcoxon signed-rank p on case scores, Holm-corrected over the pairs "
+        "of each dataset.\n"
+    )
     print(to_markdown(comparison_display(summary), digits=2))
     if args.out:
         out = Path(args.out)
@@ -319,13 +382,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
         per_case = paired_cases(rows, args.metric, config=config, pairs=pairs)
         for column in ("score_A", "score_B", "difference"):
             per_case[column] = 100 * per_case[column]
-        per_case = per_case.rename(columns={"score_A": "A x100", "score_B": "B x100",
-                                            "difference": "B - A x100"})
+        per_case = per_case.rename(
+            columns={"score_A": "A x100", "score_B": "B x100", "difference": "B - A x100"}
+        )
         spreadsheet_safe(comparison_csv(summary), escape=True).to_csv(
-            out / "compare-summary.csv", index=False)
+            out / "compare-summary.csv", index=False
+        )
         spreadsheet_safe(per_case, escape=True).to_csv(out / "compare-per-case.csv", index=False)
-        print(f"\nwritten: {out / 'compare-summary.csv'}, {out / 'compare-per-case.csv'}",
-              file=sys.stderr)
+        print(
+            f"\nwritten: {out / 'compare-summary.csv'}, {out / 'compare-per-case.csv'}",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -338,11 +405,14 @@ def _configuration(text: str, option: str, rows) -> tuple[str, str, str]:
     parts = text.split("/")
     if len(parts) == 2:
         parts.append("none")
-    known = sorted({"/".join(map(str, c)) for c in
-                    rows.groupby(["model", "prompter", "refiner"]).groups})
+    known = sorted(
+        {"/".join(map(str, c)) for c in rows.groupby(["model", "prompter", "refiner"]).groups}
+    )
     if len(parts) != 3 or "/".join(parts) not in known:
-        raise UserError(f"{option} {text}: not a configuration (MODEL/PROMPTER[/REFINER]) of the "
-                        f"run; its configurations: {listed(known, limit=8)}")
+        raise UserError(
+            f"{option} {text}: not a configuration (MODEL/PROMPTER[/REFINER]) of the "
+            f"run; its configurations: {listed(known, limit=8)}"
+        )
     return parts[0], parts[1], parts[2]
 
 
@@ -360,81 +430,139 @@ def compare_pairs(rows, args: argparse.Namespace) -> list[tuple[tuple, tuple]]:
         b = _configuration(args.b, "--b", rows[rows["source"] == side_b])
         return [(("A", *a), (side_b, *b))]
     if not args.run_b:
-        raise UserError("comparing two configurations of one run needs --a and --b "
-                        "(MODEL/PROMPTER[/REFINER], e.g. --a litemedsam/box-3d --b "
-                        "litemedsam/box-per-slice)")
-    groups = {name: list(part.groupby(["model", "prompter", "refiner"]).groups)
-              for name, part in rows.groupby("source")}
+        raise UserError(
+            "comparing two configurations of one run needs --a and --b "
+            "(MODEL/PROMPTER[/REFINER], e.g. --a litemedsam/box-3d --b "
+            "litemedsam/box-per-slice)"
+        )
+    groups = {
+        name: list(part.groupby(["model", "prompter", "refiner"]).groups)
+        for name, part in rows.groupby("source")
+    }
     shared = [c for c in groups["A"] if c in set(groups["B"])]
     if shared:
         return [(("A", *c), ("B", *c)) for c in shared]
     if len(groups["A"]) == 1 and len(groups["B"]) == 1:
         return [(("A", *groups["A"][0]), ("B", *groups["B"][0]))]
-    raise UserError("the two runs share no configuration: name the two to compare with --a "
-                    "and --b (MODEL/PROMPTER[/REFINER])")
+    raise UserError(
+        "the two runs share no configuration: name the two to compare with --a "
+        "and --b (MODEL/PROMPTER[/REFINER])"
+    )
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     """Add the reporting subcommands (heavy imports happen inside the command functions)."""
     tables = commands.add_parser(
-        "tables", help="the paper's result tables (Markdown, LaTeX, CSV) from run directories")
+        "tables", help="the paper's result tables (Markdown, LaTeX, CSV) from run directories"
+    )
     tables.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    tables.add_argument("--out", help="folder for .md/.tex/.csv files (default: RUN_DIR/tables "
-                                      "for one run, as report writes RUN_DIR/report; "
-                                      "./intrabench-tables for several runs)")
-    tables.add_argument("--layout", help="table layout YAML (e.g. configs/paper/tables.yaml): "
-                                         "dataset columns, display names, runs per table")
+    tables.add_argument(
+        "--out",
+        help="folder for .md/.tex/.csv files (default: RUN_DIR/tables "
+        "for one run, as report writes RUN_DIR/report; "
+        "./intrabench-tables for several runs)",
+    )
+    tables.add_argument(
+        "--layout",
+        help="table layout YAML (e.g. configs/paper/tables.yaml): "
+        "dataset columns, display names, runs per table",
+    )
     tables.add_argument("--metric", default="dice", help="column of results to tabulate")
-    tables.add_argument("--scale", type=positive_number, default=100.0,
-                        help="multiply scores (default 100)")
-    tables.add_argument("--missing-value", type=float, metavar="VALUE",
-                        help="substitute VALUE for missing values before averaging (HD95 of an "
-                             "empty prediction is NaN; e.g. the images' diagonal in mm); default: "
-                             "leave them out and count them in a Missing column")
-    tables.add_argument("--exclude-training-data", action="store_true",
-                        help="leave out every (model, dataset) pair the model was trained on "
-                             "(model cards' training_data); by default such cells are marked "
-                             "with a dagger")
-    tables.add_argument("--split-training-data", action="store_true",
-                        help="each table again per in_training_data value (was the case's "
-                             "dataset in the model's training data: yes / no / unknown / n/a)")
-    tables.add_argument("--noc-metric", choices=("iou", "dice"), default="iou",
-                        help="robustness runs: NoC counts rounds to this metric (default iou)")
-    tables.add_argument("--noc-threshold", type=float, choices=(0.8, 0.85, 0.9), default=0.9,
-                        help="robustness runs: NoC's threshold (default 0.9, as RClicks)")
-    tables.add_argument("--latency-table", metavar="FILE",
-                        help="time table: wait for each model as this latency table says "
-                             "(written by 'intrabench latency RUN --save FILE'), not as "
-                             "measured in the run")
-    tables.add_argument("--n-boot", type=resamples, default=1000,
-                        help="bootstrap resamples of the cases for the comparison and rank "
-                             "tables (default 1000)")
+    tables.add_argument(
+        "--scale", type=positive_number, default=100.0, help="multiply scores (default 100)"
+    )
+    tables.add_argument(
+        "--missing-value",
+        type=float,
+        metavar="VALUE",
+        help="substitute VALUE for missing values before averaging (HD95 of an "
+        "empty prediction is NaN; e.g. the images' diagonal in mm); default: "
+        "leave them out and count them in a Missing column",
+    )
+    tables.add_argument(
+        "--exclude-training-data",
+        action="store_true",
+        help="leave out every (model, dataset) pair the model was trained on "
+        "(model cards' training_data); by default such cells are marked "
+        "with a dagger",
+    )
+    tables.add_argument(
+        "--split-training-data",
+        action="store_true",
+        help="each table again per in_training_data value (was the case's "
+        "dataset in the model's training data: yes / no / unknown / n/a)",
+    )
+    tables.add_argument(
+        "--noc-metric",
+        choices=("iou", "dice"),
+        default="iou",
+        help="robustness runs: NoC counts rounds to this metric (default iou)",
+    )
+    tables.add_argument(
+        "--noc-threshold",
+        type=float,
+        choices=(0.8, 0.85, 0.9),
+        default=0.9,
+        help="robustness runs: NoC's threshold (default 0.9, as RClicks)",
+    )
+    tables.add_argument(
+        "--latency-table",
+        metavar="FILE",
+        help="time table: wait for each model as this latency table says "
+        "(written by 'intrabench latency RUN --save FILE'), not as "
+        "measured in the run",
+    )
+    tables.add_argument(
+        "--n-boot",
+        type=resamples,
+        default=1000,
+        help="bootstrap resamples of the cases for the comparison and rank tables (default 1000)",
+    )
     tables.set_defaults(func=cmd_tables)
 
     report = commands.add_parser("report", help="a self-contained HTML report of one run")
     report.add_argument("run_dir", metavar="RUN_DIR")
     report.add_argument("--out", help="folder for report.html and PNGs (default RUN_DIR/report)")
     report.add_argument("--metric", default="dice")
-    report.add_argument("--case", action="append", metavar="DATASET/CASE",
-                        help="case to draw (repeatable); default: the worst targets of each model")
-    report.add_argument("--max-overlays", type=count, default=3,
-                        help="targets drawn per model in the failure gallery (default 3)")
+    report.add_argument(
+        "--case",
+        action="append",
+        metavar="DATASET/CASE",
+        help="case to draw (repeatable); default: the worst targets of each model",
+    )
+    report.add_argument(
+        "--max-overlays",
+        type=count,
+        default=3,
+        help="targets drawn per model in the failure gallery (default 3)",
+    )
     report.add_argument("--layout", help="table layout YAML for the summary tables")
     report.set_defaults(func=cmd_report)
 
     compare = commands.add_parser(
-        "compare", help="paired differences, Wilcoxon p and effect size (x100) between two "
-                        "runs' configurations or any two configurations (--a, --b)")
+        "compare",
+        help="paired differences, Wilcoxon p and effect size (x100) between two "
+        "runs' configurations or any two configurations (--a, --b)",
+    )
     compare.add_argument("run_a", metavar="RUN_A")
-    compare.add_argument("run_b", metavar="RUN_B", nargs="?",
-                         help="second run (default: --a and --b are both of RUN_A)")
-    compare.add_argument("--a", metavar="MODEL/PROMPTER[/REFINER]",
-                         help="configuration A (of RUN_A)")
-    compare.add_argument("--b", metavar="MODEL/PROMPTER[/REFINER]",
-                         help="configuration B (of RUN_B, or of RUN_A without RUN_B)")
+    compare.add_argument(
+        "run_b",
+        metavar="RUN_B",
+        nargs="?",
+        help="second run (default: --a and --b are both of RUN_A)",
+    )
+    compare.add_argument(
+        "--a", metavar="MODEL/PROMPTER[/REFINER]", help="configuration A (of RUN_A)"
+    )
+    compare.add_argument(
+        "--b",
+        metavar="MODEL/PROMPTER[/REFINER]",
+        help="configuration B (of RUN_B, or of RUN_A without RUN_B)",
+    )
     compare.add_argument("--metric", default="dice")
-    compare.add_argument("--n-boot", type=resamples, default=2000,
-                         help="bootstrap resamples (default 2000)")
+    compare.add_argument(
+        "--n-boot", type=resamples, default=2000, help="bootstrap resamples (default 2000)"
+    )
     compare.add_argument("--seed", type=count, default=0)
     compare.add_argument("--out", help="folder for compare-summary.csv and compare-per-case.csv")
     compare.set_defaults(func=cmd_compare)

@@ -16,8 +16,9 @@ def cmd_serve_model(args: argparse.Namespace) -> int:
     name = args.name or os.environ.get("INTRABENCH_SERVE_MODEL")
     if not name:
         raise UserError("serve-model: name the model (or set INTRABENCH_SERVE_MODEL)")
-    params = _params(args.params if args.params is not None
-                     else os.environ.get("INTRABENCH_SERVE_PARAMS", "{}"))
+    params = _params(
+        args.params if args.params is not None else os.environ.get("INTRABENCH_SERVE_PARAMS", "{}")
+    )
     if (args.listen is None) == (not args.stdio):
         raise UserError("serve-model: give --stdio or --listen HOST:PORT")
     protocol_out = claim_stdout() if args.stdio else None
@@ -40,8 +41,9 @@ def _params(text: str) -> dict:
     try:
         params = json.loads(text)
     except json.JSONDecodeError as error:
-        raise UserError(f"--params: not JSON ({error.msg}); give e.g. "
-                        "'{\"variant\": \"vit_t\"}'") from None
+        raise UserError(
+            f'--params: not JSON ({error.msg}); give e.g. \'{{"variant": "vit_t"}}\''
+        ) from None
     if not isinstance(params, dict):
         raise UserError("--params: give a JSON object of the model's parameters")
     return params
@@ -49,15 +51,27 @@ def _params(text: str) -> dict:
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     serve = commands.add_parser(
-        "serve-model", help="serve a model to runs in other environments or machines "
-                            "(runs_in: in their config)")
+        "serve-model",
+        help="serve a model to runs in other environments or machines (runs_in: in their config)",
+    )
     serve.add_argument("name", nargs="?", help="the registered model (intrabench models list)")
     serve.add_argument("--params", help="the model's parameters as a JSON object")
-    serve.add_argument("--stdio", action="store_true",
-                       help="one session over standard input/output (a client started this)")
-    serve.add_argument("--listen", metavar="HOST:PORT",
-                       help="sessions on a TCP port, one client at a time (127.0.0.1:8765; "
-                            "0.0.0.0 only on a trusted network: the protocol has no login)")
-    serve.add_argument("--import", dest="imports", action="append", metavar="MODULE",
-                       help="import this module first (a model registered by decorator)")
+    serve.add_argument(
+        "--stdio",
+        action="store_true",
+        help="one session over standard input/output (a client started this)",
+    )
+    serve.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="sessions on a TCP port, one client at a time (127.0.0.1:8765; "
+        "0.0.0.0 only on a trusted network: the protocol has no login)",
+    )
+    serve.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        metavar="MODULE",
+        help="import this module first (a model registered by decorator)",
+    )
     serve.set_defaults(func=cmd_serve_model)

@@ -38,8 +38,12 @@ def prepare_case_quietly(model: Model, image_of: Callable[[], Any]) -> bool:
     try:
         model.prepare_case(image_of())
     except Exception as error:  # noqa: BLE001 - set_case does it again, and reports it
-        log.debug("setting up a case ahead for %s failed (%s: %s); left to set_case",
-                  type(model).__name__, type(error).__name__, error)
+        log.debug(
+            "setting up a case ahead for %s failed (%s: %s); left to set_case",
+            type(model).__name__,
+            type(error).__name__,
+            error,
+        )
         return False
     return True
 

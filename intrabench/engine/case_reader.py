@@ -19,8 +19,13 @@ from intrabench.types import Case
 _DATASETS: dict[str, Dataset] = {}
 
 
-def load_case(imports: list[str], dataset_name: str, dataset_params: dict[str, Any],
-              case_id: str, attributes: bool = False) -> Case:
+def load_case(
+    imports: list[str],
+    dataset_name: str,
+    dataset_params: dict[str, Any],
+    case_id: str,
+    attributes: bool = False,
+) -> Case:
     """Case ``case_id`` of the registered dataset ``dataset_name`` built with ``dataset_params``.
 
     ``imports``: the run's plugin modules, imported first (components registered by decorator).

@@ -32,11 +32,14 @@ from intrabench.errors import UserError
 _WORKER_RUNNERS: dict[tuple[str, str], Runner] = {}
 
 
-def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
-                       background: LaneMode = "inline",
-                       user_workers: int | None = None,
-                       finish_workers: int | None = None
-                       ) -> tuple[list[str], list[UnitFailure], list[SkippedWork]]:
+def execute_group_task(
+    config_json: str,
+    run_dir: str,
+    units: list[WorkUnit],
+    background: LaneMode = "inline",
+    user_workers: int | None = None,
+    finish_workers: int | None = None,
+) -> tuple[list[str], list[UnitFailure], list[SkippedWork]]:
     """Dask task: run one (dataset, case, model) group inside a worker process.
 
     ``background="inline"`` (CPU clusters, where Dask already runs one task per core) does
@@ -55,9 +58,14 @@ def execute_group_task(config_json: str, run_dir: str, units: list[WorkUnit],
         _WORKER_RUNNERS.clear()  # ... and free its models
         # a task runs one group, whose case it reads itself: one reader, as before (the
         # local run's default of one per four cores would only start idle processes)
-        runner = Runner(RunConfig.model_validate_json(config_json), Path(run_dir),
-                        background=background, user_workers=user_workers,
-                        finish_workers=finish_workers, reader_workers=1)
+        runner = Runner(
+            RunConfig.model_validate_json(config_json),
+            Path(run_dir),
+            background=background,
+            user_workers=user_workers,
+            finish_workers=finish_workers,
+            reader_workers=1,
+        )
         _WORKER_RUNNERS[key] = runner
     runner.start_workers()
     before, skipped_before = len(runner.failures), len(runner.skipped)
@@ -98,14 +106,17 @@ def check_local_resources(args: argparse.Namespace, resources: dict[str, float])
     if getattr(args, "scheduler", None) or getattr(args, "cluster_config", None):
         return
     offered = {"GPU": 1.0} if getattr(args, "gpus", None) else {}
-    lacking = {name: amount for name, amount in resources.items()
-               if amount > offered.get(name, 0.0)}
+    lacking = {
+        name: amount for name, amount in resources.items() if amount > offered.get(name, 0.0)
+    }
     if lacking:
         asked = ", ".join(f"{name}={amount:g}" for name, amount in lacking.items())
         have = ", ".join(f"{name}={amount:g}" for name, amount in offered.items()) or "none"
-        raise UserError(f"--task-resources {asked}: the local cluster's workers offer {have}, "
-                        "so no task could start; use --gpus for GPU workers, or --scheduler "
-                        "with workers started with --resources")
+        raise UserError(
+            f"--task-resources {asked}: the local cluster's workers offer {have}, "
+            "so no task could start; use --gpus for GPU workers, or --scheduler "
+            "with workers started with --resources"
+        )
 
 
 def make_client(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -116,21 +127,29 @@ def make_client(args: argparse.Namespace) -> tuple[Any, Any]:
         try:
             return Client(args.scheduler, timeout="30s"), None
         except OSError as error:
-            raise UserError(f"cannot reach the Dask scheduler at {args.scheduler}: {error}") from None
+            raise UserError(
+                f"cannot reach the Dask scheduler at {args.scheduler}: {error}"
+            ) from None
     if getattr(args, "cluster_config", None):
         return _jobqueue_client(Path(args.cluster_config))
     if getattr(args, "gpus", None):
-        cluster = gpu_cluster(args.gpus, getattr(args, "memory_limit", None),
-                              _workers_per_gpu(args))
+        cluster = gpu_cluster(
+            args.gpus, getattr(args, "memory_limit", None), _workers_per_gpu(args)
+        )
         return Client(cluster), cluster
-    cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1, processes=True,
-                           memory_limit=getattr(args, "memory_limit", None) or "auto",
-                           dashboard_address=None)
+    cluster = LocalCluster(
+        n_workers=args.workers or 2,
+        threads_per_worker=1,
+        processes=True,
+        memory_limit=getattr(args, "memory_limit", None) or "auto",
+        dashboard_address=None,
+    )
     return Client(cluster), cluster
 
 
-def gpu_cluster(gpus: str | list[str], memory_limit: str | None = None,
-                workers_per_gpu: int = 1) -> Any:
+def gpu_cluster(
+    gpus: str | list[str], memory_limit: str | None = None, workers_per_gpu: int = 1
+) -> Any:
     """A local cluster with ``workers_per_gpu`` single-threaded workers per GPU, each seeing
     only its device (``CUDA_VISIBLE_DEVICES``) and offering the resource ``GPU=1``.
 
@@ -145,10 +164,17 @@ def gpu_cluster(gpus: str | list[str], memory_limit: str | None = None,
     if workers_per_gpu < 1:
         raise UserError(f"--workers-per-gpu must be at least 1, got {workers_per_gpu}")
     workers = {
-        f"gpu-{device}" + (f"-{index}" if workers_per_gpu > 1 else ""): {"cls": Nanny, "options": {
-            "nthreads": 1, "resources": {"GPU": 1}, "memory_limit": memory_limit or "auto",
-            "env": {"CUDA_VISIBLE_DEVICES": device}}}
-        for device in devices for index in range(workers_per_gpu)
+        f"gpu-{device}" + (f"-{index}" if workers_per_gpu > 1 else ""): {
+            "cls": Nanny,
+            "options": {
+                "nthreads": 1,
+                "resources": {"GPU": 1},
+                "memory_limit": memory_limit or "auto",
+                "env": {"CUDA_VISIBLE_DEVICES": device},
+            },
+        }
+        for device in devices
+        for index in range(workers_per_gpu)
     }
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
     return SpecCluster(workers=workers, scheduler=scheduler)
@@ -162,11 +188,18 @@ def read_cluster_spec(path: Path) -> tuple[str, int, dict[str, Any]]:
 
     spec = read_yaml_file(path, "cluster config") or {}
     if not isinstance(spec, dict) or not isinstance(spec.get("options", {}), dict):
-        raise UserError(f"{path}: expected a mapping like {{kind: slurm, jobs: 4, options: "
-                        "{cores: 8, memory: 32GB, ...}}")
+        raise UserError(
+            f"{path}: expected a mapping like {{kind: slurm, jobs: 4, options: "
+            "{cores: 8, memory: 32GB, ...}}"
+        )
     kind = str(spec.get("kind", "")).lower()
-    classes = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "lsf": "LSFCluster",
-               "sge": "SGECluster", "htcondor": "HTCondorCluster"}
+    classes = {
+        "slurm": "SLURMCluster",
+        "pbs": "PBSCluster",
+        "lsf": "LSFCluster",
+        "sge": "SGECluster",
+        "htcondor": "HTCondorCluster",
+    }
     if kind not in classes:
         raise UserError(f"{path}: kind must be one of {', '.join(classes)}, got '{kind}'")
     jobs = spec.get("jobs", 1)
@@ -183,7 +216,9 @@ def _jobqueue_client(path: Path) -> tuple[Any, Any]:
     try:
         import dask_jobqueue
     except ImportError:
-        raise UserError("cluster execution needs dask-jobqueue: pip install 'intrabench[cluster]'") from None
+        raise UserError(
+            "cluster execution needs dask-jobqueue: pip install 'intrabench[cluster]'"
+        ) from None
     try:
         cluster = getattr(dask_jobqueue, class_name)(**options)
     except (TypeError, ValueError) as error:  # an option the cluster class does not take
@@ -192,7 +227,9 @@ def _jobqueue_client(path: Path) -> tuple[Any, Any]:
     return Client(cluster), cluster
 
 
-def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> tuple[Plan, list[str]]:
+def run_distributed(
+    config: RunConfig, out: Path, args: argparse.Namespace
+) -> tuple[Plan, list[str]]:
     """Run ``config`` on Dask; same results store and resume semantics as the local runner."""
     resources = parse_resources(getattr(args, "task_resources", None))
     if getattr(args, "gpus", None) and not resources:
@@ -209,8 +246,14 @@ def run_distributed(config: RunConfig, out: Path, args: argparse.Namespace) -> t
     return plan, problems
 
 
-def _run_groups(runner: Runner, config: RunConfig, out: Path, args: argparse.Namespace,
-                groups: list[list[WorkUnit]], resources: dict[str, float]) -> list[str]:
+def _run_groups(
+    runner: Runner,
+    config: RunConfig,
+    out: Path,
+    args: argparse.Namespace,
+    groups: list[list[WorkUnit]],
+    resources: dict[str, float],
+) -> list[str]:
     """Every group as a Dask task; the problems, failures and skipped work gathered in
     ``runner``; failures.csv and problems.csv written also when the run stops."""
     from distributed import as_completed
@@ -220,8 +263,9 @@ def _run_groups(runner: Runner, config: RunConfig, out: Path, args: argparse.Nam
     problems: list[str] = []
     try:
         if config.imports:  # modules with decorator-registered components, in every worker
-            client.register_plugin(_import_modules_plugin(config.imports),
-                                   name="intrabench-imports")
+            client.register_plugin(
+                _import_modules_plugin(config.imports), name="intrabench-imports"
+            )
         config_json = config.model_dump_json()
         # GPU workers hand prompting and finishing to subprocesses on their spare cores, and
         # share the machine's user workers between them
@@ -230,15 +274,27 @@ def _run_groups(runner: Runner, config: RunConfig, out: Path, args: argparse.Nam
         if background == "process":
             sharing = _gpu_workers(args)
             user_workers = default_user_workers(
-                sharing=sharing, forward_frees_cpu=functools.partial(models_free_cpu, config))
+                sharing=sharing, forward_frees_cpu=functools.partial(models_free_cpu, config)
+            )
             finish_workers = default_finish_workers(sharing=sharing)
-        print(f"IntraBench on Dask ({client.dashboard_link or client.scheduler.address}): "
-              f"{len(groups)} tasks", file=sys.stderr)
+        print(
+            f"IntraBench on Dask ({client.dashboard_link or client.scheduler.address}): "
+            f"{len(groups)} tasks",
+            file=sys.stderr,
+        )
         futures = {
-            client.submit(execute_group_task, config_json, str(out), group, background,
-                          user_workers, finish_workers,
-                          key=f"intrabench-{group[0].key}", resources=resources or None,
-                          pure=False): group
+            client.submit(
+                execute_group_task,
+                config_json,
+                str(out),
+                group,
+                background,
+                user_workers,
+                finish_workers,
+                key=f"intrabench-{group[0].key}",
+                resources=resources or None,
+                pure=False,
+            ): group
             for group in groups
         }
         bar = tqdm(total=len(futures), unit="task", file=sys.stderr, disable=not futures or None)
@@ -252,9 +308,15 @@ def _run_groups(runner: Runner, config: RunConfig, out: Path, args: argparse.Nam
                 problem = f"task {future.key} failed: {type(error).__name__}: {error}"
                 problems.append(problem)
                 first = futures[future][0]
-                runner.skipped.append(SkippedWork(
-                    dataset=first.dataset.key, case=first.case_id, model=first.model.key,
-                    units=len(futures[future]), problem=problem))
+                runner.skipped.append(
+                    SkippedWork(
+                        dataset=first.dataset.key,
+                        case=first.case_id,
+                        model=first.model.key,
+                        units=len(futures[future]),
+                        problem=problem,
+                    )
+                )
             bar.update(1)
         bar.close()
     finally:

@@ -31,23 +31,30 @@ def print_time_estimate(pending: list) -> None:
     if not pending:
         return
     costs = UnitCosts(read_record())
-    progress = RunProgress(pending, stream=io.StringIO(), heartbeat=False, costs=costs,
-                           remember=False)
+    progress = RunProgress(
+        pending, stream=io.StringIO(), heartbeat=False, costs=costs, remember=False
+    )
     eta, untimed = progress.eta(), progress.untimed()
     load = costs.recorded_load(sorted({key[0] for key in progress.remaining}))
     progress.close()
     names = ", ".join(untimed)
     if eta is None:
-        print(f"\ntime: no estimate yet: {counted(len(untimed), 'model')} never ran this work "
-              f"on this machine ({names}); the run times them, and later runs and dry runs use "
-              "that")
+        print(
+            f"\ntime: no estimate yet: {counted(len(untimed), 'model')} never ran this work "
+            f"on this machine ({names}); the run times them, and later runs and dry runs use "
+            "that"
+        )
     elif untimed:
-        print(f"\ntime: about {format_seconds(eta)} for the models this machine has timed, "
-              f"plus {counted(len(untimed), 'model')} not timed yet ({names}): a lower bound; "
-              f"{load_note(load)}")
+        print(
+            f"\ntime: about {format_seconds(eta)} for the models this machine has timed, "
+            f"plus {counted(len(untimed), 'model')} not timed yet ({names}): a lower bound; "
+            f"{load_note(load)}"
+        )
     else:
-        print(f"\ntime: about {format_seconds(eta)} (estimated from this machine's record of "
-              f"earlier runs; {load_note(load)})")
+        print(
+            f"\ntime: about {format_seconds(eta)} (estimated from this machine's record of "
+            f"earlier runs; {load_note(load)})"
+        )
 
 
 #: a load average per core above this while a model ran means other work shared the machine
@@ -55,8 +62,7 @@ def print_time_estimate(pending: list) -> None:
 BUSY_LOAD_PER_CORE = 1.5
 
 
-def load_note(recorded: float | None, now: float | None = None, cores: int | None = None
-              ) -> str:
+def load_note(recorded: float | None, now: float | None = None, cores: int | None = None) -> str:
     """What load the estimate comes from: the record's load average (per core, the highest of
     the models') against the machine's now. Never "an idle machine" unless it was one: a
     record made at load 7 on 2 cores was called that."""
@@ -72,8 +78,10 @@ def load_note(recorded: float | None, now: float | None = None, cores: int | Non
     if recorded is None:
         return f"the record does not say at what load it was measured{current}"
     if recorded > BUSY_LOAD_PER_CORE:
-        return (f"measured on a busy machine, load {recorded * cores:.1f} on {cores} cores"
-                f"{current}: a quieter machine runs it faster")
+        return (
+            f"measured on a busy machine, load {recorded * cores:.1f} on {cores} cores"
+            f"{current}: a quieter machine runs it faster"
+        )
     return f"measured at load {recorded * cores:.1f} on {cores} cores{current}"
 
 
@@ -89,28 +97,33 @@ def print_dry_run(config: RunConfig, out: Path, extend: bool = False) -> int:
         check_same_run(out, config, extend=extend)
     except UserError as refusal:
         print(f"warning: the run would stop here: {refusal}")
-    datasets = {spec.key: registry.datasets.create(spec.name, spec.params)
-                for spec in config.datasets}
+    datasets = {
+        spec.key: registry.datasets.create(spec.name, spec.params) for spec in config.datasets
+    }
     plan = make_plan(config, datasets)
     store = ResultsStore(out)
     done = sum(store.is_done(unit.key) for unit in plan.units)
     print(f"run '{config.name}' -> {out}")
     refined = any(unit.refiner is not None for unit in plan.units)
     steps = f", {counted(config.refinement_steps, 'refinement step')}" if refined else ""
-    print(f"{counted(len(plan.units), 'work unit')} ({done} already done there), "
-          f"{counted(len(config.seeds), 'seed')}{steps}")
+    print(
+        f"{counted(len(plan.units), 'work unit')} ({done} already done there), "
+        f"{counted(len(config.seeds), 'seed')}{steps}"
+    )
     pairs: dict[tuple[str, str], dict] = {}  # (model, dataset) -> units, cases, refined
     for unit in plan.units:
-        pair = pairs.setdefault((unit.model.key, unit.dataset.key),
-                                {"units": 0, "cases": set(), "refined": False})
+        pair = pairs.setdefault(
+            (unit.model.key, unit.dataset.key), {"units": 0, "cases": set(), "refined": False}
+        )
         pair["units"] += 1
         pair["cases"].add(unit.case_id)
         pair["refined"] |= unit.refiner is not None
     print(f"\n{'model':28s} {'dataset':22s} {'units':>6s} {'cases':>6s} {'forwards/target':>16s}")
     for (model, dataset), pair in pairs.items():
         forwards = 1 + (config.refinement_steps if pair["refined"] else 0)
-        print(f"{model:28s} {dataset:22s} {pair['units']:6d} {len(pair['cases']):6d} "
-              f"{forwards:16d}")
+        print(
+            f"{model:28s} {dataset:22s} {pair['units']:6d} {len(pair['cases']):6d} {forwards:16d}"
+        )
     print_time_estimate([unit for unit in plan.units if not store.is_done(unit.key)])
     from intrabench.engine.model_needs import unmet_needs
 

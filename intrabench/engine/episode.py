@@ -104,8 +104,9 @@ class _StepClock:
         return answer
 
 
-def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True,
-                    target_class: str | None = None) -> EpisodeProgram:
+def episode_program(
+    steps: int, refine: bool, keep_previous_prompts: bool = True, target_class: str | None = None
+) -> EpisodeProgram:
     """The steps of one episode; returns ``1 + steps`` results when ``refine``, else one.
 
     A perfect prediction stops the interaction (the user answers ``None``); the remaining steps
@@ -121,16 +122,23 @@ def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True
     prompter_seconds = answer.seconds - _finite(answer.model_seconds)
     model_in_prompter = answer.model_seconds
     clock.pause()
-    predicted = clock.resume((yield ModelCall(step=0, prompt=prompt,
-                                              target_class=target_class)))
+    predicted = clock.resume((yield ModelCall(step=0, prompt=prompt, target_class=target_class)))
     prediction: Prediction = predicted.value
-    results = [StepResult(
-        step=0, prompt=prompt, prediction=prediction, metrics={}, effort=prompt.effort,
-        cumulative_effort=prompt.effort,
-        model_seconds=_finite(model_in_prompter) + predicted.model_seconds,
-        prompter_seconds=prompter_seconds, wall_seconds=0.0,
-        latency_seconds=_finite(model_in_prompter) + predicted.seconds,
-        model_call_index=predicted.call_index)]
+    results = [
+        StepResult(
+            step=0,
+            prompt=prompt,
+            prediction=prediction,
+            metrics={},
+            effort=prompt.effort,
+            cumulative_effort=prompt.effort,
+            model_seconds=_finite(model_in_prompter) + predicted.model_seconds,
+            prompter_seconds=prompter_seconds,
+            wall_seconds=0.0,
+            latency_seconds=_finite(model_in_prompter) + predicted.seconds,
+            model_call_index=predicted.call_index,
+        )
+    ]
     clock.pause()
     results[-1].wall_seconds = clock.spent
     if not refine:
@@ -145,8 +153,9 @@ def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True
         prompter_seconds = 0.0
         if not converged:
             clock.pause()
-            answer = clock.resume((yield UserCall(step=step, prediction=prediction.mask,
-                                                  history=tuple(history))))
+            answer = clock.resume(
+                (yield UserCall(step=step, prediction=prediction.mask, history=tuple(history)))
+            )
             new, prompter_seconds = answer.value, answer.seconds
         if new is None or new.is_empty:
             converged = True
@@ -157,23 +166,41 @@ def episode_program(steps: int, refine: bool, keep_previous_prompts: bool = True
         history.append(new)
         accumulated = accumulated.merged_with(new) if keep_previous_prompts else new
         clock.pause()
-        predicted = clock.resume((yield ModelCall(
-            step=step, prompt=accumulated if keep_previous_prompts else new,
-            previous=prediction, update_slices=new.slices(), target_class=target_class)))
+        predicted = clock.resume(
+            (
+                yield ModelCall(
+                    step=step,
+                    prompt=accumulated if keep_previous_prompts else new,
+                    previous=prediction,
+                    update_slices=new.slices(),
+                    target_class=target_class,
+                )
+            )
+        )
         prediction = predicted.value
-        results.append(StepResult(
-            step=step, prompt=new, prediction=prediction, metrics={}, effort=new.effort,
-            cumulative_effort=results[-1].cumulative_effort + new.effort,
-            model_seconds=predicted.model_seconds, prompter_seconds=prompter_seconds,
-            wall_seconds=0.0, latency_seconds=predicted.seconds,
-            model_call_index=predicted.call_index))
+        results.append(
+            StepResult(
+                step=step,
+                prompt=new,
+                prediction=prediction,
+                metrics={},
+                effort=new.effort,
+                cumulative_effort=results[-1].cumulative_effort + new.effort,
+                model_seconds=predicted.model_seconds,
+                prompter_seconds=prompter_seconds,
+                wall_seconds=0.0,
+                latency_seconds=predicted.seconds,
+                model_call_index=predicted.call_index,
+            )
+        )
         clock.pause()
         results[-1].wall_seconds = clock.spent
     return results
 
 
-def call_model(model: Model, call: ModelCall, call_index: int = -1,
-               shape: tuple[int, ...] | None = None) -> Answer:
+def call_model(
+    model: Model, call: ModelCall, call_index: int = -1, shape: tuple[int, ...] | None = None
+) -> Answer:
     """Answer ``call`` with ``model`` (its case already set); the mask comes back read-only,
     checked to be a boolean array of the case's ``shape`` (:func:`checked_prediction`).
     ``seconds``: the call's wall time, CUDA synchronised; ``call_index``: its order among the
@@ -186,19 +213,28 @@ def call_model(model: Model, call: ModelCall, call_index: int = -1,
     if call.step == 0:
         prediction = model.predict(call.prompt)
     else:
-        prediction = model.predict(call.prompt, previous=call.previous,
-                                   update_slices=call.update_slices)
+        prediction = model.predict(
+            call.prompt, previous=call.previous, update_slices=call.update_slices
+        )
     synchronize_device()
-    return Answer(_frozen(checked_prediction(prediction, shape, model)),
-                  time.perf_counter() - started, model.model_seconds(), call_index)
+    return Answer(
+        _frozen(checked_prediction(prediction, shape, model)),
+        time.perf_counter() - started,
+        model.model_seconds(),
+        call_index,
+    )
 
 
-def ask_user(user: SimulatedUser, ground_truth: np.ndarray, call: UserCall,
-             model: Model | None = None) -> Answer:
+def ask_user(
+    user: SimulatedUser, ground_truth: np.ndarray, call: UserCall, model: Model | None = None
+) -> Answer:
     """Answer ``call`` in this process; ``model`` serves propagation prompters."""
     if call.step == 0:
-        segment_slice = (model.segment_slice  # type: ignore[attr-defined] - 2D models have it
-                         if model is not None and model.dimension == 2 else None)
+        segment_slice = (
+            model.segment_slice  # type: ignore[attr-defined] - 2D models have it
+            if model is not None and model.dimension == 2
+            else None
+        )
         if model is not None:
             model.reset_timer()
         started = time.perf_counter()
@@ -235,14 +271,29 @@ def run_episode(
     if ground_truth is None:
         ground_truth = case.target_mask(target)
     user = SimulatedUser(
-        prompter=prompter, prompter_key=prompter_key, refiner=refiner, refiner_key=refiner_key,
-        seed=seed, identity=(case.dataset, case.case_id, target.target_id),
-        spacing=case.image.spacing, model_dimension=model.dimension)
-    program = episode_program(steps if refiner is not None else 0, refiner is not None,
-                              keep_previous_prompts, target.class_name)
-    results = drive(program, lambda call: (
-        call_model(model, call, shape=ground_truth.shape) if isinstance(call, ModelCall)
-        else ask_user(user, ground_truth, call, model)))
+        prompter=prompter,
+        prompter_key=prompter_key,
+        refiner=refiner,
+        refiner_key=refiner_key,
+        seed=seed,
+        identity=(case.dataset, case.case_id, target.target_id),
+        spacing=case.image.spacing,
+        model_dimension=model.dimension,
+    )
+    program = episode_program(
+        steps if refiner is not None else 0,
+        refiner is not None,
+        keep_previous_prompts,
+        target.class_name,
+    )
+    results = drive(
+        program,
+        lambda call: (
+            call_model(model, call, shape=ground_truth.shape)
+            if isinstance(call, ModelCall)
+            else ask_user(user, ground_truth, call, model)
+        ),
+    )
     if metric_fn is not None:
         evaluate_steps(results, ground_truth, case.image.spacing, metric_fn)
     return results
@@ -277,14 +328,18 @@ def evaluate_steps(
     for result in results:
         started = time.perf_counter()
         surface = surface_at(surface_metrics_at, result.step, last_step)
-        if (previous is not None and result.prediction is previous.prediction
-                and (not surface or previous_surface)):
+        if (
+            previous is not None
+            and result.prediction is previous.prediction
+            and (not surface or previous_surface)
+        ):
             result.metrics = dict(previous.metrics)
             if not surface:
                 result.metrics.update(nsd=float("nan"), hd95=float("nan"))
         else:
-            result.metrics = metric_fn(result.prediction.mask, ground_truth, spacing,
-                                       with_surface=surface)
+            result.metrics = metric_fn(
+                result.prediction.mask, ground_truth, spacing, with_surface=surface
+            )
             previous_surface = surface
         seconds.append(time.perf_counter() - started)
         previous = result
@@ -304,16 +359,22 @@ def checked_prediction(prediction: Any, shape: tuple[int, ...] | None, model: An
     name = getattr(model, "name", type(model).__name__)
     mask = getattr(prediction, "mask", None)
     if not isinstance(mask, np.ndarray):
-        raise ModelOutputError(f"model '{name}' returned {type(prediction).__name__} with a "
-                               f"{type(mask).__name__} mask; return Prediction(mask=<a boolean "
-                               "numpy array>)")
+        raise ModelOutputError(
+            f"model '{name}' returned {type(prediction).__name__} with a "
+            f"{type(mask).__name__} mask; return Prediction(mask=<a boolean "
+            "numpy array>)"
+        )
     if shape is not None and mask.shape != tuple(shape):
-        raise ModelOutputError(f"model '{name}' returned a mask of shape {mask.shape} for a "
-                               f"case of shape {tuple(shape)} (z, y, x); return a mask on the "
-                               "case's whole canonical grid")
+        raise ModelOutputError(
+            f"model '{name}' returned a mask of shape {mask.shape} for a "
+            f"case of shape {tuple(shape)} (z, y, x); return a mask on the "
+            "case's whole canonical grid"
+        )
     if mask.dtype != bool:
-        raise ModelOutputError(f"model '{name}' returned a {mask.dtype} mask; masks are "
-                               "boolean (threshold probabilities or logits in the model)")
+        raise ModelOutputError(
+            f"model '{name}' returned a {mask.dtype} mask; masks are "
+            "boolean (threshold probabilities or logits in the model)"
+        )
     return prediction
 
 

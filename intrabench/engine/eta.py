@@ -106,8 +106,11 @@ def read_record(path: Path | None = None) -> Record:
     except FileNotFoundError:
         return record
     except (OSError, ValueError, RecursionError) as error:
-        log.warning("the ETA's record %s is unreadable (%s); it is ignored and rewritten",
-                    path, type(error).__name__)
+        log.warning(
+            "the ETA's record %s is unreadable (%s); it is ignored and rewritten",
+            path,
+            type(error).__name__,
+        )
         return record
     host = stored.get(platform.node()) if isinstance(stored, dict) else None
     ignored = 0
@@ -130,8 +133,11 @@ def read_record(path: Path | None = None) -> Record:
     host = mapping(host)
     for dataset, cases in mapping(host.get(TARGETS_KEY)).items():
         for case, count in mapping(cases).items():
-            if (not isinstance(count, bool) and isinstance(count, int)
-                    and 1 <= count <= MAX_RECORDED_TARGETS):
+            if (
+                not isinstance(count, bool)
+                and isinstance(count, int)
+                and 1 <= count <= MAX_RECORDED_TARGETS
+            ):
                 record.targets[(str(dataset), str(case))] = count
             else:
                 ignored += 1
@@ -151,13 +157,19 @@ def read_record(path: Path | None = None) -> Record:
         for dataset, cases in mapping(entry.get("cases")).items():
             for case, rate in mapping(cases).items():
                 keep(record.case_rates, (model, dataset, case), rate)
-        for field_name, target in (("warm_up_seconds", record.warm_up),
-                                   ("build_seconds", record.builds)):
+        for field_name, target in (
+            ("warm_up_seconds", record.warm_up),
+            ("build_seconds", record.builds),
+        ):
             if field_name in entry:
                 keep(target, model, entry[field_name])
     if ignored:
-        log.warning("the ETA's record %s holds %d value(s) that are not plausible seconds or "
-                    "entries of the wrong shape; they are ignored", path, ignored)
+        log.warning(
+            "the ETA's record %s holds %d value(s) that are not plausible seconds or "
+            "entries of the wrong shape; they are ignored",
+            path,
+            ignored,
+        )
     return record
 
 
@@ -181,8 +193,13 @@ def write_record(measured: Record, path: Path | None = None) -> None:
         if not isinstance(host[TARGETS_KEY].get(dataset), dict):
             host[TARGETS_KEY][dataset] = {}
         host[TARGETS_KEY][dataset][case] = int(count)
-    for model in {k[0] for k in measured.rates} | {k[0] for k in measured.case_rates} \
-            | set(measured.warm_up) | set(measured.builds) | set(measured.loads):
+    for model in (
+        {k[0] for k in measured.rates}
+        | {k[0] for k in measured.case_rates}
+        | set(measured.warm_up)
+        | set(measured.builds)
+        | set(measured.loads)
+    ):
         if not isinstance(host.get(model), dict):
             host[model] = {}
         for name in ("seconds_per_unit", "seconds_per_target", "cases"):
@@ -266,8 +283,11 @@ class _Snapshot:
 def _per_unit(totals: dict, index: int = 1) -> dict:
     """``{key: seconds / count}`` of ``{key: [seconds, units, target units]}`` (``index`` 1:
     per unit, 2: per unit and target), for the keys with a count."""
-    return {key: values[0 if index == 1 else 3] / values[index]
-            for key, values in totals.items() if values[index]}
+    return {
+        key: values[0 if index == 1 else 3] / values[index]
+        for key, values in totals.items()
+        if values[index]
+    }
 
 
 class UnitCosts:
@@ -306,8 +326,10 @@ class UnitCosts:
             for known in (self._targets, self.record.targets):
                 if (dataset, case) in known:
                     return float(known[(dataset, case)])
-        counts = {**{k: v for k, v in self.record.targets.items() if k[0] == dataset},
-                  **{k: v for k, v in self._targets.items() if k[0] == dataset}}
+        counts = {
+            **{k: v for k, v in self.record.targets.items() if k[0] == dataset},
+            **{k: v for k, v in self._targets.items() if k[0] == dataset},
+        }
         return sum(counts.values()) / len(counts) if counts else None
 
     def add_build(self, model: str, seconds: float) -> None:
@@ -321,8 +343,9 @@ class UnitCosts:
             return self._builds[model][-1]
         return self.record.builds.get(model, 0.0)
 
-    def add(self, model: str, dataset: str, units: int, seconds: float,
-            case: str | None = None) -> None:
+    def add(
+        self, model: str, dataset: str, units: int, seconds: float, case: str | None = None
+    ) -> None:
         """A finished group of ``units`` of ``model`` on ``dataset`` (its ``case``) that took
         ``seconds`` (a model's first group may include time spent before it, building it)."""
         key = (model, dataset)
@@ -359,20 +382,23 @@ class UnitCosts:
         steady, steady_targets = self.steady(), _per_unit(self._later, 2)
         rates = {**_per_unit(self._all), **steady}
         target_rates = {**_per_unit(self._all, 2), **steady_targets}
-        cases = {key: seconds / units for key, (seconds, units) in self._later_cases.items()
-                 if units}
+        cases = {
+            key: seconds / units for key, (seconds, units) in self._later_cases.items() if units
+        }
         # a model's warm-up: its first group's seconds over its units at the steady rate
         # (per target where its targets and a per-target rate are known)
         warm_up = {}
         for model, (dataset, units, seconds, targets) in self._first.items():
             if targets is not None and (model, dataset) in steady_targets:
-                warm_up[model] = max(0.0, seconds - units * targets
-                                     * steady_targets[(model, dataset)])
+                warm_up[model] = max(
+                    0.0, seconds - units * targets * steady_targets[(model, dataset)]
+                )
             elif (model, dataset) in steady:
                 warm_up[model] = max(0.0, seconds - units * steady[(model, dataset)])
         builds = {model: seconds[0] for model, seconds in self._builds.items() if seconds}
-        loads = {model: sum(values) / len(values) for model, values in self._loads.items()
-                 if values}
+        loads = {
+            model: sum(values) / len(values) for model, values in self._loads.items() if values
+        }
         return Record(rates, warm_up, cases, builds, target_rates, dict(self._targets), loads)
 
     def warm_up(self, model: str) -> float:
@@ -384,17 +410,29 @@ class UnitCosts:
         if self._snapshot is None:
             measured = self.measured()
             steady = self.steady()
-            ratios = [rate / self.record.case_rates[key]
-                      for key, rate in measured.case_rates.items() if key in self.record.case_rates]
+            ratios = [
+                rate / self.record.case_rates[key]
+                for key, rate in measured.case_rates.items()
+                if key in self.record.case_rates
+            ]
             if not ratios:
-                ratios = [rate / self.record.rates[key] for key, rate in steady.items()
-                          if key in self.record.rates]
+                ratios = [
+                    rate / self.record.rates[key]
+                    for key, rate in steady.items()
+                    if key in self.record.rates
+                ]
             # shrunk towards 1 while few cases are compared: one case runs 20% faster or
             # slower from one run to the next on an idle machine, a busy machine throughout
             speed = _geometric_mean(ratios) ** (len(ratios) / (len(ratios) + SPEED_PRIOR_CASES))
-            self._snapshot = _Snapshot(steady, measured.rates, measured.case_rates, speed,
-                                       measured.warm_up, _per_unit(self._later, 2),
-                                       measured.target_rates)
+            self._snapshot = _Snapshot(
+                steady,
+                measured.rates,
+                measured.case_rates,
+                speed,
+                measured.warm_up,
+                _per_unit(self._later, 2),
+                measured.target_rates,
+            )
         return self._snapshot
 
     def rate(self, model: str, dataset: str, case: str | None = None) -> float | None:
@@ -410,9 +448,10 @@ class UnitCosts:
         targets = self.targets(dataset, case)
         key = (model, dataset)
         for per_unit, per_target, speed in (
-                (known.steady, known.steady_targets, 1.0),
-                (self.record.rates, self.record.target_rates, known.speed),
-                (known.everything, known.everything_targets, 1.0)):  # first group: one-off
+            (known.steady, known.steady_targets, 1.0),
+            (self.record.rates, self.record.target_rates, known.speed),
+            (known.everything, known.everything_targets, 1.0),
+        ):  # first group: one-off
             if targets is not None and key in per_target:  # costs included
                 return per_target[key] * targets * speed
             if key in per_unit:
@@ -420,13 +459,19 @@ class UnitCosts:
         if targets is not None:
             own = {d: r for (m, d), r in known.everything_targets.items() if m == model}
             if own:
-                return targets * sum(r * self._dataset_factor(known.everything_targets,
-                                                              dataset, d)
-                                     for d, r in own.items()) / len(own)
+                return (
+                    targets
+                    * sum(
+                        r * self._dataset_factor(known.everything_targets, dataset, d)
+                        for d, r in own.items()
+                    )
+                    / len(own)
+                )
         own = {d: r for (m, d), r in known.everything.items() if m == model}
         if own:
-            return sum(r * self._dataset_factor(known.everything, dataset, d)
-                       for d, r in own.items()) / len(own)
+            return sum(
+                r * self._dataset_factor(known.everything, dataset, d) for d, r in own.items()
+            ) / len(own)
         recorded = [r for (m, _d), r in self.record.target_rates.items() if m == model]
         if targets is not None and recorded:
             return targets * sum(recorded) / len(recorded) * known.speed
@@ -445,5 +490,10 @@ class UnitCosts:
     def _dataset_factor(measured: dict[Key, float], dataset: str, other: str) -> float:
         """How much dearer a unit of ``dataset`` is than one of ``other``, for the models
         measured on both (geometric mean; 1 without any)."""
-        return _geometric_mean([measured[(m, dataset)] / rate for (m, d), rate in measured.items()
-                                if d == other and (m, dataset) in measured and rate > 0])
+        return _geometric_mean(
+            [
+                measured[(m, dataset)] / rate
+                for (m, d), rate in measured.items()
+                if d == other and (m, dataset) in measured and rate > 0
+            ]
+        )

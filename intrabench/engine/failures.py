@@ -24,8 +24,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-COLUMNS = ("dataset", "case", "model", "prompter", "refiner", "seed", "target", "cause",
-           "traceback_file")
+COLUMNS = (
+    "dataset",
+    "case",
+    "model",
+    "prompter",
+    "refiner",
+    "seed",
+    "target",
+    "cause",
+    "traceback_file",
+)
 
 
 @dataclass(frozen=True)
@@ -49,20 +58,34 @@ class UnitFailure:
     def of(cls, unit: WorkUnit, error: BaseException | str, target: str = "") -> UnitFailure:
         """The failure of ``unit`` by ``error`` (or an already one-line cause)."""
         cause = error if isinstance(error, str) else one_line_cause(error)
-        details = ("".join(traceback.format_exception(type(error), error, error.__traceback__))
-                   if isinstance(error, BaseException) else "")
-        failure = cls(dataset=unit.dataset.key, case=unit.case_id, model=unit.model.key,
-                      prompter=unit.prompter_key, refiner=unit.refiner_key, seed=unit.seed,
-                      target=target, cause=cause, details=details)
+        details = (
+            "".join(traceback.format_exception(type(error), error, error.__traceback__))
+            if isinstance(error, BaseException)
+            else ""
+        )
+        failure = cls(
+            dataset=unit.dataset.key,
+            case=unit.case_id,
+            model=unit.model.key,
+            prompter=unit.prompter_key,
+            refiner=unit.refiner_key,
+            seed=unit.seed,
+            target=target,
+            cause=cause,
+            details=details,
+        )
         if isinstance(error, BaseException):
-            log.debug("unit failed: %s", failure,
-                      exc_info=(type(error), error, error.__traceback__))
+            log.debug(
+                "unit failed: %s", failure, exc_info=(type(error), error, error.__traceback__)
+            )
         return failure
 
     def describe(self) -> str:
         where = "/".join(p for p in (self.dataset, self.case, self.target) if p)
-        return (f"{where} | {self.model} | {self.prompter} | {self.refiner} | seed {self.seed}: "
-                f"{self.cause}")
+        return (
+            f"{where} | {self.model} | {self.prompter} | {self.refiner} | seed {self.seed}: "
+            f"{self.cause}"
+        )
 
 
 def write_failures(run_dir: Path, failures: list[UnitFailure]) -> Path:
@@ -80,9 +103,15 @@ def write_failures(run_dir: Path, failures: list[UnitFailure]) -> Path:
     for index, failure in enumerate(failures, start=1):
         record = asdict(failure)
         if failure.details:
-            name = f"{index:04d}-" + "-".join(
-                "".join(c if c.isalnum() or c in "._-" else "_" for c in part)[:40]
-                for part in (failure.model, failure.case, failure.target) if part) + ".txt"
+            name = (
+                f"{index:04d}-"
+                + "-".join(
+                    "".join(c if c.isalnum() or c in "._-" else "_" for c in part)[:40]
+                    for part in (failure.model, failure.case, failure.target)
+                    if part
+                )
+                + ".txt"
+            )
             folder.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(f"{failure.describe()}\n\n{failure.details}")
             record["traceback_file"] = f"failures/{name}"

@@ -57,9 +57,11 @@ class CroppedEpisode:
         emptied: dict[int, Prediction] = {}
         for result in self.results:
             emptied.setdefault(id(result.prediction), Prediction(mask=empty))
-        return replace(self, ground_truth=empty,
-                       results=[replace(r, prediction=emptied[id(r.prediction)])
-                                for r in self.results])
+        return replace(
+            self,
+            ground_truth=empty,
+            results=[replace(r, prediction=emptied[id(r.prediction)]) for r in self.results],
+        )
 
 
 @dataclass(eq=False)
@@ -103,15 +105,21 @@ def evaluate_episode_isolated(job: EpisodeEvaluation) -> list[tuple[dict[str, fl
 
     try:
         results = job.episode.results
-        seconds = evaluate_steps(results, job.episode.ground_truth, job.spacing,
-                                 unit_metric_function(job.unit), job.unit.surface_metrics_at)
+        seconds = evaluate_steps(
+            results,
+            job.episode.ground_truth,
+            job.spacing,
+            unit_metric_function(job.unit),
+            job.unit.surface_metrics_at,
+        )
         return [(result.metrics, spent) for result, spent in zip(results, seconds)]
     except Exception as error:  # noqa: BLE001 - reported as this unit's failure
         return one_line_cause(error)
 
 
-def crop_episode(ground_truth: np.ndarray, target: Target,
-                 results: list[StepResult]) -> CroppedEpisode:
+def crop_episode(
+    ground_truth: np.ndarray, target: Target, results: list[StepResult]
+) -> CroppedEpisode:
     """Cut an episode to the bounding box of its target (``ground_truth``, boolean (z, y, x))
     and all of its predictions.
 
@@ -122,12 +130,14 @@ def crop_episode(ground_truth: np.ndarray, target: Target,
     distinct: dict[int, Prediction] = {}
     for result in results:
         distinct.setdefault(id(result.prediction), result.prediction)
-    box = union_of_boxes(bounding_box(m)
-                         for m in (ground_truth, *(p.mask for p in distinct.values())))
+    box = union_of_boxes(
+        bounding_box(m) for m in (ground_truth, *(p.mask for p in distinct.values()))
+    )
     if box is None:  # nothing anywhere: empty crops
         box = (slice(0, 0),) * 3
-    cropped = {key: Prediction(mask=np.ascontiguousarray(p.mask[box])) for key, p in
-               distinct.items()}
+    cropped = {
+        key: Prediction(mask=np.ascontiguousarray(p.mask[box])) for key, p in distinct.items()
+    }
     return CroppedEpisode(
         target=target,
         box=box,  # type: ignore[arg-type]
@@ -136,20 +146,25 @@ def crop_episode(ground_truth: np.ndarray, target: Target,
     )
 
 
-def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target,
-                     results: list[StepResult]) -> list[dict[str, Any]]:
+def rows_for_episode(
+    run_name: str, unit: WorkUnit, case_id: str, target: Target, results: list[StepResult]
+) -> list[dict[str, Any]]:
     """One result row per step; ``results`` must have their metrics filled."""
     rows = []
     # the target's size is already in the metrics (TP + FN): no second full-volume pass
-    ground_truth_voxels = int(results[0].metrics["true_positives"]
-                              + results[0].metrics["false_negatives"])
+    ground_truth_voxels = int(
+        results[0].metrics["true_positives"] + results[0].metrics["false_negatives"]
+    )
     initial_label = results[0].prompt.effort_label
-    refinement_label = next((r.prompt.effort_label for r in results[1:] if r.prompt.effort_label), "")
+    refinement_label = next(
+        (r.prompt.effort_label for r in results[1:] if r.prompt.effort_label), ""
+    )
     label = initial_label if unit.refiner is None else f"{initial_label}/{refinement_label or '-'}"
     previous_slices: list[int] = []
     # was this dataset in the model's training data (intrabench/training_data.py)
-    in_training_data = training_data.status(unit.model.name, unit.dataset.name,
-                                            dict(unit.model.params))
+    in_training_data = training_data.status(
+        unit.model.name, unit.dataset.name, dict(unit.model.params)
+    )
     for result in results:
         scrolled, previous_slices = slices_scrolled(result.prompt, previous_slices)
         row: dict[str, Any] = {
@@ -184,8 +199,9 @@ def rows_for_episode(run_name: str, unit: WorkUnit, case_id: str, target: Target
             **interaction_counts(result.prompt),
             "slices_scrolled": scrolled,
             "target_voxels": ground_truth_voxels,
-            "predicted_voxels": int(result.metrics["true_positives"]
-                                    + result.metrics["false_positives"]),
+            "predicted_voxels": int(
+                result.metrics["true_positives"] + result.metrics["false_positives"]
+            ),
             **{f"prompt_{k}": v for k, v in result.prompt.summary().items()},
             # this step's new prompt (step 0: the initial one), to draw it (Prompt.from_json)
             "prompt_json": result.prompt.to_json(),
@@ -211,8 +227,11 @@ def slices_scrolled(prompt: Prompt, previous: list[int]) -> tuple[int, list[int]
     across it (max - min). A 3D box's slices are not visited one by one (its cost is the
     box's); an empty prompt scrolls nothing."""
     points, _ = prompt.model_points()
-    touched = sorted(set(int(z) for z in points[:, 0]) | set(int(z) for z in prompt.boxes)
-                     | {int(lasso.z) for lasso in prompt.lassos})
+    touched = sorted(
+        set(int(z) for z in points[:, 0])
+        | set(int(z) for z in prompt.boxes)
+        | {int(lasso.z) for lasso in prompt.lassos}
+    )
     if not touched:
         return 0, previous
     span = touched[-1] - touched[0]
@@ -230,11 +249,14 @@ def _click_columns(unit: WorkUnit, prompt: Prompt) -> dict[str, Any]:
     if unit.click_group is None:
         return {}
     fallbacks = sum(n for source, n in prompt.click_maps if source.startswith("fallback:"))
-    return {"click_group": unit.click_group, "click_prompter": unit.prompter.key,
-            "clickability": unit.clickability.key if unit.clickability else "",
-            "click_groups": unit.n_groups,
-            "click_map_regions": sum(n for _source, n in prompt.click_maps),
-            "click_map_fallbacks": fallbacks}
+    return {
+        "click_group": unit.click_group,
+        "click_prompter": unit.prompter.key,
+        "clickability": unit.clickability.key if unit.clickability else "",
+        "click_groups": unit.n_groups,
+        "click_map_regions": sum(n for _source, n in prompt.click_maps),
+        "click_map_fallbacks": fallbacks,
+    }
 
 
 def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
@@ -248,14 +270,16 @@ def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
 
 def unit_metric_function(unit: WorkUnit) -> Callable[..., dict[str, float]]:
     """The per-step metric function of ``unit``: its protocol's, at its NSD tolerance."""
-    return functools.partial(metrics_for_protocol(unit.protocol),
-                             nsd_tolerance_mm=unit.nsd_tolerance_mm)
+    return functools.partial(
+        metrics_for_protocol(unit.protocol), nsd_tolerance_mm=unit.nsd_tolerance_mm
+    )
 
 
 def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str) -> Path:
     """Where the final prediction of (unit, case, target) is saved."""
-    folder = prediction_folder(run_dir, unit.dataset.key, unit.model.key, unit.prompter_key,
-                               unit.refiner_key, unit.seed)
+    folder = prediction_folder(
+        run_dir, unit.dataset.key, unit.model.key, unit.prompter_key, unit.refiner_key, unit.seed
+    )
     return folder / prediction_file_name(case_id, target_id)
 
 
@@ -264,9 +288,16 @@ def _save_prediction(job: UnitJob, episode: CroppedEpisode) -> None:
     final = prediction_path(job.run_dir, job.unit, job.case_id, episode.target.target_id)
     saved = [(final, episode.results[-1])]
     if job.save_predictions == "all":
-        saved += [(final.with_name(step_prediction_file_name(
-                       job.case_id, episode.target.target_id, result.step)), result)
-                  for result in episode.results if not result.converged]
+        saved += [
+            (
+                final.with_name(
+                    step_prediction_file_name(job.case_id, episode.target.target_id, result.step)
+                ),
+                result,
+            )
+            for result in episode.results
+            if not result.converged
+        ]
     for path, result in saved:
         inside_run(job.run_dir, path)  # before a file is written: a link out of the run, refused
         full = np.zeros(job.shape, dtype=np.uint8)
@@ -287,16 +318,29 @@ def finish_unit(job: UnitJob) -> int:
         if job.metric_seconds is not None:  # filled as the episode ended
             seconds = job.metric_seconds[number]
         else:
-            seconds = evaluate_steps(episode.results, episode.ground_truth, job.spacing,
-                                     unit_metric_function(job.unit), job.unit.surface_metrics_at)
-        episode_rows = rows_for_episode(job.run_name, job.unit, job.case_id, episode.target,
-                                        episode.results)
-        attributes = {f"attr_{name}": value for name, value in
-                      (job.attributes or {}).get(episode.target.target_id, {}).items()}
-        resources = ({} if job.resources is None else
-                     {"case_setup_seconds": job.resources.setup_seconds,
-                      "peak_gpu_mb": job.resources.peak_gpu_mb,
-                      "peak_host_mb": job.resources.peak_host_mb})
+            seconds = evaluate_steps(
+                episode.results,
+                episode.ground_truth,
+                job.spacing,
+                unit_metric_function(job.unit),
+                job.unit.surface_metrics_at,
+            )
+        episode_rows = rows_for_episode(
+            job.run_name, job.unit, job.case_id, episode.target, episode.results
+        )
+        attributes = {
+            f"attr_{name}": value
+            for name, value in (job.attributes or {}).get(episode.target.target_id, {}).items()
+        }
+        resources = (
+            {}
+            if job.resources is None
+            else {
+                "case_setup_seconds": job.resources.setup_seconds,
+                "peak_gpu_mb": job.resources.peak_gpu_mb,
+                "peak_host_mb": job.resources.peak_host_mb,
+            }
+        )
         for row, metric_seconds in zip(episode_rows, seconds):
             row["metric_seconds"] = metric_seconds
             row.update(resources)

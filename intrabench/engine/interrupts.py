@@ -55,11 +55,13 @@ def install(terminated: type[KeyboardInterrupt]) -> Callable[[], None] | None:
             return  # a recorded stop request: check() raises it again at the next step
         previous_hook(info)
 
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM,
-                                              lambda signum, frame: request(terminated))}
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, lambda signum, frame: request(terminated))
+    }
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous[signal.SIGINT] = signal.signal(
-            signal.SIGINT, lambda signum, frame: request(KeyboardInterrupt))
+            signal.SIGINT, lambda signum, frame: request(KeyboardInterrupt)
+        )
     sys.unraisablehook = unraisable
 
     def restore() -> None:

@@ -96,8 +96,10 @@ class LoopClock:
         then ``"untracked"`` (no entries); JSON-ready."""
         order = [name for name in PHASES if name in self.seconds]
         order += sorted(name for name in self.seconds if name not in PHASES)
-        table = {name: {"seconds": round(self.seconds[name], 6),
-                        "entries": self.entries.get(name, 0)} for name in order}
+        table = {
+            name: {"seconds": round(self.seconds[name], 6), "entries": self.entries.get(name, 0)}
+            for name in order
+        }
         table["untracked"] = {"seconds": round(self.untracked, 6), "entries": 0}
         return table
 

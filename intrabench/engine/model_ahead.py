@@ -110,8 +110,12 @@ def _built(spec: Any, image_of: Callable[[], Any] | None = None) -> Any | None:
         model = build_model(spec)
         model.prepare()
     except Exception as error:  # noqa: BLE001 - reported where the model is used
-        log.debug("building model '%s' ahead failed (%s: %s); left for its first use",
-                  spec.key, type(error).__name__, error)
+        log.debug(
+            "building model '%s' ahead failed (%s: %s); left for its first use",
+            spec.key,
+            type(error).__name__,
+            error,
+        )
         return None
     if image_of is not None and sets_up_ahead(model):
         prepare_case_quietly(model, image_of)

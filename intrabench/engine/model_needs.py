@@ -32,8 +32,10 @@ def unmet_needs(units: list[Any], datasets: dict[str, Any]) -> list[str]:
     lines = []
     for (model, dataset), cases in missing.items():
         shown = listed(cases, limit=5)
-        lines.append(f"{model} needs each case's modality (CT or MR), and dataset '{dataset}' "
-                     f"declares none for {len(cases)} case(s) ({shown}): declare it "
-                     "('modality:' in a folder spec, channel_names in dataset.json), or set the "
-                     "model's modality parameter")
+        lines.append(
+            f"{model} needs each case's modality (CT or MR), and dataset '{dataset}' "
+            f"declares none for {len(cases)} case(s) ({shown}): declare it "
+            "('modality:' in a folder spec, channel_names in dataset.json), or set the "
+            "model's modality parameter"
+        )
     return lines

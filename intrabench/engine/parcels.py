@@ -65,8 +65,9 @@ def spool_directory() -> str:
         remove_orphans(folder)
     parent = parent or tempfile.gettempdir()
     namespace, started = _identity(os.getpid()) or ("", "")
-    return tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-n{namespace}-s{started}-",
-                            dir=parent)
+    return tempfile.mkdtemp(
+        prefix=f"{SPOOL_PREFIX}{os.getpid()}-n{namespace}-s{started}-", dir=parent
+    )
 
 
 def _identity(pid: int) -> tuple[str, str] | None:
@@ -99,7 +100,7 @@ def remove_orphans(parent: str, min_age_seconds: float = 3600.0) -> list[str]:
     for name in names:
         if not name.startswith(SPOOL_PREFIX):
             continue
-        parts = name[len(SPOOL_PREFIX):].split("-")
+        parts = name[len(SPOOL_PREFIX) :].split("-")
         pid_text = parts[0]
         path = os.path.join(parent, name)
         try:
@@ -109,8 +110,13 @@ def remove_orphans(parent: str, min_age_seconds: float = 3600.0) -> list[str]:
         except OSError:
             continue
         pid = int(pid_text)
-        named = (len(parts) >= 3 and parts[1].startswith("n") and parts[2].startswith("s")
-                 and own is not None and parts[1][1:] == own[0])
+        named = (
+            len(parts) >= 3
+            and parts[1].startswith("n")
+            and parts[2].startswith("s")
+            and own is not None
+            and parts[1][1:] == own[0]
+        )
         if named:
             current = _identity(pid)
             gone = current is None or current[1] != parts[2][1:]
@@ -197,7 +203,7 @@ def unpack(parcel: Parcel) -> Any:
         discard(parcel.path)
     view = memoryview(mapping)
     try:
-        buffers = [view[start: start + size] for start, size in parcel.buffers]
+        buffers = [view[start : start + size] for start, size in parcel.buffers]
         return pickle.loads(view[: parcel.stream_bytes], buffers=buffers)
     finally:
         view.release()  # the slices that arrays hold keep the mapping alive, not this view

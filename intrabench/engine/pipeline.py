@@ -46,10 +46,16 @@ class Lane:
     :class:`~intrabench.engine.subprocess_executor.SubprocessExecutor`).
     """
 
-    def __init__(self, mode: LaneMode = "process", max_pending: int = 4,
-                 name: str = "intrabench-lane", preload: tuple[str, ...] = (),
-                 raise_failures: bool = True, niceness: int = 0,
-                 restarts: bool = False) -> None:
+    def __init__(
+        self,
+        mode: LaneMode = "process",
+        max_pending: int = 4,
+        name: str = "intrabench-lane",
+        preload: tuple[str, ...] = (),
+        raise_failures: bool = True,
+        niceness: int = 0,
+        restarts: bool = False,
+    ) -> None:
         if mode not in ("process", "thread", "inline"):
             raise ValueError(f"unknown lane mode '{mode}' (process, thread, inline)")
         if max_pending < 1:
@@ -85,11 +91,11 @@ class Lane:
     def _start(self) -> Executor:
         if self._executor is None:
             if self.mode == "process":
-                self._executor = SubprocessExecutor(self._preload, self._niceness,
-                                                    restarts=self._restarts)
+                self._executor = SubprocessExecutor(
+                    self._preload, self._niceness, restarts=self._restarts
+                )
             else:
-                self._executor = ThreadPoolExecutor(max_workers=1,
-                                                    thread_name_prefix=self._name)
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name)
         return self._executor
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future:
@@ -163,15 +169,32 @@ class LanePool:
     :attr:`first`. Failures are raised like a :class:`Lane`'s.
     """
 
-    def __init__(self, size: int, mode: LaneMode = "process", max_pending: int = 4,
-                 name: str = "intrabench-lane", preload: tuple[str, ...] = (),
-                 niceness: int = 0, raise_failures: bool = True,
-                 restarts: bool = False) -> None:
+    def __init__(
+        self,
+        size: int,
+        mode: LaneMode = "process",
+        max_pending: int = 4,
+        name: str = "intrabench-lane",
+        preload: tuple[str, ...] = (),
+        niceness: int = 0,
+        raise_failures: bool = True,
+        restarts: bool = False,
+    ) -> None:
         if size < 1:
             raise ValueError("a lane pool needs at least one lane")
         count = 1 if mode == "inline" else size
-        self.lanes = [Lane(mode, max_pending, name, preload, raise_failures=raise_failures,
-                           niceness=niceness, restarts=restarts) for _ in range(count)]
+        self.lanes = [
+            Lane(
+                mode,
+                max_pending,
+                name,
+                preload,
+                raise_failures=raise_failures,
+                niceness=niceness,
+                restarts=restarts,
+            )
+            for _ in range(count)
+        ]
         self.mode = mode
 
     @property

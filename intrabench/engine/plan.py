@@ -59,9 +59,16 @@ class WorkUnit:
         """The unit's identity in the run directory: everything that changes its rows. The
         metric settings enter only when they differ from the defaults, so the keys of runs
         made before they were part of it stay the same."""
-        parts: list = [self.dataset.key, self.case_id, self.model.key, self.prompter.key,
-                       self.refiner_key, self.seed, self.steps if self.refiner else 0,
-                       self.keep_previous_prompts if self.refiner else None]
+        parts: list = [
+            self.dataset.key,
+            self.case_id,
+            self.model.key,
+            self.prompter.key,
+            self.refiner_key,
+            self.seed,
+            self.steps if self.refiner else 0,
+            self.keep_previous_prompts if self.refiner else None,
+        ]
         metric_settings = {}
         if self.protocol != "intrabench":
             metric_settings["protocol"] = self.protocol
@@ -72,8 +79,13 @@ class WorkUnit:
         if metric_settings:
             parts.append(metric_settings)
         if self.click_group is not None:
-            parts.append({"click_group": self.click_group, "n_groups": self.n_groups,
-                          "clickability": self.clickability.key if self.clickability else ""})
+            parts.append(
+                {
+                    "click_group": self.click_group,
+                    "n_groups": self.n_groups,
+                    "clickability": self.clickability.key if self.clickability else "",
+                }
+            )
         identity = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(identity.encode()).hexdigest()[:24]
 
@@ -90,8 +102,13 @@ class Plan:
     def skipped_combinations(self) -> dict[tuple[str, str], None]:
         """The skipped (model + prompter + refiner, reason) pairs, each once, in order (the
         ``skipped`` records repeat them once per dataset)."""
-        return {(" + ".join(p for p in (item["model"], item["prompter"], item["refiner"]) if p),
-                 item["reason"]): None for item in self.skipped}
+        return {
+            (
+                " + ".join(p for p in (item["model"], item["prompter"], item["refiner"]) if p),
+                item["reason"],
+            ): None
+            for item in self.skipped
+        }
 
     def skipped_line(self) -> str:
         """How many combinations are skipped, said the same way by ``--dry-run`` and the run,
@@ -99,14 +116,19 @@ class Plan:
         ``refiners:``) apart from the incompatible ones: ``2 combinations left out by the
         config; 6 incompatible combinations skipped (12 with each dataset counted)``."""
         parts = []
-        for left_out, noun, what in ((True, "combination", "left out by the config"),
-                               (False, "incompatible combination", "skipped")):
+        for left_out, noun, what in (
+            (True, "combination", "left out by the config"),
+            (False, "incompatible combination", "skipped"),
+        ):
             records = [item for item in self.skipped if bool(item.get("left_out")) == left_out]
             combinations = len(Plan(units=[], skipped=records).skipped_combinations())
             if not records:
                 continue
-            extra = (f" ({len(records)} with each dataset counted)"
-                     if len(records) != combinations else "")
+            extra = (
+                f" ({len(records)} with each dataset counted)"
+                if len(records) != combinations
+                else ""
+            )
             parts.append(f"{counted(combinations, noun)} {what}{extra}")
         return "; ".join(parts)
 
@@ -118,114 +140,191 @@ def select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:
     for case_id in available:  # a case id names prediction files: one plain name
         problem = path_component_problem(case_id)
         if problem:
-            raise DataError(f"dataset '{spec.key}' has a case named {quoted(case_id, 60)}, "
-                            f"which cannot name its files ({problem}); rename that case")
+            raise DataError(
+                f"dataset '{spec.key}' has a case named {quoted(case_id, 60)}, "
+                f"which cannot name its files ({problem}); rename that case"
+            )
     if spec.cases is not None:
         unknown = [c for c in spec.cases if c not in available]
         if unknown:
-            raise UserError(f"dataset '{spec.key}': unknown "
-                            f"{'case' if len(unknown) == 1 else 'cases'} {listed(unknown)}; "
-                            f"available: {listed(available)}")
+            raise UserError(
+                f"dataset '{spec.key}': unknown "
+                f"{'case' if len(unknown) == 1 else 'cases'} {listed(unknown)}; "
+                f"available: {listed(available)}"
+            )
         available = [c for c in available if c in spec.cases]
     if spec.max_cases is not None:
         available = available[: spec.max_cases]
     return available
 
 
-def _click_strategies(config: RunConfig, dataset: str, model: str, prompter: ComponentSpec,
-                      refiner: ComponentSpec | None, skipped: list[dict[str, str]]
-                      ) -> list[str | None]:
+def _click_strategies(
+    config: RunConfig,
+    dataset: str,
+    model: str,
+    prompter: ComponentSpec,
+    refiner: ComponentSpec | None,
+    skipped: list[dict[str, str]],
+) -> list[str | None]:
     """The click strategies of one combination: [None] outside robustness runs; in one, every
     strategy when the prompter or the refiner takes a click policy, else none (skipped)."""
     if config.robustness is None:
         return [None]
     clicks = registry.prompters.get(prompter.name).takes_click_policy or (
-        refiner is not None and registry.refiners.get(refiner.name).takes_click_policy)
+        refiner is not None and registry.refiners.get(refiner.name).takes_click_policy
+    )
     if clicks:
         return list(config.robustness.strategies)
-    skipped.append({"dataset": dataset, "model": model, "prompter": prompter.key,
-                    "refiner": refiner.key if refiner else "",
-                    "reason": "robustness run: neither the prompter nor the refiner clicks "
-                              "from a clickability model"})
+    skipped.append(
+        {
+            "dataset": dataset,
+            "model": model,
+            "prompter": prompter.key,
+            "refiner": refiner.key if refiner else "",
+            "reason": "robustness run: neither the prompter nor the refiner clicks "
+            "from a clickability model",
+        }
+    )
     return []
 
 
 def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
     plan = Plan(units=[])
-    surface_steps = (config.surface_metrics_at if isinstance(config.surface_metrics_at, str)
-                     else tuple(sorted(set(config.surface_metrics_at))))
+    surface_steps = (
+        config.surface_metrics_at
+        if isinstance(config.surface_metrics_at, str)
+        else tuple(sorted(set(config.surface_metrics_at)))
+    )
     for dataset_spec in config.datasets:
         case_ids = select_cases(datasets[dataset_spec.key], dataset_spec)
         for model_spec in config.models:
             model_cls = registry.models.get(model_spec.name)
             if model_spec.datasets is not None and dataset_spec.key not in model_spec.datasets:
-                plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
-                                     "prompter": "", "refiner": "", "left_out": "yes",
-                                     "reason": f"dataset '{dataset_spec.key}' left out: the "
-                                               "config runs the model on "
-                                               f"{', '.join(model_spec.datasets)} only"})
+                plan.skipped.append(
+                    {
+                        "dataset": dataset_spec.key,
+                        "model": model_spec.key,
+                        "prompter": "",
+                        "refiner": "",
+                        "left_out": "yes",
+                        "reason": f"dataset '{dataset_spec.key}' left out: the "
+                        "config runs the model on "
+                        f"{', '.join(model_spec.datasets)} only",
+                    }
+                )
                 continue
             for prompter_spec in config.prompters:
-                if model_spec.prompters is not None and \
-                        prompter_spec.key not in model_spec.prompters:
-                    plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
-                                         "prompter": prompter_spec.key, "refiner": "",
-                                         "left_out": "yes",
-                                         "reason": "left out: the config runs the model with "
-                                                   f"{', '.join(model_spec.prompters)} only"})
+                if (
+                    model_spec.prompters is not None
+                    and prompter_spec.key not in model_spec.prompters
+                ):
+                    plan.skipped.append(
+                        {
+                            "dataset": dataset_spec.key,
+                            "model": model_spec.key,
+                            "prompter": prompter_spec.key,
+                            "refiner": "",
+                            "left_out": "yes",
+                            "reason": "left out: the config runs the model with "
+                            f"{', '.join(model_spec.prompters)} only",
+                        }
+                    )
                     continue
                 prompter_cls = registry.prompters.get(prompter_spec.name)
                 reason = incompatibility(model_cls, prompter_cls, params=model_spec.params)
                 if reason:
-                    plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
-                                         "prompter": prompter_spec.key, "refiner": "",
-                                         "reason": reason})
+                    plan.skipped.append(
+                        {
+                            "dataset": dataset_spec.key,
+                            "model": model_spec.key,
+                            "prompter": prompter_spec.key,
+                            "refiner": "",
+                            "reason": reason,
+                        }
+                    )
                     continue
                 refiner_specs: list[ComponentSpec | None] = []
                 for refiner_spec in config.refiners:
-                    if model_spec.refiners is not None and \
-                            refiner_spec.key not in model_spec.refiners:
-                        plan.skipped.append({
-                            "dataset": dataset_spec.key, "model": model_spec.key,
-                            "prompter": prompter_spec.key, "refiner": refiner_spec.key,
-                            "left_out": "yes", "reason": "left out: the config refines the model with "
-                                      f"{', '.join(model_spec.refiners) or 'no refiner'} only"})
+                    if (
+                        model_spec.refiners is not None
+                        and refiner_spec.key not in model_spec.refiners
+                    ):
+                        plan.skipped.append(
+                            {
+                                "dataset": dataset_spec.key,
+                                "model": model_spec.key,
+                                "prompter": prompter_spec.key,
+                                "refiner": refiner_spec.key,
+                                "left_out": "yes",
+                                "reason": "left out: the config refines the model with "
+                                f"{', '.join(model_spec.refiners) or 'no refiner'} only",
+                            }
+                        )
                         continue
                     refiner_reason = incompatibility(
-                        model_cls, None, registry.refiners.get(refiner_spec.name),
-                        params=model_spec.params)
+                        model_cls,
+                        None,
+                        registry.refiners.get(refiner_spec.name),
+                        params=model_spec.params,
+                    )
                     if refiner_reason:
-                        plan.skipped.append({"dataset": dataset_spec.key, "model": model_spec.key,
-                                             "prompter": prompter_spec.key,
-                                             "refiner": refiner_spec.key, "reason": refiner_reason})
+                        plan.skipped.append(
+                            {
+                                "dataset": dataset_spec.key,
+                                "model": model_spec.key,
+                                "prompter": prompter_spec.key,
+                                "refiner": refiner_spec.key,
+                                "reason": refiner_reason,
+                            }
+                        )
                     else:
                         refiner_specs.append(refiner_spec)
                 for refiner_spec in refiner_specs or [None]:
-                    strategies = _click_strategies(config, dataset_spec.key, model_spec.key,
-                                                   prompter_spec, refiner_spec, plan.skipped)
+                    strategies = _click_strategies(
+                        config,
+                        dataset_spec.key,
+                        model_spec.key,
+                        prompter_spec,
+                        refiner_spec,
+                        plan.skipped,
+                    )
                     for click_group in strategies:
                         for seed in config.seeds:
                             for case_id in case_ids:
-                                plan.units.append(WorkUnit(
-                                    dataset=dataset_spec, case_id=case_id, model=model_spec,
-                                    prompter=prompter_spec, refiner=refiner_spec, seed=seed,
-                                    steps=config.refinement_steps,
-                                    keep_previous_prompts=(
-                                        config.keep_previous_prompts
-                                        if getattr(refiner_spec, "keep_previous_prompts", None)
-                                        is None else refiner_spec.keep_previous_prompts),
-                                    protocol=config.protocol,
-                                    nsd_tolerance_mm=config.nsd_tolerance_mm,
-                                    surface_metrics_at=surface_steps,
-                                    click_group=click_group,
-                                    clickability=(config.robustness.clickability
-                                                  if config.robustness else None),
-                                    n_groups=(config.robustness.groups
-                                              if config.robustness else 10)))
+                                plan.units.append(
+                                    WorkUnit(
+                                        dataset=dataset_spec,
+                                        case_id=case_id,
+                                        model=model_spec,
+                                        prompter=prompter_spec,
+                                        refiner=refiner_spec,
+                                        seed=seed,
+                                        steps=config.refinement_steps,
+                                        keep_previous_prompts=(
+                                            config.keep_previous_prompts
+                                            if getattr(refiner_spec, "keep_previous_prompts", None)
+                                            is None
+                                            else refiner_spec.keep_previous_prompts
+                                        ),
+                                        protocol=config.protocol,
+                                        nsd_tolerance_mm=config.nsd_tolerance_mm,
+                                        surface_metrics_at=surface_steps,
+                                        click_group=click_group,
+                                        clickability=(
+                                            config.robustness.clickability
+                                            if config.robustness
+                                            else None
+                                        ),
+                                        n_groups=(
+                                            config.robustness.groups if config.robustness else 10
+                                        ),
+                                    )
+                                )
     # model-major in config order: one model is loaded at a time, and all work on a case for
     # that model is contiguous (its image encodings are reused); stable inside a group
     model_order = {spec.key: i for i, spec in enumerate(config.models)}
     dataset_order = {spec.key: i for i, spec in enumerate(config.datasets)}
-    plan.units.sort(key=lambda u: (model_order[u.model.key], dataset_order[u.dataset.key],
-                                   u.case_id))
+    plan.units.sort(
+        key=lambda u: (model_order[u.model.key], dataset_order[u.dataset.key], u.case_id)
+    )
     return plan

@@ -39,10 +39,13 @@ def work_keys(units: list[WorkUnit]) -> dict[str, str]:
 
     work: dict[str, set] = defaultdict(set)
     for unit in units:
-        work[unit.model.key].add((unit.prompter.key, unit.refiner_key, int(unit.steps),
-                                  unit.click_group or ""))
-    return {model: f"{model}[{hashlib.sha256(json.dumps(sorted(kinds)).encode()).hexdigest()[:8]}]"
-            for model, kinds in work.items()}
+        work[unit.model.key].add(
+            (unit.prompter.key, unit.refiner_key, int(unit.steps), unit.click_group or "")
+        )
+    return {
+        model: f"{model}[{hashlib.sha256(json.dumps(sorted(kinds)).encode()).hexdigest()[:8]}]"
+        for model, kinds in work.items()
+    }
 
 
 def format_seconds(seconds: float) -> str:
@@ -66,10 +69,17 @@ class RunProgress:
     otherwise.
     """
 
-    def __init__(self, units: list[WorkUnit], stream: TextIO | None = None,
-                 interval: float = 30.0, terminal: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic, heartbeat: bool = True,
-                 costs: UnitCosts | None = None, remember: bool | None = None) -> None:
+    def __init__(
+        self,
+        units: list[WorkUnit],
+        stream: TextIO | None = None,
+        interval: float = 30.0,
+        terminal: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        heartbeat: bool = True,
+        costs: UnitCosts | None = None,
+        remember: bool | None = None,
+    ) -> None:
         from intrabench.engine.eta import UnitCosts, read_record
 
         self.stream = stream or sys.stderr
@@ -92,8 +102,11 @@ class RunProgress:
         self._last_line = -float("inf")
         self._reported = -1  # units done at the last line
         self._where = ""
-        self.terminal = (terminal if terminal is not None
-                         else bool(getattr(self.stream, "isatty", lambda: False)()))
+        self.terminal = (
+            terminal
+            if terminal is not None
+            else bool(getattr(self.stream, "isatty", lambda: False)())
+        )
         self._bar = None
         self._lock = threading.Lock()
         self._closed = threading.Event()
@@ -106,8 +119,13 @@ class RunProgress:
         if self.terminal and self.total:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=self.total, unit="unit", dynamic_ncols=True, file=self.stream,
-                             bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
+            self._bar = tqdm(
+                total=self.total,
+                unit="unit",
+                dynamic_ncols=True,
+                file=self.stream,
+                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]",
+            )
 
     def eta(self) -> float | None:
         """Seconds left for the work whose cost is known (None while nothing is): remaining
@@ -190,8 +208,7 @@ class RunProgress:
             self._loaded = key[0]
             self.done += len(units)
         if self._bar is not None:
-            self._bar.set_postfix_str(self._eta_text(self.clock() - self.started),
-                                      refresh=False)
+            self._bar.set_postfix_str(self._eta_text(self.clock() - self.started), refresh=False)
             self._bar.update(len(units))
         elif self.clock() - self._last_line >= self.interval:
             self._line()
@@ -208,8 +225,9 @@ class RunProgress:
         if untimed:
             models = f"{len(untimed)} model{'s' if len(untimed) > 1 else ''} not timed yet"
             # what is timed may be nothing yet (0 s): an ETA of 0 s is no estimate, say so
-            text = (f"{text} + {models}" if eta is not None and eta >= 1.0
-                    else f"no ETA yet: {models}")
+            text = (
+                f"{text} + {models}" if eta is not None and eta >= 1.0 else f"no ETA yet: {models}"
+            )
         return text
 
     def failed(self, count: int = 1) -> None:
@@ -242,8 +260,12 @@ class RunProgress:
         self._reported = self.done
         elapsed = self._last_line - self.started
         share = self.done / self.total if self.total else 1.0
-        parts = [f"{self.done}/{self.total} units ({share:.0%})", self._where,
-                 f"{format_seconds(elapsed)} elapsed", self._eta_text(elapsed)]
+        parts = [
+            f"{self.done}/{self.total} units ({share:.0%})",
+            self._where,
+            f"{format_seconds(elapsed)} elapsed",
+            self._eta_text(elapsed),
+        ]
         if self.failures:
             parts.append(f"{self.failures} failed")
         print("intrabench: " + " | ".join(p for p in parts if p), file=self.stream, flush=True)

@@ -56,12 +56,12 @@ def resident_mb() -> float:
     try:
         with open("/proc/self/statm") as statm:
             pages = int(statm.read().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError, AttributeError):
         import resource
 
         scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2 ** 20
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
 
 
 class PeakMemory:
@@ -79,5 +79,5 @@ class PeakMemory:
     def snapshot(self, setup_seconds: float) -> CaseResources:
         self.sample()
         cuda = _cuda()
-        gpu = cuda.max_memory_allocated() / 2 ** 20 if cuda is not None else float("nan")
+        gpu = cuda.max_memory_allocated() / 2**20 if cuda is not None else float("nan")
         return CaseResources(float(setup_seconds), float(gpu), float(self.host_mb))

@@ -75,12 +75,12 @@ BACKGROUND_NICENESS = 10
 
 def usable_cores() -> int:
     """The cores this process may run on (its affinity where the system tells it)."""
-    return (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-            else os.cpu_count() or 2)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
 
 
-def default_user_workers(sharing: int = 1,
-                         forward_frees_cpu: bool | Callable[[], bool] = False) -> int:
+def default_user_workers(
+    sharing: int = 1, forward_frees_cpu: bool | Callable[[], bool] = False
+) -> int:
     """Worker processes for simulated users: one per four cores, at most 4, none below four
     cores unless the models compute on a GPU (then one from two cores on).
     ``sharing``: model loops on this machine that split its cores (Dask GPU workers).
@@ -98,8 +98,9 @@ def default_user_workers(sharing: int = 1,
     1.4 s -> 0.5 s on two cores).
     """
     share = usable_cores() // max(1, sharing)
-    if 2 <= share < 4 and (forward_frees_cpu() if callable(forward_frees_cpu)
-                           else forward_frees_cpu):
+    if 2 <= share < 4 and (
+        forward_frees_cpu() if callable(forward_frees_cpu) else forward_frees_cpu
+    ):
         return 1
     return min(4, share // 4)
 
@@ -120,7 +121,8 @@ def models_free_cpu(config: RunConfig) -> bool:
     """Whether every model of ``config`` computes its forward passes off the CPU."""
     return bool(config.models) and all(
         registry.models.get(spec.name).forward_frees_cpu(dict(spec.params))
-        for spec in config.models)
+        for spec in config.models
+    )
 
 
 def default_finish_workers(sharing: int = 1) -> int:
@@ -167,13 +169,21 @@ class Runner:
     run resumes exactly where its files stop.
     """
 
-    def __init__(self, config: RunConfig, run_dir: Path,
-                 progress: Callable[[list[WorkUnit]], RunProgress] | None = None,
-                 background: LaneMode = "process", episodes_in_flight: int | None = None,
-                 user_workers: int | None = None, finish_workers: int | None = None,
-                 extend: bool = False, case_cache_bytes: int | None = None,
-                 build_ahead: bool | None = None, reader_workers: int | None = None,
-                 set_up_ahead: bool | None = None) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        run_dir: Path,
+        progress: Callable[[list[WorkUnit]], RunProgress] | None = None,
+        background: LaneMode = "process",
+        episodes_in_flight: int | None = None,
+        user_workers: int | None = None,
+        finish_workers: int | None = None,
+        extend: bool = False,
+        case_cache_bytes: int | None = None,
+        build_ahead: bool | None = None,
+        reader_workers: int | None = None,
+        set_up_ahead: bool | None = None,
+    ) -> None:
         """``case_cache_bytes``: memory for cases kept after their group, for the next model
         (default: an eighth of the machine's memory; see :mod:`intrabench.engine.case_cache`).
         ``build_ahead``: build the next model beside the current model's last group (None:
@@ -212,23 +222,33 @@ class Runner:
             raise ValueError("finish_workers must be >= 1")
         #: units whose episodes have all ended, waiting for their episodes' metrics
         self._evaluating: list[_Evaluating] = []
-        self._finishers = LanePool(finish_workers, background, max_pending=64,
-                                   name="intrabench-results",
-                                   preload=("intrabench.engine.finishing",),
-                                   niceness=BACKGROUND_NICENESS)
+        self._finishers = LanePool(
+            finish_workers,
+            background,
+            max_pending=64,
+            name="intrabench-results",
+            preload=("intrabench.engine.finishing",),
+            niceness=BACKGROUND_NICENESS,
+        )
         # cases are decoded in a second worker process (CPU-bound: a thread would hold the GIL)
         config.import_modules()  # plugins first: their datasets and models are named below
         # it imports the run's dataset modules only, not every registered dataset
-        dataset_modules = sorted({registry.datasets.get(spec.name).__module__
-                                  for spec in config.datasets})
+        dataset_modules = sorted(
+            {registry.datasets.get(spec.name).__module__ for spec in config.datasets}
+        )
         reader_workers = default_reader_workers() if reader_workers is None else reader_workers
         if reader_workers < 1:
             raise ValueError("reader_workers must be >= 1")
-        self._readers = LanePool(reader_workers, background, max_pending=1,
-                                 name="intrabench-reader",
-                                 preload=("intrabench.engine.case_reader", *dataset_modules),
-                                 raise_failures=False, niceness=BACKGROUND_NICENESS,
-                                 restarts=True)  # a case that killed one fails alone
+        self._readers = LanePool(
+            reader_workers,
+            background,
+            max_pending=1,
+            name="intrabench-reader",
+            preload=("intrabench.engine.case_reader", *dataset_modules),
+            raise_failures=False,
+            niceness=BACKGROUND_NICENESS,
+            restarts=True,
+        )  # a case that killed one fails alone
         self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
         #: cases whose reading killed a reader process: why, and they are not read again
         self._reader_deaths: dict[tuple[str, str], str] = {}
@@ -243,7 +263,8 @@ class Runner:
         # keep the model busy while the workers compute the others' next prompts
         if user_workers is None and background == "process":
             user_workers = default_user_workers(
-                forward_frees_cpu=functools.partial(models_free_cpu, config))
+                forward_frees_cpu=functools.partial(models_free_cpu, config)
+            )
         self.user_workers = user_workers if background == "process" else 0
         if self.user_workers < 0:
             raise ValueError("user_workers must be >= 0")
@@ -259,8 +280,16 @@ class Runner:
         modules = {registry.prompters.get(spec.name).__module__ for spec in self.config.prompters}
         modules |= {registry.refiners.get(spec.name).__module__ for spec in self.config.refiners}
         preload = ("intrabench.engine.user_worker", *sorted(modules))
-        return [Lane(background, max_pending=self.episodes_in_flight + 2, name="intrabench-users",
-                     preload=preload, raise_failures=False) for _ in range(self.user_workers)]
+        return [
+            Lane(
+                background,
+                max_pending=self.episodes_in_flight + 2,
+                name="intrabench-users",
+                preload=preload,
+                raise_failures=False,
+            )
+            for _ in range(self.user_workers)
+        ]
 
     def plan(self) -> Plan:
         return make_plan(self.config, self.datasets)
@@ -278,9 +307,13 @@ class Runner:
         up that group's case too, when the case is in memory or being read
         (:mod:`.case_ahead`; unless ``set_up_ahead`` is False)."""
         following = next_unit.model if next_unit is not None else None
-        if (following is None or following.key == current.key
-                or following.key in self._unusable_models or self.build_ahead is False
-                or self._next_model.key == following.key):
+        if (
+            following is None
+            or following.key == current.key
+            or following.key in self._unusable_models
+            or self.build_ahead is False
+            or self._next_model.key == following.key
+        ):
             return
         if self.build_ahead or room_for_both(current, following):
             image_of = self._image_of(next_unit) if self.set_up_ahead is not False else None
@@ -298,19 +331,25 @@ class Runner:
             return lambda: reading.result().image
         return None
 
-    def _set_up_next_ahead(self, model: Model, current: WorkUnit,
-                           following: WorkUnit | None) -> None:
+    def _set_up_next_ahead(
+        self, model: Model, current: WorkUnit, following: WorkUnit | None
+    ) -> None:
         """Start ``model``'s set-up of ``following``'s case in a thread, when the next group
         uses the same model on another case that is in memory or being read, and the model
         splits its set-up out and computes off the CPU (or ``set_up_ahead`` says so)."""
-        if (following is None or following.model.key != current.model.key
-                or self.set_up_ahead is False or not sets_up_ahead(model)):
+        if (
+            following is None
+            or following.model.key != current.model.key
+            or self.set_up_ahead is False
+            or not sets_up_ahead(model)
+        ):
             return
         identity = (following.dataset.key, following.case_id)
         if identity == (current.dataset.key, current.case_id):
             return
         if self.set_up_ahead is None and not type(model).forward_frees_cpu(
-                dict(current.model.params)):
+            dict(current.model.params)
+        ):
             return
         image_of = self._image_of(following)
         if image_of is not None:
@@ -329,8 +368,12 @@ class Runner:
         try:
             self._model(spec).prepare()
         except Exception as error:  # noqa: BLE001 - reported where the model is used
-            log.debug("preparing model '%s' failed (%s: %s); left for its first use",
-                      spec.key, type(error).__name__, error)
+            log.debug(
+                "preparing model '%s' failed (%s: %s); left for its first use",
+                spec.key,
+                type(error).__name__,
+                error,
+            )
         return time.perf_counter() - started
 
     def read_ahead(self, unit: WorkUnit, current: WorkUnit | None = None) -> None:
@@ -348,8 +391,13 @@ class Runner:
     def _submit_read(self, unit: WorkUnit) -> None:
         spec = unit.dataset
         self._read_ahead[(spec.key, unit.case_id)] = self._readers.submit(
-            load_case, list(self.config.imports), spec.name, dict(spec.params), unit.case_id,
-            self.config.target_attributes)
+            load_case,
+            list(self.config.imports),
+            spec.name,
+            dict(spec.params),
+            unit.case_id,
+            self.config.target_attributes,
+        )
 
     def read_ahead_of(self, groups: list[list[WorkUnit]], index: int) -> None:
         """Before group ``index`` runs: read the next group's case ahead (:meth:`read_ahead`),
@@ -360,13 +408,16 @@ class Runner:
             return
         current = groups[index][0]
         self.read_ahead(groups[index + 1][0], current=current)
-        for group in groups[index + 2:]:
+        for group in groups[index + 2 :]:
             if len(self._read_ahead) >= len(self._readers):
                 return
             unit = group[0]
             identity = (unit.dataset.key, unit.case_id)
-            if (identity == (current.dataset.key, current.case_id) or identity in self._cases
-                    or identity in self._read_ahead):
+            if (
+                identity == (current.dataset.key, current.case_id)
+                or identity in self._cases
+                or identity in self._read_ahead
+            ):
                 continue
             self._submit_read(unit)
 
@@ -385,7 +436,8 @@ class Runner:
             # rows, not by its forward passes; hashing a CT case for the attribute cache takes
             # 0.12 s (SHA-256 releases the GIL), so it runs beside them (issue #13)
             self._attributes[identity] = self._attribute_thread.submit(
-                with_attributes, case, self.datasets[unit.dataset.key])
+                with_attributes, case, self.datasets[unit.dataset.key]
+            )
         self._cases.put(identity, case, keep=self._wanted_next)
         return case
 
@@ -408,11 +460,17 @@ class Runner:
             except WorkerDied as error:  # not read here again: it would take the run down
                 death = self._reader_deaths[identity] = (
                     f"the process reading this case died ({error}): a file of it crashes "
-                    "the image reader, or memory ran out")
+                    "the image reader, or memory ran out"
+                )
                 raise DataError(death) from None
             except Exception as error:  # e.g. a plugin dataset the worker cannot import
-                log.warning("reading %s/%s ahead failed (%s: %s); reading it here",
-                            unit.dataset.key, unit.case_id, type(error).__name__, error)
+                log.warning(
+                    "reading %s/%s ahead failed (%s: %s); reading it here",
+                    unit.dataset.key,
+                    unit.case_id,
+                    type(error).__name__,
+                    error,
+                )
         return self.datasets[unit.dataset.key].load(unit.case_id)
 
     def _attributes_of(self, identity: CaseIdentity, case: Case) -> dict | None:
@@ -428,8 +486,9 @@ class Runner:
         with contextlib.suppress(DataError):
             self._case(unit)
 
-    def execute_group(self, units: list[WorkUnit], wait: bool = True,
-                      following: WorkUnit | None = None) -> list[str]:
+    def execute_group(
+        self, units: list[WorkUnit], wait: bool = True, following: WorkUnit | None = None
+    ) -> list[str]:
         """Run the units of one (dataset, case, model) group; returns failed-case messages.
 
         With ``wait`` (the default) the group's unit files are written when this returns;
@@ -439,9 +498,15 @@ class Runner:
         first = units[0]
 
         def skip(problem: str) -> None:
-            self.skipped.append(SkippedWork(dataset=first.dataset.key, case=first.case_id,
-                                            model=first.model.key, units=len(units),
-                                            problem=problem))
+            self.skipped.append(
+                SkippedWork(
+                    dataset=first.dataset.key,
+                    case=first.case_id,
+                    model=first.model.key,
+                    units=len(units),
+                    problem=problem,
+                )
+            )
 
         try:
             case = self._case(first)
@@ -462,8 +527,9 @@ class Runner:
             self._unusable_models[first.model.key] = str(error)
             skip(str(error))
             return [f"model '{first.model.key}' skipped: {error}"]
-        scheduler = EpisodeScheduler(model, self._users, self.episodes_in_flight,
-                                     self.config.imports, clock=self.loop_clock)
+        scheduler = EpisodeScheduler(
+            model, self._users, self.episodes_in_flight, self.config.imports, clock=self.loop_clock
+        )
         collected: dict[str, list[CroppedEpisode | None]] = {}  # by unit, in target order
         measured: dict[str, list[Future | None]] = {}  # their metrics, computed as each ends
         failed: set[str] = set()  # units with a failed episode: dropped, retried next run
@@ -479,18 +545,33 @@ class Runner:
             # for the metrics of all the others (0.3 s at the end of the GPU proxy)
             measured[unit.key][index] = self._finishers.submit(
                 evaluate_episode_isolated,
-                EpisodeEvaluation(unit=unit, spacing=case.image.spacing, episode=episodes[index]))
+                EpisodeEvaluation(unit=unit, spacing=case.image.spacing, episode=episodes[index]),
+            )
             if all(e is not None for e in episodes):  # the unit's last episode
                 del collected[unit.key]
-                self._evaluating.append(_Evaluating(UnitJob(
-                    run_name=self.config.name, run_dir=self.run_dir, unit=unit,
-                    case_id=case.case_id, spacing=case.image.spacing, shape=case.image.shape,
-                    geometry=case.image.geometry,
-                    attributes=self._attributes_of((first.dataset.key, case.case_id), case),
-                    save_predictions=self.config.save_predictions, episodes=episodes,
-                    keep_rows=(self._consolidating and self._finishers.mode == "process"
-                               and len(self._finishers) == 1),
-                    resources=memory.snapshot(setup_seconds)), measured.pop(unit.key)))
+                self._evaluating.append(
+                    _Evaluating(
+                        UnitJob(
+                            run_name=self.config.name,
+                            run_dir=self.run_dir,
+                            unit=unit,
+                            case_id=case.case_id,
+                            spacing=case.image.spacing,
+                            shape=case.image.shape,
+                            geometry=case.image.geometry,
+                            attributes=self._attributes_of((first.dataset.key, case.case_id), case),
+                            save_predictions=self.config.save_predictions,
+                            episodes=episodes,
+                            keep_rows=(
+                                self._consolidating
+                                and self._finishers.mode == "process"
+                                and len(self._finishers) == 1
+                            ),
+                            resources=memory.snapshot(setup_seconds),
+                        ),
+                        measured.pop(unit.key),
+                    )
+                )
             self._submit_evaluated()
 
         def episode_failed(task: EpisodeTask, error: Exception) -> None:
@@ -520,8 +601,11 @@ class Runner:
                     self._fail(UnitFailure.of(unit, error))
                 return []
             self._set_up_next_ahead(model, first, following)
-            scheduler.run(self._episode_tasks(pending, case, model.dimension, failed),
-                          episode_done, episode_failed)
+            scheduler.run(
+                self._episode_tasks(pending, case, model.dimension, failed),
+                episode_done,
+                episode_failed,
+            )
         except CheckpointError as error:
             self._unusable_models[first.model.key] = str(error)
             return [f"model '{first.model.key}' skipped: {error}"]
@@ -579,19 +663,29 @@ class Runner:
             with self._counting:
                 self.executed += 1
 
-    def _episode_tasks(self, units: list[WorkUnit], case: Case, model_dimension: int,
-                       failed: set[str] = frozenset()) -> Iterator[EpisodeTask]:
+    def _episode_tasks(
+        self,
+        units: list[WorkUnit],
+        case: Case,
+        model_dimension: int,
+        failed: set[str] = frozenset(),
+    ) -> Iterator[EpisodeTask]:
         """The episodes of ``units`` on ``case``, unit by unit, target by target; made lazily,
         so only the episodes in flight hold a ground truth. Units in ``failed`` (by key, a set
         the caller fills while they run) yield no further episodes."""
         windows: dict[str, ImageWindow | None] = {}  # image windows by target
         for unit in units:
             prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)
-            refiner = (registry.refiners.create(unit.refiner.name, unit.refiner.params)
-                       if unit.refiner else None)
-            clickability = (registry.clickability.create(unit.clickability.name,
-                                                         unit.clickability.params)
-                            if unit.click_group is not None and unit.clickability else None)
+            refiner = (
+                registry.refiners.create(unit.refiner.name, unit.refiner.params)
+                if unit.refiner
+                else None
+            )
+            clickability = (
+                registry.clickability.create(unit.clickability.name, unit.clickability.params)
+                if unit.click_group is not None and unit.clickability
+                else None
+            )
             for index, target in enumerate(case.targets):
                 if unit.key in failed:
                     break
@@ -603,18 +697,34 @@ class Runner:
                         if target.target_id not in windows:
                             windows[target.target_id] = image_window(case, target)
                         window = windows[target.target_id]
-                    clicks = ClickPolicy(clickability, unit.click_group or "baseline",
-                                         unit.n_groups, window, identity)
+                    clicks = ClickPolicy(
+                        clickability,
+                        unit.click_group or "baseline",
+                        unit.n_groups,
+                        window,
+                        identity,
+                    )
                 user = SimulatedUser(
-                    prompter=prompter, prompter_key=unit.prompter_key, refiner=refiner,
-                    refiner_key=unit.refiner_key, seed=unit.seed, identity=identity,
-                    spacing=case.image.spacing, model_dimension=model_dimension, clicks=clicks)
+                    prompter=prompter,
+                    prompter_key=unit.prompter_key,
+                    refiner=refiner,
+                    refiner_key=unit.refiner_key,
+                    seed=unit.seed,
+                    identity=identity,
+                    spacing=case.image.spacing,
+                    model_dimension=model_dimension,
+                    clicks=clicks,
+                )
                 yield EpisodeTask(
-                    key=f"{unit.key}/{index}", user=user,
+                    key=f"{unit.key}/{index}",
+                    user=user,
                     ground_truth=_target_mask(case, target),
-                    steps=unit.steps if refiner else 0, refine=refiner is not None,
-                    keep_previous_prompts=unit.keep_previous_prompts, tag=(unit, index, target),
-                    target_class=target.class_name)
+                    steps=unit.steps if refiner else 0,
+                    refine=refiner is not None,
+                    keep_previous_prompts=unit.keep_previous_prompts,
+                    tag=(unit, index, target),
+                    target_class=target.class_name,
+                )
 
     def start_workers(self) -> None:
         """Start the background workers (no-op when inline or already started); until a user
@@ -638,10 +748,13 @@ class Runner:
         ensure_writable(self.run_dir)
         self._lock.acquire()
         if self._lock.unclosed:
-            log.warning("the previous run in %s (%s) ended without closing: the system killed "
-                        "it (out of memory? dmesg names the process it killed), kill -9, or the "
-                        "machine stopped. Its finished units are kept; the rest runs now",
-                        self.run_dir, self._lock.unclosed)
+            log.warning(
+                "the previous run in %s (%s) ended without closing: the system killed "
+                "it (out of memory? dmesg names the process it killed), kill -9, or the "
+                "machine stopped. Its finished units are kept; the rest runs now",
+                self.run_dir,
+                self._lock.unclosed,
+            )
         try:
             return self._plan_pending(executor)
         except BaseException:
@@ -655,20 +768,26 @@ class Runner:
 
         # units not done yet (a done unit met its model's needs when it ran); is_done, not
         # needs_work: no prediction folders searched twice
-        unmet = unmet_needs([u for u in plan.units if not self.store.is_done(u.key)],
-                            self.datasets)
+        unmet = unmet_needs([u for u in plan.units if not self.store.is_done(u.key)], self.datasets)
         if unmet:  # before a model is built or a unit fails for it (#50 item 11)
             raise ConfigError("; ".join(unmet))
         write_run_metadata(
             self.run_dir,
             yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False),
-            {"units": len(plan.units), "executor": executor,
-             "unit_keys": [u.key for u in plan.units]},  # what results are this run's
+            {
+                "units": len(plan.units),
+                "executor": executor,
+                "unit_keys": [u.key for u in plan.units],
+            },  # what results are this run's
         )
         import pandas as pd
 
-        write_frame(self.run_dir / "skipped.csv", pd.DataFrame(
-            plan.skipped, columns=["dataset", "model", "prompter", "refiner", "reason"]))
+        write_frame(
+            self.run_dir / "skipped.csv",
+            pd.DataFrame(
+                plan.skipped, columns=["dataset", "model", "prompter", "refiner", "reason"]
+            ),
+        )
         self.store.set_aside_damaged(u.key for u in plan.units)  # once per run, not per group
         pending = [u for u in plan.units if self.needs_work(u)]
         return plan, [list(g) for _, g in groupby(pending, key=lambda u: u.group)]
@@ -680,8 +799,14 @@ class Runner:
             return True
         if not self.config.save_predictions:
             return False
-        folder = prediction_folder(self.run_dir, unit.dataset.key, unit.model.key,
-                                   unit.prompter_key, unit.refiner_key, unit.seed)
+        folder = prediction_folder(
+            self.run_dir,
+            unit.dataset.key,
+            unit.model.key,
+            unit.prompter_key,
+            unit.refiner_key,
+            unit.seed,
+        )
         return not any(folder.glob(f"{case_file_prefix(unit.case_id)}*.nii.gz"))
 
     def finish(self, plan: Plan) -> None:
@@ -764,12 +889,15 @@ class Runner:
                 if self._progress is not None:
                     self._progress.finish_group(group, time.perf_counter() - group_started)
             if groups and self._progress is not None:
-                self._progress.finishing("every unit handed on: finishing the last episodes' "
-                                         "metrics, then writing results.csv and .parquet")
+                self._progress.finishing(
+                    "every unit handed on: finishing the last episodes' "
+                    "metrics, then writing results.csv and .parquet"
+                )
             if groups:  # a single results worker holds the rows it wrote: it consolidates them
                 self.wait()  # with several, after all of them have written their units
-                self._finishers.first.submit(consolidate_run, self.run_dir,
-                                             [u.key for u in plan.units])
+                self._finishers.first.submit(
+                    consolidate_run, self.run_dir, [u.key for u in plan.units]
+                )
             self.wait()
         finally:
             self.loop_clock.stop()  # the closing below is not the loop's (Ctrl-C: it waits)

@@ -80,9 +80,14 @@ class EpisodeScheduler:
     goes, by phase (:mod:`intrabench.engine.loop_clock`; a new one when not given).
     """
 
-    def __init__(self, model: Model, users: Lane | Sequence[Lane] | None = None,
-                 in_flight: int = 1, imports: Iterable[str] = (),
-                 clock: LoopClock | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        users: Lane | Sequence[Lane] | None = None,
+        in_flight: int = 1,
+        imports: Iterable[str] = (),
+        clock: LoopClock | None = None,
+    ) -> None:
         if in_flight < 1:
             raise ValueError("in_flight must be >= 1")
         self.model = model
@@ -97,9 +102,12 @@ class EpisodeScheduler:
         self.model_calls = 0
         self.clock = clock if clock is not None else LoopClock()
 
-    def run(self, tasks: Iterable[EpisodeTask],
-            done: Callable[[EpisodeTask, list[StepResult]], None],
-            failed: Callable[[EpisodeTask, Exception], None] | None = None) -> None:
+    def run(
+        self,
+        tasks: Iterable[EpisodeTask],
+        done: Callable[[EpisodeTask, list[StepResult]], None],
+        failed: Callable[[EpisodeTask, Exception], None] | None = None,
+    ) -> None:
         """Run every task; ``done(task, results)`` is called as each episode ends (in any
         order; metrics left empty). Without ``failed`` the first model or user failure is
         raised; with it, ``failed(task, error)`` is called, that episode is dropped and the
@@ -119,8 +127,7 @@ class EpisodeScheduler:
         def advance(episode: _Running, answer: Answer | None) -> None:
             while True:  # answers given here at once go straight back into the program
                 try:
-                    call = (next(episode.program) if answer is None
-                            else episode.program.send(answer))
+                    call = next(episode.program) if answer is None else episode.program.send(answer)
                 except StopIteration as finished:
                     running.remove(episode)
                     with clock.phase("handing episodes to the metrics"):
@@ -129,8 +136,9 @@ class EpisodeScheduler:
                 if isinstance(call, ModelCall):
                     ready.append((episode, call))
                     return
-                if episode.lane is not None and not (call.step == 0
-                                                     and episode.task.user.prompter.needs_model):
+                if episode.lane is not None and not (
+                    call.step == 0 and episode.task.user.prompter.needs_model
+                ):
                     with clock.phase("sending to user workers"):
                         waiting[self._ask_worker(episode, call)] = (episode, call)
                     return
@@ -147,9 +155,13 @@ class EpisodeScheduler:
                     if task is None:
                         exhausted = True
                         return
-                    episode = _Running(task, episode_program(task.steps, task.refine,
-                                                             task.keep_previous_prompts,
-                                                             task.target_class), None)
+                    episode = _Running(
+                        task,
+                        episode_program(
+                            task.steps, task.refine, task.keep_previous_prompts, task.target_class
+                        ),
+                        None,
+                    )
                     self._assign_worker(episode, running)
                 running.append(episode)
                 try:
@@ -167,8 +179,9 @@ class EpisodeScheduler:
                 self.model_calls += 1
                 try:
                     with clock.phase("forward passes"):
-                        answer = call_model(self.model, call, index,
-                                            episode.task.ground_truth.shape)
+                        answer = call_model(
+                            self.model, call, index, episode.task.ground_truth.shape
+                        )
                     advance(episode, answer)
                 except Exception as error:  # noqa: BLE001
                     fail(episode, error)
@@ -212,12 +225,13 @@ class EpisodeScheduler:
             if other.lane is not None and id(other.lane) in load:
                 load[id(other.lane)] += 1
         episode.lane = min(ready, key=lambda lane: load[id(lane)])
-        episode.introduction = Introduction(tuple(self.imports), user,
-                                            PackedMask.pack(episode.task.ground_truth))
+        episode.introduction = Introduction(
+            tuple(self.imports), user, PackedMask.pack(episode.task.ground_truth)
+        )
 
     def _ask_worker(self, episode: _Running, call: UserCall) -> Future:
-        prediction = (None if call.prediction is None
-                      else PackedMask.pack(call.prediction))
+        prediction = None if call.prediction is None else PackedMask.pack(call.prediction)
         introduction, episode.introduction = episode.introduction, None  # sent once
-        return episode.lane.submit(user_worker.answer, episode.task.key, call.step, prediction,
-                                   call.history, introduction)
+        return episode.lane.submit(
+            user_worker.answer, episode.task.key, call.step, prediction, call.history, introduction
+        )

@@ -36,20 +36,33 @@ class SimulatedUser:
     #: where clicks go in a robustness run (a clicking group or the baseline), else None
     clicks: ClickPolicy | None = None
 
-    def initial(self, ground_truth: np.ndarray,
-                segment_slice: Callable[[SlicePrompt], np.ndarray] | None = None) -> Prompt:
+    def initial(
+        self,
+        ground_truth: np.ndarray,
+        segment_slice: Callable[[SlicePrompt], np.ndarray] | None = None,
+    ) -> Prompt:
         """The first prompt; ``segment_slice`` lets propagation prompters query a 2D model."""
         clicks = self.clicks.at_step(0) if self.clicks is not None else None
-        return _with_click_maps(checked_prompt(self.prompter.initial(PromptContext(
-            ground_truth=ground_truth,
-            spacing=self.spacing,
-            rng=derive_rng(self.seed, *self.identity, self.prompter_key, "initial"),
-            segment_slice=segment_slice,
-            clicks=clicks,
-        )), ground_truth.shape, f"prompter '{self.prompter_key}'"), clicks)
+        return _with_click_maps(
+            checked_prompt(
+                self.prompter.initial(
+                    PromptContext(
+                        ground_truth=ground_truth,
+                        spacing=self.spacing,
+                        rng=derive_rng(self.seed, *self.identity, self.prompter_key, "initial"),
+                        segment_slice=segment_slice,
+                        clicks=clicks,
+                    )
+                ),
+                ground_truth.shape,
+                f"prompter '{self.prompter_key}'",
+            ),
+            clicks,
+        )
 
-    def refine(self, ground_truth: np.ndarray, prediction: np.ndarray, step: int,
-               history: list[Prompt]) -> Prompt | None:
+    def refine(
+        self, ground_truth: np.ndarray, prediction: np.ndarray, step: int, history: list[Prompt]
+    ) -> Prompt | None:
         """The corrections of ``step`` (>= 1), or None when the prediction is already perfect or
         the refiner finds nothing to correct."""
         if self.refiner is None:
@@ -57,16 +70,28 @@ class SimulatedUser:
         if masks_equal(prediction, ground_truth):
             return None
         clicks = self.clicks.at_step(step) if self.clicks is not None else None
-        return _with_click_maps(checked_prompt(self.refiner.refine(RefineContext(
-            ground_truth=ground_truth,
-            prediction=prediction,
-            spacing=self.spacing,
-            rng=derive_rng(self.seed, *self.identity, self.prompter_key, self.refiner_key, step),
-            step=step,
-            model_dimension=self.model_dimension,
-            history=history,
-            clicks=clicks,
-        )), ground_truth.shape, f"refiner '{self.refiner_key}'", may_be_none=True), clicks)
+        return _with_click_maps(
+            checked_prompt(
+                self.refiner.refine(
+                    RefineContext(
+                        ground_truth=ground_truth,
+                        prediction=prediction,
+                        spacing=self.spacing,
+                        rng=derive_rng(
+                            self.seed, *self.identity, self.prompter_key, self.refiner_key, step
+                        ),
+                        step=step,
+                        model_dimension=self.model_dimension,
+                        history=history,
+                        clicks=clicks,
+                    )
+                ),
+                ground_truth.shape,
+                f"refiner '{self.refiner_key}'",
+                may_be_none=True,
+            ),
+            clicks,
+        )
 
 
 class PromptError(ValueError):
@@ -75,8 +100,9 @@ class PromptError(ValueError):
     index, a click on the far side of the volume)."""
 
 
-def checked_prompt(prompt: object, shape: tuple[int, ...], component: str,
-                   may_be_none: bool = False) -> Prompt | None:
+def checked_prompt(
+    prompt: object, shape: tuple[int, ...], component: str, may_be_none: bool = False
+) -> Prompt | None:
     """``prompt`` when it is a :class:`Prompt` whose every element lies on the (z, y, x)
     grid ``shape`` (None too, from a refiner: nothing left to correct), else PromptError."""
     if prompt is None and may_be_none:
@@ -85,8 +111,10 @@ def checked_prompt(prompt: object, shape: tuple[int, ...], component: str,
         raise PromptError(f"{component} returned {type(prompt).__name__}, not a Prompt")
     where = prompt.outside(shape)
     if where is not None:
-        raise PromptError(f"{component} put {where} outside the case's grid "
-                          f"{tuple(int(v) for v in shape)} (z, y, x)")
+        raise PromptError(
+            f"{component} put {where} outside the case's grid "
+            f"{tuple(int(v) for v in shape)} (z, y, x)"
+        )
     return prompt
 
 

@@ -102,8 +102,9 @@ class WorkerDied(RuntimeError):
 class SubprocessExecutor(Executor):
     """Runs submitted jobs, in order, in one Python subprocess started on first use."""
 
-    def __init__(self, preload: tuple[str, ...] = (), niceness: int = 0,
-                 restarts: bool = False) -> None:
+    def __init__(
+        self, preload: tuple[str, ...] = (), niceness: int = 0, restarts: bool = False
+    ) -> None:
         """``preload``: modules the worker imports as soon as it starts (those of the jobs).
         ``niceness``: added to the worker's scheduling niceness (Unix ``nice``): a worker whose
         jobs can wait yields the CPU to the processes that feed the model. ``restarts``: a job
@@ -129,8 +130,12 @@ class SubprocessExecutor(Executor):
             self._start()
 
     def _start(self) -> subprocess.Popen:
-        if (self._restarts and self._process is not None and self._spool is None
-                and self._process.poll() is not None):
+        if (
+            self._restarts
+            and self._process is not None
+            and self._spool is None
+            and self._process.poll() is not None
+        ):
             self._process = None  # it died and its answers are all read: start a fresh one
         if self._process is None:
             self._spool = spool_directory()
@@ -145,11 +150,15 @@ class SubprocessExecutor(Executor):
             environment.setdefault("OPENBLAS_NUM_THREADS", "1")
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "intrabench.engine.subprocess_executor", *self._preload],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment)
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=environment,
+            )
             for pipe in (self._process.stdin, self._process.stdout):
                 _widen(pipe)
-            self._reader = threading.Thread(target=self._read_answers, daemon=True,
-                                            name="intrabench-subprocess-answers")
+            self._reader = threading.Thread(
+                target=self._read_answers, daemon=True, name="intrabench-subprocess-answers"
+            )
             self._reader.start()
         return self._process
 
@@ -169,9 +178,13 @@ class SubprocessExecutor(Executor):
         except OSError as error:  # the spool is gone: the child has ended
             with self._lock:
                 self._pending.pop(job_id, None)
-            future.set_exception(WorkerDied(_ended(process) if process.poll() is not None
-                                            or _exits_soon(process)
-                                            else f"cannot hand the job to the worker: {error}"))
+            future.set_exception(
+                WorkerDied(
+                    _ended(process)
+                    if process.poll() is not None or _exits_soon(process)
+                    else f"cannot hand the job to the worker: {error}"
+                )
+            )
             return future
         with self._send_lock:
             try:
@@ -180,9 +193,13 @@ class SubprocessExecutor(Executor):
                 if parcel.path is not None:  # the child will never read it
                     discard(parcel.path)
                 with self._lock:
-                    self._fail_pending(WorkerDied(_ended(process) if process.poll() is not None
-                                                  or _exits_soon(process)
-                                                  else f"cannot reach the worker: {error}"))
+                    self._fail_pending(
+                        WorkerDied(
+                            _ended(process)
+                            if process.poll() is not None or _exits_soon(process)
+                            else f"cannot reach the worker: {error}"
+                        )
+                    )
         return future
 
     def _read_answers(self) -> None:
@@ -284,8 +301,10 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         try:  # large results (cases) through a file, as jobs
             answer = pack(value, spool, name, _INLINE_LIMIT)
         except (pickle.PicklingError, TypeError, AttributeError) as error:
-            ok, answer = False, pack(RuntimeError(f"{type(error).__name__}: {error}"),
-                                     spool, name, _INLINE_LIMIT)
+            ok, answer = (
+                False,
+                pack(RuntimeError(f"{type(error).__name__}: {error}"), spool, name, _INLINE_LIMIT),
+            )
         except OSError as error:
             ok, answer = False, _failure(spool, name, f"cannot write the answer: {error}")
         del value

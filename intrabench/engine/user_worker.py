@@ -96,8 +96,13 @@ def _meet(key: str, introduction: Introduction) -> None:
         _EPISODES.popitem(last=False)
 
 
-def answer(key: str, step: int, prediction: PackedMask | None, history: tuple[Prompt, ...],
-           introduction: Introduction | None = None) -> Answer:
+def answer(
+    key: str,
+    step: int,
+    prediction: PackedMask | None,
+    history: tuple[Prompt, ...],
+    introduction: Introduction | None = None,
+) -> Answer:
     """The prompt of ``step`` for episode ``key`` (see :func:`intrabench.engine.episode.ask_user`).
 
     ``introduction``: with the episode's first call. Raises :class:`UserNotLoadable` when this
@@ -111,8 +116,9 @@ def answer(key: str, step: int, prediction: PackedMask | None, history: tuple[Pr
     _EPISODES.move_to_end(key)
     if episode.user is None:
         raise UserNotLoadable(episode.problem)
-    call = UserCall(step=step, prediction=None if prediction is None else prediction.unpack(),
-                    history=history)
+    call = UserCall(
+        step=step, prediction=None if prediction is None else prediction.unpack(), history=history
+    )
     return ask_user(episode.user, _ground_truth(key, episode), call)
 
 

@@ -31,6 +31,7 @@ MIN_CASES_INTERVAL = 5
 #: what a table says where a number needs more cases
 TOO_FEW = "n too small"
 
+
 def fill_missing(rows: pd.DataFrame, metric: str, missing_value: float | None) -> pd.DataFrame:
     """``rows`` with NaN values of ``metric`` replaced by ``missing_value`` (None: unchanged)."""
     if missing_value is None or metric not in rows or not rows[metric].isna().any():
@@ -59,9 +60,14 @@ def per_dataset(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
     Seeds are averaged last (each seed is a full repetition of the benchmark).
     """
     cases = per_case(rows, metric)
-    classes = (cases.groupby(CONFIG_COLUMNS + ["dataset", "target_class"], dropna=False)[metric]
-               .mean().reset_index())
-    datasets = classes.groupby(CONFIG_COLUMNS + ["dataset"], dropna=False)[metric].mean().reset_index()
+    classes = (
+        cases.groupby(CONFIG_COLUMNS + ["dataset", "target_class"], dropna=False)[metric]
+        .mean()
+        .reset_index()
+    )
+    datasets = (
+        classes.groupby(CONFIG_COLUMNS + ["dataset"], dropna=False)[metric].mean().reset_index()
+    )
     keys = [c for c in CONFIG_COLUMNS if c != "seed"] + ["dataset"]
     return datasets.groupby(keys, dropna=False)[metric].mean().reset_index()
 
@@ -78,28 +84,45 @@ def dataset_means(episodes: pd.DataFrame, columns: Sequence[str]) -> pd.DataFram
     merged = None
     for column in columns:
         part = per_dataset(frame, column)
-        merged = part if merged is None else merged.merge(
-            part, on=["model", "prompter", "refiner", "step", "dataset"], how="outer")
+        merged = (
+            part
+            if merged is None
+            else merged.merge(
+                part, on=["model", "prompter", "refiner", "step", "dataset"], how="outer"
+            )
+        )
     assert merged is not None
-    average = (merged.groupby(["model", "prompter", "refiner", "step"], dropna=False)[columns]
-               .mean().reset_index().assign(dataset="Average"))
+    average = (
+        merged.groupby(["model", "prompter", "refiner", "step"], dropna=False)[columns]
+        .mean()
+        .reset_index()
+        .assign(dataset="Average")
+    )
     out = pd.concat([merged, average], ignore_index=True).drop(columns="step")
-    return out.sort_values(["model", "prompter", "refiner", "dataset"], kind="stable",
-                           ignore_index=True)
+    return out.sort_values(
+        ["model", "prompter", "refiner", "dataset"], kind="stable", ignore_index=True
+    )
 
 
 def effort_per_configuration(rows: pd.DataFrame) -> pd.DataFrame:
     """Mean cumulative effort per target, and the paper-style label, per configuration."""
     keys = [c for c in CONFIG_COLUMNS if c != "seed"]
     grouped = rows.groupby(keys, dropna=False)
-    return pd.DataFrame({
-        "mean_effort": grouped["cumulative_effort"].mean(),
-        "effort_label": grouped["effort_label"].first(),
-    }).reset_index()
+    return pd.DataFrame(
+        {
+            "mean_effort": grouped["cumulative_effort"].mean(),
+            "effort_label": grouped["effort_label"].first(),
+        }
+    ).reset_index()
 
 
-def summary_table(rows: pd.DataFrame, metric: str = "dice", steps: str = "final",
-                  scale: float = 100.0, missing_value: float | None = None) -> pd.DataFrame:
+def summary_table(
+    rows: pd.DataFrame,
+    metric: str = "dice",
+    steps: str = "final",
+    scale: float = 100.0,
+    missing_value: float | None = None,
+) -> pd.DataFrame:
     """One row per (model, prompter, refiner, step), one column per dataset, plus Average.
 
     ``steps``: "final" keeps step 0 and each episode's last step; "all" keeps every step.
@@ -114,8 +137,15 @@ def summary_table(rows: pd.DataFrame, metric: str = "dice", steps: str = "final"
         last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
         rows = rows[(rows["step"] == 0) | (rows["step"] == last)]
     scores = per_dataset(rows, metric)
-    wide = scores.pivot_table(index=["model", "prompter", "refiner", "step"], columns="dataset",
-                              values=metric, sort=True) * scale
+    wide = (
+        scores.pivot_table(
+            index=["model", "prompter", "refiner", "step"],
+            columns="dataset",
+            values=metric,
+            sort=True,
+        )
+        * scale
+    )
     datasets = list(wide.columns)
     wide["Average"] = wide.mean(axis=1)
     covered = average_over(wide[datasets])
@@ -136,8 +166,10 @@ def average_over(scores: pd.DataFrame) -> list[str] | None:
     present = scores.notna()
     if present.empty or (present.eq(present.iloc[0], axis=1)).all().all():
         return None
-    return [", ".join(str(c) for c, there in zip(scores.columns, row) if there)
-            for row in present.to_numpy()]
+    return [
+        ", ".join(str(c) for c, there in zip(scores.columns, row) if there)
+        for row in present.to_numpy()
+    ]
 
 
 def missing_counts(rows: pd.DataFrame, metric: str, keys: list[str]) -> pd.Series:
@@ -154,8 +186,11 @@ def merge_datasets(rows: pd.DataFrame, groups: Mapping[str, Sequence[str]]) -> p
     rows = rows.copy()
     for new, members in groups.items():
         chosen = rows["dataset"].isin(list(members))
-        rows.loc[chosen, "target_class"] = (rows.loc[chosen, "dataset"].astype(str) + "/"
-                                            + rows.loc[chosen, "target_class"].astype(str))
+        rows.loc[chosen, "target_class"] = (
+            rows.loc[chosen, "dataset"].astype(str)
+            + "/"
+            + rows.loc[chosen, "target_class"].astype(str)
+        )
         rows.loc[chosen, "dataset"] = new
     return rows
 
@@ -163,30 +198,40 @@ def merge_datasets(rows: pd.DataFrame, groups: Mapping[str, Sequence[str]]) -> p
 def case_class_matrix(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Cases x classes of one dataset and configuration: mean of ``metric`` over each case's
     targets of that class (and over seeds); NaN where a case has no target of a class."""
-    return rows.pivot_table(index="case", columns="target_class", values=metric, aggfunc="mean",
-                            dropna=False, sort=True)
+    return rows.pivot_table(
+        index="case", columns="target_class", values=metric, aggfunc="mean", dropna=False, sort=True
+    )
 
 
-def seed_case_class_matrices(rows: pd.DataFrame, metric: str,
-                             cases: Sequence[Any] | None = None,
-                             classes: Sequence[Any] | None = None,
-                             seeds: Sequence[Any] | None = None) -> np.ndarray:
+def seed_case_class_matrices(
+    rows: pd.DataFrame,
+    metric: str,
+    cases: Sequence[Any] | None = None,
+    classes: Sequence[Any] | None = None,
+    seeds: Sequence[Any] | None = None,
+) -> np.ndarray:
     """(seeds, cases, classes): :func:`case_class_matrix` of each seed on the same case and
     class axes (NaN where a seed has no value), seeds in ascending order. Rows without a
     ``seed`` column are one seed. ``cases``, ``classes``, ``seeds``: the axes to use (default:
     those of ``rows``), so that two sets of rows can be put on the same axes."""
     cases = sorted(rows["case"].unique(), key=str) if cases is None else list(cases)
-    classes = (sorted(rows["target_class"].unique(), key=str) if classes is None
-               else list(classes))
+    classes = sorted(rows["target_class"].unique(), key=str) if classes is None else list(classes)
     if "seed" not in rows:
         parts = {0: rows}
     else:
         parts = dict(iter(rows.groupby("seed", sort=True, dropna=False)))
     seeds = sorted(parts, key=str) if seeds is None else list(seeds)
     empty = np.full((len(cases), len(classes)), np.nan)
-    return np.stack([case_class_matrix(parts[seed], metric)
-                     .reindex(index=cases, columns=classes).to_numpy(dtype=np.float64)
-                     if seed in parts else empty for seed in seeds])
+    return np.stack(
+        [
+            case_class_matrix(parts[seed], metric)
+            .reindex(index=cases, columns=classes)
+            .to_numpy(dtype=np.float64)
+            if seed in parts
+            else empty
+            for seed in seeds
+        ]
+    )
 
 
 def dataset_score(matrix: np.ndarray) -> float:
@@ -239,14 +284,15 @@ def bootstrap_replicates(matrix: np.ndarray, n_boot: int = 1000, seed: int = 0) 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for start in range(0, n_boot, chunk):
-            drawn = matrices[:, indices[start:start + chunk]]  # (seeds, b, n_cases, n_classes)
+            drawn = matrices[:, indices[start : start + chunk]]  # (seeds, b, n_cases, n_classes)
             per_seed = np.nanmean(np.nanmean(drawn, axis=2), axis=2)  # (seeds, b)
-            scores[start:start + chunk] = np.nanmean(per_seed, axis=0)
+            scores[start : start + chunk] = np.nanmean(per_seed, axis=0)
     return scores
 
 
-def bootstrap_ci(matrix: np.ndarray, n_boot: int = 1000, confidence: float = 0.95,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    matrix: np.ndarray, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap CI of the dataset score (see :func:`bootstrap_replicates`)."""
     scores = bootstrap_replicates(matrix, n_boot=n_boot, seed=seed)
     if not np.isfinite(scores).any():
@@ -256,10 +302,15 @@ def bootstrap_ci(matrix: np.ndarray, n_boot: int = 1000, confidence: float = 0.9
     return float(low), float(high)
 
 
-def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
-                       config: Sequence[str] = ("model", "prompter", "refiner", "step"),
-                       n_boot: int = 1000, confidence: float = 0.95,
-                       seed: int = 0, missing_value: float | None = None) -> pd.DataFrame:
+def dataset_statistics(
+    rows: pd.DataFrame,
+    metric: str = "dice",
+    config: Sequence[str] = ("model", "prompter", "refiner", "step"),
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    missing_value: float | None = None,
+) -> pd.DataFrame:
     """Per (configuration, dataset): the paper's score and its spread over cases.
 
     Columns: ``mean`` (mean over classes of the mean over cases of case means: the paper's
@@ -284,30 +335,46 @@ def dataset_statistics(rows: pd.DataFrame, metric: str = "dice",
         # a bootstrap over 2 cases is the range of the two values, without a word: below
         # MIN_CASES_INTERVAL cases no interval (NaN; ``ci_note`` says "n too small")
         enough = per_case_scores.size >= MIN_CASES_INTERVAL
-        low, high = (bootstrap_ci(matrix, n_boot=n_boot, confidence=confidence, seed=seed)
-                     if enough else (float("nan"), float("nan")))
+        low, high = (
+            bootstrap_ci(matrix, n_boot=n_boot, confidence=confidence, seed=seed)
+            if enough
+            else (float("nan"), float("nan"))
+        )
         record = dict(zip(config + ["dataset"], identity))
-        record.update({
-            "metric": metric,
-            "mean": dataset_score(matrix),
-            "median": float(np.median(per_case_scores)) if per_case_scores.size else float("nan"),
-            "std": float(np.std(per_case_scores, ddof=1)) if per_case_scores.size > 1 else float("nan"),
-            "q1": float(np.quantile(per_case_scores, 0.25)) if per_case_scores.size else float("nan"),
-            "q3": float(np.quantile(per_case_scores, 0.75)) if per_case_scores.size else float("nan"),
-            "ci_low": low,
-            "ci_high": high,
-            "ci_note": "" if enough else f"{TOO_FEW} (at least {MIN_CASES_INTERVAL} cases)",
-            "n_cases": int(matrix.shape[1]),
-            "n_targets": count_targets(group),
-            "n_values": int(group[metric].notna().sum()),
-            "n_missing": n_missing,
-        })
+        record.update(
+            {
+                "metric": metric,
+                "mean": dataset_score(matrix),
+                "median": float(np.median(per_case_scores))
+                if per_case_scores.size
+                else float("nan"),
+                "std": float(np.std(per_case_scores, ddof=1))
+                if per_case_scores.size > 1
+                else float("nan"),
+                "q1": float(np.quantile(per_case_scores, 0.25))
+                if per_case_scores.size
+                else float("nan"),
+                "q3": float(np.quantile(per_case_scores, 0.75))
+                if per_case_scores.size
+                else float("nan"),
+                "ci_low": low,
+                "ci_high": high,
+                "ci_note": "" if enough else f"{TOO_FEW} (at least {MIN_CASES_INTERVAL} cases)",
+                "n_cases": int(matrix.shape[1]),
+                "n_targets": count_targets(group),
+                "n_values": int(group[metric].notna().sum()),
+                "n_missing": n_missing,
+            }
+        )
         records.append(record)
     return pd.DataFrame.from_records(records)
 
 
-def per_case_table(rows: pd.DataFrame, metric: str = "dice",
-                   config: Sequence[str] = ("model", "prompter", "refiner", "step")) -> pd.DataFrame:
+def per_case_table(
+    rows: pd.DataFrame,
+    metric: str = "dice",
+    config: Sequence[str] = ("model", "prompter", "refiner", "step"),
+) -> pd.DataFrame:
     """One row per (configuration, dataset, case): the case score (per seed, the mean over its
     classes of the mean over that class's targets; then the mean over seeds: the definition
     every aggregate follows, see :func:`case_scores`), the number of targets and the case's
@@ -322,9 +389,15 @@ def per_case_table(rows: pd.DataFrame, metric: str = "dice",
         targets = by_case["target"].nunique()
         classes = by_case["target_class"].agg(lambda c: ", ".join(sorted(set(map(str, c)))))
         for case, score in zip(cases, scores):
-            records.append({**dict(zip(config + ["dataset"], identity)), "case": case,
-                            metric: float(score), "targets": int(targets[case]),
-                            "classes": classes[case]})
+            records.append(
+                {
+                    **dict(zip(config + ["dataset"], identity)),
+                    "case": case,
+                    metric: float(score),
+                    "targets": int(targets[case]),
+                    "classes": classes[case],
+                }
+            )
     columns = config + ["dataset", "case", metric, "targets", "classes"]
     return pd.DataFrame.from_records(records, columns=columns)
 
@@ -337,8 +410,14 @@ def to_markdown(table: pd.DataFrame, digits: int = 2) -> str:
     if table.empty:
         return "(no results)"
     header = [escaped(c) for c in table.columns]
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(table[c]) else "---" for c in table.columns) + "|"]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|"
+        + "|".join(
+            "---:" if pd.api.types.is_numeric_dtype(table[c]) else "---" for c in table.columns
+        )
+        + "|",
+    ]
     for _, row in table.iterrows():
         cells = []
         for value in row:

@@ -70,8 +70,12 @@ def _surface_elements(mask: np.ndarray) -> np.ndarray:
     return ndimage.correlate(padded.astype(np.int32), kernel, mode="constant", cval=0)
 
 
-def surfel_nsd(prediction: np.ndarray, ground_truth: np.ndarray, spacing: Sequence[float],
-               tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM) -> float:
+def surfel_nsd(
+    prediction: np.ndarray,
+    ground_truth: np.ndarray,
+    spacing: Sequence[float],
+    tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM,
+) -> float:
     """DeepMind's area-weighted normalised surface Dice of two boolean (z, y, x) masks.
 
     ``spacing``: mm, (z, y, x). Surface elements sit at voxel corners: every 2x2x2 window whose
@@ -98,15 +102,19 @@ def surfel_nsd(prediction: np.ndarray, ground_truth: np.ndarray, spacing: Sequen
     pred_to_gt = nearest_distances(border_pred, border_gt, sampling)
     gt_to_pred = nearest_distances(border_gt, border_pred, sampling)
     area_pred, area_gt = areas[codes_pred[border_pred]], areas[codes_gt[border_gt]]
-    within = (np.sum(area_pred[pred_to_gt <= tolerance_mm])
-              + np.sum(area_gt[gt_to_pred <= tolerance_mm]))
+    within = np.sum(area_pred[pred_to_gt <= tolerance_mm]) + np.sum(
+        area_gt[gt_to_pred <= tolerance_mm]
+    )
     return float(within / (np.sum(area_pred) + np.sum(area_gt)))
 
 
-def step_metrics_cvpr25(prediction: np.ndarray, ground_truth: np.ndarray,
-                        spacing: Sequence[float],
-                        nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM,
-                        with_surface: bool = True) -> dict[str, float]:
+def step_metrics_cvpr25(
+    prediction: np.ndarray,
+    ground_truth: np.ndarray,
+    spacing: Sequence[float],
+    nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM,
+    with_surface: bool = True,
+) -> dict[str, float]:
     """:func:`intrabench.evaluation.metrics.step_metrics` with ``nsd`` the challenge's surface-element NSD
     (:func:`surfel_nsd`); every other column is unchanged (``with_surface=False``: NaN, as there)."""
     cropped = crop_pair(prediction, ground_truth, margin=1)  # once: both measures use it
@@ -142,10 +150,15 @@ def image_table(rows: pd.DataFrame) -> pd.DataFrame:
     # summation order decides the last bit, and the last bit decides the 0.2 rule
     order = [c for c in ("target_label", "target_number") if c in rows] or ["target"]
     rows = rows.sort_values(order, kind="stable")
-    per_step = (rows.groupby(keys + ["step"], sort=True, dropna=False)
-                .agg(dsc=("dice", challenge_mean), nsd=("nsd", challenge_mean),
-                     num_class=("target", "nunique"))
-                .reset_index())
+    per_step = (
+        rows.groupby(keys + ["step"], sort=True, dropna=False)
+        .agg(
+            dsc=("dice", challenge_mean),
+            nsd=("nsd", challenge_mean),
+            num_class=("target", "nunique"),
+        )
+        .reset_index()
+    )
     per_step["nsd"] = cvpr_nsd(per_step["dsc"], per_step["nsd"])  # the rule, per image
     records = []
     for identity, image in per_step.groupby(keys, sort=True, dropna=False):
@@ -157,12 +170,14 @@ def image_table(rows: pd.DataFrame) -> pd.DataFrame:
         for step, (d, n) in enumerate(zip(dsc, nsd), start=1):
             record[f"DSC_{step}"] = float(d)
             record[f"NSD_{step}"] = float(n)
-        record.update({
-            "DSC_AUC": auc(dsc),
-            "NSD_AUC": auc(nsd),
-            "DSC_Final": float(dsc[-1]),
-            "NSD_Final": float(nsd[-1]),
-        })
+        record.update(
+            {
+                "DSC_AUC": auc(dsc),
+                "NSD_AUC": auc(nsd),
+                "DSC_Final": float(dsc[-1]),
+                "NSD_Final": float(nsd[-1]),
+            }
+        )
         records.append(record)
     return pd.DataFrame.from_records(records)
 

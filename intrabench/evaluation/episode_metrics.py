@@ -107,12 +107,20 @@ def summarize_episode(steps: pd.DataFrame) -> dict[str, float | int | bool | str
         index = first_reaching(dice, threshold)
         out[f"reached_dice_{_key(threshold)}"] = index is not None
         out[f"steps_to_dice_{_key(threshold)}"] = float("nan") if index is None else float(index)
-        out[f"effort_to_dice_{_key(threshold)}"] = float("nan") if index is None else float(effort[index])
+        out[f"effort_to_dice_{_key(threshold)}"] = (
+            float("nan") if index is None else float(effort[index])
+        )
     if "model_seconds" in steps:
         seconds = steps["model_seconds"].to_numpy(dtype=np.float64)
-        called = ~steps["converged"].to_numpy(dtype=bool) if "converged" in steps else np.ones(len(steps), bool)
+        called = (
+            ~steps["converged"].to_numpy(dtype=bool)
+            if "converged" in steps
+            else np.ones(len(steps), bool)
+        )
         out["model_seconds_total"] = float(np.nansum(seconds))
-        out["model_seconds_per_step"] = float(np.nanmean(seconds[called])) if called.any() else float("nan")
+        out["model_seconds_per_step"] = (
+            float(np.nanmean(seconds[called])) if called.any() else float("nan")
+        )
     return out
 
 
@@ -144,8 +152,11 @@ def episode_table(rows: pd.DataFrame) -> pd.DataFrame:
         clicks = is_click.groupby(episode_id).sum().to_numpy()
         first_click = values.where(is_click).groupby(episode_id).first().to_numpy()
         area = np.where(clicks == 0, np.nan, area)
-        normalised = np.where(clicks <= 1, np.where(clicks == 1, first_click, np.nan),
-                              area / np.maximum(clicks - 1, 1))
+        normalised = np.where(
+            clicks <= 1,
+            np.where(clicks == 1, first_click, np.nan),
+            area / np.maximum(clicks - 1, 1),
+        )
         return pd.Series(area, index=out.index), pd.Series(normalised, index=out.index)
 
     dice = rows["dice"].astype(float)
@@ -165,17 +176,25 @@ def episode_table(rows: pd.DataFrame) -> pd.DataFrame:
         out[f"reached_dice_{_key(threshold)}"] = step.notna()
         out[f"steps_to_dice_{_key(threshold)}"] = step
         out[f"effort_to_dice_{_key(threshold)}"] = (
-            first_hit["cumulative_effort"].astype(float).reindex(out.index))
+            first_hit["cumulative_effort"].astype(float).reindex(out.index)
+        )
     if "model_seconds" in rows:
         seconds = rows["model_seconds"].astype(float)
-        called = (~rows["converged"].astype(bool)) if "converged" in rows else pd.Series(True, index=rows.index)
+        called = (
+            (~rows["converged"].astype(bool))
+            if "converged" in rows
+            else pd.Series(True, index=rows.index)
+        )
         out["model_seconds_total"] = seconds.groupby(episode_id).sum(min_count=0).to_numpy()
         out["model_seconds_per_step"] = seconds.where(called).groupby(episode_id).mean().to_numpy()
     return out.reset_index()
 
 
-def success_summary(episodes: pd.DataFrame, threshold: float = 0.8,
-                    by: Sequence[str] = ("model", "prompter", "refiner")) -> pd.DataFrame:
+def success_summary(
+    episodes: pd.DataFrame,
+    threshold: float = 0.8,
+    by: Sequence[str] = ("model", "prompter", "refiner"),
+) -> pd.DataFrame:
     """Interactions to reach Dice >= ``threshold``, per configuration, counting failures.
 
     Columns: ``episodes``; ``success_rate`` (fraction that reached it); ``median_effort`` (median
@@ -189,12 +208,16 @@ def success_summary(episodes: pd.DataFrame, threshold: float = 0.8,
         reached = np.isfinite(effort)
         counted = np.where(reached, effort, np.inf)
         record = dict(zip(by, identity if isinstance(identity, tuple) else (identity,)))
-        record.update({
-            "threshold": threshold,
-            "episodes": int(len(effort)),
-            "success_rate": float(reached.mean()) if len(effort) else float("nan"),
-            "median_effort": float(np.median(counted)) if len(effort) else float("nan"),
-            "mean_effort_successes": float(effort[reached].mean()) if reached.any() else float("nan"),
-        })
+        record.update(
+            {
+                "threshold": threshold,
+                "episodes": int(len(effort)),
+                "success_rate": float(reached.mean()) if len(effort) else float("nan"),
+                "median_effort": float(np.median(counted)) if len(effort) else float("nan"),
+                "mean_effort_successes": float(effort[reached].mean())
+                if reached.any()
+                else float("nan"),
+            }
+        )
         records.append(record)
     return pd.DataFrame.from_records(records)

@@ -62,14 +62,20 @@ _FROZEN_BOXES: dict[int, tuple[weakref.ref, tuple[slice, ...] | None]] = {}
 
 def _is_frozen(mask: object) -> bool:
     """A boolean array that owns its data and cannot be written: its box cannot change."""
-    return (isinstance(mask, np.ndarray) and mask.dtype == bool and mask.base is None
-            and not mask.flags.writeable)
+    return (
+        isinstance(mask, np.ndarray)
+        and mask.dtype == bool
+        and mask.base is None
+        and not mask.flags.writeable
+    )
 
 
 def _remember(mask: np.ndarray, box: tuple[slice, ...] | None) -> None:
     key = id(mask)
-    _FROZEN_BOXES[key] = (weakref.ref(mask, lambda _ref, key=key: _FROZEN_BOXES.pop(key, None)),
-                          box)
+    _FROZEN_BOXES[key] = (
+        weakref.ref(mask, lambda _ref, key=key: _FROZEN_BOXES.pop(key, None)),
+        box,
+    )
 
 
 def freeze_with_box(mask: np.ndarray, box: tuple[slice, ...] | None) -> np.ndarray:
@@ -127,8 +133,9 @@ def _measure_box(mask: np.ndarray) -> tuple[slice, ...] | None:
     return tuple(bounds)
 
 
-def bounding_box_within(mask: np.ndarray,
-                        region: tuple[slice, ...] | None) -> tuple[slice, ...] | None:
+def bounding_box_within(
+    mask: np.ndarray, region: tuple[slice, ...] | None
+) -> tuple[slice, ...] | None:
     """Bounding box of ``mask`` when all its True voxels lie in ``region`` (slices with explicit
     starts; None: the mask is empty): reads the region only."""
     inner = None if region is None else _measure_box(mask[region])
@@ -147,8 +154,10 @@ def union_of_boxes(boxes: Iterable[tuple[slice, ...] | None]) -> tuple[slice, ..
     present = [b for b in boxes if b is not None]
     if not present:
         return None
-    return tuple(slice(min(b[a].start for b in present), max(b[a].stop for b in present))
-                 for a in range(len(present[0])))
+    return tuple(
+        slice(min(b[a].start for b in present), max(b[a].stop for b in present))
+        for a in range(len(present[0]))
+    )
 
 
 def masks_equal(first: np.ndarray, second: np.ndarray) -> bool:
@@ -160,8 +169,9 @@ def masks_equal(first: np.ndarray, second: np.ndarray) -> bool:
     return box is None or bool(np.array_equal(first[box], second[box]))
 
 
-def crop_pair(prediction: np.ndarray, ground_truth: np.ndarray,
-              margin: int = 1) -> tuple[np.ndarray, np.ndarray] | None:
+def crop_pair(
+    prediction: np.ndarray, ground_truth: np.ndarray, margin: int = 1
+) -> tuple[np.ndarray, np.ndarray] | None:
     """Both masks cropped to the bounding box of their union and zero-padded by ``margin``.
 
     Returns None when both are empty. Padding (rather than widening the crop) keeps objects
@@ -171,8 +181,10 @@ def crop_pair(prediction: np.ndarray, ground_truth: np.ndarray,
     if box is None:
         return None
     pad = [(margin, margin)] * prediction.ndim
-    return (np.pad(np.asarray(prediction[box], dtype=bool), pad),
-            np.pad(np.asarray(ground_truth[box], dtype=bool), pad))
+    return (
+        np.pad(np.asarray(prediction[box], dtype=bool), pad),
+        np.pad(np.asarray(ground_truth[box], dtype=bool), pad),
+    )
 
 
 def surface(mask: np.ndarray) -> np.ndarray:
@@ -194,8 +206,9 @@ def surface(mask: np.ndarray) -> np.ndarray:
     return mask & ~interior
 
 
-def surface_distances(prediction: np.ndarray, ground_truth: np.ndarray,
-                      spacing: Spacing) -> tuple[np.ndarray, np.ndarray] | None:
+def surface_distances(
+    prediction: np.ndarray, ground_truth: np.ndarray, spacing: Spacing
+) -> tuple[np.ndarray, np.ndarray] | None:
     """(prediction-surface -> ground-truth-surface, ground-truth-surface -> prediction-surface)
     distances in mm, one per surface voxel; None if either mask is empty.
 
@@ -209,8 +222,10 @@ def surface_distances(prediction: np.ndarray, ground_truth: np.ndarray,
         return None
     sampling = np.asarray(spacing, dtype=np.float64)
     pred_surface, gt_surface = surface(pred), surface(gt)
-    return (nearest_distances(pred_surface, gt_surface, sampling),
-            nearest_distances(gt_surface, pred_surface, sampling))
+    return (
+        nearest_distances(pred_surface, gt_surface, sampling),
+        nearest_distances(gt_surface, pred_surface, sampling),
+    )
 
 
 def confusion(prediction: np.ndarray, ground_truth: np.ndarray) -> tuple[int, int, int]:
@@ -266,9 +281,12 @@ def _hd95(distances: tuple[np.ndarray, np.ndarray]) -> float:
     return value if np.isfinite(value) else float("nan")
 
 
-def normalized_surface_dice(prediction: np.ndarray, ground_truth: np.ndarray,
-                            spacing: Spacing,
-                            tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM) -> float:
+def normalized_surface_dice(
+    prediction: np.ndarray,
+    ground_truth: np.ndarray,
+    spacing: Spacing,
+    tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM,
+) -> float:
     """NSD = (|{p in S_P: d(p, S_G) <= tau}| + |{g in S_G: d(g, S_P) <= tau}|) / (|S_P| + |S_G|).
 
     ``S_P``, ``S_G``: surface voxels (see :func:`surface`), ``d``: Euclidean distance in mm with
@@ -281,8 +299,9 @@ def normalized_surface_dice(prediction: np.ndarray, ground_truth: np.ndarray,
     return _nsd(distances, tolerance_mm)
 
 
-def hausdorff_distance_95(prediction: np.ndarray, ground_truth: np.ndarray,
-                          spacing: Spacing) -> float:
+def hausdorff_distance_95(
+    prediction: np.ndarray, ground_truth: np.ndarray, spacing: Spacing
+) -> float:
     """Symmetric 95th-percentile Hausdorff distance in mm (MONAI's definition): the larger of
     the 95th percentiles (linear interpolation) of the two directed surface-distance sets.
     NaN if either mask is empty."""
@@ -317,8 +336,10 @@ def step_metrics(
         elif with_surface:
             sampling = np.asarray(spacing, dtype=np.float64)
             pred_surface, gt_surface = surface(pred), surface(gt)
-            distances = (nearest_distances(pred_surface, gt_surface, sampling),
-                         nearest_distances(gt_surface, pred_surface, sampling))
+            distances = (
+                nearest_distances(pred_surface, gt_surface, sampling),
+                nearest_distances(gt_surface, pred_surface, sampling),
+            )
             nsd = _nsd(distances, nsd_tolerance_mm)
             hd95 = _hd95(distances)
     return {

@@ -95,24 +95,31 @@ def dataset_cells(rows: pd.DataFrame, metric: str, config: Sequence[str]) -> lis
             identity = identity if isinstance(identity, tuple) else (identity,)
             configs.append(identity)
             values.append(seed_case_class_matrices(group, metric, cases, classes, seeds))
-            keys = zip(group["seed"] if "seed" in group else [0] * len(group),
-                       group["case"], group["target"], group[metric].notna())
+            keys = zip(
+                group["seed"] if "seed" in group else [0] * len(group),
+                group["case"],
+                group["target"],
+                group[metric].notna(),
+            )
             targets.append(frozenset((s, c, t) for s, c, t, ok in keys if ok))
         out.append(DatasetCells(str(dataset), configs, cases, np.stack(values), targets))
     return out
 
 
-def _restricted(rows: pd.DataFrame, metric: str, config: Sequence[str], cells: DatasetCells,
-                a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+def _restricted(
+    rows: pd.DataFrame, metric: str, config: Sequence[str], cells: DatasetCells, a: int, b: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The cells of configurations ``a`` and ``b`` recomputed on the targets both scored
     (an incomplete run: one of them lacks targets the other has)."""
     shared = cells.targets[a] & cells.targets[b]
     part = rows[rows["dataset"].astype(str) == cells.dataset]
-    key = list(zip(part["seed"] if "seed" in part else [0] * len(part), part["case"],
-                   part["target"]))
+    key = list(
+        zip(part["seed"] if "seed" in part else [0] * len(part), part["case"], part["target"])
+    )
     part = part[[k in shared for k in key]]
-    classes = sorted(rows.loc[rows["dataset"].astype(str) == cells.dataset, "target_class"]
-                     .unique(), key=str)
+    classes = sorted(
+        rows.loc[rows["dataset"].astype(str) == cells.dataset, "target_class"].unique(), key=str
+    )
     seeds = sorted(part["seed"].unique(), key=str) if "seed" in part else None
     chosen = []
     for index in (a, b):
@@ -200,16 +207,23 @@ def _interval(draws: np.ndarray, n_cases: int, confidence: float) -> tuple[float
     return float(low), float(high)
 
 
-def _pairs_of(configs: list[tuple], pairs: Sequence[tuple[tuple, tuple]] | None
-              ) -> list[tuple[tuple, tuple]]:
+def _pairs_of(
+    configs: list[tuple], pairs: Sequence[tuple[tuple, tuple]] | None
+) -> list[tuple[tuple, tuple]]:
     if pairs is not None:
         return [(tuple(a), tuple(b)) for a, b in pairs]
     ordered = sorted(configs, key=lambda c: tuple(map(str, c)))
-    return [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:]]
+    return [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
 
 
-def _pair_cells(rows: pd.DataFrame, metric: str, config: list[str],
-                pairs: Sequence[tuple[tuple, tuple]] | None, n_boot: int, seed: int):
+def _pair_cells(
+    rows: pd.DataFrame,
+    metric: str,
+    config: list[str],
+    pairs: Sequence[tuple[tuple, tuple]] | None,
+    n_boot: int,
+    seed: int,
+):
     """Per dataset (sorted; dataset ``i`` resampled with seed ``seed + i``), per pair present
     there: (dataset cells, A, B, A's cells, B's cells on the cells both have, the resampled
     dataset differences (n_boot,))."""
@@ -233,11 +247,16 @@ def _pair_cells(rows: pd.DataFrame, metric: str, config: list[str],
             yield cells, a, b, va, vb, pair_draws
 
 
-def paired_comparisons(rows: pd.DataFrame, metric: str = "dice",
-                       config: Sequence[str] = CONFIG,
-                       pairs: Sequence[tuple[tuple, tuple]] | None = None,
-                       n_boot: int = 2000, confidence: float = 0.95, seed: int = 0,
-                       final: bool = True) -> pd.DataFrame:
+def paired_comparisons(
+    rows: pd.DataFrame,
+    metric: str = "dice",
+    config: Sequence[str] = CONFIG,
+    pairs: Sequence[tuple[tuple, tuple]] | None = None,
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    final: bool = True,
+) -> pd.DataFrame:
     """Every pair of configurations (or the ``pairs`` given, each (A, B)) per dataset and
     ``Overall``; see the module's docstring. ``rows``: result rows (``final``: keep each
     episode's last step first). Values in the metric's own scale (0-1 for Dice). Dataset ``i``
@@ -259,8 +278,18 @@ def paired_comparisons(rows: pd.DataFrame, metric: str = "dice",
         if case_diff.size == 0:
             continue
         low, high = _interval(draws, case_diff.size, confidence)
-        record = _record(a, b, config, cells.dataset, dataset_score(va), dataset_score(vb),
-                         dataset_score(difference), low, high, case_diff)
+        record = _record(
+            a,
+            b,
+            config,
+            cells.dataset,
+            dataset_score(va),
+            dataset_score(vb),
+            dataset_score(difference),
+            low,
+            high,
+            case_diff,
+        )
         records.append(record)
         overall.setdefault((a, b), []).append((record, draws, case_diff))
     for (a, b), parts in overall.items():
@@ -269,8 +298,9 @@ def paired_comparisons(rows: pd.DataFrame, metric: str = "dice",
         draws = np.mean(np.stack([p[1] for p in parts]), axis=0)
         case_diff = np.concatenate([p[2] for p in parts])
         low, high = _interval(draws, case_diff.size, confidence)
-        means = [float(np.mean([p[0][k] for p in parts]))
-                 for k in ("score_A", "score_B", "difference")]
+        means = [
+            float(np.mean([p[0][k] for p in parts])) for k in ("score_A", "score_B", "difference")
+        ]
         records.append(_record(a, b, config, OVERALL, *means, low, high, case_diff))
     table = pd.DataFrame.from_records(records, columns=_columns(config))
     for _, scope in table.groupby("dataset", sort=False):
@@ -278,9 +308,13 @@ def paired_comparisons(rows: pd.DataFrame, metric: str = "dice",
     return table
 
 
-def paired_cases(rows: pd.DataFrame, metric: str = "dice", config: Sequence[str] = CONFIG,
-                 pairs: Sequence[tuple[tuple, tuple]] | None = None,
-                 final: bool = True) -> pd.DataFrame:
+def paired_cases(
+    rows: pd.DataFrame,
+    metric: str = "dice",
+    config: Sequence[str] = CONFIG,
+    pairs: Sequence[tuple[tuple, tuple]] | None = None,
+    final: bool = True,
+) -> pd.DataFrame:
     """Per pair, dataset and case the two case scores and their difference (``A``, ``B``,
     ``dataset``, ``case``, ``score_A``, ``score_B``, ``difference``): what the signed-rank
     test of :func:`paired_comparisons` ranks."""
@@ -288,29 +322,74 @@ def paired_cases(rows: pd.DataFrame, metric: str = "dice", config: Sequence[str]
     rows = final_step_rows(rows, config) if final else rows
     records = []
     for cells, a, b, va, vb, _ in _pair_cells(rows, metric, config, pairs, 1, 0):
-        for case, sa, sb, d in zip(cells.cases, case_scores(va), case_scores(vb),
-                                   case_scores(vb - va)):
+        for case, sa, sb, d in zip(
+            cells.cases, case_scores(va), case_scores(vb), case_scores(vb - va)
+        ):
             if np.isfinite(d):
-                records.append({"A": config_label(a), "B": config_label(b),
-                                "dataset": cells.dataset, "case": case, "score_A": float(sa),
-                                "score_B": float(sb), "difference": float(d)})
+                records.append(
+                    {
+                        "A": config_label(a),
+                        "B": config_label(b),
+                        "dataset": cells.dataset,
+                        "case": case,
+                        "score_A": float(sa),
+                        "score_B": float(sb),
+                        "difference": float(d),
+                    }
+                )
     return pd.DataFrame.from_records(
-        records, columns=["A", "B", "dataset", "case", "score_A", "score_B", "difference"])
+        records, columns=["A", "B", "dataset", "case", "score_A", "score_B", "difference"]
+    )
 
 
 def _columns(config: Sequence[str]) -> list[str]:
-    return (["A", "B", "dataset", "score_A", "score_B", "difference", "ci_low", "ci_high",
-             "n_cases", "b_better", "p", "p_holm", "rank_biserial"]
-            + [f"A_{c}" for c in config] + [f"B_{c}" for c in config])
+    return (
+        [
+            "A",
+            "B",
+            "dataset",
+            "score_A",
+            "score_B",
+            "difference",
+            "ci_low",
+            "ci_high",
+            "n_cases",
+            "b_better",
+            "p",
+            "p_holm",
+            "rank_biserial",
+        ]
+        + [f"A_{c}" for c in config]
+        + [f"B_{c}" for c in config]
+    )
 
 
-def _record(a: tuple, b: tuple, config: Sequence[str], dataset: str, score_a: float,
-            score_b: float, difference: float, low: float, high: float,
-            case_diff: np.ndarray) -> dict:
-    return {"A": config_label(a), "B": config_label(b), "dataset": dataset,
-            "score_A": score_a, "score_B": score_b, "difference": difference,
-            "ci_low": low, "ci_high": high, "n_cases": int(case_diff.size),
-            "b_better": int(np.sum(case_diff > 0)), "p": signed_rank_p(case_diff),
-            "p_holm": float("nan"), "rank_biserial": rank_biserial(case_diff),
-            **{f"A_{c}": v for c, v in zip(config, a)},
-            **{f"B_{c}": v for c, v in zip(config, b)}}
+def _record(
+    a: tuple,
+    b: tuple,
+    config: Sequence[str],
+    dataset: str,
+    score_a: float,
+    score_b: float,
+    difference: float,
+    low: float,
+    high: float,
+    case_diff: np.ndarray,
+) -> dict:
+    return {
+        "A": config_label(a),
+        "B": config_label(b),
+        "dataset": dataset,
+        "score_A": score_a,
+        "score_B": score_b,
+        "difference": difference,
+        "ci_low": low,
+        "ci_high": high,
+        "n_cases": int(case_diff.size),
+        "b_better": int(np.sum(case_diff > 0)),
+        "p": signed_rank_p(case_diff),
+        "p_holm": float("nan"),
+        "rank_biserial": rank_biserial(case_diff),
+        **{f"A_{c}": v for c, v in zip(config, a)},
+        **{f"B_{c}": v for c, v in zip(config, b)},
+    }

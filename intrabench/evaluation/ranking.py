@@ -60,10 +60,15 @@ class RankDistribution:
     scores: np.ndarray = field(default_factory=lambda: np.empty(0))
 
 
-def rank_distributions(rows: pd.DataFrame, metric: str = "dice",
-                       config: Sequence[str] = CONFIG, n_boot: int = 1000, seed: int = 0,
-                       higher_is_better: bool = True, final: bool = True
-                       ) -> list[RankDistribution]:
+def rank_distributions(
+    rows: pd.DataFrame,
+    metric: str = "dice",
+    config: Sequence[str] = CONFIG,
+    n_boot: int = 1000,
+    seed: int = 0,
+    higher_is_better: bool = True,
+    final: bool = True,
+) -> list[RankDistribution]:
     """A :class:`RankDistribution` per dataset (sorted) and one ``Overall`` (see the module's
     docstring); ``rows``: result rows (``final``: each episode's last step first)."""
     config = [c for c in config if c in rows]
@@ -75,52 +80,78 @@ def rank_distributions(rows: pd.DataFrame, metric: str = "dice",
         observed = np.array([dataset_score(v) for v in cells.values])
         draws = resampled_scores(cells.values, case_weights(len(cells.cases), n_boot, seed + index))
         n_cases = len(cells.cases)
-        scopes.append(RankDistribution(
-            cells.dataset, [config_label(c) for c in cells.configs],
-            ranks_of(observed, higher_is_better),
-            ranks_of(draws, higher_is_better) if n_cases >= MIN_CASES_INTERVAL else None,
-            n_cases, list(cells.configs), observed))
-        per_dataset.append(({c: i for i, c in enumerate(cells.configs)}, draws, n_cases,
-                            observed))
+        scopes.append(
+            RankDistribution(
+                cells.dataset,
+                [config_label(c) for c in cells.configs],
+                ranks_of(observed, higher_is_better),
+                ranks_of(draws, higher_is_better) if n_cases >= MIN_CASES_INTERVAL else None,
+                n_cases,
+                list(cells.configs),
+                observed,
+            )
+        )
+        per_dataset.append(({c: i for i, c in enumerate(cells.configs)}, draws, n_cases, observed))
     if len(per_dataset) > 1:
-        everywhere = sorted(set.intersection(*(set(p[0]) for p in per_dataset)),
-                            key=lambda c: tuple(map(str, c)))
+        everywhere = sorted(
+            set.intersection(*(set(p[0]) for p in per_dataset)), key=lambda c: tuple(map(str, c))
+        )
         if len(everywhere) > 1:
             draws = np.mean([p[1][[p[0][c] for c in everywhere]] for p in per_dataset], axis=0)
             observed = np.mean([p[3][[p[0][c] for c in everywhere]] for p in per_dataset], axis=0)
             n_cases = sum(p[2] for p in per_dataset)
-            scopes.append(RankDistribution(
-                OVERALL, [config_label(c) for c in everywhere], ranks_of(observed, higher_is_better),
-                ranks_of(draws, higher_is_better) if n_cases >= MIN_CASES_INTERVAL else None,
-                n_cases, everywhere, observed))
+            scopes.append(
+                RankDistribution(
+                    OVERALL,
+                    [config_label(c) for c in everywhere],
+                    ranks_of(observed, higher_is_better),
+                    ranks_of(draws, higher_is_better) if n_cases >= MIN_CASES_INTERVAL else None,
+                    n_cases,
+                    everywhere,
+                    observed,
+                )
+            )
     return scopes
 
 
-def rank_table(scopes: Sequence[RankDistribution], config: Sequence[str] = CONFIG
-               ) -> pd.DataFrame:
+def rank_table(scopes: Sequence[RankDistribution], config: Sequence[str] = CONFIG) -> pd.DataFrame:
     """One row per scope and configuration: ``score``, ``rank`` (on the cases as they are),
     ``median_rank``, ``rank_low``/``rank_high`` (95% interval), ``rank1_share`` (share of
     resamples at rank 1), ``n_cases``, ``n_boot``; sorted by scope then rank."""
     records = []
     for scope in scopes:
         for i, label in enumerate(scope.configs):
-            record = {"dataset": scope.scope, "configuration": label,
-                      **dict(zip(config, scope.identities[i] if scope.identities else ())),
-                      "score": float(scope.scores[i]) if scope.scores.size else float("nan"),
-                      "rank": int(scope.observed[i]), "median_rank": float("nan"),
-                      "rank_low": float("nan"), "rank_high": float("nan"),
-                      "rank1_share": float("nan"), "n_cases": scope.n_cases, "n_boot": 0}
+            record = {
+                "dataset": scope.scope,
+                "configuration": label,
+                **dict(zip(config, scope.identities[i] if scope.identities else ())),
+                "score": float(scope.scores[i]) if scope.scores.size else float("nan"),
+                "rank": int(scope.observed[i]),
+                "median_rank": float("nan"),
+                "rank_low": float("nan"),
+                "rank_high": float("nan"),
+                "rank1_share": float("nan"),
+                "n_cases": scope.n_cases,
+                "n_boot": 0,
+            }
             if scope.resampled is not None:
                 ranks = scope.resampled[i]
                 low, high = np.quantile(ranks, [0.025, 0.975])
-                record.update(median_rank=float(np.median(ranks)), rank_low=float(low),
-                              rank_high=float(high), rank1_share=float(np.mean(ranks == 1)),
-                              n_boot=int(ranks.size))
+                record.update(
+                    median_rank=float(np.median(ranks)),
+                    rank_low=float(low),
+                    rank_high=float(high),
+                    rank1_share=float(np.mean(ranks == 1)),
+                    n_boot=int(ranks.size),
+                )
             records.append(record)
     table = pd.DataFrame.from_records(records)
     if table.empty:
         return table
     order = {s.scope: i for i, s in enumerate(scopes)}
     table["_scope"] = table["dataset"].map(order)
-    return (table.sort_values(["_scope", "rank", "configuration"], kind="stable")
-            .drop(columns="_scope").reset_index(drop=True))
+    return (
+        table.sort_values(["_scope", "rank", "configuration"], kind="stable")
+        .drop(columns="_scope")
+        .reset_index(drop=True)
+    )

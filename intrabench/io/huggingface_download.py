@@ -27,16 +27,19 @@ ENDPOINT_VARIABLE = "HF_ENDPOINT"
 STAGING = ".intrabench-partial"
 
 
-def hub_files(info: CheckpointInfo, source: HuggingFaceFile) -> list[tuple[str, str, int | None,
-                                                                            str | None]]:
+def hub_files(
+    info: CheckpointInfo, source: HuggingFaceFile
+) -> list[tuple[str, str, int | None, str | None]]:
     """(path in the repository, path in the checkpoint directory, pinned size, pinned sha256)
     of the checkpoint and its companions (which sit at their own path in both)."""
     return [(source.path, info.filename, info.size, info.sha256)] + [
-        (c.filename, c.filename, c.size, c.sha256) for c in info.companions]
+        (c.filename, c.filename, c.size, c.sha256) for c in info.companions
+    ]
 
 
-def download_from_hub(info: CheckpointInfo, source: HuggingFaceFile, directory: Path,
-                      progress: bool = True) -> None:
+def download_from_hub(
+    info: CheckpointInfo, source: HuggingFaceFile, directory: Path, progress: bool = True
+) -> None:
     """Every file of ``info`` from ``source`` into ``directory``; DownloadError when the hub
     cannot be reached or answers for another revision, ChecksumError (staging removed) when
     a file is not the pinned one. Files already in place that match their pins are kept."""
@@ -75,23 +78,35 @@ def _fetch(source: HuggingFaceFile, repo_path: str, staging: Path, size: int | N
     endpoint = os.environ.get(ENDPOINT_VARIABLE) or None
     revision = source.revision or "main"
     try:
-        meta = get_hf_file_metadata(hf_hub_url(source.repo, repo_path, revision=revision,
-                                               endpoint=endpoint), endpoint=endpoint)
+        meta = get_hf_file_metadata(
+            hf_hub_url(source.repo, repo_path, revision=revision, endpoint=endpoint),
+            endpoint=endpoint,
+        )
     except Exception as error:  # noqa: BLE001 - httpx, OSError and the hub's own errors
-        raise dl.DownloadError(f"{source.repo}: {repo_path} at {revision}: "
-                               f"{_first_line(error)}") from None
+        raise dl.DownloadError(
+            f"{source.repo}: {repo_path} at {revision}: {_first_line(error)}"
+        ) from None
     if source.revision and meta.commit_hash and meta.commit_hash != source.revision:
-        raise dl.DownloadError(f"{source.repo} answers for revision {meta.commit_hash}, not the "
-                               f"pinned {source.revision}")
+        raise dl.DownloadError(
+            f"{source.repo} answers for revision {meta.commit_hash}, not the "
+            f"pinned {source.revision}"
+        )
     if size is not None and meta.size is not None and meta.size != size:
-        raise dl.ChecksumError(f"{source.repo}: {repo_path} is announced as {meta.size} bytes, "
-                               f"expected {size}; nothing downloaded")
+        raise dl.ChecksumError(
+            f"{source.repo}: {repo_path} is announced as {meta.size} bytes, "
+            f"expected {size}; nothing downloaded"
+        )
     try:
-        return Path(hf_hub_download(source.repo, repo_path, revision=revision,
-                                    local_dir=staging, endpoint=endpoint))
+        return Path(
+            hf_hub_download(
+                source.repo, repo_path, revision=revision, local_dir=staging, endpoint=endpoint
+            )
+        )
     except Exception as error:  # noqa: BLE001 - as above; what came stays for a resume
-        raise dl.DownloadError(f"{source.repo}: {repo_path}: {_first_line(error)} (run the "
-                               "same command again to resume)") from None
+        raise dl.DownloadError(
+            f"{source.repo}: {repo_path}: {_first_line(error)} (run the "
+            "same command again to resume)"
+        ) from None
 
 
 def _matches(path: Path, size: int | None, sha256: str | None) -> bool:
@@ -107,8 +122,9 @@ def _check(key: str, path: Path, size: int | None, sha256: str | None) -> None:
     if sha256 is not None:
         actual = fresh_sha256(path)
         if actual != sha256:
-            raise dl.ChecksumError(f"{key}: {path.name}: sha256 mismatch: expected {sha256}, "
-                                   f"got {actual}")
+            raise dl.ChecksumError(
+                f"{key}: {path.name}: sha256 mismatch: expected {sha256}, got {actual}"
+            )
 
 
 def _first_line(error: BaseException) -> str:

@@ -58,11 +58,13 @@ def _nvml_gpu() -> dict[str, Any] | None:
         name = pynvml.nvmlDeviceGetName(handle)
         driver = pynvml.nvmlSystemGetDriverVersion()
         cuda = pynvml.nvmlSystemGetCudaDriverVersion()
-        return {"gpu": name.decode() if isinstance(name, bytes) else str(name),
-                "gpu_memory_gib": round(pynvml.nvmlDeviceGetMemoryInfo(handle).total / 2**30, 1),
-                "gpu_driver": driver.decode() if isinstance(driver, bytes) else str(driver),
-                "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
-                "gpu_count": int(pynvml.nvmlDeviceGetCount())}
+        return {
+            "gpu": name.decode() if isinstance(name, bytes) else str(name),
+            "gpu_memory_gib": round(pynvml.nvmlDeviceGetMemoryInfo(handle).total / 2**30, 1),
+            "gpu_driver": driver.decode() if isinstance(driver, bytes) else str(driver),
+            "cuda_driver": f"{cuda // 1000}.{cuda % 1000 // 10}",
+            "gpu_count": int(pynvml.nvmlDeviceGetCount()),
+        }
     except Exception:  # a half-working NVML: what torch says, if anything
         return None
     finally:
@@ -76,9 +78,11 @@ def _torch_gpu(torch: Any) -> dict[str, Any] | None:
             return None
         index = torch.cuda.current_device()
         properties = torch.cuda.get_device_properties(index)
-        return {"gpu": torch.cuda.get_device_name(index),
-                "gpu_memory_gib": round(properties.total_memory / 2**30, 1),
-                "gpu_count": torch.cuda.device_count()}
+        return {
+            "gpu": torch.cuda.get_device_name(index),
+            "gpu_memory_gib": round(properties.total_memory / 2**30, 1),
+            "gpu_count": torch.cuda.device_count(),
+        }
     except Exception:  # a broken CUDA set-up is no GPU here
         return None
 
@@ -102,12 +106,22 @@ def describe_machine() -> dict[str, Any]:
     gpu = _nvml_gpu() or (_torch_gpu(torch) if torch is not None else None) or {}
     threads = torch.get_num_threads() if torch is not None else None
     torch_cuda = getattr(getattr(torch, "version", None), "cuda", None) if torch else None
-    return {"host": platform.node(), "cpu": cpu_name(), "architecture": platform.machine(),
-            "cores": os.cpu_count(), "memory_gib": memory_gib(), "gpu": gpu.get("gpu"),
-            "gpu_memory_gib": gpu.get("gpu_memory_gib"), "gpu_driver": gpu.get("gpu_driver"),
-            "cuda_driver": gpu.get("cuda_driver"), "gpu_count": gpu.get("gpu_count"),
-            "torch": _version("torch"), "torch_cuda": torch_cuda,
-            "torch_threads": threads, "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
+    return {
+        "host": platform.node(),
+        "cpu": cpu_name(),
+        "architecture": platform.machine(),
+        "cores": os.cpu_count(),
+        "memory_gib": memory_gib(),
+        "gpu": gpu.get("gpu"),
+        "gpu_memory_gib": gpu.get("gpu_memory_gib"),
+        "gpu_driver": gpu.get("gpu_driver"),
+        "cuda_driver": gpu.get("cuda_driver"),
+        "gpu_count": gpu.get("gpu_count"),
+        "torch": _version("torch"),
+        "torch_cuda": torch_cuda,
+        "torch_threads": threads,
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+    }
 
 
 def machine_text(machine: dict[str, Any] | None) -> str:

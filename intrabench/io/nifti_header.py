@@ -20,8 +20,16 @@ import numpy as np
 
 #: NIfTI datatype code -> voxel type (byte order applied from the header)
 VOXEL_TYPES: dict[int, str] = {
-    2: "u1", 4: "i2", 8: "i4", 16: "f4", 64: "f8",
-    256: "i1", 512: "u2", 768: "u4", 1024: "i8", 1280: "u8",
+    2: "u1",
+    4: "i2",
+    8: "i4",
+    16: "f4",
+    64: "f8",
+    256: "i1",
+    512: "u2",
+    768: "u4",
+    1024: "i8",
+    1280: "u8",
 }
 
 _NIFTI1_SIZE, _NIFTI2_SIZE = 348, 540
@@ -49,8 +57,11 @@ class DataLayout:
     @property
     def scaled(self) -> bool:
         """Whether a reader applies the header's scaling (as ITK and nibabel do)."""
-        return bool(np.isfinite(self.slope) and self.slope != 0
-                    and (self.slope != 1 or (np.isfinite(self.inter) and self.inter != 0)))
+        return bool(
+            np.isfinite(self.slope)
+            and self.slope != 0
+            and (self.slope != 1 or (np.isfinite(self.inter) and self.inter != 0))
+        )
 
     @property
     def end(self) -> int:
@@ -95,9 +106,16 @@ def _nifti1(header: bytes, order: str) -> DataLayout | None:
     slope, inter = np.frombuffer(header, dtype=np.dtype(order + "f4"), count=2, offset=112)
     pixdim = np.frombuffer(header, dtype=np.dtype(order + "f4"), count=8, offset=76)
     codes = (_int(header, order, "i2", 252), _int(header, order, "i2", 254))
-    return _layout(order, _int(header, order, "i2", 70), _int(header, order, "i2", 72),
-                   _int(header, order, "i2", 40, 8), int(offset), float(slope), float(inter),
-                   _unset_voxel_size(pixdim, codes))
+    return _layout(
+        order,
+        _int(header, order, "i2", 70),
+        _int(header, order, "i2", 72),
+        _int(header, order, "i2", 40, 8),
+        int(offset),
+        float(slope),
+        float(inter),
+        _unset_voxel_size(pixdim, codes),
+    )
 
 
 def _nifti2(header: bytes, order: str) -> DataLayout | None:
@@ -109,9 +127,16 @@ def _nifti2(header: bytes, order: str) -> DataLayout | None:
     slope, inter = np.frombuffer(header, dtype=np.dtype(order + "f8"), count=2, offset=176)
     pixdim = np.frombuffer(header, dtype=np.dtype(order + "f8"), count=8, offset=104)
     codes = (_int(header, order, "i4", 344), _int(header, order, "i4", 348))
-    return _layout(order, _int(header, order, "i2", 12), _int(header, order, "i2", 14),
-                   _int(header, order, "i8", 16, 8), offset, float(slope), float(inter),
-                   _unset_voxel_size(pixdim, codes))
+    return _layout(
+        order,
+        _int(header, order, "i2", 12),
+        _int(header, order, "i2", 14),
+        _int(header, order, "i8", 16, 8),
+        offset,
+        float(slope),
+        float(inter),
+        _unset_voxel_size(pixdim, codes),
+    )
 
 
 def _unset_voxel_size(pixdim: np.ndarray, codes: tuple[int, int]) -> tuple[int, ...]:
@@ -119,19 +144,33 @@ def _unset_voxel_size(pixdim: np.ndarray, codes: tuple[int, int]) -> tuple[int, 
     if any(codes):  # a qform or sform gives the grid
         return ()
     # a negative size is a flip that ITK turns into the direction: a size all the same
-    return tuple(axis for axis in range(3)
-                 if not (np.isfinite(pixdim[axis + 1]) and pixdim[axis + 1] != 0))
+    return tuple(
+        axis for axis in range(3) if not (np.isfinite(pixdim[axis + 1]) and pixdim[axis + 1] != 0)
+    )
 
 
-def _layout(order: str, datatype: int, bitpix: int, dim: list[int], offset: int,
-            slope: float, inter: float, unset_voxel_size: tuple[int, ...] = ()
-            ) -> DataLayout | None:
+def _layout(
+    order: str,
+    datatype: int,
+    bitpix: int,
+    dim: list[int],
+    offset: int,
+    slope: float,
+    inter: float,
+    unset_voxel_size: tuple[int, ...] = (),
+) -> DataLayout | None:
     kind = VOXEL_TYPES.get(datatype)
     if kind is None or not 1 <= dim[0] <= 7:
         return None
     dtype = np.dtype(order + kind)
-    shape = tuple(dim[1: dim[0] + 1])
+    shape = tuple(dim[1 : dim[0] + 1])
     if bitpix != 8 * dtype.itemsize or any(n < 1 for n in shape):
         return None
-    return DataLayout(offset=offset, shape=shape, dtype=dtype, slope=slope, inter=inter,
-                      unset_voxel_size=unset_voxel_size[:len(shape)])
+    return DataLayout(
+        offset=offset,
+        shape=shape,
+        dtype=dtype,
+        slope=slope,
+        inter=inter,
+        unset_voxel_size=unset_voxel_size[: len(shape)],
+    )

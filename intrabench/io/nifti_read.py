@@ -28,8 +28,16 @@ from intrabench.io.raw_image import RawImage, _file_blocks, all_finite, truncate
 
 #: voxel type -> SimpleITK pixel type name (``sitk.sitk<Name>``)
 _SITK_PIXEL_TYPES = {
-    "u1": "UInt8", "i1": "Int8", "u2": "UInt16", "i2": "Int16", "u4": "UInt32", "i4": "Int32",
-    "u8": "UInt64", "i8": "Int64", "f4": "Float32", "f8": "Float64",
+    "u1": "UInt8",
+    "i1": "Int8",
+    "u2": "UInt16",
+    "i2": "Int16",
+    "u4": "UInt32",
+    "i4": "Int32",
+    "u8": "UInt64",
+    "i8": "Int64",
+    "f4": "Float32",
+    "f8": "Float64",
 }
 
 
@@ -43,8 +51,7 @@ def read_nifti_directly(path: str | Path) -> RawImage | None:
         return None
     layout = data_layout(path)
     check_voxel_size(path, layout)
-    if (layout is None or len(layout.shape) != 3 or layout.scaled
-            or not layout.dtype.isnative):
+    if layout is None or len(layout.shape) != 3 or layout.scaled or not layout.dtype.isnative:
         return None
     check_declared_size(path, layout)  # before the array of the declared size is allocated
     geometry = _sitk_geometry(path, layout)
@@ -57,8 +64,9 @@ def read_nifti_directly(path: str | Path) -> RawImage | None:
         _read_into(path, layout, memoryview(array).cast("B"))
     if array.dtype.kind == "f" and not all_finite(array):  # as check_nifti reports it
         bad = int(array.size - np.count_nonzero(np.isfinite(array)))
-        raise DataError(f"{path}: {bad} voxels are NaN or infinite; clean the image before "
-                        "benchmarking")
+        raise DataError(
+            f"{path}: {bad} voxels are NaN or infinite; clean the image before benchmarking"
+        )
     return RawImage(array=array, geometry=geometry, finite=True)
 
 
@@ -69,9 +77,11 @@ def check_voxel_size(path: Path, layout: DataLayout | None) -> None:
     if layout is None or not layout.unset_voxel_size:
         return
     axes = ", ".join("ijk"[axis] for axis in layout.unset_voxel_size)
-    raise DataError(f"{path}: the header gives no voxel size along {axes} (pixdim 0 or NaN, "
-                    "and no qform or sform); ITK would read 1 mm and every measure in mm would "
-                    "rest on it: set the voxel size in the header")
+    raise DataError(
+        f"{path}: the header gives no voxel size along {axes} (pixdim 0 or NaN, "
+        "and no qform or sform); ITK would read 1 mm and every measure in mm would "
+        "rest on it: set the voxel size in the header"
+    )
 
 
 def _sitk_geometry(path: Path, layout: DataLayout) -> ImageGeometry | None:
@@ -86,8 +96,12 @@ def _sitk_geometry(path: Path, layout: DataLayout) -> ImageGeometry | None:
     except RuntimeError:
         return None  # the full read reports it
     expected = getattr(sitk, "sitk" + _SITK_PIXEL_TYPES[layout.dtype.str[1:]])
-    if (reader.GetDimension() != 3 or reader.GetNumberOfComponents() != 1
-            or tuple(reader.GetSize()) != layout.shape or reader.GetPixelID() != expected):
+    if (
+        reader.GetDimension() != 3
+        or reader.GetNumberOfComponents() != 1
+        or tuple(reader.GetSize()) != layout.shape
+        or reader.GetPixelID() != expected
+    ):
         return None
     if not all(np.isfinite(v) and v > 0 for v in reader.GetSpacing()):
         # A negative pixdim (qform and sform codes 0): ITK's header pass keeps the sign, its
@@ -125,7 +139,7 @@ def _inflate_into(path: Path, layout: DataLayout, out: memoryview) -> None:
             position += skipped
         if block and position < len(out):
             take = min(len(block), len(out) - position)
-            out[position: position + take] = block[:take]
+            out[position : position + take] = block[:take]
             position += len(block)
         elif block:
             position += len(block)

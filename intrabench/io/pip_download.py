@@ -34,8 +34,10 @@ def extra_args(variable: str) -> list[str]:
     try:
         return shlex.split(text)
     except ValueError as error:
-        raise UserError(f"{variable}={text!r} cannot be read as arguments ({error}); fix its "
-                        "quotes (e.g. --index-url 'https://host/simple/')") from None
+        raise UserError(
+            f"{variable}={text!r} cannot be read as arguments ({error}); fix its "
+            "quotes (e.g. --index-url 'https://host/simple/')"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,9 @@ def folder_bytes(folder: Path) -> int:
     return total
 
 
-def run(command: list[str], scratch: Path, what: str, quiet: bool,
-        stall_s: float | None = None) -> Finished:
+def run(
+    command: list[str], scratch: Path, what: str, quiet: bool, stall_s: float | None = None
+) -> Finished:
     """Run ``command`` (pip's download into ``scratch``) and return how it ended; DownloadError
     when ``scratch`` grows by fewer than ``STALL_MIN_BYTES`` in ``stall_s`` seconds (default
     :func:`~intrabench.io.download.stall_seconds`): pip is stopped, ``what`` is named."""
@@ -69,8 +72,9 @@ def run(command: list[str], scratch: Path, what: str, quiet: bool,
     temporary.mkdir(exist_ok=True)
     environment = {**os.environ, "TMPDIR": str(temporary)}
     with tempfile.TemporaryFile("w+") as errors, tempfile.TemporaryFile("w+") as output:
-        child = subprocess.Popen(command, stdout=output if quiet else None, stderr=errors,
-                                 text=True, env=environment)
+        child = subprocess.Popen(
+            command, stdout=output if quiet else None, stderr=errors, text=True, env=environment
+        )
         try:
             _watch(child, scratch, stall_s, what)
         finally:
@@ -91,7 +95,8 @@ def _watch(child: subprocess.Popen, scratch: Path, stall_s: float, what: str) ->
             raise dl.DownloadError(
                 f"pip download of {what}: stalled: {max(0, now - size)} bytes arrived in "
                 f"{stall_s:g} s (the package index does not answer or sends too slowly); pip "
-                f"was stopped; set {dl.STALL_VARIABLE} to wait longer")
+                f"was stopped; set {dl.STALL_VARIABLE} to wait longer"
+            )
         start, size = time.monotonic(), now
 
 

@@ -21,6 +21,7 @@ from intrabench.io.geometry import ImageGeometry
 if TYPE_CHECKING:
     import SimpleITK as sitk
 
+
 class _PixelBuffer:
     """A SimpleITK image's pixel buffer seen as a NumPy array that keeps the image alive.
 
@@ -47,8 +48,9 @@ def all_finite(array: np.ndarray) -> bool:
         return True
     flat = array.reshape(-1)
     block = 1 << 22
-    return all(bool(np.isfinite(flat[start:start + block]).all())
-               for start in range(0, flat.size, block))
+    return all(
+        bool(np.isfinite(flat[start : start + block]).all()) for start in range(0, flat.size, block)
+    )
 
 
 @dataclass(eq=False)
@@ -72,7 +74,8 @@ class RawImage:
             raise DataError(
                 f"{name}: expected one value per voxel, got "
                 f"{image.GetNumberOfComponentsPerPixel()} (4D/vector/RGB images are not "
-                "supported; split the channels first)")
+                "supported; split the channels first)"
+            )
         return cls(array=np.asarray(_PixelBuffer(image)), geometry=ImageGeometry.from_sitk(image))
 
 
@@ -100,15 +103,23 @@ def _file_blocks(path: Path, chunk: int = 1 << 20) -> Iterator[bytes]:
             total += len(tail)
             yield tail
     except zlib.error as error:
-        raise DataError(f"{path}: the gzip data is corrupt ({error}); re-download or "
-                        "re-convert the file") from None
+        raise DataError(
+            f"{path}: the gzip data is corrupt ({error}); re-download or re-convert the file"
+        ) from None
     if not inflater.eof:
-        raise DataError(f"{path}: truncated (the gzip stream ends after {total} bytes of data); "
-                        "re-download or re-convert the file")
+        raise DataError(
+            f"{path}: truncated (the gzip stream ends after {total} bytes of data); "
+            "re-download or re-convert the file"
+        )
 
 
-def inflated_size(path: Path, offset: int, length: int, enough: int, chunk: int = 1 << 20,
-                  ) -> tuple[int, bool]:
+def inflated_size(
+    path: Path,
+    offset: int,
+    length: int,
+    enough: int,
+    chunk: int = 1 << 20,
+) -> tuple[int, bool]:
     """(bytes the zlib or gzip stream of ``length`` bytes at ``offset`` in ``path`` inflates
     to, counted up to ``enough``; whether the stream ended there) without keeping them: at
     most ``chunk`` bytes of output at a time, so a stream of zeros that inflates 1000-fold
@@ -131,6 +142,8 @@ def inflated_size(path: Path, offset: int, length: int, enough: int, chunk: int 
 def truncated_error(path: Path, size: int, needed: int) -> DataError:
     """The error for a NIfTI file whose data stops at ``size`` bytes (decompressed) where its
     header announces ``needed``."""
-    return DataError(f"{path}: truncated: {size} bytes where the header announces {needed} "
-                     "(missing voxels would be read as zeros); re-download or re-convert the "
-                     "file")
+    return DataError(
+        f"{path}: truncated: {size} bytes where the header announces {needed} "
+        "(missing voxels would be read as zeros); re-download or re-convert the "
+        "file"
+    )

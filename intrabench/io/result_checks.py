@@ -66,8 +66,10 @@ def checked_rows(rows: pd.DataFrame, source: str | Path) -> pd.DataFrame:
             continue
         allowed = f"{low:g}..{high:g}" if np.isfinite(high) else f"finite, >= {low:g}"
         more = f" (and {bad.size - 1} more row(s))" if bad.size > 1 else ""
-        raise DataError(f"{source}: {column} = {_shown(rows[column].iloc[bad[0]])} is outside its "
-                        f"range ({allowed}{', or NaN' if nan_allowed else ''}) in the row of "
-                        f"{_row_name(rows, int(bad[0]))}{more}: the results are damaged or "
-                        "edited; restore the run folder or re-run those work units")
+        raise DataError(
+            f"{source}: {column} = {_shown(rows[column].iloc[bad[0]])} is outside its "
+            f"range ({allowed}{', or NaN' if nan_allowed else ''}) in the row of "
+            f"{_row_name(rows, int(bad[0]))}{more}: the results are damaged or "
+            "edited; restore the run folder or re-run those work units"
+        )
     return rows

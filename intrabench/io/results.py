@@ -52,7 +52,9 @@ def measured_columns(rows) -> list[str]:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    handle, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".partial"
+    )
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
@@ -84,8 +86,10 @@ def write_frame(path: Path, frame: pd.DataFrame, metadata: dict[str, str] | None
         import pyarrow.parquet as pq
 
         table = pa.Table.from_pandas(frame, preserve_index=False)
-        merged = {**(table.schema.metadata or {}),
-                  **{k.encode(): v.encode() for k, v in metadata.items()}}
+        merged = {
+            **(table.schema.metadata or {}),
+            **{k.encode(): v.encode() for k, v in metadata.items()},
+        }
         pq.write_table(table.replace_schema_metadata(merged), buffer)
     else:
         frame.to_parquet(buffer, index=False)
@@ -114,8 +118,20 @@ def ensure_writable(directory: Path) -> None:
 
 
 def software_versions() -> dict[str, str]:
-    packages = ["intrabench", "numpy", "scipy", "torch", "monai", "SimpleITK", "nibabel",
-                "connected-components-3d", "scikit-image", "segment-anything", "sam2", "pandas"]
+    packages = [
+        "intrabench",
+        "numpy",
+        "scipy",
+        "torch",
+        "monai",
+        "SimpleITK",
+        "nibabel",
+        "connected-components-3d",
+        "scikit-image",
+        "segment-anything",
+        "sam2",
+        "pandas",
+    ]
     found = {}
     for name in packages:
         try:
@@ -132,14 +148,21 @@ def code_revision() -> dict[str, Any]:
 
     root = Path(__file__).resolve().parents[2]
     try:
-        found = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"],
-                               capture_output=True, text=True, timeout=10)
+        found = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         lines = found.stdout.split()
         if found.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != root:
             return {}  # not a checkout of this code (e.g. installed into a venv inside a repo)
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
-                                 "--untracked-files=no"], capture_output=True, text=True,
-                                timeout=10)
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return {}
     return {"git_commit": lines[1], "git_dirty": bool(status.stdout.strip())}
@@ -190,8 +213,12 @@ class ResultsStore:
             except Exception as error:  # pyarrow raises several kinds on a damaged file
                 aside = path.with_name(path.name + ".damaged")
                 path.replace(aside)
-                log.warning("unit file %s is damaged (%s); moved to %s and computed again",
-                            path.name, str(error).splitlines()[0], aside.name)
+                log.warning(
+                    "unit file %s is damaged (%s); moved to %s and computed again",
+                    path.name,
+                    str(error).splitlines()[0],
+                    aside.name,
+                )
                 damaged.append(key)
         return damaged
 
@@ -228,8 +255,11 @@ class ResultsStore:
 
         # one Arrow concatenation and one conversion (not a DataFrame per unit): units of
         # different prompters have different prompt columns, filled with nulls
-        tables = [table for table in (_KEPT.pop(p, None) or _read_if_present(p) for p in paths)
-                  if table is not None]
+        tables = [
+            table
+            for table in (_KEPT.pop(p, None) or _read_if_present(p) for p in paths)
+            if table is not None
+        ]
         if not tables:
             return pd.DataFrame(columns=KEY_COLUMNS)
         frame = pa.concat_tables(tables, promote_options="permissive").to_pandas()
@@ -242,10 +272,12 @@ class ResultsStore:
         from intrabench.display_text import spreadsheet_safe
 
         frame = self.read_units(unit_keys)
-        write_frame(inside_run(self.run_dir, self.run_dir / "results.parquet"), frame,
-                    metadata=run_metadata(self.run_dir))
-        write_frame(inside_run(self.run_dir, self.run_dir / "results.csv"),
-                    spreadsheet_safe(frame))
+        write_frame(
+            inside_run(self.run_dir, self.run_dir / "results.parquet"),
+            frame,
+            metadata=run_metadata(self.run_dir),
+        )
+        write_frame(inside_run(self.run_dir, self.run_dir / "results.csv"), spreadsheet_safe(frame))
         return frame
 
 
@@ -263,8 +295,12 @@ def _read_if_present(path: Path) -> Any:
     try:
         return pq.read_table(path)
     except Exception as error:  # pyarrow raises several kinds on a damaged file
-        log.warning("unit file %s is damaged (%s); its rows are left out: re-run the same "
-                    "command to compute it again", path.name, str(error).splitlines()[0])
+        log.warning(
+            "unit file %s is damaged (%s); its rows are left out: re-run the same "
+            "command to compute it again",
+            path.name,
+            str(error).splitlines()[0],
+        )
         return None
 
 
@@ -315,23 +351,39 @@ def incompleteness_warning(run_dir: str | Path) -> str | None:
         return None
     finished, planned = counts
     missing = planned - finished
-    skipped = min(sum(int(row["units"]) for row in _csv_rows(  # engine.skipped_work's list
-        Path(run_dir) / "problems.csv", ("dataset", "case", "model", "units"))), missing)
-    failed = min(len(_csv_rows(Path(run_dir) / "failures.csv", ("dataset", "case", "model",
-                                                                 "cause"))), missing - skipped)
+    skipped = min(
+        sum(
+            int(row["units"])
+            for row in _csv_rows(  # engine.skipped_work's list
+                Path(run_dir) / "problems.csv", ("dataset", "case", "model", "units")
+            )
+        ),
+        missing,
+    )
+    failed = min(
+        len(_csv_rows(Path(run_dir) / "failures.csv", ("dataset", "case", "model", "cause"))),
+        missing - skipped,
+    )
     not_run = missing - skipped - failed
     reasons = []
     if skipped:
-        reasons.append(f"{skipped} skipped for a problem with their case or model (see "
-                       f"{Path(run_dir) / 'problems.csv'})")
+        reasons.append(
+            f"{skipped} skipped for a problem with their case or model (see "
+            f"{Path(run_dir) / 'problems.csv'})"
+        )
     if failed:
         reasons.append(f"{failed} failed (see {Path(run_dir) / 'failures.csv'})")
     if not_run:
         reasons.append(f"{not_run} not run yet (interrupted, or still running)")
-    advice = ("fix what they name, then re-run the same command" if not not_run
-              else "re-run the same command to finish it")
-    return (f"warning: {run_dir} is incomplete: {finished} of {planned} work units finished; "
-            f"{'; '.join(reasons)}. What follows covers only the finished ones; {advice}.")
+    advice = (
+        "fix what they name, then re-run the same command"
+        if not not_run
+        else "re-run the same command to finish it"
+    )
+    return (
+        f"warning: {run_dir} is incomplete: {finished} of {planned} work units finished; "
+        f"{'; '.join(reasons)}. What follows covers only the finished ones; {advice}."
+    )
 
 
 def _csv_rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
@@ -346,8 +398,7 @@ def _csv_rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
             rows = list(reader)
         if not set(columns) <= set(reader.fieldnames or ()):
             return []
-        if "units" in columns and not all(row["units"] and row["units"].isdigit()
-                                          for row in rows):
+        if "units" in columns and not all(row["units"] and row["units"].isdigit() for row in rows):
             return []
         return rows
     except (OSError, ValueError, TypeError, csv.Error):
@@ -372,8 +423,7 @@ def load_results(run_dir: str | Path) -> pd.DataFrame:
     """All rows of a run directory (consolidated file if present, else the unit files)."""
     run_dir = Path(run_dir)
     if run_dir.is_file():
-        raise UserError(f"{run_dir} is a file; give the run's folder (the --out of intrabench "
-                        "run)")
+        raise UserError(f"{run_dir} is a file; give the run's folder (the --out of intrabench run)")
     if not run_dir.is_dir():
         raise UserError(f"run directory not found: {run_dir}")
     consolidated = run_dir / "results.parquet"
@@ -381,8 +431,12 @@ def load_results(run_dir: str | Path) -> pd.DataFrame:
         try:
             return pd.read_parquet(consolidated)
         except Exception as error:  # pyarrow raises several kinds on a damaged file
-            log.warning("%s is damaged (%s); reading the unit files instead (re-run the same "
-                        "command to write it again)", consolidated, str(error).splitlines()[0])
+            log.warning(
+                "%s is damaged (%s); reading the unit files instead (re-run the same "
+                "command to write it again)",
+                consolidated,
+                str(error).splitlines()[0],
+            )
     frame = _planned_units(run_dir)
     if frame.empty:
         raise UserError(f"{run_dir} holds no results yet (no units/*.parquet)")
@@ -398,12 +452,18 @@ def _planned_units(run_dir: Path) -> pd.DataFrame:
     if keys is None:
         return store.read_units()
     planned = set(keys)
-    foreign = [p for p in store.units_dir.glob("*.parquet") if p.stem not in planned] \
-        if store.units_dir.is_dir() else []
+    foreign = (
+        [p for p in store.units_dir.glob("*.parquet") if p.stem not in planned]
+        if store.units_dir.is_dir()
+        else []
+    )
     if foreign:
-        log.warning("%s: %d unit file(s) in units/ are not of this run's plan (another run's, "
-                    "or a config it no longer has); their rows are left out", run_dir,
-                    len(foreign))
+        log.warning(
+            "%s: %d unit file(s) in units/ are not of this run's plan (another run's, "
+            "or a config it no longer has); their rows are left out",
+            run_dir,
+            len(foreign),
+        )
     return store.read_units(keys)
 
 
@@ -411,19 +471,23 @@ def _planned_units(run_dir: Path) -> pd.DataFrame:
 METRIC_COLUMNS: tuple[str, ...] = ("dice", "iou", "nsd", "hd95")
 
 
-def require_metric(columns: Iterable[str], metric: str, numeric: Iterable[str] | None = None
-                   ) -> None:
+def require_metric(
+    columns: Iterable[str], metric: str, numeric: Iterable[str] | None = None
+) -> None:
     """UserError (one line, with the choices) unless ``metric`` is one of the results'
     ``columns`` (and of ``numeric`` ones when given)."""
     columns = list(columns)
     allowed = list(numeric) if numeric is not None else columns
     if metric not in allowed:
         choices = [c for c in METRIC_COLUMNS if c in allowed] + sorted(
-            c for c in allowed if c.startswith("attr_"))[:3]
-        raise UserError(f"--metric {metric}: not a "
-                        f"{'numeric ' if numeric is not None else ''}column of these results; "
-                        f"choose one of {', '.join(choices) or 'dice'}"
-                        + (" ..." if len(allowed) > len(choices) else ""))
+            c for c in allowed if c.startswith("attr_")
+        )[:3]
+        raise UserError(
+            f"--metric {metric}: not a "
+            f"{'numeric ' if numeric is not None else ''}column of these results; "
+            f"choose one of {', '.join(choices) or 'dice'}"
+            + (" ..." if len(allowed) > len(choices) else "")
+        )
 
 
 def result_columns(run_dir: Path) -> list[str]:

@@ -31,11 +31,27 @@ from intrabench.errors import UserError
 from intrabench.wording import listed
 
 #: What a run directory may hold (IntraBench's own files and folders).
-RUN_FILES = frozenset({
-    "config.yaml", "run.json", "skipped.csv", "results.parquet", "results.csv", "units",
-    "predictions", "report", "reviews", "review-site", "attributes", ".lock", ".write-test",
-    "failures.csv", "failures", "problems.csv", "tables",
-})
+RUN_FILES = frozenset(
+    {
+        "config.yaml",
+        "run.json",
+        "skipped.csv",
+        "results.parquet",
+        "results.csv",
+        "units",
+        "predictions",
+        "report",
+        "reviews",
+        "review-site",
+        "attributes",
+        ".lock",
+        ".write-test",
+        "failures.csv",
+        "failures",
+        "problems.csv",
+        "tables",
+    }
+)
 
 
 def run_record(run_dir: str | Path) -> dict[str, Any] | None:
@@ -65,19 +81,26 @@ def check_output_directory(run_dir: Path) -> None:
     if not run_dir.is_dir():
         raise UserError(f"output directory {run_dir} is a file; give a folder")
     entries = sorted(p.name for p in run_dir.iterdir())
-    foreign = [name for name in entries if name not in RUN_FILES
-               and not (name.startswith(".") and name.endswith(".partial"))]  # cut writes
+    foreign = [
+        name
+        for name in entries
+        if name not in RUN_FILES and not (name.startswith(".") and name.endswith(".partial"))
+    ]  # cut writes
     ours = [name for name in entries if name in RUN_FILES and not name.startswith(".")]
     record = run_record(run_dir)
     if not foreign and "run.json" in ours and record is None:
-        raise UserError(f"output directory {run_dir} is a run's folder whose run.json is damaged "
-                        "(not JSON), so whose run it holds cannot be told; restore run.json, or "
-                        "give another folder with --out")
+        raise UserError(
+            f"output directory {run_dir} is a run's folder whose run.json is damaged "
+            "(not JSON), so whose run it holds cannot be told; restore run.json, or "
+            "give another folder with --out"
+        )
     if foreign or (ours and not _is_intrabench_run(run_dir, record or {})):
         shown = listed([repr(n) for n in (foreign or ours)], limit=5)
-        raise UserError(f"output directory {run_dir} holds files this run did not write "
-                        f"({shown}); give a new or "
-                        "empty folder, or a previous run's folder, with --out")
+        raise UserError(
+            f"output directory {run_dir} holds files this run did not write "
+            f"({shown}); give a new or "
+            "empty folder, or a previous run's folder, with --out"
+        )
 
 
 def check_same_run(run_dir: Path, config: Any, extend: bool = False) -> None:
@@ -91,14 +114,18 @@ def check_same_run(run_dir: Path, config: Any, extend: bool = False) -> None:
         return
     old = previous.get("name")
     if old is not None and old != config.name:
-        raise UserError(f"output directory {run_dir} holds the run '{old}'; this config is named "
-                        f"'{config.name}' (its rows would mix two run names): use another --out "
-                        f"or the name '{old}'")
+        raise UserError(
+            f"output directory {run_dir} holds the run '{old}'; this config is named "
+            f"'{config.name}' (its rows would mix two run names): use another --out "
+            f"or the name '{old}'"
+        )
     changes = config_changes(previous, config.model_dump(mode="json"))
     if changes and not extend:
-        raise UserError(f"{run_dir} holds run '{config.name}' with another config ("
-                        f"{'; '.join(changes)}): pass --extend to add this config's work to it "
-                        "(kept rows stay), or use another --out")
+        raise UserError(
+            f"{run_dir} holds run '{config.name}' with another config ("
+            f"{'; '.join(changes)}): pass --extend to add this config's work to it "
+            "(kept rows stay), or use another --out"
+        )
 
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -112,8 +139,9 @@ def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         if _is_spec_list(before) and _is_spec_list(after):
             keys_before = [_spec_key(item) for item in before]
             keys_after = [_spec_key(item) for item in after]
-            moved = [f"+{k}" for k in keys_after if k not in keys_before] + \
-                    [f"-{k}" for k in keys_before if k not in keys_after]
+            moved = [f"+{k}" for k in keys_after if k not in keys_before] + [
+                f"-{k}" for k in keys_before if k not in keys_after
+            ]
             changes.append(f"{name}: {' '.join(moved) or 'parameters changed'}")
         else:
             changes.append(f"{name}: {_short(before)} -> {_short(after)}")
@@ -127,8 +155,9 @@ def _is_spec_list(value: Any) -> bool:
 def _spec_key(item: dict[str, Any]) -> str:
     from intrabench.config import ComponentSpec
 
-    return ComponentSpec(name=item["name"], params=item.get("params") or {},
-                         label=item.get("label")).key
+    return ComponentSpec(
+        name=item["name"], params=item.get("params") or {}, label=item.get("label")
+    ).key
 
 
 def _short(value: Any, width: int = 40) -> str:
@@ -169,9 +198,11 @@ class RunLock:
             handle.seek(0)
             holder = handle.read(500).strip() or "another process"
             handle.close()
-            raise UserError(f"output directory {self.path.parent} is in use by another "
-                            f"IntraBench run ({holder}); wait for it to end, or use another "
-                            "--out") from None
+            raise UserError(
+                f"output directory {self.path.parent} is in use by another "
+                f"IntraBench run ({holder}); wait for it to end, or use another "
+                "--out"
+            ) from None
         handle.seek(0)
         left = handle.read(500).strip()
         self.unclosed = left if left.startswith("pid ") else None

@@ -68,7 +68,7 @@ def safe_file_name(text: Any, limit: int = FOLDER_PART_LIMIT) -> str:
     if len(part) <= limit:
         return part
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_DIGITS]
-    return f"{part[:limit - _HASH_DIGITS - 1]}-{digest}"
+    return f"{part[: limit - _HASH_DIGITS - 1]}-{digest}"
 
 
 def inside_run(run_dir: str | Path, path: str | Path) -> Path:
@@ -77,14 +77,17 @@ def inside_run(run_dir: str | Path, path: str | Path) -> Path:
     root = Path(os.path.realpath(run_dir))
     resolved = Path(os.path.realpath(path))
     if resolved != root and root not in resolved.parents:
-        raise UserError(f"refusing to write {path}: it lies outside the run folder {run_dir} "
-                        f"(at {resolved}); a name that is a path ('..', '/') or a link out of "
-                        "the run folder leads there")
+        raise UserError(
+            f"refusing to write {path}: it lies outside the run folder {run_dir} "
+            f"(at {resolved}); a name that is a path ('..', '/') or a link out of "
+            "the run folder leads there"
+        )
     return Path(path)
 
 
-def prediction_folder(run_dir: Path, dataset: str, model: str, prompter: str, refiner: str,
-                      seed: int) -> Path:
+def prediction_folder(
+    run_dir: Path, dataset: str, model: str, prompter: str, refiner: str, seed: int
+) -> Path:
     """The folder of one configuration's prediction files (component keys as in the rows; a
     writer proves each file inside the run with :func:`inside_run`)."""
     parts = [safe_file_name(p) for p in (dataset, model, prompter, refiner, f"seed{seed}")]
@@ -102,15 +105,18 @@ def prediction_file_name(case_id: str, target_id: str) -> str:
 
 def step_prediction_file_name(case_id: str, target_id: str, step: int) -> str:
     """The file of one step's prediction (``save_predictions: all``)."""
-    return (f"{case_file_prefix(case_id)}{safe_file_name(target_id, NAME_PART_LIMIT)}"
-            f"__step{int(step)}.nii.gz")
+    return (
+        f"{case_file_prefix(case_id)}{safe_file_name(target_id, NAME_PART_LIMIT)}"
+        f"__step{int(step)}.nii.gz"
+    )
 
 
 def mask_file(run_dir: Path, row: pd.Series, final_step: int) -> Path | None:
     """The saved prediction of ``row``'s (configuration, target, step), or None: the final
     step's file (``save_predictions: true``), or a step's own (``save_predictions: all``)."""
-    folder = prediction_folder(run_dir, row["dataset"], row["model"], row["prompter"],
-                               row["refiner"], int(row["seed"]))
+    folder = prediction_folder(
+        run_dir, row["dataset"], row["model"], row["prompter"], row["refiner"], int(row["seed"])
+    )
     own = folder / step_prediction_file_name(row["case"], row["target"], int(row["step"]))
     if own.exists():
         return own

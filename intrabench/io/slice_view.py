@@ -55,8 +55,10 @@ class SliceView:
         if view == "canonical":
             return cls()
         # orientation(): per voxel axis (i, j, k) of the file, the RAS axis and its sign
-        by_ras = {int(ras): (voxel, float(sign))
-                  for voxel, (ras, sign) in enumerate(volume.geometry.orientation())}
+        by_ras = {
+            int(ras): (voxel, float(sign))
+            for voxel, (ras, sign) in enumerate(volume.geometry.orientation())
+        }
         voxel_x, sign_x = by_ras[0]
         voxel_y, sign_y = by_ras[1]
         # SimpleITK's array is (k, j, i): the higher voxel axis is the slower one, the rows
@@ -105,7 +107,6 @@ class SliceView:
     def box(self, box: Box2D, shape_yx: tuple[int, int]) -> Box2D:
         """An inclusive canonical box -> the inclusive box in the view, as (row_min, col_min,
         row_max, col_max) in :class:`Box2D`'s (y_min, x_min, y_max, x_max) fields."""
-        corners = self.points(np.array([[box.y_min, box.x_min], [box.y_max, box.x_max]]),
-                              shape_yx)
+        corners = self.points(np.array([[box.y_min, box.x_min], [box.y_max, box.x_max]]), shape_yx)
         low, high = corners.min(axis=0), corners.max(axis=0)
         return Box2D(int(low[0]), int(low[1]), int(high[0]), int(high[1]))

@@ -59,8 +59,12 @@ def to_canonical_in_place(native_kji: np.ndarray, geometry: ImageGeometry) -> np
     C-ordered array. Flipping in place allocates one slice at a time, where a copy of a CT
     volume allocates (and, on first touch, faults in) as much memory as the volume."""
     orientation = geometry.orientation()
-    if (not np.array_equal(orientation[:, 0], [0, 1, 2]) or not native_kji.flags.c_contiguous
-            or not native_kji.flags.writeable or native_kji.ndim != 3):
+    if (
+        not np.array_equal(orientation[:, 0], [0, 1, 2])
+        or not native_kji.flags.c_contiguous
+        or not native_kji.flags.writeable
+        or native_kji.ndim != 3
+    ):
         return np.ascontiguousarray(to_canonical(native_kji, geometry))
     flip_z, flip_y, flip_x = (bool(orientation[axis, 1] < 0) for axis in (2, 1, 0))
     plane = (slice(None, None, -1 if flip_y else 1), slice(None, None, -1 if flip_x else 1))
@@ -128,7 +132,9 @@ class Volume:
     def to_sitk(self, canonical_zyx: np.ndarray) -> sitk.Image:
         """An image on this volume's original grid holding ``canonical_zyx`` (same shape)."""
         if tuple(canonical_zyx.shape) != self.shape:
-            raise ValueError(f"array shape {canonical_zyx.shape} does not match volume {self.shape}")
+            raise ValueError(
+                f"array shape {canonical_zyx.shape} does not match volume {self.shape}"
+            )
         return image_on_grid(canonical_zyx, self.geometry)
 
 
@@ -139,7 +145,9 @@ def image_on_grid(canonical_zyx: np.ndarray, geometry: ImageGeometry) -> sitk.Im
 
     image = sitk.GetImageFromArray(from_canonical(canonical_zyx, geometry))
     if tuple(image.GetSize()) != tuple(geometry.size):
-        raise ValueError(f"array shape {canonical_zyx.shape} does not match the grid {geometry.size}")
+        raise ValueError(
+            f"array shape {canonical_zyx.shape} does not match the grid {geometry.size}"
+        )
     image.SetSpacing(geometry.spacing)
     image.SetOrigin(geometry.origin)
     image.SetDirection(geometry.direction)
@@ -165,19 +173,24 @@ def volume_from_raw(raw: RawImage, *, name: str = "image", dtype=np.float32) -> 
     spacing = raw.geometry.spacing
     if not all(np.isfinite(v) and v > 0 for v in spacing):
         shown = " x ".join(f"{v:g}" for v in spacing)
-        raise DataError(f"{name}: voxel spacing {shown} mm (x, y, z) is not positive and "
-                        "finite; fix the image header's voxel size")
+        raise DataError(
+            f"{name}: voxel spacing {shown} mm (x, y, z) is not positive and "
+            "finite; fix the image header's voxel size"
+        )
     canonical = to_canonical_in_place(raw.array, raw.geometry)
     array = np.asarray(canonical, dtype=dtype)
     checked = raw.finite and array.dtype == canonical.dtype  # no conversion that could overflow
     if np.issubdtype(array.dtype, np.floating) and not checked and not all_finite(array):
         bad = int((~np.isfinite(array)).sum())
-        raise DataError(f"{name}: {bad} voxels are NaN or infinite; clean the image before benchmarking")
+        raise DataError(
+            f"{name}: {bad} voxels are NaN or infinite; clean the image before benchmarking"
+        )
     return Volume(array=array, spacing=raw.geometry.canonical_spacing(), geometry=raw.geometry)
 
 
-def volume_from_sitk(image: sitk.Image, *, name: str = "image", dtype=np.float32,
-                     owned: bool = False) -> Volume:
+def volume_from_sitk(
+    image: sitk.Image, *, name: str = "image", dtype=np.float32, owned: bool = False
+) -> Volume:
     """Canonical Volume from a SimpleITK image; rejects 2D, 4D, vector and NaN images.
 
     ``owned``: the image is the caller's to give away (just read, used by nothing else):
@@ -232,8 +245,9 @@ def check_nifti(path: str | Path) -> None:
             data = nib.load(str(path)).dataobj  # the header only: an array proxy, nothing read
             offset, shape, dtype = int(data.offset), data.shape, np.dtype(data.dtype)
         except Exception as error:  # nibabel raises many kinds on a damaged header
-            raise DataError(f"{path}: unreadable NIfTI header ({type(error).__name__}: {error})"
-                            ) from None
+            raise DataError(
+                f"{path}: unreadable NIfTI header ({type(error).__name__}: {error})"
+            ) from None
     needed = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     floating = dtype.kind == "f"
     size, non_finite, carry = 0, 0, b""
@@ -250,8 +264,9 @@ def check_nifti(path: str | Path) -> None:
     if size < needed:
         raise truncated_error(path, size, needed)
     if non_finite:
-        raise DataError(f"{path}: {non_finite} voxels are NaN or infinite; clean the image before "
-                        "benchmarking")
+        raise DataError(
+            f"{path}: {non_finite} voxels are NaN or infinite; clean the image before benchmarking"
+        )
 
 
 def read_volume(path: str | Path, *, dtype=np.float32) -> Volume:
@@ -289,8 +304,11 @@ def _write_atomically(image: sitk.Image, path: str | Path) -> None:
         temporary.unlink(missing_ok=True)
         import errno
 
-        raise OSError(errno.EIO, f"could not write a complete file ({str(error).splitlines()[-1]}"
-                      "; is the disk full?)", str(path)) from None
+        raise OSError(
+            errno.EIO,
+            f"could not write a complete file ({str(error).splitlines()[-1]}; is the disk full?)",
+            str(path),
+        ) from None
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise

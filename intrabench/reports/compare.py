@@ -50,9 +50,14 @@ def _select(frame: pd.DataFrame, config: tuple) -> pd.DataFrame:
     return frame[chosen]
 
 
-def compare_runs(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = "dice",
-                 n_boot: int = 2000, confidence: float = 0.95,
-                 seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def compare_runs(
+    rows_a: pd.DataFrame,
+    rows_b: pd.DataFrame,
+    metric: str = "dice",
+    n_boot: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary, per_case). ``summary``: one row per paired configuration and dataset plus an
     ``(all datasets)`` row (mean over datasets): score A, score B, difference B - A with its
     bootstrap CI, number of paired cases. ``per_case``: A, B and B - A per paired case (mean
@@ -63,8 +68,11 @@ def compare_runs(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = "dice
     for config_a, config_b in _pairs(a, b):
         part_a, part_b = _select(a, config_a), _select(b, config_b)
         name_a, name_b = " / ".join(map(str, config_a)), " / ".join(map(str, config_b))
-        label = ({"configuration": name_a} if config_a == config_b
-                 else {"configuration A": name_a, "configuration B": name_b})
+        label = (
+            {"configuration": name_a}
+            if config_a == config_b
+            else {"configuration A": name_a, "configuration B": name_b}
+        )
         replicates, scores = [], []
         for dataset in sorted(set(part_a["dataset"]) & set(part_b["dataset"])):
             rows_a_here = part_a[part_a["dataset"] == dataset]
@@ -72,8 +80,9 @@ def compare_runs(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = "dice
             cases = sorted(set(rows_a_here["case"]) & set(rows_b_here["case"]), key=str)
             if not cases:
                 continue
-            classes = sorted(set(rows_a_here["target_class"]) | set(rows_b_here["target_class"]),
-                             key=str)
+            classes = sorted(
+                set(rows_a_here["target_class"]) | set(rows_b_here["target_class"]), key=str
+            )
             seeds = sorted(set(rows_a_here["seed"]) | set(rows_b_here["seed"]), key=str)
             # (seeds, cases, classes) on shared axes: per seed, case, class the mean over the
             # targets; every number below follows aggregate's order (seeds averaged last)
@@ -86,21 +95,40 @@ def compare_runs(rows_a: pd.DataFrame, rows_b: pd.DataFrame, metric: str = "dice
             delta = dataset_score(difference)
             case_a, case_b = case_scores(values_a), case_scores(values_b)
             case_delta = case_scores(difference)
-            summary.append({**label, "dataset": dataset, "A": score_a, "B": score_b,
-                            "B - A": delta, "ci_low": float(low), "ci_high": float(high),
-                            "cases": len(cases),
-                            "B better in": int(np.sum(case_delta > 0))})
+            summary.append(
+                {
+                    **label,
+                    "dataset": dataset,
+                    "A": score_a,
+                    "B": score_b,
+                    "B - A": delta,
+                    "ci_low": float(low),
+                    "ci_high": float(high),
+                    "cases": len(cases),
+                    "B better in": int(np.sum(case_delta > 0)),
+                }
+            )
             replicates.append(draws)
             scores.append((score_a, score_b, delta))
             for case, va, vb, dv in zip(cases, case_a, case_b, case_delta):
-                per_case.append({**label, "dataset": dataset, "case": case, "A": va, "B": vb,
-                                 "B - A": dv})
+                per_case.append(
+                    {**label, "dataset": dataset, "case": case, "A": va, "B": vb, "B - A": dv}
+                )
         if len(replicates) > 1:
             overall = np.mean(np.vstack(replicates), axis=0)
             low, high = np.nanquantile(overall, [alpha, 1 - alpha])
             means = np.mean(np.array(scores), axis=0)
-            summary.append({**label, "dataset": "(all datasets)", "A": means[0], "B": means[1],
-                            "B - A": means[2], "ci_low": float(low), "ci_high": float(high),
-                            "cases": int(sum(r["cases"] for r in summary[-len(replicates):])),
-                            "B better in": int(sum(r["B better in"] for r in summary[-len(replicates):]))})
+            summary.append(
+                {
+                    **label,
+                    "dataset": "(all datasets)",
+                    "A": means[0],
+                    "B": means[1],
+                    "B - A": means[2],
+                    "ci_low": float(low),
+                    "ci_high": float(high),
+                    "cases": int(sum(r["cases"] for r in summary[-len(replicates) :])),
+                    "B better in": int(sum(r["B better in"] for r in summary[-len(replicates) :])),
+                }
+            )
     return pd.DataFrame(summary), pd.DataFrame(per_case)

@@ -47,22 +47,26 @@ def comparison_display(table: pd.DataFrame, scale: float = 100.0) -> pd.DataFram
     """The comparison table as written in Markdown and LaTeX: one row per pair and scope."""
     if table.empty:
         return pd.DataFrame()
-    return pd.DataFrame({
-        "Dataset": table["dataset"],
-        "A": table["A"],
-        "B": table["B"],
-        f"A x{scale:g}": table["score_A"] * scale,
-        f"B x{scale:g}": table["score_B"] * scale,
-        f"B - A x{scale:g}": table["difference"] * scale,
-        "95% CI": [_interval_text(lo, hi, scale)
-                   for lo, hi in zip(table["ci_low"], table["ci_high"])],
-        "n cases": table["n_cases"].astype(int),
-        "B better in": table["b_better"].astype(int),
-        "p (Wilcoxon)": [_p_text(p, MIN_CASES_TEST) for p in table["p"]],
-        "p (Holm)": [_p_text(p, MIN_CASES_TEST) for p in table["p_holm"]],
-        "r (rank-biserial)": [too_few(MIN_CASES_TEST) if r != r else f"{r:.2f}"
-                              for r in table["rank_biserial"]],
-    })
+    return pd.DataFrame(
+        {
+            "Dataset": table["dataset"],
+            "A": table["A"],
+            "B": table["B"],
+            f"A x{scale:g}": table["score_A"] * scale,
+            f"B x{scale:g}": table["score_B"] * scale,
+            f"B - A x{scale:g}": table["difference"] * scale,
+            "95% CI": [
+                _interval_text(lo, hi, scale) for lo, hi in zip(table["ci_low"], table["ci_high"])
+            ],
+            "n cases": table["n_cases"].astype(int),
+            "B better in": table["b_better"].astype(int),
+            "p (Wilcoxon)": [_p_text(p, MIN_CASES_TEST) for p in table["p"]],
+            "p (Holm)": [_p_text(p, MIN_CASES_TEST) for p in table["p_holm"]],
+            "r (rank-biserial)": [
+                too_few(MIN_CASES_TEST) if r != r else f"{r:.2f}" for r in table["rank_biserial"]
+            ],
+        }
+    )
 
 
 def comparison_csv(table: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
@@ -71,8 +75,13 @@ def comparison_csv(table: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
     out = table.copy()
     for column in ("score_A", "score_B", "difference", "ci_low", "ci_high"):
         out[column] = out[column] * scale
-    return out.rename(columns={"score_A": f"A x{scale:g}", "score_B": f"B x{scale:g}",
-                               "difference": f"B - A x{scale:g}"})
+    return out.rename(
+        columns={
+            "score_A": f"A x{scale:g}",
+            "score_B": f"B x{scale:g}",
+            "difference": f"B - A x{scale:g}",
+        }
+    )
 
 
 def rank_display(table: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
@@ -81,24 +90,34 @@ def rank_display(table: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
         return pd.DataFrame()
     resampled = table["n_boot"] > 0
     shown = too_few(MIN_CASES_INTERVAL)
-    return pd.DataFrame({
-        "Dataset": table["dataset"],
-        "Configuration": table["configuration"],
-        f"score x{scale:g}": table["score"] * scale,
-        "rank": table["rank"].astype(int),
-        "median rank": [f"{m:g}" if ok else shown
-                        for m, ok in zip(table["median_rank"], resampled)],
-        "95% interval": [f"[{lo:g}, {hi:g}]" if ok else shown
-                         for lo, hi, ok in zip(table["rank_low"], table["rank_high"], resampled)],
-        "at rank 1 %": [f"{100 * s:.1f}" if ok else shown
-                        for s, ok in zip(table["rank1_share"], resampled)],
-        "n cases": table["n_cases"].astype(int),
-    })
+    return pd.DataFrame(
+        {
+            "Dataset": table["dataset"],
+            "Configuration": table["configuration"],
+            f"score x{scale:g}": table["score"] * scale,
+            "rank": table["rank"].astype(int),
+            "median rank": [
+                f"{m:g}" if ok else shown for m, ok in zip(table["median_rank"], resampled)
+            ],
+            "95% interval": [
+                f"[{lo:g}, {hi:g}]" if ok else shown
+                for lo, hi, ok in zip(table["rank_low"], table["rank_high"], resampled)
+            ],
+            "at rank 1 %": [
+                f"{100 * s:.1f}" if ok else shown for s, ok in zip(table["rank1_share"], resampled)
+            ],
+            "n cases": table["n_cases"].astype(int),
+        }
+    )
 
 
-def comparison_results(rows: pd.DataFrame, metric: str = "dice",
-                       config: Sequence[str] = ("model", "prompter", "refiner"),
-                       n_boot: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, list]:
+def comparison_results(
+    rows: pd.DataFrame,
+    metric: str = "dice",
+    config: Sequence[str] = ("model", "prompter", "refiner"),
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, list]:
     """(paired comparisons, rank distributions) of the final steps of ``rows``: every pair of
     configurations per dataset and Overall, and each configuration's ranks."""
     from intrabench.evaluation.paired import paired_comparisons
@@ -116,11 +135,16 @@ def incomplete_note(warnings: Sequence[str | None]) -> str:
     return ("INCOMPLETE RUN: " + " ".join(shown)) if shown else ""
 
 
-def write_comparison_tables(comparisons: pd.DataFrame, scopes: Sequence, out: Path,
-                            metric: str = "dice", scale: float = 100.0, n_boot: int = 1000,
-                            note: str = "",
-                            config: Sequence[str] = ("model", "prompter", "refiner"),
-                            ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
+def write_comparison_tables(
+    comparisons: pd.DataFrame,
+    scopes: Sequence,
+    out: Path,
+    metric: str = "dice",
+    scale: float = 100.0,
+    n_boot: int = 1000,
+    note: str = "",
+    config: Sequence[str] = ("model", "prompter", "refiner"),
+) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
     """``comparisons.{md,tex,csv}`` and ``ranks.{md,tex,csv}`` under ``out`` (from
     :func:`comparison_results`); ``note`` (an incomplete run) heads the Markdown title and the
     LaTeX caption and is a column of the CSVs. Returns (comparison display, rank display, the
@@ -135,14 +159,16 @@ def write_comparison_tables(comparisons: pd.DataFrame, scopes: Sequence, out: Pa
     prefix = f"{note} " if note else ""
     titles = {
         "comparisons": f"{prefix}Paired differences of final {shown} x{scale:g} (B - A) on the "
-                       f"same targets: {n_boot} bootstrap resamples of the cases, Wilcoxon "
-                       "signed-rank test on case scores, Holm-corrected over the pairs of each "
-                       "dataset; r: matched-pairs rank-biserial correlation",
+        f"same targets: {n_boot} bootstrap resamples of the cases, Wilcoxon "
+        "signed-rank test on case scores, Holm-corrected over the pairs of each "
+        "dataset; r: matched-pairs rank-biserial correlation",
         "ranks": f"{prefix}Rank stability of final {shown}: ranks over {n_boot} bootstrap "
-                 "resamples of the cases (1 = best)",
+        "resamples of the cases (1 = best)",
     }
-    displays = {"comparisons": comparison_display(comparisons, scale),
-                "ranks": rank_display(ranks, scale)}
+    displays = {
+        "comparisons": comparison_display(comparisons, scale),
+        "ranks": rank_display(ranks, scale),
+    }
     numbers = {"comparisons": comparison_csv(comparisons, scale), "ranks": _rank_csv(ranks, scale)}
     for name, display in displays.items():
         if display.empty:
@@ -160,8 +186,9 @@ def _rank_csv(ranks: pd.DataFrame, scale: float) -> pd.DataFrame:
     return ranks.assign(score=ranks["score"] * scale).rename(columns={"score": f"score x{scale:g}"})
 
 
-def significance_matrix(table: pd.DataFrame, scale: float = 100.0,
-                        scopes: Sequence[str] | None = None) -> bytes | None:
+def significance_matrix(
+    table: pd.DataFrame, scale: float = 100.0, scopes: Sequence[str] | None = None
+) -> bytes | None:
     """One panel per scope (dataset, ``Overall``): configurations x configurations, the cell
     (row R, column C) coloured by R - C (x ``scale``), ``*`` where the Holm-adjusted Wilcoxon
     p-value is below 0.05, ``·`` where there are too few cases for the test. None without
@@ -175,11 +202,16 @@ def significance_matrix(table: pd.DataFrame, scale: float = 100.0,
     size = min(8.0, max(3.5, 0.22 * len(labels_all) + 2.5))
     columns = min(len(scopes), 3 if len(labels_all) <= 12 else 2)
     rows_of_panels = -(-len(scopes) // columns)
-    figure, grid = pyplot().subplots(rows_of_panels, columns, squeeze=False, layout="constrained",
-                                     figsize=(size * columns + 1.0, size * rows_of_panels + 0.4))
-    for axis in grid.ravel()[len(scopes):]:
+    figure, grid = pyplot().subplots(
+        rows_of_panels,
+        columns,
+        squeeze=False,
+        layout="constrained",
+        figsize=(size * columns + 1.0, size * rows_of_panels + 0.4),
+    )
+    for axis in grid.ravel()[len(scopes) :]:
         axis.axis("off")
-    axes = list(grid.ravel()[:len(scopes)])
+    axes = list(grid.ravel()[: len(scopes)])
     limit = float(np.nanmax(np.abs(table["difference"]))) * scale or 1.0
     image = None
     for axis, scope in zip(axes, scopes):
@@ -200,8 +232,11 @@ def significance_matrix(table: pd.DataFrame, scale: float = 100.0,
     if image is not None:
         bar = figure.colorbar(image, ax=axes, shrink=0.5)
         bar.set_label(f"difference x{scale:g}")
-    figure.suptitle(f"*: Holm-adjusted Wilcoxon p < {ALPHA:g}; ·: fewer than {MIN_CASES_TEST} "
-                    "cases differ, no test", fontsize=8)
+    figure.suptitle(
+        f"*: Holm-adjusted Wilcoxon p < {ALPHA:g}; ·: fewer than {MIN_CASES_TEST} "
+        "cases differ, no test",
+        fontsize=8,
+    )
     return png_bytes(figure)
 
 
@@ -223,13 +258,18 @@ def rank_blob_plot(scopes: Sequence) -> bytes | None:
         n = len(scope.configs)
         for x, i in enumerate(order):
             if scope.resampled is None:
-                axis.scatter([x], [scope.observed[i]], s=30, facecolors="none",
-                             edgecolors="grey")
+                axis.scatter([x], [scope.observed[i]], s=30, facecolors="none", edgecolors="grey")
                 continue
             ranks = scope.resampled[i]
             values, counts = np.unique(ranks, return_counts=True)
-            axis.scatter(np.full(values.size, x), values, s=250 * counts / ranks.size,
-                         color="tab:blue", alpha=0.6, linewidths=0)
+            axis.scatter(
+                np.full(values.size, x),
+                values,
+                s=250 * counts / ranks.size,
+                color="tab:blue",
+                alpha=0.6,
+                linewidths=0,
+            )
             low, high = np.quantile(ranks, [0.025, 0.975])
             axis.vlines(x, low, high, color="black", linewidth=0.8)
             axis.scatter([x], [np.median(ranks)], marker="x", color="black", s=18)
@@ -245,8 +285,9 @@ def rank_blob_plot(scopes: Sequence) -> bytes | None:
     return png_bytes(figure)
 
 
-def report_section(rows: pd.DataFrame, metric: str = "dice", n_boot: int = 1000,
-                   scale: float = 100.0) -> tuple[list[tuple[str, str, bytes]], list[str]]:
+def report_section(
+    rows: pd.DataFrame, metric: str = "dice", n_boot: int = 1000, scale: float = 100.0
+) -> tuple[list[tuple[str, str, bytes]], list[str]]:
     """The report's "which configuration is better" section: (figures as (name, caption,
     PNG), HTML parts before them): the overall rank table and a line on the comparisons."""
     import html
@@ -271,19 +312,33 @@ def report_section(rows: pd.DataFrame, metric: str = "dice", n_boot: int = 1000,
         "docs/evaluation.md.</p>",
     ]
     overall = ranks[ranks["Dataset"] == ranks["Dataset"].iloc[-1]]
-    parts.append(f"<h3>Ranks: {html.escape(str(overall['Dataset'].iloc[0]))}</h3>"
-                 + overall.to_html(index=False, border=0, float_format=lambda v: f"{v:.2f}"))
+    parts.append(
+        f"<h3>Ranks: {html.escape(str(overall['Dataset'].iloc[0]))}</h3>"
+        + overall.to_html(index=False, border=0, float_format=lambda v: f"{v:.2f}")
+    )
     figures = []
     matrix = significance_matrix(comparisons, scale)
     if matrix is not None:
-        figures.append(("significance-matrix", f"Paired differences of final {metric} "
-                        f"x{scale:g} (row minus column) on the same targets, per dataset and "
-                        f"overall; *: Holm-adjusted Wilcoxon p < {ALPHA:g}; ·: too few cases "
-                        "for a test.", matrix))
+        figures.append(
+            (
+                "significance-matrix",
+                f"Paired differences of final {metric} "
+                f"x{scale:g} (row minus column) on the same targets, per dataset and "
+                f"overall; *: Holm-adjusted Wilcoxon p < {ALPHA:g}; ·: too few cases "
+                "for a test.",
+                matrix,
+            )
+        )
     blobs = rank_blob_plot(scopes)
     if blobs is not None:
-        figures.append(("rank-stability", f"Rank of each configuration over {n_boot} bootstrap "
-                        "resamples of the cases: disc area = share of resamples at that rank, "
-                        "cross = median rank, line = 95% interval (scopes with too few cases: "
-                        "the observed rank only, grey).", blobs))
+        figures.append(
+            (
+                "rank-stability",
+                f"Rank of each configuration over {n_boot} bootstrap "
+                "resamples of the cases: disc area = share of resamples at that rank, "
+                "cross = median rank, line = 95% interval (scopes with too few cases: "
+                "the observed rank only, grey).",
+                blobs,
+            )
+        )
     return figures, parts

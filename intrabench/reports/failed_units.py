@@ -32,8 +32,12 @@ def read_failures(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
         if path.is_file() and path.stat().st_size:
             try:
                 frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
-            except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError,
-                    ValueError) as error:
+            except (
+                pd.errors.EmptyDataError,
+                pd.errors.ParserError,
+                UnicodeDecodeError,
+                ValueError,
+            ) as error:
                 _left_out(path, f"not CSV text: {type(error).__name__}")
                 continue
             missing = [column for column in NEEDED if column not in frame]
@@ -49,22 +53,31 @@ def read_failures(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
 def _left_out(path: Path, why: str) -> None:
     import sys
 
-    print(f"warning: {path} is not a list of failed units ({why}): left out, so the tables "
-          f"do not count its failed units; the run writes it again when it is re-run",
-          file=sys.stderr)
+    print(
+        f"warning: {path} is not a list of failed units ({why}): left out, so the tables "
+        f"do not count its failed units; the run writes it again when it is re-run",
+        file=sys.stderr,
+    )
 
 
 def warning_line(failures: pd.DataFrame) -> str | None:
     """One line for above the tables, or None when nothing failed."""
     if failures.empty:
         return None
-    return (f"warning: {len(failures)} work unit(s) failed and have no rows: the table rows "
-            f"marked in '{COLUMN}' average fewer targets (see failures.csv)")
+    return (
+        f"warning: {len(failures)} work unit(s) failed and have no rows: the table rows "
+        f"marked in '{COLUMN}' average fewer targets (see failures.csv)"
+    )
 
 
-def add_failed_column(table: pd.DataFrame, failures: pd.DataFrame, model_column: str,
-                      prompter_column: str, label=None, refiner_column: str | None = None
-                      ) -> pd.DataFrame:
+def add_failed_column(
+    table: pd.DataFrame,
+    failures: pd.DataFrame,
+    model_column: str,
+    prompter_column: str,
+    label=None,
+    refiner_column: str | None = None,
+) -> pd.DataFrame:
     """``table`` with a ``Failed units`` column (0 where none failed) when any unit failed.
 
     ``label(prompter, refiner)`` gives the table's prompter label of a failure's prompter and
@@ -73,8 +86,11 @@ def add_failed_column(table: pd.DataFrame, failures: pd.DataFrame, model_column:
     table has a ``refiner_column``."""
     if failures.empty or table.empty:
         return table
-    refiners = failures["refiner"].replace("", "none") if "refiner" in failures else \
-        pd.Series("none", index=failures.index)
+    refiners = (
+        failures["refiner"].replace("", "none")
+        if "refiner" in failures
+        else pd.Series("none", index=failures.index)
+    )
     labels = [label(p, r) if label else p for p, r in zip(failures["prompter"], refiners)]
     arrays = [failures["model"].tolist(), labels]
     table_keys = [table[model_column], table[prompter_column]]

@@ -52,8 +52,10 @@ class Figure:
 
     def html(self) -> str:
         data = base64.b64encode(self.png).decode("ascii")
-        return (f'<figure><img alt="{html.escape(self.caption)}" src="data:image/png;base64,{data}">'
-                f"<figcaption class='explain'>{html.escape(self.caption)}</figcaption></figure>")
+        return (
+            f'<figure><img alt="{html.escape(self.caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption class='explain'>{html.escape(self.caption)}</figcaption></figure>"
+        )
 
 
 def _config_details(path: Path) -> str:
@@ -65,26 +67,41 @@ def _config_details(path: Path) -> str:
         return ""
     size = path.stat().st_size
     if size > MAX_CONFIG_BYTES:
-        return (f"<p class='note'>{html.escape(str(path))} is {size / 1e6:.1f} MB, more than a "
-                "config may be: not shown.</p>")
-    return ("<details><summary>Run configuration</summary><pre>"
-            + html.escape(path.read_text(errors="replace")) + "</pre></details>")
+        return (
+            f"<p class='note'>{html.escape(str(path))} is {size / 1e6:.1f} MB, more than a "
+            "config may be: not shown.</p>"
+        )
+    return (
+        "<details><summary>Run configuration</summary><pre>"
+        + html.escape(path.read_text(errors="replace"))
+        + "</pre></details>"
+    )
 
 
 def _frame_html(frame: pd.DataFrame, digits: int = 2) -> str:
     """A table in a box that scrolls sideways on its own when wider than the page."""
     if frame.empty:
         return "<p>(no results)</p>"
-    table = frame.to_html(index=False, na_rep="", float_format=lambda v: f"{v:.{digits}f}",
-                          border=0, escape=True)
+    table = frame.to_html(
+        index=False, na_rep="", float_format=lambda v: f"{v:.{digits}f}", border=0, escape=True
+    )
     return f"<div class='wide'>{table}</div>"
 
 
-def prediction_path(run_dir: Path, dataset: str, model: str, prompter: str, refiner: str,
-                    seed: int, case: str, target: str) -> Path:
+def prediction_path(
+    run_dir: Path,
+    dataset: str,
+    model: str,
+    prompter: str,
+    refiner: str,
+    seed: int,
+    case: str,
+    target: str,
+) -> Path:
     """Where :class:`intrabench.engine.runner.Runner` saves a target's final prediction."""
-    return (prediction_folder(run_dir, dataset, model, prompter, refiner, seed)
-            / prediction_file_name(case, target))
+    return prediction_folder(
+        run_dir, dataset, model, prompter, refiner, seed
+    ) / prediction_file_name(case, target)
 
 
 #: the overlap metrics the report shows x100 (the one scale of every table and figure)
@@ -110,17 +127,22 @@ def configuration_summary(episodes: pd.DataFrame) -> pd.DataFrame:
         # HD95 of an empty prediction is NaN and left out of its mean: say how many
         parts.append(missing_counts(episodes, "hd95_final", config).rename("HD95 missing"))
     table = pd.concat(parts + [plain], axis=1).reset_index()
-    return table.rename(columns={"dice_initial": "Dice initial x100",
-                                 "dice_final": "Dice final x100",
-                                 "dice_auc_norm": "Dice AUC (norm.) x100",
-                                 "nsd_final": "NSD final x100",
-                                 "hd95_final": "HD95 final (mm)",
-                                 "cumulative_effort": "interactions",
-                                 "model_seconds_per_step": "model s/step"})
+    return table.rename(
+        columns={
+            "dice_initial": "Dice initial x100",
+            "dice_final": "Dice final x100",
+            "dice_auc_norm": "Dice AUC (norm.) x100",
+            "nsd_final": "NSD final x100",
+            "hd95_final": "HD95 final (mm)",
+            "cumulative_effort": "interactions",
+            "model_seconds_per_step": "model s/step",
+        }
+    )
 
 
-def attribute_section(run_dir: Path, rows: pd.DataFrame, n_boot: int = 1000
-                      ) -> tuple[list[Figure], list[str]]:
+def attribute_section(
+    run_dir: Path, rows: pd.DataFrame, n_boot: int = 1000
+) -> tuple[list[Figure], list[str]]:
     """Figures and HTML of "which targets are hard": final Dice by target attribute group per
     model (see :mod:`intrabench.attributes.stratify`), or a note saying why there is none."""
     from intrabench.attributes import figures as attribute_figures
@@ -138,12 +160,18 @@ def attribute_section(run_dir: Path, rows: pd.DataFrame, n_boot: int = 1000
     summary = printable_summary(analysis.groups, analysis.extremes)
     summary = summary.drop(columns=[c for c in summary.columns if c.startswith("n_")])
     figures = [
-        Figure("dice-by-attribute-group", "Final Dice x100 per target attribute group (each "
-               "dataset's tertiles low/mid/high, or no/yes), one box per model over its "
-               "targets (mean over the model's prompters).",
-               attribute_figures.box_plots(per_model)),
-        Figure("dice-vs-attributes", "Final Dice x100 against target attributes, one point per "
-               "model and target.", attribute_figures.scatter_plots(per_model)),
+        Figure(
+            "dice-by-attribute-group",
+            "Final Dice x100 per target attribute group (each "
+            "dataset's tertiles low/mid/high, or no/yes), one box per model over its "
+            "targets (mean over the model's prompters).",
+            attribute_figures.box_plots(per_model),
+        ),
+        Figure(
+            "dice-vs-attributes",
+            "Final Dice x100 against target attributes, one point per model and target.",
+            attribute_figures.scatter_plots(per_model),
+        ),
     ]
     parts = [
         "<p class='explain'>Every target is measured once (size, shape, holes, contrast with its "
@@ -152,7 +180,9 @@ def attribute_section(run_dir: Path, rows: pd.DataFrame, n_boot: int = 1000
         "first, with a bootstrap 95% CI over targets; rho: Spearman's rank correlation of Dice "
         "with the attribute. <code>intrabench attributes RUN_DIR</code> writes every number "
         "as CSV.</p>",
-        _frame_html(summary, digits=2), *[f.html() for f in figures]]
+        _frame_html(summary, digits=2),
+        *[f.html() for f in figures],
+    ]
     return figures, parts
 
 
@@ -168,14 +198,26 @@ def robustness_section(rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
         return [], []
     display, _, targets = robustness_table(clicked)
     n_groups = int(clicked["click_groups"].iloc[0])
-    figures = [Figure("iou-vs-clicks", f"IoU x100 after each round of clicks: the baseline "
-                      f"strategy (centre of the region), the least likely clicks (G1) and the "
-                      f"most likely (G{n_groups}).", click_figures.iou_curves(clicked))]
+    figures = [
+        Figure(
+            "iou-vs-clicks",
+            f"IoU x100 after each round of clicks: the baseline "
+            f"strategy (centre of the region), the least likely clicks (G1) and the "
+            f"most likely (G{n_groups}).",
+            click_figures.iou_curves(clicked),
+        )
+    ]
     if not targets.empty:
-        figures.append(Figure("iou1-mean-vs-std", "One point per target and model: mean and "
-                              "standard deviation of the first click's IoU over the clicking "
-                              "groups. High std for its mean: the result depends on where the "
-                              "person clicks.", click_figures.mean_std_scatter(targets)))
+        figures.append(
+            Figure(
+                "iou1-mean-vs-std",
+                "One point per target and model: mean and "
+                "standard deviation of the first click's IoU over the clicking "
+                "groups. High std for its mean: the result depends on where the "
+                "person clicks.",
+                click_figures.mean_std_scatter(targets),
+            )
+        )
     parts = [
         "<h2>Robustness to where people click</h2>",
         f"<p class='explain'>Every target was prompted once per clicking group of the "
@@ -190,12 +232,15 @@ def robustness_section(rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
         "targets, a class's cases and the dataset's classes, as every table here; RClicks' own "
         "tables take the plain mean over instances instead (<code>intrabench tables</code> "
         "writes that one as robustness-flat.md). Definitions: docs/realistic-clicks.md.</p>",
-        _frame_html(display), *[f.html() for f in figures]]
+        _frame_html(display),
+        *[f.html() for f in figures],
+    ]
     return figures, parts
 
 
-def time_section(run_dir: Path, rows: pd.DataFrame, styles: dict | None = None
-                 ) -> tuple[list[Figure], list[str]]:
+def time_section(
+    run_dir: Path, rows: pd.DataFrame, styles: dict | None = None
+) -> tuple[list[Figure], list[str]]:
     """Figures and HTML of time-aware evaluation (docs/time-aware.md): the ``time`` table,
     Dice against accumulated time, and the latency table; nothing for rows without latency."""
     from intrabench.io.run_directory import run_machine
@@ -208,13 +253,22 @@ def time_section(run_dir: Path, rows: pd.DataFrame, styles: dict | None = None
         return [], []
     model = run_time_model(run_dir)
     mode = waiting_description(model, run_machine(run_dir))
-    figures = [Figure("dice-vs-time", "Dice x100 against the clinician's accumulated time "
-                      "(seconds of interaction from the run's time model plus seconds waiting "
-                      "for the model), up to the budget; dotted: 60 s.",
-                      time_curve_plot(rows, model, styles=styles,
-                                      waiting="waiting as measured in this run"
-                                      if model.waiting == "measured"
-                                      else "waiting from the latency table"))]
+    figures = [
+        Figure(
+            "dice-vs-time",
+            "Dice x100 against the clinician's accumulated time "
+            "(seconds of interaction from the run's time model plus seconds waiting "
+            "for the model), up to the budget; dotted: 60 s.",
+            time_curve_plot(
+                rows,
+                model,
+                styles=styles,
+                waiting="waiting as measured in this run"
+                if model.waiting == "measured"
+                else "waiting from the latency table",
+            ),
+        )
+    ]
     parts = [
         "<h2>Quality against the clinician's time</h2>",
         f"<p class='explain'>Each interaction costs the clinician time (a click "
@@ -225,10 +279,13 @@ def time_section(run_dir: Path, rows: pd.DataFrame, styles: dict | None = None
         "it is discarded (DAVIS interactive track). AUC-time: area under Dice against time over "
         "the budget; Dice@60s: the curve at 60 s. Definitions: docs/time-aware.md.</p>",
         f"<p class='explain'><b>{html.escape(mode[0].upper() + mode[1:])}.</b></p>",
-        _frame_html(time_table(rows, model)), *[f.html() for f in figures],
+        _frame_html(time_table(rows, model)),
+        *[f.html() for f in figures],
         "<h3>Model latency</h3><p class='explain'>Cold: the case's set-up plus its first "
         "forward pass; warm: every later one, by interaction kind (ms, CUDA synchronised). "
-        "Peak memory over the model's cases (MiB).</p>", _frame_html(latency_table(rows))]
+        "Peak memory over the model's cases (MiB).</p>",
+        _frame_html(latency_table(rows)),
+    ]
     return figures, parts
 
 
@@ -248,12 +305,15 @@ def ratings_section(run_dir: Path) -> list[str]:
         def shown(value: float | None) -> str:
             return "n/a" if value is None or value != value else f"{value:.3f}"
 
-        parts += [f"<h3>Review {html.escape(str(summary['review']))}</h3>",
-                  f"<p class='explain'>{summary['ratings']} ratings (1-10) of {summary['masks']} "
-                  f"masks by {summary['raters']} rater(s), blinded. Agreement between raters "
-                  f"(Krippendorff's alpha, ordinal): {shown(alpha)}. Spearman's rho of a "
-                  f"mask's mean rating with its Dice: {shown(rho)}. CI: bootstrap 95% over "
-                  "masks.</p>", _frame_html(table, digits=2)]
+        parts += [
+            f"<h3>Review {html.escape(str(summary['review']))}</h3>",
+            f"<p class='explain'>{summary['ratings']} ratings (1-10) of {summary['masks']} "
+            f"masks by {summary['raters']} rater(s), blinded. Agreement between raters "
+            f"(Krippendorff's alpha, ordinal): {shown(alpha)}. Spearman's rho of a "
+            f"mask's mean rating with its Dice: {shown(rho)}. CI: bootstrap 95% over "
+            "masks.</p>",
+            _frame_html(table, digits=2),
+        ]
     return (["<h2>Ratings by people</h2>"] + parts) if parts else []
 
 
@@ -263,28 +323,43 @@ def success_table(episodes: pd.DataFrame, threshold: float = 0.8) -> pd.DataFram
     table = success_summary(episodes, threshold)
     table["success_rate"] = 100 * table["success_rate"]
     table["threshold"] = 100 * table["threshold"]
-    return table.rename(columns={"threshold": "Dice x100 to reach", "success_rate": "reached %",
-                                 "median_effort": "median interactions",
-                                 "mean_effort_successes": "mean interactions (successes)"})
+    return table.rename(
+        columns={
+            "threshold": "Dice x100 to reach",
+            "success_rate": "reached %",
+            "median_effort": "median interactions",
+            "mean_effort_successes": "mean interactions (successes)",
+        }
+    )
 
 
-def gallery_section(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,
-                    cases: list[str] | None, per_model: int) -> tuple[list[Figure], list[str]]:
+def gallery_section(
+    run_dir: Path,
+    rows: pd.DataFrame,
+    episodes: pd.DataFrame,
+    cases: list[str] | None,
+    per_model: int,
+) -> tuple[list[Figure], list[str]]:
     """Figures and HTML of the failure gallery (:mod:`intrabench.reports.overlays`): the worst
     targets of each model, or the requested cases."""
     from intrabench.reports.overlays import gallery
 
     items, notes = gallery(run_dir, rows, episodes, cases, per_model)
     figures = [Figure(item.name, item.caption, item.png) for item in items]
-    what = ("the requested cases" if cases else
-            f"the {per_model} target{'s' if per_model != 1 else ''} of lowest final Dice of "
-            "each model (over its prompters, refiners and seeds)")
-    parts = ["<h2>Failure gallery: the worst targets per model</h2>",
-             f"<p class='explain'>Shown: {what}. Axial, coronal and sagittal views through the "
-             "target in radiological display (anterior up, the patient's right on the image's "
-             "left; letters on the edges), slice indices as canonical voxel indices (z, y, x). "
-             "With every step saved, the first step (top) and the last (bottom) are drawn on "
-             "the same slices, with every interaction up to that step.</p>"]
+    what = (
+        "the requested cases"
+        if cases
+        else f"the {per_model} target{'s' if per_model != 1 else ''} of lowest final Dice of "
+        "each model (over its prompters, refiners and seeds)"
+    )
+    parts = [
+        "<h2>Failure gallery: the worst targets per model</h2>",
+        f"<p class='explain'>Shown: {what}. Axial, coronal and sagittal views through the "
+        "target in radiological display (anterior up, the patient's right on the image's "
+        "left; letters on the edges), slice indices as canonical voxel indices (z, y, x). "
+        "With every step saved, the first step (top) and the last (bottom) are drawn on "
+        "the same slices, with every interaction up to that step.</p>",
+    ]
     parts += [f"<p class='note'>{note}</p>" for note in notes]
     current = None
     for item, figure in zip(items, figures):
@@ -295,9 +370,15 @@ def gallery_section(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,
     return figures, parts
 
 
-def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric: str = "dice",
-                 cases: list[str] | None = None, max_overlays: int = 3,
-                 layout: Layout | None = None, n_boot: int = 1000) -> Path:
+def build_report(
+    run_dir: str | Path,
+    out_dir: str | Path | None = None,
+    metric: str = "dice",
+    cases: list[str] | None = None,
+    max_overlays: int = 3,
+    layout: Layout | None = None,
+    n_boot: int = 1000,
+) -> Path:
     """Write ``report.html`` (self-contained) and the figures as PNG into ``out_dir``
     (default ``RUN_DIR/report``); returns the HTML path. ``max_overlays``: targets drawn per
     model in the failure gallery.
@@ -312,8 +393,10 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
     episodes = episode_table(rows)
     run_info = run_record(run_dir)
     if run_info is None:
-        log.warning("%s is damaged (not JSON): the report leaves out the software versions",
-                    run_dir / "run.json")
+        log.warning(
+            "%s is damaged (not JSON): the report leaves out the software versions",
+            run_dir / "run.json",
+        )
         run_info = {}
     name = str(rows["run"].iloc[0]) if not rows.empty else run_dir.name
     refined = rows[rows["refiner"] != "none"]
@@ -321,23 +404,43 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
     shown_metric = plots.metric_name(metric)
 
     figures: list[Figure] = [
-        Figure("dice-vs-interactions-per-dataset", f"{shown_metric} x100 against the interactions "
-               "it took (mean cumulative per target, log scale), one panel per dataset, one "
-               "point per refinement step; bands: 95% bootstrap confidence intervals over "
-               "cases. Up and left is better.",
-               plots.dataset_effort_curves(rows, metric, n_boot=n_boot, styles=styles))]
+        Figure(
+            "dice-vs-interactions-per-dataset",
+            f"{shown_metric} x100 against the interactions "
+            "it took (mean cumulative per target, log scale), one panel per dataset, one "
+            "point per refinement step; bands: 95% bootstrap confidence intervals over "
+            "cases. Up and left is better.",
+            plots.dataset_effort_curves(rows, metric, n_boot=n_boot, styles=styles),
+        )
+    ]
     if not refined.empty:
-        figures.append(Figure("dice-vs-iteration", f"{shown_metric} x100 per refinement iteration "
-                              "(mean over datasets). Dashed: scribble refinement. Higher is "
-                              "better.", plots.iteration_curves(refined, metric, styles=styles)))
-    figures.append(Figure("dice-vs-effort", f"{shown_metric} x100 against the number of human "
-                          "interactions it took (mean per target, mean over datasets, log "
-                          "scale). Up and left is better.",
-                          plots.effort_curves(rows, metric, styles=styles)))
-    figures.append(Figure("dice-per-dataset", f"Final {shown_metric} x100 per dataset; error bars are "
-                          "95% bootstrap confidence intervals over cases (a dataset with a "
-                          "single case has none: 'n=1' above its bar).",
-                          plots.dataset_bars(rows, metric, n_boot=n_boot, styles=styles)))
+        figures.append(
+            Figure(
+                "dice-vs-iteration",
+                f"{shown_metric} x100 per refinement iteration "
+                "(mean over datasets). Dashed: scribble refinement. Higher is "
+                "better.",
+                plots.iteration_curves(refined, metric, styles=styles),
+            )
+        )
+    figures.append(
+        Figure(
+            "dice-vs-effort",
+            f"{shown_metric} x100 against the number of human "
+            "interactions it took (mean per target, mean over datasets, log "
+            "scale). Up and left is better.",
+            plots.effort_curves(rows, metric, styles=styles),
+        )
+    )
+    figures.append(
+        Figure(
+            "dice-per-dataset",
+            f"Final {shown_metric} x100 per dataset; error bars are "
+            "95% bootstrap confidence intervals over cases (a dataset with a "
+            "single case has none: 'n=1' above its bar).",
+            plots.dataset_bars(rows, metric, n_boot=n_boot, styles=styles),
+        )
+    )
     gallery_figures, gallery_parts = gallery_section(run_dir, rows, episodes, cases, max_overlays)
     attribute_figures, attribute_parts = attribute_section(run_dir, rows, n_boot=n_boot)
     robustness_figures, robustness_parts = robustness_section(rows)
@@ -347,8 +450,14 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
     found, comparison_parts = report_section(rows, metric, n_boot=n_boot)
     comparison_figures = [Figure(*figure) for figure in found]
     comparison_parts += [figure.html() for figure in comparison_figures]
-    for figure in (figures + gallery_figures + attribute_figures + robustness_figures
-                   + time_figures + comparison_figures):
+    for figure in (
+        figures
+        + gallery_figures
+        + attribute_figures
+        + robustness_figures
+        + time_figures
+        + comparison_figures
+    ):
         (out / f"{figure.name}.png").write_bytes(figure.png)
 
     last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
@@ -365,8 +474,9 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
         summary_parts.append(f"<p class='explain'><b>{html.escape(line)}</b></p>")
     for _key, title, table in tables_for_runs(rows, layout, metric):
         if "Model" in table and "Prompter" in table:
-            table = add_failed_column(table, failures, "Model", "Prompter",
-                                      lambda p, r: prompter_label(p, r, layout))
+            table = add_failed_column(
+                table, failures, "Model", "Prompter", lambda p, r: prompter_label(p, r, layout)
+            )
         summary_parts.append(f"<h3>{html.escape(title)}</h3>{_frame_html(table)}")
     success = success_table(episodes, 0.8) if not refined.empty else pd.DataFrame()
     versions = run_info.get("versions") if isinstance(run_info.get("versions"), dict) else {}
@@ -388,41 +498,54 @@ def build_report(run_dir: str | Path, out_dir: str | Path | None = None, metric:
         "scribble 3; 'X' means once per slice). In refinement runs the clinician corrects the "
         "result several times (iterations). Each configuration (model | prompter + refiner) "
         "keeps its colour and marker in every figure.</p>",
-        "<h2>Figures</h2>", *[f.html() for f in figures],
+        "<h2>Figures</h2>",
+        *[f.html() for f in figures],
         "<h2>Summary</h2>",
         "<p class='explain'>Scores x100 per dataset (columns) for each way of prompting "
-        "(rows). 'Average' is the mean over datasets.</p>", *summary_parts,
+        "(rows). 'Average' is the mean over datasets.</p>",
+        *summary_parts,
         "<h3>Per configuration</h3>",
         "<p class='explain'>Mean over datasets, x100. AUC (norm.): the area under the "
         "Dice curve over the refinement steps divided by its maximum, as in the CVPR 2025 "
         "challenge. Interactions: mean total effort per target. HD95 in mm (lower is "
-        "better).</p>", _frame_html(configuration_summary(episodes), digits=1),
+        "better).</p>",
+        _frame_html(configuration_summary(episodes), digits=1),
     ]
     if not success.empty:
-        body += ["<h2>Interactions to reach Dice 80</h2>",
-                 "<p class='explain'>Reached: share of targets that got to Dice 80 (x100 scale). "
-                 "Median interactions counts targets that never got there as failures (infinite "
-                 "effort).</p>", _frame_html(success, digits=1)]
+        body += [
+            "<h2>Interactions to reach Dice 80</h2>",
+            "<p class='explain'>Reached: share of targets that got to Dice 80 (x100 scale). "
+            "Median interactions counts targets that never got there as failures (infinite "
+            "effort).</p>",
+            _frame_html(success, digits=1),
+        ]
     body += comparison_parts
     body += time_parts
     body += robustness_parts
     body += ["<h2>Which targets are hard, for which model</h2>", *attribute_parts]
     body += ratings_section(run_dir)
     body += gallery_parts
-    body += ["<h2>Per-case results</h2>",
-             f"<p class='explain'>One row per image and configuration: the final {metric} x100 "
-             "averaged over the image's targets of each class, then over classes.</p>",
-             f"<details><summary>{len(cases_table)} rows</summary>"
-             + _frame_html(cases_table, digits=1) + "</details>"]
-    body += ["<h2>Run details</h2>",
-             "<details><summary>Software versions</summary>" + _frame_html(
-                 pd.DataFrame({"package": list(versions), "version": list(versions.values())}))
-             + "</details>"]
+    body += [
+        "<h2>Per-case results</h2>",
+        f"<p class='explain'>One row per image and configuration: the final {metric} x100 "
+        "averaged over the image's targets of each class, then over classes.</p>",
+        f"<details><summary>{len(cases_table)} rows</summary>"
+        + _frame_html(cases_table, digits=1)
+        + "</details>",
+    ]
+    body += [
+        "<h2>Run details</h2>",
+        "<details><summary>Software versions</summary>"
+        + _frame_html(pd.DataFrame({"package": list(versions), "version": list(versions.values())}))
+        + "</details>",
+    ]
     body.append(_config_details(run_dir / "config.yaml"))
-    page = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>IntraBench report: {html.escape(name)}</title><style>{STYLE}</style></head>"
-            "<body>" + "\n".join(body) + "</body></html>")
+    page = (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>IntraBench report: {html.escape(name)}</title><style>{STYLE}</style></head>"
+        "<body>" + "\n".join(body) + "</body></html>"
+    )
     # names from the data (cases, targets, labels) with a right-to-left override or another
     # hidden character are shown escaped ('\u202e'), not obeyed: 'evil' never reads 'live'
     page = escaped(page, keep="\n\r\t")

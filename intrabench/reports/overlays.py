@@ -89,21 +89,27 @@ def cut_centre(ground_truth: np.ndarray, prompt: Prompt | None) -> tuple[int, in
     counts = {z: n for z, n in prompt_slices(prompt).items() if 0 <= z < shape[0]}
     if counts:
         most = max(counts.values())
-        median[0] = min((z for z, n in counts.items() if n == most),
-                        key=lambda z: (abs(z - median[0]), z))
+        median[0] = min(
+            (z for z, n in counts.items() if n == most), key=lambda z: (abs(z - median[0]), z)
+        )
     return median[0], median[1], median[2]
 
 
-def zoom_window(shape: tuple[int, ...], masks: list[np.ndarray], spacing: tuple[float, ...],
-                margin_mm: float) -> list[slice]:
+def zoom_window(
+    shape: tuple[int, ...], masks: list[np.ndarray], spacing: tuple[float, ...], margin_mm: float
+) -> list[slice]:
     """Per axis, the box of every non-empty mask grown by ``margin_mm`` (whole volume when all
     are empty)."""
     box = union_bbox(*(m for m in masks if m is not None))
     if box is None:
         return [slice(0, s) for s in shape]
-    return [slice(max(0, b.start - int(np.ceil(margin_mm / step))),
-                  min(size, b.stop + int(np.ceil(margin_mm / step))))
-            for b, size, step in zip(box, shape, spacing)]
+    return [
+        slice(
+            max(0, b.start - int(np.ceil(margin_mm / step))),
+            min(size, b.stop + int(np.ceil(margin_mm / step))),
+        )
+        for b, size, step in zip(box, shape, spacing)
+    ]
 
 
 #: (view name, fixed canonical axis, rows axis, columns axis)
@@ -111,18 +117,28 @@ VIEWS = (("axial", 0, 1, 2), ("coronal", 1, 0, 2), ("sagittal", 2, 0, 1))
 _AXIS_NAMES = "zyx"
 
 
-def view_position(point_zyx, rows_axis: int, columns_axis: int, window: list[slice]
-                  ) -> tuple[float, float]:
+def view_position(
+    point_zyx, rows_axis: int, columns_axis: int, window: list[slice]
+) -> tuple[float, float]:
     """(row, column) in a radiological view cut to ``window`` of a canonical voxel (or of
     several: ``point_zyx`` indexed by axis gives arrays): both axes reversed, so voxel
     ``window.stop - 1`` is row (or column) 0."""
-    return (window[rows_axis].stop - 1 - np.asarray(point_zyx[rows_axis], dtype=float),
-            window[columns_axis].stop - 1 - np.asarray(point_zyx[columns_axis], dtype=float))
+    return (
+        window[rows_axis].stop - 1 - np.asarray(point_zyx[rows_axis], dtype=float),
+        window[columns_axis].stop - 1 - np.asarray(point_zyx[columns_axis], dtype=float),
+    )
 
 
 # -- drawing --------------------------------------------------------------------------------
-def _draw_prompt(axis, prompt: Prompt, fixed: int, plane: int, rows_axis: int, columns_axis: int,
-                 window: list[slice]) -> int:
+def _draw_prompt(
+    axis,
+    prompt: Prompt,
+    fixed: int,
+    plane: int,
+    rows_axis: int,
+    columns_axis: int,
+    window: list[slice],
+) -> int:
     """Draw the parts of ``prompt`` on the plane ``fixed`` = ``plane``; returns how many clicks
     lie off it."""
     from matplotlib.patches import Rectangle
@@ -136,11 +152,27 @@ def _draw_prompt(axis, prompt: Prompt, fixed: int, plane: int, rows_axis: int, c
             continue
         row, column = view_position(point, rows_axis, columns_axis, window)
         if int(label) == 1:
-            axis.plot(column, row, "o", markersize=7, markerfacecolor=POSITIVE,
-                      markeredgecolor="white", markeredgewidth=1.0, zorder=6)
+            axis.plot(
+                column,
+                row,
+                "o",
+                markersize=7,
+                markerfacecolor=POSITIVE,
+                markeredgecolor="white",
+                markeredgewidth=1.0,
+                zorder=6,
+            )
         else:
-            axis.plot(column, row, "X", markersize=8, markerfacecolor=NEGATIVE,
-                      markeredgecolor="white", markeredgewidth=0.8, zorder=6)
+            axis.plot(
+                column,
+                row,
+                "X",
+                markersize=8,
+                markerfacecolor=NEGATIVE,
+                markeredgecolor="white",
+                markeredgewidth=0.8,
+                zorder=6,
+            )
     boxes = []  # inclusive (low, high) corners as canonical points
     if fixed == 0 and plane in prompt.boxes:
         box = prompt.boxes[plane]
@@ -153,17 +185,31 @@ def _draw_prompt(axis, prompt: Prompt, fixed: int, plane: int, rows_axis: int, c
     for low, high in boxes:
         # the high corner is the top-left one in the reversed view
         row, column = view_position(high, rows_axis, columns_axis, window)
-        axis.add_patch(Rectangle((column - 0.5, row - 0.5),
-                                 high[columns_axis] - low[columns_axis] + 1,
-                                 high[rows_axis] - low[rows_axis] + 1, fill=False,
-                                 edgecolor=BOX, linestyle="--", linewidth=1.2, zorder=5))
+        axis.add_patch(
+            Rectangle(
+                (column - 0.5, row - 0.5),
+                high[columns_axis] - low[columns_axis] + 1,
+                high[rows_axis] - low[rows_axis] + 1,
+                fill=False,
+                edgecolor=BOX,
+                linestyle="--",
+                linewidth=1.2,
+                zorder=5,
+            )
+        )
     for scribble in prompt.scribbles:
         voxels = np.asarray(scribble.points).reshape(-1, 3)
         voxels = voxels[voxels[:, fixed] == plane]
         if len(voxels):
             rows, columns = view_position(voxels.T, rows_axis, columns_axis, window)
-            axis.plot(columns, rows, ".", markersize=2.5, zorder=5,
-                      color=POSITIVE if int(scribble.label) == 1 else NEGATIVE)
+            axis.plot(
+                columns,
+                rows,
+                ".",
+                markersize=2.5,
+                zorder=5,
+                color=POSITIVE if int(scribble.label) == 1 else NEGATIVE,
+            )
     for lasso in prompt.lassos:  # a closed solid line, in the axial view of its slice
         if fixed != 0 or int(lasso.z) != plane:
             continue
@@ -171,14 +217,25 @@ def _draw_prompt(axis, prompt: Prompt, fixed: int, plane: int, rows_axis: int, c
         loop = np.vstack([contour, contour[:1]])
         zyx = (np.full(len(loop), plane), loop[:, 0], loop[:, 1])
         rows, columns = view_position(zyx, rows_axis, columns_axis, window)
-        axis.plot(columns, rows, "-", linewidth=1.4, zorder=5,
-                  color=POSITIVE if int(lasso.label) == 1 else NEGATIVE)
+        axis.plot(
+            columns,
+            rows,
+            "-",
+            linewidth=1.4,
+            zorder=5,
+            color=POSITIVE if int(lasso.label) == 1 else NEGATIVE,
+        )
     return off_plane
 
 
-def draw_overlay(image: np.ndarray, ground_truth: np.ndarray, panels: list[StepPanel],
-                 spacing: tuple[float, float, float], title: str = "",
-                 margin_mm: float = 15.0) -> bytes:
+def draw_overlay(
+    image: np.ndarray,
+    ground_truth: np.ndarray,
+    panels: list[StepPanel],
+    spacing: tuple[float, float, float],
+    title: str = "",
+    margin_mm: float = 15.0,
+) -> bytes:
     """Axial, coronal and sagittal views (one row per panel) on the same planes, zoomed to the
     target, its predictions and ``margin_mm`` around them.
 
@@ -188,16 +245,20 @@ def draw_overlay(image: np.ndarray, ground_truth: np.ndarray, panels: list[StepP
     plt = pyplot()
     first_prompt = next((p.prompt for p in panels if p.prompt is not None), None)
     centre = cut_centre(ground_truth, first_prompt)
-    window = zoom_window(image.shape, [ground_truth] + [p.prediction for p in panels],
-                         spacing, margin_mm)
+    window = zoom_window(
+        image.shape, [ground_truth] + [p.prediction for p in panels], spacing, margin_mm
+    )
     clicks = [np.asarray(p.prompt.points).reshape(-1, 3) for p in panels if p.prompt is not None]
     keep = np.concatenate([np.asarray([centre]), *clicks]).astype(int)  # centre and every click
     keep = np.clip(keep, 0, np.asarray(image.shape) - 1)
-    window = [slice(min(w.start, int(keep[:, a].min())), max(w.stop, int(keep[:, a].max()) + 1))
-              for a, w in enumerate(window)]
+    window = [
+        slice(min(w.start, int(keep[:, a].min())), max(w.stop, int(keep[:, a].max()) + 1))
+        for a, w in enumerate(window)
+    ]
     low, high = np.percentile(image[tuple(window)], [1, 99]) if image.size else (0.0, 1.0)
-    figure, axes = plt.subplots(len(panels), 3, figsize=(7.2, 2.75 * len(panels) + 0.4),
-                                squeeze=False, layout="constrained")
+    figure, axes = plt.subplots(
+        len(panels), 3, figsize=(7.2, 2.75 * len(panels) + 0.4), squeeze=False, layout="constrained"
+    )
     for axes_row, panel in zip(axes, panels):
         for axis, (name, fixed, rows_axis, columns_axis) in zip(axes_row, VIEWS):
             index = [window[0], window[1], window[2]]
@@ -205,20 +266,27 @@ def draw_overlay(image: np.ndarray, ground_truth: np.ndarray, panels: list[StepP
             picture = radiological(image[tuple(index)])
             truth = radiological(ground_truth[tuple(index)])
             aspect = spacing[rows_axis] / spacing[columns_axis]
-            axis.imshow(picture, cmap="gray", vmin=low, vmax=high, aspect=aspect,
-                        interpolation="nearest")
+            axis.imshow(
+                picture, cmap="gray", vmin=low, vmax=high, aspect=aspect, interpolation="nearest"
+            )
             if panel.prediction is not None:
                 predicted = radiological(panel.prediction[tuple(index)])
                 if predicted.any():
-                    axis.imshow(np.ma.masked_where(~predicted, predicted), cmap="autumn",
-                                alpha=0.3, aspect=aspect, interpolation="nearest")
+                    axis.imshow(
+                        np.ma.masked_where(~predicted, predicted),
+                        cmap="autumn",
+                        alpha=0.3,
+                        aspect=aspect,
+                        interpolation="nearest",
+                    )
                     axis.contour(predicted, levels=[0.5], colors="red", linewidths=1.0)
             if truth.any():
                 axis.contour(truth, levels=[0.5], colors="lime", linewidths=1.0)
             off_plane = 0
             if panel.prompt is not None:
-                off_plane = _draw_prompt(axis, panel.prompt, fixed, centre[fixed], rows_axis,
-                                         columns_axis, window)
+                off_plane = _draw_prompt(
+                    axis, panel.prompt, fixed, centre[fixed], rows_axis, columns_axis, window
+                )
             axis.set_xlim(-0.5, picture.shape[1] - 0.5)
             axis.set_ylim(picture.shape[0] - 0.5, -0.5)
             heading = f"{name} {_AXIS_NAMES[fixed]}={centre[fixed]}"
@@ -230,24 +298,40 @@ def draw_overlay(image: np.ndarray, ground_truth: np.ndarray, panels: list[StepP
             axis.set_title(heading, fontsize=9)
             axis.set_axis_off()
             top, bottom, left, right = VIEW_LETTERS[name]
-            for text, x, y, ha, va in ((top, 0.5, 0.98, "center", "top"),
-                                       (bottom, 0.5, 0.02, "center", "bottom"),
-                                       (left, 0.02, 0.5, "left", "center"),
-                                       (right, 0.98, 0.5, "right", "center")):
-                axis.text(x, y, text, transform=axis.transAxes, ha=ha, va=va, color="yellow",
-                          fontsize=8, fontweight="bold")
+            for text, x, y, ha, va in (
+                (top, 0.5, 0.98, "center", "top"),
+                (bottom, 0.5, 0.02, "center", "bottom"),
+                (left, 0.02, 0.5, "left", "center"),
+                (right, 0.98, 0.5, "right", "center"),
+            ):
+                axis.text(
+                    x,
+                    y,
+                    text,
+                    transform=axis.transAxes,
+                    ha=ha,
+                    va=va,
+                    color="yellow",
+                    fontsize=8,
+                    fontweight="bold",
+                )
     if title:
         figure.suptitle(title, fontsize=9)
     # the colours' meaning in the image itself, not only in its caption and alt text
     from matplotlib.lines import Line2D
 
-    figure.legend(handles=[Line2D([], [], color="lime", linewidth=1.5, label="ground truth"),
-                           Line2D([], [], color="red", linewidth=1.5, label="prediction"),
-                           Line2D([], [], color=POSITIVE, marker="o", linestyle="",
-                                  label="positive prompt"),
-                           Line2D([], [], color=NEGATIVE, marker="o", linestyle="",
-                                  label="negative prompt")],
-                  loc="outside lower center", ncols=4, fontsize=8, frameon=False)
+    figure.legend(
+        handles=[
+            Line2D([], [], color="lime", linewidth=1.5, label="ground truth"),
+            Line2D([], [], color="red", linewidth=1.5, label="prediction"),
+            Line2D([], [], color=POSITIVE, marker="o", linestyle="", label="positive prompt"),
+            Line2D([], [], color=NEGATIVE, marker="o", linestyle="", label="negative prompt"),
+        ],
+        loc="outside lower center",
+        ncols=4,
+        fontsize=8,
+        frameon=False,
+    )
     return png_bytes(figure)
 
 
@@ -267,8 +351,9 @@ def chosen_episodes(episodes: pd.DataFrame, chosen: list[str], limit: int) -> pd
     """Episodes of the requested ``dataset/case`` (or ``case``) names, at most ``limit`` per
     model, in the gallery's order."""
     wanted = set(chosen)
-    mask = [f"{d}/{c}" in wanted or c in wanted
-            for d, c in zip(episodes["dataset"], episodes["case"])]
+    mask = [
+        f"{d}/{c}" in wanted or c in wanted for d, c in zip(episodes["dataset"], episodes["case"])
+    ]
     return failure_gallery(episodes[mask], limit)
 
 
@@ -277,15 +362,27 @@ def overlay_file_name(episode) -> str:
     (a longer one ends in a hash of the whole: the file system's limit is 255)."""
     from intrabench.io.run_paths import safe_file_name
 
-    parts = [episode.dataset, episode.case, episode.target, episode.model, episode.prompter,
-             episode.refiner]
-    stem = ("overlay-" + "-".join(safe_file_name(str(p)) for p in parts)
-            + f"-seed{int(episode.seed)}")
+    parts = [
+        episode.dataset,
+        episode.case,
+        episode.target,
+        episode.model,
+        episode.prompter,
+        episode.refiner,
+    ]
+    stem = (
+        "overlay-" + "-".join(safe_file_name(str(p)) for p in parts) + f"-seed{int(episode.seed)}"
+    )
     return safe_file_name(stem, limit=200)
 
 
-def gallery(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,
-            chosen: list[str] | None, per_model: int) -> tuple[list[GalleryItem], list[str]]:
+def gallery(
+    run_dir: Path,
+    rows: pd.DataFrame,
+    episodes: pd.DataFrame,
+    chosen: list[str] | None,
+    per_model: int,
+) -> tuple[list[GalleryItem], list[str]]:
     """Overlays of the chosen episodes (``chosen`` cases, else :func:`failure_gallery`) and
     notes on what could not be drawn (no saved predictions, a dataset not on this machine)."""
     from intrabench.io.run_directory import run_config, run_dataset
@@ -299,11 +396,16 @@ def gallery(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,
         return [], ["The run directory has no config.yaml, so the images cannot be found."]
     config = run_config(run_dir)
     if not config.save_predictions:
-        return [], ["This run did not save its predictions (set <code>save_predictions: "
-                    "true</code>, or <code>all</code> for the first step as well, and run "
-                    "again), so image overlays cannot be drawn."]
-    picked = (chosen_episodes(episodes, chosen, per_model) if chosen
-              else failure_gallery(episodes, per_model))
+        return [], [
+            "This run did not save its predictions (set <code>save_predictions: "
+            "true</code>, or <code>all</code> for the first step as well, and run "
+            "again), so image overlays cannot be drawn."
+        ]
+    picked = (
+        chosen_episodes(episodes, chosen, per_model)
+        if chosen
+        else failure_gallery(episodes, per_model)
+    )
     episode_keys = [k for k in MASK_KEYS if k != "step"]
     by_episode = rows.sort_values("step").groupby(episode_keys, sort=False)
     datasets: dict[str, object] = {}
@@ -316,18 +418,24 @@ def gallery(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,
         steps = by_episode.get_group(tuple(getattr(episode, k) for k in episode_keys))
         final_step = int(steps["step"].max())
         wanted = [0, final_step] if final_step > 0 else [0]
-        files = {step: mask_file(run_dir, steps[steps["step"] == step].iloc[0], final_step)
-                 for step in wanted}
+        files = {
+            step: mask_file(run_dir, steps[steps["step"] == step].iloc[0], final_step)
+            for step in wanted
+        }
         if files[final_step] is None:
-            notes.append(f"No saved prediction for {episode.dataset}/{episode.case} target "
-                         f"{episode.target} ({episode.model}, seed {episode.seed}).")
+            notes.append(
+                f"No saved prediction for {episode.dataset}/{episode.case} target "
+                f"{episode.target} ({episode.model}, seed {episode.seed})."
+            )
             continue
         try:
             if episode.dataset not in datasets:
                 datasets[episode.dataset] = run_dataset(run_dir, config, episode.dataset)
             if loaded is None or loaded[0] != (episode.dataset, episode.case):
-                loaded = ((episode.dataset, episode.case),
-                          datasets[episode.dataset].load(episode.case))  # type: ignore[attr-defined]
+                loaded = (
+                    (episode.dataset, episode.case),
+                    datasets[episode.dataset].load(episode.case),
+                )  # type: ignore[attr-defined]
             case = loaded[1]
         except Exception as error:  # noqa: BLE001 - the dataset may not be on this machine
             notes.append(f"Could not load {episode.dataset}/{episode.case}: {error}")
@@ -344,24 +452,43 @@ def gallery(run_dir: Path, rows: pd.DataFrame, episodes: pd.DataFrame,
                 continue
             row = steps[steps["step"] == step].iloc[0]
             label = f"step {step}" + (" (final)" if step == final_step and step else "")
-            prompt = prompt_until(prompts[: int(np.flatnonzero(steps["step"] == step)[0]) + 1],
-                                  keep_previous=True) if prompts else None
-            panels.append(StepPanel(label, read_volume(files[step], dtype=np.uint8).array > 0,
-                                    prompt, float(row["dice"])))
+            prompt = (
+                prompt_until(
+                    prompts[: int(np.flatnonzero(steps["step"] == step)[0]) + 1], keep_previous=True
+                )
+                if prompts
+                else None
+            )
+            panels.append(
+                StepPanel(
+                    label,
+                    read_volume(files[step], dtype=np.uint8).array > 0,
+                    prompt,
+                    float(row["dice"]),
+                )
+            )
             drawn.append(step)
         configuration = configuration_label(episode.model, episode.prompter, episode.refiner)
-        title = (f"{episode.dataset} / {episode.case} / target {episode.target} - "
-                 f"{configuration} - seed {int(episode.seed)}")
-        png = draw_overlay(case.image.array, case.target_mask(target), panels,
-                           case.image.spacing, title=title)
+        title = (
+            f"{episode.dataset} / {episode.case} / target {episode.target} - "
+            f"{configuration} - seed {int(episode.seed)}"
+        )
+        png = draw_overlay(
+            case.image.array, case.target_mask(target), panels, case.image.spacing, title=title
+        )
         shown = " and ".join(f"step {step}" for step in drawn)
-        caption = (f"{title}: final Dice {100 * episode.dice_final:.1f}; {shown}. Green: ground truth; "
-                   "red: prediction; blue discs / magenta crosses: positive / negative clicks; "
-                   "yellow dashed: boxes.")
-        drawn_items[position] = GalleryItem(overlay_file_name(episode), caption, png,
-                                            str(episode.model), tuple(drawn))
+        caption = (
+            f"{title}: final Dice {100 * episode.dice_final:.1f}; {shown}. Green: ground truth; "
+            "red: prediction; blue discs / magenta crosses: positive / negative clicks; "
+            "yellow dashed: boxes."
+        )
+        drawn_items[position] = GalleryItem(
+            overlay_file_name(episode), caption, png, str(episode.model), tuple(drawn)
+        )
     items = [drawn_items[position] for position in sorted(drawn_items)]
     if first_steps_missing:
-        notes.append("Only final masks were saved: set <code>save_predictions: all</code> to see "
-                     "the first step beside the last.")
+        notes.append(
+            "Only final masks were saved: set <code>save_predictions: all</code> to see "
+            "the first step beside the last."
+        )
     return items, notes

@@ -44,24 +44,34 @@ def model_dimension(model_key: str) -> int | None:
         return None
 
 
-def iteration_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
-                     styles: dict | None = None) -> bytes:
+def iteration_curves(
+    rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0, styles: dict | None = None
+) -> bytes:
     """Figure 6: score vs refinement iteration; 2D models left and 3D models right when both
     are present; dashed lines for scribble refinement."""
     plt = pyplot()
     styles = styles if styles is not None else configuration_styles(rows)
     curves = curve_frame(rows, metric)
     curves["dimension"] = [model_dimension(m) for m in curves["model"]]
-    panels = [("2D models", curves[curves["dimension"] == 2]), ("3D models", curves[curves["dimension"] == 3])]
+    panels = [
+        ("2D models", curves[curves["dimension"] == 2]),
+        ("3D models", curves[curves["dimension"] == 3]),
+    ]
     panels = [(t, c) for t, c in panels if not c.empty]
     if len(panels) < 2:
         panels = [("", curves)]
-    figure, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 1.5, 3.6),
-                                squeeze=False)
+    figure, axes = plt.subplots(
+        1, len(panels), figsize=(3.6 * len(panels) + 1.5, 3.6), squeeze=False
+    )
     for axis, (title, part) in zip(axes[0], panels):
         for config, group in part.groupby(CONFIGURATION):
-            axis.plot(group["step"], group["score"] * scale, markersize=4,
-                      label=configuration_label(*config), **line_style(styles, config))
+            axis.plot(
+                group["step"],
+                group["score"] * scale,
+                markersize=4,
+                label=configuration_label(*config),
+                **line_style(styles, config),
+            )
         axis.set_xlabel("refinement iteration (0 = initial prompt)")
         axis.set_ylabel(f"{metric_name(metric)} x{scale:g} (mean over datasets)")
         axis.set_title(title or f"{metric_name(metric)} per refinement iteration", fontsize=10)
@@ -88,16 +98,22 @@ def metric_name(metric: str) -> str:
     return {"dice": "Dice", "nsd": "NSD", "iou": "IoU", "hd95": "HD95"}.get(metric, metric)
 
 
-def effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
-                  styles: dict | None = None) -> bytes:
+def effort_curves(
+    rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0, styles: dict | None = None
+) -> bytes:
     """Score vs mean cumulative human effort (interactions per target)."""
     plt = pyplot()
     styles = styles if styles is not None else configuration_styles(rows)
     curves = curve_frame(rows, metric)
     figure, axis = plt.subplots(figsize=(6.0, 3.6))
     for config, group in curves.groupby(CONFIGURATION):
-        axis.plot(group["effort"], group["score"] * scale, markersize=4,
-                  label=configuration_label(*config), **line_style(styles, config))
+        axis.plot(
+            group["effort"],
+            group["score"] * scale,
+            markersize=4,
+            label=configuration_label(*config),
+            **line_style(styles, config),
+        )
     _log_effort_axis(axis, curves["effort"])
     axis.set_xlabel("interactions per target (cumulative, mean; log scale)")
     axis.set_ylabel(f"{metric_name(metric)} x{scale:g}")
@@ -108,8 +124,13 @@ def effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0
     return png_bytes(figure)
 
 
-def dataset_effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
-                          n_boot: int = 1000, styles: dict | None = None) -> bytes:
+def dataset_effort_curves(
+    rows: pd.DataFrame,
+    metric: str = "dice",
+    scale: float = 100.0,
+    n_boot: int = 1000,
+    styles: dict | None = None,
+) -> bytes:
     """One panel per dataset: the dataset score at each step against the mean cumulative
     interactions per target, with its bootstrap 95% CI over cases as a band."""
     styles = styles if styles is not None else configuration_styles(rows)
@@ -123,10 +144,21 @@ def dataset_effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float
         for config, group in part.groupby(CONFIGURATION):
             group = group.sort_values("step")
             style = line_style(styles, config)
-            axis.fill_between(group["effort"], group["ci_low"] * scale, group["ci_high"] * scale,
-                              color=style["color"], alpha=0.15, linewidth=0)
-            axis.plot(group["effort"], group["mean"] * scale, markersize=4,
-                      label=configuration_label(*config), **style)
+            axis.fill_between(
+                group["effort"],
+                group["ci_low"] * scale,
+                group["ci_high"] * scale,
+                color=style["color"],
+                alpha=0.15,
+                linewidth=0,
+            )
+            axis.plot(
+                group["effort"],
+                group["mean"] * scale,
+                markersize=4,
+                label=configuration_label(*config),
+                **style,
+            )
         _log_effort_axis(axis, part["effort"])
         axis.set_title(dataset, fontsize=10)
         axis.set_xlabel("interactions per target (log)", fontsize=9)
@@ -137,43 +169,80 @@ def dataset_effort_curves(rows: pd.DataFrame, metric: str = "dice", scale: float
     return png_bytes(figure)
 
 
-def dataset_bars(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
-                 n_boot: int = 1000, styles: dict | None = None) -> bytes:
+def dataset_bars(
+    rows: pd.DataFrame,
+    metric: str = "dice",
+    scale: float = 100.0,
+    n_boot: int = 1000,
+    styles: dict | None = None,
+) -> bytes:
     """Final-step score per dataset and configuration, with bootstrap 95% CIs over cases."""
     plt = pyplot()
     last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
     final = rows[rows["step"] == last]
-    stats = dataset_statistics(final, metric, config=("model", "prompter", "refiner"), n_boot=n_boot)
+    stats = dataset_statistics(
+        final, metric, config=("model", "prompter", "refiner"), n_boot=n_boot
+    )
     datasets = sorted(stats["dataset"].unique())
     configs = list(stats.groupby(["model", "prompter", "refiner"]).groups)
     width = 0.8 / max(1, len(configs))
-    figure, axis = plt.subplots(figsize=(min(7.2, max(5.0, 1.0 * len(datasets)
-                                                      * max(1, len(configs)) ** 0.5)), 3.6))
+    figure, axis = plt.subplots(
+        figsize=(min(7.2, max(5.0, 1.0 * len(datasets) * max(1, len(configs)) ** 0.5)), 3.6)
+    )
     positions = np.arange(len(datasets))
     styles = styles if styles is not None else configuration_styles(rows)
     for i, config in enumerate(configs):
-        part = stats[(stats["model"] == config[0]) & (stats["prompter"] == config[1])
-                     & (stats["refiner"] == config[2])].set_index("dataset").reindex(datasets)
+        part = (
+            stats[
+                (stats["model"] == config[0])
+                & (stats["prompter"] == config[1])
+                & (stats["refiner"] == config[2])
+            ]
+            .set_index("dataset")
+            .reindex(datasets)
+        )
         heights = part["mean"].to_numpy() * scale
-        errors = np.vstack([heights - part["ci_low"].to_numpy() * scale,
-                            part["ci_high"].to_numpy() * scale - heights])
+        errors = np.vstack(
+            [
+                heights - part["ci_low"].to_numpy() * scale,
+                part["ci_high"].to_numpy() * scale - heights,
+            ]
+        )
         style = styles[tuple(str(v) for v in config)]
         where = positions + (i - (len(configs) - 1) / 2) * width
-        axis.bar(where, heights, width, label=configuration_label(*config),
-                 color=style["color"], hatch=style["hatch"], edgecolor="white", linewidth=0.3)
+        axis.bar(
+            where,
+            heights,
+            width,
+            label=configuration_label(*config),
+            color=style["color"],
+            hatch=style["hatch"],
+            edgecolor="white",
+            linewidth=0.3,
+        )
         interval = np.isfinite(errors).all(axis=0)
         if interval.any():
-            axis.errorbar(where[interval], heights[interval], yerr=errors[:, interval],
-                          fmt="none", ecolor="black", capsize=2, linewidth=0.8)
-        for x, height, n_cases in zip(where[~interval], heights[~interval],
-                                      part["n_cases"].to_numpy()[~interval]):
+            axis.errorbar(
+                where[interval],
+                heights[interval],
+                yerr=errors[:, interval],
+                fmt="none",
+                ecolor="black",
+                capsize=2,
+                linewidth=0.8,
+            )
+        for x, height, n_cases in zip(
+            where[~interval], heights[~interval], part["n_cases"].to_numpy()[~interval]
+        ):
             if np.isfinite(height):  # one case: there is no interval to draw; say so
-                axis.text(x, height, f"n={int(n_cases)}", ha="center", va="bottom",
-                          fontsize=6)
+                axis.text(x, height, f"n={int(n_cases)}", ha="center", va="bottom", fontsize=6)
     axis.set_xticks(positions, datasets, rotation=20, ha="right")
     axis.set_ylabel(f"final {metric_name(metric)} x{scale:g}")
-    axis.set_title(f"final {metric_name(metric)} per dataset (error bars: 95% bootstrap CI "
-                   "over cases; n=1: one case, no interval)", fontsize=10)
+    axis.set_title(
+        f"final {metric_name(metric)} per dataset (error bars: 95% bootstrap CI "
+        "over cases; n=1: one case, no interval)",
+        fontsize=10,
+    )
     axis.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     legend_below(figure, [axis], len(configs))

@@ -21,8 +21,13 @@ from intrabench.evaluation.paired import MIN_CASES_INTERVAL, final_step_rows
 CONFIG = ["model", "prompter", "refiner"]
 
 
-def per_class_table(rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0,
-                    n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+def per_class_table(
+    rows: pd.DataFrame,
+    metric: str = "dice",
+    scale: float = 100.0,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Final ``metric`` x ``scale`` per configuration, dataset and class with ``n cases``,
     ``n targets``, ``ci_low`` and ``ci_high`` (NaN with fewer than 5 cases)."""
     from intrabench.evaluation.aggregate import (
@@ -37,12 +42,21 @@ def per_class_table(rows: pd.DataFrame, metric: str = "dice", scale: float = 100
     for identity, group in rows.groupby([*CONFIG, "dataset", "target_class"], sort=True):
         matrix = seed_case_class_matrices(group, metric)  # (seeds, cases, 1)
         n_cases = int(np.isfinite(np.nanmean(matrix, axis=0)).sum()) if matrix.size else 0
-        low, high = (bootstrap_ci(matrix, n_boot=n_boot, seed=seed)
-                     if n_cases >= MIN_CASES_INTERVAL else (float("nan"), float("nan")))
-        records.append({**dict(zip([*CONFIG, "dataset", "class"], identity)),
-                        f"{metric} x{scale:g}": dataset_score(matrix) * scale,
-                        "ci_low": low * scale, "ci_high": high * scale, "n cases": n_cases,
-                        "n targets": count_targets(group)})
+        low, high = (
+            bootstrap_ci(matrix, n_boot=n_boot, seed=seed)
+            if n_cases >= MIN_CASES_INTERVAL
+            else (float("nan"), float("nan"))
+        )
+        records.append(
+            {
+                **dict(zip([*CONFIG, "dataset", "class"], identity)),
+                f"{metric} x{scale:g}": dataset_score(matrix) * scale,
+                "ci_low": low * scale,
+                "ci_high": high * scale,
+                "n cases": n_cases,
+                "n targets": count_targets(group),
+            }
+        )
     return pd.DataFrame.from_records(records)
 
 
@@ -51,18 +65,32 @@ def per_target_table(rows: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
     from intrabench.evaluation.episode_metrics import episode_table
 
     episodes = episode_table(rows)
-    keys = [c for c in ("run", "dataset", "case", "target", "target_class", *CONFIG, "seed")
-            if c in episodes]
+    keys = [
+        c
+        for c in ("run", "dataset", "case", "target", "target_class", *CONFIG, "seed")
+        if c in episodes
+    ]
     table = episodes[keys + ["effort_label", "cumulative_effort"]].copy()
     for column in ("dice_initial", "dice_final", "nsd_initial", "nsd_final"):
         if column in episodes:
             table[f"{column.replace('_', ' ')} x{scale:g}"] = episodes[column] * scale
-    return table.rename(columns={"target_class": "class", "effort_label": "effort",
-                                 "cumulative_effort": "interactions"})
+    return table.rename(
+        columns={
+            "target_class": "class",
+            "effort_label": "effort",
+            "cumulative_effort": "interactions",
+        }
+    )
 
 
-def write_supplement(rows: pd.DataFrame, out: Path, metric: str = "dice", scale: float = 100.0,
-                     n_boot: int = 1000, note: str = "") -> list[Path]:
+def write_supplement(
+    rows: pd.DataFrame,
+    out: Path,
+    metric: str = "dice",
+    scale: float = 100.0,
+    n_boot: int = 1000,
+    note: str = "",
+) -> list[Path]:
     """``per-class.{md,tex,csv}`` and ``per-target.{tex,csv}`` under ``out``; ``note`` (an
     incomplete run) heads the titles and is a column of the CSVs."""
     from intrabench.display_text import spreadsheet_safe
@@ -75,20 +103,36 @@ def write_supplement(rows: pd.DataFrame, out: Path, metric: str = "dice", scale:
     written = []
     if not classes.empty:
         display = classes.drop(columns=["ci_low", "ci_high"])
-        display.insert(display.columns.get_loc("n cases"), "95% CI", [
-            too_few(MIN_CASES_INTERVAL) if lo != lo else f"[{lo:.2f}, {hi:.2f}]"
-            for lo, hi in zip(classes["ci_low"], classes["ci_high"])])
-        paths = write_table(display, out, "per-class", f"{prefix}Final {metric} x{scale:g} per "
-                            "class (mean over cases; 95% CI: bootstrap over cases)")
+        display.insert(
+            display.columns.get_loc("n cases"),
+            "95% CI",
+            [
+                too_few(MIN_CASES_INTERVAL) if lo != lo else f"[{lo:.2f}, {hi:.2f}]"
+                for lo, hi in zip(classes["ci_low"], classes["ci_high"])
+            ],
+        )
+        paths = write_table(
+            display,
+            out,
+            "per-class",
+            f"{prefix}Final {metric} x{scale:g} per "
+            "class (mean over cases; 95% CI: bootstrap over cases)",
+        )
         spreadsheet_safe(classes.assign(note=note) if note else classes, escape=True).to_csv(
-            paths[2], index=False, float_format="%.6g")
+            paths[2], index=False, float_format="%.6g"
+        )
         written += paths
     targets = per_target_table(rows, scale)
     if not targets.empty:
-        (out / "per-target.tex").write_text(to_latex(
-            targets, caption=f"{prefix}Per target: effort, initial and final Dice and NSD "
-                             f"x{scale:g}", label="tab:per-target"))
+        (out / "per-target.tex").write_text(
+            to_latex(
+                targets,
+                caption=f"{prefix}Per target: effort, initial and final Dice and NSD x{scale:g}",
+                label="tab:per-target",
+            )
+        )
         spreadsheet_safe(targets.assign(note=note) if note else targets, escape=True).to_csv(
-            out / "per-target.csv", index=False, float_format="%.6g")
+            out / "per-target.csv", index=False, float_format="%.6g"
+        )
         written += [out / "per-target.tex", out / "per-target.csv"]
     return written

@@ -104,10 +104,17 @@ class Layout:
                 message += " (this looks like a run config; --layout takes a table layout)"
             raise ConfigError(f"{path}: {where + ': ' if where else ''}{message}") from None
         columns = {k: list(v) for k, v in parsed.columns.items()}
-        tables = [TableSpec(key=k, title=v.title, runs=list(v.runs), iterations=v.iterations)
-                  for k, v in parsed.tables.items()]
-        return cls(columns=columns, models=dict(parsed.models), prompters=dict(parsed.prompters),
-                   refiners=dict(parsed.refiners), tables=tables)
+        tables = [
+            TableSpec(key=k, title=v.title, runs=list(v.runs), iterations=v.iterations)
+            for k, v in parsed.tables.items()
+        ]
+        return cls(
+            columns=columns,
+            models=dict(parsed.models),
+            prompters=dict(parsed.prompters),
+            refiners=dict(parsed.refiners),
+            tables=tables,
+        )
 
 
 def prompter_label(prompter: str, refiner: str, layout: Layout | None = None) -> str:
@@ -119,9 +126,14 @@ def prompter_label(prompter: str, refiner: str, layout: Layout | None = None) ->
     return f"{name} + {layout.refiners.get(refiner, refiner)} Refine"
 
 
-def build_table(rows: pd.DataFrame, layout: Layout | None = None, metric: str = "dice",
-                iterations: bool | None = None, scale: float = 100.0,
-                missing_value: float | None = None) -> pd.DataFrame:
+def build_table(
+    rows: pd.DataFrame,
+    layout: Layout | None = None,
+    metric: str = "dice",
+    iterations: bool | None = None,
+    scale: float = 100.0,
+    missing_value: float | None = None,
+) -> pd.DataFrame:
     """A paper-style table from step rows (one or several runs concatenated).
 
     ``iterations``: True keeps every step and adds an ``Iterations`` column; False keeps each
@@ -158,32 +170,54 @@ def build_table(rows: pd.DataFrame, layout: Layout | None = None, metric: str = 
     labels = rows.groupby(index)["effort_label"].first()
     wide = wide.reset_index()
     wide.columns.name = None
-    table = pd.DataFrame({
-        "Iterations": wide["step"].astype(int),
-        "Prompter": [prompter_label(p, r, layout) for p, r in zip(wide["prompter"], wide["refiner"])],
-        "Model": [layout.models.get(m, m) for m in wide["model"]],
-        "Interactions": [labels.get(tuple(k), "") for k in wide[index].itertuples(index=False)],
-    })
+    table = pd.DataFrame(
+        {
+            "Iterations": wide["step"].astype(int),
+            "Prompter": [
+                prompter_label(p, r, layout) for p, r in zip(wide["prompter"], wide["refiner"])
+            ],
+            "Model": [layout.models.get(m, m) for m in wide["model"]],
+            "Interactions": [labels.get(tuple(k), "") for k in wide[index].itertuples(index=False)],
+        }
+    )
     for column in order + ["Average"]:
         table[column] = wide[column].to_numpy()
     if covered is not None:  # rows average different datasets: say which
         table["Average over"] = covered
     if missing_value is None and missing.any():
-        table["Missing"] = [int(missing.get(tuple(k), 0))
-                            for k in wide[index].itertuples(index=False)]
-    table = table.sort_values(["Prompter", "Model", "Iterations"], kind="stable").reset_index(drop=True)
+        table["Missing"] = [
+            int(missing.get(tuple(k), 0)) for k in wide[index].itertuples(index=False)
+        ]
+    table = table.sort_values(["Prompter", "Model", "Iterations"], kind="stable").reset_index(
+        drop=True
+    )
     if not iterations:
         table = table.drop(columns="Iterations")
     return table
 
 
-LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#",
-                 "$": r"\$", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
-                 "\u2020": r"\textdagger{}"}
+LATEX_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "_": r"\_",
+    "#": r"\#",
+    "$": r"\$",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\^{}",
+    "\u2020": r"\textdagger{}",
+}
 
 
-def to_latex(table: pd.DataFrame, caption: str = "", label: str = "", digits: int = 2,
-             marked: frozenset[tuple[int, str]] = frozenset()) -> str:
+def to_latex(
+    table: pd.DataFrame,
+    caption: str = "",
+    label: str = "",
+    digits: int = 2,
+    marked: frozenset[tuple[int, str]] = frozenset(),
+) -> str:
     """A booktabs LaTeX table (no jinja2 needed); numbers with ``digits`` decimals; the cells
     (row position, column) in ``marked`` carry a dagger (:func:`trained_cells`)."""
     if table.empty:
@@ -194,8 +228,15 @@ def to_latex(table: pd.DataFrame, caption: str = "", label: str = "", digits: in
 
     numeric = [pd.api.types.is_float_dtype(table[c]) for c in table.columns]
     spec = "".join("r" if n else "l" for n in numeric)
-    lines = [r"\begin{table}[ht]", r"\centering", r"\small", rf"\begin{{tabular}}{{{spec}}}",
-             r"\toprule", " & ".join(escape(c) for c in table.columns) + r" \\", r"\midrule"]
+    lines = [
+        r"\begin{table}[ht]",
+        r"\centering",
+        r"\small",
+        rf"\begin{{tabular}}{{{spec}}}",
+        r"\toprule",
+        " & ".join(escape(c) for c in table.columns) + r" \\",
+        r"\midrule",
+    ]
     for position, values in enumerate(table.itertuples(index=False)):
         cells = []
         for column, value, is_number in zip(table.columns, values, numeric):
@@ -214,12 +255,15 @@ def to_latex(table: pd.DataFrame, caption: str = "", label: str = "", digits: in
     return "\n".join(lines) + "\n"
 
 
-TRAINED_NOTE = ("† the model was trained on this dataset (its model card's training_data; "
-                "'intrabench tables --exclude-training-data' leaves these cells out)")
+TRAINED_NOTE = (
+    "† the model was trained on this dataset (its model card's training_data; "
+    "'intrabench tables --exclude-training-data' leaves these cells out)"
+)
 
 
-def trained_cells(table: pd.DataFrame, rows: pd.DataFrame,
-                  layout: Layout | None = None) -> frozenset[tuple[int, str]]:
+def trained_cells(
+    table: pd.DataFrame, rows: pd.DataFrame, layout: Layout | None = None
+) -> frozenset[tuple[int, str]]:
     """The cells (row position, dataset column) of ``table`` (:func:`build_table` of ``rows``)
     whose (model, dataset) pair the model was trained on: a row of that model, prompter and
     dataset with ``in_training_data`` "yes" (a merged column: any of its datasets)."""
@@ -231,32 +275,46 @@ def trained_cells(table: pd.DataFrame, rows: pd.DataFrame,
     trained = rows[rows[COLUMN].eq("yes")]
     if trained.empty:
         return frozenset()
-    column_of = {member: column for column, members in layout.columns.items()
-                 for member in members}
-    pairs = {(layout.models.get(m, m), prompter_label(p, r, layout),
-              column_of.get(d, d) if layout.columns else d)
-             for m, p, r, d in trained[["model", "prompter", "refiner", "dataset"]]
-             .drop_duplicates().itertuples(index=False)}
-    return frozenset((position, column) for position, (model, prompter)
-                     in enumerate(zip(table["Model"], table["Prompter"]))
-                     for m, p, column in pairs
-                     if m == model and p == prompter and column in table.columns)
+    column_of = {member: column for column, members in layout.columns.items() for member in members}
+    pairs = {
+        (
+            layout.models.get(m, m),
+            prompter_label(p, r, layout),
+            column_of.get(d, d) if layout.columns else d,
+        )
+        for m, p, r, d in trained[["model", "prompter", "refiner", "dataset"]]
+        .drop_duplicates()
+        .itertuples(index=False)
+    }
+    return frozenset(
+        (position, column)
+        for position, (model, prompter) in enumerate(zip(table["Model"], table["Prompter"]))
+        for m, p, column in pairs
+        if m == model and p == prompter and column in table.columns
+    )
 
 
-def _marked_for_markdown(table: pd.DataFrame, marked: frozenset[tuple[int, str]],
-                         digits: int = 2) -> pd.DataFrame:
+def _marked_for_markdown(
+    table: pd.DataFrame, marked: frozenset[tuple[int, str]], digits: int = 2
+) -> pd.DataFrame:
     """``table`` with the marked columns as text, a dagger after each marked cell's value."""
     shown = table.copy()
     for column in {c for _, c in marked}:
         values = table[column].tolist()
-        shown[column] = ["" if v != v else f"{v:.{digits}f}" + ("†" if (i, column) in marked
-                                                                else "")
-                         for i, v in enumerate(values)]
+        shown[column] = [
+            "" if v != v else f"{v:.{digits}f}" + ("†" if (i, column) in marked else "")
+            for i, v in enumerate(values)
+        ]
     return shown
 
 
-def write_table(table: pd.DataFrame, out_dir: Path, name: str, title: str = "",
-                marked: frozenset[tuple[int, str]] = frozenset()) -> list[Path]:
+def write_table(
+    table: pd.DataFrame,
+    out_dir: Path,
+    name: str,
+    title: str = "",
+    marked: frozenset[tuple[int, str]] = frozenset(),
+) -> list[Path]:
     """``<name>.md``, ``<name>.tex`` and ``<name>.csv`` under ``out_dir``; returns the paths.
     Names with hidden characters are shown escaped in all three; in the CSV, text a
     spreadsheet would run as a formula is quoted (:func:`~intrabench.display_text.spreadsheet_safe`).
@@ -264,25 +322,37 @@ def write_table(table: pd.DataFrame, out_dir: Path, name: str, title: str = "",
     ``Trained on`` column (the row's marked dataset columns) in the CSV."""
     out_dir.mkdir(parents=True, exist_ok=True)
     note = f"\n\n{TRAINED_NOTE} ({len(marked)} cell(s))" if marked else ""
-    markdown = ((f"**{title}**\n\n" if title else "")
-                + to_markdown(_marked_for_markdown(table, marked) if marked else table)
-                + note + "\n")
+    markdown = (
+        (f"**{title}**\n\n" if title else "")
+        + to_markdown(_marked_for_markdown(table, marked) if marked else table)
+        + note
+        + "\n"
+    )
     paths = [out_dir / f"{name}.md", out_dir / f"{name}.tex", out_dir / f"{name}.csv"]
     paths[0].write_text(markdown)
     caption = (f"{title}. {TRAINED_NOTE}" if title else TRAINED_NOTE) if marked else title
     paths[1].write_text(to_latex(table, caption=caption, label=f"tab:{name}", marked=marked))
     csv = table
     if marked:
-        csv = table.assign(**{"Trained on": ["; ".join(c for c in table.columns
-                                                      if (i, c) in marked)
-                                             for i in range(len(table))]})
+        csv = table.assign(
+            **{
+                "Trained on": [
+                    "; ".join(c for c in table.columns if (i, c) in marked)
+                    for i in range(len(table))
+                ]
+            }
+        )
     spreadsheet_safe(csv, escape=True).to_csv(paths[2], index=False, float_format="%.4f")
     return paths
 
 
-def tables_for_runs(rows: pd.DataFrame, layout: Layout | None = None, metric: str = "dice",
-                    scale: float = 100.0, missing_value: float | None = None,
-                    ) -> list[tuple[str, str, pd.DataFrame]]:
+def tables_for_runs(
+    rows: pd.DataFrame,
+    layout: Layout | None = None,
+    metric: str = "dice",
+    scale: float = 100.0,
+    missing_value: float | None = None,
+) -> list[tuple[str, str, pd.DataFrame]]:
     """(name, title, table) for every table the layout names whose runs are present; without
     tables in the layout: one ``initial`` table (final step of runs without refinement) and one
     ``refinement`` table (every step of runs with a refiner)."""
@@ -298,11 +368,21 @@ def tables_for_runs(rows: pd.DataFrame, layout: Layout | None = None, metric: st
     single = rows[rows["refiner"] == "none"]
     refined = rows[rows["refiner"] != "none"]
     if not single.empty:
-        built.append(("initial", f"{metric} x{scale:g}, single forward pass",
-                      build_table(single, layout, metric, False, scale, missing_value)))
+        built.append(
+            (
+                "initial",
+                f"{metric} x{scale:g}, single forward pass",
+                build_table(single, layout, metric, False, scale, missing_value),
+            )
+        )
     if not refined.empty:
-        built.append(("refinement", f"{metric} x{scale:g} per refinement iteration",
-                      build_table(refined, layout, metric, True, scale, missing_value)))
+        built.append(
+            (
+                "refinement",
+                f"{metric} x{scale:g} per refinement iteration",
+                build_table(refined, layout, metric, True, scale, missing_value),
+            )
+        )
     return built
 
 

@@ -59,8 +59,9 @@ def _prompt_history(rows: pd.DataFrame, sample: pd.DataFrame) -> list[str | None
     return found
 
 
-def build_review(run_dir: str | Path, out: str | Path, n: int = 200, seed: int = 0,
-                 progress: bool | None = None) -> BuiltReview:
+def build_review(
+    run_dir: str | Path, out: str | Path, n: int = 200, seed: int = 0, progress: bool | None = None
+) -> BuiltReview:
     """Sample up to ``n`` saved masks of ``run_dir`` (see :mod:`intrabench.review.sampling`) and
     write the rating site to ``out``; returns where things went."""
     from intrabench.io.results import atomic_write_text, load_results
@@ -75,8 +76,10 @@ def build_review(run_dir: str | Path, out: str | Path, n: int = 200, seed: int =
     rows = load_results(run_dir)
     candidates = candidate_masks(rows, run_dir)
     if candidates.empty:
-        raise UserError(f"{run_dir} saved no predictions to rate: run it with "
-                        "'save_predictions: true' (final masks) or 'all' (every step)")
+        raise UserError(
+            f"{run_dir} saved no predictions to rate: run it with "
+            "'save_predictions: true' (final masks) or 'all' (every step)"
+        )
     sample = sample_masks(candidates, n, seed)
     identity = review_id(sample, seed)
     config = run_config(run_dir)
@@ -100,22 +103,31 @@ def build_review(run_dir: str | Path, out: str | Path, n: int = 200, seed: int =
         target = next(t for t in case.targets if t.target_id == str(mask["target"]))
         prediction = read_volume(mask["mask_file"]).array > 0.5
         if prediction.shape != case.label.shape:
-            raise UserError(f"{mask['mask_file']}: its grid {prediction.shape} is not the "
-                            f"image's {case.label.shape}")
+            raise UserError(
+                f"{mask['mask_file']}: its grid {prediction.shape} is not the "
+                f"image's {case.label.shape}"
+            )
         image = np.asarray(case.image.array)
         steps = (histories[index] or "").split("\n")
         prompt = prompt_until(steps, keep_previous)
-        data = job_data(str(mask["job"]), image, case.image.spacing,
-                        looks_like_ct(image, str(getattr(datasets[key], "modality", ""))),
-                        prediction, case.target_mask(target), prompt,
-                        latest=prompt_until(steps[-1:], keep_previous=False))
+        data = job_data(
+            str(mask["job"]),
+            image,
+            case.image.spacing,
+            looks_like_ct(image, str(getattr(datasets[key], "modality", ""))),
+            prediction,
+            case.target_mask(target),
+            prompt,
+            latest=prompt_until(steps[-1:], keep_previous=False),
+        )
         atomic_write_text(out / "jobs" / f"{mask['job']}.js", job_script(data))
         if progress:
             print(f"\rrendering masks: {done}/{len(sample)}", end="", file=sys.stderr)
     print(("\n" if progress else "") + f"rendered {len(sample)} masks", file=sys.stderr)
     manifest = {"review": identity, "jobs": sample["job"].tolist(), "seed": seed}
-    atomic_write_text(out / "jobs" / "manifest.js",
-                      f"window.intrabenchManifest = {json.dumps(manifest)};\n")
+    atomic_write_text(
+        out / "jobs" / "manifest.js", f"window.intrabenchManifest = {json.dumps(manifest)};\n"
+    )
     page = resources.files("intrabench.review").joinpath("page.html").read_text(encoding="utf-8")
     atomic_write_text(out / "index.html", page)
     key_path = run_dir / "reviews" / identity / "key.csv"
@@ -123,7 +135,10 @@ def build_review(run_dir: str | Path, out: str | Path, n: int = 200, seed: int =
     key.insert(1, "review", identity)
     atomic_write_text(key_path, key.to_csv(index=False))
     spread = describe_sample(sample)
-    atomic_write_text(key_path.with_name("sample.txt"),
-                      f"{len(sample)} of {len(candidates)} saved masks (seed {seed})\n"
-                      + "\n".join(spread) + "\n")
+    atomic_write_text(
+        key_path.with_name("sample.txt"),
+        f"{len(sample)} of {len(candidates)} saved masks (seed {seed})\n"
+        + "\n".join(spread)
+        + "\n",
+    )
     return BuiltReview(identity, out / "index.html", key_path, len(sample), spread)

@@ -53,18 +53,26 @@ def _rating_times(path: Path, frame: pd.DataFrame) -> list[str]:
     if "rated_at" not in frame:
         return [""] * len(frame)
     values = frame["rated_at"].tolist()
-    times = pd.to_datetime(pd.Series([v if isinstance(v, str) else None for v in values],
-                                     dtype=object), utc=True, format="ISO8601", errors="coerce")
+    times = pd.to_datetime(
+        pd.Series([v if isinstance(v, str) else None for v in values], dtype=object),
+        utc=True,
+        format="ISO8601",
+        errors="coerce",
+    )
     for value, time in zip(values, times):
         if not isinstance(value, str) or pd.isna(time):
-            raise UserError(f"{path}: rated_at {quoted(value, 40)} is not a time (the page "
-                            "writes ISO 8601, e.g. 2026-11-24T09:30:00.120Z)")
+            raise UserError(
+                f"{path}: rated_at {quoted(value, 40)} is not a time (the page "
+                "writes ISO 8601, e.g. 2026-11-24T09:30:00.120Z)"
+            )
     return [_iso(time) for time in times]
 
 
 def _iso(time: pd.Timestamp) -> str:
     """UTC text as the page writes it: milliseconds (microseconds where a file has them)."""
-    spec = "milliseconds" if time.microsecond % 1000 == 0 and not time.nanosecond else "microseconds"
+    spec = (
+        "milliseconds" if time.microsecond % 1000 == 0 and not time.nanosecond else "microseconds"
+    )
     return time.tz_convert("UTC").tz_localize(None).isoformat(timespec=spec) + "Z"
 
 
@@ -83,27 +91,40 @@ def read_rating_files(paths: list[str | Path]) -> pd.DataFrame:
             else:
                 frame = pd.read_csv(path, dtype=str, keep_default_na=False)
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
-            raise UserError(f"{path}: not a ratings file exported by the review page "
-                            f"({type(error).__name__}: {str(error)[:100]})") from None
+            raise UserError(
+                f"{path}: not a ratings file exported by the review page "
+                f"({type(error).__name__}: {str(error)[:100]})"
+            ) from None
         missing = [c for c in RATING_COLUMNS if c not in frame]
         if missing:
             raise UserError(f"{path}: not a ratings file (no {', '.join(missing)} column)")
         wrong = [v for v in frame["rating"] if not _whole_rating(v)]
         if wrong:
-            raise UserError(f"{path}: ratings must be whole numbers 1-10; found "
-                            f"{quoted(wrong[0], 30)}")
+            raise UserError(
+                f"{path}: ratings must be whole numbers 1-10; found {quoted(wrong[0], 30)}"
+            )
         raters = frame["rater"].map(lambda v: "" if v is None else str(v).strip())
         if (raters == "").any() or (raters.str.len() > 200).any():
             raise UserError(f"{path}: every rating needs a rater's name (1-200 characters)")
         reviews = frame["review"].map(lambda v: "" if v is None else str(v))
         bad = [r for r in reviews.unique() if not REVIEW_ID.match(r) or r in (".", "..")]
         if bad:
-            raise UserError(f"{path}: review id {quoted(bad[0], 60)} is not one that review "
-                            "build writes (a plain name)")
-        frames.append(pd.DataFrame({
-            "review": reviews, "rater": raters.astype(str), "job": frame["job"].map(str),
-            "rating": [int(float(v)) for v in frame["rating"]],
-            "rated_at": _rating_times(path, frame), "file": path.name}))
+            raise UserError(
+                f"{path}: review id {quoted(bad[0], 60)} is not one that review "
+                "build writes (a plain name)"
+            )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "review": reviews,
+                    "rater": raters.astype(str),
+                    "job": frame["job"].map(str),
+                    "rating": [int(float(v)) for v in frame["rating"]],
+                    "rated_at": _rating_times(path, frame),
+                    "file": path.name,
+                }
+            )
+        )
     if not frames:
         raise UserError("give at least one ratings file")
     return pd.concat(frames, ignore_index=True)
@@ -116,8 +137,9 @@ def newest_ratings(ratings: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]
     nothing tells them apart (the same time, or no time): which one the rater meant is unknown.
     """
     keys = ["review", "rater", "job"]
-    times = pd.to_datetime(ratings["rated_at"].where(ratings["rated_at"] != ""), utc=True,
-                           format="ISO8601")
+    times = pd.to_datetime(
+        ratings["rated_at"].where(ratings["rated_at"] != ""), utc=True, format="ISO8601"
+    )
     # microseconds since 1970 (exact in a float); no time: before every time
     order = np.full(len(times), -np.inf)
     known = times.notna().to_numpy()
@@ -131,11 +153,16 @@ def newest_ratings(ratings: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]
         both = top[(top["rater"] == rater) & (top["job"] == job) & (top["review"] == review)]
         first = both.iloc[0]
         second = both[both["rating"] != first["rating"]].iloc[0]
-        when = (f"at the same time ({first['rated_at']})" if first["rated_at"]
-                else "with no rated_at to tell which is newer")
-        raise UserError(f"{rater} rated {job} {first['rating']} ({first['file']}) and "
-                        f"{second['rating']} ({second['file']}) {when}: leave out the file "
-                        "that is not meant")
+        when = (
+            f"at the same time ({first['rated_at']})"
+            if first["rated_at"]
+            else "with no rated_at to tell which is newer"
+        )
+        raise UserError(
+            f"{rater} rated {job} {first['rating']} ({first['file']}) and "
+            f"{second['rating']} ({second['file']}) {when}: leave out the file "
+            "that is not meant"
+        )
     counts = frame.groupby(keys, sort=False).size()
     repeated = counts[counts > 1].groupby(level="rater").size().to_dict()
     kept = top.drop_duplicates(keys, keep="last").drop(columns="_time")
@@ -154,18 +181,19 @@ def join_ratings(ratings: pd.DataFrame, run_dir: str | Path, rows: pd.DataFrame)
     reviews = sorted(ratings["review"].astype(str).unique())
     if len(reviews) != 1:
         files = ratings.groupby("review")["file"].unique() if "file" in ratings else None
-        named = "; ".join(f"{r}: {', '.join(sorted(files[r]))}" if files is not None else r
-                          for r in reviews)
-        raise UserError(f"the ratings come from {len(reviews)} reviews ({named}); "
-                        "import one review at a time")
+        named = "; ".join(
+            f"{r}: {', '.join(sorted(files[r]))}" if files is not None else r for r in reviews
+        )
+        raise UserError(
+            f"the ratings come from {len(reviews)} reviews ({named}); import one review at a time"
+        )
     key_path = Path(run_dir) / "reviews" / reviews[0] / "key.csv"
     if not key_path.exists():
         raise UserError(f"review '{reviews[0]}' was not built from {run_dir} (no {key_path})")
     key = pd.read_csv(key_path, dtype={"case": str, "target": str})
     unknown = sorted(set(ratings["job"]) - set(key["job"]))
     if unknown:
-        raise UserError(f"ratings for jobs this review does not have: "
-                        f"{listed(unknown, limit=5)}")
+        raise UserError(f"ratings for jobs this review does not have: {listed(unknown, limit=5)}")
     joined = ratings.drop(columns=["review"]).merge(key, on="job", how="left")
     metrics = [m for m in ("dice", "nsd") if m in rows]
     rows = rows.astype({"case": str, "target": str})
@@ -198,33 +226,52 @@ def krippendorff_alpha(joined: pd.DataFrame) -> float:
     return float(krippendorff.alpha(reliability_data=values, level_of_measurement="ordinal"))
 
 
-def analyse_ratings(joined: pd.DataFrame, n_boot: int = 1000, seed: int = 0,
-                    top: int = 10) -> RatingAnalysis:
+def analyse_ratings(
+    joined: pd.DataFrame, n_boot: int = 1000, seed: int = 0, top: int = 10
+) -> RatingAnalysis:
     """Everything in the module docstring, from :func:`join_ratings`'s rows."""
     metrics = [m for m in ("dice", "nsd") if m in joined]
-    per_mask = (joined.groupby(["job", *MASK_KEYS], dropna=False)
-                .agg(rating=("rating", "mean"), rating_std=("rating", "std"),
-                     n_raters=("rater", "nunique"), **{m: (m, "first") for m in metrics})
-                .reset_index())
+    per_mask = (
+        joined.groupby(["job", *MASK_KEYS], dropna=False)
+        .agg(
+            rating=("rating", "mean"),
+            rating_std=("rating", "std"),
+            n_raters=("rater", "nunique"),
+            **{m: (m, "first") for m in metrics},
+        )
+        .reset_index()
+    )
     records = []
     for config, masks in per_mask.groupby(CONFIGURATION, sort=True, dropna=False):
         low, high = bootstrap_mean_ci(masks["rating"].to_numpy(), n_boot=n_boot, seed=seed)
-        records.append({**dict(zip(CONFIGURATION, config)), "mean_rating": masks["rating"].mean(),
-                        "ci_low": low, "ci_high": high, "n_masks": len(masks),
-                        "n_ratings": int(masks["n_raters"].sum()),
-                        "mean_dice": masks["dice"].mean() if "dice" in masks else np.nan})
+        records.append(
+            {
+                **dict(zip(CONFIGURATION, config)),
+                "mean_rating": masks["rating"].mean(),
+                "ci_low": low,
+                "ci_high": high,
+                "n_masks": len(masks),
+                "n_ratings": int(masks["n_raters"].sum()),
+                "mean_dice": masks["dice"].mean() if "dice" in masks else np.nan,
+            }
+        )
     per_configuration = pd.DataFrame(records)
     rating_rank = per_mask["rating"].rank(pct=True)
     by_raters = per_mask[per_mask["n_raters"] >= 2].sort_values("rating_std", ascending=False)
     against = per_mask.assign(
         rating_percentile=rating_rank,
-        dice_percentile=per_mask["dice"].rank(pct=True) if "dice" in per_mask else np.nan)
+        dice_percentile=per_mask["dice"].rank(pct=True) if "dice" in per_mask else np.nan,
+    )
     against["rank_gap"] = (against["rating_percentile"] - against["dice_percentile"]).abs()
     return RatingAnalysis(
-        per_configuration=per_configuration, per_mask=per_mask,
-        alpha=krippendorff_alpha(joined), n_raters=int(joined["rater"].nunique()),
+        per_configuration=per_configuration,
+        per_mask=per_mask,
+        alpha=krippendorff_alpha(joined),
+        n_raters=int(joined["rater"].nunique()),
         rho_dice=spearman(per_mask["rating"], per_mask.get("dice", pd.Series(dtype=float))),
         rho_nsd=spearman(per_mask["rating"], per_mask.get("nsd", pd.Series(dtype=float))),
         rater_disagreement=by_raters.head(top).reset_index(drop=True),
-        metric_disagreement=against.sort_values("rank_gap", ascending=False).head(top)
-        .reset_index(drop=True))
+        metric_disagreement=against.sort_values("rank_gap", ascending=False)
+        .head(top)
+        .reset_index(drop=True),
+    )

@@ -87,14 +87,16 @@ def windowed(plane: np.ndarray, low: float, high: float) -> np.ndarray:
     return scaled.round().astype(np.uint8)
 
 
-def grey_pixels(plane: np.ndarray, low: float, high: float, base: float,
-                scale: float) -> np.ndarray:
+def grey_pixels(
+    plane: np.ndarray, low: float, high: float, base: float, scale: float
+) -> np.ndarray:
     """uint8 (h, w, 3) of a (h, w) ``plane``: red, green the 16-bit quantised value (high,
     low byte), blue the grey in the default window ``[low, high]``."""
     q = np.clip(np.round((plane.astype(np.float64) - base) / scale), 0, GREY_LEVELS - 1)
     q = q.astype(np.uint16)
-    return np.stack([(q >> 8).astype(np.uint8), (q & 255).astype(np.uint8),
-                     windowed(plane, low, high)], axis=-1)
+    return np.stack(
+        [(q >> 8).astype(np.uint8), (q & 255).astype(np.uint8), windowed(plane, low, high)], axis=-1
+    )
 
 
 def png_data_url(pixels: np.ndarray) -> str:
@@ -140,8 +142,9 @@ def _evenly(slices: np.ndarray, most: int = MAX_SLICES) -> list[int]:
     return slices[np.unique(np.linspace(0, slices.size - 1, most).round().astype(int))].tolist()
 
 
-def shown_slices(prediction: np.ndarray, truth: np.ndarray, best: int,
-                 prompted: Iterable[int] = ()) -> list[int]:
+def shown_slices(
+    prediction: np.ndarray, truth: np.ndarray, best: int, prompted: Iterable[int] = ()
+) -> list[int]:
     """The slider's slices: the z extent of prediction and truth, at most :data:`MAX_SLICES`
     evenly spaced; every slice holding the mask (at most :data:`MAX_SLICES` of them, evenly
     spaced: a mask on a few slices of a long target is never missed by the spacing); the
@@ -154,8 +157,9 @@ def shown_slices(prediction: np.ndarray, truth: np.ndarray, best: int,
     return sorted(set(_evenly(span)) | set(_evenly(masked)) | {best} | set(_evenly(with_prompt)))
 
 
-def start_slice(slices: list[int], best: int, latest: Prompt | None,
-                shows: Iterable[int] | None = None) -> int:
+def start_slice(
+    slices: list[int], best: int, latest: Prompt | None, shows: Iterable[int] | None = None
+) -> int:
     """The slice a job opens on: of the slices that show the mask or the target (``shows``;
     all when not given), the one holding most of the latest interaction (the prompt of the
     step that made the mask; the one nearest ``best`` of ties), else ``best``, the most
@@ -180,8 +184,11 @@ def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str,
     def flip(y: int, x: int) -> list[int]:
         return [height - 1 - int(y), width - 1 - int(x)]
 
-    clicks = [[*flip(p[1], p[2]), int(label)] for p, label in zip(prompt.points, prompt.point_labels)
-              if int(p[0]) == z]
+    clicks = [
+        [*flip(p[1], p[2]), int(label)]
+        for p, label in zip(prompt.points, prompt.point_labels)
+        if int(p[0]) == z
+    ]
     boxes = []
     box = prompt.boxes.get(z)
     if box is None and prompt.box3d is not None and prompt.box3d.z_min <= z <= prompt.box3d.z_max:
@@ -194,8 +201,9 @@ def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str,
         points = np.asarray(scribble.points).reshape(-1, 3)
         on = np.flatnonzero(points[:, 0] == z)
         for run in np.split(on, np.flatnonzero(np.diff(on) > 1) + 1) if on.size else []:
-            strokes.append({"label": int(scribble.label),
-                            "points": [flip(y, x) for _, y, x in points[run]]})
+            strokes.append(
+                {"label": int(scribble.label), "points": [flip(y, x) for _, y, x in points[run]]}
+            )
     for lasso in prompt.lassos:  # a closed stroke: back to its first vertex
         if int(lasso.z) == z:
             contour = [flip(y, x) for y, x in np.asarray(lasso.contour).reshape(-1, 2)]
@@ -203,8 +211,9 @@ def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str,
     return {"clicks": clicks, "boxes": boxes, "strokes": strokes}
 
 
-def zoom_window(prediction: np.ndarray, truth: np.ndarray, slices: list[int]
-                ) -> tuple[int, int, int, int]:
+def zoom_window(
+    prediction: np.ndarray, truth: np.ndarray, slices: list[int]
+) -> tuple[int, int, int, int]:
     """(row0, col0, row1, col1), exclusive ends, in the radiological view: the box of the mask
     and the target over ``slices`` (one slice: that slice's own zoom), grown by
     :data:`ZOOM_MARGIN`, square-ish."""
@@ -222,9 +231,16 @@ def zoom_window(prediction: np.ndarray, truth: np.ndarray, slices: list[int]
     return row0, col0, min(height, row0 + side), min(width, col0 + side)
 
 
-def job_data(job: str, image: np.ndarray, spacing: tuple[float, float, float], is_ct: bool,
-             prediction: np.ndarray, truth: np.ndarray, prompt: Prompt,
-             latest: Prompt | None = None) -> dict[str, Any]:
+def job_data(
+    job: str,
+    image: np.ndarray,
+    spacing: tuple[float, float, float],
+    is_ct: bool,
+    prediction: np.ndarray,
+    truth: np.ndarray,
+    prompt: Prompt,
+    latest: Prompt | None = None,
+) -> dict[str, Any]:
     """Everything the page draws for one job (JSON-able): per shown slice the full and zoomed
     picture (see the module's doc: grey values and default grey) and mask as PNG data URLs,
     the prompt marks, and the geometry to place them; the default window ``window`` (low,
@@ -252,23 +268,36 @@ def job_data(job: str, image: np.ndarray, spacing: tuple[float, float, float], i
     for z in slices:
         picture, mask = radiological(image[z]), radiological(prediction[z])
         # each slice zooms on its own mask and target (a slice with neither: the whole box)
-        own = (zoom_window(prediction, truth, [z]) if (prediction[z] | truth[z]).any()
-               else (row0, col0, row1, col1))
-        views.append({
-            "z": int(z),
-            "full": png_data_url(grey(picture[::step, ::step])),
-            "fullMask": png_data_url(mask_pixels(mask[::step, ::step])),
-            "zoom": png_data_url(grey(picture[own[0]:own[2], own[1]:own[3]])),
-            "zoomMask": png_data_url(mask_pixels(mask[own[0]:own[2], own[1]:own[3]])),
-            "zoomBox": [int(v) for v in own],
-            "marks": prompt_marks(prompt, int(z), (height, width)),
-        })
-    return {"job": job, "slices": views, "start": slices.index(first), "step": step,
-            "shape": [int(height), int(width)], "zoomBox": [row0, col0, row1, col1],
-            # pixel aspect (height of a row / width of a column), so circles stay round
-            "aspect": float(spacing[1] / spacing[2]), "slices_total": int(image.shape[0]),
-            "window": [float(low), float(high)], "presets": window_presets(planes, is_ct),
-            "grey": {"base": base, "scale": scale}}
+        own = (
+            zoom_window(prediction, truth, [z])
+            if (prediction[z] | truth[z]).any()
+            else (row0, col0, row1, col1)
+        )
+        views.append(
+            {
+                "z": int(z),
+                "full": png_data_url(grey(picture[::step, ::step])),
+                "fullMask": png_data_url(mask_pixels(mask[::step, ::step])),
+                "zoom": png_data_url(grey(picture[own[0] : own[2], own[1] : own[3]])),
+                "zoomMask": png_data_url(mask_pixels(mask[own[0] : own[2], own[1] : own[3]])),
+                "zoomBox": [int(v) for v in own],
+                "marks": prompt_marks(prompt, int(z), (height, width)),
+            }
+        )
+    return {
+        "job": job,
+        "slices": views,
+        "start": slices.index(first),
+        "step": step,
+        "shape": [int(height), int(width)],
+        "zoomBox": [row0, col0, row1, col1],
+        # pixel aspect (height of a row / width of a column), so circles stay round
+        "aspect": float(spacing[1] / spacing[2]),
+        "slices_total": int(image.shape[0]),
+        "window": [float(low), float(high)],
+        "presets": window_presets(planes, is_ct),
+        "grey": {"base": base, "scale": scale},
+    }
 
 
 def job_script(data: dict[str, Any]) -> str:

@@ -26,8 +26,11 @@ def candidate_masks(rows: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
     episode = [k for k in MASK_KEYS if k != "step"]
     rows = rows.sort_values([*episode, "step"], kind="stable").reset_index(drop=True)
     rows["final_step"] = rows.groupby(episode)["step"].transform("max")
-    files = pd.Series([mask_file(run_dir, row, int(row["final_step"])) for _, row in rows.iterrows()],
-                      index=rows.index, dtype=object).map(lambda f: None if f is None else str(f))
+    files = pd.Series(
+        [mask_file(run_dir, row, int(row["final_step"])) for _, row in rows.iterrows()],
+        index=rows.index,
+        dtype=object,
+    ).map(lambda f: None if f is None else str(f))
     if "converged" in rows:
         converged = rows["converged"].astype(bool)
         # the step whose mask each row shows: its own, or the last one before convergence
@@ -107,7 +110,9 @@ def describe_sample(sample: pd.DataFrame) -> list[str]:
     lines = []
     for factor in FACTORS:
         counts = sample[factor].value_counts(sort=False).sort_index()
-        lines.append(f"{factor}: " + ", ".join(f"{value} {count}" for value, count in counts.items()))
+        lines.append(
+            f"{factor}: " + ", ".join(f"{value} {count}" for value, count in counts.items())
+        )
     return lines
 
 

@@ -10,4 +10,3 @@ conda environment, a container, another machine) behind the model protocol.
 
 docs/adding-a-model.md ("Your model in its own environment") shows the whole path.
 """
-

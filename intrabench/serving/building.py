@@ -40,8 +40,12 @@ def model_facts(spec: ModelSpec) -> dict[str, Any]:
     if issubclass(cls, ServedModel):
         return dict(cls.served_facts)
     params = dict(spec.params)
-    return {"dimension": int(cls.dimension), "accepts": sorted(model_accepts(cls, params)),
-            "licence": str(cls.licence), "forward_frees_cpu": bool(cls.forward_frees_cpu(params))}
+    return {
+        "dimension": int(cls.dimension),
+        "accepts": sorted(model_accepts(cls, params)),
+        "licence": str(cls.licence),
+        "forward_frees_cpu": bool(cls.forward_frees_cpu(params)),
+    }
 
 
 def register_served(spec: ModelSpec) -> None:
@@ -66,8 +70,10 @@ def describe_served(spec: ModelSpec) -> dict[str, Any]:
         try:
             connection = ServerConnection(spec.name, dict(spec.params), runs_in)
         except ModelServerError as error:
-            raise ConfigError(f"models: {spec.key} is not installed here, and its server "
-                              f"cannot say what it takes: {error}") from None
+            raise ConfigError(
+                f"models: {spec.key} is not installed here, and its server "
+                f"cannot say what it takes: {error}"
+            ) from None
         try:
             facts = connection.hello.get("model")
         finally:

@@ -87,8 +87,12 @@ class ServedModel(Model):
             self._closer = weakref.finalize(self, _close, [self._connection])
             return self._connection
 
-    def _request(self, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None,
-                 max_payload: int | None = None) -> Any:
+    def _request(
+        self,
+        header: dict[str, Any],
+        arrays: dict[str, np.ndarray] | None = None,
+        max_payload: int | None = None,
+    ) -> Any:
         connection = self._connected()
         if not self._image_sent and header["op"] != "hello" and self._image is not None:
             self._send_case(connection)
@@ -129,8 +133,12 @@ class ServedModel(Model):
     def set_target_class(self, class_name: str) -> None:
         self._target_class = class_name
 
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
         if self._image is None:
             raise RuntimeError(f"{self.name}: set_case() was not called")
         connection = self._connected()
@@ -138,30 +146,38 @@ class ServedModel(Model):
         if previous is not None:
             feedback = previous.feedback
             if not isinstance(feedback, ServedHandle) or feedback.generation != self._generation:
-                raise ModelServerError(f"model server of '{self.name}' was restarted since the "
-                                       "prediction this step refines; the episode cannot go on")
+                raise ModelServerError(
+                    f"model server of '{self.name}' was restarted since the "
+                    "prediction this step refines; the episode cannot go on"
+                )
             handle = feedback.handle
         released = [h for g, h in self._drain_released() if g == self._generation]
-        header = {"op": "predict", "prompt": prompt_to_wire(prompt), "previous": handle,
-                  "update_slices": None if update_slices is None else [int(z) for z in
-                                                                        update_slices],
-                  "target_class": self._target_class, "release": released}
+        header = {
+            "op": "predict",
+            "prompt": prompt_to_wire(prompt),
+            "previous": handle,
+            "update_slices": None if update_slices is None else [int(z) for z in update_slices],
+            "target_class": self._target_class,
+            "release": released,
+        }
         shape = self._image.shape
         answer, arrays = self._request(header, max_payload=_mask_bytes(shape))
         mask, box = self._mask(answer, arrays, shape)
         self._seconds += _seconds(answer)
         generation = self._generation if connection is self._connection else -1
-        return Prediction(mask=freeze_with_box(mask, box),
-                          feedback=ServedHandle(generation, int(answer["handle"]),
-                                                self._released))
+        return Prediction(
+            mask=freeze_with_box(mask, box),
+            feedback=ServedHandle(generation, int(answer["handle"]), self._released),
+        )
 
     def segment_slice(self, prompt: SlicePrompt) -> np.ndarray:
         """One axial slice from a 2D prompt (propagation prompters), computed by the server."""
         if self._image is None:
             raise RuntimeError(f"{self.name}: set_case() was not called")
         shape = self._image.shape[1:]
-        answer, arrays = self._request({"op": "segment_slice", **slice_prompt_to_wire(prompt)},
-                                       max_payload=_mask_bytes(shape))
+        answer, arrays = self._request(
+            {"op": "segment_slice", **slice_prompt_to_wire(prompt)}, max_payload=_mask_bytes(shape)
+        )
         self._seconds += _seconds(answer)
         return self._mask(answer, arrays, shape)[0]
 
@@ -176,15 +192,16 @@ class ServedModel(Model):
         return bool(cls.served_facts.get("forward_frees_cpu", False))
 
     # -- helpers --------------------------------------------------------------------------
-    def _mask(self, answer: dict[str, Any], arrays: dict[str, np.ndarray],
-              shape: tuple[int, ...]) -> tuple[np.ndarray, tuple[slice, ...] | None]:
+    def _mask(
+        self, answer: dict[str, Any], arrays: dict[str, np.ndarray], shape: tuple[int, ...]
+    ) -> tuple[np.ndarray, tuple[slice, ...] | None]:
         try:
-            return unpack_mask(answer.get("box"), arrays.get("bits", np.zeros(0, np.uint8)),
-                               shape)
+            return unpack_mask(answer.get("box"), arrays.get("bits", np.zeros(0, np.uint8)), shape)
         except ValueError as error:
             self._connection and self._connection.close(kill=True)
-            raise ModelServerError(f"model server of '{self.name}' answered a mask that "
-                                   f"cannot be read: {error}") from None
+            raise ModelServerError(
+                f"model server of '{self.name}' answered a mask that cannot be read: {error}"
+            ) from None
 
     def _drain_released(self) -> list[tuple[int, int]]:
         drained = []
@@ -197,11 +214,18 @@ def served_class(name: str, facts: dict[str, Any]) -> type[ServedModel]:
     """A :class:`ServedModel` subclass for the model ``name`` with ``facts``: ``dimension``,
     ``accepts``, ``licence`` (and ``forward_frees_cpu``), from the model's class here or from
     the server's hello."""
-    return type(f"Served[{name}]", (ServedModel,), {
-        "name": name, "dimension": int(facts["dimension"]),
-        "accepts": frozenset(str(kind) for kind in facts["accepts"]),
-        "licence": str(facts.get("licence", "")), "served_facts": dict(facts),
-        "__module__": __name__})
+    return type(
+        f"Served[{name}]",
+        (ServedModel,),
+        {
+            "name": name,
+            "dimension": int(facts["dimension"]),
+            "accepts": frozenset(str(kind) for kind in facts["accepts"]),
+            "licence": str(facts.get("licence", "")),
+            "served_facts": dict(facts),
+            "__module__": __name__,
+        },
+    )
 
 
 def _close(holder: list) -> None:

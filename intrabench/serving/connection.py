@@ -35,8 +35,16 @@ def server_command(name: str, params: dict[str, Any], runs_in: RunsIn) -> list[s
     container = runs_in.container
     assert container is not None
     if container.engine in ("docker", "podman"):
-        return [container.engine, "run", "-i", "--rm", *container.options, container.image,
-                "intrabench", *serve]
+        return [
+            container.engine,
+            "run",
+            "-i",
+            "--rm",
+            *container.options,
+            container.image,
+            "intrabench",
+            *serve,
+        ]
     return [container.engine, "exec", *container.options, container.image, "intrabench", *serve]
 
 
@@ -55,8 +63,9 @@ class ServerConnection:
         self.stderr_path = self.folder / "server.stderr"
         try:
             self.channel = self._open(params)
-            self.hello = self.request({"op": "hello", "protocol": PROTOCOL_VERSION},
-                                      timeout=runs_in.start_timeout_s)
+            self.hello = self.request(
+                {"op": "hello", "protocol": PROTOCOL_VERSION}, timeout=runs_in.start_timeout_s
+            )
         except BaseException:
             self.close()
             raise
@@ -70,43 +79,66 @@ class ServerConnection:
         if self.runs_in.url is not None:
             host, port = tcp_address(self.runs_in.url)
             try:
-                self.socket = socket.create_connection((host, port),
-                                                       timeout=self.runs_in.start_timeout_s)
+                self.socket = socket.create_connection(
+                    (host, port), timeout=self.runs_in.start_timeout_s
+                )
             except OSError as error:
-                raise ModelServerError(f"cannot reach the model server of '{self.name}' at "
-                                       f"{self.runs_in.url}: {error.strerror or error}") from None
+                raise ModelServerError(
+                    f"cannot reach the model server of '{self.name}' at "
+                    f"{self.runs_in.url}: {error.strerror or error}"
+                ) from None
             self.socket.setblocking(True)
             self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             fd = self.socket.fileno()
             return Channel(fd, fd, peer=f"{peer} at {self.runs_in.url}")
         command = server_command(self.name, params, self.runs_in)
-        env = {**os.environ, **self.runs_in.env, "INTRABENCH_SERVE_MODEL": self.name,
-               "INTRABENCH_SERVE_PARAMS": json.dumps(params, sort_keys=True)}
+        env = {
+            **os.environ,
+            **self.runs_in.env,
+            "INTRABENCH_SERVE_MODEL": self.name,
+            "INTRABENCH_SERVE_PARAMS": json.dumps(params, sort_keys=True),
+        }
         try:
             with open(self.stderr_path, "wb") as stderr:
-                self.process = subprocess.Popen(command, stdin=subprocess.PIPE,
-                                                stdout=subprocess.PIPE, stderr=stderr, env=env,
-                                                start_new_session=True)
+                self.process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    env=env,
+                    start_new_session=True,
+                )
         except OSError as error:
-            raise ModelServerError(f"cannot start the model server of '{self.name}' "
-                                   f"({command[0]}): {error.strerror or error}") from None
+            raise ModelServerError(
+                f"cannot start the model server of '{self.name}' "
+                f"({command[0]}): {error.strerror or error}"
+            ) from None
         assert self.process.stdin is not None and self.process.stdout is not None
         return Channel(self.process.stdout.fileno(), self.process.stdin.fileno(), peer=peer)
 
-    def request(self, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None,
-                timeout: float | None = None, max_payload: int | None = None
-                ) -> dict[str, Any] | tuple[dict[str, Any], dict[str, np.ndarray]]:
+    def request(
+        self,
+        header: dict[str, Any],
+        arrays: dict[str, np.ndarray] | None = None,
+        timeout: float | None = None,
+        max_payload: int | None = None,
+    ) -> dict[str, Any] | tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Send ``header`` (and ``arrays``); the answer's header, or (header, arrays) when
         ``max_payload`` is given (the most bytes of arrays expected back)."""
         timeout = self.runs_in.timeout_s if timeout is None else timeout
         try:
             self.channel.send(header, arrays, timeout=timeout)
             answer, payload = self.channel.receive(
-                timeout=timeout, max_payload=0 if max_payload is None else max_payload)
+                timeout=timeout, max_payload=0 if max_payload is None else max_payload
+            )
         except (WireError, OSError, ValueError) as error:
-            cause = str(error) if isinstance(error, WireError) else f"{type(error).__name__}: {error}"
+            cause = (
+                str(error) if isinstance(error, WireError) else f"{type(error).__name__}: {error}"
+            )
             self.close(kill=True)
-            raise ModelServerError(f"{cause} during {header.get('op')}{self._exit_note()}") from None
+            raise ModelServerError(
+                f"{cause} during {header.get('op')}{self._exit_note()}"
+            ) from None
         if answer.get("ok") is not True:
             raise answer_error(self.name, answer)
         return answer if max_payload is None else (answer, payload)
@@ -120,8 +152,11 @@ class ServerConnection:
             except subprocess.TimeoutExpired:
                 code = None
             if code is not None:
-                note += (f"; the server was killed by signal {-code}" if code < 0
-                         else f"; the server exited with code {code}")
+                note += (
+                    f"; the server was killed by signal {-code}"
+                    if code < 0
+                    else f"; the server exited with code {code}"
+                )
         last = _last_line(self.stderr_path)
         return note + (f"; its last line: {last}" if last else "")
 
@@ -152,8 +187,10 @@ class ServerConnection:
 def _hello_problem(name: str, hello: dict[str, Any]) -> str:
     """What is wrong with a server's hello for model ``name`` ("" when nothing)."""
     if hello.get("protocol") != PROTOCOL_VERSION:
-        return (f"speaks model protocol {str(hello.get('protocol'))[:20]}, this IntraBench "
-                f"speaks {PROTOCOL_VERSION}")
+        return (
+            f"speaks model protocol {str(hello.get('protocol'))[:20]}, this IntraBench "
+            f"speaks {PROTOCOL_VERSION}"
+        )
     served = hello.get("model")
     if not isinstance(served, dict) or served.get("name") != name:
         shown = served.get("name") if isinstance(served, dict) else served

@@ -43,10 +43,12 @@ ERROR_KINDS = ("checkpoint", "data", "user", "model")
 
 def prompt_to_wire(prompt: Prompt) -> dict[str, Any]:
     """A prompt as JSON-able data (geometry, interactions, effort label, click maps)."""
-    return {"geometry": json.loads(prompt.to_json()),
-            "interactions": [interaction.kind for interaction in prompt.interactions],
-            "effort_label": prompt.effort_label,
-            "click_maps": [[name, int(count)] for name, count in prompt.click_maps]}
+    return {
+        "geometry": json.loads(prompt.to_json()),
+        "interactions": [interaction.kind for interaction in prompt.interactions],
+        "effort_label": prompt.effort_label,
+        "click_maps": [[name, int(count)] for name, count in prompt.click_maps],
+    }
 
 
 def prompt_from_wire(data: Any) -> Prompt:
@@ -56,13 +58,18 @@ def prompt_from_wire(data: Any) -> Prompt:
     try:
         geometry = Prompt.from_json(json.dumps(data["geometry"]))
         kinds = [str(kind) for kind in data.get("interactions", [])]
-        return Prompt(points=geometry.points, point_labels=geometry.point_labels,
-                      boxes=geometry.boxes, box3d=geometry.box3d, scribbles=geometry.scribbles,
-                      lassos=geometry.lassos, order=geometry.order,
-                      interactions=tuple(Interaction(kind) for kind in kinds),  # type: ignore[arg-type]
-                      effort_label=str(data.get("effort_label", "")),
-                      click_maps=tuple((str(name), int(count))
-                                       for name, count in data.get("click_maps", [])))
+        return Prompt(
+            points=geometry.points,
+            point_labels=geometry.point_labels,
+            boxes=geometry.boxes,
+            box3d=geometry.box3d,
+            scribbles=geometry.scribbles,
+            lassos=geometry.lassos,
+            order=geometry.order,
+            interactions=tuple(Interaction(kind) for kind in kinds),  # type: ignore[arg-type]
+            effort_label=str(data.get("effort_label", "")),
+            click_maps=tuple((str(name), int(count)) for name, count in data.get("click_maps", [])),
+        )
     except (KeyError, TypeError, IndexError) as error:
         raise ValueError(f"the prompt cannot be read ({type(error).__name__}: {error})") from None
 
@@ -70,9 +77,16 @@ def prompt_from_wire(data: Any) -> Prompt:
 def volume_header(image: Volume) -> dict[str, Any]:
     """What ``set_case`` says about ``image`` besides its voxels."""
     geometry = image.geometry
-    return {"spacing": [float(v) for v in image.spacing], "modality": image.modality,
-            "geometry": {"size": list(geometry.size), "spacing": list(geometry.spacing),
-                         "origin": list(geometry.origin), "direction": list(geometry.direction)}}
+    return {
+        "spacing": [float(v) for v in image.spacing],
+        "modality": image.modality,
+        "geometry": {
+            "size": list(geometry.size),
+            "spacing": list(geometry.spacing),
+            "origin": list(geometry.origin),
+            "direction": list(geometry.direction),
+        },
+    }
 
 
 def volume_from_wire(header: dict[str, Any], array: np.ndarray) -> Volume:
@@ -80,23 +94,34 @@ def volume_from_wire(header: dict[str, Any], array: np.ndarray) -> Volume:
     try:
         spacing = tuple(float(v) for v in header["spacing"])
         grid = header["geometry"]
-        geometry = ImageGeometry(size=tuple(int(v) for v in grid["size"]),
-                                 spacing=tuple(float(v) for v in grid["spacing"]),
-                                 origin=tuple(float(v) for v in grid["origin"]),
-                                 direction=tuple(float(v) for v in grid["direction"]))
+        geometry = ImageGeometry(
+            size=tuple(int(v) for v in grid["size"]),
+            spacing=tuple(float(v) for v in grid["spacing"]),
+            origin=tuple(float(v) for v in grid["origin"]),
+            direction=tuple(float(v) for v in grid["direction"]),
+        )
     except (KeyError, TypeError, ValueError) as error:
-        raise ValueError(f"set_case: the image's spacing or geometry cannot be read "
-                         f"({type(error).__name__}: {error})") from None
+        raise ValueError(
+            f"set_case: the image's spacing or geometry cannot be read "
+            f"({type(error).__name__}: {error})"
+        ) from None
     if array.ndim != 3 or len(spacing) != 3:
         raise ValueError(f"set_case: a (z, y, x) image with 3 spacings, got shape {array.shape}")
-    return Volume(array=array, spacing=spacing, geometry=geometry,  # type: ignore[arg-type]
-                  modality=str(header.get("modality", "")))
+    return Volume(
+        array=array,
+        spacing=spacing,
+        geometry=geometry,  # type: ignore[arg-type]
+        modality=str(header.get("modality", "")),
+    )
 
 
 def slice_prompt_to_wire(prompt: SlicePrompt) -> dict[str, Any]:
-    return {"z": int(prompt.z), "points": np.asarray(prompt.points).tolist(),
-            "labels": np.asarray(prompt.labels).tolist(),
-            "box": None if prompt.box is None else list(prompt.box.as_tuple())}
+    return {
+        "z": int(prompt.z),
+        "points": np.asarray(prompt.points).tolist(),
+        "labels": np.asarray(prompt.labels).tolist(),
+        "box": None if prompt.box is None else list(prompt.box.as_tuple()),
+    }
 
 
 def slice_prompt_from_wire(data: dict[str, Any]) -> SlicePrompt:
@@ -117,8 +142,9 @@ def pack_mask(mask: np.ndarray, box: tuple[slice, ...] | None) -> tuple[Any, np.
     return [[int(s.start), int(s.stop)] for s in box], np.packbits(crop, axis=None)
 
 
-def unpack_mask(box: Any, bits: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray,
-                                                                          tuple[slice, ...] | None]:
+def unpack_mask(
+    box: Any, bits: np.ndarray, shape: tuple[int, ...]
+) -> tuple[np.ndarray, tuple[slice, ...] | None]:
     """The full boolean mask of ``shape`` from :func:`pack_mask`'s parts, and its box; a box
     off the grid or bits of the wrong size is a ValueError."""
     mask = np.zeros(shape, dtype=bool)

@@ -62,13 +62,15 @@ class _Session:
             try:
                 answer, payload = self.answer(str(op), header, arrays)
             except Exception as error:  # noqa: BLE001 - every failure goes back as one line
-                self.channel.send({"ok": False, "kind": _error_kind(error),
-                                   "error": one_line_cause(error)})
+                self.channel.send(
+                    {"ok": False, "kind": _error_kind(error), "error": one_line_cause(error)}
+                )
                 continue
             self.channel.send({"ok": True, **answer}, payload)
 
-    def answer(self, op: str, header: dict[str, Any],
-               arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    def answer(
+        self, op: str, header: dict[str, Any], arrays: dict[str, np.ndarray]
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         if op == "hello":
             return self.hello(header), {}
         if op == "set_case":
@@ -80,18 +82,24 @@ class _Session:
         if op == "release":
             self.release(header.get("release"))
             return {}, {}
-        raise ValueError(f"unknown op {str(op)[:40]!r} (this server speaks protocol "
-                         f"{PROTOCOL_VERSION})")
+        raise ValueError(
+            f"unknown op {str(op)[:40]!r} (this server speaks protocol {PROTOCOL_VERSION})"
+        )
 
     def hello(self, header: dict[str, Any]) -> dict[str, Any]:
         asked = header.get("protocol")
         if asked != PROTOCOL_VERSION:
-            raise ValueError(f"the client speaks model protocol {str(asked)[:20]}, this server "
-                             f"(IntraBench {__version__}) speaks {PROTOCOL_VERSION}: install "
-                             "the same IntraBench version on both sides")
+            raise ValueError(
+                f"the client speaks model protocol {str(asked)[:20]}, this server "
+                f"(IntraBench {__version__}) speaks {PROTOCOL_VERSION}: install "
+                "the same IntraBench version on both sides"
+            )
         self.model.prepare()
-        return {"protocol": PROTOCOL_VERSION, "model": describe(self.model, self.params),
-                "server": _environment()}
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "model": describe(self.model, self.params),
+            "server": _environment(),
+        }
 
     def set_case(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> dict[str, Any]:
         path = header.get("path")
@@ -123,20 +131,23 @@ class _Session:
             prediction = self.model.predict(prompt)
         else:
             prediction = self.model.predict(
-                prompt, previous=previous,
-                update_slices=None if update is None else [int(z) for z in update])
+                prompt,
+                previous=previous,
+                update_slices=None if update is None else [int(z) for z in update],
+            )
         seconds = self.model.model_seconds()
         self.model_seconds = seconds if seconds == seconds else time.perf_counter() - started
         mask = np.asarray(prediction.mask)
         if mask.shape != self.shape or mask.dtype != bool:
-            raise ValueError(f"the model returned a {mask.dtype} mask of shape {mask.shape} "
-                             f"for an image of shape {self.shape}")
+            raise ValueError(
+                f"the model returned a {mask.dtype} mask of shape {mask.shape} "
+                f"for an image of shape {self.shape}"
+            )
         handle = self.next_handle
         self.next_handle += 1
         self.predictions[handle] = prediction
         box, bits = pack_mask(mask, bounding_box(mask))
-        return ({"handle": handle, "box": box, "model_seconds": self.model_seconds},
-                {"bits": bits})
+        return ({"handle": handle, "box": box, "model_seconds": self.model_seconds}, {"bits": bits})
 
     def segment_slice(self, header: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         segment = getattr(self.model, "segment_slice", None)
@@ -147,8 +158,7 @@ class _Session:
         mask = np.asarray(segment(prompt), dtype=bool)
         seconds = self.model.model_seconds()
         box, bits = pack_mask(mask, bounding_box(mask))
-        return {"box": box, "model_seconds": seconds if seconds == seconds else 0.0}, \
-            {"bits": bits}
+        return {"box": box, "model_seconds": seconds if seconds == seconds else 0.0}, {"bits": bits}
 
     def _previous(self, handle: Any) -> Prediction | None:
         if handle is None:
@@ -156,8 +166,10 @@ class _Session:
         try:
             return self.predictions[int(handle)]
         except (KeyError, TypeError, ValueError):
-            raise ValueError(f"no prediction {str(handle)[:20]} on this server (it was "
-                             "restarted, or the prediction was released)") from None
+            raise ValueError(
+                f"no prediction {str(handle)[:20]} on this server (it was "
+                "restarted, or the prediction was released)"
+            ) from None
 
     def release(self, handles: Any) -> None:
         for handle in handles or []:
@@ -170,15 +182,22 @@ def describe(model: Model, params: dict[str, Any]) -> dict[str, Any]:
     from intrabench.protocols import model_accepts
 
     cls = type(model)
-    return {"name": cls.name, "dimension": int(cls.dimension),
-            "accepts": sorted(model_accepts(cls, params)), "licence": str(cls.licence),
-            "forward_frees_cpu": bool(cls.forward_frees_cpu(params)),
-            "class": f"{cls.__module__}.{cls.__qualname__}"}
+    return {
+        "name": cls.name,
+        "dimension": int(cls.dimension),
+        "accepts": sorted(model_accepts(cls, params)),
+        "licence": str(cls.licence),
+        "forward_frees_cpu": bool(cls.forward_frees_cpu(params)),
+        "class": f"{cls.__module__}.{cls.__qualname__}",
+    }
 
 
 def _environment() -> dict[str, str]:
-    versions = {"intrabench": __version__, "python": platform.python_version(),
-                "numpy": np.__version__}
+    versions = {
+        "intrabench": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+    }
     torch = sys.modules.get("torch")
     if torch is not None:
         versions["torch"] = str(torch.__version__)
@@ -213,15 +232,24 @@ def serve_stdio(model: Model, params: dict[str, Any], protocol_out: int) -> None
     _Session(model, params, Channel(0, protocol_out, peer="the client")).run()
 
 
-def serve_tcp(model: Model, params: dict[str, Any], host: str, port: int,
-              sessions: int | None = None,
-              ready: Any = None) -> None:
+def serve_tcp(
+    model: Model,
+    params: dict[str, Any],
+    host: str,
+    port: int,
+    sessions: int | None = None,
+    ready: Any = None,
+) -> None:
     """Sessions on ``host:port``, one client at a time (``sessions``: stop after that many;
     ``ready(port)`` is called once listening, with the bound port: 0 picks a free one)."""
     with socket.create_server((host, port)) as listener:
         bound = listener.getsockname()[1]
-        print(f"serving model '{model.name}' on {host}:{bound} (model protocol "
-              f"{PROTOCOL_VERSION}); Ctrl-C stops", file=sys.stderr, flush=True)
+        print(
+            f"serving model '{model.name}' on {host}:{bound} (model protocol "
+            f"{PROTOCOL_VERSION}); Ctrl-C stops",
+            file=sys.stderr,
+            flush=True,
+        )
         if ready is not None:
             ready(bound)
         served = 0

@@ -65,8 +65,10 @@ class RunsIn(BaseModel):
             try:
                 return shlex.split(value)
             except ValueError as error:
-                raise ValueError(f"command {value[:80]!r} cannot be split into words "
-                                 f"({error}); give it as a list") from None
+                raise ValueError(
+                    f"command {value[:80]!r} cannot be split into words "
+                    f"({error}); give it as a list"
+                ) from None
         return value
 
     @field_validator("timeout_s", "start_timeout_s")
@@ -87,8 +89,10 @@ class RunsIn(BaseModel):
     def _one_way(self) -> RunsIn:
         given = [k for k in ("python", "command", "container", "url") if getattr(self, k)]
         if len(given) != 1:
-            raise ValueError("give exactly one of python, command, container or url "
-                             f"(given: {', '.join(given) or 'none'})")
+            raise ValueError(
+                "give exactly one of python, command, container or url "
+                f"(given: {', '.join(given) or 'none'})"
+            )
         if self.command is not None and not self.command:
             raise ValueError("command is empty")
         return self
@@ -109,7 +113,7 @@ def tcp_address(url: str) -> tuple[str, int]:
     """(host, port) of ``tcp://HOST:PORT``; ValueError otherwise."""
     if not url.startswith("tcp://"):
         raise ValueError(f"url {url[:80]!r}: give tcp://HOST:PORT")
-    host, _, port = url[len("tcp://"):].rstrip("/").rpartition(":")
+    host, _, port = url[len("tcp://") :].rstrip("/").rpartition(":")
     host = host.strip("[]")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"url {url[:80]!r}: give tcp://HOST:PORT with a port 1-65535")

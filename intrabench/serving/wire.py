@@ -49,28 +49,43 @@ class Channel:
         self.peer = peer
 
     # -- sending ------------------------------------------------------------------------
-    def send(self, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None,
-             timeout: float | None = None) -> None:
+    def send(
+        self,
+        header: dict[str, Any],
+        arrays: dict[str, np.ndarray] | None = None,
+        timeout: float | None = None,
+    ) -> None:
         """Write one message: ``header`` (JSON-able) with ``arrays`` as its payload."""
         entries, buffers, offset = [], [], 0
         for name, array in (arrays or {}).items():
             array = np.ascontiguousarray(array)
             if array.dtype.kind not in _DTYPE_KINDS:
-                raise TypeError(f"array '{name}' has dtype {array.dtype}; only bool, integer "
-                                "and float arrays travel")
-            entries.append({"name": name, "dtype": array.dtype.str, "shape": list(array.shape),
-                            "offset": offset, "nbytes": int(array.nbytes)})
+                raise TypeError(
+                    f"array '{name}' has dtype {array.dtype}; only bool, integer "
+                    "and float arrays travel"
+                )
+            entries.append(
+                {
+                    "name": name,
+                    "dtype": array.dtype.str,
+                    "shape": list(array.shape),
+                    "offset": offset,
+                    "nbytes": int(array.nbytes),
+                }
+            )
             buffers.append(memoryview(array).cast("B"))
             offset += int(array.nbytes)
-        text = json.dumps({**header, "arrays": entries}, separators=(",", ":"),
-                          allow_nan=False).encode()
+        text = json.dumps(
+            {**header, "arrays": entries}, separators=(",", ":"), allow_nan=False
+        ).encode()
         deadline = _deadline(timeout)
         self._write(_PREFIX.pack(MAGIC, len(text), offset) + text, deadline, timeout)
         for buffer in buffers:
             self._write(buffer, deadline, timeout)
 
-    def _write(self, data: bytes | memoryview, deadline: float | None,
-               timeout: float | None) -> None:
+    def _write(
+        self, data: bytes | memoryview, deadline: float | None, timeout: float | None
+    ) -> None:
         view = memoryview(data)
         while len(view):
             self._wait(write=True, deadline=deadline, timeout=timeout, doing="reading our request")
@@ -82,22 +97,28 @@ class Channel:
             deadline = _deadline(timeout)  # a deadline without progress, not for the whole
 
     # -- receiving ----------------------------------------------------------------------
-    def receive(self, timeout: float | None = None,
-                max_payload: int = MAX_PAYLOAD_BYTES) -> tuple[dict[str, Any],
-                                                              dict[str, np.ndarray]]:
+    def receive(
+        self, timeout: float | None = None, max_payload: int = MAX_PAYLOAD_BYTES
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Read one message: its header and its arrays (each a view of one payload buffer)."""
         prefix = self._read_exactly(_PREFIX.size, timeout, first=True)
         magic, header_size, payload_size = _PREFIX.unpack(prefix)
         if magic != MAGIC:
             shown = bytes(prefix[:16])
-            raise WireError(f"{self.peer} answered {shown!r}..., not a message of the IntraBench "
-                            "model protocol (is the command or URL an IntraBench model server?)")
+            raise WireError(
+                f"{self.peer} answered {shown!r}..., not a message of the IntraBench "
+                "model protocol (is the command or URL an IntraBench model server?)"
+            )
         if header_size > MAX_HEADER_BYTES:
-            raise WireError(f"{self.peer} announced a {header_size:,}-byte header (at most "
-                            f"{MAX_HEADER_BYTES:,})")
+            raise WireError(
+                f"{self.peer} announced a {header_size:,}-byte header (at most "
+                f"{MAX_HEADER_BYTES:,})"
+            )
         if payload_size > max_payload:
-            raise WireError(f"{self.peer} announced a {payload_size:,}-byte payload (at most "
-                            f"{max_payload:,} expected)")
+            raise WireError(
+                f"{self.peer} announced a {payload_size:,}-byte payload (at most "
+                f"{max_payload:,} expected)"
+            )
         try:
             header = json.loads(bytes(self._read_exactly(header_size, timeout)))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -112,26 +133,34 @@ class Channel:
         view, got = memoryview(buffer), 0
         deadline = _deadline(timeout)
         while got < size:
-            self._wait(write=False, deadline=deadline, timeout=timeout,
-                       doing="answering" if first and got == 0 else "sending its answer")
+            self._wait(
+                write=False,
+                deadline=deadline,
+                timeout=timeout,
+                doing="answering" if first and got == 0 else "sending its answer",
+            )
             count = os.readv(self.read_fd, [view[got:]])
             if count == 0:
-                raise WireError(f"{self.peer} closed the connection"
-                                + (f" after {got} of {size} bytes" if got else ""))
+                raise WireError(
+                    f"{self.peer} closed the connection"
+                    + (f" after {got} of {size} bytes" if got else "")
+                )
             got += count
             deadline = _deadline(timeout)
         return buffer
 
-    def _wait(self, write: bool, deadline: float | None, timeout: float | None,
-              doing: str) -> None:
+    def _wait(self, write: bool, deadline: float | None, timeout: float | None, doing: str) -> None:
         fd = self.write_fd if write else self.read_fd
         while True:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                raise WireError(f"{self.peer} stopped {doing}: nothing for {timeout:g} s "
-                                "(the timeout_s of runs_in)")
-            ready = (select.select([], [fd], [], left) if write
-                     else select.select([fd], [], [], left))
+                raise WireError(
+                    f"{self.peer} stopped {doing}: nothing for {timeout:g} s "
+                    "(the timeout_s of runs_in)"
+                )
+            ready = (
+                select.select([], [fd], [], left) if write else select.select([fd], [], [], left)
+            )
             if ready[1 if write else 0]:
                 return
 
@@ -154,10 +183,16 @@ def _arrays_of(entries: Any, payload: bytearray, peer: str) -> dict[str, np.ndar
             raise WireError(f"{peer} sent an array entry that cannot be read ({error})") from None
         if dtype.kind not in _DTYPE_KINDS or dtype.hasobject:
             raise WireError(f"{peer} sent array '{name}' of dtype {dtype}")
-        if any(v < 0 for v in shape) or nbytes != int(np.prod(shape, dtype=np.int64)) \
-                * dtype.itemsize or offset < 0 or offset + nbytes > len(payload):
-            raise WireError(f"{peer} sent array '{name}' whose shape {shape} and size do not "
-                            "fit the payload")
-        arrays[name] = np.frombuffer(payload, dtype=dtype, count=nbytes // dtype.itemsize,
-                                     offset=offset).reshape(shape)
+        if (
+            any(v < 0 for v in shape)
+            or nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            or offset < 0
+            or offset + nbytes > len(payload)
+        ):
+            raise WireError(
+                f"{peer} sent array '{name}' whose shape {shape} and size do not fit the payload"
+            )
+        arrays[name] = np.frombuffer(
+            payload, dtype=dtype, count=nbytes // dtype.itemsize, offset=offset
+        ).reshape(shape)
     return arrays

@@ -38,8 +38,7 @@ AT_SECONDS = 60.0
 def curve(times: np.ndarray, values: np.ndarray, budget: float) -> tuple[np.ndarray, np.ndarray]:
     """The curve's points: (0, 0), the kept steps' (T_k, v_k), and (budget, v_last)."""
     last = float(values[-1]) if len(values) else 0.0
-    return (np.concatenate([[0.0], times, [budget]]),
-            np.concatenate([[0.0], values, [last]]))
+    return (np.concatenate([[0.0], times, [budget]]), np.concatenate([[0.0], values, [last]]))
 
 
 def area(times: np.ndarray, values: np.ndarray, budget: float) -> float:
@@ -60,7 +59,7 @@ def kept_steps(costs: np.ndarray, model: TimeModel) -> np.ndarray:
     within = (accumulated <= model.budget + 1e-9) & (np.arange(len(costs)) < model.max_interactions)
     first_out = np.flatnonzero(~within)
     if first_out.size:
-        within[first_out[0]:] = False
+        within[first_out[0] :] = False
     return within
 
 
@@ -92,8 +91,9 @@ def timed_episodes(rows: pd.DataFrame, model: TimeModel) -> Iterator[TimedEpisod
     for identity, steps in rows.sort_values("step").groupby(keys, sort=True, dropna=False):
         human = steps["_human"].to_numpy(dtype=float)
         waited = steps["_latency"].to_numpy(dtype=float)
-        yield TimedEpisode(dict(zip(keys, identity)), steps, human, waited,
-                           kept_steps(human + waited, model))
+        yield TimedEpisode(
+            dict(zip(keys, identity)), steps, human, waited, kept_steps(human + waited, model)
+        )
 
 
 def episode_time_metrics(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
@@ -107,14 +107,16 @@ def episode_time_metrics(rows: pd.DataFrame, model: TimeModel | None = None) -> 
         kept, times = episode.kept, episode.times
         steps = episode.steps
         record = dict(episode.identity)
-        record.update({
-            "target_class": steps["target_class"].iloc[0] if "target_class" in steps else "",
-            "budget_seconds": model.budget,
-            "interactions_in_budget": int(kept.sum()),
-            "human_seconds": float(episode.human[kept].sum()),
-            "model_seconds_waited": float(episode.latency[kept].sum()),
-            "accumulated_seconds": float(times[-1]) if kept.any() else 0.0,
-        })
+        record.update(
+            {
+                "target_class": steps["target_class"].iloc[0] if "target_class" in steps else "",
+                "budget_seconds": model.budget,
+                "interactions_in_budget": int(kept.sum()),
+                "human_seconds": float(episode.human[kept].sum()),
+                "model_seconds_waited": float(episode.latency[kept].sum()),
+                "accumulated_seconds": float(times[-1]) if kept.any() else 0.0,
+            }
+        )
         for metric in metrics:
             values = episode.values(metric)
             record[f"{metric}_auc_time"] = area(times, values, model.budget)
@@ -122,14 +124,16 @@ def episode_time_metrics(rows: pd.DataFrame, model: TimeModel | None = None) -> 
             record[f"{metric}_final_in_budget"] = float(values[-1]) if len(values) else 0.0
             for threshold in THRESHOLDS:
                 hits = np.flatnonzero(values >= threshold)
-                record[f"time_to_{metric}_{threshold:g}"] = (float(times[hits[0]]) if hits.size
-                                                             else float("nan"))
+                record[f"time_to_{metric}_{threshold:g}"] = (
+                    float(times[hits[0]]) if hits.size else float("nan")
+                )
         records.append(record)
     return pd.DataFrame.from_records(records)
 
 
-def time_curves(rows: pd.DataFrame, model: TimeModel | None = None, metric: str = "dice",
-                points: int = 121) -> pd.DataFrame:
+def time_curves(
+    rows: pd.DataFrame, model: TimeModel | None = None, metric: str = "dice", points: int = 121
+) -> pd.DataFrame:
     """Mean curve per model x prompter x refiner on a grid of ``points`` times from 0 to the
     budget (mean over episodes of each episode's curve): columns model, prompter, refiner,
     seconds, value."""
@@ -143,6 +147,9 @@ def time_curves(rows: pd.DataFrame, model: TimeModel | None = None, metric: str 
         x, y = curve(episode.times, episode.values(metric), model.budget)
         sums[configuration] = sums.get(configuration, 0.0) + np.interp(grid, x, y)
         counts[configuration] = counts.get(configuration, 0) + 1
-    records = [{"model": c[0], "prompter": c[1], "refiner": c[2], "seconds": t, "value": v}
-               for c in sorted(sums) for t, v in zip(grid, sums[c] / counts[c])]
+    records = [
+        {"model": c[0], "prompter": c[1], "refiner": c[2], "seconds": t, "value": v}
+        for c in sorted(sums)
+        for t, v in zip(grid, sums[c] / counts[c])
+    ]
     return pd.DataFrame.from_records(records)

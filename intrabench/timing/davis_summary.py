@@ -34,8 +34,9 @@ from intrabench.timing.human import TimeModel
 CONFIGURATION = ["model", "prompter", "refiner"]
 
 
-def reconstructed(values: np.ndarray, costs: np.ndarray, kept: np.ndarray,
-                  length: int) -> tuple[np.ndarray, np.ndarray]:
+def reconstructed(
+    values: np.ndarray, costs: np.ndarray, kept: np.ndarray, length: int
+) -> tuple[np.ndarray, np.ndarray]:
     """An episode's (quality, time) at interactions 1..``length``: kept steps as they are,
     later ones the last kept quality (0 before any) at zero time."""
     quality = np.zeros(length)
@@ -49,18 +50,22 @@ def reconstructed(values: np.ndarray, costs: np.ndarray, kept: np.ndarray,
     return quality, time
 
 
-def mean_curve(qualities: np.ndarray, times: np.ndarray, timeout: float
-               ) -> tuple[np.ndarray, np.ndarray]:
+def mean_curve(
+    qualities: np.ndarray, times: np.ndarray, timeout: float
+) -> tuple[np.ndarray, np.ndarray]:
     """DAVIS's curve from (episodes, interactions) arrays: (0, 0), the accumulated mean times
     with the mean qualities, then (timeout, last mean quality)."""
     mean_quality = qualities.mean(axis=0)
     accumulated = np.cumsum(times.mean(axis=0))
-    return (np.concatenate([[0.0], accumulated, [timeout]]),
-            np.concatenate([[0.0], mean_quality, mean_quality[-1:]]))
+    return (
+        np.concatenate([[0.0], accumulated, [timeout]]),
+        np.concatenate([[0.0], mean_quality, mean_quality[-1:]]),
+    )
 
 
-def curve_scores(x: np.ndarray, y: np.ndarray, at_seconds: float = AT_SECONDS
-                 ) -> tuple[float, float]:
+def curve_scores(
+    x: np.ndarray, y: np.ndarray, at_seconds: float = AT_SECONDS
+) -> tuple[float, float]:
     """(AUC = trapezoids / the last time, the curve at ``at_seconds``), as summarize_report."""
     top = float(x.max())
     auc = 0.0 if top == 0.0 else float(np.sum((x[1:] - x[:-1]) * (y[1:] + y[:-1]) / 2.0) / top)
@@ -93,11 +98,17 @@ def davis_summary(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.Data
         times = np.array(store["time"])
         for metric in metrics:
             x, y = mean_curve(np.array(store[metric]), times, model.budget)
-            record[f"{metric}_auc_time_davis"], record[f"{metric}_at_60s_davis"] = \
-                curve_scores(x, y)
+            record[f"{metric}_auc_time_davis"], record[f"{metric}_at_60s_davis"] = curve_scores(
+                x, y
+            )
         records.append(record)
     frame = pd.DataFrame.from_records(records)
-    average = (frame.groupby(CONFIGURATION, dropna=False)[columns].mean().reset_index()
-               .assign(dataset="Average"))
+    average = (
+        frame.groupby(CONFIGURATION, dropna=False)[columns]
+        .mean()
+        .reset_index()
+        .assign(dataset="Average")
+    )
     return pd.concat([frame, average], ignore_index=True).sort_values(
-        [*CONFIGURATION, "dataset"], kind="stable", ignore_index=True)
+        [*CONFIGURATION, "dataset"], kind="stable", ignore_index=True
+    )

@@ -22,8 +22,13 @@ from intrabench.timing.human import TimeModel
 MARKS_PER_CURVE = 8
 
 
-def time_curve_plot(rows: pd.DataFrame, model: TimeModel, metric: str = "dice",
-                    styles: dict | None = None, waiting: str = "") -> bytes:
+def time_curve_plot(
+    rows: pd.DataFrame,
+    model: TimeModel,
+    metric: str = "dice",
+    styles: dict | None = None,
+    waiting: str = "",
+) -> bytes:
     """One panel per model: the mean ``metric`` x100 against accumulated seconds (human time +
     waiting for the model), one line per prompter / refiner, up to the budget. ``styles``:
     the report's :func:`~intrabench.plotting.configuration_styles` (computed from
@@ -39,18 +44,34 @@ def time_curve_plot(rows: pd.DataFrame, model: TimeModel, metric: str = "dice",
         part = curves[curves["model"] == name]
         for (prompter, refiner), line in part.groupby(["prompter", "refiner"], sort=True):
             config = (name, prompter, refiner)
-            axis.plot(line["seconds"], 100 * line["value"], linewidth=1.4, markersize=4,
-                      markevery=every, label=configuration_label(*config),
-                      **line_style(styles, config))
+            axis.plot(
+                line["seconds"],
+                100 * line["value"],
+                linewidth=1.4,
+                markersize=4,
+                markevery=every,
+                label=configuration_label(*config),
+                **line_style(styles, config),
+            )
         axis.axvline(AT_SECONDS, color="grey", linestyle=":", linewidth=1)
-        axis.annotate(f"{AT_SECONDS:g} s (Dice@60s)", (AT_SECONDS, y_range[1]),
-                      xytext=(3, -3), textcoords="offset points", ha="left", va="top",
-                      fontsize=7, color="dimgrey")
+        axis.annotate(
+            f"{AT_SECONDS:g} s (Dice@60s)",
+            (AT_SECONDS, y_range[1]),
+            xytext=(3, -3),
+            textcoords="offset points",
+            ha="left",
+            va="top",
+            fontsize=7,
+            color="dimgrey",
+        )
         axis.set_ylim(*y_range)
         axis.set_xlim(0, model.budget)
         axis.set_title(name, fontsize=9)
-        axis.set_xlabel("accumulated time (s): human + waiting for the model"
-                        + (f"\n({waiting})" if waiting else ""), fontsize=8)
+        axis.set_xlabel(
+            "accumulated time (s): human + waiting for the model"
+            + (f"\n({waiting})" if waiting else ""),
+            fontsize=8,
+        )
         axis.set_ylabel(f"{metric} x100 (mean over targets)")
         axis.grid(alpha=0.3)
     figure.tight_layout()

@@ -35,8 +35,14 @@ from intrabench.types import INTERACTION_COST
 if TYPE_CHECKING:  # imported where used: the run config imports this module (pandas: 0.45 s)
     import pandas as pd
 
-DEFAULT_SECONDS = {"click": 2.4, "box2d": 7.0, "box3d": 13.0, "scribble": 10.9,
-                   "boundary_slice": 3.0, "lasso": 10.9}
+DEFAULT_SECONDS = {
+    "click": 2.4,
+    "box2d": 7.0,
+    "box3d": 13.0,
+    "scribble": 10.9,
+    "boundary_slice": 3.0,
+    "lasso": 10.9,
+}
 
 
 #: the most seconds an interaction, a slice scrolled or a budget per interaction may take (an
@@ -82,12 +88,16 @@ class TimeModel(BaseModel):
     @model_validator(mode="after")
     def _table_given(self) -> TimeModel:
         if self.waiting == "table" and not self.latency_table:
-            raise ValueError("waiting: table needs a latency_table (a file written by "
-                             "'intrabench latency RUN --save FILE', or seconds per model)")
+            raise ValueError(
+                "waiting: table needs a latency_table (a file written by "
+                "'intrabench latency RUN --save FILE', or seconds per model)"
+            )
         if self.waiting == "measured" and self.latency_table:
-            raise ValueError("latency_table is read only with 'waiting: table' (the default, "
-                             "measured, waits what the run measured): add 'waiting: table' or "
-                             "remove the latency_table")
+            raise ValueError(
+                "latency_table is read only with 'waiting: table' (the default, "
+                "measured, waits what the run measured): add 'waiting: table' or "
+                "remove the latency_table"
+            )
         return self
 
     @field_validator("latency_table")
@@ -109,10 +119,14 @@ class TimeModel(BaseModel):
         if unknown:
             import difflib
 
-            hints = "".join(f" (did you mean '{close[0]}'?)" for name in unknown
-                            if (close := difflib.get_close_matches(name, list(INTERACTION_COST), 1)))
-            raise ValueError(f"unknown interaction kinds {unknown}{hints}; valid: "
-                             f"{', '.join(INTERACTION_COST)}")
+            hints = "".join(
+                f" (did you mean '{close[0]}'?)"
+                for name in unknown
+                if (close := difflib.get_close_matches(name, list(INTERACTION_COST), 1))
+            )
+            raise ValueError(
+                f"unknown interaction kinds {unknown}{hints}; valid: {', '.join(INTERACTION_COST)}"
+            )
         return {**DEFAULT_SECONDS, **value}
 
     @property
@@ -148,5 +162,6 @@ def step_kind(rows: pd.DataFrame) -> pd.Series:
     costs = np.array([INTERACTION_COST[c.removeprefix("interactions_")] for c in columns])
     counts = rows[columns].fillna(0).to_numpy(dtype=float) * costs
     kinds = np.array([c.removeprefix("interactions_") for c in columns])
-    return pd.Series(np.where(counts.max(axis=1) > 0, kinds[counts.argmax(axis=1)], "none"),
-                     index=rows.index)
+    return pd.Series(
+        np.where(counts.max(axis=1) > 0, kinds[counts.argmax(axis=1)], "none"), index=rows.index
+    )

@@ -29,30 +29,39 @@ def has_latency(rows: pd.DataFrame) -> bool:
 
 
 def _stats(values: np.ndarray) -> dict[str, float]:
-    return {"calls": int(len(values)),
-            "p50_ms": float(np.percentile(values, 50)) * 1000 if len(values) else float("nan"),
-            "p95_ms": float(np.percentile(values, 95)) * 1000 if len(values) else float("nan")}
+    return {
+        "calls": int(len(values)),
+        "p50_ms": float(np.percentile(values, 50)) * 1000 if len(values) else float("nan"),
+        "p95_ms": float(np.percentile(values, 95)) * 1000 if len(values) else float("nan"),
+    }
 
 
 def latency_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per model and kind ("cold", then the warm interaction kinds): calls, p50_ms,
     p95_ms; with the model's peak GPU and host memory on every row of it."""
     if not has_latency(rows):
-        return pd.DataFrame(columns=["model", "kind", "calls", "p50_ms", "p95_ms",
-                                     "peak_gpu_mb", "peak_host_mb"])
+        return pd.DataFrame(
+            columns=["model", "kind", "calls", "p50_ms", "p95_ms", "peak_gpu_mb", "peak_host_mb"]
+        )
     called = rows[~rows["converged"].astype(bool)] if "converged" in rows else rows
     called = called.assign(_kind=step_kind(called))
     records = []
     for model, part in called.groupby("model", sort=True):
-        memory = {"peak_gpu_mb": float(part["peak_gpu_mb"].max()) if "peak_gpu_mb" in part
-                  else float("nan"),
-                  "peak_host_mb": float(part["peak_host_mb"].max()) if "peak_host_mb" in part
-                  else float("nan")}
+        memory = {
+            "peak_gpu_mb": float(part["peak_gpu_mb"].max())
+            if "peak_gpu_mb" in part
+            else float("nan"),
+            "peak_host_mb": float(part["peak_host_mb"].max())
+            if "peak_host_mb" in part
+            else float("nan"),
+        }
         first = part[part["latency_first_call"].astype(bool)]
-        cold = (first["case_setup_seconds"].astype(float)
-                + first["latency_seconds"].astype(float)).to_numpy()
-        records.append({"model": model, "kind": "cold (set-up + first call)", **_stats(cold),
-                        **memory})
+        cold = (
+            first["case_setup_seconds"].astype(float) + first["latency_seconds"].astype(float)
+        ).to_numpy()
+        records.append(
+            {"model": model, "kind": "cold (set-up + first call)", **_stats(cold), **memory}
+        )
         warm = part[~part["latency_first_call"].astype(bool)]
         for kind, calls in warm.groupby("_kind", sort=True):
             values = calls["latency_seconds"].astype(float).dropna().to_numpy()

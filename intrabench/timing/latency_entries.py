@@ -24,22 +24,30 @@ def checked_entries(models: Any, where: str) -> dict[str, dict[str, float]]:
     import math
 
     if not isinstance(models, dict):
-        raise UserError(f"{where}: expected {{model: {{first: s, warm: s, ...}}}}, not "
-                        f"{type(models).__name__}")
+        raise UserError(
+            f"{where}: expected {{model: {{first: s, warm: s, ...}}}}, not {type(models).__name__}"
+        )
     checked: dict[str, dict[str, float]] = {}
     for model, entry in models.items():
         if not isinstance(entry, dict):
-            raise UserError(f"{where}: {model}: expected {{first: s, warm: s, ...}}, not "
-                            f"{type(entry).__name__}")
+            raise UserError(
+                f"{where}: {model}: expected {{first: s, warm: s, ...}}, not {type(entry).__name__}"
+            )
         checked[str(model)] = {}
         for key, value in entry.items():
             if key not in LATENCY_KEYS:
-                raise UserError(f"{where}: {model}: unknown key '{key}'; valid: "
-                                f"{', '.join(LATENCY_KEYS)}")
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    math.isfinite(value) and 0 <= value <= MAX_LATENCY_SECONDS):
+                raise UserError(
+                    f"{where}: {model}: unknown key '{key}'; valid: {', '.join(LATENCY_KEYS)}"
+                )
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (math.isfinite(value) and 0 <= value <= MAX_LATENCY_SECONDS)
+            ):
                 shown = repr(value)[:40]
-                raise UserError(f"{where}: {model}.{key} = {shown}: a latency is a number of "
-                                f"seconds from 0 to {MAX_LATENCY_SECONDS:g}")
+                raise UserError(
+                    f"{where}: {model}.{key} = {shown}: a latency is a number of "
+                    f"seconds from 0 to {MAX_LATENCY_SECONDS:g}"
+                )
             checked[str(model)][key] = float(value)
     return checked

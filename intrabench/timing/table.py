@@ -21,9 +21,18 @@ from intrabench.timing.budget import episode_time_metrics
 from intrabench.timing.davis_summary import davis_summary
 from intrabench.timing.human import TimeModel
 
-SUMMARISED = ["human_seconds", "model_seconds_waited", "interactions_in_budget",
-              "dice_auc_time", "dice_at_60s", "nsd_auc_time", "time_to_dice_0.8",
-              "reached_dice_0.8", "time_to_dice_0.9", "reached_dice_0.9"]
+SUMMARISED = [
+    "human_seconds",
+    "model_seconds_waited",
+    "interactions_in_budget",
+    "dice_auc_time",
+    "dice_at_60s",
+    "nsd_auc_time",
+    "time_to_dice_0.8",
+    "reached_dice_0.8",
+    "time_to_dice_0.9",
+    "reached_dice_0.9",
+]
 
 
 def time_summary(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
@@ -34,8 +43,9 @@ def time_summary(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataF
     for threshold in ("0.8", "0.9"):
         episodes[f"reached_dice_{threshold}"] = episodes[f"time_to_dice_{threshold}"].notna() * 1.0
     means = dataset_means(episodes, [c for c in SUMMARISED if c in episodes])
-    return means.merge(davis_summary(rows, model), on=["model", "prompter", "refiner", "dataset"],
-                       how="left")
+    return means.merge(
+        davis_summary(rows, model), on=["model", "prompter", "refiner", "dataset"], how="left"
+    )
 
 
 def time_table(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
@@ -43,21 +53,27 @@ def time_table(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFra
     model = model or TimeModel()
     summary = time_summary(rows, model)
     average = summary[summary["dataset"] == "Average"]
-    return pd.DataFrame({
-        "Model": average["model"], "Prompter": average["prompter"],
-        "Refiner": average["refiner"],
-        "Human s": average["human_seconds"].round(1),
-        "Waiting s": average["model_seconds_waited"].round(2),
-        "Interactions": average["interactions_in_budget"].round(2),
-        f"Dice AUC-time x100 (/{model.budget:g} s)": (100 * average["dice_auc_time_davis"]
-                                                     ).round(2),
-        "Dice@60s x100": (100 * average["dice_at_60s_davis"]).round(2),
-        # NaN when some step has no NSD (surface metrics not computed there)
-        "NSD AUC-time x100": (100 * average.get("nsd_auc_time_davis", pd.Series(
-            float("nan"), index=average.index))).round(2),
-        "s to Dice 80": average["time_to_dice_0.8"].round(1),
-        "reached Dice 80 %": (100 * average["reached_dice_0.8"]).round(1),
-    }).reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "Model": average["model"],
+            "Prompter": average["prompter"],
+            "Refiner": average["refiner"],
+            "Human s": average["human_seconds"].round(1),
+            "Waiting s": average["model_seconds_waited"].round(2),
+            "Interactions": average["interactions_in_budget"].round(2),
+            f"Dice AUC-time x100 (/{model.budget:g} s)": (
+                100 * average["dice_auc_time_davis"]
+            ).round(2),
+            "Dice@60s x100": (100 * average["dice_at_60s_davis"]).round(2),
+            # NaN when some step has no NSD (surface metrics not computed there)
+            "NSD AUC-time x100": (
+                100
+                * average.get("nsd_auc_time_davis", pd.Series(float("nan"), index=average.index))
+            ).round(2),
+            "s to Dice 80": average["time_to_dice_0.8"].round(1),
+            "reached Dice 80 %": (100 * average["reached_dice_0.8"]).round(1),
+        }
+    ).reset_index(drop=True)
 
 
 def run_time_model(run_dir: str | Path) -> TimeModel:
@@ -77,7 +93,9 @@ def run_time_model(run_dir: str | Path) -> TimeModel:
     if not path.exists():
         logging.getLogger(__name__).warning(
             "%s has no config.yaml: the time tables use the default time model "
-            "(docs/time-aware.md)", run_dir)
+            "(docs/time-aware.md)",
+            run_dir,
+        )
         return TimeModel()
     data = read_yaml_file(path, "run's config.yaml")
     if not isinstance(data, dict) or "time_model" not in data:
@@ -100,7 +118,13 @@ def checked_time_model(section: object, source: str) -> TimeModel:
         message = first["msg"]
         if first["type"] == "extra_forbidden":
             message = f"unknown key; valid keys: {', '.join(TimeModel.model_fields)}"
-        shown = (repr(first.get("input"))[:40] if first["loc"] and first["type"]
-                 != "extra_forbidden" else "")
-        raise ConfigError(f"{source}: {key}: {message}" + (f" (given {shown})" if shown else "")
-                          + "; fix it, or delete the section for the defaults") from None
+        shown = (
+            repr(first.get("input"))[:40]
+            if first["loc"] and first["type"] != "extra_forbidden"
+            else ""
+        )
+        raise ConfigError(
+            f"{source}: {key}: {message}"
+            + (f" (given {shown})" if shown else "")
+            + "; fix it, or delete the section for the defaults"
+        ) from None

@@ -82,17 +82,30 @@ def measure_table(rows: pd.DataFrame) -> dict[str, dict[str, float]]:
     return table
 
 
-def save_table(models: dict[str, dict[str, float]], path: Path,
-               machine: dict[str, Any] | None, runs: list[str]) -> LatencyTable:
+def save_table(
+    models: dict[str, dict[str, float]], path: Path, machine: dict[str, Any] | None, runs: list[str]
+) -> LatencyTable:
     """Writes ``models`` (:func:`measure_table` of the ``runs``' rows) with the machine they
     ran on to ``path`` (JSON)."""
     from intrabench.io.results import atomic_write_text
 
-    table = LatencyTable(models, machine, str(path),
-                         datetime.now(timezone.utc).isoformat(timespec="seconds"), runs)
-    atomic_write_text(Path(path), json.dumps({
-        "format": FORMAT, "measured": table.measured, "machine": machine, "runs": runs,
-        "models": table.models}, indent=1) + "\n")
+    table = LatencyTable(
+        models, machine, str(path), datetime.now(timezone.utc).isoformat(timespec="seconds"), runs
+    )
+    atomic_write_text(
+        Path(path),
+        json.dumps(
+            {
+                "format": FORMAT,
+                "measured": table.measured,
+                "machine": machine,
+                "runs": runs,
+                "models": table.models,
+            },
+            indent=1,
+        )
+        + "\n",
+    )
     return table
 
 
@@ -108,19 +121,27 @@ def load_table(spec: str | dict[str, dict[str, float]]) -> LatencyTable:
             raise KeyError("models")
         models = checked_entries(data["models"], f"time_model.latency_table: {path}")
     except FileNotFoundError:
-        raise UserError(f"time_model.latency_table: {path} not found (write one with "
-                        "'intrabench latency RUN --save FILE')") from None
+        raise UserError(
+            f"time_model.latency_table: {path} not found (write one with "
+            "'intrabench latency RUN --save FILE')"
+        ) from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
-        raise UserError(f"time_model.latency_table: {path} is not a latency table "
-                        f"({type(error).__name__}: {error})") from None
-    return LatencyTable(models, data.get("machine"), str(path), data.get("measured"),
-                        list(data.get("runs", [])))
+        raise UserError(
+            f"time_model.latency_table: {path} is not a latency table "
+            f"({type(error).__name__}: {error})"
+        ) from None
+    return LatencyTable(
+        models, data.get("machine"), str(path), data.get("measured"), list(data.get("runs", []))
+    )
 
 
 def waiting_seconds(rows: pd.DataFrame, model: TimeModel) -> pd.Series:
     """Seconds the clinician waits at each row's step (module docstring)."""
-    measured = (rows["latency_seconds"].astype(float).fillna(0.0) if "latency_seconds" in rows
-                else pd.Series(0.0, index=rows.index))
+    measured = (
+        rows["latency_seconds"].astype(float).fillna(0.0)
+        if "latency_seconds" in rows
+        else pd.Series(0.0, index=rows.index)
+    )
     if rows.empty:
         return measured
     first = configuration_first_calls(rows)
@@ -129,8 +150,10 @@ def waiting_seconds(rows: pd.DataFrame, model: TimeModel) -> pd.Series:
     table = load_table(model.latency_table)
     missing = sorted(set(rows["model"].astype(str)) - set(table.models))
     if missing:
-        raise UserError(f"time_model.latency_table ({table.source}) has no latency for "
-                        f"{', '.join(missing)}; it has {', '.join(sorted(table.models)) or 'none'}")
+        raise UserError(
+            f"time_model.latency_table ({table.source}) has no latency for "
+            f"{', '.join(missing)}; it has {', '.join(sorted(table.models)) or 'none'}"
+        )
     kinds = step_kind(rows)
     seconds = [table.seconds(m, f, k) for m, f, k in zip(rows["model"].astype(str), first, kinds)]
     waited = pd.Series(seconds, index=rows.index, dtype=float)
@@ -164,8 +187,11 @@ def configuration_first_calls(rows: pd.DataFrame) -> pd.Series:
     first = np.zeros(len(rows), dtype=bool)
     if called.any():
         positions = np.flatnonzero(called)
-        groups = (rows.iloc[positions].groupby(keys, sort=False, dropna=False).ngroup()
-                  .to_numpy() if keys else np.zeros(len(positions), dtype=int))
+        groups = (
+            rows.iloc[positions].groupby(keys, sort=False, dropna=False).ngroup().to_numpy()
+            if keys
+            else np.zeros(len(positions), dtype=int)
+        )
         _, firsts = np.unique(groups, return_index=True)  # the first position of each group
         first[positions[firsts]] = True
     return pd.Series(first, index=rows.index)
@@ -191,14 +217,18 @@ def waiting_description(model: TimeModel, machine: dict[str, Any] | None) -> str
     from intrabench.io.machine import machine_text
 
     if model.waiting == "measured":
-        return (f"waiting: measured in this run on {machine_text(machine)} (it moves with the "
-                "machine's load; 'time_model: {waiting: table}' gives reproducible numbers)")
+        return (
+            f"waiting: measured in this run on {machine_text(machine)} (it moves with the "
+            "machine's load; 'time_model: {waiting: table}' gives reproducible numbers)"
+        )
     table = load_table(model.latency_table)
     if table.machine is None and table.source == "the config":
         return "waiting: from the latency table given in the config (the same on any machine)"
     when = f", {table.measured[:10]}" if table.measured else ""
-    return (f"waiting: from the latency table {table.source} (measured on "
-            f"{machine_text(table.machine)}{when}; the same on any machine)")
+    return (
+        f"waiting: from the latency table {table.source} (measured on "
+        f"{machine_text(table.machine)}{when}; the same on any machine)"
+    )
 
 
 def check_latency_table(model: TimeModel, models: list[str], where: str) -> None:
@@ -215,6 +245,8 @@ def check_latency_table(model: TimeModel, models: list[str], where: str) -> None
         raise UserError(f"{where}: {error}") from None
     missing = sorted(set(models) - set(table.models))
     if missing:
-        raise UserError(f"{where}: time_model.latency_table ({table.source}) has no latency "
-                        f"for the model(s) {', '.join(missing)}; it has "
-                        f"{', '.join(sorted(table.models)) or 'none'} (models go by their label)")
+        raise UserError(
+            f"{where}: time_model.latency_table ({table.source}) has no latency "
+            f"for the model(s) {', '.join(missing)}; it has "
+            f"{', '.join(sorted(table.models)) or 'none'} (models go by their label)"
+        )

@@ -17,12 +17,17 @@ from intrabench.io.results import load_results
 
 
 def _config(name: str, **extra) -> RunConfig:
-    return RunConfig.model_validate({
-        "name": name,
-        "datasets": [{"name": "demo-phantoms", "n_cases": 3, "label": "phantoms"}],
-        "models": ["region-growing-3d"],
-        "prompters": ["box-3d", {"name": "center-points-per-volume", "n_points": 1}],
-        "refiners": ["scribble"], "refinement_steps": 1, **extra})
+    return RunConfig.model_validate(
+        {
+            "name": name,
+            "datasets": [{"name": "demo-phantoms", "n_cases": 3, "label": "phantoms"}],
+            "models": ["region-growing-3d"],
+            "prompters": ["box-3d", {"name": "center-points-per-volume", "n_points": 1}],
+            "refiners": ["scribble"],
+            "refinement_steps": 1,
+            **extra,
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -73,11 +78,27 @@ def test_attributes_command_prints_a_table_and_writes_csv(run_dir, tmp_path, cap
     assert (volume.groupby(["model", "prompter", "refiner"])["n_targets"].sum() == n_targets).all()
     assert set(volume["group"]) == {"low", "mid", "high"}
     # the same command twice: the same numbers (seeded bootstrap)
-    assert main(["attributes", str(run_dir), "--out", str(tmp_path / "again"),
-                 "--n-boot", "200"]) == 0
+    assert (
+        main(["attributes", str(run_dir), "--out", str(tmp_path / "again"), "--n-boot", "200"]) == 0
+    )
     pd.testing.assert_frame_equal(groups, pd.read_csv(tmp_path / "again" / "attribute-groups.csv"))
-    assert main(["attributes", str(run_dir), "--out", str(out), "--by", "configuration",
-                 "--metric", "effort_to_dice_0.8", "--n-boot", "50"]) == 0
+    assert (
+        main(
+            [
+                "attributes",
+                str(run_dir),
+                "--out",
+                str(out),
+                "--by",
+                "configuration",
+                "--metric",
+                "effort_to_dice_0.8",
+                "--n-boot",
+                "50",
+            ]
+        )
+        == 0
+    )
     assert "| region-growing-3d | box-3d | scribble | volume_ml |" in capsys.readouterr().out
 
 

@@ -21,7 +21,7 @@ def _lesion_case(noise: float = 10.0, seed: int = 0) -> Case:
     rng = np.random.default_rng(seed)
     shape = (24, 64, 64)
     z, y, x = np.indices(shape, dtype=np.float64)
-    ball = ((z - 12) * SPACING[0]) ** 2 + (y - 32) ** 2 + (x - 32) ** 2 <= 8.0 ** 2
+    ball = ((z - 12) * SPACING[0]) ** 2 + (y - 32) ** 2 + (x - 32) ** 2 <= 8.0**2
     other = (np.abs(z - 12) <= 2) & (np.abs(y - 32) <= 3) & (x >= 42) & (x <= 46)
     image = np.where(ball, 100.0, 40.0)
     image[other] = 300.0
@@ -29,10 +29,16 @@ def _lesion_case(noise: float = 10.0, seed: int = 0) -> Case:
     label = np.zeros(shape, dtype=np.uint8)
     label[ball] = 1
     label[other] = 2
-    geometry = ImageGeometry(shape[::-1], SPACING[::-1], (0.0, 0.0, 0.0),
-                             (1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0))
-    return Case("synthetic", "lesion", Volume(image, SPACING, geometry), label,
-                (Target("lesion", 1, "lesion"), Target("other", 2, "organ")))
+    geometry = ImageGeometry(
+        shape[::-1], SPACING[::-1], (0.0, 0.0, 0.0), (1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0)
+    )
+    return Case(
+        "synthetic",
+        "lesion",
+        Volume(image, SPACING, geometry),
+        label,
+        (Target("lesion", 1, "lesion"), Target("other", 2, "organ")),
+    )
 
 
 def test_contrast_cnr_and_heterogeneity_of_a_lesion_of_known_intensity_and_noise():
@@ -93,8 +99,12 @@ def test_case_attributes_are_deterministic_and_cached_by_content(tmp_path, monke
         raise AssertionError("measured again although cached")
 
     monkeypatch.setattr(cache, "case_attributes", fail)
-    assert json.dumps(cache.cached_case_attributes(_lesion_case(), "CT", root=tmp_path),
-                      sort_keys=True) == text
+    assert (
+        json.dumps(
+            cache.cached_case_attributes(_lesion_case(), "CT", root=tmp_path), sort_keys=True
+        )
+        == text
+    )
     changed = _lesion_case()
     changed.label[changed.label == 1] = 0  # another label: another file, never a stale value
     changed.label[10:14, 30:34, 30:34] = 1
@@ -106,5 +116,9 @@ def test_case_attributes_are_deterministic_and_cached_by_content(tmp_path, monke
     assert len(list((tmp_path / "attributes" / "synthetic").glob("lesion-*.json"))) == 2
     # a damaged cache file is measured again, not trusted
     files[0].write_text("{not json")
-    assert json.dumps(cache.cached_case_attributes(_lesion_case(), "CT", root=tmp_path),
-                      sort_keys=True) == text
+    assert (
+        json.dumps(
+            cache.cached_case_attributes(_lesion_case(), "CT", root=tmp_path), sort_keys=True
+        )
+        == text
+    )

@@ -27,14 +27,34 @@ def _targets() -> pd.DataFrame:
     for model in ("m1", "m2"):
         for index, volume in enumerate(range(1, 10)):
             dice = volume / 10 if model == "m1" else 1 - volume / 10
-            records.append({"model": model, "prompter": "p", "refiner": "none", "dataset": "A",
-                            "case": f"c{index // 3}", "target": f"t{index}", "dice_final": dice,
-                            "attr_volume_ml": float(volume), "attr_touches_border": index < 2})
+            records.append(
+                {
+                    "model": model,
+                    "prompter": "p",
+                    "refiner": "none",
+                    "dataset": "A",
+                    "case": f"c{index // 3}",
+                    "target": f"t{index}",
+                    "dice_final": dice,
+                    "attr_volume_ml": float(volume),
+                    "attr_touches_border": index < 2,
+                }
+            )
         for index, volume in enumerate((10, 20, 30)):
             dice = 0.5 + index * 0.1 if model == "m1" else 0.5 - index * 0.1
-            records.append({"model": model, "prompter": "p", "refiner": "none", "dataset": "B",
-                            "case": "b", "target": f"u{index}", "dice_final": dice,
-                            "attr_volume_ml": float(volume), "attr_touches_border": False})
+            records.append(
+                {
+                    "model": model,
+                    "prompter": "p",
+                    "refiner": "none",
+                    "dataset": "B",
+                    "case": "b",
+                    "target": f"u{index}",
+                    "dice_final": dice,
+                    "attr_volume_ml": float(volume),
+                    "attr_touches_border": False,
+                }
+            )
     return pd.DataFrame(records)
 
 
@@ -65,9 +85,11 @@ def test_groups_are_each_datasets_tertiles_and_presence():
     assert m1.loc[["t0", "t1", "t2"], "group_touches_border"].tolist() == ["yes", "yes", "no"]
     by_dataset = cuts.set_index(["dataset", "attribute"])
     assert by_dataset.loc[("A", "volume_ml"), ["cut_low", "cut_high"]].tolist() == pytest.approx(
-        [11 / 3, 19 / 3])
+        [11 / 3, 19 / 3]
+    )
     assert by_dataset.loc[("B", "volume_ml"), ["cut_low", "cut_high"]].tolist() == pytest.approx(
-        [50 / 3, 70 / 3])
+        [50 / 3, 70 / 3]
+    )
 
 
 def test_group_means_differences_and_rank_correlations_by_hand():
@@ -120,7 +142,9 @@ def test_bootstrap_mean_ci_is_seeded_and_brackets_the_mean():
 
 
 def test_per_model_pools_prompters_and_summary_puts_groups_side_by_side():
-    two = pd.concat([_targets(), _targets().assign(prompter="q", dice_final=lambda f: f["dice_final"] / 2)])
+    two = pd.concat(
+        [_targets(), _targets().assign(prompter="q", dice_final=lambda f: f["dice_final"] / 2)]
+    )
     targets, _ = assign_groups(two)
     per_model = collapse(targets, ["model"])
     assert len(per_model) == 24  # 2 models x 12 targets
@@ -141,7 +165,8 @@ def test_a_group_of_one_target_has_its_size_and_no_interval():
     targets["attr_touches_border"] = targets["target"] == "t0"
     grouped, _ = assign_groups(targets)
     table = stratified_table(grouped, n_boot=200, seed=0).set_index(
-        ["model", "attribute", "group", "metric"])
+        ["model", "attribute", "group", "metric"]
+    )
     one = table.loc[("m1", "touches_border", "yes", "dice_final")]
     assert one["n_targets"] == 1 and one["mean"] == pytest.approx(0.1)
     assert np.isnan(one["ci_low"]) and np.isnan(one["ci_high"])

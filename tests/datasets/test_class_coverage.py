@@ -11,32 +11,41 @@ from intrabench.datasets.class_coverage import class_coverage
 from intrabench.errors import UserError
 
 
-def _organ_folder(tmp_path, liver_value: int, kidney_in: tuple[str, ...] = ("a", "b"),
-                  extra: str = ""):
+def _organ_folder(
+    tmp_path, liver_value: int, kidney_in: tuple[str, ...] = ("a", "b"), extra: str = ""
+):
     rng = np.random.default_rng(0)
     for case in ("a", "b"):
         label = np.zeros((6, 16, 16), np.uint8)
         label[1:5, 2:9, 2:9] = 6  # the liver, stored as 6
         if case in kidney_in:
             label[2:4, 10:14, 10:14] = 2  # a kidney
-        for folder, array in (("images", rng.normal(0, 1, label.shape).astype(np.float32)),
-                              ("labels", label)):
+        for folder, array in (
+            ("images", rng.normal(0, 1, label.shape).astype(np.float32)),
+            ("labels", label),
+        ):
             (tmp_path / folder).mkdir(exist_ok=True)
-            sitk.WriteImage(sitk.GetImageFromArray(array), str(tmp_path / folder / f"{case}.nii.gz"))
+            sitk.WriteImage(
+                sitk.GetImageFromArray(array), str(tmp_path / folder / f"{case}.nii.gz")
+            )
     spec = tmp_path / "organs.yaml"
-    spec.write_text("name: organs\nimages: images/{case}.nii.gz\nlabels: labels/{case}.nii.gz\n"
-                    f"classes: {{kidney: 2, liver: {liver_value}{extra}}}\nmodality: CT\n"
-                    "trust_modality: true\n"  # random intensities, no air: CT by word
-                    "target_types: {kidney: organ, liver: organ}\n")
+    spec.write_text(
+        "name: organs\nimages: images/{case}.nii.gz\nlabels: labels/{case}.nii.gz\n"
+        f"classes: {{kidney: 2, liver: {liver_value}{extra}}}\nmodality: CT\n"
+        "trust_modality: true\n"  # random intensities, no air: CT by word
+        "target_types: {kidney: organ, liver: organ}\n"
+    )
     return spec
 
 
 def test_class_coverage_by_hand():
-    coverage = class_coverage({"liver": 55, "kidney": 2, "spleen": 1},
-                              {"kidney": 3, "spleen": 5}, 5)
+    coverage = class_coverage(
+        {"liver": 55, "kidney": 2, "spleen": 1}, {"kidney": 3, "spleen": 5}, 5
+    )
     assert coverage.errors == [
         "class 'liver' (label value 55) is declared but none of the 5 case(s) holds it: check "
-        "its label value"]
+        "its label value"
+    ]
     assert coverage.warnings == ["class 'kidney' (label value 2) is in 3 of 5 cases"]
     assert class_coverage({"liver": 1}, {}, 0).errors == []  # nothing read: nothing to say
 
@@ -46,8 +55,12 @@ def test_verify_refuses_a_wrong_label_value(tmp_path, capsys):
     spec = _organ_folder(tmp_path, liver_value=55)
     assert main(["datasets", "verify", str(spec)]) == 1
     out = capsys.readouterr().out
-    assert out.count("label values [6] are not declared classes (the spec's classes: "
-                     "kidney: 2, liver: 55)") == 2
+    assert (
+        out.count(
+            "label values [6] are not declared classes (the spec's classes: kidney: 2, liver: 55)"
+        )
+        == 2
+    )
     assert "0/2 cases ok" in out and "PROBLEMS" in out
 
 
@@ -69,8 +82,10 @@ def test_verify_notes_a_class_some_cases_lack(tmp_path, capsys):
 def test_the_run_says_what_verify_says(tmp_path, capsys):
     spec = _organ_folder(tmp_path, liver_value=6, extra=", spleen: 55")
     config = tmp_path / "run.yaml"
-    config.write_text(f"name: organs-run\ndatasets: [{{name: folder, spec: {spec}}}]\n"
-                      "models: [region-growing-3d]\nprompters: [box-3d]\n")
+    config.write_text(
+        f"name: organs-run\ndatasets: [{{name: folder, spec: {spec}}}]\n"
+        "models: [region-growing-3d]\nprompters: [box-3d]\n"
+    )
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 1
     err = capsys.readouterr().err
     assert "error: dataset organs: class 'spleen'" in err  # the spec's own name
@@ -94,14 +109,23 @@ def test_use_classes_chooses_a_subset_in_both_kinds_of_dataset(tmp_path):
     (nnunet / "labelsTr").mkdir()
     for case_id in ("a", "b"):
         (nnunet / "imagesTr" / f"{case_id}_0000.nii.gz").write_bytes(
-            (tmp_path / "images" / f"{case_id}.nii.gz").read_bytes())
+            (tmp_path / "images" / f"{case_id}.nii.gz").read_bytes()
+        )
         (nnunet / "labelsTr" / f"{case_id}.nii.gz").write_bytes(
-            (tmp_path / "labels" / f"{case_id}.nii.gz").read_bytes())
-    (nnunet / "dataset.json").write_text(json.dumps(
-        {"labels": {"background": 0, "kidney": 2, "liver": 6}, "channel_names": {"0": "CT"},
-         "target_types": {"kidney": "organ", "liver": "organ"}}))
-    folder = registry.datasets.create("nnunet-folder", {"path": str(nnunet),
-                                                         "use_classes": ["kidney"]})
+            (tmp_path / "labels" / f"{case_id}.nii.gz").read_bytes()
+        )
+    (nnunet / "dataset.json").write_text(
+        json.dumps(
+            {
+                "labels": {"background": 0, "kidney": 2, "liver": 6},
+                "channel_names": {"0": "CT"},
+                "target_types": {"kidney": "organ", "liver": "organ"},
+            }
+        )
+    )
+    folder = registry.datasets.create(
+        "nnunet-folder", {"path": str(nnunet), "use_classes": ["kidney"]}
+    )
     assert [t.class_name for t in folder.load("b").targets] == ["kidney"]
     with pytest.raises(UserError, match=r"use_classes names \['livr'\], which are not declared"):
         registry.datasets.create("nnunet-folder", {"path": str(nnunet), "use_classes": ["livr"]})

@@ -34,8 +34,14 @@ SHAPE = (8, 16, 20)
 @pytest.fixture
 def ct(tmp_path):
     volume = np.arange(np.prod(SHAPE), dtype=np.int16).reshape(SHAPE) % 500
-    sources = write_ct(tmp_path / "ct", volume, spacing=(0.8, 0.7, 2.5), origin=(-10, 20, 30),
-                       patient="P", study_uid=generate_uid())
+    sources = write_ct(
+        tmp_path / "ct",
+        volume,
+        spacing=(0.8, 0.7, 2.5),
+        origin=(-10, 20, 30),
+        patient="P",
+        study_uid=generate_uid(),
+    )
     return sources, read_dicom_series(tmp_path / "ct"), volume
 
 
@@ -60,15 +66,24 @@ def test_seg_on_another_grid_is_resampled(tmp_path, ct):
     assert flipped.GetDirection() != image.GetDirection()
     moved = read_seg(tmp_path / "seg.dcm", flipped)
     np.testing.assert_array_equal(moved[1][1], a[::-1, :, ::-1])
-    coarse = sitk.Resample(image, [10, 8, 8], sitk.Transform(), sitk.sitkNearestNeighbor,
-                           image.GetOrigin(), (1.6, 1.4, 2.5), image.GetDirection())
+    coarse = sitk.Resample(
+        image,
+        [10, 8, 8],
+        sitk.Transform(),
+        sitk.sitkNearestNeighbor,
+        image.GetOrigin(),
+        (1.6, 1.4, 2.5),
+        image.GetDirection(),
+    )
     halved = read_seg(tmp_path / "seg.dcm", coarse)[2][1]
     np.testing.assert_array_equal(halved, b[:, ::2, ::2])
 
 
 def test_seg_with_omitted_empty_frames_keeps_slice_positions(tmp_path, ct):
     sources, image, _ = ct
-    gappy = box(2, 3, 2, 5, 2, 6) | box(4, 5, 2, 5, 2, 6) | box(7, 8, 3, 4, 3, 4)  # no frame at 3, 5, 6
+    gappy = (
+        box(2, 3, 2, 5, 2, 6) | box(4, 5, 2, 5, 2, 6) | box(7, 8, 3, 4, 3, 4)
+    )  # no frame at 3, 5, 6
     write_seg(tmp_path / "seg.dcm", sources, {"A": gappy})
     np.testing.assert_array_equal(read_seg(tmp_path / "seg.dcm", image)[1][1], gappy)
 
@@ -84,8 +99,11 @@ def test_corrupt_seg_is_a_data_error(tmp_path, ct):
 
 def test_rtstruct_fills_polygons_with_holes(tmp_path, ct):
     sources, image, _ = ct
-    write_rtstruct(tmp_path / "rt.dcm", sources, {"ring": [(3, 2, 10, 2, 12), (3, 4, 8, 4, 10)],
-                                                   "slab": [(5, 0, 1, 0, 19)]})
+    write_rtstruct(
+        tmp_path / "rt.dcm",
+        sources,
+        {"ring": [(3, 2, 10, 2, 12), (3, 4, 8, 4, 10)], "slab": [(5, 0, 1, 0, 19)]},
+    )
     masks = read_rtstruct(tmp_path / "rt.dcm", image)
     expected = box(3, 4, 2, 11, 2, 13) & ~box(3, 4, 4, 9, 4, 11)
     np.testing.assert_array_equal(masks["ring"], expected)
@@ -114,8 +132,9 @@ def test_instances_connectivity_size_and_grouping():
 
 
 def test_tcia_series_count_mismatch_is_rejected(http_server, tmp_path):
-    http_server.routes["/tcia/getImage?" + urllib.parse.urlencode({"SeriesInstanceUID": "1.2"})] = \
+    http_server.routes["/tcia/getImage?" + urllib.parse.urlencode({"SeriesInstanceUID": "1.2"})] = (
         zip_bytes({"a.dcm": b"x", "b.dcm": b"y"})
+    )
     with pytest.raises(dl.ChecksumError, match="expected 3 DICOM files, got 2"):
         dl.tcia_download_series("1.2", tmp_path / "s", http_server.url("/tcia"), 3, progress=False)
     assert not (tmp_path / "s").exists()
@@ -124,9 +143,18 @@ def test_tcia_series_count_mismatch_is_rejected(http_server, tmp_path):
 
 
 def _record(server, data: bytes) -> None:
-    server.routes["/api/records/9"] = json.dumps({"files": [{
-        "key": "a.zip", "size": len(data), "checksum": "md5:" + hashlib.md5(data).hexdigest(),
-        "links": {"self": server.url("/files/a.zip")}}]}).encode()
+    server.routes["/api/records/9"] = json.dumps(
+        {
+            "files": [
+                {
+                    "key": "a.zip",
+                    "size": len(data),
+                    "checksum": "md5:" + hashlib.md5(data).hexdigest(),
+                    "links": {"self": server.url("/files/a.zip")},
+                }
+            ]
+        }
+    ).encode()
     server.routes["/files/a.zip"] = data
 
 
@@ -186,8 +214,18 @@ def test_cli_download_checksum_mismatch_names_both_hashes(http_server, tmp_path,
     good = record["files"][0]["checksum"].split(":")[1]
     record["files"][0]["checksum"] = "md5:" + "0" * 32
     http_server.routes["/api/records/10927452"] = json.dumps(record).encode()
-    code = main(["datasets", "download", "pengwin", "--zenodo-url", http_server.base,
-                 "--root", str(tmp_path / "data"), "-q"])
+    code = main(
+        [
+            "datasets",
+            "download",
+            "pengwin",
+            "--zenodo-url",
+            http_server.base,
+            "--root",
+            str(tmp_path / "data"),
+            "-q",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert f"md5 mismatch: expected {'0' * 32}, got {good}" in err

@@ -54,7 +54,7 @@ def test_overlapping_entries_are_refused(tmp_path):
     with zipfile.ZipFile(io.BytesIO(bytes(content))) as bundle:
         first, second = bundle.infolist()
     central = content.index(b"PK\x01\x02", content.index(b"PK\x01\x02") + 4)  # b.txt's entry
-    content[central + 42: central + 46] = first.header_offset.to_bytes(4, "little")
+    content[central + 42 : central + 46] = first.header_offset.to_bytes(4, "little")
     archive.write_bytes(bytes(content))
     with pytest.raises(DamagedArchiveError, match="is damaged"):
         safe_extract(archive, tmp_path / "out")
@@ -91,7 +91,7 @@ def test_an_unsupported_compression_method_says_so(tmp_path):
     content = bytearray(archive.read_bytes())
     for signature, offset in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):
         at = content.index(signature)
-        content[at + offset: at + offset + 2] = (99).to_bytes(2, "little")  # AES / unknown
+        content[at + offset : at + offset + 2] = (99).to_bytes(2, "little")  # AES / unknown
     archive.write_bytes(bytes(content))
     with pytest.raises(DamagedArchiveError, match="compression method") as caught:
         safe_extract(archive, tmp_path / "out")

@@ -35,14 +35,21 @@ def _volume(seed: int = 0) -> np.ndarray:
 def _clinic(tmp_path: Path, cases=("p1", "p2")) -> Path:
     """``<case>/CT/*.dcm`` + ``<case>/RS.dcm`` (ROIs 'GTV-1': two lesions, 'BODY')."""
     for case in cases:
-        sources = write_ct(tmp_path / case / "CT", _volume(), patient=case,
-                           study_uid=generate_uid())
-        write_rtstruct(tmp_path / case / "RS.dcm", sources,
-                       {"GTV-1": [(1, 2, 4, 2, 5), (2, 2, 4, 2, 5), (4, 9, 11, 12, 15)],
-                        "BODY": [(0, 0, 1, 0, 19)]})
+        sources = write_ct(
+            tmp_path / case / "CT", _volume(), patient=case, study_uid=generate_uid()
+        )
+        write_rtstruct(
+            tmp_path / case / "RS.dcm",
+            sources,
+            {
+                "GTV-1": [(1, 2, 4, 2, 5), (2, 2, 4, 2, 5), (4, 9, 11, 12, 15)],
+                "BODY": [(0, 0, 1, 0, 19)],
+            },
+        )
     spec = tmp_path / "clinic.yaml"
-    spec.write_text("name: clinic\nimages: '{case}/CT'\nlabels: '{case}/RS.dcm'\n"
-                    "classes: {gtv: gtv_1}\n")
+    spec.write_text(
+        "name: clinic\nimages: '{case}/CT'\nlabels: '{case}/RS.dcm'\nclasses: {gtv: gtv_1}\n"
+    )
     return spec
 
 
@@ -56,8 +63,10 @@ def test_series_and_rtstruct_to_a_table_with_verify_and_run(tmp_path, capsys):
     assert case.dataset == "clinic" and case.image.modality == "CT"
     assert sorted(int(case.target_mask(t).sum()) for t in case.targets) == [12, 24]
     config = tmp_path / "run.yaml"
-    config.write_text(f"name: t\ndatasets:\n  - {{name: folder, spec: '{spec}'}}\n"
-                      "models: [region-growing-3d]\nprompters: [box-3d]\nrefinement_steps: 0\n")
+    config.write_text(
+        f"name: t\ndatasets:\n  - {{name: folder, spec: '{spec}'}}\n"
+        "models: [region-growing-3d]\nprompters: [box-3d]\nrefinement_steps: 0\n"
+    )
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
     rows = pd.read_csv(tmp_path / "run" / "results.csv")
     assert set(rows.dataset) == {"clinic"}  # the spec's name, not folder(spec=...)
@@ -67,8 +76,7 @@ def test_series_and_rtstruct_to_a_table_with_verify_and_run(tmp_path, capsys):
 def test_every_roi_is_a_class_without_classes_and_names_match_loosely(tmp_path):
     assert normal_name("GTV-1") == normal_name("gtv_1") == normal_name(" Gtv  1 ") == "gtv_1"
     spec = _clinic(tmp_path)
-    spec.write_text("images: '{case}/CT'\nlabels: '{case}/RS.dcm'\n"
-                    "target_types: {body: organ}\n")
+    spec.write_text("images: '{case}/CT'\nlabels: '{case}/RS.dcm'\ntarget_types: {body: organ}\n")
     dataset = registry.datasets.create("folder", {"spec": str(spec)})
     assert dataset.label_classes == {"body": 1, "gtv_1": 2}
     kinds = sorted((t.class_name, t.kind) for t in dataset.load("p2").targets)
@@ -78,8 +86,11 @@ def test_every_roi_is_a_class_without_classes_and_names_match_loosely(tmp_path):
 def test_a_class_no_roi_matches_names_the_rois(tmp_path):
     spec = _clinic(tmp_path, cases=("p1",))
     spec.write_text("images: '{case}/CT'\nlabels: '{case}/RS.dcm'\nclasses: {gtv: ctv}\n")
-    with pytest.raises(DataError, match=r"RS.dcm: no ROI or segment matches class 'gtv' "
-                       r"\('ctv'; .*it has: GTV-1, BODY; fix 'classes'"):
+    with pytest.raises(
+        DataError,
+        match=r"RS.dcm: no ROI or segment matches class 'gtv' "
+        r"\('ctv'; .*it has: GTV-1, BODY; fix 'classes'",
+    ):
         registry.datasets.create("folder", {"spec": str(spec)}).load("p1")
 
 
@@ -95,8 +106,11 @@ def test_dicom_seg_labels_by_segment_name_and_overlaps_refused(tmp_path):
     case = registry.datasets.create("folder", {"spec": str(spec)}).load("p1")
     assert [int(case.target_mask(t).sum()) for t in case.targets] == [12]
     spec.write_text("images: '{case}/CT'\nlabels: '{case}/seg.dcm'\n")
-    with pytest.raises(DataError, match="seg.dcm: 'liver' and 'tumour' overlap in 12 voxels; "
-                       "a label map holds one class per voxel"):
+    with pytest.raises(
+        DataError,
+        match="seg.dcm: 'liver' and 'tumour' overlap in 12 voxels; "
+        "a label map holds one class per voxel",
+    ):
         registry.datasets.create("folder", {"spec": str(spec)}).load("p1")
 
 
@@ -108,8 +122,11 @@ def _series(tmp_path: Path) -> tuple[Path, list]:
 def test_a_missing_slice_is_named(tmp_path):
     folder, _ = _series(tmp_path)
     (folder / "003.dcm").unlink()
-    with pytest.raises(DataError, match=r"CT: slices are not equally spaced: 1 slice\(s\) missing "
-                       r"between 002.dcm and 004.dcm \(35.00 to 40.00 mm, 2.50 mm apart"):
+    with pytest.raises(
+        DataError,
+        match=r"CT: slices are not equally spaced: 1 slice\(s\) missing "
+        r"between 002.dcm and 004.dcm \(35.00 to 40.00 mm, 2.50 mm apart",
+    ):
         read_series(folder)
 
 
@@ -118,8 +135,11 @@ def test_a_duplicated_slice_is_named(tmp_path):
     ds = pydicom.dcmread(folder / "003.dcm")
     ds.SOPInstanceUID = generate_uid()
     ds.save_as(folder / "003b.dcm")
-    with pytest.raises(DataError, match=r"CT: 003.dcm and 003b.dcm are at the same position "
-                       r"\(37.50 mm\): a duplicated slice; remove one"):
+    with pytest.raises(
+        DataError,
+        match=r"CT: 003.dcm and 003b.dcm are at the same position "
+        r"\(37.50 mm\): a duplicated slice; remove one",
+    ):
         read_series(folder)
 
 
@@ -128,8 +148,11 @@ def test_a_slice_in_another_orientation_is_named(tmp_path):
     ds = pydicom.dcmread(folder / "002.dcm")
     ds.ImageOrientationPatient = [1, 0, 0, 0, 0, -1]
     ds.save_as(folder / "002.dcm")
-    with pytest.raises(DataError, match=r"slices in more than one orientation .*002.dcm: "
-                       r"\[1, 0, 0, 0, 0, -1\]; 1 of 6 differ\); a series is one stack"):
+    with pytest.raises(
+        DataError,
+        match=r"slices in more than one orientation .*002.dcm: "
+        r"\[1, 0, 0, 0, 0, -1\]; 1 of 6 differ\); a series is one stack",
+    ):
         read_series(folder)
 
 
@@ -137,8 +160,11 @@ def test_an_rtstruct_of_another_series_is_refused(tmp_path):
     spec = _clinic(tmp_path, cases=("p1", "p2"))
     shutil.copy(tmp_path / "p2" / "RS.dcm", tmp_path / "p1" / "RS.dcm")
     dataset = registry.datasets.create("folder", {"spec": str(spec)})
-    with pytest.raises(DataError, match="RS.dcm: this RTSTRUCT is drawn in frame of reference "
-                       ".* it belongs to another scan; pair it with the series it was drawn on"):
+    with pytest.raises(
+        DataError,
+        match="RS.dcm: this RTSTRUCT is drawn in frame of reference "
+        ".* it belongs to another scan; pair it with the series it was drawn on",
+    ):
         dataset.load("p1")
     ds = pydicom.dcmread(tmp_path / "p1" / "RS.dcm")  # same frame of reference, other series
     frame = pydicom.dcmread(tmp_path / "p1" / "CT" / "000.dcm").FrameOfReferenceUID
@@ -146,8 +172,9 @@ def test_an_rtstruct_of_another_series_is_refused(tmp_path):
     for roi in ds.StructureSetROISequence:
         roi.ReferencedFrameOfReferenceUID = frame
     ds.save_as(tmp_path / "p1" / "RS.dcm")
-    with pytest.raises(DataError, match="RS.dcm: this RTSTRUCT references series .*, not the "
-                       "series in CT"):
+    with pytest.raises(
+        DataError, match="RS.dcm: this RTSTRUCT references series .*, not the series in CT"
+    ):
         dataset.load("p1")
 
 
@@ -155,18 +182,25 @@ def test_dicom_mistakes_say_what_the_file_is(tmp_path):
     spec = _clinic(tmp_path, cases=("p1",))
     spec.write_text("pairs:\n  - {case: a, image: p1/CT/000.dcm, label: p1/RS.dcm}\n")
     dataset = registry.datasets.create("folder", {"spec": str(spec)})
-    with pytest.raises(DataError, match="RS.dcm is an RTSTRUCT \\(ROIs: GTV-1, BODY\\): its image "
-                       "must be the DICOM series it was drawn on \\(a folder of slices\\), not "
-                       "000.dcm"):
+    with pytest.raises(
+        DataError,
+        match="RS.dcm is an RTSTRUCT \\(ROIs: GTV-1, BODY\\): its image "
+        "must be the DICOM series it was drawn on \\(a folder of slices\\), not "
+        "000.dcm",
+    ):
         dataset.load("a")
     (tmp_path / "mask.nii.gz").write_bytes(b"")
     import SimpleITK as sitk
 
     sitk.WriteImage(sitk.Image(20, 16, 1, sitk.sitkUInt8), str(tmp_path / "mask.nii.gz"))
-    spec.write_text("pairs:\n  - {case: a, image: p1/CT/000.dcm, label: mask.nii.gz}\n"
-                    "classes: {lesion: 1}\n")
-    with pytest.raises(DataError, match="000.dcm is one CT slice of series .*: give the folder "
-                       "of the whole series as the image"):
+    spec.write_text(
+        "pairs:\n  - {case: a, image: p1/CT/000.dcm, label: mask.nii.gz}\nclasses: {lesion: 1}\n"
+    )
+    with pytest.raises(
+        DataError,
+        match="000.dcm is one CT slice of series .*: give the folder "
+        "of the whole series as the image",
+    ):
         registry.datasets.create("folder", {"spec": str(spec)}).load("a")
 
 

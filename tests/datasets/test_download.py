@@ -21,13 +21,22 @@ def _payload(n: int = 300_000) -> bytes:
 def test_download_verifies_and_renames(http_server, tmp_path):
     data = _payload()
     http_server.routes["/f.bin"] = data
-    out = dl.download(http_server.url("/f.bin"), tmp_path / "f.bin",
-                      sha256=hashlib.sha256(data).hexdigest(), size=len(data), progress=False)
+    out = dl.download(
+        http_server.url("/f.bin"),
+        tmp_path / "f.bin",
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        progress=False,
+    )
     assert out.read_bytes() == data
     assert not (tmp_path / "f.bin.partial").exists()
     # present and valid: no second request
-    dl.download(http_server.url("/f.bin"), tmp_path / "f.bin",
-                sha256=hashlib.sha256(data).hexdigest(), progress=False)
+    dl.download(
+        http_server.url("/f.bin"),
+        tmp_path / "f.bin",
+        sha256=hashlib.sha256(data).hexdigest(),
+        progress=False,
+    )
     assert len(http_server.requests) == 1
 
 
@@ -39,8 +48,9 @@ def test_resume_uses_range_and_gives_identical_file(http_server, tmp_path):
         dl.download(http_server.url("/big.bin"), target, progress=False, max_bytes=100_000)
     assert (tmp_path / "big.bin.partial").stat().st_size == 100_000
     assert not target.exists()  # a partial file is never the result
-    dl.download(http_server.url("/big.bin"), target, md5=hashlib.md5(data).hexdigest(),
-                progress=False)
+    dl.download(
+        http_server.url("/big.bin"), target, md5=hashlib.md5(data).hexdigest(), progress=False
+    )
     assert target.read_bytes() == data
     assert http_server.requests[-1] == ("/big.bin", "bytes=100000-")
 
@@ -52,8 +62,12 @@ def test_connection_cut_keeps_partial_then_resumes(http_server, tmp_path):
     with pytest.raises(dl.DownloadError):
         dl.download(http_server.url("/cut.bin"), tmp_path / "cut.bin", progress=False)
     assert (tmp_path / "cut.bin.partial").stat().st_size == 50_000
-    dl.download(http_server.url("/cut.bin"), tmp_path / "cut.bin",
-                sha256=hashlib.sha256(data).hexdigest(), progress=False)
+    dl.download(
+        http_server.url("/cut.bin"),
+        tmp_path / "cut.bin",
+        sha256=hashlib.sha256(data).hexdigest(),
+        progress=False,
+    )
     assert (tmp_path / "cut.bin").read_bytes() == data
     assert http_server.requests[-1][1] == "bytes=50000-"
 
@@ -63,8 +77,12 @@ def test_server_without_range_restarts_from_zero(http_server, tmp_path):
     http_server.routes["/x.bin"] = data
     http_server.honour_range = False
     (tmp_path / "x.bin.partial").write_bytes(b"garbage" * 1000)
-    dl.download(http_server.url("/x.bin"), tmp_path / "x.bin",
-                sha256=hashlib.sha256(data).hexdigest(), progress=False)
+    dl.download(
+        http_server.url("/x.bin"),
+        tmp_path / "x.bin",
+        sha256=hashlib.sha256(data).hexdigest(),
+        progress=False,
+    )
     assert (tmp_path / "x.bin").read_bytes() == data
 
 
@@ -86,24 +104,43 @@ def test_http_error_is_a_user_error(http_server, tmp_path):
 
 
 def test_zenodo_record_files(http_server):
-    http_server.routes["/api/records/42"] = json.dumps({"files": [
-        {"key": "a.zip", "size": 3, "checksum": "md5:900150983cd24fb0d6963f7d28e17f72",
-         "links": {"self": http_server.url("/files/a.zip")}}]}).encode()
+    http_server.routes["/api/records/42"] = json.dumps(
+        {
+            "files": [
+                {
+                    "key": "a.zip",
+                    "size": 3,
+                    "checksum": "md5:900150983cd24fb0d6963f7d28e17f72",
+                    "links": {"self": http_server.url("/files/a.zip")},
+                }
+            ]
+        }
+    ).encode()
     files = dl.zenodo_record_files(42, http_server.base)
-    assert files == [dl.RemoteFile("a.zip", http_server.url("/files/a.zip"), 3,
-                                   {"md5": "900150983cd24fb0d6963f7d28e17f72"})]
+    assert files == [
+        dl.RemoteFile(
+            "a.zip", http_server.url("/files/a.zip"), 3, {"md5": "900150983cd24fb0d6963f7d28e17f72"}
+        )
+    ]
 
 
-@pytest.mark.parametrize(("answer", "message"), [
-    ([{"key": "a.zip"}], "the answer is a list, not a record"),
-    ({"files": ["a.zip"]}, "file entry 0 is a str, not a file description"),
-    ({"files": [{"key": "a.zip", "size": "three", "links": {"self": "http://x/a.zip"}}]},
-     "the size of file 'a.zip' is 'three', not a whole number"),
-    ({"files": [{"key": "a.zip", "size": -5, "links": {"self": "http://x/a.zip"}}]},
-     "the size of file 'a.zip' is -5, a negative number"),
-    ({"files": {"entries": ["a.zip"]}}, "file entry 0 is a str"),
-    ({"files": 7}, "no file list in the answer"),
-])
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ([{"key": "a.zip"}], "the answer is a list, not a record"),
+        ({"files": ["a.zip"]}, "file entry 0 is a str, not a file description"),
+        (
+            {"files": [{"key": "a.zip", "size": "three", "links": {"self": "http://x/a.zip"}}]},
+            "the size of file 'a.zip' is 'three', not a whole number",
+        ),
+        (
+            {"files": [{"key": "a.zip", "size": -5, "links": {"self": "http://x/a.zip"}}]},
+            "the size of file 'a.zip' is -5, a negative number",
+        ),
+        ({"files": {"entries": ["a.zip"]}}, "file entry 0 is a str"),
+        ({"files": 7}, "no file list in the answer"),
+    ],
+)
 def test_a_malformed_zenodo_answer_is_one_line(http_server, answer, message):
     http_server.routes["/api/records/43"] = json.dumps(answer).encode()
     with pytest.raises(dl.DownloadError, match=message) as error:
@@ -118,7 +155,7 @@ def _zip(members: dict[str, bytes], symlinks: dict[str, str] | None = None) -> b
             bundle.writestr(name, data)
         for name, target in (symlinks or {}).items():
             info = zipfile.ZipInfo(name)
-            info.external_attr = (0o120777 << 16)
+            info.external_attr = 0o120777 << 16
             bundle.writestr(info, target)
     return buffer.getvalue()
 
@@ -149,13 +186,16 @@ def test_safe_extract_writes_members(tmp_path, make):
 
 
 @pytest.mark.parametrize("make", [_zip, _tar])
-@pytest.mark.parametrize("members,links,message", [
-    ({"../evil.txt": b"x"}, None, r"leaves the destination"),
-    ({"ok/../../evil.txt": b"x"}, None, r"leaves the destination"),
-    ({"/tmp/evil.txt": b"x"}, None, r"absolute path"),
-    ({"a.txt": b"x"}, {"d/link": "../../etc/passwd"}, r"escapes the destination"),
-    ({"a.txt": b"x"}, {"link": "/etc/passwd"}, r"absolute path"),
-])
+@pytest.mark.parametrize(
+    "members,links,message",
+    [
+        ({"../evil.txt": b"x"}, None, r"leaves the destination"),
+        ({"ok/../../evil.txt": b"x"}, None, r"leaves the destination"),
+        ({"/tmp/evil.txt": b"x"}, None, r"absolute path"),
+        ({"a.txt": b"x"}, {"d/link": "../../etc/passwd"}, r"escapes the destination"),
+        ({"a.txt": b"x"}, {"link": "/etc/passwd"}, r"absolute path"),
+    ],
+)
 def test_safe_extract_rejects_unsafe_members(tmp_path, make, members, links, message):
     archive = tmp_path / "evil.bin"
     archive.write_bytes(make(members, links))
@@ -209,7 +249,7 @@ def _ordered_zip(entries: list[tuple[str, str, str | bytes]]) -> bytes:
                 bundle.writestr(name, payload)
             else:
                 info = zipfile.ZipInfo(name)
-                info.external_attr = (0o120777 << 16)
+                info.external_attr = 0o120777 << 16
                 bundle.writestr(info, payload)
     return buffer.getvalue()
 
@@ -232,16 +272,21 @@ def test_a_chain_of_links_cannot_lead_outside(tmp_path, make):
 
 def test_a_hard_link_cannot_copy_a_file_from_outside(tmp_path):
     (tmp_path / "SECRET.txt").write_text("secret")
-    inner = [("sym", "d/l1", "."), ("sym", "e", "d/l1/l1/../.."),
-             ("hard", "leak.txt", "e/SECRET.txt")]
+    inner = [
+        ("sym", "d/l1", "."),
+        ("sym", "e", "d/l1/l1/../.."),
+        ("hard", "leak.txt", "e/SECRET.txt"),
+    ]
     archive = tmp_path / "leak.tar"
     archive.write_bytes(_ordered_tar(inner))
     with pytest.raises(dl.UnsafeArchiveError):
         dl.safe_extract(archive, tmp_path / "out")
     assert not (tmp_path / "out" / "leak.txt").exists()
     # a hard link to a link, or to a file not extracted before it, is refused too
-    for entries in ([("file", "a.txt", b"a"), ("sym", "s", "a.txt"), ("hard", "h", "s")],
-                    [("hard", "h", "later.txt"), ("file", "later.txt", b"x")]):
+    for entries in (
+        [("file", "a.txt", b"a"), ("sym", "s", "a.txt"), ("hard", "h", "s")],
+        [("hard", "h", "later.txt"), ("file", "later.txt", b"x")],
+    ):
         archive.write_bytes(_ordered_tar(entries))
         with pytest.raises(dl.UnsafeArchiveError, match="hard link"):
             dl.safe_extract(archive, tmp_path / "out2")
@@ -278,8 +323,12 @@ def test_a_refused_archive_leaves_a_same_named_file_that_was_there(tmp_path, mak
     (dest / "other.txt").write_text("other")
     (dest / "link").symlink_to("other.txt")
     archive = tmp_path / "chain.bin"
-    archive.write_bytes(make([("file", "mine.txt", b"from the archive"),
-                              ("file", "link", b"a file over the link")] + CHAIN))
+    archive.write_bytes(
+        make(
+            [("file", "mine.txt", b"from the archive"), ("file", "link", b"a file over the link")]
+            + CHAIN
+        )
+    )
     with pytest.raises(dl.UnsafeArchiveError):
         dl.safe_extract(archive, dest)
     assert (dest / "mine.txt").read_text() == "keep"
@@ -292,10 +341,13 @@ def test_a_refused_archive_leaves_a_same_named_file_that_was_there(tmp_path, mak
 
 
 @pytest.mark.parametrize("make", [_ordered_zip, _ordered_tar])
-@pytest.mark.parametrize("entries", [
-    [("file", "a", b"x"), ("file", "a/b", b"y")],   # a file, then a folder of the same name
-    [("file", "a/b", b"y"), ("file", "a", b"x")],   # a folder, then a file of the same name
-])
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [("file", "a", b"x"), ("file", "a/b", b"y")],  # a file, then a folder of the same name
+        [("file", "a/b", b"y"), ("file", "a", b"x")],  # a folder, then a file of the same name
+    ],
+)
 def test_a_file_and_a_folder_of_one_name_are_one_line(tmp_path, make, entries):
     archive = tmp_path / "both.bin"
     archive.write_bytes(make(entries))
@@ -313,9 +365,18 @@ def test_a_zenodo_file_without_any_checksum_is_refused(http_server, tmp_path):
     from intrabench.datasets._recipe import FileInfo, Urls, ZenodoSource
 
     page = b"<html>please log in</html>"
-    http_server.routes["/api/records/42"] = json.dumps({"id": "42", "files": [
-        {"key": "data.zip", "size": len(page),
-         "links": {"self": http_server.url("/records/42/files/data.zip/content")}}]}).encode()
+    http_server.routes["/api/records/42"] = json.dumps(
+        {
+            "id": "42",
+            "files": [
+                {
+                    "key": "data.zip",
+                    "size": len(page),
+                    "links": {"self": http_server.url("/records/42/files/data.zip/content")},
+                }
+            ],
+        }
+    ).encode()
     http_server.routes["/records/42/files/data.zip/content"] = page
     source = ZenodoSource("42", {"data.zip": FileInfo()})
     with pytest.raises(dl.ChecksumError, match="cannot be verified"):

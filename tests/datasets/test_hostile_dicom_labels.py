@@ -30,8 +30,9 @@ CONTOUR_DATA = Tag(0x30060050)
 
 @pytest.fixture
 def scan(tmp_path):
-    sources = write_ct(tmp_path / "CT", np.zeros(SHAPE, np.int16), patient="p",
-                       study_uid=generate_uid())
+    sources = write_ct(
+        tmp_path / "CT", np.zeros(SHAPE, np.int16), patient="p", study_uid=generate_uid()
+    )
     write_rtstruct(tmp_path / "RS.dcm", sources, {"GTV": [(2, 3, 6, 4, 9)]})
     return tmp_path, sources
 
@@ -67,16 +68,20 @@ def test_a_contour_of_millions_of_points_is_refused_unparsed(scan):
     folder, _ = scan
     _raw_contour(folder / "RS.dcm", b"1.5\\" * (3 * 2_000_000 - 1) + b"1.5 ")
     series = read_series(folder / "CT")
-    _refused(lambda: read_rtstruct(folder / "RS.dcm", series),
-             r"RS.dcm: contour 1 of ROI 'GTV' has about 470,588 points \(at most 200,000\)")
+    _refused(
+        lambda: read_rtstruct(folder / "RS.dcm", series),
+        r"RS.dcm: contour 1 of ROI 'GTV' has about 470,588 points \(at most 200,000\)",
+    )
 
 
 def test_coordinates_that_are_not_numbers_are_refused(scan):
     folder, _ = scan
     _raw_contour(folder / "RS.dcm", b"1\\2\\abc\\4\\5\\6\\7\\8\\9 ")
     series = read_series(folder / "CT")
-    _refused(lambda: read_rtstruct(folder / "RS.dcm", series),
-             "RS.dcm: contour 1 of ROI 'GTV': coordinates are not numbers")
+    _refused(
+        lambda: read_rtstruct(folder / "RS.dcm", series),
+        "RS.dcm: contour 1 of ROI 'GTV': coordinates are not numbers",
+    )
 
 
 def test_contours_on_instances_the_series_lacks_are_refused(scan):
@@ -88,9 +93,11 @@ def test_contours_on_instances_the_series_lacks_are_refused(scan):
     ds.ROIContourSequence[0].ContourSequence[0].ContourImageSequence = Sequence([item])
     ds.save_as(folder / "RS.dcm")
     series = read_series(folder / "CT")
-    _refused(lambda: read_rtstruct(folder / "RS.dcm", series),
-             r"RS.dcm: contour 1 of ROI 'GTV' references 1 image instance\(s\) not in the series "
-             r"CT \(1.2.3.4.5\): a slice is missing from the series folder")
+    _refused(
+        lambda: read_rtstruct(folder / "RS.dcm", series),
+        r"RS.dcm: contour 1 of ROI 'GTV' references 1 image instance\(s\) not in the series "
+        r"CT \(1.2.3.4.5\): a slice is missing from the series folder",
+    )
 
 
 def test_a_seg_declaring_two_billion_frames_is_refused_before_decoding(scan):
@@ -102,9 +109,11 @@ def test_a_seg_declaring_two_billion_frames_is_refused_before_decoding(scan):
     ds.NumberOfFrames = 2**31 - 1
     ds.save_as(folder / "seg.dcm")
     series = read_series(folder / "CT")
-    _refused(lambda: read_seg(folder / "seg.dcm", series),
-             "seg.dcm: declares 2,147,483,647 frames; 1 segment.s. over a 20 x 16 x 6 series "
-             "hold at most 80: a damaged or hostile file")
+    _refused(
+        lambda: read_seg(folder / "seg.dcm", series),
+        "seg.dcm: declares 2,147,483,647 frames; 1 segment.s. over a 20 x 16 x 6 series "
+        "hold at most 80: a damaged or hostile file",
+    )
 
 
 def test_a_seg_referencing_instances_the_series_lacks_is_refused(scan):
@@ -117,5 +126,7 @@ def test_a_seg_referencing_instances_the_series_lacks_is_refused(scan):
     for index in (0, 1):
         (folder / "CT" / f"{index:03d}.dcm").unlink()
     series = read_series(folder / "CT")
-    _refused(lambda: read_seg(folder / "seg.dcm", series),
-             r"seg.dcm: its frames reference 1 image instance\(s\) not in the series CT")
+    _refused(
+        lambda: read_seg(folder / "seg.dcm", series),
+        r"seg.dcm: its frames reference 1 image instance\(s\) not in the series CT",
+    )

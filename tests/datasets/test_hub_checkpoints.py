@@ -38,8 +38,9 @@ def hub(monkeypatch, tmp_path):
 def _pin(monkeypatch, key: str, body: bytes, **changes):
     """The card's checkpoint ``key`` (its repo, file and revision) with ``body``'s size and
     SHA-256 pinned instead of the real file's (which is hundreds of MB)."""
-    info = dataclasses.replace(CHECKPOINTS[key], size=len(body),
-                               sha256=hashlib.sha256(body).hexdigest(), **changes)
+    info = dataclasses.replace(
+        CHECKPOINTS[key], size=len(body), sha256=hashlib.sha256(body).hexdigest(), **changes
+    )
     monkeypatch.setitem(CHECKPOINTS, key, info)
     return info, info.mirrors[0]
 
@@ -65,8 +66,10 @@ def test_a_wrong_hash_leaves_nothing_behind(hub, monkeypatch, tmp_path, capsys):
     assert source.repo == "blueyo0/SAM-Med3D"
     other = bytes(reversed(BODY))  # the same size, other bytes
     hub.add(source.repo, source.path, other)
-    assert main(["models", "download", "sam-med3d-turbo", "--checkpoint-dir", str(tmp_path),
-                 "-q"]) == 1
+    assert (
+        main(["models", "download", "sam-med3d-turbo", "--checkpoint-dir", str(tmp_path), "-q"])
+        == 1
+    )
     out = capsys.readouterr().out
     assert "sam-med3d-turbo: FAILED" in out and "sha256 mismatch" in out
     assert hashlib.sha256(other).hexdigest() in out
@@ -107,8 +110,16 @@ def test_an_answer_for_another_revision_is_refused(hub, monkeypatch, tmp_path, c
 
 def test_nninteractive_comes_with_its_companion_files(hub, monkeypatch, tmp_path):
     plans = b'{"plans": 1}\n'
-    info, source = _pin(monkeypatch, "nninteractive", BODY, companions=(
-        Companion("nnInteractive_v1.0/plans.json", len(plans), hashlib.sha256(plans).hexdigest()),))
+    info, source = _pin(
+        monkeypatch,
+        "nninteractive",
+        BODY,
+        companions=(
+            Companion(
+                "nnInteractive_v1.0/plans.json", len(plans), hashlib.sha256(plans).hexdigest()
+            ),
+        ),
+    )
     assert source.repo == "MIC-DKFZ/nnInteractive"
     hub.add(source.repo, source.path, BODY)
     hub.add(source.repo, "nnInteractive_v1.0/plans.json", plans)
@@ -131,15 +142,35 @@ def test_the_real_cards_pin_what_the_hub_serves():
     assert all(CHECKPOINTS[key].sha256 for key in CHECKPOINTS if key.startswith("sam2"))
 
 
-@pytest.mark.parametrize(("key", "steps"), [
-    ("medsam", ["medsam_vit_b.pth is published on Google Drive only",
+@pytest.mark.parametrize(
+    ("key", "steps"),
+    [
+        (
+            "medsam",
+            [
+                "medsam_vit_b.pth is published on Google Drive only",
                 "https://drive.google.com/drive/folders/1ETWmi4AiniJeWOt6HAsYgTjYv_fkgzoN",
-                "gdown --folder", "intrabench models verify medsam"]),
-    ("segvol", ["SegVol_v1.pth is published on Google Drive only",
-                "drive.google.com/drive/folders/1TEJtgctH534Ko5r4i79usJvqmXVuLf54"]),
-    ("sam-med2d", ["sam-med2d_b.pth is published on Google Drive only",
-                   "github.com/OpenGVLab/SAM-Med2D", "(in a browser)"]),
-])
+                "gdown --folder",
+                "intrabench models verify medsam",
+            ],
+        ),
+        (
+            "segvol",
+            [
+                "SegVol_v1.pth is published on Google Drive only",
+                "drive.google.com/drive/folders/1TEJtgctH534Ko5r4i79usJvqmXVuLf54",
+            ],
+        ),
+        (
+            "sam-med2d",
+            [
+                "sam-med2d_b.pth is published on Google Drive only",
+                "github.com/OpenGVLab/SAM-Med2D",
+                "(in a browser)",
+            ],
+        ),
+    ],
+)
 def test_google_drive_checkpoints_say_what_to_do(key, steps, tmp_path, capsys):
     assert main(["models", "download", key, "--checkpoint-dir", str(tmp_path)]) == 1
     out = capsys.readouterr().out
@@ -149,27 +180,50 @@ def test_google_drive_checkpoints_say_what_to_do(key, steps, tmp_path, capsys):
 
 
 def _intrabench(site: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "intrabench.cli", *args],
-                          env={**os.environ, **env, "PYTHONPATH": str(site)},
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "intrabench.cli", *args],
+        env={**os.environ, **env, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_plugin_ships_its_card_and_pinned_checkpoint(hub, tmp_path):
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "--no-build-isolation", "--no-index", "--target", str(site),
-                    str(PLUGIN_SOURCE)], check=True, capture_output=True, text=True,
-                   env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(PLUGIN_SOURCE),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
     body = b'{"offset": 0.0}\n'
     hub.add("intrabench-example/box-threshold-3d", "box_threshold_offset.json", body)
-    env = {"HF_ENDPOINT": hub.base, "INTRABENCH_CHECKPOINTS": str(tmp_path / "ckpt"),
-           "INTRABENCH_CACHE": str(tmp_path / "cache")}
+    env = {
+        "HF_ENDPOINT": hub.base,
+        "INTRABENCH_CHECKPOINTS": str(tmp_path / "ckpt"),
+        "INTRABENCH_CACHE": str(tmp_path / "cache"),
+    }
 
     def status() -> str:
         listing = _intrabench(site, env, "models", "list")
         assert listing.returncode == 0, listing.stderr
-        row = next(line for line in listing.stdout.splitlines()
-                   if line.startswith("box-threshold-3d "))
+        row = next(
+            line for line in listing.stdout.splitlines() if line.startswith("box-threshold-3d ")
+        )
         assert "3D" in row and "box3d" in row and "Apache-2.0" in row  # from its card
         return row
 

@@ -59,7 +59,10 @@ def test_organs_and_instances_share_one_compact_map():
     target_map, targets, _ = build_targets(label, {"liver": 2, "lesion": 1}, {"liver": "organ"})
     assert target_map.dtype == np.uint8
     assert [(t.target_id, t.label_value) for t in targets] == [
-        ("lesion_1", 1), ("lesion_2", 2), ("liver", 3)]
+        ("lesion_1", 1),
+        ("lesion_2", 2),
+        ("liver", 3),
+    ]
 
 
 def test_label_files_of_any_integer_type_give_the_same_compact_case(tmp_path):
@@ -72,8 +75,14 @@ def test_label_files_of_any_integer_type_give_the_same_compact_case(tmp_path):
         label[1, 5:7, 5:8] = second
         path = tmp_path / f"label-{np.dtype(dtype).name}.nii.gz"
         sitk.WriteImage(sitk.GetImageFromArray(label), str(path))
-        case = load_pair("d", "c", tmp_path / "image.nii.gz", path, {"a": 1, "b": second},
-                         {"a": "organ", "b": "organ"})
+        case = load_pair(
+            "d",
+            "c",
+            tmp_path / "image.nii.gz",
+            path,
+            {"a": 1, "b": second},
+            {"a": "organ", "b": "organ"},
+        )
         assert case.label.dtype == np.uint8  # two targets, whatever the file's values
         assert [t.target_id for t in case.targets] == ["a", "b"]
         masks.append([case.target_mask(t) for t in case.targets])
@@ -83,16 +92,24 @@ def test_label_files_of_any_integer_type_give_the_same_compact_case(tmp_path):
 
 
 @settings(max_examples=60, deadline=None)
-@given(label=arrays(np.uint8, st.tuples(st.integers(1, 4), st.integers(1, 9), st.integers(1, 9)),
-                    elements=st.integers(0, 3)),
-       values_mode=st.booleans())
+@given(
+    label=arrays(
+        np.uint8,
+        st.tuples(st.integers(1, 4), st.integers(1, 9), st.integers(1, 9)),
+        elements=st.integers(0, 3),
+    ),
+    values_mode=st.booleans(),
+)
 def test_the_boxes_build_targets_gives_are_those_a_search_of_the_map_finds(label, values_mode):
     """The boxes handed to the case (no second pass over the map) are exactly find_objects'."""
     if values_mode:
         classes, types, source = {"lesion": 1}, {}, "values"
     else:
-        classes, types, source = ({"organ": 1, "a": 2, "b": 3}, {"organ": "organ"},
-                                  "connected_components")
+        classes, types, source = (
+            {"organ": 1, "a": 2, "b": 3},
+            {"organ": "organ"},
+            "connected_components",
+        )
     if not label.any():
         return
     try:
@@ -114,8 +131,20 @@ def test_overlapping_class_definitions_give_no_boxes_or_a_clear_error():
         build_targets(label, {"organ": 1, "again": 1}, {"organ": "organ"})
 
 
-LABEL_DTYPES = st.sampled_from([np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
-                                np.uint64, np.int64, np.float32, np.float64])
+LABEL_DTYPES = st.sampled_from(
+    [
+        np.uint8,
+        np.int8,
+        np.uint16,
+        np.int16,
+        np.uint32,
+        np.int32,
+        np.uint64,
+        np.int64,
+        np.float32,
+        np.float64,
+    ]
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -125,13 +154,23 @@ def test_label_values_are_the_sorted_distinct_values(data):
     values np.unique gives, in the label's dtype."""
     dtype = data.draw(LABEL_DTYPES)
     info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else None
-    values = st.integers(int(info.min), int(info.max)) if info else \
-        st.floats(-1e6, 1e6, allow_nan=False, width=32)
-    small = st.integers(max(0, int(info.min)), min(9, int(info.max))) if info else \
-        st.sampled_from([0.0, 1.0, 2.5])
-    label = data.draw(arrays(dtype, st.tuples(st.integers(0, 3), st.integers(1, 5),
-                                              st.integers(1, 5)),
-                             elements=st.one_of(small, values)))
+    values = (
+        st.integers(int(info.min), int(info.max))
+        if info
+        else st.floats(-1e6, 1e6, allow_nan=False, width=32)
+    )
+    small = (
+        st.integers(max(0, int(info.min)), min(9, int(info.max)))
+        if info
+        else st.sampled_from([0.0, 1.0, 2.5])
+    )
+    label = data.draw(
+        arrays(
+            dtype,
+            st.tuples(st.integers(0, 3), st.integers(1, 5), st.integers(1, 5)),
+            elements=st.one_of(small, values),
+        )
+    )
     found = label_values(label)
     np.testing.assert_array_equal(found, np.unique(label))
     assert found.dtype == label.dtype
@@ -153,24 +192,30 @@ def test_reading_a_demo_case_ahead_imports_no_pandas():
     import subprocess
     import sys
 
-    script = ("import sys\n"
-              "from intrabench.engine.case_reader import load_case\n"
-              "case = load_case([], 'demo-real', {}, 'brain1', False)\n"
-              "assert case.targets, 'no targets'\n"
-              "print('pandas' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          check=True)
+    script = (
+        "import sys\n"
+        "from intrabench.engine.case_reader import load_case\n"
+        "case = load_case([], 'demo-real', {}, 'brain1', False)\n"
+        "assert case.targets, 'no targets'\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
     assert done.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize(("values", "message"), [
-    ([0.0, 1.0, np.nan], "must be whole numbers; found nan"),
-    ([0.0, 1.0, np.inf], r"must lie in 0\.\.2147483647; found 0\.\.inf"),
-    ([0.0, -np.inf], r"must lie in 0\.\.2147483647; found -inf\.\.0"),
-    ([0, 2**40], r"must lie in 0\.\.2147483647; found 0\.\.1\.09951e\+12"),
-    ([0, -3], r"must lie in 0\.\.2147483647; found -3\.\.0"),
-    ([0, 1, 7], r"label values \[7\] are not declared classes"),
-])
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ([0.0, 1.0, np.nan], "must be whole numbers; found nan"),
+        ([0.0, 1.0, np.inf], r"must lie in 0\.\.2147483647; found 0\.\.inf"),
+        ([0.0, -np.inf], r"must lie in 0\.\.2147483647; found -inf\.\.0"),
+        ([0, 2**40], r"must lie in 0\.\.2147483647; found 0\.\.1\.09951e\+12"),
+        ([0, -3], r"must lie in 0\.\.2147483647; found -3\.\.0"),
+        ([0, 1, 7], r"label values \[7\] are not declared classes"),
+    ],
+)
 def test_hostile_label_values_are_refused_in_one_line(values, message):
     """NaN, infinities, negative, huge and undeclared values: a DataError naming them, whichever
     way :func:`label_values` took (the table or pandas)."""

@@ -21,11 +21,13 @@ def _whole_volume(shape, *args, **kwargs) -> tuple[slice, ...]:
 @pytest.fixture
 def on_the_whole_volume(monkeypatch):
     """The generator as defined: every ellipsoid and every lesion's region is the volume."""
+
     def whole(*args, **kwargs):
         with monkeypatch.context() as patch:
             patch.setattr(phantoms, "_ellipsoid_box", _whole_volume)
             patch.setattr(phantoms, "_union_box", lambda boxes, shape, margin: _whole_volume(shape))
             return make_phantom(*args, **kwargs)
+
     return whole
 
 
@@ -47,10 +49,13 @@ def test_the_benchmark_phantoms_equal_the_whole_volume_definition(on_the_whole_v
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), index=st.integers(0, 50),
-       shape=st.tuples(st.integers(10, 40), st.integers(12, 70), st.integers(12, 70)),
-       spacing=st.tuples(st.floats(0.3, 6.0), st.floats(0.2, 2.0), st.floats(0.2, 2.0)),
-       most=st.integers(1, 8))
+@given(
+    seed=st.integers(0, 2**31),
+    index=st.integers(0, 50),
+    shape=st.tuples(st.integers(10, 40), st.integers(12, 70), st.integers(12, 70)),
+    spacing=st.tuples(st.floats(0.3, 6.0), st.floats(0.2, 2.0), st.floats(0.2, 2.0)),
+    most=st.integers(1, 8),
+)
 def test_any_phantom_equals_the_whole_volume_definition(seed, index, shape, spacing, most):
     """Lesions cut by the volume's edges, lobes far from their lesion, lesions that touch and
     are redrawn: all as on the whole volume."""
@@ -67,11 +72,22 @@ def test_any_phantom_equals_the_whole_volume_definition(seed, index, shape, spac
 
 
 @settings(max_examples=60, deadline=None)
-@given(shape=st.tuples(st.integers(4, 24), st.integers(4, 24), st.integers(4, 24)),
-       corners=st.lists(st.tuples(st.integers(0, 23), st.integers(0, 23), st.integers(0, 23),
-                                  st.integers(1, 6), st.integers(1, 6), st.integers(1, 6)),
-                        min_size=1, max_size=3),
-       seed=st.integers(0, 1000))
+@given(
+    shape=st.tuples(st.integers(4, 24), st.integers(4, 24), st.integers(4, 24)),
+    corners=st.lists(
+        st.tuples(
+            st.integers(0, 23),
+            st.integers(0, 23),
+            st.integers(0, 23),
+            st.integers(1, 6),
+            st.integers(1, 6),
+            st.integers(1, 6),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    seed=st.integers(0, 1000),
+)
 def test_the_dilation_within_a_lesions_region_equals_the_whole_volumes(shape, corners, seed):
     """A lesion's separation test dilates it within its region (its boxes grown by the
     separation): the same voxels as dilating it in the whole volume."""
@@ -79,8 +95,9 @@ def test_the_dilation_within_a_lesions_region_equals_the_whole_volumes(shape, co
     boxes = []
     for z, y, x, dz, dy, dx in corners:
         start = (min(z, shape[0] - 1), min(y, shape[1] - 1), min(x, shape[2] - 1))
-        box = tuple(slice(start[a], min(shape[a], start[a] + d))
-                    for a, d in enumerate((dz, dy, dx)))
+        box = tuple(
+            slice(start[a], min(shape[a], start[a] + d)) for a, d in enumerate((dz, dy, dx))
+        )
         inside = rng.random(tuple(s.stop - s.start for s in box)) < 0.5
         boxes.append((box, inside))
     region = phantoms._union_box([box for box, _ in boxes], shape, margin=phantoms._SEPARATION)

@@ -27,8 +27,11 @@ def _prepare(root: Path, *more: str) -> int:
 
 def _files(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` (links not followed) with its bytes."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
-            if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
 
 
 def _one_error_line(capsys) -> str:
@@ -107,8 +110,7 @@ def test_force_keeps_a_users_label_in_a_prepared_folder(root, capsys):
     assert _files(folder) == before
     (folder / "labelsTr" / "mine.nii.gz").unlink()  # moved out: prepare works again
     assert _prepare(root, "--force") == 0
-    assert sorted(p.name for p in (folder / "labelsTr").iterdir()) == ["ms_1.nii.gz",
-                                                                        "ms_2.nii.gz"]
+    assert sorted(p.name for p in (folder / "labelsTr").iterdir()) == ["ms_1.nii.gz", "ms_2.nii.gz"]
 
 
 def test_a_link_named_like_a_case_is_not_written_through(root, tmp_path, capsys):
@@ -131,11 +133,14 @@ def test_the_marker_lists_what_prepare_wrote(root):
     state = json.loads((folder / MARKER).read_text())
     assert state["complete"] is True and state["recipe"] == "ms-lesions"
     assert state["cases"] == ["ms_1", "ms_2"]
-    assert sorted(state["files"]) == ["dataset.json", "imagesTr/ms_1_0000.nii.gz",
-                                      "imagesTr/ms_2_0000.nii.gz", "labelsTr/ms_1.nii.gz",
-                                      "labelsTr/ms_2.nii.gz"]
-    assert sorted(os.listdir(folder)) == sorted([MARKER, "dataset.json", "imagesTr",
-                                                 "labelsTr"])
+    assert sorted(state["files"]) == [
+        "dataset.json",
+        "imagesTr/ms_1_0000.nii.gz",
+        "imagesTr/ms_2_0000.nii.gz",
+        "labelsTr/ms_1.nii.gz",
+        "labelsTr/ms_2.nii.gz",
+    ]
+    assert sorted(os.listdir(folder)) == sorted([MARKER, "dataset.json", "imagesTr", "labelsTr"])
 
 
 def test_a_case_gone_from_the_download_loses_only_its_own_files(root):
@@ -150,7 +155,10 @@ def test_a_case_gone_from_the_download_loses_only_its_own_files(root):
     assert sorted(p.name for p in (folder / "imagesTr").iterdir()) == ["ms_1_0000.nii.gz"]
     assert (folder / "notes.txt").read_text() == "mine, beside the folders"
     assert json.loads((folder / MARKER).read_text())["files"] == [
-        "dataset.json", "imagesTr/ms_1_0000.nii.gz", "labelsTr/ms_1.nii.gz"]
+        "dataset.json",
+        "imagesTr/ms_1_0000.nii.gz",
+        "labelsTr/ms_1.nii.gz",
+    ]
 
 
 def test_empty_case_folders_are_adopted(root):
@@ -158,8 +166,7 @@ def test_empty_case_folders_are_adopted(root):
     (folder / "imagesTr").mkdir(parents=True)
     (folder / "labelsTr").mkdir()
     assert _prepare(root) == 0
-    assert sorted(p.name for p in (folder / "labelsTr").iterdir()) == ["ms_1.nii.gz",
-                                                                        "ms_2.nii.gz"]
+    assert sorted(p.name for p in (folder / "labelsTr").iterdir()) == ["ms_1.nii.gz", "ms_2.nii.gz"]
 
 
 def test_a_folder_prepared_by_an_earlier_version_stays_up_to_date(root, capsys):
@@ -167,8 +174,9 @@ def test_a_folder_prepared_by_an_earlier_version_stays_up_to_date(root, capsys):
     and its cases as the recipe's own files."""
     assert _prepare(root) == 0
     folder = root / "ms-lesions"
-    (folder / MARKER).write_text(json.dumps({"format": 1, "cases": ["ms_1", "ms_2"],
-                                             "skipped": {}}))
+    (folder / MARKER).write_text(
+        json.dumps({"format": 1, "cases": ["ms_1", "ms_2"], "skipped": {}})
+    )
     capsys.readouterr()
     assert _prepare(root) == 0
     assert "up to date" in capsys.readouterr().out
@@ -176,9 +184,15 @@ def test_a_folder_prepared_by_an_earlier_version_stays_up_to_date(root, capsys):
     assert json.loads((folder / MARKER).read_text())["format"] == 2
 
 
-@pytest.mark.parametrize("marker", ["{not json", "[]", '{"cases": "ms_1"}',
-                                    '{"format": 2, "recipe": "pengwin", "cases": [], '
-                                    '"files": []}'])
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "{not json",
+        "[]",
+        '{"cases": "ms_1"}',
+        '{"format": 2, "recipe": "pengwin", "cases": [], "files": []}',
+    ],
+)
 def test_a_marker_that_is_not_this_recipes_record_is_refused(marker, root, capsys):
     folder = root / "ms-lesions"
     before = _user_folder(folder)
@@ -188,15 +202,26 @@ def test_a_marker_that_is_not_this_recipes_record_is_refused(marker, root, capsy
     assert {k: v for k, v in _files(folder).items() if k != MARKER} == before
 
 
-def test_a_users_file_of_an_archives_name_is_not_replaced_by_the_download(http_server, tmp_path,
-                                                                         capsys):
+def test_a_users_file_of_an_archives_name_is_not_replaced_by_the_download(
+    http_server, tmp_path, capsys
+):
     root = tmp_path / "data"
     build_pengwin(http_server, tmp_path, root)
     mine = root / "raw" / "pengwin" / "PENGWIN_CT_train_labels.zip"
     mine.parent.mkdir(parents=True)
     mine.write_bytes(b"my own labels archive")
-    code = main(["datasets", "download", "pengwin", "--zenodo-url", http_server.base,
-                 "--root", str(root), "-q"])
+    code = main(
+        [
+            "datasets",
+            "download",
+            "pengwin",
+            "--zenodo-url",
+            http_server.base,
+            "--root",
+            str(root),
+            "-q",
+        ]
+    )
     assert code == 2
     line = _one_error_line(capsys)
     assert f"{mine} is already there and is not the expected file" in line

@@ -58,8 +58,12 @@ def image_bytes(image: sitk.Image, suffix: str) -> bytes:
         return path.read_bytes()
 
 
-def make_image(array: np.ndarray, spacing=(0.9, 0.8, 2.0), origin=(5.0, -7.0, 11.0),
-               direction=(1, 0, 0, 0, 1, 0, 0, 0, 1)) -> sitk.Image:
+def make_image(
+    array: np.ndarray,
+    spacing=(0.9, 0.8, 2.0),
+    origin=(5.0, -7.0, 11.0),
+    direction=(1, 0, 0, 0, 1, 0, 0, 0, 1),
+) -> sitk.Image:
     image = sitk.GetImageFromArray(array)
     image.SetSpacing(spacing)
     image.SetOrigin(origin)
@@ -74,27 +78,42 @@ def ct_volume(seed: int) -> np.ndarray:
 # -- fake services ----------------------------------------------------------------------------
 class Tcia:
     def __init__(self, server, tmp: Path, collection: str) -> None:
-        self.server, self.tmp, self.collection, self.listing = server, tmp / "tcia-src", collection, []
+        self.server, self.tmp, self.collection, self.listing = (
+            server,
+            tmp / "tcia-src",
+            collection,
+            [],
+        )
 
     def _add(self, folder: Path, first, modality: str, count: int, description: str = "") -> None:
         uid = str(first.SeriesInstanceUID)
-        self.listing.append({"SeriesInstanceUID": uid, "StudyInstanceUID": str(first.StudyInstanceUID),
-                             "PatientID": str(first.PatientID), "Modality": modality,
-                             "ImageCount": count, "SeriesDescription": description,
-                             "Collection": self.collection})
+        self.listing.append(
+            {
+                "SeriesInstanceUID": uid,
+                "StudyInstanceUID": str(first.StudyInstanceUID),
+                "PatientID": str(first.PatientID),
+                "Modality": modality,
+                "ImageCount": count,
+                "SeriesDescription": description,
+                "Collection": self.collection,
+            }
+        )
         files = {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
         query = urllib.parse.urlencode({"SeriesInstanceUID": uid})
         self.server.routes[f"/tcia/getImage?{query}"] = zip_bytes(files)
 
     def ct(self, patient, volume, study_uid, date="20200101", description="CT", corrupt=False):
         folder = self.tmp / generate_uid()
-        sources = write_ct(folder, volume, patient=patient, study_uid=study_uid, date=date,
-                           description=description)
+        sources = write_ct(
+            folder, volume, patient=patient, study_uid=study_uid, date=date, description=description
+        )
         if corrupt:  # truncate the pixel data of a middle slice
             victim = sorted(folder.iterdir())[len(sources) // 2]
             victim.write_bytes(victim.read_bytes()[:-200])
         self._add(folder, sources[0], "CT", len(sources), description)
-        reference = sitk.ReadImage([str(p) for p in sorted(folder.iterdir())]) if not corrupt else None
+        reference = (
+            sitk.ReadImage([str(p) for p in sorted(folder.iterdir())]) if not corrupt else None
+        )
         return sources, reference
 
     def seg(self, sources, masks) -> None:
@@ -115,9 +134,15 @@ class Tcia:
 def zenodo(server, record: str, files: dict[str, bytes]) -> None:
     import hashlib
 
-    entries = [{"key": name, "size": len(data), "checksum": "md5:" + hashlib.md5(data).hexdigest(),
-                "links": {"self": server.url(f"/records/{record}/files/{name}/content")}}
-               for name, data in files.items()]
+    entries = [
+        {
+            "key": name,
+            "size": len(data),
+            "checksum": "md5:" + hashlib.md5(data).hexdigest(),
+            "links": {"self": server.url(f"/records/{record}/files/{name}/content")},
+        }
+        for name, data in files.items()
+    ]
     server.routes[f"/api/records/{record}"] = json.dumps({"id": record, "files": entries}).encode()
     for name, data in files.items():
         server.routes[f"/records/{record}/files/{name}/content"] = data
@@ -133,9 +158,15 @@ def build_rider_lung(server, tmp, root):
     bad, _ = tcia.ct("RIDER-2", ct_volume(2), generate_uid(), corrupt=True)
     tcia.seg(bad, {"Lesion 1": a})
     tcia.publish()
-    return {"rider-lung": Expect({"rider_lung_RIDER-1": (reference, [a, c, b])},
-                                 {"rider_lung_RIDER-2": "004.dcm belongs to the series but cannot be",
-                                  "rider_lung_RIDER-1_2": "same image"})}
+    return {
+        "rider-lung": Expect(
+            {"rider_lung_RIDER-1": (reference, [a, c, b])},
+            {
+                "rider_lung_RIDER-2": "004.dcm belongs to the series but cannot be",
+                "rider_lung_RIDER-1_2": "same image",
+            },
+        )
+    }
 
 
 def build_lnq(server, tmp, root):
@@ -146,8 +177,11 @@ def build_lnq(server, tmp, root):
     rt_sources, rt_reference = tcia.ct("LNQ-2", ct_volume(4), generate_uid())
     tcia.rtstruct(rt_sources, {"node": [(2, 3, 5, 4, 8), (3, 3, 5, 4, 8)]})  # RTSTRUCT path
     tcia.publish()
-    return {"lnq": Expect({"lnq_LNQ-1": (reference, [a, b]),
-                           "lnq_LNQ-2": (rt_reference, [box(2, 4, 3, 6, 4, 9)])})}
+    return {
+        "lnq": Expect(
+            {"lnq_LNQ-1": (reference, [a, b]), "lnq_LNQ-2": (rt_reference, [box(2, 4, 3, 6, 4, 9)])}
+        )
+    }
 
 
 def build_colorectal(server, tmp, root):
@@ -156,12 +190,18 @@ def build_colorectal(server, tmp, root):
     t1 = box(1, 3, 2, 4, 2, 4) | box(5, 7, 2, 4, 2, 4)  # one segment, two pieces: one instance
     t2 = box(2, 4, 8, 12, 12, 18)
     sources, reference = tcia.ct("CRLM-CT-1001", ct_volume(5), generate_uid())
-    tcia.seg(sources, {"Liver": liver, "Tumor_1": t1, "Tumor_2": t2, "Portal vein": box(0, 2, 14, 16, 0, 2)})
+    tcia.seg(
+        sources,
+        {"Liver": liver, "Tumor_1": t1, "Tumor_2": t2, "Portal vein": box(0, 2, 14, 16, 0, 2)},
+    )
     other, _ = tcia.ct("CRLM-CT-1002", ct_volume(6), generate_uid())
     tcia.seg(other, {"Liver": liver, "Tumor_1": t2, "Tumor_2": t2 & box(0, 3, 0, 16, 0, 20)})
     tcia.publish()
-    return {"colorectal-liver-metastases": Expect(
-        {"CRLM-CT-1001": (reference, [t1, t2])}, {"CRLM-CT-1002": "overlap"})}
+    return {
+        "colorectal-liver-metastases": Expect(
+            {"CRLM-CT-1001": (reference, [t1, t2])}, {"CRLM-CT-1002": "overlap"}
+        )
+    }
 
 
 def build_adrenal(server, tmp, root):
@@ -188,7 +228,9 @@ def build_hcc(server, tmp, root):
     tcia.publish()
     whole = (liver | mass | necrosis | portal).astype(np.uint8)
     return {
-        "hcc-tace-liver": Expect({"HCC_001": (ref1, whole), "HCC_001_2": (ref2, (liver | portal).astype(np.uint8))}),
+        "hcc-tace-liver": Expect(
+            {"HCC_001": (ref1, whole), "HCC_001_2": (ref2, (liver | portal).astype(np.uint8))}
+        ),
         "hcc-tace-lesion": Expect({"HCC_001": (ref1, [mass, necrosis])}, {"HCC_001_2": "Mass"}),
     }
 
@@ -215,11 +257,14 @@ def build_hanseg(server, tmp, root):
     shift = (3.0, -1.5, 2.0)  # the MR sees the anatomy moved by this (mm)
     ct_img = make_image(ct.astype(np.int16), spacing, origin)
     mr_img = make_image(mr.astype(np.float32), spacing, tuple(o + s for o, s in zip(origin, shift)))
-    files = {"HaN-Seg/set_1/case_01/case_01_IMG_CT.nrrd": image_bytes(ct_img, ".nrrd"),
-             "HaN-Seg/set_1/case_01/case_01_IMG_MR_T1.nrrd": image_bytes(mr_img, ".nrrd")}
+    files = {
+        "HaN-Seg/set_1/case_01/case_01_IMG_CT.nrrd": image_bytes(ct_img, ".nrrd"),
+        "HaN-Seg/set_1/case_01/case_01_IMG_MR_T1.nrrd": image_bytes(mr_img, ".nrrd"),
+    }
     for organ, mask in (("Brainstem", brainstem), ("Parotid_L", parotid)):
         files[f"HaN-Seg/set_1/case_01/case_01_OAR_{organ}.seg.nrrd"] = image_bytes(
-            make_image(mask.astype(np.uint8), spacing, origin), ".nrrd")
+            make_image(mask.astype(np.uint8), spacing, origin), ".nrrd"
+        )
     zenodo(server, "7442914", {"HaN-Seg.zip": zip_bytes(files)})
     values = {n: i for i, n in enumerate(HANSEG_ORGANS, 1)}
     expected = np.zeros(mr.shape, np.uint8)
@@ -237,12 +282,16 @@ def build_hntsmrg(server, tmp, root):
     img = make_image(t2, direction=direction)
     only_nodes = np.where(mask == 2, 2, 0).astype(np.uint8)
     files = {}
-    for case, label, label_spacing in (("10", mask, (0.9, 0.8, 2.0)), ("11", only_nodes, (0.9, 0.8, 2.0)),
-                                       ("12", mask, (1.0, 1.0, 2.0))):
+    for case, label, label_spacing in (
+        ("10", mask, (0.9, 0.8, 2.0)),
+        ("11", only_nodes, (0.9, 0.8, 2.0)),
+        ("12", mask, (1.0, 1.0, 2.0)),
+    ):
         prefix = f"HNTSMRG24_train/{case}/preRT/{case}"
         files[f"{prefix}_preRT_T2.nii.gz"] = image_bytes(img, ".nii.gz")
         files[f"{prefix}_preRT_mask.nii.gz"] = image_bytes(
-            make_image(label, label_spacing, direction=direction), ".nii.gz")
+            make_image(label, label_spacing, direction=direction), ".nii.gz"
+        )
     zenodo(server, "11199559", {"HNTSMRG24_train.zip": zip_bytes(files)})
     return {"hntsmrg": Expect({"10": (img, [gtvp])}, {"11": "no primary", "12": "grid"})}
 
@@ -255,13 +304,26 @@ def build_pengwin(server, tmp, root):
     lab1[f1], lab1[f2], lab1[f3] = 1, 11, 21
     lab2 = np.zeros(SHAPE, np.uint8)
     lab2[f2] = 12
-    zenodo(server, "10927452", {
-        "PENGWIN_CT_train_images_part1.zip": zip_bytes({"PENGWIN_CT_train_images/001.mha": image_bytes(ct1, ".mha")}),
-        "PENGWIN_CT_train_images_part2.zip": zip_bytes({"PENGWIN_CT_train_images/002.mha": image_bytes(ct2, ".mha")}),
-        "PENGWIN_CT_train_labels.zip": zip_bytes({
-            "PENGWIN_CT_train_labels/001.mha": image_bytes(make_image(lab1), ".mha"),
-            "PENGWIN_CT_train_labels/002.mha": image_bytes(make_image(lab2, origin=(0.0, 0.0, 0.0)), ".mha")}),
-    })
+    zenodo(
+        server,
+        "10927452",
+        {
+            "PENGWIN_CT_train_images_part1.zip": zip_bytes(
+                {"PENGWIN_CT_train_images/001.mha": image_bytes(ct1, ".mha")}
+            ),
+            "PENGWIN_CT_train_images_part2.zip": zip_bytes(
+                {"PENGWIN_CT_train_images/002.mha": image_bytes(ct2, ".mha")}
+            ),
+            "PENGWIN_CT_train_labels.zip": zip_bytes(
+                {
+                    "PENGWIN_CT_train_labels/001.mha": image_bytes(make_image(lab1), ".mha"),
+                    "PENGWIN_CT_train_labels/002.mha": image_bytes(
+                        make_image(lab2, origin=(0.0, 0.0, 0.0)), ".mha"
+                    ),
+                }
+            ),
+        },
+    )
     expected1 = np.zeros(SHAPE, np.uint8)
     expected1[f1], expected1[f2], expected1[f3] = 1, 2, 3
     return {"pengwin": Expect({"001": (ct1, expected1), "002": (ct2, f2.astype(np.uint8))})}
@@ -274,7 +336,8 @@ def build_ms(server, tmp, root):
     for n in ("1", "2"):
         files[f"Patient-{n}/{n}-Flair.nii"] = image_bytes(flair, ".nii")
         files[f"Patient-{n}/{n}-LesionSeg-Flair.nii"] = image_bytes(
-            make_image((a | b).astype(np.uint8) if n == "1" else a.astype(np.uint8)), ".nii")
+            make_image((a | b).astype(np.uint8) if n == "1" else a.astype(np.uint8)), ".nii"
+        )
     raw = root / "raw" / "ms-lesions"
     raw.mkdir(parents=True)
     (raw / "8bctsm8jz7-1.zip").write_bytes(zip_bytes(files))
@@ -285,24 +348,37 @@ def build_segrap(server, tmp, root):
     ct = make_image(ct_volume(15))
     brain, eye = box(0, 8, 0, 8, 0, 20), box(2, 6, 10, 15, 2, 8)
     lens = box(3, 5, 11, 13, 3, 5)  # inside the eye: the smaller organ must win
-    files = {"SegRap2023_Training_Set/segrap_0001/image.nii.gz": image_bytes(ct, ".nii.gz"),
-             "SegRap2023_Training_Set/segrap_0001/image_contrast.nii.gz": image_bytes(ct, ".nii.gz")}
+    files = {
+        "SegRap2023_Training_Set/segrap_0001/image.nii.gz": image_bytes(ct, ".nii.gz"),
+        "SegRap2023_Training_Set/segrap_0001/image_contrast.nii.gz": image_bytes(ct, ".nii.gz"),
+    }
     for organ, mask in (("Lens_left", lens), ("Brain", brain), ("Eye_left", eye)):
-        files[f"SegRap2023_Training_Set_Labels/Update_Labels(Task001)/segrap_0001/{organ}.nii.gz"] = \
-            image_bytes(make_image(mask.astype(np.uint8)), ".nii.gz")
+        files[
+            f"SegRap2023_Training_Set_Labels/Update_Labels(Task001)/segrap_0001/{organ}.nii.gz"
+        ] = image_bytes(make_image(mask.astype(np.uint8)), ".nii.gz")
     raw = root / "raw" / "segrap"
     raw.mkdir(parents=True)
     (raw / "SegRap2023_Training_Set.zip").write_bytes(zip_bytes(files))
     expected = np.zeros(SHAPE, np.uint8)
     expected[brain], expected[eye], expected[lens] = 1, 2, 3
-    return {"segrap": Expect({"segrap_0001": (ct, expected)},
-                             labels={"background": 0, "Brain": 1, "Eye_left": 2, "Lens_left": 3})}
+    return {
+        "segrap": Expect(
+            {"segrap_0001": (ct, expected)},
+            labels={"background": 0, "Brain": 1, "Eye_left": 2, "Lens_left": 3},
+        )
+    }
 
 
 BUILDERS = {
-    "ms-lesions": build_ms, "hanseg": build_hanseg, "hntsmrg": build_hntsmrg,
-    "rider-lung": build_rider_lung, "lnq": build_lnq, "colorectal-liver-metastases": build_colorectal,
-    "adrenal-acc": build_adrenal, "hcc-tace-liver": build_hcc, "pengwin": build_pengwin,
+    "ms-lesions": build_ms,
+    "hanseg": build_hanseg,
+    "hntsmrg": build_hntsmrg,
+    "rider-lung": build_rider_lung,
+    "lnq": build_lnq,
+    "colorectal-liver-metastases": build_colorectal,
+    "adrenal-acc": build_adrenal,
+    "hcc-tace-liver": build_hcc,
+    "pengwin": build_pengwin,
     "segrap": build_segrap,
 }
 
@@ -337,18 +413,33 @@ def test_recipe_end_to_end(name, http_server, tmp_path, capsys, monkeypatch):
 
         monkeypatch.setattr(HanSegRecipe, "iterations", 60)
     common = ["--root", str(root), "-q"]
-    assert run_cli("datasets", "download", name, "--zenodo-url", http_server.base,
-                   "--tcia-url", http_server.url("/tcia"), *common) == 0
+    assert (
+        run_cli(
+            "datasets",
+            "download",
+            name,
+            "--zenodo-url",
+            http_server.base,
+            "--tcia-url",
+            http_server.url("/tcia"),
+            *common,
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     series_json = root / "raw" / registry.datasets.get(name).recipe.key / "series.json"
     if series_json.exists():  # TCIA: only label series and the images they reference
         kept = {s["SeriesInstanceUID"] for s in json.loads(series_json.read_text())}
-        fetched = {urllib.parse.parse_qs(path.split("?", 1)[1])["SeriesInstanceUID"][0]
-                   for path, _ in http_server.requests if "getImage" in path}
+        fetched = {
+            urllib.parse.parse_qs(path.split("?", 1)[1])["SeriesInstanceUID"][0]
+            for path, _ in http_server.requests
+            if "getImage" in path
+        }
         assert fetched == kept
         if name == "hcc-tace-liver":  # the unreferenced "Recon 2" series is not downloaded
-            listed = json.loads(http_server.routes[next(
-                r for r in http_server.routes if "getSeries" in r)])
+            listed = json.loads(
+                http_server.routes[next(r for r in http_server.routes if "getSeries" in r)]
+            )
             assert len(listed) == 5 and len(kept) == 4
     if name in ("ms-lesions", "segrap"):
         assert "already downloaded" in out  # the manual file was put in place by the test
@@ -362,8 +453,9 @@ def test_recipe_end_to_end(name, http_server, tmp_path, capsys, monkeypatch):
         assert set(meta["target_types"].values()) <= {"organ", "instance"}
         if expect.labels is not None:
             assert meta["labels"] == expect.labels
-        assert sorted(p.name for p in (folder / "labelsTr").iterdir()) == \
-            sorted(f"{c}.nii.gz" for c in expect.cases)
+        assert sorted(p.name for p in (folder / "labelsTr").iterdir()) == sorted(
+            f"{c}.nii.gz" for c in expect.cases
+        )
         for case_id, reason in expect.skipped.items():
             assert reason.lower() in meta["skipped"][case_id].lower()
             assert f"skipped {case_id}" in out
@@ -372,8 +464,9 @@ def test_recipe_end_to_end(name, http_server, tmp_path, capsys, monkeypatch):
             label_img = sitk.ReadImage(str(folder / "labelsTr" / f"{case_id}.nii.gz"))
             assert_geometry(image, reference)
             assert_geometry(label_img, reference)
-            np.testing.assert_allclose(sitk.GetArrayFromImage(image),
-                                       sitk.GetArrayFromImage(reference), atol=1e-3)
+            np.testing.assert_allclose(
+                sitk.GetArrayFromImage(image), sitk.GetArrayFromImage(reference), atol=1e-3
+            )
             label = sitk.GetArrayFromImage(label_img)
             if isinstance(wanted, list):
                 assert meta["instance_ids"] is True

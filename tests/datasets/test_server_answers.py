@@ -29,33 +29,54 @@ def _victim(tmp_path: Path) -> Path:
 
 
 def _series(uid, modality="SEG", **more) -> dict:
-    return {"SeriesInstanceUID": uid, "StudyInstanceUID": "1.2", "PatientID": "P1",
-            "Modality": modality, "ImageCount": 1, **more}
+    return {
+        "SeriesInstanceUID": uid,
+        "StudyInstanceUID": "1.2",
+        "PatientID": "P1",
+        "Modality": modality,
+        "ImageCount": 1,
+        **more,
+    }
 
 
-@pytest.mark.parametrize("uid_of", [
-    lambda victim: str(victim),                                   # /abs/victim
-    lambda victim: "../../../../" + victim.name,                  # ../../../../victim
-    lambda victim: "../../../victim",
-    lambda victim: "series/../../x",
-    lambda victim: "a/b",
-    lambda victim: ".hidden",
-    lambda victim: "..",
-    lambda victim: "",
-])
-def test_a_tcia_uid_that_is_a_path_deletes_and_writes_nothing(uid_of, http_server, tmp_path,
-                                                               capsys):
+@pytest.mark.parametrize(
+    "uid_of",
+    [
+        lambda victim: str(victim),  # /abs/victim
+        lambda victim: "../../../../" + victim.name,  # ../../../../victim
+        lambda victim: "../../../victim",
+        lambda victim: "series/../../x",
+        lambda victim: "a/b",
+        lambda victim: ".hidden",
+        lambda victim: "..",
+        lambda victim: "",
+    ],
+)
+def test_a_tcia_uid_that_is_a_path_deletes_and_writes_nothing(
+    uid_of, http_server, tmp_path, capsys
+):
     """The battery's reproduction: a getSeries entry whose SeriesInstanceUID is '/abs/victim'
     or '../../../../victim' made `datasets download rider-lung` rmtree that folder and put the
     DICOM there, exit 0."""
     victim = _victim(tmp_path)
     uid = uid_of(victim)
     _publish(http_server, [_series(uid), _series("1.2.3", "CT")])
-    http_server.routes[f"/tcia/getImage?{urllib.parse.urlencode({'SeriesInstanceUID': uid})}"] = \
-        b"PK\x05\x06" + b"\0" * 18  # an empty zip: would "succeed"
+    http_server.routes[f"/tcia/getImage?{urllib.parse.urlencode({'SeriesInstanceUID': uid})}"] = (
+        b"PK\x05\x06" + b"\0" * 18
+    )  # an empty zip: would "succeed"
     root = tmp_path / "data"
-    code = main(["datasets", "download", "rider-lung", "--root", str(root), "-q",
-                 "--tcia-url", http_server.url("/tcia")])
+    code = main(
+        [
+            "datasets",
+            "download",
+            "rider-lung",
+            "--root",
+            str(root),
+            "-q",
+            "--tcia-url",
+            http_server.url("/tcia"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code != 0
     assert "is not a safe file name" in err and "Traceback" not in err
@@ -64,17 +85,26 @@ def test_a_tcia_uid_that_is_a_path_deletes_and_writes_nothing(uid_of, http_serve
     assert not any("getImage" in path for path, _ in http_server.requests)
 
 
-@pytest.mark.parametrize(("listing", "message"), [
-    (["1.2.3"], "series entry 0 is a str, not a series description"),
-    ([{"Modality": "SEG"}], "series entry 0 has no SeriesInstanceUID"),
-    ([_series(123)], "is not a safe file name"),
-    ([_series(None)], "is not a safe file name"),
-    ([_series("1.2", ImageCount="many")], "the ImageCount of series entry 0 is 'many', not a whole number"),
-    ([_series("1.2", ImageCount=-5)], "the ImageCount of series entry 0 is -5, a negative number"),
-    ([_series("1.2", ImageCount=2.5)], "not a whole number"),
-    ([_series("1.2", ImageCount=True)], "not a whole number"),
-    ({"series": []}, "unexpected series listing"),
-])
+@pytest.mark.parametrize(
+    ("listing", "message"),
+    [
+        (["1.2.3"], "series entry 0 is a str, not a series description"),
+        ([{"Modality": "SEG"}], "series entry 0 has no SeriesInstanceUID"),
+        ([_series(123)], "is not a safe file name"),
+        ([_series(None)], "is not a safe file name"),
+        (
+            [_series("1.2", ImageCount="many")],
+            "the ImageCount of series entry 0 is 'many', not a whole number",
+        ),
+        (
+            [_series("1.2", ImageCount=-5)],
+            "the ImageCount of series entry 0 is -5, a negative number",
+        ),
+        ([_series("1.2", ImageCount=2.5)], "not a whole number"),
+        ([_series("1.2", ImageCount=True)], "not a whole number"),
+        ({"series": []}, "unexpected series listing"),
+    ],
+)
 def test_a_malformed_tcia_listing_is_one_line(listing, message, http_server):
     _publish(http_server, listing)
     with pytest.raises(dl.DownloadError, match=message) as error:

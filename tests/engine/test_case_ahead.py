@@ -42,8 +42,9 @@ class _SlowSetUp(CaseStateAhead, SyntheticNetwork):
 
     def set_case(self, image):
         if image is not self._image:
-            type(self).events.append(("set_case", threading.current_thread().name,
-                                      time.perf_counter()))
+            type(self).events.append(
+                ("set_case", threading.current_thread().name, time.perf_counter())
+            )
         self.mean = self.state_for(image)
         super().set_case(image)
 
@@ -51,18 +52,22 @@ class _SlowSetUp(CaseStateAhead, SyntheticNetwork):
         if self.wait_for_ahead:
             type(self).ahead_began.wait(10)
         prediction = super().predict(prompt, previous, update_slices)
-        type(self).events.append(("predicted", threading.current_thread().name,
-                                  time.perf_counter()))
+        type(self).events.append(
+            ("predicted", threading.current_thread().name, time.perf_counter())
+        )
         return prediction
 
 
 registry.models.register(_SlowSetUp)
 
 CONFIG = {
-    "name": "case-ahead", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+    "name": "case-ahead",
+    "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
     "models": [{"name": "test-slow-set-up", "label": "model", "forward_ms": 5}],
-    "prompters": ["center-points-per-volume"], "refiners": ["center-error-click"],
-    "refinement_steps": 1}
+    "prompters": ["center-points-per-volume"],
+    "refiners": ["center-error-click"],
+    "refinement_steps": 1,
+}
 
 
 def _run(folder, **options) -> pd.DataFrame:
@@ -91,8 +96,9 @@ def test_the_next_case_is_set_up_beside_the_current_cases_forward_passes(tmp_pat
     assert len(set_cases) == 2
     for (_, _, started), next_set_case in zip(states[1:], set_cases[1:]):
         assert started < next_set_case
-        assert any(kind == "predicted" and started < t < next_set_case
-                   for kind, _, t in _SlowSetUp.events)
+        assert any(
+            kind == "predicted" and started < t < next_set_case for kind, _, t in _SlowSetUp.events
+        )
     plain = _run(tmp_path / "plain", set_up_ahead=False)
     assert _threads() == ["MainThread"] * 2
     pd.testing.assert_frame_equal(rows, plain)
@@ -145,7 +151,8 @@ def _phantom(index: int):
 
 @pytest.mark.parametrize("name", ["sam-med3d", "segvol"])
 def test_a_3d_model_prepared_ahead_takes_the_same_state_without_computing_it_again(
-        name, monkeypatch):
+    name, monkeypatch
+):
     first, second = _phantom(0), _phantom(1)
     plain = registry.models.create(name, {"weights": "random", "tiny": True, "device": "cpu"})
     plain.set_case(second.image)
@@ -154,8 +161,9 @@ def test_a_3d_model_prepared_ahead_takes_the_same_state_without_computing_it_aga
     model.prepare_case(second.image)
     calls = []
     computed = type(model).case_state
-    monkeypatch.setattr(type(model), "case_state",
-                        lambda self, image: calls.append(image) or computed(self, image))
+    monkeypatch.setattr(
+        type(model), "case_state", lambda self, image: calls.append(image) or computed(self, image)
+    )
     model.set_case(second.image)
     assert calls == []  # the state prepared ahead was taken
     if name == "sam-med3d":
@@ -173,9 +181,15 @@ def test_a_3d_model_prepared_ahead_takes_the_same_state_without_computing_it_aga
 def test_a_model_built_ahead_sets_up_its_first_case_there(tmp_path):
     """The next model, built beside the current model's last group (model_ahead), sets up its
     first case in the same thread: no set-up is left between the two models' passes."""
-    config = parse_config({
-        **CONFIG, "models": [{"name": "synthetic-network", "label": "first", "forward_ms": 5},
-                             CONFIG["models"][0]]})
+    config = parse_config(
+        {
+            **CONFIG,
+            "models": [
+                {"name": "synthetic-network", "label": "first", "forward_ms": 5},
+                CONFIG["models"][0],
+            ],
+        }
+    )
     _SlowSetUp.events = []
     Runner(config, tmp_path / "run", user_workers=0, build_ahead=True).run()
     assert _threads() == ["intrabench-next-model_0", "intrabench-case-setup_0"]
@@ -185,5 +199,6 @@ def test_a_model_built_ahead_sets_up_its_first_case_there(tmp_path):
     Runner(config, plain, user_workers=0, build_ahead=False, set_up_ahead=False).run()
     assert _threads() == ["MainThread"] * 2
     other = pd.read_parquet(plain / "results.parquet")
-    pd.testing.assert_frame_equal(frame.drop(columns=measured_columns(frame)),
-                                  other.drop(columns=measured_columns(other)))
+    pd.testing.assert_frame_equal(
+        frame.drop(columns=measured_columns(frame)), other.drop(columns=measured_columns(other))
+    )

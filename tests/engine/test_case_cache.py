@@ -46,11 +46,18 @@ def _count_reads(tmp_path, name, budget):
     from intrabench.config import RunConfig
     from intrabench.engine.runner import Runner
 
-    config = RunConfig.model_validate({
-        "name": "t", "datasets": [{"name": "demo-phantoms", "n_cases": 3, "shape": [8, 48, 48]}],
-        "models": [{"name": "synthetic-network", "forward_ms": 0},
-                   {"name": "synthetic-network-2d", "forward_ms": 0}],
-        "prompters": ["box-3d", "box-per-slice"], "refinement_steps": 0})
+    config = RunConfig.model_validate(
+        {
+            "name": "t",
+            "datasets": [{"name": "demo-phantoms", "n_cases": 3, "shape": [8, 48, 48]}],
+            "models": [
+                {"name": "synthetic-network", "forward_ms": 0},
+                {"name": "synthetic-network-2d", "forward_ms": 0},
+            ],
+            "prompters": ["box-3d", "box-per-slice"],
+            "refinement_steps": 0,
+        }
+    )
     runner = Runner(config, tmp_path / name, background="inline", case_cache_bytes=budget)
     (dataset,) = runner.datasets.values()
     reads = []

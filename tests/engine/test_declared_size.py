@@ -41,8 +41,9 @@ def test_a_header_bomb_is_one_line_fast_and_small(tmp_path, name, reader):
     assert path.stat().st_size < 700
     tracemalloc.start()
     started = time.perf_counter()
-    with pytest.raises(DataError, match="truncated: .* where the header announces 2000000352"
-                       ) as error:
+    with pytest.raises(
+        DataError, match="truncated: .* where the header announces 2000000352"
+    ) as error:
         reader(path)
     seconds = time.perf_counter() - started
     _, peak = tracemalloc.get_traced_memory()
@@ -61,8 +62,10 @@ def test_datasets_verify_names_the_bomb_in_one_line(tmp_path, capsys):
     sitk.WriteImage(sitk.GetImageFromArray(label), str(root / "labelsTr" / "case.nii.gz"))
     (root / "dataset.json").write_text(json.dumps({"labels": {"background": 0, "lesion": 1}}))
     config = tmp_path / "c.yaml"
-    config.write_text(f"datasets: [{{name: nnunet-folder, path: {root}}}]\n"
-                      "models: [region-growing-3d]\nprompters: [box-3d]\n")
+    config.write_text(
+        f"datasets: [{{name: nnunet-folder, path: {root}}}]\n"
+        "models: [region-growing-3d]\nprompters: [box-3d]\n"
+    )
     started = time.perf_counter()
     status = main(["datasets", "verify", str(config)])
     printed = capsys.readouterr()

@@ -26,9 +26,16 @@ def test_adding_a_prompter_guide_runs():
     target = case.targets[0]
     model = registry.models.create("region-growing-3d")
     model.set_case(case.image)
-    results = run_episode(case, target, model, registry.prompters.create("deepest-click"),
-                          "deepest-click", refiner=registry.refiners.create("first-error-click"),
-                          refiner_key="first-error-click", steps=2)
+    results = run_episode(
+        case,
+        target,
+        model,
+        registry.prompters.create("deepest-click"),
+        "deepest-click",
+        refiner=registry.refiners.create("first-error-click"),
+        refiner_key="first-error-click",
+        steps=2,
+    )
     click = results[0].prompt.points[0]
     assert case.target_mask(target)[tuple(click)]  # the deepest voxel is inside the target
     assert [r.cumulative_effort for r in results] == [1, 2, 3] or results[-1].converged

@@ -73,8 +73,16 @@ def test_a_changed_file_is_hashed_again(tmp_path, book, hashed, change):
     assert len(hashed) == 2
 
 
-@pytest.mark.parametrize("text", ["not json", "[1, 2]", '{"%s": "x"}', '{"%s": {"sha256": "zz"}}',
-                                  '{"%s": {"sha256": null, "size": 3}}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        "[1, 2]",
+        '{"%s": "x"}',
+        '{"%s": {"sha256": "zz"}}',
+        '{"%s": {"sha256": null, "size": 3}}',
+    ],
+)
 def test_a_bad_book_is_ignored_and_rewritten(tmp_path, book, hashed, text):
     weights = tmp_path / "net.pt"
     weights.write_bytes(b"abc")
@@ -92,15 +100,24 @@ def test_an_entry_whose_identity_does_not_match_is_not_trusted(tmp_path, book, h
     weights.write_bytes(b"abc")
     stat = weights.stat()
     book.parent.mkdir(parents=True)
-    book.write_text(json.dumps({str(weights.resolve()): {
-        "size": 3, "mtime_ns": stat.st_mtime_ns - 1, "inode": stat.st_ino,
-        "device": stat.st_dev, "sha256": "0" * 64}}))
+    book.write_text(
+        json.dumps(
+            {
+                str(weights.resolve()): {
+                    "size": 3,
+                    "mtime_ns": stat.st_mtime_ns - 1,
+                    "inode": stat.st_ino,
+                    "device": stat.st_dev,
+                    "sha256": "0" * 64,
+                }
+            }
+        )
+    )
     assert file_digests.remembered_sha256(weights) == _sha(b"abc")
     assert hashed == [str(weights.resolve())]
 
 
-def test_an_unwritable_book_and_the_switch_leave_hashing_as_it_was(tmp_path, monkeypatch,
-                                                                   hashed):
+def test_an_unwritable_book_and_the_switch_leave_hashing_as_it_was(tmp_path, monkeypatch, hashed):
     blocked = tmp_path / "cache"
     blocked.write_text("a file where the folder should be")
     monkeypatch.setenv("INTRABENCH_CACHE", str(blocked))
@@ -117,28 +134,41 @@ def test_an_unwritable_book_and_the_switch_leave_hashing_as_it_was(tmp_path, mon
 def test_a_pinned_file_swapped_after_its_first_check_is_refused(tmp_path, book, monkeypatch):
     weights = tmp_path / "fake_net.pt"
     weights.write_bytes(b"the published weights")
-    monkeypatch.setitem(CHECKPOINTS, "fake-net", CheckpointInfo(
-        "fake-net", "fake_net.pt", "https://example.org/fake_net.pt",
-        sha256=_sha(b"the published weights")))
+    monkeypatch.setitem(
+        CHECKPOINTS,
+        "fake-net",
+        CheckpointInfo(
+            "fake-net",
+            "fake_net.pt",
+            "https://example.org/fake_net.pt",
+            sha256=_sha(b"the published weights"),
+        ),
+    )
     check_pinned("fake-net", weights)
     check_pinned("fake-net", weights)  # the book's answer
     swapped = tmp_path / "swapped.pt"
     swapped.write_bytes(b"other weights, same siz")
     os.replace(swapped, weights)
-    with pytest.raises(CheckpointError, match=r"fake_net\.pt: sha256 [0-9a-f]{64}, expected "
-                                              f"{_sha(b'the published weights')} for fake-net"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"fake_net\.pt: sha256 [0-9a-f]{64}, expected "
+        f"{_sha(b'the published weights')} for fake-net",
+    ):
         check_pinned("fake-net", weights)
 
 
-@pytest.mark.parametrize("book_text", [
-    "x" * 3_000_000,  # huge garbage
-    '{"%s": {"sha256": "%s", "size": NaN, "mtime_ns": NaN, "inode": NaN, "device": NaN}}',
-    '{"%s": {"sha256": "%s", "size": -1, "mtime_ns": -1, "inode": -1, "device": -1}}',
-    '{"%s": {"sha256": {"nested": ["%s"]}}}',
-    '{"%s": [[[[[[["%s"]]]]]]]}',
-    "[" * 100_000 + "]" * 100_000,  # nesting too deep for the JSON parser
-    '{"%s": {"sha256": "%s", "size": 1e400}}',
-])
+@pytest.mark.parametrize(
+    "book_text",
+    [
+        "x" * 3_000_000,  # huge garbage
+        '{"%s": {"sha256": "%s", "size": NaN, "mtime_ns": NaN, "inode": NaN, "device": NaN}}',
+        '{"%s": {"sha256": "%s", "size": -1, "mtime_ns": -1, "inode": -1, "device": -1}}',
+        '{"%s": {"sha256": {"nested": ["%s"]}}}',
+        '{"%s": [[[[[[["%s"]]]]]]]}',
+        "[" * 100_000 + "]" * 100_000,  # nesting too deep for the JSON parser
+        '{"%s": {"sha256": "%s", "size": 1e400}}',
+    ],
+)
 def test_a_hostile_book_is_never_trusted_nor_a_traceback(tmp_path, book, hashed, book_text):
     weights = tmp_path / "net.pt"
     weights.write_bytes(b"abc")

@@ -17,8 +17,9 @@ from intrabench.evaluation.metrics import (
 )
 from intrabench.types import Box2D, Case, Prompt, Target
 
-small_masks = arrays(bool, st.tuples(st.integers(1, 6), st.integers(1, 7), st.integers(1, 7)),
-                     elements=st.booleans())
+small_masks = arrays(
+    bool, st.tuples(st.integers(1, 6), st.integers(1, 7), st.integers(1, 7)), elements=st.booleans()
+)
 
 
 def test_a_frozen_masks_box_is_remembered_and_a_writable_ones_is_not():
@@ -76,14 +77,21 @@ def test_a_slice_models_prediction_carries_its_tight_box():
     model.set_case(case.image)
     box = case.target_box(case.targets[0])
     z = (box[0].start + box[0].stop) // 2
-    first = model.predict(Prompt(boxes={z: Box2D(box[1].start, box[2].start, box[1].stop - 1,
-                                                 box[2].stop - 1)}))
+    first = model.predict(
+        Prompt(boxes={z: Box2D(box[1].start, box[2].start, box[1].stop - 1, box[2].stop - 1)})
+    )
     assert not first.mask.flags.writeable
     assert bounding_box(first.mask) == _measure_box(first.mask.copy())
     # refining another slice keeps the first one and re-derives the tight box
-    second = model.predict(Prompt(points=np.array([[z + 1, (box[1].start + box[1].stop) // 2,
-                                                    (box[2].start + box[2].stop) // 2]]),
-                                  point_labels=np.array([1], np.int8)), previous=first)
+    second = model.predict(
+        Prompt(
+            points=np.array(
+                [[z + 1, (box[1].start + box[1].stop) // 2, (box[2].start + box[2].stop) // 2]]
+            ),
+            point_labels=np.array([1], np.int8),
+        ),
+        previous=first,
+    )
     np.testing.assert_array_equal(second.mask[z], first.mask[z])
     assert second.mask[z + 1].any()
     assert bounding_box(second.mask) == _measure_box(second.mask.copy())
@@ -91,8 +99,7 @@ def test_a_slice_models_prediction_carries_its_tight_box():
 
 def test_the_synthetic_network_is_a_function_of_the_prompt():
     case = next(iter(registry.datasets.create("demo-phantoms", {"n_cases": 1})))
-    model = registry.models.create("synthetic-network", {"forward_ms": 0,
-                                                         "leak_probability": 0.5})
+    model = registry.models.create("synthetic-network", {"forward_ms": 0, "leak_probability": 0.5})
     model.set_case(case.image)
     masks = []
     for target in case.targets:
@@ -103,8 +110,10 @@ def test_the_synthetic_network_is_a_function_of_the_prompt():
         assert one[tuple(centre)] or one.any()
         assert bounding_box(one) == _measure_box(one.copy())
         masks.append(one)
-    dice = [2 * (m & case.target_mask(t)).sum() / (m.sum() + case.target_mask(t).sum())
-            for m, t in zip(masks, case.targets)]
+    dice = [
+        2 * (m & case.target_mask(t)).sum() / (m.sum() + case.target_mask(t).sum())
+        for m, t in zip(masks, case.targets)
+    ]
     assert max(dice) > 0.5  # it segments the structure under the click, imperfectly
 
 
@@ -115,11 +124,18 @@ def test_cases_that_come_back_for_the_next_model_are_read_ahead(tmp_path):
     from intrabench.config import RunConfig
     from intrabench.engine.runner import Runner
 
-    config = RunConfig.model_validate({
-        "name": "t", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
-        "models": [{"name": "synthetic-network", "forward_ms": 0},
-                   {"name": "synthetic-network-2d", "forward_ms": 0}],
-        "prompters": ["box-3d", "box-per-slice"], "refinement_steps": 0})
+    config = RunConfig.model_validate(
+        {
+            "name": "t",
+            "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+            "models": [
+                {"name": "synthetic-network", "forward_ms": 0},
+                {"name": "synthetic-network-2d", "forward_ms": 0},
+            ],
+            "prompters": ["box-3d", "box-per-slice"],
+            "refinement_steps": 0,
+        }
+    )
     runner = Runner(config, tmp_path / "run", background="inline")
     (dataset,) = runner.datasets.values()
     loads_here = []
@@ -127,4 +143,3 @@ def test_cases_that_come_back_for_the_next_model_are_read_ahead(tmp_path):
     dataset.load = lambda case_id: loads_here.append(case_id) or original(case_id)
     runner.run()
     assert loads_here == ["phantom_000"]
-

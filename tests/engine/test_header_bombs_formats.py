@@ -18,10 +18,12 @@ from intrabench.io.volume import read_image
 
 def _nrrd(folder: Path) -> Path:
     path = folder / "bomb.nrrd"  # 273 bytes or so declaring 4 GB of float
-    path.write_bytes(b"NRRD0004\ntype: float\ndimension: 3\nsizes: 1000 1000 1000\n"
-                     b"encoding: raw\nendian: little\nspace: left-posterior-superior\n"
-                     b"space directions: (1,0,0) (0,1,0) (0,0,1)\n"
-                     b"\n" + b"\0" * 64)
+    path.write_bytes(
+        b"NRRD0004\ntype: float\ndimension: 3\nsizes: 1000 1000 1000\n"
+        b"encoding: raw\nendian: little\nspace: left-posterior-superior\n"
+        b"space directions: (1,0,0) (0,1,0) (0,0,1)\n"
+        b"\n" + b"\0" * 64
+    )
     return path
 
 
@@ -52,8 +54,10 @@ def _analyze(folder: Path, shape=(1000, 1000, 1000), data: bytes = b"\0" * 256) 
 def _mha(folder: Path) -> Path:
     """A MetaImage declaring 4 GB (it said "No such file or directory" with two ITK lines)."""
     path = folder / "bomb.mha"
-    path.write_bytes(b"ObjectType = Image\nNDims = 3\nDimSize = 1000 1000 1000\n"
-                     b"ElementType = MET_FLOAT\nElementDataFile = LOCAL\n" + b"\0" * 64)
+    path.write_bytes(
+        b"ObjectType = Image\nNDims = 3\nDimSize = 1000 1000 1000\n"
+        b"ElementType = MET_FLOAT\nElementDataFile = LOCAL\n" + b"\0" * 64
+    )
     return path
 
 
@@ -63,9 +67,9 @@ BOMBS = {
     "analyze": lambda folder: _analyze(folder),
     "vox-offset-0": lambda folder: _nifti(folder, "zero.nii", np.int32, (1000, 1000, 1000), 0),
     "complex64": lambda folder: _nifti(folder, "complex.nii", np.complex64, (1000, 1000, 1000)),
-    "rgb24": lambda folder: _nifti(folder, "rgb.nii",
-                                   np.dtype([("R", "u1"), ("G", "u1"), ("B", "u1")]),
-                                   (800, 800, 800)),
+    "rgb24": lambda folder: _nifti(
+        folder, "rgb.nii", np.dtype([("R", "u1"), ("G", "u1"), ("B", "u1")]), (800, 800, 800)
+    ),
 }
 
 
@@ -87,17 +91,19 @@ def test_verify_names_a_bomb_in_one_line(tmp_path, capsys, kind):
     """The issue's proof: `datasets verify` on a vox_offset-0 bomb and an NRRD bomb."""
     import SimpleITK as sitk
 
-    image = BOMBS[kind](tmp_path / "images" if (tmp_path / "images").mkdir() is None
-                        else tmp_path)
+    image = BOMBS[kind](tmp_path / "images" if (tmp_path / "images").mkdir() is None else tmp_path)
     suffix = ".nrrd" if kind == "nrrd" else ".nii"
     target = tmp_path / "images" / f"c1{suffix}"
     image.rename(target)
     (tmp_path / "labels").mkdir()
-    sitk.WriteImage(sitk.GetImageFromArray(np.zeros((4, 4, 4), np.uint8)),
-                    str(tmp_path / "labels" / "c1.nii.gz"))
+    sitk.WriteImage(
+        sitk.GetImageFromArray(np.zeros((4, 4, 4), np.uint8)),
+        str(tmp_path / "labels" / "c1.nii.gz"),
+    )
     spec = tmp_path / "spec.yaml"
-    spec.write_text(f"images: images/{{case}}{suffix}\nlabels: labels/{{case}}.nii.gz\n"
-                    "classes: {lesion: 1}\n")
+    spec.write_text(
+        f"images: images/{{case}}{suffix}\nlabels: labels/{{case}}.nii.gz\nclasses: {{lesion: 1}}\n"
+    )
     started = time.perf_counter()
     assert main(["datasets", "verify", str(spec)]) == 1
     assert time.perf_counter() - started < 5
@@ -116,8 +122,10 @@ def test_a_truncated_analyze_label_is_an_error(tmp_path):
     whole = (tmp_path / "label.img").read_bytes()
     assert read_image(tmp_path / "label.hdr").array.sum() == 1000
     (tmp_path / "label.img").write_bytes(whole[: len(whole) // 2])
-    with pytest.raises(DataError, match="truncated: label.img holds 8000 bytes of data where "
-                                        "the header announces 16000"):
+    with pytest.raises(
+        DataError,
+        match="truncated: label.img holds 8000 bytes of data where the header announces 16000",
+    ):
         read_image(tmp_path / "label.hdr")
 
 

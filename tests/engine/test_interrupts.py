@@ -43,13 +43,20 @@ SWALLOWED = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize(("name", "status", "message"), [
-    ("SIGTERM", 143, "terminated (SIGTERM): finished work is saved; re-run the same command"),
-    ("SIGINT", 130, "interrupted: finished work is saved; re-run the same command to resume"),
-])
+@pytest.mark.parametrize(
+    ("name", "status", "message"),
+    [
+        ("SIGTERM", 143, "terminated (SIGTERM): finished work is saved; re-run the same command"),
+        ("SIGINT", 130, "interrupted: finished work is saved; re-run the same command to resume"),
+    ],
+)
 def test_a_stop_swallowed_in_a_weakref_callback_still_stops_the_command(name, status, message):
-    done = subprocess.run([sys.executable, "-c", SWALLOWED.format(signal=name)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", SWALLOWED.format(signal=name)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.stdout == "went on\n"  # the raise inside the callback was swallowed...
     assert done.returncode == status, done.stderr  # ...and the request raised again after
     assert message in done.stderr
@@ -69,8 +76,9 @@ def test_other_unraisable_exceptions_are_still_reported():
         del box
         restore()
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0
     assert "Exception ignored" in done.stderr and "ZeroDivisionError" in done.stderr
 
@@ -90,8 +98,9 @@ def test_an_ignored_sigint_stays_ignored():
         print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
               signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
     """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert done.stdout.split() == ["True", "True", "True", "True"], done.stderr
 
 
@@ -99,12 +108,25 @@ def test_the_scheduler_raises_a_recorded_request_at_its_next_step():
     dataset = registry.datasets.create("demo-phantoms", {"n_cases": 1})
     case = dataset.load(dataset.case_ids()[0])
     target = case.targets[0]
-    user = SimulatedUser(prompter=registry.prompters.create("box-3d", {}), prompter_key="box-3d",
-                         refiner=None, refiner_key="", seed=0,
-                         identity=(case.dataset, case.case_id, target.target_id),
-                         spacing=case.image.spacing, model_dimension=3)
-    task = EpisodeTask(key="box", user=user, ground_truth=case.target_mask(target), steps=1,
-                       refine=False, keep_previous_prompts=True, tag=None)
+    user = SimulatedUser(
+        prompter=registry.prompters.create("box-3d", {}),
+        prompter_key="box-3d",
+        refiner=None,
+        refiner_key="",
+        seed=0,
+        identity=(case.dataset, case.case_id, target.target_id),
+        spacing=case.image.spacing,
+        model_dimension=3,
+    )
+    task = EpisodeTask(
+        key="box",
+        user=user,
+        ground_truth=case.target_mask(target),
+        steps=1,
+        refine=False,
+        keep_previous_prompts=True,
+        tag=None,
+    )
     model = registry.models.create("region-growing-3d", {})
     model.set_case(case.image)
     done: list = []

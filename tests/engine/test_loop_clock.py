@@ -61,8 +61,12 @@ def test_phases_the_engine_does_not_name_follow_its_own_in_name_order():
     for name in ("zeta plugin work", "alpha plugin work", "model set_case"):
         with clock.phase(name):
             ticks.now += 1.0
-    assert list(clock.summary()) == ["model set_case", "alpha plugin work", "zeta plugin work",
-                                      "untracked"]
+    assert list(clock.summary()) == [
+        "model set_case",
+        "alpha plugin work",
+        "zeta plugin work",
+        "untracked",
+    ]
     lines = clock.lines()
     assert lines[0] == "model loop: 3.00 s"
     assert lines[1].split()[:4] == ["model", "set_case", "1.00", "s"]

@@ -8,8 +8,9 @@ import types
 from intrabench.io import machine
 
 
-def _fake_nvml(name="NVIDIA H100 80GB HBM3", total=85_520_809_984, driver="580.159.04",
-               cuda=13000, count=1) -> types.ModuleType:
+def _fake_nvml(
+    name="NVIDIA H100 80GB HBM3", total=85_520_809_984, driver="580.159.04", cuda=13000, count=1
+) -> types.ModuleType:
     nvml = types.ModuleType("pynvml")
     nvml.nvmlInit = lambda: None
     nvml.nvmlShutdown = lambda: None

@@ -45,12 +45,17 @@ registry.models.register(_SlowToBuild)
 
 
 def _config(second: dict):
-    return parse_config({
-        "name": "ahead", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
-        # the first model's passes take 40 ms: its last group outlasts the second one's start
-        "models": [{"name": "test-slow-to-build", "label": "first", "forward_ms": 40}, second],
-        "prompters": ["center-points-per-volume"], "refiners": ["center-error-click"],
-        "refinement_steps": 1})
+    return parse_config(
+        {
+            "name": "ahead",
+            "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+            # the first model's passes take 40 ms: its last group outlasts the second one's start
+            "models": [{"name": "test-slow-to-build", "label": "first", "forward_ms": 40}, second],
+            "prompters": ["center-points-per-volume"],
+            "refiners": ["center-error-click"],
+            "refinement_steps": 1,
+        }
+    )
 
 
 def _rows(folder) -> pd.DataFrame:
@@ -65,8 +70,10 @@ def test_the_second_model_is_built_while_the_first_computes(tmp_path):
     runner = Runner(config, tmp_path / "ahead", user_workers=0)
     _, problems = runner.run()
     assert not problems
-    assert _SlowToBuild.builds == ["intrabench-model_0",  # beside the first case's reading
-                                   "intrabench-next-model_0"]  # beside the first model's work
+    assert _SlowToBuild.builds == [
+        "intrabench-model_0",  # beside the first case's reading
+        "intrabench-next-model_0",
+    ]  # beside the first model's work
     first, second = dict.fromkeys(instance for _, instance, _ in _SlowToBuild.events)
     second_built = next(t for kind, i, t in _SlowToBuild.events if kind == "build" and i == second)
     first_done = max(t for kind, i, t in _SlowToBuild.events if kind == "predicted" and i == first)

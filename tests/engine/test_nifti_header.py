@@ -26,7 +26,8 @@ def _nibabel_layout(path):
 @pytest.mark.parametrize("order", ["<", ">"])
 @pytest.mark.parametrize("suffix", [".nii", ".nii.gz"])
 def test_layout_equals_nibabels_for_every_type_version_and_byte_order(
-        tmp_path, code, version, order, suffix):
+    tmp_path, code, version, order, suffix
+):
     dtype = np.dtype(order + VOXEL_TYPES[code])
     data = np.arange(5 * 4 * 3, dtype=dtype.newbyteorder("=")).reshape(5, 4, 3).astype(dtype)
     image_class = nib.Nifti1Image if version == 1 else nib.Nifti2Image

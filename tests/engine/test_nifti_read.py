@@ -58,8 +58,10 @@ def test_voxels_and_grid_equal_simpleitks_for_every_orientation(tmp_path, direct
     assert volume.spacing == reference.spacing and volume.geometry == reference.geometry
 
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32,
-                                   np.int64, np.float32, np.float64])
+@pytest.mark.parametrize(
+    "dtype",
+    [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.int64, np.float32, np.float64],
+)
 def test_every_voxel_type_reads_as_simpleitk_reads_it(tmp_path, dtype):
     data = (np.arange(3 * 4 * 5) % 100).astype(dtype).reshape(3, 4, 5)
     path = _write(tmp_path / "typed.nii.gz", data)
@@ -93,15 +95,17 @@ def _big_endian(tmp_path):
     header = nib.Nifti1Header(endianness=">")
     header.set_data_dtype(">i2")
     path = tmp_path / "big.nii"
-    nib.save(nib.Nifti1Image(np.arange(24, dtype=">i2").reshape(2, 3, 4), np.eye(4), header),
-             str(path))
+    nib.save(
+        nib.Nifti1Image(np.arange(24, dtype=">i2").reshape(2, 3, 4), np.eye(4), header), str(path)
+    )
     return path
 
 
 def _one_time_point(tmp_path):
     path = tmp_path / "t1.nii.gz"
-    nib.save(nib.Nifti1Image(np.arange(24, dtype=np.float32).reshape(2, 3, 4, 1), np.eye(4)),
-             str(path))
+    nib.save(
+        nib.Nifti1Image(np.arange(24, dtype=np.float32).reshape(2, 3, 4, 1), np.eye(4)), str(path)
+    )
     return path
 
 
@@ -153,8 +157,9 @@ def test_nan_voxels_are_counted_as_the_file_check_counts_them(tmp_path):
 def _header_patched(path, pixdim_z: float):
     """``path`` (a little-endian NIfTI-1 written by SimpleITK) with qform and sform codes 0
     (the grid from ``pixdim`` alone, NIfTI's method 1) and ``pixdim[3]`` (z) set."""
-    raw = bytearray(gzip.decompress(path.read_bytes()) if path.name.endswith(".gz")
-                    else path.read_bytes())
+    raw = bytearray(
+        gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+    )
     raw[252:256] = np.array([0, 0], "<i2").tobytes()  # qform_code, sform_code
     raw[88:92] = np.array([pixdim_z], "<f4").tobytes()  # pixdim[3]
     path.write_bytes(gzip.compress(bytes(raw)) if path.name.endswith(".gz") else bytes(raw))
@@ -182,11 +187,20 @@ def test_a_grid_without_a_positive_finite_spacing_is_refused_in_one_line():
     from intrabench.io.volume import volume_from_raw
 
     for spacing in ((0.8, 0.8, -2.5), (0.8, 0.0, 2.5), (np.nan, 0.8, 2.5)):
-        raw = RawImage(array=np.zeros((2, 3, 4), np.float32), geometry=ImageGeometry(
-            size=(4, 3, 2), spacing=spacing, origin=(0.0, 0.0, 0.0),
-            direction=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)))
-        with pytest.raises(DataError, match=r"case\.nii: voxel spacing .* mm \(x, y, z\) is not "
-                                            "positive and finite"):
+        raw = RawImage(
+            array=np.zeros((2, 3, 4), np.float32),
+            geometry=ImageGeometry(
+                size=(4, 3, 2),
+                spacing=spacing,
+                origin=(0.0, 0.0, 0.0),
+                direction=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0),
+            ),
+        )
+        with pytest.raises(
+            DataError,
+            match=r"case\.nii: voxel spacing .* mm \(x, y, z\) is not "
+            "positive and finite",
+        ):
             volume_from_raw(raw, name="case.nii")
 
 
@@ -198,6 +212,9 @@ def test_a_voxel_size_the_header_leaves_unset_is_refused(tmp_path, suffix, size)
     data = np.arange(4 * 5 * 6, dtype=np.int16).reshape(4, 5, 6)
     path = _header_patched(_write(tmp_path / f"image{suffix}", data), size)
     assert sitk.ReadImage(str(path)).GetSpacing()[2] == 1.0  # what ITK makes of it
-    with pytest.raises(DataError, match=r"image\.nii(\.gz)?: the header gives no voxel size "
-                                        r"along k \(pixdim 0 or NaN, and no qform or sform\)"):
+    with pytest.raises(
+        DataError,
+        match=r"image\.nii(\.gz)?: the header gives no voxel size "
+        r"along k \(pixdim 0 or NaN, and no qform or sform\)",
+    ):
         read_image(path)

@@ -76,8 +76,12 @@ def _ended_pid() -> int:
 
 def test_orphaned_spools_of_ended_processes_are_removed_when_old(tmp_path):
     dead, alive = _ended_pid(), os.getpid()
-    names = {"dead_old": f"{parcels.SPOOL_PREFIX}{dead}-a", "dead_new": f"{parcels.SPOOL_PREFIX}{dead}-b",
-             "alive_old": f"{parcels.SPOOL_PREFIX}{alive}-c", "other": "not-a-spool-1"}
+    names = {
+        "dead_old": f"{parcels.SPOOL_PREFIX}{dead}-a",
+        "dead_new": f"{parcels.SPOOL_PREFIX}{dead}-b",
+        "alive_old": f"{parcels.SPOOL_PREFIX}{alive}-c",
+        "other": "not-a-spool-1",
+    }
     for name in names.values():
         (tmp_path / name).mkdir()
         (tmp_path / name / "answer-1").write_bytes(b"x")
@@ -87,7 +91,8 @@ def test_orphaned_spools_of_ended_processes_are_removed_when_old(tmp_path):
     removed = remove_orphans(str(tmp_path))
     assert removed == [str(tmp_path / names["dead_old"])]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        names[k] for k in ("dead_new", "alive_old", "other"))
+        names[k] for k in ("dead_new", "alive_old", "other")
+    )
 
 
 def test_a_killed_runs_spool_is_freed_at_the_next_start(tmp_path):
@@ -111,11 +116,13 @@ def test_a_killed_runs_spool_is_freed_at_the_next_start(tmp_path):
     removed = remove_orphans(str(tmp_path))  # all fresh: written just now
     assert sorted(removed) == sorted(str(tmp_path / names[k]) for k in ("dead", "reused"))
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        names[k] for k in ("alive", "elsewhere"))
+        names[k] for k in ("alive", "elsewhere")
+    )
     directory = spool_directory()
     try:
         assert os.path.basename(directory).startswith(
-            f"{parcels.SPOOL_PREFIX}{os.getpid()}-n{namespace}-s{started}-")
+            f"{parcels.SPOOL_PREFIX}{os.getpid()}-n{namespace}-s{started}-"
+        )
     finally:
         parcels.remove_directory(directory)
 
@@ -143,7 +150,9 @@ def test_the_executor_sends_and_receives_large_arrays_and_leaves_no_spool():
     try:
         array = _make((32, 128, 128))
         assert executor.submit(_shape_and_sum, array).result(timeout=60) == (
-            array.shape, float(array.sum()))
+            array.shape,
+            float(array.sum()),
+        )
         back = executor.submit(_make, (32, 128, 128)).result(timeout=60)
         np.testing.assert_array_equal(back, array)
         spool = executor._spool

@@ -104,7 +104,8 @@ def test_workers_start_one_blas_thread_unless_the_user_chose(monkeypatch, chosen
     executor = SubprocessExecutor()
     try:
         assert executor.submit(os.getenv, "OPENBLAS_NUM_THREADS").result(timeout=60) == (
-            chosen or "1")
+            chosen or "1"
+        )
     finally:
         executor.shutdown()
 
@@ -136,25 +137,48 @@ def test_lane_rejects_unknown_modes():
 
 
 def _case(label: np.ndarray) -> Case:
-    geometry = ImageGeometry(size=label.shape[::-1], spacing=(0.8, 0.7, 2.5), origin=(0, 0, 0),
-                             direction=(1, 0, 0, 0, 1, 0, 0, 0, 1))
-    image = Volume(array=np.zeros(label.shape, np.float32), spacing=(2.5, 0.7, 0.8),
-                   geometry=geometry)
-    return Case(dataset="d", case_id="c", image=image, label=label.astype(np.uint8),
-                targets=(Target("t1", 1, "lesion"),))
+    geometry = ImageGeometry(
+        size=label.shape[::-1],
+        spacing=(0.8, 0.7, 2.5),
+        origin=(0, 0, 0),
+        direction=(1, 0, 0, 0, 1, 0, 0, 0, 1),
+    )
+    image = Volume(
+        array=np.zeros(label.shape, np.float32), spacing=(2.5, 0.7, 0.8), geometry=geometry
+    )
+    return Case(
+        dataset="d",
+        case_id="c",
+        image=image,
+        label=label.astype(np.uint8),
+        targets=(Target("t1", 1, "lesion"),),
+    )
 
 
 @settings(max_examples=40, deadline=None)
-@given(truth=arrays(bool, (7, 9, 8), elements=st.booleans()),
-       first=arrays(bool, (7, 9, 8), elements=st.booleans()),
-       second=arrays(bool, (7, 9, 8), elements=st.booleans()))
+@given(
+    truth=arrays(bool, (7, 9, 8), elements=st.booleans()),
+    first=arrays(bool, (7, 9, 8), elements=st.booleans()),
+    second=arrays(bool, (7, 9, 8), elements=st.booleans()),
+)
 def test_metrics_on_a_cropped_episode_equal_full_volume_metrics(truth, first, second):
     truth[3, 4, 4] = True  # a target is never empty
     case = _case(truth)
     predictions = [Prediction(mask=first), Prediction(mask=second)]
-    results = [StepResult(step=i, prompt=Prompt(), prediction=predictions[min(i, 1)], metrics={},
-                          effort=0, cumulative_effort=0, model_seconds=0.0,
-                          prompter_seconds=0.0, wall_seconds=0.0) for i in range(3)]
+    results = [
+        StepResult(
+            step=i,
+            prompt=Prompt(),
+            prediction=predictions[min(i, 1)],
+            metrics={},
+            effort=0,
+            cumulative_effort=0,
+            model_seconds=0.0,
+            prompter_seconds=0.0,
+            wall_seconds=0.0,
+        )
+        for i in range(3)
+    ]
     cropped = crop_episode(case.target_mask(case.targets[0]), case.targets[0], results)
     assert cropped.results[1].prediction is cropped.results[2].prediction  # repeats stay shared
     for full, small in zip(results, cropped.results):
@@ -173,16 +197,28 @@ def test_an_episode_without_masks_keeps_its_prompts_metrics_and_shared_steps():
     truth[1:3, 1:4, 2:5] = True
     case = _case(truth)
     shared = Prediction(mask=truth.copy())
-    results = [StepResult(step=i, prompt=Prompt(), prediction=shared, metrics={"dice": 1.0},
-                          effort=i, cumulative_effort=i, model_seconds=0.0,
-                          prompter_seconds=0.0, wall_seconds=0.0) for i in range(2)]
+    results = [
+        StepResult(
+            step=i,
+            prompt=Prompt(),
+            prediction=shared,
+            metrics={"dice": 1.0},
+            effort=i,
+            cumulative_effort=i,
+            model_seconds=0.0,
+            prompter_seconds=0.0,
+            wall_seconds=0.0,
+        )
+        for i in range(2)
+    ]
     cropped = crop_episode(case.target_mask(case.targets[0]), case.targets[0], results)
     light = cropped.without_masks()
     assert light.ground_truth.shape == (0, 0, 0) and light.box == cropped.box
     assert all(r.prediction.mask.size == 0 for r in light.results)
     assert light.results[0].prediction is light.results[1].prediction
-    assert [(r.step, r.effort, r.metrics) for r in light.results] == \
-        [(r.step, r.effort, r.metrics) for r in cropped.results]
+    assert [(r.step, r.effort, r.metrics) for r in light.results] == [
+        (r.step, r.effort, r.metrics) for r in cropped.results
+    ]
     assert cropped.ground_truth.shape == (2, 3, 3)  # the original is left as it was
 
 
@@ -194,11 +230,17 @@ def _without_timing(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_inline_and_process_lanes_give_identical_rows_and_prediction_files(tmp_path):
-    config = parse_config({
-        "name": "lanes", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
-        "models": ["random-walker-2d", "region-growing-3d"],
-        "prompters": ["box-3d", {"name": "box-interpolation", "n_slices": 3}],
-        "refiners": ["scribble"], "refinement_steps": 2, "save_predictions": True})
+    config = parse_config(
+        {
+            "name": "lanes",
+            "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+            "models": ["random-walker-2d", "region-growing-3d"],
+            "prompters": ["box-3d", {"name": "box-interpolation", "n_slices": 3}],
+            "refiners": ["scribble"],
+            "refinement_steps": 2,
+            "save_predictions": True,
+        }
+    )
     for mode in ("inline", "process"):
         Runner(config, tmp_path / mode, background=mode).run()
     # two user workers, an odd number of episodes in flight: another interleaving
@@ -210,8 +252,10 @@ def test_inline_and_process_lanes_give_identical_rows_and_prediction_files(tmp_p
     for other in ("process", "pool", "finishers"):
         frame = pd.read_parquet(tmp_path / other / "results.parquet")
         pd.testing.assert_frame_equal(_without_timing(inline), _without_timing(frame))
-    files = sorted(p.relative_to(tmp_path / "inline")
-                   for p in (tmp_path / "inline" / "predictions").rglob("*.nii.gz"))
+    files = sorted(
+        p.relative_to(tmp_path / "inline")
+        for p in (tmp_path / "inline" / "predictions").rglob("*.nii.gz")
+    )
     episodes = inline.groupby(["model", "prompter", "case", "target"]).ngroups
     assert len(files) == episodes >= 2 * 2 * 2  # one final prediction per episode
     import SimpleITK as sitk
@@ -286,8 +330,16 @@ def test_a_model_editing_its_previous_mask_in_place_is_stopped():
     prompter = registry.prompters.create("box-3d", {})
     refiner = registry.refiners.create("scribble", {})
     with pytest.raises(ValueError, match="read-only"):
-        run_episode(case, case.targets[0], model, prompter, "box-3d", refiner=refiner,
-                    refiner_key="scribble", steps=1)
+        run_episode(
+            case,
+            case.targets[0],
+            model,
+            prompter,
+            "box-3d",
+            refiner=refiner,
+            refiner_key="scribble",
+            steps=1,
+        )
 
 
 # -- the results worker dies mid-run: a clear error, nothing half-written, resume completes ----
@@ -304,8 +356,9 @@ def _worker_pids(module: str = "intrabench.engine.finishing") -> list[int]:
             status = Path(f"/proc/{entry}/status").read_text()
         except OSError:
             continue
-        parent = next(int(line.split()[1]) for line in status.splitlines()
-                      if line.startswith("PPid:"))
+        parent = next(
+            int(line.split()[1]) for line in status.splitlines() if line.startswith("PPid:")
+        )
         if parent == os.getpid() and module.encode() in command:
             pids.append(int(entry))
     return pids
@@ -318,8 +371,12 @@ class _KillsResultsWorker(Model):
     calls = 0
     kill_at = 0
 
-    def __init__(self, kill_at: int = 0, worker: str = "intrabench.engine.finishing",
-                 seconds_per_call: float = 0.0):
+    def __init__(
+        self,
+        kill_at: int = 0,
+        worker: str = "intrabench.engine.finishing",
+        seconds_per_call: float = 0.0,
+    ):
         self.kill_at = kill_at
         self.worker = worker
         self.seconds_per_call = seconds_per_call
@@ -336,7 +393,7 @@ class _KillsResultsWorker(Model):
             time.sleep(0.5)
         mask = np.zeros(self.shape, bool)
         box = prompt.box3d
-        mask[box.z_min:box.z_max + 1, box.y_min:box.y_max + 1, box.x_min:box.x_max + 1] = True
+        mask[box.z_min : box.z_max + 1, box.y_min : box.y_max + 1, box.x_min : box.x_max + 1] = True
         return Prediction(mask=mask)
 
 
@@ -348,10 +405,16 @@ def test_a_killed_results_worker_stops_the_run_cleanly_and_the_rerun_completes(t
     from intrabench.cli import main
 
     config = tmp_path / "run.yaml"
-    spec = {"name": "killed", "datasets": [{"name": "demo-phantoms", "n_cases": 6}],
-            "prompters": ["box-3d"]}
-    config.write_text(json.dumps({**spec, "models": [
-        {"name": "test-kills-results-worker", "kill_at": 8, "label": "m"}]}))
+    spec = {
+        "name": "killed",
+        "datasets": [{"name": "demo-phantoms", "n_cases": 6}],
+        "prompters": ["box-3d"],
+    }
+    config.write_text(
+        json.dumps(
+            {**spec, "models": [{"name": "test-kills-results-worker", "kill_at": 8, "label": "m"}]}
+        )
+    )
     _KillsResultsWorker.calls = 0
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 1
     err = capsys.readouterr().err
@@ -361,8 +424,9 @@ def test_a_killed_results_worker_stops_the_run_cleanly_and_the_rerun_completes(t
     assert len(list(units.glob("*.parquet"))) < 6
     assert not list(units.glob(".*partial*"))
 
-    config.write_text(json.dumps({**spec, "models": [
-        {"name": "test-kills-results-worker", "label": "m"}]}))
+    config.write_text(
+        json.dumps({**spec, "models": [{"name": "test-kills-results-worker", "label": "m"}]})
+    )
     # the model's parameters changed: continuing that folder must be asked for
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
     assert "pass --extend" in capsys.readouterr().err
@@ -372,20 +436,36 @@ def test_a_killed_results_worker_stops_the_run_cleanly_and_the_rerun_completes(t
     assert main(["run", str(config), "--out", str(fresh)]) == 0
     pd.testing.assert_frame_equal(
         _without_timing(pd.read_parquet(tmp_path / "run" / "results.parquet")),
-        _without_timing(pd.read_parquet(fresh / "results.parquet")))
+        _without_timing(pd.read_parquet(fresh / "results.parquet")),
+    )
 
 
 def test_consolidating_rows_kept_in_memory_equals_reading_the_unit_files(tmp_path):
     from intrabench.io.results import ResultsStore, consolidate_run
 
     store = ResultsStore(tmp_path)
-    rows_a = [{"run": "r", "dataset": "d", "case": "c", "target": "t", "model": "m",
-               "prompter": "p", "refiner": "none", "seed": 0, "step": 0, "dice": 0.5,
-               "prompt_n_points": 3, "note": None}]
-    rows_b = [{**rows_a[0], "prompter": "q", "step": s, "dice": 0.25 * s, "prompt_n_boxes": s}
-              for s in range(3)]
-    store.write_unit("a", rows_a, keep=True)   # kept, as the results worker does
-    store.write_unit("b", rows_b)              # on disk only, as from an earlier run
+    rows_a = [
+        {
+            "run": "r",
+            "dataset": "d",
+            "case": "c",
+            "target": "t",
+            "model": "m",
+            "prompter": "p",
+            "refiner": "none",
+            "seed": 0,
+            "step": 0,
+            "dice": 0.5,
+            "prompt_n_points": 3,
+            "note": None,
+        }
+    ]
+    rows_b = [
+        {**rows_a[0], "prompter": "q", "step": s, "dice": 0.25 * s, "prompt_n_boxes": s}
+        for s in range(3)
+    ]
+    store.write_unit("a", rows_a, keep=True)  # kept, as the results worker does
+    store.write_unit("b", rows_b)  # on disk only, as from an earlier run
     assert consolidate_run(tmp_path, ["a", "b"]) == 4
     from_memory = pd.read_parquet(tmp_path / "results.parquet")
     from_files = ResultsStore(tmp_path).consolidate(["a", "b"])  # nothing kept any more
@@ -396,10 +476,14 @@ def test_consolidating_rows_kept_in_memory_equals_reading_the_unit_files(tmp_pat
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the worker through /proc")
 def test_a_killed_user_worker_stops_the_run_and_the_rerun_completes(tmp_path):
     def config(**model):
-        return parse_config({
-            "name": "killed-user", "datasets": [{"name": "demo-phantoms", "n_cases": 4}],
-            "prompters": ["box-3d"],
-            "models": [{"name": "test-kills-results-worker", "label": "m", **model}]})
+        return parse_config(
+            {
+                "name": "killed-user",
+                "datasets": [{"name": "demo-phantoms", "n_cases": 4}],
+                "prompters": ["box-3d"],
+                "models": [{"name": "test-kills-results-worker", "label": "m", **model}],
+            }
+        )
 
     _KillsResultsWorker.calls = 0
     # slow calls: the user worker has started (and answers prompts) before it is killed
@@ -414,4 +498,5 @@ def test_a_killed_user_worker_stops_the_run_and_the_rerun_completes(tmp_path):
     Runner(config(), tmp_path / "fresh", background="inline").run()
     pd.testing.assert_frame_equal(
         _without_timing(pd.read_parquet(tmp_path / "run" / "results.parquet")),
-        _without_timing(pd.read_parquet(tmp_path / "fresh" / "results.parquet")))
+        _without_timing(pd.read_parquet(tmp_path / "fresh" / "results.parquet")),
+    )

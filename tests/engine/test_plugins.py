@@ -47,9 +47,22 @@ def installed_plugin(tmp_path_factory) -> Path:
     """pip-install the example plugin into a private site directory (no network, no deps)."""
     site = tmp_path_factory.mktemp("plugin-site")
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(site), str(PLUGIN_SOURCE)],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(PLUGIN_SOURCE),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
         env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
     )
     return site
@@ -57,8 +70,14 @@ def installed_plugin(tmp_path_factory) -> Path:
 
 def _intrabench(site: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(site)}
-    return subprocess.run([sys.executable, "-m", "intrabench.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "intrabench.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_entry_point_plugin_is_listed_and_runs(installed_plugin, tmp_path):
@@ -69,14 +88,19 @@ def test_entry_point_plugin_is_listed_and_runs(installed_plugin, tmp_path):
     assert "two-center-clicks" in prompters.stdout
 
     config = tmp_path / "plugin.yaml"
-    config.write_text(json.dumps({
-        "name": "plugin-run",
-        "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
-        "models": ["box-threshold-3d", "region-growing-3d"],
-        "prompters": ["box-3d", "two-center-clicks"],
-    }))
-    run = _intrabench(installed_plugin, "run", str(config), "--out", str(tmp_path / "out"),
-                      cwd=tmp_path)
+    config.write_text(
+        json.dumps(
+            {
+                "name": "plugin-run",
+                "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+                "models": ["box-threshold-3d", "region-growing-3d"],
+                "prompters": ["box-3d", "two-center-clicks"],
+            }
+        )
+    )
+    run = _intrabench(
+        installed_plugin, "run", str(config), "--out", str(tmp_path / "out"), cwd=tmp_path
+    )
     assert run.returncode == 0, run.stderr
     rows = pd.read_csv(tmp_path / "out" / "results.csv")
     plugin_rows = rows[rows.model == "box-threshold-3d"]
@@ -114,14 +138,24 @@ def test_the_component_index_names_the_module_of_every_built_in_component():
     from intrabench import registry
     from intrabench.component_index import BUILTIN_MODULES
 
-    for kind in (registry.models, registry.prompters, registry.refiners, registry.datasets,
-                 registry.clickability):
+    for kind in (
+        registry.models,
+        registry.prompters,
+        registry.refiners,
+        registry.datasets,
+        registry.clickability,
+    ):
         kind._ensure_loaded()
-        built_in = {name: cls.__module__ for name, cls in kind._classes.items()
-                    if cls.__module__.startswith(kind._builtin_packages)}
+        built_in = {
+            name: cls.__module__
+            for name, cls in kind._classes.items()
+            if cls.__module__.startswith(kind._builtin_packages)
+        }
         missing = sorted(set(built_in) - set(BUILTIN_MODULES[kind.group]))
-        assert not missing, (f"add to intrabench/component_index.py under '{kind.group}': "
-                             + ", ".join(f'"{n}": "{built_in[n]}"' for n in missing))
+        assert not missing, (
+            f"add to intrabench/component_index.py under '{kind.group}': "
+            + ", ".join(f'"{n}": "{built_in[n]}"' for n in missing)
+        )
         assert BUILTIN_MODULES[kind.group] == built_in
 
 
@@ -130,12 +164,15 @@ def test_asking_for_one_built_in_name_imports_only_its_module():
     import subprocess
     import sys
 
-    probe = ("import sys; from intrabench import registry; "
-             "registry.datasets.get('folder'); registry.prompters.get('box-per-slice'); "
-             "print(sorted(m for m in sys.modules if m.startswith(('intrabench.datasets.', "
-             "'intrabench.prompters.'))))")
-    output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                            check=True).stdout
+    probe = (
+        "import sys; from intrabench import registry; "
+        "registry.datasets.get('folder'); registry.prompters.get('box-per-slice'); "
+        "print(sorted(m for m in sys.modules if m.startswith(('intrabench.datasets.', "
+        "'intrabench.prompters.'))))"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
     imported = ast.literal_eval(output)
     assert "intrabench.datasets.folder" in imported
     assert "intrabench.prompters.per_slice" in imported
@@ -149,11 +186,14 @@ def test_the_command_line_is_parsed_without_the_heavy_libraries():
     import subprocess
     import sys
 
-    probe = ("import sys; from intrabench import cli, config; cli.build_parser(); "
-             "print(sorted(m for m in ('pandas', 'torch', 'SimpleITK', 'nibabel', 'scipy') "
-             "if m in sys.modules))")
-    output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                            check=True).stdout
+    probe = (
+        "import sys; from intrabench import cli, config; cli.build_parser(); "
+        "print(sorted(m for m in ('pandas', 'torch', 'SimpleITK', 'nibabel', 'scipy') "
+        "if m in sys.modules))"
+    )
+    output = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
     assert output.strip() == "[]"
 
 
@@ -175,13 +215,13 @@ def test_a_plugin_cannot_take_a_built_in_name_even_before_the_built_in_is_import
             print(error)
         print(registry.models.get("region-growing-3d").__module__)
         """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "model 'region-growing-3d' is the name of a built-in model "
         "(intrabench.models.region_growing_3d); register Mine under another name",
-        "intrabench.models.region_growing_3d"]
+        "intrabench.models.region_growing_3d",
+    ]
 
 
 def test_a_plugin_module_that_fails_at_import_is_one_line(tmp_path, capsys, monkeypatch):
@@ -190,24 +230,40 @@ def test_a_plugin_module_that_fails_at_import_is_one_line(tmp_path, capsys, monk
     (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('boom at import')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     config = tmp_path / "c.json"
-    config.write_text(json.dumps({
-        "name": "p", "imports": ["broken_plugin"], "models": ["region-growing-3d"],
-        "datasets": [{"name": "demo-phantoms", "n_cases": 1}], "prompters": ["box-3d"]}))
+    config.write_text(
+        json.dumps(
+            {
+                "name": "p",
+                "imports": ["broken_plugin"],
+                "models": ["region-growing-3d"],
+                "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+                "prompters": ["box-3d"],
+            }
+        )
+    )
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
-    assert ("imports: importing 'broken_plugin' failed: RuntimeError: boom at import "
-            "(broken_plugin.py:1)") in err and "Traceback" not in err
+    assert (
+        "imports: importing 'broken_plugin' failed: RuntimeError: boom at import "
+        "(broken_plugin.py:1)"
+    ) in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("returned, message", [
-    (lambda shape: np.zeros((3, 3, 3), bool),
-     r"returned a mask of shape \(3, 3, 3\) for a case of shape \(\d+, \d+, \d+\) \(z, y, x\)"),
-    (lambda shape: np.full(shape, 0.7), "returned a float64 mask; masks are boolean"),
-    (lambda shape: np.ones(shape, np.uint8), "returned a uint8 mask; masks are boolean"),
-    (lambda shape: [[0]], "returned Prediction with a list mask"),
-])
+@pytest.mark.parametrize(
+    "returned, message",
+    [
+        (
+            lambda shape: np.zeros((3, 3, 3), bool),
+            r"returned a mask of shape \(3, 3, 3\) for a case of shape \(\d+, \d+, \d+\) \(z, y, x\)",
+        ),
+        (lambda shape: np.full(shape, 0.7), "returned a float64 mask; masks are boolean"),
+        (lambda shape: np.ones(shape, np.uint8), "returned a uint8 mask; masks are boolean"),
+        (lambda shape: [[0]], "returned Prediction with a list mask"),
+    ],
+)
 def test_a_model_output_that_is_no_mask_of_the_case_fails_its_unit_in_one_line(
-        tmp_path, monkeypatch, returned, message):
+    tmp_path, monkeypatch, returned, message
+):
     """A probability map was scored as if every voxel above 0 were foreground, and a mask of
     another shape failed deep in the metrics ("operands could not be broadcast together")."""
     from intrabench.config import parse_config
@@ -227,35 +283,53 @@ def test_a_model_output_that_is_no_mask_of_the_case_fails_its_unit_in_one_line(
 
     registry.models.register(Wrong)
     try:
-        runner = Runner(parse_config({
-            "name": "wrong", "models": ["test-wrong-output"], "prompters": ["box-3d"],
-            "datasets": [{"name": "demo-phantoms", "n_cases": 1}]}), tmp_path / "run")
+        runner = Runner(
+            parse_config(
+                {
+                    "name": "wrong",
+                    "models": ["test-wrong-output"],
+                    "prompters": ["box-3d"],
+                    "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+                }
+            ),
+            tmp_path / "run",
+        )
         runner.run()
     finally:
         registry.models.unregister("test-wrong-output")
-    assert runner.failures and all(f.cause.startswith("ModelOutputError: model "
-                                                      "'test-wrong-output' ")
-                                   for f in runner.failures)
+    assert runner.failures and all(
+        f.cause.startswith("ModelOutputError: model 'test-wrong-output' ") for f in runner.failures
+    )
     import re
 
     assert re.search(message, runner.failures[0].cause)
 
 
-@pytest.mark.parametrize("returned, message", [
-    (lambda: Prompt(points=np.array([[999, 2, 3]]), point_labels=np.array([1])),
-     r"prompter 'test-bad-prompt' put point 0 at \(999, 2, 3\) outside the case's grid "
-     r"\(\d+, \d+, \d+\) \(z, y, x\)"),
-    # a negative index counted from the far end of the volume in numpy: a click elsewhere
-    (lambda: Prompt(points=np.array([[1, -5, 3]]), point_labels=np.array([1])),
-     r"point 0 at \(1, -5, 3\)"),
-    (lambda: Prompt(box3d=Box3D(0, 0, 0, 2, 500, 4)), r"the 3D box \(0, 0, 0, 2, 500, 4\)"),
-    (lambda: Prompt(box3d=Box3D(2, 0, 0, 1, 4, 4)), r"the 3D box \(2, 0, 0, 1, 4, 4\)"),
-    (lambda: {"points": [[1, 2, 3]]}, "prompter 'test-bad-prompt' returned dict, not a Prompt"),
-    (lambda: Prompt(points=np.array([[2.5, 3.0, 4.0]]), point_labels=np.array([1])),
-     r"points are voxel indices \(whole numbers\)"),  # int() truncated 2.5 to 2
-])
-def test_a_prompt_that_is_no_prompt_on_the_case_fails_its_unit_in_one_line(tmp_path, returned,
-                                                                          message):
+@pytest.mark.parametrize(
+    "returned, message",
+    [
+        (
+            lambda: Prompt(points=np.array([[999, 2, 3]]), point_labels=np.array([1])),
+            r"prompter 'test-bad-prompt' put point 0 at \(999, 2, 3\) outside the case's grid "
+            r"\(\d+, \d+, \d+\) \(z, y, x\)",
+        ),
+        # a negative index counted from the far end of the volume in numpy: a click elsewhere
+        (
+            lambda: Prompt(points=np.array([[1, -5, 3]]), point_labels=np.array([1])),
+            r"point 0 at \(1, -5, 3\)",
+        ),
+        (lambda: Prompt(box3d=Box3D(0, 0, 0, 2, 500, 4)), r"the 3D box \(0, 0, 0, 2, 500, 4\)"),
+        (lambda: Prompt(box3d=Box3D(2, 0, 0, 1, 4, 4)), r"the 3D box \(2, 0, 0, 1, 4, 4\)"),
+        (lambda: {"points": [[1, 2, 3]]}, "prompter 'test-bad-prompt' returned dict, not a Prompt"),
+        (
+            lambda: Prompt(points=np.array([[2.5, 3.0, 4.0]]), point_labels=np.array([1])),
+            r"points are voxel indices \(whole numbers\)",
+        ),  # int() truncated 2.5 to 2
+    ],
+)
+def test_a_prompt_that_is_no_prompt_on_the_case_fails_its_unit_in_one_line(
+    tmp_path, returned, message
+):
     import re
 
     from intrabench.config import parse_config
@@ -273,13 +347,21 @@ def test_a_prompt_that_is_no_prompt_on_the_case_fails_its_unit_in_one_line(tmp_p
 
     registry.prompters.register(Bad)
     try:
-        runner = Runner(parse_config({
-            "name": "bad-prompt", "models": ["region-growing-3d"],
-            "prompters": ["test-bad-prompt"],
-            "datasets": [{"name": "demo-phantoms", "n_cases": 1}]}), tmp_path / "run")
+        runner = Runner(
+            parse_config(
+                {
+                    "name": "bad-prompt",
+                    "models": ["region-growing-3d"],
+                    "prompters": ["test-bad-prompt"],
+                    "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+                }
+            ),
+            tmp_path / "run",
+        )
         runner.run()
     finally:
         registry.prompters.unregister("test-bad-prompt")
     assert runner.failures
-    assert all(re.search(message, failure.cause) for failure in runner.failures), \
-        runner.failures[0].cause
+    assert all(re.search(message, failure.cause) for failure in runner.failures), runner.failures[
+        0
+    ].cause

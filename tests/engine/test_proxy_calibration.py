@@ -17,19 +17,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import proxy_calibration  # noqa: E402
 
-calibration_entry, card_figures = proxy_calibration.calibration_entry, proxy_calibration.card_figures
+calibration_entry, card_figures = (
+    proxy_calibration.calibration_entry,
+    proxy_calibration.card_figures,
+)
 card_of, entry_text = proxy_calibration.card_of, proxy_calibration.entry_text
 per_model_ms, read_calibration = proxy_calibration.per_model_ms, proxy_calibration.read_calibration
 
-MODELS = [("sam-med3d(device=cuda,weights=random)", "sam-med3d"),
-          ("segvol(device=cuda,weights=random)", "segvol")]
+MODELS = [
+    ("sam-med3d(device=cuda,weights=random)", "sam-med3d"),
+    ("segvol(device=cuda,weights=random)", "segvol"),
+]
 
 
 def _card_result() -> dict:
     """bench_gpu_run.measure's result of a made-up card run (seconds)."""
-    return {"wall": 100.0, "before": 6.0, "after": 0.5, "model": 70.0, "model_steady": 0.75,
-            "per_model": {MODELS[0][0]: (68, 20.4), MODELS[1][0]: (17, 49.6)},
-            "loop_phases": {"forward passes": 70.0, "model set_case": 1.234, "untracked": 0.1}}
+    return {
+        "wall": 100.0,
+        "before": 6.0,
+        "after": 0.5,
+        "model": 70.0,
+        "model_steady": 0.75,
+        "per_model": {MODELS[0][0]: (68, 20.4), MODELS[1][0]: (17, 49.6)},
+        "loop_phases": {"forward passes": 70.0, "model set_case": 1.234, "untracked": 0.1},
+    }
 
 
 def test_a_card_run_gives_its_figures_by_model_name():
@@ -45,8 +56,9 @@ def test_a_card_run_gives_its_figures_by_model_name():
 def test_two_entries_of_one_model_add_up_under_its_name():
     result = _card_result()
     result["per_model"] = {"sam-med3d": (10, 1.5), "sam-med3d(variant=turbo)": (6, 0.5)}
-    figures = card_figures(result, [("sam-med3d", "sam-med3d"),
-                                    ("sam-med3d(variant=turbo)", "sam-med3d")], "card", "c")
+    figures = card_figures(
+        result, [("sam-med3d", "sam-med3d"), ("sam-med3d(variant=turbo)", "sam-med3d")], "card", "c"
+    )
     assert figures["forward_by_model"] == {"sam-med3d": 2.0}
     assert figures["steps_by_model"] == {"sam-med3d": 16}
 
@@ -56,14 +68,18 @@ def test_the_entry_gives_each_model_its_card_seconds_over_the_proxys_passes():
     entry = calibration_entry(figures, {"sam-med3d": 68, "segvol": 17})
     # 20.4 s / 68 = 300.0 ms; 49.6 s / 17 = 2917.647... ms, to 0.1 ms
     assert entry["proxy_ms"] == {"sam-med3d": 300.0, "segvol": 2917.6}
-    assert entry["card"] == {"name": "NVIDIA H200", "wall": 100.0, "start": 6.0,
-                             "forward": 70.0, "between": 23.5, "model_steady": 0.75,
-                             "model_whole": 0.7,
-                             "phases": {"forward passes": 70.0, "model set_case": 1.23,
-                                        "untracked": 0.1}}
+    assert entry["card"] == {
+        "name": "NVIDIA H200",
+        "wall": 100.0,
+        "start": 6.0,
+        "forward": 70.0,
+        "between": 23.5,
+        "model_steady": 0.75,
+        "model_whole": 0.7,
+        "phases": {"forward passes": 70.0, "model set_case": 1.23, "untracked": 0.1},
+    }
     # the proxy then runs each stand-in at its model's time
-    assert per_model_ms(entry["proxy_ms"], MODELS) == {MODELS[0][0]: 300.0,
-                                                       MODELS[1][0]: 2917.6}
+    assert per_model_ms(entry["proxy_ms"], MODELS) == {MODELS[0][0]: 300.0, MODELS[1][0]: 2917.6}
 
 
 def test_the_printed_entry_reads_back_as_the_calibration_file(tmp_path):
@@ -96,8 +112,9 @@ def test_a_model_the_proxy_never_ran_is_one_line(passes):
         calibration_entry(figures, passes)
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, 1e400, -1.0, "12", True, None,
-                                   {"s": 1.0}, [1.0]])
+@pytest.mark.parametrize(
+    "value", [math.nan, math.inf, 1e400, -1.0, "12", True, None, {"s": 1.0}, [1.0]]
+)
 @pytest.mark.parametrize("where", ["between", "a phase"])
 def test_a_card_figure_that_is_no_finite_number_is_one_line(value, where):
     figures = card_figures(_card_result(), MODELS, "card", "c")
@@ -123,8 +140,20 @@ def test_figures_without_forward_seconds_are_one_line():
         calibration_entry({"card": "x"}, {"sam-med3d": 1})
 
 
-@pytest.mark.parametrize("table", ["fast", -3, math.nan, math.inf, 1e400, True, [1],
-                                   {"sam-med3d": {"ms": 3}, "segvol": 1}, "x" * 10_000])
+@pytest.mark.parametrize(
+    "table",
+    [
+        "fast",
+        -3,
+        math.nan,
+        math.inf,
+        1e400,
+        True,
+        [1],
+        {"sam-med3d": {"ms": 3}, "segvol": 1},
+        "x" * 10_000,
+    ],
+)
 def test_a_proxy_time_that_is_no_duration_is_one_line(table):
     with pytest.raises(ValueError, match="proxy_ms must be a number of milliseconds") as raised:
         per_model_ms(table, MODELS)
@@ -150,18 +179,28 @@ def test_the_stand_ins_count_their_passes_by_the_model_they_stand_for(tmp_path):
     slice of a target, and the one slice of its centre click)."""
     from bench_gpu_run import measure, stand_in_config
 
-    config = parse_config({
-        "name": "count", "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
-        "models": [{"name": "sam-med3d", "weights": "random"}, {"name": "sam", "weights": "random"}],
-        "prompters": ["center-points-per-volume", "box-per-slice"]})
+    config = parse_config(
+        {
+            "name": "count",
+            "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+            "models": [
+                {"name": "sam-med3d", "weights": "random"},
+                {"name": "sam", "weights": "random"},
+            ],
+            "prompters": ["center-points-per-volume", "box-per-slice"],
+        }
+    )
     dataset = registry.datasets.create("demo-phantoms", {"n_cases": 1})
     case = dataset.load(dataset.case_ids()[0])
-    slices = sum(int(np.any(case.label == target.label_value, axis=(1, 2)).sum())
-                 for target in case.targets)
+    slices = sum(
+        int(np.any(case.label == target.label_value, axis=(1, 2)).sum()) for target in case.targets
+    )
     result = measure(stand_in_config(config, 0.0, set_up=False), {"background": "inline"})
     assert slices == 7 + 5 + 6  # lesions on slices 18-24, 23-27 and 4-9
-    assert result["forwards_by_model"] == {"sam-med3d": len(case.targets),
-                                           "sam": slices + len(case.targets)}
+    assert result["forwards_by_model"] == {
+        "sam-med3d": len(case.targets),
+        "sam": slices + len(case.targets),
+    }
     # the loop's phases go into a card run's figures; 3 + 21 passes timed by the loop clock
     assert {"forward passes", "model set_case", "untracked"} <= set(result["loop_phases"])
     figures = card_figures(result, [(spec.key, spec.name) for spec in config.models], "c", "c")
@@ -173,10 +212,14 @@ def test_a_run_without_rows_is_one_line_not_a_traceback(tmp_path):
     bench_gpu_run says why in one line instead of failing on the empty table."""
     from bench_gpu_run import NoRows, measure, stand_in_config
 
-    config = parse_config({
-        "name": "no-rows", "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
-        "models": [{"name": "sam-med3d", "checkpoint_dir": str(tmp_path)}],
-        "prompters": ["center-points-per-volume"]})
+    config = parse_config(
+        {
+            "name": "no-rows",
+            "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+            "models": [{"name": "sam-med3d", "checkpoint_dir": str(tmp_path)}],
+            "prompters": ["center-points-per-volume"],
+        }
+    )
     with pytest.raises(NoRows, match="checkpoint for sam-med3d not found"):
         measure(stand_in_config(config, 0.0), {"background": "inline"})
 
@@ -190,13 +233,22 @@ def test_a_models_card_seconds_that_are_no_duration_are_one_line(seconds):
     assert "\n" not in str(raised.value)
 
 
-@pytest.mark.parametrize("text", [
-    "not json {", "[1, 2]", "null", '"a string"',
-    '{"forward_by_model": {"sam-med3d": 1.0}}',  # not the configuration's models
-    '{"forward_by_model": [1, 2]}', '{"forward_by_model": {"a": {"b": {"c": 1}}}}',
-    '{"forward_by_model": {"' + "x" * 100_000 + '": 1}}'])
-def test_a_card_figures_file_that_is_garbage_is_refused_in_one_line(tmp_path, capsys,
-                                                                     monkeypatch, text):
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json {",
+        "[1, 2]",
+        "null",
+        '"a string"',
+        '{"forward_by_model": {"sam-med3d": 1.0}}',  # not the configuration's models
+        '{"forward_by_model": [1, 2]}',
+        '{"forward_by_model": {"a": {"b": {"c": 1}}}}',
+        '{"forward_by_model": {"' + "x" * 100_000 + '": 1}}',
+    ],
+)
+def test_a_card_figures_file_that_is_garbage_is_refused_in_one_line(
+    tmp_path, capsys, monkeypatch, text
+):
     """bench_gpu_run --calibrate-from reads a file the card run wrote: garbage in it stops the
     command with one line (argparse's exit 2), before any run."""
     from bench_gpu_run import main
@@ -204,8 +256,11 @@ def test_a_card_figures_file_that_is_garbage_is_refused_in_one_line(tmp_path, ca
     figures = tmp_path / "figures.json"
     figures.write_text(text)
     config = Path(__file__).resolve().parents[2] / "benchmarks/configs/gpu-3d-refine.yaml"
-    monkeypatch.setattr(sys, "argv", ["bench_gpu_run.py", "--proxy-of", str(config),
-                                      "--calibrate-from", str(figures)])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        ["bench_gpu_run.py", "--proxy-of", str(config), "--calibrate-from", str(figures)],
+    )
     with pytest.raises(SystemExit) as exited:
         main()
     assert exited.value.code == 2

@@ -37,21 +37,42 @@ CRASHING_DATASET = textwrap.dedent('''
 def test_a_case_that_kills_its_reader_fails_alone_and_the_run_goes_on(tmp_path):
     (tmp_path / "crashing_reader_dataset.py").write_text(CRASHING_DATASET)
     config = tmp_path / "run.yaml"
-    config.write_text(json.dumps({
-        "name": "reader-crash", "imports": ["crashing_reader_dataset"],
-        "datasets": [{"name": "test-crashes-its-reader", "n_cases": 3, "shape": [12, 32, 32]}],
-        "models": ["region-growing-3d"], "prompters": ["box-3d"], "refinement_steps": 0}))
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    command = [sys.executable, "-m", "intrabench", "run", str(config), "--out",
-               str(tmp_path / "run")]
+    config.write_text(
+        json.dumps(
+            {
+                "name": "reader-crash",
+                "imports": ["crashing_reader_dataset"],
+                "datasets": [
+                    {"name": "test-crashes-its-reader", "n_cases": 3, "shape": [12, 32, 32]}
+                ],
+                "models": ["region-growing-3d"],
+                "prompters": ["box-3d"],
+                "refinement_steps": 0,
+            }
+        )
+    )
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "intrabench",
+        "run",
+        str(config),
+        "--out",
+        str(tmp_path / "run"),
+    ]
     for attempt in ("first", "rerun"):  # the rerun meets the same case: the same line
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                              env=environment)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)
         output = done.stdout + done.stderr
         assert done.returncode in (0, 1), (attempt, done.returncode, output[-3000:])
-        lines = [line for line in output.splitlines() if "phantom_001" in line
-                 and "the process reading this case died" in line]
+        lines = [
+            line
+            for line in output.splitlines()
+            if "phantom_001" in line and "the process reading this case died" in line
+        ]
         assert lines and all("killed by signal 11" in line for line in lines), output[-3000:]
         assert "Traceback" not in output
     rows = pd.read_parquet(tmp_path / "run" / "results.parquet")

@@ -26,5 +26,6 @@ def test_performance_history_is_dated_not_by_session():
     from pathlib import Path
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "performance.md").read_text()
-    assert not re.search(r"\bsessions? \d|\bthis session\b|\bprevious session\b", page,
-                         re.IGNORECASE)
+    assert not re.search(
+        r"\bsessions? \d|\bthis session\b|\bprevious session\b", page, re.IGNORECASE
+    )

@@ -15,9 +15,14 @@ from intrabench.errors import UserError
 from intrabench.io.results import measured_columns
 from intrabench.io.run_directory import RunLock
 
-SPEC = {"name": "dir-test", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
-        "models": ["region-growing-3d"], "prompters": ["box-3d"], "refiners": ["scribble"],
-        "refinement_steps": 1}
+SPEC = {
+    "name": "dir-test",
+    "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+    "models": ["region-growing-3d"],
+    "prompters": ["box-3d"],
+    "refiners": ["scribble"],
+    "refinement_steps": 1,
+}
 
 
 def _config(**changes):
@@ -32,8 +37,11 @@ def _measured(frame: pd.DataFrame) -> pd.DataFrame:
 def test_a_folder_with_the_users_own_files_is_refused(tmp_path, capsys, monkeypatch):
     project = tmp_path / "project"
     project.mkdir()
-    for name, text in (("config.yaml", "my: config\n"), ("run.json", '{"mine": 1}'),
-                       ("results.csv", "a,b\n1,2\n")):
+    for name, text in (
+        ("config.yaml", "my: config\n"),
+        ("run.json", '{"mine": 1}'),
+        ("results.csv", "a,b\n1,2\n"),
+    ):
         (project / name).write_text(text)
     config = tmp_path / "run.yaml"
     config.write_text(json.dumps(SPEC))
@@ -82,8 +90,10 @@ def test_a_changed_tolerance_recomputes_instead_of_keeping_stale_rows(tmp_path):
     fresh = pd.read_parquet(tmp_path / "fresh" / "results.parquet")
     assert set(rerun["nsd_tolerance_mm"]) == {5.0}
     pd.testing.assert_frame_equal(_measured(rerun), _measured(fresh))
-    assert (rerun.sort_values(["case", "target", "step"])["nsd"].to_numpy()
-            >= at_two.sort_values(["case", "target", "step"])["nsd"].to_numpy()).all()
+    assert (
+        rerun.sort_values(["case", "target", "step"])["nsd"].to_numpy()
+        >= at_two.sort_values(["case", "target", "step"])["nsd"].to_numpy()
+    ).all()
     assert not _measured(rerun)["nsd"].equals(_measured(at_two)["nsd"])
 
 
@@ -115,7 +125,8 @@ def test_a_damaged_unit_file_is_recomputed_and_tables_warn_on_a_partial_run(tmp_
 
 
 def test_damaged_results_and_unit_files_are_one_warning_to_the_commands_that_read_them(
-        tmp_path, capsys, caplog):
+    tmp_path, capsys, caplog
+):
     """A results.parquet cut short is read from the unit files instead; a unit file cut short
     is left out of what `tables` shows, with a warning naming it (a traceback before)."""
     Runner(_config(), tmp_path / "run").run()
@@ -155,12 +166,19 @@ def test_a_damaged_run_record_is_named_not_a_traceback(tmp_path, capsys, caplog)
     assert "results.csv is a file; give the run's folder" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("\x00\xff garbage", None), ("[1, 2, 3]", None), ("-1", None), ("NaN", None),
-    ('{"versions": {"intrabench": {"nested": [NaN, -1e308]}}}', True),
-    ('{"versions": ["intrabench"]}', False), ('{"versions": null, "machine": 7}', False),
-    ('{"versions": {"x": 1}, "pad": "' + "a" * 2_000_000 + '"}', False),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("\x00\xff garbage", None),
+        ("[1, 2, 3]", None),
+        ("-1", None),
+        ("NaN", None),
+        ('{"versions": {"intrabench": {"nested": [NaN, -1e308]}}}', True),
+        ('{"versions": ["intrabench"]}', False),
+        ('{"versions": null, "machine": 7}', False),
+        ('{"versions": {"x": 1}, "pad": "' + "a" * 2_000_000 + '"}', False),
+    ],
+)
 def test_hostile_run_records_are_damaged_or_foreign_never_a_traceback(tmp_path, text, expected):
     """run.json as garbage, a list, a number, NaN, nested, of the wrong types or huge: read as
     damaged (None) or as a record that is or is not IntraBench's; the machine only if a dict."""
@@ -174,13 +192,19 @@ def test_hostile_run_records_are_damaged_or_foreign_never_a_traceback(tmp_path, 
     assert run_machine(tmp_path) is None
 
 
-@pytest.mark.parametrize("problems", [
-    "garbage\x00\xff", "dataset,case,model,units,problem\nd,c,m,many,p\n", "", "units\n-5\n",
-    "dataset,case,model,units,problem\nd,c,m,NaN,p\n",
-    "dataset,case,model,units,problem\nd,c,m,1e9,p\n",
-    "dataset,case,model,units,problem\nd,c,m,\"[[1]]\",p\n",
-    "dataset,case,model,units,problem\n" + "d,c,m,x,p\n" * 200_000,  # huge
-])
+@pytest.mark.parametrize(
+    "problems",
+    [
+        "garbage\x00\xff",
+        "dataset,case,model,units,problem\nd,c,m,many,p\n",
+        "",
+        "units\n-5\n",
+        "dataset,case,model,units,problem\nd,c,m,NaN,p\n",
+        "dataset,case,model,units,problem\nd,c,m,1e9,p\n",
+        'dataset,case,model,units,problem\nd,c,m,"[[1]]",p\n',
+        "dataset,case,model,units,problem\n" + "d,c,m,x,p\n" * 200_000,  # huge
+    ],
+)
 def test_a_damaged_problems_list_is_read_as_no_problems(tmp_path, capsys, problems):
     """The incompleteness line reads problems.csv and failures.csv: damaged, they count
     nothing (the missing units are then called not run yet), never a traceback."""
@@ -188,7 +212,7 @@ def test_a_damaged_problems_list_is_read_as_no_problems(tmp_path, capsys, proble
     sorted((tmp_path / "run" / "units").glob("*.parquet"))[0].unlink()
     (tmp_path / "run" / "results.parquet").unlink()
     (tmp_path / "run" / "problems.csv").write_bytes(problems.encode("utf-8", "surrogateescape"))
-    (tmp_path / "run" / "failures.csv").write_text("not,a\n\"broken")
+    (tmp_path / "run" / "failures.csv").write_text('not,a\n"broken')
     assert main(["tables", str(tmp_path / "run"), "--out", str(tmp_path / "t")]) == 0
     err = capsys.readouterr().err
     assert "is incomplete: 1 of 2 work units finished; 1 not run yet" in err
@@ -208,13 +232,22 @@ def test_a_run_killed_without_closing_is_named_by_the_next_one(tmp_path, caplog)
     Runner(_config(), tmp_path / "run").run()
     assert (tmp_path / "run" / ".lock").read_text() == ""  # closed: emptied
     # a process that takes the lock and is killed with SIGKILL while holding it
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
         import sys, time
         from intrabench.io.run_directory import RunLock
         RunLock(sys.argv[1]).acquire()
         print("held", flush=True)
         time.sleep(60)
-        """), str(tmp_path / "run")], stdout=subprocess.PIPE, text=True)
+        """),
+            str(tmp_path / "run"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait(timeout=10)
@@ -246,8 +279,10 @@ def test_a_refused_run_closes_its_lock_and_the_next_one_has_nothing_to_say(tmp_p
     assert not any("ended without closing" in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.parametrize("left", [b"\x00\xff\xfe garbage", b"pid \xff\xfe", b"pid " + b"9" * 5000,
-                                  b"pid \n\n\t", b"x" * 10_000])
+@pytest.mark.parametrize(
+    "left",
+    [b"\x00\xff\xfe garbage", b"pid \xff\xfe", b"pid " + b"9" * 5000, b"pid \n\n\t", b"x" * 10_000],
+)
 def test_a_lock_file_with_anything_in_it_is_taken_and_emptied(tmp_path, caplog, left):
     """The lock file's left-over text is shown only when it reads like a holder ("pid ..."),
     cut to 500 characters; anything else is taken over in silence; never a traceback."""

@@ -32,10 +32,16 @@ def test_box_prompt_on_a_clean_cube_is_perfect():
     label = np.zeros(image.shape, dtype=np.int32)
     image[3:7, 5:12, 6:15] = 100.0
     label[3:7, 5:12, 6:15] = 1
-    geometry = ImageGeometry((20, 20, 10), (1.0, 1.0, 2.0), (0.0, 0.0, 0.0),
-                             (-1, 0, 0, 0, -1, 0, 0, 0, 1))
-    case = Case("hand", "cube", Volume(image, (2.0, 1.0, 1.0), geometry), label,
-                (Target("cube", 1, "cube"),))
+    geometry = ImageGeometry(
+        (20, 20, 10), (1.0, 1.0, 2.0), (0.0, 0.0, 0.0), (-1, 0, 0, 0, -1, 0, 0, 0, 1)
+    )
+    case = Case(
+        "hand",
+        "cube",
+        Volume(image, (2.0, 1.0, 1.0), geometry),
+        label,
+        (Target("cube", 1, "cube"),),
+    )
     model = registry.models.create("region-growing-3d")
     model.set_case(case.image)
     prompter = registry.prompters.create("box-3d")
@@ -99,10 +105,14 @@ registry.models.register(_Interrupting)
 
 
 def test_interrupted_run_loses_nothing_and_resumes_to_the_same_rows(tmp_path):
-    spec = {"name": "interrupt", "datasets": [{"name": "demo-phantoms", "n_cases": 4}],
-            "prompters": ["box-3d"]}
-    interrupted = parse_config({**spec, "models": [{"name": "test-interrupting",
-                                                    "interrupt_at": 7, "label": "m"}]})
+    spec = {
+        "name": "interrupt",
+        "datasets": [{"name": "demo-phantoms", "n_cases": 4}],
+        "prompters": ["box-3d"],
+    }
+    interrupted = parse_config(
+        {**spec, "models": [{"name": "test-interrupting", "interrupt_at": 7, "label": "m"}]}
+    )
     _Interrupting.calls = 0
     with pytest.raises(KeyboardInterrupt):
         Runner(interrupted, tmp_path / "run").run()
@@ -115,20 +125,29 @@ def test_interrupted_run_loses_nothing_and_resumes_to_the_same_rows(tmp_path):
     _Interrupting.calls = 0
     Runner(resumed, tmp_path / "run", extend=True).run()
     assert all(p.read_bytes() == content for p, content in finished.items())
-    assert _Interrupting.calls == sum(  # only the unfinished cases were recomputed
-        len(c.targets) for c in (registry.datasets.create("demo-phantoms", {"n_cases": 4}).load(i)
-                                 for i in ["phantom_000", "phantom_001", "phantom_002",
-                                           "phantom_003"][len(done):]))
+    assert (
+        _Interrupting.calls
+        == sum(  # only the unfinished cases were recomputed
+            len(c.targets)
+            for c in (
+                registry.datasets.create("demo-phantoms", {"n_cases": 4}).load(i)
+                for i in ["phantom_000", "phantom_001", "phantom_002", "phantom_003"][len(done) :]
+            )
+        )
+    )
     Runner(resumed, tmp_path / "fresh").run()
-    pd.testing.assert_frame_equal(_measurements(pd.read_parquet(tmp_path / "run" / "results.parquet")),
-                                  _measurements(pd.read_parquet(tmp_path / "fresh" / "results.parquet")))
+    pd.testing.assert_frame_equal(
+        _measurements(pd.read_parquet(tmp_path / "run" / "results.parquet")),
+        _measurements(pd.read_parquet(tmp_path / "fresh" / "results.parquet")),
+    )
 
 
 # -- bad input through the CLI: one line, non-zero exit, nothing damaged -----------------------
 
 
-def _own_dataset(root: Path, image: np.ndarray, label: np.ndarray,
-                 label_spacing=(1.0, 1.0, 1.0)) -> Path:
+def _own_dataset(
+    root: Path, image: np.ndarray, label: np.ndarray, label_spacing=(1.0, 1.0, 1.0)
+) -> Path:
     (root / "imagesTr").mkdir(parents=True)
     (root / "labelsTr").mkdir()
     sitk.WriteImage(sitk.GetImageFromArray(image), str(root / "imagesTr" / "c1_0000.nii.gz"))
@@ -141,9 +160,16 @@ def _own_dataset(root: Path, image: np.ndarray, label: np.ndarray,
 
 def _run_cli(tmp_path: Path, dataset_root: Path, capsys) -> tuple[int, str]:
     config = tmp_path / "own.yaml"
-    config.write_text(json.dumps({"name": "own", "datasets": [{"name": "nnunet-folder",
-                                                               "path": str(dataset_root)}],
-                                  "models": ["region-growing-3d"], "prompters": ["box-3d"]}))
+    config.write_text(
+        json.dumps(
+            {
+                "name": "own",
+                "datasets": [{"name": "nnunet-folder", "path": str(dataset_root)}],
+                "models": ["region-growing-3d"],
+                "prompters": ["box-3d"],
+            }
+        )
+    )
     code = main(["run", str(config), "--out", str(tmp_path / "out")])
     return code, capsys.readouterr().err
 
@@ -152,11 +178,19 @@ GOOD_LABEL = np.zeros((6, 8, 8), dtype=np.uint8)
 GOOD_LABEL[2:4, 2:5, 2:5] = 1
 
 
-@pytest.mark.parametrize(("image", "label", "spacing", "message"), [
-    (np.full((6, 8, 8), np.nan, np.float32), GOOD_LABEL, (1.0, 1.0, 1.0), "NaN or infinite"),
-    (np.zeros((6, 8, 8), np.float32), np.zeros((6, 8, 8), np.uint8), (1.0, 1.0, 1.0), "label is empty"),
-    (np.zeros((6, 8, 8), np.float32), GOOD_LABEL, (2.0, 1.0, 1.0), "does not match image grid"),
-])
+@pytest.mark.parametrize(
+    ("image", "label", "spacing", "message"),
+    [
+        (np.full((6, 8, 8), np.nan, np.float32), GOOD_LABEL, (1.0, 1.0, 1.0), "NaN or infinite"),
+        (
+            np.zeros((6, 8, 8), np.float32),
+            np.zeros((6, 8, 8), np.uint8),
+            (1.0, 1.0, 1.0),
+            "label is empty",
+        ),
+        (np.zeros((6, 8, 8), np.float32), GOOD_LABEL, (2.0, 1.0, 1.0), "does not match image grid"),
+    ],
+)
 def test_bad_cases_are_named_and_fail_the_run(tmp_path, capsys, image, label, spacing, message):
     root = _own_dataset(tmp_path / "data", image, label, spacing)
     code, err = _run_cli(tmp_path, root, capsys)
@@ -174,26 +208,41 @@ def test_work_skipped_for_a_bad_case_is_kept_in_the_run_folder_and_named_later(t
     sitk.WriteImage(sitk.GetImageFromArray(image), str(root / "imagesTr" / "c2_0000.nii.gz"))
     sitk.WriteImage(sitk.GetImageFromArray(GOOD_LABEL), str(root / "labelsTr" / "c2.nii.gz"))
     config = tmp_path / "own.yaml"
-    config.write_text(json.dumps({"name": "own", "datasets": [{"name": "nnunet-folder",
-                                                               "path": str(root)}],
-                                  "models": ["region-growing-3d", "random-walker-3d"],
-                                  "prompters": ["box-3d", "center-points-per-volume"]}))
+    config.write_text(
+        json.dumps(
+            {
+                "name": "own",
+                "datasets": [{"name": "nnunet-folder", "path": str(root)}],
+                "models": ["region-growing-3d", "random-walker-3d"],
+                "prompters": ["box-3d", "center-points-per-volume"],
+            }
+        )
+    )
     out = tmp_path / "out"
     assert main(["run", str(config), "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert err.count("c2: skipped: ") == 1 and "1 problem(s)" in err
     problems = pd.read_csv(out / "problems.csv")
     assert problems[["case", "model", "units"]].values.tolist() == [
-        ["c2", "region-growing-3d", 2], ["c2", "random-walker-3d", 2]]
-    assert problems["problem"].str.endswith("1 voxels are NaN or infinite; clean the image "
-                                            "before benchmarking").all()
+        ["c2", "region-growing-3d", 2],
+        ["c2", "random-walker-3d", 2],
+    ]
+    assert (
+        problems["problem"]
+        .str.endswith("1 voxels are NaN or infinite; clean the image before benchmarking")
+        .all()
+    )
     assert main(["tables", str(out), "--out", str(tmp_path / "tables")]) == 0
-    assert (f"is incomplete: 4 of 8 work units finished; 4 skipped for a problem with their "
-            f"case or model (see {out / 'problems.csv'}). What follows covers only the finished "
-            "ones; fix what they name, then re-run the same command.") in capsys.readouterr().err
+    assert (
+        f"is incomplete: 4 of 8 work units finished; 4 skipped for a problem with their "
+        f"case or model (see {out / 'problems.csv'}). What follows covers only the finished "
+        "ones; fix what they name, then re-run the same command."
+    ) in capsys.readouterr().err
     # fixed: the same command runs the skipped units and empties the list
-    sitk.WriteImage(sitk.GetImageFromArray(np.zeros((6, 8, 8), np.float32)),
-                    str(root / "imagesTr" / "c2_0000.nii.gz"))
+    sitk.WriteImage(
+        sitk.GetImageFromArray(np.zeros((6, 8, 8), np.float32)),
+        str(root / "imagesTr" / "c2_0000.nii.gz"),
+    )
     assert main(["run", str(config), "--out", str(out)]) == 0
     assert pd.read_csv(out / "problems.csv").empty
     assert main(["tables", str(out), "--out", str(tmp_path / "tables")]) == 0
@@ -218,12 +267,20 @@ def test_missing_image_and_config_errors_exit_2(tmp_path, capsys):
     assert "config file not found" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("options, message", [
-    (["--gpus", "0"], "--gpus: only used with --executor dask"),
-    (["--workers", "4", "--memory-limit", "8GB"],
-     "--workers, --memory-limit: only used with --executor dask"),
-    (["--executor", "dask", "--workers-per-gpu", "2"], "--workers-per-gpu: only used with --gpus"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--gpus", "0"], "--gpus: only used with --executor dask"),
+        (
+            ["--workers", "4", "--memory-limit", "8GB"],
+            "--workers, --memory-limit: only used with --executor dask",
+        ),
+        (
+            ["--executor", "dask", "--workers-per-gpu", "2"],
+            "--workers-per-gpu: only used with --gpus",
+        ),
+    ],
+)
 def test_executor_options_that_would_be_ignored_are_errors(tmp_path, capsys, options, message):
     assert main(["run", "--out", str(tmp_path / "run"), *options]) == 2
     assert message in capsys.readouterr().err
@@ -241,10 +298,19 @@ def test_unwritable_output_directory(tmp_path, capsys):
 
 def test_an_unusable_model_is_reported_once_and_the_others_still_run(tmp_path, capsys):
     config = tmp_path / "missing-checkpoint.yaml"
-    config.write_text(json.dumps({
-        "name": "missing", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
-        "models": [{"name": "sam", "checkpoint_dir": str(tmp_path / "empty")}, "region-growing-3d"],
-        "prompters": ["box-3d"]}))
+    config.write_text(
+        json.dumps(
+            {
+                "name": "missing",
+                "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+                "models": [
+                    {"name": "sam", "checkpoint_dir": str(tmp_path / "empty")},
+                    "region-growing-3d",
+                ],
+                "prompters": ["box-3d"],
+            }
+        )
+    )
     code = main(["run", str(config), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 1
@@ -263,15 +329,26 @@ def test_unit_keys_name_every_metric_setting():
     from intrabench.config import ComponentSpec, DatasetSpec
     from intrabench.engine.plan import WorkUnit
 
-    unit = WorkUnit(dataset=DatasetSpec(name="demo-phantoms"), case_id="c1",
-                    model=ComponentSpec(name="m"), prompter=ComponentSpec(name="p"),
-                    refiner=ComponentSpec(name="r"), seed=0, steps=5, keep_previous_prompts=True)
+    unit = WorkUnit(
+        dataset=DatasetSpec(name="demo-phantoms"),
+        case_id="c1",
+        model=ComponentSpec(name="m"),
+        prompter=ComponentSpec(name="p"),
+        refiner=ComponentSpec(name="r"),
+        seed=0,
+        steps=5,
+        keep_previous_prompts=True,
+    )
     before = json.dumps(["demo-phantoms", "c1", "m", "p", "r", 0, 5, True], sort_keys=True)
     assert unit.key == hashlib.sha256(before.encode()).hexdigest()[:24]
-    keys = {unit.key, replace(unit, nsd_tolerance_mm=5.0).key, replace(unit, protocol="cvpr25").key,
-            replace(unit, protocol="cvpr25", nsd_tolerance_mm=5.0).key,
-            replace(unit, surface_metrics_at="final").key,
-            replace(unit, surface_metrics_at=(0, 2)).key}
+    keys = {
+        unit.key,
+        replace(unit, nsd_tolerance_mm=5.0).key,
+        replace(unit, protocol="cvpr25").key,
+        replace(unit, protocol="cvpr25", nsd_tolerance_mm=5.0).key,
+        replace(unit, surface_metrics_at="final").key,
+        replace(unit, surface_metrics_at=(0, 2)).key,
+    }
     assert len(keys) == 6
 
 
@@ -289,7 +366,7 @@ def test_a_truncated_file_skips_its_case_with_one_line(tmp_path, capsys, damaged
         (root / "imagesTr" / f"{case}_0000.nii.gz").unlink()
         (root / "labelsTr" / f"{case}.nii.gz").unlink()
     data = (root / damaged).read_bytes()
-    (root / damaged).write_bytes(data[:len(data) // 2])
+    (root / damaged).write_bytes(data[: len(data) // 2])
     code, err = _run_cli(tmp_path, root, capsys)
     assert code == 1
     problem_lines = [line for line in err.splitlines() if "re-download" in line]
@@ -310,8 +387,11 @@ def test_a_grid_mismatch_names_what_differs(tmp_path, capsys):
     sitk.WriteImage(label, str(root / "labelsTr" / "c1.nii.gz"))
     (root / "dataset.json").write_text(json.dumps({"labels": {"background": 0, "lesion": 1}}))
     code, err = _run_cli(tmp_path, root, capsys)
-    assert code == 1 and "origin (0, 0, 12.5) vs (0, 0, 0)" in err and "size" not in err.split(
-        "origin")[0].split("does not match")[-1]
+    assert (
+        code == 1
+        and "origin (0, 0, 12.5) vs (0, 0, 0)" in err
+        and "size" not in err.split("origin")[0].split("does not match")[-1]
+    )
 
 
 def test_a_looping_link_is_named_as_such(tmp_path):
@@ -325,6 +405,7 @@ def test_a_looping_link_is_named_as_such(tmp_path):
 
 
 # -- the first model is built while the first case is read -----------------------------------
+
 
 class _SlowToRead(registry.datasets.get("demo-phantoms")):
     """Phantoms whose reading waits (up to 5 s) for the model's ``prepare`` to have started."""
@@ -379,10 +460,14 @@ def _lazy_network_run(tmp_path: Path, broken: bool) -> tuple[RunConfig, Runner]:
     _LazyNetwork.building.clear()
     _LazyNetwork.threads.clear()
     _SlowToRead.overlapped.clear()
-    config = parse_config({
-        "name": "lazy", "datasets": [{"name": "test-slow-to-read", "n_cases": 2}],
-        "models": [{"name": "test-lazy-network", "broken": broken}, "region-growing-3d"],
-        "prompters": ["box-3d"]})
+    config = parse_config(
+        {
+            "name": "lazy",
+            "datasets": [{"name": "test-slow-to-read", "n_cases": 2}],
+            "models": [{"name": "test-lazy-network", "broken": broken}, "region-growing-3d"],
+            "prompters": ["box-3d"],
+        }
+    )
     return config, Runner(config, tmp_path / "run", background="inline")
 
 
@@ -405,47 +490,74 @@ def test_the_first_model_is_built_while_the_first_case_is_read(tmp_path):
     assert entries["handing episodes to the metrics"] == len(rows)
     assert sum(runner.loop_clock.seconds.values()) <= runner.loop_clock.wall + 1e-9
     Runner(config, tmp_path / "again", background="inline").run()  # and the rows are the same
-    pd.testing.assert_frame_equal(_measurements(rows), _measurements(
-        pd.read_parquet(tmp_path / "again" / "results.parquet")))
+    pd.testing.assert_frame_equal(
+        _measurements(rows), _measurements(pd.read_parquet(tmp_path / "again" / "results.parquet"))
+    )
 
 
 def test_a_model_that_fails_to_build_beside_the_first_case_is_reported_once(tmp_path):
     _, runner = _lazy_network_run(tmp_path, broken=True)
     plan, problems = runner.run()
-    assert problems == ["model 'test-lazy-network(broken=True)' skipped: test-lazy-network: "
-                        "the checkpoint is corrupt"]
+    assert problems == [
+        "model 'test-lazy-network(broken=True)' skipped: test-lazy-network: "
+        "the checkpoint is corrupt"
+    ]
     rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
     assert set(rows.model) == {"region-growing-3d"} and len(rows) > 0
 
 
-@pytest.mark.parametrize("options, message", [
-    (["--workers", "0"], r"--workers 0: a local Dask cluster takes 1 to \d+ worker processes on "
-                         r"this machine \(\d+ cores\)"),
-    (["--workers", "-3"], "--workers -3: a local Dask cluster takes 1 to"),  # waited forever
-    (["--workers", "100000"], "--workers 100000: a local Dask cluster takes"),  # a traceback
-    (["--memory-limit", "lots"], "--memory-limit 'lots': not a size; give e.g. 8GB, 512MiB or "
-                                 "auto"),  # a traceback
-    (["--memory-limit", "1KB"], "--memory-limit 1KB: a worker needs at least 512 MiB"),
-    (["--gpus", "0", "--workers-per-gpu", "999"], "--workers-per-gpu 999: give 1 to"),
-    # tasks that no local worker could start waited forever
-    (["--task-resources", "GPU"], "--task-resources GPU=1: the local cluster's workers offer "
-                                  "none, so no task could start"),
-    (["--gpus", "0", "--task-resources", "GPU=2"], "--task-resources GPU=2: the local "
-                                                   "cluster's workers offer GPU=1"),
-    # a cluster config that is not one was a traceback
-    (["--cluster-config", "{tmp}/bad.yaml"], r"bad\.yaml: line 2 invalid YAML"),
-    (["--cluster-config", "{tmp}/list.yaml"], r"list\.yaml: expected a mapping like \{kind: "
-                                              "slurm"),
-    (["--cluster-config", "{tmp}/jobs.yaml"], r"jobs\.yaml: jobs must be a whole number >= 1, "
-                                              "got 0"),
-    (["--cluster-config", "{tmp}/kind.yaml"], r"kind\.yaml: kind must be one of slurm, pbs"),
-])
-def test_a_local_cluster_the_machine_cannot_hold_is_refused_in_one_line(tmp_path, capsys, options,
-                                                                         message):
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (
+            ["--workers", "0"],
+            r"--workers 0: a local Dask cluster takes 1 to \d+ worker processes on "
+            r"this machine \(\d+ cores\)",
+        ),
+        (["--workers", "-3"], "--workers -3: a local Dask cluster takes 1 to"),  # waited forever
+        (["--workers", "100000"], "--workers 100000: a local Dask cluster takes"),  # a traceback
+        (
+            ["--memory-limit", "lots"],
+            "--memory-limit 'lots': not a size; give e.g. 8GB, 512MiB or auto",
+        ),  # a traceback
+        (["--memory-limit", "1KB"], "--memory-limit 1KB: a worker needs at least 512 MiB"),
+        (["--gpus", "0", "--workers-per-gpu", "999"], "--workers-per-gpu 999: give 1 to"),
+        # tasks that no local worker could start waited forever
+        (
+            ["--task-resources", "GPU"],
+            "--task-resources GPU=1: the local cluster's workers offer "
+            "none, so no task could start",
+        ),
+        (
+            ["--gpus", "0", "--task-resources", "GPU=2"],
+            "--task-resources GPU=2: the local cluster's workers offer GPU=1",
+        ),
+        # a cluster config that is not one was a traceback
+        (["--cluster-config", "{tmp}/bad.yaml"], r"bad\.yaml: line 2 invalid YAML"),
+        (
+            ["--cluster-config", "{tmp}/list.yaml"],
+            r"list\.yaml: expected a mapping like \{kind: "
+            "slurm",
+        ),
+        (
+            ["--cluster-config", "{tmp}/jobs.yaml"],
+            r"jobs\.yaml: jobs must be a whole number >= 1, "
+            "got 0",
+        ),
+        (["--cluster-config", "{tmp}/kind.yaml"], r"kind\.yaml: kind must be one of slurm, pbs"),
+    ],
+)
+def test_a_local_cluster_the_machine_cannot_hold_is_refused_in_one_line(
+    tmp_path, capsys, options, message
+):
     import re
 
-    for name, text in (("bad", "kind: [\n"), ("list", "[1, 2]\n"), ("jobs", "kind: slurm\njobs: 0\n"),
-                       ("kind", "kind: kubernetes\n")):
+    for name, text in (
+        ("bad", "kind: [\n"),
+        ("list", "[1, 2]\n"),
+        ("jobs", "kind: slurm\njobs: 0\n"),
+        ("kind", "kind: kubernetes\n"),
+    ):
         (tmp_path / f"{name}.yaml").write_text(text)
     options = [option.replace("{tmp}", str(tmp_path)) for option in options]
     assert main(["run", "--out", str(tmp_path / "run"), "--executor", "dask", *options]) == 2

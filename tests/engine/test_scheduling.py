@@ -28,8 +28,9 @@ def phantom() -> Case:
 
 
 def _started_user_lane():
-    lane = Lane("process", max_pending=16, preload=("intrabench.engine.user_worker",),
-                raise_failures=False)
+    lane = Lane(
+        "process", max_pending=16, preload=("intrabench.engine.user_worker",), raise_failures=False
+    )
     lane.start()
     yield lane
     lane.close()
@@ -48,23 +49,50 @@ def _wait_until_ready(lane: Lane) -> None:
         time.sleep(0.02)
 
 
-def _task(case: Case, target_index: int, prompter: Prompter, prompter_key: str,
-          model_dimension: int, steps: int = 3) -> EpisodeTask:
+def _task(
+    case: Case,
+    target_index: int,
+    prompter: Prompter,
+    prompter_key: str,
+    model_dimension: int,
+    steps: int = 3,
+) -> EpisodeTask:
     target = case.targets[target_index]
-    user = SimulatedUser(prompter=prompter, prompter_key=prompter_key,
-                         refiner=registry.refiners.create("scribble", {}), refiner_key="scribble",
-                         seed=7, identity=(case.dataset, case.case_id, target.target_id),
-                         spacing=case.image.spacing, model_dimension=model_dimension)
-    return EpisodeTask(key=f"{prompter_key}/{target_index}", user=user,
-                       ground_truth=case.target_mask(target), steps=steps, refine=True,
-                       keep_previous_prompts=True, tag=(prompter_key, target_index))
+    user = SimulatedUser(
+        prompter=prompter,
+        prompter_key=prompter_key,
+        refiner=registry.refiners.create("scribble", {}),
+        refiner_key="scribble",
+        seed=7,
+        identity=(case.dataset, case.case_id, target.target_id),
+        spacing=case.image.spacing,
+        model_dimension=model_dimension,
+    )
+    return EpisodeTask(
+        key=f"{prompter_key}/{target_index}",
+        user=user,
+        ground_truth=case.target_mask(target),
+        steps=steps,
+        refine=True,
+        keep_previous_prompts=True,
+        tag=(prompter_key, target_index),
+    )
 
 
 def _serial(case: Case, task: EpisodeTask, model) -> list[StepResult]:
     target_index = task.tag[1]
-    return run_episode(case, case.targets[target_index], model, task.user.prompter,
-                       task.user.prompter_key, task.user.refiner, "scribble", steps=task.steps,
-                       seed=7, metric_fn=None)
+    return run_episode(
+        case,
+        case.targets[target_index],
+        model,
+        task.user.prompter,
+        task.user.prompter_key,
+        task.user.refiner,
+        "scribble",
+        steps=task.steps,
+        seed=7,
+        metric_fn=None,
+    )
 
 
 def _user_calls(results: list[StepResult]) -> int:
@@ -76,8 +104,12 @@ def _user_calls(results: list[StepResult]) -> int:
 def _same(interleaved: list[StepResult], serial: list[StepResult]) -> None:
     assert len(interleaved) == len(serial)
     for a, b in zip(interleaved, serial):
-        assert (a.step, a.effort, a.cumulative_effort, a.converged) == \
-               (b.step, b.effort, b.cumulative_effort, b.converged)
+        assert (a.step, a.effort, a.cumulative_effort, a.converged) == (
+            b.step,
+            b.effort,
+            b.cumulative_effort,
+            b.converged,
+        )
         assert a.prompt.summary() == b.prompt.summary()
         assert np.array_equal(a.prediction.mask, b.prediction.mask)
         if isinstance(a.prediction.feedback, dict):  # a 2D network's logits per slice: bitwise
@@ -107,15 +139,19 @@ class _CountingLane:
 _TINY_SAM = {"weights": "random", "tiny": True, "device": "cpu", "batch_size": 3}
 
 
-@pytest.mark.parametrize("model_name,params,prompter_names", [
-    ("region-growing-3d", {}, ["box-3d", "center-points-per-volume"]),
-    # point-propagation queries the 2D model while prompting: its initial prompt stays here
-    ("random-walker-2d", {}, ["box-per-slice", "point-propagation"]),
-    ("sam", _TINY_SAM, ["center-points-per-volume", "box-per-slice"]),
-])
+@pytest.mark.parametrize(
+    "model_name,params,prompter_names",
+    [
+        ("region-growing-3d", {}, ["box-3d", "center-points-per-volume"]),
+        # point-propagation queries the 2D model while prompting: its initial prompt stays here
+        ("random-walker-2d", {}, ["box-per-slice", "point-propagation"]),
+        ("sam", _TINY_SAM, ["center-points-per-volume", "box-per-slice"]),
+    ],
+)
 @pytest.mark.parametrize("n_workers", [1, 2])
-def test_interleaved_episodes_equal_serial_episodes(phantom, users, second_users, model_name,
-                                                    params, prompter_names, n_workers):
+def test_interleaved_episodes_equal_serial_episodes(
+    phantom, users, second_users, model_name, params, prompter_names, n_workers
+):
     """Every interleaved episode equals the same episode run alone on a fresh model: results
     depend neither on the interleaving nor on which episodes ran before (for tiny SAM this
     failed before its encoder batched fixed blocks of slices)."""
@@ -125,15 +161,19 @@ def test_interleaved_episodes_equal_serial_episodes(phantom, users, second_users
     counters = [_CountingLane(lane) for lane in lanes]
     for lane in lanes:
         _wait_until_ready(lane)
-    tasks = [_task(phantom, index, registry.prompters.create(name, {}), name, model.dimension)
-             for name in prompter_names for index in range(len(phantom.targets))]
+    tasks = [
+        _task(phantom, index, registry.prompters.create(name, {}), name, model.dimension)
+        for name in prompter_names
+        for index in range(len(phantom.targets))
+    ]
     finished: dict[tuple, list[StepResult]] = {}
     scheduler = EpisodeScheduler(model, lanes, in_flight=3)
     scheduler.run(tasks, lambda task, results: finished.setdefault(task.tag, results))
     assert all(counter.asked > 0 for counter in counters)  # every worker took episodes
     assert set(finished) == {task.tag for task in tasks}
     assert scheduler.answered_by_worker + scheduler.answered_here == sum(
-        _user_calls(finished[t.tag]) for t in tasks)
+        _user_calls(finished[t.tag]) for t in tasks
+    )
     propagating = sum(1 for t in tasks if t.user.prompter.needs_model)
     assert scheduler.answered_here == propagating  # only those initial prompts stay here
     assert scheduler.answered_by_worker > 0
@@ -163,8 +203,12 @@ class _Deepest(Prompter):
 
         depth = distance_transform_edt(context.ground_truth)
         z, y, x = np.unravel_index(int(np.argmax(depth)), depth.shape)
-        return Prompt(points=[[z, y, x]], point_labels=[1],
-                      interactions=interactions("click", 1), effort_label="1")
+        return Prompt(
+            points=[[z, y, x]],
+            point_labels=[1],
+            interactions=interactions("click", 1),
+            effort_label="1",
+        )
 
 
 def _answered_here_only(case: Case, users: Lane, prompter: Prompter) -> None:
@@ -203,8 +247,9 @@ def test_a_user_that_cannot_be_pickled_is_answered_here(phantom, users):
 
 
 def test_episodes_started_before_the_worker_is_ready_run_here(phantom):
-    lane = Lane("process", max_pending=8, preload=("intrabench.engine.user_worker",),
-                raise_failures=False)
+    lane = Lane(
+        "process", max_pending=8, preload=("intrabench.engine.user_worker",), raise_failures=False
+    )
     try:
         assert not lane.ready()  # not started
         lane.start()
@@ -231,8 +276,13 @@ def test_lanes_without_start_up_cost_become_ready(mode):
 
 
 @settings(max_examples=60, deadline=None)
-@given(mask=arrays(bool, st.tuples(st.integers(1, 6), st.integers(1, 7), st.integers(1, 5)),
-                   elements=st.booleans()))
+@given(
+    mask=arrays(
+        bool,
+        st.tuples(st.integers(1, 6), st.integers(1, 7), st.integers(1, 5)),
+        elements=st.booleans(),
+    )
+)
 def test_packed_masks_unpack_exactly(mask):
     packed = PackedMask.pack(mask)
     assert np.array_equal(packed.unpack(), mask)
@@ -243,8 +293,9 @@ def test_packed_masks_unpack_exactly(mask):
         assert packed.box is None
 
 
-@pytest.mark.parametrize("cores,expected", [(1, 0), (2, 0), (3, 0), (4, 1), (8, 2), (16, 4),
-                                            (128, 4)])
+@pytest.mark.parametrize(
+    "cores,expected", [(1, 0), (2, 0), (3, 0), (4, 1), (8, 2), (16, 4), (128, 4)]
+)
 def test_user_workers_follow_the_core_count(monkeypatch, cores, expected):
     import os
 
@@ -279,8 +330,14 @@ def test_which_models_free_the_cpu():
     assert registry.models.get("synthetic-network").forward_frees_cpu({})
 
     def config(*models):
-        return parse_config({"name": "n", "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
-                             "models": list(models), "prompters": ["box-3d"]})
+        return parse_config(
+            {
+                "name": "n",
+                "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+                "models": list(models),
+                "prompters": ["box-3d"],
+            }
+        )
 
     assert models_free_cpu(config("synthetic-network", {"name": "sam-med3d", "device": "cuda"}))
     assert not models_free_cpu(config("synthetic-network", "region-growing-3d"))
@@ -290,17 +347,23 @@ def test_without_user_workers_episodes_run_one_at_a_time(tmp_path):
     from intrabench.config import parse_config
     from intrabench.engine.runner import Runner
 
-    config = parse_config({"name": "n", "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
-                           "models": ["region-growing-3d"], "prompters": ["box-3d"]})
+    config = parse_config(
+        {
+            "name": "n",
+            "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+            "models": ["region-growing-3d"],
+            "prompters": ["box-3d"],
+        }
+    )
     assert Runner(config, tmp_path / "a", user_workers=0).episodes_in_flight == 1
     assert Runner(config, tmp_path / "b", user_workers=2).episodes_in_flight == 8
     assert Runner(config, tmp_path / "c", background="inline").user_workers == 0
 
 
-@pytest.mark.parametrize("cores,asked", [(1, False), (2, True), (3, True), (4, False),
-                                         (16, False)])
+@pytest.mark.parametrize("cores,asked", [(1, False), (2, True), (3, True), (4, False), (16, False)])
 def test_whether_models_free_the_cpu_is_asked_only_where_it_changes_the_count(
-        monkeypatch, cores, asked):
+    monkeypatch, cores, asked
+):
     """Asking a model on device 'auto' imports torch (1-2 s before the first case is read): a
     machine of four cores or more gets the same user workers either way."""
     import os
@@ -314,6 +377,7 @@ def test_whether_models_free_the_cpu_is_asked_only_where_it_changes_the_count(
         questions.append(cores)
         return True
 
-    assert runner.default_user_workers(forward_frees_cpu=frees) == \
-        runner.default_user_workers(forward_frees_cpu=True)
+    assert runner.default_user_workers(forward_frees_cpu=frees) == runner.default_user_workers(
+        forward_frees_cpu=True
+    )
     assert bool(questions) is asked

@@ -65,9 +65,9 @@ def test_points_boxes_and_masks_map_consistently(view, height, width, data):
     x2 = data.draw(st.integers(x, width - 1))
     box = view.box(Box2D(y, x, y2, x2), (height, width))
     inside = np.zeros((height, width), bool)
-    inside[y:y2 + 1, x:x2 + 1] = True
+    inside[y : y2 + 1, x : x2 + 1] = True
     in_view = np.zeros(seen.shape, bool)
-    in_view[box.y_min:box.y_max + 1, box.x_min:box.x_max + 1] = True
+    in_view[box.y_min : box.y_max + 1, box.x_min : box.x_max + 1] = True
     np.testing.assert_array_equal(view.image(inside), in_view)  # the same voxels boxed
     np.testing.assert_array_equal(view.to_canonical(seen), canonical)
 

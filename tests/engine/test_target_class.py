@@ -34,7 +34,7 @@ class _RecordsClasses(Model):
     def predict(self, prompt, previous=None, update_slices=None):
         box = prompt.box3d
         mask = np.zeros(self.shape, bool)
-        mask[box.z_min:box.z_max + 1, box.y_min:box.y_max + 1, box.x_min:box.x_max + 1] = True
+        mask[box.z_min : box.z_max + 1, box.y_min : box.y_max + 1, box.x_min : box.x_max + 1] = True
         type(self).calls.append((self._class, box.as_tuple()))
         self._class = None  # told again before every call
         return Prediction(mask=mask)
@@ -59,24 +59,37 @@ def _two_class_folder(folder):
     label[5:7, 9:13, 9:13] = 1
     label[:, 14:, :] = 2
     for case in ("a", "b"):
-        for sub, array in (("imagesTr", np.random.default_rng(0).normal(0, 1, label.shape)
-                            .astype(np.float32)), ("labelsTr", label)):
+        for sub, array in (
+            ("imagesTr", np.random.default_rng(0).normal(0, 1, label.shape).astype(np.float32)),
+            ("labelsTr", label),
+        ):
             (folder / sub).mkdir(parents=True, exist_ok=True)
             name = f"{case}_0000.nii.gz" if sub == "imagesTr" else f"{case}.nii.gz"
             sitk.WriteImage(sitk.GetImageFromArray(array), str(folder / sub / name))
-    (folder / "dataset.json").write_text(json.dumps({
-        "labels": {"background": 0, "lesion": 1, "rim": 2},
-        "target_types": {"lesion": "instance", "rim": "organ"}}))
+    (folder / "dataset.json").write_text(
+        json.dumps(
+            {
+                "labels": {"background": 0, "lesion": 1, "rim": 2},
+                "target_types": {"lesion": "instance", "rim": "organ"},
+            }
+        )
+    )
     return folder
 
 
 def test_every_forward_pass_is_told_its_targets_class(tmp_path):
     folder = _two_class_folder(tmp_path / "data")
-    config = RunConfig.model_validate({
-        "name": "classes", "datasets": [{"name": "nnunet-folder", "path": str(folder)}],
-        "models": [_RecordsClasses.name], "prompters": ["box-3d"],
-        "refiners": ["center-error-click"], "refinement_steps": 2,
-        "target_attributes": False})
+    config = RunConfig.model_validate(
+        {
+            "name": "classes",
+            "datasets": [{"name": "nnunet-folder", "path": str(folder)}],
+            "models": [_RecordsClasses.name],
+            "prompters": ["box-3d"],
+            "refiners": ["center-error-click"],
+            "refinement_steps": 2,
+            "target_attributes": False,
+        }
+    )
     Runner(config, tmp_path / "run").run()
     dataset = registry.datasets.create("nnunet-folder", {"path": str(folder)})
     by_box = {}
@@ -84,8 +97,14 @@ def test_every_forward_pass_is_told_its_targets_class(tmp_path):
         case = dataset.load(case_id)
         for target in case.targets:
             box = case.target_box(target)
-            key = (box[0].start, box[1].start, box[2].start,
-                   box[0].stop - 1, box[1].stop - 1, box[2].stop - 1)
+            key = (
+                box[0].start,
+                box[1].start,
+                box[2].start,
+                box[0].stop - 1,
+                box[1].stop - 1,
+                box[2].stop - 1,
+            )
             by_box[key] = target.class_name
     assert _RecordsClasses.calls
     told = [(cls, by_box.get(box)) for cls, box in _RecordsClasses.calls]

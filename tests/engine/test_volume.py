@@ -129,8 +129,9 @@ def _real_nifti(tmp_path, kind: str = "label", pixel=None):
     return path
 
 
-@pytest.mark.parametrize(("kind", "pixel"), [("label", None), ("image", sitk.sitkInt16),
-                                             ("image", sitk.sitkFloat32)])
+@pytest.mark.parametrize(
+    ("kind", "pixel"), [("label", None), ("image", sitk.sitkInt16), ("image", sitk.sitkFloat32)]
+)
 @pytest.mark.parametrize("keep", [0.3, 0.9, 0.999])
 def test_a_cut_gzipped_nifti_is_a_data_error(tmp_path, kind, pixel, keep):
     from intrabench.errors import DataError
@@ -140,7 +141,7 @@ def test_a_cut_gzipped_nifti_is_a_data_error(tmp_path, kind, pixel, keep):
     whole = read_volume(path)
     assert whole.array.any()
     data = path.read_bytes()
-    path.write_bytes(data[:int(len(data) * keep)])
+    path.write_bytes(data[: int(len(data) * keep)])
     with pytest.raises(DataError, match="truncated"):
         read_volume(path)
 
@@ -179,7 +180,7 @@ def test_a_short_write_never_takes_the_real_name(tmp_path, monkeypatch):
     def short_write(image, path, *args, **kwargs):
         original(image, path, *args, **kwargs)
         written = Path(path)
-        written.write_bytes(written.read_bytes()[:written.stat().st_size // 3])
+        written.write_bytes(written.read_bytes()[: written.stat().st_size // 3])
 
     monkeypatch.setattr(sitk, "WriteImage", short_write)
     target = tmp_path / "pred" / "case__t1.nii.gz"
@@ -207,12 +208,15 @@ def test_file_system_errors_are_one_line(tmp_path, capsys):
     assert err.startswith("error: ") and "Traceback" not in err and len(err.splitlines()) == 1
 
 
-@pytest.mark.parametrize("direction", [
-    (1, 0, 0, 0, 1, 0, 0, 0, 1),          # LPS files (the DICOM default)
-    (-1, 0, 0, 0, -1, 0, 0, 0, 1),        # RAS
-    (-1, 0, 0, 0, 1, 0, 0, 0, 1),         # LAS
-    (0, 0, 1, 1, 0, 0, 0, -1, 0),         # axes permuted and flipped
-])
+@pytest.mark.parametrize(
+    "direction",
+    [
+        (1, 0, 0, 0, 1, 0, 0, 0, 1),  # LPS files (the DICOM default)
+        (-1, 0, 0, 0, -1, 0, 0, 0, 1),  # RAS
+        (-1, 0, 0, 0, 1, 0, 0, 0, 1),  # LAS
+        (0, 0, 1, 1, 0, 0, 0, -1, 0),  # axes permuted and flipped
+    ],
+)
 def test_native_index_finds_the_same_voxel_in_the_files_order(direction):
     from intrabench.io.volume import from_canonical, native_index
 
@@ -251,8 +255,9 @@ def test_owned_read_equals_the_copying_read_for_all_48_orientations(direction, d
     from intrabench.io.volume import ImageGeometry, to_canonical
 
     # nibabel's reorientation of a copy, the reference for the in-place flips
-    reference = np.asarray(to_canonical(sitk.GetArrayFromImage(image),
-                                        ImageGeometry.from_sitk(image)), dtype=dtype)
+    reference = np.asarray(
+        to_canonical(sitk.GetArrayFromImage(image), ImageGeometry.from_sitk(image)), dtype=dtype
+    )
     assert np.array_equal(volume_from_sitk(image, dtype=dtype).array, reference)
     owned_image = sitk.Image(image)  # the same pixels, in the image given away
     owned = volume_from_sitk(sitk.Cast(owned_image, sitk.sitkInt16), dtype=dtype, owned=True)
@@ -286,7 +291,7 @@ def test_in_place_flips_match_numpy_for_odd_and_even_depths(depth, flips):
     image.SetDirection(tuple(np.diag(diagonal).ravel()))
     geometry = ImageGeometry.from_sitk(image)
     native = np.arange(depth * 12, dtype=np.float32).reshape(depth, 3, 4)
-    expected = native[::-1 if flip_z else 1, ::-1 if flip_y else 1, ::-1 if flip_x else 1].copy()
+    expected = native[:: -1 if flip_z else 1, :: -1 if flip_y else 1, :: -1 if flip_x else 1].copy()
     result = to_canonical_in_place(native, geometry)
     assert result is native
     np.testing.assert_array_equal(result, expected)

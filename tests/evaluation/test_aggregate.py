@@ -26,25 +26,50 @@ from intrabench.evaluation.episode_metrics import (
 )
 
 
-def row(dataset, case, target, cls, dice, model="m", prompter="p", refiner="none", step=0,
-        seed=0, effort=3):
-    return {"run": "r", "dataset": dataset, "case": case, "target": target, "target_class": cls,
-            "model": model, "prompter": prompter, "refiner": refiner, "seed": seed, "step": step,
-            "dice": dice, "cumulative_effort": effort, "effort_label": "3"}
+def row(
+    dataset,
+    case,
+    target,
+    cls,
+    dice,
+    model="m",
+    prompter="p",
+    refiner="none",
+    step=0,
+    seed=0,
+    effort=3,
+):
+    return {
+        "run": "r",
+        "dataset": dataset,
+        "case": case,
+        "target": target,
+        "target_class": cls,
+        "model": model,
+        "prompter": prompter,
+        "refiner": refiner,
+        "seed": seed,
+        "step": step,
+        "dice": dice,
+        "cumulative_effort": effort,
+        "effort_label": "3",
+    }
 
 
 @pytest.fixture
 def table() -> pd.DataFrame:
-    return pd.DataFrame([
-        # dataset A, class lesion: case c1 = mean(0.2, 0.6) = 0.4, case c2 = 0.8 -> 0.6
-        row("A", "c1", "t1", "lesion", 0.2),
-        row("A", "c1", "t2", "lesion", 0.6),
-        row("A", "c2", "t1", "lesion", 0.8),
-        # dataset A, class organ: only c1 -> 1.0. Dataset A = (0.6 + 1.0) / 2 = 0.8
-        row("A", "c1", "t3", "organ", 1.0),
-        # dataset B: one class, one case -> 0.5
-        row("B", "c3", "t1", "x", 0.5),
-    ])
+    return pd.DataFrame(
+        [
+            # dataset A, class lesion: case c1 = mean(0.2, 0.6) = 0.4, case c2 = 0.8 -> 0.6
+            row("A", "c1", "t1", "lesion", 0.2),
+            row("A", "c1", "t2", "lesion", 0.6),
+            row("A", "c2", "t1", "lesion", 0.8),
+            # dataset A, class organ: only c1 -> 1.0. Dataset A = (0.6 + 1.0) / 2 = 0.8
+            row("A", "c1", "t3", "organ", 1.0),
+            # dataset B: one class, one case -> 0.5
+            row("B", "c3", "t1", "x", 0.5),
+        ]
+    )
 
 
 def test_hierarchical_means(table):
@@ -109,8 +134,10 @@ def test_per_case_table(table):
 
 
 def episode(target, dices, efforts, **extra):
-    return [row("A", "c1", target, "lesion", d, refiner="scribble", step=k, effort=e, **extra)
-            for k, (d, e) in enumerate(zip(dices, efforts))]
+    return [
+        row("A", "c1", target, "lesion", d, refiner="scribble", step=k, effort=e, **extra)
+        for k, (d, e) in enumerate(zip(dices, efforts))
+    ]
 
 
 def test_auc_matches_the_cvpr_formula():
@@ -127,7 +154,8 @@ def test_episode_table_and_interactions_to_threshold():
     rows = pd.DataFrame(
         episode("t1", [0.5, 0.6, 0.7, 0.85, 0.95, 0.95], [6, 9, 12, 15, 18, 18])
         + episode("t2", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [6, 9, 12, 15, 18, 21])
-        + episode("t3", [0.79, 0.81, 0.9, 0.9, 0.9, 0.9], [6, 9, 12, 15, 18, 21]))
+        + episode("t3", [0.79, 0.81, 0.9, 0.9, 0.9, 0.9], [6, 9, 12, 15, 18, 21])
+    )
     rows = rows.sample(frac=1.0, random_state=1)  # order must not matter
     episodes = episode_table(rows).set_index("target")
     t1 = episodes.loc["t1"]
@@ -221,8 +249,9 @@ def test_summary_tables_show_the_missing_count(hd95_rows):
     assert "missing" not in filled and filled.loc[0, "A"] == pytest.approx(28.0)
     paper = build_table(hd95_rows, metric="hd95", scale=1.0)
     assert paper.loc[0, "Missing"] == 1 and paper.loc[0, "A"] == pytest.approx(4.5)
-    assert build_table(hd95_rows, metric="hd95", scale=1.0,
-                       missing_value=100.0).loc[0, "A"] == pytest.approx(28.0)
+    assert build_table(hd95_rows, metric="hd95", scale=1.0, missing_value=100.0).loc[
+        0, "A"
+    ] == pytest.approx(28.0)
     # Dice has no missing value: no column
     assert "Missing" not in build_table(hd95_rows, metric="dice")
 
@@ -234,14 +263,25 @@ def test_hd95_aggregate_is_one_definition_for_statistics_and_tables():
     (pooling the seeds at the case level would give (10 + 20 + 30) / 3 = 20)."""
     from intrabench.evaluation.aggregate import dataset_statistics, per_dataset, summary_table
 
-    base = {"model": "m", "prompter": "p", "refiner": "none", "step": 0, "dataset": "d",
-            "case": "c1", "target_class": "lesion", "effort_label": "1", "cumulative_effort": 1}
-    rows = pd.DataFrame([
-        {**base, "seed": 0, "target": "t1", "hd95": 10.0},
-        {**base, "seed": 0, "target": "t2", "hd95": float("nan")},
-        {**base, "seed": 1, "target": "t1", "hd95": 20.0},
-        {**base, "seed": 1, "target": "t2", "hd95": 30.0},
-    ])
+    base = {
+        "model": "m",
+        "prompter": "p",
+        "refiner": "none",
+        "step": 0,
+        "dataset": "d",
+        "case": "c1",
+        "target_class": "lesion",
+        "effort_label": "1",
+        "cumulative_effort": 1,
+    }
+    rows = pd.DataFrame(
+        [
+            {**base, "seed": 0, "target": "t1", "hd95": 10.0},
+            {**base, "seed": 0, "target": "t2", "hd95": float("nan")},
+            {**base, "seed": 1, "target": "t1", "hd95": 20.0},
+            {**base, "seed": 1, "target": "t2", "hd95": 30.0},
+        ]
+    )
     statistics = dataset_statistics(rows, "hd95")
     table = summary_table(rows, "hd95", scale=1.0)
     assert per_dataset(rows, "hd95")["hd95"].item() == 17.5
@@ -263,8 +303,12 @@ def test_hd95_aggregate_bootstrap_draws_the_same_cases_for_every_seed():
     # each resample: per seed the mean over the drawn cases, then the mean over seeds
     rng = np.random.default_rng(3)
     indices = rng.integers(0, 2, size=(200, 2))
-    expected = [np.nanmean([seed0[i].mean(), np.nanmean(seed1[i]) if not np.isnan(seed1[i]).all()
-                            else np.nan]) for i in indices]
+    expected = [
+        np.nanmean(
+            [seed0[i].mean(), np.nanmean(seed1[i]) if not np.isnan(seed1[i]).all() else np.nan]
+        )
+        for i in indices
+    ]
     np.testing.assert_allclose(draws, expected)
 
 
@@ -272,13 +316,24 @@ def test_the_average_says_which_datasets_it_covers_when_rows_differ():
     from intrabench.evaluation.aggregate import summary_table
     from intrabench.reports.tables import build_table
 
-    base = {"prompter": "p", "refiner": "none", "step": 0, "seed": 0, "case": "c",
-            "target": "t", "target_class": "lesion", "effort_label": "1", "cumulative_effort": 1}
-    rows = pd.DataFrame([
-        {**base, "model": "both", "dataset": "A", "dice": 0.8},
-        {**base, "model": "both", "dataset": "B", "dice": 0.4},
-        {**base, "model": "only-a", "dataset": "A", "dice": 0.9},
-    ])
+    base = {
+        "prompter": "p",
+        "refiner": "none",
+        "step": 0,
+        "seed": 0,
+        "case": "c",
+        "target": "t",
+        "target_class": "lesion",
+        "effort_label": "1",
+        "cumulative_effort": 1,
+    }
+    rows = pd.DataFrame(
+        [
+            {**base, "model": "both", "dataset": "A", "dice": 0.8},
+            {**base, "model": "both", "dataset": "B", "dice": 0.4},
+            {**base, "model": "only-a", "dataset": "A", "dice": 0.9},
+        ]
+    )
     table = summary_table(rows).set_index("model")
     assert table.loc["both", "Average"] == pytest.approx(60.0)
     assert table.loc["only-a", "Average"] == pytest.approx(90.0)
@@ -296,6 +351,7 @@ def _reference_scores(rows: pd.DataFrame, metric: str) -> tuple[float, dict]:
     a class's targets), case -> class (mean over cases), class -> dataset (mean over classes);
     then the mean over seeds. A case's score: per seed the mean over its classes, then over
     seeds. NaN values are left out of every mean. Returns (dataset score, {case: score})."""
+
     def mean(values):
         values = [v for v in values if not math.isnan(v)]
         return sum(values) / len(values) if values else math.nan
@@ -316,7 +372,8 @@ def _reference_scores(rows: pd.DataFrame, metric: str) -> tuple[float, dict]:
         seed_scores.append(mean(class_means))
         for case in part["case"].unique():
             case_values.setdefault(case, []).append(
-                mean([v for (c, _), v in cells.items() if c == case]))
+                mean([v for (c, _), v in cells.items() if c == case])
+            )
     return mean(seed_scores), {case: mean(v) for case, v in case_values.items()}
 
 
@@ -329,8 +386,9 @@ def _rows_with_missing(rng: np.random.Generator, shift: float = 0.0) -> pd.DataF
                     value = float(rng.uniform(1, 40)) + shift
                     if rng.random() < 0.35:
                         value = math.nan
-                    records.append({**row("D", case, f"{cls}{target}", cls, 0.5, seed=seed),
-                                    "hd95": value})
+                    records.append(
+                        {**row("D", case, f"{cls}{target}", cls, 0.5, seed=seed), "hd95": value}
+                    )
     return pd.DataFrame(records)
 
 
@@ -351,7 +409,8 @@ def test_hd95_every_aggregate_follows_one_definition(draw):
     assert stats["mean"].item() == pytest.approx(expected)
     episodes = rows.drop(columns="step")
     assert dataset_means(episodes, ["hd95"]).set_index("dataset").loc["D", "hd95"] == (
-        pytest.approx(expected))
+        pytest.approx(expected)
+    )
     table = per_case_table(rows, "hd95").set_index("case")["hd95"]
     for case, value in cases.items():
         assert table[case] == pytest.approx(value, nan_ok=True)

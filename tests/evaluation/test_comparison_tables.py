@@ -23,8 +23,10 @@ def six_case_run(tmp_path_factory):
     config = narrowed_demo("six", save_predictions=False, steps=1)
     data = config.model_dump(mode="json")
     data["datasets"][0]["params"]["n_cases"] = 6
-    data["prompters"] = [{"name": "box-3d"},
-                         {"name": "center-points-per-volume", "n_points": 1, "label": "click"}]
+    data["prompters"] = [
+        {"name": "box-3d"},
+        {"name": "center-points-per-volume", "n_points": 1, "label": "click"},
+    ]
     from intrabench.config import RunConfig
 
     run_dir = tmp_path_factory.mktemp("runs") / "six"
@@ -47,8 +49,7 @@ def test_tables_writes_the_comparison_and_rank_tables(six_case_run, tmp_path, ca
     assert numbers["B - A x100"] == pytest.approx(scores["click"] - scores["box-3d"], abs=1e-4)
     assert numbers["n_cases"] == 6
     case = final.groupby(["prompter", "case"])["dice"].mean().unstack(0)
-    assert numbers["p"] == pytest.approx(wilcoxon(case["click"] - case["box-3d"]).pvalue,
-                                         rel=1e-5)
+    assert numbers["p"] == pytest.approx(wilcoxon(case["click"] - case["box-3d"]).pvalue, rel=1e-5)
     assert numbers["ci_low"] <= numbers["B - A x100"] <= numbers["ci_high"]
     markdown = (out / "comparisons.md").read_text()
     assert "| Dataset | A | B | A x100 | B x100 | B - A x100 | 95% CI | n cases |" in markdown
@@ -62,7 +63,10 @@ def test_tables_writes_the_comparison_and_rank_tables(six_case_run, tmp_path, ca
     per_class = pd.read_csv(out / "per-class.csv").set_index("prompter")
     assert per_class.loc["click", "dice x100"] == pytest.approx(scores["click"], abs=1e-4)
     assert per_class.loc["click", "n cases"] == 6
-    assert len(pd.read_csv(out / "per-target.csv")) == len(rows[["case", "target"]].drop_duplicates()) * 2
+    assert (
+        len(pd.read_csv(out / "per-target.csv"))
+        == len(rows[["case", "target"]].drop_duplicates()) * 2
+    )
 
 
 def test_an_incomplete_run_is_marked_in_the_files(six_case_run, tmp_path):
@@ -104,15 +108,28 @@ def test_report_has_the_significance_matrix_and_rank_plot(six_case_run, tmp_path
 
 
 def test_compare_two_configurations_of_one_run_x100(six_case_run, tmp_path, capsys):
-    assert main(["compare", str(six_case_run), "--a", "region-growing-3d/box-3d/scribble",
-                 "--b", "region-growing-3d/click/scribble", "--n-boot", "300",
-                 "--out", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(six_case_run),
+                "--a",
+                "region-growing-3d/box-3d/scribble",
+                "--b",
+                "region-growing-3d/click/scribble",
+                "--n-boot",
+                "300",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "A / region-growing-3d / box-3d / scribble" in printed
     line = pd.read_csv(tmp_path / "compare-summary.csv").iloc[0]
     # the same numbers as the comparison table of tables (the same code, same seeds)
-    assert main(["tables", str(six_case_run), "--out", str(tmp_path / "t"), "--n-boot",
-                 "300"]) == 0
+    assert main(["tables", str(six_case_run), "--out", str(tmp_path / "t"), "--n-boot", "300"]) == 0
     table = pd.read_csv(tmp_path / "t" / "comparisons.csv").iloc[0]
     for column in ("A x100", "B x100", "B - A x100", "ci_low", "ci_high", "p"):
         assert line[column] == pytest.approx(table[column], rel=1e-5), column
@@ -122,12 +139,17 @@ def test_compare_two_configurations_of_one_run_x100(six_case_run, tmp_path, caps
     assert cases["B - A x100"].mean() == pytest.approx(line["B - A x100"], rel=1e-5)
 
 
-@pytest.mark.parametrize(("extra", "words"), [
-    ([], "comparing two configurations of one run needs --a and --b"),
-    (["--a", "region-growing-3d/box-3d"], "give both --a and --b"),
-    (["--a", "region-growing-3d/box", "--b", "region-growing-3d/click/scribble"],
-     "--a region-growing-3d/box: not a configuration"),
-])
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ([], "comparing two configurations of one run needs --a and --b"),
+        (["--a", "region-growing-3d/box-3d"], "give both --a and --b"),
+        (
+            ["--a", "region-growing-3d/box", "--b", "region-growing-3d/click/scribble"],
+            "--a region-growing-3d/box: not a configuration",
+        ),
+    ],
+)
 def test_compare_refuses_in_one_line(six_case_run, capsys, extra, words):
     assert main(["compare", str(six_case_run), *extra]) == 2
     error = capsys.readouterr().err

@@ -56,14 +56,16 @@ def test_surfel_nsd_equals_deepminds(data):
     tolerance = data.draw(st.sampled_from([0.7, 1.0, 2.0]), label="tolerance")
     embedded_pred = np.zeros((12, 13, 14), bool)
     embedded_gt = np.zeros_like(embedded_pred)
-    embedded_pred[1:1 + shape[0], 2:2 + shape[1], 3:3 + shape[2]] = pred
-    embedded_gt[1:1 + shape[0], 2:2 + shape[1], 3:3 + shape[2]] = gt
+    embedded_pred[1 : 1 + shape[0], 2 : 2 + shape[1], 3 : 3 + shape[2]] = pred
+    embedded_gt[1 : 1 + shape[0], 2 : 2 + shape[1], 3 : 3 + shape[2]] = gt
     expected = deepmind_nsd(embedded_pred, embedded_gt, spacing, tolerance)
     assert surfel_nsd(embedded_pred, embedded_gt, spacing, tolerance) == pytest.approx(
-        expected, abs=1e-12)
+        expected, abs=1e-12
+    )
     # touching the array's border: the same as the whole volume
     assert surfel_nsd(pred, gt, spacing, tolerance) == pytest.approx(
-        deepmind_nsd(pred, gt, spacing, tolerance), abs=1e-12)
+        deepmind_nsd(pred, gt, spacing, tolerance), abs=1e-12
+    )
 
 
 def test_surfel_and_voxel_nsd_differ():
@@ -81,7 +83,8 @@ def test_surfel_and_voxel_nsd_differ():
     assert ours["nsd"] == pytest.approx(deepmind_nsd(pred, gt, spacing, 0.5), abs=1e-12)
     assert ours["nsd"] == pytest.approx(0.6737614617, abs=1e-9)
     assert {k: v for k, v in ours.items() if k != "nsd"} == pytest.approx(
-        {k: v for k, v in voxel.items() if k != "nsd"}, nan_ok=True)
+        {k: v for k, v in voxel.items() if k != "nsd"}, nan_ok=True
+    )
 
 
 def test_surfel_nsd_of_empty_masks():
@@ -97,14 +100,27 @@ def test_surfel_nsd_of_empty_masks():
 # --------------------------------------------------------------------------------------
 
 
-def _rows(dice_by_target: dict[str, list[float]], nsd_by_target: dict[str, list[float]],
-          case: str = "img") -> list[dict]:
+def _rows(
+    dice_by_target: dict[str, list[float]], nsd_by_target: dict[str, list[float]], case: str = "img"
+) -> list[dict]:
     rows = []
     for target, dices in dice_by_target.items():
         for step, (d, n) in enumerate(zip(dices, nsd_by_target[target])):
-            rows.append({"run": "r", "dataset": "d", "case": case, "target": target,
-                         "model": "m", "prompter": "cvpr25-box", "refiner": "cvpr25-click",
-                         "seed": 0, "step": step, "dice": d, "nsd": n})
+            rows.append(
+                {
+                    "run": "r",
+                    "dataset": "d",
+                    "case": case,
+                    "target": target,
+                    "model": "m",
+                    "prompter": "cvpr25-box",
+                    "refiner": "cvpr25-click",
+                    "seed": 0,
+                    "step": step,
+                    "dice": d,
+                    "nsd": n,
+                }
+            )
     return rows
 
 
@@ -119,7 +135,8 @@ def challenge_image_metrics(dice_by_target, nsd_by_target):
     return {
         "DSC_AUC": integrate.cumulative_trapezoid(np.array(dscs[-5:]), np.arange(5))[-1],
         "NSD_AUC": integrate.cumulative_trapezoid(np.array(nsds[-5:]), np.arange(5))[-1],
-        "DSC_Final": dscs[-1], "NSD_Final": nsds[-1],
+        "DSC_Final": dscs[-1],
+        "NSD_Final": nsds[-1],
         **{f"DSC_{k + 1}": v for k, v in enumerate(dscs)},
         **{f"NSD_{k + 1}": v for k, v in enumerate(nsds)},
     }
@@ -141,8 +158,9 @@ def test_image_table_applies_the_rule_to_the_images_mean_dice():
     assert got["NSD_2"] == pytest.approx(0.4)  # mean Dice 0.4 > 0.2: mean NSD (0.6 + 0.2) / 2
     assert got["num_class"] == 2
     # hand-computed: DSC over clicks 0.4, 0.175, 0.5, 0.6, 0.2 -> trapezoid 1.575
-    assert got["DSC_AUC"] == pytest.approx((0.4 + 0.175) / 2 + (0.175 + 0.5) / 2
-                                           + (0.5 + 0.6) / 2 + (0.6 + 0.2) / 2)
+    assert got["DSC_AUC"] == pytest.approx(
+        (0.4 + 0.175) / 2 + (0.175 + 0.5) / 2 + (0.5 + 0.6) / 2 + (0.6 + 0.2) / 2
+    )
 
 
 def test_leaderboard_means_over_images():
@@ -171,8 +189,9 @@ def reference_click(error: np.ndarray, large_roi: int = 60_000_000) -> tuple[int
     size = high - low
     pad = np.maximum((size * 0.25).astype(int), 1)
     box = np.zeros(size + 2 * pad, np.uint8)
-    box[pad[0]:pad[0] + size[0], pad[1]:pad[1] + size[1], pad[2]:pad[2] + size[2]] = \
-        component[low[0]:high[0], low[1]:high[1], low[2]:high[2]]
+    box[pad[0] : pad[0] + size[0], pad[1] : pad[1] + size[1], pad[2] : pad[2] + size[2]] = (
+        component[low[0] : high[0], low[1] : high[1], low[2] : high[2]]
+    )
     large = box.size > large_roi
     if large:
         box = block_reduce(box, block_size=(2, 2, 2), func=np.max)
@@ -180,8 +199,9 @@ def reference_click(error: np.ndarray, large_roi: int = 60_000_000) -> tuple[int
     if large:
         edt = edt.repeat(2, axis=0).repeat(2, axis=1).repeat(2, axis=2)
     full = np.zeros(error.shape)
-    full[low[0]:high[0], low[1]:high[1], low[2]:high[2]] = \
-        edt[pad[0]:pad[0] + size[0], pad[1]:pad[1] + size[1], pad[2]:pad[2] + size[2]]
+    full[low[0] : high[0], low[1] : high[1], low[2] : high[2]] = edt[
+        pad[0] : pad[0] + size[0], pad[1] : pad[1] + size[1], pad[2] : pad[2] + size[2]
+    ]
     full *= component
     if np.sum(full) == 0:
         full = component
@@ -204,8 +224,9 @@ def test_click_on_a_hand_made_tie():
 def test_click_equals_the_challenges(data):
     shape = tuple(data.draw(st.integers(2, 16), label=f"size{a}") for a in range(3))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
-    error = ndimage.binary_dilation(rng.random(shape) > 0.93,
-                                    iterations=data.draw(st.integers(0, 2), label="grow"))
+    error = ndimage.binary_dilation(
+        rng.random(shape) > 0.93, iterations=data.draw(st.integers(0, 2), label="grow")
+    )
     if not error.any():
         return
     # the 2x-downsampled path too: lower the challenge's 60 M-voxel threshold for small arrays
@@ -227,8 +248,14 @@ def test_cvpr25_click_refiner_labels_and_places_the_click():
     prediction = gt.copy()
     prediction[2:10, 2:10, 2:5] = False  # a 8x8x3 false-negative slab: the largest error
     prediction[0, 0, 0] = True  # and one false positive
-    context = RefineContext(ground_truth=gt, prediction=prediction, spacing=(1.0, 1.0, 1.0),
-                            rng=np.random.default_rng(0), step=1, model_dimension=3)
+    context = RefineContext(
+        ground_truth=gt,
+        prediction=prediction,
+        spacing=(1.0, 1.0, 1.0),
+        rng=np.random.default_rng(0),
+        step=1,
+        model_dimension=3,
+    )
     prompt = registry.refiners.create("cvpr25-click").refine(context)
     expected = reference_click(gt != prediction)
     assert tuple(prompt.points[0]) == expected
@@ -243,18 +270,31 @@ def test_cvpr25_click_refiner_labels_and_places_the_click():
 
 
 def test_protocol_fills_in_the_challenges_prompts():
-    config = parse_config({"protocol": "cvpr25", "datasets": ["demo-phantoms"],
-                           "models": ["region-growing-3d"]})
+    config = parse_config(
+        {"protocol": "cvpr25", "datasets": ["demo-phantoms"], "models": ["region-growing-3d"]}
+    )
     assert [p.name for p in config.prompters] == ["cvpr25-box"]
     assert [r.name for r in config.refiners] == ["cvpr25-click"]
     assert config.refinement_steps == 5 and config.nsd_tolerance_mm == 2.0
-    own = parse_config({"protocol": "cvpr25", "datasets": ["demo-phantoms"],
-                        "models": ["region-growing-3d"], "prompters": ["box-3d"],
-                        "refinement_steps": 2})
+    own = parse_config(
+        {
+            "protocol": "cvpr25",
+            "datasets": ["demo-phantoms"],
+            "models": ["region-growing-3d"],
+            "prompters": ["box-3d"],
+            "refinement_steps": 2,
+        }
+    )
     assert [p.name for p in own.prompters] == ["box-3d"] and own.refinement_steps == 2
     with pytest.raises(Exception, match="protocol"):
-        parse_config({"protocol": "cvpr2025", "datasets": ["demo-phantoms"],
-                      "models": ["region-growing-3d"], "prompters": ["box-3d"]})
+        parse_config(
+            {
+                "protocol": "cvpr2025",
+                "datasets": ["demo-phantoms"],
+                "models": ["region-growing-3d"],
+                "prompters": ["box-3d"],
+            }
+        )
 
 
 def test_a_cvpr25_run_end_to_end(tmp_path, capsys):
@@ -268,9 +308,14 @@ def test_a_cvpr25_run_end_to_end(tmp_path, capsys):
     from intrabench.engine.runner import Runner
     from intrabench.io.volume import read_volume
 
-    spec = {"name": "challenge", "protocol": "cvpr25", "seeds": [0],
-            "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
-            "models": ["region-growing-3d"], "save_predictions": True}
+    spec = {
+        "name": "challenge",
+        "protocol": "cvpr25",
+        "seeds": [0],
+        "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+        "models": ["region-growing-3d"],
+        "save_predictions": True,
+    }
     config = parse_config(spec)
     run_dir = tmp_path / "run"
     Runner(config, run_dir).run()
@@ -278,8 +323,11 @@ def test_a_cvpr25_run_end_to_end(tmp_path, capsys):
     assert set(rows["protocol"]) == {"cvpr25"} and set(rows["step"]) == set(range(6))
     assert set(rows["refiner"]) == {"cvpr25-click"} and set(rows["prompter"]) == {"cvpr25-box"}
     dataset = registry.datasets.create("demo-phantoms", {"n_cases": 2})
-    [unit] = [u for u in make_plan(config, {"demo-phantoms(n_cases=2)": dataset}).units
-              if u.case_id == rows["case"].iloc[0]]
+    [unit] = [
+        u
+        for u in make_plan(config, {"demo-phantoms(n_cases=2)": dataset}).units
+        if u.case_id == rows["case"].iloc[0]
+    ]
     case = dataset.load(unit.case_id)
     final = rows[(rows["case"] == unit.case_id) & (rows["step"] == 5)]
     for target in case.targets:
@@ -298,8 +346,15 @@ def test_a_cvpr25_run_end_to_end(tmp_path, capsys):
         for column, value in challenge_image_metrics(dice, nsd).items():
             assert image[column] == pytest.approx(value, abs=1e-6), column
 
-    default = parse_config({**spec, "protocol": "intrabench", "prompters": ["cvpr25-box"],
-                            "refiners": ["cvpr25-click"], "refinement_steps": 5})
+    default = parse_config(
+        {
+            **spec,
+            "protocol": "intrabench",
+            "prompters": ["cvpr25-box"],
+            "refiners": ["cvpr25-click"],
+            "refinement_steps": 5,
+        }
+    )
     keys = {u.key for u in make_plan(config, {"demo-phantoms(n_cases=2)": dataset}).units}
     other = {u.key for u in make_plan(default, {"demo-phantoms(n_cases=2)": dataset}).units}
     assert keys.isdisjoint(other)
@@ -310,8 +365,9 @@ def test_cvpr25_mean_order_keeps_nsd_as_the_challenge_does():
     NSD kept), pandas' grouped mean 0.19999999999999998 (NSD zeroed). The classes are averaged
     in ascending label order (``target_label``), not in the target ids' alphabetical order."""
     assert float(np.mean([0.1, 0.2, 0.3])) > 0.2
-    assert pd.DataFrame({"g": [1, 1, 1], "v": [0.1, 0.2, 0.3]}).groupby("g")["v"].mean().iloc[0] \
-        <= 0.2
+    assert (
+        pd.DataFrame({"g": [1, 1, 1], "v": [0.1, 0.2, 0.3]}).groupby("g")["v"].mean().iloc[0] <= 0.2
+    )
     dice = {"zeta": [0.1] * 6, "beta": [0.2] * 6, "alpha": [0.3] * 6}  # labels 1, 2, 3
     nsd = {"zeta": [0.5] * 6, "beta": [0.6] * 6, "alpha": [0.7] * 6}
     rows = pd.DataFrame(_rows(dice, nsd))
@@ -324,16 +380,19 @@ def test_cvpr25_mean_order_keeps_nsd_as_the_challenge_does():
     assert float(np.mean([0.3, 0.2, 0.1])) <= 0.2
 
 
-@pytest.mark.parametrize(("spacing_y", "spacing_x", "tolerance"), [
-    (0.20, 0.21, 0.29),           # 0.2^2 + 0.21^2 = 0.29^2 exactly; in float sqrt > 0.29
-    (8 / 9, 15 / 9, 17 / 9),
-    (0.1, 0.4 / 3, 0.5 / 3),
-])
+@pytest.mark.parametrize(
+    ("spacing_y", "spacing_x", "tolerance"),
+    [
+        (0.20, 0.21, 0.29),  # 0.2^2 + 0.21^2 = 0.29^2 exactly; in float sqrt > 0.29
+        (8 / 9, 15 / 9, 17 / 9),
+        (0.1, 0.4 / 3, 0.5 / 3),
+    ],
+)
 def test_surfel_nsd_on_a_rounded_up_tie_equals_deepminds(spacing_y, spacing_x, tolerance):
     """A diagonal shift by one voxel whose length equals the tolerance on paper, but whose
     float distance rounds above it: DeepMind leaves those surface elements out, and so does
     the surfel NSD (the same elements a hair more tolerance takes in)."""
-    assert np.sqrt(spacing_y ** 2 + spacing_x ** 2) > tolerance
+    assert np.sqrt(spacing_y**2 + spacing_x**2) > tolerance
     gt = np.zeros((6, 10, 10), bool)
     gt[2:4, 3:6, 3:6] = True
     pred = np.roll(np.roll(gt, 1, axis=1), 1, axis=2)
@@ -355,21 +414,32 @@ def test_cvpr25_target_label_is_the_files_label_value(tmp_path):
     label[1:4, 2:7, 2:7] = 1
     label[2:5, 10:16, 3:8] = 3
     label[1:5, 4:9, 12:18] = 4
-    for folder, array in (("images", rng.normal(0, 1, label.shape).astype(np.float32)),
-                          ("labels", label)):
+    for folder, array in (
+        ("images", rng.normal(0, 1, label.shape).astype(np.float32)),
+        ("labels", label),
+    ):
         (tmp_path / folder).mkdir()
         sitk.WriteImage(sitk.GetImageFromArray(array), str(tmp_path / folder / "c1.nii.gz"))
     spec = tmp_path / "organs.yaml"
-    spec.write_text("name: organs\nimages: images/{case}.nii.gz\nlabels: labels/{case}.nii.gz\n"
-                    "classes: {spleen: 1, liver: 3, kidney: 4}\nmodality: CT\n"
-                    "target_types: {spleen: organ, liver: organ, kidney: organ}\n")
-    config = parse_config({"name": "values", "protocol": "cvpr25", "seeds": [0],
-                           "datasets": [{"name": "folder", "spec": str(spec)}],
-                           "models": ["region-growing-3d"]})
+    spec.write_text(
+        "name: organs\nimages: images/{case}.nii.gz\nlabels: labels/{case}.nii.gz\n"
+        "classes: {spleen: 1, liver: 3, kidney: 4}\nmodality: CT\n"
+        "target_types: {spleen: organ, liver: organ, kidney: organ}\n"
+    )
+    config = parse_config(
+        {
+            "name": "values",
+            "protocol": "cvpr25",
+            "seeds": [0],
+            "datasets": [{"name": "folder", "spec": str(spec)}],
+            "models": ["region-growing-3d"],
+        }
+    )
     Runner(config, tmp_path / "run").run()
     rows = pd.read_parquet(tmp_path / "run" / "results.parquet")
     by_target = rows.groupby("target")[["target_label", "target_number"]].first()
     assert by_target.to_dict("index") == {
         "spleen": {"target_label": 1, "target_number": 1},
         "liver": {"target_label": 3, "target_number": 2},
-        "kidney": {"target_label": 4, "target_number": 3}}
+        "kidney": {"target_label": 4, "target_number": 3},
+    }

@@ -19,14 +19,15 @@ def _target() -> np.ndarray:
     """Wide on slice 2, narrow on slices 3 to 5: the middle of the unique slices (2..5) is 4,
     where the target is narrow; the median voxel's slice would be 2 (most voxels)."""
     gt = np.zeros((8, 12, 12), dtype=bool)
-    gt[2, 1:10, 2:11] = True      # 9 x 9 = 81 voxels
-    gt[3:6, 4:6, 4:7] = True      # 3 slices x 2 x 3
+    gt[2, 1:10, 2:11] = True  # 9 x 9 = 81 voxels
+    gt[3:6, 4:6, 4:7] = True  # 3 slices x 2 x 3
     return gt
 
 
 def _context(gt: np.ndarray) -> PromptContext:
-    return PromptContext(ground_truth=gt, spacing=(1.0, 1.0, 1.0),
-                         rng=derive_rng(0, "d", "c", "t", "p"))
+    return PromptContext(
+        ground_truth=gt, spacing=(1.0, 1.0, 1.0), rng=derive_rng(0, "d", "c", "t", "p")
+    )
 
 
 def test_the_corrected_box_encloses_the_whole_target_and_the_exact_box_its_middle_slice():
@@ -55,13 +56,24 @@ def test_the_corrected_box_keeps_the_challenges_random_enlargement():
 
 
 def test_the_corrected_protocol_defaults_to_its_box_and_scores_as_the_challenge():
-    config = RunConfig.model_validate({"name": "x", "datasets": ["demo-phantoms"],
-                                       "models": ["region-growing-3d"],
-                                       "protocol": "cvpr25-corrected"})
+    config = RunConfig.model_validate(
+        {
+            "name": "x",
+            "datasets": ["demo-phantoms"],
+            "models": ["region-growing-3d"],
+            "protocol": "cvpr25-corrected",
+        }
+    )
     assert [p.name for p in config.prompters] == ["cvpr25-box-corrected"]
     assert [r.name for r in config.refiners] == ["cvpr25-click"] and config.refinement_steps == 5
-    exact = RunConfig.model_validate({"name": "x", "datasets": ["demo-phantoms"],
-                                      "models": ["region-growing-3d"], "protocol": "cvpr25"})
+    exact = RunConfig.model_validate(
+        {
+            "name": "x",
+            "datasets": ["demo-phantoms"],
+            "models": ["region-growing-3d"],
+            "protocol": "cvpr25",
+        }
+    )
     assert [p.name for p in exact.prompters] == ["cvpr25-box"]
     assert metrics_for_protocol("cvpr25-corrected") is step_metrics_cvpr25
     assert metrics_for_protocol("cvpr25") is step_metrics_cvpr25

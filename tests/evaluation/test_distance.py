@@ -16,8 +16,11 @@ from scipy import ndimage
 
 from intrabench import distance
 
-masks = arrays(bool, st.tuples(st.integers(1, 9), st.integers(1, 12), st.integers(1, 12)),
-               elements=st.booleans())
+masks = arrays(
+    bool,
+    st.tuples(st.integers(1, 9), st.integers(1, 12), st.integers(1, 12)),
+    elements=st.booleans(),
+)
 spacings = st.tuples(*[st.sampled_from([0.5, 0.7, 0.7421875, 0.8, 1.0, 1.5, 2.5, 3.0])] * 3)
 
 
@@ -34,8 +37,9 @@ def test_transform_matches_scipy_within_1e_4_mm(mask, spacing):
     mask = mask.copy()
     mask.flat[0] = False  # SciPy's convention without background is its own (checked below)
     expected = ndimage.distance_transform_edt(mask, sampling=spacing)
-    np.testing.assert_allclose(distance.distance_transform(mask, spacing), expected,
-                               rtol=0, atol=1e-4)
+    np.testing.assert_allclose(
+        distance.distance_transform(mask, spacing), expected, rtol=0, atol=1e-4
+    )
 
 
 @settings(max_examples=200, deadline=None)
@@ -63,8 +67,9 @@ def test_deepest_voxels_in_isotropic_mm_follow_scipys_rounding():
     mask[0, 9, 0] = mask[3, 0, 1] = False
     reference = ndimage.distance_transform_edt(mask, sampling=(0.7, 0.7, 0.7))
     assert np.argwhere(reference == reference.max()).tolist() == [[0, 4, 0], [3, 5, 1]]
-    np.testing.assert_array_equal(distance.deepest_voxels(mask, (0.7, 0.7, 0.7)),
-                                  [[0, 4, 0], [3, 5, 1]])
+    np.testing.assert_array_equal(
+        distance.deepest_voxels(mask, (0.7, 0.7, 0.7)), [[0, 4, 0], [3, 5, 1]]
+    )
     assert len(distance.deepest_voxels(mask)) == 4  # in voxel units all four are at 5
 
 
@@ -87,27 +92,32 @@ def test_deepest_voxels_of_a_plateau_use_the_exact_fallback():
     expected_map = ndimage.distance_transform_edt(mask, sampling=(0.7, 0.7421875, 0.8))
     expected = np.argwhere(expected_map == expected_map.max())
     assert len(expected) > distance._MAX_CANDIDATES
-    np.testing.assert_array_equal(distance.deepest_voxels(mask, (0.7, 0.7421875, 0.8)),
-                                  expected)
+    np.testing.assert_array_equal(distance.deepest_voxels(mask, (0.7, 0.7421875, 0.8)), expected)
 
 
 @settings(max_examples=150, deadline=None)
 @given(masks, masks, spacings)
 def test_nearest_distances_are_exact(first, second, spacing):
     shape = tuple(min(a, b) for a, b in zip(first.shape, second.shape))
-    sources, targets = first[: shape[0], : shape[1], : shape[2]], second[: shape[0], : shape[1], : shape[2]]
+    sources, targets = (
+        first[: shape[0], : shape[1], : shape[2]],
+        second[: shape[0], : shape[1], : shape[2]],
+    )
     if not sources.any() or not targets.any():
         return
     expected = ndimage.distance_transform_edt(~targets, sampling=spacing)[sources]
-    np.testing.assert_array_equal(distance.nearest_distances(sources, targets, spacing),
-                                  expected)
+    np.testing.assert_array_equal(distance.nearest_distances(sources, targets, spacing), expected)
 
 
 def test_offset_lengths_use_scipys_arithmetic():
     # 3 voxels of 0.7 mm: sqrt((3 * 0.7) ** 2), exactly what the transform gives
-    assert distance.offset_lengths(np.array([[0, 3, 0]]), (1.0, 0.7, 1.0))[0] == \
-        ndimage.distance_transform_edt(np.array([[1, 1, 1, 0]], bool)[None].transpose(0, 2, 1)
-                                       .reshape(1, 4, 1), sampling=(1.0, 0.7, 1.0))[0, 0, 0]
+    assert (
+        distance.offset_lengths(np.array([[0, 3, 0]]), (1.0, 0.7, 1.0))[0]
+        == ndimage.distance_transform_edt(
+            np.array([[1, 1, 1, 0]], bool)[None].transpose(0, 2, 1).reshape(1, 4, 1),
+            sampling=(1.0, 0.7, 1.0),
+        )[0, 0, 0]
+    )
 
 
 def test_asking_for_cuda_without_cupy_is_a_one_line_error(monkeypatch):
@@ -136,9 +146,12 @@ def test_read_only_masks_and_views_of_them_are_transformed():
     mask.flags.writeable = False
     for shown in (mask, mask[1:5], mask[:, ::2]):
         reference = ndimage.distance_transform_edt(shown, sampling=(2.0, 1.0, 1.0))
-        np.testing.assert_allclose(distance.distance_transform(shown, (2.0, 1.0, 1.0)),
-                                   reference, rtol=1e-5)
-        np.testing.assert_array_equal(distance.squared_voxel_distances(shown),
-                                      np.rint(ndimage.distance_transform_edt(shown) ** 2))
+        np.testing.assert_allclose(
+            distance.distance_transform(shown, (2.0, 1.0, 1.0)), reference, rtol=1e-5
+        )
+        np.testing.assert_array_equal(
+            distance.squared_voxel_distances(shown),
+            np.rint(ndimage.distance_transform_edt(shown) ** 2),
+        )
         assert len(distance.deepest_voxels(shown)) > 0
     assert not mask.flags.writeable

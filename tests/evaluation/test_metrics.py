@@ -33,10 +33,16 @@ def monai_values(pred: np.ndarray, gt: np.ndarray, spacing, tolerance: float) ->
         warnings.simplefilter("ignore")
         metric = DiceMetric(include_background=True, reduction="none", ignore_empty=False)
         dsc = float(metric(y_pred, y)[0, 0])
-        nsd = float(compute_surface_dice(y_pred, y, [tolerance], include_background=True,
-                                         spacing=list(spacing))[0, 0])
-        hd = float(compute_hausdorff_distance(y_pred, y, include_background=True, percentile=95,
-                                              spacing=list(spacing))[0, 0])
+        nsd = float(
+            compute_surface_dice(
+                y_pred, y, [tolerance], include_background=True, spacing=list(spacing)
+            )[0, 0]
+        )
+        hd = float(
+            compute_hausdorff_distance(
+                y_pred, y, include_background=True, percentile=95, spacing=list(spacing)
+            )[0, 0]
+        )
     return {"dice": dsc, "nsd": nsd, "hd95": hd}
 
 
@@ -89,11 +95,13 @@ def test_multi_instance_case_uses_the_known_pairing():
     label[5:10, 20:30, 20:30] = 2
     label[12:16, 30:36, 2:8] = 3
     predictions = {
-        1: label == 1,                        # perfect
-        2: (label == 2) | (label == 1),       # covers instance 1 as well: FP = 125
+        1: label == 1,  # perfect
+        2: (label == 2) | (label == 1),  # covers instance 1 as well: FP = 125
         3: np.zeros_like(label, dtype=bool),  # missed
     }
-    scores = {k: step_metrics(p, label == k, (2.0, 1.0, 1.0))["dice"] for k, p in predictions.items()}
+    scores = {
+        k: step_metrics(p, label == k, (2.0, 1.0, 1.0))["dice"] for k, p in predictions.items()
+    }
     assert scores[1] == 1.0
     assert scores[2] == pytest.approx(2 * 500 / (625 + 500))
     assert scores[3] == 0.0
@@ -164,7 +172,7 @@ def test_random_shapes_against_monai_with_both_distance_paths():
         for mask in (pred, gt):
             for _ in range(3):
                 z, y, x = (int(rng.integers(2, s - 6)) for s in shape)
-                mask[z:z + 4, y:y + int(rng.integers(2, 6)), x:x + 3] = True
+                mask[z : z + 4, y : y + int(rng.integers(2, 6)), x : x + 3] = True
         spacing = tuple(float(v) for v in rng.uniform(0.5, 3.0, 3))
         ours = step_metrics(pred, gt, spacing, nsd_tolerance_mm=2.0)
         reference = monai_values(pred, gt, spacing, 2.0)
@@ -178,9 +186,13 @@ def test_bounding_box_matches_projection(z_positions):
     mask = np.zeros((40, 6, 7), bool)
     for i, z in enumerate(z_positions):
         mask[z, i % 6, (2 * i) % 7] = True
-    expected = tuple(slice(int(np.flatnonzero(mask.any(axis=tuple(o for o in range(3) if o != a)))[0]),
-                           int(np.flatnonzero(mask.any(axis=tuple(o for o in range(3) if o != a)))[-1]) + 1)
-                     for a in range(3))
+    expected = tuple(
+        slice(
+            int(np.flatnonzero(mask.any(axis=tuple(o for o in range(3) if o != a)))[0]),
+            int(np.flatnonzero(mask.any(axis=tuple(o for o in range(3) if o != a)))[-1]) + 1,
+        )
+        for a in range(3)
+    )
     assert bounding_box(mask) == expected
     assert bounding_box(np.asfortranarray(mask)) == expected  # non-contiguous path
 
@@ -222,8 +234,9 @@ def test_nsd_exact_tie_on_the_kdtree_path():
     assert monai_values(pred, gt, spacing, 0.7)["nsd"] == pytest.approx(2 / 3)
     sampling = np.asarray(spacing)
     # Both paths give the EDT's arithmetic: sqrt((1 * 0.7) ** 2), not 4 * 0.7 - 3 * 0.7.
-    np.testing.assert_array_equal(_distances_kdtree(gt, pred, sampling),
-                                  _distances_edt(gt, pred, sampling))
+    np.testing.assert_array_equal(
+        _distances_kdtree(gt, pred, sampling), _distances_edt(gt, pred, sampling)
+    )
     assert _distances_kdtree(pred, gt, sampling)[0] <= 0.7
 
 
@@ -248,14 +261,17 @@ def test_nsd_matches_monai_at_tie_prone_spacings(data):
         return
     spacing = tuple(data.draw(st.sampled_from(TIE_SPACINGS), label=f"s{a}") for a in range(3))
     tolerance = data.draw(st.sampled_from(spacing), label="axis") * data.draw(
-        st.integers(1, 3), label="multiple")
+        st.integers(1, 3), label="multiple"
+    )
     reference = monai_values(pred, gt, spacing, tolerance)["nsd"]
     padded_pred, padded_gt = np.pad(pred, 1), np.pad(gt, 1)
     pred_surface, gt_surface = surface(padded_pred), surface(padded_gt)
     sampling = np.asarray(spacing, dtype=np.float64)
     for method in (_distances_edt, _distances_kdtree):
-        distances = (method(pred_surface, gt_surface, sampling),
-                     method(gt_surface, pred_surface, sampling))
+        distances = (
+            method(pred_surface, gt_surface, sampling),
+            method(gt_surface, pred_surface, sampling),
+        )
         assert _nsd(distances, tolerance) == pytest.approx(reference, abs=1e-6), method.__name__
     assert step_metrics(pred, gt, spacing, tolerance)["nsd"] == pytest.approx(reference, abs=1e-6)
 

@@ -20,9 +20,9 @@ def _marked_volume() -> np.ndarray:
 
 def test_each_view_shows_the_marker_where_a_radiologist_expects_it():
     volume = _marked_volume()
-    axial = radiological(volume[8])              # (y, x)
-    coronal = radiological(volume[:, 9, :])      # (z, x)
-    sagittal = radiological(volume[:, :, 10])    # (z, y)
+    axial = radiological(volume[8])  # (y, x)
+    coronal = radiological(volume[:, 9, :])  # (z, x)
+    sagittal = radiological(volume[:, :, 10])  # (z, y)
     # axial: anterior up, patient's right on the image's left -> top-left
     assert np.argwhere(axial).tolist() == [[0, 0]]
     # coronal: superior up, right on the left -> top-left
@@ -47,7 +47,9 @@ def test_the_axial_overlay_draws_an_anterior_right_target_top_left():
     dark = third < 30  # the panel is the black image (title text is dark too, but sparse)
     dark &= dark.sum(axis=1, keepdims=True) > third.shape[1] // 2
     dark_rows, dark_columns = np.nonzero(dark)
-    panel = third[dark_rows.min():dark_rows.max() + 1, dark_columns.min():dark_columns.max() + 1]
+    panel = third[
+        dark_rows.min() : dark_rows.max() + 1, dark_columns.min() : dark_columns.max() + 1
+    ]
     rows, columns = np.nonzero(panel > 250)  # the white target inside it
     assert rows.size > 100
     assert np.median(rows) < panel.shape[0] / 4 and np.median(columns) < panel.shape[1] / 4

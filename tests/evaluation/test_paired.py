@@ -27,19 +27,29 @@ A = [0.5, 0.25, 0.75, 0.5, 0.625, 0.125]
 B = [0.625, 0.5, 0.5, 0.75, 0.6875, 0.5]
 
 
-def rows_of(scores: dict[str, list[float]], dataset: str = "D", classes=None,
-            steps: int = 1) -> pd.DataFrame:
+def rows_of(
+    scores: dict[str, list[float]], dataset: str = "D", classes=None, steps: int = 1
+) -> pd.DataFrame:
     """One target per case (class ``classes[i]`` or ``x``), one row per step; the last step
     holds the score, earlier steps 0."""
     records = []
     for model, values in scores.items():
         for i, value in enumerate(values):
             for step in range(steps):
-                records.append({
-                    "dataset": dataset, "case": f"c{i}", "target": f"t{i}",
-                    "target_class": classes[i] if classes else "x", "model": model,
-                    "prompter": "p", "refiner": "none", "seed": 0, "step": step,
-                    "dice": value if step == steps - 1 else 0.0})
+                records.append(
+                    {
+                        "dataset": dataset,
+                        "case": f"c{i}",
+                        "target": f"t{i}",
+                        "target_class": classes[i] if classes else "x",
+                        "model": model,
+                        "prompter": "p",
+                        "refiner": "none",
+                        "seed": 0,
+                        "step": step,
+                        "dice": value if step == steps - 1 else 0.0,
+                    }
+                )
     return pd.DataFrame(records)
 
 
@@ -77,8 +87,7 @@ def test_difference_equals_the_tables_difference():
 def test_wilcoxon_and_holm_agree_with_scipy_and_statsmodels():
     rng = np.random.default_rng(11)
     base = rng.random(12)
-    scores = {f"m{i}": list(np.clip(base + rng.normal(0.05 * i, 0.1, 12), 0, 1))
-              for i in range(4)}
+    scores = {f"m{i}": list(np.clip(base + rng.normal(0.05 * i, 0.1, 12), 0, 1)) for i in range(4)}
     rows = rows_of(scores)
     table = paired_comparisons(rows, n_boot=100)
     cases = paired_cases(rows)

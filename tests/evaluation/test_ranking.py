@@ -37,14 +37,23 @@ def test_rank_shares_equal_a_loop_over_aggregates_bootstrap():
     scores = {m: list(rng.random(9)) for m in ("a", "b", "c", "d")}
     rows = rows_of(scores, classes=["x", "y", "z"] * 3)
     table = rank_table(rank_distributions(rows, n_boot=300, seed=7)).set_index("configuration")
-    replicates = np.stack([bootstrap_replicates(
-        seed_case_class_matrices(rows[rows["model"] == m], "dice",
-                                 cases=sorted(rows["case"].unique())), n_boot=300, seed=7)
-        for m in scores])  # dataset 0 is resampled with seed 7 + 0
+    replicates = np.stack(
+        [
+            bootstrap_replicates(
+                seed_case_class_matrices(
+                    rows[rows["model"] == m], "dice", cases=sorted(rows["case"].unique())
+                ),
+                n_boot=300,
+                seed=7,
+            )
+            for m in scores
+        ]
+    )  # dataset 0 is resampled with seed 7 + 0
     first = np.argmax(replicates, axis=0)
     for i, model in enumerate(scores):
         assert table.loc[f"{model} / p / none", "rank1_share"] == pytest.approx(
-            float(np.mean(first == i)), abs=1e-15)
+            float(np.mean(first == i)), abs=1e-15
+        )
         ranks = 1 + (replicates > replicates[i]).sum(axis=0)
         assert table.loc[f"{model} / p / none", "median_rank"] == float(np.median(ranks))
 

@@ -35,12 +35,14 @@ from tests.run_helpers import run_config
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     """Two models x two prompters, click refinement, two seeds, every step's mask saved."""
-    return run_config(tmp_path_factory.mktemp("layout"),
+    return run_config(
+        tmp_path_factory.mktemp("layout"),
         "name: layout\nseeds: [0, 1]\n"
         "datasets: [{name: demo-phantoms, n_cases: 2, label: phantoms}]\n"
         "models: [region-growing-3d, random-walker-3d]\n"
         "prompters: [box-3d, {name: center-points-per-volume, n_points: 1, label: 1-click}]\n"
-        "refiners: [center-error-click]\nrefinement_steps: 2\nsave_predictions: all\n")
+        "refiners: [center-error-click]\nrefinement_steps: 2\nsave_predictions: all\n",
+    )
 
 
 # -- where things are drawn -------------------------------------------------------------------
@@ -55,8 +57,9 @@ def test_view_position_reverses_both_axes_inside_the_window():
 def test_the_axial_cut_goes_through_the_slice_holding_the_prompt():
     truth = np.zeros((20, 10, 10), bool)
     truth[4:15, 3:8, 3:8] = True  # median voxel (9, 5, 5)
-    clicks = Prompt(points=np.array([[6, 5, 5], [6, 4, 4], [12, 5, 5]]),
-                    point_labels=np.array([1, 1, 0]))
+    clicks = Prompt(
+        points=np.array([[6, 5, 5], [6, 4, 4], [12, 5, 5]]), point_labels=np.array([1, 1, 0])
+    )
     assert cut_centre(truth, clicks) == (6, 5, 5)
     assert cut_centre(truth, None) == (9, 5, 5)
     box = Prompt(box3d=Box3D(4, 3, 3, 14, 6, 6))
@@ -66,7 +69,7 @@ def test_the_axial_cut_goes_through_the_slice_holding_the_prompt():
 def _colour_centroid(png: bytes, colour: str, region) -> tuple[float, float] | None:
     """(row, column) centroid of the pixels within 40 of ``colour``, in ``region`` (slices)."""
     picture = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int32)[region]
-    target = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)])
+    target = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
     rows, columns = np.nonzero(np.abs(picture - target).sum(axis=2) < 40)
     return (float(rows.mean()), float(columns.mean())) if rows.size else None
 
@@ -88,10 +91,14 @@ def test_clicks_and_boxes_are_drawn_where_the_voxels_are():
     image = np.zeros((3, 40, 40), np.float32)
     truth = np.zeros(image.shape, bool)
     truth[1, 10:30, 10:30] = True
-    prompt = Prompt(points=np.array([[1, 35, 35], [1, 4, 4]]), point_labels=np.array([1, 0]),
-                    box3d=Box3D(0, 8, 8, 2, 31, 31))
-    png = draw_overlay(image, truth, [StepPanel("step 0", None, prompt, 0.5)], (2.0, 1.0, 1.0),
-                       margin_mm=100.0)
+    prompt = Prompt(
+        points=np.array([[1, 35, 35], [1, 4, 4]]),
+        point_labels=np.array([1, 0]),
+        box3d=Box3D(0, 8, 8, 2, 31, 31),
+    )
+    png = draw_overlay(
+        image, truth, [StepPanel("step 0", None, prompt, 0.5)], (2.0, 1.0, 1.0), margin_mm=100.0
+    )
     panel, height, width = _axial_panel(png)
     positive = _colour_centroid(png, POSITIVE, panel)
     negative = _colour_centroid(png, NEGATIVE, panel)
@@ -115,8 +122,13 @@ def test_a_lasso_is_drawn_as_a_closed_line_around_its_voxels():
     truth = np.zeros(image.shape, bool)
     truth[1, 30:35, 30:35] = True
     lasso = Lasso(1, np.array([[28, 28], [28, 36], [36, 36], [36, 28]]), 1)
-    png = draw_overlay(image, truth, [StepPanel("step 0", None, Prompt(lassos=(lasso,)), 0.5)],
-                       (2.0, 1.0, 1.0), margin_mm=100.0)
+    png = draw_overlay(
+        image,
+        truth,
+        [StepPanel("step 0", None, Prompt(lassos=(lasso,)), 0.5)],
+        (2.0, 1.0, 1.0),
+        margin_mm=100.0,
+    )
     panel, height, width = _axial_panel(png)
     loop = _colour_centroid(png, POSITIVE, panel)
     # the loop's centre, voxel (32, 32), is 39 - 32 = 7 voxels from the top-left corner
@@ -126,13 +138,25 @@ def test_a_lasso_is_drawn_as_a_closed_line_around_its_voxels():
 
 # -- which targets and how they are named ------------------------------------------------------
 def test_the_gallery_takes_the_worst_targets_of_each_model():
-    episodes = pd.DataFrame({
-        "model": ["a", "a", "a", "b", "b"], "dataset": "d", "case": ["c1", "c2", "c3", "c1", "c2"],
-        "target": "t", "prompter": "p", "refiner": "none", "seed": 0,
-        "dice_final": [0.9, 0.1, 0.1, 0.5, 0.7]})
+    episodes = pd.DataFrame(
+        {
+            "model": ["a", "a", "a", "b", "b"],
+            "dataset": "d",
+            "case": ["c1", "c2", "c3", "c1", "c2"],
+            "target": "t",
+            "prompter": "p",
+            "refiner": "none",
+            "seed": 0,
+            "dice_final": [0.9, 0.1, 0.1, 0.5, 0.7],
+        }
+    )
     picked = failure_gallery(episodes, 2)
-    assert picked[["model", "case"]].values.tolist() == [["a", "c2"], ["a", "c3"], ["b", "c1"],
-                                                         ["b", "c2"]]
+    assert picked[["model", "case"]].values.tolist() == [
+        ["a", "c2"],
+        ["a", "c3"],
+        ["b", "c1"],
+        ["b", "c2"],
+    ]
 
 
 def test_gallery_overlays_name_seed_and_configuration_and_show_first_and_last_step(run_dir):
@@ -157,10 +181,12 @@ def test_gallery_overlays_name_seed_and_configuration_and_show_first_and_last_st
 
 
 def test_only_final_masks_say_how_to_get_the_first_step(tmp_path):
-    run = run_config(tmp_path,
+    run = run_config(
+        tmp_path,
         "name: finals\ndatasets: [{name: demo-phantoms, n_cases: 1}]\n"
         "models: [region-growing-3d]\nprompters: [box-3d]\nrefiners: [center-error-click]\n"
-        "refinement_steps: 1\nsave_predictions: true\n")
+        "refinement_steps: 1\nsave_predictions: true\n",
+    )
     rows = load_results(run)
     items, notes = gallery(run, rows, episode_table(rows), None, 1)
     assert [item.steps for item in items] == [(1,)]
@@ -169,8 +195,13 @@ def test_only_final_masks_say_how_to_get_the_first_step(tmp_path):
 
 # -- one scale, styles, layout ------------------------------------------------------------------
 def test_styles_stay_distinct_beyond_ten_configurations():
-    rows = pd.DataFrame({"model": [f"m{i}" for i in range(25)], "prompter": "p",
-                         "refiner": ["none"] * 24 + ["scribble"]})
+    rows = pd.DataFrame(
+        {
+            "model": [f"m{i}" for i in range(25)],
+            "prompter": "p",
+            "refiner": ["none"] * 24 + ["scribble"],
+        }
+    )
     styles = plots.configuration_styles(rows)
     pairs = {(s["color"], s["marker"]) for s in styles.values()}
     assert len(pairs) == 25
@@ -184,12 +215,21 @@ def test_styles_stay_distinct_beyond_ten_configurations():
 def test_the_page_puts_figures_first_and_uses_one_scale(run_dir):
     assert main(["report", str(run_dir)]) == 0
     page = (run_dir / "report" / "report.html").read_text()
-    order = [page.index(h) for h in ("<h2>Figures</h2>", "<h2>Summary</h2>",
-                                     "<h2>Failure gallery", "<h2>Per-case results</h2>",
-                                     "<h2>Run details</h2>")]
+    order = [
+        page.index(h)
+        for h in (
+            "<h2>Figures</h2>",
+            "<h2>Summary</h2>",
+            "<h2>Failure gallery",
+            "<h2>Per-case results</h2>",
+            "<h2>Run details</h2>",
+        )
+    ]
     assert order == sorted(order)
     assert "0-1 scale" not in page
-    assert "dice-vs-interactions-per-dataset" in {p.stem for p in (run_dir / "report").glob("*.png")}
+    assert "dice-vs-interactions-per-dataset" in {
+        p.stem for p in (run_dir / "report").glob("*.png")
+    }
     assert "<th>Dice final x100</th>" in page
     # the per-configuration table is x100: 100 x (mean over classes of the mean over cases of
     # each case's mean over its targets and seeds), computed here by hand
@@ -197,8 +237,14 @@ def test_the_page_puts_figures_first_and_uses_one_scale(run_dir):
 
     episodes = episode_table(load_results(run_dir))
     config = ["model", "prompter", "refiner"]
-    by_hand = (episodes.groupby([*config, "target_class", "case"])["dice_final"].mean()
-               .groupby([*config, "target_class"]).mean().groupby(config).mean())
+    by_hand = (
+        episodes.groupby([*config, "target_class", "case"])["dice_final"]
+        .mean()
+        .groupby([*config, "target_class"])
+        .mean()
+        .groupby(config)
+        .mean()
+    )
     shown = configuration_summary(episodes).set_index(config)["Dice final x100"]
     assert np.allclose(shown.sort_index(), 100 * by_hand.sort_index())
     assert shown.max() > 1
@@ -217,10 +263,10 @@ def test_the_report_reads_at_800_px_in_chromium(run_dir, tmp_path):
         width = browser.execute_script("return document.documentElement.clientWidth")
         assert width <= 800
         # nothing but the tables' own scroll boxes is wider than the window
-        assert browser.execute_script(
-            "return document.documentElement.scrollWidth") <= width
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= width
         images = browser.execute_script(
-            "return Array.from(document.images).map(i => [i.alt, i.naturalWidth, i.width])")
+            "return Array.from(document.images).map(i => [i.alt, i.naturalWidth, i.width])"
+        )
         assert len(images) >= 8
         for alt, natural, shown in images:
             assert natural > 0, alt  # decoded
@@ -228,7 +274,8 @@ def test_the_report_reads_at_800_px_in_chromium(run_dir, tmp_path):
             assert shown >= min(natural, width) * 0.55 or shown / natural >= 0.55, alt
             assert shown <= width
         headings = browser.execute_script(
-            "return Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
+            "return Array.from(document.querySelectorAll('h2')).map(h => h.textContent)"
+        )
         assert headings.index("Figures") < headings.index("Per-case results")
         screenshot = tmp_path / "report-800px.png"
         assert browser.save_screenshot(str(screenshot))

@@ -24,8 +24,17 @@ def test_results_store_schema_and_metadata(tiny_run):
     rows = load_results(tiny_run)
     csv = pd.read_csv(tiny_run / "results.csv")
     assert len(rows) == len(csv) > 0
-    for column in ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "cumulative_effort",
-                   "model_seconds", "target_class", "effort_label"):
+    for column in (
+        "dice",
+        "iou",
+        "nsd",
+        "hd95",
+        "nsd_tolerance_mm",
+        "cumulative_effort",
+        "model_seconds",
+        "target_class",
+        "effort_label",
+    ):
         assert column in rows and column in csv
     assert set(rows["step"]) == {0, 1, 2}
     assert (rows["nsd_tolerance_mm"] == 2.0).all()
@@ -42,12 +51,24 @@ def test_tables_command_on_a_real_run(tiny_run, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| Iterations | Prompter | Model | Interactions | phantoms | Average |" in printed
     # one configuration: no comparison table, but its rank, per-class and per-target tables
-    assert {p.name for p in out.iterdir()} == {"refinement.md", "refinement.tex", "refinement.csv",
-                                               "statistics.csv", "time.md", "time.csv",
-                                               "latency.md", "latency.csv", "ranks.md",
-                                               "ranks.tex", "ranks.csv", "per-class.md",
-                                               "per-class.tex", "per-class.csv",
-                                               "per-target.tex", "per-target.csv"}
+    assert {p.name for p in out.iterdir()} == {
+        "refinement.md",
+        "refinement.tex",
+        "refinement.csv",
+        "statistics.csv",
+        "time.md",
+        "time.csv",
+        "latency.md",
+        "latency.csv",
+        "ranks.md",
+        "ranks.tex",
+        "ranks.csv",
+        "per-class.md",
+        "per-class.tex",
+        "per-class.csv",
+        "per-target.tex",
+        "per-target.csv",
+    }
     statistics = pd.read_csv(out / "statistics.csv")
     assert len(statistics) == 3  # one per step
     # the tiny run has fewer cases than an interval needs (5): none, and the file says why
@@ -68,11 +89,17 @@ def test_tables_command_on_a_real_run(tiny_run, tmp_path, capsys):
 def test_layout_renames_and_merges_columns(tiny_run, tmp_path):
     rows = load_results(tiny_run)
     extra = rows.assign(dataset="other", dice=0.5)
-    layout = Layout(columns={"D1": ["phantoms", "other"]}, models={"region-growing-3d": "RG 3D"},
-                    prompters={"box-3d": "3D Box"}, refiners={"scribble": "Scribble"})
+    layout = Layout(
+        columns={"D1": ["phantoms", "other"]},
+        models={"region-growing-3d": "RG 3D"},
+        prompters={"box-3d": "3D Box"},
+        refiners={"scribble": "Scribble"},
+    )
     table = build_table(pd.concat([rows, extra]), layout, iterations=False)
     assert list(table.columns) == ["Prompter", "Model", "Interactions", "D1", "Average"]
-    assert table.loc[0, "Prompter"] == "3D Box + Scribble Refine" and table.loc[0, "Model"] == "RG 3D"
+    assert (
+        table.loc[0, "Prompter"] == "3D Box + Scribble Refine" and table.loc[0, "Model"] == "RG 3D"
+    )
     final = rows[rows["step"] == rows["step"].max()]
     phantoms = per_dataset(final)["dice"].iloc[0]
     # classes phantoms/<class> and other/<class> are averaged as classes of one dataset
@@ -89,8 +116,14 @@ def test_report_has_its_parts(tiny_run, tmp_path):
     out = tmp_path / "report"
     assert main(["report", str(tiny_run), "--out", str(out)]) == 0
     page = (out / "report.html").read_text()
-    for heading in ("How to read this page", "Summary", "Figures", "Per-case results",
-                    "Failure gallery: the worst targets per model", "Run details"):
+    for heading in (
+        "How to read this page",
+        "Summary",
+        "Figures",
+        "Per-case results",
+        "Failure gallery: the worst targets per model",
+        "Run details",
+    ):
         assert f"<h2>{heading}</h2>" in page
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert len(images) >= 4  # iteration curve, effort curve, dataset bars, >= 1 overlay
@@ -104,10 +137,14 @@ def test_report_has_its_parts(tiny_run, tmp_path):
     # the header counts targets as targets, episodes apart (#51 item 4: "72 segmented targets"
     # for 8 targets)
     targets = len(rows[["dataset", "case", "target"]].drop_duplicates())
-    episodes = len(rows[["dataset", "case", "target", "model", "prompter", "refiner",
-                         "seed"]].drop_duplicates())
-    assert (f"{targets} targets in {rows['case'].nunique()} images, segmented in {episodes} "
-            "episodes") in page
+    episodes = len(
+        rows[
+            ["dataset", "case", "target", "model", "prompter", "refiner", "seed"]
+        ].drop_duplicates()
+    )
+    assert (
+        f"{targets} targets in {rows['case'].nunique()} images, segmented in {episodes} episodes"
+    ) in page
     for case in rows["case"].unique():
         assert f"<td>{case}</td>" in page
     assert "final dice" in page
@@ -131,8 +168,20 @@ def test_compare_paired_differences(tiny_run, tmp_path, capsys):
     assert line["B - A"] == pytest.approx(line["B"] - line["A"])
     assert 0 < line["ci_low"] <= line["B - A"] <= line["ci_high"] <= 0.1 + 1e-12
     assert len(per_case) == rows["case"].nunique()
-    assert main(["compare", str(tiny_run), str(tiny_run), "--out", str(tmp_path / "c"),
-                 "--n-boot", "200"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(tiny_run),
+                str(tiny_run),
+                "--out",
+                str(tmp_path / "c"),
+                "--n-boot",
+                "200",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out  # the comparison table of tables, x100 (#70 item 4)
     assert "| Dataset | A | B | A x100 | B x100 | B - A x100 | 95% CI |" in printed
     assert "n too small (at least 5)" in printed  # 2 cases: no interval
@@ -175,8 +224,18 @@ def test_full_builtin_demo_tables_and_report(tmp_path, capsys):
     assert set(table["Model"]) == {"random-walker-2d", "region-growing-3d"}
     initial = pd.read_csv(tmp_path / "t" / "initial.csv")
     assert len(initial[initial["Model"] == "litemedsam"]) == (~refined).sum() == 4
-    assert table[[c for c in table.columns if c not in
-                  ("Iterations", "Prompter", "Model", "Interactions")]].notna().all().all()
+    assert (
+        table[
+            [
+                c
+                for c in table.columns
+                if c not in ("Iterations", "Prompter", "Model", "Interactions")
+            ]
+        ]
+        .notna()
+        .all()
+        .all()
+    )
     assert main(["report", str(tmp_path / "demo")]) == 0
     page = (tmp_path / "demo" / "report" / "report.html").read_text()
     assert "<h2>Which targets are hard, for which model</h2>" in page
@@ -201,29 +260,45 @@ def test_paper_layout_builds_table5_from_named_runs(tiny_run):
     built = tables_for_runs(pd.concat([liver, lesion, ms, unrelated]), layout)
     assert [name for name, _, _ in built] == ["table5"]
     table = built[0][2]
-    assert list(table.columns) == ["Iterations", "Prompter", "Model", "Interactions", "D1", "D8",
-                                   "Average"]
+    assert list(table.columns) == [
+        "Iterations",
+        "Prompter",
+        "Model",
+        "Interactions",
+        "D1",
+        "D8",
+        "Average",
+    ]
     d1 = table["D1"].to_numpy()
     # D8 = mean of the liver class (= D1 values) and the lesion class (half of them)
     np.testing.assert_allclose(table["D8"], 0.75 * d1)
     np.testing.assert_allclose(table["Average"], (d1 + 0.75 * d1) / 2)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("kind: [\n", r"line 2 invalid YAML"),  # was a traceback
-    ("name: x\ndatasets: [demo-phantoms]\nmodels: [a, b]\n",
-     r"models: Input should be a valid dictionary \(this looks like a run config; --layout "
-     r"takes a table layout\)"),  # was a ValueError traceback
-    ("columns: {D1: 5}\n", r"columns\.D1: Input should be a valid list"),
-    ("tables: {t1: {runs: r}}\n", r"tables\.t1\.runs: Input should be a valid list"),
-    ("rows: {}\n", r"rows: not a key of a table layout \(columns, models, prompters, refiners, "
-                   r"tables\)"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("kind: [\n", r"line 2 invalid YAML"),  # was a traceback
+        (
+            "name: x\ndatasets: [demo-phantoms]\nmodels: [a, b]\n",
+            r"models: Input should be a valid dictionary \(this looks like a run config; --layout "
+            r"takes a table layout\)",
+        ),  # was a ValueError traceback
+        ("columns: {D1: 5}\n", r"columns\.D1: Input should be a valid list"),
+        ("tables: {t1: {runs: r}}\n", r"tables\.t1\.runs: Input should be a valid list"),
+        (
+            "rows: {}\n",
+            r"rows: not a key of a table layout \(columns, models, prompters, refiners, "
+            r"tables\)",
+        ),
+    ],
+)
 def test_a_file_that_is_no_table_layout_is_one_line(tiny_run, tmp_path, capsys, text, message):
     layout = tmp_path / "layout.yaml"
     layout.write_text(text)
-    assert main(["tables", str(tiny_run), "--layout", str(layout),
-                 "--out", str(tmp_path / "t")]) == 2
+    assert (
+        main(["tables", str(tiny_run), "--layout", str(layout), "--out", str(tmp_path / "t")]) == 2
+    )
     err = capsys.readouterr().err
     assert re.search(re.escape(str(layout)) + ": " + message, err) and "Traceback" not in err
     # a single dataset key is still a column of one key
@@ -231,14 +306,19 @@ def test_a_file_that_is_no_table_layout_is_one_line(tiny_run, tmp_path, capsys, 
     assert Layout.load(layout).columns == {"Phantoms": ["demo-phantoms"]}
 
 
-@pytest.mark.parametrize("command", [
-    ["tables", "{run}", "--scale", "-1"], ["tables", "{run}", "--scale", "nan"],
-    ["report", "{run}", "--max-overlays", "-1"],
-    ["compare", "{run}", "{run}", "--n-boot", "0"],  # was a TypeError
-    ["compare", "{run}", "{run}", "--seed", "-1"],  # was a ValueError
-    ["compare", "{run}", "{run}", "--n-boot", "100000000"],  # ran for minutes
-    ["attributes", "{run}", "--n-boot", "0"], ["review", "build", "{run}", "--seed", "-1"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["tables", "{run}", "--scale", "-1"],
+        ["tables", "{run}", "--scale", "nan"],
+        ["report", "{run}", "--max-overlays", "-1"],
+        ["compare", "{run}", "{run}", "--n-boot", "0"],  # was a TypeError
+        ["compare", "{run}", "{run}", "--seed", "-1"],  # was a ValueError
+        ["compare", "{run}", "{run}", "--n-boot", "100000000"],  # ran for minutes
+        ["attributes", "{run}", "--n-boot", "0"],
+        ["review", "build", "{run}", "--seed", "-1"],
+    ],
+)
 def test_numbers_no_command_can_use_are_usage_errors(tiny_run, capsys, command):
     with pytest.raises(SystemExit) as raised:
         main([part.replace("{run}", str(tiny_run)) for part in command])
@@ -253,7 +333,8 @@ def test_report_names_a_case_the_run_does_not_have(tiny_run, tmp_path, capsys):
         from intrabench.commands.reports import _check_cases
 
         _check_cases(str(tiny_run), ["nothere"])
-    assert main(["report", str(tiny_run), "--case", "nothere",
-                 "--out", str(tmp_path / "report")]) == 2
+    assert (
+        main(["report", str(tiny_run), "--case", "nothere", "--out", str(tmp_path / "report")]) == 2
+    )
     assert "--case nothere: not a case of" in capsys.readouterr().err
     assert not (tmp_path / "report").exists()

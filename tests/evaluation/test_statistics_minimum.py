@@ -11,10 +11,20 @@ from intrabench.evaluation.aggregate import dataset_statistics
 
 
 def rows(n_cases: int) -> pd.DataFrame:
-    return pd.DataFrame({
-        "dataset": "d", "case": [f"c{i}" for i in range(n_cases)], "target": "1",
-        "target_class": "organ", "model": "m", "prompter": "p", "refiner": "none", "step": 0,
-        "seed": 0, "dice": [0.5 + 0.1 * i for i in range(n_cases)]})
+    return pd.DataFrame(
+        {
+            "dataset": "d",
+            "case": [f"c{i}" for i in range(n_cases)],
+            "target": "1",
+            "target_class": "organ",
+            "model": "m",
+            "prompter": "p",
+            "refiner": "none",
+            "step": 0,
+            "seed": 0,
+            "dice": [0.5 + 0.1 * i for i in range(n_cases)],
+        }
+    )
 
 
 def test_two_cases_give_no_interval_and_say_so():

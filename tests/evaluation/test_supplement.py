@@ -23,11 +23,24 @@ def test_per_class_hand_computed_and_too_few_cases():
 
 def test_written_files_say_n_too_small_and_mark_incomplete(tmp_path):
     rows = rows_of({"m1": A, "m2": B}, classes=["x"] * 5 + ["y"])
-    rows = rows.assign(run="r", effort_label="1", initial_effort=1, cumulative_effort=1,
-                       nsd=rows["dice"], iou=rows["dice"], hd95=1.0, model_seconds=0.1)
+    rows = rows.assign(
+        run="r",
+        effort_label="1",
+        initial_effort=1,
+        cumulative_effort=1,
+        nsd=rows["dice"],
+        iou=rows["dice"],
+        hd95=1.0,
+        model_seconds=0.1,
+    )
     paths = write_supplement(rows, tmp_path, n_boot=100, note="INCOMPLETE RUN: r")
-    assert [p.name for p in paths] == ["per-class.md", "per-class.tex", "per-class.csv",
-                                       "per-target.tex", "per-target.csv"]
+    assert [p.name for p in paths] == [
+        "per-class.md",
+        "per-class.tex",
+        "per-class.csv",
+        "per-target.tex",
+        "per-target.csv",
+    ]
     markdown = (tmp_path / "per-class.md").read_text()
     assert markdown.startswith("**INCOMPLETE RUN: r Final dice x100 per class")
     assert "| m1 | p | none | D | y | 12.50 | n too small (at least 5) | 1 | 1 |" in markdown

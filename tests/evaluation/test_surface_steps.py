@@ -31,8 +31,9 @@ def _rows(tmp_path, setting: str | None) -> pd.DataFrame:
     return rows.sort_values(["target", "step"]).reset_index(drop=True)
 
 
-@pytest.mark.parametrize("setting, steps", [
-    ("final", {3}), ("initial-and-final", {0, 3}), ("[1, 2]", {1, 2})])
+@pytest.mark.parametrize(
+    "setting, steps", [("final", {3}), ("initial-and-final", {0, 3}), ("[1, 2]", {1, 2})]
+)
 def test_surface_metrics_only_at_the_chosen_steps(tmp_path, setting, steps):
     reference = _rows(tmp_path, None)
     rows = _rows(tmp_path, setting)
@@ -61,8 +62,9 @@ def test_step_metrics_without_surface_keep_the_overlap():
     full = step_metrics(prediction, truth, (2.0, 1.0, 1.0))
     fast = step_metrics(prediction, truth, (2.0, 1.0, 1.0), with_surface=False)
     assert math.isnan(fast["nsd"]) and math.isnan(fast["hd95"])
-    assert {k: v for k, v in fast.items() if k not in ("nsd", "hd95")} == \
-        {k: v for k, v in full.items() if k not in ("nsd", "hd95")}
+    assert {k: v for k, v in fast.items() if k not in ("nsd", "hd95")} == {
+        k: v for k, v in full.items() if k not in ("nsd", "hd95")
+    }
     assert fast["dice"] == pytest.approx(2 * 24 / 64)
 
 

@@ -13,29 +13,38 @@ from intrabench.io.checkpoints import CHECKPOINTS
 from tests.run_helpers import run_config
 
 
-@pytest.mark.parametrize(("model", "dataset", "expected"), [
-    ("segvol", "hanseg", "yes"),            # the paper's Table 1 exception
-    ("segvol", "pengwin", "no"),
-    ("sam", "hanseg", "no"),
-    ("sam2(variant=sam2.1-hiera-tiny)", "lnq", "no"),  # a model key counts by its name
-    ("vista3d", "colorectal-liver-metastases", "yes"),  # CRLM-CT in VISTA3D's data lists
-    ("vista3d", "hcc-tace-liver", "no"),    # only in its zero-shot evaluation
-    ("vista3d", "pengwin", "unknown"),      # overlap with CTPelvic1K-CLINIC undocumented
-    ("nninteractive", "segrap", "unknown"),  # its dataset list not compared here
-    ("vista3d", "demo-phantoms", "no"),     # synthetic, made here
-    ("region-growing-3d", "nnunet-folder", "no"),  # no training at all
-    ("medsam", "folder", "unknown"),        # your own data: nobody vouches
-    ("a-plugin-model", "hanseg", "unknown"),
-])
+@pytest.mark.parametrize(
+    ("model", "dataset", "expected"),
+    [
+        ("segvol", "hanseg", "yes"),  # the paper's Table 1 exception
+        ("segvol", "pengwin", "no"),
+        ("sam", "hanseg", "no"),
+        ("sam2(variant=sam2.1-hiera-tiny)", "lnq", "no"),  # a model key counts by its name
+        ("vista3d", "colorectal-liver-metastases", "yes"),  # CRLM-CT in VISTA3D's data lists
+        ("vista3d", "hcc-tace-liver", "no"),  # only in its zero-shot evaluation
+        ("vista3d", "pengwin", "unknown"),  # overlap with CTPelvic1K-CLINIC undocumented
+        ("nninteractive", "segrap", "unknown"),  # its dataset list not compared here
+        ("vista3d", "demo-phantoms", "no"),  # synthetic, made here
+        ("region-growing-3d", "nnunet-folder", "no"),  # no training at all
+        ("medsam", "folder", "unknown"),  # your own data: nobody vouches
+        ("a-plugin-model", "hanseg", "unknown"),
+    ],
+)
 def test_status_of_a_model_and_dataset(model, dataset, expected):
     assert training_data.status(model, dataset) == expected
 
 
-@pytest.mark.parametrize(("params", "expected"), [
-    ({"weights": "random"}, "n/a"), ({"tiny": True}, "n/a"),
-    ({"weights": "random", "tiny": True}, "n/a"), ({"weights": "checkpoint"}, "yes"),
-    ({"tiny": False}, "yes"), ({}, "yes"),
-])
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"weights": "random"}, "n/a"),
+        ({"tiny": True}, "n/a"),
+        ({"weights": "random", "tiny": True}, "n/a"),
+        ({"weights": "checkpoint"}, "yes"),
+        ({"tiny": False}, "yes"),
+        ({}, "yes"),
+    ],
+)
 def test_random_or_tiny_weights_are_not_the_published_checkpoints(params, expected):
     """SegVol's published weights saw HanSeg; a random or tiny network saw nothing of it."""
     assert training_data.status("segvol", "hanseg", params) == expected
@@ -43,8 +52,11 @@ def test_random_or_tiny_weights_are_not_the_published_checkpoints(params, expect
 
 def test_the_registry_covers_every_model_checkpoint_and_dataset_it_names():
     entries, never_seen = training_data.registry()
-    builtin = {name for name, cls in components.models.items()
-               if cls.__module__.startswith("intrabench.models.")}  # not plugins or test ones
+    builtin = {
+        name
+        for name, cls in components.models.items()
+        if cls.__module__.startswith("intrabench.models.")
+    }  # not plugins or test ones
     assert builtin <= set(entries)  # a new built-in model must say
     covered = [key for entry in entries.values() for key in entry.checkpoints]
     assert sorted(covered) == sorted(CHECKPOINTS)  # each checkpoint exactly once
@@ -57,30 +69,44 @@ def test_the_registry_covers_every_model_checkpoint_and_dataset_it_names():
 
 
 def test_a_parsed_entry_follows_its_checked_list():
-    entries, never_seen = training_data.parse_registry({
-        "paper_datasets": ["a", "b"], "never_seen": ["synthetic"],
-        "models": {"m": {"trained_on": ["a"], "checked": "paper", "source": "s"},
-                   "n": {"trained_on": [], "checked": ["c"], "source": "t"}}})
+    entries, never_seen = training_data.parse_registry(
+        {
+            "paper_datasets": ["a", "b"],
+            "never_seen": ["synthetic"],
+            "models": {
+                "m": {"trained_on": ["a"], "checked": "paper", "source": "s"},
+                "n": {"trained_on": [], "checked": ["c"], "source": "t"},
+            },
+        }
+    )
     assert [entries["m"].status(d, never_seen) for d in ("a", "b", "c", "synthetic")] == [
-        "yes", "no", "unknown", "no"]
+        "yes",
+        "no",
+        "unknown",
+        "no",
+    ]
     assert [entries["n"].status(d, never_seen) for d in ("a", "c")] == ["unknown", "no"]
 
 
 def test_rows_carry_the_column_and_tables_split_on_it(tmp_path, capsys):
-    run = run_config(tmp_path,
+    run = run_config(
+        tmp_path,
         "name: t\ndatasets: [{name: demo-phantoms, n_cases: 1, label: phantoms},\n"
         "  {name: demo-real, label: real}]\nmodels: [region-growing-3d, synthetic-network]\n"
-        "prompters: [box-3d]\nrefinement_steps: 0\n")
+        "prompters: [box-3d]\nrefinement_steps: 0\n",
+    )
     rows = pd.read_csv(run / "results.csv")
     assert set(rows["in_training_data"]) == {"no"}
     # an entry that says "unknown" for demo-real splits the tables in two
-    rows.loc[(rows["dataset"] == "real") & (rows["model"] == "synthetic-network"),
-             "in_training_data"] = "unknown"
+    rows.loc[
+        (rows["dataset"] == "real") & (rows["model"] == "synthetic-network"), "in_training_data"
+    ] = "unknown"
     parts = dict(training_data.split_rows(rows))
     assert list(parts) == ["no", "unknown"]
     assert len(parts["no"]) + len(parts["unknown"]) == len(rows)
-    assert main(["tables", str(run), "--out", str(tmp_path / "tables"),
-                 "--split-training-data"]) == 0
+    assert (
+        main(["tables", str(run), "--out", str(tmp_path / "tables"), "--split-training-data"]) == 0
+    )
     out = capsys.readouterr().out
     assert "dataset in the model's training data: no" in out
     assert (tmp_path / "tables" / "initial-training-data-no.csv").exists()

@@ -34,8 +34,14 @@ def _rows(run_dir) -> pd.DataFrame:
 
 
 def _args(workers: int) -> argparse.Namespace:
-    return argparse.Namespace(scheduler=None, cluster_config=None, workers=workers, gpus=None,
-                              memory_limit="2GB", task_resources=None)
+    return argparse.Namespace(
+        scheduler=None,
+        cluster_config=None,
+        workers=workers,
+        gpus=None,
+        memory_limit="2GB",
+        task_resources=None,
+    )
 
 
 def test_local_cluster_gives_identical_rows(tmp_path):
@@ -82,10 +88,17 @@ CRASH_MODULE = textwrap.dedent('''
 def test_killed_worker_is_redone_without_duplicates(tmp_path, monkeypatch):
     (tmp_path / "crash_once_model.py").write_text(CRASH_MODULE)
     monkeypatch.setenv("INTRABENCH_CRASH_MARKER", str(tmp_path / "crashed"))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
-    spec = {**SPEC, "imports": ["crash_once_model"], "models": ["crash-once-3d"],
-            "refiners": [], "seeds": [0]}
+    spec = {
+        **SPEC,
+        "imports": ["crash_once_model"],
+        "models": ["crash-once-3d"],
+        "refiners": [],
+        "seeds": [0],
+    }
     config = parse_config(spec)
     (tmp_path / "crashed").write_text("already")  # local reference run: no crash
     Runner(config, tmp_path / "local").run()
@@ -156,8 +169,9 @@ def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
     plan, groups = runner.prepare(executor="dask")
     try:
         for group in groups:
-            assert execution.execute_group_task(config.model_dump_json(), str(tmp_path / "tasks"),
-                                                group, "process") == ([], [], [])
+            assert execution.execute_group_task(
+                config.model_dump_json(), str(tmp_path / "tasks"), group, "process"
+            ) == ([], [], [])
             assert all(runner.store.is_done(unit.key) for unit in group)  # written on return
         [task_runner] = execution._WORKER_RUNNERS.values()
         assert task_runner._finishers.mode == "process" and task_runner._finishers.first.ready()
@@ -195,22 +209,39 @@ def test_a_dask_run_keeps_the_work_it_skipped_as_a_local_run_does(tmp_path):
     label[2:4, 4:9, 4:9] = 1
     for name in ("images", "labels"):
         (tmp_path / "data" / name).mkdir(parents=True)
-    for case, image in (("good", np.zeros(label.shape, np.float32)),
-                        ("bad", np.full(label.shape, np.nan, np.float32))):
-        sitk.WriteImage(sitk.GetImageFromArray(image), str(tmp_path / "data" / "images" / f"{case}.nii"))
-        sitk.WriteImage(sitk.GetImageFromArray(label), str(tmp_path / "data" / "labels" / f"{case}.nii"))
+    for case, image in (
+        ("good", np.zeros(label.shape, np.float32)),
+        ("bad", np.full(label.shape, np.nan, np.float32)),
+    ):
+        sitk.WriteImage(
+            sitk.GetImageFromArray(image), str(tmp_path / "data" / "images" / f"{case}.nii")
+        )
+        sitk.WriteImage(
+            sitk.GetImageFromArray(label), str(tmp_path / "data" / "labels" / f"{case}.nii")
+        )
     spec = tmp_path / "data" / "spec.yaml"
-    spec.write_text(yaml.safe_dump({"name": "own", "images": "images/{case}.nii",
-                                    "labels": "labels/{case}.nii", "classes": {"lesion": 1}}))
-    config = parse_config({**SPEC, "datasets": [{"name": "folder", "spec": str(spec)}],
-                           "seeds": [0]})
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "name": "own",
+                "images": "images/{case}.nii",
+                "labels": "labels/{case}.nii",
+                "classes": {"lesion": 1},
+            }
+        )
+    )
+    config = parse_config(
+        {**SPEC, "datasets": [{"name": "folder", "spec": str(spec)}], "seeds": [0]}
+    )
     _, local_problems = Runner(config, tmp_path / "local").run()
     _, problems = run_distributed(config, tmp_path / "dask", _args(workers=2))
     assert set(problems) == set(local_problems) and len(set(problems)) == 1
     local = pd.read_csv(tmp_path / "local" / "problems.csv")
     distributed = pd.read_csv(tmp_path / "dask" / "problems.csv")
-    assert local.sort_values("model").values.tolist() == distributed.sort_values(
-        "model").values.tolist()
+    assert (
+        local.sort_values("model").values.tolist()
+        == distributed.sort_values("model").values.tolist()
+    )
     # the 2D model takes both prompters, the 3D one only box-3d
     assert dict(zip(local.model, local.units)) == {"random-walker-2d": 2, "region-growing-3d": 1}
     assert (local.case == "bad").all()

@@ -31,8 +31,9 @@ def lung(demo_cases: dict[str, Case]) -> Case:
 
 def tiny_model(name: str, **params):
     """A registered adapter in its tiny random-weight configuration, on the CPU."""
-    return registry.models.create(name, {"weights": "random", "tiny": True, "device": "cpu",
-                                         **params})
+    return registry.models.create(
+        name, {"weights": "random", "tiny": True, "device": "cpu", **params}
+    )
 
 
 def box_and_center_prompt(case: Case, target: Target) -> Prompt:

@@ -29,9 +29,17 @@ def _count(module) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
-def vit_encoder_params(dim: int, depth: int, heads: int, global_blocks: set[int],
-                       image: int = 1024, patch: int = 16, window: int = 14,
-                       out: int = 256, adapter: bool = False) -> int:
+def vit_encoder_params(
+    dim: int,
+    depth: int,
+    heads: int,
+    global_blocks: set[int],
+    image: int = 1024,
+    patch: int = 16,
+    window: int = 14,
+    out: int = 256,
+    adapter: bool = False,
+) -> int:
     """Parameters of SAM's ImageEncoderViT, counted from its definition."""
     grid, head = image // patch, dim // heads
     total = 3 * patch * patch * dim + dim + grid * grid * dim  # patch embed, pos_embed
@@ -45,13 +53,15 @@ def vit_encoder_params(dim: int, depth: int, heads: int, global_blocks: set[int]
     return total + dim * out + 2 * out + 9 * out * out + 2 * out  # neck
 
 
-@pytest.mark.parametrize("variant,published", [("vit_b", 93_735_472), ("vit_l", 312_342_832),
-                                               ("vit_h", 641_090_608)])
+@pytest.mark.parametrize(
+    "variant,published", [("vit_b", 93_735_472), ("vit_l", 312_342_832), ("vit_h", 641_090_608)]
+)
 def test_sam_full_size_parameters(variant: str, published: int) -> None:
     config = SAM_CONFIGS[variant]
     net = _meta(config)
-    encoder = vit_encoder_params(config.embed_dim, config.depth, config.num_heads,
-                                 set(config.global_attn_indexes))
+    encoder = vit_encoder_params(
+        config.embed_dim, config.depth, config.num_heads, set(config.global_attn_indexes)
+    )
     assert _count(net.image_encoder) == encoder
     assert _count(net) == published
     # the prompt encoder and mask decoder are the same 4.06M parameters (6,220 prompt encoder + 4,058,340 decoder) for all three
@@ -97,8 +107,16 @@ def test_sam_med2d_full_size_keys_and_shapes() -> None:
     for block in range(12):
         prefix = f"image_encoder.blocks.{block}.Adapter."
         assert {k for k in adapter_keys if k.startswith(prefix)} == {
-            prefix + s for s in ("norm.weight", "norm.bias", "channel.0.weight",
-                                 "channel.2.weight", "spatial.0.weight", "spatial.2.weight")}
+            prefix + s
+            for s in (
+                "norm.weight",
+                "norm.bias",
+                "channel.0.weight",
+                "channel.2.weight",
+                "spatial.0.weight",
+                "spatial.2.weight",
+            )
+        }
     expected = {
         "image_encoder.pos_embed": (1, 16, 16, 768),  # 256 input / patch 16
         "image_encoder.blocks.2.attn.rel_pos_h": (31, 64),  # global on 16 x 16
@@ -158,11 +176,17 @@ SAM2_EXPECTED = {
 }
 
 
-@pytest.mark.parametrize("variant", [
-    "sam2.1-hiera-large", "sam2.1-hiera-tiny",
-    *(pytest.param(v, marks=pytest.mark.slow)
-      for v in ("sam2.1-hiera-base-plus", "sam2.1-hiera-small", "sam2-hiera-large")),
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "sam2.1-hiera-large",
+        "sam2.1-hiera-tiny",
+        *(
+            pytest.param(v, marks=pytest.mark.slow)
+            for v in ("sam2.1-hiera-base-plus", "sam2.1-hiera-small", "sam2-hiera-large")
+        ),
+    ],
+)
 def test_sam2_full_size_parameters_and_keys(variant: str) -> None:
     millions, trunk_dim, background = SAM2_EXPECTED[variant]
     net = build_sam2_meta(variant)
@@ -210,5 +234,10 @@ def test_sam_med2d_network_equals_upstreams_with_every_tensor_non_zero():
     for key, value in ours.items():
         expected = frozen[key]
         assert np.abs(expected).max() > 1e-3, key  # real numbers, not zeros
-        np.testing.assert_allclose(value, expected, rtol=0,
-                                   atol=1e-5 * max(1.0, float(np.abs(expected).max())), err_msg=key)
+        np.testing.assert_allclose(
+            value,
+            expected,
+            rtol=0,
+            atol=1e-5 * max(1.0, float(np.abs(expected).max())),
+            err_msg=key,
+        )

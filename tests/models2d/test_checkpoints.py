@@ -14,8 +14,9 @@ from intrabench.types import Box2D, SlicePrompt
 
 from .conftest import MODEL_NAMES, tiny_model
 
-PROMPT = SlicePrompt(z=6, points=np.array([[70, 60]]), labels=np.array([1], np.int8),
-                     box=Box2D(50, 40, 90, 80))
+PROMPT = SlicePrompt(
+    z=6, points=np.array([[70, 60]]), labels=np.array([1], np.int8), box=Box2D(50, 40, 90, 80)
+)
 
 
 def _save(name: str, net, path) -> None:
@@ -37,8 +38,9 @@ def test_tiny_checkpoint_round_trip(name: str, lung, tmp_path) -> None:
     path = tmp_path / "tiny.pth"
     _save(name, source.net, path)
 
-    loaded = registry.models.create(name, {"tiny": True, "checkpoint": str(path),
-                                           "device": "cpu"})  # seed 0 before loading
+    loaded = registry.models.create(
+        name, {"tiny": True, "checkpoint": str(path), "device": "cpu"}
+    )  # seed 0 before loading
     loaded.set_case(lung.image)
     output = loaded.predict_slice(PROMPT)
     assert np.array_equal(output.mask, expected.mask)
@@ -54,8 +56,9 @@ def test_tiny_checkpoint_round_trip(name: str, lung, tmp_path) -> None:
 def test_mismatched_checkpoint_gives_the_key_diff(lung, tmp_path) -> None:
     path = tmp_path / "plain_sam.pth"
     torch.save(tiny_model("sam").net.state_dict(), path)  # no adapters, 256 input
-    model = registry.models.create("sam-med2d", {"tiny": True, "checkpoint": str(path),
-                                                 "device": "cpu"})
+    model = registry.models.create(
+        "sam-med2d", {"tiny": True, "checkpoint": str(path), "device": "cpu"}
+    )
     model.set_case(lung.image)
     with pytest.raises(CheckpointError) as raised:
         model.predict_slice(PROMPT)  # weights are read at first use
@@ -86,16 +89,18 @@ def test_corrupted_checkpoint(tmp_path) -> None:
         _ = model.net
 
 
-@pytest.mark.parametrize("name,params,filename,source", [
-    ("sam", {}, "sam_vit_h_4b8939.pth", "dl.fbaipublicfiles.com/segment_anything"),
-    ("sam", {"variant": "vit_b"}, "sam_vit_b_01ec64.pth", "dl.fbaipublicfiles.com"),
-    ("sam2", {}, "sam2.1_hiera_large.pt", "segment_anything_2/092824"),
-    ("sam2", {"variant": "sam2-hiera-tiny"}, "sam2_hiera_tiny.pt", "segment_anything_2/072824"),
-    ("medsam", {}, "medsam_vit_b.pth", "github.com/bowang-lab/MedSAM"),
-    ("sam-med2d", {}, "sam-med2d_b.pth", "github.com/OpenGVLab/SAM-Med2D"),
-])
-def test_missing_checkpoint_fails_at_construction(name, params, filename, source,
-                                                  tmp_path) -> None:
+@pytest.mark.parametrize(
+    "name,params,filename,source",
+    [
+        ("sam", {}, "sam_vit_h_4b8939.pth", "dl.fbaipublicfiles.com/segment_anything"),
+        ("sam", {"variant": "vit_b"}, "sam_vit_b_01ec64.pth", "dl.fbaipublicfiles.com"),
+        ("sam2", {}, "sam2.1_hiera_large.pt", "segment_anything_2/092824"),
+        ("sam2", {"variant": "sam2-hiera-tiny"}, "sam2_hiera_tiny.pt", "segment_anything_2/072824"),
+        ("medsam", {}, "medsam_vit_b.pth", "github.com/bowang-lab/MedSAM"),
+        ("sam-med2d", {}, "sam-med2d_b.pth", "github.com/OpenGVLab/SAM-Med2D"),
+    ],
+)
+def test_missing_checkpoint_fails_at_construction(name, params, filename, source, tmp_path) -> None:
     with pytest.raises(CheckpointError) as raised:
         registry.models.create(name, {**params, "checkpoint_dir": str(tmp_path)})
     message = str(raised.value)
@@ -124,13 +129,20 @@ def test_availability_reflects_the_checkpoint_directory(tmp_path, monkeypatch, c
     (tmp_path / "sam_vit_b_01ec64.pth").write_bytes(b"x")
     assert sam.availability().endswith("(present: vit_b)")
     (tmp_path / "sam_vit_h_4b8939.pth").write_bytes(b"x")  # present, but not the pinned file
-    assert sam.availability().startswith("checkpoint wrong: sam_vit_h_4b8939.pth is not the "
-                                         "pinned file")
-    monkeypatch.setitem(CHECKPOINTS, "sam-vit-h", dataclasses.replace(
-        CHECKPOINTS["sam-vit-h"], sha256=hashlib.sha256(b"x").hexdigest()))
+    assert sam.availability().startswith(
+        "checkpoint wrong: sam_vit_h_4b8939.pth is not the pinned file"
+    )
+    monkeypatch.setitem(
+        CHECKPOINTS,
+        "sam-vit-h",
+        dataclasses.replace(CHECKPOINTS["sam-vit-h"], sha256=hashlib.sha256(b"x").hexdigest()),
+    )
     assert sam.availability() == "ready (also: vit_b)"
-    assert registry.models.get("sam-med2d").availability().startswith(
-        "checkpoint missing: sam-med2d_b.pth")
+    assert (
+        registry.models.get("sam-med2d")
+        .availability()
+        .startswith("checkpoint missing: sam-med2d_b.pth")
+    )
 
     from intrabench.cli import main
 
@@ -157,11 +169,19 @@ def test_a_corrupt_checkpoint_skips_its_model_and_the_run_goes_on(tmp_path, caps
     bad = tmp_path / "bad.pth"
     bad.write_bytes(np.random.default_rng(0).bytes(4096))
     config = tmp_path / "c.yaml"
-    config.write_text(json.dumps({
-        "name": "bad-ckpt", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
-        "models": [{"name": "sam", "tiny": True, "checkpoint": str(bad), "device": "cpu"},
-                   "region-growing-3d"],
-        "prompters": ["box-3d"]}))
+    config.write_text(
+        json.dumps(
+            {
+                "name": "bad-ckpt",
+                "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+                "models": [
+                    {"name": "sam", "tiny": True, "checkpoint": str(bad), "device": "cpu"},
+                    "region-growing-3d",
+                ],
+                "prompters": ["box-3d"],
+            }
+        )
+    )
     assert main(["run", str(config), "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert err.count("skipped: cannot load checkpoint") == 1 and "Traceback" not in err
@@ -187,17 +207,24 @@ def test_models_verify_loads_and_fits_every_present_file(tmp_path, capsys):
 
     (directory / "sam2.1_hiera_small.pt").write_bytes(pickle.dumps(Evil()))
     torch.save({"model": {"layer.weight": torch.zeros(2, 2)}}, directory / "SegVol_v1.pth")
-    torch.save(registry.models.create("sam-med2d", {"weights": "random", "tiny": True,
-                                                    "device": "cpu"}).net.state_dict(),
-               directory / "medsam_vit_b.pth")  # a real state dict of another architecture
+    torch.save(
+        registry.models.create(
+            "sam-med2d", {"weights": "random", "tiny": True, "device": "cpu"}
+        ).net.state_dict(),
+        directory / "medsam_vit_b.pth",
+    )  # a real state dict of another architecture
     assert main(["models", "verify", "--checkpoint-dir", str(directory)]) == 1
     out = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
     assert "MISMATCH" in out["sam-vit-b"] and "expected sha256 ec2df627" in out["sam-vit-b"]
     # SAM2's files are pinned now: another size or hash is a mismatch, never loaded
-    assert "MISMATCH" in out["sam2.1-hiera-tiny"] and "2048 bytes, expected 156008466" in \
-        out["sam2.1-hiera-tiny"]
-    assert "MISMATCH" in out["sam2.1-hiera-small"] and "expected sha256 6d1aa6f3" in \
-        out["sam2.1-hiera-small"]
+    assert (
+        "MISMATCH" in out["sam2.1-hiera-tiny"]
+        and "2048 bytes, expected 156008466" in out["sam2.1-hiera-tiny"]
+    )
+    assert (
+        "MISMATCH" in out["sam2.1-hiera-small"]
+        and "expected sha256 6d1aa6f3" in out["sam2.1-hiera-small"]
+    )
     assert "UNUSABLE" in out["sam-med2d"] and "cannot load checkpoint" in out["sam-med2d"]
     assert not marker.exists()  # the pickle's code never ran
     assert "UNUSABLE" in out["segvol"] and "does not fit" in out["segvol"]
@@ -214,8 +241,10 @@ def test_prepare_builds_the_network_that_the_first_forward_pass_would(lung) -> N
     assert prepared._net is not None and lazy._net is None
     for model in (prepared, lazy):
         model.set_case(lung.image)
-    np.testing.assert_array_equal(prepared.predict_slice(PROMPT).mask,
-                                  lazy.predict_slice(PROMPT).mask)
-    for (name, a), (_, b) in zip(prepared.net.state_dict().items(),
-                                 lazy.net.state_dict().items(), strict=True):
+    np.testing.assert_array_equal(
+        prepared.predict_slice(PROMPT).mask, lazy.predict_slice(PROMPT).mask
+    )
+    for (name, a), (_, b) in zip(
+        prepared.net.state_dict().items(), lazy.net.state_dict().items(), strict=True
+    ):
         assert torch.equal(a, b), name

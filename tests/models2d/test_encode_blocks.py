@@ -62,11 +62,22 @@ def test_an_episode_gives_the_same_masks_and_logits_after_another_prompter(lung)
         model = tiny_model("sam", batch_size=3)
         model.set_case(lung.image)
         if earlier:
-            before = run_episode(lung, target, model, registry.prompters.create(earlier),
-                                 earlier, None, "none", steps=0)
+            before = run_episode(
+                lung,
+                target,
+                model,
+                registry.prompters.create(earlier),
+                earlier,
+                None,
+                "none",
+                steps=0,
+            )
             assert len(before[0].prompt.slices()) == 1
-        results.append(run_episode(lung, target, model, box, "box-per-slice", None, "none",
-                                   steps=0)[0].prediction)
+        results.append(
+            run_episode(lung, target, model, box, "box-per-slice", None, "none", steps=0)[
+                0
+            ].prediction
+        )
     alone, after = results
     assert np.array_equal(alone.mask, after.mask)
     assert sorted(alone.feedback) == sorted(after.feedback) == [5, 6, 7]
@@ -89,14 +100,16 @@ def test_embeddings_are_equal_whatever_episodes_came_first(data, lung) -> None:
         reference = tiny_model("sam", batch_size=3)
         reference.set_case(lung.image)
         expected.update(_embeddings(reference, range(depth)))
-    episodes = data.draw(st.lists(st.sets(st.integers(0, depth - 1), min_size=1, max_size=5),
-                                  min_size=1, max_size=4))
+    episodes = data.draw(
+        st.lists(st.sets(st.integers(0, depth - 1), min_size=1, max_size=5), min_size=1, max_size=4)
+    )
     cache_slices = data.draw(st.sampled_from([None, 3, 4, 7]))  # evictions re-encode blocks
     model = tiny_model("sam", batch_size=3, cache_slices=cache_slices)
     model.set_case(lung.image)
     for slices in episodes:
-        model.predict(Prompt(points=[(z, 20, 20) for z in sorted(slices)],
-                             point_labels=[1] * len(slices)))
+        model.predict(
+            Prompt(points=[(z, 20, 20) for z in sorted(slices)], point_labels=[1] * len(slices))
+        )
     got = _embeddings(model, range(depth))
     for z in range(depth):
         assert torch.equal(got[z], expected[z]), (z, episodes, cache_slices)
@@ -128,7 +141,10 @@ def test_block_size_defaults_and_bounds(lung) -> None:
         with pytest.raises(ConfigError, match="batch_size"):
             tiny_model("sam", batch_size=wrong)
     for too_many in (65, 1000):  # 1000 took 23 GB on the CPU, and the system killed the run
-        with pytest.raises(ConfigError, match="batch_size must be 'auto' or a whole number from "
-                                              "1 to 64 \\(slices per encoder pass\\)"):
+        with pytest.raises(
+            ConfigError,
+            match="batch_size must be 'auto' or a whole number from "
+            "1 to 64 \\(slices per encoder pass\\)",
+        ):
             tiny_model("sam", batch_size=too_many)
     assert tiny_model("sam", batch_size=64, cache_slices=64).block_size == 64

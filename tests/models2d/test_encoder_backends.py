@@ -44,8 +44,12 @@ def _box_prompts(case, target):
     truth = case.target_mask(target)
     for z in np.flatnonzero(truth.any(axis=(1, 2))):
         ys, xs = np.nonzero(truth[z])
-        yield SlicePrompt(int(z), np.zeros((0, 2), np.int64), np.zeros((0,), np.int8),
-                          Box2D(int(ys.min()), int(xs.min()), int(ys.max()), int(xs.max())))
+        yield SlicePrompt(
+            int(z),
+            np.zeros((0, 2), np.int64),
+            np.zeros((0,), np.int8),
+            Box2D(int(ys.min()), int(xs.min()), int(ys.max()), int(xs.max())),
+        )
 
 
 @needs_a_backend
@@ -64,19 +68,24 @@ def test_backend_masks_and_logits_agree_with_torch_on_every_demo_target(demo_cas
                 theirs = reference.predict_slice(prompt).mask
                 view_box = reference.view.box(prompt.box, shape)
                 with torch.no_grad():
-                    expected = reference.view_logits(reference.embedding(prompt.z), view_box,
-                                                     view_shape)
+                    expected = reference.view_logits(
+                        reference.embedding(prompt.z), view_box, view_shape
+                    )
                 for backend, model in exported.items():
                     ours = model.predict_slice(prompt).mask
                     overlap[backend] += 2 * np.count_nonzero(ours & theirs)
                     total[backend] += np.count_nonzero(ours) + np.count_nonzero(theirs)
                     with torch.no_grad():
-                        logits = torch.as_tensor(model.view_logits(
-                            model.embedding(prompt.z), view_box, view_shape))
+                        logits = torch.as_tensor(
+                            model.view_logits(model.embedding(prompt.z), view_box, view_shape)
+                        )
                     assert float((logits - expected).abs().max()) <= 1e-3, backend
             for backend in exported:
-                assert overlap[backend] / total[backend] >= 0.999, (backend, case.case_id,
-                                                                    target.target_id)
+                assert overlap[backend] / total[backend] >= 0.999, (
+                    backend,
+                    case.case_id,
+                    target.target_id,
+                )
     assert reference.encoder_backend == "torch"
     for backend, model in exported.items():
         assert model.encoder_backend == backend
@@ -105,15 +114,16 @@ def test_exports_are_cached_by_weights_and_checked_once(lung, tmp_path, monkeypa
 
 
 @needs_a_backend
-def test_a_backend_that_failed_its_check_is_refused_or_skipped(lung, tmp_path, monkeypatch,
-                                                                 capsys):
+def test_a_backend_that_failed_its_check_is_refused_or_skipped(lung, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
     backend = INSTALLED[0]
     _encoded(lung, backend=backend)  # exported, checked, recorded
     [record] = tmp_path.glob("*.json")
     data = json.loads(record.read_text())
-    data["checked"] = {key: {**entry, "difference": 0.5}  # as if it had disagreed
-                       for key, entry in data["checked"].items()}
+    data["checked"] = {
+        key: {**entry, "difference": 0.5}  # as if it had disagreed
+        for key, entry in data["checked"].items()
+    }
     record.write_text(json.dumps(data))
     refused = _tiny(backend=backend)
     refused.set_case(lung.image)
@@ -126,7 +136,8 @@ def test_a_backend_that_failed_its_check_is_refused_or_skipped(lung, tmp_path, m
 
 
 def test_auto_is_torch_off_the_cpu_float32_path_and_a_missing_backend_is_one_line(
-        lung, monkeypatch):
+    lung, monkeypatch
+):
     model = _encoded(lung, backend="auto", encoder_weights="bf16")
     assert model.encoder_backend == "torch"
     monkeypatch.setattr(backends, "installed", lambda backend: backend == "torch")
@@ -136,16 +147,20 @@ def test_auto_is_torch_off_the_cpu_float32_path_and_a_missing_backend_is_one_lin
     missing.set_case(lung.image)
     with pytest.raises(UserError, match="encoder backend openvino is not installed"):
         missing.embedding(5)  # raised again where it is used: never torch in silence
-    with pytest.raises(ConfigError, match="backend 'openvino' is offered for the encoders of "
-                                          "litemedsam, medsam, mobilesam, sam, sam-med2d"):
+    with pytest.raises(
+        ConfigError,
+        match="backend 'openvino' is offered for the encoders of "
+        "litemedsam, medsam, mobilesam, sam, sam-med2d",
+    ):
         registry.models.create("sam2", {"weights": "random", "tiny": True, "backend": "openvino"})
     with pytest.raises(ConfigError, match="backend"):
         _tiny(backend="tensorrt")
 
 
 @needs_a_backend
-def test_prepare_exports_checks_and_compiles_the_encoder_before_the_first_case(tmp_path,
-                                                                               monkeypatch):
+def test_prepare_exports_checks_and_compiles_the_encoder_before_the_first_case(
+    tmp_path, monkeypatch
+):
     """The runner times a model's build (prepare) apart from its groups (the ETA's build):
     the export, its check and the backend's compilation belong there, not in the first case."""
     monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
@@ -159,13 +174,15 @@ def test_prepare_exports_checks_and_compiles_the_encoder_before_the_first_case(t
 
 
 def _box_on_slice_5(case):
-    return SlicePrompt(5, np.zeros((0, 2), np.int64), np.zeros((0,), np.int8),
-                       Box2D(40, 30, 90, 70))
+    return SlicePrompt(
+        5, np.zeros((0, 2), np.int64), np.zeros((0,), np.int8), Box2D(40, 30, 90, 70)
+    )
 
 
 @needs_a_backend
-def test_the_box_decoder_runs_on_the_encoders_backend_and_agrees_with_torch(lung, tmp_path,
-                                                                            monkeypatch):
+def test_the_box_decoder_runs_on_the_encoders_backend_and_agrees_with_torch(
+    lung, tmp_path, monkeypatch
+):
     """Issue #48: LiteMedSAM's prompt encoder and mask decoder (0.155 s a call in torch on 2
     AVX2 cores, 0.068 s in OpenVINO) run on the encoder's backend: same embedding, logits
     within 1e-3 of torch's decoder; backend torch keeps torch's decoder."""
@@ -183,9 +200,17 @@ def test_the_box_decoder_runs_on_the_encoders_backend_and_agrees_with_torch(lung
     from intrabench.models.litemedsam import decode_box
 
     scale = 256 / max(model.view.shape(shape))
-    box = torch.tensor([[[int(v * scale) for v in (view_box.x_min, view_box.y_min,
-                                                   view_box.x_max, view_box.y_max)]]],
-                       dtype=torch.float32)
+    box = torch.tensor(
+        [
+            [
+                [
+                    int(v * scale)
+                    for v in (view_box.x_min, view_box.y_min, view_box.x_max, view_box.y_max)
+                ]
+            ]
+        ],
+        dtype=torch.float32,
+    )
     with torch.no_grad():
         low_res = decode_box(model.net, embedding[None], box)
         exported = model.exported_decoder(embedding[None], box)
@@ -195,8 +220,9 @@ def test_the_box_decoder_runs_on_the_encoders_backend_and_agrees_with_torch(lung
 
 
 @needs_a_backend
-def test_a_decoder_that_fails_its_check_is_said_and_torch_decodes(lung, tmp_path, monkeypatch,
-                                                                   capsys):
+def test_a_decoder_that_fails_its_check_is_said_and_torch_decodes(
+    lung, tmp_path, monkeypatch, capsys
+):
     monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
     monkeypatch.setattr(backends.DecoderExports, "TOLERANCE", 0.0)
     model = _encoded(lung, backend=INSTALLED[0])
@@ -220,8 +246,10 @@ def test_a_swapped_exported_decoder_is_exported_again(lung, tmp_path, monkeypatc
     model = _encoded(lung, backend=INSTALLED[0])
     assert model.exported_decoder is not None
     assert f"the exported decoder {onnx.name} does not match its record" in capsys.readouterr().err
-    assert backends.file_sha256(onnx) == json.loads(onnx.with_suffix(".json").read_text())[
-        "onnx_sha256"]
+    assert (
+        backends.file_sha256(onnx)
+        == json.loads(onnx.with_suffix(".json").read_text())["onnx_sha256"]
+    )
 
 
 @needs_a_backend
@@ -235,15 +263,17 @@ def test_a_short_last_block_is_padded_to_the_exported_batch(lung, tmp_path, monk
         model.set_case(lung.image)
     last = exported.embedding(depth - 1)
     assert exported.encode_block(depth - 1) == [depth - 1]
-    assert torch.allclose(torch.as_tensor(last), reference.embedding(depth - 1),
-                          atol=backends.TOLERANCE)
+    assert torch.allclose(
+        torch.as_tensor(last), reference.embedding(depth - 1), atol=backends.TOLERANCE
+    )
     assert list(Path(tmp_path).glob("*-2x3x256x256-opset17.onnx"))
 
 
 @needs_a_backend
 @pytest.mark.parametrize("name", ["sam", "medsam", "sam-med2d"])
-def test_the_vit_encoders_run_on_a_backend_when_asked_and_auto_stays_torch(name, lung, tmp_path,
-                                                                           monkeypatch):
+def test_the_vit_encoders_run_on_a_backend_when_asked_and_auto_stays_torch(
+    name, lung, tmp_path, monkeypatch
+):
     """SAM, MedSAM and SAM-Med2D (tiny random networks): an exported encoder on request, its
     embedding within the tolerance of torch's; 'auto' keeps torch for them (their exported
     speed is not measured yet)."""
@@ -265,8 +295,9 @@ def _swap_in(onnx: Path, replacement: bytes) -> None:
 
 @needs_a_backend
 @pytest.mark.parametrize("swap", ["other weights", "one bit flipped", "truncated"])
-def test_a_swapped_exported_encoder_is_exported_again_not_used(swap, lung, tmp_path,
-                                                              monkeypatch, capsys):
+def test_a_swapped_exported_encoder_is_exported_again_not_used(
+    swap, lung, tmp_path, monkeypatch, capsys
+):
     """Issue #50 item 2: replacing the cached .onnx beside its .json record (an all-zero
     encoder, a perturbed one, a bit-flipped file) was used in silence. The record binds the
     file's own hash: a mismatch exports again, and the embeddings are torch's."""
@@ -291,20 +322,31 @@ def test_a_swapped_exported_encoder_is_exported_again_not_used(swap, lung, tmp_p
     model = _encoded(lung, backend=backend)
     assert "does not match its record" in capsys.readouterr().err
     assert model.encoder_backend == backend
-    assert backends.file_sha256(onnx) == json.loads(onnx.with_suffix(".json").read_text())[
-        "onnx_sha256"]
+    assert (
+        backends.file_sha256(onnx)
+        == json.loads(onnx.with_suffix(".json").read_text())["onnx_sha256"]
+    )
     reference = _encoded(lung, backend="torch")
-    assert torch.allclose(torch.as_tensor(model.embedding(5)), reference.embedding(5),
-                          atol=backends.TOLERANCE)
+    assert torch.allclose(
+        torch.as_tensor(model.embedding(5)), reference.embedding(5), atol=backends.TOLERANCE
+    )
 
 
 @needs_a_backend
-@pytest.mark.parametrize("checked", ["yes", {"KEY": "yes"}, {"KEY": {"difference": 0.0}},
-                                     {"KEY": {"onnx_sha256": "HASH", "difference": -1.0}},
-                                     {"KEY": {"onnx_sha256": "HASH", "difference": "0"}},
-                                     {"KEY": 0.0}])
-def test_a_record_that_is_not_a_check_of_this_file_is_repaired(checked, lung, tmp_path,
-                                                               monkeypatch):
+@pytest.mark.parametrize(
+    "checked",
+    [
+        "yes",
+        {"KEY": "yes"},
+        {"KEY": {"difference": 0.0}},
+        {"KEY": {"onnx_sha256": "HASH", "difference": -1.0}},
+        {"KEY": {"onnx_sha256": "HASH", "difference": "0"}},
+        {"KEY": 0.0},
+    ],
+)
+def test_a_record_that_is_not_a_check_of_this_file_is_repaired(
+    checked, lung, tmp_path, monkeypatch
+):
     """A record saying "checked": "yes" (or a check of another file, or a value that is not a
     difference) is checked again and rewritten, never obeyed."""
     monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
@@ -324,8 +366,9 @@ def test_a_record_that_is_not_a_check_of_this_file_is_repaired(checked, lung, tm
 
 
 @needs_a_backend
-@pytest.mark.parametrize("text", ["[" * 100000 + "]" * 100000, "null", "{}", '{"format": 1}',
-                                  "not json"])
+@pytest.mark.parametrize(
+    "text", ["[" * 100000 + "]" * 100000, "null", "{}", '{"format": 1}', "not json"]
+)
 def test_an_unreadable_record_means_export_again(text, lung, tmp_path, monkeypatch):
     monkeypatch.setenv("INTRABENCH_EXPORTS", str(tmp_path))
     backend = INSTALLED[0]
@@ -356,19 +399,30 @@ def test_recorded_exports_open_without_building_the_torch_network(lung):
         model.set_case(lung.image)
     [target] = lung.targets[:1]
     for prompt in _box_prompts(lung, target):
-        np.testing.assert_array_equal(lazy.predict_slice(prompt).mask,
-                                      built.predict_slice(prompt).mask)
+        np.testing.assert_array_equal(
+            lazy.predict_slice(prompt).mask, built.predict_slice(prompt).mask
+        )
     assert lazy._net is None
-    assert _lite(backend="torch").checkpoint_digests()["encoder"] == \
-        backends.weights_digest(built.net.image_encoder)
+    assert _lite(backend="torch").checkpoint_digests()["encoder"] == backends.weights_digest(
+        built.net.image_encoder
+    )
 
 
 @needs_a_backend
-@pytest.mark.parametrize("text", ["not json", "[" * 100000 + "]" * 100000, "null",
-                                  '{"format": 2, "shape": -1}', "DIFFERENCE:-1.0",
-                                  "DIFFERENCE:NaN", "DIFFERENCE:1e308", "DIFFERENCE:[[0.0]]"])
-def test_a_hostile_decoder_record_is_checked_again_never_obeyed(text, lung, tmp_path,
-                                                                monkeypatch):
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        "[" * 100000 + "]" * 100000,
+        "null",
+        '{"format": 2, "shape": -1}',
+        "DIFFERENCE:-1.0",
+        "DIFFERENCE:NaN",
+        "DIFFERENCE:1e308",
+        "DIFFERENCE:[[0.0]]",
+    ],
+)
+def test_a_hostile_decoder_record_is_checked_again_never_obeyed(text, lung, tmp_path, monkeypatch):
     """The decoder's .json record beside its export: garbage, nested, null, a negative, NaN or
     nested difference means export or check again, and the decoder still agrees; a huge one
     reads as a failed check, so torch decodes (never an unchecked backend)."""
@@ -379,9 +433,10 @@ def test_a_hostile_decoder_record_is_checked_again_never_obeyed(text, lung, tmp_
     if text.startswith("DIFFERENCE:"):
         record = json.loads(record_path.read_text())
         value = text.split(":", 1)[1]
-        record["checked"] = {key: {**entry, "difference": json.loads(value) if value != "NaN"
-                                   else float("nan")}
-                             for key, entry in record["checked"].items()}
+        record["checked"] = {
+            key: {**entry, "difference": json.loads(value) if value != "NaN" else float("nan")}
+            for key, entry in record["checked"].items()
+        }
         text = json.dumps(record)
     record_path.write_text(text)
     model = _encoded(lung, backend=INSTALLED[0])
@@ -407,8 +462,9 @@ def test_an_export_of_another_graph_is_never_reused(kind, tmp_path):
     graph = LiteMedSAM.DECODER_GRAPH if kind == "decoder" else LiteMedSAM.ENCODER_GRAPH
 
     def exports(name):
-        return exports_class(None, "litemedsam", shape, tmp_path, 2, build=lambda: None,
-                             weights=weights, graph=name)
+        return exports_class(
+            None, "litemedsam", shape, tmp_path, 2, build=lambda: None, weights=weights, graph=name
+        )
 
     new, other, unnamed = exports(graph), exports("other"), exports("")
     size = "x".join(str(s) for s in shape)

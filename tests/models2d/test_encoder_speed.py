@@ -28,13 +28,17 @@ def _embeddings(model, lung, zs=(5, 6, 7)):
 def test_fused_attention_equals_upstream_in_float32(name, lung):
     reference = tiny_model(name, attention="reference")
     fused = tiny_model(name, attention="fused")
-    swapped = [type(m).__name__ for m in fused.net.image_encoder.modules()
-               if type(m).__name__ == "SdpaAttention"]
+    swapped = [
+        type(m).__name__
+        for m in fused.net.image_encoder.modules()
+        if type(m).__name__ == "SdpaAttention"
+    ]
     assert len(swapped) == len(fused.net.image_encoder.blocks) >= 2
     assert not any(type(m).__name__ == "SdpaAttention" for m in reference.net.modules())
     # same parameters, same names: checkpoints load into either
-    assert {k: v.shape for k, v in fused.net.state_dict().items()} == \
-        {k: v.shape for k, v in reference.net.state_dict().items()}
+    assert {k: v.shape for k, v in fused.net.state_dict().items()} == {
+        k: v.shape for k, v in reference.net.state_dict().items()
+    }
     expected, got = _embeddings(reference, lung), _embeddings(fused, lung)
     assert expected.abs().max() > 0.1
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)

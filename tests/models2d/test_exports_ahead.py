@@ -37,15 +37,24 @@ def test_the_book_round_trips_and_ignores_what_is_not_an_entry(tmp_path):
     assert book.recorded_digests(tmp_path, SHA_B) == {"encoder": "3" * 64}
     assert book.recorded_digests(tmp_path, "c" * 64) is None
     path = tmp_path / book.BOOK_NAME
-    for text in ("not json", "[]", "null", json.dumps({SHA_A: {"encoder": "xyz"}}),
-                 json.dumps({SHA_A: {"encoder": 7}}), json.dumps({SHA_A: {}}),
-                 json.dumps({SHA_A: ["1" * 64]}), "[" * 100000 + "]" * 100000,
-                 json.dumps({SHA_A: {"encoder": float("nan")}}), json.dumps({SHA_A: {"encoder": -1}}),
-                 json.dumps({SHA_A: {"encoder": -1e308}}), json.dumps({SHA_A: {"encoder": float("inf")}}),
-                 json.dumps({SHA_A: {"encoder": "1" * 10**6}}),
-                 json.dumps({SHA_A: {"encoder": {"encoder": "1" * 64}}}),
-                 json.dumps({SHA_A: {"encoder": ["1" * 64]}}),
-                 f'{{"{SHA_A}": ' + '{"a": ' * 5000 + "1" + "}" * 5001):
+    for text in (
+        "not json",
+        "[]",
+        "null",
+        json.dumps({SHA_A: {"encoder": "xyz"}}),
+        json.dumps({SHA_A: {"encoder": 7}}),
+        json.dumps({SHA_A: {}}),
+        json.dumps({SHA_A: ["1" * 64]}),
+        "[" * 100000 + "]" * 100000,
+        json.dumps({SHA_A: {"encoder": float("nan")}}),
+        json.dumps({SHA_A: {"encoder": -1}}),
+        json.dumps({SHA_A: {"encoder": -1e308}}),
+        json.dumps({SHA_A: {"encoder": float("inf")}}),
+        json.dumps({SHA_A: {"encoder": "1" * 10**6}}),
+        json.dumps({SHA_A: {"encoder": {"encoder": "1" * 64}}}),
+        json.dumps({SHA_A: {"encoder": ["1" * 64]}}),
+        f'{{"{SHA_A}": ' + '{"a": ' * 5000 + "1" + "}" * 5001,
+    ):
         path.write_text(text)
         assert book.recorded_digests(tmp_path, SHA_A) is None, text[:40]
     book.record_digests(tmp_path, SHA_B, {"encoder": "4" * 64})  # a garbage book is replaced
@@ -72,16 +81,24 @@ def test_the_thread_guess_reads_the_variables_torch_reads(monkeypatch):
 def _tiny_checkpoint(tmp_path: Path) -> Path:
     """A tiny LiteMedSAM's weights saved as a checkpoint file (seed 0)."""
     path = tmp_path / "tiny-lite.pt"
-    net = registry.models.create("litemedsam", {"weights": "random", "tiny": True,
-                                                "device": "cpu"}).net
+    net = registry.models.create(
+        "litemedsam", {"weights": "random", "tiny": True, "device": "cpu"}
+    ).net
     torch.save(net.state_dict(), path)
     return path
 
 
 def _from_file(path: Path, backend: str):
-    return registry.models.create("litemedsam", {"weights": "checkpoint", "tiny": True,
-                                                "checkpoint": str(path), "device": "cpu",
-                                                "backend": backend})
+    return registry.models.create(
+        "litemedsam",
+        {
+            "weights": "checkpoint",
+            "tiny": True,
+            "checkpoint": str(path),
+            "device": "cpu",
+            "backend": backend,
+        },
+    )
 
 
 @needs_a_backend
@@ -103,8 +120,10 @@ def test_a_book_entry_replaces_reading_the_checkpoint_and_is_written_once(tmp_pa
     assert second.exported_decoder.path == first.exported_decoder.path
     # other bytes under the same name: another SHA-256, so not the book's entry
     state = torch.load(checkpoint, weights_only=True)
-    state = {k: v + 1 if k.startswith("image_encoder.") and v.is_floating_point() else v
-             for k, v in state.items()}
+    state = {
+        k: v + 1 if k.startswith("image_encoder.") and v.is_floating_point() else v
+        for k, v in state.items()
+    }
     torch.save(state, checkpoint)
     third = _from_file(checkpoint, INSTALLED[0])
     assert third.checkpoint_digests()["encoder"] != digests["encoder"]
@@ -120,12 +139,14 @@ def test_what_was_compiled_ahead_is_used_only_for_the_verified_file(tmp_path, mo
     record = json.loads(path.with_suffix(".json").read_text())
     opened = []
     real_open = backends.open_backend
-    monkeypatch.setattr(backends, "open_backend",
-                        lambda *args: opened.append(args[0]) or real_open(*args))
+    monkeypatch.setattr(
+        backends, "open_backend", lambda *args: opened.append(args[0]) or real_open(*args)
+    )
 
     def take_or_open(backend, path_, threads, names, sha):
-        return (ahead.take(backend, path_, threads, names, sha)
-                or backends.open_backend(backend, path_, threads, names))
+        return ahead.take(backend, path_, threads, names, sha) or backends.open_backend(
+            backend, path_, threads, names
+        )
 
     probe = backends.probe_batch((1, 3, 256, 256)).numpy()
     expected = model.exported_encoder.run(probe)
@@ -155,8 +176,9 @@ def test_what_was_compiled_ahead_is_used_only_for_the_verified_file(tmp_path, mo
 
 
 @needs_a_backend
-def test_a_fresh_process_compiles_the_recorded_exports_before_importing_torch(lung, tmp_path,
-                                                                             monkeypatch):
+def test_a_fresh_process_compiles_the_recorded_exports_before_importing_torch(
+    lung, tmp_path, monkeypatch
+):
     """What a run's start does: the book and the two exports are there (a first run made
     them); a new process starts compiling both before torch is imported, and prepare() takes
     them (nothing left pending, no network built). Then the slice's whole prediction runs in
@@ -172,8 +194,9 @@ def test_a_fresh_process_compiles_the_recorded_exports_before_importing_torch(lu
         from intrabench.types import Box2D, SlicePrompt
 
         model_.set_case(lung.image)
-        prompt = SlicePrompt(5, np.zeros((0, 2), np.int64), np.zeros(0, np.int8),
-                             Box2D(50, 40, 90, 80))
+        prompt = SlicePrompt(
+            5, np.zeros((0, 2), np.int64), np.zeros(0, np.int8), Box2D(50, 40, 90, 80)
+        )
         return model_.predict_slice(prompt).mask
 
     expected = mask_of(model)
@@ -209,14 +232,26 @@ def test_a_fresh_process_compiles_the_recorded_exports_before_importing_torch(lu
                           "mask": np.flatnonzero(mask).tolist()}}))
     """)
     env = {**os.environ, "OMP_NUM_THREADS": "2", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result.pop("mask") == np.flatnonzero(expected).tolist()
-    assert result == {"started": 2, "torch_before": False, "left": 0,
-                      "encoder": INSTALLED[0], "decoder": INSTALLED[0], "built": False,
-                      "torch_after": False}
+    assert result == {
+        "started": 2,
+        "torch_before": False,
+        "left": 0,
+        "encoder": INSTALLED[0],
+        "decoder": INSTALLED[0],
+        "built": False,
+        "torch_after": False,
+    }
     again = _from_file(checkpoint, INSTALLED[0])
     again.prepare()
     np.testing.assert_array_equal(mask_of(again), expected)
@@ -235,14 +270,30 @@ def test_a_whole_run_on_recorded_exports_never_imports_torch(tmp_path, monkeypat
     checkpoint = _tiny_checkpoint(tmp_path)
     _from_file(checkpoint, INSTALLED[0]).prepare()  # what the first run records
     config = tmp_path / "run.yaml"
-    config.write_text(yaml.safe_dump({
-        "name": "without-torch", "seeds": [0],
-        "datasets": [{"name": "demo-phantoms", "n_cases": 1, "seed": 3, "shape": [6, 96, 96]}],
-        "models": [{"name": "litemedsam", "weights": "checkpoint", "tiny": True,
-                    "checkpoint": str(checkpoint), "device": "cpu", "backend": INSTALLED[0],
-                    "modality": "CT"}],
-        "prompters": [{"name": "box-per-slice"}, {"name": "box-3d"}],
-        "target_attributes": False}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "name": "without-torch",
+                "seeds": [0],
+                "datasets": [
+                    {"name": "demo-phantoms", "n_cases": 1, "seed": 3, "shape": [6, 96, 96]}
+                ],
+                "models": [
+                    {
+                        "name": "litemedsam",
+                        "weights": "checkpoint",
+                        "tiny": True,
+                        "checkpoint": str(checkpoint),
+                        "device": "cpu",
+                        "backend": INSTALLED[0],
+                        "modality": "CT",
+                    }
+                ],
+                "prompters": [{"name": "box-per-slice"}, {"name": "box-3d"}],
+                "target_attributes": False,
+            }
+        )
+    )
     out = tmp_path / "out"
     script = textwrap.dedent(f"""
         import json, sys
@@ -254,10 +305,19 @@ def test_a_whole_run_on_recorded_exports_never_imports_torch(tmp_path, monkeypat
     guard = tmp_path / "guard"
     guard.mkdir()
     (guard / "torch.py").write_text("raise ImportError('torch imported by the run')\n")
-    env = {**os.environ, "OMP_NUM_THREADS": "2",
-           "PYTHONPATH": os.pathsep.join([str(guard), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=300, cwd=tmp_path)
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "2",
+        "PYTHONPATH": os.pathsep.join([str(guard), str(ROOT)]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"status": 0, "torch": False}
     assert "torch imported by the run" not in done.stderr

@@ -31,7 +31,7 @@ def test_linear_and_convolution_match_the_closed_form() -> None:
 def test_attention_counts_on_the_cpu_as_on_meta() -> None:
     """torch's counter knows the CUDA attention kernels; the CPU one is added here."""
     q, k, v = torch.zeros(2, 3, 10, 8), torch.zeros(2, 3, 12, 8), torch.zeros(2, 3, 12, 5)
-    expected = 2 * 2 * 3 * 10 * 8 * 12 + 2 * 2 * 3 * 10 * 12 * 5   # q k^T, then (.) v
+    expected = 2 * 2 * 3 * 10 * 8 * 12 + 2 * 2 * 3 * 10 * 12 * 5  # q k^T, then (.) v
 
     def attention(device: str) -> int:
         tensors = [t.to(device) for t in (q, k, v)]
@@ -57,34 +57,37 @@ def test_sam_vit_b_encoder_flops_match_the_architecture() -> None:
         net = build_sam(SAM_CONFIGS["vit_b"])
     counted = count_module_flops(net.image_encoder, torch.zeros(1, 3, 1024, 1024, device="meta"))
     dim, heads, head_dim, tokens = 768, 12, 64, 64 * 64
-    expected = 2 * (3 * 16 * 16) * dim * tokens                      # patch embedding
+    expected = 2 * (3 * 16 * 16) * dim * tokens  # patch embedding
     for block in range(12):
         is_global = block in (2, 5, 8, 11)
         # 14 x 14 windows over the grid padded to 70 x 70: 25 windows of 196 tokens
         padded, windows, side = (tokens, 1, 64) if is_global else (70 * 70, 25, 14)
-        expected += 2 * padded * dim * (3 * dim) + 2 * padded * dim * dim   # qkv, projection
-        expected += 2 * (2 * tokens * dim * 4 * dim)                       # MLP
+        expected += 2 * padded * dim * (3 * dim) + 2 * padded * dim * dim  # qkv, projection
+        expected += 2 * (2 * tokens * dim * 4 * dim)  # MLP
         expected += 2 * (2 * windows * heads * (side * side) ** 2 * head_dim)  # qk^T, attn v
-        expected += 2 * (2 * windows * heads * side ** 3 * head_dim)       # decomposed rel pos
-    expected += 2 * tokens * dim * 256 + 2 * tokens * 256 * 256 * 9     # neck
+        expected += 2 * (2 * windows * heads * side**3 * head_dim)  # decomposed rel pos
+    expected += 2 * tokens * dim * 256 + 2 * tokens * 256 * 256 * 9  # neck
     assert counted == expected == 972_077_334_528
 
 
-@pytest.mark.parametrize("device_name, card", [
-    ("NVIDIA H100 80GB HBM3", "H100 SXM"),
-    ("NVIDIA H100 PCIe", "H100 PCIe"),
-    ("NVIDIA H100 NVL", "H100 NVL"),
-    ("NVIDIA H200", "H200 SXM"),
-    ("NVIDIA H200 NVL", "H200 NVL"),
-    ("NVIDIA A100-SXM4-80GB", "A100"),
-    ("NVIDIA A100 80GB PCIe", "A100"),
-    ("NVIDIA L40S", "L40S"),
-    ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"),
-    ("NVIDIA L40", None),
-    ("NVIDIA GH200 480GB", None),
-    ("NVIDIA GeForce RTX 4090 Laptop GPU", None),
-    ("Tesla T4", None),
-])
+@pytest.mark.parametrize(
+    "device_name, card",
+    [
+        ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+        ("NVIDIA H100 PCIe", "H100 PCIe"),
+        ("NVIDIA H100 NVL", "H100 NVL"),
+        ("NVIDIA H200", "H200 SXM"),
+        ("NVIDIA H200 NVL", "H200 NVL"),
+        ("NVIDIA A100-SXM4-80GB", "A100"),
+        ("NVIDIA A100 80GB PCIe", "A100"),
+        ("NVIDIA L40S", "L40S"),
+        ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"),
+        ("NVIDIA L40", None),
+        ("NVIDIA GH200 480GB", None),
+        ("NVIDIA GeForce RTX 4090 Laptop GPU", None),
+        ("Tesla T4", None),
+    ],
+)
 def test_gpu_lookup_by_device_name(device_name: str, card: str | None) -> None:
     found = lookup_gpu(device_name)
     assert (found.name if found else None) == card

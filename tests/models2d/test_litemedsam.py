@@ -65,8 +65,10 @@ def lite():
 @pytest.fixture(scope="module")
 def frozen() -> list[dict]:
     with np.load(FROZEN) as npz:
-        return [{key: npz[f"{key}_{i}"] for key in ("case", "k", "image", "box", "logits", "mask")}
-                for i in range(int(npz["n"]))]
+        return [
+            {key: npz[f"{key}_{i}"] for key in ("case", "k", "image", "box", "logits", "mask")}
+            for i in range(int(npz["n"]))
+        ]
 
 
 def canonical_z(volume, k: int) -> int:
@@ -94,19 +96,29 @@ def test_an_explicit_checkpoint_that_differs_from_the_published_one_is_refused(t
 
     path = packaged_path("litemedsam")
     altered = one_bit_flipped_copy(path, tmp_path, 1000)
-    model = registry.models.create("litemedsam", {"device": "cpu", "backend": "torch",
-                                                  "checkpoint": str(altered)})
-    with pytest.raises(CheckpointError, match="is not the published litemedsam file .*sha256.*"
-                                              "accept_other_weights: true"):
+    model = registry.models.create(
+        "litemedsam", {"device": "cpu", "backend": "torch", "checkpoint": str(altered)}
+    )
+    with pytest.raises(
+        CheckpointError,
+        match="is not the published litemedsam file .*sha256.*accept_other_weights: true",
+    ):
         model.prepare()
-    model = registry.models.create("litemedsam", {"device": "cpu", "backend": "torch",
-                                                  "checkpoint": str(altered),
-                                                  "accept_other_weights": True})
+    model = registry.models.create(
+        "litemedsam",
+        {
+            "device": "cpu",
+            "backend": "torch",
+            "checkpoint": str(altered),
+            "accept_other_weights": True,
+        },
+    )
     with caplog.at_level(logging.WARNING):
         model.prepare()
     assert "differs from the published litemedsam file" in caplog.text
-    registry.models.create("litemedsam", {"device": "cpu", "backend": "torch",
-                                          "checkpoint": str(path)}).prepare()
+    registry.models.create(
+        "litemedsam", {"device": "cpu", "backend": "torch", "checkpoint": str(path)}
+    ).prepare()
 
 
 def test_litemedsam_equals_official_inference(lite, demo_cases, frozen) -> None:
@@ -120,25 +132,28 @@ def test_litemedsam_equals_official_inference(lite, demo_cases, frozen) -> None:
         modality, bounds, volume_range = lite.intensity_bounds()
         from intrabench.models.litemedsam import to_uint8_like_pre_ct_mr
 
-        eight_bit = lite.view.image(to_uint8_like_pre_ct_mr(case.image.array[z], modality,
-                                                             bounds, volume_range))
+        eight_bit = lite.view.image(
+            to_uint8_like_pre_ct_mr(case.image.array[z], modality, bounds, volume_range)
+        )
         np.testing.assert_array_equal(eight_bit, sample["image"])
         box = bounding_box(case.label[z] > 0)
         canonical_box = Box2D(box[0].start, box[1].start, box[0].stop - 1, box[1].stop - 1)
         view_box = lite.view.box(canonical_box, case.image.shape[1:])
-        assert [view_box.x_min, view_box.y_min, view_box.x_max, view_box.y_max] == \
-            sample["box"].tolist()
+        assert [view_box.x_min, view_box.y_min, view_box.x_max, view_box.y_max] == sample[
+            "box"
+        ].tolist()
         with torch.no_grad():
-            logits = np.asarray(lite.view_logits(lite.embedding(z), view_box,
-                                                 lite.view.shape(case.image.shape[1:])))
+            logits = np.asarray(
+                lite.view_logits(lite.embedding(z), view_box, lite.view.shape(case.image.shape[1:]))
+            )
         tolerance = frozen_logits_tolerance(sample["logits"])
         assert np.abs(logits - sample["logits"]).max() < tolerance
-        np.testing.assert_array_equal(torch.sigmoid(torch.from_numpy(logits)).numpy() > 0.5,
-                                      sample["mask"])
+        np.testing.assert_array_equal(
+            torch.sigmoid(torch.from_numpy(logits)).numpy() > 0.5, sample["mask"]
+        )
 
 
-def test_the_exported_decoder_graph_computes_the_official_decoder(lite, demo_cases,
-                                                                    frozen) -> None:
+def test_the_exported_decoder_graph_computes_the_official_decoder(lite, demo_cases, frozen) -> None:
     """The decoder's export runs ``single_mask_box_decoder`` (the first mask only, its product
     channels last): on each demo case's slice, with its box and boxes moved and resized about
     it, its logits are within 2e-6 of the largest |logit| of ``decode_box``'s (SAM's
@@ -153,9 +168,19 @@ def test_the_exported_decoder_graph_computes_the_official_decoder(lite, demo_cas
         embedding = torch.as_tensor(lite.embedding(canonical_z(case.image, int(sample["k"]))))
         x0, y0, x1, y1 = (int(v * 256 / max(sample["image"].shape)) for v in sample["box"])
         for dx, dy, grow in [(0, 0, 0), (9, -5, 0), (-12, 7, 6), (3, 3, -2), (0, 0, 30)]:
-            box = torch.tensor([[[max(0, x0 + dx - grow), max(0, y0 + dy - grow),
-                                  min(255, x1 + dx + grow), min(255, y1 + dy + grow)]]],
-                               dtype=torch.float32)
+            box = torch.tensor(
+                [
+                    [
+                        [
+                            max(0, x0 + dx - grow),
+                            max(0, y0 + dy - grow),
+                            min(255, x1 + dx + grow),
+                            min(255, y1 + dy + grow),
+                        ]
+                    ]
+                ],
+                dtype=torch.float32,
+            )
             with torch.no_grad():
                 official = decode_box(lite.net, embedding[None], box)
                 ours = graph(embedding[None], box)
@@ -166,8 +191,9 @@ def test_the_exported_decoder_graph_computes_the_official_decoder(lite, demo_cas
             assert torch.equal((ours > 0)[clear], (official > 0)[clear])
 
 
-def test_the_exported_encoder_graph_computes_the_encoder_to_the_bit(lite, demo_cases,
-                                                                     frozen) -> None:
+def test_the_exported_encoder_graph_computes_the_encoder_to_the_bit(
+    lite, demo_cases, frozen
+) -> None:
     """The encoder's export runs TinyViT with each attention's query, key and value projected
     apart (``_tinyvit_export.with_split_qkv``): the same dot products, so the same embeddings
     to the bit on the demo slices with the trained weights; the network itself is unchanged
@@ -187,8 +213,7 @@ def test_the_exported_encoder_graph_computes_the_encoder_to_the_bit(lite, demo_c
         batch = torch.as_tensor(lite.preprocess([canonical_z(case.image, int(sample["k"]))]))
         with torch.no_grad():
             assert torch.equal(graph(batch), encoder(batch))
-    assert all(torch.equal(before[name], tensor)
-               for name, tensor in encoder.state_dict().items())
+    assert all(torch.equal(before[name], tensor) for name, tensor in encoder.state_dict().items())
     assert split[0].proj is encoder.layers[1].blocks[0].attn.proj
 
 
@@ -221,9 +246,16 @@ def _write_case(folder: Path, case: str, image, label, channel: str = "CT") -> N
         (folder / sub).mkdir(parents=True, exist_ok=True)
     sitk.WriteImage(image, str(folder / "imagesTr" / f"{case}_0000.nii.gz"))
     sitk.WriteImage(label, str(folder / "labelsTr" / f"{case}.nii.gz"))
-    (folder / "dataset.json").write_text(json.dumps({
-        "channel_names": {"0": channel}, "labels": {"background": 0, "lesion": 1},
-        "target_types": {"lesion": "instance"}, "file_ending": ".nii.gz"}))
+    (folder / "dataset.json").write_text(
+        json.dumps(
+            {
+                "channel_names": {"0": channel},
+                "labels": {"background": 0, "lesion": 1},
+                "target_types": {"lesion": "instance"},
+                "file_ending": ".nii.gz",
+            }
+        )
+    )
 
 
 def _reheadered(path: Path, direction: tuple[float, ...]):
@@ -274,16 +306,22 @@ def test_litemedsam_same_dice_whatever_the_file_orientation_header(tmp_path: Pat
     the model sees the mirrored slices and its Dice moves."""
     source_image = DEMO / "imagesTr" / "lung1_0000.nii.gz"
     source_label = DEMO / "labelsTr" / "lung1.nii.gz"
-    for name, direction in (("mirrored", (-1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0)),
-                            ("swapped", (0, 1.0, 0, 1.0, 0, 0, 0, 0, 1.0))):
-        _write_case(tmp_path / name, "lung1", _reheadered(source_image, direction),
-                    _reheadered(source_label, direction))
+    for name, direction in (
+        ("mirrored", (-1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0)),
+        ("swapped", (0, 1.0, 0, 1.0, 0, 0, 0, 0, 1.0)),
+    ):
+        _write_case(
+            tmp_path / name,
+            "lung1",
+            _reheadered(source_image, direction),
+            _reheadered(source_label, direction),
+        )
     run = f"""
 name: orientation
 datasets:
   - {{name: demo-real, cases: [lung1]}}
-  - {{name: nnunet-folder, path: {tmp_path / 'mirrored'}, label: mirrored}}
-  - {{name: nnunet-folder, path: {tmp_path / 'swapped'}, label: swapped}}
+  - {{name: nnunet-folder, path: {tmp_path / "mirrored"}, label: mirrored}}
+  - {{name: nnunet-folder, path: {tmp_path / "swapped"}, label: swapped}}
 models:
   - litemedsam
   - {{name: litemedsam, slice_view: canonical, label: litemedsam-canonical}}

@@ -34,8 +34,21 @@ from intrabench.io.checkpoints import CheckpointError, check_pinned, checkpoint_
 from intrabench.types import Box2D, SlicePrompt  # noqa: E402
 
 FROZEN = Path(__file__).parents[1] / "data" / "mobilesam_official_outputs.npz"
-KEYS = ("case", "prompt", "z", "image", "resized_sha256", "resized_shape", "points", "labels",
-        "box", "feedback_from", "multimask", "low_res", "logits")
+KEYS = (
+    "case",
+    "prompt",
+    "z",
+    "image",
+    "resized_sha256",
+    "resized_shape",
+    "points",
+    "labels",
+    "box",
+    "feedback_from",
+    "multimask",
+    "low_res",
+    "logits",
+)
 
 
 def _weights() -> Path:
@@ -59,9 +72,12 @@ def frozen() -> list[dict]:
 
 def _prompt(sample: dict) -> SlicePrompt:
     box = sample["box"]
-    return SlicePrompt(int(sample["z"]), sample["points"].astype(np.int64).reshape(-1, 2),
-                       sample["labels"].astype(np.int8),
-                       None if box[0] < 0 else Box2D(*(int(v) for v in box)))
+    return SlicePrompt(
+        int(sample["z"]),
+        sample["points"].astype(np.int64).reshape(-1, 2),
+        sample["labels"].astype(np.int8),
+        None if box[0] < 0 else Box2D(*(int(v) for v in box)),
+    )
 
 
 def test_the_checkpoint_is_the_pinned_official_file(tmp_path: Path) -> None:
@@ -79,8 +95,7 @@ def test_mobilesam_equals_the_official_predictor(mobile, demo_cases, frozen) -> 
     resolution and the low-res logits handed back); the same masks; multimask 'auto' picks as
     SAM's rule."""
     assert {s["case"].item() for s in frozen} == {"lung1", "brain1", "breast1"}
-    assert {s["prompt"].item() for s in frozen} == {"point", "box", "box+points", "mask",
-                                                     "points"}
+    assert {s["prompt"].item() for s in frozen} == {"point", "box", "box+points", "mask", "points"}
     low_res_of: dict[tuple[str, str], np.ndarray] = {}
     for sample in frozen:
         case = demo_cases[sample["case"].item()]
@@ -88,12 +103,15 @@ def test_mobilesam_equals_the_official_predictor(mobile, demo_cases, frozen) -> 
         z = int(sample["z"])
         from intrabench.models._sam_common import to_uint8
 
-        np.testing.assert_array_equal(to_uint8(case.image.array[z], mobile._window()),
-                                      sample["image"])
+        np.testing.assert_array_equal(
+            to_uint8(case.image.array[z], mobile._window()), sample["image"]
+        )
         resized = mobile.resized_input([z])[0, 0].to(torch.uint8).numpy()
         assert resized.shape == tuple(sample["resized_shape"])
-        assert hashlib.sha256(np.ascontiguousarray(resized)).hexdigest() == \
-            sample["resized_sha256"].item()
+        assert (
+            hashlib.sha256(np.ascontiguousarray(resized)).hexdigest()
+            == sample["resized_sha256"].item()
+        )
         source = sample["feedback_from"].item()
         feedback = low_res_of[(sample["case"].item(), source)] if source else None
         prompt = _prompt(sample)
@@ -102,12 +120,15 @@ def test_mobilesam_equals_the_official_predictor(mobile, demo_cases, frozen) -> 
             output = mobile.decode(mobile.embedding(z), prompt, feedback)
             logits = _full_logits(mobile, mobile.embedding(z), prompt, feedback)
         tolerance = frozen_logits_tolerance(sample["logits"])
-        assert np.abs(logits - sample["logits"]).max() < tolerance, \
-            (sample["case"].item(), sample["prompt"].item())
+        assert np.abs(logits - sample["logits"]).max() < tolerance, (
+            sample["case"].item(),
+            sample["prompt"].item(),
+        )
         np.testing.assert_array_equal(output.mask, sample["logits"] > 0)
         if sample["low_res"].size:
-            assert np.abs(output.feedback - sample["low_res"]).max() < \
-                frozen_logits_tolerance(sample["low_res"])
+            assert np.abs(output.feedback - sample["low_res"]).max() < frozen_logits_tolerance(
+                sample["low_res"]
+            )
         low_res_of[(sample["case"].item(), sample["prompt"].item())] = output.feedback
 
 
@@ -123,8 +144,15 @@ def _full_logits(model, embedding, prompt, feedback) -> np.ndarray:
     input_h, input_w = model._input_shape()
     coords, labels, box = prompt_tensors(prompt, input_h / height, input_w / width, model.device)
     mask_input = feedback_tensor(feedback, model.device)
-    low_res, _ = sam_decode(model.net, embedding, coords, labels, box, mask_input,
-                            model.use_multimask(prompt, mask_input is not None))
+    low_res, _ = sam_decode(
+        model.net,
+        embedding,
+        coords,
+        labels,
+        box,
+        mask_input,
+        model.use_multimask(prompt, mask_input is not None),
+    )
     logits = model.net.postprocess_masks(low_res.float(), (input_h, input_w), (height, width))
     return logits[0, 0].numpy()
 
@@ -153,8 +181,7 @@ def test_the_tiny_network_has_the_architecture_of_the_checkpoint() -> None:
     embedding of 256 x 64 x 64 from a 1024 input; the full-size network's names and shapes are
     the checkpoint's (TinyViT reads values while it is built: built on the CPU, as models
     verify does)."""
-    tiny = registry.models.create("mobilesam", {"weights": "random", "tiny": True,
-                                                "device": "cpu"})
+    tiny = registry.models.create("mobilesam", {"weights": "random", "tiny": True, "device": "cpu"})
     full = registry.models.get("mobilesam")(weights="random", device="cpu")
     net = full.build_network(tiny=False)
     state = torch.load(_weights(), map_location="cpu", weights_only=True)
@@ -163,8 +190,12 @@ def test_the_tiny_network_has_the_architecture_of_the_checkpoint() -> None:
     top = {k.split(".")[0] for k in tiny.net.state_dict()}
     assert top == {"image_encoder", "prompt_encoder", "mask_decoder"}
     with torch.no_grad():
-        assert tuple(tiny.net.image_encoder(torch.zeros(1, 3, 1024, 1024)).shape) == \
-            (1, 256, 64, 64)
+        assert tuple(tiny.net.image_encoder(torch.zeros(1, 3, 1024, 1024)).shape) == (
+            1,
+            256,
+            64,
+            64,
+        )
 
 
 #: per-target Dice of `intrabench run` on the demo's real cases (seed 0) at steps 0 and 3,
@@ -217,8 +248,10 @@ def test_mobilesam_demo_dice_is_pinned_at_steps_0_and_3(demo_rows: pd.DataFrame)
     """A trained network refined with clicks and scribbles: per-target Dice at step 0 and 3
     (tolerance 0.005), and refinement raises the mean."""
     rows = demo_rows[demo_rows["step"].isin([0, 3])]
-    found = {(r.prompter, r.refiner, r.case, r.target, int(r.step)): round(float(r.dice), 4)
-             for r in rows.itertuples()}
+    found = {
+        (r.prompter, r.refiner, r.case, r.target, int(r.step)): round(float(r.dice), 4)
+        for r in rows.itertuples()
+    }
     assert set(found) == set(PINNED_DICE), sorted(set(found) ^ set(PINNED_DICE))
     for key, pinned in PINNED_DICE.items():
         assert abs(found[key] - pinned) <= 0.005, (key, found[key], pinned)

@@ -12,8 +12,11 @@ from intrabench.model_cards import builtin_cards, parse_card, read_card
 
 
 def _builtin_classes():
-    return {name: cls for name, cls in registry.models.items()
-            if cls.__module__.startswith("intrabench.models.")}
+    return {
+        name: cls
+        for name, cls in registry.models.items()
+        if cls.__module__.startswith("intrabench.models.")
+    }
 
 
 def test_every_built_in_model_has_a_card_that_agrees_with_its_adapter():
@@ -21,8 +24,11 @@ def test_every_built_in_model_has_a_card_that_agrees_with_its_adapter():
     classes = _builtin_classes()
     assert set(cards) <= set(classes)  # no card without its adapter
     # every adapter with a checkpoint has a card (one without may still list from its class)
-    assert {name for name, cls in classes.items()
-            if getattr(cls, "VARIANTS", None) or getattr(cls, "checkpoint_key", "")} <= set(cards)
+    assert {
+        name
+        for name, cls in classes.items()
+        if getattr(cls, "VARIANTS", None) or getattr(cls, "checkpoint_key", "")
+    } <= set(cards)
     assert len(cards) == 18
     for name in cards:
         cls, card = classes[name], cards[name]
@@ -35,13 +41,14 @@ def test_every_built_in_model_has_a_card_that_agrees_with_its_adapter():
         elif key:
             assert card.default_checkpoint == key, name
         if getattr(cls, "licence", ""):
-            assert card.licence.split("; code ")[0].removeprefix("weights ") in cls.licence \
-                or card.code_licence in cls.licence, name
+            assert (
+                card.licence.split("; code ")[0].removeprefix("weights ") in cls.licence
+                or card.code_licence in cls.licence
+            ), name
 
 
 def test_the_checkpoint_table_is_the_cards_checkpoints():
-    from_cards = {info.key: info for card in builtin_cards().values()
-                  for info in card.checkpoints}
+    from_cards = {info.key: info for card in builtin_cards().values() for info in card.checkpoints}
     assert {key: CHECKPOINTS[key] for key in from_cards} == from_cards
     assert CHECKPOINTS["mobilesam"].card == "mobilesam"
     # every file is pinned, or its card says why not
@@ -49,33 +56,91 @@ def test_the_checkpoint_table_is_the_cards_checkpoints():
         assert info.sha256 or info.unpinned, info.key
 
 
-GOOD = {"card": 1, "name": "m", "description": "d", "dimension": 3, "prompts": ["point"],
-        "licence": {"code": "MIT", "weights": "MIT"}, "packages": [],
-        "default_variant": "default", "variants": {"default": "m-weights"},
-        "checkpoints": [{"key": "m-weights", "file": "m.pt", "sha256": "a" * 64,
-                         "sources": [{"url": "https://example.org/m.pt"}]}],
-        "training_data": {"trained_on": [], "checked": "all", "source": "s"}}
+GOOD = {
+    "card": 1,
+    "name": "m",
+    "description": "d",
+    "dimension": 3,
+    "prompts": ["point"],
+    "licence": {"code": "MIT", "weights": "MIT"},
+    "packages": [],
+    "default_variant": "default",
+    "variants": {"default": "m-weights"},
+    "checkpoints": [
+        {
+            "key": "m-weights",
+            "file": "m.pt",
+            "sha256": "a" * 64,
+            "sources": [{"url": "https://example.org/m.pt"}],
+        }
+    ],
+    "training_data": {"trained_on": [], "checked": "all", "source": "s"},
+}
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"dimension": 4}, "dimension must be 2 or 3, not 4"),
-    ({"prompts": ["telepathy"]}, "prompts must be a list of point"),
-    ({"card": 2}, "'card: 1' (the card format) is missing or another version"),
-    ({"checkpoints": [{"key": "m-weights", "file": "m.pt", "sha256": "abc",
-                       "sources": [{"url": "u"}]}]}, "sha256 must be 64 lower-case hex digits"),
-    ({"checkpoints": [{"key": "m-weights", "file": "m.pt",
-                       "sources": [{"url": "u"}]}]}, "pin its sha256, or say why not"),
-    ({"checkpoints": [{"key": "m-weights", "file": "../../etc/passwd", "sha256": "a" * 64,
-                       "sources": [{"url": "u"}]}]}, "must be a path inside the checkpoint"),
-    ({"checkpoints": [{"key": "m-weights", "file": "m.pt", "sha256": "a" * 64,
-                       "sources": [{"huggingface": {"repo": "o/r", "file": "m.pt",
-                                                    "revision": "main"}}]}]},
-     "a Hugging Face revision is pinned as a 40-hex commit id"),
-    ({"checkpoints": [{"key": "m-weights", "file": "m.pt", "sha256": "a" * 64,
-                       "sources": [{"ftp": "x"}]}]}, "unknown source kind 'ftp'"),
-    ({"variants": {"default": "other"}}, "variants map each variant name to one of its"),
-    ({"training_data": {"trained_on": []}}, "training_data needs trained_on, checked and a"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"dimension": 4}, "dimension must be 2 or 3, not 4"),
+        ({"prompts": ["telepathy"]}, "prompts must be a list of point"),
+        ({"card": 2}, "'card: 1' (the card format) is missing or another version"),
+        (
+            {
+                "checkpoints": [
+                    {"key": "m-weights", "file": "m.pt", "sha256": "abc", "sources": [{"url": "u"}]}
+                ]
+            },
+            "sha256 must be 64 lower-case hex digits",
+        ),
+        (
+            {"checkpoints": [{"key": "m-weights", "file": "m.pt", "sources": [{"url": "u"}]}]},
+            "pin its sha256, or say why not",
+        ),
+        (
+            {
+                "checkpoints": [
+                    {
+                        "key": "m-weights",
+                        "file": "../../etc/passwd",
+                        "sha256": "a" * 64,
+                        "sources": [{"url": "u"}],
+                    }
+                ]
+            },
+            "must be a path inside the checkpoint",
+        ),
+        (
+            {
+                "checkpoints": [
+                    {
+                        "key": "m-weights",
+                        "file": "m.pt",
+                        "sha256": "a" * 64,
+                        "sources": [
+                            {"huggingface": {"repo": "o/r", "file": "m.pt", "revision": "main"}}
+                        ],
+                    }
+                ]
+            },
+            "a Hugging Face revision is pinned as a 40-hex commit id",
+        ),
+        (
+            {
+                "checkpoints": [
+                    {
+                        "key": "m-weights",
+                        "file": "m.pt",
+                        "sha256": "a" * 64,
+                        "sources": [{"ftp": "x"}],
+                    }
+                ]
+            },
+            "unknown source kind 'ftp'",
+        ),
+        ({"variants": {"default": "other"}}, "variants map each variant name to one of its"),
+        ({"training_data": {"trained_on": []}}, "training_data needs trained_on, checked and a"),
+    ],
+)
 def test_a_damaged_card_is_one_line(change, message):
     assert parse_card(GOOD, "good.yaml").checkpoints[0].url == "https://example.org/m.pt"
     with pytest.raises(ConfigError, match="model card bad.yaml: ") as raised:

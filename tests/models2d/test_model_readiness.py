@@ -28,8 +28,9 @@ def folder(tmp_path, monkeypatch):
 
 def _listed(capsys, name: str) -> str:
     assert main(["models", "list"]) == 0
-    return next(line for line in capsys.readouterr().out.splitlines()
-                if line.startswith(name + " "))
+    return next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith(name + " ")
+    )
 
 
 def test_an_empty_or_foreign_mobilesam_checkpoint_is_not_ready(folder, capsys):
@@ -38,7 +39,8 @@ def test_an_empty_or_foreign_mobilesam_checkpoint_is_not_ready(folder, capsys):
     assert "checkpoint wrong: mobile_sam.pt is empty" in _listed(capsys, "mobilesam")
     weights.write_bytes(b"not a checkpoint")
     assert "checkpoint wrong: mobile_sam.pt is 16 bytes, expected 40728226" in _listed(
-        capsys, "mobilesam")
+        capsys, "mobilesam"
+    )
     with open(weights, "wb") as out:  # the pinned size, other bytes
         out.truncate(40_728_226)
     row = _listed(capsys, "mobilesam")
@@ -50,18 +52,25 @@ def test_a_checkpoint_without_a_pinned_hash_is_unverified(folder):
     (folder / "sam_med3d_turbo.pth").write_bytes(b"some bytes")
     assert readiness("sam-med3d-turbo") == (
         "unverified: no SHA-256 pinned for sam_med3d_turbo.pth (intrabench models verify "
-        "sam-med3d-turbo prints its hash)")
+        "sam-med3d-turbo prints its hash)"
+    )
 
 
 def test_a_large_file_is_unverified_until_hashed_then_ready_from_the_book(folder, monkeypatch):
     body = b"weights" * 1000
-    monkeypatch.setitem(CHECKPOINTS, "mobilesam", dataclasses.replace(
-        CHECKPOINTS["mobilesam"], size=len(body), sha256=hashlib.sha256(body).hexdigest()))
+    monkeypatch.setitem(
+        CHECKPOINTS,
+        "mobilesam",
+        dataclasses.replace(
+            CHECKPOINTS["mobilesam"], size=len(body), sha256=hashlib.sha256(body).hexdigest()
+        ),
+    )
     monkeypatch.setattr(checkpoints, "LIST_HASH_LIMIT", 100)  # "too large" to hash in a listing
     weights = folder / "mobile_sam.pt"
     weights.write_bytes(body)
-    assert readiness("mobilesam") == ("unverified: mobile_sam.pt not hashed yet (0.0 GiB; "
-                                      "intrabench models verify mobilesam)")
+    assert readiness("mobilesam") == (
+        "unverified: mobile_sam.pt not hashed yet (0.0 GiB; intrabench models verify mobilesam)"
+    )
     assert known_sha256(weights) is None
     status, detail = checkpoints.verify("mobilesam")  # models verify: hashes, records
     assert (status, detail) == ("ok", f"sha256={hashlib.sha256(body).hexdigest()}")

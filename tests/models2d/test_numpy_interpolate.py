@@ -20,8 +20,9 @@ from intrabench.models._numpy_interpolate import (  # noqa: E402
 
 
 def _torch_resized(values: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    return F.interpolate(torch.from_numpy(values)[None, None], size=size, mode="bilinear",
-                         align_corners=False)[0, 0].numpy()
+    return F.interpolate(
+        torch.from_numpy(values)[None, None], size=size, mode="bilinear", align_corners=False
+    )[0, 0].numpy()
 
 
 def _torch_mask(values: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -40,8 +41,15 @@ def test_the_sampling_rule_by_hand():
     np.testing.assert_array_equal(resize_bilinear(values, (4, 4))[:, 0], [0.0, 2.0, 6.0, 8.0])
 
 
-@pytest.mark.parametrize("low, high", [((256, 256), (512, 512)), ((205, 256), (400, 500)),
-                                       ((256, 171), (512, 342)), ((256, 256), (100, 60))])
+@pytest.mark.parametrize(
+    "low, high",
+    [
+        ((256, 256), (512, 512)),
+        ((205, 256), (400, 500)),
+        ((256, 171), (512, 342)),
+        ((256, 256), (100, 60)),
+    ],
+)
 def test_logits_resized_as_litemedsam_resizes_them_are_torchs_to_the_bit(low, high):
     values = (np.random.default_rng(0).standard_normal(low) * 8).astype(np.float32)
     np.testing.assert_array_equal(resize_bilinear(values, high), _torch_resized(values, high))
@@ -52,10 +60,14 @@ sizes = st.tuples(st.integers(1, 90), st.integers(1, 90))
 
 
 @settings(max_examples=150, deadline=None)
-@given(low=shapes, high=sizes, scale=st.sampled_from([1e-7, 1e-4, 1.0, 30.0]),
-       zeros=st.floats(0.0, 0.6), seed=st.integers(0, 2**32 - 1))
-def test_resized_masks_are_torchs_and_values_within_float32_rounding(low, high, scale, zeros,
-                                                                     seed):
+@given(
+    low=shapes,
+    high=sizes,
+    scale=st.sampled_from([1e-7, 1e-4, 1.0, 30.0]),
+    zeros=st.floats(0.0, 0.6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_resized_masks_are_torchs_and_values_within_float32_rounding(low, high, scale, zeros, seed):
     """Any sizes (enlarged, shrunk, one pixel), logits from near the sigmoid's rounding band
     (1e-7: float32 sigmoid(x) is exactly 0.5 for x up to about 1.2e-7) to large, with zeros."""
     rng = np.random.default_rng(seed)
@@ -64,8 +76,9 @@ def test_resized_masks_are_torchs_and_values_within_float32_rounding(low, high, 
     expected = _torch_resized(values, high)
     largest = float(np.abs(values).max(initial=0.0))
     assert np.abs(resize_bilinear(values, high) - expected).max() <= 4e-7 * largest
-    np.testing.assert_array_equal(resized_positive_probability(values, high),
-                                  _torch_mask(values, high))
+    np.testing.assert_array_equal(
+        resized_positive_probability(values, high), _torch_mask(values, high)
+    )
 
 
 def test_the_threshold_is_torchs_in_the_rounding_band():
@@ -74,5 +87,6 @@ def test_the_threshold_is_torchs_in_the_rounding_band():
     start, stop = np.float32(0).view(np.int32), np.float32(2e-7).view(np.int32)
     values = np.arange(start, stop, 97, dtype=np.int32).view(np.float32)
     values = np.concatenate([values, -values])
-    np.testing.assert_array_equal(positive_probability(values),
-                                  (torch.sigmoid(torch.from_numpy(values)) > 0.5).numpy())
+    np.testing.assert_array_equal(
+        positive_probability(values), (torch.sigmoid(torch.from_numpy(values)) > 0.5).numpy()
+    )

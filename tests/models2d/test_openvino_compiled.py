@@ -17,19 +17,24 @@ openvino = pytest.importorskip("openvino")
 from intrabench.models import _encoder_backends as backends  # noqa: E402
 from intrabench.models import _openvino_compiled as kept  # noqa: E402
 
-CONFIG = {"INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY",
-          "INFERENCE_PRECISION_HINT": "f32"}
+CONFIG = {
+    "INFERENCE_NUM_THREADS": 2,
+    "PERFORMANCE_HINT": "LATENCY",
+    "INFERENCE_PRECISION_HINT": "f32",
+}
 
 
 @pytest.fixture
 def onnx_file(tmp_path) -> Path:
     """A small convolutional network exported as the encoders are (seeded weights)."""
     torch.manual_seed(0)
-    module = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.GELU(),
-                                 torch.nn.Conv2d(8, 4, 3, stride=2)).eval()
+    module = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.GELU(), torch.nn.Conv2d(8, 4, 3, stride=2)
+    ).eval()
     path = tmp_path / "tiny-encoder.onnx"
-    backends.export_onnx(module, (backends.probe_batch((1, 3, 32, 32)),), ["image"],
-                         "embedding", path)
+    backends.export_onnx(
+        module, (backends.probe_batch((1, 3, 32, 32)),), ["image"], "embedding", path
+    )
     return path
 
 
@@ -81,8 +86,9 @@ def test_the_second_open_imports_the_same_model(onnx_file, compiles):
 def test_open_backend_imports_when_it_knows_the_files_hash(onnx_file, compiles):
     sha = backends.file_sha256(onnx_file)
     probe = backends.probe_batch((1, 3, 32, 32)).numpy()
-    outputs = [backends.open_backend("openvino", onnx_file, 2, ("image",), sha)(probe)
-               for _ in range(2)]
+    outputs = [
+        backends.open_backend("openvino", onnx_file, 2, ("image",), sha)(probe) for _ in range(2)
+    ]
     assert len(compiles) == 1
     assert np.array_equal(outputs[0], outputs[1])
     backends.open_backend("openvino", onnx_file, 2, ("image",))  # no hash known: compiled
@@ -110,16 +116,33 @@ def _record_of_another_configuration(blob: Path) -> None:
     _record(blob).write_text(json.dumps(record))
 
 
-@pytest.mark.parametrize("damage", [
-    _damage_blob, _truncate_blob, _record_of_another_file, _record_of_another_configuration,
-    lambda blob: blob.unlink(),
-    lambda blob: _record(blob).unlink(),
-    lambda blob: _record(blob).write_text("not json"),
-    lambda blob: _record(blob).write_text("[]"),
-    lambda blob: _record(blob).write_text(json.dumps({"blob_sha256": None})),
-    lambda blob: _record(blob).write_text("[" * 100000 + "]" * 100000),
-], ids=["flipped-byte", "truncated", "another-onnx", "another-config",
-        "no-blob", "no-record", "not-json", "a-list", "no-hash", "deep-nesting"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _damage_blob,
+        _truncate_blob,
+        _record_of_another_file,
+        _record_of_another_configuration,
+        lambda blob: blob.unlink(),
+        lambda blob: _record(blob).unlink(),
+        lambda blob: _record(blob).write_text("not json"),
+        lambda blob: _record(blob).write_text("[]"),
+        lambda blob: _record(blob).write_text(json.dumps({"blob_sha256": None})),
+        lambda blob: _record(blob).write_text("[" * 100000 + "]" * 100000),
+    ],
+    ids=[
+        "flipped-byte",
+        "truncated",
+        "another-onnx",
+        "another-config",
+        "no-blob",
+        "no-record",
+        "not-json",
+        "a-list",
+        "no-hash",
+        "deep-nesting",
+    ],
+)
 def test_a_kept_model_that_is_not_this_ones_is_compiled_again(damage, onnx_file, compiles):
     sha = backends.file_sha256(onnx_file)
     expected = _output(kept.compile_or_import(onnx_file, CONFIG, sha))
@@ -157,8 +180,7 @@ def test_another_versions_kept_models_are_removed(onnx_file, compiles):
     assert _blob(onnx_file).is_file()
 
 
-def test_a_folder_that_cannot_be_written_only_costs_the_compile(onnx_file, compiles,
-                                                                 monkeypatch):
+def test_a_folder_that_cannot_be_written_only_costs_the_compile(onnx_file, compiles, monkeypatch):
     def refuse(path, data):
         raise PermissionError(f"read-only: {path}")
 

@@ -40,9 +40,16 @@ def _episode(name: str, case, precision: str):
     model.set_case(case.image)
     refinable = "mask" in type(model).accepts
     refiner = registry.refiners.create("center-error-click") if refinable else None
-    results = run_episode(case, case.targets[0], model, registry.prompters.create("box-per-slice"),
-                          "box-per-slice", refiner, "center-error-click",
-                          steps=2 if refinable else 0)
+    results = run_episode(
+        case,
+        case.targets[0],
+        model,
+        registry.prompters.create("box-per-slice"),
+        "box-per-slice",
+        refiner,
+        "center-error-click",
+        steps=2 if refinable else 0,
+    )
     return model, results
 
 
@@ -72,7 +79,8 @@ def test_autocast_is_active_in_the_encoder_under_bf16_only(name: str, lung) -> N
         model.set_case(lung.image)
         layer = _first_linear(model.net.image_encoder)
         handle = layer.register_forward_hook(
-            lambda module, inputs, output, key=precision: seen.__setitem__(key, output.dtype))
+            lambda module, inputs, output, key=precision: seen.__setitem__(key, output.dtype)
+        )
         model.embedding(6)
         handle.remove()
     assert seen == {"fp32": torch.float32, "bf16": torch.bfloat16}
@@ -93,8 +101,10 @@ def test_fp16_on_the_cpu_is_refused_at_construction(name: str) -> None:
 
 
 def test_unknown_precision_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="precision must be one of 'auto', 'fp32', 'bf16', "
-                                          "'fp16', 'tf32', not 'float16'"):
+    with pytest.raises(
+        ConfigError,
+        match="precision must be one of 'auto', 'fp32', 'bf16', 'fp16', 'tf32', not 'float16'",
+    ):
         tiny_model("sam2", precision="float16")
     with pytest.raises(ValueError, match="precision must be one of"):
         resolve_precision("half", "cuda")

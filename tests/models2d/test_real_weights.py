@@ -15,14 +15,19 @@ from intrabench import registry
 from intrabench.io.checkpoints import CHECKPOINTS, is_present
 from intrabench.types import Box2D, SlicePrompt
 
-REAL = [("sam", "vit_b", "sam-vit-b"), ("medsam", "vit_b", "medsam"),
-        ("sam-med2d", "vit_b", "sam-med2d"), ("sam2", "sam2.1-hiera-tiny", "sam2.1-hiera-tiny")]
+REAL = [
+    ("sam", "vit_b", "sam-vit-b"),
+    ("medsam", "vit_b", "medsam"),
+    ("sam-med2d", "vit_b", "sam-med2d"),
+    ("sam2", "sam2.1-hiera-tiny", "sam2.1-hiera-tiny"),
+]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name,variant,key", REAL)
-def test_published_weights_segment_a_boxed_lesion(name: str, variant: str, key: str,
-                                                  demo_cases) -> None:
+def test_published_weights_segment_a_boxed_lesion(
+    name: str, variant: str, key: str, demo_cases
+) -> None:
     if not is_present(key):
         pytest.skip(f"{CHECKPOINTS[key].filename} not in the checkpoint directory")
     case = demo_cases["brain1"]
@@ -32,8 +37,9 @@ def test_published_weights_segment_a_boxed_lesion(name: str, variant: str, key: 
     model = registry.models.create(name, {"variant": variant, "device": "auto"})
     model.set_case(case.image)
     box = Box2D(int(ys.min()), int(xs.min()), int(ys.max()), int(xs.max()))
-    output = model.predict_slice(SlicePrompt(z, np.zeros((0, 2), np.int64),
-                                             np.zeros(0, np.int8), box))
+    output = model.predict_slice(
+        SlicePrompt(z, np.zeros((0, 2), np.int64), np.zeros(0, np.int8), box)
+    )
     overlap = (output.mask & truth[z]).sum()
     dice = 2 * overlap / (output.mask.sum() + truth[z].sum())
     assert dice > 0.5, f"{name}: Dice {dice:.2f} on a boxed lesion"

@@ -31,8 +31,12 @@ def _uint8_volume_window(volume: np.ndarray, z: int) -> np.ndarray:
 
 
 def _slice_prompt(z: int, points=(), labels=(), box: Box2D | None = None) -> SlicePrompt:
-    return SlicePrompt(z=z, points=np.asarray(points, dtype=np.int64).reshape(-1, 2),
-                       labels=np.asarray(labels, dtype=np.int8), box=box)
+    return SlicePrompt(
+        z=z,
+        points=np.asarray(points, dtype=np.int64).reshape(-1, 2),
+        labels=np.asarray(labels, dtype=np.int8),
+        box=box,
+    )
 
 
 def _disagreement(a: np.ndarray, b: np.ndarray) -> float:
@@ -80,8 +84,9 @@ def test_sam_matches_segment_anything_predictor(lung) -> None:
     # one click: multimask output, best predicted IoU
     click = _slice_prompt(z, [[70, 60]], [1])
     ours = model.predict_slice(click)
-    masks, ious, low = predictor.predict(point_coords=np.array([[60.0, 70.0]]),
-                                         point_labels=np.array([1]), multimask_output=True)
+    masks, ious, low = predictor.predict(
+        point_coords=np.array([[60.0, 70.0]]), point_labels=np.array([1]), multimask_output=True
+    )
     best = int(np.argmax(ious))
     assert ours.feedback.shape == low[best].shape == (64, 64)
     np.testing.assert_allclose(ours.feedback, low[best], atol=1e-4)
@@ -92,9 +97,12 @@ def test_sam_matches_segment_anything_predictor(lung) -> None:
     refine = _slice_prompt(z, [[70, 60], [40, 100]], [1, 0], Box2D(50, 40, 90, 80))
     ours2 = model.predict_slice(refine, feedback=ours.feedback)
     masks2, _, low2 = predictor.predict(
-        point_coords=np.array([[60.0, 70.0], [100.0, 40.0]]), point_labels=np.array([1, 0]),
-        box=np.array([40.0, 50.0, 80.0, 90.0]), mask_input=low[best][None],
-        multimask_output=False)
+        point_coords=np.array([[60.0, 70.0], [100.0, 40.0]]),
+        point_labels=np.array([1, 0]),
+        box=np.array([40.0, 50.0, 80.0, 90.0]),
+        mask_input=low[best][None],
+        multimask_output=False,
+    )
     np.testing.assert_allclose(ours2.feedback, low2[0], atol=1e-4)
     assert _disagreement(ours2.mask, masks2[0]) < 1e-3
     assert not np.allclose(ours2.feedback, ours.feedback)
@@ -110,14 +118,18 @@ def test_sam2_matches_sam2_image_predictor(lung) -> None:
     rgb = np.repeat(_uint8_volume_window(lung.image.array, z)[..., None], 3, axis=-1)
     predictor = SAM2ImagePredictor(model.net)
     size = model.net.image_size  # tiny: 256 -> feature maps 64, 32, 16
-    predictor._bb_feat_sizes = [(size // 4, size // 4), (size // 8, size // 8),
-                                (size // 16, size // 16)]
+    predictor._bb_feat_sizes = [
+        (size // 4, size // 4),
+        (size // 8, size // 8),
+        (size // 16, size // 16),
+    ]
     predictor.set_image(rgb)
 
     click = _slice_prompt(z, [[70, 60]], [1])
     ours = model.predict_slice(click)
-    masks, ious, low = predictor.predict(point_coords=np.array([[60.0, 70.0]]),
-                                         point_labels=np.array([1]), multimask_output=True)
+    masks, ious, low = predictor.predict(
+        point_coords=np.array([[60.0, 70.0]]), point_labels=np.array([1]), multimask_output=True
+    )
     best = int(np.argmax(ious))
     assert ours.feedback.shape == low[best].shape == (size // 4, size // 4)
     np.testing.assert_allclose(ours.feedback, low[best], atol=1e-4)
@@ -126,9 +138,12 @@ def test_sam2_matches_sam2_image_predictor(lung) -> None:
     box_click = _slice_prompt(z, [[70, 60]], [1], Box2D(50, 40, 90, 80))
     ours2 = model.predict_slice(box_click, feedback=ours.feedback)
     masks2, _, low2 = predictor.predict(
-        point_coords=np.array([[60.0, 70.0]]), point_labels=np.array([1]),
-        box=np.array([40.0, 50.0, 80.0, 90.0]), mask_input=low[best][None],
-        multimask_output=False)
+        point_coords=np.array([[60.0, 70.0]]),
+        point_labels=np.array([1]),
+        box=np.array([40.0, 50.0, 80.0, 90.0]),
+        mask_input=low[best][None],
+        multimask_output=False,
+    )
     np.testing.assert_allclose(ours2.feedback, low2[0], atol=1e-4)
     assert _disagreement(ours2.mask, masks2[0].astype(bool)) < 1e-3
 
@@ -152,12 +167,14 @@ def test_threshold_and_upsampling_follow_the_original(name: str, lung) -> None:
     elif name == "medsam":  # sigmoid first, then upsample; > 0.5; on the file's stored slice
         view = model.view.shape((height, width))
         stored = F.interpolate(torch.sigmoid(logits), view, mode="bilinear") > 0.5
-        expected = torch.from_numpy(np.ascontiguousarray(
-            model.view.to_canonical(stored[0, 0].numpy())))[None, None]
+        expected = torch.from_numpy(
+            np.ascontiguousarray(model.view.to_canonical(stored[0, 0].numpy()))
+        )[None, None]
     else:  # sam-med2d: to the input size, then the slice size; sigmoid > 0.5
         size = model.net.image_encoder.img_size
-        twice = F.interpolate(F.interpolate(logits, (size, size), mode="bilinear"),
-                              (height, width), mode="bilinear")
+        twice = F.interpolate(
+            F.interpolate(logits, (size, size), mode="bilinear"), (height, width), mode="bilinear"
+        )
         expected = torch.sigmoid(twice) > 0.5
     assert np.array_equal(output.mask, expected[0, 0].numpy())
     low_size = {"sam": 64, "sam2": 64, "medsam": 64, "sam-med2d": 32}[name]
@@ -172,8 +189,9 @@ def test_threshold_and_upsampling_follow_the_original(name: str, lung) -> None:
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,per_slice", [("sam", False), ("sam2", False),
-                                            ("medsam", True), ("sam-med2d", True)])
+@pytest.mark.parametrize(
+    "name,per_slice", [("sam", False), ("sam2", False), ("medsam", True), ("sam-med2d", True)]
+)
 def test_percentile_window_scope(name: str, per_slice: bool, lung) -> None:
     model = tiny_model(name)
     model.set_case(lung.image)
@@ -224,8 +242,9 @@ def test_medsam_input_follows_medsams_own_resize(lung) -> None:
     eight_bit = np.rint((np.clip(image, low, high) - low) / (high - low) * 255.0).astype(np.uint8)
     eight_bit = eight_bit[::-1, ::-1]
     img_3c = np.repeat(eight_bit[:, :, None], 3, axis=-1)
-    resized = transform.resize(img_3c, (size, size), order=3, preserve_range=True,
-                               anti_aliasing=True).astype(np.uint8)
+    resized = transform.resize(
+        img_3c, (size, size), order=3, preserve_range=True, anti_aliasing=True
+    ).astype(np.uint8)
     expected = (resized - resized.min()) / np.clip(resized.max() - resized.min(), 1e-8, None)
     got = model.preprocess([z])[0].numpy()
     np.testing.assert_allclose(got, expected.transpose(2, 0, 1), rtol=0, atol=1e-6)
@@ -264,8 +283,16 @@ def test_episode_writes_back_prompted_slices(name: str, demo_cases) -> None:
     refiner_name = "center-error-click"
     refinable = incompatibility(type(model), None, registry.refiners.get(refiner_name)) is None
     refiner = registry.refiners.create(refiner_name) if refinable else None
-    results = run_episode(case, target, model, prompter, "box-per-slice", refiner,
-                          refiner_name, steps=2 if refinable else 0)
+    results = run_episode(
+        case,
+        target,
+        model,
+        prompter,
+        "box-per-slice",
+        refiner,
+        refiner_name,
+        steps=2 if refinable else 0,
+    )
     assert len(results) == (3 if refinable else 1)
     first = results[0]
     prompted = first.prompt.slices()
@@ -301,8 +328,9 @@ def test_embeddings_are_encoded_once_per_case(name: str, demo_cases) -> None:
     for target in case.targets:
         for prompter_name in ("box-per-slice", "center-point-per-slice", "points-per-slice"):
             prompter = registry.prompters.create(prompter_name)
-            results = run_episode(case, target, model, prompter, prompter_name, refiner,
-                                  "center-error-click", steps=2)
+            results = run_episode(
+                case, target, model, prompter, prompter_name, refiner, "center-error-click", steps=2
+            )
             for result in results:
                 prompted |= set(result.prompt.slices())
             decoder_calls = model.stats.decoder_calls
@@ -370,8 +398,7 @@ def test_sam_med2d_feeds_back_probabilities_as_it_was_trained(lung, monkeypatch)
     prompt = box_and_center_prompt(lung, lung.targets[0])
     first = model.predict(Prompt(points=[(6, 60, 70)], point_labels=[1], box3d=prompt.box3d))
     seen.clear()
-    model.predict(Prompt(points=[(6, 20, 20)], point_labels=[0]), previous=first,
-                  update_slices=[6])
+    model.predict(Prompt(points=[(6, 20, 20)], point_labels=[0]), previous=first, update_slices=[6])
     [mask_input] = seen
     logits = torch.as_tensor(first.feedback[6])
     torch.testing.assert_close(mask_input[0, 0], torch.sigmoid(logits))
@@ -384,8 +411,9 @@ def test_sam_med2d_feeds_back_probabilities_as_it_was_trained(lung, monkeypatch)
 
 
 def _compatible_prompters(model_cls) -> list[str]:
-    return [name for name, cls in registry.prompters.items()
-            if incompatibility(model_cls, cls) is None]
+    return [
+        name for name, cls in registry.prompters.items() if incompatibility(model_cls, cls) is None
+    ]
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
@@ -403,8 +431,9 @@ def test_every_registered_prompter_and_refiner(name: str, lung) -> None:
         assert result.prediction.mask.shape == truth.shape, prompter_name
         assert result.effort > 0, prompter_name
         assert 0.0 <= result.metrics["dice"] <= 1.0, prompter_name
-    refiners = [r for r, cls in registry.refiners.items()
-                if incompatibility(model_cls, None, cls) is None]
+    refiners = [
+        r for r, cls in registry.refiners.items() if incompatibility(model_cls, None, cls) is None
+    ]
     if "mask" not in model_cls.accepts:
         assert not refiners
         return
@@ -413,8 +442,9 @@ def test_every_registered_prompter_and_refiner(name: str, lung) -> None:
     for refiner_name in refiners:
         prompter = registry.prompters.create(prompter_name)
         refiner = registry.refiners.create(refiner_name)
-        results = run_episode(lung, target, model, prompter, prompter_name, refiner,
-                              refiner_name, steps=2)
+        results = run_episode(
+            lung, target, model, prompter, prompter_name, refiner, refiner_name, steps=2
+        )
         assert len(results) == 3, refiner_name
         for step in results:
             assert step.prediction.mask.shape == truth.shape, refiner_name
@@ -439,13 +469,23 @@ def test_models_that_read_the_stored_slice_ignore_the_header_mirror(name: str, l
     the original's, exactly. MedSAM and LiteMedSAM read their training images as stored."""
     from intrabench.io.volume import ImageGeometry, Volume
 
-    model = tiny_model(name) if name == "medsam" else registry.models.create(
-        "litemedsam", {"weights": "random", "tiny": True, "device": "cpu"})
+    model = (
+        tiny_model(name)
+        if name == "medsam"
+        else registry.models.create(
+            "litemedsam", {"weights": "random", "tiny": True, "device": "cpu"}
+        )
+    )
     geometry = lung.image.geometry
-    mirrored_geometry = ImageGeometry(geometry.size, geometry.spacing, geometry.origin,
-                                      (-1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0))
-    mirrored = Volume(np.ascontiguousarray(lung.image.array[:, :, ::-1]), lung.image.spacing,
-                      mirrored_geometry, modality="CT")
+    mirrored_geometry = ImageGeometry(
+        geometry.size, geometry.spacing, geometry.origin, (-1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0)
+    )
+    mirrored = Volume(
+        np.ascontiguousarray(lung.image.array[:, :, ::-1]),
+        lung.image.spacing,
+        mirrored_geometry,
+        modality="CT",
+    )
     width = lung.image.shape[2]
     box = Box2D(50, 40, 90, 80)
     mirrored_box = Box2D(50, width - 1 - 80, 90, width - 1 - 40)

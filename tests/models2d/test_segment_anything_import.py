@@ -10,8 +10,9 @@ import textwrap
 
 def _fresh(code: str) -> str:
     """``code``'s output in a fresh interpreter (this one has imported segment_anything)."""
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def test_a_sam_network_is_built_without_torchvision_and_the_package_still_works_after():

@@ -38,8 +38,9 @@ class FixedPrompter(Prompter):
 
 
 def tiny_model(name: str, seed: int = 0):
-    return registry.models.create(name, {"weights": "random", "tiny": True, "device": "cpu",
-                                         "seed": seed})
+    return registry.models.create(
+        name, {"weights": "random", "tiny": True, "device": "cpu", "seed": seed}
+    )
 
 
 @pytest.fixture(scope="session")
@@ -71,8 +72,11 @@ def oblique_case(tmp_path_factory: pytest.TempPathFactory) -> Case:
     k, j, i = np.meshgrid(*(np.arange(n) for n in size_ijk[::-1]), indexing="ij")
     spacing = np.array([0.9, 3.0, 1.2])
     centre = np.array([24, 10, 20])
-    distance = (((i - centre[0]) * spacing[0] / 12) ** 2 + ((j - centre[1]) * spacing[1] / 12) ** 2
-                + ((k - centre[2]) * spacing[2] / 12) ** 2)
+    distance = (
+        ((i - centre[0]) * spacing[0] / 12) ** 2
+        + ((j - centre[1]) * spacing[1] / 12) ** 2
+        + ((k - centre[2]) * spacing[2] / 12) ** 2
+    )
     label = (distance <= 1.0).astype(np.uint8)
     rng = np.random.default_rng(0)
     image = (200.0 * label + rng.normal(50.0, 10.0, label.shape)).astype(np.float32)
@@ -100,8 +104,9 @@ def assert_strict_round_trip(make_net, load_weights, path, wrapped: bool) -> Non
     torch.save({"model": net.state_dict()} if wrapped else net.state_dict(), path)
     other = make_net()
     load_weights(other, str(path))
-    assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(),
-                                                  other.state_dict().values()))
+    assert all(
+        torch.equal(a, b) for a, b in zip(net.state_dict().values(), other.state_dict().values())
+    )
     state = net.state_dict()
     state.pop(next(iter(state)))
     torch.save({"model": state}, path)

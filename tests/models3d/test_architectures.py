@@ -25,12 +25,12 @@ def _meta_state(build):
 def test_sam_med3d_full_size_matches_published_checkpoint_layout():
     state = _meta_state(lambda: sam_arch.SamMed3DNet(sam_arch.FULL))
     assert len(state) == 324
-    assert sum(t.numel() for t in state.values()) == 100_509_616      # 100.5 M
+    assert sum(t.numel() for t in state.values()) == 100_509_616  # 100.5 M
     expected = {
         "image_encoder.pos_embed": (1, 8, 8, 8, 768),
         "image_encoder.patch_embed.proj.weight": (768, 1, 16, 16, 16),
-        "image_encoder.blocks.0.attn.rel_pos_d": (27, 64),             # window 14
-        "image_encoder.blocks.2.attn.rel_pos_w": (15, 64),             # global, 8^3 grid
+        "image_encoder.blocks.0.attn.rel_pos_d": (27, 64),  # window 14
+        "image_encoder.blocks.2.attn.rel_pos_w": (15, 64),  # global, 8^3 grid
         "image_encoder.blocks.11.attn.rel_pos_h": (15, 64),
         "image_encoder.blocks.11.mlp.lin1.weight": (3072, 768),
         "image_encoder.neck.0.weight": (384, 768, 1, 1, 1),
@@ -49,8 +49,8 @@ def test_sam_med3d_full_size_matches_published_checkpoint_layout():
         "mask_decoder.iou_prediction_head.layers.2.weight": (4, 256),
     }
     assert {k: tuple(state[k].shape) for k in expected} == expected
-    assert "prompt_encoder.point_embeddings.2.weight" not in state      # no box corners
-    assert not any("pixel_mean" in k for k in state)                    # non-persistent upstream
+    assert "prompt_encoder.point_embeddings.2.weight" not in state  # no box corners
+    assert not any("pixel_mean" in k for k in state)  # non-persistent upstream
 
 
 def test_segvol_full_size_matches_published_checkpoint_layout():
@@ -74,7 +74,7 @@ def test_segvol_full_size_matches_published_checkpoint_layout():
     }
     assert {k: tuple(state[k].shape) for k in expected} == expected
     assert len(state) == 276
-    assert not any("norm_cross_attn" in k for k in state)              # absent in MONAI 0.9
+    assert not any("norm_cross_attn" in k for k in state)  # absent in MONAI 0.9
     assert not any(k.startswith("image_encoder.blocks.0.attn.qkv.bias") for k in state)
     assert not set(state) & set(segvol_arch.text_encoder_keys())
     encoder = [k for k in state if k.startswith("image_encoder.")]
@@ -94,18 +94,28 @@ def _brain_prompt(brain) -> Prompt:
 def test_sam_med3d_training_dict_round_trips_strictly(tmp_path, brain):
     source = SamMed3DTurbo(weights="random", tiny=True, device="cpu", seed=7)
     path = tmp_path / "sam_med3d_turbo.pth"
-    torch.save({"model_state_dict": source.net.state_dict(), "optimizer_state_dict": {},
-                "args": argparse.Namespace(model_type="vit_b_ori", lr=8e-4), "epoch": 3,
-                "best_dice": 0.5}, path)
+    torch.save(
+        {
+            "model_state_dict": source.net.state_dict(),
+            "optimizer_state_dict": {},
+            "args": argparse.Namespace(model_type="vit_b_ori", lr=8e-4),
+            "epoch": 3,
+            "best_dice": 0.5,
+        },
+        path,
+    )
     loaded = SamMed3DTurbo(checkpoint_dir=str(tmp_path), tiny=True, device="cpu", seed=99)
     for key, value in source.net.state_dict().items():
         assert torch.equal(value, loaded.net.state_dict()[key]), key
     prompt = _brain_prompt(brain)
-    assert np.array_equal(_predict_brain(source, brain, prompt).mask,
-                          _predict_brain(loaded, brain, prompt).mask)
+    assert np.array_equal(
+        _predict_brain(source, brain, prompt).mask, _predict_brain(loaded, brain, prompt).mask
+    )
     other = SamMed3DTurbo(weights="random", tiny=True, device="cpu", seed=99)
-    assert not torch.equal(other.net.state_dict()["mask_decoder.iou_token.weight"],
-                           loaded.net.state_dict()["mask_decoder.iou_token.weight"])
+    assert not torch.equal(
+        other.net.state_dict()["mask_decoder.iou_token.weight"],
+        loaded.net.state_dict()["mask_decoder.iou_token.weight"],
+    )
 
 
 def test_sam_med3d_checkpoint_errors(tmp_path):
@@ -115,8 +125,11 @@ def test_sam_med3d_checkpoint_errors(tmp_path):
     state.pop("mask_decoder.iou_token.weight")
     state["image_encoder.extra"] = torch.zeros(1)
     torch.save({"model_state_dict": state, "args": argparse.Namespace()}, tmp_path / "x.pth")
-    with pytest.raises(CheckpointError, match=r"missing 1: mask_decoder.iou_token.weight.*"
-                                              r"unexpected 1: image_encoder.extra"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"missing 1: mask_decoder.iou_token.weight.*"
+        r"unexpected 1: image_encoder.extra",
+    ):
         SamMed3D(checkpoint=str(tmp_path / "x.pth"), tiny=True, device="cpu")
 
 
@@ -130,13 +143,14 @@ def test_sam_med3d_other_pickles_are_refused(tmp_path):
 def test_segvol_module_prefixed_checkpoint_round_trips_strictly(tmp_path, brain):
     source = SegVol(weights="random", tiny=True, device="cpu", seed=5)
     state = {f"module.{k}": v for k, v in source.net.state_dict().items()}
-    for key in segvol_arch.text_encoder_keys()[:20]:                    # CLIP keys: ignored
+    for key in segvol_arch.text_encoder_keys()[:20]:  # CLIP keys: ignored
         state[f"module.{key}"] = torch.zeros(2)
     torch.save({"model": state, "epoch": 1000}, tmp_path / "SegVol_v1.pth")
     loaded = SegVol(checkpoint_dir=str(tmp_path), tiny=True, device="cpu", seed=123)
     prompt = Prompt(box3d=Box3D(5, 40, 40, 15, 90, 90))
-    assert np.array_equal(_predict_brain(source, brain, prompt).mask,
-                          _predict_brain(loaded, brain, prompt).mask)
+    assert np.array_equal(
+        _predict_brain(source, brain, prompt).mask, _predict_brain(loaded, brain, prompt).mask
+    )
 
     state["module.mask_decoder.something_new"] = torch.zeros(1)
     torch.save({"model": state, "epoch": 1000}, tmp_path / "bad.pth")
@@ -162,5 +176,5 @@ def test_tiny_configurations_are_the_same_architecture(module, net):
     tiny = _meta_state(lambda: getattr(module, net)(module.TINY))
     assert set(tiny) <= set(full)
     extra_blocks = {k.split(".")[2] for k in set(full) - set(tiny)}
-    assert extra_blocks == {str(i) for i in range(2, 12)}              # only deeper blocks
+    assert extra_blocks == {str(i) for i in range(2, 12)}  # only deeper blocks
     assert all(k.startswith("image_encoder.blocks.") for k in set(full) - set(tiny))

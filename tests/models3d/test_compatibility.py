@@ -21,8 +21,11 @@ def _pairs(kind: str) -> list[tuple[str, str]]:
     for model_name in MODELS_3D:
         model_cls = registry.models.get(model_name)
         for name, cls in components.items():
-            reason = (incompatibility(model_cls, cls) if kind == "prompter"
-                      else incompatibility(model_cls, None, cls))
+            reason = (
+                incompatibility(model_cls, cls)
+                if kind == "prompter"
+                else incompatibility(model_cls, None, cls)
+            )
             if reason is None:
                 pairs.append((model_name, name))
     return pairs
@@ -39,7 +42,7 @@ def test_the_3d_models_are_registered_with_their_prompt_kinds():
     for name in MODELS_3D:
         assert registry.models.get(name).dimension == 3
     assert any(m == "segvol" for m, _ in _pairs("prompter"))
-    assert not any(m == "segvol" for m, _ in _pairs("refiner"))        # not refinable
+    assert not any(m == "segvol" for m, _ in _pairs("refiner"))  # not refinable
 
 
 @pytest.mark.parametrize(("model_name", "prompter_name"), _pairs("prompter"))
@@ -60,12 +63,24 @@ def test_refiner_runs_against_model(breast, model_name, refiner_name):
     prompter_name = _initial_prompter_for(model_name)
     prompter = registry.prompters.create(prompter_name)
     refiner = registry.refiners.create(refiner_name)
-    steps = run_episode(breast, breast.targets[0], model, prompter, prompter_name, refiner,
-                        refiner_name, steps=2, seed=3)
+    steps = run_episode(
+        breast,
+        breast.targets[0],
+        model,
+        prompter,
+        prompter_name,
+        refiner,
+        refiner_name,
+        steps=2,
+        seed=3,
+    )
     assert [s.step for s in steps] == [0, 1, 2]
-    crops = {s.prediction.feedback["crop_start"] for s in steps
-             if isinstance(s.prediction.feedback, dict) and "crop_start" in s.prediction.feedback}
-    assert len(crops) == 1                                             # fixed across refinement
+    crops = {
+        s.prediction.feedback["crop_start"]
+        for s in steps
+        if isinstance(s.prediction.feedback, dict) and "crop_start" in s.prediction.feedback
+    }
+    assert len(crops) == 1  # fixed across refinement
     assert model.encoder_calls == 1
     for step in steps:
         assert step.prediction.mask.shape == breast.image.shape

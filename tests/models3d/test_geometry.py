@@ -57,16 +57,21 @@ def test_centred_grid_equals_torchios_resample_on_a_real_volume():
 
 
 @settings(max_examples=40, deadline=None)
-@given(shape=st.tuples(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9)),
-       spacing=st.tuples(*[st.sampled_from([0.3, 0.78125, 1.5, 2.0, 3.3, 6.5])] * 3),
-       dtype=st.sampled_from([np.float32, np.float64, np.int16, np.uint8]),
-       seed=st.integers(0, 2 ** 16))
+@given(
+    shape=st.tuples(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9)),
+    spacing=st.tuples(*[st.sampled_from([0.3, 0.78125, 1.5, 2.0, 3.3, 6.5])] * 3),
+    dtype=st.sampled_from([np.float32, np.float64, np.int16, np.uint8]),
+    seed=st.integers(0, 2**16),
+)
 def test_torch_resampling_equals_numpys_to_the_bit(shape, spacing, dtype, seed):
     """SAM-Med3D resamples on its GPU with torch: the same voxels as NumPy's, bit for bit (torch
     on the CPU runs the same code path; each float32 operation is rounded on its own)."""
     rng = np.random.default_rng(seed)
-    array = (rng.normal(0.0, 400.0, shape) if np.issubdtype(dtype, np.floating)
-             else rng.integers(0, 200, shape)).astype(dtype)
+    array = (
+        rng.normal(0.0, 400.0, shape)
+        if np.issubdtype(dtype, np.floating)
+        else rng.integers(0, 200, shape)
+    ).astype(dtype)
     grid = CentredGrid(shape, spacing, 1.5)
     expected = grid.resample(array)
     got = grid.resample_with_torch(array, "cpu")
@@ -132,8 +137,9 @@ def test_a_crop_goes_back_to_the_original_voxels_as_torchio_resamples_a_label():
     local = tuple(slice(r.start - s, r.stop - s) for r, s in zip(region, start))
     full[region] = crop[local]
     label = tio.LabelMap(tensor=full.transpose(2, 1, 0)[None], affine=resampled.affine)
-    back = sitk.Resample(label.as_sitk(), canonical.as_sitk(), sitk.Transform(),
-                         sitk.sitkNearestNeighbor, 0)
+    back = sitk.Resample(
+        label.as_sitk(), canonical.as_sitk(), sitk.Transform(), sitk.sitkNearestNeighbor, 0
+    )
     expected = sitk.GetArrayFromImage(back).astype(bool)  # RAS image: (S, A, R) = (z, y, x)
     assert expected.shape == ours.shape and expected.sum() > 1000
     assert np.array_equal(ours, expected)

@@ -53,8 +53,9 @@ def _medsam2_script(net, volume_kji, key, box_xyxy, window=(-160.0, 240.0)):
     size = net.image_size
     resized = np.zeros((len(data), 3, size, size))
     for i, plane in enumerate(data):
-        resized[i] = np.array(Image.fromarray(plane).convert("RGB").resize((size, size))
-                              ).transpose(2, 0, 1)
+        resized[i] = np.array(Image.fromarray(plane).convert("RGB").resize((size, size))).transpose(
+            2, 0, 1
+        )
     resized = torch.from_numpy(resized / 255.0)
     resized -= torch.tensor((0.485, 0.456, 0.406))[:, None, None]
     resized /= torch.tensor((0.229, 0.224, 0.225))[:, None, None]
@@ -63,8 +64,7 @@ def _medsam2_script(net, volume_kji, key, box_xyxy, window=(-160.0, 240.0)):
         with frames_as_video(resized.float(), *data.shape[1:]):
             state = net.init_state(video_path=None)
         for reverse in (False, True):
-            net.add_new_points_or_box(inference_state=state, frame_idx=key, obj_id=1,
-                                      box=box_xyxy)
+            net.add_new_points_or_box(inference_state=state, frame_idx=key, obj_id=1, box=box_xyxy)
             for frame, _ids, logits in net.propagate_in_video(state, reverse=reverse):
                 outputs.append((int(frame), logits[0, 0].float()))
             net.reset_state(state)
@@ -77,7 +77,7 @@ def test_propagation_equals_medsam2s_script_on_shared_random_weights(model, ct):
     prompt = Prompt(box3d=Box3D(3, 14, 10, 9, 30, 26))
     per_frame = model.frame_prompts(prompt)
     ours = model.propagate(per_frame)
-    (key, entry), = per_frame.items()
+    ((key, entry),) = per_frame.items()
     native = from_canonical(ct.array, ct.geometry)
     expected = _medsam2_script(model.net, native, key, entry["box"])
     assert [f for f, _ in ours] == [f for f, _ in expected]
@@ -90,13 +90,16 @@ def test_key_slice_box_and_clicks_land_on_the_files_slices(model, ct):
     """LPS storage: canonical y and x run against the file's j and i."""
     model.set_case(ct)
     height, width = 48, 40
-    per_frame = model.frame_prompts(Prompt(
-        box3d=Box3D(2, 10, 5, 8, 20, 15),
-        points=np.array([[4, 12, 7]]), point_labels=np.array([0])))
+    per_frame = model.frame_prompts(
+        Prompt(
+            box3d=Box3D(2, 10, 5, 8, 20, 15),
+            points=np.array([[4, 12, 7]]),
+            point_labels=np.array([0]),
+        )
+    )
     assert sorted(per_frame) == [4, 5]  # the box's middle slice; the click's slice
     # canonical (y, x) -> file (row j, column i) = (H-1-y, W-1-x)
-    assert per_frame[5]["box"] == [width - 1 - 15, height - 1 - 20, width - 1 - 5,
-                                   height - 1 - 10]
+    assert per_frame[5]["box"] == [width - 1 - 15, height - 1 - 20, width - 1 - 5, height - 1 - 10]
     assert per_frame[4]["points"] == [[width - 1 - 7, height - 1 - 12]]
     assert per_frame[4]["labels"] == [0]
 
@@ -104,8 +107,9 @@ def test_key_slice_box_and_clicks_land_on_the_files_slices(model, ct):
 def test_non_axial_files_use_canonical_slices(model, oblique_case):
     model.set_case(oblique_case.image)
     assert not model._native
-    per_frame = model.frame_prompts(Prompt(points=np.array([[3, 4, 5]]),
-                                           point_labels=np.array([1])))
+    per_frame = model.frame_prompts(
+        Prompt(points=np.array([[3, 4, 5]]), point_labels=np.array([1]))
+    )
     assert per_frame == {3: {"points": [[5.0, 4.0]], "labels": [1]}}
 
 
@@ -114,7 +118,7 @@ def test_small_holes_are_filled_without_the_cuda_extension():
     from sam2.utils.misc import fill_holes_in_mask_scores
 
     scores = torch.full((1, 1, 20, 20), 5.0)
-    scores[0, 0, 2:4, 2:4] = -3.0      # 4 pixels
+    scores[0, 0, 2:4, 2:4] = -3.0  # 4 pixels
     scores[0, 0, 10:14, 10:14] = -3.0  # 16 pixels
     with quiet_faithful_predictor():
         filled = fill_holes_in_mask_scores(scores, 8)
@@ -148,8 +152,12 @@ def test_the_full_network_has_sam2_1_hiera_tiny_parameters():
 def test_checkpoints_load_strictly(tmp_path):
     from tests.models3d.conftest import assert_strict_round_trip
 
-    assert_strict_round_trip(lambda: build_predictor(tiny=True), load_medsam2_weights,
-                             tmp_path / "MedSAM2_latest.pt", wrapped=True)
+    assert_strict_round_trip(
+        lambda: build_predictor(tiny=True),
+        load_medsam2_weights,
+        tmp_path / "MedSAM2_latest.pt",
+        wrapped=True,
+    )
 
 
 def test_a_run_with_a_key_slice_box_and_click_refinement(tmp_path):
@@ -157,10 +165,12 @@ def test_a_run_with_a_key_slice_box_and_click_refinement(tmp_path):
 
     from tests.run_helpers import run_config
 
-    run = run_config(tmp_path,
+    run = run_config(
+        tmp_path,
         "name: m2\ndatasets: [{name: demo-phantoms, n_cases: 1}]\n"
         "models: [{name: medsam2, weights: random, tiny: true, device: cpu}]\n"
-        "prompters: [box-3d]\nrefiners: [center-error-click]\nrefinement_steps: 1\n")
+        "prompters: [box-3d]\nrefiners: [center-error-click]\nrefinement_steps: 1\n",
+    )
     rows = pd.read_csv(run / "results.csv")
     assert set(rows["step"]) == {0, 1} and rows["dice"].between(0, 1).all()
 
@@ -171,6 +181,9 @@ def test_verify_checks_a_checkpoint_against_the_full_network_on_the_meta_device(
 
     path = tmp_path / "MedSAM2_latest.pt"
     torch.save({"model": {"image_encoder.trunk.pos_embed": torch.zeros(1, 96, 14, 14)}}, path)
-    with pytest.raises(CheckpointError, match=r"missing \d+: .*shape mismatch 1: "
-                                              r".*image_encoder.trunk.pos_embed"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"missing \d+: .*shape mismatch 1: "
+        r".*image_encoder.trunk.pos_embed",
+    ):
         MedSam2.check_checkpoint(path, "medsam2")

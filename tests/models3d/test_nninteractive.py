@@ -35,9 +35,14 @@ def _upstream_session(folder):
 
     with contextlib.redirect_stdout(None):
         session = nnInteractiveInferenceSession(
-            device=torch.device("cpu"), use_torch_compile=False, verbose=False,
-            torch_n_threads=torch.get_num_threads(), do_autozoom=True,
-            interactions_storage="tensor", enable_undo=False)
+            device=torch.device("cpu"),
+            use_torch_compile=False,
+            verbose=False,
+            torch_n_threads=torch.get_num_threads(),
+            do_autozoom=True,
+            interactions_storage="tensor",
+            enable_undo=False,
+        )
         with safe_checkpoint_loading():
             session.initialize_from_trained_model_folder(str(folder))
     return session
@@ -58,8 +63,9 @@ def _live_session_clicks(folder, case, clicks):
         for point, positive in clicks:
             np.random.seed(0)
             voxel = native_index(np.asarray(point)[None], case.image.geometry)[0]
-            session.add_point_interaction(tuple(int(v) for v in voxel),
-                                          include_interaction=positive)
+            session.add_point_interaction(
+                tuple(int(v) for v in voxel), include_interaction=positive
+            )
             after.append(target.copy())
     np.random.set_state(state)
     return after
@@ -76,7 +82,7 @@ def test_a_click_gives_what_the_session_gives_driven_directly(model, folder, obl
     click, _ = _centre(oblique_case)
     model.set_case(oblique_case.image)
     ours = model.predict(Prompt(points=click[None], point_labels=np.array([1])))
-    target, = _live_session_clicks(folder, oblique_case, [(click, True)])
+    (target,) = _live_session_clicks(folder, oblique_case, [(click, True)])
     expected = from_canonical(ours.mask.astype(np.uint8), oblique_case.image.geometry)
     assert target.sum() > 0
     np.testing.assert_array_equal(expected, target)
@@ -91,13 +97,15 @@ def test_a_refinement_step_equals_adding_the_click_to_the_live_session(model, fo
     model.set_case(oblique_case.image)
     first = Prompt(points=click[None], point_labels=np.array([1]))
     step0 = model.predict(first)
-    far = np.argwhere(~mask & (oblique_case.image.array > np.percentile(oblique_case.image.array, 60)))[0]
+    far = np.argwhere(
+        ~mask & (oblique_case.image.array > np.percentile(oblique_case.image.array, 60))
+    )[0]
     both = first.merged_with(Prompt(points=far[None], point_labels=np.array([0])))
     step1 = model.predict(both, previous=step0)
-    after_first, target = _live_session_clicks(folder, oblique_case,
-                                               [(click, True), (far, False)])
+    after_first, target = _live_session_clicks(folder, oblique_case, [(click, True), (far, False)])
     assert np.array_equal(
-        after_first, from_canonical(step0.mask.astype(np.uint8), oblique_case.image.geometry))
+        after_first, from_canonical(step0.mask.astype(np.uint8), oblique_case.image.geometry)
+    )
     ours = from_canonical(step1.mask.astype(np.uint8), oblique_case.image.geometry)
     assert not np.array_equal(step0.mask, step1.mask)  # the second click changed something
     np.testing.assert_array_equal(ours, target)
@@ -109,26 +117,38 @@ def test_prompts_become_the_sessions_interactions_in_the_files_voxel_order(model
     not canonical (rotated 75 degrees about x)."""
     geometry = oblique_case.image.geometry
     model.set_case(oblique_case.image)
-    prompt = Prompt(points=np.array([[10, 12, 20], [11, 5, 5]]), point_labels=np.array([1, 0]),
-                    boxes={9: Box2D(8, 10, 14, 25)}, box3d=Box3D(4, 6, 8, 12, 16, 30),
-                    scribbles=(Scribble(np.array([[5, 9, 9], [5, 9, 10], [6, 10, 10]]), 1),))
+    prompt = Prompt(
+        points=np.array([[10, 12, 20], [11, 5, 5]]),
+        point_labels=np.array([1, 0]),
+        boxes={9: Box2D(8, 10, 14, 25)},
+        box3d=Box3D(4, 6, 8, 12, 16, 30),
+        scribbles=(Scribble(np.array([[5, 9, 9], [5, 9, 10], [6, 10, 10]]), 1),),
+    )
     calls, box3d_as = model.interactions(prompt)
     assert [(kind, positive) for kind, _, positive in calls] == [
-        ("point", True), ("point", False), ("bbox", True), ("bbox", True),
-        ("scribble", True), ("scribble", True)]
+        ("point", True),
+        ("point", False),
+        ("bbox", True),
+        ("bbox", True),
+        ("scribble", True),
+        ("scribble", True),
+    ]
     expected_points = native_index(np.array([[10, 12, 20], [11, 5, 5]]), geometry)
     assert [list(calls[0][1]), list(calls[1][1])] == expected_points.tolist()
     corners = native_index(np.array([[9, 8, 10], [9, 14, 25]]), geometry)
-    assert calls[2][1] == [[int(lo), int(hi) + 1] for lo, hi in
-                           zip(corners.min(axis=0), corners.max(axis=0))]
+    assert calls[2][1] == [
+        [int(lo), int(hi) + 1] for lo, hi in zip(corners.min(axis=0), corners.max(axis=0))
+    ]
     assert sorted(hi - lo for lo, hi in calls[2][1])[0] == 1  # one slice thick
     assert box3d_as == "2D box on slice 8"
     middle = native_index(np.array([[8, 6, 8], [8, 16, 30]]), geometry)
-    assert calls[3][1] == [[int(lo), int(hi) + 1] for lo, hi in
-                           zip(middle.min(axis=0), middle.max(axis=0))]
+    assert calls[3][1] == [
+        [int(lo), int(hi) + 1] for lo, hi in zip(middle.min(axis=0), middle.max(axis=0))
+    ]
     first_slice = np.argwhere(calls[4][1])
-    assert first_slice.tolist() == sorted(native_index(np.array([[5, 9, 9], [5, 9, 10]]),
-                                                       geometry).tolist())
+    assert first_slice.tolist() == sorted(
+        native_index(np.array([[5, 9, 9], [5, 9, 10]]), geometry).tolist()
+    )
     assert calls[5][1].sum() == 1
 
 
@@ -140,16 +160,18 @@ def test_a_lasso_gives_what_the_session_gives_driven_directly(model, folder, obl
     from intrabench.registry import prompters
 
     mask = oblique_case.target_mask(oblique_case.targets[0])
-    prompt = prompters.get("lasso")().initial(PromptContext(
-        mask, oblique_case.image.spacing, np.random.default_rng(0)))
-    lasso, = prompt.lassos
+    prompt = prompters.get("lasso")().initial(
+        PromptContext(mask, oblique_case.image.spacing, np.random.default_rng(0))
+    )
+    (lasso,) = prompt.lassos
     model.set_case(oblique_case.image)
-    (kind, image, positive), = model.interactions(prompt)[0]
+    ((kind, image, positive),) = model.interactions(prompt)[0]
     canonical = np.zeros(mask.shape, bool)
     canonical[lasso.z] = lasso.region(mask.shape[1:])
     assert (kind, positive) == ("lasso", True)
     np.testing.assert_array_equal(
-        image, from_canonical(canonical.astype(np.uint8), oblique_case.image.geometry))
+        image, from_canonical(canonical.astype(np.uint8), oblique_case.image.geometry)
+    )
     assert canonical[lasso.z][mask[lasso.z]].all()  # the loop encloses the cross-section
     ours = model.predict(prompt)
 
@@ -165,7 +187,8 @@ def test_a_lasso_gives_what_the_session_gives_driven_directly(model, folder, obl
     np.random.set_state(state)
     assert target.sum() > 0
     np.testing.assert_array_equal(
-        from_canonical(ours.mask.astype(np.uint8), oblique_case.image.geometry), target)
+        from_canonical(ours.mask.astype(np.uint8), oblique_case.image.geometry), target
+    )
 
 
 def test_weights_without_lasso_refuse_it_in_one_line(folder, tmp_path, oblique_case):
@@ -176,8 +199,9 @@ def test_weights_without_lasso_refuse_it_in_one_line(folder, tmp_path, oblique_c
     shutil.copytree(folder, copy)
     # the modern capability file: the legacy one's defaults, lassos switched off
     legacy = json.loads((copy / "inference_session_class.json").read_text())
-    (copy / "inference_info.json").write_text(json.dumps(
-        {**legacy, "supported_interactions": {"lasso": False}}))
+    (copy / "inference_info.json").write_text(
+        json.dumps({**legacy, "supported_interactions": {"lasso": False}})
+    )
     model = NnInteractive(model_dir=str(copy), device="cpu", seed=0)
     model.set_case(oblique_case.image)
     lasso = Lasso(5, np.array([[4, 4], [4, 12], [12, 12], [12, 4]]), 1)
@@ -188,8 +212,9 @@ def test_weights_without_lasso_refuse_it_in_one_line(folder, tmp_path, oblique_c
 def test_the_same_step_gives_the_same_mask(model, oblique_case):
     click, _ = _centre(oblique_case)
     model.set_case(oblique_case.image)
-    prompt = Prompt(boxes={int(click[0]): Box2D(click[1] - 4, click[2] - 4, click[1] + 4,
-                                                click[2] + 4)})
+    prompt = Prompt(
+        boxes={int(click[0]): Box2D(click[1] - 4, click[2] - 4, click[1] + 4, click[2] + 4)}
+    )
     first, second = model.predict(prompt), model.predict(prompt)
     np.testing.assert_array_equal(first.mask, second.mask)
 
@@ -226,8 +251,13 @@ def test_models_verify_and_list_see_the_model_folder(folder, tmp_path, capsys, m
     shutil.copytree(folder, directory / "nnInteractive_v1.0")
     weights = directory / "nnInteractive_v1.0/fold_0/checkpoint_final.pth"
     # the card pins the published file; this test's folder holds another, pinned here instead
-    monkeypatch.setitem(CHECKPOINTS, "nninteractive", dataclasses.replace(
-        CHECKPOINTS["nninteractive"], size=weights.stat().st_size, sha256=sha256_file(weights)))
+    monkeypatch.setitem(
+        CHECKPOINTS,
+        "nninteractive",
+        dataclasses.replace(
+            CHECKPOINTS["nninteractive"], size=weights.stat().st_size, sha256=sha256_file(weights)
+        ),
+    )
     monkeypatch.setenv("INTRABENCH_CACHE", str(tmp_path / "cache"))
     assert main(["models", "verify", "nninteractive", "--checkpoint-dir", str(directory)]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("nninteractive"))
@@ -245,11 +275,13 @@ def test_a_run_with_boxes_and_refinement(folder, tmp_path):
 
     from tests.run_helpers import run_config
 
-    run = run_config(tmp_path,
+    run = run_config(
+        tmp_path,
         "name: nni\ndatasets: [{name: demo-phantoms, n_cases: 1}]\n"
         f"models: [{{name: nninteractive, model_dir: '{folder}', device: cpu}}]\n"
         "prompters: [box-3d, {name: points-per-volume, n_points: 1}, lasso]\n"
-        "refiners: [center-error-click]\nrefinement_steps: 1\n")
+        "refiners: [center-error-click]\nrefinement_steps: 1\n",
+    )
     rows = pd.read_csv(run / "results.csv")
     assert set(rows["step"]) == {0, 1} and rows["dice"].between(0, 1).all()
     assert set(rows["in_training_data"]) == {"no"}  # phantoms are made here
@@ -270,8 +302,12 @@ def _live_session_in_order(folder, case, calls):
     session = _upstream_session(folder)
     native = from_canonical(case.image.array, case.image.geometry)
     target = np.zeros(native.shape, np.uint8)
-    add = {"point": session.add_point_interaction, "bbox": session.add_bbox_interaction,
-           "lasso": session.add_lasso_interaction, "scribble": session.add_scribble_interaction}
+    add = {
+        "point": session.add_point_interaction,
+        "bbox": session.add_bbox_interaction,
+        "lasso": session.add_lasso_interaction,
+        "scribble": session.add_scribble_interaction,
+    }
     state = np.random.get_state()
     with contextlib.redirect_stdout(None):
         session.set_image(native[None].astype(np.float32))
@@ -302,26 +338,37 @@ def _box_and_click(case):
     on = np.nonzero(mask[z])
     box = Box2D(int(on[0].min()), int(on[1].min()), int(on[0].max()), int(on[1].max()))
     outside = np.argwhere(~mask & (case.image.array > np.percentile(case.image.array, 60)))[0]
-    cube = Box3D(int(zs.min()), int(ys.min()), int(xs.min()), int(zs.max()), int(ys.max()),
-                 int(xs.max()))
+    cube = Box3D(
+        int(zs.min()), int(ys.min()), int(xs.min()), int(zs.max()), int(ys.max()), int(xs.max())
+    )
     return z, box, cube, click, outside
 
 
-@pytest.mark.parametrize("sequence", ["box then click", "point, lasso, negative point",
-                                      "3D box then correction click"])
-def test_replay_keeps_the_user_order_against_the_live_session(model, folder, oblique_case,
-                                                               sequence):
+@pytest.mark.parametrize(
+    "sequence", ["box then click", "point, lasso, negative point", "3D box then correction click"]
+)
+def test_replay_keeps_the_user_order_against_the_live_session(
+    model, folder, oblique_case, sequence
+):
     from intrabench.types import Lasso
 
     z, box, cube, click, outside = _box_and_click(oblique_case)
     if sequence == "box then click":
         prompts = [Prompt(boxes={z: box}), Prompt(points=outside[None], point_labels=[0])]
     elif sequence == "point, lasso, negative point":
-        contour = np.array([[box.y_min, box.x_min], [box.y_min, box.x_max],
-                            [box.y_max, box.x_max], [box.y_max, box.x_min]])
-        prompts = [Prompt(points=click[None], point_labels=[1]),
-                   Prompt(lassos=(Lasso(z, contour, 1),)),
-                   Prompt(points=outside[None], point_labels=[0])]
+        contour = np.array(
+            [
+                [box.y_min, box.x_min],
+                [box.y_min, box.x_max],
+                [box.y_max, box.x_max],
+                [box.y_max, box.x_min],
+            ]
+        )
+        prompts = [
+            Prompt(points=click[None], point_labels=[1]),
+            Prompt(lassos=(Lasso(z, contour, 1),)),
+            Prompt(points=outside[None], point_labels=[0]),
+        ]
         if not model.session.supported_interactions.get("lasso", False):
             pytest.skip("these weights take no lasso")
     else:
@@ -329,7 +376,8 @@ def test_replay_keeps_the_user_order_against_the_live_session(model, folder, obl
     ours, singles, accumulated = _steps(model, oblique_case, prompts)
     # the merged prompt lists its elements in the user's order, whatever their kinds
     assert [kind for kind, _ in accumulated.elements()] == [
-        kind for prompt in prompts for kind, _ in prompt.elements()]
+        kind for prompt in prompts for kind, _ in prompt.elements()
+    ]
     expected = _live_session_in_order(folder, oblique_case, singles)
     assert int((ours != expected).sum()) == 0
     # grouping the kinds (points first), as the adapter did before, is another result
@@ -345,13 +393,16 @@ def test_user_order_survives_merges_and_json():
     from intrabench.types import Lasso
 
     first = Prompt(boxes={3: Box2D(1, 1, 4, 4)})
-    second = Prompt(points=[[3, 2, 2]], point_labels=[1],
-                    scribbles=(Scribble(np.array([[3, 1, 1], [3, 1, 2]]), 0),))
-    third = Prompt(boxes={3: Box2D(0, 0, 5, 5)}, lassos=(Lasso(2, np.array([[0, 0], [0, 3],
-                                                                            [3, 3]]), 1),))
+    second = Prompt(
+        points=[[3, 2, 2]],
+        point_labels=[1],
+        scribbles=(Scribble(np.array([[3, 1, 1], [3, 1, 2]]), 0),),
+    )
+    third = Prompt(
+        boxes={3: Box2D(0, 0, 5, 5)}, lassos=(Lasso(2, np.array([[0, 0], [0, 3], [3, 3]]), 1),)
+    )
     merged = first.merged_with(second).merged_with(third)
-    assert merged.element_order() == (("point", 0), ("scribble", 0), ("box2d", 3),
-                                      ("lasso", 0))
+    assert merged.element_order() == (("point", 0), ("scribble", 0), ("box2d", 3), ("lasso", 0))
     assert merged.boxes[3] == Box2D(0, 0, 5, 5)
     again = Prompt.from_json(merged.to_json())
     assert again.element_order() == merged.element_order()
@@ -373,10 +424,29 @@ def nninteractive_server(folder):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "nnInteractive.inference.server.main", "--model-dir", str(folder),
-         "--fold", "0", "--device", "cpu", "--no-torch-compile", "--port", str(port),
-         "--interactions-storage", "tensor", "--no-undo", "--torch-n-threads", "2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "nnInteractive.inference.server.main",
+            "--model-dir",
+            str(folder),
+            "--fold",
+            "0",
+            "--device",
+            "cpu",
+            "--no-torch-compile",
+            "--port",
+            str(port),
+            "--interactions-storage",
+            "tensor",
+            "--no-undo",
+            "--torch-n-threads",
+            "2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 180
     try:
         for line in server.stderr:
@@ -392,14 +462,16 @@ def nninteractive_server(folder):
 
 
 def test_the_model_through_nninteractives_own_client_and_server_equals_it_in_process(
-        model, nninteractive_server, oblique_case):
+    model, nninteractive_server, oblique_case
+):
     """``server: URL``: the session is nnInteractive's remote client on its own server, with
     the same weights: a click, a 3D box and a refinement give the in-process masks."""
     remote = NnInteractive(server=nninteractive_server, seed=0)
     assert NnInteractive.forward_frees_cpu({"server": nninteractive_server})
     click, mask = _centre(oblique_case)
-    far = np.argwhere(~mask & (oblique_case.image.array
-                               > np.percentile(oblique_case.image.array, 60)))[0]
+    far = np.argwhere(
+        ~mask & (oblique_case.image.array > np.percentile(oblique_case.image.array, 60))
+    )[0]
     first = Prompt(points=click[None], point_labels=np.array([1]))
     box = Prompt(box3d=Box3D(*np.argwhere(mask).min(axis=0), *np.argwhere(mask).max(axis=0)))
     for adapter in (model, remote):

@@ -25,8 +25,9 @@ VOXEL_BOUND = 0.99
 
 
 def _model(name: str, precision: str):
-    return registry.models.create(name, {"weights": "random", "tiny": True, "device": "cpu",
-                                         "precision": precision})
+    return registry.models.create(
+        name, {"weights": "random", "tiny": True, "device": "cpu", "precision": precision}
+    )
 
 
 def _dice(a: np.ndarray, b: np.ndarray) -> float:
@@ -39,9 +40,16 @@ def _episode(name: str, case, precision: str):
     model.set_case(case.image)
     refinable = "mask" in type(model).accepts
     refiner = registry.refiners.create("center-error-click") if refinable else None
-    return run_episode(case, case.targets[0], model,
-                       registry.prompters.create("points-per-volume"), "points-per-volume",
-                       refiner, "center-error-click", steps=2 if refinable else 0)
+    return run_episode(
+        case,
+        case.targets[0],
+        model,
+        registry.prompters.create("points-per-volume"),
+        "points-per-volume",
+        refiner,
+        "center-error-click",
+        steps=2 if refinable else 0,
+    )
 
 
 @pytest.mark.parametrize("name", MODELS_3D)
@@ -67,10 +75,10 @@ def test_autocast_is_active_in_the_encoder_under_bf16_only(name: str, brain) -> 
     for precision in ("fp32", "bf16"):
         model = _model(name, precision)
         assert model.precision == precision
-        layer = next(m for m in model.net.image_encoder.modules()
-                     if isinstance(m, torch.nn.Linear))
+        layer = next(m for m in model.net.image_encoder.modules() if isinstance(m, torch.nn.Linear))
         layer.register_forward_hook(
-            lambda module, inputs, output, key=precision: seen.__setitem__(key, output.dtype))
+            lambda module, inputs, output, key=precision: seen.__setitem__(key, output.dtype)
+        )
         model.set_case(brain.image)
         prompter = registry.prompters.create("points-per-volume")
         run_episode(brain, brain.targets[0], model, prompter, "points-per-volume")

@@ -11,7 +11,7 @@ from intrabench.types import Case, Prediction, Prompt, interactions
 
 from .conftest import FixedPrompter, tiny_model
 
-CROP = 64   # tiny configuration: 64^3 crop (the full model: 128^3)
+CROP = 64  # tiny configuration: 64^3 crop (the full model: 128^3)
 
 
 def _points(case: Case, count: int = 2) -> np.ndarray:
@@ -26,9 +26,14 @@ def sam(brain: Case):
     return model
 
 
-@pytest.mark.parametrize("case_name", [
-    "brain1", pytest.param("breast1", marks=pytest.mark.slow),
-    pytest.param("lung1", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "case_name",
+    [
+        "brain1",
+        pytest.param("breast1", marks=pytest.mark.slow),
+        pytest.param("lung1", marks=pytest.mark.slow),
+    ],
+)
 def test_runs_on_anisotropic_real_volumes(demo_cases, case_name):
     case = demo_cases[case_name]
     model = tiny_model("sam-med3d-turbo")
@@ -50,9 +55,9 @@ def test_runs_on_anisotropic_real_volumes(demo_cases, case_name):
 def test_oblique_volume_uses_direction_aware_spacing(oblique_case):
     model = tiny_model("sam-med3d")
     model.set_case(oblique_case.image)
-    raw = oblique_case.image.geometry.spacing            # (i, j, k) = (0.9, 3.0, 1.2)
+    raw = oblique_case.image.geometry.spacing  # (i, j, k) = (0.9, 3.0, 1.2)
     assert oblique_case.image.spacing == pytest.approx((3.0, 1.2, 0.9))
-    assert model._grid.shape == (40, 32, 28)             # floor of 20*3/1.5, 40*1.2/1.5, 48*0.9/1.5
+    assert model._grid.shape == (40, 32, 28)  # floor of 20*3/1.5, 40*1.2/1.5, 48*0.9/1.5
     assert model._grid.shape != CentredGrid(oblique_case.image.shape, raw[::-1], 1.5).shape
     prediction = model.predict(Prompt(points=_points(oblique_case, 3), point_labels=[1, 1, 0]))
     assert prediction.mask.shape == oblique_case.image.shape
@@ -67,8 +72,9 @@ def test_crop_is_centred_on_the_prompt_centroid(sam, brain):
 
 
 def test_crop_and_prediction_do_not_depend_on_the_ground_truth(brain):
-    prompt = Prompt(points=_points(brain), point_labels=[1, 1],
-                    interactions=interactions("click", 2))
+    prompt = Prompt(
+        points=_points(brain), point_labels=[1, 1], interactions=interactions("click", 2)
+    )
     moved_label = np.roll(brain.label, shift=(3, 25, -30), axis=(0, 1, 2))
     moved = Case(brain.dataset, brain.case_id, brain.image, moved_label, brain.targets)
     results = []
@@ -77,14 +83,16 @@ def test_crop_and_prediction_do_not_depend_on_the_ground_truth(brain):
         model.set_case(case.image)
         [step] = run_episode(case, case.targets[0], model, FixedPrompter(prompt), "fixed")
         results.append(step)
-    assert results[0].prediction.feedback["crop_start"] == results[1].prediction.feedback["crop_start"]
+    assert (
+        results[0].prediction.feedback["crop_start"] == results[1].prediction.feedback["crop_start"]
+    )
     assert np.array_equal(results[0].prediction.mask, results[1].prediction.mask)
-    assert results[0].metrics != results[1].metrics      # the ground truth did move
+    assert results[0].metrics != results[1].metrics  # the ground truth did move
 
 
 def test_every_point_is_used_with_its_own_label(sam, brain):
     first, second = _points(brain, 2)
-    far = second + np.array([0, 25, 0])                  # 20 mm away, still in the crop
+    far = second + np.array([0, 25, 0])  # 20 mm away, still in the crop
     both_positive = sam.predict(Prompt(points=[first, far], point_labels=[1, 1]))
     second_negative = sam.predict(Prompt(points=[first, far], point_labels=[1, 0]))
     only_first = sam.predict(Prompt(points=[first], point_labels=[1]))
@@ -107,24 +115,34 @@ def test_refinement_feeds_logits_back_and_encodes_the_crop_once(sam, brain):
         prompt = prompt.merged_with(Prompt(points=[point], point_labels=[step % 2]))
         previous = prediction
         prediction = sam.predict(prompt, previous=previous)
-        assert prediction.feedback["crop_start"] == start          # crop fixed (paper A.5)
-        assert prediction.feedback["points_used"] == step + 1      # previous prompts kept
-    assert sam.encoder_calls == 1                                  # 4 predictions, 1 encoding
+        assert prediction.feedback["crop_start"] == start  # crop fixed (paper A.5)
+        assert prediction.feedback["points_used"] == step + 1  # previous prompts kept
+    assert sam.encoder_calls == 1  # 4 predictions, 1 encoding
     zeroed = dict(previous.feedback, low_res_logits=previous.feedback["low_res_logits"] * 0)
     without_logits = sam.predict(prompt, previous=Prediction(previous.mask, zeroed))
     # the previous logits are an input: zeroing them changes what the network computes
-    assert np.abs(prediction.feedback["low_res_logits"]
-                  - without_logits.feedback["low_res_logits"]).max() > 1e-7
+    assert (
+        np.abs(
+            prediction.feedback["low_res_logits"] - without_logits.feedback["low_res_logits"]
+        ).max()
+        > 1e-7
+    )
     assert sam.encoder_calls == 1
 
 
 def test_points_outside_the_fixed_crop_are_dropped(sam, brain):
     prompt = Prompt(points=_points(brain, 1), point_labels=[1])
     first = sam.predict(prompt)
-    outside = np.array([[0, 0, 0]]) if first.feedback["crop_start"][1] > 0 else \
-        np.array([[brain.image.shape[0] - 1, brain.image.shape[1] - 1, brain.image.shape[2] - 1]])
-    with_far = sam.predict(prompt.merged_with(Prompt(points=outside, point_labels=[0])),
-                           previous=first)
+    outside = (
+        np.array([[0, 0, 0]])
+        if first.feedback["crop_start"][1] > 0
+        else np.array(
+            [[brain.image.shape[0] - 1, brain.image.shape[1] - 1, brain.image.shape[2] - 1]]
+        )
+    )
+    with_far = sam.predict(
+        prompt.merged_with(Prompt(points=outside, point_labels=[0])), previous=first
+    )
     without = sam.predict(prompt, previous=first)
     assert with_far.feedback["points_outside"] == 1 and with_far.feedback["points_used"] == 1
     assert np.array_equal(with_far.mask, without.mask)
@@ -165,5 +183,7 @@ def test_an_unknown_preprocessing_is_refused():
     from intrabench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="preprocessing must be 'auto', 'numpy' or 'device'"):
-        registry.models.create("sam-med3d", {"weights": "random", "tiny": True,
-                                             "device": "cpu", "preprocessing": "gpu"})
+        registry.models.create(
+            "sam-med3d",
+            {"weights": "random", "tiny": True, "device": "cpu", "preprocessing": "gpu"},
+        )

@@ -30,7 +30,8 @@ def _box(case: Case) -> Box3D:
 def _count_encoder_calls(model: SegVol) -> list[tuple[int, ...]]:
     calls: list[tuple[int, ...]] = []
     model.net.image_encoder.register_forward_hook(
-        lambda module, inputs, output: calls.append(tuple(inputs[0].shape[2:])))
+        lambda module, inputs, output: calls.append(tuple(inputs[0].shape[2:]))
+    )
     return calls
 
 
@@ -46,19 +47,23 @@ def test_foreground_normalisation_on_known_values():
     assert np.allclose(out, (np.clip(array, low, high) - low) / (high - low), atol=1e-6)
 
 
-@pytest.mark.parametrize("case_name", [
-    "brain1", pytest.param("breast1", marks=pytest.mark.slow), "lung1"])
+@pytest.mark.parametrize(
+    "case_name", ["brain1", pytest.param("breast1", marks=pytest.mark.slow), "lung1"]
+)
 def test_points_and_boxes_on_anisotropic_real_volumes(demo_cases, case_name):
     case = demo_cases[case_name]
     model = tiny_model("segvol")
     model.set_case(case.image)
-    for prompt in (Prompt(points=_points(case, 3), point_labels=[1, 1, 0]),
-                   Prompt(box3d=_box(case))):
+    for prompt in (
+        Prompt(points=_points(case, 3), point_labels=[1, 1, 0]),
+        Prompt(box3d=_box(case)),
+    ):
         prediction = model.predict(prompt)
         assert prediction.mask.shape == case.image.shape and prediction.mask.dtype == bool
         roi = prediction.feedback["roi"]
-        assert all(s.stop - s.start >= min(w, n) for s, w, n in
-                   zip(roi, model.window, model._volume.shape))
+        assert all(
+            s.stop - s.start >= min(w, n) for s, w, n in zip(roi, model.window, model._volume.shape)
+        )
 
 
 def test_oblique_volume(oblique_case):
@@ -100,9 +105,9 @@ def test_zoom_out_encoding_is_computed_once_per_case(brain, breast):
     box_prompt = Prompt(box3d=_box(brain))
     model.predict(box_prompt)
     zoom_out_calls = calls.count(model.window)  # every call is window-sized; count all
-    assert zoom_out_calls == len(calls) == model.encoder_calls >= 2   # zoom-out + window(s)
+    assert zoom_out_calls == len(calls) == model.encoder_calls >= 2  # zoom-out + window(s)
     before = len(calls)
-    model.predict(box_prompt)                                         # same prompt: all cached
+    model.predict(box_prompt)  # same prompt: all cached
     assert len(calls) == before
     model.predict(Prompt(points=_points(brain, 2), point_labels=[1, 1]))
     model.set_case(breast.image)
@@ -111,10 +116,16 @@ def test_zoom_out_encoding_is_computed_once_per_case(brain, breast):
 
 
 def test_prediction_ignores_ground_truth_and_previous_mask(brain):
-    prompt = Prompt(points=_points(brain, 2), point_labels=[1, 1],
-                    interactions=interactions("click", 2))
-    moved = Case(brain.dataset, brain.case_id, brain.image,
-                 np.roll(brain.label, shift=(2, -20, 15), axis=(0, 1, 2)), brain.targets)
+    prompt = Prompt(
+        points=_points(brain, 2), point_labels=[1, 1], interactions=interactions("click", 2)
+    )
+    moved = Case(
+        brain.dataset,
+        brain.case_id,
+        brain.image,
+        np.roll(brain.label, shift=(2, -20, 15), axis=(0, 1, 2)),
+        brain.targets,
+    )
     model = tiny_model("segvol")
     model.set_case(brain.image)
     [plain] = run_episode(brain, brain.targets[0], model, FixedPrompter(prompt), "fixed")
@@ -128,7 +139,7 @@ def test_prediction_ignores_ground_truth_and_previous_mask(brain):
 
 
 def test_multiple_windows_cover_a_large_roi(breast):
-    tiled = np.tile(breast.image.array, (1, 2, 1))              # (21, 240, 45): 2 windows
+    tiled = np.tile(breast.image.array, (1, 2, 1))  # (21, 240, 45): 2 windows
     image = Volume(tiled, breast.image.spacing, breast.image.geometry)
     model = tiny_model("segvol")
     calls = _count_encoder_calls(model)
@@ -141,7 +152,7 @@ def test_multiple_windows_cover_a_large_roi(breast):
         assert prediction.mask.shape == tiled.shape
         roi = prediction.feedback["roi"]
         assert [s.stop - s.start for s in roi] == list(model._volume.shape)
-        assert len(calls) - before <= 2 + (before == 0)          # zoom-out once per case
+        assert len(calls) - before <= 2 + (before == 0)  # zoom-out once per case
     assert calls[0] == model.window and len(calls) >= 3
 
 

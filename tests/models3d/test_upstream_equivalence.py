@@ -49,8 +49,9 @@ def _attention_by_definition(q, k, scale, rel_d, rel_h, rel_w):
                 for i in range(d):
                     for j in range(h):
                         for l in range(w):  # noqa: E741 - the key's w index
-                            out[:, a, b, c, i, j, l] += (r_d[:, a, b, c, l] + r_h[:, a, b, i, l]
-                                                         + r_w[:, a, b, j, l])
+                            out[:, a, b, c, i, j, l] += (
+                                r_d[:, a, b, c, l] + r_h[:, a, b, i, l] + r_w[:, a, b, j, l]
+                            )
     return out.reshape(n, d * h * w, d * h * w)
 
 
@@ -69,9 +70,14 @@ def test_attention_adds_relative_positions_as_upstream_broadcasts_them():
 
     qkv = attention.qkv(x).reshape(1, 27, 3, 2, -1).permute(2, 0, 3, 1, 4)
     q, k, _ = qkv.reshape(3, 2, 27, -1).unbind(0)
-    expected = _attention_by_definition(q.reshape(2, 3, 3, 3, -1), k.reshape(2, 3, 3, 3, -1),
-                                        attention.scale, attention.rel_pos_d,
-                                        attention.rel_pos_h, attention.rel_pos_w)
+    expected = _attention_by_definition(
+        q.reshape(2, 3, 3, 3, -1),
+        k.reshape(2, 3, 3, 3, -1),
+        attention.scale,
+        attention.rel_pos_d,
+        attention.rel_pos_h,
+        attention.rel_pos_w,
+    )
     original = torch.Tensor.softmax
     torch.Tensor.softmax = softmax_spy
     try:
@@ -85,18 +91,32 @@ def test_image_encoder_equals_medims_with_non_zero_relative_positions():
     medim_sam = pytest.importorskip("medim.models.sam_med3d")
     cfg = sam_arch.TINY
     upstream = medim_sam.ImageEncoderViT3D(
-        img_size=cfg.image_size, patch_size=cfg.patch_size, embed_dim=cfg.embed_dim,
-        depth=cfg.depth, num_heads=cfg.num_heads, mlp_ratio=4, out_chans=cfg.prompt_dim,
-        qkv_bias=True, norm_layer=lambda dim: torch.nn.LayerNorm(dim, eps=1e-6),
-        use_rel_pos=True, global_attn_indexes=cfg.global_attn_indexes,
-        window_size=cfg.window_size).eval()
+        img_size=cfg.image_size,
+        patch_size=cfg.patch_size,
+        embed_dim=cfg.embed_dim,
+        depth=cfg.depth,
+        num_heads=cfg.num_heads,
+        mlp_ratio=4,
+        out_chans=cfg.prompt_dim,
+        qkv_bias=True,
+        norm_layer=lambda dim: torch.nn.LayerNorm(dim, eps=1e-6),
+        use_rel_pos=True,
+        global_attn_indexes=cfg.global_attn_indexes,
+        window_size=cfg.window_size,
+    ).eval()
     ours = sam_arch.ImageEncoderViT3D(cfg).eval()
     state = _random_state(upstream, seed=1)
     assert all(v.abs().min() > 0 for k, v in state.items() if "rel_pos" in k)
     upstream.load_state_dict(state, strict=True)
     ours.load_state_dict(state, strict=True)
-    image = torch.randn(1, 1, cfg.image_size, cfg.image_size, cfg.image_size,
-                        generator=torch.Generator().manual_seed(2))
+    image = torch.randn(
+        1,
+        1,
+        cfg.image_size,
+        cfg.image_size,
+        cfg.image_size,
+        generator=torch.Generator().manual_seed(2),
+    )
     with torch.no_grad():
         expected, got = upstream(image), ours(image)
     assert expected.abs().max() > 0.1  # a real output, not zeros
@@ -126,8 +146,13 @@ def test_segvol_prompt_encoder_and_decoder_equal_upstreams_with_every_tensor_non
     for key, value in ours.items():
         expected = frozen[key]
         assert np.abs(expected).max() > 1e-3, key
-        np.testing.assert_allclose(value, expected, rtol=0,
-                                   atol=1e-5 * max(1.0, float(np.abs(expected).max())), err_msg=key)
+        np.testing.assert_allclose(
+            value,
+            expected,
+            rtol=0,
+            atol=1e-5 * max(1.0, float(np.abs(expected).max())),
+            err_msg=key,
+        )
 
 
 def test_full_sam_med3d_equals_medims_with_every_tensor_non_zero():
@@ -150,12 +175,16 @@ def test_full_sam_med3d_equals_medims_with_every_tensor_non_zero():
     with torch.no_grad():
         embedding = ours.image_encoder(image)
         torch.testing.assert_close(embedding, upstream.image_encoder(image), rtol=0, atol=1e-5)
-        sparse, dense = upstream.prompt_encoder(points=(coords, labels), boxes=None,
-                                                masks=mask_input)
+        sparse, dense = upstream.prompt_encoder(
+            points=(coords, labels), boxes=None, masks=mask_input
+        )
         expected, _ = upstream.mask_decoder(
-            image_embeddings=embedding, image_pe=upstream.prompt_encoder.get_dense_pe(),
-            sparse_prompt_embeddings=sparse, dense_prompt_embeddings=dense,
-            multimask_output=False)
+            image_embeddings=embedding,
+            image_pe=upstream.prompt_encoder.get_dense_pe(),
+            sparse_prompt_embeddings=sparse,
+            dense_prompt_embeddings=dense,
+            multimask_output=False,
+        )
         got = ours.decode(embedding, coords, labels, mask_input)
     assert expected.abs().max() > 0.1
     torch.testing.assert_close(got, expected, rtol=0, atol=1e-5 * float(expected.abs().max()))

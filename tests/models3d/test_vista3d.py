@@ -28,7 +28,7 @@ def ct_file(tmp_path_factory):
     z, y, x = np.mgrid[:24, :40, :36]
     volume = np.full((24, 40, 36), -1000.0, np.float32)
     volume[2:22, 4:36, 4:32] = 20.0
-    sphere = ((z - 12) * 2.5) ** 2 + ((y - 20) * 0.9) ** 2 + ((x - 18) * 1.1) ** 2 < 8.0 ** 2
+    sphere = ((z - 12) * 2.5) ** 2 + ((y - 20) * 0.9) ** 2 + ((x - 18) * 1.1) ** 2 < 8.0**2
     volume[sphere] = 60.0
     image = sitk.GetImageFromArray(volume)
     image.SetSpacing((1.1, 0.9, 2.5))
@@ -60,15 +60,25 @@ def _bundle_logits(path, net, click_zyx_canonical, volume, label_prompt=None) ->
 
     from intrabench.io.volume import native_index
 
-    pipeline = Compose([
-        LoadImaged(keys="image", image_only=True), EnsureChannelFirstd(keys="image"),
-        EnsureTyped(keys="image", track_meta=True),
-        Spacingd(keys="image", pixdim=[1.5, 1.5, 1.5], mode="bilinear"),
-        CropForegroundd(keys="image", allow_smaller=True, margin=10, source_key="image"),
-        ScaleIntensityRanged(keys="image", a_min=-963.8247715525971, a_max=1053.678477684517,
-                             b_min=0, b_max=1, clip=True),
-        Orientationd(keys="image", axcodes="RAS"),
-        CastToTyped(keys="image", dtype=torch.float32)])
+    pipeline = Compose(
+        [
+            LoadImaged(keys="image", image_only=True),
+            EnsureChannelFirstd(keys="image"),
+            EnsureTyped(keys="image", track_meta=True),
+            Spacingd(keys="image", pixdim=[1.5, 1.5, 1.5], mode="bilinear"),
+            CropForegroundd(keys="image", allow_smaller=True, margin=10, source_key="image"),
+            ScaleIntensityRanged(
+                keys="image",
+                a_min=-963.8247715525971,
+                a_max=1053.678477684517,
+                b_min=0,
+                b_max=1,
+                clip=True,
+            ),
+            Orientationd(keys="image", axcodes="RAS"),
+            CastToTyped(keys="image", dtype=torch.float32),
+        ]
+    )
     image = pipeline({"image": str(path)})["image"]
     # the user's click in the file's voxel (i, j, k), moved as the bundle's evaluator does
     ijk = native_index(np.asarray([click_zyx_canonical]), volume.geometry)[0, ::-1]
@@ -76,16 +86,26 @@ def _bundle_logits(path, net, click_zyx_canonical, volume, label_prompt=None) ->
     point = (move @ np.append(ijk, 1.0))[:3]
     with torch.no_grad():
         return point_based_window_inferer(
-            inputs=image[None], roi_size=[32, 32, 32], sw_batch_size=1, transpose=True,
-            with_coord=True, predictor=net, mode="gaussian", sw_device="cpu", device="cpu",
-            overlap=0.3, point_coords=torch.tensor(point[None, None], dtype=torch.float32),
+            inputs=image[None],
+            roi_size=[32, 32, 32],
+            sw_batch_size=1,
+            transpose=True,
+            with_coord=True,
+            predictor=net,
+            mode="gaussian",
+            sw_device="cpu",
+            device="cpu",
+            overlap=0.3,
+            point_coords=torch.tensor(point[None, None], dtype=torch.float32),
             point_labels=torch.tensor([[1]]),
             # the bundle's evaluator: label_prompt [[c]] is the class vector (when supported)
             # and the prompt class
-            class_vector=None if label_prompt is None or label_prompt > 132
+            class_vector=None
+            if label_prompt is None or label_prompt > 132
             else torch.tensor([[label_prompt]]),
             prompt_class=None if label_prompt is None else torch.tensor([[label_prompt]]),
-            prev_mask=None)
+            prev_mask=None,
+        )
 
 
 def test_logits_equal_the_bundle_pipeline_on_shared_random_weights(ct_file):
@@ -105,8 +125,9 @@ def test_logits_equal_the_bundle_pipeline_on_shared_random_weights(ct_file):
     assert prediction.mask.shape == volume.shape and prediction.mask.dtype == bool
 
 
-@pytest.mark.parametrize(("target_class", "expected_class"), [("ball", 5), ("rim", 133),
-                                                               ("other", None)])
+@pytest.mark.parametrize(
+    ("target_class", "expected_class"), [("ball", 5), ("rim", 133), ("other", None)]
+)
 def test_class_prompts_follow_the_targets_class(ct_file, target_class, expected_class):
     """The engine tells the model each call's target class; class_map turns it into the
     bundle's label_prompt (5: a supported class; 133: zero-shot; unmapped: clicks only)."""
@@ -153,11 +174,12 @@ def test_logits_go_back_to_the_canonical_grid_where_the_click_is(ct_file):
     grid = np.stack(np.meshgrid(*[np.arange(n) for n in shape], indexing="ij"), -1)
     ball = np.linalg.norm((grid - point) * 1.5, axis=-1) < 6.0  # 6 mm radius
     logits = torch.from_numpy(np.where(ball, 10.0, -10.0)[None, None].astype(np.float32))
-    mask = model.to_canonical_mask(logits, torch.tensor(point[None, None], dtype=torch.float32),
-                                   torch.tensor([[1]]))
+    mask = model.to_canonical_mask(
+        logits, torch.tensor(point[None, None], dtype=torch.float32), torch.tensor([[1]])
+    )
     assert mask[12, 20, 18]
     millilitres = mask.sum() * np.prod(volume.spacing) / 1000.0
-    assert millilitres == pytest.approx(4 / 3 * np.pi * 6.0 ** 3 / 1000.0, rel=0.15)
+    assert millilitres == pytest.approx(4 / 3 * np.pi * 6.0**3 / 1000.0, rel=0.15)
     # the mask's centre is the click's (within a voxel of the coarse grid, in mm)
     centre = np.argwhere(mask).mean(axis=0)
     assert np.all(np.abs((centre - click[0]) * np.asarray(volume.spacing)) < 1.6)
@@ -173,8 +195,9 @@ def test_refinement_reuses_the_previous_logits_and_only_new_windows(ct_file):
     step1 = model.predict(both, previous=step0)
     assert step1.feedback["points_used"] == 2
     before, after = step0.feedback["logits"][0, 0], step1.feedback["logits"][0, 0]
-    changed = np.argwhere(~(torch.isclose(before, after) | (before.isnan() & after.isnan()))
-                          .numpy())
+    changed = np.argwhere(
+        ~(torch.isclose(before, after) | (before.isnan() & after.isnan())).numpy()
+    )
     assert len(changed) > 0
     # only the new (negative) point's 32^3 window was recomputed, the rest is step 0's: along
     # an axis longer than the window, the changes span one window holding the point
@@ -205,33 +228,52 @@ def test_a_run_plans_vista3d_with_the_reason_for_boxes(tmp_path):
     from intrabench.config import parse_config
     from intrabench.engine.plan import make_plan
 
-    config = parse_config({
-        "name": "v", "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
-        "models": [{"name": "vista3d", "weights": "random", "tiny": True, "patch_size": 32},
-                   {"name": "vista3d", "weights": "random", "tiny": True, "patch_size": 32,
-                    "box_as_centre_click": True, "label": "vista3d-box"}],
-        "prompters": ["box-3d", {"name": "points-per-volume", "n_points": 1}]})
-    datasets = {spec.key: registry.datasets.create(spec.name, spec.params)
-                for spec in config.datasets}
+    config = parse_config(
+        {
+            "name": "v",
+            "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+            "models": [
+                {"name": "vista3d", "weights": "random", "tiny": True, "patch_size": 32},
+                {
+                    "name": "vista3d",
+                    "weights": "random",
+                    "tiny": True,
+                    "patch_size": 32,
+                    "box_as_centre_click": True,
+                    "label": "vista3d-box",
+                },
+            ],
+            "prompters": ["box-3d", {"name": "points-per-volume", "n_points": 1}],
+        }
+    )
+    datasets = {
+        spec.key: registry.datasets.create(spec.name, spec.params) for spec in config.datasets
+    }
     plan = make_plan(config, datasets)
     planned = {(unit.model.key, unit.prompter.key) for unit in plan.units}
-    assert planned == {("vista3d-box", "box-3d"), ("vista3d-box", "points-per-volume(n_points=1)"),
-                       (config.models[0].key, "points-per-volume(n_points=1)")}
+    assert planned == {
+        ("vista3d-box", "box-3d"),
+        ("vista3d-box", "points-per-volume(n_points=1)"),
+        (config.models[0].key, "points-per-volume(n_points=1)"),
+    }
     assert [s["reason"] for s in plan.skipped] == [
         "model 'vista3d' does not accept box3d prompts produced by 'box-3d' (set "
-        "box_as_centre_click: true to give a 3D box as one click at its centre)"]
+        "box_as_centre_click: true to give a 3D box as one click at its centre)"
+    ]
     # a lasso's refusal does not get the box hint
     from intrabench.protocols import incompatibility
 
     assert incompatibility(registry.models.get("vista3d"), registry.prompters.get("lasso")) == (
-        "model 'vista3d' does not accept lasso prompts produced by 'lasso'")
+        "model 'vista3d' does not accept lasso prompts produced by 'lasso'"
+    )
 
 
 def test_checkpoints_load_strictly(tmp_path):
     from tests.models3d.conftest import assert_strict_round_trip
 
-    assert_strict_round_trip(tiny_network, load_vista3d_weights, tmp_path / "model.pt",
-                             wrapped=False)
+    assert_strict_round_trip(
+        tiny_network, load_vista3d_weights, tmp_path / "model.pt", wrapped=False
+    )
 
 
 def test_the_full_network_is_the_bundles_vista3d132():
@@ -242,7 +284,8 @@ def test_the_full_network_is_the_bundles_vista3d132():
     with torch.device("meta"):
         ours, bundle = full_network(), vista3d132(in_channels=1)
     assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == {
-        k: tuple(v.shape) for k, v in bundle.state_dict().items()}
+        k: tuple(v.shape) for k, v in bundle.state_dict().items()
+    }
     assert sum(p.numel() for p in ours.parameters()) == 217_964_982
 
 

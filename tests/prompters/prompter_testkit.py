@@ -12,32 +12,53 @@ from intrabench.protocols import Model, PromptContext, RefineContext, SliceModel
 from intrabench.types import Case, Prediction, Prompt, SlicePrompt, Target
 
 
-def box_mask(shape: tuple[int, int, int], low: tuple[int, int, int],
-             high: tuple[int, int, int]) -> np.ndarray:
+def box_mask(
+    shape: tuple[int, int, int], low: tuple[int, int, int], high: tuple[int, int, int]
+) -> np.ndarray:
     """Boolean (z, y, x) volume with the inclusive box [low, high] set."""
     mask = np.zeros(shape, dtype=bool)
-    mask[low[0]: high[0] + 1, low[1]: high[1] + 1, low[2]: high[2] + 1] = True
+    mask[low[0] : high[0] + 1, low[1] : high[1] + 1, low[2] : high[2] + 1] = True
     return mask
 
 
-def sphere_mask(shape: tuple[int, int, int], center: tuple[int, int, int],
-                radius: float) -> np.ndarray:
+def sphere_mask(
+    shape: tuple[int, int, int], center: tuple[int, int, int], radius: float
+) -> np.ndarray:
     z, y, x = np.ogrid[: shape[0], : shape[1], : shape[2]]
-    return ((z - center[0]) ** 2 + (y - center[1]) ** 2 + (x - center[2]) ** 2) <= radius ** 2
+    return ((z - center[0]) ** 2 + (y - center[1]) ** 2 + (x - center[2]) ** 2) <= radius**2
 
 
-def prompt_context(gt: np.ndarray, seed: int = 0, segment_slice: Any = None,
-                   spacing: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> PromptContext:
-    return PromptContext(ground_truth=gt, spacing=spacing,
-                         rng=derive_rng(seed, "test", "initial"), segment_slice=segment_slice)
+def prompt_context(
+    gt: np.ndarray,
+    seed: int = 0,
+    segment_slice: Any = None,
+    spacing: tuple[float, float, float] = (1.0, 1.0, 1.0),
+) -> PromptContext:
+    return PromptContext(
+        ground_truth=gt,
+        spacing=spacing,
+        rng=derive_rng(seed, "test", "initial"),
+        segment_slice=segment_slice,
+    )
 
 
-def refine_context(gt: np.ndarray, prediction: np.ndarray, seed: int = 0, dimension: int = 2,
-                   history: list[Prompt] | None = None,
-                   spacing: tuple[float, float, float] = (1.0, 1.0, 1.0)) -> RefineContext:
-    return RefineContext(ground_truth=gt, prediction=prediction, spacing=spacing,
-                         rng=derive_rng(seed, "test", "refine"), step=1,
-                         model_dimension=dimension, history=list(history or []))
+def refine_context(
+    gt: np.ndarray,
+    prediction: np.ndarray,
+    seed: int = 0,
+    dimension: int = 2,
+    history: list[Prompt] | None = None,
+    spacing: tuple[float, float, float] = (1.0, 1.0, 1.0),
+) -> RefineContext:
+    return RefineContext(
+        ground_truth=gt,
+        prediction=prediction,
+        spacing=spacing,
+        rng=derive_rng(seed, "test", "refine"),
+        step=1,
+        model_dimension=dimension,
+        history=list(history or []),
+    )
 
 
 class ScriptedSliceModel(SliceModel):
@@ -69,8 +90,12 @@ def points_set(prompt: Prompt, label: int | None = None) -> set[tuple[int, int, 
 
 def blank_volume(shape: tuple[int, ...]) -> Volume:
     nz, ny, nx = shape
-    geometry = ImageGeometry(size=(nx, ny, nz), spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0),
-                             direction=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0))
+    geometry = ImageGeometry(
+        size=(nx, ny, nz),
+        spacing=(1.0, 1.0, 1.0),
+        origin=(0.0, 0.0, 0.0),
+        direction=(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0),
+    )
     return Volume(np.zeros(shape, np.float32), (1.0, 1.0, 1.0), geometry)
 
 
@@ -94,7 +119,11 @@ class ScriptedVolumeModel(Model):
     def set_case(self, image: Volume) -> None:
         pass
 
-    def predict(self, prompt: Prompt, previous: Prediction | None = None,
-                update_slices: list[int] | None = None) -> Prediction:
+    def predict(
+        self,
+        prompt: Prompt,
+        previous: Prediction | None = None,
+        update_slices: list[int] | None = None,
+    ) -> Prediction:
         self.prompts.append(prompt)
         return Prediction(self.answer.copy())

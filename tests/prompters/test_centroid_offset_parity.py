@@ -30,11 +30,12 @@ def reference_click(plane: np.ndarray) -> tuple[int, int]:
     return int(pixels[index][0]), int(pixels[index][1])
 
 
-def ring(shape: tuple[int, int, int], z: int, top: int, left: int, height: int, width: int
-         ) -> np.ndarray:
+def ring(
+    shape: tuple[int, int, int], z: int, top: int, left: int, height: int, width: int
+) -> np.ndarray:
     volume = np.zeros(shape, dtype=bool)
-    volume[z, top:top + height, left:left + width] = True
-    volume[z, top + 1:top + height - 1, left + 1:left + width - 1] = False
+    volume[z, top : top + height, left : left + width] = True
+    volume[z, top + 1 : top + height - 1, left + 1 : left + width - 1] = False
     return volume
 
 
@@ -43,8 +44,9 @@ def test_centroid_offset_parity_the_issue_ring():
     coordinates gave (6, 7)."""
     gt = ring((3, 16, 16), 1, 2, 3, 5, 8)
     assert reference_click(gt[1]) == (6, 6)
-    (point,) = registry.prompters.create("center-point-per-slice", {}).initial(
-        prompt_context(gt)).points
+    (point,) = (
+        registry.prompters.create("center-point-per-slice", {}).initial(prompt_context(gt)).points
+    )
     assert tuple(int(v) for v in point) == (1, 6, 6)
 
 
@@ -59,12 +61,17 @@ def test_centroid_offset_parity_every_offset_and_shape(top, left):
         gt = np.zeros(shape, dtype=bool)
         for z in range(1, 5):
             height, width = (int(v) for v in rng.integers(3, 20, size=2))
-            gt |= ring(shape, z, top + int(rng.integers(0, 2)) * 2,
-                       left + int(rng.integers(0, 2)) * 2, height, width)
+            gt |= ring(
+                shape,
+                z,
+                top + int(rng.integers(0, 2)) * 2,
+                left + int(rng.integers(0, 2)) * 2,
+                height,
+                width,
+            )
             if rng.random() < 0.5:  # a solid part too: centroids off the ring's centre
-                gt[z, top:top + 3, left:left + int(rng.integers(2, 9))] = True
-        prompt = registry.prompters.create("center-point-per-slice", {}).initial(
-            prompt_context(gt))
+                gt[z, top : top + 3, left : left + int(rng.integers(2, 9))] = True
+        prompt = registry.prompters.create("center-point-per-slice", {}).initial(prompt_context(gt))
         clicks = {int(p[0]): (int(p[1]), int(p[2])) for p in prompt.points}
         assert clicks == {z: reference_click(gt[z]) for z in range(1, 5)}
 
@@ -95,7 +102,8 @@ def test_centroid_offset_parity_positive_scribble():
     for gt in (base, np.roll(base, (0, 1, 1), axis=(0, 1, 2))):
         # nothing predicted: every error is a false negative, so the scribble is positive
         prompt = registry.refiners.create("scribble", {}).refine(
-            refine_context(gt, empty, dimension=2))
+            refine_context(gt, empty, dimension=2)
+        )
         (scribble,) = prompt.scribbles
         assert scribble.label == 1
         clicks = {int(p[0]): (int(p[1]), int(p[2])) for p in scribble.points}

@@ -30,7 +30,7 @@ def test_equal_size_components_tie_to_the_lowest_label():
     """Two 3 x 3 squares: the largest-component tie goes to the first in scan order (label 1),
     and the click is that square's centre."""
     mask = np.zeros((10, 12), bool)
-    mask[6:9, 1:4] = True   # scanned second (lower rows) ...
+    mask[6:9, 1:4] = True  # scanned second (lower rows) ...
     mask[1:4, 7:10] = True  # ... this one first: label 1
     chosen = largest_component(mask)
     assert chosen[1:4, 7:10].all() and not chosen[6:9, 1:4].any()

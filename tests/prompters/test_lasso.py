@@ -23,7 +23,7 @@ def test_a_square_without_margin_is_circled_by_its_own_corners():
     gt = np.zeros((5, 30, 40), bool)
     gt[1:4, 10:15, 20:25] = True
     prompt = _lasso(gt, margin_mm=0)
-    lasso, = prompt.lassos
+    (lasso,) = prompt.lassos
     assert lasso.z == 2 and lasso.label == 1  # the median of slices 1, 2, 3
     assert sorted(map(tuple, lasso.contour.tolist())) == [(10, 20), (10, 24), (14, 20), (14, 24)]
     np.testing.assert_array_equal(lasso.region((30, 40)), gt[2])
@@ -36,11 +36,12 @@ def test_the_margin_is_in_millimetres_in_the_slice_plane():
     at 0.5 mm columns the same 2 mm reach 4 columns."""
     gt = np.zeros((1, 30, 40), bool)
     gt[0, 10:15, 20:25] = True
-    lasso, = _lasso(gt).lassos
+    (lasso,) = _lasso(gt).lassos
     assert sorted(map(tuple, lasso.contour.tolist())) == sorted(
-        [(10, 26), (14, 26), (16, 24), (16, 20), (14, 18), (10, 18), (8, 20), (8, 24)])
+        [(10, 26), (14, 26), (16, 24), (16, 20), (14, 18), (10, 18), (8, 20), (8, 24)]
+    )
     assert lasso.region((30, 40)).sum() == 69
-    lasso, = _lasso(gt, spacing=(3.0, 1.0, 0.5)).lassos
+    (lasso,) = _lasso(gt, spacing=(3.0, 1.0, 0.5)).lassos
     assert lasso.contour[:, 1].min() == 16 and lasso.contour[:, 1].max() == 28
     assert lasso.contour[:, 0].min() == 8 and lasso.contour[:, 0].max() == 16
 
@@ -48,11 +49,11 @@ def test_the_margin_is_in_millimetres_in_the_slice_plane():
 def test_one_pixel_and_one_line_give_degenerate_but_enclosing_lassos():
     gt = np.zeros((1, 9, 9), bool)
     gt[0, 4, 4] = True
-    lasso, = _lasso(gt, margin_mm=0).lassos
+    (lasso,) = _lasso(gt, margin_mm=0).lassos
     assert lasso.contour.tolist() == [[4, 4]]
     np.testing.assert_array_equal(lasso.region((9, 9)), gt[0])
     gt[0, 4, 2:7] = True
-    lasso, = _lasso(gt, margin_mm=0).lassos
+    (lasso,) = _lasso(gt, margin_mm=0).lassos
     assert lasso.contour.tolist() == [[4, 2], [4, 6]]
     np.testing.assert_array_equal(lasso.region((9, 9)), gt[0])
 
@@ -63,8 +64,11 @@ def test_an_empty_target_gets_no_lasso_and_a_negative_margin_is_refused():
         registry.prompters.create("lasso", {"margin_mm": -1})
 
 
-masks = st.tuples(st.integers(1, 4), st.integers(1, 14), st.integers(1, 14)).flatmap(
-    lambda shape: arrays(bool, shape)).filter(lambda m: m.any())
+masks = (
+    st.tuples(st.integers(1, 4), st.integers(1, 14), st.integers(1, 14))
+    .flatmap(lambda shape: arrays(bool, shape))
+    .filter(lambda m: m.any())
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -74,7 +78,7 @@ def test_the_lasso_encloses_the_whole_cross_section_and_stays_in_its_grown_hull(
     slice grown by the margin, and its region holds every target pixel of that slice."""
     from scipy import ndimage
 
-    lasso, = _lasso(gt, margin_mm=margin).lassos
+    (lasso,) = _lasso(gt, margin_mm=margin).lassos
     assert gt[lasso.z].any()
     grown = ndimage.distance_transform_edt(~gt[lasso.z]) <= margin
     assert grown[tuple(lasso.contour.T)].all()

@@ -23,11 +23,15 @@ PREDICTION = box_mask(SHAPE, (5, 14, 16), (12, 30, 34))
 
 
 def _signature(prompt: Prompt) -> tuple:
-    return (prompt.points.tolist(), prompt.point_labels.tolist(),
-            {z: b.as_tuple() for z, b in prompt.boxes.items()},
-            None if prompt.box3d is None else prompt.box3d.as_tuple(),
-            [(s.points.tolist(), s.label) for s in prompt.scribbles],
-            [i.kind for i in prompt.interactions], prompt.effort_label)
+    return (
+        prompt.points.tolist(),
+        prompt.point_labels.tolist(),
+        {z: b.as_tuple() for z, b in prompt.boxes.items()},
+        None if prompt.box3d is None else prompt.box3d.as_tuple(),
+        [(s.points.tolist(), s.label) for s in prompt.scribbles],
+        [i.kind for i in prompt.interactions],
+        prompt.effort_label,
+    )
 
 
 def _initial(name: str, seed: int) -> Prompt:
@@ -38,7 +42,8 @@ def _initial(name: str, seed: int) -> Prompt:
 
 def _refine(name: str, seed: int, dimension: int) -> Prompt:
     return registry.refiners.create(name).refine(
-        refine_context(GT, PREDICTION, seed=seed, dimension=dimension))
+        refine_context(GT, PREDICTION, seed=seed, dimension=dimension)
+    )
 
 
 @pytest.mark.parametrize("name", registry.prompters.names())
@@ -46,8 +51,10 @@ def test_initial_prompts_are_reproducible(name):
     assert _signature(_initial(name, 7)) == _signature(_initial(name, 7))
 
 
-@pytest.mark.parametrize("name", ["points-per-slice", "alternating-points-per-slice",
-                                  "points-per-volume", "point-propagation"])
+@pytest.mark.parametrize(
+    "name",
+    ["points-per-slice", "alternating-points-per-slice", "points-per-volume", "point-propagation"],
+)
 def test_random_prompters_depend_on_the_seed(name):
     assert len({repr(_signature(_initial(name, seed))) for seed in range(6)}) > 1
 
@@ -58,8 +65,9 @@ def test_refinements_are_reproducible(name):
     assert _signature(_refine(name, 3, dimension)) == _signature(_refine(name, 3, dimension))
 
 
-@pytest.mark.parametrize("name", ["corrective-point-per-slice", "random-corrective-point",
-                                  "scribble"])
+@pytest.mark.parametrize(
+    "name", ["corrective-point-per-slice", "random-corrective-point", "scribble"]
+)
 def test_random_refiners_depend_on_the_seed(name):
     dimension = min(registry.refiners.get(name).dimensions)
     assert len({repr(_signature(_refine(name, seed, dimension))) for seed in range(8)}) > 1

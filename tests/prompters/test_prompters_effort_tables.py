@@ -96,8 +96,13 @@ UNDER = GT.copy()
 UNDER[:, 30, :] = False
 
 TABLE_5 = [  # 2D refinement; the paper prints "1/3" for 1PPS + Scribble where 1PPS is "1X"
-    ("1PPS + 1PPS Refine", "points-per-slice", {"n_points": 1}, "corrective-point-per-slice",
-     "1X/1X"),
+    (
+        "1PPS + 1PPS Refine",
+        "points-per-slice",
+        {"n_points": 1},
+        "corrective-point-per-slice",
+        "1X/1X",
+    ),
     ("1PPS + Scribble Refine", "points-per-slice", {"n_points": 1}, "scribble", "1X/3"),
     ("3B Inter + Scribble Refine", "box-interpolation", {"n_slices": 3}, "scribble", "6/3"),
     # the reference (and so the paper's number) used 5 interpolation slices for "3P Inter"
@@ -105,18 +110,37 @@ TABLE_5 = [  # 2D refinement; the paper prints "1/3" for 1PPS + Scribble where 1
 ]
 
 TABLE_6 = [  # 3D refinement
-    ("1 center PPV + 1 PPV Refine", "center-points-per-volume", {"n_points": 1},
-     "random-corrective-point", "1/1"),
-    ("1 center PPV + Scribble Refine", "center-points-per-volume", {"n_points": 1}, "scribble",
-     "1/3"),
+    (
+        "1 center PPV + 1 PPV Refine",
+        "center-points-per-volume",
+        {"n_points": 1},
+        "random-corrective-point",
+        "1/1",
+    ),
+    (
+        "1 center PPV + Scribble Refine",
+        "center-points-per-volume",
+        {"n_points": 1},
+        "scribble",
+        "1/3",
+    ),
 ]
 
 
 def _episode(model, name, params, refiner, keep):
     case, target = one_target_case(GT)
-    return run_episode(case, target, model, registry.prompters.create(name, params), name,
-                       registry.refiners.create(refiner), refiner, steps=5,
-                       keep_previous_prompts=keep, seed=3)
+    return run_episode(
+        case,
+        target,
+        model,
+        registry.prompters.create(name, params),
+        name,
+        registry.refiners.create(refiner),
+        refiner,
+        steps=5,
+        keep_previous_prompts=keep,
+        seed=3,
+    )
 
 
 def _check_refinement(results, paper: str) -> None:
@@ -133,16 +157,18 @@ def _check_refinement(results, paper: str) -> None:
 
 
 @pytest.mark.parametrize("keep", [True, False], ids=["with-prev", "no-prev"])
-@pytest.mark.parametrize("label, name, params, refiner, paper", TABLE_5,
-                         ids=[r[0] for r in TABLE_5])
+@pytest.mark.parametrize(
+    "label, name, params, refiner, paper", TABLE_5, ids=[r[0] for r in TABLE_5]
+)
 def test_table_5_interactions(label, name, params, refiner, paper, keep):
     results = _episode(ScriptedSliceModel(UNDER), name, params, refiner, keep)
     _check_refinement(results, paper)
 
 
 @pytest.mark.parametrize("keep", [True, False], ids=["with-prev", "no-prev"])
-@pytest.mark.parametrize("label, name, params, refiner, paper", TABLE_6,
-                         ids=[r[0] for r in TABLE_6])
+@pytest.mark.parametrize(
+    "label, name, params, refiner, paper", TABLE_6, ids=[r[0] for r in TABLE_6]
+)
 def test_table_6_interactions(label, name, params, refiner, paper, keep):
     model = ScriptedVolumeModel(UNDER)
     results = _episode(model, name, params, refiner, keep)
@@ -156,7 +182,10 @@ def test_table_6_interactions(label, name, params, refiner, paper, keep):
 def test_cvpr25_box_effort_is_a_2d_box_and_two_boundary_slices():
     prompt = _initial("cvpr25-box", {})
     assert prompt.effort == 4 and sorted(i.kind for i in prompt.interactions) == [
-        "boundary_slice", "boundary_slice", "box2d"]
+        "boundary_slice",
+        "boundary_slice",
+        "box2d",
+    ]
 
 
 def test_box_per_slice_from_3d_box_costs_one_3d_box_whatever_the_extent():

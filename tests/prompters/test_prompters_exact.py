@@ -36,8 +36,11 @@ def test_box_per_slice_is_tight_and_inclusive():
     gt = box_mask(SHAPE, (2, 10, 20), (4, 14, 26))
     gt[4, 14, 27] = True  # one more pixel widens only slice 4
     prompt = make("box-per-slice").initial(prompt_context(gt))
-    assert prompt.boxes == {2: Box2D(10, 20, 14, 26), 3: Box2D(10, 20, 14, 26),
-                            4: Box2D(10, 20, 14, 27)}
+    assert prompt.boxes == {
+        2: Box2D(10, 20, 14, 26),
+        3: Box2D(10, 20, 14, 26),
+        4: Box2D(10, 20, 14, 27),
+    }
     assert prompt.effort == 6 and prompt.effort_label == "2X"
 
 
@@ -110,10 +113,14 @@ def test_point_interpolation_hits_every_slice_and_can_leave_the_target():
     gt = np.zeros((9, 32, 32), dtype=bool)
     for z in range(9):
         x = 10 if z <= 4 else 18
-        gt[z, 9:12, x - 1: x + 2] = True
+        gt[z, 9:12, x - 1 : x + 2] = True
     prompt = make("point-interpolation", n_slices=3).initial(prompt_context(gt))
-    expected = [(z, 10, 10) for z in range(5)] + [(5, 10, 12), (6, 10, 14), (7, 10, 16),
-                                                  (8, 10, 18)]
+    expected = [(z, 10, 10) for z in range(5)] + [
+        (5, 10, 12),
+        (6, 10, 14),
+        (7, 10, 16),
+        (8, 10, 18),
+    ]
     assert [tuple(p) for p in prompt.points.tolist()] == expected
     assert not gt[5, 10, 12]  # the interpolated click on slice 5 misses the shifted target
     assert prompt.effort == 3 and prompt.effort_label == "3"
@@ -157,7 +164,8 @@ def test_noisy_box_interpolation_moves_seed_corners_by_at_most_shift(shift):
     moved = []
     for seed in range(10):
         noisy = make("box-interpolation", n_slices=3, shift=shift).initial(
-            prompt_context(gt, seed=seed))
+            prompt_context(gt, seed=seed)
+        )
         assert noisy.effort == 6
         for z in (0, 4, 8):
             delta = np.array(noisy.boxes[z].as_tuple()) - np.array(exact.boxes[z].as_tuple())
@@ -170,7 +178,8 @@ def test_noisy_box_stays_inside_the_image_at_the_border():
     gt = box_mask((3, 16, 16), (0, 0, 0), (2, 3, 15))
     for seed in range(10):
         prompt = make("box-interpolation", n_slices=3, shift=5).initial(
-            prompt_context(gt, seed=seed))
+            prompt_context(gt, seed=seed)
+        )
         for box in prompt.boxes.values():
             assert 0 <= box.y_min <= box.y_max <= 15 and 0 <= box.x_min <= box.x_max <= 15
 

@@ -17,31 +17,48 @@ from intrabench.engine.episode import run_episode
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _mean_dice_by_step(model_name: str, prompter: str, refiner: str, steps: int,
-                       n_cases: int = 2, keep: bool = True, **prompter_params) -> np.ndarray:
+def _mean_dice_by_step(
+    model_name: str,
+    prompter: str,
+    refiner: str,
+    steps: int,
+    n_cases: int = 2,
+    keep: bool = True,
+    **prompter_params,
+) -> np.ndarray:
     model = registry.models.create(model_name)
     curves = []
     for case in registry.datasets.create("demo-phantoms", {"n_cases": n_cases}):
         model.set_case(case.image)
         for target in case.targets:
-            results = run_episode(case, target, model,
-                                  registry.prompters.create(prompter, prompter_params), prompter,
-                                  registry.refiners.create(refiner), refiner, steps=steps,
-                                  keep_previous_prompts=keep, seed=0)
+            results = run_episode(
+                case,
+                target,
+                model,
+                registry.prompters.create(prompter, prompter_params),
+                prompter,
+                registry.refiners.create(refiner),
+                refiner,
+                steps=steps,
+                keep_previous_prompts=keep,
+                seed=0,
+            )
             curves.append([r.metrics["dice"] for r in results])
             assert all(r.effort > 0 or r.converged for r in results)
     return np.mean(curves, axis=0)
 
 
 def test_scribble_refinement_improves_a_2d_model_from_point_interpolation():
-    curve = _mean_dice_by_step("random-walker-2d", "point-interpolation", "scribble", steps=3,
-                               n_slices=3)
+    curve = _mean_dice_by_step(
+        "random-walker-2d", "point-interpolation", "scribble", steps=3, n_slices=3
+    )
     assert curve[-1] > curve[0] + 0.05, curve
 
 
 def test_per_slice_corrective_clicks_improve_a_2d_model():
-    curve = _mean_dice_by_step("random-walker-2d", "center-point-per-slice",
-                               "corrective-point-per-slice", steps=3)
+    curve = _mean_dice_by_step(
+        "random-walker-2d", "center-point-per-slice", "corrective-point-per-slice", steps=3
+    )
     assert curve[-1] > curve[0] + 0.05, curve
 
 
@@ -56,8 +73,9 @@ def test_propagation_runs_through_a_real_2d_model_and_costs_seven():
     model = registry.models.create("random-walker-2d")
     model.set_case(case.image)
     target = case.targets[0]
-    (result,) = run_episode(case, target, model, registry.prompters.create("point-propagation"),
-                            "point-propagation")
+    (result,) = run_episode(
+        case, target, model, registry.prompters.create("point-propagation"), "point-propagation"
+    )
     gt_slices = np.flatnonzero(case.target_mask(target).any(axis=(1, 2)))
     prompted = result.prompt.slices()
     assert result.effort == 7
@@ -79,8 +97,15 @@ def test_prompters_list_shows_every_component_with_its_effort_rule(capsys):
     for name, cls in registry.prompters.items() + registry.refiners.items():
         line = next(row for row in out.splitlines() if f" {name} " in row)
         assert cls.effort_rule in line
-    for expected in ("point-propagation", "cvpr25-box", "scribble", "center-error-click",
-                     "box-per-slice", "center-point-per-slice", "box-3d"):
+    for expected in (
+        "point-propagation",
+        "cvpr25-box",
+        "scribble",
+        "center-error-click",
+        "box-per-slice",
+        "center-point-per-slice",
+        "box-3d",
+    ):
         assert expected in out
 
 
@@ -101,8 +126,16 @@ def test_region_growing_3d_takes_corrections_outside_its_cvpr25_box(refiner):
     for case in registry.datasets.create("demo-phantoms", {"n_cases": 3}):
         model.set_case(case.image)
         for target in case.targets:
-            results = run_episode(case, target, model, registry.prompters.create("cvpr25-box"),
-                                  "cvpr25-box", registry.refiners.create(refiner), refiner,
-                                  steps=3, seed=0)
+            results = run_episode(
+                case,
+                target,
+                model,
+                registry.prompters.create("cvpr25-box"),
+                "cvpr25-box",
+                registry.refiners.create(refiner),
+                refiner,
+                steps=3,
+                seed=0,
+            )
             assert len(results) == 4
             assert all(0.0 <= r.metrics["dice"] <= 1.0 for r in results)

@@ -28,7 +28,13 @@ def test_point_propagation_stops_at_the_boundary_slices_the_user_gave():
     assert len(seeds) == 5 and GT[tuple(seeds.T)].all()
     propagated = prompt.points[prompt.points[:, 0] != 6]
     assert [tuple(p) for p in propagated.tolist()] == [
-        (5, 12, 22), (4, 12, 22), (3, 12, 22), (7, 12, 22), (8, 12, 22), (9, 12, 22)]
+        (5, 12, 22),
+        (4, 12, 22),
+        (3, 12, 22),
+        (7, 12, 22),
+        (8, 12, 22),
+        (9, 12, 22),
+    ]
     assert sorted(p.z for p in model.calls) == [3, 4, 5, 6, 7, 8, 9]
     assert prompt.effort == 7 and prompt.effort_label == "7"
     assert [i.kind for i in prompt.interactions].count("boundary_slice") == 2
@@ -52,7 +58,7 @@ def test_point_propagation_stops_where_the_model_predicts_nothing():
 def test_point_propagation_follows_the_predicted_component():
     answer = np.zeros(SHAPE, dtype=bool)
     for z in range(SHAPE[0]):
-        answer[z, 2 + z: 5 + z, 2:5] = True  # moves one row per slice
+        answer[z, 2 + z : 5 + z, 2:5] = True  # moves one row per slice
     prompt, _ = run("point-propagation", answer)
     for z, y, x in prompt.points[prompt.points[:, 0] != 6]:
         source = z + 1 if z < 6 else z - 1  # the prediction on the previous slice
@@ -70,7 +76,7 @@ def test_the_final_prediction_reuses_the_propagation_calls():
 def test_box_propagation_derives_each_box_from_the_previous_prediction():
     answer = np.zeros(SHAPE, dtype=bool)
     for z in range(SHAPE[0]):
-        answer[z, 10:12 + z, 20:22] = True  # grows by one row per slice
+        answer[z, 10 : 12 + z, 20:22] = True  # grows by one row per slice
     prompt, model = run("box-propagation", answer)
     assert prompt.boxes[6] == Box2D(10, 20, 14, 24)  # the user's tight GT box
     for z in (3, 4, 5):
@@ -97,6 +103,7 @@ def test_one_slice_target_propagates_nowhere_but_costs_the_boundaries():
     gt = box_mask(SHAPE, (4, 10, 10), (4, 12, 12))
     model = ScriptedSliceModel(gt | box_mask(SHAPE, (3, 10, 10), (5, 12, 12)))
     prompt = registry.prompters.create("point-propagation").initial(
-        prompt_context(gt, segment_slice=model.segment_slice))
+        prompt_context(gt, segment_slice=model.segment_slice)
+    )
     assert set(prompt.points[:, 0].tolist()) == {4} and len(prompt.points) == 5
     assert prompt.effort == 7

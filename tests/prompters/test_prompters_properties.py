@@ -12,8 +12,9 @@ from prompter_testkit import ScriptedSliceModel, box_mask, prompt_context, refin
 from intrabench import registry
 from intrabench.types import Prompt
 
-PROPERTY_SETTINGS = settings(max_examples=30, deadline=None,
-                             suppress_health_check=[HealthCheck.too_slow])
+PROPERTY_SETTINGS = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 shapes = st.tuples(st.integers(1, 5), st.integers(1, 12), st.integers(1, 12))
 masks = shapes.flatmap(lambda shape: arrays(bool, shape)).filter(lambda m: m.any())
@@ -38,11 +39,15 @@ INITIAL = [
 ]
 
 
-def _generate(name: str, params: dict, gt: np.ndarray, answer: np.ndarray | None = None,
-              seed: int = 0) -> Prompt:
+def _generate(
+    name: str, params: dict, gt: np.ndarray, answer: np.ndarray | None = None, seed: int = 0
+) -> Prompt:
     prompter = registry.prompters.create(name, params)
-    segment = (ScriptedSliceModel(gt if answer is None else answer).segment_slice
-               if prompter.needs_model else None)
+    segment = (
+        ScriptedSliceModel(gt if answer is None else answer).segment_slice
+        if prompter.needs_model
+        else None
+    )
     return prompter.initial(prompt_context(gt, seed=seed, segment_slice=segment))
 
 
@@ -56,8 +61,13 @@ def _check_prompt(name: str, prompt: Prompt, gt: np.ndarray) -> None:
     positives = points[prompt.point_labels == 1]
     negatives = points[prompt.point_labels == 0]
     assert not gt[tuple(negatives.T)].any()
-    if name in ("center-point-per-slice", "points-per-slice", "alternating-points-per-slice",
-                "points-per-volume", "center-points-per-volume"):
+    if name in (
+        "center-point-per-slice",
+        "points-per-slice",
+        "alternating-points-per-slice",
+        "points-per-volume",
+        "center-points-per-volume",
+    ):
         assert gt[tuple(positives.T)].all()
     if name.endswith("per-slice") and name != "box-per-slice-from-3d-box":
         assert {int(z) for z in points[:, 0]} | set(prompt.boxes) == {int(z) for z in zs}
@@ -112,8 +122,12 @@ def test_seed_boxes_of_box_interpolation_contain_their_slice(gt):
     for z in (int(zs[0]), int(zs[-1])):
         ys, xs = np.nonzero(gt[z])
         box = prompt.boxes[z]
-        assert (box.y_min, box.x_min, box.y_max, box.x_max) == (ys.min(), xs.min(), ys.max(),
-                                                                 xs.max())
+        assert (box.y_min, box.x_min, box.y_max, box.x_max) == (
+            ys.min(),
+            xs.min(),
+            ys.max(),
+            xs.max(),
+        )
 
 
 @pytest.mark.parametrize("name", registry.refiners.names())
@@ -125,7 +139,8 @@ def test_refiners_only_click_on_misclassified_voxels(name, dimension, pair):
     if dimension not in registry.refiners.get(name).dimensions:
         return
     prompt = registry.refiners.create(name).refine(
-        refine_context(gt, prediction, dimension=dimension))
+        refine_context(gt, prediction, dimension=dimension)
+    )
     if np.array_equal(gt, prediction):
         assert prompt is None
         return
@@ -139,6 +154,7 @@ def test_refiners_only_click_on_misclassified_voxels(name, dimension, pair):
 
 # -- awkward targets: nothing crashes ------------------------------------------------------
 
+
 def _awkward() -> dict[str, np.ndarray]:
     shape = (6, 16, 16)
     one_voxel = np.zeros(shape, dtype=bool)
@@ -149,8 +165,14 @@ def _awkward() -> dict[str, np.ndarray]:
     one_slice = box_mask(shape, (2, 4, 4), (2, 9, 12))
     multi = box_mask(shape, (0, 1, 1), (1, 3, 3)) | box_mask(shape, (4, 10, 10), (5, 14, 14))
     full = np.ones(shape, dtype=bool)
-    return {"one-voxel": one_voxel, "corner-voxel": corner, "touching-border": border,
-            "one-slice": one_slice, "multi-component": multi, "whole-volume": full}
+    return {
+        "one-voxel": one_voxel,
+        "corner-voxel": corner,
+        "touching-border": border,
+        "one-slice": one_slice,
+        "multi-component": multi,
+        "whole-volume": full,
+    }
 
 
 AWKWARD = _awkward()
@@ -172,7 +194,8 @@ def test_awkward_errors_get_valid_corrections(name, case):
             continue
         for dimension in sorted(registry.refiners.get(name).dimensions):
             prompt = registry.refiners.create(name).refine(
-                refine_context(gt, prediction, dimension=dimension))
+                refine_context(gt, prediction, dimension=dimension)
+            )
             points, labels = prompt.model_points()
             assert len(points) and (gt[tuple(points.T)] != prediction[tuple(points.T)]).all()
             assert (labels == gt[tuple(points.T)]).all()

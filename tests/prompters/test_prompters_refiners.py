@@ -26,6 +26,7 @@ def test_a_perfect_prediction_gets_no_correction(name):
 
 # -- one corrective point per slice ------------------------------------------------------
 
+
 def _missing_slice_and_stray_blob():
     gt = box_mask(SHAPE, (2, 10, 10), (4, 14, 14))
     prediction = gt.copy()
@@ -37,8 +38,9 @@ def _missing_slice_and_stray_blob():
 def test_corrective_point_per_slice_clicks_once_on_every_slice_with_an_error():
     gt, prediction = _missing_slice_and_stray_blob()
     prompt = make("corrective-point-per-slice").refine(refine_context(gt, prediction))
-    by_slice = {int(p[0]): (tuple(p), int(label)) for p, label in
-                zip(prompt.points, prompt.point_labels)}
+    by_slice = {
+        int(p[0]): (tuple(p), int(label)) for p, label in zip(prompt.points, prompt.point_labels)
+    }
     assert sorted(by_slice) == [3, 6]
     assert gt[by_slice[3][0]] and by_slice[3][1] == 1
     assert prediction[by_slice[6][0]] and by_slice[6][1] == 0
@@ -50,24 +52,28 @@ def test_corrective_point_per_slice_can_be_limited_to_the_initially_prompted_sli
     gt, prediction = _missing_slice_and_stray_blob()
     history = [Prompt(points=[(2, 12, 12), (3, 12, 12), (4, 12, 12)], point_labels=[1, 1, 1])]
     prompt = make("corrective-point-per-slice", slices="prompted").refine(
-        refine_context(gt, prediction, history=history))
+        refine_context(gt, prediction, history=history)
+    )
     assert prompt.points[:, 0].tolist() == [3] and prompt.effort == 1
 
 
 def test_corrective_point_per_slice_center_placement_is_the_error_centre():
     gt, prediction = _missing_slice_and_stray_blob()
     prompt = make("corrective-point-per-slice", placement="center").refine(
-        refine_context(gt, prediction))
+        refine_context(gt, prediction)
+    )
     assert points_set(prompt) == {(3, 12, 12), (6, 21, 21)}
     assert prompt.point_labels.tolist() == [1, 0]
 
 
 # -- random corrective point(s) ----------------------------------------------------------
 
+
 def test_random_corrective_points_sit_on_errors_with_their_true_label():
     gt, prediction = _missing_slice_and_stray_blob()
     prompt = make("random-corrective-point", n_points=4).refine(
-        refine_context(gt, prediction, dimension=3))
+        refine_context(gt, prediction, dimension=3)
+    )
     assert len(points_set(prompt)) == 4
     index = tuple(prompt.points.T)
     assert (gt[index] != prediction[index]).all()
@@ -76,6 +82,7 @@ def test_random_corrective_points_sit_on_errors_with_their_true_label():
 
 
 # -- centre of the largest error ---------------------------------------------------------
+
 
 def test_center_error_click_goes_to_the_middle_of_the_largest_error_component():
     gt = box_mask(SHAPE, (1, 5, 5), (9, 13, 13))  # 9^3 cube
@@ -110,14 +117,18 @@ def test_center_error_click_can_measure_in_millimetres_and_breaks_ties_randomly(
     # slice is a maximum (5 mm); the tie is broken by the rng
     zs = set()
     for seed in range(10):
-        (point,) = make("center-error-click", use_spacing=True).refine(
-            refine_context(gt, prediction, seed=seed, spacing=(5.0, 1.0, 1.0))).points
+        (point,) = (
+            make("center-error-click", use_spacing=True)
+            .refine(refine_context(gt, prediction, seed=seed, spacing=(5.0, 1.0, 1.0)))
+            .points
+        )
         assert point[1:].tolist() == [4, 4]
         zs.add(int(point[0]))
     assert len(zs) > 1
 
 
 # -- scribbles ---------------------------------------------------------------------------
+
 
 def test_positive_scribble_runs_through_the_centroid_of_the_largest_miss():
     gt = box_mask(SHAPE, (2, 10, 10), (6, 20, 20))
@@ -137,9 +148,9 @@ def test_positive_scribble_takes_the_centre_of_each_slices_largest_piece():
     the slice below): on that slice the scribble goes through the larger piece's centre, as the
     reference; the centroid of both pieces fell on the small piece's edge."""
     gt = np.zeros(SHAPE, dtype=bool)
-    gt[2:5, 8:20, 8:14] = True      # the main part: z 2..4, rows 8..19, cols 8..13
-    gt[2:4, 8:11, 22:25] = True     # a small part, joined to the main one on z 2
-    gt[2, 8:11, 14:22] = True       # the bridge on slice 2
+    gt[2:5, 8:20, 8:14] = True  # the main part: z 2..4, rows 8..19, cols 8..13
+    gt[2:4, 8:11, 22:25] = True  # a small part, joined to the main one on z 2
+    gt[2, 8:11, 14:22] = True  # the bridge on slice 2
     prediction = np.zeros_like(gt)  # everything missed: one 26-connected FN component
     prompt = make("scribble").refine(refine_context(gt, prediction))
     (scribble,) = prompt.scribbles
@@ -159,8 +170,9 @@ def test_negative_scribble_follows_the_contour_two_pixels_outside_the_target():
     assert scribble.label == 0
     # most FPs: the coronal planes y = 10..20 tie, the first (y = 10) wins; the contour at
     # distance 2 passes through z = 10 over the target's x-range: all false positives
-    assert points_set(Prompt(points=scribble.points, point_labels=[0] * len(scribble.points))) \
-        == {(10, 10, x) for x in range(10, 21)}
+    assert points_set(Prompt(points=scribble.points, point_labels=[0] * len(scribble.points))) == {
+        (10, 10, x) for x in range(10, 21)
+    }
 
 
 def test_negative_scribble_without_target_on_the_plane_is_still_negative():
@@ -178,8 +190,10 @@ def test_scribble_choice_follows_bernoulli_fn_over_fn_plus_fp():
     prediction = gt.copy()
     prediction[2:5, 10:13, 10:14] = False  # 48 FN
     prediction[7, 0:4, 0:4] = True  # 16 FP -> p(positive) = 0.75
-    labels = [make("scribble").refine(refine_context(gt, prediction, seed=s)).scribbles[0].label
-              for s in range(200)]
+    labels = [
+        make("scribble").refine(refine_context(gt, prediction, seed=s)).scribbles[0].label
+        for s in range(200)
+    ]
     assert 0.65 < np.mean(labels) < 0.85
 
 

@@ -33,8 +33,11 @@ def test_shares_by_hand():
 
 
 @settings(max_examples=60, deadline=None)
-@given(arrays(np.float64, st.integers(1, 400), elements=st.floats(0, 1e3)),
-       st.sampled_from([2, 4, 10, 20]), st.integers(0, 2 ** 31))
+@given(
+    arrays(np.float64, st.integers(1, 400), elements=st.floats(0, 1e3)),
+    st.sampled_from([2, 4, 10, 20]),
+    st.integers(0, 2**31),
+)
 def test_every_group_holds_the_same_mass(weights, n_groups, seed):
     if not (weights > 0).any():
         weights[0] = 1.0
@@ -44,8 +47,12 @@ def test_every_group_holds_the_same_mass(weights, n_groups, seed):
 
 
 @settings(max_examples=60, deadline=None)
-@given(arrays(bool, (6, 7, 8), elements=st.booleans()), st.integers(1, 10),
-       st.integers(1, 3), st.integers(0, 2 ** 31))
+@given(
+    arrays(bool, (6, 7, 8), elements=st.booleans()),
+    st.integers(1, 10),
+    st.integers(1, 3),
+    st.integers(0, 2**31),
+)
 def test_every_sampled_click_lies_in_its_region(region, group, n, seed):
     if not region.any():
         region[3, 3, 3] = True

@@ -15,13 +15,14 @@ from intrabench.errors import ConfigError
 
 def cube_region(shape=(11, 13, 15), low=(2, 3, 4), high=(8, 9, 10)) -> np.ndarray:
     mask = np.zeros(shape, dtype=bool)
-    mask[low[0]:high[0] + 1, low[1]:high[1] + 1, low[2]:high[2] + 1] = True
+    mask[low[0] : high[0] + 1, low[1] : high[1] + 1, low[2] : high[2] + 1] = True
     return mask
 
 
 def test_the_registry_lists_the_built_in_models():
     assert {"uniform", "distance", "contrast-aware", "recorded", "network"} <= set(
-        registry.clickability.names())
+        registry.clickability.names()
+    )
     with pytest.raises(ConfigError, match="unknown clickability model 'distanse'.*'distance'"):
         registry.clickability.get("distanse")
     with pytest.raises(ConfigError, match="exponent"):
@@ -49,7 +50,8 @@ def test_distance_peaks_on_the_medial_axis():
     # in mm with 3 mm slices: the centre is 4 voxels = 4 mm from the outside along y and x
     # (12 mm along z); a face voxel is one slice, 3 mm, from the outside
     weights = registry.clickability.create("distance", {"exponent": 2}).weights(
-        ClickRegion(mask, (3.0, 1.0, 1.0)))
+        ClickRegion(mask, (3.0, 1.0, 1.0))
+    )
     assert weights[5, 6, 7] == pytest.approx(16.0)
     assert weights[2, 6, 7] == pytest.approx(9.0)
 
@@ -126,10 +128,12 @@ def test_map_from_clicks_by_hand():
 
 def test_recorded_clicks_build_the_map_and_fall_back(tmp_path):
     clicks = tmp_path / "clicks.csv"
-    clicks.write_text("dataset,case,target,z,y,x,step\n"
-                      "d,c,1,5,4,5,0\nd,c,1,5,4,5,0\nd,c,1,6,8,9,1\n")
-    model = registry.clickability.create("recorded", {"clicks_file": str(clicks),
-                                                      "click_sigma_mm": 1.0})
+    clicks.write_text(
+        "dataset,case,target,z,y,x,step\nd,c,1,5,4,5,0\nd,c,1,5,4,5,0\nd,c,1,6,8,9,1\n"
+    )
+    model = registry.clickability.create(
+        "recorded", {"clicks_file": str(clicks), "click_sigma_mm": 1.0}
+    )
     mask = cube_region()
     region = ClickRegion(mask, (1, 1, 1), identity=("d", "c", "1"), step=0)
     weights = model.weights(region)
@@ -140,8 +144,9 @@ def test_recorded_clicks_build_the_map_and_fall_back(tmp_path):
     assert np.unravel_index(np.argmax(model.weights(region)), plane.shape) == (6, 6)
     # no click recorded for this target: the fallback (distance) decides
     other = ClickRegion(mask, (1, 1, 1), identity=("d", "c", "2"))
-    np.testing.assert_array_equal(model.weights(other),
-                                  registry.clickability.create("distance").weights(other))
+    np.testing.assert_array_equal(
+        model.weights(other), registry.clickability.create("distance").weights(other)
+    )
     bad = tmp_path / "bad.csv"
     bad.write_text("case,target,z,y,x\nc,1,0,0,0\n")
     with pytest.raises(ConfigError, match="missing columns \\['dataset'\\]"):
@@ -167,8 +172,9 @@ def test_a_learned_network_plugs_in(tmp_path):
         for parameter in network.parameters():
             parameter.mul_(2.0)
     torch.save(network.state_dict(), tmp_path / "clickability.pt")
-    loaded = NetworkClickability("realistic_clicks.tiny_network:build",
-                                 str(tmp_path / "clickability.pt"))
+    loaded = NetworkClickability(
+        "realistic_clicks.tiny_network:build", str(tmp_path / "clickability.pt")
+    )
     np.testing.assert_allclose(loaded.weights(region), model.weights(region), rtol=1e-6)
     # a 3D region gets the 3D network
     assert model.weights(ClickRegion(cube_region(), (1, 1, 1))).shape == (11, 13, 15)

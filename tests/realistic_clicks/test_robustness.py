@@ -53,10 +53,16 @@ def rclicks_official(values: list[float], base: float, quality: bool) -> dict[st
     h1, h2 = groups[:5], groups[5:]
     g_mean = np.mean(np.vstack([h1, h2]), axis=0).mean()
     if quality:
-        return {"sb": 100 * (g_mean - base), "gr": 100 * (groups[0] - groups[9]),
-                "hh": 100 * (h1 - h2).mean()}
-    return {"sb": 100 * (g_mean - base) / base, "gr": 100 * (groups[0] - groups[9]) / groups[9],
-            "hh": 100 * ((h1 - h2) / h2).mean()}
+        return {
+            "sb": 100 * (g_mean - base),
+            "gr": 100 * (groups[0] - groups[9]),
+            "hh": 100 * (h1 - h2).mean(),
+        }
+    return {
+        "sb": 100 * (g_mean - base) / base,
+        "gr": 100 * (groups[0] - groups[9]) / groups[9],
+        "hh": 100 * ((h1 - h2) / h2).mean(),
+    }
 
 
 @pytest.mark.parametrize("quality", [False, True])
@@ -67,8 +73,9 @@ def test_group_summary_equals_rclicks_official_formulas(quality):
     else:  # NoC
         values = [14.0, 11.0, 9.0, 9.0, 8.0, 7.0, 6.0, 6.0, 5.0, 3.0]
         base = 5.0
-    summary = group_summary({f"G{g}": v for g, v in enumerate(values, start=1)}, base, 10,
-                            quality=quality)
+    summary = group_summary(
+        {f"G{g}": v for g, v in enumerate(values, start=1)}, base, 10, quality=quality
+    )
     for name, value in rclicks_official(values, base, quality).items():
         assert summary[name] == pytest.approx(value, abs=1e-5), name
     if quality:  # hand-computed: mean 0.75, SB 100 (0.75 - 0.84) = -9; GR 100 (0.61 - 0.86)
@@ -87,27 +94,49 @@ def rows_for(curves: dict[str, list[float]], target: str = "t1", model: str = "m
     records = []
     for strategy, values in curves.items():
         for step, iou in enumerate(values):
-            records.append({"dataset": "d", "case": "c", "target": target, "target_class": "lesion",
-                            "model": model, "prompter": f"click [{strategy}]",
-                            "click_prompter": "click", "refiner": "center-error-click",
-                            "seed": 0, "step": step, "click_group": strategy, "click_groups": 4,
-                            "clickability": "distance", "iou": iou, "dice": 2 * iou / (1 + iou)})
+            records.append(
+                {
+                    "dataset": "d",
+                    "case": "c",
+                    "target": target,
+                    "target_class": "lesion",
+                    "model": model,
+                    "prompter": f"click [{strategy}]",
+                    "click_prompter": "click",
+                    "refiner": "center-error-click",
+                    "seed": 0,
+                    "step": step,
+                    "click_group": strategy,
+                    "click_groups": 4,
+                    "clickability": "distance",
+                    "iou": iou,
+                    "dice": 2 * iou / (1 + iou),
+                }
+            )
     return pd.DataFrame.from_records(records)
 
 
 def test_target_statistics_from_a_fixed_step_table():
-    rows = rows_for({
-        "baseline": [0.85, 0.92, 0.95],
-        "G1": [0.30, 0.60, 0.70],   # never reaches 0.9 -> NoC@90 = 3 (capped)
-        "G2": [0.50, 0.85, 0.91],   # 3
-        "G3": [0.70, 0.91, 0.93],   # 2
-        "G4": [0.90, 0.95, 0.96],   # 1
-    })
+    rows = rows_for(
+        {
+            "baseline": [0.85, 0.92, 0.95],
+            "G1": [0.30, 0.60, 0.70],  # never reaches 0.9 -> NoC@90 = 3 (capped)
+            "G2": [0.50, 0.85, 0.91],  # 3
+            "G3": [0.70, 0.91, 0.93],  # 2
+            "G4": [0.90, 0.95, 0.96],  # 1
+        }
+    )
     episodes = episode_statistics(rows)
     assert episodes.set_index("click_group")["noc_iou_0.9"].to_dict() == {
-        "G1": 3.0, "G2": 3.0, "G3": 2.0, "G4": 1.0, "baseline": 2.0}
+        "G1": 3.0,
+        "G2": 3.0,
+        "G3": 2.0,
+        "G4": 1.0,
+        "baseline": 2.0,
+    }
     assert episodes.set_index("click_group").loc["G1", "iou_auc"] == pytest.approx(
-        ((0.3 + 0.6) / 2 + (0.6 + 0.7) / 2) / 2)
+        ((0.3 + 0.6) / 2 + (0.6 + 0.7) / 2) / 2
+    )
     targets = target_statistics(episodes)
     assert len(targets) == 1
     t = targets.iloc[0]
@@ -170,16 +199,25 @@ def test_rclicks_flat_means_by_hand():
     cases -> classes. Case c1 holds three targets, c2 one (one round each, every group equal):
     IoU-AUC SB per target = 100 (G - Base) = -40, 0, 0 in c1 and +20 in c2. Hierarchical:
     (mean(-40, 0, 0) + 20) / 2 = 3.33; flat: (-40 + 0 + 0 + 20) / 4 = -5 (#49 item 8)."""
+
     def target(name, case, base, group):
         frame = rows_for({"baseline": [base], **{f"G{g}": [group] for g in range(1, 5)}}, name)
         return frame.assign(case=case)
 
-    rows = pd.concat([target("t1", "c1", 0.9, 0.5), target("t2", "c1", 0.5, 0.5),
-                      target("t3", "c1", 0.7, 0.7), target("t4", "c2", 0.3, 0.5)])
+    rows = pd.concat(
+        [
+            target("t1", "c1", 0.9, 0.5),
+            target("t2", "c1", 0.5, 0.5),
+            target("t3", "c1", 0.7, 0.7),
+            target("t4", "c2", 0.3, 0.5),
+        ]
+    )
     _, hierarchical, _ = robustness_table(rows, "iou", 0.9)
     display, flat, _ = robustness_table(rows, "iou", 0.9, averaging="flat")
-    value = {name: table.set_index("dataset").loc["d", "iou_auc_sb"]
-             for name, table in (("hierarchical", hierarchical), ("flat", flat))}
+    value = {
+        name: table.set_index("dataset").loc["d", "iou_auc_sb"]
+        for name, table in (("hierarchical", hierarchical), ("flat", flat))
+    }
     assert value["hierarchical"] == pytest.approx((-40 / 3 + 20) / 2)
     assert value["flat"] == pytest.approx(-5.0)
     assert display.loc[0, "SB IoU-AUC x100"] == -5.0

@@ -49,13 +49,17 @@ def test_the_plan_runs_every_strategy_of_click_combinations_only(tmp_path):
         runner.close()
     combos = {(u.prompter.key, u.refiner_key, u.click_group) for u in plan.units}
     # box-3d + scribble clicks nowhere: skipped; every other combination x 5 strategies
-    assert {(p, r) for p, r, _ in combos} == {("click", "center-error-click"),
-                                              ("click", "scribble"),
-                                              ("box-3d", "center-error-click")}
+    assert {(p, r) for p, r, _ in combos} == {
+        ("click", "center-error-click"),
+        ("click", "scribble"),
+        ("box-3d", "center-error-click"),
+    }
     assert len(combos) == 3 * 5 and len(plan.units) == 3 * 5 * 2
-    assert [s["reason"] for s in plan.skipped if s["refiner"] == "scribble"
-            and s["prompter"] == "box-3d"] == [
-        "robustness run: neither the prompter nor the refiner clicks from a clickability model"]
+    assert [
+        s["reason"]
+        for s in plan.skipped
+        if s["refiner"] == "scribble" and s["prompter"] == "box-3d"
+    ] == ["robustness run: neither the prompter nor the refiner clicks from a clickability model"]
     keys = {u.key for u in plan.units}
     assert len(keys) == len(plan.units)  # each strategy is its own unit file
 
@@ -72,9 +76,18 @@ def test_a_robustness_run_is_identical_across_executors(tmp_path, capsys):
     config = parse_config(spec)
     Runner(config, tmp_path / "inline", background="inline").run()
     Runner(config, tmp_path / "process", user_workers=1, episodes_in_flight=4).run()
-    plan, problems = run_distributed(config, tmp_path / "dask", argparse.Namespace(
-        scheduler=None, cluster_config=None, workers=2, gpus=None, memory_limit="2GB",
-        task_resources=None))
+    plan, problems = run_distributed(
+        config,
+        tmp_path / "dask",
+        argparse.Namespace(
+            scheduler=None,
+            cluster_config=None,
+            workers=2,
+            gpus=None,
+            memory_limit="2GB",
+            task_resources=None,
+        ),
+    )
     assert not problems
     inline = _rows(tmp_path / "inline")
     for other in ("process", "dask"):
@@ -88,8 +101,19 @@ def test_a_robustness_run_is_identical_across_executors(tmp_path, capsys):
     first = inline[inline["step"] == 0].set_index(["case", "target", "click_group"])["prompt_json"]
     assert (first.xs("G1", level=2) != first.xs("G4", level=2)).any()
 
-    assert main(["tables", str(tmp_path / "inline"), "--out", str(tmp_path / "tables"),
-                 "--noc-threshold", "0.8"]) == 0
+    assert (
+        main(
+            [
+                "tables",
+                str(tmp_path / "inline"),
+                "--out",
+                str(tmp_path / "tables"),
+                "--noc-threshold",
+                "0.8",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "## Robustness to where people click" in printed
     table = (tmp_path / "tables" / "robustness.md").read_text()
@@ -105,11 +129,17 @@ def test_a_robustness_run_is_identical_across_executors(tmp_path, capsys):
 
 
 def test_a_learned_network_runs_in_a_robustness_run(tmp_path):
-    spec = {**SPEC, "datasets": [{"name": "demo-phantoms", "n_cases": 1, "shape": [16, 48, 48]}],
-            "prompters": [SPEC["prompters"][0]], "refiners": ["center-error-click"],
-            "robustness": {"clickability": {"name": "network",
-                                            "factory": "realistic_clicks.tiny_network:build"},
-                           "groups": 2, "rounds": 2}}
+    spec = {
+        **SPEC,
+        "datasets": [{"name": "demo-phantoms", "n_cases": 1, "shape": [16, 48, 48]}],
+        "prompters": [SPEC["prompters"][0]],
+        "refiners": ["center-error-click"],
+        "robustness": {
+            "clickability": {"name": "network", "factory": "realistic_clicks.tiny_network:build"},
+            "groups": 2,
+            "rounds": 2,
+        },
+    }
     Runner(parse_config(spec), tmp_path / "run", background="inline").run()
     rows = _rows(tmp_path / "run")
     assert set(rows["click_group"]) == {"baseline", "G1", "G2"}
@@ -137,16 +167,27 @@ def test_recorded_maps_count_their_fallbacks_in_the_results_and_the_run_log(tmp_
 
     dataset = {"name": "demo-phantoms", "n_cases": 1, "shape": [16, 48, 48]}
     case = registry.datasets.create("demo-phantoms", {"n_cases": 1, "shape": [16, 48, 48]}).load(
-        "phantom_000")
+        "phantom_000"
+    )
     recorded = case.targets[0]
     z, y, x = np.argwhere(case.target_mask(recorded))[0]
     clicks = tmp_path / "clicks.csv"  # clicks recorded for the first target's first round only
-    clicks.write_text("dataset,case,target,z,y,x,step\n"
-                      f"{case.dataset},phantom_000,{recorded.target_id},{z},{y},{x},0\n")
-    spec = {**SPEC, "datasets": [dataset], "prompters": [SPEC["prompters"][0]],
-            "refiners": ["center-error-click"],
-            "robustness": {"clickability": {"name": "recorded", "clicks_file": str(clicks)},
-                           "groups": 2, "rounds": 2, "baseline": False}}
+    clicks.write_text(
+        "dataset,case,target,z,y,x,step\n"
+        f"{case.dataset},phantom_000,{recorded.target_id},{z},{y},{x},0\n"
+    )
+    spec = {
+        **SPEC,
+        "datasets": [dataset],
+        "prompters": [SPEC["prompters"][0]],
+        "refiners": ["center-error-click"],
+        "robustness": {
+            "clickability": {"name": "recorded", "clicks_file": str(clicks)},
+            "groups": 2,
+            "rounds": 2,
+            "baseline": False,
+        },
+    }
     config_file = tmp_path / "recorded.yaml"
     config_file.write_text(yaml.safe_dump(spec))
     assert main(["run", str(config_file), "--out", str(tmp_path / "run")]) in (0, 1)
@@ -159,11 +200,15 @@ def test_recorded_maps_count_their_fallbacks_in_the_results_and_the_run_log(tmp_
     assert (called.loc[mine & (called["step"] == 0), "click_map_fallbacks"] == 0).all()
     others = called[~(mine & (called["step"] == 0))]
     assert (others["click_map_fallbacks"] == others["click_map_regions"]).all()
-    total, fallbacks = int(called["click_map_regions"].sum()), int(called["click_map_fallbacks"].sum())
+    total, fallbacks = (
+        int(called["click_map_regions"].sum()),
+        int(called["click_map_fallbacks"].sum()),
+    )
     assert 0 < fallbacks < total
     assert f"note: {fallbacks} of {total} click regions had no recorded clicks" in log
     # the counts come back from a user worker process too
-    Runner(parse_config({**spec, "name": "recorded-process"}), tmp_path / "process",
-           user_workers=1).run()
+    Runner(
+        parse_config({**spec, "name": "recorded-process"}), tmp_path / "process", user_workers=1
+    ).run()
     process = pd.read_parquet(tmp_path / "process" / "results.parquet")
     assert process["click_map_fallbacks"].tolist() == rows["click_map_fallbacks"].tolist()

@@ -9,5 +9,4 @@ def build(ndim: int = 3):
 
     torch.manual_seed(0)
     conv = torch.nn.Conv3d if ndim == 3 else torch.nn.Conv2d
-    return torch.nn.Sequential(conv(3, 4, 3, padding=1), torch.nn.ReLU(),
-                               conv(4, 1, 3, padding=1))
+    return torch.nn.Sequential(conv(3, 4, 3, padding=1), torch.nn.ReLU(), conv(4, 1, 3, padding=1))

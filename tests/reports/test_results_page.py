@@ -30,9 +30,18 @@ def regenerated(tmp_path_factory) -> tuple[Path, str]:
     folder = tmp_path_factory.mktemp("results-page")
     page = folder / "docs" / "results.md"
     page.parent.mkdir()
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "make_results_page.py"),
-                    "--out", str(folder / "run"), "--page", str(page)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "make_results_page.py"),
+            "--out",
+            str(folder / "run"),
+            "--page",
+            str(page),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return page, page.read_text()
 
 
@@ -46,15 +55,22 @@ def test_the_command_at_the_top_regenerates_the_committed_tables(regenerated) ->
 @pytest.mark.slow
 def test_the_page_has_the_papers_layouts_curves_findings_and_worst_targets(regenerated) -> None:
     page, text = regenerated
-    for heading in ("## A prompt on every slice", "## 2D prompts on a few slices",
-                    "## 3D prompts", "## Refinement with scribbles", "## Effort",
-                    "## Against the IntraBench paper's findings", "## The worst targets, drawn",
-                    "## A trained model refined (Table 5, Appendix B.4): MobileSAM",
-                    "## Against the paper's refinement findings, with a trained model"):
+    for heading in (
+        "## A prompt on every slice",
+        "## 2D prompts on a few slices",
+        "## 3D prompts",
+        "## Refinement with scribbles",
+        "## Effort",
+        "## Against the IntraBench paper's findings",
+        "## The worst targets, drawn",
+        "## A trained model refined (Table 5, Appendix B.4): MobileSAM",
+        "## Against the paper's refinement findings, with a trained model",
+    ):
         assert heading in text
     assert "| Prompter | Model | Interactions | demo-real | Average |" in text
-    images = [line.split("](")[1].rstrip(")") for line in text.splitlines()
-              if line.startswith("![")]
+    images = [
+        line.split("](")[1].rstrip(")") for line in text.splitlines() if line.startswith("![")
+    ]
     assert "images/results/refinement.png" in images and "images/results/effort.png" in images
     assert sum("litemedsam" in image for image in images) == 2
     assert sum("mobilesam" in image for image in images) == 2
@@ -64,11 +80,30 @@ def test_the_page_has_the_papers_layouts_curves_findings_and_worst_targets(regen
 
 def test_findings_compare_scores_and_say_whether_they_agree() -> None:
     """Hand-made rows: one dataset, one target, so a prompter's score is its Dice."""
-    scores = {"box-per-slice": 0.8, "3-box-interpolation": 0.7, "5-box-interpolation": 0.6,
-              "box-propagation": 0.75, "1-point-per-slice": 0.5}
-    rows = pd.DataFrame([{"dataset": "d", "case": "c", "target": "t", "target_class": "lesion",
-                          "model": "m", "prompter": p, "refiner": "none", "seed": 0, "step": 0,
-                          "dice": d} for p, d in scores.items()])
+    scores = {
+        "box-per-slice": 0.8,
+        "3-box-interpolation": 0.7,
+        "5-box-interpolation": 0.6,
+        "box-propagation": 0.75,
+        "1-point-per-slice": 0.5,
+    }
+    rows = pd.DataFrame(
+        [
+            {
+                "dataset": "d",
+                "case": "c",
+                "target": "t",
+                "target_class": "lesion",
+                "model": "m",
+                "prompter": p,
+                "refiner": "none",
+                "seed": 0,
+                "step": 0,
+                "dice": d,
+            }
+            for p, d in scores.items()
+        ]
+    )
     table = findings_table(rows, "m", "m")
     assert len(table) == len(FINDINGS)
     assert table["agrees"].tolist() == ["yes", "no", "no", "yes"]
@@ -80,24 +115,36 @@ def test_refinement_findings_say_yes_no_or_a_tie() -> None:
     from intrabench.reports.results_page import REFINEMENT_FINDINGS, refinement_findings
 
     def row(prompter, refiner, step, dice):
-        return {"dataset": "d", "case": "c", "target": "t", "target_class": "lesion",
-                "model": "m", "prompter": prompter, "refiner": refiner, "seed": 0,
-                "step": step, "dice": dice}
+        return {
+            "dataset": "d",
+            "case": "c",
+            "target": "t",
+            "target_class": "lesion",
+            "model": "m",
+            "prompter": prompter,
+            "refiner": refiner,
+            "seed": 0,
+            "step": step,
+            "dice": dice,
+        }
 
-    rows = pd.DataFrame([
-        row("box-per-slice", "scribble", 0, 0.80), row("box-per-slice", "scribble", 1, 0.82),
-        row("1-point-per-slice", "click-per-slice", 0, 0.10),
-        row("1-point-per-slice", "click-per-slice", 1, 0.60),
-        row("1-point-per-slice", "scribble", 0, 0.10),
-        row("1-point-per-slice", "scribble", 1, 0.595),
-        row("3-box-interpolation", "scribble", 0, 0.70),
-        row("3-box-interpolation", "scribble", 1, 0.75),
-        row("3-box-interpolation", "scribble-without-initial-prompt", 0, 0.70),
-        row("3-box-interpolation", "scribble-without-initial-prompt", 1, 0.90)])
+    rows = pd.DataFrame(
+        [
+            row("box-per-slice", "scribble", 0, 0.80),
+            row("box-per-slice", "scribble", 1, 0.82),
+            row("1-point-per-slice", "click-per-slice", 0, 0.10),
+            row("1-point-per-slice", "click-per-slice", 1, 0.60),
+            row("1-point-per-slice", "scribble", 0, 0.10),
+            row("1-point-per-slice", "scribble", 1, 0.595),
+            row("3-box-interpolation", "scribble", 0, 0.70),
+            row("3-box-interpolation", "scribble", 1, 0.75),
+            row("3-box-interpolation", "scribble-without-initial-prompt", 0, 0.70),
+            row("3-box-interpolation", "scribble-without-initial-prompt", 1, 0.90),
+        ]
+    )
     table = refinement_findings(rows, "m")
     assert len(table) == len(REFINEMENT_FINDINGS)
-    assert table["agrees"].tolist() == ["yes", "yes", "a tie (within 1 point)", "yes", "no",
-                                        "no"]
+    assert table["agrees"].tolist() == ["yes", "yes", "a tie (within 1 point)", "yes", "no", "no"]
     assert table["here"].tolist()[0] == "m: 80.00 (box-per-slice) vs 10.00 (1-point-per-slice)"
 
 
@@ -120,13 +167,13 @@ def test_every_finding_of_the_committed_page_is_its_own_tables_numbers() -> None
 
     text = PAGE.read_text()
     initial = {}
-    for heading in ("## A prompt on every slice", "## 2D prompts on a few slices",
-                    "## 3D prompts"):
+    for heading in ("## A prompt on every slice", "## 2D prompts on a few slices", "## 3D prompts"):
         for prompter, model, _effort, score, _average in _table_rows(text, heading):
             initial[(model, prompter)] = float(score)
     refined = {}
     for step, configuration, model, _effort, score, _average in _table_rows(
-            text, "## A trained model refined"):
+        text, "## A trained model refined"
+    ):
         prompter, refiner = configuration.removesuffix(" Refine").split(" + ")
         refined[(model, prompter, refiner, int(step))] = float(score)
     last = {key[:3]: max(k[3] for k in refined if k[:3] == key[:3]) for key in refined}
@@ -157,5 +204,6 @@ def test_every_finding_of_the_committed_page_is_its_own_tables_numbers() -> None
         assert float(better) == quoted(model, better_cell)
         assert float(worse) == quoted(model, worse_cell)
         margin = float(better) - float(worse)
-        assert agrees == ("yes" if margin > 1 else "no" if margin < -1
-                          else "a tie (within 1 point)")
+        assert agrees == (
+            "yes" if margin > 1 else "no" if margin < -1 else "a tie (within 1 point)"
+        )

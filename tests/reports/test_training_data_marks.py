@@ -16,10 +16,12 @@ def run(tmp_path_factory):
     """A run of two models on two datasets; synthetic-network's rows on 'real' then say its
     card lists that dataset as trained on (as SegVol's does HanSeg)."""
     tmp = tmp_path_factory.mktemp("trained")
-    run = run_config(tmp,
+    run = run_config(
+        tmp,
         "name: t\ndatasets: [{name: demo-phantoms, n_cases: 1, label: phantoms},\n"
         "  {name: demo-real, label: real}]\nmodels: [region-growing-3d, synthetic-network]\n"
-        "prompters: [box-3d]\nrefinement_steps: 0\n")
+        "prompters: [box-3d]\nrefinement_steps: 0\n",
+    )
     rows = pd.read_parquet(run / "results.parquet")
     trained = (rows["dataset"] == "real") & (rows["model"] == "synthetic-network")
     assert trained.any() and not trained.all()
@@ -41,7 +43,8 @@ def test_the_trained_cell_is_found_and_drawn_in_all_three_files(run, tmp_path):
     assert f"{value}$^\\dagger$" in tex.read_text() and "\\textdagger{}" in tex.read_text()
     written = pd.read_csv(csv, keep_default_na=False)
     assert written["Trained on"].tolist() == [
-        "real" if m == "synthetic-network" else "" for m in table["Model"]]
+        "real" if m == "synthetic-network" else "" for m in table["Model"]
+    ]
     assert "dagger" not in to_latex(table)  # nothing marked: as before
 
 

@@ -18,10 +18,17 @@ PROMPTERS = ["box-3d", "center-points-per-volume"]
 @pytest.fixture(scope="session")
 def run_dir(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("review") / "run"
-    config = RunConfig.model_validate({
-        "name": "review", "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
-        "models": MODELS, "prompters": PROMPTERS, "refiners": ["scribble"],
-        "refinement_steps": 1, "save_predictions": "all"})
+    config = RunConfig.model_validate(
+        {
+            "name": "review",
+            "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+            "models": MODELS,
+            "prompters": PROMPTERS,
+            "refiners": ["scribble"],
+            "refinement_steps": 1,
+            "save_predictions": "all",
+        }
+    )
     Runner(config, path).run()
     return path
 
@@ -35,4 +42,4 @@ def site(run_dir, tmp_path_factory):
 def read_job(out: Path, name: str) -> dict:
     """A built job's data (what ``jobs/<name>.js`` hands the page)."""
     text = (out / "jobs" / f"{name}.js").read_text()
-    return json.loads(text[len("window.intrabenchJob("):text.rindex(")")])
+    return json.loads(text[len("window.intrabenchJob(") : text.rindex(")")])

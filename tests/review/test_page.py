@@ -25,8 +25,9 @@ def _chromium():
     driver_path = shutil.which("chromedriver")
     if not binary or not driver_path:
         if os.environ.get("INTRABENCH_REQUIRE_BROWSER"):
-            pytest.fail("Chromium and chromedriver are required (apt-get install chromium "
-                        "chromium-driver)")
+            pytest.fail(
+                "Chromium and chromedriver are required (apt-get install chromium chromium-driver)"
+            )
         pytest.skip("no Chromium here; .ci/run installs it")
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
@@ -34,8 +35,13 @@ def _chromium():
 
     options = Options()
     options.binary_location = binary
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--window-size=1300,900", "--disable-gpu"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1300,900",
+        "--disable-gpu",
+    ):
         options.add_argument(argument)
     return webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
 
@@ -53,9 +59,12 @@ def _wait(condition, seconds: float = 15.0):
 def _ratable(driver, index: int) -> None:
     """Wait until mask ``index`` (0-based) is drawn and takes a rating (a new mask takes none
     for its first half second, #65 item 3)."""
-    _wait(lambda: driver.execute_script(
-        "return document.body.dataset.ratable === window.intrabenchManifest.jobs[arguments[0]]",
-        index))
+    _wait(
+        lambda: driver.execute_script(
+            "return document.body.dataset.ratable === window.intrabenchManifest.jobs[arguments[0]]",
+            index,
+        )
+    )
 
 
 CANVAS_FILLED = """
@@ -73,7 +82,8 @@ def _chosen(driver) -> list[list[str]]:
     return driver.execute_script(
         "return [...document.querySelectorAll('#ratings button')].filter((b) =>"
         " b.classList.contains('chosen') || b.getAttribute('aria-pressed') === 'true')"
-        ".map((b) => [b.textContent, b.getAttribute('aria-pressed')])")
+        ".map((b) => [b.textContent, b.getAttribute('aria-pressed')])"
+    )
 
 
 @pytest.mark.browser
@@ -83,8 +93,9 @@ def test_rate_reload_and_export_in_chromium(site, run_dir, tmp_path):
     downloads.mkdir()
     driver = _chromium()
     try:
-        driver.execute_cdp_cmd("Page.setDownloadBehavior",
-                               {"behavior": "allow", "downloadPath": str(downloads)})
+        driver.execute_cdp_cmd(
+            "Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+        )
         driver.get(built.site.resolve().as_uri())
         from selenium.webdriver.common.by import By
         from selenium.webdriver.common.keys import Keys
@@ -127,7 +138,10 @@ def test_rate_reload_and_export_in_chromium(site, run_dir, tmp_path):
         data = json.loads(exported[0].read_text())
         assert data["review"] == built.review_id and data["rater"] == "alice"
         assert {r["job"]: r["rating"] for r in data["ratings"]} == {
-            jobs[0]: 7, jobs[1]: 4, jobs[2]: 10}
+            jobs[0]: 7,
+            jobs[1]: 4,
+            jobs[2]: 10,
+        }
         driver.find_element(By.ID, "exportCsv").click()
         csv = _wait(lambda: [p for p in downloads.glob("*.csv")])
         assert pd.read_csv(csv[0])["rating"].tolist() == [7, 4, 10]
@@ -153,8 +167,11 @@ def _stroke_job(out: Path, jobs: list[str]) -> tuple[int, dict, list[int]]:
         for stroke in marks["strokes"]:
             for row, col in stroke["points"]:
                 near_box = any(abs(row - r) <= 2 for pair in edges[0] for r in pair) or any(
-                    abs(col - c) <= 2 for pair in edges[1] for c in pair)
-                near_click = any(abs(row - r) <= 3 and abs(col - c) <= 3 for r, c, _ in marks["clicks"])
+                    abs(col - c) <= 2 for pair in edges[1] for c in pair
+                )
+                near_click = any(
+                    abs(row - r) <= 3 and abs(col - c) <= 3 for r, c, _ in marks["clicks"]
+                )
                 if not near_box and not near_click:
                     return position, job, [row, col]
     raise AssertionError("no sampled job opens on a slice with a scribble")
@@ -175,13 +192,18 @@ def test_views_show_scribbles_highlight_on_hover_and_open_full_screen_in_chromiu
         body = driver.find_element(By.TAG_NAME, "body")
         for _ in range(position):
             body.send_keys(Keys.ARROW_RIGHT)
-        _wait(lambda: driver.execute_script("return document.body.dataset.drawn")
-              == f"{job['job']}:{job['start']}")
+        _wait(
+            lambda: (
+                driver.execute_script("return document.body.dataset.drawn")
+                == f"{job['job']}:{job['start']}"
+            )
+        )
         # the scribble is drawn where the job says, on the image and on the zoomed view
         # a full view is the slice's every step-th voxel, stretched over the canvas
         rows, columns = (-(-side // job["step"]) for side in job["shape"])
         canvas = driver.execute_script(
-            "const c = document.getElementById('full'); return [c.width, c.height]")
+            "const c = document.getElementById('full'); return [c.width, c.height]"
+        )
         x = (col + 0.5) / job["step"] * canvas[0] / columns
         y = (row + 0.5) / job["step"] * canvas[1] / rows
         pixels = driver.execute_script(PIXEL, "full", round(x), round(y))
@@ -192,16 +214,23 @@ def test_views_show_scribbles_highlight_on_hover_and_open_full_screen_in_chromiu
         figure = driver.find_element(By.CSS_SELECTOR, "figure.view[data-view='1']")
         before = driver.execute_script("return arguments[0].getBoundingClientRect().width", figure)
         ActionChains(driver).move_to_element(figure).perform()
-        _wait(lambda: "rgb(21, 101, 192)" in driver.execute_script(
-            "return getComputedStyle(arguments[0]).boxShadow", figure))
-        assert driver.execute_script(
-            "return arguments[0].getBoundingClientRect().width", figure) == before
+        _wait(
+            lambda: (
+                "rgb(21, 101, 192)"
+                in driver.execute_script("return getComputedStyle(arguments[0]).boxShadow", figure)
+            )
+        )
+        assert (
+            driver.execute_script("return arguments[0].getBoundingClientRect().width", figure)
+            == before
+        )
         # click: full screen, the arrows cycle through the five views, a click returns
         figure.click()
         overlay = driver.find_element(By.ID, "fullscreen")
         _wait(overlay.is_displayed)
-        size = driver.execute_script("const c = document.getElementById('fullcanvas');"
-                                     " return [c.width, c.height]")
+        size = driver.execute_script(
+            "const c = document.getElementById('fullcanvas'); return [c.width, c.height]"
+        )
         window = driver.execute_script("return [window.innerWidth, window.innerHeight]")
         assert max(size[0] / (window[0] - 20), size[1] / (window[1] - 50)) > 0.99
         caption = driver.find_element(By.ID, "fullcaption")
@@ -251,7 +280,8 @@ def test_no_rating_without_a_deliberate_act_and_the_slider_keeps_to_slices_in_ch
         assert driver.find_element(By.ID, "progress").text == f"1 / {len(jobs)} rated"
         assert "mask 2 of" in driver.find_element(By.ID, "jobname").text
         assert not driver.execute_script(
-            "return document.activeElement.closest && !!document.activeElement.closest('#ratings')")
+            "return document.activeElement.closest && !!document.activeElement.closest('#ratings')"
+        )
         # the slider: arrows move the slice, never the mask, and never past the last slice
         slider = driver.find_element(By.ID, "slider")
         slider.click()
@@ -286,13 +316,15 @@ def test_the_page_fits_a_laptop_screen_and_says_when_all_is_rated_in_chromium(si
         height = driver.execute_script("return window.innerHeight")
         for selector in ("#ratings button[data-value='10']", "#slider"):
             element = driver.find_element(By.CSS_SELECTOR, selector)
-            bottom = driver.execute_script("return arguments[0].getBoundingClientRect().bottom",
-                                           element)
+            bottom = driver.execute_script(
+                "return arguments[0].getBoundingClientRect().bottom", element
+            )
             assert bottom <= height, (selector, bottom, height)
         driver.find_element(By.ID, "rater").send_keys("carla")
         stored = driver.execute_script(
             "return Object.keys(JSON.parse(localStorage.getItem('intrabench-review-' +"
-            " window.intrabenchManifest.review) || '{\"raters\": {}}').raters)")
+            " window.intrabenchManifest.review) || '{\"raters\": {}}').raters)"
+        )
         assert stored == []  # no "c", "ca", "car", ... raters
         driver.find_element(By.ID, "rater").send_keys(Keys.ENTER)
         jobs = driver.execute_script("return window.intrabenchManifest.jobs")
@@ -301,22 +333,27 @@ def test_the_page_fits_a_laptop_screen_and_says_when_all_is_rated_in_chromium(si
         for index in range(len(jobs)):
             _ratable(driver, index)
             body.send_keys("5")
-        _wait(lambda: driver.find_element(By.ID, "progress").text.startswith(
-            f"All {len(jobs)} masks rated"))
+        _wait(
+            lambda: driver.find_element(By.ID, "progress").text.startswith(
+                f"All {len(jobs)} masks rated"
+            )
+        )
         name = driver.find_element(By.ID, "rater")
         name.clear()
         name.send_keys('O"Brien, J', Keys.ENTER)
         csv_text = driver.execute_script(
             "const rows = exported(); return ['review,rater,job,rating,rated_at'].concat("
             "rows.map((r) => [r.review, csvField(r.rater), r.job, r.rating, r.rated_at]"
-            ".join(','))).join('\\n')")
+            ".join(','))).join('\\n')"
+        )
         driver.find_element(By.TAG_NAME, "h1").click()
         _ratable(driver, 0)  # a new rater starts on their first mask
         body.send_keys("3")
         csv_text = driver.execute_script(
             "const rows = exported(); return ['review,rater,job,rating,rated_at'].concat("
             "rows.map((r) => [r.review, csvField(r.rater), r.job, r.rating, r.rated_at]"
-            ".join(','))).join('\\n')")
+            ".join(','))).join('\\n')"
+        )
         import io as text_io
 
         frame = pd.read_csv(text_io.StringIO(csv_text))
@@ -330,8 +367,13 @@ def _key(driver, digit: str, kind: str, repeat: bool = False) -> None:
     """One key event as the keyboard sends it (CDP: the browser's own input path; a key held
     down sends keyDown again with autoRepeat, which the page sees as ``event.repeat``)."""
     code = 48 + int(digit)
-    event = {"type": kind, "key": digit, "code": f"Digit{digit}",
-             "windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code}
+    event = {
+        "type": kind,
+        "key": digit,
+        "code": f"Digit{digit}",
+        "windowsVirtualKeyCode": code,
+        "nativeVirtualKeyCode": code,
+    }
     if kind == "keyDown":
         event.update(text=digit, unmodifiedText=digit, autoRepeat=repeat)
     driver.execute_cdp_cmd("Input.dispatchKeyEvent", event)
@@ -350,7 +392,9 @@ def _stored(driver, rater: str) -> dict[str, int]:
     return driver.execute_script(
         "const s = JSON.parse(localStorage.getItem('intrabench-review-' +"
         " window.intrabenchManifest.review) || '{\"raters\": {}}').raters[arguments[0]] || {};"
-        " return Object.fromEntries(Object.entries(s).map(([j, r]) => [j, r.rating]))", rater)
+        " return Object.fromEntries(Object.entries(s).map(([j, r]) => [j, r.rating]))",
+        rater,
+    )
 
 
 @pytest.mark.browser
@@ -374,7 +418,8 @@ def test_a_double_click_a_held_key_and_fast_presses_rate_the_mask_shown_once_in_
         _ratable(driver, 0)
         # a double click on 6: mask 1 is 6, the second click is refused with a word
         ActionChains(driver).double_click(
-            driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='6']")).perform()
+            driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='6']")
+        ).perform()
         assert notice.text == "6 not taken: mask 1 is rated 6, the next one is coming"
         _ratable(driver, 1)
         assert _stored(driver, "zoe") == {jobs[0]: 6}
@@ -418,7 +463,8 @@ def test_a_double_click_a_held_key_and_fast_presses_rate_the_mask_shown_once_in_
 
 @pytest.mark.browser
 def test_full_screen_names_the_mask_and_its_rating_and_the_next_mask_is_a_visible_change_in_chromium(
-        site):
+    site,
+):
     """#65 item 3: in full screen the next mask appeared with no sign. The caption names the
     mask and its rating; a rating dims the buttons until the next mask has been seen."""
     built, _out = site
@@ -439,7 +485,9 @@ def test_full_screen_names_the_mask_and_its_rating_and_the_next_mask_is_a_visibl
         _press(driver, "5")
         assert caption.text.startswith(f"mask 1 of {len(jobs)}, rated 5 \u00b7 Image (1 of 5)")
         button = driver.find_element(By.CSS_SELECTOR, "#ratings button[data-value='1']")
-        assert driver.execute_script("return getComputedStyle(arguments[0]).opacity", button) == "0.45"
+        assert (
+            driver.execute_script("return getComputedStyle(arguments[0]).opacity", button) == "0.45"
+        )
         _wait(lambda: caption.text.startswith(f"mask 2 of {len(jobs)}, not rated"))
         # the next mask fades in, in full screen too, and takes a rating once seen
         assert "arrive" in driver.find_element(By.ID, "fullscreen").get_attribute("class")
@@ -456,12 +504,14 @@ def test_full_screen_names_the_mask_and_its_rating_and_the_next_mask_is_a_visibl
 def _raters(driver) -> list[str]:
     return driver.execute_script(
         "return Object.keys(JSON.parse(localStorage.getItem('intrabench-review-' +"
-        " window.intrabenchManifest.review) || '{\"raters\": {}}').raters).sort()")
+        " window.intrabenchManifest.review) || '{\"raters\": {}}').raters).sort()"
+    )
 
 
 @pytest.mark.browser
 def test_a_digit_in_the_name_field_rates_nothing_and_a_shared_browser_asks_who_rates_in_chromium(
-        site):
+    site,
+):
     """#65 item 11: a digit typed after the name went into the name (the ratings went to
     'uma7'); a shared browser opened as the previous rater. A name counts once confirmed with
     Enter, and only in the tab (a reload keeps it); another visit starts with no rater."""
@@ -504,7 +554,8 @@ def test_a_digit_in_the_name_field_rates_nothing_and_a_shared_browser_asks_who_r
         _ratable(driver, 0)
         assert name.get_attribute("value") == ""
         assert driver.execute_script(
-            "return [...document.querySelectorAll('#known option')].map((o) => o.value)") == ["uma"]
+            "return [...document.querySelectorAll('#known option')].map((o) => o.value)"
+        ) == ["uma"]
         driver.find_element(By.TAG_NAME, "h1").click()
         _press(driver, "4")
         assert notice.text == "Type your name and press Enter to start rating"
@@ -529,9 +580,21 @@ BOTTOM_RIGHT = """
 return arguments[0].map((s) => { const r = document.querySelector(s).getBoundingClientRect();
   return [s, r.right, r.bottom]; });
 """
-CONTROLS = ["#ratings button[data-value='10']", "#notice", "#prev", "#next", "#nextOpen",
-            "#exportJson", "#exportCsv", "#slider", "#full", "#fullOverlay", "#maskOnly",
-            "#zoom", "#zoomOverlay"]
+CONTROLS = [
+    "#ratings button[data-value='10']",
+    "#notice",
+    "#prev",
+    "#next",
+    "#nextOpen",
+    "#exportJson",
+    "#exportCsv",
+    "#slider",
+    "#full",
+    "#fullOverlay",
+    "#maskOnly",
+    "#zoom",
+    "#zoomOverlay",
+]
 
 
 @pytest.mark.browser
@@ -550,7 +613,8 @@ def test_the_controls_fit_the_window_and_the_views_grow_with_it_in_chromium(site
             for selector, right, bottom in driver.execute_script(BOTTOM_RIGHT, CONTROLS):
                 assert right <= inner[0] and bottom <= inner[1], (width, selector, right, bottom)
             sides[width] = driver.execute_script(
-                "return document.getElementById('full').getBoundingClientRect().height")
+                "return document.getElementById('full').getBoundingClientRect().height"
+            )
         assert sides[1280] >= 240 and sides[1920] >= 1.4 * sides[1280], sides
     finally:
         driver.quit()
@@ -574,12 +638,16 @@ def test_hover_enlarges_a_view_and_the_wheel_moves_through_slices_in_chromium(si
         for view in ("1", "2", "4"):
             figure = driver.find_element(By.CSS_SELECTOR, f"figure.view[data-view='{view}']")
             thumb = driver.execute_script(
-                "return arguments[0].querySelector('canvas').getBoundingClientRect().width", figure)
+                "return arguments[0].querySelector('canvas').getBoundingClientRect().width", figure
+            )
             ActionChains(driver).move_to_element(figure).perform()
             _wait(hover.is_displayed)
             assert hover.get_attribute("data-view") == view
-            shown = driver.execute_script("const r = arguments[0].getBoundingClientRect();"
-                                          " return [r.width, r.right, r.bottom]", hover)
+            shown = driver.execute_script(
+                "const r = arguments[0].getBoundingClientRect();"
+                " return [r.width, r.right, r.bottom]",
+                hover,
+            )
             inner = driver.execute_script("return [innerWidth, innerHeight]")
             assert shown[0] >= 1.5 * thumb and shown[1] <= inner[0] and shown[2] <= inner[1]
         ActionChains(driver).move_to_element(driver.find_element(By.TAG_NAME, "h1")).perform()
@@ -588,24 +656,38 @@ def test_hover_enlarges_a_view_and_the_wheel_moves_through_slices_in_chromium(si
         top = int(driver.find_element(By.ID, "slider").get_attribute("max"))
         assert top >= 2
         figure = driver.find_element(By.CSS_SELECTOR, "figure.view[data-view='0']")
-        rect = driver.execute_script("const r = arguments[0].getBoundingClientRect();"
-                                     " return [r.left + r.width / 2, r.top + r.height / 2]", figure)
+        rect = driver.execute_script(
+            "const r = arguments[0].getBoundingClientRect();"
+            " return [r.left + r.width / 2, r.top + r.height / 2]",
+            figure,
+        )
 
         def wheel(delta_y: int) -> None:
-            driver.execute_cdp_cmd("Input.dispatchMouseEvent", {
-                "type": "mouseWheel", "x": rect[0], "y": rect[1], "deltaX": 0, "deltaY": delta_y})
+            driver.execute_cdp_cmd(
+                "Input.dispatchMouseEvent",
+                {"type": "mouseWheel", "x": rect[0], "y": rect[1], "deltaX": 0, "deltaY": delta_y},
+            )
 
         step = 1 if start < top else -1  # wheel up (deltaY < 0): the next slice, as the up arrow
         wheel(-100 * step)
-        _wait(lambda: driver.execute_script("return document.body.dataset.drawn")
-              == f"{job}:{start + step}")
+        _wait(
+            lambda: (
+                driver.execute_script("return document.body.dataset.drawn")
+                == f"{job}:{start + step}"
+            )
+        )
         wheel(100 * step)
-        _wait(lambda: driver.execute_script("return document.body.dataset.drawn")
-              == f"{job}:{start}")
+        _wait(
+            lambda: driver.execute_script("return document.body.dataset.drawn") == f"{job}:{start}"
+        )
         for _ in range(3):  # a trackpad's small deltas add up to one slice
             wheel(-35 * step)
-        _wait(lambda: driver.execute_script("return document.body.dataset.drawn")
-              == f"{job}:{start + step}")
+        _wait(
+            lambda: (
+                driver.execute_script("return document.body.dataset.drawn")
+                == f"{job}:{start + step}"
+            )
+        )
         assert driver.execute_script("return window.scrollY") == 0  # the page did not scroll
     finally:
         driver.quit()
@@ -640,11 +722,15 @@ def _shown_grey(driver, job: dict, picture: np.ndarray) -> tuple[np.ndarray, np.
     """The grey the 'full' view shows at the centre of each of its source pixels, and which of
     those are plain image (r = g = b, not a prompt mark's white)."""
     width, height = driver.execute_script(
-        "const c = document.getElementById('full'); return [c.width, c.height]")
-    data = np.array(driver.execute_script(
-        "const c = document.getElementById('full');"
-        " return Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data)"),
-        dtype=np.uint8).reshape(height, width, 4)
+        "const c = document.getElementById('full'); return [c.width, c.height]"
+    )
+    data = np.array(
+        driver.execute_script(
+            "const c = document.getElementById('full');"
+            " return Array.from(c.getContext('2d').getImageData(0, 0, c.width, c.height).data)"
+        ),
+        dtype=np.uint8,
+    ).reshape(height, width, 4)
     rows, cols = picture.shape[:2]
     ys = ((np.arange(rows) + 0.5) * height / rows).astype(int)
     xs = ((np.arange(cols) + 0.5) * width / cols).astype(int)
@@ -665,8 +751,12 @@ def test_window_presets_drag_and_keys_change_the_grey_and_the_default_is_todays_
         driver.get(built.site.resolve().as_uri())
         jobs = driver.execute_script("return window.intrabenchManifest.jobs")
         job = read_job(out, jobs[0])
-        _wait(lambda: driver.execute_script("return document.body.dataset.drawn")
-              == f"{job['job']}:{job['start']}")
+        _wait(
+            lambda: (
+                driver.execute_script("return document.body.dataset.drawn")
+                == f"{job['job']}:{job['start']}"
+            )
+        )
         picture = _picture(job["slices"][job["start"]]["full"])
         quantised = picture[..., 0].astype(np.float64) * 256 + picture[..., 1]
         values = job["grey"]["base"] + job["grey"]["scale"] * quantised
@@ -679,7 +769,8 @@ def test_window_presets_drag_and_keys_change_the_grey_and_the_default_is_todays_
         shown, plain = _shown_grey(driver, job, picture)
         # the view shows those pixels (all but where a prompt mark is drawn over them)
         assert plain.mean() > 0.9 and (shown[plain] == picture[..., 2][plain]).mean() > 0.97, (
-            (shown[plain] != picture[..., 2][plain]).sum())
+            shown[plain] != picture[..., 2][plain]
+        ).sum()
         assert driver.find_element(By.ID, "windowname").text == "window 40/400 (default)"
         # a preset: lung, grey = round(clip((v - (-1350)) / 1500, 0, 1) * 255)
         driver.find_element(By.CSS_SELECTOR, "#windows button[data-name='lung']").click()
@@ -687,17 +778,21 @@ def test_window_presets_drag_and_keys_change_the_grey_and_the_default_is_todays_
         lung = (np.clip((values + 1350) / 1500, 0, 1) * 255).round().astype(np.uint8)
         page = _page_grey(driver, "full")
         assert np.array_equal(page, lung) and not np.array_equal(page, picture[..., 2])
-        row, col = np.unravel_index(np.argmax(np.abs(lung.astype(int) - picture[..., 2])),
-                                    lung.shape)
+        row, col = np.unravel_index(
+            np.argmax(np.abs(lung.astype(int) - picture[..., 2])), lung.shape
+        )
         expected = round(min(1, max(0, (values[row, col] + 1350) / 1500)) * 255)
         assert page[row, col] == expected != picture[row, col, 2]
         shown, plain = _shown_grey(driver, job, picture)
         assert (shown[plain] == lung[plain]).mean() > 0.97
         zoom = _picture(job["slices"][job["start"]]["zoom"])
         zoom_values = job["grey"]["base"] + job["grey"]["scale"] * (
-            zoom[..., 0].astype(np.float64) * 256 + zoom[..., 1])
-        assert np.array_equal(_page_grey(driver, "zoom"), (np.clip(
-            (zoom_values + 1350) / 1500, 0, 1) * 255).round().astype(np.uint8))
+            zoom[..., 0].astype(np.float64) * 256 + zoom[..., 1]
+        )
+        assert np.array_equal(
+            _page_grey(driver, "zoom"),
+            (np.clip((zoom_values + 1350) / 1500, 0, 1) * 255).round().astype(np.uint8),
+        )
         # keys: W the next preset (bone), D the default again, exactly today's pixels
         body = driver.find_element(By.TAG_NAME, "body")
         body.send_keys("w")
@@ -708,8 +803,9 @@ def test_window_presets_drag_and_keys_change_the_grey_and_the_default_is_todays_
         # Shift+drag on a view: across 150 px widens by half, down 30 px raises the centre;
         # the drag opens no full screen
         view = driver.find_element(By.ID, "full")
-        ActionChains(driver).move_to_element(view).key_down(Keys.SHIFT).click_and_hold() \
-            .move_by_offset(150, 30).release().key_up(Keys.SHIFT).perform()
+        ActionChains(driver).move_to_element(view).key_down(
+            Keys.SHIFT
+        ).click_and_hold().move_by_offset(150, 30).release().key_up(Keys.SHIFT).perform()
         assert driver.find_element(By.ID, "windowname").text == "window 80/600 (drag)"
         assert not driver.find_element(By.ID, "fullscreen").is_displayed()
         wide = (np.clip((values - (80 - 300)) / 600, 0, 1) * 255).round().astype(np.uint8)

@@ -45,12 +45,14 @@ def test_every_step_is_saved_and_the_sample_spreads_over_configurations_and_step
     sample = sample_masks(candidates, 12, seed=0)
     # 3 models x 2 prompters x 2 steps: 12 masks take one of each
     assert sorted(zip(sample["model"], sample["prompter"], sample["step"])) == sorted(
-        (m, p, s) for m in MODELS for p in PROMPTERS for s in (0, 1))
+        (m, p, s) for m in MODELS for p in PROMPTERS for s in (0, 1)
+    )
     assert sample["job"].tolist() == [f"job-{i:03d}" for i in range(1, 13)]
     again = sample_masks(candidates, 12, seed=0)
     pd.testing.assert_frame_equal(sample, again)  # seeded
     assert not sample_masks(candidates, 12, seed=1)[["case", "target"]].equals(
-        sample[["case", "target"]])
+        sample[["case", "target"]]
+    )
 
 
 def test_a_perfect_mask_is_a_candidate_when_only_final_masks_are_saved(tmp_path):
@@ -60,32 +62,48 @@ def test_a_perfect_mask_is_a_candidate_when_only_final_masks_are_saved(tmp_path)
     from intrabench.io.run_paths import prediction_file_name, prediction_folder
 
     base = {"run": "r", "dataset": "d", "model": "m", "prompter": "p", "refiner": "f", "seed": 0}
-    rows = pd.DataFrame([
-        {**base, "case": "c1", "target": "t", "step": 0, "converged": False, "dice": 0.8},
-        {**base, "case": "c1", "target": "t", "step": 1, "converged": False, "dice": 1.0},
-        {**base, "case": "c1", "target": "t", "step": 2, "converged": True, "dice": 1.0},
-        {**base, "case": "c1", "target": "t", "step": 3, "converged": True, "dice": 1.0},
-        {**base, "case": "c2", "target": "t", "step": 0, "converged": False, "dice": 0.5},
-        {**base, "case": "c2", "target": "t", "step": 1, "converged": False, "dice": 0.6},
-        {**base, "case": "c2", "target": "t", "step": 2, "converged": False, "dice": 0.7},
-        {**base, "case": "c2", "target": "t", "step": 3, "converged": False, "dice": 0.9},
-    ])
+    rows = pd.DataFrame(
+        [
+            {**base, "case": "c1", "target": "t", "step": 0, "converged": False, "dice": 0.8},
+            {**base, "case": "c1", "target": "t", "step": 1, "converged": False, "dice": 1.0},
+            {**base, "case": "c1", "target": "t", "step": 2, "converged": True, "dice": 1.0},
+            {**base, "case": "c1", "target": "t", "step": 3, "converged": True, "dice": 1.0},
+            {**base, "case": "c2", "target": "t", "step": 0, "converged": False, "dice": 0.5},
+            {**base, "case": "c2", "target": "t", "step": 1, "converged": False, "dice": 0.6},
+            {**base, "case": "c2", "target": "t", "step": 2, "converged": False, "dice": 0.7},
+            {**base, "case": "c2", "target": "t", "step": 3, "converged": False, "dice": 0.9},
+        ]
+    )
     folder = prediction_folder(tmp_path, "d", "m", "p", "f", 0)
     folder.mkdir(parents=True)
     for case in ("c1", "c2"):
         (folder / prediction_file_name(case, "t")).write_bytes(b"saved")
     candidates = candidate_masks(rows, tmp_path)
-    assert [(c, s, d) for c, s, d in zip(candidates["case"], candidates["step"],
-                                         candidates["dice"])] == [("c1", 1, 1.0), ("c2", 3, 0.9)]
+    assert [
+        (c, s, d) for c, s, d in zip(candidates["case"], candidates["step"], candidates["dice"])
+    ] == [("c1", 1, 1.0), ("c2", 3, 0.9)]
     assert candidates["mask_file"].tolist() == [
-        str(folder / prediction_file_name(case, "t")) for case in ("c1", "c2")]
+        str(folder / prediction_file_name(case, "t")) for case in ("c1", "c2")
+    ]
 
 
 def _grid(models: int, prompters: int, steps: int, per_cell: int) -> pd.DataFrame:
-    return pd.DataFrame([
-        {"model": f"m{m}", "prompter": f"p{p}", "refiner": "none", "step": s, "dataset": "d",
-         "case": c} for m in range(models) for p in range(prompters) for s in range(steps)
-        for c in range(per_cell)])
+    return pd.DataFrame(
+        [
+            {
+                "model": f"m{m}",
+                "prompter": f"p{p}",
+                "refiner": "none",
+                "step": s,
+                "dataset": "d",
+                "case": c,
+            }
+            for m in range(models)
+            for p in range(prompters)
+            for s in range(steps)
+            for c in range(per_cell)
+        ]
+    )
 
 
 def test_the_sample_spreads_over_models_first_not_in_alphabetical_order():
@@ -115,10 +133,16 @@ def test_even_shares_fills_equal_shares_up_to_each_capacity():
     # water filling: 12 over capacities 1, 10, 10 -> 1, then 5.5 each: the remainder to
     # the key first in preference order
     assert even_shares({"a": 1, "b": 10, "c": 10}, 12, {"a": 0, "b": 1, "c": 0}) == {
-        "a": 1, "b": 5, "c": 6}
+        "a": 1,
+        "b": 5,
+        "c": 6,
+    }
     assert even_shares({"a": 2, "b": 2}, 10, {"a": 0, "b": 0}) == {"a": 2, "b": 2}
     assert even_shares({"a": 5, "b": 5, "c": 5}, 2, {"a": 2, "b": 0, "c": 1}) == {
-        "a": 0, "b": 1, "c": 1}
+        "a": 0,
+        "b": 1,
+        "c": 1,
+    }
 
 
 def test_the_site_is_blinded_and_self_contained(site, run_dir):
@@ -138,9 +162,15 @@ def test_the_site_is_blinded_and_self_contained(site, run_dir):
 def test_a_run_without_refinement_builds_a_review(tmp_path):
     # one step per episode (a model without refinement, as LiteMedSAM in the demo): the prompt
     # history of a mask is one row (it was read as a Series and failed)
-    config = RunConfig.model_validate({
-        "name": "single", "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
-        "models": ["region-growing-3d"], "prompters": ["box-3d"], "save_predictions": True})
+    config = RunConfig.model_validate(
+        {
+            "name": "single",
+            "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+            "models": ["region-growing-3d"],
+            "prompters": ["box-3d"],
+            "save_predictions": True,
+        }
+    )
     Runner(config, tmp_path / "run").run()
     built = build_review(tmp_path / "run", tmp_path / "site", n=3, seed=0)
     assert built.jobs == 3
@@ -149,9 +179,13 @@ def test_a_run_without_refinement_builds_a_review(tmp_path):
 
 
 def test_prompt_marks_are_drawn_in_the_radiological_view():
-    prompt = Prompt(points=[[3, 2, 5], [4, 0, 0]], point_labels=[1, 0],
-                    boxes={3: Box2D(1, 2, 4, 6)}, box3d=Box3D(5, 0, 0, 6, 2, 2),
-                    scribbles=(Scribble(np.array([[3, 7, 7], [3, 7, 8], [2, 1, 1]]), 0),))
+    prompt = Prompt(
+        points=[[3, 2, 5], [4, 0, 0]],
+        point_labels=[1, 0],
+        boxes={3: Box2D(1, 2, 4, 6)},
+        box3d=Box3D(5, 0, 0, 6, 2, 2),
+        scribbles=(Scribble(np.array([[3, 7, 7], [3, 7, 8], [2, 1, 1]]), 0),),
+    )
     marks = prompt_marks(prompt, 3, (10, 12))
     # (y, x) -> (9 - y, 11 - x): anterior up, the patient's right on the viewer's left
     assert marks["clicks"] == [[7, 6, 1]]
@@ -160,7 +194,8 @@ def test_prompt_marks_are_drawn_in_the_radiological_view():
     assert prompt_marks(prompt, 5, (10, 12))["boxes"] == [[7, 9, 9, 11]]  # the 3D box's slice
     lasso = Prompt(lassos=(Lasso(4, np.array([[1, 1], [1, 3], [2, 3]]), 1),))
     assert prompt_marks(lasso, 4, (10, 12))["strokes"] == [  # closed: back to its start
-        {"label": 1, "points": [[8, 10], [8, 8], [7, 8], [8, 10]]}]
+        {"label": 1, "points": [[8, 10], [8, 8], [7, 8], [8, 10]]}
+    ]
     assert prompt_marks(lasso, 3, (10, 12))["strokes"] == []
     plane = np.arange(6).reshape(2, 3)
     assert radiological(plane).tolist() == [[5, 4, 3], [2, 1, 0]]
@@ -173,7 +208,9 @@ def test_a_scribble_across_slices_leaves_a_dot_on_each_and_runs_are_not_joined()
     # a stroke that leaves the slice and comes back is two strokes, not one line across
     back = Prompt(scribbles=(Scribble(np.array([[3, 1, 1], [3, 1, 2], [4, 1, 3], [3, 1, 4]]), 0),))
     assert prompt_marks(back, 3, (10, 12))["strokes"] == [
-        {"label": 0, "points": [[8, 10], [8, 9]]}, {"label": 0, "points": [[8, 7]]}]
+        {"label": 0, "points": [[8, 10], [8, 9]]},
+        {"label": 0, "points": [[8, 7]]},
+    ]
 
 
 def test_the_slices_shown_hold_the_prompt_and_the_job_opens_on_the_latest_interaction():
@@ -235,17 +272,31 @@ def test_every_slice_of_a_thin_mask_is_shown_and_each_slice_zooms_on_its_own_mas
     assert zoom_window(small, small, [0, 1, 2]) == zoom_window(small, small, [0])
     row0, col0, row1, col1 = zoom_window(small, small, [1])
     assert (row1 - row0, col1 - col0) == (24, 24) and row0 <= 40 - 22 < row1
-    data = job_data("job-001", np.zeros((3, 40, 40)), (1.0, 1.0, 1.0), True, small, small,
-                    Prompt())
+    data = job_data("job-001", np.zeros((3, 40, 40)), (1.0, 1.0, 1.0), True, small, small, Prompt())
     boxes = {view["z"]: view["zoomBox"] for view in data["slices"]}
     assert boxes[1] == [row0, col0, row1, col1] and boxes[0] == list(zoom_window(small, small, [0]))
     assert data["zoomBox"] == list(zoom_window(small, small, [0, 1]))
 
 
 def _ratings_file(path: Path, review: str, rater: str, values: dict[str, int]) -> Path:
-    path.write_text(json.dumps({"review": review, "rater": rater, "ratings": [
-        {"review": review, "rater": rater, "job": job, "rating": rating,
-         "rated_at": "2026-11-23T10:00:00Z"} for job, rating in values.items()]}))
+    path.write_text(
+        json.dumps(
+            {
+                "review": review,
+                "rater": rater,
+                "ratings": [
+                    {
+                        "review": review,
+                        "rater": rater,
+                        "job": job,
+                        "rating": rating,
+                        "rated_at": "2026-11-23T10:00:00Z",
+                    }
+                    for job, rating in values.items()
+                ],
+            }
+        )
+    )
     return path
 
 
@@ -253,17 +304,21 @@ def test_import_joins_ratings_with_metrics_and_measures_agreement(site, run_dir,
     built, _out = site
     key = pd.read_csv(built.key)
     jobs = key["job"].tolist()
-    first = _ratings_file(tmp_path / "a.json", built.review_id, "alice",
-                          dict(zip(jobs, [2, 4, 6, 8, 9, 10])))
-    second = _ratings_file(tmp_path / "b.json", built.review_id, "bob",
-                           dict(zip(jobs, [3, 4, 6, 7, 9, 10])))
+    first = _ratings_file(
+        tmp_path / "a.json", built.review_id, "alice", dict(zip(jobs, [2, 4, 6, 8, 9, 10]))
+    )
+    second = _ratings_file(
+        tmp_path / "b.json", built.review_id, "bob", dict(zip(jobs, [3, 4, 6, 7, 9, 10]))
+    )
     joined = join_ratings(read_ratings([first, second]), run_dir, load_results(run_dir))
     assert len(joined) == 12 and joined["dice"].notna().all()
     analysis = analyse_ratings(joined, n_boot=200)
     import krippendorff
 
-    expected = krippendorff.alpha(reliability_data=np.array(
-        [[2, 4, 6, 8, 9, 10], [3, 4, 6, 7, 9, 10]], dtype=float), level_of_measurement="ordinal")
+    expected = krippendorff.alpha(
+        reliability_data=np.array([[2, 4, 6, 8, 9, 10], [3, 4, 6, 7, 9, 10]], dtype=float),
+        level_of_measurement="ordinal",
+    )
     # the pivot orders jobs by name; alpha does not depend on the order of units
     assert analysis.alpha == pytest.approx(expected)
     assert 0.8 < analysis.alpha < 1.0
@@ -275,7 +330,10 @@ def test_import_joins_ratings_with_metrics_and_measures_agreement(site, run_dir,
     assert analysis.rater_disagreement.iloc[0]["job"] in (jobs[0], jobs[3])
     assert main(["review", "import", str(run_dir), str(first), str(second), "--n-boot", "100"]) == 0
     printed = capsys.readouterr().out
-    assert "Krippendorff's alpha (ordinal) = " in printed and "Spearman's rho of rating with Dice" in printed
+    assert (
+        "Krippendorff's alpha (ordinal) = " in printed
+        and "Spearman's rho of rating with Dice" in printed
+    )
     assert (run_dir / "reviews" / built.review_id / "per-configuration.csv").exists()
     # a file from another review, or a made-up job: one line, exit 2
     wrong = _ratings_file(tmp_path / "c.json", "0000000000", "carol", {jobs[0]: 5})
@@ -286,13 +344,16 @@ def test_import_joins_ratings_with_metrics_and_measures_agreement(site, run_dir,
     assert "job-999" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"rating": 7.5}, "whole numbers 1-10; found 7.5"),
-    ({"rating": True}, "whole numbers 1-10; found True"),
-    ({"rater": ""}, "needs a rater's name"),
-    ({"review": "../../demo-review-other/reviews/x"}, "is not one that review build writes"),
-    ({"review": None}, "is not one that review build writes"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"rating": 7.5}, "whole numbers 1-10; found 7.5"),
+        ({"rating": True}, "whole numbers 1-10; found True"),
+        ({"rater": ""}, "needs a rater's name"),
+        ({"review": "../../demo-review-other/reviews/x"}, "is not one that review build writes"),
+        ({"review": None}, "is not one that review build writes"),
+    ],
+)
 def test_import_refuses_ratings_nobody_meant(site, run_dir, tmp_path, capsys, change, message):
     """#50 item 6 and #49 item 3: 7.5 became 7, true 1, an empty rater was a rater, a review
     id with ../ wrote into another run, a null review was a traceback."""
@@ -328,9 +389,18 @@ def test_imports_add_up_and_the_summary_is_json(site, run_dir, tmp_path, capsys)
 
 def _timed_file(path: Path, review: str, rater: str, values: dict[str, tuple[int, str]]) -> Path:
     """A page export whose ratings carry their own ``rated_at``: job -> (rating, rated_at)."""
-    path.write_text(json.dumps({"review": review, "rater": rater, "ratings": [
-        {"review": review, "rater": rater, "job": job, "rating": rating, "rated_at": at}
-        for job, (rating, at) in values.items()]}))
+    path.write_text(
+        json.dumps(
+            {
+                "review": review,
+                "rater": rater,
+                "ratings": [
+                    {"review": review, "rater": rater, "job": job, "rating": rating, "rated_at": at}
+                    for job, (rating, at) in values.items()
+                ],
+            }
+        )
+    )
     return path
 
 
@@ -339,24 +409,38 @@ def _imported(run_dir: Path, review: str) -> dict[tuple[str, str], int]:
     return {(r, j): int(v) for r, j, v in zip(frame["rater"], frame["job"], frame["rating"])}
 
 
-def test_the_newest_rating_of_a_mask_wins_whatever_the_order_of_the_files(site, run_dir,
-                                                                          tmp_path, capsys):
+def test_the_newest_rating_of_a_mask_wins_whatever_the_order_of_the_files(
+    site, run_dir, tmp_path, capsys
+):
     """#65 item 4: the last file on the command line won; the browser's 'ratings (1).json'
     sorts before 'ratings.json', so an older export replaced a newer one without a word."""
     built, _out = site
     jobs = pd.read_csv(built.key)["job"].tolist()
-    newer = _timed_file(tmp_path / "ratings (1).json", built.review_id, "ida",
-                        {jobs[0]: (8, "2026-11-24T09:30:00.120Z"),
-                         jobs[1]: (2, "2026-11-23T08:00:00.000Z")})
-    older = _timed_file(tmp_path / "ratings.json", built.review_id, "ida",
-                        {jobs[0]: (3, "2026-11-23T10:00:00.000Z"),
-                         jobs[1]: (9, "2026-11-24T11:00:00+01:00")})  # 10:00 UTC: newer
+    newer = _timed_file(
+        tmp_path / "ratings (1).json",
+        built.review_id,
+        "ida",
+        {jobs[0]: (8, "2026-11-24T09:30:00.120Z"), jobs[1]: (2, "2026-11-23T08:00:00.000Z")},
+    )
+    older = _timed_file(
+        tmp_path / "ratings.json",
+        built.review_id,
+        "ida",
+        {jobs[0]: (3, "2026-11-23T10:00:00.000Z"), jobs[1]: (9, "2026-11-24T11:00:00+01:00")},
+    )  # 10:00 UTC: newer
     for order in ([newer, older], [older, newer]):
-        assert main(["review", "import", str(run_dir), *map(str, order), "--replace",
-                     "--n-boot", "20"]) == 0
+        assert (
+            main(
+                ["review", "import", str(run_dir), *map(str, order), "--replace", "--n-boot", "20"]
+            )
+            == 0
+        )
         assert _imported(run_dir, built.review_id) == {("ida", jobs[0]): 8, ("ida", jobs[1]): 9}
         err = capsys.readouterr().err
-        assert "ida rated 2 mask(s) more than once: the newest rating (rated_at) of each is kept" in err
+        assert (
+            "ida rated 2 mask(s) more than once: the newest rating (rated_at) of each is kept"
+            in err
+        )
     # an old export imported after a newer one does not replace it either
     assert main(["review", "import", str(run_dir), str(newer), "--replace", "--n-boot", "20"]) == 0
     assert main(["review", "import", str(run_dir), str(older), "--n-boot", "20"]) == 0
@@ -365,27 +449,34 @@ def test_the_newest_rating_of_a_mask_wins_whatever_the_order_of_the_files(site, 
     assert sorted(record["rated_at"]) == ["2026-11-24T09:30:00.120Z", "2026-11-24T10:00:00.000Z"]
 
 
-def test_a_record_of_earlier_imports_without_times_is_older_than_a_new_file(site, run_dir,
-                                                                           tmp_path, capsys):
+def test_a_record_of_earlier_imports_without_times_is_older_than_a_new_file(
+    site, run_dir, tmp_path, capsys
+):
     """imported-ratings.csv written before rated_at was kept has no times: its ratings are
     older than any rating with a time, and stay where the new file does not rate the mask."""
     built, _out = site
     jobs = pd.read_csv(built.key)["job"].tolist()
     record = run_dir / "reviews" / built.review_id / "imported-ratings.csv"
-    record.write_text(f"review,rater,job,rating,file\n{built.review_id},lea,{jobs[0]},2,a.json\n"
-                      f"{built.review_id},lea,{jobs[1]},6,a.json\n")
-    new = _timed_file(tmp_path / "n.json", built.review_id, "lea",
-                      {jobs[0]: (7, "2020-01-01T00:00:00.000Z")})
+    record.write_text(
+        f"review,rater,job,rating,file\n{built.review_id},lea,{jobs[0]},2,a.json\n"
+        f"{built.review_id},lea,{jobs[1]},6,a.json\n"
+    )
+    new = _timed_file(
+        tmp_path / "n.json", built.review_id, "lea", {jobs[0]: (7, "2020-01-01T00:00:00.000Z")}
+    )
     assert main(["review", "import", str(run_dir), str(new), "--n-boot", "20"]) == 0
     assert _imported(run_dir, built.review_id) == {("lea", jobs[0]): 7, ("lea", jobs[1]): 6}
     assert "kept 1 earlier rating(s) of 1 rater(s) (lea)" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("at", "message"), [
-    ("yesterday", "rated_at 'yesterday' is not a time"),
-    ("", "rated_at '' is not a time"),
-    (None, "rated_at None is not a time"),
-])
+@pytest.mark.parametrize(
+    ("at", "message"),
+    [
+        ("yesterday", "rated_at 'yesterday' is not a time"),
+        ("", "rated_at '' is not a time"),
+        (None, "rated_at None is not a time"),
+    ],
+)
 def test_a_rating_time_that_is_not_one_is_refused(site, run_dir, tmp_path, capsys, at, message):
     built, _out = site
     job = pd.read_csv(built.key)["job"].iloc[0]
@@ -403,11 +494,14 @@ def test_two_ratings_of_a_mask_at_the_same_time_are_refused(site, run_dir, tmp_p
     two = _timed_file(tmp_path / "two.json", built.review_id, "jo", {job: (7, at)})
     assert main(["review", "import", str(run_dir), str(one), str(two)]) == 2
     err = capsys.readouterr().err
-    assert (f"jo rated {job} 4 (one.json) and 7 (two.json) at the same time "
-            f"({at[:19]}") in err and "Traceback" not in err
+    assert (
+        f"jo rated {job} 4 (one.json) and 7 (two.json) at the same time ({at[:19]}"
+    ) in err and "Traceback" not in err
     # the same rating twice (one export sent twice) is one rating
-    assert main(["review", "import", str(run_dir), str(one), str(one), "--replace",
-                 "--n-boot", "20"]) == 0
+    assert (
+        main(["review", "import", str(run_dir), str(one), str(one), "--replace", "--n-boot", "20"])
+        == 0
+    )
     assert _imported(run_dir, built.review_id) == {("jo", job): 4}
 
 
@@ -433,16 +527,18 @@ def test_two_reviews_of_one_run_imported_together_are_refused(site, run_dir, tmp
     assert len(_imported(run_dir, other.review_id)) == len(jobs)
 
 
-@pytest.mark.parametrize("content", [
-    b"\x00\xff garbage \x89PNG",
-    b"review,rater,job,rating,file\nx,eve,job-1,nan,a.json\n",
-    b"review,rater,job,rating,file\nx,eve,job-1,-3,a.json\n",
-    b"review,rater,job,rating,file\nx,eve,job-1,1e308,a.json\n",
-    b"review,rater,job,rating,file\n../../other,eve,job-1,5,a.json\n",
-    b"rater\n" + b"[" * 10_000 + b"\n",
-])
-def test_a_damaged_record_of_earlier_imports_is_one_line(site, run_dir, tmp_path, capsys,
-                                                        content):
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\x00\xff garbage \x89PNG",
+        b"review,rater,job,rating,file\nx,eve,job-1,nan,a.json\n",
+        b"review,rater,job,rating,file\nx,eve,job-1,-3,a.json\n",
+        b"review,rater,job,rating,file\nx,eve,job-1,1e308,a.json\n",
+        b"review,rater,job,rating,file\n../../other,eve,job-1,5,a.json\n",
+        b"rater\n" + b"[" * 10_000 + b"\n",
+    ],
+)
+def test_a_damaged_record_of_earlier_imports_is_one_line(site, run_dir, tmp_path, capsys, content):
     """imported-ratings.csv is read back at the next import: read with a rater's file's checks,
     garbage in it is one line (exit 2), never a traceback nor a silent loss."""
     built, _out = site
@@ -455,8 +551,10 @@ def test_a_damaged_record_of_earlier_imports_is_one_line(site, run_dir, tmp_path
         assert main(["review", "import", str(run_dir), str(ratings), "--n-boot", "20"]) == 2
         err = capsys.readouterr().err
         assert "imported-ratings.csv" in err and "Traceback" not in err
-        assert main(["review", "import", str(run_dir), str(ratings), "--replace",
-                     "--n-boot", "20"]) == 0  # --replace starts over
+        assert (
+            main(["review", "import", str(run_dir), str(ratings), "--replace", "--n-boot", "20"])
+            == 0
+        )  # --replace starts over
     finally:
         if saved is not None:
             record.write_bytes(saved)
@@ -497,11 +595,15 @@ def test_pictures_carry_the_grey_values_and_todays_default_grey():
 def test_a_job_names_its_default_window_and_presets():
     small = np.zeros((3, 40, 40), dtype=bool)
     small[1, 10:20, 10:20] = True
-    ct = job_data("job-001", np.full((3, 40, 40), -1000.0), (1.0, 1.0, 1.0), True, small,
-                  small, Prompt())
+    ct = job_data(
+        "job-001", np.full((3, 40, 40), -1000.0), (1.0, 1.0, 1.0), True, small, small, Prompt()
+    )
     assert ct["window"] == [-1350.0, 150.0]  # a target darker than -300 HU: lung, as before
     assert [(p["name"], p["centre"], p["width"]) for p in ct["presets"]] == [
-        ("soft tissue", 40.0, 400.0), ("lung", -600.0, 1500.0), ("bone", 400.0, 1800.0)]
+        ("soft tissue", 40.0, 400.0),
+        ("lung", -600.0, 1500.0),
+        ("bone", 400.0, 1800.0),
+    ]
     mr_image = np.arange(3 * 40 * 40, dtype=np.float64).reshape(3, 40, 40)
     mr = job_data("job-002", mr_image, (1.0, 1.0, 1.0), False, small, small, Prompt())
     shown = mr_image[[s["z"] for s in mr["slices"]]]

@@ -26,21 +26,39 @@ def _own_folder(root: Path) -> None:
     label[3:7, 4:12, 4:12] = 1
     label[5:9, 18:28, 16:26] = 1
     image[label > 0] = 200.0
-    for array, path in ((image, root / "images" / "c1.nii.gz"), (label, root / "labels" / "c1.nii.gz")):
+    for array, path in (
+        (image, root / "images" / "c1.nii.gz"),
+        (label, root / "labels" / "c1.nii.gz"),
+    ):
         volume = sitk.GetImageFromArray(array)
         volume.SetSpacing((0.8, 0.8, 2.0))
         sitk.WriteImage(volume, str(path))
-    (root / "dataset.yaml").write_text(yaml.safe_dump({
-        "name": "mine", "images": "images/{case}.nii.gz", "labels": "labels/{case}.nii.gz",
-        "classes": {"lesion": 1}}))
+    (root / "dataset.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "mine",
+                "images": "images/{case}.nii.gz",
+                "labels": "labels/{case}.nii.gz",
+                "classes": {"lesion": 1},
+            }
+        )
+    )
 
 
 def _config(folder: Path, **extra) -> Path:
     path = folder / "run.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": "own", "datasets": [{"name": "folder", "spec": "data/dataset.yaml"}],
-        "models": ["region-growing-3d"], "prompters": ["box-3d"], "target_attributes": False,
-        **extra}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "own",
+                "datasets": [{"name": "folder", "spec": "data/dataset.yaml"}],
+                "models": ["region-growing-3d"],
+                "prompters": ["box-3d"],
+                "target_attributes": False,
+                **extra,
+            }
+        )
+    )
     return path
 
 
@@ -87,11 +105,15 @@ def test_a_changed_config_is_refused_with_its_difference_unless_extended(finishe
     assert "--extend" in err[0]
     before = (out / "config.yaml").read_text()
     assert "random-walker-3d" not in before  # nothing was overwritten
-    assert main(["run", str(changed), "--out", str(out), "--extend",
-                 "--set", "refinement_steps=2"]) == 0
+    assert (
+        main(["run", str(changed), "--out", str(out), "--extend", "--set", "refinement_steps=2"])
+        == 0
+    )
     assert "random-walker-3d" in (out / "config.yaml").read_text()
-    assert set(pd.read_parquet(out / "results.parquet").model) == {"region-growing-3d",
-                                                                   "random-walker-3d"}
+    assert set(pd.read_parquet(out / "results.parquet").model) == {
+        "region-growing-3d",
+        "random-walker-3d",
+    }
 
 
 def test_run_json_records_versions_and_the_code_commit(tmp_path):
@@ -105,11 +127,14 @@ def test_run_json_records_versions_and_the_code_commit(tmp_path):
         assert isinstance(metadata["code"]["git_dirty"], bool)
 
 
-@pytest.mark.parametrize("override, expected", [
-    ("refinement_steps=3", ("refinement_steps", 3)),
-    ("seeds=[0, 1]", ("seeds", [0, 1])),
-    ("robustness.groups=4", ("robustness", {"groups": 4})),
-])
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("refinement_steps=3", ("refinement_steps", 3)),
+        ("seeds=[0, 1]", ("seeds", [0, 1])),
+        ("robustness.groups=4", ("robustness", {"groups": 4})),
+    ],
+)
 def test_overrides_set_keys_as_yaml_values(tmp_path, override, expected):
     from intrabench.config import apply_overrides
 
@@ -119,11 +144,14 @@ def test_overrides_set_keys_as_yaml_values(tmp_path, override, expected):
     assert data == {"name": "x", "refinement_steps": 5}  # the original is untouched
 
 
-@pytest.mark.parametrize("override, message", [
-    ("refinement_steps", "expected KEY=VALUE"),
-    ("name.x=1", "'name' is not a mapping"),
-    ("seeds=[0", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("refinement_steps", "expected KEY=VALUE"),
+        ("name.x=1", "'name' is not a mapping"),
+        ("seeds=[0", "not valid YAML"),
+    ],
+)
 def test_bad_overrides_are_one_line_errors(tmp_path, override, message):
     project = tmp_path / "project"
     _own_folder(project / "data")
@@ -143,16 +171,24 @@ def test_dry_run_prints_the_plan_and_touches_nothing(tmp_path, capsys):
     assert main(["run", "--dry-run", "--out", str(out), "--set", "refinement_steps=2"]) == 0
     printed = capsys.readouterr().out
     assert "72 work units (0 already done there), 1 seed, 2 refinement steps" in printed
-    assert any(line.split() == ["litemedsam", "demo-real", "12", "3", "1"]
-               for line in printed.splitlines())
-    assert "litemedsam: dataset 'phantoms' left out: the config runs the model on demo-real " \
+    assert any(
+        line.split() == ["litemedsam", "demo-real", "12", "3", "1"] for line in printed.splitlines()
+    )
+    assert (
+        "litemedsam: dataset 'phantoms' left out: the config runs the model on demo-real "
         "only" in printed
-    assert any(line.split() == ["random-walker-2d", "demo-real", "21", "3", "3"]
-               for line in printed.splitlines())
-    assert any(line.split() == ["mobilesam", "demo-real", "6", "3", "3"]
-               for line in printed.splitlines())
-    assert "mobilesam + box-3d: left out: the config runs the model with 1-point-per-slice " \
+    )
+    assert any(
+        line.split() == ["random-walker-2d", "demo-real", "21", "3", "3"]
+        for line in printed.splitlines()
+    )
+    assert any(
+        line.split() == ["mobilesam", "demo-real", "6", "3", "3"] for line in printed.splitlines()
+    )
+    assert (
+        "mobilesam + box-3d: left out: the config runs the model with 1-point-per-slice "
         "only" in printed
+    )
     assert "region-growing-3d + box-per-slice: prompter 'box-per-slice' is for 2D models" in printed
     assert printed.count("region-growing-3d + box-per-slice") == 1
     assert not out.exists()
@@ -166,16 +202,20 @@ def test_a_label_value_mismatch_is_named_not_called_empty(tmp_path):
     spec = tmp_path / "data" / "dataset.yaml"
     spec.write_text(spec.read_text().replace("lesion: 1", "lesion: 2"))
     dataset = registry.datasets.create("folder", {"spec": str(spec)})
-    with pytest.raises(DataError, match=r"label values \[1\] are not declared classes "
-                                        r"\(the spec's classes: lesion: 2\)"):
+    with pytest.raises(
+        DataError,
+        match=r"label values \[1\] are not declared classes "
+        r"\(the spec's classes: lesion: 2\)",
+    ):
         dataset.load("c1")
 
 
-def test_report_and_tables_refuse_an_unknown_metric_in_one_line(tmp_path, finished_run,
-                                                                 capsys):
+def test_report_and_tables_refuse_an_unknown_metric_in_one_line(tmp_path, finished_run, capsys):
     _, out = finished_run
-    for command in (["report", str(out), "--metric", "dcie"],
-                    ["tables", str(out), "--metric", "dcie"]):
+    for command in (
+        ["report", str(out), "--metric", "dcie"],
+        ["tables", str(out), "--metric", "dcie"],
+    ):
         assert main(command) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: --metric dcie: not a") and "dice" in err
@@ -188,9 +228,19 @@ def test_report_and_tables_refuse_an_unknown_metric_in_one_line(tmp_path, finish
 
 def test_dry_run_warns_of_the_refusal_the_run_would_meet(tmp_path, capsys):
     out = tmp_path / "out"
-    demo = ["run", "--out", str(out), "--set", "refinement_steps=1",
-            "--set", "datasets=[{name: demo-phantoms, n_cases: 1}]",
-            "--set", "models=[region-growing-3d]", "--set", "prompters=[box-3d]"]
+    demo = [
+        "run",
+        "--out",
+        str(out),
+        "--set",
+        "refinement_steps=1",
+        "--set",
+        "datasets=[{name: demo-phantoms, n_cases: 1}]",
+        "--set",
+        "models=[region-growing-3d]",
+        "--set",
+        "prompters=[box-3d]",
+    ]
     assert main(demo) == 0
     capsys.readouterr()
     changed = [*demo[:-2], "--set", "prompters=[box-3d, {name: center-points-per-volume}]"]

@@ -12,8 +12,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
 def test_the_committed_reference_is_the_generated_one():
-    assert DOC.read_text() == render_reference(), \
+    assert DOC.read_text() == render_reference(), (
         "regenerate: python -m intrabench.config_reference > docs/configuration.md"
+    )
 
 
 def test_every_key_is_documented():
@@ -21,12 +22,20 @@ def test_every_key_is_documented():
         missing = set(cls.model_fields) - set(field_docs(cls))
         assert not missing, f"{cls.__name__}: add a '#:' comment above {sorted(missing)}"
     text = DOC.read_text()
-    for key in ("`cases`", "`max_cases`", "`surface_metrics_at`", "`imports`",
-                "`robustness.groups`", "`time_model.max_interactions`"):
+    for key in (
+        "`cases`",
+        "`max_cases`",
+        "`surface_metrics_at`",
+        "`imports`",
+        "`robustness.groups`",
+        "`time_model.max_interactions`",
+    ):
         assert key in text
 
 
 def test_type_names_read_like_the_yaml():
-    assert type_name(RunConfig.model_fields["surface_metrics_at"].annotation) == \
-        "'all' | 'final' | 'initial-and-final' | list[int]"
+    assert (
+        type_name(RunConfig.model_fields["surface_metrics_at"].annotation)
+        == "'all' | 'final' | 'initial-and-final' | list[int]"
+    )
     assert type_name(RunConfig.model_fields["save_predictions"].annotation) == "bool | 'all'"

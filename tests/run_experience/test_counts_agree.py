@@ -13,7 +13,8 @@ def test_dry_run_and_run_say_the_same_skipped_count(tmp_path, capsys):
         "  - {name: demo-phantoms, n_cases: 1, shape: [12, 32, 32], label: a}\n"
         "  - {name: demo-phantoms, n_cases: 1, shape: [12, 32, 32], label: b}\n"
         "models: [region-growing-3d]\n"
-        "prompters: [box-3d, box-per-slice]\n")
+        "prompters: [box-3d, box-per-slice]\n"
+    )
     assert main(["run", str(config), "--out", str(tmp_path / "run"), "--dry-run"]) == 0
     dry = capsys.readouterr().out
     line = "1 incompatible combination skipped (2 with each dataset counted)"
@@ -27,12 +28,15 @@ def test_dry_run_estimates_the_time_from_this_machines_record(tmp_path, capsys, 
     run of another folder gives the estimate (#51 item 7)."""
     monkeypatch.setenv("INTRABENCH_CACHE", str(tmp_path / "cache"))
     config = tmp_path / "timed.yaml"
-    config.write_text("name: timed\ndatasets: [{name: demo-phantoms, n_cases: 2, "
-                      "shape: [12, 32, 32]}]\nmodels: [region-growing-3d]\n"
-                      "prompters: [box-3d]\n")
+    config.write_text(
+        "name: timed\ndatasets: [{name: demo-phantoms, n_cases: 2, "
+        "shape: [12, 32, 32]}]\nmodels: [region-growing-3d]\n"
+        "prompters: [box-3d]\n"
+    )
     assert main(["run", str(config), "--out", str(tmp_path / "a"), "--dry-run"]) == 0
-    assert ("time: no estimate yet: 1 model never ran this work on this machine "
-            "(region-growing-3d)") in capsys.readouterr().out
+    assert (
+        "time: no estimate yet: 1 model never ran this work on this machine (region-growing-3d)"
+    ) in capsys.readouterr().out
     assert main(["run", str(config), "--out", str(tmp_path / "a")]) == 0
     capsys.readouterr()
     assert main(["run", str(config), "--out", str(tmp_path / "b"), "--dry-run"]) == 0
@@ -44,8 +48,10 @@ def test_tables_are_written_with_the_run(tmp_path, monkeypatch, capsys):
     folder stays a run folder for a rerun."""
     monkeypatch.chdir(tmp_path)
     config = tmp_path / "small.yaml"
-    config.write_text("name: small\ndatasets: [{name: demo-phantoms, n_cases: 1, "
-                      "shape: [12, 32, 32]}]\nmodels: [region-growing-3d]\nprompters: [box-3d]\n")
+    config.write_text(
+        "name: small\ndatasets: [{name: demo-phantoms, n_cases: 1, "
+        "shape: [12, 32, 32]}]\nmodels: [region-growing-3d]\nprompters: [box-3d]\n"
+    )
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
     assert main(["tables", str(tmp_path / "run")]) == 0
     assert (tmp_path / "run" / "tables" / "initial.md").is_file()
@@ -64,18 +70,25 @@ def test_a_models_needs_are_checked_before_the_run(tmp_path, capsys):
         (tmp_path / folder).mkdir()
     label = np.zeros((6, 24, 24), np.uint8)
     label[2:4, 8:14, 8:14] = 1
-    sitk.WriteImage(sitk.GetImageFromArray(label.astype(np.float32) * 100),
-                    str(tmp_path / "images" / "c1.nii.gz"))
+    sitk.WriteImage(
+        sitk.GetImageFromArray(label.astype(np.float32) * 100),
+        str(tmp_path / "images" / "c1.nii.gz"),
+    )
     sitk.WriteImage(sitk.GetImageFromArray(label), str(tmp_path / "labels" / "c1.nii.gz"))
     spec = tmp_path / "spec.yaml"
-    spec.write_text("images: images/{case}.nii.gz\nlabels: labels/{case}.nii.gz\n"
-                    "classes: {lesion: 1}\n")
+    spec.write_text(
+        "images: images/{case}.nii.gz\nlabels: labels/{case}.nii.gz\nclasses: {lesion: 1}\n"
+    )
     config = tmp_path / "lite.yaml"
-    config.write_text(f"name: lite\ndatasets: [{{name: folder, spec: {spec}, label: mine}}]\n"
-                      "models: [litemedsam]\nprompters: [box-3d]\n")
+    config.write_text(
+        f"name: lite\ndatasets: [{{name: folder, spec: {spec}, label: mine}}]\n"
+        "models: [litemedsam]\nprompters: [box-3d]\n"
+    )
     assert main(["run", str(config), "--out", str(tmp_path / "run"), "--dry-run"]) == 0
-    expected = ("litemedsam needs each case's modality (CT or MR), and dataset 'mine' declares "
-                "none for 1 case(s) (c1)")
+    expected = (
+        "litemedsam needs each case's modality (CT or MR), and dataset 'mine' declares "
+        "none for 1 case(s) (c1)"
+    )
     assert f"warning: the run would refuse to start: {expected}" in capsys.readouterr().out
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err

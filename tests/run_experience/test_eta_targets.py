@@ -22,10 +22,19 @@ from tests.run_helpers import run_config
 
 
 def _units(dataset: str, cases: list[str], model: str = "m") -> list[WorkUnit]:
-    return [WorkUnit(dataset=DatasetSpec(name=dataset), case_id=case,
-                     model=ComponentSpec(name=model), prompter=ComponentSpec(name="p"),
-                     refiner=None, seed=0, steps=0, keep_previous_prompts=True)
-            for case in cases]
+    return [
+        WorkUnit(
+            dataset=DatasetSpec(name=dataset),
+            case_id=case,
+            model=ComponentSpec(name=model),
+            prompter=ComponentSpec(name="p"),
+            refiner=None,
+            seed=0,
+            steps=0,
+            keep_previous_prompts=True,
+        )
+        for case in cases
+    ]
 
 
 def test_a_rate_learnt_on_one_lesion_cases_scales_to_a_case_of_five_organs():
@@ -56,13 +65,19 @@ def test_the_running_group_of_a_five_organ_case_counts_down_its_five_targets():
     other work's seconds."""
     units = _units("lesions", ["a0", "a1"]) + _units("organs", ["b0", "b1"])
     now = [0.0]
-    progress = RunProgress(units, stream=io.StringIO(), interval=1e9, clock=lambda: now[0],
-                           heartbeat=False, costs=UnitCosts())
+    progress = RunProgress(
+        units,
+        stream=io.StringIO(),
+        interval=1e9,
+        clock=lambda: now[0],
+        heartbeat=False,
+        costs=UnitCosts(),
+    )
     for index, seconds in ((0, 30.0), (1, 10.0)):  # 10 s per 1-target unit once warm
-        progress.start_group(units[index:index + 1])
+        progress.start_group(units[index : index + 1])
         progress.case_targets(units[index], 1)
         now[0] += seconds
-        progress.finish_group(units[index:index + 1], seconds)
+        progress.finish_group(units[index : index + 1], seconds)
     progress.start_group(units[2:3])
     progress.case_targets(units[2], 5)
     # b0: 5 targets x 10 s; b1: the organs' mean so far, 5 targets: 50 s
@@ -95,15 +110,17 @@ def test_targets_rates_per_target_and_loads_go_through_the_record(tmp_path):
     assert later.rate("m", "d", "c2") == pytest.approx(6.0)  # its own case rate, recorded
 
 
-@pytest.mark.parametrize("text", [
-    '{"HOST": {"targets per case": {"d": {"c": -1}}}}',
-    '{"HOST": {"targets per case": {"d": {"c": 2.5}}}}',
-    '{"HOST": {"targets per case": {"d": {"c": true}}}}',
-    '{"HOST": {"targets per case": [1]}}',
-    '{"HOST": {"m": {"seconds_per_unit": {"d": 1}, "load_per_core": "busy"}}}',
-])
-def test_bad_target_counts_and_loads_in_a_record_are_ignored_with_one_line(text, tmp_path,
-                                                                           caplog):
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"HOST": {"targets per case": {"d": {"c": -1}}}}',
+        '{"HOST": {"targets per case": {"d": {"c": 2.5}}}}',
+        '{"HOST": {"targets per case": {"d": {"c": true}}}}',
+        '{"HOST": {"targets per case": [1]}}',
+        '{"HOST": {"m": {"seconds_per_unit": {"d": 1}, "load_per_core": "busy"}}}',
+    ],
+)
+def test_bad_target_counts_and_loads_in_a_record_are_ignored_with_one_line(text, tmp_path, caplog):
     path = tmp_path / "unit-seconds.json"
     path.write_text(text.replace("HOST", platform.node()))
     with caplog.at_level("WARNING"):
@@ -113,12 +130,15 @@ def test_bad_target_counts_and_loads_in_a_record_are_ignored_with_one_line(text,
 
 
 def test_the_load_note_never_calls_a_busy_machine_idle():
-    assert load_note(3.5, now=0.5, cores=2) == ("measured on a busy machine, load 7.0 on 2 "
-                                                "cores; load now 1.0: a quieter machine runs "
-                                                "it faster")
+    assert load_note(3.5, now=0.5, cores=2) == (
+        "measured on a busy machine, load 7.0 on 2 "
+        "cores; load now 1.0: a quieter machine runs "
+        "it faster"
+    )
     assert load_note(0.6, now=0.25, cores=2) == "measured at load 1.2 on 2 cores; load now 0.5"
-    assert load_note(None, now=0.5, cores=2) == ("the record does not say at what load it was "
-                                                 "measured; load now 1.0")
+    assert load_note(None, now=0.5, cores=2) == (
+        "the record does not say at what load it was measured; load now 1.0"
+    )
 
 
 def test_the_dry_run_says_the_load_of_its_record(tmp_path, monkeypatch, capsys):
@@ -126,8 +146,9 @@ def test_the_dry_run_says_the_load_of_its_record(tmp_path, monkeypatch, capsys):
     cores = os.cpu_count() or 1
     units = _units("d", ["c0", "c1"])
     work = work_keys(units)["m"]
-    write_record(Record(rates={(work, "d"): 2.0}, loads={work: 7.0 / cores}),
-                 tmp_path / "unit-seconds.json")
+    write_record(
+        Record(rates={(work, "d"): 2.0}, loads={work: 7.0 / cores}), tmp_path / "unit-seconds.json"
+    )
     print_time_estimate(units)
     out = capsys.readouterr().out
     assert "time: about 4s (estimated from this machine's record of earlier runs; " in out
@@ -139,11 +160,18 @@ def test_the_dry_run_says_the_load_of_its_record(tmp_path, monkeypatch, capsys):
 def test_a_run_tells_the_eta_its_cases_targets(tmp_path, monkeypatch):
     """The runner passes each case's targets on: the record of a real run holds them."""
     monkeypatch.setenv("INTRABENCH_CACHE", str(tmp_path / "cache"))
-    config = {"name": "t", "seeds": [0], "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
-              "models": ["region-growing-3d"], "prompters": ["box-3d"]}
+    config = {
+        "name": "t",
+        "seeds": [0],
+        "datasets": [{"name": "demo-phantoms", "n_cases": 2}],
+        "models": ["region-growing-3d"],
+        "prompters": ["box-3d"],
+    }
     run_config(tmp_path, yaml.safe_dump(config))
     record = read_record(tmp_path / "cache" / "unit-seconds.json")
     dataset = registry.datasets.create("demo-phantoms", {"n_cases": 2})
-    expected = {("demo-phantoms(n_cases=2)", case): len(dataset.load(case).targets)
-                for case in dataset.case_ids()}
+    expected = {
+        ("demo-phantoms(n_cases=2)", case): len(dataset.load(case).targets)
+        for case in dataset.case_ids()
+    }
     assert record.targets == expected and all(count >= 1 for count in expected.values())

@@ -38,7 +38,7 @@ class _FailsOnOneTarget(Model):
             return Prediction(mask=mask)
         if self.shape[0] > 0 and box.z_min == self._bad_z:
             raise IndexError(f"index {box.z_max + 99} is out of bounds for axis 0")
-        mask[box.z_min:box.z_max + 1, box.y_min:box.y_max + 1, box.x_min:box.x_max + 1] = True
+        mask[box.z_min : box.z_max + 1, box.y_min : box.y_max + 1, box.x_min : box.x_max + 1] = True
         return Prediction(mask=mask)
 
     _bad_z = -1
@@ -63,9 +63,14 @@ def _failing_components():
     registry.models.unregister(_FailsOnOneTarget.name)
     registry.refiners.unregister(_RefinerFails.name)
 
-SPEC = {"name": "isolated", "datasets": [{"name": "demo-phantoms", "n_cases": 3}],
-        "models": ["test-fails-on-one-target", "region-growing-3d"], "prompters": ["box-3d"],
-        "target_attributes": False}
+
+SPEC = {
+    "name": "isolated",
+    "datasets": [{"name": "demo-phantoms", "n_cases": 3}],
+    "models": ["test-fails-on-one-target", "region-growing-3d"],
+    "prompters": ["box-3d"],
+    "target_attributes": False,
+}
 
 
 def _bad_z() -> int:
@@ -77,10 +82,17 @@ def _bad_z() -> int:
 def test_the_crash_of_issue_20_is_fixed():
     """region-growing-3d + cvpr25-box + a refiner raised IndexError (models/region_growing_3d.py:
     115) when a correction click fell outside the 3D box; the run died at 43%."""
-    config = parse_config({"name": "crash", "datasets": [{"name": "demo-phantoms", "n_cases": 4}],
-                           "models": ["region-growing-3d"], "prompters": ["cvpr25-box"],
-                           "refiners": ["center-error-click", "cvpr25-click"],
-                           "refinement_steps": 3, "target_attributes": False})
+    config = parse_config(
+        {
+            "name": "crash",
+            "datasets": [{"name": "demo-phantoms", "n_cases": 4}],
+            "models": ["region-growing-3d"],
+            "prompters": ["cvpr25-box"],
+            "refiners": ["center-error-click", "cvpr25-click"],
+            "refinement_steps": 3,
+            "target_attributes": False,
+        }
+    )
     runner = Runner(config, _tmp() / "crash", background="inline")
     plan, problems = runner.run()
     assert not problems and not runner.failures and runner.executed == len(plan.units)
@@ -105,24 +117,39 @@ def test_a_failing_unit_is_isolated_listed_and_retried(tmp_path, capsys):
     failures = pd.read_csv(out / "failures.csv")
     assert len(failures) == 1
     row = failures.iloc[0]
-    assert (row["dataset"], row["case"], row["model"], row["prompter"], row["refiner"],
-            row["seed"]) == ("demo-phantoms(n_cases=3)", "phantom_001", "test-fails-on-one-target",
-                             "box-3d", "none", 0)
+    assert (
+        row["dataset"],
+        row["case"],
+        row["model"],
+        row["prompter"],
+        row["refiner"],
+        row["seed"],
+    ) == (
+        "demo-phantoms(n_cases=3)",
+        "phantom_001",
+        "test-fails-on-one-target",
+        "box-3d",
+        "none",
+        0,
+    )
     assert row["target"] and row["cause"].startswith("IndexError: index")
     assert "test_failures_and_progress.py" in row["cause"]  # where it was raised
     rows = pd.read_parquet(out / "results.parquet")
     # the other model's units and the failing model's other cases are all there
     assert set(rows.model) == {"test-fails-on-one-target", "region-growing-3d"}
-    assert set(rows[rows.model == "test-fails-on-one-target"].case) == {"phantom_000",
-                                                                         "phantom_002"}
+    assert set(rows[rows.model == "test-fails-on-one-target"].case) == {
+        "phantom_000",
+        "phantom_002",
+    }
     # every summary says how many units its rows miss: the run's own table ...
     printed = capsys.readouterr().out  # (the run's stdout was read above with its stderr)
     assert main(["run", str(config), "--out", str(out)]) == 1
     shown = capsys.readouterr().out
     assert "warning: 1 work unit(s) failed and have no rows" in shown
     assert "| Failed units |" in shown.splitlines()[1]
-    failing_row = next(line for line in shown.splitlines()
-                       if line.startswith("| test-fails-on-one-target |"))
+    failing_row = next(
+        line for line in shown.splitlines() if line.startswith("| test-fails-on-one-target |")
+    )
     assert failing_row.rstrip(" |").endswith("1")
     # ... and intrabench tables, above the tables and per row
     assert main(["tables", str(out), "--out", str(tmp_path / "tables")]) == 0
@@ -130,11 +157,16 @@ def test_a_failing_unit_is_isolated_listed_and_retried(tmp_path, capsys):
     tables = captured.out
     assert tables.splitlines()[0].startswith("warning: 1 work unit(s) failed")
     # the missing unit is named as failed, not as an interrupted run's
-    assert (f"is incomplete: 5 of 6 work units finished; 1 failed (see {out / 'failures.csv'})"
-            in captured.err) and "not run yet" not in captured.err
+    assert (
+        f"is incomplete: 5 of 6 work units finished; 1 failed (see {out / 'failures.csv'})"
+        in captured.err
+    ) and "not run yet" not in captured.err
     assert "| Failed units |" in tables
-    assert any(line.startswith("| box-3d | test-fails-on-one-target |")
-               and line.rstrip(" |").endswith("| 1") for line in tables.splitlines())
+    assert any(
+        line.startswith("| box-3d | test-fails-on-one-target |")
+        and line.rstrip(" |").endswith("| 1")
+        for line in tables.splitlines()
+    )
     del printed
     # ... and the HTML report
     from intrabench.reports.html import build_report
@@ -150,8 +182,14 @@ def test_a_failing_unit_is_isolated_listed_and_retried(tmp_path, capsys):
 
 def test_a_failure_in_a_user_worker_is_isolated_too(tmp_path):
     """The same failure raised by a refiner that runs in a user worker process."""
-    config = parse_config({**SPEC, "models": ["region-growing-3d"], "refiners": ["test-refiner-fails"],
-                           "refinement_steps": 1})
+    config = parse_config(
+        {
+            **SPEC,
+            "models": ["region-growing-3d"],
+            "refiners": ["test-refiner-fails"],
+            "refinement_steps": 1,
+        }
+    )
     runner = Runner(config, tmp_path / "run", user_workers=1, episodes_in_flight=3)
     plan, _ = runner.run()
     assert len(runner.failures) == len(plan.units) == 3
@@ -163,16 +201,29 @@ def test_progress_prints_lines_when_stderr_is_not_a_terminal():
     from intrabench.engine.plan import WorkUnit
 
     def unit(model: str, case: str) -> WorkUnit:
-        return WorkUnit(dataset=DatasetSpec(name="d"), case_id=case,
-                        model=ComponentSpec(name=model), prompter=ComponentSpec(name="p"),
-                        refiner=None, seed=0, steps=0, keep_previous_prompts=True)
+        return WorkUnit(
+            dataset=DatasetSpec(name="d"),
+            case_id=case,
+            model=ComponentSpec(name=model),
+            prompter=ComponentSpec(name="p"),
+            refiner=None,
+            seed=0,
+            steps=0,
+            keep_previous_prompts=True,
+        )
 
     fast = [unit("fast", f"c{i}") for i in range(4)]
     slow = [unit("slow", f"c{i}") for i in range(4)]
     now = [0.0]
     stream = io.StringIO()
-    progress = RunProgress(fast + slow, stream=stream, interval=0.0, clock=lambda: now[0],
-                           heartbeat=False, costs=UnitCosts())  # no record of earlier runs
+    progress = RunProgress(
+        fast + slow,
+        stream=stream,
+        interval=0.0,
+        clock=lambda: now[0],
+        heartbeat=False,
+        costs=UnitCosts(),
+    )  # no record of earlier runs
     assert not progress.terminal and progress.eta() is None
     progress.start_group(fast[:2])
     now[0] = 2.0
@@ -192,8 +243,9 @@ def test_progress_prints_lines_when_stderr_is_not_a_terminal():
     assert progress.eta() == pytest.approx(2.0)
     progress.close()
     lines = stream.getvalue().splitlines()
-    assert lines[0] == ("intrabench: 2/8 units (25%) | c0 | fast | 2s elapsed | ETA 2s + 1 model "
-                        "not timed yet")
+    assert lines[0] == (
+        "intrabench: 2/8 units (25%) | c0 | fast | 2s elapsed | ETA 2s + 1 model not timed yet"
+    )
     assert lines[1] == "intrabench: 4/8 units (50%) | c0 | slow | 22s elapsed | ETA 22s | 1 failed"
     assert len(lines) == 2  # close() repeats nothing already said
 
@@ -243,21 +295,42 @@ def test_the_eta_adds_the_build_of_models_not_in_memory_and_the_warm_up_of_model
     from intrabench.engine.eta import Record
     from intrabench.engine.plan import WorkUnit
 
-    units = [WorkUnit(dataset=DatasetSpec(name="d"), case_id=f"c{i}",
-                      model=ComponentSpec(name=model), prompter=ComponentSpec(name="p"),
-                      refiner=None, seed=0, steps=0, keep_previous_prompts=True)
-             for model in ("a", "b") for i in range(2)]
+    units = [
+        WorkUnit(
+            dataset=DatasetSpec(name="d"),
+            case_id=f"c{i}",
+            model=ComponentSpec(name=model),
+            prompter=ComponentSpec(name="p"),
+            refiner=None,
+            seed=0,
+            steps=0,
+            keep_previous_prompts=True,
+        )
+        for model in ("a", "b")
+        for i in range(2)
+    ]
     # costs are kept per model and the mix of work its units do: a run that gives model "a"
     # other prompters does not use this record
     work = work_keys(units)
-    assert work["a"].startswith("a[") and work["a"] != work_keys(
-        [replace(u, steps=3) for u in units])["a"]
+    assert (
+        work["a"].startswith("a[")
+        and work["a"] != work_keys([replace(u, steps=3) for u in units])["a"]
+    )
     # seconds per unit 1 and 3, first-inference warm-ups 5 and 7, builds 2 and 4
-    record = Record({(work["a"], "d"): 1.0, (work["b"], "d"): 3.0},
-                    {work["a"]: 5.0, work["b"]: 7.0}, builds={work["a"]: 2.0, work["b"]: 4.0})
+    record = Record(
+        {(work["a"], "d"): 1.0, (work["b"], "d"): 3.0},
+        {work["a"]: 5.0, work["b"]: 7.0},
+        builds={work["a"]: 2.0, work["b"]: 4.0},
+    )
     now = [0.0]
-    progress = RunProgress(units, stream=io.StringIO(), interval=1e9, clock=lambda: now[0],
-                           heartbeat=False, costs=UnitCosts(record))
+    progress = RunProgress(
+        units,
+        stream=io.StringIO(),
+        interval=1e9,
+        clock=lambda: now[0],
+        heartbeat=False,
+        costs=UnitCosts(record),
+    )
     # known from the start: a: 2 x 1 + 5 + 2 (its build); b: 2 x 3 + 7 + 4
     assert progress.eta() == pytest.approx(26.0)
     now[0] = 2.5
@@ -288,35 +361,58 @@ def test_progress_lines_are_spaced_by_the_interval():
     from intrabench.config import ComponentSpec, DatasetSpec
     from intrabench.engine.plan import WorkUnit
 
-    units = [WorkUnit(dataset=DatasetSpec(name="d"), case_id=f"c{i}",
-                      model=ComponentSpec(name="m"), prompter=ComponentSpec(name="p"),
-                      refiner=None, seed=0, steps=0, keep_previous_prompts=True)
-             for i in range(10)]
+    units = [
+        WorkUnit(
+            dataset=DatasetSpec(name="d"),
+            case_id=f"c{i}",
+            model=ComponentSpec(name="m"),
+            prompter=ComponentSpec(name="p"),
+            refiner=None,
+            seed=0,
+            steps=0,
+            keep_previous_prompts=True,
+        )
+        for i in range(10)
+    ]
     now = [0.0]
     stream = io.StringIO()
-    progress = RunProgress(units, stream=stream, interval=30.0, clock=lambda: now[0],
-                           heartbeat=False)
+    progress = RunProgress(
+        units, stream=stream, interval=30.0, clock=lambda: now[0], heartbeat=False
+    )
     for index, item in enumerate(units):
         now[0] = 10.0 * (index + 1)
         progress.start_group([item])
         progress.finish_group([item], 10.0)
     progress.close()
     shown = [line.split(" units")[0] for line in stream.getvalue().splitlines()]
-    assert shown == ["intrabench: 1/10", "intrabench: 4/10", "intrabench: 7/10",
-                     "intrabench: 10/10"]
+    assert shown == [
+        "intrabench: 1/10",
+        "intrabench: 4/10",
+        "intrabench: 7/10",
+        "intrabench: 10/10",
+    ]
     assert format_seconds(185) == "3m05s" and format_seconds(7440) == "2h04m"
 
 
 def test_a_run_whose_work_is_all_incompatible_exits_non_zero(tmp_path, capsys):
     config = tmp_path / "run.json"
-    config.write_text(json.dumps({"name": "nothing", "datasets": ["demo-phantoms"],
-                                  "models": ["region-growing-3d"], "prompters": ["box-per-slice"]}))
+    config.write_text(
+        json.dumps(
+            {
+                "name": "nothing",
+                "datasets": ["demo-phantoms"],
+                "models": ["region-growing-3d"],
+                "prompters": ["box-per-slice"],
+            }
+        )
+    )
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
     assert "nothing to run" in capsys.readouterr().err
 
 
 def test_metrics_are_computed_once_per_episode_and_a_metric_failure_fails_only_its_unit(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """Each episode's metrics are computed as it ends (issue #13), once; an error there fails
     that unit, with its cause, and the others are written."""
     from intrabench.engine import finishing
@@ -364,16 +460,28 @@ def test_a_plugin_failing_inside_torch_is_traced_to_its_own_line(tmp_path, capsy
             layer(torch.zeros(3, 5))  # the plugin's bug: shapes do not match
             return Prediction(mask=np.zeros(self.shape, bool))
 
-    bug_line = next(number for number, line in enumerate(
-        inspect.getsourcelines(_TorchShapeBug.predict)[0],
-        start=inspect.getsourcelines(_TorchShapeBug.predict)[1]) if "layer(torch.zeros" in line)
+    bug_line = next(
+        number
+        for number, line in enumerate(
+            inspect.getsourcelines(_TorchShapeBug.predict)[0],
+            start=inspect.getsourcelines(_TorchShapeBug.predict)[1],
+        )
+        if "layer(torch.zeros" in line
+    )
     registry.models.register(_TorchShapeBug)
     try:
         config = tmp_path / "run.json"
-        config.write_text(json.dumps({"name": "bug", "datasets": [{"name": "demo-phantoms",
-                                                                   "n_cases": 1}],
-                                      "models": ["test-torch-shape-bug"],
-                                      "prompters": ["box-3d"], "target_attributes": False}))
+        config.write_text(
+            json.dumps(
+                {
+                    "name": "bug",
+                    "datasets": [{"name": "demo-phantoms", "n_cases": 1}],
+                    "models": ["test-torch-shape-bug"],
+                    "prompters": ["box-3d"],
+                    "target_attributes": False,
+                }
+            )
+        )
         out = tmp_path / "run"
         assert main(["run", str(config), "--out", str(out)]) == 1
         err = capsys.readouterr().err
@@ -401,9 +509,18 @@ def test_progress_lines_come_inside_a_long_group_and_say_what_is_finished():
     from intrabench.config import ComponentSpec, DatasetSpec
     from intrabench.engine.plan import WorkUnit
 
-    units = [WorkUnit(dataset=DatasetSpec(name="d"), case_id="c0",
-                      model=ComponentSpec(name="slow"), prompter=ComponentSpec(name="p"),
-                      refiner=None, seed=0, steps=0, keep_previous_prompts=True)]
+    units = [
+        WorkUnit(
+            dataset=DatasetSpec(name="d"),
+            case_id="c0",
+            model=ComponentSpec(name="slow"),
+            prompter=ComponentSpec(name="p"),
+            refiner=None,
+            seed=0,
+            steps=0,
+            keep_previous_prompts=True,
+        )
+    ]
     stream = io.StringIO()
     progress = RunProgress(units, stream=stream, interval=0.2)
     progress.start_group(units)
@@ -424,8 +541,9 @@ def test_progress_lines_come_inside_a_long_group_and_say_what_is_finished():
 def test_a_case_costs_what_it_cost_before_scaled_by_this_runs_speed():
     from intrabench.engine.eta import Record
 
-    record = Record(rates={("m", "d"): 1.0},
-                    case_rates={("m", "d", "big"): 5.0, ("m", "d", "small"): 0.5})
+    record = Record(
+        rates={("m", "d"): 1.0}, case_rates={("m", "d", "big"): 5.0, ("m", "d", "small"): 0.5}
+    )
     costs = UnitCosts(record)
     # cases of one dataset differ: each costs what it cost; an unrecorded one the dataset's rate
     assert costs.rate("m", "d", "big") == 5.0 and costs.rate("m", "d", "new") == 1.0
@@ -442,18 +560,24 @@ def test_a_case_costs_what_it_cost_before_scaled_by_this_runs_speed():
     assert costs.rate("m", "d", "big") == pytest.approx(5.0 * 2.0 ** (8 / 10))
 
 
-
-@pytest.mark.parametrize("text", [
-    '{"HOST": {"m": {"seconds_per_unit": {"d": 1e308}}}}',
-    '{"HOST": {"m": {"seconds_per_unit": {"d": Infinity}}}}',
-    '{"HOST": {"m": {"seconds_per_unit": {"d": 1e400}}}}',
-    '{"HOST": {"m": {"seconds_per_unit": {"d": 5e-324}}}}',
-    '{"HOST": {"m": {"seconds_per_unit": {"d": 1e300}}}}',
-    '{"HOST": {"m": {"seconds_per_unit": {"d": NaN}, "warm_up_seconds": -3}}}',
-    '{"HOST": {"m": {"seconds_per_unit": {"d": "fast"}, "build_seconds": [1]}}}',
-    '{"HOST": {"m": []}}', '{"HOST": []}', '{"HOST": {"m": {"cases": {"d": [1, 2]}}}}',
-    '[' * 100000 + ']' * 100000, '[1, 2]', 'null',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"HOST": {"m": {"seconds_per_unit": {"d": 1e308}}}}',
+        '{"HOST": {"m": {"seconds_per_unit": {"d": Infinity}}}}',
+        '{"HOST": {"m": {"seconds_per_unit": {"d": 1e400}}}}',
+        '{"HOST": {"m": {"seconds_per_unit": {"d": 5e-324}}}}',
+        '{"HOST": {"m": {"seconds_per_unit": {"d": 1e300}}}}',
+        '{"HOST": {"m": {"seconds_per_unit": {"d": NaN}, "warm_up_seconds": -3}}}',
+        '{"HOST": {"m": {"seconds_per_unit": {"d": "fast"}, "build_seconds": [1]}}}',
+        '{"HOST": {"m": []}}',
+        '{"HOST": []}',
+        '{"HOST": {"m": {"cases": {"d": [1, 2]}}}}',
+        "[" * 100000 + "]" * 100000,
+        "[1, 2]",
+        "null",
+    ],
+)
 def test_a_bad_eta_record_is_ignored_with_one_line_never_fatal(text, tmp_path, caplog):
     """Issue #50 item 5: 1e308, 1e400, Infinity or 5e-324 raised OverflowError and killed the
     run before results.csv; deep nesting RecursionError; {"vm": []} a traceback after the
@@ -485,8 +609,10 @@ def test_a_record_of_zero_warm_ups_and_builds_is_read_without_a_word(tmp_path, c
     import platform
 
     path = tmp_path / "unit-seconds.json"
-    path.write_text('{"HOST": {"m": {"seconds_per_unit": {"d": 0.5}, "warm_up_seconds": 0.0, '
-                    '"build_seconds": 0}}}'.replace("HOST", platform.node()))
+    path.write_text(
+        '{"HOST": {"m": {"seconds_per_unit": {"d": 0.5}, "warm_up_seconds": 0.0, '
+        '"build_seconds": 0}}}'.replace("HOST", platform.node())
+    )
     with caplog.at_level("WARNING"):
         record = read_record(path)
     assert record.rates == {("m", "d"): 0.5} and record.warm_up == {} and record.builds == {}
@@ -517,10 +643,26 @@ def test_an_eta_of_nothing_timed_is_no_estimate():
     from intrabench.engine.plan import WorkUnit
     from intrabench.engine.progress import RunProgress
 
-    units = [WorkUnit(dataset=DatasetSpec(name="d"), case_id="c", model=ComponentSpec(name=m),
-                      prompter=ComponentSpec(name="p"), refiner=None, seed=0, steps=0,
-                      keep_previous_prompts=True) for m in ("a", "b")]
-    progress = RunProgress(units, stream=io.StringIO(), interval=0.0, clock=lambda: 0.0,
-                           heartbeat=False, costs=UnitCosts())
+    units = [
+        WorkUnit(
+            dataset=DatasetSpec(name="d"),
+            case_id="c",
+            model=ComponentSpec(name=m),
+            prompter=ComponentSpec(name="p"),
+            refiner=None,
+            seed=0,
+            steps=0,
+            keep_previous_prompts=True,
+        )
+        for m in ("a", "b")
+    ]
+    progress = RunProgress(
+        units,
+        stream=io.StringIO(),
+        interval=0.0,
+        clock=lambda: 0.0,
+        heartbeat=False,
+        costs=UnitCosts(),
+    )
     assert progress._eta_text(0.0) == "no ETA yet: 2 models not timed yet"
     progress.close()

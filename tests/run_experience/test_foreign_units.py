@@ -11,9 +11,11 @@ import pandas as pd
 from intrabench.io.results import completeness, load_results
 from tests.run_helpers import run_config
 
-CONFIG = ("name: {name}\nseeds: [{seed}]\n"
-          "datasets: [{{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}}]\n"
-          "models: [region-growing-3d]\nprompters: [box-3d]\n")
+CONFIG = (
+    "name: {name}\nseeds: [{seed}]\n"
+    "datasets: [{{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}}]\n"
+    "models: [region-growing-3d]\nprompters: [box-3d]\n"
+)
 
 
 def test_units_of_another_run_are_not_averaged_in(tmp_path, caplog):
@@ -23,7 +25,8 @@ def test_units_of_another_run_are_not_averaged_in(tmp_path, caplog):
     other = run_config(tmp_path / "other", CONFIG.format(name="other", seed=0))
     own_rows = pd.read_parquet(ours / "results.parquet")
     assert json.loads((ours / "run.json").read_text())["unit_keys"] == [
-        p.stem for p in (ours / "units").glob("*.parquet")]
+        p.stem for p in (ours / "units").glob("*.parquet")
+    ]
     for unit in (other / "units").glob("*.parquet"):  # another run's units, copied in
         shutil.copy(unit, ours / "units" / unit.name)
     (ours / "results.parquet").unlink()  # an interrupted run: not consolidated yet

@@ -10,8 +10,10 @@ from intrabench.cli import main
 from intrabench.config import load_config
 from intrabench.errors import ConfigError, UserError
 
-BASE = ("name: hostile\ndatasets: [{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}]\n"
-        "models: [region-growing-3d]\nprompters: [box-3d]\n")
+BASE = (
+    "name: hostile\ndatasets: [{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}]\n"
+    "models: [region-growing-3d]\nprompters: [box-3d]\n"
+)
 
 BOMB = """name: bomb
 a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
@@ -49,26 +51,36 @@ def test_deep_nesting_is_one_line(tmp_path, capsys):
 
 
 def test_an_error_quotes_a_value_briefly(tmp_path, capsys):
-    long = BASE.replace("models: [region-growing-3d]",
-                        "models: [{name: region-growing-3d, multiplier: [" + "1, " * 20000 + "1]}]")
+    long = BASE.replace(
+        "models: [region-growing-3d]",
+        "models: [{name: region-growing-3d, multiplier: [" + "1, " * 20000 + "1]}]",
+    )
     assert main(["run", str(_write(tmp_path, long)), "--dry-run"]) != 0
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert "multiplier" in line and len(line) < 400
 
 
-@pytest.mark.parametrize(("replace", "message"), [
-    ("seeds: [99999999999999999999999]\n", "seeds must be whole numbers from 0 to 2^63 - 1"),
-    ("seeds: [-1]\n", "seeds must be whole numbers from 0 to 2^63 - 1"),
-    ("nsd_tolerance_mm: .inf\n", "nsd_tolerance_mm"),
-    ("time_model: {seconds: {click: .inf}}\n", "seconds"),
-    ("time_model: {waiting: table, latency_table: {region-growing-3d: {warm: -120}}}\n",
-     "latency is a number of seconds from 0"),
-    ("time_model: {waiting: table, latency_table: {region-growing-3d: {clik: 1.0}}}\n",
-     "unknown key 'clik'"),
-])
+@pytest.mark.parametrize(
+    ("replace", "message"),
+    [
+        ("seeds: [99999999999999999999999]\n", "seeds must be whole numbers from 0 to 2^63 - 1"),
+        ("seeds: [-1]\n", "seeds must be whole numbers from 0 to 2^63 - 1"),
+        ("nsd_tolerance_mm: .inf\n", "nsd_tolerance_mm"),
+        ("time_model: {seconds: {click: .inf}}\n", "seconds"),
+        (
+            "time_model: {waiting: table, latency_table: {region-growing-3d: {warm: -120}}}\n",
+            "latency is a number of seconds from 0",
+        ),
+        (
+            "time_model: {waiting: table, latency_table: {region-growing-3d: {clik: 1.0}}}\n",
+            "unknown key 'clik'",
+        ),
+    ],
+)
 def test_values_that_cannot_be_right_are_refused(tmp_path, replace, message):
-    with pytest.raises(UserError, match=message.replace("^", r"\^").replace(".", r"\.")
-                       .replace("(", r"\(")):
+    with pytest.raises(
+        UserError, match=message.replace("^", r"\^").replace(".", r"\.").replace("(", r"\(")
+    ):
         load_config(_write(tmp_path, BASE + replace))
 
 
@@ -89,8 +101,14 @@ def test_duplicate_seeds_are_found_in_linear_time():
     seeds = list(range(40_000)) + [7]
     started = time.perf_counter()
     with pytest.raises(Exception, match=r"seeds listed twice: \[7\]"):
-        RunConfig.model_validate({"seeds": seeds, "datasets": ["demo-phantoms"],
-                                  "models": ["region-growing-3d"], "prompters": ["box-3d"]})
+        RunConfig.model_validate(
+            {
+                "seeds": seeds,
+                "datasets": ["demo-phantoms"],
+                "models": ["region-growing-3d"],
+                "prompters": ["box-3d"],
+            }
+        )
     assert time.perf_counter() - started < 5  # before: 43 s
 
 

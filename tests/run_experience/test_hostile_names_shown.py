@@ -30,10 +30,12 @@ def hostile_run(tmp_path_factory):
     # no name of its own: the dataset is named after its spec file, RLO and all
     spec.write_text(spec.read_text().replace("name: mine\n", ""))
     config = folder / "run.yaml"
-    config.write_text(f"name: hostile\nsave_predictions: true\n"
-                      f"datasets: [{{name: folder, spec: '{spec.name}'}}]\n"
-                      f"models: [{{name: region-growing-3d, label: '{MODEL}'}}]\n"
-                      "prompters: [box-3d]\n")
+    config.write_text(
+        f"name: hostile\nsave_predictions: true\n"
+        f"datasets: [{{name: folder, spec: '{spec.name}'}}]\n"
+        f"models: [{{name: region-growing-3d, label: '{MODEL}'}}]\n"
+        "prompters: [box-3d]\n"
+    )
     out = folder / "run"
     import contextlib
     import io
@@ -85,16 +87,24 @@ def test_formulas_are_quoted_in_csvs_and_exact_in_parquet(hostile_run):
     assert models and all(cell == "'" + MODEL for cell in models)
 
 
-@pytest.mark.parametrize(("text", "shown"), [
-    (f"{RLO}evil", "\\u202eevil"), ("a\x1b[2Jb", "a\\x1b[2Jb"), ("zero\u200bwidth", "zero\\u200bwidth"),
-    ("café 中文", "café 中文"), ("line\u2028break", "line\\u2028break")])
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (f"{RLO}evil", "\\u202eevil"),
+        ("a\x1b[2Jb", "a\\x1b[2Jb"),
+        ("zero\u200bwidth", "zero\\u200bwidth"),
+        ("café 中文", "café 中文"),
+        ("line\u2028break", "line\\u2028break"),
+    ],
+)
 def test_escaped_shows_hidden_characters_and_keeps_scripts(text, shown):
     assert escaped(text) == shown
 
 
 def test_tables_escape_names_and_csvs_quote_formulas():
-    table = pd.DataFrame({"Model": [f"{RLO}evil", "-2+3", "@SUM(A1)", "plain"],
-                          "Dice": [-0.5, 1.0, 2.0, 3.0]})
+    table = pd.DataFrame(
+        {"Model": [f"{RLO}evil", "-2+3", "@SUM(A1)", "plain"], "Dice": [-0.5, 1.0, 2.0, 3.0]}
+    )
     assert "\\u202eevil" in to_markdown(table) and RLO not in to_markdown(table)
     assert "\\textbackslash{}u202eevil" in to_latex(table) and RLO not in to_latex(table)
     safe = spreadsheet_safe(table)

@@ -15,25 +15,35 @@ BASE = {"datasets": ["demo-phantoms"], "models": ["region-growing-3d"], "prompte
 
 def test_every_unknown_name_is_reported_in_one_line():
     with pytest.raises(ConfigError) as raised:
-        parse_config({"datasets": ["demo-phantom"],
-                      "models": ["region-growing3d", "no-such-model"],
-                      "prompters": ["box3d"], "refiners": ["scribles"]})
+        parse_config(
+            {
+                "datasets": ["demo-phantom"],
+                "models": ["region-growing3d", "no-such-model"],
+                "prompters": ["box3d"],
+                "refiners": ["scribles"],
+            }
+        )
     message = str(raised.value)
     assert "\n" not in message
     # the model's suggestion is the closest registered name: other tests register doubles
     # named like region growing, so only its form is checked
     assert message.startswith(
         "5 unknown names: dataset 'demo-phantom' (did you mean 'demo-phantoms'?), "
-        "model 'region-growing3d' (did you mean 'region-growing")
+        "model 'region-growing3d' (did you mean 'region-growing"
+    )
     # other tests may register a double whose name is close to 'no-such-model' as well
-    assert re.search(r"\?\), model 'no-such-model'( \(did you mean '[^']+'\?\))?, prompter "
-                     r"'box3d' \(did you mean 'box-3d'\?\), refiner 'scribles' \(did you mean "
-                     r"'scribble'\?\); ", message), message
+    assert re.search(
+        r"\?\), model 'no-such-model'( \(did you mean '[^']+'\?\))?, prompter "
+        r"'box3d' \(did you mean 'box-3d'\?\), refiner 'scribles' \(did you mean "
+        r"'scribble'\?\); ",
+        message,
+    ), message
 
 
 def test_one_unknown_name_keeps_its_list_of_valid_names():
-    with pytest.raises(ConfigError, match="unknown model 'no-such-model'.*Valid models: .*"
-                                          "region-growing-3d"):
+    with pytest.raises(
+        ConfigError, match="unknown model 'no-such-model'.*Valid models: .*region-growing-3d"
+    ):
         parse_config({**BASE, "models": ["region-growing-3d", "no-such-model"]})
 
 
@@ -49,17 +59,22 @@ def _dry_run(tmp_path, capsys, text: str) -> str:
 def test_left_out_pairs_are_counted_apart_from_incompatible_ones(tmp_path, capsys):
     """random-walker-3d is limited to box-3d (left out with box-per-slice on purpose);
     region-growing-3d cannot take box-per-slice (incompatible)."""
-    out = _dry_run(tmp_path, capsys,
-                   "name: c\ndatasets: [{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}]\n"
-                   "models: [{name: random-walker-3d, prompters: [box-3d]}, region-growing-3d]\n"
-                   "prompters: [box-3d, box-per-slice]\n")
+    out = _dry_run(
+        tmp_path,
+        capsys,
+        "name: c\ndatasets: [{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}]\n"
+        "models: [{name: random-walker-3d, prompters: [box-3d]}, region-growing-3d]\n"
+        "prompters: [box-3d, box-per-slice]\n",
+    )
     assert "1 combination left out by the config; 1 incompatible combination skipped:" in out
     assert "2 work units (0 already done there), 1 seed\n" in out
 
 
 def test_a_dry_run_without_refiners_names_no_refinement_steps(tmp_path, capsys):
-    text = ("name: c\ndatasets: [{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}]\n"
-            "models: [region-growing-3d]\nprompters: [box-3d]\nrefinement_steps: 5\n")
+    text = (
+        "name: c\ndatasets: [{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}]\n"
+        "models: [region-growing-3d]\nprompters: [box-3d]\nrefinement_steps: 5\n"
+    )
     out = _dry_run(tmp_path, capsys, text)
     assert "1 work unit (0 already done there), 1 seed\n" in out
     assert "refinement" not in out
@@ -71,10 +86,12 @@ def test_verify_of_a_config_reads_only_its_cases(tmp_path, capsys):
     from intrabench.cli import main
 
     config = tmp_path / "c.yaml"
-    config.write_text("name: c\ndatasets: [{name: demo-phantoms, n_cases: 3, shape: [12, 32, 32],"
-                      " n_lesions: [1, 1],"
-                      " cases: [phantom_001], label: ph}]\nmodels: [region-growing-3d]\n"
-                      "prompters: [box-3d]\n")
+    config.write_text(
+        "name: c\ndatasets: [{name: demo-phantoms, n_cases: 3, shape: [12, 32, 32],"
+        " n_lesions: [1, 1],"
+        " cases: [phantom_001], label: ph}]\nmodels: [region-growing-3d]\n"
+        "prompters: [box-3d]\n"
+    )
     assert main(["datasets", "verify", str(config)]) == 0
     out = capsys.readouterr().out
     assert "phantom_001: ok, 1 target (" in out
@@ -86,11 +103,20 @@ def test_unknown_cases_list_says_how_many_more_it_cut():
     from intrabench import registry
     from intrabench.engine.plan import select_cases
 
-    config = parse_config({**BASE, "datasets": [
-        {"name": "demo-phantoms", "n_cases": 13, "shape": [12, 32, 32], "cases": ["nope"]}]})
+    config = parse_config(
+        {
+            **BASE,
+            "datasets": [
+                {"name": "demo-phantoms", "n_cases": 13, "shape": [12, 32, 32], "cases": ["nope"]}
+            ],
+        }
+    )
     dataset = registry.datasets.create(config.datasets[0].name, config.datasets[0].params)
-    with pytest.raises(Exception, match=r"unknown case nope; available: phantom_000, .*"
-                                        r"phantom_009, \.\.\. and 3 more$"):
+    with pytest.raises(
+        Exception,
+        match=r"unknown case nope; available: phantom_000, .*"
+        r"phantom_009, \.\.\. and 3 more$",
+    ):
         select_cases(dataset, config.datasets[0])
 
 
@@ -104,8 +130,11 @@ def test_undeclared_label_values_say_how_many_more_were_cut():
     from intrabench.errors import DataError
 
     label = np.arange(0, 16, dtype=np.int64).reshape(1, 4, 4)  # 0, lesion 1, then 2..15
-    with pytest.raises(DataError, match=r"label values \[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, "
-                                        r"\.\.\. and 4 more\] are not declared classes"):
+    with pytest.raises(
+        DataError,
+        match=r"label values \[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, "
+        r"\.\.\. and 4 more\] are not declared classes",
+    ):
         check_label_values(label, Path("case.nii.gz"), {"lesion": 1})
 
 
@@ -124,8 +153,11 @@ def test_a_foreign_output_folder_says_how_many_files_were_not_named(tmp_path):
 
     for index in range(8):
         (tmp_path / f"photo{index}.jpg").write_text("x")
-    with pytest.raises(UserError, match=r"holds files this run did not write \('photo0.jpg', "
-                                        r"'photo1.jpg', .*'photo4.jpg', \.\.\. and 3 more\)"):
+    with pytest.raises(
+        UserError,
+        match=r"holds files this run did not write \('photo0.jpg', "
+        r"'photo1.jpg', .*'photo4.jpg', \.\.\. and 3 more\)",
+    ):
         check_output_directory(tmp_path)
 
 
@@ -140,7 +172,8 @@ def test_a_recipe_label_with_gaps_in_its_instance_ids_lists_them_cut():
     image = sitk.Image(4, 4, 1, sitk.sitkInt16)
     output = Output("x", {"background": 0, "lesion": 1}, {"lesion": "instance"})
     assert _check_label(label, image, output, output.labels) == (
-        "instance ids are not consecutive: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... and 4 more]")
+        "instance ids are not consecutive: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... and 4 more]"
+    )
 
 
 def test_an_unknown_configuration_lists_the_runs_configurations_cut():
@@ -149,10 +182,14 @@ def test_an_unknown_configuration_lists_the_runs_configurations_cut():
     from intrabench.commands.reports import _configuration
     from intrabench.errors import UserError
 
-    rows = pd.DataFrame({"model": [f"m{i:02d}" for i in range(11)], "prompter": "box-3d",
-                         "refiner": "none"})
-    with pytest.raises(UserError, match=r"--a x/y: not a configuration .* its configurations: "
-                                        r"m00/box-3d/none, .*m07/box-3d/none, \.\.\. and 3 more$"):
+    rows = pd.DataFrame(
+        {"model": [f"m{i:02d}" for i in range(11)], "prompter": "box-3d", "refiner": "none"}
+    )
+    with pytest.raises(
+        UserError,
+        match=r"--a x/y: not a configuration .* its configurations: "
+        r"m00/box-3d/none, .*m07/box-3d/none, \.\.\. and 3 more$",
+    ):
         _configuration("x/y", "--a", rows)
     assert _configuration("m03/box-3d", "--a", rows) == ("m03", "box-3d", "none")
 
@@ -165,8 +202,12 @@ def test_ratings_for_unknown_jobs_say_how_many_more(tmp_path):
 
     (tmp_path / "reviews" / "r1").mkdir(parents=True)
     pd.DataFrame({"job": ["j0"], "case": ["a"], "target": ["1"]}).to_csv(
-        tmp_path / "reviews" / "r1" / "key.csv", index=False)
+        tmp_path / "reviews" / "r1" / "key.csv", index=False
+    )
     ratings = pd.DataFrame({"review": "r1", "job": [f"x{i}" for i in range(7)]})
-    with pytest.raises(UserError, match=r"ratings for jobs this review does not have: x0, x1, "
-                                        r"x2, x3, x4, \.\.\. and 2 more$"):
+    with pytest.raises(
+        UserError,
+        match=r"ratings for jobs this review does not have: x0, x1, "
+        r"x2, x3, x4, \.\.\. and 2 more$",
+    ):
         join_ratings(ratings, tmp_path, pd.DataFrame())

@@ -15,9 +15,11 @@ from intrabench.config import load_config
 from intrabench.errors import ConfigError, UserError
 from intrabench.io.run_paths import inside_run, path_component_problem, safe_file_name
 
-BASE = ("name: paths\nsave_predictions: true\nrefinement_steps: 1\n"
-        "datasets: [{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}]\n"
-        "models: [region-growing-3d]\nprompters: [box-3d]\nrefiners: [scribble]\n")
+BASE = (
+    "name: paths\nsave_predictions: true\nrefinement_steps: 1\n"
+    "datasets: [{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}]\n"
+    "models: [region-growing-3d]\nprompters: [box-3d]\nrefiners: [scribble]\n"
+)
 
 
 def _files_under(folder: Path) -> set[Path]:
@@ -28,10 +30,12 @@ def test_labels_dot_dot_everywhere_are_refused_and_nothing_is_written(tmp_path, 
     deep = tmp_path / "a" / "b" / "c"
     deep.mkdir(parents=True)
     config = deep / "run.yaml"
-    config.write_text(BASE.replace("shape: [12, 32, 32]}", "shape: [12, 32, 32], label: '..'}")
-                      .replace("[region-growing-3d]", "[{name: region-growing-3d, label: '..'}]")
-                      .replace("[box-3d]", "[{name: box-3d, label: '..'}]")
-                      .replace("[scribble]", "[{name: scribble, label: '..'}]"))
+    config.write_text(
+        BASE.replace("shape: [12, 32, 32]}", "shape: [12, 32, 32], label: '..'}")
+        .replace("[region-growing-3d]", "[{name: region-growing-3d, label: '..'}]")
+        .replace("[box-3d]", "[{name: box-3d, label: '..'}]")
+        .replace("[scribble]", "[{name: scribble, label: '..'}]")
+    )
     before = _files_under(tmp_path)
     assert main(["run", str(config), "--out", str(deep / "run")]) == 2
     err = capsys.readouterr().err.strip()
@@ -42,26 +46,43 @@ def test_labels_dot_dot_everywhere_are_refused_and_nothing_is_written(tmp_path, 
 
 
 @pytest.mark.parametrize("group", ["datasets", "models", "prompters", "refiners"])
-@pytest.mark.parametrize(("label", "why"), [
-    ("..", "names a folder"), (".", "names a folder"), ("a/b", "folder separator"),
-    ("a\\\\b", "folder separator"), ("''", "empty"), ('"a\\0b"', "U+0000"),
-    ('"a\\e[2Jb"', "U+001B"), ('"\\u202eevil"', "U+202E")])
+@pytest.mark.parametrize(
+    ("label", "why"),
+    [
+        ("..", "names a folder"),
+        (".", "names a folder"),
+        ("a/b", "folder separator"),
+        ("a\\\\b", "folder separator"),
+        ("''", "empty"),
+        ('"a\\0b"', "U+0000"),
+        ('"a\\e[2Jb"', "U+001B"),
+        ('"\\u202eevil"', "U+202E"),
+    ],
+)
 def test_a_label_that_is_not_one_name_is_refused_naming_its_key(tmp_path, group, label, why):
-    line = {"datasets": "datasets: [{name: demo-phantoms, n_cases: 1, label: %s}]\n",
-            "models": "models: [{name: region-growing-3d, label: %s}]\n",
-            "prompters": "prompters: [{name: box-3d, label: %s}]\n",
-            "refiners": "refiners: [{name: scribble, label: %s}]\n"}[group] % label
+    line = {
+        "datasets": "datasets: [{name: demo-phantoms, n_cases: 1, label: %s}]\n",
+        "models": "models: [{name: region-growing-3d, label: %s}]\n",
+        "prompters": "prompters: [{name: box-3d, label: %s}]\n",
+        "refiners": "refiners: [{name: scribble, label: %s}]\n",
+    }[group] % label
     kept = [text for text in BASE.splitlines(keepends=True) if not text.startswith(group)]
     (tmp_path / "run.yaml").write_text("".join(kept) + line)
-    with pytest.raises(ConfigError, match=rf"{group}\.0\.label: .*cannot be a label: .*{re.escape(why)}"):
+    with pytest.raises(
+        ConfigError, match=rf"{group}\.0\.label: .*cannot be a label: .*{re.escape(why)}"
+    ):
         load_config(tmp_path / "run.yaml")
 
 
 def test_a_case_id_in_the_config_that_is_a_path_is_refused(tmp_path):
-    (tmp_path / "run.yaml").write_text(BASE.replace("shape: [12, 32, 32]}",
-                                                    "shape: [12, 32, 32], cases: [../up]}"))
-    with pytest.raises(ConfigError, match=r"datasets\.0\.cases: .*'\.\./up' cannot be a case "
-                                          r"id: it holds '/', a folder separator"):
+    (tmp_path / "run.yaml").write_text(
+        BASE.replace("shape: [12, 32, 32]}", "shape: [12, 32, 32], cases: [../up]}")
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"datasets\.0\.cases: .*'\.\./up' cannot be a case "
+        r"id: it holds '/', a folder separator",
+    ):
         load_config(tmp_path / "run.yaml")
 
 
@@ -74,23 +95,32 @@ def _folder_dataset(folder: Path, cases: list[str], classes: str = "{lesion: 1}"
     label[2:6, 6:16, 6:16] = 1
     sitk.WriteImage(sitk.GetImageFromArray(image), str(folder / "data" / "image.nii.gz"))
     sitk.WriteImage(sitk.GetImageFromArray(label), str(folder / "data" / "label.nii.gz"))
-    pairs = "".join(f"  - {{case: '{case}', image: data/image.nii.gz, label: data/label.nii.gz}}\n"
-                    for case in cases)
+    pairs = "".join(
+        f"  - {{case: '{case}', image: data/image.nii.gz, label: data/label.nii.gz}}\n"
+        for case in cases
+    )
     spec = folder / "spec.yaml"
     spec.write_text(f"name: mine\npairs:\n{pairs}classes: {classes}\n")
     return spec
 
 
-@pytest.mark.parametrize(("case", "why"), [("..", "names a folder"),
-                                           ('"a\\e]0;x\\ab"', "U+001B")])
+@pytest.mark.parametrize(("case", "why"), [("..", "names a folder"), ('"a\\e]0;x\\ab"', "U+001B")])
 def test_a_dataset_whose_case_id_is_a_path_is_refused_in_one_line(tmp_path, capsys, case, why):
     spec = _folder_dataset(tmp_path / "data", ["good"])
-    spec.write_text(spec.read_text().replace("pairs:\n", "pairs:\n  - {case: " + case
-                                             + ", image: data/image.nii.gz, "
-                                               "label: data/label.nii.gz}\n"))
+    spec.write_text(
+        spec.read_text().replace(
+            "pairs:\n",
+            "pairs:\n  - {case: " + case + ", image: data/image.nii.gz, "
+            "label: data/label.nii.gz}\n",
+        )
+    )
     config = tmp_path / "run.yaml"
-    config.write_text(BASE.replace("{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}",
-                                   f"{{name: folder, spec: {spec}}}"))
+    config.write_text(
+        BASE.replace(
+            "{name: demo-phantoms, n_cases: 1, shape: [12, 32, 32]}",
+            f"{{name: folder, spec: {spec}}}",
+        )
+    )
     before = _files_under(tmp_path)
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()

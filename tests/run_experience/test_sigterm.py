@@ -29,8 +29,9 @@ def test_sigterm_saves_finished_work_in_one_line_and_the_run_resumes(tmp_path, w
     config.write_text(CONFIG)
     out = tmp_path / "out"
     command = [sys.executable, "-m", "intrabench", "run", str(config), "--out", str(out)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     deadline = time.monotonic() + 120
     while not list((out / "units").glob("*.parquet")) and time.monotonic() < deadline:
         if process.poll() is not None:
@@ -90,8 +91,9 @@ time.sleep(120)
 def test_workers_exit_within_two_seconds_of_their_parents_death(tmp_path):
     """kill -9 of the process that started a worker busy with a long job: nobody closes the
     pipe the worker would read; it notices the lost parent itself, within 2 s."""
-    parent = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE,
-                              text=True, start_new_session=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     worker = int(parent.stdout.readline())
     time.sleep(1.0)  # the job runs
     assert _running(worker)

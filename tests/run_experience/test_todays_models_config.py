@@ -12,15 +12,19 @@ def test_missing_weights_of_the_three_are_one_line_each(tmp_path, monkeypatch, c
     config.write_text(
         "name: three\ndatasets: [{name: demo-phantoms, n_cases: 1}]\n"
         "models: [nninteractive, medsam2, vista3d]\n"
-        "prompters: [box-3d, {name: points-per-volume, n_points: 1}]\nrefinement_steps: 0\n")
+        "prompters: [box-3d, {name: points-per-volume, n_points: 1}]\nrefinement_steps: 0\n"
+    )
     assert main(["run", str(config), "--dry-run", "--out", str(tmp_path / "plan")]) == 0
     capsys.readouterr()
     assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 1
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if "skipped:" in line and "model '" in line]
     assert len(lines) == 3
-    expected = {"nninteractive": "nnInteractive_v1.0", "medsam2": "MedSAM2_latest.pt",
-                "vista3d": "model_vista3d.pt"}
+    expected = {
+        "nninteractive": "nnInteractive_v1.0",
+        "medsam2": "MedSAM2_latest.pt",
+        "vista3d": "model_vista3d.pt",
+    }
     for model, file in expected.items():
         line = next(x for x in lines if f"model '{model}'" in x)
         assert file in line

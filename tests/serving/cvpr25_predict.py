@@ -26,10 +26,17 @@ def prompt_of(data) -> Prompt:
     box = None
     if "boxes" in data.files:
         b = data["boxes"][0]
-        box = Box3D(b["z_min"], b["z_mid_y_min"], b["z_mid_x_min"], b["z_max"],
-                    b["z_mid_y_max"], b["z_mid_x_max"])
-    return Prompt(points=np.asarray(points, dtype=np.int64).reshape(-1, 3), point_labels=labels,
-                  box3d=box)
+        box = Box3D(
+            b["z_min"],
+            b["z_mid_y_min"],
+            b["z_mid_x_min"],
+            b["z_max"],
+            b["z_mid_y_max"],
+            b["z_mid_x_max"],
+        )
+    return Prompt(
+        points=np.asarray(points, dtype=np.int64).reshape(-1, 3), point_labels=labels, box3d=box
+    )
 
 
 def main() -> int:
@@ -42,8 +49,12 @@ def main() -> int:
         data = np.load(path, allow_pickle=True)
         image = data["imgs"]
         spacing = tuple(float(v) for v in data["spacing"])
-        grid = ImageGeometry(size=image.shape[::-1], spacing=spacing[::-1], origin=(0, 0, 0),
-                             direction=(1, 0, 0, 0, 1, 0, 0, 0, 1))
+        grid = ImageGeometry(
+            size=image.shape[::-1],
+            spacing=spacing[::-1],
+            origin=(0, 0, 0),
+            direction=(1, 0, 0, 0, 1, 0, 0, 0, 1),
+        )
         model.set_case(Volume(array=image, spacing=spacing, geometry=grid))
         segs = model.predict(prompt_of(data)).mask.astype(np.uint8)
         if fault == "nothing":

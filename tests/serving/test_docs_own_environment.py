@@ -36,15 +36,22 @@ def free_port() -> int:
 def test_the_sections_code_blocks_run_as_written(tmp_path, monkeypatch):
     blocks = section_blocks()
     assert [action for action, _ in blocks] == [
-        "write served.yaml", "run", "serve", "write remote.yaml", "run",
-        "write challenge.yaml"]
+        "write served.yaml",
+        "run",
+        "serve",
+        "write remote.yaml",
+        "run",
+        "write challenge.yaml",
+    ]
     port = str(free_port())
     bin_dir = str(Path(sys.executable).parent)
 
     def here(text: str) -> str:
-        return (text.replace("/opt/model-env/bin/python", sys.executable)
-                .replace("/opt/model-env/bin/intrabench", f"{bin_dir}/intrabench")
-                .replace("8765", port))
+        return (
+            text.replace("/opt/model-env/bin/python", sys.executable)
+            .replace("/opt/model-env/bin/intrabench", f"{bin_dir}/intrabench")
+            .replace("8765", port)
+        )
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
@@ -61,8 +68,9 @@ def test_the_sections_code_blocks_run_as_written(tmp_path, monkeypatch):
             elif action == "serve":
                 words = shlex.split(body.strip())
                 assert words[0] == "intrabench"
-                server = subprocess.Popen([f"{bin_dir}/intrabench", *words[1:]],
-                                          stderr=subprocess.PIPE, text=True)
+                server = subprocess.Popen(
+                    [f"{bin_dir}/intrabench", *words[1:]], stderr=subprocess.PIPE, text=True
+                )
                 assert "serving model 'region-growing-3d'" in server.stderr.readline()
             else:
                 words = shlex.split(body.strip())

@@ -34,12 +34,16 @@ def second_python() -> str:
 
 
 def run(tmp: Path, name: str, model: dict) -> pd.DataFrame:
-    config = RunConfig.model_validate({
-        "name": "numpy1", "datasets": [{"name": "demo-real", "cases": ["lung1"]}],
-        "models": [model], "prompters": [{"name": "center-point-per-slice",
-                                          "label": "1-point-per-slice"}],
-        "refiners": [{"name": "corrective-point-per-slice", "label": "click-per-slice"}],
-        "refinement_steps": 2})
+    config = RunConfig.model_validate(
+        {
+            "name": "numpy1",
+            "datasets": [{"name": "demo-real", "cases": ["lung1"]}],
+            "models": [model],
+            "prompters": [{"name": "center-point-per-slice", "label": "1-point-per-slice"}],
+            "refiners": [{"name": "corrective-point-per-slice", "label": "click-per-slice"}],
+            "refinement_steps": 2,
+        }
+    )
     config.validate_components()
     runner = Runner(config, tmp / name)
     runner.run()

@@ -37,12 +37,26 @@ def comparable(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[kept].sort_values(KEYS).reset_index(drop=True)
 
 
-def run_rows(tmp: Path, name: str, models: list, prompters=("box-3d", "center-points-per-volume"),
-             refiners=("scribble",), steps: int = 2, **extra) -> tuple[pd.DataFrame, Runner]:
-    config = RunConfig.model_validate({
-        "name": "served", "datasets": [PHANTOMS], "models": models,
-        "prompters": list(prompters), "refiners": list(refiners), "refinement_steps": steps,
-        **extra})
+def run_rows(
+    tmp: Path,
+    name: str,
+    models: list,
+    prompters=("box-3d", "center-points-per-volume"),
+    refiners=("scribble",),
+    steps: int = 2,
+    **extra,
+) -> tuple[pd.DataFrame, Runner]:
+    config = RunConfig.model_validate(
+        {
+            "name": "served",
+            "datasets": [PHANTOMS],
+            "models": models,
+            "prompters": list(prompters),
+            "refiners": list(refiners),
+            "refinement_steps": steps,
+            **extra,
+        }
+    )
     config.validate_components()
     runner = Runner(config, tmp / name)
     runner.run()
@@ -55,8 +69,9 @@ def serve_command(*args: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def in_process(tmp_path_factory) -> pd.DataFrame:
-    rows, _ = run_rows(tmp_path_factory.mktemp("in-process"), "run",
-                       ["region-growing-3d", "random-walker-2d"])
+    rows, _ = run_rows(
+        tmp_path_factory.mktemp("in-process"), "run", ["region-growing-3d", "random-walker-2d"]
+    )
     return comparable(rows)
 
 
@@ -73,36 +88,52 @@ def doubles(monkeypatch):
     here only by their servers' descriptions (removed afterwards)."""
     from intrabench import registry
 
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    )
     yield serve_command("--import", "tests.serving.served_doubles", "--stdio")
     registry.models.unregister("faulty-region-growing")
 
 
 # -- the same rows, whatever the way ----------------------------------------------------------
 @pytest.mark.parametrize("transfer", ["file", "stream"])
-def test_a_model_served_from_another_python_gives_the_in_process_rows(tmp_path, in_process,
-                                                                       transfer):
+def test_a_model_served_from_another_python_gives_the_in_process_rows(
+    tmp_path, in_process, transfer
+):
     runs_in = {"python": sys.executable, "image_transfer": transfer}
-    rows, _ = run_rows(tmp_path, "served", [{"name": "region-growing-3d", "runs_in": runs_in},
-                                            {"name": "random-walker-2d", "runs_in": runs_in}])
+    rows, _ = run_rows(
+        tmp_path,
+        "served",
+        [
+            {"name": "region-growing-3d", "runs_in": runs_in},
+            {"name": "random-walker-2d", "runs_in": runs_in},
+        ],
+    )
     # 7 targets in the 2 phantom cases x 2 models x 2 prompters x 3 steps
     assert len(rows) == len(in_process) == 84
     pd.testing.assert_frame_equal(comparable(rows), in_process)
 
 
 def test_serve_model_over_a_socket_gives_the_in_process_rows(tmp_path, in_process):
-    servers = [subprocess.Popen(serve_command(name, "--listen", "127.0.0.1:0"),
-                                stderr=subprocess.PIPE, text=True)
-               for name in ("region-growing-3d", "random-walker-2d")]
+    servers = [
+        subprocess.Popen(
+            serve_command(name, "--listen", "127.0.0.1:0"), stderr=subprocess.PIPE, text=True
+        )
+        for name in ("region-growing-3d", "random-walker-2d")
+    ]
     try:
         ports = []
         for server in servers:
             line = server.stderr.readline()
             ports.append(int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1)))
-        rows, _ = run_rows(tmp_path, "socket", [
-            {"name": "region-growing-3d", "runs_in": {"url": f"tcp://127.0.0.1:{ports[0]}"}},
-            {"name": "random-walker-2d", "runs_in": {"url": f"tcp://127.0.0.1:{ports[1]}"}}])
+        rows, _ = run_rows(
+            tmp_path,
+            "socket",
+            [
+                {"name": "region-growing-3d", "runs_in": {"url": f"tcp://127.0.0.1:{ports[0]}"}},
+                {"name": "random-walker-2d", "runs_in": {"url": f"tcp://127.0.0.1:{ports[1]}"}},
+            ],
+        )
     finally:
         for server in servers:
             server.kill()
@@ -110,55 +141,76 @@ def test_serve_model_over_a_socket_gives_the_in_process_rows(tmp_path, in_proces
     pd.testing.assert_frame_equal(comparable(rows), in_process)
 
 
-def test_a_command_is_told_the_model_and_the_unit_keys_do_not_name_where_it_ran(tmp_path,
-                                                                                in_process):
+def test_a_command_is_told_the_model_and_the_unit_keys_do_not_name_where_it_ran(
+    tmp_path, in_process
+):
     command = serve_command("--stdio")  # no name: INTRABENCH_SERVE_MODEL says it
-    rows, _ = run_rows(tmp_path, "command", [
-        {"name": "region-growing-3d", "runs_in": {"command": command}},
-        {"name": "random-walker-2d", "runs_in": {"command": " ".join(command)}}])
+    rows, _ = run_rows(
+        tmp_path,
+        "command",
+        [
+            {"name": "region-growing-3d", "runs_in": {"command": command}},
+            {"name": "random-walker-2d", "runs_in": {"command": " ".join(command)}},
+        ],
+    )
     pd.testing.assert_frame_equal(comparable(rows), in_process)
     local, _ = run_rows(tmp_path, "local", ["region-growing-3d", "random-walker-2d"])
     assert sorted(p.name for p in (tmp_path / "command" / "units").iterdir()) == sorted(
-        p.name for p in (tmp_path / "local" / "units").iterdir())
+        p.name for p in (tmp_path / "local" / "units").iterdir()
+    )
 
 
 def test_a_server_of_another_model_is_refused(tmp_path):
     runs_in = RunsIn(command=serve_command("random-walker-2d", "--stdio"))
-    with pytest.raises(ModelServerError, match="serves model 'random-walker-2d', not "
-                                               "'region-growing-3d'"):
+    with pytest.raises(
+        ModelServerError, match="serves model 'random-walker-2d', not 'region-growing-3d'"
+    ):
         ServerConnection("region-growing-3d", {}, runs_in)
 
 
 def test_a_propagation_prompter_queries_a_served_2d_model_slice_by_slice(tmp_path):
     models = [{"name": "random-walker-2d"}]
     served = [{"name": "random-walker-2d", "runs_in": {"python": sys.executable}}]
-    local, _ = run_rows(tmp_path, "local", models, prompters=["box-propagation"], refiners=[],
-                        steps=0)
-    remote, _ = run_rows(tmp_path, "remote", served, prompters=["box-propagation"], refiners=[],
-                         steps=0)
+    local, _ = run_rows(
+        tmp_path, "local", models, prompters=["box-propagation"], refiners=[], steps=0
+    )
+    remote, _ = run_rows(
+        tmp_path, "remote", served, prompters=["box-propagation"], refiners=[], steps=0
+    )
     assert len(local) == 7  # one row per target
     pd.testing.assert_frame_equal(comparable(remote), comparable(local))
 
 
-def test_a_model_installed_only_where_it_runs_is_described_by_its_server(tmp_path, in_process,
-                                                                         doubles):
+def test_a_model_installed_only_where_it_runs_is_described_by_its_server(
+    tmp_path, in_process, doubles
+):
     from intrabench import registry
 
-    spec = {"name": "faulty-region-growing", "runs_in": {"command": doubles},
-            "marker": str(tmp_path / "never"), "at": 10**6}
+    spec = {
+        "name": "faulty-region-growing",
+        "runs_in": {"command": doubles},
+        "marker": str(tmp_path / "never"),
+        "at": 10**6,
+    }
     assert "faulty-region-growing" not in registry.models.names()  # not imported here
     rows, _ = run_rows(tmp_path, "described", [spec])
     cls = registry.models.get("faulty-region-growing")
     assert cls.dimension == 3 and {"box3d", "point", "mask"} <= cls.accepts
-    pd.testing.assert_frame_equal(region_growing_rows(comparable(rows)),
-                                  region_growing_rows(in_process))
+    pd.testing.assert_frame_equal(
+        region_growing_rows(comparable(rows)), region_growing_rows(in_process)
+    )
 
 
 # -- faults are unit failures -----------------------------------------------------------------
 def test_a_server_killed_mid_run_fails_only_the_units_in_flight_and_a_rerun_redoes_them(
-        tmp_path, in_process, doubles):
-    spec = {"name": "faulty-region-growing", "runs_in": {"command": doubles},
-            "marker": str(tmp_path / "killed"), "at": 5}
+    tmp_path, in_process, doubles
+):
+    spec = {
+        "name": "faulty-region-growing",
+        "runs_in": {"command": doubles},
+        "marker": str(tmp_path / "killed"),
+        "at": 5,
+    }
     rows, runner = run_rows(tmp_path, "run", [spec])
     assert (tmp_path / "killed").exists()
     assert 1 <= len(runner.failures) < 4  # the units in flight, not the run's 4
@@ -170,14 +222,19 @@ def test_a_server_killed_mid_run_fails_only_the_units_in_flight_and_a_rerun_redo
     # the same command again: only the failed units run, and the rows are complete
     rows, runner = run_rows(tmp_path, "run", [spec])
     assert runner.failures == []
-    pd.testing.assert_frame_equal(region_growing_rows(comparable(rows)),
-                                  region_growing_rows(in_process))
+    pd.testing.assert_frame_equal(
+        region_growing_rows(comparable(rows)), region_growing_rows(in_process)
+    )
 
 
 def test_a_hung_server_fails_its_unit_after_timeout_s_and_the_run_goes_on(tmp_path, doubles):
-    spec = {"name": "faulty-region-growing",
-            "runs_in": {"command": doubles, "timeout_s": 1.5},
-            "marker": str(tmp_path / "hung-marker"), "at": 2, "fault": "hang"}
+    spec = {
+        "name": "faulty-region-growing",
+        "runs_in": {"command": doubles, "timeout_s": 1.5},
+        "marker": str(tmp_path / "hung-marker"),
+        "at": 2,
+        "fault": "hang",
+    }
     started = time.perf_counter()
     rows, runner = run_rows(tmp_path, "hung", [spec], prompters=["box-3d"], refiners=[], steps=0)
     assert time.perf_counter() - started < 60
@@ -187,14 +244,18 @@ def test_a_hung_server_fails_its_unit_after_timeout_s_and_the_run_goes_on(tmp_pa
     assert len(rows) > 0 and failed_case not in set(rows["case"])
 
 
-@pytest.mark.parametrize(("kind", "expected"), [
-    ("http", "answered b'HTTP/1.1 400 Bad'"),
-    ("version", "speaks model protocol 99"),
-    ("exit", "exited with code 3; its last line: this environment has no torch"),
-])
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("http", "answered b'HTTP/1.1 400 Bad'"),
+        ("version", "speaks model protocol 99"),
+        ("exit", "exited with code 3; its last line: this environment has no torch"),
+    ],
+)
 def test_a_server_that_is_not_this_protocol_is_refused_in_one_line(kind, expected):
-    runs_in = RunsIn(command=[sys.executable, str(HERE / "garbage_server.py"), kind],
-                     start_timeout_s=20)
+    runs_in = RunsIn(
+        command=[sys.executable, str(HERE / "garbage_server.py"), kind], start_timeout_s=20
+    )
     with pytest.raises(ModelServerError) as raised:
         ServerConnection("region-growing-3d", {}, runs_in)
     assert expected in str(raised.value)
@@ -202,8 +263,9 @@ def test_a_server_that_is_not_this_protocol_is_refused_in_one_line(kind, expecte
 
 
 def test_a_silent_server_and_a_missing_command_and_an_unreachable_url_are_one_line():
-    silent = RunsIn(command=[sys.executable, str(HERE / "garbage_server.py"), "silent"],
-                    start_timeout_s=1)
+    silent = RunsIn(
+        command=[sys.executable, str(HERE / "garbage_server.py"), "silent"], start_timeout_s=1
+    )
     with pytest.raises(ModelServerError, match="nothing for 1 s"):
         ServerConnection("m", {}, silent)
     with pytest.raises(ModelServerError, match="cannot start the model server of 'm'"):
@@ -214,9 +276,14 @@ def test_a_silent_server_and_a_missing_command_and_an_unreachable_url_are_one_li
 
 def test_a_garbage_server_in_a_run_fails_its_units_and_the_run_ends(tmp_path):
     runs_in = {"command": [sys.executable, str(HERE / "garbage_server.py"), "exit"]}
-    config = RunConfig.model_validate({
-        "name": "garbage", "datasets": [PHANTOMS], "prompters": ["box-3d"],
-        "models": [{"name": "region-growing-3d", "runs_in": runs_in}]})
+    config = RunConfig.model_validate(
+        {
+            "name": "garbage",
+            "datasets": [PHANTOMS],
+            "prompters": ["box-3d"],
+            "models": [{"name": "region-growing-3d", "runs_in": runs_in}],
+        }
+    )
     runner = Runner(config, tmp_path / "run")
     runner.run()
     assert len(runner.failures) == 2  # one unit per case, each one line
@@ -226,10 +293,14 @@ def test_a_garbage_server_in_a_run_fails_its_units_and_the_run_ends(tmp_path):
 def test_runs_in_is_checked_when_the_config_is_read():
     def problem(runs_in) -> str:
         with pytest.raises(Exception) as raised:
-            RunConfig.model_validate({"name": "x", "datasets": ["demo-phantoms"],
-                                      "prompters": ["box-3d"],
-                                      "models": [{"name": "region-growing-3d",
-                                                  "runs_in": runs_in}]})
+            RunConfig.model_validate(
+                {
+                    "name": "x",
+                    "datasets": ["demo-phantoms"],
+                    "prompters": ["box-3d"],
+                    "models": [{"name": "region-growing-3d", "runs_in": runs_in}],
+                }
+            )
         return str(raised.value)
 
     assert "exactly one of python, command, container or url" in problem({})
@@ -243,9 +314,14 @@ def test_runs_in_is_checked_when_the_config_is_read():
 
 
 def test_an_unknown_model_whose_server_cannot_start_is_a_config_error():
-    config = RunConfig.model_validate({
-        "name": "x", "datasets": ["demo-phantoms"], "prompters": ["box-3d"],
-        "models": [{"name": "not-here-model", "runs_in": {"command": ["/nonexistent/serve"]}}]})
+    config = RunConfig.model_validate(
+        {
+            "name": "x",
+            "datasets": ["demo-phantoms"],
+            "prompters": ["box-3d"],
+            "models": [{"name": "not-here-model", "runs_in": {"command": ["/nonexistent/serve"]}}],
+        }
+    )
     with pytest.raises(ConfigError, match="not installed here, and its server cannot say"):
         config.validate_components()
 
@@ -253,11 +329,24 @@ def test_an_unknown_model_whose_server_cannot_start_is_a_config_error():
 def test_a_container_runs_intrabench_serve_model_inside():
     from intrabench.serving.connection import server_command
 
-    docker = RunsIn(container={"engine": "docker", "image": "team/model:1",
-                               "options": ["--gpus", "all"]})
+    docker = RunsIn(
+        container={"engine": "docker", "image": "team/model:1", "options": ["--gpus", "all"]}
+    )
     assert server_command("sam2", {"variant": "t"}, docker) == [
-        "docker", "run", "-i", "--rm", "--gpus", "all", "team/model:1", "intrabench",
-        "serve-model", "sam2", "--params", '{"variant": "t"}', "--stdio"]
+        "docker",
+        "run",
+        "-i",
+        "--rm",
+        "--gpus",
+        "all",
+        "team/model:1",
+        "intrabench",
+        "serve-model",
+        "sam2",
+        "--params",
+        '{"variant": "t"}',
+        "--stdio",
+    ]
     apptainer = RunsIn(container={"engine": "apptainer", "image": "model.sif", "options": ["--nv"]})
     assert server_command("sam2", {}, apptainer)[:4] == ["apptainer", "exec", "--nv", "model.sif"]
     assert not docker.transfers_files() and RunsIn(python="/p").transfers_files()
@@ -265,14 +354,25 @@ def test_a_container_runs_intrabench_serve_model_inside():
 
 # -- the wire ---------------------------------------------------------------------------------
 def test_prompts_cross_the_wire_unchanged():
-    prompt = Prompt(points=[[1, 2, 3], [4, 5, 6]], point_labels=[1, 0],
-                    boxes={3: Box2D(1, 2, 5, 6)}, box3d=Box3D(0, 1, 2, 3, 4, 5),
-                    scribbles=(Scribble(np.array([[1, 1, 1], [1, 1, 2]]), 0),),
-                    lassos=(Lasso(2, np.array([[0, 0], [0, 4], [4, 4]]), 1),),
-                    interactions=(Interaction("click"), Interaction("box2d")),
-                    effort_label="7", order=(("box2d", 3), ("point", 1), ("point", 0),
-                                             ("box3d", 0), ("scribble", 0), ("lasso", 0)),
-                    click_maps=(("recorded", 2),))
+    prompt = Prompt(
+        points=[[1, 2, 3], [4, 5, 6]],
+        point_labels=[1, 0],
+        boxes={3: Box2D(1, 2, 5, 6)},
+        box3d=Box3D(0, 1, 2, 3, 4, 5),
+        scribbles=(Scribble(np.array([[1, 1, 1], [1, 1, 2]]), 0),),
+        lassos=(Lasso(2, np.array([[0, 0], [0, 4], [4, 4]]), 1),),
+        interactions=(Interaction("click"), Interaction("box2d")),
+        effort_label="7",
+        order=(
+            ("box2d", 3),
+            ("point", 1),
+            ("point", 0),
+            ("box3d", 0),
+            ("scribble", 0),
+            ("lasso", 0),
+        ),
+        click_maps=(("recorded", 2),),
+    )
     back = prompt_from_wire(prompt_to_wire(prompt))
     assert back.to_json() == prompt.to_json()
     assert back.interactions == prompt.interactions and back.effort == 3
@@ -290,9 +390,12 @@ def test_masks_travel_as_their_box_and_packed_bits():
     back, region = unpack_mask(box, bits, mask.shape)
     assert np.array_equal(back, mask) and region == (slice(1, 3), slice(2, 7), slice(3, 10))
     assert unpack_mask(None, np.zeros(0, np.uint8), (2, 2, 2))[0].sum() == 0
-    for bad, message in (([[0, 5], [0, 9], [0, 11]], "not inside the image"),
-                         ([[1, 3], [2, 7]], "not inside"), ("xx", "not \\[start, stop\\]"),
-                         ([[1, 3], [2, 7], [3, 11]], "do not fit")):
+    for bad, message in (
+        ([[0, 5], [0, 9], [0, 11]], "not inside the image"),
+        ([[1, 3], [2, 7]], "not inside"),
+        ("xx", "not \\[start, stop\\]"),
+        ([[1, 3], [2, 7], [3, 11]], "do not fit"),
+    ):
         with pytest.raises(ValueError, match=message):
             unpack_mask(bad, bits, mask.shape)
 
@@ -316,18 +419,26 @@ def test_the_wire_round_trips_arrays_and_refuses_garbage():
         (b"IBM1" + (10**9).to_bytes(4, "little") + (0).to_bytes(8, "little"), "-byte header"),
         (b"IBM1" + (2).to_bytes(4, "little") + (10**15).to_bytes(8, "little"), "-byte payload"),
         (b"IBM1" + (3).to_bytes(4, "little") + (0).to_bytes(8, "little") + b"{x}", "not JSON"),
-        (b"IBM1" + (2).to_bytes(4, "little") + (0).to_bytes(8, "little") + b"[]", "not a JSON object"),
+        (
+            b"IBM1" + (2).to_bytes(4, "little") + (0).to_bytes(8, "little") + b"[]",
+            "not a JSON object",
+        ),
     ]
     for data, message in cases:
         channel, write_fd = _pipe_channel()
         os.write(write_fd, data)
         with pytest.raises(WireError, match=message):
             channel.receive(timeout=2)
-    bad_array = (b'{"arrays":[{"name":"a","dtype":"<f4","shape":[1000],"offset":0,'
-                 b'"nbytes":4000}]}')
+    bad_array = b'{"arrays":[{"name":"a","dtype":"<f4","shape":[1000],"offset":0,"nbytes":4000}]}'
     channel, write_fd = _pipe_channel()
-    os.write(write_fd, b"IBM1" + len(bad_array).to_bytes(4, "little") + (8).to_bytes(8, "little")
-             + bad_array + b"\0" * 8)
+    os.write(
+        write_fd,
+        b"IBM1"
+        + len(bad_array).to_bytes(4, "little")
+        + (8).to_bytes(8, "little")
+        + bad_array
+        + b"\0" * 8,
+    )
     with pytest.raises(WireError, match="do not fit the payload"):
         channel.receive(timeout=2)
     channel, write_fd = _pipe_channel()

@@ -37,21 +37,28 @@ class _SleepyEncoder(SliceModel):
     def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
         mask = np.zeros(self.image.shape[1:], dtype=bool)
         box = prompt.box
-        mask[box.y_min:box.y_max + 1, box.x_min:box.x_max + 1] = True
+        mask[box.y_min : box.y_max + 1, box.x_min : box.x_max + 1] = True
         return SliceOutput(mask, None)
 
 
 def test_encoder_time_in_prepare_slices_counts_as_model_time_and_latency():
     label = np.zeros((8, 20, 20), np.uint8)
     label[2:6, 5:12, 6:14] = 1
-    geometry = ImageGeometry((20, 20, 8), (1.0, 1.0, 1.0), (0.0, 0.0, 0.0),
-                             (1, 0, 0, 0, 1, 0, 0, 0, 1))
-    case = Case("hand", "box", Volume(label.astype(np.float32), (1.0, 1.0, 1.0), geometry),
-                label, (Target("t", 1, "lesion"),))
+    geometry = ImageGeometry(
+        (20, 20, 8), (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), (1, 0, 0, 0, 1, 0, 0, 0, 1)
+    )
+    case = Case(
+        "hand",
+        "box",
+        Volume(label.astype(np.float32), (1.0, 1.0, 1.0), geometry),
+        label,
+        (Target("t", 1, "lesion"),),
+    )
     model = _SleepyEncoder()
     model.set_case(case.image)
-    [result] = run_episode(case, case.targets[0], model,
-                           registry.prompters.create("box-per-slice"), "box-per-slice")
+    [result] = run_episode(
+        case, case.targets[0], model, registry.prompters.create("box-per-slice"), "box-per-slice"
+    )
     encoded = 4 * ENCODER_SECONDS
     assert result.metrics["dice"] == 1.0
     assert result.model_seconds >= encoded

@@ -20,13 +20,27 @@ def unit(prompter: str, first_in_case: bool) -> pd.DataFrame:
     its unit reaches the case first."""
     own = OWN[prompter]
     latencies = [own + (ENCODER if first_in_case else 0.0), own, own, own]
-    return pd.DataFrame({
-        "run": "r", "dataset": "d", "case": "c", "target": ["1", "1", "2", "2"],
-        "target_class": "organ", "model": "litemedsam", "prompter": prompter, "refiner": "none",
-        "seed": 0, "step": [0, 1, 0, 1], "dice": [0.6, 0.8, 0.5, 0.9],
-        "latency_seconds": latencies, "latency_first_call": [first_in_case, False, False, False],
-        "converged": False, "interactions_box3d": [1, 0, 1, 0],
-        "interactions_click": [0, 1, 0, 1], "slices_scrolled": 0})
+    return pd.DataFrame(
+        {
+            "run": "r",
+            "dataset": "d",
+            "case": "c",
+            "target": ["1", "1", "2", "2"],
+            "target_class": "organ",
+            "model": "litemedsam",
+            "prompter": prompter,
+            "refiner": "none",
+            "seed": 0,
+            "step": [0, 1, 0, 1],
+            "dice": [0.6, 0.8, 0.5, 0.9],
+            "latency_seconds": latencies,
+            "latency_first_call": [first_in_case, False, False, False],
+            "converged": False,
+            "interactions_box3d": [1, 0, 1, 0],
+            "interactions_click": [0, 1, 0, 1],
+            "slices_scrolled": 0,
+        }
+    )
 
 
 def run_rows(order: list[str]) -> pd.DataFrame:
@@ -34,8 +48,9 @@ def run_rows(order: list[str]) -> pd.DataFrame:
 
 
 def by_configuration(rows: pd.DataFrame, model: TimeModel) -> pd.DataFrame:
-    return (episode_time_metrics(rows, model).sort_values(["prompter", "target"])
-            .reset_index(drop=True))
+    return (
+        episode_time_metrics(rows, model).sort_values(["prompter", "target"]).reset_index(drop=True)
+    )
 
 
 def test_each_configurations_first_call_on_a_case_is_marked():
@@ -53,22 +68,32 @@ def test_measured_waiting_charges_the_encoder_to_every_configuration():
     # what differs between the orders is the first configuration's own 0.2 s, not the encoder
     forward_metrics = by_configuration(run_rows(["box-3d", "box-per-slice"]), TimeModel())
     backward_metrics = by_configuration(run_rows(["box-per-slice", "box-3d"]), TimeModel())
-    difference = (forward_metrics["model_seconds_waited"]
-                  - backward_metrics["model_seconds_waited"]).round(6).tolist()
+    difference = (
+        (forward_metrics["model_seconds_waited"] - backward_metrics["model_seconds_waited"])
+        .round(6)
+        .tolist()
+    )
     assert difference == [0.2, 0.0, 0.2, 0.0]
 
 
 def test_swapping_the_prompters_order_gives_the_same_time_table():
-    table = TimeModel(waiting="table", latency_table={
-        "litemedsam": {"first": 48.2, "warm": 0.2, "box3d": 0.3, "click": 0.1}})
+    table = TimeModel(
+        waiting="table",
+        latency_table={"litemedsam": {"first": 48.2, "warm": 0.2, "box3d": 0.3, "click": 0.1}},
+    )
     forward = run_rows(["box-3d", "box-per-slice"])
     backward = run_rows(["box-per-slice", "box-3d"])
-    pd.testing.assert_frame_equal(by_configuration(forward, table),
-                                  by_configuration(backward, table))
-    pd.testing.assert_frame_equal(time_table(forward, table).sort_index(),
-                                  time_table(backward, table).sort_index())
+    pd.testing.assert_frame_equal(
+        by_configuration(forward, table), by_configuration(backward, table)
+    )
+    pd.testing.assert_frame_equal(
+        time_table(forward, table).sort_index(), time_table(backward, table).sort_index()
+    )
     waited = by_configuration(forward, table).set_index(["prompter", "target"])
     # each prompter's first target: 48.2 s cold + 0.1 s (a click); its second: 0.3 + 0.1
     assert waited["model_seconds_waited"].round(6).to_dict() == {
-        ("box-3d", "1"): 48.3, ("box-3d", "2"): 0.4,
-        ("box-per-slice", "1"): 48.3, ("box-per-slice", "2"): 0.4}
+        ("box-3d", "1"): 48.3,
+        ("box-3d", "2"): 0.4,
+        ("box-per-slice", "1"): 48.3,
+        ("box-per-slice", "2"): 0.4,
+    }

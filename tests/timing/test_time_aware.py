@@ -23,19 +23,35 @@ from intrabench.timing.latency import latency_table
 from intrabench.types import Box2D, Prompt
 
 #: round numbers: a click 10 s, a scribble 20 s, no scrolling; 30 s x 3 interactions = 90 s
-MODEL = TimeModel(seconds={"click": 10.0, "scribble": 20.0}, seconds_per_slice_scrolled=0.0,
-                  budget_per_interaction=30.0, max_interactions=3)
+MODEL = TimeModel(
+    seconds={"click": 10.0, "scribble": 20.0},
+    seconds_per_slice_scrolled=0.0,
+    budget_per_interaction=30.0,
+    max_interactions=3,
+)
 
 
 def episode(latencies: list[float], dice: list[float]) -> pd.DataFrame:
     """A click, then scribbles; the model's latency and the Dice of each step."""
-    return pd.DataFrame({
-        "run": "r", "dataset": "d", "case": "c", "target": "1", "target_class": "lesion",
-        "model": "m", "prompter": "p", "refiner": "r", "seed": 0,
-        "step": range(len(dice)), "dice": dice, "latency_seconds": latencies,
-        "interactions_click": [1] + [0] * (len(dice) - 1),
-        "interactions_scribble": [0] + [1] * (len(dice) - 1),
-        "slices_scrolled": 0})
+    return pd.DataFrame(
+        {
+            "run": "r",
+            "dataset": "d",
+            "case": "c",
+            "target": "1",
+            "target_class": "lesion",
+            "model": "m",
+            "prompter": "p",
+            "refiner": "r",
+            "seed": 0,
+            "step": range(len(dice)),
+            "dice": dice,
+            "latency_seconds": latencies,
+            "interactions_click": [1] + [0] * (len(dice) - 1),
+            "interactions_scribble": [0] + [1] * (len(dice) - 1),
+            "slices_scrolled": 0,
+        }
+    )
 
 
 def test_curve_metrics_by_hand():
@@ -70,16 +86,29 @@ def test_the_interaction_past_the_budget_is_discarded():
 
 
 def test_human_time_model():
-    rows = pd.DataFrame({"interactions_click": [1, 0], "interactions_box2d": [1, 0],
-                         "interactions_scribble": [0, 1], "slices_scrolled": [10, 3]})
+    rows = pd.DataFrame(
+        {
+            "interactions_click": [1, 0],
+            "interactions_box2d": [1, 0],
+            "interactions_scribble": [0, 1],
+            "slices_scrolled": [10, 3],
+        }
+    )
     defaults = TimeModel()
     assert human_seconds(rows, defaults).tolist() == pytest.approx(
-        [2.4 + 7.0 + 10 * 0.1, 10.9 + 3 * 0.1])
+        [2.4 + 7.0 + 10 * 0.1, 10.9 + 3 * 0.1]
+    )
     assert defaults.budget == 240
     assert step_kind(rows).tolist() == ["box2d", "scribble"]  # a box's effort (2) beats a click's
     with pytest.raises(ConfigError, match="unknown interaction kinds \\['polygon'\\]"):
-        parse_config({"datasets": ["demo-real"], "models": ["region-growing-3d"],
-                      "prompters": ["box-3d"], "time_model": {"seconds": {"polygon": 3}}})
+        parse_config(
+            {
+                "datasets": ["demo-real"],
+                "models": ["region-growing-3d"],
+                "prompters": ["box-3d"],
+                "time_model": {"seconds": {"polygon": 3}},
+            }
+        )
     lasso = pd.DataFrame({"interactions_lasso": [1], "slices_scrolled": [0]})
     assert human_seconds(lasso, defaults).tolist() == [10.9]  # one stroke, as a scribble
     assert step_kind(lasso).tolist() == ["lasso"]
@@ -99,8 +128,8 @@ def test_the_robot_scribbles_the_worst_slice():
     gt = np.zeros((6, 20, 20), dtype=bool)
     gt[1:5, 4:16, 4:16] = True
     prediction = gt.copy()
-    prediction[2, 4:16, 4:8] = False      # slice 2: a 12 x 4 false negative (Dice 0.8)
-    prediction[3, 2:4, 4:16] = True       # slice 3: a 2 x 12 false positive (Dice 0.92)
+    prediction[2, 4:16, 4:8] = False  # slice 2: a 12 x 4 false negative (Dice 0.8)
+    prediction[3, 2:4, 4:16] = True  # slice 3: a 2 x 12 false positive (Dice 0.92)
     context = RefineContext(gt, prediction, (1.0, 1.0, 1.0), np.random.default_rng(0), 1, 3)
     prompt = registry.refiners.create("scribble-robot").refine(context)
     (scribble,) = prompt.scribbles
@@ -112,24 +141,27 @@ def test_the_robot_scribbles_the_worst_slice():
     # fix slice 2: slice 3's false positive is now the worst; a negative scribble
     prediction[2] = gt[2]
     prompt = registry.refiners.create("scribble-robot").refine(
-        RefineContext(gt, prediction, (1.0, 1.0, 1.0), np.random.default_rng(0), 2, 3))
+        RefineContext(gt, prediction, (1.0, 1.0, 1.0), np.random.default_rng(0), 2, 3)
+    )
     (scribble,) = prompt.scribbles
     assert scribble.label == 0 and set(scribble.points[:, 0].tolist()) == {3}
     assert (prediction & ~gt)[tuple(scribble.points.T)].all()
-    assert registry.refiners.create("scribble-robot").refine(
-        RefineContext(gt, gt, (1.0, 1.0, 1.0), np.random.default_rng(0), 3, 3)) is None
-
-
+    assert (
+        registry.refiners.create("scribble-robot").refine(
+            RefineContext(gt, gt, (1.0, 1.0, 1.0), np.random.default_rng(0), 3, 3)
+        )
+        is None
+    )
 
 
 def test_the_davis_robot_scribbles_every_error_and_never_the_same_slice_twice():
     gt = np.zeros((5, 24, 24), dtype=bool)
     gt[1:4, 4:20, 4:20] = True
     prediction = gt.copy()
-    prediction[2, 4:20, 4:8] = False      # slice 2: a 16 x 4 false negative ...
-    prediction[2, 4:20, 16:20] = False    # ... a second one ...
-    prediction[2, 0:3, 4:20] = True       # ... and a 3 x 16 false positive (Dice 0.55)
-    prediction[1, 4:20, 4:6] = False      # slice 1: a 16 x 2 false negative (Dice 0.93)
+    prediction[2, 4:20, 4:8] = False  # slice 2: a 16 x 4 false negative ...
+    prediction[2, 4:20, 16:20] = False  # ... a second one ...
+    prediction[2, 0:3, 4:20] = True  # ... and a 3 x 16 false positive (Dice 0.55)
+    prediction[1, 4:20, 4:6] = False  # slice 1: a 16 x 2 false negative (Dice 0.93)
     robot = registry.refiners.create("scribble-robot")
     context = RefineContext(gt, prediction, (1.0, 1.0, 1.0), np.random.default_rng(0), 1, 3)
     first = robot.refine(context)
@@ -141,33 +173,49 @@ def test_the_davis_robot_scribbles_every_error_and_never_the_same_slice_twice():
         region = (gt & ~prediction) if scribble.label else (prediction & ~gt)
         assert region[tuple(scribble.points.T)].all()
     # slice 2 is still the worst, but it was used: the robot goes to slice 1
-    again = robot.refine(RefineContext(gt, prediction, (1.0, 1.0, 1.0),
-                                       np.random.default_rng(0), 2, 3, history=[first]))
+    again = robot.refine(
+        RefineContext(
+            gt, prediction, (1.0, 1.0, 1.0), np.random.default_rng(0), 2, 3, history=[first]
+        )
+    )
     assert {int(z) for s in again.scribbles for z in s.points[:, 0]} == {1}
     # every erroneous slice used: back to the worst
-    both = robot.refine(RefineContext(gt, prediction, (1.0, 1.0, 1.0), np.random.default_rng(0),
-                                      3, 3, history=[first, again]))
+    both = robot.refine(
+        RefineContext(
+            gt, prediction, (1.0, 1.0, 1.0), np.random.default_rng(0), 3, 3, history=[first, again]
+        )
+    )
     assert {int(z) for s in both.scribbles for z in s.points[:, 0]} == {2}
     # the earlier robot: one scribble, the largest region, the same slice again
     largest = registry.refiners.create("scribble-robot", {"mode": "largest"})
-    one = largest.refine(RefineContext(gt, prediction, (1.0, 1.0, 1.0),
-                                       np.random.default_rng(0), 2, 3, history=[first]))
+    one = largest.refine(
+        RefineContext(
+            gt, prediction, (1.0, 1.0, 1.0), np.random.default_rng(0), 2, 3, history=[first]
+        )
+    )
     (scribble,) = one.scribbles
     assert scribble.label == 1 and set(scribble.points[:, 0].tolist()) == {2}
 
 
 def test_a_run_records_latencies_and_its_tables(tmp_path, capsys):
-    spec = {"name": "timed", "datasets": [{"name": "demo-phantoms", "n_cases": 2, "label": "phantoms",
-                                           "shape": [16, 48, 48]}],
-            "models": ["region-growing-3d", "random-walker-2d"], "prompters": ["box-3d"],
-            "refiners": ["scribble-robot"], "refinement_steps": 3}
+    spec = {
+        "name": "timed",
+        "datasets": [
+            {"name": "demo-phantoms", "n_cases": 2, "label": "phantoms", "shape": [16, 48, 48]}
+        ],
+        "models": ["region-growing-3d", "random-walker-2d"],
+        "prompters": ["box-3d"],
+        "refiners": ["scribble-robot"],
+        "refinement_steps": 3,
+    }
     config = parse_config(spec)
     Runner(config, tmp_path / "a", background="inline").run()
     Runner(config, tmp_path / "b").run()
     a = pd.read_parquet(tmp_path / "a" / "results.parquet")
     b = pd.read_parquet(tmp_path / "b" / "results.parquet")
-    pd.testing.assert_frame_equal(a.drop(columns=measured_columns(a)),
-                                  b.drop(columns=measured_columns(b)))
+    pd.testing.assert_frame_equal(
+        a.drop(columns=measured_columns(a)), b.drop(columns=measured_columns(b))
+    )
     called = a[~a["converged"]]
     assert (called["latency_seconds"] > 0).all() and (a["case_setup_seconds"] >= 0).all()
     assert (a["peak_host_mb"] > 0).all()
@@ -185,7 +233,9 @@ def test_a_run_records_latencies_and_its_tables(tmp_path, capsys):
     assert set(summary["dataset"]) == {"phantoms", "Average"}
     assert summary["dice_auc_time"].between(0, 1).all()
     assert main(["report", str(tmp_path / "a")]) == 0
-    assert "Quality against the clinician" in (tmp_path / "a" / "report" / "report.html").read_text()
+    assert (
+        "Quality against the clinician" in (tmp_path / "a" / "report" / "report.html").read_text()
+    )
 
 
 def test_the_demo_config_writes_out_the_default_time_model():
@@ -199,8 +249,9 @@ def test_the_demo_config_writes_out_the_default_time_model():
     assert config.refinement_steps + 1 == config.time_model.max_interactions
 
 
-def davis_official_summary(reports: list[tuple[list[float], list[float], list[bool]]],
-                           max_i: int, timeout: float) -> tuple[float, float]:
+def davis_official_summary(
+    reports: list[tuple[list[float], list[float], list[bool]]], max_i: int, timeout: float
+) -> tuple[float, float]:
     """davis-interactive's ``summarize_report`` on per-episode (J, timing, evaluated) lists:
     reconstruct (an interaction not evaluated keeps the previous J at timing 0), average J and
     timing per interaction, accumulate the timing, add (0, 0) and (timeout, last J), then
@@ -214,13 +265,20 @@ def davis_official_summary(reports: list[tuple[list[float], list[float], list[bo
                 spent = timing[interaction - 1]
             else:
                 spent = 0.0
-            records.append({"interaction": interaction, "sequence": index, "jaccard": previous,
-                            "timing": spent})
+            records.append(
+                {
+                    "interaction": interaction,
+                    "sequence": index,
+                    "jaccard": previous,
+                    "timing": spent,
+                }
+            )
     frame = pd.DataFrame(records)
     average = frame.groupby("interaction")[["jaccard", "timing"]].mean()
     time = np.concatenate([[0.0], average["timing"].cumsum().to_numpy(), [timeout]])
-    metric = np.concatenate([[0.0], average["jaccard"].to_numpy(),
-                             average["jaccard"].to_numpy()[-1:]])
+    metric = np.concatenate(
+        [[0.0], average["jaccard"].to_numpy(), average["jaccard"].to_numpy()[-1:]]
+    )
     trapezoid = getattr(np, "trapezoid", None) or np.trapz
     return float(trapezoid(metric, x=time) / time.max()), float(np.interp(60, time, metric))
 
@@ -231,15 +289,21 @@ def test_davis_official_summary_averages_the_curve_before_auc_and_value_at_60s()
 
     latencies = [[5, 5, 5], [5, 60, 1], [0, 0, 0]]
     dices = [[0.5, 0.7, 0.9], [0.5, 0.95, 0.99], [0.2, 0.4, 0.9]]
-    rows = pd.concat([episode(latency, dice).assign(target=str(index))
-                      for index, (latency, dice) in enumerate(zip(latencies, dices))])
+    rows = pd.concat(
+        [
+            episode(latency, dice).assign(target=str(index))
+            for index, (latency, dice) in enumerate(zip(latencies, dices))
+        ]
+    )
     summary = davis_summary(rows, MODEL)
     got = summary[summary["dataset"] == "d"].iloc[0]
     # by hand: costs per step are 10 + 5 = 15, 20 + 5, ...; episode 2's step 1 (95 s) and 2
     # are past the budget; episode 3 costs 10, 20, 20 s
-    reports = [([0.5, 0.7, 0.9], [15, 25, 25], [True, True, True]),
-               ([0.5, 0.95, 0.99], [15, 80, 21], [True, False, False]),
-               ([0.2, 0.4, 0.9], [10, 20, 20], [True, True, True])]
+    reports = [
+        ([0.5, 0.7, 0.9], [15, 25, 25], [True, True, True]),
+        ([0.5, 0.95, 0.99], [15, 80, 21], [True, False, False]),
+        ([0.2, 0.4, 0.9], [10, 20, 20], [True, True, True]),
+    ]
     auc, at_60 = davis_official_summary(reports, max_i=3, timeout=90.0)
     assert got["dice_auc_time_davis"] == pytest.approx(auc, abs=1e-12)
     assert got["dice_at_60s_davis"] == pytest.approx(at_60, abs=1e-12)
@@ -247,9 +311,16 @@ def test_davis_official_summary_averages_the_curve_before_auc_and_value_at_60s()
     # 15 again: accumulated 13.33, 28.33, 43.33 s; mean Dice 0.4, 0.5333, 0.7667; at 60 s
     # the curve is flat at 0.7667; area 2.667 + 6.889 + 9.833 + 35.267 = 54.656 over 90 s
     assert at_60 == pytest.approx((0.9 + 0.5 + 0.9) / 3)
-    assert auc == pytest.approx((13.333333 * 0.4 / 2 + 15 * (0.4 + 0.533333) / 2
-                                 + 15 * (0.533333 + 0.766667) / 2 + 46.666667 * 0.766667) / 90,
-                                abs=1e-5)
+    assert auc == pytest.approx(
+        (
+            13.333333 * 0.4 / 2
+            + 15 * (0.4 + 0.533333) / 2
+            + 15 * (0.533333 + 0.766667) / 2
+            + 46.666667 * 0.766667
+        )
+        / 90,
+        abs=1e-5,
+    )
     # the per-episode means differ (the issue's point): kept as extra columns
     table = time_summary(rows, MODEL)
     row = table[table["dataset"] == "d"].iloc[0]

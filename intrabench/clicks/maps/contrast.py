@@ -39,11 +39,17 @@ class ContrastAwareClickability(ClickabilityModel):
 
     name: ClassVar[str] = "contrast-aware"
     needs_image: ClassVar[bool] = True
-    description: ClassVar[str] = ("image-conditioned: away from the boundary, off edges and "
-                                  "faint parts")
+    description: ClassVar[str] = (
+        "image-conditioned: away from the boundary, off edges and faint parts"
+    )
 
-    def __init__(self, exponent: float = 1.0, smoothing_mm: float = 1.0, shell_mm: float = 3.0,
-                 floor: float = 1e-3) -> None:
+    def __init__(
+        self,
+        exponent: float = 1.0,
+        smoothing_mm: float = 1.0,
+        shell_mm: float = 3.0,
+        floor: float = 1e-3,
+    ) -> None:
         if not exponent >= 0:
             raise ValueError(f"exponent must be >= 0, got {exponent}")
         if not smoothing_mm >= 0 or not shell_mm > 0:
@@ -75,7 +81,7 @@ class ContrastAwareClickability(ClickabilityModel):
         filled = np.where(known, image, np.nanmedian(image[mask]) if known[mask].any() else 0.0)
         sigma = self.smoothing_mm / spacing
         smooth = ndimage.gaussian_filter(filled, sigma) if self.smoothing_mm > 0 else filled
-        gradient = np.sqrt(sum(g ** 2 for g in np.gradient(smooth, *spacing)))
+        gradient = np.sqrt(sum(g**2 for g in np.gradient(smooth, *spacing)))
         inside = mask & known
         reference = float(np.median(gradient[inside])) if inside.any() else 0.0
         if reference > 0:

@@ -33,4 +33,4 @@ class DistanceClickability(ClickabilityModel):
         distance = boundary_distance(region.mask, region.spacing)
         if self.exponent == 0:
             return region.mask.astype(np.float64)
-        return np.where(region.mask, distance ** self.exponent, 0.0)
+        return np.where(region.mask, distance**self.exponent, 0.0)

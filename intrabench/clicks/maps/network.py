@@ -75,8 +75,9 @@ class NetworkClickability(ClickabilityModel):
 
             network = self._build(ndim=ndim)
             if self.checkpoint is not None:
-                state = torch.load(Path(self.checkpoint).expanduser(), map_location="cpu",
-                                   weights_only=True)
+                state = torch.load(
+                    Path(self.checkpoint).expanduser(), map_location="cpu", weights_only=True
+                )
                 network.load_state_dict(state)
             self._networks[ndim] = network.eval().float()
         return self._networks[ndim]
@@ -86,8 +87,11 @@ class NetworkClickability(ClickabilityModel):
         """(3, *spatial) float32 input channels: z-scored image (0 where missing), target,
         region."""
         mask = region.mask
-        image = (np.zeros(mask.shape) if region.image is None
-                 else np.asarray(region.image, dtype=np.float64))
+        image = (
+            np.zeros(mask.shape)
+            if region.image is None
+            else np.asarray(region.image, dtype=np.float64)
+        )
         known = np.isfinite(image)
         if known.any():
             values = image[known]

@@ -32,8 +32,13 @@ class RecordedClickability(ClickabilityModel):
     name: ClassVar[str] = "recorded"
     description: ClassVar[str] = "maps built from clicks people made (CSV), RClicks section 4.3"
 
-    def __init__(self, clicks_file: str, click_sigma_mm: float = 5.0, error_sigma_mm: float = 2.0,
-                 fallback: str = "distance") -> None:
+    def __init__(
+        self,
+        clicks_file: str,
+        click_sigma_mm: float = 5.0,
+        error_sigma_mm: float = 2.0,
+        fallback: str = "distance",
+    ) -> None:
         import pandas as pd
 
         path = Path(clicks_file).expanduser()
@@ -42,15 +47,17 @@ class RecordedClickability(ClickabilityModel):
         table = pd.read_csv(path, dtype={"dataset": str, "case": str, "target": str})
         missing = [c for c in _COLUMNS if c not in table]
         if missing:
-            raise ValueError(f"{path}: missing columns {missing} (need {', '.join(_COLUMNS)}"
-                             "[, step])")
+            raise ValueError(
+                f"{path}: missing columns {missing} (need {', '.join(_COLUMNS)}[, step])"
+            )
         if not click_sigma_mm > 0 or not error_sigma_mm > 0:
             raise ValueError("click_sigma_mm and error_sigma_mm must be > 0")
         if "step" not in table:
             table["step"] = np.nan
         self.clicks: dict[tuple[str, str, str], np.ndarray] = {
             key: group[["step", "z", "y", "x"]].to_numpy(dtype=np.float64)
-            for key, group in table.groupby(["dataset", "case", "target"], sort=True)}
+            for key, group in table.groupby(["dataset", "case", "target"], sort=True)
+        }
         self.click_sigma_mm = float(click_sigma_mm)
         self.error_sigma_mm = float(error_sigma_mm)
         if fallback == self.name:
@@ -80,8 +87,9 @@ class RecordedClickability(ClickabilityModel):
         clicks = self.clicks_in(region)
         if len(clicks):
             try:
-                observed = map_from_clicks(clicks, region.mask, region.spacing,
-                                           self.click_sigma_mm, self.error_sigma_mm)
+                observed = map_from_clicks(
+                    clicks, region.mask, region.spacing, self.click_sigma_mm, self.error_sigma_mm
+                )
                 if (observed * region.mask).sum() > 0:
                     return np.where(region.mask, observed, 0.0), self.name
             except ValueError:

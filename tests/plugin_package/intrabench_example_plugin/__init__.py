@@ -17,8 +17,9 @@ class BoxThreshold3D(Model):
     dimension = 3
     accepts = frozenset({"box3d"})
 
-    def __init__(self, offset: float = 0.0, weights: str = "none",
-                 checkpoint_dir: str | None = None) -> None:
+    def __init__(
+        self, offset: float = 0.0, weights: str = "none", checkpoint_dir: str | None = None
+    ) -> None:
         """``weights='checkpoint'``: the offset comes from the card's pinned checkpoint in the
         checkpoint directory (size and SHA-256 checked before it is read)."""
         self.offset = offset
@@ -38,8 +39,11 @@ class BoxThreshold3D(Model):
     def predict(self, prompt: Prompt, previous=None, update_slices=None) -> Prediction:
         box = prompt.box3d
         mask = np.zeros(self.image.shape, dtype=bool)
-        region = (slice(box.z_min, box.z_max + 1), slice(box.y_min, box.y_max + 1),
-                  slice(box.x_min, box.x_max + 1))
+        region = (
+            slice(box.z_min, box.z_max + 1),
+            slice(box.y_min, box.y_max + 1),
+            slice(box.x_min, box.x_max + 1),
+        )
         values = self.image.array[region]
         mask[region] = values > values.mean() + self.offset
         return Prediction(mask)
@@ -56,5 +60,9 @@ class TwoCenterClicks(Prompter):
         voxels = np.argwhere(context.ground_truth)
         order = np.argsort(((voxels - voxels.mean(0)) ** 2).sum(1))
         points = voxels[order[:2]]
-        return Prompt(points=points, point_labels=np.ones(len(points)),
-                      interactions=interactions("click", len(points)), effort_label="2")
+        return Prompt(
+            points=points,
+            point_labels=np.ones(len(points)),
+            interactions=interactions("click", len(points)),
+            effort_label="2",
+        )
