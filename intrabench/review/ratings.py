@@ -46,6 +46,10 @@ def _whole_rating(value: object) -> bool:
     return number.is_integer() and 1 <= number <= 10
 
 
+#: how far ahead of this machine's clock a rating's time may be (another machine's clock)
+FUTURE_SKEW = pd.Timedelta(days=1)
+
+
 def _rating_times(path: Path, frame: pd.DataFrame) -> list[str]:
     """Each rating's ``rated_at`` as UTC ISO 8601 text (``2026-11-24T09:30:00.120Z``), or ""
     for all of them when the file has no such column (an import record written before it was
@@ -59,11 +63,19 @@ def _rating_times(path: Path, frame: pd.DataFrame) -> list[str]:
         format="ISO8601",
         errors="coerce",
     )
+    latest = pd.Timestamp.now(tz="UTC") + FUTURE_SKEW
     for value, time in zip(values, times):
         if not isinstance(value, str) or pd.isna(time):
             raise UserError(
                 f"{path}: rated_at {quoted(value, 40)} is not a time (the page "
                 "writes ISO 8601, e.g. 2026-11-24T09:30:00.120Z)"
+            )
+        if time > latest:
+            # the newest rating wins: a time ahead would win over every later rating
+            raise UserError(
+                f"{path}: rated_at {quoted(value, 40)} is in the future (more than "
+                f"{FUTURE_SKEW.days} day ahead of this machine's clock); fix the rating "
+                "machine's clock or the file"
             )
     return [_iso(time) for time in times]
 

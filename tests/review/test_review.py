@@ -475,6 +475,8 @@ def test_a_record_of_earlier_imports_without_times_is_older_than_a_new_file(
         ("yesterday", "rated_at 'yesterday' is not a time"),
         ("", "rated_at '' is not a time"),
         (None, "rated_at None is not a time"),
+        # the newest rating wins: a time ahead of the clock would win over every later one
+        ("2099-01-01T00:00:00.000Z", "rated_at '2099-01-01T00:00:00.000Z' is in the future"),
     ],
 )
 def test_a_rating_time_that_is_not_one_is_refused(site, run_dir, tmp_path, capsys, at, message):
@@ -615,3 +617,12 @@ def test_a_job_names_its_default_window_and_presets():
     assert mr["presets"][1]["centre"] == pytest.approx((low2 + high2) / 2)
     assert mr["presets"][1]["width"] == pytest.approx(high2 - low2)
     assert mr["grey"] == {"base": float(shown.min()), "scale": 1.0}
+
+
+def test_a_rating_time_a_few_hours_ahead_is_another_clock_and_kept(tmp_path):
+    from intrabench.review.ratings import _rating_times
+
+    ahead = (pd.Timestamp.now(tz="UTC") + pd.Timedelta(hours=3)).tz_localize(None)
+    text = ahead.isoformat(timespec="milliseconds") + "Z"
+    frame = pd.DataFrame({"rated_at": [text]})
+    assert _rating_times(tmp_path / "r.json", frame) == [text]
