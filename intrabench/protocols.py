@@ -295,6 +295,9 @@ class PromptContext:
     rng: np.random.Generator
     segment_slice: Callable[[SlicePrompt], np.ndarray] | None = None
     clicks: ClickPolicy | None = None
+    #: (dataset, case id, target id) of the episode, for prompters that replay what people
+    #: did on that target (``recorded``); never a hint about the ground truth
+    identity: tuple[str, str, str] = ("", "", "")
 
 
 @dataclass(eq=False)
@@ -310,6 +313,8 @@ class RefineContext:
     model_dimension: int
     history: list[Prompt] = field(default_factory=list)
     clicks: ClickPolicy | None = None
+    #: (dataset, case id, target id), as in :class:`PromptContext`
+    identity: tuple[str, str, str] = ("", "", "")
 
 
 class Prompter(ABC):

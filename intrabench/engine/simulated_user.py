@@ -52,6 +52,7 @@ class SimulatedUser:
                         rng=derive_rng(self.seed, *self.identity, self.prompter_key, "initial"),
                         segment_slice=segment_slice,
                         clicks=clicks,
+                        identity=self.identity,
                     )
                 ),
                 ground_truth.shape,
@@ -84,6 +85,7 @@ class SimulatedUser:
                         model_dimension=self.model_dimension,
                         history=history,
                         clicks=clicks,
+                        identity=self.identity,
                     )
                 ),
                 ground_truth.shape,
