@@ -1,9 +1,9 @@
 """Which built-in module defines each built-in component, by registry group and name.
 
 An optimisation only: :meth:`intrabench.registry.Registry.get` imports the one module named
-here instead of every module of the built-in package (in the model loop's process that was
-0.5 s of imports before the first forward pass: all 15 datasets, with pydicom and requests,
-for a run that reads a folder; issue #13). A name missing here is still found by importing
+here instead of every module of the built-in package (all the datasets, with pydicom and
+requests, for a run that reads a folder: imports before the first forward pass; the figure is
+in docs/performance.md). A name missing here is still found by importing
 them all, so adding a module is still enough; tests/engine/test_plugins.py checks that this
 index matches what the modules register.
 """

@@ -1,7 +1,7 @@
 """Figure style shared by every feature that draws (reports, attributes, clicks, timing,
 review): the headless pyplot backend, PNG bytes, panel grids, one colour, marker, hatch and
 line style per configuration (model, prompter, refiner), legends under the panels, and the
-radiological display of a canonical (z, y, x) cut. A low room: it imports no feature, so the
+radiological display of a canonical (z, y, x) cut. It imports no feature, so the
 features stand beside each other and never import one another's helpers.
 """
 

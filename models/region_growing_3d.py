@@ -9,8 +9,8 @@ standard deviations of that median, inside the ROI (and the 3D box when given), 
 a positive seed, form the region. Negative clicks carve out the connected part of the region
 around them that is nearer (in mm) to them than to any positive seed. A correction adds voxels
 only where a new positive click (outside the previous mask) grows them: negative clicks never
-add (before, the larger ROI of a correction let the old seed grow further: a kidney went from
-4,643 to 17,450 voxels on one negative click).
+add (otherwise the larger ROI of a correction would let the old seed grow further: a kidney
+would go from 4,643 to 17,450 voxels on one negative click).
 """
 
 from __future__ import annotations

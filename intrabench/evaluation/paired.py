@@ -1,4 +1,4 @@
-"""Paired comparisons of configurations scored on the same targets (issue 70, item 1).
+"""Paired comparisons of configurations scored on the same targets.
 
 A *configuration* is one value of the ``config`` columns (model, prompter, refiner; a run or a
 source column too when runs are compared). Two configurations are compared on what both scored:

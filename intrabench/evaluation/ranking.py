@@ -1,5 +1,5 @@
 """Rank stability: how the ranking of configurations moves when the cases are others
-(issue 70, item 2; the bootstrap rankings of challenge reports, challengeR's blob plots).
+(the bootstrap rankings of challenge reports, challengeR's blob plots).
 
 Per dataset the cases are resampled with replacement ``n_boot`` times (the same draws for every
 configuration, the targets nested in their case), each resample's dataset scores computed as the

@@ -1,6 +1,6 @@
 """Statistics of one column that several features use (the attributes' strata, the review's
 ratings): a percentile-bootstrap CI of a mean, and Spearman's rho with its p-value (SciPy).
-A low room, beside the aggregation it builds on; no feature's module.
+It sits beside the aggregation it builds on and imports no feature's module.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Where IntraBench keeps what it can compute again (target attributes, exported encoders,
 the ETA's record of unit times): one folder, ``$INTRABENCH_CACHE``, else
-``~/.cache/intrabench``. A low room: the engine and the features read it from here.
+``~/.cache/intrabench``. The engine and the features read it from here.
 """
 
 from __future__ import annotations

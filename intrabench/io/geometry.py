@@ -48,7 +48,7 @@ class ImageGeometry:
     def orientation(self) -> np.ndarray:
         """nibabel ornt array mapping voxel axes (i, j, k) to the closest RAS axes."""
         aligned = _axis_aligned_orientation(self.ras_affine())
-        if aligned is not None:  # most files: no nibabel import (0.18 s, issue #13)
+        if aligned is not None:  # most files: no nibabel import (docs/performance.md)
             return aligned
         import nibabel as nib
 

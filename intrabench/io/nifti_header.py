@@ -1,8 +1,8 @@
 """Where a NIfTI file's voxels are: data offset, shape, voxel type and scaling, from its header.
 
 :func:`intrabench.io.volume.check_nifti` needs only these three fields of a file SimpleITK has
-just read. nibabel gives them too, but importing it imports pydicom and requests (0.18 s
-before a run's first forward pass, issue #13), so the fixed-layout NIfTI-1 (348 bytes) and
+just read. nibabel gives them too, but importing it imports pydicom and requests (time
+before a run's first forward pass, docs/performance.md), so the fixed-layout NIfTI-1 (348 bytes) and
 NIfTI-2 (540 bytes) headers of single files (``.nii``, ``.nii.gz``; magic ``n+1`` / ``n+2``)
 are read here, in either byte order, for the plain scalar voxel types. :func:`data_layout`
 returns None for anything else (another magic, a data type outside :data:`VOXEL_TYPES`, an

@@ -1,5 +1,5 @@
-"""Where a run keeps its files, by name: one low room that the engine, the reports, the review
-and the attributes all use (before, each imported the engine's helpers, which ran back up).
+"""Where a run keeps its files, by name: one module below the engine, the reports, the review
+and the attributes, which all use it.
 
 * :func:`path_component_problem`: why a name cannot be one folder or file name (``..``, ``/``,
   control characters...), or None;

@@ -168,7 +168,7 @@ def read_image(path: str | Path) -> RawImage:
 def volume_from_raw(raw: RawImage, *, name: str = "image", dtype=np.float32) -> Volume:
     """Canonical Volume from an image as read, in its own memory (reoriented in place when its
     axes are only flipped, see :func:`to_canonical_in_place`), copied only to change the voxel
-    type to ``dtype`` (a CT volume's copy took 0.2 s, issue #13); rejects NaN images and
+    type to ``dtype`` (a CT volume's copy is costly, docs/performance.md); rejects NaN images and
     grids whose spacing is not positive and finite."""
     spacing = raw.geometry.spacing
     if not all(np.isfinite(v) and v > 0 for v in spacing):
@@ -235,7 +235,7 @@ def check_nifti(path: str | Path) -> None:
     data offset, shape and type; the data must reach offset + voxels x size.
     """
     path = Path(path)
-    layout = data_layout(path)  # a plain header, without importing nibabel (issue #13)
+    layout = data_layout(path)  # a plain header, without importing nibabel
     if layout is not None:
         offset, shape, dtype = layout.offset, layout.shape, layout.dtype
     else:

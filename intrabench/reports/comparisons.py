@@ -1,4 +1,4 @@
-"""The comparison and rank tables and their figures (issue 70, items 1 and 2).
+"""The comparison and rank tables and their figures.
 
 :func:`comparison_display` and :func:`rank_display` turn
 :func:`intrabench.evaluation.paired.paired_comparisons` and

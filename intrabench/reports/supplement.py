@@ -1,4 +1,4 @@
-"""Tables for a paper's supplement (issue 70, item 4): per class and per target.
+"""Tables for a paper's supplement: per class and per target.
 
 ``per-class``: per configuration (model, prompter, refiner), dataset and class, the final
 score x100 (the mean over cases of each case's mean over its targets of that class, seeds
