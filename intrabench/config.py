@@ -280,6 +280,11 @@ class RunConfig(BaseModel):
         return value
 
     def import_modules(self) -> None:
+        """Import the config's ``imports:`` modules, which register plugin components.
+
+        Raises:
+            ConfigError: A module cannot be imported.
+        """
         import importlib
 
         for module in self.imports:
@@ -531,6 +536,18 @@ def read_yaml(text: str, source: str) -> Any:
 
 
 def parse_config(data: Any, source: str = "config") -> RunConfig:
+    """A validated run configuration from parsed YAML.
+
+    Args:
+        data: The parsed document; must be a mapping.
+        source: What the document is, named in error messages (a file path).
+
+    Returns:
+        The validated configuration.
+
+    Raises:
+        ConfigError: The document is not a mapping or fails validation (one line per problem).
+    """
     if not isinstance(data, dict):
         raise ConfigError(
             f"{source}: expected a mapping at the top level, got {type(data).__name__}"
@@ -730,4 +747,5 @@ def resolve_relative_paths(config: RunConfig, base: Path) -> RunConfig:
 
 
 def builtin_demo_path() -> Path:
+    """The path of the built-in demo's configuration (``resources/demo.yaml``)."""
     return Path(__file__).parent / "resources" / "demo.yaml"

@@ -81,6 +81,7 @@ def type_name(annotation: Any) -> str:
 
 
 def default_text(field: Any) -> str:
+    """A pydantic field's default as shown in the reference: ``required``, or its value as Markdown code."""
     if field.default_factory is not None:
         value = field.default_factory()
     elif field.default is PydanticUndefined:
@@ -95,6 +96,13 @@ def default_text(field: Any) -> str:
 
 
 def section(title: str, cls: type[BaseModel], prefix: str = "") -> str:
+    """One Markdown table of a config model's keys: key, type, default, meaning.
+
+    Args:
+        title: The section's heading.
+        cls: The pydantic model whose fields are listed.
+        prefix: Written before each key (``dataset.`` for a nested model).
+    """
     docs = field_docs(cls)
     lines = [f"## {title}", "", "| key | type | default | meaning |", "|---|---|---|---|"]
     for name, field in cls.model_fields.items():
@@ -105,6 +113,7 @@ def section(title: str, cls: type[BaseModel], prefix: str = "") -> str:
 
 
 def render_reference() -> str:
+    """The whole configuration reference page (``docs/configuration.md``'s generated part) as Markdown."""
     parts = [
         INTRO,
         section("Top level", RunConfig),

@@ -81,6 +81,7 @@ class GoogleDrive:
 
     @property
     def folder_url(self) -> str | None:
+        """The folder's web address, or None without a folder id."""
         return f"https://drive.google.com/drive/folders/{self.folder}" if self.folder else None
 
     def __str__(self) -> str:
@@ -165,6 +166,7 @@ class ModelCard:
 
     @property
     def default_checkpoint(self) -> str | None:
+        """The checkpoint key of the default variant, or None when it has none."""
         return self.variants.get(self.default_variant)
 
 

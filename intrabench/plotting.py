@@ -14,6 +14,7 @@ import pandas as pd
 
 
 def pyplot():
+    """``matplotlib.pyplot`` on the headless ``Agg`` backend."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -23,6 +24,7 @@ def pyplot():
 
 
 def png_bytes(figure) -> bytes:
+    """A figure as PNG bytes (150 dpi, tight box); the figure is closed."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=150, bbox_inches="tight")
     pyplot().close(figure)
@@ -46,6 +48,7 @@ def panel_grid(count: int, max_columns: int, width: float, height: float):
 
 
 def configuration_label(model: str, prompter: str, refiner: str) -> str:
+    """A configuration's legend label: ``model | prompter``, plus `` + refiner`` unless ``none``."""
     return f"{model} | {prompter}" + ("" if refiner == "none" else f" + {refiner}")
 
 
@@ -82,6 +85,7 @@ def configuration_styles(rows: pd.DataFrame) -> dict[tuple[str, str, str], dict[
 
 
 def line_style(styles: dict, config: tuple) -> dict[str, object]:
+    """The matplotlib ``color``, ``marker`` and ``linestyle`` keywords of one configuration in ``styles``."""
     style = styles[tuple(str(v) for v in config)]
     return {"color": style["color"], "marker": style["marker"], "linestyle": style["linestyle"]}
 

@@ -109,14 +109,17 @@ class Registry(Generic[T]):
 
     # -- lookup ---------------------------------------------------------------------------
     def names(self) -> list[str]:
+        """The registered names, sorted (every source loaded)."""
         self._ensure_loaded()
         return sorted(self._classes)
 
     def items(self) -> list[tuple[str, type[T]]]:
+        """The ``(name, class)`` pairs, sorted by name (every source loaded)."""
         self._ensure_loaded()
         return sorted(self._classes.items())
 
     def source(self, name: str) -> str:
+        """The module that registered ``name``."""
         self._ensure_loaded()
         return self._sources[name]
 
@@ -136,6 +139,11 @@ class Registry(Generic[T]):
         return f"{self.kind} '{name}'" + (f" (did you mean '{close[0]}'?)" if close else "")
 
     def get(self, name: str) -> type[T]:
+        """The class registered as ``name``, importing only its module when the index names it.
+
+        Raises:
+            ConfigError: No component has that name (the message suggests close names).
+        """
         if name in self._classes:  # registered by a module imported already: no full load
             return self._classes[name]
         if not self._loaded and self._import_defining_module(name):
@@ -172,6 +180,15 @@ class Registry(Generic[T]):
         _check_param_types(cls, params, f"{self.kind} '{name}'")
 
     def create(self, name: str, params: dict[str, Any] | None = None) -> T:
+        """An instance of the component ``name`` built with ``params`` after checking them.
+
+        Args:
+            name: The registered name.
+            params: Keyword arguments of its constructor.
+
+        Raises:
+            ConfigError: A parameter is unknown or its value is refused by the component.
+        """
         params = dict(params or {})
         self.check_params(name, params)
         try:

@@ -38,6 +38,12 @@ class TrainingData:
     checkpoints: tuple[str, ...] = ()
 
     def status(self, dataset: str, never_seen: frozenset[str] = frozenset()) -> Status:
+        """Whether the checkpoint saw ``dataset`` in training: ``yes``, ``no`` or ``unknown``.
+
+        Args:
+            dataset: The dataset's name.
+            never_seen: Datasets known to be in no checkpoint's training data.
+        """
         if dataset in self.trained_on:
             return "yes"
         if dataset in never_seen or self.checked is None or dataset in self.checked:

@@ -22,6 +22,16 @@ from intrabench.attributes.stratify import (
 
 @dataclass
 class AttributeAnalysis:
+    """What ``intrabench attributes`` computes from a run's rows and attributes.
+
+    Attributes:
+        targets: One row per configuration x target: its scores, ``attr_*`` and ``group_*``.
+        cuts: Each dataset's tertile cuts per attribute.
+        groups: The mean score per attribute group (:func:`~intrabench.attributes.stratify.stratified_table`).
+        extremes: The extreme groups' differences for every score of ``METRICS`` the run has
+            (:func:`~intrabench.attributes.stratify.extremes_table`).
+    """
+
     targets: pd.DataFrame  # one row per configuration x target: scores, attr_*, group_*
     cuts: pd.DataFrame  # each dataset's tertile cuts per attribute
     groups: pd.DataFrame  # stratify.stratified_table

@@ -16,6 +16,16 @@ Grouping = Literal["tertiles", "presence", "none"]
 
 @dataclass(frozen=True)
 class AttributeSpec:
+    """One target attribute of the catalogue.
+
+    Attributes:
+        name: Its name, also the column suffix (``attr_<name>``).
+        unit: Its unit as shown (``ml``, ``HU``, or ``""`` for a ratio).
+        grouping: How targets are grouped by it: ``tertiles``, ``presence`` or ``none``.
+        definition: How it is computed, in one line for the docs and reports.
+        per_image: True when measured per image (the same value for every target of a case).
+    """
+
     name: str
     unit: str
     grouping: Grouping
@@ -25,6 +35,7 @@ class AttributeSpec:
 
     @property
     def column(self) -> str:
+        """The results column that holds the attribute: ``attr_<name>``."""
         return f"attr_{self.name}"
 
 

@@ -35,6 +35,7 @@ def _unique_recipes(classes: list[type]) -> list[tuple[object, list[str]]]:
 
 
 def cmd_download(args: argparse.Namespace) -> int:
+    """``intrabench datasets download``: fetch each named recipe's files; returns the exit status."""
     from intrabench.datasets._recipe import Urls
 
     urls = Urls(zenodo=args.zenodo_url, tcia=args.tcia_url)
@@ -51,6 +52,7 @@ def cmd_download(args: argparse.Namespace) -> int:
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
+    """``intrabench datasets prepare``: convert each named recipe's downloaded files; returns the exit status."""
     for recipe, names in _unique_recipes(_recipe_classes(args.names)):
         report = recipe.prepare(args.root, progress=not args.quiet, force=args.force)
         if report.up_to_date:
@@ -98,6 +100,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """``intrabench datasets list``: each registered dataset and whether it is present; returns the exit status."""
     from intrabench import registry
 
     rows = []
@@ -117,6 +120,12 @@ def cmd_list(args: argparse.Namespace) -> int:
 def register(
     commands: argparse._SubParsersAction, groups: dict[str, argparse._SubParsersAction]
 ) -> None:
+    """Add the ``datasets`` subcommands to the CLI.
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name; ``groups["datasets"]`` is used.
+    """
     actions = groups["datasets"]
 
     def common(parser: argparse.ArgumentParser) -> None:

@@ -54,6 +54,7 @@ def model_rows() -> list[list[str]]:
 
 
 def cmd_models_verify(args: argparse.Namespace) -> int:
+    """``intrabench models verify``: check checkpoint files and their SHA-256; returns the exit status."""
     from intrabench.io.checkpoints import checkpoint_dir, located, table, verify
 
     CHECKPOINTS = table()
@@ -83,6 +84,7 @@ def cmd_models_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_models_download(args: argparse.Namespace) -> int:
+    """``intrabench models download``: fetch named checkpoints, checked before kept; returns the exit status."""
     import difflib
 
     from intrabench.errors import UserError
@@ -191,6 +193,12 @@ def check_loads_and_fits(key: str, path) -> str | None:
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
+    """Add the ``models`` subcommands to the CLI.
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name; ``groups["models"]`` is used.
+    """
     verify = groups["models"].add_parser("verify", help="check checkpoint files and their sha256")
     verify.add_argument("names", nargs="*", help="checkpoint keys (default: all)")
     verify.add_argument(

@@ -11,6 +11,7 @@ from intrabench.display_text import spreadsheet_safe
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
+    """``intrabench tables``: the paper-style tables of one or more runs; returns the exit status."""
     from intrabench.io.results import incompleteness_warning, require_metric
     from intrabench.reports.tables import (
         Layout,
@@ -291,6 +292,7 @@ def _write_time_tables(runs: dict, out: Path, latency_table_file: str | None = N
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """``intrabench report``: a run's HTML report with its figures; returns the exit status."""
     from intrabench.io.results import (
         has_rows,
         incompleteness_warning,

@@ -10,6 +10,7 @@ from intrabench.commands._arguments import count, resamples
 
 
 def cmd_review_build(args: argparse.Namespace) -> int:
+    """``intrabench review build``: a blinded site of sampled masks to rate; returns the exit status."""
     from intrabench.review.build import build_review
 
     out = Path(args.out) if args.out else Path(args.run_dir) / "review-site"
@@ -27,6 +28,7 @@ def cmd_review_build(args: argparse.Namespace) -> int:
 
 
 def cmd_review_import(args: argparse.Namespace) -> int:
+    """``intrabench review import``: ratings joined with the run's metrics; returns the exit status."""
     import pandas as pd
 
     from intrabench.evaluation.aggregate import to_markdown

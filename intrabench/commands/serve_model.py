@@ -9,6 +9,7 @@ import os
 
 
 def cmd_serve_model(args: argparse.Namespace) -> int:
+    """``intrabench serve-model``: serve one registered model over stdio or TCP; returns the exit status."""
     from intrabench import registry
     from intrabench.errors import UserError
     from intrabench.serving.server import claim_stdout, serve_stdio, serve_tcp
@@ -50,6 +51,12 @@ def _params(text: str) -> dict:
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
+    """Add the ``serve-model`` command to the CLI.
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name (unused).
+    """
     serve = commands.add_parser(
         "serve-model",
         help="serve a model to runs in other environments or machines (runs_in: in their config)",

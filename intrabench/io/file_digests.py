@@ -47,6 +47,7 @@ def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
 
 
 def book_path() -> Path:
+    """The file of remembered digests, in the cache folder."""
     return cache_root() / BOOK_NAME
 
 

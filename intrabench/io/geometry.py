@@ -30,6 +30,7 @@ class ImageGeometry:
 
     @classmethod
     def from_sitk(cls, image: sitk.Image) -> ImageGeometry:
+        """The geometry of a SimpleITK image: size, spacing (mm), origin (mm) and direction, in its (x, y, z) order."""
         return cls(
             size=tuple(int(v) for v in image.GetSize()),
             spacing=tuple(float(v) for v in image.GetSpacing()),
@@ -71,6 +72,13 @@ class ImageGeometry:
         return self._in_canonical_order(tuple(self.size))
 
     def same_grid(self, other: ImageGeometry, tolerance: float = 1e-3) -> bool:
+        """Whether ``other`` is the same voxel grid within ``tolerance``.
+
+        Args:
+            other: The geometry to compare with.
+            tolerance: Relative and absolute tolerance of spacing (mm) and direction; origins may
+                differ by ten times it (mm).
+        """
         return (
             self.size == other.size
             and np.allclose(self.spacing, other.spacing, rtol=tolerance, atol=tolerance)

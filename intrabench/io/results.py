@@ -51,6 +51,7 @@ def measured_columns(rows) -> list[str]:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file renamed over it, so that a reader sees the old file or the new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(
         dir=path.parent, prefix=f".{path.name}.", suffix=".partial"
@@ -67,6 +68,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` as UTF-8 to ``path`` atomically (see :func:`atomic_write_bytes`)."""
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
@@ -108,6 +110,11 @@ def run_metadata(run_dir: str | Path) -> dict[str, str]:
 
 
 def ensure_writable(directory: Path) -> None:
+    """Create ``directory`` if needed and check that a file can be written in it.
+
+    Raises:
+        UserError: The directory cannot be created or written to.
+    """
     try:
         directory.mkdir(parents=True, exist_ok=True)
         probe = directory / ".write-test"
@@ -118,6 +125,7 @@ def ensure_writable(directory: Path) -> None:
 
 
 def software_versions() -> dict[str, str]:
+    """The installed versions of IntraBench and the packages its results depend on, by package name."""
     packages = [
         "intrabench",
         "numpy",
@@ -169,6 +177,13 @@ def code_revision() -> dict[str, Any]:
 
 
 def write_run_metadata(run_dir: Path, config_yaml: str, extra: dict[str, Any]) -> None:
+    """Write a run's ``config.yaml`` and its metadata (start time, versions, machine).
+
+    Args:
+        run_dir: The run directory.
+        config_yaml: The run's configuration as YAML text.
+        extra: More metadata entries, written as they are.
+    """
     from intrabench.io.machine import describe_machine
 
     atomic_write_text(inside_run(run_dir, run_dir / "config.yaml"), config_yaml)
@@ -192,9 +207,11 @@ class ResultsStore:
         self.units_dir = self.run_dir / "units"
 
     def unit_path(self, unit_key: str) -> Path:
+        """The Parquet file of one unit's rows: ``units/<unit_key>.parquet``."""
         return self.units_dir / f"{unit_key}.parquet"
 
     def is_done(self, unit_key: str) -> bool:
+        """Whether a unit's rows have been written (resume skips it)."""
         return self.unit_path(unit_key).exists()
 
     def set_aside_damaged(self, unit_keys: Iterable[str]) -> list[str]:
@@ -246,6 +263,13 @@ class ResultsStore:
             _KEPT[path] = pq.read_table(io.BytesIO(buffer.getvalue()))  # exactly as on disk
 
     def read_units(self, unit_keys: list[str] | None = None) -> pd.DataFrame:
+        """The rows of the given units (default: every unit written), sorted by the key columns.
+
+        Units of different prompters have different prompt columns: the missing ones are nulls.
+
+        Args:
+            unit_keys: The units to read; a key without a file is skipped.
+        """
         paths = (
             [self.unit_path(k) for k in unit_keys]
             if unit_keys is not None

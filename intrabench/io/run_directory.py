@@ -185,6 +185,11 @@ class RunLock:
         self.unclosed: str | None = None
 
     def acquire(self) -> None:
+        """Take the lock and name this process in the lock file (nothing where ``fcntl`` is missing).
+
+        Raises:
+            UserError: Another process holds the lock.
+        """
         if self._handle is not None:
             return
         try:
@@ -214,6 +219,7 @@ class RunLock:
         self._handle = handle
 
     def release(self) -> None:
+        """Empty the lock file (the run closed) and drop the lock; a lock not held is left alone."""
         if self._handle is not None:
             try:  # emptied: the run closed (see the class docstring)
                 self._handle.seek(0)

@@ -66,6 +66,7 @@ class SliceView:
 
     @property
     def is_identity(self) -> bool:
+        """Whether the view shows the slice as stored (no flip, no transpose)."""
         return not (self.flip_y or self.flip_x or self.transpose)
 
     def shape(self, shape_yx: tuple[int, int]) -> tuple[int, int]:

@@ -127,6 +127,7 @@ class Volume:
 
     @property
     def shape(self) -> tuple[int, int, int]:
+        """The array's shape ``(z, y, x)`` in voxels."""
         return tuple(self.array.shape)  # type: ignore[return-value]
 
     def to_sitk(self, canonical_zyx: np.ndarray) -> sitk.Image:
@@ -203,6 +204,11 @@ def volume_from_sitk(
 
 
 def read_sitk(path: str | Path) -> sitk.Image:
+    """Read an image file (or a DICOM series folder) with SimpleITK.
+
+    Raises:
+        DataError: The path is missing, a broken link, or not an image SimpleITK reads.
+    """
     import SimpleITK as sitk
 
     path = Path(path)

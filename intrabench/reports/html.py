@@ -46,11 +46,20 @@ details{margin:.5em 0}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-s
 
 @dataclass
 class Figure:
+    """One figure of the HTML report.
+
+    Attributes:
+        name: Its identifier.
+        caption: The text under it (also the image's alt text).
+        png: The image as PNG bytes, embedded in the page.
+    """
+
     name: str
     caption: str
     png: bytes
 
     def html(self) -> str:
+        """The figure as an HTML ``<figure>`` with the PNG embedded as a data URL, its caption escaped."""
         data = base64.b64encode(self.png).decode("ascii")
         return (
             f'<figure><img alt="{html.escape(self.caption)}" src="data:image/png;base64,{data}">'

@@ -198,6 +198,7 @@ def final_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def prompter_family(prompter_name: str) -> str:
+    """The paper's prompter family of a prompter name: ``every-slice``, ``few-slices`` or ``3d``."""
     if prompter_name in EVERY_SLICE:
         return "every-slice"
     if prompter_name in FEW_SLICES:

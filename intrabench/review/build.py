@@ -35,6 +35,16 @@ from intrabench.types import prompt_until
 
 @dataclass
 class BuiltReview:
+    """What :func:`build_review` made.
+
+    Attributes:
+        review_id: The review's identifier, recorded with each rating.
+        site: The folder of the static page to hand to raters.
+        key: The file mapping blinded jobs back to the run's rows (kept away from raters).
+        jobs: The number of masks to rate.
+        spread: What was sampled, one line per factor (``model: a 4, b 4, c 4``).
+    """
+
     review_id: str
     site: Path
     key: Path

@@ -214,6 +214,20 @@ def join_ratings(ratings: pd.DataFrame, run_dir: str | Path, rows: pd.DataFrame)
 
 @dataclass
 class RatingAnalysis:
+    """What :func:`analyse_ratings` finds in ratings joined with metrics.
+
+    Attributes:
+        per_configuration: Per configuration: mean rating with its bootstrap 95% interval, the
+            number of masks and ratings, the mean Dice.
+        per_mask: Per rated mask: the mean and std of its ratings, its raters, Dice and NSD.
+        alpha: Ordinal Krippendorff's alpha of the raters (NaN without two raters on one job).
+        n_raters: The number of distinct raters.
+        rho_dice: Spearman's rho of rating against Dice, its p-value and number of masks.
+        rho_nsd: The same against NSD.
+        rater_disagreement: The masks whose raters disagree most (largest rating std).
+        metric_disagreement: The masks whose rating and Dice percentiles differ most.
+    """
+
     per_configuration: pd.DataFrame
     per_mask: pd.DataFrame
     alpha: float

@@ -124,6 +124,7 @@ class ServedModel(Model):
         self._connected()
 
     def set_case(self, image: Volume) -> None:
+        """Send the case's image to the server (once per image)."""
         if image is self._image and self._image_sent:
             return
         self._image = image
@@ -131,6 +132,7 @@ class ServedModel(Model):
         self._send_case(self._connected())
 
     def set_target_class(self, class_name: str) -> None:
+        """The class of the next target, sent with each prediction request."""
         self._target_class = class_name
 
     def predict(
@@ -139,6 +141,16 @@ class ServedModel(Model):
         previous: Prediction | None = None,
         update_slices: list[int] | None = None,
     ) -> Prediction:
+        """The served model's prediction for ``prompt``, through the connection.
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+            previous: The previous prediction, whose feedback stays on the server (sent as a handle).
+            update_slices: For 2D models, the slices to predict again (None: all prompted).
+
+        Raises:
+            RuntimeError: :meth:`set_case` was not called.
+        """
         if self._image is None:
             raise RuntimeError(f"{self.name}: set_case() was not called")
         connection = self._connected()
@@ -182,13 +194,16 @@ class ServedModel(Model):
         return self._mask(answer, arrays, shape)[0]
 
     def model_seconds(self) -> float:
+        """Seconds the server's model spent predicting since :meth:`reset_timer`."""
         return self._seconds
 
     def reset_timer(self) -> None:
+        """Set the model-seconds counter to zero."""
         self._seconds = 0.0
 
     @classmethod
     def forward_frees_cpu(cls, params: dict[str, Any]) -> bool:
+        """Whether the served model's forward pass leaves the CPU free, as the server reported."""
         return bool(cls.served_facts.get("forward_frees_cpu", False))
 
     # -- helpers --------------------------------------------------------------------------

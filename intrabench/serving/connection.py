@@ -162,6 +162,7 @@ class ServerConnection:
 
     @property
     def alive(self) -> bool:
+        """Whether the server process runs (or the socket is open)."""
         if self.process is not None:
             return self.process.poll() is None
         return self.socket is not None

@@ -116,6 +116,7 @@ def volume_from_wire(header: dict[str, Any], array: np.ndarray) -> Volume:
 
 
 def slice_prompt_to_wire(prompt: SlicePrompt) -> dict[str, Any]:
+    """A slice prompt as JSON-ready data: ``z``, ``points`` (N, 2) as (y, x), ``labels``, ``box`` or None."""
     return {
         "z": int(prompt.z),
         "points": np.asarray(prompt.points).tolist(),
@@ -125,6 +126,11 @@ def slice_prompt_to_wire(prompt: SlicePrompt) -> dict[str, Any]:
 
 
 def slice_prompt_from_wire(data: dict[str, Any]) -> SlicePrompt:
+    """A slice prompt from :func:`slice_prompt_to_wire`'s data.
+
+    Raises:
+        ValueError: A field is missing or malformed (the message names the problem).
+    """
     try:
         points = np.asarray(data["points"], dtype=np.int64).reshape(-1, 2)
         labels = np.asarray(data["labels"], dtype=np.int8).reshape(-1)

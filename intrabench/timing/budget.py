@@ -79,6 +79,7 @@ class TimedEpisode:
         return np.cumsum(self.human + self.latency)[self.kept]
 
     def values(self, metric: str) -> np.ndarray:
+        """One metric's values of the kept steps (float)."""
         return self.steps[metric].to_numpy(dtype=float)[self.kept]
 
 

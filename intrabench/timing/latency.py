@@ -25,6 +25,7 @@ LATENCY_COLUMNS = ("latency_seconds", "latency_first_call", "case_setup_seconds"
 
 
 def has_latency(rows: pd.DataFrame) -> bool:
+    """Whether the rows carry latency columns with at least one measured value."""
     return all(c in rows for c in LATENCY_COLUMNS) and rows["latency_seconds"].notna().any()
 
 

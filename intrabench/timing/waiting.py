@@ -54,6 +54,13 @@ class LatencyTable:
     runs: list[str] = field(default_factory=list)
 
     def seconds(self, model: str, first: bool, kind: str) -> float:
+        """The seconds the clinician waits for ``model``.
+
+        Args:
+            model: The model's label in the table.
+            first: Whether this is the episode's first prediction (``first``, else ``warm``).
+            kind: The interaction kind of the step; its own entry wins over ``warm``.
+        """
         entry = self.models[model]
         if first:
             return entry.get("first", entry.get("warm", 0.0))

@@ -62,6 +62,7 @@ class ContrastAwareClickability(ClickabilityModel):
         self.floor = float(floor)
 
     def weights(self, region: ClickRegion) -> np.ndarray:
+        """Unnormalised click weights: float64, the region mask's shape, 0 outside the mask."""
         mask = region.mask
         depth = boundary_distance(mask, region.spacing)
         weights = (depth / depth.max()) ** self.exponent if depth.max() > 0 else mask * 1.0

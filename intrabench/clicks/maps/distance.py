@@ -30,6 +30,7 @@ class DistanceClickability(ClickabilityModel):
         self.exponent = float(exponent)
 
     def weights(self, region: ClickRegion) -> np.ndarray:
+        """Unnormalised click weights: the distance to the region's boundary in mm to the power ``exponent``, float64 of the mask's shape, 0 outside it."""
         distance = boundary_distance(region.mask, region.spacing)
         if self.exponent == 0:
             return region.mask.astype(np.float64)

@@ -101,6 +101,7 @@ class NetworkClickability(ClickabilityModel):
         return np.stack([image, target, mask]).astype(np.float32)
 
     def weights(self, region: ClickRegion) -> np.ndarray:
+        """Unnormalised click weights from the network's logits: float64 of the mask's shape, 0 outside it."""
         import torch
 
         network = self.network(region.mask.ndim)

@@ -79,6 +79,7 @@ class RecordedClickability(ClickabilityModel):
         return local[inside]
 
     def weights(self, region: ClickRegion) -> np.ndarray:
+        """Unnormalised click weights from the recorded clicks: float64 of the mask's shape, 0 outside it."""
         return self.weights_and_source(region)[0]
 
     def weights_and_source(self, region: ClickRegion) -> tuple[np.ndarray, str]:

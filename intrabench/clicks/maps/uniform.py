@@ -18,4 +18,5 @@ class UniformClickability(ClickabilityModel):
     description: ClassVar[str] = "every voxel of the region equally likely"
 
     def weights(self, region: ClickRegion) -> np.ndarray:
+        """Uniform click weights: 1.0 inside the region mask, 0.0 outside (float64, the mask's shape)."""
         return region.mask.astype(np.float64)
