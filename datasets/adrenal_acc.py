@@ -16,6 +16,8 @@ MIN_VOXELS = 30
 
 
 class AdrenalAccRecipe(DicomRecipe):
+    """Adrenal-ACC-Ki67-Seg (paper D7): adrenocortical carcinoma on CT, DICOM-SEG from TCIA."""
+
     key = "adrenal-acc"
     source = TciaSource("Adrenal-ACC-Ki67-Seg", ("CT", "SEG"))
     outputs = (
@@ -31,6 +33,16 @@ class AdrenalAccRecipe(DicomRecipe):
     case_prefix = ""
 
     def make_labels(self, case_id, segments) -> dict[str, np.ndarray | None]:
+        """Labels of one case from its DICOM-SEG segments.
+
+        Args:
+            case_id: The case's identifier.
+            segments: ``[(segment name, mask)]``, each mask bool in the SEG's (k, j, i) voxel order.
+
+        Returns:
+            ``{output name: label}``: an integer label array of the masks' shape, or None to leave
+            the case out of that output.
+        """
         mask = union(segments)
         if mask is None:
             return {"adrenal-acc": None}

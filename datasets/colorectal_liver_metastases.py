@@ -13,6 +13,8 @@ from ._recipe import Output, PreparedDataset, TciaSource, register_outputs
 
 
 class ColorectalRecipe(DicomRecipe):
+    """Colorectal-Liver-Metastases (paper D6): CT and DICOM-SEG from TCIA, one instance per tumour segment."""
+
     key = "colorectal-liver-metastases"
     source = TciaSource("Colorectal-Liver-Metastases", ("CT", "SEG"))
     outputs = (
@@ -28,6 +30,16 @@ class ColorectalRecipe(DicomRecipe):
     case_prefix = ""
 
     def make_labels(self, case_id, segments) -> dict[str, np.ndarray | None]:
+        """Labels of one case from its DICOM-SEG segments.
+
+        Args:
+            case_id: The case's identifier.
+            segments: ``[(segment name, mask)]``, each mask bool in the SEG's (k, j, i) voxel order.
+
+        Returns:
+            ``{output name: label}``: an integer label array of the masks' shape, or None to leave
+            the case out of that output.
+        """
         tumours = [m for n, m in segments if n.strip().lower().startswith("tumor") and m.any()]
         if not tumours:
             self.excluded["colorectal-liver-metastases"] = "no 'Tumor' segment"

@@ -237,12 +237,19 @@ class FolderDataset(Dataset):
         return selectors
 
     def case_ids(self) -> list[str]:
+        """The identifiers of the cases the spec's patterns found, sorted."""
         return sorted(self._cases)
 
     def declared_modality(self, case_id: str) -> str:
+        """The modality the spec gives ``case_id`` (its ``modality:`` mapping, else the dataset's)."""
         return self.case_modality.get(case_id, self.modality_declared)
 
     def load(self, case_id: str) -> Case:
+        """Read one case (a file or a DICOM series) into canonical (z, y, x) orientation.
+
+        Raises:
+            DataError: The image or label cannot be read or they do not match.
+        """
         image, label = self._cases[case_id]
         if self.selectors is not None or image.is_dir():
             return self._load_dicom(case_id, image, label)

@@ -60,6 +60,8 @@ _OAR = re.compile(r"^(?P<case>.+)_OAR_(?P<organ>.+)\.seg\.nrrd$")
 
 
 class HanSegRecipe(Recipe):
+    """HaN-Seg (paper D2): head-and-neck organs at risk on T1 MRI, from Zenodo."""
+
     key = "hanseg"
     source = ZenodoSource("7442914", {"HaN-Seg.zip": FileInfo()})
     outputs = (
@@ -83,9 +85,19 @@ class HanSegRecipe(Recipe):
         }
 
     def raw_cases(self, raw: Path) -> list[str]:
+        """The identifiers of the raw cases found under ``raw``, sorted."""
         return sorted(self._cases(raw))
 
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
+        """Read one raw case.
+
+        Returns:
+            The image and ``{output name: label}``: each label an integer SimpleITK-ordered array on
+            the image's grid, or None to leave the case out of that output.
+
+        Raises:
+            DataError: The case's files are missing or do not match (the message says which).
+        """
         folder = self._cases(raw)[case_id]
         mr = read_image(folder / f"{case_id}_IMG_MR_T1.nrrd")
         ct_path = folder / f"{case_id}_IMG_CT.nrrd"

@@ -23,6 +23,8 @@ LESION_PARTS = ("Mass", "Necrosis")
 
 
 class HccTaceRecipe(DicomRecipe):
+    """HCC-TACE-Seg (paper D8): one TCIA download, two datasets (liver, lesions)."""
+
     key = "hcc-tace"
     source = TciaSource("HCC-TACE-Seg", ("CT", "SEG"))
     outputs = (
@@ -45,6 +47,16 @@ class HccTaceRecipe(DicomRecipe):
     image_description = "Recon 3"
 
     def make_labels(self, case_id, segments) -> dict[str, np.ndarray | None]:
+        """Labels of one case from its DICOM-SEG segments.
+
+        Args:
+            case_id: The case's identifier.
+            segments: ``[(segment name, mask)]``, each mask bool in the SEG's (k, j, i) voxel order.
+
+        Returns:
+            ``{output name: label}``: an integer label array of the masks' shape, or None to leave
+            the case out of that output.
+        """
         liver = union(segments, LIVER_PARTS)
         lesion = union(segments, LESION_PARTS)
         if lesion is None or not lesion.any():

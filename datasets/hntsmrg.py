@@ -23,6 +23,8 @@ _MASK = "_preRT_mask.nii.gz"
 
 
 class HntsMrgRecipe(Recipe):
+    """HNTS-MRG 2024 (paper D3): pre-radiotherapy T2 MRI of head-and-neck cancer, from Zenodo."""
+
     key = "hntsmrg"
     source = ZenodoSource("11199559", {"HNTSMRG24_train.zip": FileInfo()})
     outputs = (
@@ -43,9 +45,19 @@ class HntsMrgRecipe(Recipe):
         return found
 
     def raw_cases(self, raw: Path) -> list[str]:
+        """The identifiers of the raw cases found under ``raw``, sorted."""
         return sorted(self._images(raw))
 
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
+        """Read one raw case.
+
+        Returns:
+            The image and ``{output name: label}``: each label an integer SimpleITK-ordered array on
+            the image's grid, or None to leave the case out of that output.
+
+        Raises:
+            DataError: The case's files are missing or do not match (the message says which).
+        """
         image_path = self._images(raw)[case_id]
         mask_path = image_path.with_name(f"{case_id}{_MASK}")
         if not mask_path.is_file():

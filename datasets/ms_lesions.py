@@ -25,6 +25,8 @@ _FLAIR = re.compile(r"^(?P<id>[^-]+)-Flair\.nii(\.gz)?$")
 
 
 class MsLesionsRecipe(Recipe):
+    """MS lesions (paper D1): FLAIR MRI with consensus lesion masks, downloaded by hand from Mendeley Data."""
+
     key = "ms-lesions"
     source = ManualSource(
         url="https://data.mendeley.com/datasets/8bctsm8jz7/1",
@@ -58,9 +60,19 @@ class MsLesionsRecipe(Recipe):
         return pairs
 
     def raw_cases(self, raw: Path) -> list[str]:
+        """The identifiers of the raw cases found under ``raw``, sorted."""
         return sorted(self._pairs(raw), key=lambda c: (len(c), c))
 
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
+        """Read one raw case.
+
+        Returns:
+            The image and ``{output name: label}``: each label an integer SimpleITK-ordered array on
+            the image's grid, or None to leave the case out of that output.
+
+        Raises:
+            DataError: The case's files are missing or do not match (the message says which).
+        """
         image_path, label_path = self._pairs(raw)[case_id]
         if not label_path.is_file():
             raise DataError(f"no lesion mask {label_path.name}")

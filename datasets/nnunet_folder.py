@@ -432,6 +432,7 @@ class NnUNetFolder(Dataset):
         )
 
     def declared_modality(self, case_id: str) -> str:
+        """'CT', 'MR' or '' (undeclared) for ``case_id``, as the dataset declares it."""
         return self.case_modality(case_id)
 
     def case_modality(self, case_id: str) -> str:
@@ -454,9 +455,15 @@ class NnUNetFolder(Dataset):
         return cases
 
     def case_ids(self) -> list[str]:
+        """The identifiers of the cases with an image and a label, sorted."""
         return sorted(self._cases)
 
     def load(self, case_id: str) -> Case:
+        """Read one case into canonical (z, y, x) orientation.
+
+        Raises:
+            DataError: The image or label cannot be read or they do not match.
+        """
         image_path, label_path = self._cases[case_id]
         return load_pair(
             self.dataset_name,

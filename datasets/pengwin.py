@@ -20,6 +20,8 @@ from ._recipe import FileInfo, Output, PreparedDataset, Recipe, ZenodoSource, re
 
 
 class PengwinRecipe(Recipe):
+    """PENGWIN (paper D9): pelvic CT with bone-fragment labels, from Zenodo."""
+
     key = "pengwin"
     source = ZenodoSource(
         "10927452",
@@ -49,10 +51,20 @@ class PengwinRecipe(Recipe):
         return images, labels
 
     def raw_cases(self, raw: Path) -> list[str]:
+        """The identifiers of the raw cases found under ``raw``, sorted."""
         images, labels = self._files(raw)
         return sorted(set(images) | set(labels))
 
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
+        """Read one raw case.
+
+        Returns:
+            The image and ``{output name: label}``: each label an integer SimpleITK-ordered array on
+            the image's grid, or None to leave the case out of that output.
+
+        Raises:
+            DataError: The case's files are missing or do not match (the message says which).
+        """
         images, labels = self._files(raw)
         if case_id not in images or case_id not in labels:
             raise DataError("image or label file missing")

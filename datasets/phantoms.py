@@ -192,12 +192,15 @@ class Phantoms(Dataset):
         self.n_lesions = (int(n_lesions[0]), int(n_lesions[1]))
 
     def case_ids(self) -> list[str]:
+        """``phantom_000`` .. ``phantom_<n_cases - 1>``."""
         return [f"phantom_{i:03d}" for i in range(self.n_cases)]
 
     def declared_modality(self, case_id: str) -> str:
+        """Phantoms are synthetic CT (intensities in HU)."""
         return "CT"
 
     def load(self, case_id: str) -> Case:
+        """Generate one phantom from the seed and its index: float32 (z, y, x) HU image, one instance target per lesion."""
         index = int(case_id.rsplit("_", 1)[1])
         image, label = make_phantom(self.seed, index, self.shape, self.spacing, self.n_lesions)
         targets = tuple(

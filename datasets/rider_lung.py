@@ -13,6 +13,8 @@ from ._recipe import Output, PreparedDataset, TciaSource, register_outputs
 
 
 class RiderLungRecipe(DicomRecipe):
+    """RIDER Lung CT (paper D4): lung lesions on CT, DICOM-SEG from TCIA."""
+
     key = "rider-lung"
     source = TciaSource("RIDER Lung CT", ("CT", "SEG"))
     outputs = (
@@ -28,6 +30,16 @@ class RiderLungRecipe(DicomRecipe):
     case_prefix = "rider_lung_"
 
     def make_labels(self, case_id, segments) -> dict[str, np.ndarray | None]:
+        """Labels of one case from its DICOM-SEG segments.
+
+        Args:
+            case_id: The case's identifier.
+            segments: ``[(segment name, mask)]``, each mask bool in the SEG's (k, j, i) voxel order.
+
+        Returns:
+            ``{output name: label}``: an integer label array of the masks' shape, or None to leave
+            the case out of that output.
+        """
         mask = union(segments)
         return {"rider-lung": None if mask is None else instances_from_mask(mask, 26)}
 

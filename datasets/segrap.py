@@ -29,6 +29,8 @@ _IMAGE_NAMES = {"image.nii.gz", "image_contrast.nii.gz"}
 
 
 class SegRapRecipe(Recipe):
+    """SegRap2023 (paper D10): organs at risk on non-contrast CT of nasopharyngeal carcinoma."""
+
     key = "segrap"
     source = ManualSource(
         url="https://segrap2023.grand-challenge.org/dataset/",
@@ -78,15 +80,27 @@ class SegRapRecipe(Recipe):
         return sorted(names, key=lambda n: (n.lower(), n))
 
     def labels_for(self, output: Output, raw: Path) -> dict[str, int]:
+        """The label values of the organs found in the raw data: ``{"background": 0, organ: 1..N}``."""
         return {"background": 0, **{n: i for i, n in enumerate(self._organs(raw), start=1)}}
 
     def target_types_for(self, output: Output, raw: Path) -> dict[str, str]:
+        """Every class of the raw data is an ``organ`` target."""
         return {name: "organ" for name in self._organs(raw)}
 
     def raw_cases(self, raw: Path) -> list[str]:
+        """The identifiers of the raw cases found under ``raw``, sorted."""
         return sorted(self._layout(raw)[0])
 
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
+        """Read one raw case.
+
+        Returns:
+            The image and ``{output name: label}``: each label an integer SimpleITK-ordered array on
+            the image's grid, or None to leave the case out of that output.
+
+        Raises:
+            DataError: The case's files are missing or do not match (the message says which).
+        """
         images, labels = self._layout(raw)
         if case_id not in labels:
             raise DataError("no organ label folder for this case")

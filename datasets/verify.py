@@ -49,10 +49,12 @@ class CaseReport:
 
     @property
     def ok(self) -> bool:
+        """Whether the run would read the case (no problem found)."""
         return self.problem is None
 
     @property
     def targets(self) -> int:
+        """The number of targets over all classes."""
         return sum(self.targets_per_class.values())
 
     def line(self) -> str:

@@ -39,10 +39,12 @@ class Interaction:
 
     @property
     def cost(self) -> int:
+        """Its human effort (:data:`INTERACTION_COST` of its kind)."""
         return INTERACTION_COST[self.kind]
 
 
 def interactions(kind: InteractionKind, count: int) -> tuple[Interaction, ...]:
+    """``count`` interactions of one kind."""
     return tuple(Interaction(kind) for _ in range(int(count)))
 
 
@@ -56,6 +58,7 @@ class Box2D:
     x_max: int
 
     def as_tuple(self) -> tuple[int, int, int, int]:
+        """``(y_min, x_min, y_max, x_max)``, inclusive voxel indices."""
         return (self.y_min, self.x_min, self.y_max, self.x_max)
 
 
@@ -71,9 +74,11 @@ class Box3D:
     x_max: int
 
     def slice_box(self) -> Box2D:
+        """The box's in-plane extent as a :class:`Box2D` (inclusive)."""
         return Box2D(self.y_min, self.x_min, self.y_max, self.x_max)
 
     def as_tuple(self) -> tuple[int, int, int, int, int, int]:
+        """``(z_min, y_min, x_min, z_max, y_max, x_max)``, inclusive voxel indices."""
         return (self.z_min, self.y_min, self.x_min, self.z_max, self.y_max, self.x_max)
 
 
@@ -122,6 +127,7 @@ class SlicePrompt:
 
     @property
     def is_empty(self) -> bool:
+        """Whether the slice prompt has neither points nor a box."""
         return len(self.points) == 0 and self.box is None
 
     def key(self) -> tuple:
@@ -269,6 +275,7 @@ class Prompt:
     # -- what the prompt contains -------------------------------------------------------
     @property
     def kinds(self) -> frozenset[str]:
+        """The prompt kinds present (``point``, ``box2d``, ``box3d``, ``scribble``, ``lasso``), to match against a model's ``accepts``."""
         kinds = set()
         if len(self.points):
             kinds.add("point")
@@ -284,6 +291,7 @@ class Prompt:
 
     @property
     def is_empty(self) -> bool:
+        """Whether the prompt carries nothing."""
         return not self.kinds
 
     @property

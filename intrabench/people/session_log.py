@@ -224,6 +224,7 @@ class SessionWriter:
         return self._event("accept", t)
 
     def close(self) -> None:
+        """Close the log file (every event is already on disk)."""
         self._handle.close()
 
     def _event(self, name: str, t: float | None, **fields: Any) -> dict:
@@ -262,6 +263,7 @@ class Session:
 
     @property
     def shape(self) -> tuple[int, int, int]:
+        """The session image's shape ``(z, y, x)`` in voxels, from its header."""
         return tuple(self.header["shape"])  # type: ignore[return-value]
 
     @property
@@ -271,6 +273,7 @@ class Session:
 
     @property
     def step(self) -> int:
+        """The number of interactions in effect (undone ones left out)."""
         return len(self.effective_interactions())
 
     def effective_interactions(self) -> list[dict[str, Any]]:
