@@ -102,6 +102,9 @@ class Cvpr25Submission(Model):
             )
 
     def set_case(self, image: Volume) -> None:
+        """Take the case's image (canonical (z, y, x)); it is written for the submission at each
+        prediction.
+        """
         self._image = image
 
     def predict(
@@ -110,6 +113,20 @@ class Cvpr25Submission(Model):
         previous: Prediction | None = None,
         update_slices: list[int] | None = None,
     ) -> Prediction:
+        """The submission's container's 3D prediction for ``prompt`` on the case of
+        :meth:`set_case`.
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+            previous: The previous step's prediction (its mask and feedback), or None.
+            update_slices: Unused by 3D models (2D models predict only these slices again).
+
+        Returns:
+            The mask, bool of the image's (z, y, x) shape, with the model's seconds and feedback.
+
+        Raises:
+            RuntimeError: :meth:`set_case` was not called.
+        """
         if self._image is None:
             raise RuntimeError("cvpr25-submission: set_case() was not called")
         self.prepare()
@@ -125,9 +142,11 @@ class Cvpr25Submission(Model):
         return Prediction(mask=freeze_with_box(mask, bounding_box(mask)))
 
     def model_seconds(self) -> float:
+        """Seconds the submission spent predicting since :meth:`reset_timer`."""
         return self._seconds
 
     def reset_timer(self) -> None:
+        """Set the model-seconds counter to zero."""
         self._seconds = 0.0
 
     # -- running the command --------------------------------------------------------------

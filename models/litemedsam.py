@@ -294,9 +294,13 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
 
     # -- network ---------------------------------------------------------------------------
     def build_network(self, tiny: bool) -> Any:
+        """The LiteMedSAM torch module with random weights (the full architecture, or a tiny test
+        configuration); the checkpoint is loaded by the caller.
+        """
         return build_tiny_litemedsam() if tiny else network_modules().build_lite_medsam()
 
     def embedding_nbytes(self) -> int:
+        """Bytes of one slice embedding: float32 (256, 64, 64)."""
         return 4 * 256 * 64 * 64
 
     # -- the case ---------------------------------------------------------------------------
@@ -375,9 +379,24 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
         return batch[:, None].expand(-1, 3, -1, -1).contiguous()
 
     def encode(self, batch: Any) -> list[Any]:
+        """Run the image encoder on a preprocessed batch (B, 3, S, S); one float32 embedding (C,
+        h, w) per slice, (256, 64, 64) at full size.
+        """
         return [embedding.clone() for embedding in self.net.image_encoder(batch)]
 
     def decode(self, embedding: Any, prompt: SlicePrompt, feedback: Any) -> SliceOutput:
+        """Mask and feedback of one slice prompt from its embedding.
+
+        Args:
+            embedding: The slice's embedding from :meth:`encode`.
+            prompt: The slice's clicks (y, x) and box, in canonical voxels.
+            feedback: The previous step's low-resolution logits of this slice, or None.
+
+        Returns:
+            The mask, bool (y, x) of the image's slice shape, and the feedback for the next step.
+
+        Points alone give an empty mask: LiteMedSAM segments from a box.
+        """
         shape = tuple(self.image.shape[1:])
         if prompt.box is None:  # points alone: LiteMedSAM has nothing to segment from
             return SliceOutput(np.zeros(shape, dtype=bool), None)
@@ -389,15 +408,21 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
     DECODER_GRAPH: ClassVar[str] = SINGLE_MASK_GRAPH
 
     def decoder_module(self) -> Any:
+        """The exportable decoder: a (1, 256, 64, 64) embedding and a (1, 1, 4) box in input
+        pixels to low-resolution logits.
+        """
         return single_mask_box_decoder(self.net)
 
     def encoder_input_shape(self) -> tuple[int, int, int]:
+        """(3, 256, 256): the encoder's input per slice, known without building the network."""
         return (3, IMAGE_SIZE, IMAGE_SIZE)  # known without building the network
 
     def encoder_input_shape_without_network(self) -> tuple[int, int, int] | None:
+        """The same as :meth:`encoder_input_shape`: LiteMedSAM knows it before building."""
         return self.encoder_input_shape()
 
     def decoder_embedding_shape(self) -> tuple[int, int, int, int]:
+        """(1, 256, 64, 64): the slice embedding the exported decoder takes."""
         return (1, 256, 64, 64)
 
     def cropped_logits(self, embedding: Any, box: Any, view_shape: tuple[int, int]) -> Any:

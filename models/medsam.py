@@ -60,9 +60,15 @@ class MedSAM(SamFamilyModel):
         self.slice_view = slice_view
 
     def build_network(self, tiny: bool) -> Any:
+        """The MedSAM (SAM ViT-B) torch module with random weights (the full architecture, or a
+        tiny test configuration); the checkpoint is loaded by the caller.
+        """
         return build_sam(TINY_SAM if tiny else SAM_CONFIGS["vit_b"])
 
     def preprocess(self, zs: list[int]) -> Any:
+        """Encoder input for axial slices ``zs``: each slice windowed to uint8 and resized as
+        MedSAM's official code does; float32 (B, 3, S, S) on the model's device.
+        """
         import torch
 
         size = self.net.image_encoder.img_size
@@ -76,12 +82,30 @@ class MedSAM(SamFamilyModel):
         return batch[:, None].expand(-1, 3, -1, -1).contiguous()
 
     def embedding_nbytes(self) -> int:
+        """Bytes of one slice embedding (float32), known from the architecture: sizes the cache's
+        batches.
+        """
         return sam_embedding_nbytes(self.net)
 
     def encode(self, batch: Any) -> list[Any]:
+        """Run the image encoder on a preprocessed batch (B, 3, S, S); one float32 embedding (C,
+        h, w) per slice, (256, 64, 64) at full size.
+        """
         return [embedding.clone() for embedding in self.net.image_encoder(batch)]
 
     def decode(self, embedding: Any, prompt: SlicePrompt, feedback: Any) -> SliceOutput:
+        """Mask and feedback of one slice prompt from its embedding.
+
+        Args:
+            embedding: The slice's embedding from :meth:`encode`.
+            prompt: The slice's clicks (y, x) and box, in canonical voxels.
+            feedback: The previous step's low-resolution logits of this slice, or None.
+
+        Returns:
+            The mask, bool (y, x) of the image's slice shape, and the feedback for the next step.
+
+        Points alone give an empty mask: MedSAM segments from a box.
+        """
         import torch
         import torch.nn.functional as F
 

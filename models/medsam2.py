@@ -86,12 +86,18 @@ def build_predictor(tiny: bool = False) -> Any:
 
 
 def medsam2_state(path: str) -> Any:
+    """The network's state dict in a MedSAM2 checkpoint file (its ``model`` entry)."""
     from intrabench.io.checkpoints import state_dict_in
 
     return state_dict_in(path, "model")
 
 
 def load_medsam2_weights(net: Any, path: str) -> None:
+    """Load a MedSAM2 checkpoint into ``net``, every key matched.
+
+    Raises:
+        CheckpointError: The checkpoint's keys or shapes do not match the network.
+    """
     from intrabench.io.checkpoints import load_state_dict_strict
 
     load_state_dict_strict(net, medsam2_state(path), source=str(path))
@@ -244,6 +250,9 @@ class MedSam2(NetworkModel3D):
         return int(image.geometry.orientation()[2][0]) == 2
 
     def set_case(self, image: Volume) -> None:
+        """Take the case's image (canonical (z, y, x), float32); its frames are windowed (CT or
+        MR) and encoded lazily; the same image again does nothing.
+        """
         if image is self._image:
             return
         from intrabench.attributes.intensity import looks_like_ct
@@ -326,6 +335,20 @@ class MedSam2(NetworkModel3D):
         previous: Prediction | None = None,
         update_slices: list[int] | None = None,
     ) -> Prediction:
+        """MedSAM2's 3D prediction for ``prompt`` on the case of :meth:`set_case`.
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+            previous: The previous step's prediction (its mask and feedback), or None.
+            update_slices: Unused by 3D models (2D models predict only these slices again).
+
+        Returns:
+            The mask, bool of the image's (z, y, x) shape, with the model's seconds and feedback.
+
+        Raises:
+            RuntimeError: :meth:`set_case` was not called.
+            ValueError: The prompt has no kind the model takes.
+        """
         if self._image is None:
             raise RuntimeError("MedSAM2: set_case() was not called")
         per_frame = self.frame_prompts(prompt)

@@ -109,6 +109,9 @@ class MobileSAM(TinyViTExport, SAM):
     AUTO_EXPORT: ClassVar[bool] = True
 
     def build_network(self, tiny: bool) -> Any:
+        """The MobileSAM (TinyViT encoder) torch module with random weights (the full
+        architecture, or a tiny test configuration); the checkpoint is loaded by the caller.
+        """
         return build_mobilesam(tiny)
 
     def resized_input(self, zs: list[int]) -> Any:

@@ -400,6 +400,9 @@ class NnInteractive(NetworkModel3D):
 
     @classmethod
     def availability(cls) -> str:
+        """``ready``, or why the model cannot run here in one line (its checkpoint folder
+        missing, wrong or unverified).
+        """
         from intrabench.io.checkpoints import checkpoint_dir
 
         problem = model_folder_problem(checkpoint_dir(None) / DEFAULT_FOLDER)
@@ -424,6 +427,9 @@ class NnInteractive(NetworkModel3D):
             raise CheckpointError(f"{path}: {str(error).strip().splitlines()[0]}") from None
 
     def set_case(self, image: Volume) -> None:
+        """Take the case's image (canonical (z, y, x), float32); it is handed to the session in
+        its native (k, j, i) order; the same image again does nothing.
+        """
         if image is self._image:
             return
         started = time.perf_counter()
@@ -510,6 +516,20 @@ class NnInteractive(NetworkModel3D):
         previous: Prediction | None = None,
         update_slices: list[int] | None = None,
     ) -> Prediction:
+        """nnInteractive's 3D prediction for ``prompt`` on the case of :meth:`set_case`.
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+            previous: The previous step's prediction (its mask and feedback), or None.
+            update_slices: Unused by 3D models (2D models predict only these slices again).
+
+        Returns:
+            The mask, bool of the image's (z, y, x) shape, with the model's seconds and feedback.
+
+        Raises:
+            RuntimeError: :meth:`set_case` was not called.
+            ValueError: The prompt has no kind the model takes.
+        """
         if self._image is None:
             raise RuntimeError("nnInteractive: set_case() was not called")
         calls, box3d_as = self.interactions(prompt)

@@ -51,6 +51,7 @@ class RandomWalker2D(SliceModel):
         self._window = (0.0, 1.0)
 
     def on_new_case(self, image: Volume) -> None:
+        """Take the new case's intensity window (its voxels' percentiles), used for every slice."""
         self._window = intensity_window(image.array)
 
     def _roi(self, prompt: SlicePrompt, shape: tuple[int, int]) -> tuple[slice, slice]:
@@ -115,6 +116,15 @@ class RandomWalker2D(SliceModel):
         return seeds
 
     def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
+        """The random walker's mask of one slice, inside the ROI of its box or clicks.
+
+        Args:
+            prompt: The slice's clicks (y, x) with labels and box, in canonical voxels.
+            feedback: The previous mask of this slice (bool (y, x)), or None.
+
+        Returns:
+            The mask, bool (y, x), empty without a box or click; its own feedback.
+        """
         image = self.image.array[prompt.z]
         shape = image.shape
         if prompt.box is None and len(prompt.points) == 0:

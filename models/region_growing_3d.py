@@ -113,6 +113,20 @@ class RegionGrowing3D(VolumeBaseline):
         previous: Prediction | None = None,
         update_slices: list[int] | None = None,
     ) -> Prediction:
+        """Region growing's 3D prediction for ``prompt`` on the case of :meth:`set_case`.
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+            previous: The previous step's prediction (its mask and feedback), or None.
+            update_slices: Unused by 3D models (2D models predict only these slices again).
+
+        Returns:
+            The mask, bool of the image's (z, y, x) shape, with the model's seconds and feedback.
+
+        Raises:
+            RuntimeError: :meth:`set_case` was not called.
+            ValueError: The prompt has no kind the model takes.
+        """
         self._require_case()
         started = time.perf_counter()
         points, labels = prompt.model_points()

@@ -58,6 +58,9 @@ class SAM(SamFamilyModel):
     EXPORTABLE_ENCODER: ClassVar[bool] = True
 
     def build_network(self, tiny: bool) -> Any:
+        """The SAM torch module with random weights (the full architecture, or a tiny test
+        configuration); the checkpoint is loaded by the caller.
+        """
         return build_sam(TINY_SAM if tiny else SAM_CONFIGS[self.variant])
 
     def _window(self) -> tuple[float, float]:
@@ -85,16 +88,36 @@ class SAM(SamFamilyModel):
         return resized.round().clamp(0, 255)
 
     def preprocess(self, zs: list[int]) -> Any:
+        """Encoder input for axial slices ``zs``: each slice windowed, resized to the long side S
+        and normalised as SAM's ``preprocess`` does; float32 (B, 3, S, S) on the model's
+        device.
+        """
         return self.net.preprocess(self.resized_input(zs))
 
     def embedding_nbytes(self) -> int:
+        """Bytes of one slice embedding (float32), known from the architecture: sizes the cache's
+        batches.
+        """
         return sam_embedding_nbytes(self.net)
 
     def encode(self, batch: Any) -> list[Any]:
+        """Run the image encoder on a preprocessed batch (B, 3, S, S); one float32 embedding (C,
+        h, w) per slice, (256, 64, 64) at full size.
+        """
         embeddings = self.net.image_encoder(batch)
         return [embedding.clone() for embedding in embeddings]
 
     def decode(self, embedding: Any, prompt: SlicePrompt, feedback: Any) -> SliceOutput:
+        """Mask and feedback of one slice prompt from its embedding.
+
+        Args:
+            embedding: The slice's embedding from :meth:`encode`.
+            prompt: The slice's clicks (y, x) and box, in canonical voxels.
+            feedback: The previous step's low-resolution logits of this slice, or None.
+
+        Returns:
+            The mask, bool (y, x) of the image's slice shape, and the feedback for the next step.
+        """
         net = self.net
         height, width = self.image.shape[1:]
         input_h, input_w = self._input_shape()

@@ -146,12 +146,18 @@ class SAM2(SamFamilyModel):
     AUTO_MULTIMASK: ClassVar[str] = "single-point"
 
     def build_network(self, tiny: bool) -> Any:
+        """The SAM2 torch module with random weights (the full architecture, or a tiny test
+        configuration); the checkpoint is loaded by the caller.
+        """
         return build_sam2_network(self.variant, tiny)
 
     def _window(self) -> tuple[float, float]:
         return self.case_value("window", lambda: percentile_window(self.image.array))
 
     def preprocess(self, zs: list[int]) -> Any:
+        """Encoder input for axial slices ``zs``: each slice windowed to uint8, resized to S and
+        normalised; float32 (B, 3, S, S) on the model's device.
+        """
         import torch
         import torch.nn.functional as F
 
@@ -171,6 +177,9 @@ class SAM2(SamFamilyModel):
         return 4 * side * side * (dim + dim // 8 * 16 + dim // 4 * 4)
 
     def encode(self, batch: Any) -> list[Any]:
+        """Run SAM2's image encoder on a preprocessed batch (B, 3, S, S); per slice its image
+        embedding and high-resolution features.
+        """
         net = self.net
         backbone = net.forward_image(batch)
         _, features, _, sizes = net._prepare_backbone_features(backbone)
@@ -182,6 +191,16 @@ class SAM2(SamFamilyModel):
         return [(maps[-1][i].clone(), *(m[i].clone() for m in maps[:-1])) for i in range(count)]
 
     def decode(self, embedding: Any, prompt: SlicePrompt, feedback: Any) -> SliceOutput:
+        """Mask and feedback of one slice prompt from its embedding.
+
+        Args:
+            embedding: The slice's embedding from :meth:`encode`.
+            prompt: The slice's clicks (y, x) and box, in canonical voxels.
+            feedback: The previous step's low-resolution logits of this slice, or None.
+
+        Returns:
+            The mask, bool (y, x) of the image's slice shape, and the feedback for the next step.
+        """
         import torch
         import torch.nn.functional as F
 

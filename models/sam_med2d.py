@@ -76,9 +76,15 @@ class SAMMed2D(SamFamilyModel):
     IGNORED_CHECKPOINT_KEYS: ClassVar[tuple[str, ...]] = ("pixel_mean", "pixel_std")
 
     def build_network(self, tiny: bool) -> Any:
+        """The SAM-Med2D torch module with random weights (the full architecture, or a tiny test
+        configuration); the checkpoint is loaded by the caller.
+        """
         return build_sam(TINY_SAM_MED2D if tiny else SAM_MED2D_CONFIG)
 
     def preprocess(self, zs: list[int]) -> Any:
+        """Encoder input for axial slices ``zs``: each slice windowed to uint8, normalised and
+        resized to S = 256; float32 (B, 3, S, S) on the model's device.
+        """
         import torch
         import torch.nn.functional as F
 
@@ -90,12 +96,28 @@ class SAMMed2D(SamFamilyModel):
         return F.interpolate((batch - mean) / std, (size, size), mode="nearest")
 
     def embedding_nbytes(self) -> int:
+        """Bytes of one slice embedding (float32), known from the architecture: sizes the cache's
+        batches.
+        """
         return sam_embedding_nbytes(self.net)
 
     def encode(self, batch: Any) -> list[Any]:
+        """Run the image encoder on a preprocessed batch (B, 3, S, S); one float32 embedding (C,
+        h, w) per slice, (256, 16, 16) at full size.
+        """
         return [embedding.clone() for embedding in self.net.image_encoder(batch)]
 
     def decode(self, embedding: Any, prompt: SlicePrompt, feedback: Any) -> SliceOutput:
+        """Mask and feedback of one slice prompt from its embedding.
+
+        Args:
+            embedding: The slice's embedding from :meth:`encode`.
+            prompt: The slice's clicks (y, x) and box, in canonical voxels.
+            feedback: The previous step's low-resolution logits of this slice, or None.
+
+        Returns:
+            The mask, bool (y, x) of the image's slice shape, and the feedback for the next step.
+        """
         import torch
         import torch.nn.functional as F
 

@@ -172,6 +172,9 @@ class SegVol(CaseStateAhead, NetworkModel3D):
         check_fits(net, segvol_state(str(path)), str(path), text_encoder_keys())
 
     def set_case(self, image: Volume) -> None:
+        """Take the case's image (canonical (z, y, x), float32); it is cropped and resampled as
+        SegVol's official code does; the same image again does nothing.
+        """
         if image is self._image:
             return
         self._native_shape, self._crop, self._volume = self.state_for(image)
@@ -338,6 +341,20 @@ class SegVol(CaseStateAhead, NetworkModel3D):
         previous: Prediction | None = None,
         update_slices: list[int] | None = None,
     ) -> Prediction:
+        """SegVol's 3D prediction for ``prompt`` on the case of :meth:`set_case`.
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+            previous: The previous step's prediction (its mask and feedback), or None.
+            update_slices: Unused by 3D models (2D models predict only these slices again).
+
+        Returns:
+            The mask, bool of the image's (z, y, x) shape, with the model's seconds and feedback.
+
+        Raises:
+            RuntimeError: :meth:`set_case` was not called.
+            ValueError: The prompt has no kind the model takes.
+        """
         if self._image is None:
             raise RuntimeError("SegVol: set_case() was not called")
         if prompt.is_empty or not ({"point", "box3d", "scribble"} & prompt.kinds):

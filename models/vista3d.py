@@ -86,6 +86,7 @@ def tiny_network() -> Any:
 
 
 def full_network() -> Any:
+    """VISTA3D's full network (MONAI's ``vista3d132``, one input channel) with random weights."""
     from monai.networks.nets.vista3d import vista3d132
 
     return vista3d132(in_channels=1)
@@ -100,6 +101,11 @@ def vista3d_state(path: str) -> Any:
 
 
 def load_vista3d_weights(net: Any, path: str) -> None:
+    """Load a VISTA3D checkpoint into ``net``, every key matched.
+
+    Raises:
+        CheckpointError: The checkpoint's keys or shapes do not match the network.
+    """
     from intrabench.io.checkpoints import load_state_dict_strict
 
     load_state_dict_strict(net, vista3d_state(path), source=str(path))
@@ -236,6 +242,9 @@ class Vista3D(NetworkModel3D):
         check_fits(net, vista3d_state(str(path)), str(path))
 
     def set_case(self, image: Volume) -> None:
+        """Take the case's image (canonical (z, y, x), float32); it is preprocessed as VISTA3D's
+        official transforms do; the same image again does nothing.
+        """
         if image is self._image:
             return
         started = time.perf_counter()
@@ -246,6 +255,7 @@ class Vista3D(NetworkModel3D):
         self._seconds += time.perf_counter() - started
 
     def set_target_class(self, class_name: str) -> None:
+        """The class of the next target (VISTA3D's class prompt)."""
         self._target_class = class_name
 
     def class_prompt(self) -> int | None:
@@ -284,6 +294,20 @@ class Vista3D(NetworkModel3D):
         previous: Prediction | None = None,
         update_slices: list[int] | None = None,
     ) -> Prediction:
+        """VISTA3D's 3D prediction for ``prompt`` on the case of :meth:`set_case`.
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+            previous: The previous step's prediction (its mask and feedback), or None.
+            update_slices: Unused by 3D models (2D models predict only these slices again).
+
+        Returns:
+            The mask, bool of the image's (z, y, x) shape, with the model's seconds and feedback.
+
+        Raises:
+            RuntimeError: :meth:`set_case` was not called.
+            ValueError: The prompt has no kind the model takes.
+        """
         import torch
         from monai.apps.vista3d.inferer import point_based_window_inferer
 

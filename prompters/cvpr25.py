@@ -61,6 +61,15 @@ class Cvpr25Box(Prompter):
         self.max_shift = int(max_shift)
 
     def initial(self, context: PromptContext) -> Prompt:
+        """The challenge's 3D box: the 2D box of the middle slice and the target's z-range.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         gt = context.ground_truth
         if not gt.any():
             return Prompt()
@@ -171,4 +180,7 @@ class Cvpr25Click(CenterErrorClick):
         super().__init__(use_spacing=False)
 
     def click_in(self, component: np.ndarray, context: RefineContext) -> tuple[int, ...]:
+        """The challenge's click in one error component (bool, the crop's axes): its centre, with
+        the challenge's tie-break.
+        """
         return challenge_click(component)

@@ -53,6 +53,15 @@ class PointInterpolation(Prompter):
         self.center = center
 
     def initial(self, context: PromptContext) -> Prompt:
+        """Clicks on the seed slices, interpolated in between.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         if not context.ground_truth.any():
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)
@@ -119,6 +128,15 @@ class BoxInterpolation(Prompter):
         return Box2D(min(y0, y1), min(x0, x1), max(y0, y1), max(x0, x1))
 
     def initial(self, context: PromptContext) -> Prompt:
+        """Boxes on the seed slices, corners interpolated in between.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         if not context.ground_truth.any():
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)

@@ -54,6 +54,15 @@ class LassoPrompter(Prompter):
         self.margin_mm = float(margin_mm)
 
     def initial(self, context: PromptContext) -> Prompt:
+        """The lasso on the target's median slice.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         if not context.ground_truth.any():
             return Prompt()
         z = median_slice(foreground_slices(context.ground_truth))

@@ -62,6 +62,15 @@ class CenterPointPerSlice(Prompter):
     takes_click_policy: ClassVar[bool] = True
 
     def initial(self, context: PromptContext) -> Prompt:
+        """One centre click on every foreground slice.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         if not context.ground_truth.any():
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)
@@ -99,6 +108,15 @@ class PointsPerSlice(Prompter):
         self.n_points = positive_count(n_points)
 
     def initial(self, context: PromptContext) -> Prompt:
+        """``n_points`` random positive clicks on every foreground slice.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         if not context.ground_truth.any():
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)
@@ -142,6 +160,15 @@ class AlternatingPointsPerSlice(Prompter):
         self.inner, self.outer = float(inner), float(outer)
 
     def initial(self, context: PromptContext) -> Prompt:
+        """``n_points`` alternating positive and negative clicks on every foreground slice.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         if not context.ground_truth.any():
             return Prompt()
         margin = int(np.ceil(self.outer)) + 1
@@ -188,6 +215,15 @@ class BoxPerSlice(Prompter):
     effort_rule: ClassVar[str] = "1 box (2) per foreground slice (2X)"
 
     def initial(self, context: PromptContext) -> Prompt:
+        """A tight 2D box on every foreground slice.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         if not context.ground_truth.any():
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)
@@ -219,6 +255,15 @@ class BoxPerSliceFrom3DBox(Prompter):
     effort_rule: ClassVar[str] = "one 3D box = 3, sliced into 2D boxes"
 
     def initial(self, context: PromptContext) -> Prompt:
+        """The 3D box's xy box on every slice of its z-range.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         if not context.ground_truth.any():
             return Prompt()
         low, high = bounding_box(context.ground_truth)

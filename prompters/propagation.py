@@ -78,6 +78,15 @@ class PointPropagation(Prompter):
         self.n_points = positive_count(n_points)
 
     def initial(self, context: PromptContext) -> Prompt:
+        """Clicks on the median slice; the others follow by propagation.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         segment = _segmenter(context, self.name)
         gt = context.ground_truth
         if not gt.any():
@@ -122,6 +131,15 @@ class BoxPropagation(Prompter):
     needs_model: ClassVar[bool] = True
 
     def initial(self, context: PromptContext) -> Prompt:
+        """A tight box on the median slice; the others follow by propagation.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         segment = _segmenter(context, self.name)
         gt = context.ground_truth
         if not gt.any():

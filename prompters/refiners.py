@@ -127,6 +127,15 @@ class CorrectivePointPerSlice(Refiner):
         self.slices = slices
 
     def refine(self, context: RefineContext) -> Prompt | None:
+        """One corrective click on every slice with an error.
+
+        Args:
+            context: The step's ground truth and prediction (bool (z, y, x)), spacing (mm) and rng.
+
+        Returns:
+            The new interactions in canonical (z, y, x) voxels, or None when nothing is left to
+            correct.
+        """
         errors = _Errors(context)
         if errors.crop is None:
             return None
@@ -175,6 +184,15 @@ class RandomCorrectivePoint(Refiner):
         self.n_points = positive_count(n_points)
 
     def refine(self, context: RefineContext) -> Prompt | None:
+        """``n_points`` random misclassified voxels, labelled by the ground truth.
+
+        Args:
+            context: The step's ground truth and prediction (bool (z, y, x)), spacing (mm) and rng.
+
+        Returns:
+            The new interactions in canonical (z, y, x) voxels, or None when nothing is left to
+            correct.
+        """
         errors = _Errors(context)
         if errors.crop is None:
             return None
@@ -214,6 +232,15 @@ class CenterErrorClick(Refiner):
         self.use_spacing = bool(use_spacing)
 
     def refine(self, context: RefineContext) -> Prompt | None:
+        """One click at the centre of the largest error.
+
+        Args:
+            context: The step's ground truth and prediction (bool (z, y, x)), spacing (mm) and rng.
+
+        Returns:
+            The new interactions in canonical (z, y, x) voxels, or None when nothing is left to
+            correct.
+        """
         errors = _Errors(context)
         if errors.crop is None:
             return None
@@ -398,6 +425,15 @@ class ScribbleRefiner(Refiner):
 
     # -- the refiner ---------------------------------------------------------------------
     def refine(self, context: RefineContext) -> Prompt | None:
+        """One scribble on the largest error.
+
+        Args:
+            context: The step's ground truth and prediction (bool (z, y, x)), spacing (mm) and rng.
+
+        Returns:
+            The new interactions in canonical (z, y, x) voxels, or None when nothing is left to
+            correct.
+        """
         errors = _Errors(context, margin=int(np.ceil(self.contour_distance)) + 1)
         if errors.crop is None:
             return None

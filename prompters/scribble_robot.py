@@ -131,6 +131,15 @@ class ScribbleRobot(Refiner):
         self.mode = mode
 
     def refine(self, context: RefineContext) -> Prompt | None:
+        """Skeleton scribbles on every error of the worst axial slice not used yet.
+
+        Args:
+            context: The step's ground truth and prediction (bool (z, y, x)), spacing (mm) and rng.
+
+        Returns:
+            The new interactions in canonical (z, y, x) voxels, or None when nothing is left to
+            correct.
+        """
         crop = union_crop([context.ground_truth, context.prediction])
         if crop is None:
             return None

@@ -37,6 +37,15 @@ class Box3DPrompter(Prompter):
     effort_rule: ClassVar[str] = "3D box = 3"
 
     def initial(self, context: PromptContext) -> Prompt:
+        """The target's tight 3D bounding box.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         if not context.ground_truth.any():
             return Prompt()
         low, high = bounding_box(context.ground_truth)
@@ -63,6 +72,15 @@ class PointsPerVolume(Prompter):
     takes_click_policy: ClassVar[bool] = True
 
     def initial(self, context: PromptContext) -> Prompt:
+        """``n_points`` positive clicks drawn uniformly from the target's voxels.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         if not context.ground_truth.any():
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)
@@ -116,6 +134,15 @@ class CenterPointsPerVolume(Prompter):
     takes_click_policy: ClassVar[bool] = True
 
     def initial(self, context: PromptContext) -> Prompt:
+        """``n_points`` positive clicks along the target's centre line.
+
+        Args:
+            context: The episode's target; only ``context.ground_truth`` (bool (z, y, x)) and its
+                spacing (mm, (z, y, x)) are read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxels; an empty prompt for an empty target.
+        """
         if not context.ground_truth.any():
             return Prompt()
         sub, offset = foreground_crop(context.ground_truth)
