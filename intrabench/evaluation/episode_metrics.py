@@ -29,14 +29,19 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from intrabench.evaluation.metric_registry import (  # noqa: F401 - cvpr_nsd: its old home
+    CVPR_NSD_DICE_FLOOR,
+    DICE,
+    METRICS,
+    Metric,
+    cvpr_nsd,
+)
+
 #: Columns that identify one episode (all steps of one target under one configuration).
 EPISODE_KEYS = ["run", "dataset", "case", "target", "model", "prompter", "refiner", "seed"]
 
-#: Dice thresholds for interactions-to-threshold.
-THRESHOLDS = (0.8, 0.9)
-
-#: CVPR 2025 rule: NSD counts as 0 when Dice <= this.
-CVPR_NSD_DICE_FLOOR = 0.2
+#: Dice thresholds for interactions-to-threshold (the Dice metric's declared thresholds).
+THRESHOLDS = DICE.thresholds
 
 
 def auc(values: Sequence[float]) -> float:
@@ -67,127 +72,125 @@ def first_reaching(values: Sequence[float], threshold: float) -> int | None:
     return int(hits[0]) if hits.size else None
 
 
-def cvpr_nsd(dice: np.ndarray | pd.Series, nsd: np.ndarray | pd.Series) -> np.ndarray:
-    """NSD with the CVPR 2025 rule applied: 0 where Dice <= 0.2."""
-    dice = np.asarray(dice, dtype=np.float64)
-    return np.where(dice <= CVPR_NSD_DICE_FLOOR, 0.0, np.asarray(nsd, dtype=np.float64))
-
-
 def _key(threshold: float) -> str:
     return f"{threshold:g}"
 
 
 def summarize_episode(steps: pd.DataFrame) -> dict[str, float | int | bool | str]:
-    """Summary of one episode from its rows (any order; sorted by ``step`` here)."""
-    steps = steps.sort_values("step")
-    dice = steps["dice"].to_numpy(dtype=np.float64)
-    effort = steps["cumulative_effort"].to_numpy(dtype=np.float64)
-    first = steps.iloc[0]
-    last = steps.iloc[-1]
+    """Summary of one episode from its rows (any order): :func:`episode_table`'s row for it,
+    without the episode's key columns."""
+    row = episode_table(steps).iloc[0]
     out: dict[str, float | int | bool | str] = {
-        "target_class": first.get("target_class", ""),
-        "effort_label": first.get("effort_label", ""),
-        "n_steps": int(len(steps) - 1),
-        "dice_initial": float(dice[0]),
-        "dice_final": float(dice[-1]),
-        "dice_auc": auc(dice),
-        "dice_auc_norm": auc_normalized(dice),
-        "initial_effort": float(effort[0]),
-        "cumulative_effort": float(effort[-1]),
+        "target_class": "",
+        "effort_label": "",
+        **{k: v for k, v in row.items() if k not in EPISODE_KEYS},
     }
-    for metric in ("iou", "nsd", "hd95"):
-        if metric in steps:
-            out[f"{metric}_initial"] = float(steps[metric].iloc[0])
-            out[f"{metric}_final"] = float(last[metric])
-    if "nsd" in steps:
-        nsd = cvpr_nsd(dice, steps["nsd"].to_numpy())
-        out["nsd_auc"] = auc(nsd)
-        out["nsd_auc_norm"] = auc_normalized(nsd)
-    for threshold in THRESHOLDS:
-        index = first_reaching(dice, threshold)
-        out[f"reached_dice_{_key(threshold)}"] = index is not None
-        out[f"steps_to_dice_{_key(threshold)}"] = float("nan") if index is None else float(index)
-        out[f"effort_to_dice_{_key(threshold)}"] = (
-            float("nan") if index is None else float(effort[index])
-        )
-    if "model_seconds" in steps:
-        seconds = steps["model_seconds"].to_numpy(dtype=np.float64)
-        called = (
-            ~steps["converged"].to_numpy(dtype=bool)
-            if "converged" in steps
-            else np.ones(len(steps), bool)
-        )
-        out["model_seconds_total"] = float(np.nansum(seconds))
-        out["model_seconds_per_step"] = (
-            float(np.nanmean(seconds[called])) if called.any() else float("nan")
-        )
-    return out
+    return {k: v.item() if isinstance(v, np.generic) else v for k, v in out.items()}
 
 
 def episode_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per episode (see the module docstring for every column). Vectorised: the same
-    values as :func:`summarize_episode` applied to each episode."""
+    """One row per episode (see the module docstring for every column): the summaries every
+    registered metric takes (:data:`~intrabench.evaluation.metric_registry.METRICS`), the
+    effort and the model time. Vectorised over episodes."""
     if rows.empty:
         return pd.DataFrame(columns=EPISODE_KEYS)
     keys = [k for k in EPISODE_KEYS if k in rows]
     rows = rows.sort_values(keys + ["step"], kind="stable").reset_index(drop=True)
-    groups = rows.groupby(keys, sort=False, dropna=False)
-    first, last = groups.head(1).set_index(keys), groups.tail(1).set_index(keys)
-    out = pd.DataFrame(index=first.index)
+    episodes = _Episodes(rows, keys)
+    out = pd.DataFrame(index=episodes.first.index)
     for column in ("target_class", "effort_label"):
         if column in rows:
-            out[column] = first[column]
-    n_steps = groups["step"].count() - 1
-    out["n_steps"] = n_steps.astype(int)
-    out["dice_initial"] = first["dice"].astype(float)
-    out["dice_final"] = last["dice"].astype(float)
-    episode_id = groups.ngroup()
-    is_click = (rows["step"] >= 1) & (groups["step"].cumcount() >= 1)
-    later = is_click & (groups["step"].cumcount() >= 2)
+            out[column] = episodes.first[column]
+    out["n_steps"] = (episodes.groups["step"].count() - 1).astype(int)
+    present = [m for m in METRICS.values() if m.name in rows]
+    primary, others = present[:1], present[1:]
+    for metric in primary:
+        _ends(out, episodes, metric)
+        _areas(out, episodes, metric)
+    out["initial_effort"] = episodes.first["cumulative_effort"].astype(float)
+    out["cumulative_effort"] = episodes.last["cumulative_effort"].astype(float)
+    for metric in others:
+        _ends(out, episodes, metric)
+    for metric in others:
+        _areas(out, episodes, metric)
+    for metric in present:
+        _reach(out, episodes, metric)
+    if "model_seconds" in rows:
+        _model_time(out, episodes)
+    return out.reset_index()
 
-    def curve_areas(values: pd.Series) -> tuple[pd.Series, pd.Series]:
-        previous = values.groupby(episode_id).shift(1)
-        pieces = ((values + previous) / 2.0).where(later, 0.0)
-        area = pieces.groupby(episode_id).sum().to_numpy()
-        clicks = is_click.groupby(episode_id).sum().to_numpy()
-        first_click = values.where(is_click).groupby(episode_id).first().to_numpy()
+
+class _Episodes:
+    """The sorted step rows of many episodes, grouped by their ``keys``."""
+
+    def __init__(self, rows: pd.DataFrame, keys: list[str]) -> None:
+        self.rows, self.keys = rows, keys
+        self.groups = rows.groupby(keys, sort=False, dropna=False)
+        self.first = self.groups.head(1).set_index(keys)
+        self.last = self.groups.tail(1).set_index(keys)
+        self.episode_id = self.groups.ngroup()
+        position = self.groups["step"].cumcount()
+        #: refinement steps (1..K) and those after the first (a trapezoid ends there)
+        self.is_click = (rows["step"] >= 1) & (position >= 1)
+        self.later = self.is_click & (position >= 2)
+
+    def curve_areas(self, values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`auc` and :func:`auc_normalized` of every episode's ``values``."""
+        previous = values.groupby(self.episode_id).shift(1)
+        pieces = ((values + previous) / 2.0).where(self.later, 0.0)
+        area = pieces.groupby(self.episode_id).sum().to_numpy()
+        clicks = self.is_click.groupby(self.episode_id).sum().to_numpy()
+        first_click = values.where(self.is_click).groupby(self.episode_id).first().to_numpy()
         area = np.where(clicks == 0, np.nan, area)
         normalised = np.where(
             clicks <= 1,
             np.where(clicks == 1, first_click, np.nan),
             area / np.maximum(clicks - 1, 1),
         )
-        return pd.Series(area, index=out.index), pd.Series(normalised, index=out.index)
+        return area, normalised
 
-    dice = rows["dice"].astype(float)
-    out["dice_auc"], out["dice_auc_norm"] = curve_areas(dice)
-    out["initial_effort"] = first["cumulative_effort"].astype(float)
-    out["cumulative_effort"] = last["cumulative_effort"].astype(float)
-    for metric in ("iou", "nsd", "hd95"):
-        if metric in rows:
-            out[f"{metric}_initial"] = first[metric].astype(float)
-            out[f"{metric}_final"] = last[metric].astype(float)
-    if "nsd" in rows:
-        out["nsd_auc"], out["nsd_auc_norm"] = curve_areas(pd.Series(cvpr_nsd(dice, rows["nsd"])))
-    for threshold in THRESHOLDS:
-        hits = rows[dice >= threshold]
+
+def _ends(out: pd.DataFrame, episodes: _Episodes, metric: Metric) -> None:
+    for summary, rows in (("initial", episodes.first), ("final", episodes.last)):
+        if summary in metric.summaries:
+            out[f"{metric.name}_{summary}"] = rows[metric.name].astype(float)
+
+
+def _areas(out: pd.DataFrame, episodes: _Episodes, metric: Metric) -> None:
+    if "auc" not in metric.summaries:
+        return
+    values = pd.Series(metric.curve_values(episodes.rows), index=episodes.rows.index)
+    area, normalised = episodes.curve_areas(values)
+    out[f"{metric.name}_auc"] = area
+    out[f"{metric.name}_auc_norm"] = normalised
+
+
+def _reach(out: pd.DataFrame, episodes: _Episodes, metric: Metric) -> None:
+    if "reach" not in metric.summaries:
+        return
+    rows, keys = episodes.rows, episodes.keys
+    values = rows[metric.name].astype(float)
+    for threshold in metric.thresholds:
+        reached = values >= threshold if metric.higher_is_better else values <= threshold
+        hits = rows[reached]
         first_hit = hits.groupby(keys, sort=False, dropna=False).head(1).set_index(keys)
         step = first_hit["step"].astype(float).reindex(out.index)
-        out[f"reached_dice_{_key(threshold)}"] = step.notna()
-        out[f"steps_to_dice_{_key(threshold)}"] = step
-        out[f"effort_to_dice_{_key(threshold)}"] = (
-            first_hit["cumulative_effort"].astype(float).reindex(out.index)
-        )
-    if "model_seconds" in rows:
-        seconds = rows["model_seconds"].astype(float)
-        called = (
-            (~rows["converged"].astype(bool))
-            if "converged" in rows
-            else pd.Series(True, index=rows.index)
-        )
-        out["model_seconds_total"] = seconds.groupby(episode_id).sum(min_count=0).to_numpy()
-        out["model_seconds_per_step"] = seconds.where(called).groupby(episode_id).mean().to_numpy()
-    return out.reset_index()
+        name = f"{metric.name}_{_key(threshold)}"
+        out[f"reached_{name}"] = step.notna()
+        out[f"steps_to_{name}"] = step
+        out[f"effort_to_{name}"] = first_hit["cumulative_effort"].astype(float).reindex(out.index)
+
+
+def _model_time(out: pd.DataFrame, episodes: _Episodes) -> None:
+    rows, episode_id = episodes.rows, episodes.episode_id
+    seconds = rows["model_seconds"].astype(float)
+    called = (
+        (~rows["converged"].astype(bool))
+        if "converged" in rows
+        else pd.Series(True, index=rows.index)
+    )
+    out["model_seconds_total"] = seconds.groupby(episode_id).sum(min_count=0).to_numpy()
+    out["model_seconds_per_step"] = seconds.where(called).groupby(episode_id).mean().to_numpy()
 
 
 def success_summary(

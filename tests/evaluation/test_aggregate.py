@@ -188,7 +188,14 @@ def test_cvpr_nsd_rule_and_model_time():
 
 
 def test_vectorised_episode_table_matches_the_per_episode_definition(tiny_run):
-    from intrabench.evaluation.episode_metrics import EPISODE_KEYS, summarize_episode
+    """The one implementation of the episode summaries against the definitions written per
+    episode (auc, auc_normalized, first_reaching, the CVPR NSD rule), episode by episode;
+    summarize_episode is its row."""
+    from intrabench.evaluation.episode_metrics import (
+        EPISODE_KEYS,
+        first_reaching,
+        summarize_episode,
+    )
     from intrabench.io.results import load_results
 
     rows = load_results(tiny_run)
@@ -198,15 +205,33 @@ def test_vectorised_episode_table_matches_the_per_episode_definition(tiny_run):
     table = episode_table(rows).set_index(EPISODE_KEYS)
     assert len(table) == rows.groupby(EPISODE_KEYS).ngroups
     for identity, steps in rows.groupby(EPISODE_KEYS):
-        expected = summarize_episode(steps)
+        steps = steps.sort_values("step")
+        dice, effort = steps["dice"].to_numpy(), steps["cumulative_effort"].to_numpy()
+        nsd = cvpr_nsd(dice, steps["nsd"].to_numpy())
+        index = first_reaching(dice, 0.8)
+        expected = {
+            "n_steps": len(steps) - 1,
+            "dice_initial": dice[0],
+            "dice_final": dice[-1],
+            "dice_auc": auc(dice),
+            "dice_auc_norm": auc_normalized(dice),
+            "iou_final": steps["iou"].iloc[-1],
+            "hd95_initial": steps["hd95"].iloc[0],
+            "nsd_auc": auc(nsd),
+            "nsd_auc_norm": auc_normalized(nsd),
+            "reached_dice_0.8": index is not None,
+            "effort_to_dice_0.8": float("nan") if index is None else effort[index],
+            "cumulative_effort": effort[-1],
+        }
         got = table.loc[identity]
         for column, value in expected.items():
             if isinstance(value, float) and math.isnan(value):
                 assert math.isnan(got[column]), column
-            elif isinstance(value, float):
-                assert got[column] == pytest.approx(value), column
             else:
-                assert got[column] == value, column
+                assert got[column] == pytest.approx(value), column
+        summary = summarize_episode(steps)
+        assert summary["dice_auc"] == got["dice_auc"] or math.isnan(summary["dice_auc"])
+        assert list(summary)[:3] == ["target_class", "effort_label", "n_steps"]
 
 
 # --------------------------------------------------------------------------------------
