@@ -470,13 +470,24 @@ def _check_interaction(event: dict[str, Any], shape: tuple[int, ...]) -> None:
         raise DataError("the interaction has no latency_s")
     if event.get("shown_at") is not None and not _number(event["shown_at"]):
         raise DataError("the interaction's shown_at is not a number")
-    geometry = event.get("geometry")
+    check_geometry(kind, event.get("geometry"), shape)
+    decode_mask(event.get("mask"), shape)
+
+
+def check_geometry(kind: str, geometry: Any, shape: tuple[int, ...]) -> Any:
+    """The :class:`intrabench.types.Prompt` of an interaction's ``geometry`` (as the log holds
+    it) on the (z, y, x) grid ``shape``; ``DataError`` (one line) when it is not a ``kind``'s
+    geometry or is off the grid."""
+    if kind not in INTERACTION_KINDS:
+        raise DataError(f"interaction kind {kind!r}, not one of {', '.join(INTERACTION_KINDS)}")
     if not isinstance(geometry, dict):
         raise DataError(f"the {kind} has no geometry")
+    if kind == "point" and not isinstance(geometry.get("positive"), bool):
+        raise DataError("the point's positive is not true or false")
+    if not _whole_numbers({k: v for k, v in geometry.items() if k != "positive"}):
+        raise DataError(f"the {kind}'s coordinates are not voxel indices (whole numbers)")
     try:
-        prompt = interaction_prompt(event)
-    except DataError:
-        raise
+        prompt = interaction_prompt({"kind": kind, "geometry": geometry})
     except (KeyError, TypeError, ValueError, IndexError, OverflowError):
         raise DataError(f"the {kind}'s geometry is not a {kind}'s") from None
     off = prompt.outside(shape)
@@ -484,7 +495,20 @@ def _check_interaction(event: dict[str, Any], shape: tuple[int, ...]) -> None:
         off = _stroke_outside(geometry, shape)
     if off is not None:
         raise DataError(f"the {kind}'s {off} is off the grid {list(shape)}")
-    decode_mask(event.get("mask"), shape)
+    return prompt
+
+
+def _whole_numbers(value: Any, depth: int = 0) -> bool:
+    """Whether every number in ``value`` (lists and dicts of them) is an int (not a bool)."""
+    if isinstance(value, bool) or depth > 4:
+        return False
+    if isinstance(value, int):
+        return True
+    if isinstance(value, dict):
+        return all(_whole_numbers(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return all(_whole_numbers(v, depth + 1) for v in value)
+    return False
 
 
 def _stroke_outside(geometry: dict[str, Any], shape: tuple[int, ...]) -> str | None:
