@@ -10,24 +10,22 @@ index matches what the modules register.
 
 BUILTIN_MODULES: dict[str, dict[str, str]] = {
     "intrabench.models": {
-        "cvpr25-submission": "intrabench.models.cvpr25_submission",
-        "litemedsam": "intrabench.models.litemedsam",
-        "medsam": "intrabench.models.medsam",
-        "medsam2": "intrabench.models.medsam2",
-        "mobilesam": "intrabench.models.mobilesam",
-        "nninteractive": "intrabench.models.nninteractive",
-        "random-walker-2d": "intrabench.models.random_walker_2d",
-        "random-walker-3d": "intrabench.models.random_walker_3d",
-        "region-growing-3d": "intrabench.models.region_growing_3d",
-        "sam": "intrabench.models.sam",
-        "sam-med2d": "intrabench.models.sam_med2d",
-        "sam-med3d": "intrabench.models.sam_med3d",
-        "sam-med3d-turbo": "intrabench.models.sam_med3d",
-        "sam2": "intrabench.models.sam2",
-        "segvol": "intrabench.models.segvol",
-        "synthetic-network": "intrabench.models.synthetic_network",
-        "synthetic-network-2d": "intrabench.models.synthetic_network",
-        "vista3d": "intrabench.models.vista3d",
+        "cvpr25-submission": "intrabench.models.volumetric.cvpr25_submission",
+        "litemedsam": "intrabench.models.sam_family.litemedsam",
+        "medsam": "intrabench.models.sam_family.medsam",
+        "medsam2": "intrabench.models.sam_family.medsam2",
+        "mobilesam": "intrabench.models.sam_family.mobilesam",
+        "nninteractive": "intrabench.models.volumetric.nninteractive",
+        "random-walker-2d": "intrabench.models.classical.random_walker_2d",
+        "random-walker-3d": "intrabench.models.classical.random_walker_3d",
+        "region-growing-3d": "intrabench.models.classical.region_growing_3d",
+        "sam": "intrabench.models.sam_family.sam",
+        "sam-med2d": "intrabench.models.sam_family.sam_med2d",
+        "sam-med3d": "intrabench.models.volumetric.sam_med3d",
+        "sam-med3d-turbo": "intrabench.models.volumetric.sam_med3d",
+        "sam2": "intrabench.models.sam_family.sam2",
+        "segvol": "intrabench.models.volumetric.segvol",
+        "vista3d": "intrabench.models.volumetric.vista3d",
     },
     "intrabench.prompters": {
         "alternating-points-per-slice": "intrabench.prompters.per_slice",
@@ -45,12 +43,14 @@ BUILTIN_MODULES: dict[str, dict[str, str]] = {
         "point-propagation": "intrabench.prompters.propagation",
         "points-per-slice": "intrabench.prompters.per_slice",
         "points-per-volume": "intrabench.prompters.volume3d",
+        "recorded": "intrabench.prompters.recorded_sessions",
     },
     "intrabench.refiners": {
         "center-error-click": "intrabench.prompters.refiners",
         "corrective-point-per-slice": "intrabench.prompters.refiners",
         "cvpr25-click": "intrabench.prompters.cvpr25",
         "random-corrective-point": "intrabench.prompters.refiners",
+        "recorded": "intrabench.prompters.recorded_sessions",
         "scribble": "intrabench.prompters.refiners",
         "scribble-robot": "intrabench.prompters.scribble_robot",
     },
@@ -72,10 +72,20 @@ BUILTIN_MODULES: dict[str, dict[str, str]] = {
         "segrap": "intrabench.datasets.segrap",
     },
     "intrabench.clickability": {
-        "contrast-aware": "intrabench.clicks.maps.contrast",
-        "distance": "intrabench.clicks.maps.distance",
-        "network": "intrabench.clicks.maps.network",
-        "recorded": "intrabench.clicks.maps.recorded",
-        "uniform": "intrabench.clicks.maps.uniform",
+        "contrast-aware": "intrabench.prompters.clickability.contrast",
+        "distance": "intrabench.prompters.clickability.distance",
+        "network": "intrabench.prompters.clickability.network",
+        "recorded": "intrabench.prompters.clickability.recorded",
+        "uniform": "intrabench.prompters.clickability.uniform",
+    },
+}
+
+#: components that left the built-in packages, by registry group and name: the module that
+#: registers them now. A config naming one still runs (the registry imports the module, with
+#: a DeprecationWarning asking for the config's ``imports:``).
+MOVED_OUT: dict[str, dict[str, str]] = {
+    "intrabench.models": {
+        "synthetic-network": "intrabench.testing.synthetic_network",
+        "synthetic-network-2d": "intrabench.testing.synthetic_network",
     },
 }
