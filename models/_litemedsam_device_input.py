@@ -4,7 +4,7 @@ NumPy/OpenCV steps (:func:`models.litemedsam.network_input` of
 
 On a GPU the encoder takes milliseconds per block of slices, and the official pre-processing on
 the CPU (an 8-bit window computed in float64, OpenCV's ``INTER_AREA`` resize, a float64 min-max
-and the padding, slice by slice) took as long again while the card waited (issue #48). Here a
+and the padding, slice by slice) took as long again while the card waited. Here a
 block of raw slices goes to the device once and every step runs there, batched:
 
 1. **8-bit window**: float64 ``clip``, ``(v - low) / (high - low) * 255`` in the same order of

@@ -45,7 +45,7 @@ from ._sam_common import (
     slice_batch,
     to_uint8,
 )
-from ._sam_med2d_adapter import adapter_classes  # noqa: F401 - public here since #13
+from ._sam_med2d_adapter import adapter_classes  # noqa: F401 - public here
 
 #: full-size SAM-Med2D: ViT-B, 256 input, adapters
 SAM_MED2D_CONFIG = replace(SAM_CONFIGS["vit_b"], image_size=256, adapter=True)

@@ -110,7 +110,7 @@ class Cvpr25BoxCorrected(Cvpr25Box):
     variant takes the tight xy box of the target's projection over all its slices, with the
     challenge's shared random enlargement (scaled by H / 256, W / 256) and clipping, and the
     same z-range. The middle slice is the upper median of the unique foreground slices, as the
-    challenge chose after #7 (its first code took the slice of the median voxel); the exact
+    challenge chose after JunMa11/CVPR-MedSegFMCompetition#7 (its first code took the slice of the median voxel); the exact
     ``cvpr25-box`` keeps that too. Models get one :class:`~intrabench.types.Box3D`, as from
     ``cvpr25-box``.
     """

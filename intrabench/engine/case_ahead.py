@@ -1,11 +1,10 @@
 """The next case's set-up, computed in a thread while the model predicts on the current case.
 
 A model's ``set_case`` does per-case work that depends on the image alone: SAM-Med3D resamples
-the case to 1.5 mm (0.8 s on one CPU core for a 160 x 512 x 512 CT), SegVol normalises its
-foreground and crops it (0.7 s). The model loop did it between the last forward pass on one
-case and the first on the next, while a card waited: for a 3D model with fast forward passes
-and a few targets a case, a large share of each case (issue #48; the CPU proxy of the H100's 3D
-configuration spent 3.8-4.0 s between forward passes in ``set_case``, all else 0.15 s).
+the case to 1.5 mm, SegVol normalises its foreground and crops it. Done in the model loop, it
+falls between the last forward pass on one case and the first on the next, while a card waits:
+for a 3D model with fast forward passes and a few targets a case, a large share of each case
+(the figures are in docs/performance.md).
 
 Models whose set-up can be split out implement :meth:`~intrabench.protocols.Model.prepare_case`
 (computed from the image alone, kept for the ``set_case`` of that image). :class:`CaseSetupAhead`

@@ -2,9 +2,9 @@
 
 Units run model-major (one model in memory at a time), so with several models every case comes
 back once per model. Reading a CT case again costs seconds of decoding, hashing and target
-search (issue #13: 4 reads of 2 cases in the GPU proxy run, each competing with the model loop
-for the CPU). :class:`CaseCache` keeps the most recently used cases up to a byte budget: a run
-whose cases fit reads each once; a larger one reads as before. The case in use is always kept.
+search, each read competing with the model loop for the CPU. :class:`CaseCache` keeps the most
+recently used cases up to a byte budget: a run whose cases fit reads each once; a larger one
+reads the cases that did not fit again. The case in use is always kept.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ class UnitJob:
 @dataclass(eq=False)
 class EpisodeEvaluation:
     """One finished episode's metrics to compute, as soon as the episode ends (a unit's last
-    episode no longer waits for the others' metrics at the end of a run, issue #13)."""
+    episode does not wait for the others' metrics at the end of a run)."""
 
     unit: WorkUnit
     spacing: tuple[float, float, float]

@@ -5,7 +5,7 @@ passes (building a target's mask, packing a prediction for a user worker, croppi
 episode for the metrics, waiting for a simulated user's answer or for a case being read) is
 time the accelerator waits. :class:`LoopClock` adds up the loop's wall time by phase, so a run
 on a card says which of these holds it back instead of leaving "between forward passes" as one
-number (issue #48: 22 s of it on an H100 in the 3D refine configuration).
+number.
 
 Phases nest: a phase entered inside another takes its time out of the outer one (each second is
 counted once, in the innermost phase open at that moment), so the phases add up to at most the

@@ -1,10 +1,9 @@
 """The run's next model, built in a thread while the current model's last group runs.
 
 A run goes model by model (one model in memory). Between the last forward pass of one model and
-the first of the next, the model loop builds the next one: imports (SegVol's MONAI: 3.6 s on
-two cores), the network, its weights, the move to the device. On a GPU node the card waits all
-that time (issue #48: the second model's build was 3.8 s of a tiny 3D run's 5 s on the CPU,
-all of it between forward passes). :class:`NextModel` builds it beside the current model's last
+the first of the next, the model loop builds the next one: imports (SegVol's MONAI), the
+network, its weights, the move to the device. On a GPU node the card waits all that time (the
+figures are in docs/performance.md). :class:`NextModel` builds it beside the current model's last
 group instead, when the machine has room for both:
 
 * both models compute off the CPU (:meth:`~intrabench.protocols.Model.forward_frees_cpu`): the

@@ -62,7 +62,7 @@ def _send(stream: BinaryIO, message: Any) -> None:
 def _widen(pipe: BinaryIO | None) -> None:
     """Let ``pipe`` hold :data:`_PIPE_BYTES`: with the default 64 KiB, a few queued jobs of
     up to :data:`_INLINE_LIMIT` fill it, and the model loop's next hand-off waits until the
-    worker has finished a job and read the next (stalls of up to 8 ms, issue #13)."""
+    worker has finished a job and read the next (stalls of milliseconds)."""
     resize = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
     if pipe is None or resize is None:
         return
@@ -146,7 +146,7 @@ class SubprocessExecutor(Executor):
             environment[_NICENESS_VARIABLE] = str(self._niceness)
             # one BLAS thread: workers are sized to the cores already, and OpenBLAS's threads
             # (numpy's and scipy's libraries each start one per core) spin when they start,
-            # 0.1-0.3 s of a 2-core machine's CPU per proxy run (issue #13)
+            # CPU time the model loop needs (docs/performance.md)
             environment.setdefault("OPENBLAS_NUM_THREADS", "1")
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "intrabench.engine.subprocess_executor", *self._preload],
