@@ -305,6 +305,9 @@ def _print_rows(rows: list[list[str]], header: list[str]) -> None:
 
 
 def cmd_models_list(args: argparse.Namespace) -> int:
+    """``intrabench models list``: each registered model's card in a table; returns the exit
+    status.
+    """
     from intrabench.commands.models import model_rows  # the models' cards (model_cards.py)
 
     _print_rows(model_rows(), ["name", "dim", "accepts", "status", "licence", "description"])
@@ -312,6 +315,9 @@ def cmd_models_list(args: argparse.Namespace) -> int:
 
 
 def cmd_prompters_list(args: argparse.Namespace) -> int:
+    """``intrabench prompters list``: the registered prompters and refiners; returns the exit
+    status.
+    """
     from intrabench import registry
 
     rows = []
@@ -340,6 +346,9 @@ def cmd_prompters_list(args: argparse.Namespace) -> int:
 
 
 def cmd_datasets_list(args: argparse.Namespace) -> int:
+    """``intrabench datasets list``: the registered datasets and whether each is present; returns
+    the exit status.
+    """
     from intrabench import registry
 
     rows = []
@@ -351,6 +360,7 @@ def cmd_datasets_list(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``intrabench`` argument parser with every command and command group."""
     parser = argparse.ArgumentParser(
         prog="intrabench",
         description="Benchmark interactive segmentation models on 3D medical images.",
@@ -458,6 +468,11 @@ def _register_command_modules(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 on success, 2 after a user error (printed in one line, no traceback).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(

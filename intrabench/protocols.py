@@ -158,6 +158,9 @@ class Model(ABC):
         return None
 
     def reset_timer(self) -> None:  # noqa: B027 - optional hook
+        """Set the model-seconds counter to zero (an optional hook: a model without a timer does
+        nothing).
+        """
         pass
 
 
@@ -192,11 +195,19 @@ class SliceModel(Model):
 
     @property
     def image(self) -> Volume:
+        """The case's image (canonical (z, y, x)).
+
+        Raises:
+            RuntimeError: :meth:`set_case` was not called.
+        """
         if self._image is None:
             raise RuntimeError(f"{type(self).__name__}: set_case() was not called")
         return self._image
 
     def set_case(self, image: Volume) -> None:
+        """Take a new case's image (canonical (z, y, x)): caches are dropped and
+        :meth:`on_new_case` runs; the same image again does nothing.
+        """
         if image is not self._image:
             self._image = image
             self._memo.clear()
@@ -237,6 +248,18 @@ class SliceModel(Model):
         previous: Prediction | None = None,
         update_slices: list[int] | None = None,
     ) -> Prediction:
+        """The 3D mask of ``prompt`` assembled from :meth:`predict_slice` on its prompted slices.
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+            previous: The previous prediction: its mask is kept on the slices not predicted again
+                and
+                its per-slice feedback is passed back.
+            update_slices: The slices to predict again (None: every prompted slice).
+
+        Returns:
+            The mask, bool of the image's (z, y, x) shape, with the seconds and per-slice feedback.
+        """
         shape = self.image.shape
         mask = np.zeros(shape, dtype=bool)
         # only the previous mask's box is copied, and the result's box is found from what was
@@ -267,9 +290,13 @@ class SliceModel(Model):
         return Prediction(mask=freeze_with_box(mask, box), feedback=feedback)
 
     def model_seconds(self) -> float:
+        """Seconds spent in :meth:`predict_slice` (and the batched encoding) since
+        :meth:`reset_timer`.
+        """
         return self._seconds
 
     def reset_timer(self) -> None:
+        """Set the model-seconds counter to zero."""
         self._seconds = 0.0
 
 

@@ -212,13 +212,16 @@ class SyntheticNetwork(_StandIn, Model):
         self._seconds = 0.0
 
     def set_case(self, image: Volume) -> None:
+        """Take the case's image (canonical (z, y, x)) and set up its simulated encoder state."""
         self._set_up_case(image)
         self._image = image
 
     def model_seconds(self) -> float:
+        """Seconds spent predicting since :meth:`reset_timer`."""
         return self._seconds
 
     def reset_timer(self) -> None:
+        """Set the model-seconds counter to zero."""
         self._seconds = 0.0
 
     # -- prediction -----------------------------------------------------------------------
@@ -229,6 +232,19 @@ class SyntheticNetwork(_StandIn, Model):
         previous: Prediction | None = None,
         update_slices: list[int] | None = None,
     ) -> Prediction:
+        """The benchmark double's 3D prediction for ``prompt`` on the case of :meth:`set_case`.
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+            previous: The previous step's prediction (its mask and feedback), or None.
+            update_slices: Unused (a 3D double).
+
+        Returns:
+            The mask, bool of the image's (z, y, x) shape, with the model's seconds and feedback.
+
+        Raises:
+            RuntimeError: :meth:`set_case` was not called.
+        """
         if self._image is None:
             raise RuntimeError("synthetic-network: set_case() was not called")
         started = time.perf_counter()
@@ -373,10 +389,22 @@ class SyntheticNetwork2D(_StandIn, SliceModel):
         self._configure_stands_for(stands_for)
 
     def set_case(self, image: Volume) -> None:
+        """Take the case's image (canonical (z, y, x)), set up its simulated encoder state and
+        drop the slice caches.
+        """
         self._set_up_case(image)
         SliceModel.set_case(self, image)
 
     def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
+        """The double's mask of one slice, drawn from a generator seeded by the slice prompt.
+
+        Args:
+            prompt: The slice's clicks (y, x) with labels and box, in canonical voxels.
+            feedback: Unused.
+
+        Returns:
+            The mask, bool (y, x) of the image's slice shape, and no feedback.
+        """
         started = time.perf_counter()
         h = hashlib.blake2b(repr(prompt.key()).encode(), digest_size=8)
         rng = np.random.default_rng(int.from_bytes(h.digest(), "little"))

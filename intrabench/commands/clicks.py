@@ -11,6 +11,9 @@ from intrabench.commands._arguments import count
 
 
 def cmd_collect_build(args: argparse.Namespace) -> int:
+    """``intrabench clicks collect build``: a blinded click-collection site from a run; returns
+    the exit status.
+    """
     from intrabench.people.clicks.build import build_collection
 
     out = Path(args.out)
@@ -27,6 +30,9 @@ def cmd_collect_build(args: argparse.Namespace) -> int:
 
 
 def cmd_collect_import(args: argparse.Namespace) -> int:
+    """``intrabench clicks collect import``: the clicks people made, checked and written as CSV;
+    returns the exit status.
+    """
     from intrabench.errors import UserError
     from intrabench.io.results import atomic_write_text
     from intrabench.people.clicks.build import read_manifest

@@ -368,6 +368,7 @@ class UnitCosts:
         self._snapshot = None
 
     def started(self, model: str) -> bool:
+        """Whether a unit of ``model`` has started (its build is then behind it)."""
         return model in self._first
 
     def steady(self) -> dict[Key, float]:

@@ -39,6 +39,21 @@ COLUMNS = (
 
 @dataclass(frozen=True)
 class UnitFailure:
+    """One unit (or one of its episodes) that failed, as the run reports and records it.
+
+    Attributes:
+        dataset: The unit's dataset key.
+        case: The case id.
+        model: The model's key.
+        prompter: The prompter's key.
+        refiner: The refiner's key (``none`` without one).
+        seed: The unit's seed.
+        target: The target whose episode failed first ("" when the whole unit failed).
+        cause: ``ExceptionType: message (file:line)``, one line.
+        traceback_file: Where the full traceback was written, relative to the run folder.
+        details: The full traceback (written to ``traceback_file``; not a column).
+    """
+
     dataset: str
     case: str
     model: str
@@ -81,6 +96,7 @@ class UnitFailure:
         return failure
 
     def describe(self) -> str:
+        """One line: ``dataset/case/target | model | prompter | refiner | seed N: cause``."""
         where = "/".join(p for p in (self.dataset, self.case, self.target) if p)
         return (
             f"{where} | {self.model} | {self.prompter} | {self.refiner} | seed {self.seed}: "

@@ -199,23 +199,28 @@ class LanePool:
 
     @property
     def first(self) -> Lane:
+        """The first lane, for jobs that must follow all others (after :meth:`drain`)."""
         return self.lanes[0]
 
     def __len__(self) -> int:
         return len(self.lanes)
 
     def start(self) -> None:
+        """Start every lane's worker now, so that it is ready for the first job."""
         for lane in self.lanes:
             lane.start()
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future:
+        """Queue ``fn(*args)`` on the least loaded lane (the first of equals); its future."""
         lane = min(self.lanes, key=Lane.load)  # the first of the least loaded: stable
         return lane.submit(fn, *args)
 
     def drain(self) -> None:
+        """Wait for every lane's queued jobs; raise the first failure."""
         for lane in self.lanes:
             lane.drain()
 
     def close(self) -> None:
+        """Finish every lane's queued jobs and stop the workers (failures are not raised here)."""
         for lane in self.lanes:
             lane.close()

@@ -24,6 +24,26 @@ from intrabench.wording import counted, listed
 
 @dataclass(frozen=True)
 class WorkUnit:
+    """One unit of work: every target of one case, for one model, prompter, refiner and seed.
+
+    Attributes:
+        dataset: The dataset's spec.
+        case_id: The case.
+        model: The model's spec.
+        prompter: The initial prompter's spec.
+        refiner: The refiner's spec, or None for no refinement.
+        seed: The run seed the episodes' rngs derive from.
+        steps: The number of refinement steps.
+        keep_previous_prompts: Whether each step's interactions are merged with the earlier ones.
+        protocol: The evaluation protocol's name.
+        nsd_tolerance_mm: The NSD tolerance in mm.
+        surface_metrics_at: The steps with surface metrics: ``all``, ``final``,
+            ``initial-and-final`` or step numbers.
+        click_group: A robustness run's click strategy (``baseline``, ``G1``, ...), or None.
+        clickability: A robustness run's clickability model, or None.
+        n_groups: The number of clicking groups of a robustness run.
+    """
+
     dataset: DatasetSpec
     case_id: str
     model: ComponentSpec
@@ -43,6 +63,7 @@ class WorkUnit:
 
     @property
     def refiner_key(self) -> str:
+        """The refiner's key, ``none`` without one."""
         return self.refiner.key if self.refiner is not None else "none"
 
     @property
@@ -91,11 +112,21 @@ class WorkUnit:
 
     @property
     def group(self) -> tuple[str, str, str]:
+        """``(dataset key, case id, model key)``: units of one group share a case read and a
+        model.
+        """
         return (self.dataset.key, self.case_id, self.model.key)
 
 
 @dataclass
 class Plan:
+    """What a run will do.
+
+    Attributes:
+        units: The work units, in the order they are run.
+        skipped: One record per skipped combination and dataset (model, prompter, refiner, why).
+    """
+
     units: list[WorkUnit]
     skipped: list[dict[str, str]] = field(default_factory=list)
 
@@ -189,6 +220,16 @@ def _click_strategies(
 
 
 def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
+    """The run's work units: every dataset x case x model x prompter x refiner x seed that fit.
+
+    Args:
+        config: The validated run configuration.
+        datasets: The run's datasets by key.
+
+    Returns:
+        The plan; a model that does not take a prompter's or refiner's kinds is skipped, with the
+        reason recorded in ``skipped``.
+    """
     plan = Plan(units=[])
     surface_steps = (
         config.surface_metrics_at

@@ -231,6 +231,7 @@ class RunProgress:
         return text
 
     def failed(self, count: int = 1) -> None:
+        """Count ``count`` failed units."""
         self.failures += count
 
     def finishing(self, what: str) -> None:
@@ -278,6 +279,9 @@ class RunProgress:
             print(message, file=self.stream, flush=True)
 
     def close(self) -> None:
+        """Stop the progress line and, when ``remember``, record the measured unit times for the
+        next ETA.
+        """
         self._closed.set()
         if self.remember:
             from intrabench.engine.eta import write_record

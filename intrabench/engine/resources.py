@@ -74,9 +74,13 @@ class PeakMemory:
         self.host_mb = resident_mb()
 
     def sample(self) -> None:
+        """Take the process's resident memory (MB) into the peak."""
         self.host_mb = max(self.host_mb, resident_mb())
 
     def snapshot(self, setup_seconds: float) -> CaseResources:
+        """The case's resources: its set-up seconds, peak GPU memory (MB, NaN without CUDA) and
+        peak host memory (MB).
+        """
         self.sample()
         cuda = _cuda()
         gpu = cuda.max_memory_allocated() / 2**20 if cuda is not None else float("nan")

@@ -292,6 +292,9 @@ class Runner:
         ]
 
     def plan(self) -> Plan:
+        """The run's plan (:func:`~intrabench.engine.plan.make_plan`) for its config and
+        datasets.
+        """
         return make_plan(self.config, self.datasets)
 
     def _model(self, spec: ComponentSpec) -> Model:

@@ -163,6 +163,9 @@ class SubprocessExecutor(Executor):
         return self._process
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        """Run ``fn(*args, **kwargs)`` in the worker process; a future of its result (the worker
+        is started on the first job).
+        """
         future: Future = Future()
         future.set_running_or_notify_cancel()
         with self._lock:
@@ -237,6 +240,12 @@ class SubprocessExecutor(Executor):
         self._pending.clear()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Close the worker's input and stop it.
+
+        Args:
+            wait: Whether to wait for the worker process to end.
+            cancel_futures: Accepted for :class:`concurrent.futures.Executor`'s signature.
+        """
         with self._lock:
             process = self._process
         if process is None:

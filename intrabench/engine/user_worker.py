@@ -37,6 +37,7 @@ class PackedMask:
 
     @classmethod
     def pack(cls, mask: np.ndarray) -> PackedMask:
+        """Pack a bool (z, y, x) mask as the crop of its bounding box (no values when empty)."""
         box = bounding_box(mask)
         values = None if box is None else np.ascontiguousarray(mask[box])
         return cls(tuple(mask.shape), box, values)
