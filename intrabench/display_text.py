@@ -1,7 +1,7 @@
-"""Names from a user's data shown where they cannot mislead: on a terminal, in an HTML page, in a
+r"""Names from a user's data shown where they cannot mislead: on a terminal, in an HTML page, in a
 table, in a CSV a spreadsheet opens.
 
-* :func:`escaped`: control and invisible formatting characters written as ``\\u202e``: a
+* :func:`escaped`: control and invisible formatting characters written as ``\u202e``: a
   right-to-left override in a case name would otherwise show 'evil' as 'live', an escape
   sequence would move a terminal's cursor;
 * :func:`spreadsheet_cell` and :func:`spreadsheet_safe`: text that a spreadsheet would run as a
@@ -30,7 +30,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", 
 
 
 def _shown(char: str) -> str:
-    """``char`` written as its escape: ``\\x1b``, ``\\u202e``, ``\\U000e0001``."""
+    r"""``char`` written as its escape: ``\x1b``, ``\u202e``, ``\U000e0001``."""
     code = ord(char)
     if code < 0x100:
         return f"\\x{code:02x}"
@@ -50,9 +50,9 @@ def _escape_if_hidden(match: re.Match[str]) -> str:
 
 
 def escaped(text: Any, keep: str = "") -> str:
-    """``str(text)`` with every control or invisible formatting character (but those in
-    ``keep``, e.g. ``"\\n\\t"`` for a whole page) written as its escape (``\\u202e``,
-    ``\\x1b``); ordinary text, accents and scripts stay as they are."""
+    r"""``str(text)`` with every control or invisible formatting character (but those in
+    ``keep``, e.g. ``"\n\t"`` for a whole page) written as its escape (``\u202e``,
+    ``\x1b``); ordinary text, accents and scripts stay as they are."""
     return _outside_plain_ascii(keep).sub(_escape_if_hidden, str(text))
 
 

@@ -1,4 +1,6 @@
-"""Was a case's dataset in the model's training data? (``in_training_data``: yes / no / unknown)
+"""Whether a case's dataset was in the model's training data: ``in_training_data``.
+
+Its values are yes, no and unknown.
 
 A model scored on data it was trained on is not being benchmarked. Each model's card
 (:mod:`intrabench.model_cards`: ``training_data``, built-in and plugin cards alike) states, with

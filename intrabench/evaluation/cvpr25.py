@@ -87,7 +87,6 @@ def surfel_nsd(
     volume). An empty prediction of a non-empty target scores 0 (as DeepMind's); two empty
     masks 1 (IntraBench's convention; DeepMind's is 0/0).
     """
-
     cropped = crop_pair(prediction, ground_truth, margin=1)
     if cropped is None:
         return 1.0

@@ -39,8 +39,8 @@ _HASH_DIGITS = 16
 
 
 def path_component_problem(text: Any) -> str | None:
-    """Why ``text`` cannot be one folder or file name of its own, or None when it can: empty,
-    ``.`` or ``..``, a ``/`` or ``\\``, a NUL or another control or invisible formatting
+    r"""Why ``text`` cannot be one folder or file name of its own, or None when it can: empty,
+    ``.`` or ``..``, a ``/`` or ``\``, a NUL or another control or invisible formatting
     character (a right-to-left override shows 'evil' as 'live')."""
     if not isinstance(text, str):
         return f"it is a {type(text).__name__}, not text"

@@ -1,5 +1,6 @@
-"""What the clinician waits for the model at each step, in one of two modes (``time_model.
-waiting``; docs/time-aware.md):
+"""What the clinician waits for the model at each step, in one of two modes.
+
+The mode is ``time_model.waiting`` (docs/time-aware.md):
 
 * ``measured`` (the default): the step's ``latency_seconds`` as measured in this run. True to
   this machine at this moment, and so it moves with whatever else the machine runs (a tiny
