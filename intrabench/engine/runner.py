@@ -94,8 +94,8 @@ def default_user_workers(
     loop, the results worker and the reader share them): a user worker there slowed the demo's
     CPU models by more than it saved (docs/performance.md), so prompts are computed in the
     model loop. A GPU model leaves the loop's core idle during its forward passes: a user
-    worker computes the next prompts there (the CPU proxy of issue #13: between forward passes
-    1.4 s -> 0.5 s on two cores).
+    worker computes the next prompts there (the GPU proxy's time between forward passes drops
+    by more than half on two cores: docs/performance.md).
     """
     share = usable_cores() // max(1, sharing)
     if 2 <= share < 4 and (
@@ -130,7 +130,7 @@ def default_finish_workers(sharing: int = 1) -> int:
     most 4). ``sharing`` as in :func:`default_user_workers`.
 
     One worker keeps up with the model loop on small machines; a GPU node's model loop
-    finishes units faster than one process computes their surface distances (issue #13).
+    finishes units faster than one process computes their surface distances.
     """
     return max(1, default_user_workers(sharing))
 
@@ -437,7 +437,7 @@ class Runner:
         if self.config.target_attributes and case.attributes is None:
             # a case read here (not ahead): its attributes are wanted with its first unit's
             # rows, not by its forward passes; hashing a CT case for the attribute cache takes
-            # 0.12 s (SHA-256 releases the GIL), so it runs beside them (issue #13)
+            # a while (SHA-256 releases the GIL), so it runs beside them
             self._attributes[identity] = self._attribute_thread.submit(
                 with_attributes, case, self.datasets[unit.dataset.key]
             )
@@ -772,7 +772,7 @@ class Runner:
         # units not done yet (a done unit met its model's needs when it ran); is_done, not
         # needs_work: no prediction folders searched twice
         unmet = unmet_needs([u for u in plan.units if not self.store.is_done(u.key)], self.datasets)
-        if unmet:  # before a model is built or a unit fails for it (#50 item 11)
+        if unmet:  # before a model is built or a unit fails for it
             raise ConfigError("; ".join(unmet))
         write_run_metadata(
             self.run_dir,
