@@ -2,7 +2,7 @@
 
 An exported encoder or decoder is found by the SHA-256 of its weights
 (:func:`._encoder_backends.tensors_digest`), which takes ``torch.load`` of the checkpoint to
-compute (about 0.3 s for LiteMedSAM, after ``import torch``'s 2-3 s). This book, one JSON file
+compute, after ``import torch`` (docs/performance.md). This book, one JSON file
 in the exports folder, maps a checkpoint file's own SHA-256 to those digests once they have
 been computed, so that a later run finds its exports, and can start compiling them, before
 torch is imported.

@@ -24,7 +24,7 @@ file is exported again), so the check runs once per machine, backend version and
 The same machinery exports a **box decoder** (:class:`DecoderExports`): a module mapping a
 slice embedding (1, C, h, w) and one box (1, 1, 4) to low-resolution logits, for the adapters
 that declare ``EXPORTABLE_DECODER`` (LiteMedSAM: its prompt encoder and mask decoder, box
-only, single mask: 0.155 s per call in PyTorch, 0.068 s in OpenVINO on 2 AVX2 cores). It runs
+only, single mask: OpenVINO runs it in less than half PyTorch's time, docs/performance.md). It runs
 on the encoder's backend, checked on a seeded probe within :data:`DECODER_TOLERANCE` of
 torch's logits, and cached and recorded as the encoder is.
 
@@ -52,7 +52,7 @@ from intrabench.errors import UserError
 from . import _exports_ahead, _openvino_compiled
 
 BACKENDS = ("auto", "torch", "onnxruntime", "openvino")
-#: fastest first (LiteMedSAM's encoder on 2 cores: OpenVINO 4.0x, ONNX Runtime 3.1x torch)
+#: fastest first (LiteMedSAM's encoder, measured: docs/performance.md)
 AUTO_ORDER = ("openvino", "onnxruntime")
 #: the largest |embedding difference| to torch's that a backend may show on the probe
 TOLERANCE = 1e-4
@@ -211,7 +211,7 @@ class EncoderExports:
     The ``.json`` record beside the ``.onnx`` binds the exported file's own SHA-256 to the
     weights' SHA-256, the input shape and opset, and to each backend's check result
     (``checked: {backend-version: {onnx_sha256, difference}}``). At every load the file's hash
-    is computed again (tens of MB: ~0.1 s) and compared: a file that was replaced, corrupted or
+    is computed again (tens of MB) and compared: a file that was replaced, corrupted or
     has no valid record is exported again (one line says so), and a check result that is not a
     finite number for this very file is computed again. A record is never obeyed on its word.
     """

@@ -1,18 +1,18 @@
 """Compile a model's recorded exports in the background while torch is imported.
 
 On the CPU, a model whose encoder and decoder run from recorded exports (OpenVINO, ONNX
-Runtime) spent its start in series: ``import torch`` (2-3 s on 2 cores), reading the
-checkpoint for its digests (0.3 s), then compiling the two exports (about 1.4 s for
-LiteMedSAM's). Compiling needs none of torch, and OpenVINO's and ONNX Runtime's compilers
+Runtime) would spend its start in series: ``import torch``, reading the checkpoint for its
+digests, then compiling the two exports (the figures are in docs/performance.md). Compiling
+needs none of torch, and OpenVINO's and ONNX Runtime's compilers
 release the GIL, so ``prepare()`` starts it in a thread first
 (:func:`._encoder_backends.open_ahead`, which hands the work to :func:`start`) and the import
 runs beside it; :meth:`._encoder_backends.EncoderExports.checked_run` then takes it (:func:`take`).
 
-This is a head start and nothing else: the model resolves its backend exactly as before
+This is a head start and nothing else: the model resolves its backend exactly as without it
 (record verified, file hashed, checked against torch when the record has no check), and takes
 the compiled model from here only when it is of that very file (same SHA-256), for the same
-backend and the same thread count; otherwise it compiles as before, and what was compiled
-ahead is dropped.
+backend and the same thread count; otherwise it compiles the file itself, and what was
+compiled ahead is dropped.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """OpenVINO's compiled exports kept on disk: a start imports a compiled model, not compiles it.
 
-Compiling LiteMedSAM's exported encoder takes OpenVINO about 0.4-0.5 s on 2 cores, its box
-decoder about 0.3 s, at every start of a run, in series with nothing else to do before the
-first forward pass. Importing what was compiled before takes a third of that
+Compiling LiteMedSAM's exported encoder and box decoder takes OpenVINO a noticeable part of
+every run's start, in series with nothing else to do before the first forward pass.
+Importing what was compiled before takes about a third of that (docs/performance.md)
 (``CompiledModel.export_model`` / ``Core.import_model``, the same compiled graph: the same
 outputs to the bit, tested).
 

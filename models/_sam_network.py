@@ -69,7 +69,7 @@ def build_sam(config: SamConfig) -> Any:
 
     from ._segment_anything import modeling
 
-    # the network's modules only: segment_anything's own __init__ imports torchvision (1.4 s)
+    # the network's modules only: segment_anything's own __init__ imports torchvision
     sam_modules = modeling()
     ImageEncoderViT, MaskDecoder = sam_modules.ImageEncoderViT, sam_modules.MaskDecoder  # noqa: N806
     PromptEncoder, Sam = sam_modules.PromptEncoder, sam_modules.Sam  # noqa: N806

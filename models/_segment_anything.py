@@ -1,8 +1,8 @@
 """segment_anything's network modules, without the package's ``__init__``.
 
 ``import segment_anything.modeling`` first runs ``segment_anything/__init__.py``, which imports
-``SamPredictor`` and through it torchvision, which imports ``torch._dynamo``: 1.4-1.6 s on the
-project's CI machine, before the first forward pass of every run of SAM, MedSAM or SAM-Med2D,
+``SamPredictor`` and through it torchvision, which imports ``torch._dynamo``: seconds before
+the first forward pass of every run of SAM, MedSAM or SAM-Med2D (docs/performance.md),
 for code those adapters never call (they prepare images and prompts themselves, see
 ``_sam_common``). :func:`modeling` imports the ``modeling`` subpackage alone: the package is
 registered without running its ``__init__``, which runs when another of its names is first

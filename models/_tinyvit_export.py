@@ -4,13 +4,12 @@ split into three projections.
 TinyViT's ``Attention`` projects its tokens with one linear layer (``qkv``), views the result as
 (batch, tokens, heads, key + key + value) and splits the last axis into the query, key and value.
 Exported to ONNX, that split is a ``VariadicSplit`` that OpenVINO's CPU plugin runs with its
-reference kernel: 11 ms of LiteMedSAM's 440 ms encoder pass on 2 cores, with the copies it
-makes. Three linear layers whose weights are ``qkv``'s rows of each part (head by head) compute
+reference kernel, with the copies it makes (a few percent of LiteMedSAM's encoder pass:
+docs/performance.md). Three linear layers whose weights are ``qkv``'s rows of each part (head by head) compute
 the same dot products, so the same numbers (equal to the bit in PyTorch and in OpenVINO on
 LiteMedSAM's and MobileSAM's trained weights, tests/models2d/test_litemedsam.py and
-test_mobilesam.py), without the split. Side by side on 2 Sapphire Rapids cores, a pass takes
-383-394 ms against 399-410 ms (LiteMedSAM, 256 px) and 396-415 ms against 422-424 ms
-(MobileSAM, 1024 px).
+test_mobilesam.py), without the split, and a pass is a few percent faster for both models
+(docs/performance.md).
 
 Only the exported copy changes: :func:`with_split_qkv` returns a new module (the norms, output
 projections and other layers shared with the original, which is left as it is). The adapters

@@ -205,8 +205,8 @@ def single_mask_box_decoder(net: Any) -> Any:
     """:func:`decode_box` as a torch module computing only what ``multimask_output=False``
     returns (what the decoder's export runs): the first mask token's hypernetwork and product,
     no other mask's and no IoU head, the product taken over the upscaled embedding's channels
-    last (on 2 CPU cores in OpenVINO: 25-27 ms a call against 29-31 ms, the channels-first
-    product costing a full reorder of the 32 x 256 x 256 upscaled embedding). The same
+    last (faster in OpenVINO: the channels-first product costs a full reorder of the
+    32 x 256 x 256 upscaled embedding; docs/performance.md). The same
     arithmetic in another order: within 5.4e-7 of the largest |logit| of :func:`decode_box`'s
     on the demo slices (tests/models2d/test_litemedsam.py)."""
     import torch
@@ -262,8 +262,8 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
     AUTO_MULTIMASK: ClassVar[str] = "never"
     EXPORTABLE_ENCODER: ClassVar[bool] = True
     AUTO_EXPORT: ClassVar[bool] = True  # measured: OpenVINO 3.96x torch (docs/performance.md)
-    EXPORTABLE_DECODER: ClassVar[bool] = True  # measured: OpenVINO 2.3x torch (0.068 s a call)
-    NUMPY_WHEN_EXPORTED: ClassVar[bool] = True  # both exported: no torch at all (a 2.4 s start)
+    EXPORTABLE_DECODER: ClassVar[bool] = True  # measured: docs/performance.md
+    NUMPY_WHEN_EXPORTED: ClassVar[bool] = True  # both exported: no torch at all
 
     def __init__(
         self,

@@ -104,8 +104,7 @@ class MobileSAM(TinyViTExport, SAM):
     VARIANTS: ClassVar[dict[str, str]] = variants_of("mobilesam")
     DEFAULT_VARIANT: ClassVar[str] = "vit_t"
     EXPORTABLE_ENCODER: ClassVar[bool] = True
-    #: measured on 2 cores: OpenVINO 0.94-1.19 s per slice, ONNX Runtime 1.16-1.74, torch
-    #: 2.06-2.98 (docs/performance.md)
+    #: measured: OpenVINO and ONNX Runtime faster than torch per slice (docs/performance.md)
     AUTO_EXPORT: ClassVar[bool] = True
 
     def build_network(self, tiny: bool) -> Any:

@@ -1,8 +1,8 @@
 """SHA-256 of checkpoint files, remembered while the file on disk stays the same file.
 
 A pinned checkpoint is hashed before every load, so that a swapped or damaged file is never
-used in silence. For SAM ViT-H that is 2.4 GiB: about 1.8 s at 1.4 GB/s (SHA-NI, file in the
-page cache), before every run's first forward pass. :func:`remembered_sha256` hashes a file
+used in silence. For SAM ViT-H that is 2.4 GiB to hash before every run's first forward pass
+(docs/performance.md). :func:`remembered_sha256` hashes a file
 once and then keeps its hash in a small JSON book (``file-sha256.json`` in IntraBench's cache
 folder, ``$INTRABENCH_CACHE`` or ``~/.cache/intrabench``) under the file's resolved path,
 with what identifies that file's content on disk: its size, its modification time in

@@ -2,10 +2,9 @@
 
 SimpleITK reads a NIfTI file's voxels into one buffer and copies them into the image's, and
 :func:`intrabench.io.volume.check_nifti` then reads the file a second time (decompressing a
-``.nii.gz`` again) to find missing and NaN voxels that SimpleITK hides. For a 160 x 512 x 512
-float CT: 0.28-0.30 s for a ``.nii`` and 1.37 s for a ``.nii.gz`` on this project's CI
-machine. :func:`read_nifti_directly` reads the data once into the array the volume keeps
-(0.04 s and 0.69-0.80 s), with SimpleITK reading only the header's geometry, so the grid is
+``.nii.gz`` again) to find missing and NaN voxels that SimpleITK hides.
+:func:`read_nifti_directly` reads the data once into the array the volume keeps (several
+times faster for a ``.nii``, about twice for a ``.nii.gz``: docs/performance.md), with SimpleITK reading only the header's geometry, so the grid is
 SimpleITK's to the last digit.
 
 It reads only what it can read exactly as SimpleITK does: a single-file NIfTI-1/2 with a 3D

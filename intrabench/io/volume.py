@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import SimpleITK as sitk
 
 # SimpleITK and nibabel (which imports pydicom) are imported where they are used: processes
-# that only hold volumes (the simulated users' workers) start 0.4 s sooner without them
+# that only hold volumes (the simulated users' workers) start sooner without them
 
 
 def to_canonical(native_kji: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
