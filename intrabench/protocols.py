@@ -38,7 +38,7 @@ class Model(ABC):
 
     * ``dimension``: 2 (predicts one axial slice at a time) or 3 (predicts a volume);
     * ``accepts``: prompt kinds it understands, a subset of
-      {"point", "box2d", "box3d", "scribble", "mask"}; "mask" means it takes its previous
+      {"point", "box2d", "box3d", "scribble", "lasso", "mask"}; "mask" means it takes its previous
       prediction back and can therefore be refined.
 
     The engine calls :meth:`set_case` once per case, then :meth:`predict` many times (for every
@@ -54,7 +54,12 @@ class Model(ABC):
 
     @abstractmethod
     def set_case(self, image: Volume) -> None:
-        """Make ``image`` the current image (canonical (z, y, x), spacing in mm)."""
+        """Make ``image`` the current image.
+
+        Args:
+            image: The case's volume: ``array`` float32 (z, y, x) in the canonical orientation,
+                ``spacing`` in mm in the same order.
+        """
 
     @abstractmethod
     def predict(
@@ -65,11 +70,18 @@ class Model(ABC):
     ) -> Prediction:
         """Segment the current image from ``prompt``.
 
-        ``previous`` is the model's own previous prediction (refinement); its mask is
-        read-only (copy it to edit it). ``update_slices`` tells 2D models which slices to
-        re-predict; the others keep ``previous``. 3D models ignore it. Return a newly
-        allocated boolean (z, y, x) mask on the full grid: the engine evaluates the steps of an
-        episode after it ends, so a mask changed later would change earlier results.
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxel indices (boxes
+                inclusive on both ends).
+            previous: The model's own previous prediction (refinement), or None; its mask is
+                read-only (copy it to edit it).
+            update_slices: For 2D models, the slices to predict again; the others keep
+                ``previous``. 3D models ignore it.
+
+        Returns:
+            A prediction whose mask is a newly allocated bool (z, y, x) array on the full grid:
+            the engine evaluates the steps of an episode after it ends, so a mask changed
+            later would change earlier results.
         """
 
     def prepare(self) -> None:  # noqa: B027 - optional hook
@@ -223,8 +235,13 @@ class SliceModel(Model):
     def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
         """Predict axial slice ``prompt.z`` of the current image from a 2D prompt.
 
-        ``feedback`` is this model's own feedback for that slice from the previous step, or
-        None. Returns a boolean (y, x) mask.
+        Args:
+            prompt: The slice's clicks (N, 2) as (y, x) with labels (1 positive, 0 negative)
+                and its box (inclusive), in canonical voxel indices.
+            feedback: This model's own feedback for that slice from the previous step, or None.
+
+        Returns:
+            The slice's bool (y, x) mask and the feedback for the next step.
         """
 
     def segment_slice(self, prompt: SlicePrompt) -> np.ndarray:
@@ -309,12 +326,17 @@ class SliceModel(Model):
 class PromptContext:
     """What an initial prompter may look at.
 
-    ``ground_truth`` is the target's boolean (z, y, x) mask; ``spacing`` is in mm (z, y, x);
-    ``rng`` is the generator derived for this (run seed, dataset, case, target, prompter);
-    ``segment_slice`` is set when the model is 2D, for propagation schemes that query the model
-    slice by slice. ``clicks`` is set in robustness runs: prompters that declare
-    ``takes_click_policy`` choose where to click in their region with it
-    (:meth:`intrabench.clicks.policy.ClickPolicy.choose`).
+    Attributes:
+        ground_truth: The target's bool (z, y, x) mask.
+        spacing: Voxel spacing in mm, (z, y, x).
+        rng: The generator derived for this (run seed, dataset, case, target, prompter).
+        segment_slice: Set when the model is 2D, for propagation schemes that query the model
+            slice by slice: a slice prompt to the bool (y, x) mask.
+        clicks: Set in robustness runs: prompters that declare ``takes_click_policy`` choose
+            where to click in their region with it
+            (:meth:`intrabench.clicks.policy.ClickPolicy.choose`).
+        identity: (dataset, case id, target id) of the episode, for prompters that replay what
+            people did on that target (``recorded``); never a hint about the ground truth.
     """
 
     ground_truth: np.ndarray
@@ -329,8 +351,20 @@ class PromptContext:
 
 @dataclass(eq=False)
 class RefineContext:
-    """What a refiner may look at: ground truth vs current prediction, and the history;
-    ``clicks`` as in :class:`PromptContext`."""
+    """What a refiner may look at: ground truth vs current prediction, and the history.
+
+    Attributes:
+        ground_truth: The target's bool (z, y, x) mask.
+        prediction: The current step's bool (z, y, x) mask.
+        spacing: Voxel spacing in mm, (z, y, x).
+        rng: The generator derived for this (run seed, dataset, case, target, prompter,
+            refiner, step).
+        step: The refinement step about to be prompted (1 for the first correction).
+        model_dimension: 2 or 3, the model's dimension.
+        history: The prompts of the earlier steps, initial first.
+        clicks: As in :class:`PromptContext`.
+        identity: (dataset, case id, target id), as in :class:`PromptContext`.
+    """
 
     ground_truth: np.ndarray
     prediction: np.ndarray
@@ -361,7 +395,15 @@ class Prompter(ABC):
 
     @abstractmethod
     def initial(self, context: PromptContext) -> Prompt:
-        """The first prompt. Only ``context.ground_truth`` may be read, never the image."""
+        """The first prompt of an episode.
+
+        Args:
+            context: The target's mask, spacing and rng; only ``context.ground_truth`` may be
+                read, never the image.
+
+        Returns:
+            The prompt in canonical (z, y, x) voxel indices, with its interactions (effort).
+        """
 
 
 class Refiner(ABC):
@@ -376,7 +418,15 @@ class Refiner(ABC):
 
     @abstractmethod
     def refine(self, context: RefineContext) -> Prompt | None:
-        """New interactions for this step, or None when there is nothing left to correct."""
+        """New interactions for this step.
+
+        Args:
+            context: Ground truth and current prediction, spacing, rng and history.
+
+        Returns:
+            The step's new interactions in canonical (z, y, x) voxel indices, or None when
+            there is nothing left to correct.
+        """
 
 
 # --------------------------------------------------------------------------------------
@@ -397,7 +447,18 @@ class Dataset(ABC):
 
     @abstractmethod
     def load(self, case_id: str) -> Case:
-        """Read one case into canonical orientation."""
+        """Read one case into canonical orientation.
+
+        Args:
+            case_id: One of :meth:`case_ids`.
+
+        Returns:
+            The case: its image float32 (z, y, x) with spacing in mm, its integer label of the
+            same shape and its targets.
+
+        Raises:
+            DataError: The case's files cannot be read or do not match.
+        """
 
     def __iter__(self) -> Iterator[Case]:
         for case_id in self.case_ids():
