@@ -209,10 +209,16 @@ def surface(mask: np.ndarray) -> np.ndarray:
 def surface_distances(
     prediction: np.ndarray, ground_truth: np.ndarray, spacing: Spacing
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """(prediction-surface -> ground-truth-surface, ground-truth-surface -> prediction-surface)
-    distances in mm, one per surface voxel; None if either mask is empty.
+    """The directed surface distances of two masks, in mm.
 
-    Masks (z, y, x) boolean; ``spacing`` (z, y, x) mm.
+    Args:
+        prediction: Bool (z, y, x) mask.
+        ground_truth: Bool (z, y, x) mask of the same shape.
+        spacing: Voxel spacing in mm, (z, y, x).
+
+    Returns:
+        (prediction surface -> ground-truth surface, ground-truth surface -> prediction
+        surface): float64 arrays, one distance per surface voxel; None if either mask is empty.
     """
     cropped = crop_pair(prediction, ground_truth)
     if cropped is None:
@@ -229,7 +235,11 @@ def surface_distances(
 
 
 def confusion(prediction: np.ndarray, ground_truth: np.ndarray) -> tuple[int, int, int]:
-    """(true positives, false positives, false negatives) voxel counts."""
+    """Voxel counts of two bool (z, y, x) masks of one shape.
+
+    Returns:
+        (true positives, false positives, false negatives).
+    """
     cropped = crop_pair(prediction, ground_truth, margin=0)
     if cropped is None:
         return 0, 0, 0
@@ -251,13 +261,21 @@ def _iou_from_counts(tp: int, fp: int, fn: int) -> float:
 
 
 def dice(prediction: np.ndarray, ground_truth: np.ndarray) -> float:
-    """Dice = 2|P&G| / (|P| + |G|). An empty prediction of a non-empty target is 0; two empty
-    masks give 1 (nothing to find, nothing found)."""
+    """Dice = 2|P&G| / (|P| + |G|) of two bool (z, y, x) masks of one shape.
+
+    Returns:
+        Dice in [0, 1]. An empty prediction of a non-empty target is 0; two empty masks give 1
+        (nothing to find, nothing found).
+    """
     return _dice_from_counts(*confusion(prediction, ground_truth))
 
 
 def iou(prediction: np.ndarray, ground_truth: np.ndarray) -> float:
-    """Intersection over union (Jaccard) = |P&G| / |P|G|; two empty masks give 1."""
+    """Intersection over union (Jaccard) = |P&G| / |P|G| of two bool (z, y, x) masks.
+
+    Returns:
+        IoU in [0, 1]; two empty masks give 1.
+    """
     return _iou_from_counts(*confusion(prediction, ground_truth))
 
 
@@ -289,9 +307,16 @@ def normalized_surface_dice(
 ) -> float:
     """NSD = (|{p in S_P: d(p, S_G) <= tau}| + |{g in S_G: d(g, S_P) <= tau}|) / (|S_P| + |S_G|).
 
-    ``S_P``, ``S_G``: surface voxels (see :func:`surface`), ``d``: Euclidean distance in mm with
-    ``spacing`` in (z, y, x) order, ``tau`` = ``tolerance_mm``. Exactly one empty mask: 0;
-    both empty: 1.
+    ``S_P``, ``S_G``: surface voxels (see :func:`surface`), ``d``: Euclidean distance in mm.
+
+    Args:
+        prediction: Bool (z, y, x) mask.
+        ground_truth: Bool (z, y, x) mask of the same shape.
+        spacing: Voxel spacing in mm, (z, y, x).
+        tolerance_mm: ``tau``, in mm.
+
+    Returns:
+        NSD in [0, 1]. Exactly one empty mask: 0; both empty: 1.
     """
     distances = surface_distances(prediction, ground_truth, spacing)
     if distances is None:
@@ -302,9 +327,19 @@ def normalized_surface_dice(
 def hausdorff_distance_95(
     prediction: np.ndarray, ground_truth: np.ndarray, spacing: Spacing
 ) -> float:
-    """Symmetric 95th-percentile Hausdorff distance in mm (MONAI's definition): the larger of
-    the 95th percentiles (linear interpolation) of the two directed surface-distance sets.
-    NaN if either mask is empty."""
+    """Symmetric 95th-percentile Hausdorff distance (MONAI's definition).
+
+    The larger of the 95th percentiles (linear interpolation) of the two directed
+    surface-distance sets.
+
+    Args:
+        prediction: Bool (z, y, x) mask.
+        ground_truth: Bool (z, y, x) mask of the same shape.
+        spacing: Voxel spacing in mm, (z, y, x).
+
+    Returns:
+        The distance in mm; NaN if either mask is empty.
+    """
     distances = surface_distances(prediction, ground_truth, spacing)
     return float("nan") if distances is None else _hd95(distances)
 
