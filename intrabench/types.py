@@ -20,7 +20,7 @@ PROMPT_KINDS: tuple[str, ...] = ("point", "box2d", "box3d", "scribble", "lasso",
 
 InteractionKind = Literal["click", "box2d", "box3d", "scribble", "boundary_slice", "lasso"]
 
-#: Human effort of one interaction (paper section 2.3; DESIGN.md section 3).
+#: Human effort of one interaction (paper section 2.3; docs/architecture.md, Conventions: Effort).
 INTERACTION_COST: dict[str, int] = {
     "click": 1,
     "box2d": 2,
