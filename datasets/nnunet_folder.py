@@ -265,7 +265,7 @@ def check_label_values(
     64-bit one would wrap, and an undeclared value would silently not be a target.
     Returns the largest value (0 for an empty label), or the largest that an unsigned 8- or
     16-bit label can hold when there is nothing to check (no ``classes``): its values are
-    whole and in range by their type, and scanning a CT's label takes 0.1 s."""
+    whole and in range by their type, and scanning a CT's label takes a noticeable time."""
     if classes is None and label.dtype in (np.uint8, np.uint16):
         return int(np.iinfo(label.dtype).max)
     values = label_values(label)

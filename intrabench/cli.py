@@ -523,10 +523,10 @@ def main(argv: list[str] | None = None) -> int:
 def command() -> int:
     """The ``intrabench`` command (and ``python -m intrabench``): :func:`main`, then the
     interpreter's exit made short. Python's shutdown runs its cyclic garbage collector over every
-    object the command left (the modules of pandas, SciPy, OpenVINO...): 0.12 s of a 13 s run
-    on 2 cores, after every file is written. ``gc.freeze()`` moves them out of the collector's
-    reach; everything else about the exit (atexit handlers, flushing, finalizers of objects
-    that are not in cycles) happens as before. Tests call :func:`main`, which leaves the
+    object the command left (the modules of pandas, SciPy, OpenVINO...), after every file is
+    written (docs/performance.md). ``gc.freeze()`` moves them out of the collector's reach;
+    everything else about the exit (atexit handlers, flushing, finalizers of objects that are
+    not in cycles) happens as usual. Tests call :func:`main`, which leaves the
     interpreter as it was."""
     import gc
 

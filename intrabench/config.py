@@ -453,7 +453,7 @@ def _expanded_values(root: yaml.Node) -> int:
 
 
 #: the largest config file read (a real one has a few kilobytes; a 10 MB list of seeds took
-#: 100 s and 1.2 GB before the value bound refused it)
+#: minutes and gigabytes before the value bound refused it: docs/refusals.md)
 MAX_CONFIG_BYTES = 1_000_000
 
 

@@ -64,8 +64,8 @@ BUSY_LOAD_PER_CORE = 1.5
 
 def load_note(recorded: float | None, now: float | None = None, cores: int | None = None) -> str:
     """What load the estimate comes from: the record's load average (per core, the highest of
-    the models') against the machine's now. Never "an idle machine" unless it was one: a
-    record made at load 7 on 2 cores was called that."""
+    the models') against the machine's now. Never "an idle machine" unless it was one (a record
+    made under a high load is said to be one)."""
     import os
 
     cores = cores or os.cpu_count() or 1

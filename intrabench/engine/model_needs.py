@@ -2,10 +2,10 @@
 
 LiteMedSAM's intensity window depends on the case's modality, which the dataset must declare
 (:mod:`intrabench.modality`). Found only when the model meets the case, a missing declaration
-cost a model's build (50-80 s) and then failed every work unit, while ``--dry-run`` and
-``datasets verify`` called the cases ok and the closing hint said to rerun. Now ``run`` refuses
-such a plan before it starts, ``--dry-run`` says what the run would refuse, and both name the
-model, the dataset, the cases and the fix.
+would cost a model's build and then fail every work unit, while ``--dry-run`` and
+``datasets verify`` call the cases ok. So ``run`` refuses such a plan before it starts,
+``--dry-run`` says what the run would refuse, and both name the model, the dataset, the cases
+and the fix.
 """
 
 from __future__ import annotations

@@ -203,8 +203,8 @@ def is_present(key: str, directory: str | os.PathLike | None = None) -> bool:
 
 
 #: ``intrabench models list`` hashes a present pinned file up to this size when the digest
-#: book (:mod:`intrabench.io.file_digests`) does not know it yet (MobileSAM's 39 MiB: about
-#: 0.03 s); a larger one (SAM ViT-H's 2.4 GiB) stays "unverified" until ``models verify``,
+#: book (:mod:`intrabench.io.file_digests`) does not know it yet (MobileSAM's 39 MiB: a blink);
+#: a larger one (SAM ViT-H's 2.4 GiB) stays "unverified" until ``models verify``,
 #: ``models download`` or a run's load has hashed it
 LIST_HASH_LIMIT = 256 * 2**20
 

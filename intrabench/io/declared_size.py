@@ -229,11 +229,11 @@ def _voxel_bytes(reader) -> int:
 
 
 #: bytes a NRRD or MetaImage text header may take: real headers take a few kilobytes (a
-#: segmentation of a hundred segments, tens); ITK took 4.8 s over a 20 MB header line and 29 s
-#: over 18 MB of comments
+#: segmentation of a hundred segments, tens); ITK takes seconds over a 20 MB header line and
+#: tens of seconds over 18 MB of comments
 MAX_TEXT_HEADER_BYTES = 1 << 20
-#: NRRD ``key:=value`` lines a header may hold: ITK's reader is quadratic in them (16,384
-#: took 3.7 s, 65,536 more than a minute)
+#: NRRD ``key:=value`` lines a header may hold: ITK's reader is quadratic in them (65,536
+#: took more than a minute)
 MAX_KEY_VALUES = 4096
 #: image dimensions a text header may declare: ITK reads at most 5, and NRRD headers of 11 or
 #: more dimensions crashed it (SIGSEGV, killing the process that read them)
@@ -410,7 +410,7 @@ def _check_nrrd_space(path: Path, fields: dict[str, str]) -> None:
 
 def _check_listed_files(path: Path, header: TextHeader, dimension: int) -> None:
     """DataError when a header lists or numbers more data files than it declares voxels
-    (ITK made the names of a billion files for 4 s before it refused them)."""
+    (ITK makes the names of a billion files for seconds before it refuses them)."""
     fields = header.fields
     sizes = [_integer(v) for v in (fields.get("sizes") or fields.get("dimsize") or "").split()]
     if len(sizes) != dimension or any(v is None or v < 0 for v in sizes):

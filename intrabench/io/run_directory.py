@@ -233,8 +233,8 @@ class RunLock:
 
 def recorded_config_data(run_dir: str | Path) -> Any:
     """The YAML document of ``run_dir/config.yaml``, read with the config loader's guards (at
-    most 1 MB, 100,000 values: an alias bomb or a huge list there is refused at once, where it
-    cost 85-139 s and 4 GB); UserError in one line when it cannot be read."""
+    most 1 MB, 100,000 values: an alias bomb or a huge list there is refused at once instead of
+    costing minutes and gigabytes); UserError in one line when it cannot be read."""
     from intrabench.config import read_yaml_file
 
     try:
