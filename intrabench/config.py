@@ -617,9 +617,21 @@ def read_yaml_file(path: Path, what: str = "config file") -> Any:
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
-    """The run config in the YAML file ``path``, with ``overrides`` (``key=value``, see
-    :func:`apply_overrides``) applied, validated, its relative paths resolved against the
-    file's folder (:func:`resolve_relative_paths`)."""
+    """The run config in a YAML file, validated.
+
+    Args:
+        path: The YAML file.
+        overrides: ``key=value`` settings applied before validation (see
+            :func:`apply_overrides`).
+
+    Returns:
+        The configuration, its relative paths resolved against the file's folder
+        (:func:`resolve_relative_paths`).
+
+    Raises:
+        ConfigError: The file cannot be read, is not valid YAML within the loader's bounds, or
+            fails validation (one line per problem).
+    """
     path = Path(path)
     data = read_yaml_file(path)
     if overrides:

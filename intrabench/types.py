@@ -464,11 +464,15 @@ class Prediction:
 class Target:
     """One thing to segment in a case: an instance (e.g. one lesion) or an organ class.
 
-    ``label_value`` is its value in the case's label map (the target map the dataset builds:
-    1, 2, ... in order, classes in ascending file value); ``file_value`` is the value of its
-    voxels in the label *file* (its class's value, or its instance id when the file stores
-    instance ids), None when they are the same; ``class_name`` groups targets for aggregation
-    (a dataset's score is the mean over its classes).
+    Attributes:
+        target_id: Its identifier within the case.
+        label_value: Its value in the case's label map (the target map the dataset builds:
+            1, 2, ... in order, classes in ascending file value).
+        class_name: The class it belongs to; targets are grouped by it for aggregation (a
+            dataset's score is the mean over its classes).
+        kind: ``instance`` (one lesion, one component) or ``organ`` (a whole class).
+        file_value: The value of its voxels in the label *file* (its class's value, or its
+            instance id when the file stores instance ids); None when it is ``label_value``.
     """
 
     target_id: str
@@ -485,10 +489,18 @@ class Target:
 
 @dataclass(eq=False)
 class Case:
-    """One image with its label map (canonical (z, y, x), same grid) and its targets.
+    """One image with its label map and its targets.
 
-    ``attributes``: each target's attributes by target id (see :mod:`intrabench.attributes`),
-    once the engine has measured them; None before."""
+    Attributes:
+        dataset: The dataset's name.
+        case_id: The case's identifier.
+        image: The image, canonical (z, y, x), spacing in mm.
+        label: The target map, integer (z, y, x) on the image's grid (0 background, each
+            target's ``label_value``).
+        targets: The targets to segment.
+        attributes: Each target's attributes by target id (see :mod:`intrabench.attributes`),
+            once the engine has measured them; None before.
+    """
 
     dataset: str
     case_id: str

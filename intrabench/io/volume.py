@@ -109,9 +109,12 @@ def native_index(points_zyx: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
 class Volume:
     """A 3D image in canonical orientation.
 
-    ``array`` is indexed (z, y, x); ``spacing`` is in mm in the same order; ``geometry`` is the
-    original on-disk geometry used to write results back. ``modality`` is what the dataset
-    declares, ``"CT"``, ``"MR"`` or ``""`` (unknown; see :mod:`intrabench.modality`).
+    Attributes:
+        array: The voxels, indexed (z, y, x) (float32 as read; CT in HU).
+        spacing: Voxel spacing in mm, in the same (z, y, x) order.
+        geometry: The original on-disk geometry, to write results back on the file's grid.
+        modality: What the dataset declares: ``"CT"``, ``"MR"`` or ``""`` (unknown; see
+            :mod:`intrabench.modality`).
     """
 
     array: np.ndarray
@@ -276,12 +279,30 @@ def check_nifti(path: str | Path) -> None:
 
 
 def read_volume(path: str | Path, *, dtype=np.float32) -> Volume:
-    """Read any SimpleITK-readable 3D image (NIfTI, NRRD, MHA, ...) into canonical orientation."""
+    """Read any SimpleITK-readable 3D image (NIfTI, NRRD, MHA, ...) into canonical orientation.
+
+    Args:
+        path: The image file (or DICOM series folder).
+        dtype: The voxel type of the volume's array.
+
+    Returns:
+        The volume: ``array`` (z, y, x) of ``dtype``, spacing in mm.
+
+    Raises:
+        DataError: The file is missing or unreadable, its spacing is not positive and finite,
+            or its voxels hold NaN.
+    """
     return volume_from_raw(read_image(path), name=str(path), dtype=dtype)
 
 
 def write_like(canonical_zyx: np.ndarray, reference: Volume, path: str | Path) -> None:
-    """Write a canonical (z, y, x) array on ``reference``'s original grid, atomically."""
+    """Write a canonical (z, y, x) array on ``reference``'s original grid, atomically.
+
+    Args:
+        canonical_zyx: The array to write, of ``reference.array``'s shape.
+        reference: The volume whose on-disk geometry the file takes.
+        path: The file to write (any SimpleITK format, by its suffix).
+    """
     _write_atomically(reference.to_sitk(canonical_zyx), path)
 
 
