@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -464,6 +464,8 @@ class Comparison:
     clicks: pd.DataFrame
     threshold: float
     n_steps: int
+    #: lines about session files or lines that were not read
+    problems: list[str] = field(default_factory=list)
 
     def table(self) -> pd.DataFrame:
         """One row per (user, model): Dice x100 at each step, reached, interactions and
@@ -543,6 +545,7 @@ def compare(
         clicks=click_positions(library, references, simulated_refiner),
         threshold=threshold,
         n_steps=n_steps,
+        problems=list(library.problems),
     )
 
 
