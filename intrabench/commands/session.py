@@ -24,6 +24,9 @@ def _json_object(text: str | None, option: str) -> dict:
 
 
 def cmd_session_serve(args: argparse.Namespace) -> int:
+    """``intrabench session serve``: a local page where a person segments a target with a live
+    model; returns the exit status.
+    """
     from pathlib import Path
 
     from intrabench.people.sessions.live import LiveSession, session_header
@@ -61,6 +64,9 @@ def cmd_session_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_session_import(args: argparse.Namespace) -> int:
+    """``intrabench session import``: people's session logs checked against their cases and
+    scored per step; returns the exit status.
+    """
     from intrabench.errors import UserError
     from intrabench.people.sessions.importing import import_sessions, write_import
     from intrabench.wording import counted

@@ -68,6 +68,7 @@ class EncodeAhead:
         threading.Thread(target=self._loop, name="encode-ahead", daemon=True).start()
 
     def ask(self, z: int) -> None:
+        """Ask for slice ``z`` to be encoded next (an older ask not started yet is dropped)."""
         with self._ready:
             self._wanted = [z]
             self._ready.notify()
@@ -226,6 +227,14 @@ class LiveSession:
         return {"step": len(self.steps), "latency_s": event["latency_s"], "mask": event["mask"]}
 
     def undo(self) -> dict[str, Any]:
+        """Undo the last interaction and log it.
+
+        Returns:
+            The page's reply: the step count and the mask after the undo.
+
+        Raises:
+            UserError: The session is accepted, or has nothing to undo.
+        """
         if self.accepted:
             raise UserError("this session's mask is accepted; start another session to go on")
         if not self.steps:
@@ -235,6 +244,14 @@ class LiveSession:
         return {"step": len(self.steps), "mask": encode_mask(self.mask)}
 
     def accept(self) -> dict[str, Any]:
+        """Accept the current mask and log it (once; accepting again changes nothing).
+
+        Returns:
+            The page's reply: the step count and ``accepted``.
+
+        Raises:
+            UserError: No interaction was made yet.
+        """
         if not self.steps:
             raise UserError("nothing to accept yet: make an interaction first")
         if not self.accepted:

@@ -23,6 +23,7 @@ MAX_BODY = 1024 * 1024  # a request larger than this is refused (a scribble is a
 
 
 def page_html() -> bytes:
+    """The session page's HTML, from the package's resources."""
     return resources.files("intrabench.people.sessions").joinpath("page.html").read_bytes()
 
 
@@ -38,6 +39,7 @@ class SessionServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
+        """The address the page is served at: ``http://host:port/``."""
         host, port = self.server_address[:2]
         return f"http://{host}:{port}/"
 
