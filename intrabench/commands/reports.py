@@ -83,6 +83,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
     if "click_group" in rows and rows["click_group"].notna().any():
         _write_robustness_tables(rows, out, args.noc_metric, args.noc_threshold)
     _write_time_tables(runs, out, args.latency_table)
+    _write_people_tables(runs, out)
     from intrabench.evaluation.aggregate import dataset_statistics
 
     statistics = dataset_statistics(
@@ -289,6 +290,24 @@ def _write_time_tables(runs: dict, out: Path, latency_table_file: str | None = N
             f"{out / f'latency{stem}.md'}, {out / f'latency{stem}.csv'}\n",
             file=sys.stderr,
         )
+
+
+def _write_people_tables(runs: dict, out: Path) -> None:
+    """The people-beside-the-simulated-user tables of the runs with people's sessions
+    (``RUN/sessions/*.jsonl``; docs/measuring-people.md)."""
+    from intrabench.evaluation.aggregate import to_markdown
+    from intrabench.reports.people import people_title, run_comparison, write_people_tables
+
+    for run_dir, part in runs.items():
+        comparison = run_comparison(run_dir, part)
+        if comparison is None:
+            continue
+        stem = out if len(runs) == 1 else out / f"people-{Path(run_dir).name}"
+        paths = write_people_tables(comparison, stem)
+        for line in comparison.problems:
+            print(f"warning: {line}", file=sys.stderr)
+        print(f"{people_title(comparison)}\n\n{to_markdown(comparison.table())}\n")
+        print(f"written: {', '.join(str(p) for p in paths)}\n", file=sys.stderr)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

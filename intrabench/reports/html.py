@@ -454,6 +454,11 @@ def build_report(
     attribute_figures, attribute_parts = attribute_section(run_dir, rows, n_boot=n_boot)
     robustness_figures, robustness_parts = robustness_section(rows)
     time_figures, time_parts = time_section(run_dir, rows, styles)
+    from intrabench.reports.people import report_section as people_section
+
+    found_people, people_parts = people_section(run_dir, rows)
+    people_figures = [Figure(*figure) for figure in found_people]
+    people_parts[1:1] = [figure.html() for figure in people_figures]
     from intrabench.reports.comparisons import report_section
 
     found, comparison_parts = report_section(rows, metric, n_boot=n_boot)
@@ -466,6 +471,7 @@ def build_report(
         + robustness_figures
         + time_figures
         + comparison_figures
+        + people_figures
     ):
         (out / f"{figure.name}.png").write_bytes(figure.png)
 
@@ -529,6 +535,7 @@ def build_report(
             _frame_html(success, digits=1),
         ]
     body += comparison_parts
+    body += people_parts
     body += time_parts
     body += robustness_parts
     body += ["<h2>Which targets are hard, for which model</h2>", *attribute_parts]
