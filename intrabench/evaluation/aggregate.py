@@ -125,9 +125,17 @@ def summary_table(
 ) -> pd.DataFrame:
     """One row per (model, prompter, refiner, step), one column per dataset, plus Average.
 
-    ``steps``: "final" keeps step 0 and each episode's last step; "all" keeps every step.
-    When some values of ``metric`` are missing (NaN) and no ``missing_value`` is given, a
-    ``missing`` column counts the rows left out of each table row's means.
+    Args:
+        rows: Result rows, one per (dataset, case, target, model, prompter, refiner, seed,
+            step).
+        metric: The metric column to aggregate.
+        steps: "final" keeps step 0 and each episode's last step; "all" keeps every step.
+        scale: Factor applied to the scores (100: Dice x100 as in the paper's tables).
+        missing_value: Value that replaces a missing (NaN) ``metric``; None leaves it out.
+
+    Returns:
+        The table. When some values of ``metric`` are missing and no ``missing_value`` is
+        given, a ``missing`` column counts the rows left out of each table row's means.
     """
     if rows.empty:
         return pd.DataFrame()
@@ -293,7 +301,17 @@ def bootstrap_replicates(matrix: np.ndarray, n_boot: int = 1000, seed: int = 0) 
 def bootstrap_ci(
     matrix: np.ndarray, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
 ) -> tuple[float, float]:
-    """Percentile bootstrap CI of the dataset score (see :func:`bootstrap_replicates`)."""
+    """Percentile bootstrap CI of the dataset score (see :func:`bootstrap_replicates`).
+
+    Args:
+        matrix: Cases x classes of case means (NaN: class absent), or (seeds, cases, classes).
+        n_boot: The number of resamples of the cases.
+        confidence: The interval's coverage (0.95: the 2.5th and 97.5th percentiles).
+        seed: The resamples' seed.
+
+    Returns:
+        (low, high), in the matrix's scale.
+    """
     scores = bootstrap_replicates(matrix, n_boot=n_boot, seed=seed)
     if not np.isfinite(scores).any():
         return float("nan"), float("nan")

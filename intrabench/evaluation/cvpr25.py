@@ -78,14 +78,23 @@ def surfel_nsd(
 ) -> float:
     """DeepMind's area-weighted normalised surface Dice of two boolean (z, y, x) masks.
 
-    ``spacing``: mm, (z, y, x). Surface elements sit at voxel corners: every 2x2x2 window whose
+    Surface elements sit at voxel corners: every 2x2x2 window whose
     code is neither 0 nor 255 is one, weighted by the area of the surface inside it
     (:func:`_surface_area_table`); its distance to the other mask's surface is the Euclidean
     distance transform (mm) to the other mask's surface-element positions. NSD = (area of the
     elements of either surface within ``tolerance_mm`` of the other) / (total area).
     Computed on the union bounding box padded by one voxel (the same elements as on the whole
-    volume). An empty prediction of a non-empty target scores 0 (as DeepMind's); two empty
-    masks 1 (IntraBench's convention; DeepMind's is 0/0).
+    volume).
+
+    Args:
+        prediction: Bool (z, y, x) mask.
+        ground_truth: Bool (z, y, x) mask of the same shape.
+        spacing: Voxel spacing in mm, (z, y, x).
+        tolerance_mm: The tolerance, in mm.
+
+    Returns:
+        NSD in [0, 1]. An empty prediction of a non-empty target scores 0 (as DeepMind's); two
+        empty masks 1 (IntraBench's convention; DeepMind's is 0/0).
     """
     cropped = crop_pair(prediction, ground_truth, margin=1)
     if cropped is None:

@@ -200,9 +200,16 @@ def success_summary(
 ) -> pd.DataFrame:
     """Interactions to reach Dice >= ``threshold``, per configuration, counting failures.
 
-    Columns: ``episodes``; ``success_rate`` (fraction that reached it); ``median_effort`` (median
-    over *all* episodes with failures counted as infinitely many interactions: inf when at most
-    half succeed); ``mean_effort_successes`` (mean over the episodes that reached it).
+    Args:
+        episodes: One row per episode (:func:`episode_table`).
+        threshold: The Dice to reach, in [0, 1].
+        by: The columns of a configuration.
+
+    Returns:
+        Per configuration: ``episodes``; ``success_rate`` (fraction that reached it);
+        ``median_effort`` (median over *all* episodes with failures counted as infinitely many
+        interactions: inf when at most half succeed); ``mean_effort_successes`` (mean over the
+        episodes that reached it).
     """
     column = f"effort_to_dice_{_key(threshold)}"
     records = []
