@@ -176,6 +176,7 @@ class LiveSession:
             "mask": encode_mask(self.mask),
             "view": self.last_view,
             "start_slice": self.start_slice(),
+            "encoded": sorted(self.encoder.encoded),
             "window": default_window(self.case.image.array),
             "shows_dice": bool(header["protocol"].get("shows_dice")),
         }
