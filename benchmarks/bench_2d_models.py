@@ -32,7 +32,7 @@ import time
 
 from intrabench import registry
 from intrabench.engine.episode import run_episode
-from intrabench.protocols import incompatibility
+from intrabench.interfaces import incompatibility
 
 MODELS = ("sam", "sam2", "medsam", "sam-med2d")
 PROMPTERS = (

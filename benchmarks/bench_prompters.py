@@ -21,7 +21,7 @@ import numpy as np
 
 from intrabench import registry
 from intrabench.engine.seeding import derive_rng
-from intrabench.protocols import PromptContext, RefineContext
+from intrabench.interfaces import PromptContext, RefineContext
 from intrabench.types import SlicePrompt
 
 

@@ -21,7 +21,7 @@ One fixed workload, whole commands, each in a fresh process, timed from start to
   ``intrabench run`` (metrics, result rows, the summary table included). Its masks must equal
   the loop's: every episode's TP, FP and FN counts are compared (asserted).
 * **intrabench run, backend B**: the same with the fastest installed encoder backend
-  (``backend: auto``: OpenVINO or ONNX Runtime, see models/_encoder_backends.py; the box
+  (``backend: auto``: OpenVINO or ONNX Runtime, see models/runtime/_encoder_backends.py; the box
   decoder runs there too; the exports are made before the timing). Its masks agree with
   torch's (the largest per-target Dice difference is printed).
 
@@ -120,7 +120,7 @@ class PlainCase:
 
     def __init__(self, case, net, device: str = "cpu", careful: bool = False) -> None:
         from intrabench.io.slice_view import SliceView
-        from intrabench.models.litemedsam import IMAGE_SIZE, volume_intensity_bounds
+        from intrabench.models.sam_family.litemedsam import IMAGE_SIZE, volume_intensity_bounds
 
         self.case, self.net = case, net
         self.volume = case.image.array
@@ -138,7 +138,7 @@ class PlainCase:
     def image(self, z: int):
         import torch
 
-        from intrabench.models.litemedsam import network_input, to_uint8_like_pre_ct_mr
+        from intrabench.models.sam_family.litemedsam import network_input, to_uint8_like_pre_ct_mr
 
         eight_bit = to_uint8_like_pre_ct_mr(
             self.volume[z], self.case.image.modality, self.bounds, self.range
@@ -202,7 +202,7 @@ def plain_loop(
 
     from intrabench import registry
     from intrabench.engine.seeding import derive_rng
-    from intrabench.protocols import PromptContext
+    from intrabench.interfaces import PromptContext
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
     warnings.simplefilter("ignore")

@@ -23,7 +23,7 @@ speed-up over the baseline (batch 1 or -, fp32) and the Dice between each combin
 and the baseline's (how much autocast changes the result; batching should not change it).
 
 Part ``encoders``: for each model, one image-encoder forward pass on a random input of the
-network's size: FLOPs (``intrabench.flops``: matrix products and convolutions, 2 per
+network's size: FLOPs (``intrabench.testing.flops``: matrix products and convolutions, 2 per
 multiply-accumulate), seconds per pass (median of ``--passes`` after a warm-up pass, CUDA
 synchronised), images/s, achieved TFLOP/s, and the share of the device's peak: on CUDA the
 datasheet peak of the card (matched on ``torch.cuda.get_device_name()``; fp32 uses the
@@ -56,14 +56,14 @@ import numpy as np
 
 from intrabench import registry
 from intrabench.engine.episode import run_episode
-from intrabench.flops import (
+from intrabench.interfaces import incompatibility
+from intrabench.models.runtime._precision import forward_context, resolve_precision
+from intrabench.testing.flops import (
     achieved_tflops,
     count_flops,
     cuda_fp32_matmul_uses_tf32,
     lookup_gpu,
 )
-from intrabench.models._precision import forward_context, resolve_precision
-from intrabench.protocols import incompatibility
 
 MODELS = (
     "sam",
@@ -284,7 +284,10 @@ def peak_tflops(precision: str, args: argparse.Namespace, device: Any) -> tuple[
         card_name = torch.cuda.get_device_name(device)
         card = lookup_gpu(card_name)
         if card is None:
-            return None, f"'{card_name}' not in intrabench.flops.KNOWN_GPUS: pass --peak-tflops"
+            return (
+                None,
+                f"'{card_name}' not in intrabench.testing.flops.KNOWN_GPUS: pass --peak-tflops",
+            )
         tf32 = precision == "fp32" and cuda_fp32_matmul_uses_tf32()
         kind = (
             "TF32 tensor"

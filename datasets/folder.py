@@ -28,9 +28,9 @@ from typing import Any, ClassVar
 import yaml
 
 from intrabench.errors import DataError, UserError
+from intrabench.interfaces import Dataset
 from intrabench.io.raw_image import RawImage
 from intrabench.modality import normalise_modality
-from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case
 from intrabench.wording import listed

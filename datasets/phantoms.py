@@ -13,8 +13,8 @@ import numpy as np
 from scipy import ndimage
 
 from intrabench.engine.seeding import derive_rng
+from intrabench.interfaces import Dataset
 from intrabench.io.volume import ImageGeometry, Volume
-from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case, Target
 

@@ -17,6 +17,7 @@ import importlib
 import inspect
 import logging
 import pkgutil
+import warnings
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
@@ -73,10 +74,7 @@ class Registry(Generic[T]):
             return
         self._loaded = True
         for package_name in self._builtin_packages:
-            package = importlib.import_module(package_name)
-            for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-                if not module.name.startswith("_"):
-                    importlib.import_module(f"{package_name}.{module.name}")
+            _import_public_modules(package_name)
         for entry_point in entry_points(group=self.group):
             try:
                 loaded = entry_point.load()
@@ -107,6 +105,24 @@ class Registry(Generic[T]):
             return False
         return name in self._classes
 
+    def _import_moved_out(self, name: str) -> bool:
+        """Import the module of a component that left the built-in packages
+        (:data:`intrabench.component_index.MOVED_OUT`), with one DeprecationWarning; whether
+        ``name`` is registered now."""
+        from intrabench.component_index import MOVED_OUT
+
+        module = MOVED_OUT.get(self.group, {}).get(name)
+        if module is None:
+            return False
+        warnings.warn(
+            f"{self.kind} '{name}' is no longer built in: add 'imports: [{module}]' to the "
+            "config (imported for now)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        importlib.import_module(module)
+        return name in self._classes
+
     # -- lookup ---------------------------------------------------------------------------
     def names(self) -> list[str]:
         """The registered names, sorted (every source loaded)."""
@@ -130,7 +146,7 @@ class Registry(Generic[T]):
         if not self._loaded and self._import_defining_module(name):
             return True
         self._ensure_loaded()
-        return name in self._classes
+        return name in self._classes or self._import_moved_out(name)
 
     def unknown_note(self, name: str) -> str:
         """``model 'sam-mde' (did you mean 'sam-med'?)``: an unknown name for a list."""
@@ -149,7 +165,7 @@ class Registry(Generic[T]):
         if not self._loaded and self._import_defining_module(name):
             return self._classes[name]
         self._ensure_loaded()
-        if name not in self._classes:
+        if name not in self._classes and not self._import_moved_out(name):
             close = difflib.get_close_matches(name, self._classes, n=3)
             hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
             raise ConfigError(
@@ -200,6 +216,19 @@ class Registry(Generic[T]):
             ) from None
 
 
+def _import_public_modules(package_name: str) -> None:
+    """Import every module of ``package_name`` and of its subpackages whose name does not
+    start with ``_`` (those are helpers), in name order."""
+    package = importlib.import_module(package_name)
+    for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if module.name.startswith("_"):
+            continue
+        if module.ispkg:
+            _import_public_modules(f"{package_name}.{module.name}")
+        else:
+            importlib.import_module(f"{package_name}.{module.name}")
+
+
 def constructor_parameters(cls: type) -> tuple[list[str], bool]:
     """(the keyword parameters ``cls(...)`` accepts, whether it accepts any keyword at all).
 
@@ -232,7 +261,7 @@ refiners: Registry = Registry("refiner", "intrabench.refiners", ("intrabench.pro
 datasets: Registry = Registry("dataset", "intrabench.datasets", ("intrabench.datasets",))
 #: where simulated users click (docs/realistic-clicks.md)
 clickability: Registry = Registry(
-    "clickability model", "intrabench.clickability", ("intrabench.clicks.maps",)
+    "clickability model", "intrabench.clickability", ("intrabench.prompters.clickability",)
 )
 
 

@@ -98,7 +98,7 @@ def main() -> None:
 
     from intrabench import registry
     from intrabench.io.checkpoints import check_pinned, checkpoint_path
-    from intrabench.models._sam_common import percentile_window, to_uint8
+    from intrabench.models.sam_family._sam_common import percentile_window, to_uint8
 
     path = args.checkpoint or checkpoint_path("mobilesam")
     check_pinned("mobilesam", path)

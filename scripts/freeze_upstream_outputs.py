@@ -80,7 +80,11 @@ def _compare(theirs: dict, mine: dict) -> None:
 def freeze_segvol(checkout: Path) -> None:
     import torch
 
-    from intrabench.models._segvol_arch import FULL, SegVolMaskDecoder, SegVolPromptEncoder
+    from intrabench.models.volumetric._segvol_arch import (
+        FULL,
+        SegVolMaskDecoder,
+        SegVolPromptEncoder,
+    )
 
     # its own name: the package imports itself absolutely (no installed package has it)
     _import_copy(checkout / "segment_anything_volumetric", "segment_anything_volumetric")

@@ -28,3 +28,7 @@ try:
     torch.set_num_threads(2)
 except ImportError:  # the engine tests do not need torch
     pass
+
+# the benchmark doubles (synthetic-network, synthetic-network-2d) are not built-in models: the
+# tests that run them get them registered here, as a config gets them through its imports:
+import intrabench.testing.synthetic_network  # noqa: E402, F401

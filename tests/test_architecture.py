@@ -101,7 +101,7 @@ def test_the_rule_check_finds_planted_violations():
     planted = {
         "intrabench.evaluation.metrics": "from intrabench.engine.runner import Runner\n",
         "intrabench.io.volume": "def f():\n    from ..evaluation import aggregate\n",
-        "intrabench.engine.runner": "import intrabench.models.sam\nfrom intrabench.io import results\n",
+        "intrabench.engine.runner": "import intrabench.models.sam_family.sam\nfrom intrabench.io import results\n",
         "intrabench.reports.html": "from intrabench.prompters import refiners\n",
     }
     assert violations(planted) == [
@@ -243,7 +243,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_circles_in_the_installed_packages():
     modules = installed_modules()
     assert {
-        "intrabench.models.litemedsam",
+        "intrabench.models.sam_family.litemedsam",
         "intrabench.prompters.basic",
         "intrabench.datasets._recipe",
         "intrabench.io.volume",

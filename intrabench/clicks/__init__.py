@@ -2,7 +2,7 @@
 
 A *clickability model* gives every voxel of the region a user would click (the target for an
 initial click, an error component for a correction) a probability of being clicked
-(:mod:`intrabench.clicks.base`, built-in models in :mod:`intrabench.clicks.maps`). The region's
+(:mod:`intrabench.clicks.base`, built-in models in :mod:`intrabench.prompters.clickability`). The region's
 voxels, sorted by probability, are split into *clicking groups* of equal probability mass
 (:mod:`intrabench.clicks.groups`); a :class:`~intrabench.clicks.policy.ClickPolicy` draws the
 clicks of a prompter or refiner from one group, or at the region's centre (the baseline

@@ -13,9 +13,9 @@ def model_rows() -> list[list[str]]:
     adapter's ``availability`` where it is installed, else from the card's default checkpoint
     (a card whose adapter is not importable here says so)."""
     from intrabench import registry
+    from intrabench.interfaces import Model
     from intrabench.io.checkpoints import readiness
     from intrabench.model_cards import cards
-    from intrabench.protocols import Model
 
     known = cards()
     classes = dict(registry.models.items())

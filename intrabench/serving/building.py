@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from intrabench.protocols import Model
+from intrabench.interfaces import Model
 
 #: a model spec of a run config (intrabench.config.ModelSpec: not imported, the config
 #: imports this module)
@@ -33,7 +33,7 @@ def model_facts(spec: ModelSpec) -> dict[str, Any]:
     from its class when it is registered here (its adapter imports without its libraries),
     else from the server's own description (:func:`describe_served`)."""
     from intrabench import registry
-    from intrabench.protocols import model_accepts
+    from intrabench.interfaces import model_accepts
     from intrabench.serving.client import ServedModel
 
     cls = registry.models.get(spec.name)

@@ -14,9 +14,9 @@ import SimpleITK as sitk
 from intrabench import registry
 from intrabench.engine.case_reader import load_case
 from intrabench.errors import UserError
+from intrabench.interfaces import Dataset
 from intrabench.io.volume import ImageGeometry, Volume
 from intrabench.modality import normalise_modality
-from intrabench.protocols import Dataset
 from intrabench.types import Case, Target
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from intrabench import registry
 from intrabench.errors import ConfigError
-from intrabench.protocols import Model
+from intrabench.interfaces import Model
 from intrabench.types import Box3D, Prompt
 
 PLUGIN_SOURCE = Path(__file__).resolve().parents[1] / "plugin_package"
@@ -204,7 +204,7 @@ def test_a_plugin_cannot_take_a_built_in_name_even_before_the_built_in_is_import
 
     code = textwrap.dedent("""
         from intrabench import registry
-        from intrabench.protocols import Model
+        from intrabench.interfaces import Model
 
         try:
             @registry.models.register
@@ -219,8 +219,8 @@ def test_a_plugin_cannot_take_a_built_in_name_even_before_the_built_in_is_import
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "model 'region-growing-3d' is the name of a built-in model "
-        "(intrabench.models.region_growing_3d); register Mine under another name",
-        "intrabench.models.region_growing_3d",
+        "(intrabench.models.classical.region_growing_3d); register Mine under another name",
+        "intrabench.models.classical.region_growing_3d",
     ]
 
 
@@ -334,7 +334,7 @@ def test_a_prompt_that_is_no_prompt_on_the_case_fails_its_unit_in_one_line(
 
     from intrabench.config import parse_config
     from intrabench.engine.runner import Runner
-    from intrabench.protocols import Prompter
+    from intrabench.interfaces import Prompter
 
     class Bad(Prompter):
         name = "test-bad-prompt"

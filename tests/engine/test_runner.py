@@ -16,10 +16,10 @@ from intrabench.cli import main
 from intrabench.config import RunConfig, builtin_demo_path, load_config, parse_config
 from intrabench.engine.episode import run_episode
 from intrabench.engine.runner import Runner
+from intrabench.interfaces import Model
 from intrabench.io.checkpoints import CheckpointError
 from intrabench.io.results import measured_columns
 from intrabench.io.volume import ImageGeometry, Volume
-from intrabench.protocols import Model
 from intrabench.types import Case, Target
 
 

@@ -8,7 +8,7 @@ from intrabench import registry
 from intrabench.config import parse_config
 from intrabench.engine.plan import make_plan
 from intrabench.errors import ConfigError
-from intrabench.protocols import model_accepts
+from intrabench.interfaces import model_accepts
 
 
 def _plan(models: list[dict]):
@@ -90,7 +90,7 @@ def test_setup_of_builds_the_real_model_once_and_sets_up_each_case():
     (the set-up a real run pays between forward passes), and its masks stay the stand-in's."""
     import numpy as np
 
-    from intrabench.models._sammed3d_arch import TINY as TINY_CONFIG
+    from intrabench.models.volumetric._sammed3d_arch import TINY as TINY_CONFIG
     from intrabench.types import Prompt
 
     case = _phantom()

@@ -12,7 +12,7 @@ import pytest
 from intrabench import registry
 from intrabench.config import RunConfig
 from intrabench.engine.runner import Runner
-from intrabench.protocols import Model
+from intrabench.interfaces import Model
 from intrabench.types import Prediction
 
 

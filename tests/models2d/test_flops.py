@@ -1,11 +1,12 @@
-"""FLOP counting and the GPU peak table of :mod:`intrabench.flops`."""
+"""FLOP counting and the GPU peak table of :mod:`intrabench.testing.flops`."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from intrabench.flops import (
+from intrabench.models.sam_family._sam_common import SAM_CONFIGS, TINY_SAM, build_sam
+from intrabench.testing.flops import (
     H100_SXM,
     KNOWN_GPUS,
     achieved_tflops,
@@ -14,7 +15,6 @@ from intrabench.flops import (
     flops_by_operator,
     lookup_gpu,
 )
-from intrabench.models._sam_common import SAM_CONFIGS, TINY_SAM, build_sam
 
 
 def test_linear_and_convolution_match_the_closed_form() -> None:
@@ -106,7 +106,7 @@ def test_peaks_per_precision() -> None:
 
 
 def test_tf32_setting_is_read_from_torch() -> None:
-    from intrabench.flops import cuda_fp32_matmul_uses_tf32
+    from intrabench.testing.flops import cuda_fp32_matmul_uses_tf32
 
     previous = torch.get_float32_matmul_precision()
     try:

@@ -130,7 +130,7 @@ def test_litemedsam_equals_official_inference(lite, demo_cases, frozen) -> None:
         lite.set_case(case.image)
         z = canonical_z(case.image, int(sample["k"]))
         modality, bounds, volume_range = lite.intensity_bounds()
-        from intrabench.models.litemedsam import to_uint8_like_pre_ct_mr
+        from intrabench.models.sam_family.litemedsam import to_uint8_like_pre_ct_mr
 
         eight_bit = lite.view.image(
             to_uint8_like_pre_ct_mr(case.image.array[z], modality, bounds, volume_range)
@@ -159,7 +159,7 @@ def test_the_exported_decoder_graph_computes_the_official_decoder(lite, demo_cas
     it, its logits are within 2e-6 of the largest |logit| of ``decode_box``'s (SAM's
     ``MaskDecoder`` with ``multimask_output=False``; measured: up to 5.4e-7 of it, 1.9e-5 on
     logits up to 46.7), and every pixel that this difference cannot flip has the same mask."""
-    from intrabench.models.litemedsam import decode_box, single_mask_box_decoder
+    from intrabench.models.sam_family.litemedsam import decode_box, single_mask_box_decoder
 
     graph = single_mask_box_decoder(lite.net)
     for sample in frozen:
@@ -198,7 +198,7 @@ def test_the_exported_encoder_graph_computes_the_encoder_to_the_bit(
     apart (``_tinyvit_export.with_split_qkv``): the same dot products, so the same embeddings
     to the bit on the demo slices with the trained weights; the network itself is unchanged
     (its attentions still fused) and shares its weights with the copy."""
-    from intrabench.models._tinyvit_export import SplitQKVAttention, with_split_qkv
+    from intrabench.models.runtime._tinyvit_export import SplitQKVAttention, with_split_qkv
 
     encoder = lite.net.image_encoder
     before = {name: tensor.clone() for name, tensor in encoder.state_dict().items()}

@@ -1,4 +1,4 @@
-"""LiteMedSAM's pre-processing in torch (models/_litemedsam_device_input.py) equals the
+"""LiteMedSAM's pre-processing in torch (models/sam_family/_litemedsam_device_input.py) equals the
 official NumPy/OpenCV steps to the bit: OpenCV's INTER_AREA for whole power-of-two factors,
 the float64 8-bit window (CT and MR), the view's flips and transpose, the min-max and padding;
 other sizes fall back to the official steps. Run here on the CPU device (float64 arithmetic is
@@ -19,13 +19,13 @@ from intrabench import registry  # noqa: E402
 from intrabench.errors import ConfigError  # noqa: E402
 from intrabench.io.slice_view import SliceView  # noqa: E402
 from intrabench.modality import CT, MR  # noqa: E402
-from intrabench.models._litemedsam_device_input import (  # noqa: E402
+from intrabench.models.sam_family._litemedsam_device_input import (  # noqa: E402
     area_factor,
     area_reduce,
     device_network_inputs,
     eight_bit,
 )
-from intrabench.models.litemedsam import (  # noqa: E402
+from intrabench.models.sam_family.litemedsam import (  # noqa: E402
     network_input,
     to_uint8_like_pre_ct_mr,
     volume_intensity_bounds,

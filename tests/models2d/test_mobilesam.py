@@ -101,7 +101,7 @@ def test_mobilesam_equals_the_official_predictor(mobile, demo_cases, frozen) -> 
         case = demo_cases[sample["case"].item()]
         mobile.set_case(case.image)
         z = int(sample["z"])
-        from intrabench.models._sam_common import to_uint8
+        from intrabench.models.sam_family._sam_common import to_uint8
 
         np.testing.assert_array_equal(
             to_uint8(case.image.array[z], mobile._window()), sample["image"]
@@ -134,7 +134,7 @@ def test_mobilesam_equals_the_official_predictor(mobile, demo_cases, frozen) -> 
 
 def _full_logits(model, embedding, prompt, feedback) -> np.ndarray:
     """The adapter's full-resolution logits (what its decode thresholds at 0)."""
-    from intrabench.models._sam_common import (
+    from intrabench.models.sam_family._sam_common import (
         feedback_tensor,
         prompt_tensors,
         sam_decode,
@@ -162,7 +162,7 @@ def test_the_exported_encoder_graph_computes_the_encoder_to_the_bit(mobile, demo
     apart (``_tinyvit_export.with_split_qkv``, named ``qkv3`` in the export's file name): the
     same embedding to the bit on a demo slice with the official weights; the network's own
     attentions stay fused."""
-    from intrabench.models._tinyvit_export import SplitQKVAttention, with_split_qkv
+    from intrabench.models.runtime._tinyvit_export import SplitQKVAttention, with_split_qkv
 
     assert type(mobile).ENCODER_GRAPH == "qkv3"
     encoder = mobile.net.image_encoder

@@ -1,4 +1,4 @@
-"""LiteMedSAM's post-processing without torch (models/_numpy_interpolate.py) against torch's own:
+"""LiteMedSAM's post-processing without torch (models/sam_family/_numpy_interpolate.py) against torch's own:
 ``F.interpolate(..., mode='bilinear', align_corners=False)`` and ``sigmoid(x) > 0.5``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from intrabench.models._numpy_interpolate import (  # noqa: E402
+from intrabench.models.sam_family._numpy_interpolate import (  # noqa: E402
     positive_probability,
     resize_bilinear,
     resized_positive_probability,

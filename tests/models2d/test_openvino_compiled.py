@@ -1,4 +1,4 @@
-"""OpenVINO's compiled exports kept on disk (models/_openvino_compiled.py): the second open
+"""OpenVINO's compiled exports kept on disk (models/runtime/_openvino_compiled.py): the second open
 imports what the first compiled, with the same outputs to the bit and the same thread count;
 a kept model that is not of this very ONNX file, version, configuration and machine, or whose
 bytes are not those recorded, is never imported: the ONNX file is compiled again."""
@@ -14,8 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 openvino = pytest.importorskip("openvino")
 
-from intrabench.models import _encoder_backends as backends  # noqa: E402
-from intrabench.models import _openvino_compiled as kept  # noqa: E402
+from intrabench.models.runtime import _encoder_backends as backends  # noqa: E402
+from intrabench.models.runtime import _openvino_compiled as kept  # noqa: E402
 
 CONFIG = {
     "INFERENCE_NUM_THREADS": 2,

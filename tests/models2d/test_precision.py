@@ -14,7 +14,7 @@ import torch
 from intrabench import registry
 from intrabench.engine.episode import run_episode
 from intrabench.errors import ConfigError
-from intrabench.models._precision import forward_context, resolve_precision
+from intrabench.models.runtime._precision import forward_context, resolve_precision
 
 from .conftest import MODEL_NAMES, tiny_model
 

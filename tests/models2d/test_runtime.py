@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from intrabench import registry
 from intrabench.engine.episode import run_episode
-from intrabench.protocols import incompatibility
+from intrabench.interfaces import incompatibility
 from intrabench.types import Box2D, Prompt, SlicePrompt
 
 from .conftest import MODEL_NAMES, box_and_center_prompt, tiny_model
@@ -383,7 +383,7 @@ def test_mask_feedback_changes_refined_slices_only(lung) -> None:
 def test_sam_med2d_feeds_back_probabilities_as_it_was_trained(lung, monkeypatch) -> None:
     """SAM-Med2D's train.py/test.py (utils.generate_point) give the prompt encoder
     ``sigmoid(low_res_logits)`` as the mask input; SAM, SAM2 give logits."""
-    from intrabench.models import sam_med2d
+    from intrabench.models.sam_family import sam_med2d
 
     model = tiny_model("sam-med2d")
     model.set_case(lung.image)

@@ -42,7 +42,7 @@ def test_a_sam_network_is_built_without_torchvision_and_the_package_still_works_
 def test_a_package_imported_first_is_used_as_it_is():
     out = _fresh("""
         import segment_anything
-        from intrabench.models._segment_anything import modeling
+        from intrabench.models.sam_family._segment_anything import modeling
         print(modeling() is segment_anything.modeling,
               modeling().Sam is segment_anything.predictor.Sam)
     """)

@@ -17,8 +17,8 @@ torch.set_num_threads(2)
 import SimpleITK as sitk  # noqa: E402
 
 from intrabench import registry  # noqa: E402
+from intrabench.interfaces import PromptContext, Prompter  # noqa: E402
 from intrabench.io.volume import read_volume  # noqa: E402
-from intrabench.protocols import PromptContext, Prompter  # noqa: E402
 from intrabench.types import Case, Prompt, Target  # noqa: E402
 
 MODELS_3D = ("sam-med3d", "sam-med3d-turbo", "segvol")

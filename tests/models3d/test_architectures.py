@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from intrabench.io.checkpoints import CheckpointError
-from intrabench.models import _sammed3d_arch as sam_arch
-from intrabench.models import _segvol_arch as segvol_arch
-from intrabench.models.sam_med3d import SamMed3D, SamMed3DTurbo
-from intrabench.models.segvol import SegVol
+from intrabench.models.volumetric import _sammed3d_arch as sam_arch
+from intrabench.models.volumetric import _segvol_arch as segvol_arch
+from intrabench.models.volumetric.sam_med3d import SamMed3D, SamMed3DTurbo
+from intrabench.models.volumetric.segvol import SegVol
 from intrabench.types import Box3D, Prompt
 
 

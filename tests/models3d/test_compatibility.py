@@ -10,7 +10,7 @@ import pytest
 
 from intrabench import registry
 from intrabench.engine.episode import run_episode
-from intrabench.protocols import incompatibility
+from intrabench.interfaces import incompatibility
 
 from .conftest import MODELS_3D, tiny_model
 

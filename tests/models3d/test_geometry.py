@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from intrabench.models._3d_common import CentredGrid, crop_with_padding, resize
+from intrabench.models.volumetric._3d_common import CentredGrid, crop_with_padding, resize
 
 
 def test_centred_grid_shape_and_positions():
@@ -117,7 +117,7 @@ def test_a_crop_goes_back_to_the_original_voxels_as_torchio_resamples_a_label():
     import SimpleITK as sitk
 
     from intrabench import registry
-    from intrabench.models.sam_med3d import SamMed3DTurbo
+    from intrabench.models.volumetric.sam_med3d import SamMed3DTurbo
 
     case = registry.datasets.create("demo-real").load("lung1")
     model = SamMed3DTurbo(weights="random", tiny=True, device="cpu")

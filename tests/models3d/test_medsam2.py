@@ -12,7 +12,7 @@ import torch
 pytest.importorskip("sam2.sam2_video_predictor")
 
 from intrabench.io.volume import from_canonical, read_volume  # noqa: E402
-from intrabench.models.medsam2 import (  # noqa: E402
+from intrabench.models.sam_family.medsam2 import (  # noqa: E402
     MedSam2,
     build_predictor,
     frames_as_video,
@@ -135,7 +135,7 @@ def test_the_full_network_has_sam2_1_hiera_tiny_parameters():
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
-    from intrabench.models.sam2 import build_hiera_on_meta
+    from intrabench.models.sam_family.sam2 import build_hiera_on_meta
 
     ours = build_hiera_on_meta(lambda: build_predictor(tiny=False))
     assert ours.image_size == 512
@@ -177,7 +177,7 @@ def test_a_run_with_a_key_slice_box_and_click_refinement(tmp_path):
 
 def test_verify_checks_a_checkpoint_against_the_full_network_on_the_meta_device(tmp_path):
     from intrabench.io.checkpoints import CheckpointError
-    from intrabench.models.medsam2 import MedSam2
+    from intrabench.models.sam_family.medsam2 import MedSam2
 
     path = tmp_path / "MedSAM2_latest.pt"
     torch.save({"model": {"image_encoder.trunk.pos_embed": torch.zeros(1, 96, 14, 14)}}, path)

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("nnInteractive.inference.inference_session")
 
 from intrabench.io.volume import from_canonical, native_index  # noqa: E402
-from intrabench.models.nninteractive import (  # noqa: E402
+from intrabench.models.volumetric.nninteractive import (  # noqa: E402
     NnInteractive,
     safe_checkpoint_loading,
     write_tiny_model_folder,
@@ -156,7 +156,7 @@ def test_a_lasso_gives_what_the_session_gives_driven_directly(model, folder, obl
     """A lasso around the target on its median slice: the adapter's mask equals the live
     session given the filled contour (in the file's voxel order) with add_lasso_interaction,
     voxel for voxel; the lasso volume holds exactly the filled contour on that one slice."""
-    from intrabench.protocols import PromptContext
+    from intrabench.interfaces import PromptContext
     from intrabench.registry import prompters
 
     mask = oblique_case.target_mask(oblique_case.targets[0])

@@ -13,7 +13,7 @@ import torch
 from intrabench import registry
 from intrabench.engine.episode import run_episode
 from intrabench.errors import ConfigError
-from intrabench.models._precision import forward_context
+from intrabench.models.runtime._precision import forward_context
 
 from .conftest import MODELS_3D
 
@@ -95,7 +95,7 @@ def test_fp16_on_the_cpu_and_unknown_values_are_refused(name: str) -> None:
 
 
 def test_positional_encoding_stays_float32_under_cpu_autocast() -> None:
-    from intrabench.models._3d_sam_blocks import RandomFourierPE
+    from intrabench.models.volumetric._3d_sam_blocks import RandomFourierPE
 
     torch.manual_seed(0)
     pe = RandomFourierPE(24, harmonics="sin_cos_sin")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from intrabench.engine.episode import run_episode
-from intrabench.models._3d_common import CentredGrid
+from intrabench.models.volumetric._3d_common import CentredGrid
 from intrabench.types import Case, Prediction, Prompt, interactions
 
 from .conftest import FixedPrompter, tiny_model
@@ -157,7 +157,7 @@ def test_a_new_case_drops_the_encoding_cache(demo_cases):
 
 
 def test_boxes_are_not_accepted():
-    from intrabench.models.sam_med3d import SamMed3D
+    from intrabench.models.volumetric.sam_med3d import SamMed3D
 
     assert "box3d" not in SamMed3D.accepts and "mask" in SamMed3D.accepts
 

@@ -11,7 +11,7 @@ import pytest
 
 from intrabench.engine.episode import run_episode
 from intrabench.io.volume import Volume, from_canonical
-from intrabench.models.segvol import SegVol, foreground_normalise
+from intrabench.models.volumetric.segvol import SegVol, foreground_normalise
 from intrabench.types import Box3D, Case, Prediction, Prompt, interactions
 
 from .conftest import FixedPrompter, tiny_model
@@ -163,7 +163,7 @@ def test_the_network_sees_the_files_voxel_order(demo_cases):
     import torch
 
     from intrabench.io.volume import native_index
-    from intrabench.models._3d_common import resize
+    from intrabench.models.volumetric._3d_common import resize
 
     case = demo_cases["brain1"]
     native = from_canonical(case.image.array, case.image.geometry)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from intrabench.models import _sammed3d_arch as sam_arch
+from intrabench.models.volumetric import _sammed3d_arch as sam_arch
 
 
 def _random_state(module: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:
@@ -136,7 +136,11 @@ def test_segvol_prompt_encoder_and_decoder_equal_upstreams_with_every_tensor_non
         segvol_outputs,
     )
 
-    from intrabench.models._segvol_arch import FULL, SegVolMaskDecoder, SegVolPromptEncoder
+    from intrabench.models.volumetric._segvol_arch import (
+        FULL,
+        SegVolMaskDecoder,
+        SegVolPromptEncoder,
+    )
 
     prompt_encoder, mask_decoder = SegVolPromptEncoder(FULL).eval(), SegVolMaskDecoder(FULL).eval()
     for module in (prompt_encoder, mask_decoder):

@@ -13,7 +13,7 @@ from intrabench.types import Box3D, Prompt
 
 pytest.importorskip("monai.networks.nets.vista3d")
 
-from intrabench.models.vista3d import (  # noqa: E402
+from intrabench.models.volumetric.vista3d import (  # noqa: E402
     CT_WINDOW,
     Vista3D,
     load_vista3d_weights,
@@ -211,7 +211,7 @@ def test_refinement_reuses_the_previous_logits_and_only_new_windows(ct_file):
 
 def test_boxes_are_skipped_unless_asked_for_as_a_centre_click():
     from intrabench import registry
-    from intrabench.protocols import incompatibility
+    from intrabench.interfaces import incompatibility
 
     box_prompter = registry.prompters.get("box-3d")
     reason = incompatibility(Vista3D, box_prompter)
@@ -261,7 +261,7 @@ def test_a_run_plans_vista3d_with_the_reason_for_boxes(tmp_path):
         "box_as_centre_click: true to give a 3D box as one click at its centre)"
     ]
     # a lasso's refusal does not get the box hint
-    from intrabench.protocols import incompatibility
+    from intrabench.interfaces import incompatibility
 
     assert incompatibility(registry.models.get("vista3d"), registry.prompters.get("lasso")) == (
         "model 'vista3d' does not accept lasso prompts produced by 'lasso'"
@@ -279,7 +279,7 @@ def test_checkpoints_load_strictly(tmp_path):
 def test_the_full_network_is_the_bundles_vista3d132():
     from monai.networks.nets.vista3d import vista3d132
 
-    from intrabench.models.vista3d import full_network
+    from intrabench.models.volumetric.vista3d import full_network
 
     with torch.device("meta"):
         ours, bundle = full_network(), vista3d132(in_channels=1)
@@ -296,7 +296,7 @@ def test_the_special_classes_are_the_bundle_pipelines():
 
     from monai.apps.vista3d.transforms import VistaPreTransformd
 
-    from intrabench.models.vista3d import SPECIAL_CLASSES
+    from intrabench.models.volumetric.vista3d import SPECIAL_CLASSES
 
     default = inspect.signature(VistaPreTransformd.__init__).parameters["special_index"].default
     assert tuple(SPECIAL_CLASSES) == tuple(default) == (25, 26, 27, 28, 29, 117)

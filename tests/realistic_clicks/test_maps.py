@@ -8,7 +8,7 @@ import pytest
 
 from intrabench import registry
 from intrabench.clicks.base import ClickRegion, probabilities
-from intrabench.clicks.maps.network import NetworkClickability
+from intrabench.prompters.clickability.network import NetworkClickability
 from intrabench.clicks.observed import map_from_clicks
 from intrabench.errors import ConfigError
 

@@ -9,7 +9,7 @@ import pytest
 from intrabench import registry
 from intrabench.clicks.policy import ClickPolicy, ImageWindow, parse_strategy
 from intrabench.engine.seeding import derive_rng
-from intrabench.protocols import PromptContext, RefineContext
+from intrabench.interfaces import PromptContext, RefineContext
 
 
 def box(shape, low, high) -> np.ndarray:

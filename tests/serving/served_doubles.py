@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from intrabench.models.region_growing_3d import RegionGrowing3D
+from intrabench.models.classical.region_growing_3d import RegionGrowing3D
 from intrabench.registry import models
 
 

@@ -16,7 +16,11 @@ from intrabench.engine.runner import Runner
 from intrabench.io.geometry import ImageGeometry
 from intrabench.io.results import load_results
 from intrabench.io.volume import Volume
-from intrabench.models.cvpr25_submission import Cvpr25Submission, SubmissionError, challenge_inputs
+from intrabench.models.volumetric.cvpr25_submission import (
+    Cvpr25Submission,
+    SubmissionError,
+    challenge_inputs,
+)
 from intrabench.types import Box3D, Prediction, Prompt, Scribble
 
 from .test_served_models import PHANTOMS, ROOT, comparable

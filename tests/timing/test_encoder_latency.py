@@ -10,8 +10,8 @@ import numpy as np
 
 from intrabench import registry
 from intrabench.engine.episode import run_episode
+from intrabench.interfaces import SliceModel, SliceOutput
 from intrabench.io.volume import ImageGeometry, Volume
-from intrabench.protocols import SliceModel, SliceOutput
 from intrabench.types import Case, SlicePrompt, Target
 
 ENCODER_SECONDS = 0.05

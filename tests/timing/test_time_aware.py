@@ -15,8 +15,8 @@ from intrabench.config import parse_config
 from intrabench.engine.finishing import slices_scrolled
 from intrabench.engine.runner import Runner
 from intrabench.errors import ConfigError
+from intrabench.interfaces import RefineContext
 from intrabench.io.results import measured_columns
-from intrabench.protocols import RefineContext
 from intrabench.timing.budget import episode_time_metrics, kept_steps
 from intrabench.timing.human import TimeModel, human_seconds, step_kind
 from intrabench.timing.latency import latency_table

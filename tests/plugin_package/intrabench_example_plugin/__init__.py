@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from intrabench.protocols import Model, PromptContext, Prompter
+from intrabench.interfaces import Model, PromptContext, Prompter
 from intrabench.types import Prediction, Prompt, interactions
 
 

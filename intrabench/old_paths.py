@@ -1,0 +1,125 @@
+"""Module paths that moved, kept importable for configs and plugins written for the old layout.
+
+A config's ``imports:`` or a plugin may name a module by the path it had before the layout
+was regrouped (``intrabench.models.sam``, ``intrabench.protocols``, ...). Importing an old
+path gives the module at its new path (the very same module object, so classes and
+registrations are shared) and one :class:`DeprecationWarning` line naming the new path.
+
+The aliases are resolved by a finder on :data:`sys.meta_path`, installed when ``intrabench``
+is imported, rather than by files at the old paths: a file there would be imported by the
+registries' scan of the built-in packages and register nothing but a warning.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+from types import ModuleType
+
+_MODELS = {
+    "sam_family": (
+        "sam",
+        "sam2",
+        "medsam",
+        "medsam2",
+        "litemedsam",
+        "mobilesam",
+        "sam_med2d",
+        "_sam_common",
+        "_sam_med2d_adapter",
+        "_sam_network",
+        "_segment_anything",
+        "_litemedsam_device_input",
+        "_numpy_interpolate",
+        "_slice_intensity",
+    ),
+    "volumetric": (
+        "sam_med3d",
+        "segvol",
+        "vista3d",
+        "nninteractive",
+        "cvpr25_submission",
+        "_3d_common",
+        "_3d_sam_blocks",
+        "_sammed3d_arch",
+        "_segvol_arch",
+    ),
+    "classical": ("random_walker_2d", "random_walker_3d", "region_growing_3d", "_classical"),
+    "runtime": (
+        "_encoder_backends",
+        "_encoder_speed",
+        "_exports_ahead",
+        "_openvino_compiled",
+        "_precision",
+        "_embedding_cache",
+        "_checkpoint_digests",
+        "_preprocessing_place",
+        "_tinyvit_export",
+    ),
+}
+
+#: old module (or package) path -> its new path; a moved package's submodules follow it
+MOVED: dict[str, str] = {
+    **{
+        f"intrabench.models.{module}": f"intrabench.models.{group}.{module}"
+        for group, modules in _MODELS.items()
+        for module in modules
+    },
+    "intrabench.models.synthetic_network": "intrabench.testing.synthetic_network",
+    "intrabench.flops": "intrabench.testing.flops",
+    "intrabench.clicks.maps": "intrabench.prompters.clickability",
+    "intrabench.protocols": "intrabench.interfaces",
+}
+
+
+def new_path(name: str) -> str | None:
+    """The current path of the module that was ``name``, or None when ``name`` did not move."""
+    for old, new in MOVED.items():
+        if name == old or name.startswith(old + "."):
+            return new + name[len(old) :]
+    return None
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Gives the module at its new path under its old name, with one warning."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self.old = old
+        self.new = new
+        self._spec: importlib.machinery.ModuleSpec | None = None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = importlib.import_module(self.new)
+        self._spec = module.__spec__
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # the import system set the old name's spec on the shared module: put its own back
+        module.__spec__ = self._spec
+        warnings.warn(
+            f"{self.old} moved to {self.new}; import {self.new} instead "
+            "(the old path will be removed)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+
+class _MovedFinder(importlib.abc.MetaPathFinder):
+    """Finds the old paths of :data:`MOVED` (nothing else)."""
+
+    def find_spec(self, fullname: str, path=None, target=None):
+        if not fullname.startswith("intrabench."):
+            return None
+        new = new_path(fullname)
+        if new is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(fullname, new))
+
+
+def install() -> None:
+    """Put the finder first on ``sys.meta_path`` (once)."""
+    if not any(isinstance(finder, _MovedFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _MovedFinder())

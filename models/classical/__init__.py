@@ -1,0 +1,1 @@
+"""Classical baselines without a network: the random walkers and 3D region growing."""
