@@ -107,12 +107,24 @@ class _StepClock:
 def episode_program(
     steps: int, refine: bool, keep_previous_prompts: bool = True, target_class: str | None = None
 ) -> EpisodeProgram:
-    """The steps of one episode; returns ``1 + steps`` results when ``refine``, else one.
+    """The steps of one episode, as a generator of the calls it needs.
 
-    A perfect prediction stops the interaction (the user answers ``None``); the remaining steps
-    repeat it with zero added effort and ``converged=True``. Metrics are left empty (see
-    :func:`evaluate_steps`). ``wall_seconds`` of a step is the time spent on it: its calls
-    plus bookkeeping, not the time other episodes ran in between.
+    The program yields a :class:`UserCall` (the simulated user's prompt or correction) or a
+    :class:`ModelCall` (a prediction) and is sent each answer; a driver runs it in this
+    process or across workers. A perfect prediction stops the interaction (the user answers
+    ``None``); the remaining steps repeat it with zero added effort and ``converged=True``.
+
+    Args:
+        steps: The number of refinement steps.
+        refine: Whether the episode refines (False: only the initial prompt and prediction).
+        keep_previous_prompts: Whether each step's interactions are merged with the earlier
+            ones before the model sees them.
+        target_class: The target's class, passed with each model call (class-prompted models).
+
+    Returns:
+        ``1 + steps`` step results when ``refine``, else one, metrics left empty (see
+        :func:`evaluate_steps`). ``wall_seconds`` of a step is the time spent on it: its calls
+        plus bookkeeping, not the time other episodes ran in between.
     """
     clock = _StepClock()
     clock.pause()
@@ -260,13 +272,28 @@ def run_episode(
     metric_fn: Callable[..., dict[str, float]] | None = step_metrics,
     ground_truth: np.ndarray | None = None,
 ) -> list[StepResult]:
-    """Run one episode for ``target`` of ``case`` here, call after call; ``model.set_case`` must
-    already be called.
+    """Run one episode for ``target`` of ``case`` here, call after call.
 
-    Returns ``1 + steps`` results when a refiner is given, otherwise one (see
-    :func:`episode_program`). With ``metric_fn=None`` the metrics are left empty, to be filled
-    later by :func:`evaluate_steps` (the runner does that in a worker process).
-    ``ground_truth``: ``case.target_mask(target)`` when the caller already has it.
+    Args:
+        case: The case; ``model.set_case(case.image)`` must already be called.
+        target: The target to segment.
+        model: The model to prompt.
+        prompter: The initial prompter.
+        prompter_key: The prompter's key, part of the episode's rng derivation.
+        refiner: The refiner, or None for the initial prompt only.
+        refiner_key: The refiner's key, part of the rng derivation of each step.
+        steps: The number of refinement steps (with a refiner).
+        keep_previous_prompts: Whether each step's interactions are merged with the earlier
+            ones.
+        seed: The run seed the rngs derive from.
+        metric_fn: The per-step metrics; None leaves them empty, to be filled later by
+            :func:`evaluate_steps` (the runner does that in a worker process).
+        ground_truth: ``case.target_mask(target)`` (bool (z, y, x)) when the caller already
+            has it.
+
+    Returns:
+        ``1 + steps`` step results when a refiner is given, otherwise one (see
+        :func:`episode_program`).
     """
     if ground_truth is None:
         ground_truth = case.target_mask(target)

@@ -244,7 +244,7 @@ class ResultsStore:
         return len(list(self.units_dir.glob("*.parquet"))) if self.units_dir.is_dir() else 0
 
     def write_unit(self, unit_key: str, rows: list[dict[str, Any]], keep: bool = False) -> None:
-        """Write one unit's rows atomically (pyarrow directly: 4x faster than pandas here).
+        """Write one unit's rows atomically (with pyarrow directly: faster than through pandas).
 
         ``keep``: also keep the rows in this process, where a later :meth:`consolidate` takes
         them instead of reading the file back (the runner's results worker does this).
