@@ -16,6 +16,9 @@ from pathlib import Path
 
 
 def cmd_seconds(args: argparse.Namespace) -> int:
+    """``intrabench people seconds``: seconds per interaction kind from people's sessions, as a
+    time model's seconds; returns the exit status.
+    """
     from intrabench.evaluation.aggregate import to_markdown
     from intrabench.people.replay import SessionLibrary
     from intrabench.people.versus import seconds_by_kind
@@ -64,6 +67,9 @@ def seconds_yaml(seconds, sessions: int, confidence: float) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    """``intrabench people replay``: people's sessions replayed on models, each step scored;
+    returns the exit status.
+    """
     from intrabench import registry
     from intrabench.evaluation.aggregate import to_markdown
     from intrabench.people.cases import session_cases
@@ -96,6 +102,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
+    """Add the ``people`` commands to the CLI.
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name (unused).
+    """
     from intrabench.commands._arguments import count
 
     people = commands.add_parser("people", help="people's sessions: seconds, replays")

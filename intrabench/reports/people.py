@@ -78,6 +78,7 @@ def write_people_tables(comparison: Comparison, out: Path) -> list[Path]:
 
 
 def people_title(comparison: Comparison) -> str:
+    """The Markdown heading of the people-versus-simulated-user section, with its Dice threshold."""
     return (
         f"## People beside the simulated user (Dice x100 per step on the targets with a "
         f"session; reach = Dice >= {comparison.threshold:g})"
