@@ -91,6 +91,9 @@ MANY_SEEDS = 100
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """``intrabench run``: run a config (default: the built-in demo), resuming what is done;
+    returns the exit status.
+    """
     from intrabench.config import builtin_demo_path, load_config
 
     _check_executor_options(args)

@@ -88,6 +88,15 @@ def _workers_per_gpu(args: argparse.Namespace) -> int:
 
 
 def parse_resources(items: list[str] | None) -> dict[str, float]:
+    """The resources each task asks of a Dask worker, from ``--task-resources NAME=AMOUNT``
+    items.
+
+    Returns:
+        The amounts by name (an item without an amount asks for 1).
+
+    Raises:
+        UserError: An item's amount is not a number.
+    """
     resources: dict[str, float] = {}
     for item in items or []:
         name, _, amount = item.partition("=")

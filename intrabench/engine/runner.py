@@ -813,6 +813,9 @@ class Runner:
         return not any(folder.glob(f"{case_file_prefix(unit.case_id)}*.nii.gz"))
 
     def finish(self, plan: Plan) -> None:
+        """Consolidate the plan's units into ``results.parquet`` and ``results.csv``, then
+        release the run's lock.
+        """
         self.store.consolidate([u.key for u in plan.units])
         self._lock.release()
 
