@@ -40,7 +40,20 @@ class Registry(Generic[T]):
 
     # -- registration ---------------------------------------------------------------------
     def register(self, cls: type[T] | None = None, *, name: str | None = None):
-        """Class decorator: ``@registry.register`` or ``@registry.register(name="x")``."""
+        """Class decorator: ``@registry.register`` or ``@registry.register(name="x")``.
+
+        Args:
+            cls: The class, when used without parentheses.
+            name: The registered name (default: the class's ``name``, else its class name);
+                the class's ``name`` is set to it when it has none.
+
+        Returns:
+            The class itself (or, with ``name`` only, the decorator).
+
+        Raises:
+            ValueError: The name is registered by another class, or is a built-in
+                component's name.
+        """
 
         def decorate(component: type[T]) -> type[T]:
             key = name or getattr(component, "name", "") or component.__name__
@@ -176,7 +189,12 @@ class Registry(Generic[T]):
         return self._classes[name]
 
     def check_params(self, name: str, params: dict[str, Any]) -> None:
-        """Raise ConfigError if ``params`` do not fit the constructor of ``name``."""
+        """Check that ``params`` fit the constructor of the component ``name``.
+
+        Raises:
+            ConfigError: A parameter is unknown (the message suggests a close one and lists
+                the valid ones), a required one is missing, or a value has the wrong type.
+        """
         cls = self.get(name)
         signature = inspect.signature(cls.__init__)
         accepted, takes_kwargs = constructor_parameters(cls)
