@@ -44,11 +44,13 @@ def target_scores(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration and target: the episode scores averaged over seeds, and the
     target's ``attr_*`` columns."""
     from intrabench.evaluation.episode_metrics import episode_table
+    from intrabench.evaluation.metric_registry import attribute_scores
 
     episodes = episode_table(rows)
-    metrics = [m for m in ("dice_final", "nsd_final") if m in episodes]
+    scores = list(attribute_scores().values())  # final values; then those of refinement
+    metrics = [m for m in scores if m.endswith("_final") and m in episodes]
     if "n_steps" in episodes and (episodes["n_steps"] > 0).any():
-        metrics += [m for m in ("dice_auc_norm", "effort_to_dice_0.8") if m in episodes]
+        metrics += [m for m in scores if not m.endswith("_final") and m in episodes]
     scores = (
         episodes.groupby(CONFIG + TARGET, sort=True, dropna=False)[metrics].mean().reset_index()
     )
@@ -146,11 +148,9 @@ def assign_groups(targets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _metrics(targets: pd.DataFrame) -> list[str]:
-    return [
-        m
-        for m in ("dice_final", "nsd_final", "dice_auc_norm", "effort_to_dice_0.8")
-        if m in targets
-    ]
+    from intrabench.evaluation.metric_registry import attribute_scores
+
+    return [m for m in attribute_scores().values() if m in targets]
 
 
 def _group_columns(targets: pd.DataFrame) -> list[str]:

@@ -52,7 +52,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from intrabench.evaluation.metric_registry import metric_label, metrics_with
+
 THRESHOLDS = (0.8, 0.85, 0.9)
+
+#: the metric RClicks defines its statistics with (rows without it get it from Dice: a run's
+#: rows always carry it; hand-made rows may not)
+RCLICKS_METRIC = "iou"
+
+#: the metrics the robustness summaries take (the registered ones with the ``robustness``
+#: feature), RClicks' own IoU first as in its tables
+ROBUSTNESS_METRICS = sorted(
+    (m.name for m in metrics_with("robustness")), key=lambda name: name != RCLICKS_METRIC
+)
 #: the columns that identify one episode of a robustness run (the strategy included)
 EPISODE = [
     "dataset",
@@ -100,15 +112,15 @@ def episode_statistics(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per episode of a robustness run: NoC, AUC and first-round values (see the
     module docstring), with ``rounds`` and ``click_groups``."""
     rows = robustness_rows(rows)
-    if "iou" not in rows and not rows.empty:
-        rows = rows.assign(iou=rows["dice"] / (2.0 - rows["dice"]))
+    if RCLICKS_METRIC not in rows and not rows.empty:
+        rows = rows.assign(**{RCLICKS_METRIC: rows["dice"] / (2.0 - rows["dice"])})
     keys = [k for k in EPISODE if k in rows]
     records = []
     for identity, episode in rows.sort_values("step").groupby(keys, sort=True, dropna=False):
         record = dict(zip(keys, identity))
         record["click_groups"] = int(episode["click_groups"].iloc[0])
         record["rounds"] = int(len(episode))
-        for metric in ("iou", "dice"):
+        for metric in ROBUSTNESS_METRICS:
             values = episode[metric].to_numpy(dtype=np.float64)
             record[f"{metric}_1"] = float(values[0])
             record[f"{metric}_auc"] = curve_area(values)
@@ -119,11 +131,8 @@ def episode_statistics(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 #: the episode statistics summarised over the groups
-STATISTICS = [f"noc_{m}_{_key(t)}" for m in ("iou", "dice") for t in THRESHOLDS] + [
-    "iou_auc",
-    "dice_auc",
-    "iou_1",
-    "dice_1",
+STATISTICS = [f"noc_{m}_{_key(t)}" for m in ROBUSTNESS_METRICS for t in THRESHOLDS] + [
+    f"{m}_{statistic}" for statistic in ("auc", "1") for m in ROBUSTNESS_METRICS
 ]
 
 
@@ -132,7 +141,7 @@ def _relative(value: float, reference: float) -> float:
 
 
 #: statistics that are qualities in [0, 1]: RClicks compares them by absolute differences x100
-QUALITIES = ("iou_auc", "dice_auc", "iou_1", "dice_1")
+QUALITIES = tuple(f"{m}_{statistic}" for statistic in ("auc", "1") for m in ROBUSTNESS_METRICS)
 
 
 def _pairwise_relative(lower: np.ndarray, upper: np.ndarray) -> float:
@@ -254,13 +263,14 @@ def robustness_table(
     """(display table: rows model x prompter x refiner, the Average over datasets, as RClicks'
     tables 9-11; long summary per dataset; per-target statistics) of a run's rows, the target
     statistics averaged per dataset as ``averaging`` says (:data:`AVERAGING`)."""
-    if threshold not in THRESHOLDS or noc_metric not in ("iou", "dice"):
-        raise ValueError(f"NoC is computed for IoU or Dice at {', '.join(map(str, THRESHOLDS))}")
+    if threshold not in THRESHOLDS or noc_metric not in ROBUSTNESS_METRICS:
+        shown = " or ".join(metric_label(m) for m in ROBUSTNESS_METRICS)
+        raise ValueError(f"NoC is computed for {shown} at {', '.join(map(str, THRESHOLDS))}")
     targets = target_statistics(episode_statistics(rows))
     long = summary(targets, [c for c in targets.columns if c not in TARGET], averaging)
     average = long[long["dataset"] == "Average"]
     noc = f"noc_{noc_metric}_{_key(threshold)}"
-    label = f"NoC@{'IoU' if noc_metric == 'iou' else 'Dice'}{int(round(threshold * 100))}"
+    label = f"NoC@{metric_label(noc_metric)}{int(round(threshold * 100))}"
     display = pd.DataFrame(
         {
             "Model": average["model"],

@@ -12,7 +12,8 @@ from intrabench.display_text import spreadsheet_safe
 
 def cmd_tables(args: argparse.Namespace) -> int:
     """``intrabench tables``: the paper-style tables of one or more runs; returns the exit status."""
-    from intrabench.io.results import incompleteness_warning, require_metric
+    from intrabench.evaluation.metric_registry import require_metric
+    from intrabench.io.results import incompleteness_warning
     from intrabench.reports.tables import (
         Layout,
         concat_runs,
@@ -77,7 +78,9 @@ def cmd_tables(args: argparse.Namespace) -> int:
             print(f"{len(marked)} cell(s) marked \u2020: the model was trained on that dataset\n")
         print(f"written: {', '.join(str(p) for p in paths)}\n", file=sys.stderr)
     print(_training_data_line(marked_total, left_out))
-    for protocol in ("cvpr25", "cvpr25-corrected"):
+    from intrabench.evaluation.metric_registry import PROTOCOLS
+
+    for protocol in (name for name, found in PROTOCOLS.items() if found.challenge_tables):
         if "protocol" in rows and (rows["protocol"] == protocol).any():
             _write_cvpr25_tables(rows[rows["protocol"] == protocol], out, protocol)
     if "click_group" in rows and rows["click_group"].notna().any():
@@ -312,12 +315,8 @@ def _write_people_tables(runs: dict, out: Path) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``intrabench report``: a run's HTML report with its figures; returns the exit status."""
-    from intrabench.io.results import (
-        has_rows,
-        incompleteness_warning,
-        require_metric,
-        result_columns,
-    )
+    from intrabench.evaluation.metric_registry import require_metric
+    from intrabench.io.results import has_rows, incompleteness_warning, result_columns
     from intrabench.reports.html import build_report
     from intrabench.reports.tables import Layout
 
@@ -369,8 +368,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from intrabench.evaluation.aggregate import to_markdown
+    from intrabench.evaluation.metric_registry import require_metric
     from intrabench.evaluation.paired import paired_cases, paired_comparisons
-    from intrabench.io.results import load_results, require_metric
+    from intrabench.io.results import load_results
     from intrabench.reports.comparisons import comparison_csv, comparison_display
 
     sources = {"A": load_results(args.run_a)}

@@ -22,7 +22,7 @@ import os
 import platform
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -182,9 +182,17 @@ def write_run_metadata(run_dir: Path, config_yaml: str, extra: dict[str, Any]) -
     Args:
         run_dir: The run directory.
         config_yaml: The run's configuration as YAML text.
-        extra: More metadata entries, written as they are.
+        extra: More metadata entries, written as they are. ``extra["metrics"]``: the metric
+            columns this run records (:func:`check_metric_set` first).
+
+    Raises:
+        UserError: Before anything is written, when the unit files already in ``run_dir``
+            were computed with another metric set.
     """
     from intrabench.io.machine import describe_machine
+
+    if "metrics" in extra:
+        check_metric_set(run_dir, extra["metrics"])
 
     atomic_write_text(inside_run(run_dir, run_dir / "config.yaml"), config_yaml)
     metadata = {
@@ -197,6 +205,64 @@ def write_run_metadata(run_dir: Path, config_yaml: str, extra: dict[str, Any]) -
         **extra,
     }
     atomic_write_text(inside_run(run_dir, run_dir / "run.json"), json.dumps(metadata, indent=2))
+
+
+def recorded_metric_set(run_dir: Path, current: Sequence[str]) -> list[str] | None:
+    """The metric columns the unit files of a run directory were computed with.
+
+    Args:
+        run_dir: The run directory.
+        current: The metric columns this IntraBench records.
+
+    Returns:
+        ``run.json``'s ``metrics``; for a run made before they were recorded, the ``current``
+        names that one unit file's columns hold; None when the folder holds no unit file
+        (nothing to mix with).
+    """
+    import pyarrow.parquet as pq
+
+    units = Path(run_dir) / "units"
+    first = next(iter(sorted(units.glob("*.parquet"))), None) if units.is_dir() else None
+    if first is None:
+        return None
+    try:
+        recorded = json.loads((Path(run_dir) / "run.json").read_text()).get("metrics")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if isinstance(recorded, list) and all(isinstance(name, str) for name in recorded):
+        return recorded
+    try:
+        columns = set(pq.read_schema(first).names)
+    except Exception:  # damaged: the run sets it aside and computes it again
+        return None
+    return [name for name in current if name in columns]
+
+
+def check_metric_set(run_dir: Path, metrics: Sequence[str]) -> None:
+    """Refuse to resume a run whose finished units hold another metric set.
+
+    Resuming would mix rows with and without a metric: the rows of the old units would come
+    back with nulls in its column, without a word.
+
+    Args:
+        run_dir: The run directory.
+        metrics: The metric columns this run records, in order.
+
+    Raises:
+        UserError: One line naming the difference (``+added -removed``).
+    """
+    recorded = recorded_metric_set(run_dir, metrics)
+    if recorded is None or list(recorded) == list(metrics):
+        return
+    added = [f"+{name}" for name in metrics if name not in recorded]
+    removed = [f"-{name}" for name in recorded if name not in metrics]
+    difference = " ".join(added + removed) or f"in the order {', '.join(metrics)}"
+    raise UserError(
+        f"{run_dir} holds work units computed with the metrics {', '.join(recorded)}; this "
+        f"IntraBench records another set ({difference}): resuming would mix rows with and "
+        f"without them; use another --out, or move {Path(run_dir) / 'units'} aside to compute "
+        "every unit again"
+    )
 
 
 class ResultsStore:
@@ -489,29 +555,6 @@ def _planned_units(run_dir: Path) -> pd.DataFrame:
             len(foreign),
         )
     return store.read_units(keys)
-
-
-#: the per-step metric columns a ``--metric`` option usually names
-METRIC_COLUMNS: tuple[str, ...] = ("dice", "iou", "nsd", "hd95")
-
-
-def require_metric(
-    columns: Iterable[str], metric: str, numeric: Iterable[str] | None = None
-) -> None:
-    """UserError (one line, with the choices) unless ``metric`` is one of the results'
-    ``columns`` (and of ``numeric`` ones when given)."""
-    columns = list(columns)
-    allowed = list(numeric) if numeric is not None else columns
-    if metric not in allowed:
-        choices = [c for c in METRIC_COLUMNS if c in allowed] + sorted(
-            c for c in allowed if c.startswith("attr_")
-        )[:3]
-        raise UserError(
-            f"--metric {metric}: not a "
-            f"{'numeric ' if numeric is not None else ''}column of these results; "
-            f"choose one of {', '.join(choices) or 'dice'}"
-            + (" ..." if len(allowed) > len(choices) else "")
-        )
 
 
 def result_columns(run_dir: Path) -> list[str]:

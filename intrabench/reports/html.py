@@ -113,40 +113,34 @@ def prediction_path(
     ) / prediction_file_name(case, target)
 
 
-#: the overlap metrics the report shows x100 (the one scale of every table and figure)
-SCALED = ("dice_initial", "dice_final", "dice_auc_norm", "nsd_final")
-
-
 def configuration_summary(episodes: pd.DataFrame) -> pd.DataFrame:
     """Per configuration: hierarchical scores (mean over datasets of the dataset score) of the
-    episode summaries, Dice, AUC and NSD x100, plus mean effort and model time per step
-    (plain means over targets)."""
+    episode summaries each registered metric shows in the report (its ``report``: Dice initial,
+    final and normalised AUC, NSD final x100, HD95 final in mm), at the metric's scale, plus
+    mean effort and model time per step (plain means over targets)."""
     from intrabench.evaluation.aggregate import dataset_statistics, missing_counts
+    from intrabench.evaluation.metric_registry import METRICS
 
     config = ["model", "prompter", "refiner"]
-    parts = []
-    for metric in ("dice_initial", "dice_final", "dice_auc_norm", "nsd_final", "hd95_final"):
-        if metric not in episodes or episodes[metric].isna().all():
-            continue
-        stats = dataset_statistics(episodes, metric, config=config, n_boot=1)
-        score = stats.groupby(config)["mean"].mean().rename(metric)
-        parts.append(score * 100 if metric in SCALED else score)
+    parts, missing, headers = [], [], {}
+    for metric in METRICS.values():
+        for summary in metric.report:
+            column = f"{metric.name}_{summary}"
+            if column not in episodes or episodes[column].isna().all():
+                continue
+            stats = dataset_statistics(episodes, column, config=config, n_boot=1)
+            score = stats.groupby(config)["mean"].mean().rename(column)
+            parts.append(score * metric.scale if metric.scale != 1 else score)
+            headers[column] = metric.shown_label(summary)
+            if metric.count_missing and episodes[column].isna().any():
+                # undefined (HD95 of an empty prediction) and left out of its mean: how many
+                label = f"{metric.label} missing" if len(metric.report) == 1 else None
+                shown = label or f"{metric.shown_label(summary)} missing"
+                missing.append(missing_counts(episodes, column, config).rename(shown))
     plain = episodes.groupby(config)[["cumulative_effort", "model_seconds_per_step"]].mean()
-    if "hd95_final" in episodes and episodes["hd95_final"].isna().any():
-        # HD95 of an empty prediction is NaN and left out of its mean: say how many
-        parts.append(missing_counts(episodes, "hd95_final", config).rename("HD95 missing"))
-    table = pd.concat(parts + [plain], axis=1).reset_index()
-    return table.rename(
-        columns={
-            "dice_initial": "Dice initial x100",
-            "dice_final": "Dice final x100",
-            "dice_auc_norm": "Dice AUC (norm.) x100",
-            "nsd_final": "NSD final x100",
-            "hd95_final": "HD95 final (mm)",
-            "cumulative_effort": "interactions",
-            "model_seconds_per_step": "model s/step",
-        }
-    )
+    table = pd.concat(parts + missing + [plain], axis=1).reset_index()
+    headers.update(cumulative_effort="interactions", model_seconds_per_step="model s/step")
+    return table.rename(columns=headers)
 
 
 def attribute_section(

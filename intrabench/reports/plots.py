@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from intrabench.evaluation.aggregate import dataset_statistics, per_dataset
+from intrabench.evaluation.metric_registry import metric_label
 from intrabench.plotting import (
     CONFIGURATION,
     configuration_label,
@@ -94,8 +95,9 @@ def _log_effort_axis(axis, efforts: pd.Series) -> None:
 
 
 def metric_name(metric: str) -> str:
-    """How a metric column is written in figures: ``dice`` -> Dice, ``nsd`` -> NSD."""
-    return {"dice": "Dice", "nsd": "NSD", "iou": "IoU", "hd95": "HD95"}.get(metric, metric)
+    """How a metric column is written in figures: its registered label (``dice`` -> Dice,
+    ``nsd`` -> NSD); another column as it is."""
+    return metric_label(metric)
 
 
 def effort_curves(

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from intrabench.errors import UserError, quoted
+from intrabench.evaluation.metric_registry import metrics_with
 from intrabench.evaluation.statistics import bootstrap_mean_ci, spearman
 from intrabench.review.sampling import MASK_KEYS
 from intrabench.wording import listed
@@ -189,7 +190,8 @@ def read_ratings(paths: list[str | Path]) -> pd.DataFrame:
 
 def join_ratings(ratings: pd.DataFrame, run_dir: str | Path, rows: pd.DataFrame) -> pd.DataFrame:
     """Each rating with its mask's identity (from the review's key in the run directory) and
-    the result row's ``dice`` and ``nsd``."""
+    the result row's metrics that the review reads (``dice``, ``nsd``: the registered metrics
+    with the ``review`` feature)."""
     reviews = sorted(ratings["review"].astype(str).unique())
     if len(reviews) != 1:
         files = ratings.groupby("review")["file"].unique() if "file" in ratings else None
@@ -207,7 +209,7 @@ def join_ratings(ratings: pd.DataFrame, run_dir: str | Path, rows: pd.DataFrame)
     if unknown:
         raise UserError(f"ratings for jobs this review does not have: {listed(unknown, limit=5)}")
     joined = ratings.drop(columns=["review"]).merge(key, on="job", how="left")
-    metrics = [m for m in ("dice", "nsd") if m in rows]
+    metrics = [m.name for m in metrics_with("review") if m.name in rows]
     rows = rows.astype({"case": str, "target": str})
     return joined.merge(rows[MASK_KEYS + metrics], on=MASK_KEYS, how="left")
 
@@ -256,7 +258,7 @@ def analyse_ratings(
     joined: pd.DataFrame, n_boot: int = 1000, seed: int = 0, top: int = 10
 ) -> RatingAnalysis:
     """Everything in the module docstring, from :func:`join_ratings`'s rows."""
-    metrics = [m for m in ("dice", "nsd") if m in joined]
+    metrics = [m.name for m in metrics_with("review") if m.name in joined]
     per_mask = (
         joined.groupby(["job", *MASK_KEYS], dropna=False)
         .agg(

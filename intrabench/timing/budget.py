@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from intrabench.evaluation.episode_metrics import EPISODE_KEYS
+from intrabench.evaluation.metric_registry import metrics_with
 from intrabench.timing.human import TimeModel, human_seconds
 
 THRESHOLDS = (0.8, 0.9)
@@ -98,11 +99,12 @@ def timed_episodes(rows: pd.DataFrame, model: TimeModel) -> Iterator[TimedEpisod
 
 
 def episode_time_metrics(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
-    """One row per episode with the module docstring's columns (Dice, and NSD when present)."""
+    """One row per episode with the module docstring's columns for each registered metric
+    that takes the time-aware summaries (Dice, and NSD when present)."""
     model = model or TimeModel()
     if rows.empty:
         return pd.DataFrame(columns=EPISODE_KEYS)
-    metrics = [m for m in ("dice", "nsd") if m in rows]
+    metrics = [m.name for m in metrics_with("time") if m.name in rows]
     records = []
     for episode in timed_episodes(rows, model):
         kept, times = episode.kept, episode.times

@@ -77,7 +77,11 @@ def davis_summary(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.Data
     and ``<metric>_at_60s_davis`` for Dice (and NSD when the rows have it)."""
     model = model or TimeModel()
     # NSD only where every step has one (surface metrics may be left out of some steps)
-    metrics = [m for m in ("dice", "nsd") if m in rows and rows[m].notna().all()]
+    from intrabench.evaluation.metric_registry import metrics_with
+
+    metrics = [
+        m.name for m in metrics_with("time") if m.name in rows and rows[m.name].notna().all()
+    ]
     columns = [f"{m}_{kind}_davis" for m in metrics for kind in ("auc_time", "at_60s")]
     if rows.empty:
         return pd.DataFrame(columns=[*CONFIGURATION, "dataset", *columns])
