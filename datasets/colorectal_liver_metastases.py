@@ -13,7 +13,8 @@ from ._recipe import Output, PreparedDataset, TciaSource, register_outputs
 
 
 class ColorectalRecipe(DicomRecipe):
-    """Colorectal-Liver-Metastases (paper D6): CT and DICOM-SEG from TCIA, one instance per tumour segment."""
+    """Colorectal-Liver-Metastases (paper D6): CT and DICOM-SEG from TCIA, one instance per tumour
+    segment."""
 
     key = "colorectal-liver-metastases"
     source = TciaSource("Colorectal-Liver-Metastases", ("CT", "SEG"))

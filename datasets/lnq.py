@@ -13,7 +13,8 @@ from ._recipe import Output, PreparedDataset, TciaSource, register_outputs
 
 
 class LnqRecipe(DicomRecipe):
-    """LNQ / Mediastinal-Lymph-Node-SEG (paper D5): mediastinal lymph nodes on CT, DICOM-SEG from TCIA."""
+    """LNQ / Mediastinal-Lymph-Node-SEG (paper D5): mediastinal lymph nodes on CT, DICOM-SEG from
+    TCIA."""
 
     key = "lnq"
     source = TciaSource("Mediastinal-Lymph-Node-SEG", ("CT", "SEG", "RTSTRUCT"))

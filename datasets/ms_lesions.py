@@ -25,7 +25,8 @@ _FLAIR = re.compile(r"^(?P<id>[^-]+)-Flair\.nii(\.gz)?$")
 
 
 class MsLesionsRecipe(Recipe):
-    """MS lesions (paper D1): FLAIR MRI with consensus lesion masks, downloaded by hand from Mendeley Data."""
+    """MS lesions (paper D1): FLAIR MRI with consensus lesion masks, downloaded by hand from
+    Mendeley Data."""
 
     key = "ms-lesions"
     source = ManualSource(

@@ -200,7 +200,8 @@ class Phantoms(Dataset):
         return "CT"
 
     def load(self, case_id: str) -> Case:
-        """Generate one phantom from the seed and its index: float32 (z, y, x) HU image, one instance target per lesion."""
+        """Generate one phantom from the seed and its index: float32 (z, y, x) HU image, one
+        instance target per lesion."""
         index = int(case_id.rsplit("_", 1)[1])
         image, label = make_phantom(self.seed, index, self.shape, self.spacing, self.n_lesions)
         targets = tuple(

@@ -81,7 +81,8 @@ def type_name(annotation: Any) -> str:
 
 
 def default_text(field: Any) -> str:
-    """A pydantic field's default as shown in the reference: ``required``, or its value as Markdown code."""
+    """A pydantic field's default as shown in the reference: ``required``, or its value as Markdown
+    code."""
     if field.default_factory is not None:
         value = field.default_factory()
     elif field.default is PydanticUndefined:
@@ -113,7 +114,8 @@ def section(title: str, cls: type[BaseModel], prefix: str = "") -> str:
 
 
 def render_reference() -> str:
-    """The whole configuration reference page (``docs/configuration.md``'s generated part) as Markdown."""
+    """The whole configuration reference page (``docs/configuration.md``'s generated part) as
+    Markdown."""
     parts = [
         INTRO,
         section("Top level", RunConfig),

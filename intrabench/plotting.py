@@ -85,7 +85,8 @@ def configuration_styles(rows: pd.DataFrame) -> dict[tuple[str, str, str], dict[
 
 
 def line_style(styles: dict, config: tuple) -> dict[str, object]:
-    """The matplotlib ``color``, ``marker`` and ``linestyle`` keywords of one configuration in ``styles``."""
+    """The matplotlib ``color``, ``marker`` and ``linestyle`` keywords of one configuration in
+    ``styles``."""
     style = styles[tuple(str(v) for v in config)]
     return {"color": style["color"], "marker": style["marker"], "linestyle": style["linestyle"]}
 

@@ -275,7 +275,8 @@ class Prompt:
     # -- what the prompt contains -------------------------------------------------------
     @property
     def kinds(self) -> frozenset[str]:
-        """The prompt kinds present (``point``, ``box2d``, ``box3d``, ``scribble``, ``lasso``), to match against a model's ``accepts``."""
+        """The prompt kinds present (``point``, ``box2d``, ``box3d``, ``scribble``, ``lasso``), to
+        match against a model's ``accepts``."""
         kinds = set()
         if len(self.points):
             kinds.add("point")

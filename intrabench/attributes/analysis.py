@@ -27,7 +27,8 @@ class AttributeAnalysis:
     Attributes:
         targets: One row per configuration x target: its scores, ``attr_*`` and ``group_*``.
         cuts: Each dataset's tertile cuts per attribute.
-        groups: The mean score per attribute group (:func:`~intrabench.attributes.stratify.stratified_table`).
+        groups: The mean score per attribute group
+            (:func:`~intrabench.attributes.stratify.stratified_table`).
         extremes: The extreme groups' differences for every score of ``METRICS`` the run has
             (:func:`~intrabench.attributes.stratify.extremes_table`).
     """

@@ -16,7 +16,8 @@ BY = {
 
 
 def cmd_attributes(args: argparse.Namespace) -> int:
-    """``intrabench attributes``: the run's scores stratified by target attributes; returns the exit status."""
+    """``intrabench attributes``: the run's scores stratified by target attributes; returns the exit
+    status."""
     from intrabench.attributes.analysis import METRICS, analyse, regroup
     from intrabench.attributes.stratify import printable_summary
     from intrabench.errors import UserError

@@ -52,7 +52,8 @@ def cmd_download(args: argparse.Namespace) -> int:
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    """``intrabench datasets prepare``: convert each named recipe's downloaded files; returns the exit status."""
+    """``intrabench datasets prepare``: convert each named recipe's downloaded files; returns the
+    exit status."""
     for recipe, names in _unique_recipes(_recipe_classes(args.names)):
         report = recipe.prepare(args.root, progress=not args.quiet, force=args.force)
         if report.up_to_date:
@@ -100,7 +101,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """``intrabench datasets list``: each registered dataset and whether it is present; returns the exit status."""
+    """``intrabench datasets list``: each registered dataset and whether it is present; returns the
+    exit status."""
     from intrabench import registry
 
     rows = []

@@ -9,7 +9,8 @@ from pathlib import Path
 
 
 def cmd_latency(args: argparse.Namespace) -> int:
-    """``intrabench latency``: the measured model latencies of runs as a table; returns the exit status."""
+    """``intrabench latency``: the measured model latencies of runs as a table; returns the exit
+    status."""
     import pandas as pd
 
     from intrabench.errors import UserError

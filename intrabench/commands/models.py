@@ -54,7 +54,8 @@ def model_rows() -> list[list[str]]:
 
 
 def cmd_models_verify(args: argparse.Namespace) -> int:
-    """``intrabench models verify``: check checkpoint files and their SHA-256; returns the exit status."""
+    """``intrabench models verify``: check checkpoint files and their SHA-256; returns the exit
+    status."""
     from intrabench.io.checkpoints import checkpoint_dir, located, table, verify
 
     CHECKPOINTS = table()
@@ -84,7 +85,8 @@ def cmd_models_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_models_download(args: argparse.Namespace) -> int:
-    """``intrabench models download``: fetch named checkpoints, checked before kept; returns the exit status."""
+    """``intrabench models download``: fetch named checkpoints, checked before kept; returns the
+    exit status."""
     import difflib
 
     from intrabench.errors import UserError

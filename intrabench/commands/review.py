@@ -10,7 +10,8 @@ from intrabench.commands._arguments import count, resamples
 
 
 def cmd_review_build(args: argparse.Namespace) -> int:
-    """``intrabench review build``: a blinded site of sampled masks to rate; returns the exit status."""
+    """``intrabench review build``: a blinded site of sampled masks to rate; returns the exit
+    status."""
     from intrabench.review.build import build_review
 
     out = Path(args.out) if args.out else Path(args.run_dir) / "review-site"

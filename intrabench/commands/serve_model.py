@@ -9,7 +9,8 @@ import os
 
 
 def cmd_serve_model(args: argparse.Namespace) -> int:
-    """``intrabench serve-model``: serve one registered model over stdio or TCP; returns the exit status."""
+    """``intrabench serve-model``: serve one registered model over stdio or TCP; returns the exit
+    status."""
     from intrabench import registry
     from intrabench.errors import UserError
     from intrabench.serving.server import claim_stdout, serve_stdio, serve_tcp

@@ -198,7 +198,8 @@ def checkpoint_path(
 
 
 def is_present(key: str, directory: str | os.PathLike | None = None) -> bool:
-    """Whether checkpoint ``key``'s file exists in ``directory`` (default: the checkpoint folder); no digest is checked."""
+    """Whether checkpoint ``key``'s file exists in ``directory`` (default: the checkpoint folder);
+    no digest is checked."""
     return located(key, directory).is_file()
 
 

@@ -124,12 +124,14 @@ def check_extract_size(archive: Path, declared: int, dest: Path) -> None:
 
 
 def zenodo_url(base_url: str | None = None) -> str:
-    """The Zenodo base URL: ``base_url``, else ``$INTRABENCH_ZENODO_URL``, else the default; no trailing slash."""
+    """The Zenodo base URL: ``base_url``, else ``$INTRABENCH_ZENODO_URL``, else the default; no
+    trailing slash."""
     return (base_url or os.environ.get("INTRABENCH_ZENODO_URL") or DEFAULT_ZENODO_URL).rstrip("/")
 
 
 def tcia_url(base_url: str | None = None) -> str:
-    """The TCIA base URL: ``base_url``, else ``$INTRABENCH_TCIA_URL``, else the default; no trailing slash."""
+    """The TCIA base URL: ``base_url``, else ``$INTRABENCH_TCIA_URL``, else the default; no trailing
+    slash."""
     return (base_url or os.environ.get("INTRABENCH_TCIA_URL") or DEFAULT_TCIA_URL).rstrip("/")
 
 

@@ -30,7 +30,8 @@ class ImageGeometry:
 
     @classmethod
     def from_sitk(cls, image: sitk.Image) -> ImageGeometry:
-        """The geometry of a SimpleITK image: size, spacing (mm), origin (mm) and direction, in its (x, y, z) order."""
+        """The geometry of a SimpleITK image: size, spacing (mm), origin (mm) and direction, in its
+        (x, y, z) order."""
         return cls(
             size=tuple(int(v) for v in image.GetSize()),
             spacing=tuple(float(v) for v in image.GetSpacing()),

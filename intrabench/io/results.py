@@ -51,7 +51,8 @@ def measured_columns(rows) -> list[str]:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file renamed over it, so that a reader sees the old file or the new one, never a part."""
+    """Write ``data`` to ``path`` through a temporary file renamed over it, so that a reader sees
+    the old file or the new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(
         dir=path.parent, prefix=f".{path.name}.", suffix=".partial"

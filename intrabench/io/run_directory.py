@@ -185,7 +185,8 @@ class RunLock:
         self.unclosed: str | None = None
 
     def acquire(self) -> None:
-        """Take the lock and name this process in the lock file (nothing where ``fcntl`` is missing).
+        """Take the lock and name this process in the lock file (nothing where ``fcntl`` is
+        missing).
 
         Raises:
             UserError: Another process holds the lock.

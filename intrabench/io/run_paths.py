@@ -100,7 +100,8 @@ def case_file_prefix(case_id: str) -> str:
 
 
 def prediction_file_name(case_id: str, target_id: str) -> str:
-    """The NIfTI file name of one target's saved prediction: the case's prefix and the target id, made safe."""
+    """The NIfTI file name of one target's saved prediction: the case's prefix and the target id,
+    made safe."""
     return f"{case_file_prefix(case_id)}{safe_file_name(target_id, NAME_PART_LIMIT)}.nii.gz"
 
 

@@ -59,7 +59,8 @@ class Figure:
     png: bytes
 
     def html(self) -> str:
-        """The figure as an HTML ``<figure>`` with the PNG embedded as a data URL, its caption escaped."""
+        """The figure as an HTML ``<figure>`` with the PNG embedded as a data URL, its caption
+        escaped."""
         data = base64.b64encode(self.png).decode("ascii")
         return (
             f'<figure><img alt="{html.escape(self.caption)}" src="data:image/png;base64,{data}">'

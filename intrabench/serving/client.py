@@ -145,7 +145,8 @@ class ServedModel(Model):
 
         Args:
             prompt: The interactions so far, in canonical (z, y, x) voxels.
-            previous: The previous prediction, whose feedback stays on the server (sent as a handle).
+            previous: The previous prediction, whose feedback stays on the server (sent as a
+                handle).
             update_slices: For 2D models, the slices to predict again (None: all prompted).
 
         Raises:

@@ -116,7 +116,8 @@ def volume_from_wire(header: dict[str, Any], array: np.ndarray) -> Volume:
 
 
 def slice_prompt_to_wire(prompt: SlicePrompt) -> dict[str, Any]:
-    """A slice prompt as JSON-ready data: ``z``, ``points`` (N, 2) as (y, x), ``labels``, ``box`` or None."""
+    """A slice prompt as JSON-ready data: ``z``, ``points`` (N, 2) as (y, x), ``labels``, ``box`` or
+    None."""
     return {
         "z": int(prompt.z),
         "points": np.asarray(prompt.points).tolist(),
