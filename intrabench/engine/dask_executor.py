@@ -56,7 +56,7 @@ def execute_group_task(
         for previous in _WORKER_RUNNERS.values():
             previous.close()  # one run at a time per worker: stop the previous run's workers
         _WORKER_RUNNERS.clear()  # ... and free its models
-        # a task runs one group, whose case it reads itself: one reader, as before (the
+        # a task runs one group, whose case it reads itself: one reader (the
         # local run's default of one per four cores would only start idle processes)
         runner = Runner(
             RunConfig.model_validate_json(config_json),

@@ -339,7 +339,7 @@ def _exit_with_the_parent(every: float = 0.5) -> None:
     """End this worker within ``every`` seconds of its parent's death (``kill -9``: no one
     closes the pipe while a long job runs, and the orphan would work on for nothing). A parent
     that lives on and closes the pipe (a finished or interrupted run) is not death: the worker
-    then finishes what was queued, as before."""
+    then finishes what was queued."""
     parent = os.getppid()
     while True:
         time.sleep(every)

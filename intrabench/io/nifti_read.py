@@ -10,7 +10,7 @@ SimpleITK's to the last digit.
 It reads only what it can read exactly as SimpleITK does: a single-file NIfTI-1/2 with a 3D
 grid, one scalar value per voxel in the machine's byte order, no intensity scaling, and a
 voxel type SimpleITK agrees on. Anything else returns None, and the caller reads the file with
-SimpleITK (and checks it) as before.
+SimpleITK (and checks it).
 """
 
 from __future__ import annotations

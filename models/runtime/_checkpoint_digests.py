@@ -9,7 +9,7 @@ torch is imported.
 
 The book is a finding aid: the checkpoint's SHA-256 that keys it is computed (or checked
 against the pinned one) by the caller at every run, and every export it leads to is checked
-against its own record as before (its file's SHA-256 computed again). Entries are addressed by
+against its own record (its file's SHA-256 computed again). Entries are addressed by
 content, so they never go stale; an unreadable, non-hex or missing entry costs a
 ``torch.load``. The book lives with the exports and is trusted as they are: whoever can write
 that folder can already replace an export together with its record.

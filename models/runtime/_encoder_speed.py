@@ -7,7 +7,7 @@ function: fused attention, bf16 weights and ``torch.compile``.
   ``torch.nn.functional.scaled_dot_product_attention``: the relative-position terms become the
   additive attention bias (they depend on the *unscaled* query, as upstream), and the kernel
   scales q by 1/sqrt(head dim), as upstream's ``self.scale``. Weights, parameter names and
-  shapes are unchanged (the module's class is swapped), so checkpoints load as before.
+  shapes are upstream's (the module's class is swapped), so checkpoints load unchanged.
   Outputs equal upstream's within float rounding (tests: 1e-5 in float32, bf16 tolerance
   under autocast, on tiny networks).
 * **bf16 weights.** The image encoder's parameters are stored in bfloat16 and it runs without

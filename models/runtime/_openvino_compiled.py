@@ -13,7 +13,7 @@ a compiled model uses the instructions of the CPU it was compiled on, and a chec
 may be shared by the nodes of a cluster; the machine is part of the name, so each keeps its
 own) and the blob's own SHA-256. A blob is imported only when all of these match and its bytes
 hash to the recorded value; anything else (missing, replaced, truncated, of another ONNX file,
-another version or machine, a failed import) compiles from the ONNX file as before and writes
+another version or machine, a failed import) compiles from the ONNX file and writes
 the blob again. Nothing is obeyed on its word; a folder that cannot be written only costs the
 compile time.
 """

@@ -701,7 +701,7 @@ class SamFamilyModel(SliceModel):
         try:
             digests = recorded_digests(directory, self.checkpoint_sha256())
         except CheckpointError:
-            return  # said where the checkpoint is read, as before
+            return  # said where the checkpoint is read
         if not digests or "encoder" not in digests:
             return
         shape = (self.block_size_on("cpu"), *known_shape)
