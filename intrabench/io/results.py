@@ -76,7 +76,10 @@ def atomic_write_text(path: Path, text: str) -> None:
 def write_frame(path: Path, frame: pd.DataFrame, metadata: dict[str, str] | None = None) -> None:
     """Write a DataFrame as Parquet (or CSV by suffix) atomically.
 
-    ``metadata``: extra key-value pairs stored in the Parquet schema (ignored for CSV).
+    Args:
+        path: The file; a ``.csv`` suffix writes CSV, any other Parquet.
+        frame: The rows to write.
+        metadata: Extra key-value pairs stored in the Parquet schema (ignored for CSV).
     """
     if path.suffix == ".csv":
         atomic_write_text(path, frame.to_csv(index=False))

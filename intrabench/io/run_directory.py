@@ -104,8 +104,18 @@ def check_output_directory(run_dir: Path) -> None:
 
 
 def check_same_run(run_dir: Path, config: Any, extend: bool = False) -> None:
-    """UserError if ``run_dir`` holds a previous run under another ``name``, or (unless
-    ``extend``) one whose recorded config differs from ``config``'s."""
+    """Check that ``run_dir`` may hold this run (a new folder, or the same run resumed).
+
+    Args:
+        run_dir: The run folder.
+        config: The run's configuration.
+        extend: Whether the run may extend a previous one with another config (same name).
+
+    Raises:
+        UserError: The folder holds a previous run under another ``name``, or (unless
+            ``extend``) one whose recorded config differs from ``config``'s (the differences
+            named).
+    """
     try:
         previous = recorded_config_data(run_dir)
     except UserError:  # not readable as a config: nothing to compare with

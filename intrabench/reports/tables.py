@@ -136,11 +136,21 @@ def build_table(
 ) -> pd.DataFrame:
     """A paper-style table from step rows (one or several runs concatenated).
 
-    ``iterations``: True keeps every step and adds an ``Iterations`` column; False keeps each
-    episode's final step only; None decides from the rows (any refiner -> True).
-    ``missing_value``: substituted for missing values of ``metric`` (NaN, e.g. HD95 of an
-    empty prediction) before aggregating; without it they are left out of the means and a
-    ``Missing`` column counts them per table row (target x seed values).
+    Args:
+        rows: Result rows, one per (dataset, case, target, model, prompter, refiner, seed,
+            step).
+        layout: Dataset columns, display names and tables (None: one column per dataset).
+        metric: The metric column to aggregate.
+        iterations: True keeps every step and adds an ``Iterations`` column; False keeps each
+            episode's final step only; None decides from the rows (any refiner -> True).
+        scale: Factor applied to the scores (100: Dice x100 as in the paper).
+        missing_value: Substituted for missing values of ``metric`` (NaN, e.g. HD95 of an
+            empty prediction) before aggregating; without it they are left out of the means
+            and a ``Missing`` column counts them per table row (target x seed values).
+
+    Returns:
+        One row per prompter and model (and iteration), one column per dataset column, then
+        ``Average`` (and ``Average over`` and ``Missing`` where they apply).
     """
     layout = layout or Layout()
     if rows.empty:
