@@ -37,19 +37,41 @@ AT_SECONDS = 60.0
 
 
 def curve(times: np.ndarray, values: np.ndarray, budget: float) -> tuple[np.ndarray, np.ndarray]:
-    """The curve's points: (0, 0), the kept steps' (T_k, v_k), and (budget, v_last)."""
+    """The curve's points: (0, 0), the kept steps' (T_k, v_k), and (budget, v_last).
+
+    Args:
+        times: T_k of the kept steps, accumulated seconds (human time + waiting), ascending.
+        values: The metric's values v_k at those steps.
+        budget: The time budget, in seconds.
+
+    Returns:
+        (seconds, values) of the points, float arrays of one length.
+    """
     last = float(values[-1]) if len(values) else 0.0
     return (np.concatenate([[0.0], times, [budget]]), np.concatenate([[0.0], values, [last]]))
 
 
 def area(times: np.ndarray, values: np.ndarray, budget: float) -> float:
-    """Area under :func:`curve` divided by ``budget``."""
+    """Area under :func:`curve` divided by ``budget``: the mean value over the budget.
+
+    Args:
+        times: T_k of the kept steps, accumulated seconds (human time + waiting), ascending.
+        values: The metric's values v_k at those steps.
+        budget: The time budget, in seconds.
+    """
     x, y = curve(times, values, budget)
     return float(np.sum((x[1:] - x[:-1]) * (y[1:] + y[:-1]) / 2.0) / budget)
 
 
 def value_at(times: np.ndarray, values: np.ndarray, budget: float, seconds: float) -> float:
-    """The curve at ``seconds`` (linear interpolation; flat beyond the budget)."""
+    """The curve at ``seconds`` (linear interpolation; flat beyond the budget).
+
+    Args:
+        times: T_k of the kept steps, accumulated seconds (human time + waiting), ascending.
+        values: The metric's values v_k at those steps.
+        budget: The time budget, in seconds.
+        seconds: The time at which the curve is read, in seconds.
+    """
     x, y = curve(times, values, budget)
     return float(np.interp(seconds, x, y))
 

@@ -240,11 +240,20 @@ def waiting_description(model: TimeModel, machine: dict[str, Any] | None) -> str
 
 
 def check_latency_table(model: TimeModel, models: list[str], where: str) -> None:
-    """UserError (one line, naming ``where``'s ``time_model.latency_table``) unless ``model``
-    waits as measured, or its latency table (a file: read now, not when the tables run) has a
-    latency for each of ``models`` (the run's model labels). A missing file, a file that is no
-    latency table (``/etc/passwd``) and an inline table for other models were accepted, and
-    the run's hours spent before its tables failed."""
+    """Check a run's latency table before the run, not when its tables are made.
+
+    Args:
+        model: The run's time model.
+        models: The run's model labels.
+        where: Where the time model comes from, named in the message.
+
+    Raises:
+        UserError: (one line, naming ``where``'s ``time_model.latency_table``) unless
+            ``model`` waits as measured, or its latency table (a file: read now) has a latency
+            for each of ``models``; a missing file, a file that is no latency table
+            (``/etc/passwd``) and an inline table for other models are refused, so that no
+            run spends its hours before its tables fail.
+    """
     if model.waiting != "table":
         return
     try:
