@@ -1,4 +1,4 @@
-"""Distance transforms: SciPy (the reference) against intrabench.distance, side by side.
+"""Distance transforms: SciPy (the reference) against intrabench.masks.distance, side by side.
 
 An ellipsoidal error crop of 85 x 198 x 223 voxels at spacing (2.5, 0.8, 0.8) mm, the size
 measured in issue #13. Best of 3 per figure, on the device chosen by ``--device``.
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from scipy import ndimage
 
-from intrabench import distance
+from intrabench.masks import distance
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_read import best_of  # noqa: E402

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import SimpleITK as sitk
 
-from intrabench.components import connected_components
 from intrabench.errors import DataError
 from intrabench.io.volume import read_sitk
+from intrabench.masks import connected_components
 
 from .dicom import (  # noqa: F401 - the public DICOM readers, named here for the recipes
     _direction_matrix,

@@ -20,10 +20,10 @@ import cc3d
 import numpy as np
 from scipy import ndimage
 
-from intrabench.components import connected_components
 from intrabench.errors import DataError, UserError
-from intrabench.evaluation.metrics import bounding_box
+from intrabench.interfaces import Dataset
 from intrabench.io.volume import read_image, volume_from_raw
+from intrabench.masks import bounding_box, connected_components
 from intrabench.modality import declared_modality, normalise_modality
 from intrabench.protocols import Dataset
 from intrabench.registry import datasets

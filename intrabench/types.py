@@ -2,18 +2,30 @@
 
 Array conventions: every mask is a boolean numpy array indexed (z, y, x) in the canonical
 orientation of :mod:`intrabench.io.volume`; every prompt coordinate is an integer voxel index
-(z, y, x) in that same space. Boxes are inclusive on both ends.
+(z, y, x) in that same space. The prompt boxes (:class:`Box2D`, :class:`Box3D`) are inclusive on
+both ends, as a user draws them; a mask's bounding box is a :data:`intrabench.masks.Box`
+(half-open slices); ``from_box`` and ``to_box`` convert.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import InitVar, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from intrabench.io.volume import Volume
+from intrabench.masks import (
+    UNKNOWN,
+    Box,
+    bounding_box,
+    box_from_inclusive,
+    inclusive_corners,
+    with_box,
+)
+
+if TYPE_CHECKING:  # an annotation only: types imports nothing of io
+    from intrabench.io.volume import Volume
 
 PromptKind = Literal["point", "box2d", "box3d", "scribble", "lasso", "mask"]
 PROMPT_KINDS: tuple[str, ...] = ("point", "box2d", "box3d", "scribble", "lasso", "mask")
@@ -61,6 +73,16 @@ class Box2D:
         """``(y_min, x_min, y_max, x_max)``, inclusive voxel indices."""
         return (self.y_min, self.x_min, self.y_max, self.x_max)
 
+    @classmethod
+    def from_box(cls, box: Box) -> Box2D:
+        """The prompt box of a (y, x) :data:`intrabench.masks.Box` (half-open slices)."""
+        (y_min, x_min), (y_max, x_max) = inclusive_corners(box)
+        return cls(int(y_min), int(x_min), int(y_max), int(x_max))
+
+    def to_box(self) -> Box:
+        """This box as (y, x) half-open slices (:data:`intrabench.masks.Box`)."""
+        return box_from_inclusive((self.y_min, self.x_min), (self.y_max, self.x_max))
+
 
 @dataclass(frozen=True)
 class Box3D:
@@ -80,6 +102,16 @@ class Box3D:
     def as_tuple(self) -> tuple[int, int, int, int, int, int]:
         """``(z_min, y_min, x_min, z_max, y_max, x_max)``, inclusive voxel indices."""
         return (self.z_min, self.y_min, self.x_min, self.z_max, self.y_max, self.x_max)
+
+    @classmethod
+    def from_box(cls, box: Box) -> Box3D:
+        """The prompt box of a (z, y, x) :data:`intrabench.masks.Box` (half-open slices)."""
+        low, high = inclusive_corners(box)
+        return cls(*(int(v) for v in low), *(int(v) for v in high))
+
+    def to_box(self) -> Box:
+        """This box as (z, y, x) half-open slices (:data:`intrabench.masks.Box`)."""
+        return box_from_inclusive(self.as_tuple()[:3], self.as_tuple()[3:])
 
 
 @dataclass(frozen=True, eq=False)
@@ -455,10 +487,24 @@ class Prediction:
 
     ``feedback`` is what the model wants back at the next refinement step (e.g. low-resolution
     logits per slice for 2D models, the 3D low-resolution logits and crop for 3D models).
+    ``box``: the mask's bounding box when the model knows it (a :data:`intrabench.masks.Box`,
+    None for an empty mask), e.g. it wrote the mask inside a crop; the mask is then made
+    read-only and carries it (:func:`intrabench.masks.with_box`), so the engine never scans
+    the volume to find it. Left out, the box is measured when first asked for.
     """
 
     mask: np.ndarray
     feedback: Any = None
+    box: InitVar[Any] = UNKNOWN
+
+    def __post_init__(self, box: Any) -> None:
+        if box is not UNKNOWN:
+            self.mask = with_box(self.mask, box)
+
+    @property
+    def bounding_box(self) -> Box | None:
+        """The mask's bounding box (half-open slices; None: empty), carried or measured."""
+        return bounding_box(self.mask)
 
 
 @dataclass(frozen=True)
@@ -527,8 +573,6 @@ class Case:
             )
             boxes = self.__dict__["_label_boxes"] = found
         if boxes is None:  # e.g. a float label map: the slow way
-            from intrabench.evaluation.metrics import bounding_box
-
             return bounding_box(self.label == target.label_value)
         value = int(target.label_value)
         return boxes[value - 1] if 0 < value <= len(boxes) else None

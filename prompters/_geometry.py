@@ -15,9 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import ndimage
 
-from intrabench.components import connected_components
-from intrabench.evaluation.metrics import bounding_box as slices_bounding_box
-from intrabench.evaluation.metrics import union_bbox
+from intrabench.masks import boxes, inclusive_corners, mask_corners
+from intrabench.masks.components import largest_component  # noqa: F401 - the prompters' vocabulary
 from intrabench.types import Box2D
 
 Crop = tuple[slice, ...]
@@ -31,18 +30,6 @@ Crop = tuple[slice, ...]
 def foreground_slices(mask: np.ndarray) -> np.ndarray:
     """Sorted axial indices z whose slice contains foreground."""
     return np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
-
-
-def bounding_box(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Inclusive (min, max) corner indices of a non-empty mask, per axis.
-
-    The engine's :func:`intrabench.evaluation.metrics.bounding_box` does the work (it reads only the empty
-    margins along axis 0, then the occupied slab).
-    """
-    box = slices_bounding_box(mask)
-    if box is None:
-        raise ValueError("bounding_box of an empty mask")
-    return np.array([s.start for s in box]), np.array([s.stop - 1 for s in box])
 
 
 def crop_slices(
@@ -62,44 +49,15 @@ def crop_offset(crop: Crop) -> np.ndarray:
 
 def union_crop(masks: list[np.ndarray], margin: int = 0) -> Crop | None:
     """Crop enclosing the foreground of all ``masks`` (same shape), or None if all are empty."""
-    box = union_bbox(*masks)
+    box = boxes.union_of_boxes(boxes.bounding_box(m) for m in masks)
     if box is None:
         return None
-    return crop_slices(
-        np.array([s.start for s in box]),
-        np.array([s.stop - 1 for s in box]),
-        masks[0].shape,
-        margin,
-    )
+    return crop_slices(*inclusive_corners(box), masks[0].shape, margin)
 
 
 # --------------------------------------------------------------------------------------
 # Components and representative points
 # --------------------------------------------------------------------------------------
-
-
-def largest_component(mask: np.ndarray) -> np.ndarray:
-    """Largest connected component (8-connected in 2D, 26-connected in 3D); ties: lowest label.
-
-    Labels only the mask's bounding box; returns a full-size mask.
-    """
-    if not mask.any():
-        return np.zeros(mask.shape, dtype=bool)
-    low, high = bounding_box(mask)
-    crop = crop_slices(low, high, mask.shape)
-    sub = mask[crop]
-    volume = sub[None] if sub.ndim == 2 else sub
-    labelled, n = connected_components(volume, connectivity=26, return_N=True)
-    if sub.ndim == 2:
-        labelled = labelled[0]
-    out = np.zeros(mask.shape, dtype=bool)
-    if n <= 1:
-        out[crop] = labelled > 0
-        return out
-    counts = np.bincount(labelled.ravel())
-    counts[0] = 0
-    out[crop] = labelled == counts.argmax()
-    return out
 
 
 def nearest_pixel(pixels: np.ndarray, point: np.ndarray) -> np.ndarray:
@@ -124,7 +82,7 @@ def centroid_point_2d(
     the component's nearest pixel as the reference does (``cKDTree.query``; its tie-breaking
     kept). The snap matters for non-convex shapes whose centre lies outside.
     """
-    low, high = bounding_box(slice_mask)
+    low, high = mask_corners(slice_mask)
     crop = crop_slices(low, high, slice_mask.shape)
     component = largest_component(slice_mask[crop])
     pixels = np.argwhere(component) + crop_offset(crop)
@@ -147,7 +105,7 @@ def centroid_point_2d(
 
 def tight_box_2d(slice_mask: np.ndarray) -> Box2D:
     """Inclusive tight box of a non-empty 2D mask."""
-    low, high = bounding_box(slice_mask)
+    low, high = mask_corners(slice_mask)
     return Box2D(int(low[0]), int(low[1]), int(high[0]), int(high[1]))
 
 
@@ -233,7 +191,7 @@ def ring_2d(slice_mask: np.ndarray, inner: float, outer: float) -> np.ndarray:
     ring = np.zeros(slice_mask.shape, dtype=bool)
     if not slice_mask.any():
         return ring
-    low, high = bounding_box(slice_mask)
+    low, high = mask_corners(slice_mask)
     crop = crop_slices(low, high, slice_mask.shape, int(np.ceil(outer)) + 1)
     local = slice_mask[crop]
     near = ndimage.binary_dilation(local, structure=disk(inner)) if inner > 0 else local
@@ -254,7 +212,7 @@ def foreground_crop(mask: np.ndarray, margin: int = 0) -> tuple[np.ndarray, np.n
 
     Add the offset to crop coordinates to get full-volume coordinates.
     """
-    low, high = bounding_box(mask)
+    low, high = mask_corners(mask)
     crop = crop_slices(low, high, mask.shape, margin)
     return mask[crop], crop_offset(crop)
 
@@ -264,3 +222,8 @@ def positive_count(value: int, name: str = "n_points") -> int:
     if int(value) < 1:
         raise ValueError(f"{name} must be >= 1, got {value}")
     return int(value)
+
+
+#: the inclusive corners of a mask under their former name, for plugins that import it from here
+#: or from ``intrabench.prompters.basic``: :func:`intrabench.masks.mask_corners`
+bounding_box = mask_corners

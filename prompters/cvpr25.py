@@ -24,15 +24,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from intrabench.distance import squared_voxel_distances
-from intrabench.protocols import PromptContext, Prompter, RefineContext
+from intrabench.interfaces import PromptContext, Prompter, RefineContext
+from intrabench.masks.distance import squared_voxel_distances
 from intrabench.registry import prompters, refiners
 from intrabench.types import Box3D, Prompt, interactions
 
 from ._geometry import (
-    bounding_box,
     foreground_crop,
     foreground_slices,
+    mask_corners,
     median_slice,
     tight_box_2d,
 )
@@ -136,7 +136,7 @@ def challenge_click(component: np.ndarray) -> tuple[int, ...]:
     the pooling), the component itself is used; the maxima are listed in C order and one is
     drawn with ``np.random.seed(42); np.random.choice(n)`` (a fresh ``RandomState(42)``).
     """
-    low, high = bounding_box(component)
+    low, high = mask_corners(component)
     high = high + 1
     size = high - low
     crop = tuple(slice(int(a), int(b)) for a, b in zip(low, high))

@@ -15,9 +15,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from intrabench.distance import distance_transform
 from intrabench.errors import ConfigError
-from intrabench.protocols import PromptContext, Prompter
+from intrabench.interfaces import PromptContext, Prompter
+from intrabench.masks.distance import distance_transform
 from intrabench.registry import prompters
 from intrabench.types import Lasso, Prompt, interactions
 

@@ -18,10 +18,10 @@ from intrabench.registry import prompters
 from intrabench.types import Box2D, Prompt, interactions
 
 from ._geometry import (
-    bounding_box,
     centroid_point_2d,
     foreground_crop,
     foreground_slices,
+    mask_corners,
     positive_count,
     ring_2d,
     sample_pixels,
@@ -266,7 +266,7 @@ class BoxPerSliceFrom3DBox(Prompter):
         """
         if not context.ground_truth.any():
             return Prompt()
-        low, high = bounding_box(context.ground_truth)
+        low, high = mask_corners(context.ground_truth)
         box = Box2D(int(low[1]), int(low[2]), int(high[1]), int(high[2]))
         boxes = {z: box for z in range(int(low[0]), int(high[0]) + 1)}
         return Prompt(boxes=boxes, interactions=interactions("box3d", 1), effort_label="3")

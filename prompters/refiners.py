@@ -20,17 +20,17 @@ from typing import ClassVar
 import numpy as np
 from skimage.measure import find_contours
 
-from intrabench.distance import deepest_voxels, squared_voxel_distances
-from intrabench.protocols import RefineContext, Refiner
+from intrabench.interfaces import RefineContext, Refiner
+from intrabench.masks.distance import deepest_voxels, squared_voxel_distances
 from intrabench.registry import refiners
 from intrabench.types import Prompt, Scribble, interactions
 
 from ._geometry import (
-    bounding_box,
     centroid_point_2d,
     crop_offset,
     crop_slices,
     largest_component,
+    mask_corners,
     nearest_pixel,
     positive_count,
     sample_pixels,
@@ -88,10 +88,10 @@ def _edt_center(
     """Voxel of ``component`` farthest from its boundary (the array border counts as boundary).
 
     Cropped to the component's bounding box and padded by one background voxel before the
-    Euclidean distance transform (:func:`intrabench.distance.deepest_voxels`, exact); ties
+    Euclidean distance transform (:func:`intrabench.masks.distance.deepest_voxels`, exact); ties
     (listed in C order) broken uniformly with ``rng``.
     """
-    low, high = bounding_box(component)
+    low, high = mask_corners(component)
     crop = crop_slices(low, high, component.shape)
     local = np.pad(component[crop], 1)
     deepest = deepest_voxels(local, sampling)
@@ -371,7 +371,7 @@ class ScribbleRefiner(Refiner):
         """Centroid scribble through the largest false-negative component, (M, 3) local;
         ``origin``: ``fn``'s first voxel in the full volume (centres are rounded there)."""
         component = largest_component(fn)
-        low, high = bounding_box(component)
+        low, high = mask_corners(component)
         crop = crop_slices(low, high, component.shape)
         base = np.zeros(3, np.int64) if origin is None else np.asarray(origin, np.int64)
         return _column_scribble(component[crop], base + crop_offset(crop)) + crop_offset(crop)
@@ -400,7 +400,7 @@ class ScribbleRefiner(Refiner):
         if not plane_gt.any():
             return np.zeros((0, 2), dtype=np.int64)
         reach = int(np.ceil(self.contour_distance)) + 1
-        low, high = bounding_box(plane_gt)
+        low, high = mask_corners(plane_gt)
         crop = crop_slices(low, high, plane_gt.shape, reach)
         # exact: the square root of an integer squared distance, as SciPy computes it
         distance = np.sqrt(squared_voxel_distances(~plane_gt[crop]).astype(np.float64))

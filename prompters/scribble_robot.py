@@ -40,8 +40,8 @@ from typing import ClassVar
 import numpy as np
 from skimage.morphology import skeletonize
 
-from intrabench.distance import deepest_voxels
-from intrabench.protocols import RefineContext, Refiner
+from intrabench.interfaces import RefineContext, Refiner
+from intrabench.masks.distance import deepest_voxels
 from intrabench.registry import refiners
 from intrabench.types import Prompt, Scribble, interactions
 
@@ -94,7 +94,7 @@ MODES = ("davis", "largest")
 
 def components(mask: np.ndarray) -> list[np.ndarray]:
     """The 8-connected components of a 2D mask, largest first (ties: lower label)."""
-    from intrabench.components import connected_components
+    from intrabench.masks import connected_components
 
     if not mask.any():
         return []

@@ -15,11 +15,11 @@ from intrabench.registry import prompters
 from intrabench.types import Box3D, Prompt, interactions
 
 from ._geometry import (
-    bounding_box,
     centroid_point_2d,
     foreground_crop,
     foreground_slices,
     interpolate_track,
+    mask_corners,
     positive_count,
     round_half_up,
     sample_pixels,
@@ -48,7 +48,7 @@ class Box3DPrompter(Prompter):
         """
         if not context.ground_truth.any():
             return Prompt()
-        low, high = bounding_box(context.ground_truth)
+        low, high = mask_corners(context.ground_truth)
         return Prompt(
             box3d=Box3D(*(int(v) for v in low), *(int(v) for v in high)),
             interactions=interactions("box3d", 1),

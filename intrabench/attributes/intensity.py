@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
-from intrabench.distance import distance_transform
+from intrabench.masks.distance import distance_transform
 from intrabench.modality import looks_like_ct
 
 Box = tuple[slice, slice, slice]

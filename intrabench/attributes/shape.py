@@ -16,8 +16,8 @@ import math
 import numpy as np
 from scipy import ndimage, sparse
 
-from intrabench.components import connected_components
-from intrabench.evaluation.metrics import bounding_box
+from intrabench.masks import bounding_box
+from intrabench.masks.components import connected_components
 
 Box = tuple[slice, slice, slice]
 

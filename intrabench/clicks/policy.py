@@ -25,7 +25,7 @@ import numpy as np
 
 from intrabench.clicks.base import ClickabilityModel, ClickRegion, RegionKind, probabilities
 from intrabench.clicks.groups import sample_from_group
-from intrabench.distance import squared_voxel_distances
+from intrabench.masks.distance import squared_voxel_distances
 
 #: voxels of context kept around a region for its map (its boundary inside the crop)
 MARGIN = 4

@@ -36,10 +36,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from intrabench.distance import nearest_distances
 from intrabench.evaluation.episode_metrics import auc, cvpr_nsd
 from intrabench.evaluation.metrics import DEFAULT_NSD_TOLERANCE_MM, crop_pair, step_metrics
 
+from intrabench.masks.distance import nearest_distances
 #: Columns that identify one image under one configuration (the challenge's CSV row).
 IMAGE_KEYS = ["run", "dataset", "case", "model", "prompter", "refiner", "seed"]
 

@@ -44,3 +44,35 @@ def connected_components(
     if not (array.flags.c_contiguous or array.flags.f_contiguous):
         array = np.ascontiguousarray(array)  # cc3d's single-row path misreads a strided row
     return cc3d.connected_components(array, connectivity=connectivity, return_N=return_N)
+
+
+def largest_component(mask: np.ndarray) -> np.ndarray:
+    """The largest connected component of ``mask`` (8-connected in 2D, 26-connected in 3D);
+    ties: the lowest label.
+
+    Args:
+        mask: Boolean array, (z, y, x) or (y, x).
+
+    Returns:
+        A boolean array of ``mask``'s shape; all False when ``mask`` is empty. Only the
+        mask's bounding box is labelled.
+    """
+    from intrabench.masks.boxes import mask_corners
+
+    if not mask.any():
+        return np.zeros(mask.shape, dtype=bool)
+    low, high = mask_corners(mask)
+    crop = tuple(slice(int(lo), int(hi) + 1) for lo, hi in zip(low, high))
+    sub = mask[crop]
+    volume = sub[None] if sub.ndim == 2 else sub
+    labelled, n = connected_components(volume, connectivity=26, return_N=True)
+    if sub.ndim == 2:
+        labelled = labelled[0]
+    out = np.zeros(mask.shape, dtype=bool)
+    if n <= 1:
+        out[crop] = labelled > 0
+        return out
+    counts = np.bincount(labelled.ravel())
+    counts[0] = 0
+    out[crop] = labelled == counts.argmax()
+    return out

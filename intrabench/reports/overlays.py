@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from intrabench.evaluation.metrics import union_bbox
+from intrabench.masks import bounding_box, union_of_boxes
 from intrabench.plotting import VIEW_LETTERS, png_bytes, pyplot, radiological
 from intrabench.types import Prompt
 
@@ -100,7 +100,7 @@ def zoom_window(
 ) -> list[slice]:
     """Per axis, the box of every non-empty mask grown by ``margin_mm`` (whole volume when all
     are empty)."""
-    box = union_bbox(*(m for m in masks if m is not None))
+    box = union_of_boxes(bounding_box(m) for m in masks if m is not None)
     if box is None:
         return [slice(0, s) for s in shape]
     return [

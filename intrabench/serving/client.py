@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from intrabench.evaluation.metrics import freeze_with_box
+from intrabench.interfaces import Model
 from intrabench.io.volume import Volume
-from intrabench.protocols import Model
+from intrabench.masks import with_box
 from intrabench.serving.connection import ModelServerError, ServerConnection
 from intrabench.serving.protocol import (
     prompt_to_wire,
@@ -179,7 +179,7 @@ class ServedModel(Model):
         self._seconds += _seconds(answer)
         generation = self._generation if connection is self._connection else -1
         return Prediction(
-            mask=freeze_with_box(mask, box),
+            mask=with_box(mask, box),
             feedback=ServedHandle(generation, int(answer["handle"]), self._released),
         )
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from intrabench import __version__
 from intrabench.errors import DataError, UserError, one_line_cause
-from intrabench.evaluation.metrics import bounding_box
-from intrabench.protocols import Model
+from intrabench.interfaces import Model
+from intrabench.masks import bounding_box
 from intrabench.serving.protocol import (
     PROTOCOL_VERSION,
     pack_mask,

@@ -13,15 +13,14 @@ from hypothesis import strategies as st
 from monai.metrics import DiceMetric, compute_hausdorff_distance, compute_surface_dice
 
 from intrabench.evaluation.metrics import (
-    bounding_box,
     dice,
     hausdorff_distance_95,
     iou,
     normalized_surface_dice,
     step_metrics,
     surface,
-    union_bbox,
 )
+from intrabench.masks import bounding_box, union_of_boxes
 
 from .shapes import sphere
 
@@ -109,12 +108,16 @@ def test_multi_instance_case_uses_the_known_pairing():
 
 def test_bounding_boxes():
     mask = np.zeros((8, 9, 10), bool)
-    assert bounding_box(mask) is None and union_bbox(mask, mask) is None
+    assert bounding_box(mask) is None and union_of_boxes([bounding_box(mask)] * 2) is None
     mask[2, 3:5, 7] = True
     other = np.zeros_like(mask)
     other[6, 1, 1] = True
     assert bounding_box(mask) == (slice(2, 3), slice(3, 5), slice(7, 8))
-    assert union_bbox(mask, other) == (slice(2, 7), slice(1, 5), slice(1, 8))
+    assert union_of_boxes(map(bounding_box, (mask, other))) == (
+        slice(2, 7),
+        slice(1, 5),
+        slice(1, 8),
+    )
 
 
 def test_surface_matches_scipy_erosion():
@@ -198,8 +201,8 @@ def test_bounding_box_matches_projection(z_positions):
 
 
 def test_both_distance_methods_agree():
-    from intrabench.distance import _distances_by_transform as _distances_edt
-    from intrabench.distance import _distances_kdtree
+    from intrabench.masks.distance import _distances_by_transform as _distances_edt
+    from intrabench.masks.distance import _distances_kdtree
 
     rng = np.random.default_rng(1)
     sources = rng.random((15, 17, 19)) > 0.9
@@ -221,8 +224,8 @@ def test_nsd_exact_tie_on_the_kdtree_path():
     # Ground truth at x = 0 and 3, prediction at x = 2, spacing 0.7 mm along x, tolerance
     # 0.7 mm: the prediction voxel is 1 voxel (0.7 mm) from x = 3, within the tolerance; the
     # ground truth at x = 3 is 0.7 mm from it too; x = 0 is 1.4 mm away. NSD = 2/3 exactly.
-    from intrabench.distance import _distances_by_transform as _distances_edt
-    from intrabench.distance import _distances_kdtree
+    from intrabench.masks.distance import _distances_by_transform as _distances_edt
+    from intrabench.masks.distance import _distances_kdtree
 
     gt = np.zeros((1, 1, 4), bool)
     gt[0, 0, [0, 3]] = True
@@ -248,9 +251,9 @@ TIE_SPACINGS = [0.1, 0.3, 0.4, 0.7, 0.8, 1.0, 1.5]
 def test_nsd_matches_monai_at_tie_prone_spacings(data):
     """Sparse random masks, spacings like 0.4/0.7/0.8 mm and tolerances that are whole multiples
     of them (so many distances equal the tolerance): both distance paths agree with MONAI."""
-    from intrabench.distance import _distances_by_transform as _distances_edt
-    from intrabench.distance import _distances_kdtree
     from intrabench.evaluation.metrics import _nsd
+    from intrabench.masks.distance import _distances_by_transform as _distances_edt
+    from intrabench.masks.distance import _distances_kdtree
 
     shape = tuple(data.draw(st.integers(1, 6), label=f"size{a}") for a in range(3))
     seed = data.draw(st.integers(0, 2**16), label="seed")

@@ -1,4 +1,4 @@
-"""intrabench.components.connected_components: cc3d's labelling, safe on masks that are a line
+"""intrabench.masks.connected_components: cc3d's labelling, safe on masks that are a line
 of voxels (cc3d 4.1's boolean path raised "maximum length exception" on [[[1, 0, 1]]] with
 26-connectivity: found by hypothesis in tests/datasets/test_label_dtypes.py; its single-row path
 misread strided rows; cc3d rejects a read-only view: "buffer source array is read-only")."""
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import ndimage
 
-from intrabench.components import connected_components
+from intrabench.masks import connected_components
 
 
 def test_a_line_of_voxels_with_gaps_is_labelled():

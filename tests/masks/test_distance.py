@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import ndimage
 
-from intrabench import distance
+from intrabench.masks import distance
 
 masks = arrays(
     bool,
