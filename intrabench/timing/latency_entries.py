@@ -19,8 +19,8 @@ MAX_LATENCY_SECONDS = 3600.0
 def checked_entries(models: Any, where: str) -> dict[str, dict[str, float]]:
     """``{model: {key: seconds}}`` with every key one of :data:`LATENCY_KEYS` and every value a
     finite number of seconds in 0..:data:`MAX_LATENCY_SECONDS`; UserError naming the first
-    that is not (a negative latency gave negative waiting, NaN or infinity a waiting of 0 and an
-    AUC of 0, and a misspelt kind was ignored)."""
+    that is not (a negative latency would give negative waiting, NaN or infinity a waiting of 0
+    and an AUC of 0, and a misspelt kind would be ignored)."""
     import math
 
     if not isinstance(models, dict):
