@@ -30,7 +30,14 @@ NOISE_SLICES = 16
 
 @dataclass(frozen=True)
 class Contrast:
-    """Statistics of a target's intensities against a shell around it (image units)."""
+    """Statistics of a target's intensities against a shell around it (image units).
+
+    Attributes:
+        inside_mean: The mean intensity of the target's voxels.
+        shell_mean: The mean intensity of the shell's voxels.
+        shell_std: Their standard deviation.
+        inside_std: The standard deviation of the target's voxels.
+    """
 
     inside_mean: float
     shell_mean: float
@@ -70,11 +77,23 @@ def contrast(
     spacing: tuple[float, float, float],
     width_mm: float = SHELL_MM,
 ) -> Contrast:
-    """The intensities of the target ``label == label_value`` (bounding box ``box``) against
-    the voxels within ``width_mm`` of it (distance in mm, the target excluded) that belong to no
-    labelled structure (``label != 0``): other lesions and organs are not background.
+    """The intensities of a target against a shell of background around it.
 
-    Reads only the target's box grown by the shell width."""
+    The shell is the voxels within ``width_mm`` of the target (distance in mm, the target
+    excluded) that belong to no labelled structure (``label != 0``): other lesions and organs
+    are not background. Reads only the target's box grown by the shell width.
+
+    Args:
+        image: The case's image, (z, y, x), in its units (HU for CT).
+        label: The case's integer target map, (z, y, x) on the same grid.
+        label_value: The target's value in ``label``.
+        box: The target's bounding box (half-open slices, (z, y, x)).
+        spacing: Voxel spacing in mm, (z, y, x).
+        width_mm: The shell's width, in mm.
+
+    Returns:
+        The means and standard deviations inside and in the shell, in image units.
+    """
     region = shell_box(box, image.shape, spacing, width_mm)
     labels = np.asarray(label[region])
     inside = labels == label_value

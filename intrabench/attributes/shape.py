@@ -80,8 +80,17 @@ def slices_with_holes(cropped: np.ndarray) -> int:
 def centre_of_mass(
     cropped: np.ndarray, box: Box, shape: tuple[int, int, int]
 ) -> tuple[float, float, float]:
-    """Centre of mass (z, y, x) as a fraction of the image's extent along each axis: voxel
-    index / (size - 1), 0 at the first voxel and 1 at the last (0.5 on an axis of size 1)."""
+    """Centre of mass (z, y, x) as a fraction of the image's extent along each axis.
+
+    Args:
+        cropped: The target's bool mask cropped to ``box``.
+        box: The crop's place in the image (half-open slices, (z, y, x)).
+        shape: The image's shape (z, y, x).
+
+    Returns:
+        Per axis voxel index / (size - 1): 0 at the first voxel and 1 at the last (0.5 on an
+        axis of size 1).
+    """
     local = ndimage.center_of_mass(cropped)
     fractions = []
     for value, part, size in zip(local, box, shape):

@@ -159,9 +159,17 @@ def episode_time_metrics(rows: pd.DataFrame, model: TimeModel | None = None) -> 
 def time_curves(
     rows: pd.DataFrame, model: TimeModel | None = None, metric: str = "dice", points: int = 121
 ) -> pd.DataFrame:
-    """Mean curve per model x prompter x refiner on a grid of ``points`` times from 0 to the
-    budget (mean over episodes of each episode's curve): columns model, prompter, refiner,
-    seconds, value."""
+    """Mean curve per model x prompter x refiner: the mean over episodes of each episode's curve.
+
+    Args:
+        rows: Result rows with their human seconds and latencies.
+        model: The time model (None: its defaults).
+        metric: The metric column on the curve's y axis.
+        points: The number of grid times from 0 to the budget.
+
+    Returns:
+        Columns model, prompter, refiner, seconds, value: one row per configuration and time.
+    """
     model = model or TimeModel()
     grid = np.linspace(0.0, model.budget, points)
     sums: dict[tuple, np.ndarray] = {}
