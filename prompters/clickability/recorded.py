@@ -3,7 +3,11 @@
 ``clicks_file`` is a CSV with one row per observed click and the columns ``dataset``,
 ``case``, ``target``, ``z``, ``y``, ``x`` (canonical voxel indices, as in IntraBench's prompts)
 and optionally ``step`` (0: the first click on the target; k: the k-th correction; a row
-without a step counts for every step). The map of a region is
+without a step counts for every step). Optional columns, as ``intrabench clicks collect import``
+writes them (docs/measuring-people.md): ``rater`` (who clicked; ``raters`` keeps only the
+clicks of those named), ``seconds`` (the time to the click, finite and >= 0) and any others,
+which are read past. Coordinates must be whole numbers and steps whole numbers >= 0 (or
+empty): a row with NaN, a fraction or text there is refused with its line. The map of a region is
 :func:`~intrabench.clicks.observed.map_from_clicks` of the clicks recorded for its target and
 step that fall in its crop (on its slice, for 2D clicks), restricted to the region. A region
 without recorded clicks gets the ``fallback`` model's map (``distance`` by default); the
@@ -25,6 +29,30 @@ from intrabench.registry import clickability
 _COLUMNS = ("dataset", "case", "target", "z", "y", "x")
 
 
+def _bad_row(table, column: str, whole: bool, optional: bool) -> str | None:
+    """Why a value of ``column`` cannot be used (its first such CSV line), or None: not a
+    number, not finite, negative where only >= 0 is meant, a fraction where ``whole``; empty
+    only when ``optional``."""
+    import pandas as pd
+
+    values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=np.float64)
+    empty = table[column].isna().to_numpy()
+    bad = ~np.isfinite(values) & ~(empty & optional)
+    finite = np.where(np.isfinite(values), values, 0.0)
+    if whole:
+        bad |= np.isfinite(values) & (finite != np.round(finite))
+    if column in ("step", "seconds"):
+        bad |= np.isfinite(values) & (finite < 0)
+    if not bad.any():
+        return None
+    line = int(np.flatnonzero(bad)[0]) + 2  # the header is line 1
+    shown = str(table[column].iloc[line - 2])[:30]
+    kind = "a whole number" if whole else "a number"
+    return f"line {line}: {column} is {shown!r}, not {kind}" + (
+        " >= 0" if column in ("step", "seconds") else ""
+    )
+
+
 @clickability.register
 class RecordedClickability(ClickabilityModel):
     """Maps from observed clicks (see the module docstring)."""
@@ -38,18 +66,32 @@ class RecordedClickability(ClickabilityModel):
         click_sigma_mm: float = 5.0,
         error_sigma_mm: float = 2.0,
         fallback: str = "distance",
+        raters: list[str] | None = None,
     ) -> None:
         import pandas as pd
 
         path = Path(clicks_file).expanduser()
         if not path.is_file():
             raise ValueError(f"clicks_file not found: {path}")
-        table = pd.read_csv(path, dtype={"dataset": str, "case": str, "target": str})
+        table = pd.read_csv(path, dtype={"dataset": str, "case": str, "target": str, "rater": str})
         missing = [c for c in _COLUMNS if c not in table]
         if missing:
             raise ValueError(
                 f"{path}: missing columns {missing} (need {', '.join(_COLUMNS)}[, step])"
             )
+        checks = [("z", True, False), ("y", True, False), ("x", True, False)]
+        checks += [(c, c == "step", True) for c in ("step", "seconds") if c in table]
+        for column, whole, optional in checks:
+            problem = _bad_row(table, column, whole, optional)
+            if problem:
+                raise ValueError(f"{path}: {problem}")
+        if raters is not None:
+            if "rater" not in table:
+                raise ValueError(f"{path}: no rater column, so raters cannot choose clicks")
+            unknown = sorted(set(map(str, raters)) - set(table["rater"].dropna()))
+            if unknown:
+                raise ValueError(f"{path}: no clicks of rater(s) {unknown}")
+            table = table[table["rater"].isin([str(r) for r in raters])]
         if not click_sigma_mm > 0 or not error_sigma_mm > 0:
             raise ValueError("click_sigma_mm and error_sigma_mm must be > 0")
         if "step" not in table:

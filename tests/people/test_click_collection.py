@@ -9,6 +9,7 @@ import io
 
 import numpy as np
 import pandas as pd
+import pytest
 from PIL import Image
 
 from intrabench import registry
@@ -145,8 +146,10 @@ def test_import_writes_the_recorded_csv_and_refuses_hostile_clicks_one_line_each
     with huge.open("wb") as handle:
         handle.truncate(MAX_FILE_BYTES + 1)
     foreign = click_file(tmp_path / "foreign.json", "ffffffffff", good)
+    digits = tmp_path / "digits.json"  # an integer longer than Python converts
+    digits.write_text(f'{{"format": "intrabench-clicks", "clicks": [{{"z": 1{"0" * 5000}}}]}}')
     to = tmp_path / "people.csv"
-    files = [mixed, garbage, nan_json, huge, foreign]
+    files = [mixed, garbage, nan_json, huge, foreign, digits]
     assert (
         main(
             ["clicks", "collect", "import", *map(str, files), "--tasks", str(out), "--to", str(to)]
@@ -158,6 +161,10 @@ def test_import_writes_the_recorded_csv_and_refuses_hostile_clicks_one_line_each
     assert f"{garbage}: refused: not text (UTF-8)" in lines
     assert any(
         line.startswith(f"{nan_json}: refused: clicks of collection 'nan'") for line in lines
+    )
+    assert any(
+        line.startswith(f"{digits}: refused: not JSON a click file can be (Exceeds")
+        for line in lines
     )
     assert f"{huge}: refused: 16.0 MB, more than the 16 MB a click file may be" in lines
     assert any(
@@ -309,3 +316,41 @@ def test_robustness_runs_on_the_imported_clicks_of_people(click_site, tmp_path, 
     assert (people["click_map_fallbacks"] == 0).all() and (people["click_map_regions"] >= 1).all()
     others = called.drop(people.index)
     assert (others["click_map_fallbacks"] == others["click_map_regions"]).all()
+
+
+def test_the_recorded_map_reads_raters_and_seconds_and_refuses_unusable_rows(tmp_path):
+    from intrabench.clicks.base import ClickRegion
+    from intrabench.errors import ConfigError
+
+    mask = np.zeros((12, 12, 12), dtype=bool)
+    mask[2:10, 2:10, 2:10] = True
+    region = ClickRegion(mask, (1, 1, 1), identity=("d", "c", "1"), step=0)
+
+    def peak(text: str, **params) -> tuple:
+        path = tmp_path / "clicks.csv"
+        path.write_text(text)
+        model = registry.clickability.create(
+            "recorded", {"clicks_file": str(path), "click_sigma_mm": 1.0, **params}
+        )
+        return tuple(int(v) for v in np.unravel_index(np.argmax(model.weights(region)), mask.shape))
+
+    header = "dataset,case,target,z,y,x,step,label,rater,seconds\n"
+    people = (
+        header + "d,c,1,3,3,3,0,1,alice,2.5\nd,c,1,8,8,8,0,1,bob,1.0\nd,c,1,8,8,7,0,1,bob,1.5\n"
+    )
+    assert peak(people) == (8, 8, 7)  # bob's two clicks outweigh alice's one
+    assert peak(people, raters=["alice"]) == (3, 3, 3)
+    assert peak("dataset,case,target,z,y,x\nd,c,1,4,5,6\n") == (4, 5, 6)  # an old file
+    for text, message in (
+        (header + "d,c,1,,3,3,0,1,alice,2.5\n", "line 2: z is 'nan', not a whole number"),
+        (header + "d,c,1,3,3.5,3,0,1,alice,2.5\n", "line 2: y is '3.5', not a whole number"),
+        (header + "d,c,1,3,3,x,0,1,alice,2.5\n", "line 2: x is 'x', not a whole number"),
+        (header + "d,c,1,3,3,3,-1,1,alice,2.5\n", "line 2: step is '-1', not a whole number >= 0"),
+        (header + "d,c,1,3,3,3,0,1,alice,inf\n", "line 2: seconds is 'inf', not a number >= 0"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            peak(text)
+    with pytest.raises(ConfigError, match=r"no clicks of rater\(s\) \['carol'\]"):
+        peak(people, raters=["carol"])
+    with pytest.raises(ConfigError, match="no rater column, so raters cannot choose clicks"):
+        peak("dataset,case,target,z,y,x\nd,c,1,4,5,6\n", raters=["alice"])

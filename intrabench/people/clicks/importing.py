@@ -176,6 +176,8 @@ def _file_records(path: Path, collection: str) -> tuple[list, str]:
         return [], f"not JSON (line {error.lineno}: {error.msg})"
     except RecursionError:
         return [], "not JSON a click file can be (nested too deep)"
+    except ValueError as error:  # e.g. an integer of more digits than Python converts
+        return [], f"not JSON a click file can be ({str(error)[:80]})"
     if not isinstance(data, dict) or data.get("format") != CLICK_FORMAT:
         return [], f'not a click file of the click page (no "format": "{CLICK_FORMAT}")'
     if data.get("version") != CLICK_VERSION:

@@ -32,7 +32,7 @@ from intrabench.review.render import (
 #: Slices are shown from at most this many pixels per side (every ``step``-th voxel beyond).
 FULL_SIDE = 512
 #: Most slices a task offers: a contiguous run around the error.
-MAX_SLICES = 96
+MAX_SLICES = 64
 #: Slices shown beyond the error's extent on each side (at least; half the extent when larger).
 MARGIN_SLICES = 3
 ERROR_COLOUR = (255, 0, 255, 255)
