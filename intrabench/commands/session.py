@@ -39,7 +39,8 @@ def cmd_session_serve(args: argparse.Namespace) -> int:
     default_id = re.sub(r"[^A-Za-z0-9._-]", "-", f"{args.rater}_{args.case}_{args.target}")
     session_id = args.session or default_id.lstrip("._-")
     print(f"loading {args.model} ...", file=sys.stderr)
-    model = build_model(args.model, params)
+    runs_in = _json_object(args.runs_in, "--runs-in") if args.runs_in else None
+    model = build_model(args.model, params, runs_in)
     header = session_header(
         session_id, args.rater, args.dataset, case, target, args.model, params, dataset_params
     )
@@ -100,6 +101,11 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     serve = actions.add_parser("serve", help="a local page where a person segments one target")
     serve.add_argument("--model", required=True, help="a registered model (models list)")
     serve.add_argument("--params", help="the model's parameters as a JSON object")
+    serve.add_argument(
+        "--runs-in",
+        metavar="JSON",
+        help='where the model runs, as a config\'s runs_in: (e.g. \'{"url": "tcp://host:8765"}\')',
+    )
     serve.add_argument("--dataset", required=True, help="a registered dataset (datasets list)")
     serve.add_argument("--dataset-params", help="the dataset's parameters as a JSON object")
     serve.add_argument("--case", required=True, help="the case id")

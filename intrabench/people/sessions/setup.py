@@ -28,11 +28,32 @@ def load_target(
     raise DataError(f"case {case_id} has no target {target_id!r}; its targets: {listed(names)}")
 
 
-def build_model(name: str, params: dict[str, Any] | None) -> Any:
-    """The registered model ``name``, built and ready (weights loaded) before the page opens."""
-    from intrabench import registry
+def build_model(
+    name: str, params: dict[str, Any] | None, runs_in: dict[str, Any] | None = None
+) -> Any:
+    """The registered model ``name``, built and ready (weights loaded) before the page opens:
+    in this process, or served as a run's ``runs_in:`` says (``{"python": ...}``, ``{"url":
+    "tcp://HOST:PORT"}``...; :mod:`intrabench.serving`)."""
+    from types import SimpleNamespace
 
-    model = registry.models.create(name, dict(params or {}))
+    from pydantic import ValidationError
+
+    from intrabench.errors import ConfigError
+    from intrabench.serving import building
+    from intrabench.serving.spec import RunsIn
+
+    where = None
+    if runs_in is not None:
+        try:
+            where = RunsIn.model_validate(runs_in)
+        except ValidationError as error:
+            first = error.errors()[0]
+            place = ".".join(str(p) for p in first["loc"]) or "runs_in"
+            raise ConfigError(f"--runs-in: {place}: {first['msg']}") from None
+    spec = SimpleNamespace(name=name, params=dict(params or {}), runs_in=where)
+    if where is not None:
+        building.register_served(spec)
+    model = building.build_model(spec)
     prepare = getattr(model, "prepare", None)
     if callable(prepare):
         prepare()
