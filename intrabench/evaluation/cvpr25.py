@@ -31,15 +31,16 @@ does not reproduce that.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from intrabench.evaluation.episode_metrics import auc, cvpr_nsd
+from intrabench.evaluation.metric_registry import Metric
 from intrabench.evaluation.metrics import DEFAULT_NSD_TOLERANCE_MM, crop_pair, step_metrics
-
 from intrabench.masks.distance import nearest_distances
+
 #: Columns that identify one image under one configuration (the challenge's CSV row).
 IMAGE_KEYS = ["run", "dataset", "case", "model", "prompter", "refiner", "seed"]
 
@@ -122,13 +123,16 @@ def step_metrics_cvpr25(
     spacing: Sequence[float],
     nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM,
     with_surface: bool = True,
+    metrics: Iterable[Metric] | None = None,
 ) -> dict[str, float]:
     """:func:`intrabench.evaluation.metrics.step_metrics` with ``nsd`` the challenge's surface-element NSD
     (:func:`surfel_nsd`); every other column is unchanged (``with_surface=False``: NaN, as there)."""
     cropped = crop_pair(prediction, ground_truth, margin=1)  # once: both measures use it
     if cropped is not None:
         prediction, ground_truth = cropped
-    values = step_metrics(prediction, ground_truth, spacing, nsd_tolerance_mm, with_surface)
+    values = step_metrics(
+        prediction, ground_truth, spacing, nsd_tolerance_mm, with_surface, metrics
+    )
     if with_surface:
         values["nsd"] = surfel_nsd(prediction, ground_truth, spacing, nsd_tolerance_mm)
     return values

@@ -25,10 +25,12 @@ import functools
 import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from intrabench.errors import UserError
+
+if TYPE_CHECKING:  # numpy is imported where a metric is computed: the CLI's parser reads
+    import numpy as np  # the declarations (--metric choices) without it
 
 #: The episode summaries a metric may take (``<name>_<summary>`` columns of the episode table;
 #: definitions in :mod:`intrabench.evaluation.episode_metrics`): its value at the initial prompt
@@ -132,6 +134,8 @@ class Metric:
 
     def curve_values(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
         """The per-step values its ``auc`` summary integrates (float64)."""
+        import numpy as np
+
         if self.curve is not None:
             return np.asarray(self.curve(columns), dtype=np.float64)
         return np.asarray(columns[self.name], dtype=np.float64)
@@ -236,6 +240,8 @@ def iou_from_counts(tp: int, fp: int, fn: int) -> float:
 
 def nsd_from_distances(distances: tuple[np.ndarray, np.ndarray], tolerance_mm: float) -> float:
     """Share of both surfaces' voxels within ``tolerance_mm`` of the other surface."""
+    import numpy as np
+
     pred_to_gt, gt_to_pred = distances
     total = len(pred_to_gt) + len(gt_to_pred)
     limit = tolerance_mm * (1.0 + TIE_MARGIN)
@@ -245,6 +251,8 @@ def nsd_from_distances(distances: tuple[np.ndarray, np.ndarray], tolerance_mm: f
 
 def hd95_from_distances(distances: tuple[np.ndarray, np.ndarray]) -> float:
     """The larger of the two directed 95th percentiles (mm); NaN when not finite."""
+    import numpy as np
+
     value = max(float(np.percentile(d, 95)) for d in distances)
     return value if np.isfinite(value) else float("nan")
 
@@ -273,6 +281,8 @@ def _hd95(pair: StepPair) -> float:
 
 def cvpr_nsd(dice: Sequence[float] | np.ndarray, nsd: Sequence[float] | np.ndarray) -> np.ndarray:
     """NSD with the CVPR 2025 rule applied: 0 where Dice <= 0.2 (float64 arrays)."""
+    import numpy as np
+
     dice = np.asarray(dice, dtype=np.float64)
     return np.where(dice <= CVPR_NSD_DICE_FLOOR, 0.0, np.asarray(nsd, dtype=np.float64))
 
@@ -417,3 +427,8 @@ register_protocol(
 def surface_metric_names() -> list[str]:
     """The registered metrics that need surface distances (NaN at steps without them)."""
     return [m.name for m in METRICS.values() if m.needs_surface]
+
+
+def registered_metrics() -> tuple[Metric, ...]:
+    """The registered metric declarations, in order (what a job takes to a worker process)."""
+    return tuple(METRICS.values())
