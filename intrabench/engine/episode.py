@@ -23,6 +23,7 @@ import numpy as np
 
 from intrabench.engine.resources import synchronize_device
 from intrabench.engine.simulated_user import SimulatedUser
+from intrabench.evaluation.metric_registry import surface_metric_names
 from intrabench.evaluation.metrics import step_metrics, surface_at
 from intrabench.protocols import Model, Prompter, Refiner
 from intrabench.types import Case, Prediction, Prompt, Target
@@ -362,7 +363,7 @@ def evaluate_steps(
         ):
             result.metrics = dict(previous.metrics)
             if not surface:
-                result.metrics.update(nsd=float("nan"), hd95=float("nan"))
+                result.metrics.update(dict.fromkeys(surface_metric_names(), float("nan")))
         else:
             result.metrics = metric_fn(
                 result.prediction.mask, ground_truth, spacing, with_surface=surface

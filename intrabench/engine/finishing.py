@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,8 @@ import numpy as np
 
 from intrabench import training_data
 from intrabench.engine.episode import StepResult, evaluate_steps
-from intrabench.evaluation.metrics import bounding_box, step_metrics, union_of_boxes
+from intrabench.evaluation.metric_registry import Metric, registered_metrics
+from intrabench.evaluation.metrics import bounding_box, union_of_boxes
 from intrabench.io.run_paths import (
     inside_run,
     prediction_file_name,
@@ -86,6 +87,9 @@ class UnitJob:
     #: seconds each step's metrics took, by episode, when the episodes' metrics were filled
     #: already (:func:`evaluate_episode_isolated`); None: :func:`finish_unit` computes them
     metric_seconds: list[list[float]] | None = None
+    #: the metric declarations registered where the job was made (they travel with it, so a
+    #: worker process computes the metrics its parent registered)
+    metrics: tuple[Metric, ...] = field(default_factory=registered_metrics)
 
 
 @dataclass(eq=False)
@@ -96,6 +100,8 @@ class EpisodeEvaluation:
     unit: WorkUnit
     spacing: tuple[float, float, float]
     episode: CroppedEpisode
+    #: as :attr:`UnitJob.metrics`
+    metrics: tuple[Metric, ...] = field(default_factory=registered_metrics)
 
 
 def evaluate_episode_isolated(job: EpisodeEvaluation) -> list[tuple[dict[str, float], float]] | str:
@@ -109,7 +115,7 @@ def evaluate_episode_isolated(job: EpisodeEvaluation) -> list[tuple[dict[str, fl
             results,
             job.episode.ground_truth,
             job.spacing,
-            unit_metric_function(job.unit),
+            unit_metric_function(job.unit, job.metrics),
             job.unit.surface_metrics_at,
         )
         return [(result.metrics, spent) for result, spent in zip(results, seconds)]
@@ -260,18 +266,22 @@ def _click_columns(unit: WorkUnit, prompt: Prompt) -> dict[str, Any]:
 
 
 def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
-    """The per-step metric function of a run's ``protocol`` (see :mod:`intrabench.evaluation.cvpr25`)."""
-    if protocol in ("cvpr25", "cvpr25-corrected"):  # the corrected variant: other boxes only
-        from intrabench.evaluation.cvpr25 import step_metrics_cvpr25
+    """The per-step metric function of a run's ``protocol`` (its registered
+    :class:`~intrabench.evaluation.metric_registry.EvaluationProtocol`)."""
+    from intrabench.evaluation.metric_registry import protocol as registered_protocol
 
-        return step_metrics_cvpr25
-    return step_metrics
+    return registered_protocol(protocol).metric_function()
 
 
-def unit_metric_function(unit: WorkUnit) -> Callable[..., dict[str, float]]:
-    """The per-step metric function of ``unit``: its protocol's, at its NSD tolerance."""
+def unit_metric_function(
+    unit: WorkUnit, metrics: tuple[Metric, ...] | None = None
+) -> Callable[..., dict[str, float]]:
+    """The per-step metric function of ``unit``: its protocol's, at its NSD tolerance, computing
+    ``metrics`` (default: those registered in this process)."""
     return functools.partial(
-        metrics_for_protocol(unit.protocol), nsd_tolerance_mm=unit.nsd_tolerance_mm
+        metrics_for_protocol(unit.protocol),
+        nsd_tolerance_mm=unit.nsd_tolerance_mm,
+        metrics=registered_metrics() if metrics is None else metrics,
     )
 
 
@@ -322,7 +332,7 @@ def finish_unit(job: UnitJob) -> int:
                 episode.results,
                 episode.ground_truth,
                 job.spacing,
-                unit_metric_function(job.unit),
+                unit_metric_function(job.unit, job.metrics),
                 job.unit.surface_metrics_at,
             )
         episode_rows = rows_for_episode(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from intrabench import registry
 from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
 from intrabench.errors import DataError, UserError, quoted
+from intrabench.evaluation.metric_registry import DEFAULT_PROTOCOL
 from intrabench.evaluation.metrics import DEFAULT_NSD_TOLERANCE_MM
 from intrabench.io.run_paths import path_component_problem
 from intrabench.protocols import Dataset, incompatibility
@@ -52,7 +53,7 @@ class WorkUnit:
     seed: int
     steps: int
     keep_previous_prompts: bool
-    protocol: str = "intrabench"
+    protocol: str = DEFAULT_PROTOCOL
     nsd_tolerance_mm: float = DEFAULT_NSD_TOLERANCE_MM
     #: the steps with surface metrics: "all", "final", "initial-and-final" or step numbers
     surface_metrics_at: str | tuple[int, ...] = "all"
@@ -91,7 +92,7 @@ class WorkUnit:
             self.keep_previous_prompts if self.refiner else None,
         ]
         metric_settings = {}
-        if self.protocol != "intrabench":
+        if self.protocol != DEFAULT_PROTOCOL:
             metric_settings["protocol"] = self.protocol
         if self.nsd_tolerance_mm != DEFAULT_NSD_TOLERANCE_MM:
             metric_settings["nsd_tolerance_mm"] = float(self.nsd_tolerance_mm)

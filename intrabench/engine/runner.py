@@ -774,6 +774,8 @@ class Runner:
         unmet = unmet_needs([u for u in plan.units if not self.store.is_done(u.key)], self.datasets)
         if unmet:  # before a model is built or a unit fails for it
             raise ConfigError("; ".join(unmet))
+        from intrabench.evaluation.metric_registry import metric_names
+
         write_run_metadata(
             self.run_dir,
             yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False),
@@ -781,6 +783,7 @@ class Runner:
                 "units": len(plan.units),
                 "executor": executor,
                 "unit_keys": [u.key for u in plan.units],
+                "metrics": metric_names(),  # a resume computed with another set is refused
             },  # what results are this run's
         )
         import pandas as pd
