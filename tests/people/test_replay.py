@@ -133,3 +133,25 @@ def test_replaying_a_session_on_another_cases_grid_is_refused(brain, tmp_path):
     other = registry.datasets.create("demo-real", {}).load("lung1")
     with pytest.raises(DataError, match=r"grid \[25, 140, 130\] is not case lung1's"):
         replay_library(library, {("demo-real", "brain1"): other}, {"rg": model})
+
+
+def _copy_with_header(folder, tmp_path, **changes):
+    import json
+
+    source = next(folder.glob("*.jsonl"))
+    lines = source.read_text().splitlines()
+    header = {**json.loads(lines[0]), **changes}
+    (tmp_path / "copy.jsonl").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    return SessionLibrary.read([tmp_path / "copy.jsonl"])
+
+
+def test_a_session_of_a_case_or_dataset_the_run_lacks_is_one_line(brain, tmp_path):
+    from intrabench.people.cases import session_cases
+
+    _, _, folder = brain
+    library = _copy_with_header(folder, tmp_path, case_id="brain9")
+    with pytest.raises(UserError, match="demo-real has no case 'brain9'"):
+        session_cases(library)
+    library = _copy_with_header(folder, tmp_path, dataset="no-such-data")
+    with pytest.raises(UserError, match="dataset 'no-such-data' is not registered"):
+        session_cases(library)
