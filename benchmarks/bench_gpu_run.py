@@ -16,7 +16,7 @@ Two ways to run it:
   ``synthetic-network``, a stand-in whose forward pass takes a fixed 10 ms of wall time (the
   CPU is free meanwhile, as during a synchronised GPU call) and whose masks look like a trained
   network's (the target grown from the prompt, dilated, eroded or shifted, sometimes leaking
-  into a large region; see models/synthetic_network.py). The two GPU configs in one run: a 2D
+  into a large region; see intrabench/testing/synthetic_network.py). The two GPU configs in one run: a 2D
   stand-in (10 ms per predicted slice) with a box per slice and 3-slice box and point
   interpolation, a 3D stand-in with one centre click; each refined with 3 centre-of-error
   clicks. The phantoms are written once as NIfTI files
@@ -62,7 +62,7 @@ from proxy_calibration import (  # noqa: E402
 from intrabench.config import RunConfig, load_config  # noqa: E402
 from intrabench.engine.runner import Runner  # noqa: E402
 from intrabench.io.machine import describe_machine, machine_text  # noqa: E402
-from intrabench.models.synthetic_network import SyntheticNetwork  # noqa: E402
+from intrabench.testing.synthetic_network import SyntheticNetwork  # noqa: E402
 
 #: the phantoms' seed and lesions per case (``demo-phantoms`` parameters; bench_vs_naive uses them)
 PHANTOM_SEED, PHANTOM_LESIONS = 0, (6, 10)
@@ -149,7 +149,7 @@ def stand_in_config(
     the same phases. ``set_up``: each stand-in also builds its real model on the CPU and runs
     the model's ``set_case`` on every case (``setup_of``), so the run has the real one's builds
     and per-case set-up between its forward passes; never its forward passes."""
-    from intrabench.protocols import SliceModel, model_accepts
+    from intrabench.interfaces import SliceModel, model_accepts
     from intrabench.registry import constructor_parameters
     from intrabench.registry import models as model_registry
 
@@ -523,7 +523,7 @@ def main() -> None:
             f"  {name}: {steps} steps with a forward pass, {seconds:.2f} s "
             f"({1000 * seconds / max(steps, 1):.0f} ms each)"
         )
-    print("where the model loop's time went (intrabench.engine.loop_clock):")
+    print("where the model loop's time went (intrabench.execution.loop_clock):")
     for line in result["loop_lines"]:
         print(f"  {line}")
 

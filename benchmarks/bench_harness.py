@@ -36,8 +36,8 @@ from forward_spans import timed_forward_passes
 
 from intrabench import registry
 from intrabench.config import builtin_demo_path, load_config
-from intrabench.engine.loop_clock import PHASES
 from intrabench.engine.runner import Runner, default_user_workers
+from intrabench.execution.loop_clock import PHASES
 
 #: column name -> Runner keyword arguments
 MODES = {"inline": {"background": "inline"}, "process": {"background": "process"}}
@@ -88,7 +88,7 @@ def measure(config, options: dict) -> dict[str, float]:
         "metrics": float(rows["metric_seconds"].sum()),
         "units": len(plan.units),
         "rows": len(rows),
-        # the model loop's phases (intrabench.engine.loop_clock), prefixed "loop: "
+        # the model loop's phases (intrabench.execution.loop_clock), prefixed "loop: "
         **{f"loop: {phase}": row["seconds"] for phase, row in runner.loop_clock.summary().items()},
     }
 
@@ -143,7 +143,7 @@ def main() -> None:
     line("  (building the models, within the above)", "construction")
     line("simulated user (process: mostly in a worker)", "user")
     line("metrics (process: in a worker)", "metrics")
-    print("the model loop's time by phase (intrabench.engine.loop_clock):")
+    print("the model loop's time by phase (intrabench.execution.loop_clock):")
     phases = [key for key in first if key.startswith("loop: ")]
     order = {f"loop: {name}": index for index, name in enumerate(PHASES + ("untracked",))}
     for key in sorted(phases, key=lambda k: order.get(k, len(order))):

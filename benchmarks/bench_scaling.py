@@ -9,7 +9,6 @@ speed-up to flatten at the core count.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -17,8 +16,9 @@ import time
 from pathlib import Path
 
 from intrabench.config import parse_config
-from intrabench.engine.dask_executor import run_distributed
 from intrabench.engine.runner import Runner
+from intrabench.execution.dask import run_distributed
+from intrabench.execution.settings import DaskSettings
 
 
 def config(n_cases: int):
@@ -45,13 +45,7 @@ def main() -> None:
         print(f"local executor (1 process):   {local:7.1f} s")
         baseline = None
         for workers in (1, 2, 4):
-            args = argparse.Namespace(
-                scheduler=None,
-                cluster_config=None,
-                workers=workers,
-                memory_limit="2GB",
-                task_resources=None,
-            )
+            args = DaskSettings(workers=workers, memory_limit="2GB")
             started = time.perf_counter()
             run_distributed(run_config, Path(directory) / f"dask{workers}", args)
             seconds = time.perf_counter() - started

@@ -2,7 +2,7 @@
 
 Decoding a compressed CT volume takes seconds of CPU; done in the runner's own process it
 would compete with the model loop for the GIL. :func:`load_case` runs in a worker subprocess
-(see :mod:`intrabench.engine.pipeline`) and returns the :class:`~intrabench.types.Case`, which comes
+(see :mod:`intrabench.execution.lanes`) and returns the :class:`~intrabench.types.Case`, which comes
 back pickled (arrays as raw bytes, through a spool file when large).
 """
 
@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 from intrabench import registry
-from intrabench.protocols import Dataset
+from intrabench.interfaces import Dataset
 from intrabench.types import Case
 
 #: datasets built in this process, by (name, parameters)
@@ -29,7 +29,7 @@ def load_case(
     """Case ``case_id`` of the registered dataset ``dataset_name`` built with ``dataset_params``.
 
     ``imports``: the run's plugin modules, imported first (components registered by decorator).
-    ``attributes``: also measure its targets' attributes (:func:`with_attributes`).
+    ``attributes``: also measure its targets' attributes (:func:`intrabench.attributes.cache.case_with_attributes`).
     Raises what the dataset raises (DataError for a bad case).
     """
     for module in imports:
@@ -45,14 +45,8 @@ def load_case(
         case.image = case.image.with_modality(normalise_modality(getattr(dataset, "modality", "")))
     if case.targets:  # one pass over the label map for every target's box, here, not in the loop
         case.target_box(case.targets[0])
-    return with_attributes(case, dataset) if attributes else case
+    if not attributes:
+        return case
+    from intrabench.attributes.cache import case_with_attributes
 
-
-def with_attributes(case: Case, dataset: Dataset) -> Case:
-    """``case`` with its targets' attributes (from the attribute cache, or measured now);
-    ``dataset`` says the modality (a body mask is measured on CT only)."""
-    if case.attributes is None:
-        from intrabench.attributes.cache import cached_case_attributes
-
-        case.attributes = cached_case_attributes(case, str(getattr(dataset, "modality", "")))
-    return case
+    return case_with_attributes(case, dataset)

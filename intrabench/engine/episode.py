@@ -8,7 +8,7 @@ The episode's logic is written once, as a *program* (:func:`episode_program`): a
 yields what it needs next, a :class:`UserCall` (the simulated clinician's next prompt) or a
 :class:`ModelCall` (a forward pass), and is sent back an :class:`Answer`. Who answers, and when,
 is up to the driver: :func:`run_episode` answers every call at once in this process; the
-runner's :class:`~intrabench.engine.scheduling.EpisodeScheduler` answers model calls in the model loop
+runner's :class:`~intrabench.execution.scheduling.EpisodeScheduler` answers model calls in the model loop
 and user calls in a worker process, switching to another episode while one waits.
 """
 
@@ -25,7 +25,7 @@ from intrabench.engine.resources import synchronize_device
 from intrabench.engine.simulated_user import SimulatedUser
 from intrabench.evaluation.metric_registry import surface_metric_names
 from intrabench.evaluation.metrics import step_metrics, surface_at
-from intrabench.protocols import Model, Prompter, Refiner
+from intrabench.interfaces import Model, Prompter, Refiner
 from intrabench.types import Case, Prediction, Prompt, Target
 
 

@@ -1,7 +1,7 @@
 """From finished episodes to result rows, prediction files and unit files.
 
 This is the work that does not feed the next model call, so the runner does it beside the
-model loop (in a worker process, see :mod:`intrabench.engine.pipeline`). To keep what crosses the
+model loop (in a worker process, see :mod:`intrabench.execution.lanes`). To keep what crosses the
 process boundary small, an episode is handed over *cropped*: every prediction and the ground
 truth are cut to one box (z, y, x slices of the canonical volume) that holds all of their
 voxels. Metrics are translation-invariant and look only at the union bounding box (see
@@ -22,7 +22,6 @@ import numpy as np
 from intrabench import training_data
 from intrabench.engine.episode import StepResult, evaluate_steps
 from intrabench.evaluation.metric_registry import Metric, registered_metrics
-from intrabench.evaluation.metrics import bounding_box, union_of_boxes
 from intrabench.io.run_paths import (
     inside_run,
     prediction_file_name,
@@ -30,6 +29,7 @@ from intrabench.io.run_paths import (
     step_prediction_file_name,
 )
 from intrabench.io.volume import ImageGeometry, write_on_grid
+from intrabench.masks import bounding_box, union_of_boxes
 from intrabench.types import INTERACTION_COST, Prediction, Prompt, Target
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def crop_episode(
     and all of its predictions.
 
     Costs copies of the crops: the boxes of the engine's masks (frozen) are remembered
-    from their first measurement (:func:`~intrabench.evaluation.metrics.bounding_box`); any
+    from their first measurement (:func:`~intrabench.masks.bounding_box`); any
     other mask costs one bounding-box pass (reading only the empty margins along z).
     """
     distinct: dict[int, Prediction] = {}

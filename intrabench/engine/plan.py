@@ -18,8 +18,8 @@ from intrabench.config import ComponentSpec, DatasetSpec, RunConfig
 from intrabench.errors import DataError, UserError, quoted
 from intrabench.evaluation.metric_registry import DEFAULT_PROTOCOL
 from intrabench.evaluation.metrics import DEFAULT_NSD_TOLERANCE_MM
+from intrabench.interfaces import Dataset, incompatibility
 from intrabench.io.run_paths import path_component_problem
-from intrabench.protocols import Dataset, incompatibility
 from intrabench.wording import counted, listed
 
 

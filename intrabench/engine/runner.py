@@ -1,172 +1,58 @@
-"""Plan a run into work units and execute them, resuming from what is already on disk.
+"""Run a config into its run folder: plan, resume, execute, consolidate.
 
 A work unit is (dataset, case, model, prompter, refiner, seed): every target of one case for
-one model and prompting scheme. Units are executed grouped by (dataset, case, model), so each
-case is read once and each model sees each image once (embedding caches stay hot).
+one model and prompting scheme (:mod:`intrabench.engine.plan`). The runner plans the run,
+keeps the units whose files are already written (resume), hands the others, grouped by
+(dataset, case, model), to the executor its :class:`~intrabench.execution.settings.
+ExecutionSettings` choose (:mod:`intrabench.execution`), and consolidates the rows into
+``results.parquet`` and ``results.csv``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import logging
-import os
-import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable
 from itertools import groupby
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import yaml
 
 from intrabench import registry
-from intrabench.clicks.policy import ClickPolicy, ImageWindow
-from intrabench.config import ComponentSpec, RunConfig
-from intrabench.engine import interrupts
-from intrabench.engine.case_ahead import CaseSetupAhead, sets_up_ahead
-from intrabench.engine.case_cache import CaseCache, CaseIdentity
-from intrabench.engine.case_reader import load_case, with_attributes
+from intrabench.config import RunConfig
 from intrabench.engine.failures import UnitFailure, write_failures
-from intrabench.engine.finishing import (
-    CroppedEpisode,
-    EpisodeEvaluation,
-    UnitJob,
-    crop_episode,
-    evaluate_episode_isolated,
-    finish_unit_isolated,
-)
-from intrabench.engine.loop_clock import LoopClock
-from intrabench.engine.model_ahead import NextModel, room_for_both
-from intrabench.engine.pipeline import Lane, LaneMode, LanePool
 from intrabench.engine.plan import Plan, WorkUnit, make_plan
 from intrabench.engine.progress import RunProgress
-from intrabench.engine.resources import PeakMemory, timed_set_case
-from intrabench.engine.scheduling import EpisodeScheduler, EpisodeTask
-from intrabench.engine.simulated_user import SimulatedUser
 from intrabench.engine.skipped_work import SkippedWork, write_skipped_work
-from intrabench.engine.subprocess_executor import WorkerDied
-from intrabench.errors import ConfigError, DataError, UserError
-from intrabench.evaluation.metrics import freeze_with_box
-from intrabench.io.checkpoints import CheckpointError
-from intrabench.io.results import (
-    ResultsStore,
-    consolidate_run,
-    ensure_writable,
-    write_frame,
-    write_run_metadata,
+from intrabench.errors import ConfigError
+from intrabench.execution.base import Executor, make_executor
+from intrabench.execution.loop_clock import LoopClock
+from intrabench.execution.settings import ExecutionSettings
+from intrabench.execution.sizing import (  # noqa: F401 - the names users import from here
+    BACKGROUND_NICENESS,
+    default_finish_workers,
+    default_reader_workers,
+    default_user_workers,
+    models_free_cpu,
+    usable_cores,
 )
+from intrabench.interfaces import Dataset
+from intrabench.io.results import ResultsStore, ensure_writable, write_frame, write_run_metadata
 from intrabench.io.run_directory import RunLock, check_output_directory, check_same_run
 from intrabench.io.run_paths import case_file_prefix, prediction_folder
-from intrabench.io.volume import Volume
-from intrabench.protocols import Dataset, Model
-from intrabench.serving.building import build_model
-from intrabench.types import Case
 
 log = logging.getLogger(__name__)
 
 
-#: Unix niceness of the workers whose work can wait (metrics and files, reading ahead): where
-#: the CPU is short, the model loop and the simulated users, which feed the model, go first
-BACKGROUND_NICENESS = 10
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity where the system tells it)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
-
-
-def default_user_workers(
-    sharing: int = 1, forward_frees_cpu: bool | Callable[[], bool] = False
-) -> int:
-    """Worker processes for simulated users: one per four cores, at most 4, none below four
-    cores unless the models compute on a GPU (then one from two cores on).
-    ``sharing``: model loops on this machine that split its cores (Dask GPU workers).
-    ``forward_frees_cpu``: every model of the run computes off the CPU
-    (:meth:`~intrabench.protocols.Model.forward_frees_cpu`), or a function that says so,
-    asked only where the answer changes the count (two or three cores): asking a model
-    whose ``device`` is 'auto' imports torch (1-2 s before the first case is read).
-
-    A correction on a large volume can take longer than a GPU forward pass, so big machines
-    get several. With CPU models and fewer than four cores there is no spare core (the model
-    loop, the results worker and the reader share them): a user worker there slowed the demo's
-    CPU models by more than it saved (docs/performance.md), so prompts are computed in the
-    model loop. A GPU model leaves the loop's core idle during its forward passes: a user
-    worker computes the next prompts there (the GPU proxy's time between forward passes drops
-    by more than half on two cores: docs/performance.md).
-    """
-    share = usable_cores() // max(1, sharing)
-    if 2 <= share < 4 and (
-        forward_frees_cpu() if callable(forward_frees_cpu) else forward_frees_cpu
-    ):
-        return 1
-    return min(4, share // 4)
-
-
-def default_reader_workers(sharing: int = 1) -> int:
-    """Worker processes reading cases ahead: one per four cores (at least one, at most 4).
-    ``sharing`` as in :func:`default_user_workers`.
-
-    A GPU node's model loop can finish a case faster than one process decodes the next (a
-    compressed CT takes seconds; LiteMedSAM's forward passes for its lesions, a fraction of a
-    second), so big machines read several cases ahead; one reader on small machines, where
-    the cores are the models'.
-    """
-    return max(1, min(4, usable_cores() // max(1, sharing) // 4))
-
-
-def models_free_cpu(config: RunConfig) -> bool:
-    """Whether every model of ``config`` computes its forward passes off the CPU."""
-    return bool(config.models) and all(
-        registry.models.get(spec.name).forward_frees_cpu(dict(spec.params))
-        for spec in config.models
-    )
-
-
-def default_finish_workers(sharing: int = 1) -> int:
-    """Worker processes for metrics, rows and files: one per four cores (at least one, at
-    most 4). ``sharing`` as in :func:`default_user_workers`.
-
-    One worker keeps up with the model loop on small machines; a GPU node's model loop
-    finishes units faster than one process computes their surface distances.
-    """
-    return max(1, default_user_workers(sharing))
-
-
-def _target_mask(case: Case, target) -> np.ndarray:
-    """The target's mask, read-only (shared by the episode's prompter, refiner and metrics),
-    its bounding box known from the case's label boxes."""
-    return freeze_with_box(case.target_mask(target), case.target_box(target))
-
-
-def image_window(case: Case, target) -> ImageWindow | None:
-    """The window of ``case``'s image around ``target`` that a simulated user with an
-    image-conditioned clickability model is given (docs/realistic-clicks.md)."""
-    box = case.target_box(target)
-    return None if box is None else ImageWindow.around(case.image.array, box)
-
-
-@dataclass(eq=False)
-class _Evaluating:
-    """A unit whose episodes have all ended, and the futures of their metrics."""
-
-    job: UnitJob
-    metrics: list[Future]
-
-
 class Runner:
-    """Executes a plan in this process, one unit group at a time.
+    """Runs ``config`` into ``run_dir``, resuming from the unit files already there.
 
-    The model loop runs in the calling thread; metrics, result rows, prediction files and unit
-    files are produced by a results worker (a :class:`~intrabench.engine.pipeline.Lane`), and the next
-    group's case is read ahead by a reader. With ``user_workers`` (default: one per four cores,
-    see :func:`default_user_workers`) the simulated users of ``episodes_in_flight``
-    interleaved episodes answer from worker processes too (see :mod:`intrabench.engine.scheduling`).
-    ``background="inline"`` does all of it in the model loop, one episode at a time: same
-    files, no overlap. A unit counts as done only once its file is written, so an interrupted
-    run resumes exactly where its files stop.
+    ``settings`` choose the executor and its workers (default: this process, its worker
+    processes sized to the machine); keyword ``overrides`` change single fields of them
+    (``Runner(config, out, background="inline")``). ``extend``: continue a run folder whose
+    recorded config differs (``intrabench run --extend``). ``progress`` makes the progress
+    line from the units to run.
     """
 
     def __init__(
@@ -174,122 +60,46 @@ class Runner:
         config: RunConfig,
         run_dir: Path,
         progress: Callable[[list[WorkUnit]], RunProgress] | None = None,
-        background: LaneMode = "process",
-        episodes_in_flight: int | None = None,
-        user_workers: int | None = None,
-        finish_workers: int | None = None,
+        *,
+        settings: ExecutionSettings | None = None,
         extend: bool = False,
-        case_cache_bytes: int | None = None,
-        build_ahead: bool | None = None,
-        reader_workers: int | None = None,
-        set_up_ahead: bool | None = None,
+        **overrides: Any,
     ) -> None:
-        """``case_cache_bytes``: memory for cases kept after their group, for the next model
-        (default: an eighth of the machine's memory; see :mod:`intrabench.engine.case_cache`).
-        ``build_ahead``: build the next model beside the current model's last group (None:
-        where there is room for both, :func:`~intrabench.engine.model_ahead.room_for_both`;
-        never with ``background="inline"``). ``reader_workers``: processes reading the next
-        groups' cases, one case each at a time (default :func:`default_reader_workers`).
-        ``set_up_ahead``: the model's set-up of the next group's case (``prepare_case``) in a
-        thread beside the current group's forward passes (None: for models that compute off
-        the CPU; never with ``background="inline"``; see :mod:`intrabench.engine.case_ahead`)."""
         self.config = config
         self.run_dir = Path(run_dir)
-        #: continue a run directory whose recorded config differs (``intrabench run --extend``)
+        self.progress = progress
         self.extend = extend
-        #: units that failed in this process (see :mod:`intrabench.engine.failures`)
-        self.failures: list[UnitFailure] = []
-        #: groups skipped for a problem with their case or model (``problems.csv``)
-        self.skipped: list[SkippedWork] = []
-        #: units executed (unit files written) by :meth:`run`
-        self.executed = 0
-        self._counting = threading.Lock()
+        self.settings = (settings or ExecutionSettings()).with_changes(**overrides)
         self.store = ResultsStore(self.run_dir)
         self._lock = RunLock(self.run_dir)
-        self.progress = progress
-        self._models: dict[str, Model] = {}
-        self._next_model = NextModel()  # the next model, built ahead (see model_ahead)
-        self.build_ahead = build_ahead if background == "process" else False
-        self._case_ahead = CaseSetupAhead()  # the next case's set-up (see case_ahead)
-        self.set_up_ahead = set_up_ahead if background == "process" else False
-        self._unusable_models: dict[str, str] = {}
-        self._cases = CaseCache(case_cache_bytes)
-        self._wanted_next: CaseIdentity | None = None  # a kept case the next group will use
-        # a queued job holds only cropped episodes (see intrabench.engine.finishing): a deep queue
-        # is cheap and lets the workers catch up during slow units instead of blocking fast ones
-        finish_workers = default_finish_workers() if finish_workers is None else finish_workers
-        if finish_workers < 1:
-            raise ValueError("finish_workers must be >= 1")
-        #: units whose episodes have all ended, waiting for their episodes' metrics
-        self._evaluating: list[_Evaluating] = []
-        self._finishers = LanePool(
-            finish_workers,
-            background,
-            max_pending=64,
-            name="intrabench-results",
-            preload=("intrabench.engine.finishing",),
-            niceness=BACKGROUND_NICENESS,
-        )
-        # cases are decoded in a second worker process (CPU-bound: a thread would hold the GIL)
         config.import_modules()  # plugins first: their datasets and models are named below
-        # it imports the run's dataset modules only, not every registered dataset
-        dataset_modules = sorted(
-            {registry.datasets.get(spec.name).__module__ for spec in config.datasets}
-        )
-        reader_workers = default_reader_workers() if reader_workers is None else reader_workers
-        if reader_workers < 1:
-            raise ValueError("reader_workers must be >= 1")
-        self._readers = LanePool(
-            reader_workers,
-            background,
-            max_pending=1,
-            name="intrabench-reader",
-            preload=("intrabench.engine.case_reader", *dataset_modules),
-            raise_failures=False,
-            niceness=BACKGROUND_NICENESS,
-            restarts=True,
-        )  # a case that killed one fails alone
-        self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
-        #: cases whose reading killed a reader process: why, and they are not read again
-        self._reader_deaths: dict[tuple[str, str], str] = {}
-        # attributes of cases read in this process, measured beside the model loop
-        self._attribute_thread = ThreadPoolExecutor(1, thread_name_prefix="intrabench-attributes")
-        self._attributes: dict[CaseIdentity, Future] = {}
-        self._progress: RunProgress | None = None
-        self._consolidating = False  # run() consolidates through the results worker
-        #: where the model loop's time went, by phase (:mod:`intrabench.engine.loop_clock`)
-        self.loop_clock = LoopClock()
-        # prompting is sequential within an episode: a few episodes in flight per user worker
-        # keep the model busy while the workers compute the others' next prompts
-        if user_workers is None and background == "process":
-            user_workers = default_user_workers(
-                forward_frees_cpu=functools.partial(models_free_cpu, config)
-            )
-        self.user_workers = user_workers if background == "process" else 0
-        if self.user_workers < 0:
-            raise ValueError("user_workers must be >= 0")
-        self.episodes_in_flight = episodes_in_flight or max(1, 4 * self.user_workers)
-        # one episode at a time leaves nothing to overlap: then no user worker is started
-        self._users = self._user_lanes(background) if self.episodes_in_flight > 1 else []
         self.datasets: dict[str, Dataset] = {
             spec.key: registry.datasets.create(spec.name, spec.params) for spec in config.datasets
         }
+        #: the executor of this run's groups (:func:`~intrabench.execution.base.make_executor`)
+        self.executor: Executor = make_executor(
+            config, self.run_dir, self.datasets, self.settings, self.needs_work
+        )
 
-    def _user_lanes(self, background: LaneMode) -> list[Lane]:
-        """The user workers, each preloading the run's prompter and refiner modules."""
-        modules = {registry.prompters.get(spec.name).__module__ for spec in self.config.prompters}
-        modules |= {registry.refiners.get(spec.name).__module__ for spec in self.config.refiners}
-        preload = ("intrabench.engine.user_worker", *sorted(modules))
-        return [
-            Lane(
-                background,
-                max_pending=self.episodes_in_flight + 2,
-                name="intrabench-users",
-                preload=preload,
-                raise_failures=False,
-            )
-            for _ in range(self.user_workers)
-        ]
+    @property
+    def failures(self) -> list[UnitFailure]:
+        """Units that failed (also in ``failures.csv``)."""
+        return self.executor.failures
+
+    @property
+    def skipped(self) -> list[SkippedWork]:
+        """Groups skipped for a problem with their case or model (``problems.csv``)."""
+        return self.executor.skipped
+
+    @property
+    def executed(self) -> int | None:
+        """Units executed (unit files written) by :meth:`run`; None on Dask."""
+        return self.executor.executed
+
+    @property
+    def loop_clock(self) -> LoopClock:
+        """Where the local model loop's time went, by phase."""
+        return self.executor.loop_clock
 
     def plan(self) -> Plan:
         """The run's plan (:func:`~intrabench.engine.plan.make_plan`) for its config and
@@ -297,456 +107,10 @@ class Runner:
         """
         return make_plan(self.config, self.datasets)
 
-    def _model(self, spec: ComponentSpec) -> Model:
-        """The model for ``spec``; the previously used model is released first (one in memory)."""
-        if spec.key not in self._models:
-            self._models.clear()
-            self._models[spec.key] = build_model(spec)
-        return self._models[spec.key]
-
-    def _build_next_ahead(self, current: ComponentSpec, next_unit: WorkUnit | None) -> None:
-        """Start building the next group's model beside ``current``'s last group, when it is
-        another model and there is room for both (:mod:`.model_ahead`); the model then sets
-        up that group's case too, when the case is in memory or being read
-        (:mod:`.case_ahead`; unless ``set_up_ahead`` is False)."""
-        following = next_unit.model if next_unit is not None else None
-        if (
-            following is None
-            or following.key == current.key
-            or following.key in self._unusable_models
-            or self.build_ahead is False
-            or self._next_model.key == following.key
-        ):
-            return
-        if self.build_ahead or room_for_both(current, following):
-            image_of = self._image_of(next_unit) if self.set_up_ahead is not False else None
-            self._next_model.start(following, image_of)
-
-    def _image_of(self, unit: WorkUnit) -> Callable[[], Volume] | None:
-        """A function giving ``unit``'s case image from memory or from its reader (it waits
-        for the read), or None when the case is neither kept nor being read."""
-        identity = (unit.dataset.key, unit.case_id)
-        kept = self._cases.get(identity)
-        if kept is not None:
-            return lambda: kept.image
-        reading = self._read_ahead.get(identity)
-        if reading is not None:
-            return lambda: reading.result().image
-        return None
-
-    def _set_up_next_ahead(
-        self, model: Model, current: WorkUnit, following: WorkUnit | None
-    ) -> None:
-        """Start ``model``'s set-up of ``following``'s case in a thread, when the next group
-        uses the same model on another case that is in memory or being read, and the model
-        splits its set-up out and computes off the CPU (or ``set_up_ahead`` says so)."""
-        if (
-            following is None
-            or following.model.key != current.model.key
-            or self.set_up_ahead is False
-            or not sets_up_ahead(model)
-        ):
-            return
-        identity = (following.dataset.key, following.case_id)
-        if identity == (current.dataset.key, current.case_id):
-            return
-        if self.set_up_ahead is None and not type(model).forward_frees_cpu(
-            dict(current.model.params)
-        ):
-            return
-        image_of = self._image_of(following)
-        if image_of is not None:
-            self._case_ahead.start(model, image_of)
-
-    def _prepare_model(self, spec: ComponentSpec) -> float:
-        """Build ``spec``'s model and read its weights (:meth:`Model.prepare`); the seconds it
-        took. A failure is not reported here: :meth:`execute_group` meets it again (building
-        the model anew, or at its first use) and reports it."""
-        started = time.perf_counter()
-        built = self._next_model.take(spec.key)  # built and prepared ahead: wait for it
-        if built is not None:
-            self._models.clear()
-            self._models[spec.key] = built
-            return time.perf_counter() - started
-        try:
-            self._model(spec).prepare()
-        except Exception as error:  # noqa: BLE001 - reported where the model is used
-            log.debug(
-                "preparing model '%s' failed (%s: %s); left for its first use",
-                spec.key,
-                type(error).__name__,
-                error,
-            )
-        return time.perf_counter() - started
-
-    def read_ahead(self, unit: WorkUnit, current: WorkUnit | None = None) -> None:
-        """Start reading ``unit``'s case in the background, unless it is the case of
-        ``current`` (the group about to run) or a case kept in memory, which is reused."""
-        identity = (unit.dataset.key, unit.case_id)
-        if current is not None and (current.dataset.key, current.case_id) == identity:
-            return
-        if identity in self._cases:
-            self._wanted_next = identity  # not evicted by the case about to be read
-            return
-        if identity not in self._read_ahead:
-            self._submit_read(unit)
-
-    def _submit_read(self, unit: WorkUnit) -> None:
-        spec = unit.dataset
-        self._read_ahead[(spec.key, unit.case_id)] = self._readers.submit(
-            load_case,
-            list(self.config.imports),
-            spec.name,
-            dict(spec.params),
-            unit.case_id,
-            self.config.target_attributes,
-        )
-
-    def read_ahead_of(self, groups: list[list[WorkUnit]], index: int) -> None:
-        """Before group ``index`` runs: read the next group's case ahead (:meth:`read_ahead`),
-        then the cases of the groups after it, while fewer cases are read ahead and not yet
-        used than there are readers (so a reader never waits, and memory holds at most that
-        many such cases). Cases kept in memory are not read again."""
-        if index + 1 >= len(groups):
-            return
-        current = groups[index][0]
-        self.read_ahead(groups[index + 1][0], current=current)
-        for group in groups[index + 2 :]:
-            if len(self._read_ahead) >= len(self._readers):
-                return
-            unit = group[0]
-            identity = (unit.dataset.key, unit.case_id)
-            if (
-                identity == (current.dataset.key, current.case_id)
-                or identity in self._cases
-                or identity in self._read_ahead
-            ):
-                continue
-            self._submit_read(unit)
-
-    def _case(self, unit: WorkUnit) -> Case:
-        """``unit``'s case: the current one, the one read ahead, or read now (DataError)."""
-        identity = (unit.dataset.key, unit.case_id)
-        case = self._cases.get(identity)  # the same case for the next model, or a kept one
-        if identity == self._wanted_next:
-            self._wanted_next = None
-        if case is not None:
-            return case
-        with self.loop_clock.phase("waiting for cases"):
-            case = self._read_case(unit)
-        if self.config.target_attributes and case.attributes is None:
-            # a case read here (not ahead): its attributes are wanted with its first unit's
-            # rows, not by its forward passes; hashing a CT case for the attribute cache takes
-            # a while (SHA-256 releases the GIL), so it runs beside them
-            self._attributes[identity] = self._attribute_thread.submit(
-                with_attributes, case, self.datasets[unit.dataset.key]
-            )
-        self._cases.put(identity, case, keep=self._wanted_next)
-        return case
-
-    def _read_case(self, unit: WorkUnit) -> Case:
-        """``unit``'s case from a reader process (read ahead, or now), or read here when the
-        readers are threads or cannot read it (DataError). A file that crashes the image
-        library (SIGSEGV) takes a reader process with it, not the run: that case fails, in
-        one line, and the next read starts a fresh reader."""
-        identity = (unit.dataset.key, unit.case_id)
-        if identity in self._reader_deaths:  # it killed a reader already: not read again
-            raise DataError(self._reader_deaths[identity])
-        if identity not in self._read_ahead and self._readers.mode == "process":
-            self._submit_read(unit)
-        future = self._read_ahead.pop(identity, None)
-        if future is not None:
-            try:
-                return future.result()
-            except DataError:
-                raise
-            except WorkerDied as error:  # not read here again: it would take the run down
-                death = self._reader_deaths[identity] = (
-                    f"the process reading this case died ({error}): a file of it crashes "
-                    "the image reader, or memory ran out"
-                )
-                raise DataError(death) from None
-            except Exception as error:  # e.g. a plugin dataset the worker cannot import
-                log.warning(
-                    "reading %s/%s ahead failed (%s: %s); reading it here",
-                    unit.dataset.key,
-                    unit.case_id,
-                    type(error).__name__,
-                    error,
-                )
-        return self.datasets[unit.dataset.key].load(unit.case_id)
-
-    def _attributes_of(self, identity: CaseIdentity, case: Case) -> dict | None:
-        """``case``'s target attributes, once measured (see :meth:`_case`)."""
-        pending = self._attributes.pop(identity, None)
-        if pending is not None:
-            pending.result()  # its error, if any, is raised here, as it was when read
-        return case.attributes
-
-    def _first_case(self, unit: WorkUnit) -> None:
-        """Read ``unit``'s case into memory now; a bad case is left for :meth:`execute_group`
-        to report (it reads it again)."""
-        with contextlib.suppress(DataError):
-            self._case(unit)
-
-    def execute_group(
-        self, units: list[WorkUnit], wait: bool = True, following: WorkUnit | None = None
-    ) -> list[str]:
-        """Run the units of one (dataset, case, model) group; returns failed-case messages.
-
-        With ``wait`` (the default) the group's unit files are written when this returns;
-        otherwise call :meth:`wait` before relying on them. ``following``: the next group's
-        first unit, whose case the model may set up beside this group's forward passes.
-        """
-        first = units[0]
-
-        def skip(problem: str) -> None:
-            self.skipped.append(
-                SkippedWork(
-                    dataset=first.dataset.key,
-                    case=first.case_id,
-                    model=first.model.key,
-                    units=len(units),
-                    problem=problem,
-                )
-            )
-
-        try:
-            case = self._case(first)
-        except DataError as error:
-            skip(str(error))
-            return [f"{first.dataset.key}/{first.case_id}: skipped: {error}"]
-        if not case.targets:
-            skip("the label has no targets")
-            return [f"{first.dataset.key}/{first.case_id}: skipped: the label has no targets"]
-        if self._progress is not None:  # the ETA's seconds per target scale with them
-            self._progress.case_targets(first, len(case.targets))
-        if first.model.key in self._unusable_models:
-            skip(self._unusable_models[first.model.key])
-            return []  # reported once, when it first failed
-        try:
-            model = self._model(first.model)
-        except UserError as error:  # e.g. a missing checkpoint: the other models still run
-            self._unusable_models[first.model.key] = str(error)
-            skip(str(error))
-            return [f"model '{first.model.key}' skipped: {error}"]
-        scheduler = EpisodeScheduler(
-            model, self._users, self.episodes_in_flight, self.config.imports, clock=self.loop_clock
-        )
-        collected: dict[str, list[CroppedEpisode | None]] = {}  # by unit, in target order
-        measured: dict[str, list[Future | None]] = {}  # their metrics, computed as each ends
-        failed: set[str] = set()  # units with a failed episode: dropped, retried next run
-
-        def episode_done(task: EpisodeTask, results: list) -> None:
-            memory.sample()
-            unit, index, target = task.tag
-            if unit.key in failed:
-                return
-            episodes = collected[unit.key]
-            episodes[index] = crop_episode(task.ground_truth, target, results)
-            # the metrics now, in the results workers: a unit's last episode does not wait
-            # for the metrics of all the others (0.3 s at the end of the GPU proxy)
-            measured[unit.key][index] = self._finishers.submit(
-                evaluate_episode_isolated,
-                EpisodeEvaluation(unit=unit, spacing=case.image.spacing, episode=episodes[index]),
-            )
-            if all(e is not None for e in episodes):  # the unit's last episode
-                del collected[unit.key]
-                self._evaluating.append(
-                    _Evaluating(
-                        UnitJob(
-                            run_name=self.config.name,
-                            run_dir=self.run_dir,
-                            unit=unit,
-                            case_id=case.case_id,
-                            spacing=case.image.spacing,
-                            shape=case.image.shape,
-                            geometry=case.image.geometry,
-                            attributes=self._attributes_of((first.dataset.key, case.case_id), case),
-                            save_predictions=self.config.save_predictions,
-                            episodes=episodes,
-                            keep_rows=(
-                                self._consolidating
-                                and self._finishers.mode == "process"
-                                and len(self._finishers) == 1
-                            ),
-                            resources=memory.snapshot(setup_seconds),
-                        ),
-                        measured.pop(unit.key),
-                    )
-                )
-            self._submit_evaluated()
-
-        def episode_failed(task: EpisodeTask, error: Exception) -> None:
-            if isinstance(error, (CheckpointError, WorkerDied)):
-                raise error  # the model's weights or a worker: not this unit's fault
-            unit, _, target = task.tag
-            if unit.key not in failed:
-                failed.add(unit.key)
-                collected.pop(unit.key, None)
-                measured.pop(unit.key, None)
-                self._fail(UnitFailure.of(unit, error, target.target_id))
-
-        pending = [unit for unit in units if self.needs_work(unit)]
-        for unit in pending:
-            collected[unit.key] = [None] * len(case.targets)
-            measured[unit.key] = [None] * len(case.targets)
-        memory = PeakMemory()
-        try:  # weights are read at first use: a bad file stops this model, not the run
-            try:
-                with self.loop_clock.phase("model set_case"):
-                    self._case_ahead.wait()  # this case's set-up, when it was started ahead
-                    setup_seconds = timed_set_case(model, case)
-            except (CheckpointError, UserError):
-                raise
-            except Exception as error:  # noqa: BLE001 - the model cannot take this case
-                for unit in pending:
-                    self._fail(UnitFailure.of(unit, error))
-                return []
-            self._set_up_next_ahead(model, first, following)
-            scheduler.run(
-                self._episode_tasks(pending, case, model.dimension, failed),
-                episode_done,
-                episode_failed,
-            )
-        except CheckpointError as error:
-            self._unusable_models[first.model.key] = str(error)
-            return [f"model '{first.model.key}' skipped: {error}"]
-        if wait:
-            self.wait()
-        return []
-
-    def _submit_evaluated(self, wait: bool = False) -> None:
-        """Hand every unit whose episodes' metrics are all back to the results workers, for
-        its rows and files; with ``wait``, wait for those metrics first (every unit goes)."""
-        waiting: list[_Evaluating] = []
-        try:
-            while self._evaluating:  # each unit leaves the list once, even if a worker died
-                evaluating = self._evaluating.pop(0)
-                if not wait and not all(future.done() for future in evaluating.metrics):
-                    waiting.append(evaluating)
-                    continue
-                self._submit_unit(evaluating)
-        finally:
-            self._evaluating[:0] = waiting
-
-    def _submit_unit(self, evaluating: _Evaluating) -> None:
-        """Fill the unit's metrics from its episodes' (all done) and queue its rows and files;
-        an error in an episode's metrics fails the unit instead."""
-        job = evaluating.job
-        outcomes = [future.result() for future in evaluating.metrics]  # WorkerDied: raised
-        problem = next((outcome for outcome in outcomes if isinstance(outcome, str)), None)
-        if problem is not None:
-            self._fail(UnitFailure.of(job.unit, problem))
-            return
-        for episode, steps in zip(job.episodes, outcomes):
-            for result, (metrics, _) in zip(episode.results, steps):
-                result.metrics = metrics
-        job.metric_seconds = [[seconds for _, seconds in steps] for steps in outcomes]
-        if not job.save_predictions:  # the crops went to the metrics already: not again
-            job.episodes = [episode.without_masks() for episode in job.episodes]
-        future = self._finishers.submit(finish_unit_isolated, job)
-        future.add_done_callback(functools.partial(self._finished, job.unit))
-
-    def _fail(self, failure: UnitFailure) -> None:
-        with self._counting:  # also called from the results workers' reader threads
-            self.failures.append(failure)
-            if self._progress is not None:
-                self._progress.failed()
-
-    def _finished(self, unit: WorkUnit, future: Future) -> None:
-        """A finishing job is done (in a worker's reader thread): count it, or record why it
-        failed (a worker that died is raised by the lane instead)."""
-        if future.cancelled() or future.exception() is not None:
-            return
-        outcome = future.result()
-        if isinstance(outcome, str):  # the unit's one-line cause
-            self._fail(UnitFailure.of(unit, outcome))
-        else:
-            with self._counting:
-                self.executed += 1
-
-    def _episode_tasks(
-        self,
-        units: list[WorkUnit],
-        case: Case,
-        model_dimension: int,
-        failed: set[str] = frozenset(),
-    ) -> Iterator[EpisodeTask]:
-        """The episodes of ``units`` on ``case``, unit by unit, target by target; made lazily,
-        so only the episodes in flight hold a ground truth. Units in ``failed`` (by key, a set
-        the caller fills while they run) yield no further episodes."""
-        windows: dict[str, ImageWindow | None] = {}  # image windows by target
-        for unit in units:
-            prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)
-            refiner = (
-                registry.refiners.create(unit.refiner.name, unit.refiner.params)
-                if unit.refiner
-                else None
-            )
-            clickability = (
-                registry.clickability.create(unit.clickability.name, unit.clickability.params)
-                if unit.click_group is not None and unit.clickability
-                else None
-            )
-            for index, target in enumerate(case.targets):
-                if unit.key in failed:
-                    break
-                identity = (case.dataset, case.case_id, target.target_id)
-                clicks = None
-                if clickability is not None:
-                    window = None
-                    if clickability.needs_image:  # cut once per target, shared by strategies
-                        if target.target_id not in windows:
-                            windows[target.target_id] = image_window(case, target)
-                        window = windows[target.target_id]
-                    clicks = ClickPolicy(
-                        clickability,
-                        unit.click_group or "baseline",
-                        unit.n_groups,
-                        window,
-                        identity,
-                    )
-                user = SimulatedUser(
-                    prompter=prompter,
-                    prompter_key=unit.prompter_key,
-                    refiner=refiner,
-                    refiner_key=unit.refiner_key,
-                    seed=unit.seed,
-                    identity=identity,
-                    spacing=case.image.spacing,
-                    model_dimension=model_dimension,
-                    clicks=clicks,
-                )
-                yield EpisodeTask(
-                    key=f"{unit.key}/{index}",
-                    user=user,
-                    ground_truth=_target_mask(case, target),
-                    steps=unit.steps if refiner else 0,
-                    refine=refiner is not None,
-                    keep_previous_prompts=unit.keep_previous_prompts,
-                    tag=(unit, index, target),
-                    target_class=target.class_name,
-                )
-
-    def start_workers(self) -> None:
-        """Start the background workers (no-op when inline or already started); until a user
-        worker has imported its modules, prompts are computed in the model loop."""
-        self._finishers.start()
-        self._readers.start()
-        for lane in self._users:
-            lane.start()
-
-    def wait(self) -> None:
-        """Block until every queued metric and file of this runner is written."""
-        with self.loop_clock.phase("waiting for results workers"):
-            self._submit_evaluated(wait=True)
-            self._finishers.drain()
-
-    def prepare(self, executor: str = "local") -> tuple[Plan, list[list[WorkUnit]]]:
+    def prepare(self, executor: str | None = None) -> tuple[Plan, list[list[WorkUnit]]]:
         """Plan the run, write its metadata, and group the unfinished units by (dataset, case,
-        model). Executors call this, run the groups, then :meth:`finish`. A refusal here (a
-        differing config, an unmet need) releases the run's lock as a closed run does."""
+        model). A refusal here (a differing config, an unmet need) releases the run's lock as
+        a closed run does. ``executor``: the name recorded (default: the settings')."""
         check_output_directory(self.run_dir)  # before anything is written there
         ensure_writable(self.run_dir)
         self._lock.acquire()
@@ -759,7 +123,7 @@ class Runner:
                 self._lock.unclosed,
             )
         try:
-            return self._plan_pending(executor)
+            return self._plan_pending(executor or self.settings.executor)
         except BaseException:
             self._lock.release()
             raise
@@ -774,27 +138,18 @@ class Runner:
         unmet = unmet_needs([u for u in plan.units if not self.store.is_done(u.key)], self.datasets)
         if unmet:  # before a model is built or a unit fails for it
             raise ConfigError("; ".join(unmet))
+        config_text = yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False)
+        keys = [u.key for u in plan.units]  # what results are this run's
         from intrabench.evaluation.metric_registry import metric_names
 
-        write_run_metadata(
-            self.run_dir,
-            yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False),
-            {
-                "units": len(plan.units),
-                "executor": executor,
-                "unit_keys": [u.key for u in plan.units],
-                "metrics": metric_names(),  # a resume computed with another set is refused
-            },  # what results are this run's
-        )
+        extra = {"units": len(keys), "executor": executor, "unit_keys": keys}
+        # the metric set: a resume computed with another one is refused here
+        write_run_metadata(self.run_dir, config_text, {**extra, "metrics": metric_names()})
         import pandas as pd
 
-        write_frame(
-            self.run_dir / "skipped.csv",
-            pd.DataFrame(
-                plan.skipped, columns=["dataset", "model", "prompter", "refiner", "reason"]
-            ),
-        )
-        self.store.set_aside_damaged(u.key for u in plan.units)  # once per run, not per group
+        columns = ["dataset", "model", "prompter", "refiner", "reason"]
+        write_frame(self.run_dir / "skipped.csv", pd.DataFrame(plan.skipped, columns=columns))
+        self.store.set_aside_damaged(keys)  # once per run, not per group
         pending = [u for u in plan.units if self.needs_work(u)]
         return plan, [list(g) for _, g in groupby(pending, key=lambda u: u.group)]
 
@@ -816,25 +171,13 @@ class Runner:
         return not any(folder.glob(f"{case_file_prefix(unit.case_id)}*.nii.gz"))
 
     def finish(self, plan: Plan) -> None:
-        """Consolidate the plan's units into ``results.parquet`` and ``results.csv``, then
-        release the run's lock.
-        """
+        """Consolidate the plan's rows and close the run (after :meth:`prepare`)."""
         self.store.consolidate([u.key for u in plan.units])
         self._lock.release()
 
     def close(self) -> None:
-        """Write what the background lane holds (finished episodes) and stop its threads."""
-        with contextlib.suppress(Exception):  # e.g. after Ctrl-C: units whose metrics are due
-            self._submit_evaluated(wait=True)
-        self._next_model.close()
-        self._case_ahead.close()
-        self._finishers.close()
-        self._readers.close()
-        self._attribute_thread.shutdown(wait=True)
-        self._attributes.clear()
-        self._cases.clear()
-        for lane in self._users:
-            lane.close()
+        """Stop the executor's workers (what they hold is written first) and close the run."""
+        self.executor.close()
         self._lock.release()
 
     def run(self) -> tuple[Plan, list[str]]:
@@ -842,81 +185,20 @@ class Runner:
         skipped). Failed units are in :attr:`failures` (and ``failures.csv``), executed ones
         counted in :attr:`executed`."""
         plan, groups = self.prepare()  # first: a bad run directory fails before any worker starts
-        pending = [u for group in groups for u in group]
-        problems: list[str] = []
-        self._progress = self.progress(pending) if self.progress else None
+        keys = [u.key for u in plan.units]
+        progress = self.progress([u for g in groups for u in g]) if self.progress else None
         started = time.perf_counter()
-        self.loop_clock.start()
         try:
-            if groups:
-                # every worker imports its modules now, while this process builds the first
-                # model and reads the first case: that start waits on files and compilers and
-                # leaves a core idle, whereas the same imports beside the first forward passes
-                # slowed them by 0.2-0.3 s each on 2 cores (started after the model was built,
-                # as before: the whole LiteMedSAM benchmark run 0.35 s longer, docs/performance.md)
-                self.start_workers()
-                # with several readers (8 cores or more) they start on the next groups' cases
-                # now, beside the first case's reading and the first model's build; on small
-                # machines that took cores from the start (the 2-core demo: 0.15 s longer)
-                if self._readers.mode == "process":  # the first case too: see _read_case
-                    self._submit_read(groups[0][0])
-                if len(self._readers) > 1:
-                    self.read_ahead_of(groups, 0)
-                # the first model's network is built and its weights read beside the first
-                # case (seconds each on a GPU node: a checkpoint of a few GB, a CT decoded);
-                # the first group starts here for the progress line: its ETA counts down
-                if self._progress is not None:
-                    self._progress.start_group(groups[0])
-                with ThreadPoolExecutor(1, thread_name_prefix="intrabench-model") as builder:
-                    prepared = builder.submit(self._prepare_model, groups[0][0].model)
-                    self._first_case(groups[0][0])
-                    with self.loop_clock.phase("building models"):  # what the case left
-                        build_seconds = prepared.result()
-                if self._progress is not None:
-                    self._progress.model_built(groups[0], build_seconds)
-                self._consolidating = True
-            for index, group in enumerate(groups):
-                interrupts.check()  # a Ctrl-C or kill whose first raise was swallowed
-                # the case in memory is still the previous group's here: compare with this
-                # group's, or a case that comes back after another is read twice. A reader
-                # still busy with this group's case holds the loop here: that is its wait too
-                with self.loop_clock.phase("waiting for cases"):
-                    self.read_ahead_of(groups, index)
-                if self._progress is not None and index > 0:
-                    self._progress.start_group(group)
-                spec = group[0].model
-                if spec.key not in self._models and spec.key not in self._unusable_models:
-                    # built here, not in the group's seconds: the ETA keeps builds apart
-                    with self.loop_clock.phase("building models"):
-                        build_seconds = self._prepare_model(spec)
-                    if self._progress is not None:
-                        self._progress.model_built(group, build_seconds)
-                following = groups[index + 1][0] if index + 1 < len(groups) else None
-                self._build_next_ahead(spec, following)
-                group_started = time.perf_counter()
-                problems.extend(self.execute_group(group, wait=False, following=following))
-                if self._progress is not None:
-                    self._progress.finish_group(group, time.perf_counter() - group_started)
-            if groups and self._progress is not None:
-                self._progress.finishing(
-                    "every unit handed on: finishing the last episodes' "
-                    "metrics, then writing results.csv and .parquet"
-                )
-            if groups:  # a single results worker holds the rows it wrote: it consolidates them
-                self.wait()  # with several, after all of them have written their units
-                self._finishers.first.submit(
-                    consolidate_run, self.run_dir, [u.key for u in plan.units]
-                )
-            self.wait()
+            problems = self.executor.run_groups(groups, keys, progress)
+            if groups and not self.executor.consolidates:
+                self.store.consolidate(keys)
         finally:
-            self.loop_clock.stop()  # the closing below is not the loop's (Ctrl-C: it waits)
             self.close()  # also on Ctrl-C: finished episodes still reach their unit files
             write_failures(self.run_dir, self.failures)
             write_skipped_work(self.run_dir, self.skipped)
-            if self._progress is not None:
-                self._progress.close()
-        log.info("executed %d units in %.1f s", self.executed, time.perf_counter() - started)
-        log.debug("%s", "\n".join(self.loop_clock.lines()))
+            if progress is not None:
+                progress.close()
+        log.info("executed %s units in %.1f s", self.executed, time.perf_counter() - started)
         if not groups:
             self.finish(plan)
         return plan, problems

@@ -3,7 +3,7 @@
 :class:`SimulatedUser` bundles a target's prompter and refiner with everything that fixes
 their random draws (run seed, dataset, case, target, component keys, step), so the same user
 gives the same prompts whether it runs in the model loop or in a worker process (see
-:mod:`intrabench.engine.user_worker`).
+:mod:`intrabench.execution.user_worker`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from intrabench.clicks.policy import ClickPolicy
-from intrabench.engine.seeding import derive_rng
-from intrabench.evaluation.metrics import masks_equal
-from intrabench.protocols import PromptContext, Prompter, RefineContext, Refiner
+from intrabench.interfaces import PromptContext, Prompter, RefineContext, Refiner
+from intrabench.masks import masks_equal
+from intrabench.seeding import derive_rng
 from intrabench.types import Prompt, SlicePrompt
 
 

@@ -8,46 +8,14 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from intrabench import registry
-from intrabench.engine.user_worker import PackedMask
-from intrabench.evaluation.metrics import (
-    _measure_box,
-    bounding_box,
-    freeze_with_box,
-    masks_equal,
-)
+from intrabench.execution.user_worker import PackedMask
+from intrabench.masks import bounding_box, known_box
+from intrabench.masks import measure_box as _measure_box
 from intrabench.types import Box2D, Case, Prompt, Target
 
 small_masks = arrays(
     bool, st.tuples(st.integers(1, 6), st.integers(1, 7), st.integers(1, 7)), elements=st.booleans()
 )
-
-
-def test_a_frozen_masks_box_is_remembered_and_a_writable_ones_is_not():
-    mask = np.zeros((4, 5, 6), dtype=bool)
-    mask[1:3, 2, 3:5] = True
-    box = bounding_box(mask)
-    mask[0, 0, 0] = True  # writable: measured again
-    assert bounding_box(mask) != box
-    mask.setflags(write=False)
-    first = bounding_box(mask)
-    assert first == (slice(0, 3), slice(0, 3), slice(0, 5))
-    # a remembered box is returned as is (the vouched box below is deliberately different)
-    other = np.zeros((4, 5, 6), dtype=bool)
-    other[2, 2, 2] = True
-    freeze_with_box(other, (slice(2, 3),) * 3)
-    assert bounding_box(other) == (slice(2, 3),) * 3
-    view = other[1:]  # a view does not own its data: measured
-    assert bounding_box(view) == (slice(1, 2), slice(2, 3), slice(2, 3))
-
-
-@settings(max_examples=200, deadline=None)
-@given(small_masks, small_masks)
-def test_masks_equal_is_array_equal(first, second):
-    shape = tuple(min(a, b) for a, b in zip(first.shape, second.shape))
-    a = first[: shape[0], : shape[1], : shape[2]].copy()
-    b = second[: shape[0], : shape[1], : shape[2]].copy()
-    assert masks_equal(a, b) == np.array_equal(a, b)
-    assert masks_equal(a, a.copy())
 
 
 @settings(max_examples=100, deadline=None)
@@ -56,6 +24,7 @@ def test_a_packed_mask_unpacks_frozen_with_its_true_box(mask):
     unpacked = PackedMask.pack(mask).unpack()
     np.testing.assert_array_equal(unpacked, mask)
     assert not unpacked.flags.writeable
+    assert known_box(unpacked) == _measure_box(mask)  # carried, not measured
     assert bounding_box(unpacked) == _measure_box(mask)
 
 
@@ -81,7 +50,7 @@ def test_a_slice_models_prediction_carries_its_tight_box():
         Prompt(boxes={z: Box2D(box[1].start, box[2].start, box[1].stop - 1, box[2].stop - 1)})
     )
     assert not first.mask.flags.writeable
-    assert bounding_box(first.mask) == _measure_box(first.mask.copy())
+    assert known_box(first.mask) == _measure_box(first.mask.copy())
     # refining another slice keeps the first one and re-derives the tight box
     second = model.predict(
         Prompt(
@@ -94,7 +63,7 @@ def test_a_slice_models_prediction_carries_its_tight_box():
     )
     np.testing.assert_array_equal(second.mask[z], first.mask[z])
     assert second.mask[z + 1].any()
-    assert bounding_box(second.mask) == _measure_box(second.mask.copy())
+    assert known_box(second.mask) == _measure_box(second.mask.copy())
 
 
 def test_the_synthetic_network_is_a_function_of_the_prompt():
@@ -108,7 +77,7 @@ def test_the_synthetic_network_is_a_function_of_the_prompt():
         one, two = model.predict(prompt).mask, model.predict(prompt).mask
         np.testing.assert_array_equal(one, two)
         assert one[tuple(centre)] or one.any()
-        assert bounding_box(one) == _measure_box(one.copy())
+        assert known_box(one) == _measure_box(one.copy())
         masks.append(one)
     dice = [
         2 * (m & case.target_mask(t)).sum() / (m.sum() + case.target_mask(t).sum())

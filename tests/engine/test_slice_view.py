@@ -1,4 +1,4 @@
-"""In-plane slice views (intrabench.io.slice_view): the stored view of a canonical slice is
+"""In-plane slice views (intrabench.models.sam_family._slice_view): the stored view of a canonical slice is
 the file's own slice for all 48 axis-aligned orientations; points, boxes and masks map
 consistently both ways."""
 
@@ -10,8 +10,8 @@ import SimpleITK as sitk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from intrabench.io.slice_view import SliceView
 from intrabench.io.volume import volume_from_sitk
+from intrabench.models.sam_family._slice_view import SliceView
 from intrabench.types import Box2D
 
 from .test_volume import _image, _signed_permutations

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import textwrap
@@ -11,8 +10,9 @@ import pandas as pd
 import pytest
 
 from intrabench.config import parse_config
-from intrabench.engine.dask_executor import run_distributed
 from intrabench.engine.runner import Runner
+from intrabench.execution.dask import run_distributed
+from intrabench.execution.settings import DaskSettings
 from intrabench.io.results import measured_columns
 
 pytest.importorskip("distributed")
@@ -33,15 +33,8 @@ def _rows(run_dir) -> pd.DataFrame:
     return rows.drop(columns=measured_columns(rows))
 
 
-def _args(workers: int) -> argparse.Namespace:
-    return argparse.Namespace(
-        scheduler=None,
-        cluster_config=None,
-        workers=workers,
-        gpus=None,
-        memory_limit="2GB",
-        task_resources=None,
-    )
+def _args(workers: int) -> DaskSettings:
+    return DaskSettings(workers=workers, memory_limit="2GB")
 
 
 def test_local_cluster_gives_identical_rows(tmp_path):
@@ -60,7 +53,7 @@ CRASH_MODULE = textwrap.dedent('''
     from pathlib import Path
 
     from intrabench import registry
-    from intrabench.protocols import Model
+    from intrabench.interfaces import Model
 
     MARKER = Path(os.environ["INTRABENCH_CRASH_MARKER"])
 
@@ -120,7 +113,7 @@ def _gpu_cluster_workers(gpus: str, n_workers: int, **options) -> tuple[list, li
     """(sorted CUDA_VISIBLE_DEVICES, resources) of the workers of ``gpu_cluster(gpus)``."""
     from distributed import Client
 
-    from intrabench.engine.dask_executor import gpu_cluster
+    from intrabench.execution.dask import gpu_cluster
 
     with gpu_cluster(gpus, **options) as cluster, Client(cluster) as client:
         client.wait_for_workers(n_workers)
@@ -142,8 +135,8 @@ def test_gpu_cluster_can_share_a_device_between_workers():
 
 
 def test_workers_per_gpu_must_be_positive():
-    from intrabench.engine.dask_executor import gpu_cluster
     from intrabench.errors import UserError
+    from intrabench.execution.dask import gpu_cluster
 
     with pytest.raises(UserError, match="at least 1"):
         gpu_cluster("0", workers_per_gpu=0)
@@ -154,15 +147,14 @@ def test_gpu_workers_prompt_and_finish_in_subprocesses_with_identical_rows(tmp_p
     # tasks run with the runner's user, results and reader workers beside them
     config = parse_config(SPEC)
     Runner(config, tmp_path / "local", background="inline").run()
-    args = _args(workers=1)
-    args.gpus = "0"
+    args = DaskSettings(workers=1, memory_limit="2GB", gpus=("0",))
     plan, problems = run_distributed(config, tmp_path / "dask", args)
     assert not problems
     pd.testing.assert_frame_equal(_rows(tmp_path / "local"), _rows(tmp_path / "dask"))
 
 
 def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
-    from intrabench.engine import dask_executor as execution
+    from intrabench.execution import dask as execution
 
     config = parse_config(SPEC)
     runner = Runner(config, tmp_path / "tasks")
@@ -174,8 +166,9 @@ def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
             ) == ([], [], [])
             assert all(runner.store.is_done(unit.key) for unit in group)  # written on return
         [task_runner] = execution._WORKER_RUNNERS.values()
-        assert task_runner._finishers.mode == "process" and task_runner._finishers.first.ready()
-        assert all(lane.ready() for lane in task_runner._users)
+        executor = task_runner.executor
+        assert executor._finishers.mode == "process" and executor._finishers.first.ready()
+        assert all(lane.ready() for lane in executor._users)
     finally:
         for task_runner in execution._WORKER_RUNNERS.values():
             task_runner.close()
@@ -187,15 +180,13 @@ def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
 
 def test_gpu_workers_share_the_machines_user_workers(monkeypatch):
     from intrabench.engine import runner
-    from intrabench.engine.dask_executor import _gpu_workers
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)), raising=False)
-    args = _args(workers=1)
-    args.gpus, args.workers_per_gpu = "0,1,2,3", None
-    assert _gpu_workers(args) == 4
-    assert runner.default_user_workers(sharing=_gpu_workers(args)) == 2  # 32 cores / 4 / 4
-    args.workers_per_gpu = 2
-    assert runner.default_user_workers(sharing=_gpu_workers(args)) == 1
+    args = DaskSettings(gpus=("0", "1", "2", "3"))
+    assert args.gpu_workers == 4
+    assert runner.default_user_workers(sharing=args.gpu_workers) == 2  # 32 cores / 4 / 4
+    args = DaskSettings(gpus=("0", "1", "2", "3"), workers_per_gpu=2)
+    assert runner.default_user_workers(sharing=args.gpu_workers) == 1
     assert runner.default_user_workers() == 4  # alone on the machine: at most 4
 
 

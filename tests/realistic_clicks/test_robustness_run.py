@@ -3,8 +3,6 @@ its table and report section."""
 
 from __future__ import annotations
 
-import argparse
-
 import pandas as pd
 import pytest
 
@@ -70,7 +68,8 @@ def _rows(run_dir) -> pd.DataFrame:
 
 
 def test_a_robustness_run_is_identical_across_executors(tmp_path, capsys):
-    from intrabench.engine.dask_executor import run_distributed
+    from intrabench.execution.dask import run_distributed
+    from intrabench.execution.settings import DaskSettings
 
     spec = {**SPEC, "prompters": [SPEC["prompters"][0]], "refiners": ["center-error-click"]}
     config = parse_config(spec)
@@ -79,14 +78,7 @@ def test_a_robustness_run_is_identical_across_executors(tmp_path, capsys):
     plan, problems = run_distributed(
         config,
         tmp_path / "dask",
-        argparse.Namespace(
-            scheduler=None,
-            cluster_config=None,
-            workers=2,
-            gpus=None,
-            memory_limit="2GB",
-            task_resources=None,
-        ),
+        DaskSettings(workers=2, memory_limit="2GB"),
     )
     assert not problems
     inline = _rows(tmp_path / "inline")

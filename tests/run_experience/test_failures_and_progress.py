@@ -16,7 +16,7 @@ from intrabench.config import parse_config
 from intrabench.engine.eta import UnitCosts, read_record, write_record
 from intrabench.engine.progress import RunProgress, format_seconds, work_keys
 from intrabench.engine.runner import Runner
-from intrabench.protocols import Model, Refiner
+from intrabench.interfaces import Model, Refiner
 from intrabench.types import Prediction
 
 
@@ -80,7 +80,7 @@ def _bad_z() -> int:
 
 
 def test_the_crash_of_issue_20_is_fixed():
-    """region-growing-3d + cvpr25-box + a refiner raised IndexError (models/region_growing_3d.py:
+    """region-growing-3d + cvpr25-box + a refiner raised IndexError (models/classical/region_growing_3d.py:
     115) when a correction click fell outside the 3D box; the run died at 43%."""
     config = parse_config(
         {
@@ -622,7 +622,7 @@ def test_a_record_of_zero_warm_ups_and_builds_is_read_without_a_word(tmp_path, c
 def test_the_closing_hint_does_not_promise_a_retry_that_fails_again():
     """Issue #50 item 11: units that failed on their input (a case without a modality for
     LiteMedSAM) were told 'rerun the same command to retry them'."""
-    from intrabench.cli import _retry_hint
+    from intrabench.commands.run import _retry_hint
     from intrabench.engine.failures import UnitFailure
 
     def failure(cause: str) -> UnitFailure:

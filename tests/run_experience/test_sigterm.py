@@ -79,7 +79,7 @@ def _running(pid: int) -> bool:
 
 DRIVER = """
 import sys, time
-from intrabench.engine.subprocess_executor import SubprocessExecutor
+from intrabench.execution.subprocess_worker import SubprocessExecutor
 executor = SubprocessExecutor()
 executor.submit(time.sleep, 60)  # a long job: the worker is busy, not reading its pipe
 print(executor._process.pid, flush=True)

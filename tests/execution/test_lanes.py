@@ -18,13 +18,13 @@ from intrabench import registry
 from intrabench.config import parse_config
 from intrabench.engine.episode import StepResult, run_episode
 from intrabench.engine.finishing import crop_episode
-from intrabench.engine.pipeline import Lane
 from intrabench.engine.runner import Runner
-from intrabench.engine.subprocess_executor import SubprocessExecutor, WorkerDied
 from intrabench.evaluation.metrics import step_metrics
+from intrabench.execution.lanes import Lane
+from intrabench.execution.subprocess_worker import SubprocessExecutor, WorkerDied
+from intrabench.interfaces import Model
 from intrabench.io.results import measured_columns
 from intrabench.io.volume import ImageGeometry, Volume
-from intrabench.protocols import Model
 from intrabench.types import Case, Prediction, Prompt, Target
 
 
@@ -268,7 +268,7 @@ def test_inline_and_process_lanes_give_identical_rows_and_prediction_files(tmp_p
 
 
 def test_a_lane_pool_spreads_jobs_and_raises_failures():
-    from intrabench.engine.pipeline import LanePool
+    from intrabench.execution.lanes import LanePool
 
     pool = LanePool(3, "thread", max_pending=2)
     futures = [pool.submit(pow, 2, k) for k in range(12)]
@@ -286,7 +286,7 @@ def test_lanes_that_do_not_raise_failures_still_count_their_load():
     a load counted as 0 sent every job to the first lane, which blocked on the second."""
     import threading
 
-    from intrabench.engine.pipeline import LanePool
+    from intrabench.execution.lanes import LanePool
 
     release = threading.Event()
     pool = LanePool(2, "thread", max_pending=1, raise_failures=False)
@@ -487,7 +487,7 @@ def test_a_killed_user_worker_stops_the_run_and_the_rerun_completes(tmp_path):
 
     _KillsResultsWorker.calls = 0
     # slow calls: the user worker has started (and answers prompts) before it is killed
-    killing = config(kill_at=6, worker="intrabench.engine.user_worker", seconds_per_call=0.4)
+    killing = config(kill_at=6, worker="intrabench.execution.user_worker", seconds_per_call=0.4)
     with pytest.raises(WorkerDied, match="killed by signal 9"):
         Runner(killing, tmp_path / "run", user_workers=1).run()
     units = tmp_path / "run" / "units"

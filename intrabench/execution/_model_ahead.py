@@ -6,7 +6,7 @@ network, its weights, the move to the device. On a GPU node the card waits all t
 figures are in docs/performance.md). :class:`NextModel` builds it beside the current model's last
 group instead, when the machine has room for both:
 
-* both models compute off the CPU (:meth:`~intrabench.protocols.Model.forward_frees_cpu`): the
+* both models compute off the CPU (:meth:`~intrabench.interfaces.Model.forward_frees_cpu`): the
   loop's core waits for the card anyway; CPU models would lose their cores to the build;
 * and a CUDA device already in use has at least :data:`FREE_SHARE` of its memory free, since
   the next model's weights arrive there while the current model still holds its own.
@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from intrabench import registry
-from intrabench.engine.case_ahead import prepare_case_quietly, sets_up_ahead
+from intrabench.execution._case_ahead import prepare_case_quietly, sets_up_ahead
 from intrabench.serving.building import build_model
 
 log = logging.getLogger(__name__)

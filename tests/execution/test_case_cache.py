@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from intrabench.engine.case_cache import CaseCache, case_bytes
+from intrabench.execution._case_cache import CaseCache, case_bytes
 from intrabench.types import Case, Target
 from tests.prompters.prompter_testkit import blank_volume
 

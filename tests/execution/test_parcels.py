@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from intrabench.engine import parcels
-from intrabench.engine.parcels import pack, remove_orphans, spool_directory, unpack
-from intrabench.engine.subprocess_executor import SubprocessExecutor
+from intrabench.execution.parcels import pack, remove_orphans, spool_directory, unpack
+from intrabench.execution.subprocess_worker import SubprocessExecutor
 
 
 def _values() -> dict:

@@ -4,7 +4,7 @@ An episode alternates between the simulated user (prompt, correction) and the mo
 pass), and each needs the other's last answer. Run one episode at a time and the model idles
 while the user thinks. :class:`EpisodeScheduler` keeps up to ``in_flight`` episodes of one
 (case, model) going: their model calls run here, in the order they become ready, and their user
-calls run in a worker process (:mod:`intrabench.engine.user_worker`), so while one episode's
+calls run in a worker process (:mod:`intrabench.execution.user_worker`), so while one episode's
 correction is computed the model predicts for another.
 
 Results do not depend on the interleaving: every episode is a pure function of its seed (see
@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from intrabench.engine import interrupts, user_worker
 from intrabench.engine.episode import (
     Answer,
     EpisodeProgram,
@@ -36,12 +35,13 @@ from intrabench.engine.episode import (
     call_model,
     episode_program,
 )
-from intrabench.engine.loop_clock import LoopClock
-from intrabench.engine.pipeline import Lane
 from intrabench.engine.simulated_user import SimulatedUser
-from intrabench.engine.subprocess_executor import WorkerDied
-from intrabench.engine.user_worker import Introduction, PackedMask, UserNotLoadable
-from intrabench.protocols import Model
+from intrabench.execution import interrupts, user_worker
+from intrabench.execution.lanes import Lane
+from intrabench.execution.loop_clock import LoopClock
+from intrabench.execution.subprocess_worker import WorkerDied
+from intrabench.execution.user_worker import Introduction, PackedMask, UserNotLoadable
+from intrabench.interfaces import Model
 
 
 @dataclass(eq=False)
@@ -77,7 +77,7 @@ class EpisodeScheduler:
     run_episode`. ``imports``: the run's plugin modules, for the workers. Initial prompts of
     prompters that query the model (propagation) are always computed here (their forward
     passes count as ``simulated user here`` on ``clock``). ``clock``: where the loop's time
-    goes, by phase (:mod:`intrabench.engine.loop_clock`; a new one when not given).
+    goes, by phase (:mod:`intrabench.execution.loop_clock`; a new one when not given).
     """
 
     def __init__(

@@ -13,11 +13,11 @@ from hypothesis.extra.numpy import arrays
 
 from intrabench import registry
 from intrabench.engine.episode import StepResult, run_episode
-from intrabench.engine.pipeline import Lane
-from intrabench.engine.scheduling import EpisodeScheduler, EpisodeTask
 from intrabench.engine.simulated_user import SimulatedUser
-from intrabench.engine.user_worker import PackedMask
-from intrabench.protocols import Prompter
+from intrabench.execution.lanes import Lane
+from intrabench.execution.scheduling import EpisodeScheduler, EpisodeTask
+from intrabench.execution.user_worker import PackedMask
+from intrabench.interfaces import Prompter
 from intrabench.types import Case, Prompt, interactions
 
 
@@ -29,7 +29,10 @@ def phantom() -> Case:
 
 def _started_user_lane():
     lane = Lane(
-        "process", max_pending=16, preload=("intrabench.engine.user_worker",), raise_failures=False
+        "process",
+        max_pending=16,
+        preload=("intrabench.execution.user_worker",),
+        raise_failures=False,
     )
     lane.start()
     yield lane
@@ -248,7 +251,10 @@ def test_a_user_that_cannot_be_pickled_is_answered_here(phantom, users):
 
 def test_episodes_started_before_the_worker_is_ready_run_here(phantom):
     lane = Lane(
-        "process", max_pending=8, preload=("intrabench.engine.user_worker",), raise_failures=False
+        "process",
+        max_pending=8,
+        preload=("intrabench.execution.user_worker",),
+        raise_failures=False,
     )
     try:
         assert not lane.ready()  # not started

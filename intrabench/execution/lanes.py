@@ -6,7 +6,7 @@ unit files) is not, so the runner hands it to a lane and goes on with the next f
 
 Modes:
 
-* ``"process"``: one worker subprocess (see :mod:`intrabench.engine.subprocess_executor`), so the
+* ``"process"``: one worker subprocess (see :mod:`intrabench.execution.subprocess_worker`), so the
   model loop keeps the GIL to itself: a thread would not do here, as SciPy's distance
   transforms and Python-level row building hold the GIL and measurably slowed the demo's
   models (see docs/performance.md). Jobs must be module-level functions with picklable
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
-from intrabench.engine.subprocess_executor import SubprocessExecutor
+from intrabench.execution.subprocess_worker import SubprocessExecutor
 
 T = TypeVar("T")
 LaneMode = Literal["process", "thread", "inline"]
@@ -43,7 +43,7 @@ class Lane:
     that check every result themselves). ``niceness``: a worker process's added Unix
     niceness, for work that can wait while the model loop needs the CPU. ``restarts``: a
     worker process that died is replaced at the next job (see
-    :class:`~intrabench.engine.subprocess_executor.SubprocessExecutor`).
+    :class:`~intrabench.execution.subprocess_worker.SubprocessExecutor`).
     """
 
     def __init__(

@@ -6,7 +6,7 @@ falls between the last forward pass on one case and the first on the next, while
 for a 3D model with fast forward passes and a few targets a case, a large share of each case
 (the figures are in docs/performance.md).
 
-Models whose set-up can be split out implement :meth:`~intrabench.protocols.Model.prepare_case`
+Models whose set-up can be split out implement :meth:`~intrabench.interfaces.Model.prepare_case`
 (computed from the image alone, kept for the ``set_case`` of that image). :class:`CaseSetupAhead`
 calls it in a thread once the next group's case is read, when the next group uses the same
 model and the model computes off the CPU (a CPU model would lose a core to it, as in
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from intrabench.protocols import Model
+from intrabench.interfaces import Model
 
 log = logging.getLogger(__name__)
 

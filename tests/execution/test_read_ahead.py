@@ -38,12 +38,14 @@ def test_several_readers_read_the_next_groups_cases_ahead(
     runner = Runner(config, tmp_path / "run", background="thread", reader_workers=readers)
     try:
         _, groups = runner.prepare()
-        runner._case(groups[0][0])  # the first group's case, in memory
-        runner.read_ahead_of(groups, 0)
-        assert sorted(case for _, case in runner._read_ahead) == before_group_0
-        runner._case(groups[1][0])  # group 1 takes its case: its place goes to the next one
-        runner.read_ahead_of(groups, 1)
-        assert sorted(case for _, case in runner._read_ahead) == before_group_1
+        runner.executor._case(groups[0][0])  # the first group's case, in memory
+        runner.executor.read_ahead_of(groups, 0)
+        assert sorted(case for _, case in runner.executor._read_ahead) == before_group_0
+        runner.executor._case(
+            groups[1][0]
+        )  # group 1 takes its case: its place goes to the next one
+        runner.executor.read_ahead_of(groups, 1)
+        assert sorted(case for _, case in runner.executor._read_ahead) == before_group_1
     finally:
         runner.close()
 
@@ -102,12 +104,12 @@ def test_with_several_readers_the_next_cases_are_read_from_the_start(tmp_path, m
     )
     runner = Runner(config, tmp_path / "run", background="thread", reader_workers=2, user_workers=0)
     submitted_when_first_read: list[list[str]] = []
-    first_case = runner._first_case
+    first_case = runner.executor._first_case
 
     def noting(unit):
-        submitted_when_first_read.append(sorted(case for _, case in runner._read_ahead))
+        submitted_when_first_read.append(sorted(case for _, case in runner.executor._read_ahead))
         first_case(unit)
 
-    monkeypatch.setattr(runner, "_first_case", noting)
+    monkeypatch.setattr(runner.executor, "_first_case", noting)
     runner.run()
     assert submitted_when_first_read == [["phantom_001", "phantom_002"]]

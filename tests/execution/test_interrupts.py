@@ -12,9 +12,9 @@ import pytest
 
 from intrabench import registry
 from intrabench.cli import Terminated
-from intrabench.engine import interrupts
-from intrabench.engine.scheduling import EpisodeScheduler, EpisodeTask
 from intrabench.engine.simulated_user import SimulatedUser
+from intrabench.execution import interrupts
+from intrabench.execution.scheduling import EpisodeScheduler, EpisodeTask
 
 SWALLOWED = textwrap.dedent("""
     import argparse, os, signal, sys, weakref
@@ -67,7 +67,7 @@ def test_other_unraisable_exceptions_are_still_reported():
     script = textwrap.dedent("""
         import weakref
         from intrabench.cli import Terminated
-        from intrabench.engine import interrupts
+        from intrabench.execution import interrupts
         class Box:
             pass
         restore = interrupts.install(Terminated)
@@ -89,7 +89,7 @@ def test_an_ignored_sigint_stays_ignored():
     script = textwrap.dedent("""
         import signal
         from intrabench.cli import Terminated
-        from intrabench.engine import interrupts
+        from intrabench.execution import interrupts
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         restore = interrupts.install(Terminated)
         print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN,

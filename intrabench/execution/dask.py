@@ -9,24 +9,26 @@ written twice. A distributed run therefore gives exactly the rows of a local run
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from intrabench.config import RunConfig
 from intrabench.engine.failures import UnitFailure, write_failures
-from intrabench.engine.pipeline import LaneMode
 from intrabench.engine.plan import Plan, WorkUnit
-from intrabench.engine.runner import (
-    Runner,
+from intrabench.engine.skipped_work import SkippedWork, write_skipped_work
+from intrabench.errors import UserError
+from intrabench.execution.lanes import LaneMode
+from intrabench.execution.settings import DaskSettings, ExecutionSettings
+from intrabench.execution.sizing import (
     default_finish_workers,
     default_user_workers,
     models_free_cpu,
 )
-from intrabench.engine.skipped_work import SkippedWork, write_skipped_work
-from intrabench.errors import UserError
+
+if TYPE_CHECKING:
+    from intrabench.engine.runner import Runner
 
 #: per worker process: runners (with their loaded models) reused across tasks of one run
 _WORKER_RUNNERS: dict[tuple[str, str], Runner] = {}
@@ -50,6 +52,8 @@ def execute_group_task(
     user and results workers. Returns the group's problems, its failed units and what it
     skipped for a problem (see :mod:`intrabench.engine.skipped_work`).
     """
+    from intrabench.engine.runner import Runner
+
     key = (config_json, run_dir, background)
     runner = _WORKER_RUNNERS.get(key)
     if runner is None:
@@ -58,45 +62,30 @@ def execute_group_task(
         _WORKER_RUNNERS.clear()  # ... and free its models
         # a task runs one group, whose case it reads itself: one reader (the
         # local run's default of one per four cores would only start idle processes)
-        runner = Runner(
-            RunConfig.model_validate_json(config_json),
-            Path(run_dir),
+        settings = ExecutionSettings(
             background=background,
             user_workers=user_workers,
             finish_workers=finish_workers,
             reader_workers=1,
         )
+        runner = Runner(
+            RunConfig.model_validate_json(config_json), Path(run_dir), settings=settings
+        )
         _WORKER_RUNNERS[key] = runner
-    runner.start_workers()
-    before, skipped_before = len(runner.failures), len(runner.skipped)
-    problems = runner.execute_group(units)
-    return problems, runner.failures[before:], runner.skipped[skipped_before:]
+    executor = runner.executor  # in-process (CPU workers) or pipelined (GPU workers)
+    executor.start_workers()
+    before, skipped_before = len(executor.failures), len(executor.skipped)
+    problems = executor.execute_group(units)
+    return problems, executor.failures[before:], executor.skipped[skipped_before:]
 
 
-def _gpu_workers(args: argparse.Namespace) -> int:
-    """How many workers ``--gpus`` and ``--workers-per-gpu`` start on this machine."""
-    return max(1, len(_devices(args.gpus))) * max(1, _workers_per_gpu(args))
-
-
-def _devices(gpus: str | list[str]) -> list[str]:
+def _devices(gpus: str | list[str] | tuple[str, ...]) -> list[str]:
     """Device indices from ``--gpus`` ("0,1" or a list), blanks dropped."""
     return [g.strip() for g in (gpus.split(",") if isinstance(gpus, str) else gpus) if g.strip()]
 
 
-def _workers_per_gpu(args: argparse.Namespace) -> int:
-    return getattr(args, "workers_per_gpu", None) or 1
-
-
-def parse_resources(items: list[str] | None) -> dict[str, float]:
-    """The resources each task asks of a Dask worker, from ``--task-resources NAME=AMOUNT``
-    items.
-
-    Returns:
-        The amounts by name (an item without an amount asks for 1).
-
-    Raises:
-        UserError: An item's amount is not a number.
-    """
+def parse_resources(items: tuple[str, ...] | list[str] | None) -> dict[str, float]:
+    """``NAME=AMOUNT`` items as a mapping (an amount left out is 1)."""
     resources: dict[str, float] = {}
     for item in items or []:
         name, _, amount = item.partition("=")
@@ -107,14 +96,14 @@ def parse_resources(items: list[str] | None) -> dict[str, float]:
     return resources
 
 
-def check_local_resources(args: argparse.Namespace, resources: dict[str, float]) -> None:
+def check_local_resources(dask: DaskSettings, resources: dict[str, float]) -> None:
     """UserError when the local cluster's workers cannot offer what each task asks
     (``--task-resources``): such tasks would wait forever. The local cluster's workers offer
     GPU=1 each with ``--gpus``, nothing otherwise; a scheduler's or a job queue's workers are
     started elsewhere, with their own ``--resources``."""
-    if getattr(args, "scheduler", None) or getattr(args, "cluster_config", None):
+    if dask.scheduler or dask.cluster_config:
         return
-    offered = {"GPU": 1.0} if getattr(args, "gpus", None) else {}
+    offered = {"GPU": 1.0} if dask.gpus else {}
     lacking = {
         name: amount for name, amount in resources.items() if amount > offered.get(name, 0.0)
     }
@@ -128,36 +117,36 @@ def check_local_resources(args: argparse.Namespace, resources: dict[str, float])
         )
 
 
-def make_client(args: argparse.Namespace) -> tuple[Any, Any]:
-    """(client, cluster or None) from the CLI options."""
+def make_client(dask: DaskSettings) -> tuple[Any, Any]:
+    """(client, cluster or None) for ``dask``'s scheduler, cluster file or local cluster."""
     from distributed import Client, LocalCluster
 
-    if getattr(args, "scheduler", None):
+    if dask.scheduler:
         try:
-            return Client(args.scheduler, timeout="30s"), None
+            return Client(dask.scheduler, timeout="30s"), None
         except OSError as error:
             raise UserError(
-                f"cannot reach the Dask scheduler at {args.scheduler}: {error}"
+                f"cannot reach the Dask scheduler at {dask.scheduler}: {error}"
             ) from None
-    if getattr(args, "cluster_config", None):
-        return _jobqueue_client(Path(args.cluster_config))
-    if getattr(args, "gpus", None):
-        cluster = gpu_cluster(
-            args.gpus, getattr(args, "memory_limit", None), _workers_per_gpu(args)
-        )
+    if dask.cluster_config:
+        return _jobqueue_client(Path(dask.cluster_config))
+    if dask.gpus:
+        cluster = gpu_cluster(dask.gpus, dask.memory_limit, dask.workers_per_gpu or 1)
         return Client(cluster), cluster
     cluster = LocalCluster(
-        n_workers=args.workers or 2,
+        n_workers=dask.workers or 2,
         threads_per_worker=1,
         processes=True,
-        memory_limit=getattr(args, "memory_limit", None) or "auto",
+        memory_limit=dask.memory_limit or "auto",
         dashboard_address=None,
     )
     return Client(cluster), cluster
 
 
 def gpu_cluster(
-    gpus: str | list[str], memory_limit: str | None = None, workers_per_gpu: int = 1
+    gpus: str | list[str] | tuple[str, ...],
+    memory_limit: str | None = None,
+    workers_per_gpu: int = 1,
 ) -> Any:
     """A local cluster with ``workers_per_gpu`` single-threaded workers per GPU, each seeing
     only its device (``CUDA_VISIBLE_DEVICES``) and offering the resource ``GPU=1``.
@@ -237,55 +226,79 @@ def _jobqueue_client(path: Path) -> tuple[Any, Any]:
 
 
 def run_distributed(
-    config: RunConfig, out: Path, args: argparse.Namespace
-) -> tuple[Plan, list[str]]:
-    """Run ``config`` on Dask; same results store and resume semantics as the local runner."""
-    resources = parse_resources(getattr(args, "task_resources", None))
-    if getattr(args, "gpus", None) and not resources:
-        resources = {"GPU": 1.0}
-    check_local_resources(args, resources)  # before any worker starts
-    runner = Runner(config, out, extend=bool(getattr(args, "extend", False)))
-    plan, groups = runner.prepare(executor="dask")
-    try:
-        problems = _run_groups(runner, config, out, args, groups, resources)
-    except BaseException:
-        runner.close()  # the run closes (its lock emptied) also when it stops here
-        raise
-    runner.finish(plan)
-    return plan, problems
-
-
-def _run_groups(
-    runner: Runner,
     config: RunConfig,
     out: Path,
-    args: argparse.Namespace,
-    groups: list[list[WorkUnit]],
-    resources: dict[str, float],
-) -> list[str]:
-    """Every group as a Dask task; the problems, failures and skipped work gathered in
-    ``runner``; failures.csv and problems.csv written also when the run stops."""
-    from distributed import as_completed
-    from tqdm import tqdm
+    settings: ExecutionSettings | DaskSettings,
+    extend: bool = False,
+) -> tuple[Plan, list[str]]:
+    """Run ``config`` on Dask; same results store and resume semantics as the local runner.
+    ``settings``: the run's execution settings, or only its cluster (:class:`DaskSettings`);
+    ``extend`` as for :class:`~intrabench.engine.runner.Runner`."""
+    from intrabench.engine.runner import Runner
 
-    client, cluster = make_client(args)
-    problems: list[str] = []
-    try:
-        if config.imports:  # modules with decorator-registered components, in every worker
+    if isinstance(settings, DaskSettings):
+        settings = ExecutionSettings(executor="dask", dask=settings)
+    runner = Runner(config, out, settings=settings.with_changes(executor="dask"), extend=extend)
+    return runner.run()
+
+
+class DaskExecutor:
+    """Every group as one Dask task (:func:`execute_group_task`) on the cluster of
+    ``settings.dask``; the problems, failures and skipped work gathered here, failures.csv
+    and problems.csv written also when the run stops. The runner consolidates the rows."""
+
+    #: the rows are consolidated by the runner, once every task has returned
+    consolidates = False
+
+    def __init__(self, config: RunConfig, out: Path, settings: ExecutionSettings) -> None:
+        self.config, self.out, self.dask = config, Path(out), settings.dask
+        self.failures: list[UnitFailure] = []
+        self.skipped: list[SkippedWork] = []
+        self.executed: int | None = None  # written by the tasks: counted by none
+        self.resources = parse_resources(self.dask.task_resources)
+        if self.dask.gpus and not self.resources:
+            self.resources = {"GPU": 1.0}
+        check_local_resources(self.dask, self.resources)  # before any worker starts
+
+    def run_groups(
+        self, groups: list[list[WorkUnit]], unit_keys: list[str], progress: Any = None
+    ) -> list[str]:
+        """Run ``groups`` on the cluster; the problems (cases or models skipped). The
+        progress is Dask's task bar, not ``progress``."""
+        client, cluster = make_client(self.dask)
+        try:
+            return self._submit_all(client, groups)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+            write_failures(self.out, self.failures)
+            write_skipped_work(self.out, self.skipped)
+
+    def close(self) -> None:
+        """Nothing is held between runs (the cluster is closed by :meth:`run_groups`)."""
+
+    def _task_workers(self) -> tuple[LaneMode, int | None, int | None]:
+        """GPU workers hand prompting and finishing to subprocesses on their spare cores, and
+        share the machine's user workers between them; CPU workers do all in the task."""
+        if not self.dask.gpus:
+            return "inline", None, None
+        sharing = self.dask.gpu_workers
+        users = default_user_workers(
+            sharing=sharing, forward_frees_cpu=functools.partial(models_free_cpu, self.config)
+        )
+        return "process", users, default_finish_workers(sharing=sharing)
+
+    def _submit_all(self, client: Any, groups: list[list[WorkUnit]]) -> list[str]:
+        from distributed import as_completed
+        from tqdm import tqdm
+
+        if self.config.imports:  # modules with decorator-registered components, every worker
             client.register_plugin(
-                _import_modules_plugin(config.imports), name="intrabench-imports"
+                _import_modules_plugin(self.config.imports), name="intrabench-imports"
             )
-        config_json = config.model_dump_json()
-        # GPU workers hand prompting and finishing to subprocesses on their spare cores, and
-        # share the machine's user workers between them
-        background = "process" if getattr(args, "gpus", None) else "inline"
-        user_workers = finish_workers = None
-        if background == "process":
-            sharing = _gpu_workers(args)
-            user_workers = default_user_workers(
-                sharing=sharing, forward_frees_cpu=functools.partial(models_free_cpu, config)
-            )
-            finish_workers = default_finish_workers(sharing=sharing)
+        config_json = self.config.model_dump_json()
+        background, user_workers, finish_workers = self._task_workers()
         print(
             f"IntraBench on Dask ({client.dashboard_link or client.scheduler.address}): "
             f"{len(groups)} tasks",
@@ -295,46 +308,45 @@ def _run_groups(
             client.submit(
                 execute_group_task,
                 config_json,
-                str(out),
+                str(self.out),
                 group,
                 background,
                 user_workers,
                 finish_workers,
                 key=f"intrabench-{group[0].key}",
-                resources=resources or None,
+                resources=self.resources or None,
                 pure=False,
             ): group
             for group in groups
         }
+        problems: list[str] = []
         bar = tqdm(total=len(futures), unit="task", file=sys.stderr, disable=not futures or None)
         for future in as_completed(futures):
-            try:
-                group_problems, failures, skipped = future.result()
-                problems.extend(group_problems)
-                runner.failures.extend(failures)
-                runner.skipped.extend(skipped)
-            except Exception as error:  # a failing case must not stop the others
-                problem = f"task {future.key} failed: {type(error).__name__}: {error}"
-                problems.append(problem)
-                first = futures[future][0]
-                runner.skipped.append(
-                    SkippedWork(
-                        dataset=first.dataset.key,
-                        case=first.case_id,
-                        model=first.model.key,
-                        units=len(futures[future]),
-                        problem=problem,
-                    )
-                )
+            problems.extend(self._gather(future, futures[future]))
             bar.update(1)
         bar.close()
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-        write_failures(out, runner.failures)
-        write_skipped_work(out, runner.skipped)
-    return problems
+        return problems
+
+    def _gather(self, future: Any, group: list[WorkUnit]) -> list[str]:
+        """A finished task's problems; a task that failed is skipped work, not the run's end."""
+        try:
+            problems, failures, skipped = future.result()
+        except Exception as error:  # a failing case must not stop the others
+            problem = f"task {future.key} failed: {type(error).__name__}: {error}"
+            first = group[0]
+            self.skipped.append(
+                SkippedWork(
+                    dataset=first.dataset.key,
+                    case=first.case_id,
+                    model=first.model.key,
+                    units=len(group),
+                    problem=problem,
+                )
+            )
+            return [problem]
+        self.failures.extend(failures)
+        self.skipped.extend(skipped)
+        return problems
 
 
 def _import_modules_plugin(modules: list[str]) -> Any:

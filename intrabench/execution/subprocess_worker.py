@@ -1,4 +1,4 @@
-"""An executor backed by one fresh Python subprocess (``python -m intrabench.engine.subprocess_executor``).
+"""An executor backed by one fresh Python subprocess (``python -m intrabench.execution.subprocess_worker``).
 
 Why not :class:`concurrent.futures.ProcessPoolExecutor`: its ``spawn`` and ``forkserver`` starts
 re-import the caller's main module in the child, which re-runs any unguarded script or notebook
@@ -7,10 +7,10 @@ CUDA contexts, OpenMP pools and other threads. A subprocess started with ``-m`` 
 what the jobs need.
 
 Protocol: length-prefixed pickles. ``(job_id, parcel)`` go to the child's stdin, where the
-:class:`~intrabench.engine.parcels.Parcel` holds the pickled ``(fn, args, kwargs)``;
+:class:`~intrabench.execution.parcels.Parcel` holds the pickled ``(fn, args, kwargs)``;
 ``(job_id, ok, parcel)`` come back on its stdout, the parcel holding the result or exception.
 A parcel is inline when small; otherwise it is a spool file (in ``/dev/shm`` where possible)
-whose large arrays the receiver maps instead of copying (see :mod:`intrabench.engine.parcels`).
+whose large arrays the receiver maps instead of copying (see :mod:`intrabench.execution.parcels`).
 The child reads its stdin in a thread, runs jobs one at a time in arrival order and ignores
 SIGINT, so after a Ctrl-C the parent can still let it finish (write) what was queued. ``fn`` must be importable by name (a module-level function).
 """
@@ -40,7 +40,7 @@ try:  # Unix: to widen the pipes
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-from intrabench.engine.parcels import discard, pack, remove_directory, spool_directory, unpack
+from intrabench.execution.parcels import discard, pack, remove_directory, spool_directory, unpack
 
 _HEADER = struct.Struct("!Q")
 #: the environment variable that gives the child its parent's spool directory
@@ -149,7 +149,7 @@ class SubprocessExecutor(Executor):
             # CPU time the model loop needs (docs/performance.md)
             environment.setdefault("OPENBLAS_NUM_THREADS", "1")
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "intrabench.engine.subprocess_executor", *self._preload],
+                [sys.executable, "-m", "intrabench.execution.subprocess_worker", *self._preload],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 env=environment,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from intrabench.engine.loop_clock import PHASES, LoopClock
+from intrabench.execution.loop_clock import PHASES, LoopClock
 
 
 class _Ticks:

@@ -1,6 +1,6 @@
 """Simulated users in a worker process, so prompting overlaps the model loop.
 
-The runner's :class:`~intrabench.engine.scheduling.EpisodeScheduler` keeps several episodes in flight:
+The runner's :class:`~intrabench.execution.scheduling.EpisodeScheduler` keeps several episodes in flight:
 while one episode's next prompt is being computed here, the model loop predicts for another.
 Each job is an :func:`answer` to a :class:`~intrabench.engine.episode.UserCall`; an episode's first
 one also carries its :class:`~intrabench.engine.simulated_user.SimulatedUser` (pickled by the caller)
@@ -22,7 +22,7 @@ import numpy as np
 
 from intrabench.engine.episode import Answer, UserCall, ask_user
 from intrabench.engine.simulated_user import SimulatedUser
-from intrabench.evaluation.metrics import bounding_box, freeze_with_box
+from intrabench.masks import bounding_box, with_box
 from intrabench.types import Prompt
 
 
@@ -47,7 +47,7 @@ class PackedMask:
         mask = np.zeros(self.shape, dtype=bool)
         if self.box is not None:
             mask[self.box] = self.values
-        return freeze_with_box(mask, self.box)
+        return with_box(mask, self.box)
 
 
 class UserNotLoadable(RuntimeError):

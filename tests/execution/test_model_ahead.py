@@ -14,7 +14,7 @@ from intrabench.engine import model_ahead
 from intrabench.engine.runner import Runner
 from intrabench.errors import UserError
 from intrabench.io.results import measured_columns
-from intrabench.models.synthetic_network import SyntheticNetwork
+from intrabench.testing.synthetic_network import SyntheticNetwork
 
 
 class _SlowToBuild(SyntheticNetwork):

@@ -1,0 +1,66 @@
+"""The executor interface: how a run's groups of work units are executed.
+
+A group is the units of one (dataset, case, model), in plan order; an executor runs every
+unit of the groups it is given that still needs work, writes each unit's file once its rows
+are complete, and collects what failed (:attr:`Executor.failures`) and what was skipped for a
+problem with its case or model (:attr:`Executor.skipped`). The rows do not depend on the
+executor: every episode is a pure function of its seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from intrabench.engine.failures import UnitFailure
+from intrabench.engine.plan import WorkUnit
+from intrabench.engine.skipped_work import SkippedWork
+from intrabench.execution.settings import ExecutionSettings
+
+if TYPE_CHECKING:
+    from intrabench.config import RunConfig
+    from intrabench.engine.progress import RunProgress
+    from intrabench.interfaces import Dataset
+
+
+class Executor(Protocol):
+    """What the runner asks of an executor."""
+
+    #: whether :meth:`run_groups` consolidates the run's rows itself (else the runner does)
+    consolidates: bool
+    failures: list[UnitFailure]
+    skipped: list[SkippedWork]
+    #: units whose files this executor wrote (None where it cannot count them: Dask)
+    executed: int | None
+
+    def run_groups(
+        self,
+        groups: list[list[WorkUnit]],
+        unit_keys: list[str],
+        progress: RunProgress | None = None,
+    ) -> list[str]:
+        """Execute ``groups``; the problems (one line each) of the work skipped."""
+
+    def close(self) -> None:
+        """Stop every worker and thread; also after an error or Ctrl-C."""
+
+
+def make_executor(
+    config: RunConfig,
+    run_dir: Path,
+    datasets: dict[str, Dataset],
+    settings: ExecutionSettings,
+    needs_work: Callable[[WorkUnit], bool],
+) -> Executor:
+    """The executor ``settings`` choose: Dask, in-process (``background="inline"``) or
+    pipelined (worker processes or threads beside the model loop)."""
+    if settings.executor == "dask":
+        from intrabench.execution.dask import DaskExecutor
+
+        return DaskExecutor(config, run_dir, settings)
+    from intrabench.execution.pipelined import InProcessExecutor, PipelinedExecutor
+
+    if settings.background == "inline":
+        return InProcessExecutor(config, run_dir, datasets, settings, needs_work)
+    return PipelinedExecutor(config, run_dir, datasets, settings, needs_work)
