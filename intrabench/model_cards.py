@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from intrabench.errors import ConfigError
-from intrabench.types import PROMPT_KINDS
+from intrabench.types import ELEMENT_KINDS
 
 log = logging.getLogger(__name__)
 
@@ -313,8 +313,9 @@ def parse_card(data: Any, origin: str, expected_name: str | None = None) -> Mode
     if dimension not in (2, 3) or isinstance(dimension, bool):
         raise _fail(origin, f"dimension must be 2 or 3, not {dimension!r}")
     prompts = data.get("prompts")
-    if not isinstance(prompts, list) or not prompts or not set(prompts) <= set(PROMPT_KINDS):
-        raise _fail(origin, f"prompts must be a list of {', '.join(PROMPT_KINDS)}")
+    kinds = (*ELEMENT_KINDS, "mask")  # the registered prompt kinds
+    if not isinstance(prompts, list) or not prompts or not set(prompts) <= set(kinds):
+        raise _fail(origin, f"prompts must be a list of {', '.join(kinds)}")
     licence = data.get("licence")
     if not isinstance(licence, dict):
         raise _fail(origin, "licence must be {code: ..., weights: ...}")

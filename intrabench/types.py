@@ -10,11 +10,12 @@ both ends, as a user draws them; a mask's bounding box is a :data:`intrabench.ma
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import InitVar, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import InitVar, dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
+from intrabench import prompt_elements
 from intrabench.masks import (
     UNKNOWN,
     Box,
@@ -22,6 +23,14 @@ from intrabench.masks import (
     box_from_inclusive,
     inclusive_corners,
     with_box,
+)
+from intrabench.prompt_elements import (
+    BoxMark,
+    Click,
+    PromptElement,
+    Stroke,
+    register_element,
+    register_interaction,
 )
 
 if TYPE_CHECKING:  # an annotation only: types imports nothing of io
@@ -32,15 +41,11 @@ PROMPT_KINDS: tuple[str, ...] = ("point", "box2d", "box3d", "scribble", "lasso",
 
 InteractionKind = Literal["click", "box2d", "box3d", "scribble", "boundary_slice", "lasso"]
 
-#: Human effort of one interaction (paper section 2.3; docs/architecture.md, Conventions: Effort).
-INTERACTION_COST: dict[str, int] = {
-    "click": 1,
-    "box2d": 2,
-    "box3d": 3,
-    "scribble": 3,
-    "boundary_slice": 1,
-    "lasso": 3,  # one freehand stroke, as a scribble
-}
+#: Human effort of one interaction by kind (paper section 2.3; DESIGN.md section 3): the
+#: registered kinds' (:mod:`intrabench.prompt_elements`), in registration order.
+INTERACTION_COST = prompt_elements.INTERACTION_COST
+#: Element class by prompt element kind: the built-in five (registered below) and any added.
+ELEMENT_KINDS = prompt_elements.ELEMENT_KINDS
 
 
 @dataclass(frozen=True)
@@ -85,8 +90,64 @@ class Box2D:
 
 
 @dataclass(frozen=True)
-class Box3D:
+class Point(PromptElement):
+    """A click at voxel ``zyx`` (z, y, x); ``label`` 1 = positive, 0 = negative."""
+
+    kind: ClassVar[str] = "point"
+    interaction: ClassVar[str] = "click"
+    cost: ClassVar[int] = 1
+    seconds: ClassVar[float] = 2.4
+    zyx: tuple[int, int, int]
+    label: int = 1
+
+    def slices(self) -> set[int]:
+        return {int(self.zyx[0])}
+
+    def marks(self) -> list[prompt_elements.Mark]:
+        return [Click(tuple(int(v) for v in self.zyx), int(self.label))]  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"zyx": [int(v) for v in self.zyx], "label": int(self.label)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Point:
+        return cls(tuple(int(v) for v in data["zyx"]), int(data["label"]))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class SliceBox(PromptElement):
+    """A 2D ``box`` (:class:`Box2D`, inclusive) drawn on axial slice ``z``."""
+
+    kind: ClassVar[str] = "box2d"
+    interaction: ClassVar[str] = "box2d"
+    cost: ClassVar[int] = 2
+    seconds: ClassVar[float] = 7.0
+    z: int
+    box: Box2D
+
+    def slices(self) -> set[int]:
+        return {int(self.z)}
+
+    def marks(self) -> list[prompt_elements.Mark]:
+        b = self.box
+        return [BoxMark((int(self.z), b.y_min, b.x_min), (int(self.z), b.y_max, b.x_max))]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"z": int(self.z), "box": list(self.box.as_tuple())}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SliceBox:
+        return cls(int(data["z"]), Box2D(*(int(v) for v in data["box"])))
+
+
+@dataclass(frozen=True)
+class Box3D(PromptElement):
     """An axis-aligned 3D box: inclusive (z_min, y_min, x_min) to (z_max, y_max, x_max)."""
+
+    kind: ClassVar[str] = "box3d"
+    interaction: ClassVar[str] = "box3d"
+    cost: ClassVar[int] = 3
+    seconds: ClassVar[float] = 13.0
 
     z_min: int
     y_min: int
@@ -113,24 +174,76 @@ class Box3D:
         """This box as (z, y, x) half-open slices (:data:`intrabench.masks.Box`)."""
         return box_from_inclusive(self.as_tuple()[:3], self.as_tuple()[3:])
 
+    def slices(self) -> set[int]:
+        return set(range(self.z_min, self.z_max + 1))
+
+    def marks(self) -> list[prompt_elements.Mark]:
+        t = self.as_tuple()
+        return [BoxMark(t[:3], t[3:], volume=True)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"box": list(self.as_tuple())}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Box3D:
+        return cls(*(int(v) for v in data["box"]))
+
 
 @dataclass(frozen=True, eq=False)
-class Scribble:
+class Scribble(PromptElement):
     """An ordered polyline of voxels (M, 3) in (z, y, x), all positive (1) or negative (0)."""
 
+    kind: ClassVar[str] = "scribble"
+    interaction: ClassVar[str] = "scribble"
+    cost: ClassVar[int] = 3
+    seconds: ClassVar[float] = 10.9
     points: np.ndarray
     label: int
 
+    def slices(self) -> set[int]:
+        return {int(z) for z in np.asarray(self.points).reshape(-1, 3)[:, 0]}
+
+    def marks(self) -> list[prompt_elements.Mark]:
+        return [Stroke(np.asarray(self.points, dtype=np.int64).reshape(-1, 3), int(self.label))]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": int(self.label), "points": np.asarray(self.points).reshape(-1, 3).tolist()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Scribble:
+        return cls(np.asarray(data["points"], dtype=np.int64).reshape(-1, 3), int(data["label"]))
+
 
 @dataclass(frozen=True, eq=False)
-class Lasso:
+class Lasso(PromptElement):
     """A closed freehand contour drawn on axial slice ``z``: ``contour`` (K, 2) int (y, x)
     vertices in drawing order, the last joined back to the first; ``label`` 1 = the enclosed
     region is the target's, 0 = it is not (nnInteractive's lasso)."""
 
+    kind: ClassVar[str] = "lasso"
+    interaction: ClassVar[str] = "lasso"
+    cost: ClassVar[int] = 3  # one freehand stroke, as a scribble
+    seconds: ClassVar[float] = 10.9
     z: int
     contour: np.ndarray
     label: int = 1
+
+    def slices(self) -> set[int]:
+        return {int(self.z)}
+
+    def marks(self) -> list[prompt_elements.Mark]:
+        contour = np.asarray(self.contour, dtype=np.int64).reshape(-1, 2)
+        voxels = np.column_stack([np.full(len(contour), int(self.z)), contour])
+        return [Stroke(voxels, int(self.label), closed=True)]
+
+    def to_json(self) -> dict[str, Any]:
+        contour = np.asarray(self.contour).reshape(-1, 2).tolist()
+        return {"z": int(self.z), "label": int(self.label), "contour": contour}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Lasso:
+        contour = np.asarray(data["contour"], dtype=np.int64).reshape(-1, 2)
+        return cls(int(data["z"]), contour, int(data["label"]))
 
     def region(self, shape_yx: tuple[int, int]) -> np.ndarray:
         """Boolean (Y, X) mask of the slice: the pixels inside the contour or on it."""
@@ -146,6 +259,16 @@ class Lasso:
             inside = (ys >= 0) & (ys < shape_yx[0]) & (xs >= 0) & (xs < shape_yx[1])
             region[ys[inside], xs[inside]] = True
         return region
+
+
+for _element in (Point, SliceBox, Box3D, Scribble):
+    register_element(_element)
+register_interaction("boundary_slice", cost=1, seconds=3.0)
+register_element(Lasso)
+
+#: the element kinds a :class:`Prompt` stores in their own fields (the accessors models read);
+#: any other registered kind is kept in ``Prompt.extras``
+BUILT_IN_KINDS = ("point", "box2d", "box3d", "scribble", "lasso")
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,6 +350,9 @@ class Prompt:
     #: (source, click regions) pairs, ``fallback:<name>`` where a map handed a region on
     #: (``recorded`` without clicks there)
     click_maps: tuple[tuple[str, int], ...] = ()
+    #: elements of registered kinds other than the built-in five (:data:`BUILT_IN_KINDS`), in
+    #: the order given; ``order`` keys them by kind and index among that kind's extras
+    extras: tuple[PromptElement, ...] = ()
 
     def __post_init__(self) -> None:
         points = _as_points(self.points)
@@ -236,6 +362,7 @@ class Prompt:
         object.__setattr__(self, "scribbles", tuple(self.scribbles))
         object.__setattr__(self, "interactions", tuple(self.interactions))
         object.__setattr__(self, "lassos", tuple(self.lassos))
+        object.__setattr__(self, "extras", _checked_extras(self.extras))
         order = tuple((str(kind), int(key)) for kind, key in self.order)
         if order and sorted(order) != sorted(self._default_order()):
             raise ValueError(f"prompt order {order} does not list each element once")
@@ -268,6 +395,9 @@ class Prompt:
         for index, lasso in enumerate(self.lassos):
             if not 0 <= int(lasso.z) < upper[0]:
                 return f"lasso {index} on slice {lasso.z}"
+        for element in self.extras:
+            if (where := element.outside(tuple(int(v) for v in shape))) is not None:
+                return f"{element.kind} {where}"
         return None
 
     # -- the user's order ---------------------------------------------------------------
@@ -278,6 +408,7 @@ class Prompt:
             + ((("box3d", 0),) if self.box3d is not None else ())
             + tuple(("scribble", i) for i in range(len(self.scribbles)))
             + tuple(("lasso", i) for i in range(len(self.lassos)))
+            + tuple(_extra_keys(self.extras))
         )
 
     def element_order(self) -> tuple[tuple[str, int], ...]:
@@ -300,9 +431,35 @@ class Prompt:
                 out.append((kind, self.box3d))
             elif kind == "scribble":
                 out.append((kind, self.scribbles[key]))
-            else:
+            elif kind == "lasso":
                 out.append((kind, self.lassos[key]))
+            else:
+                out.append((kind, self.elements_of(kind)[key]))
         return out
+
+    def typed_elements(self) -> list[PromptElement]:
+        """The elements in the user's order, as :class:`~intrabench.prompt_elements.PromptElement`
+        objects (:class:`Point`, :class:`SliceBox`, :class:`Box3D`, :class:`Scribble`,
+        :class:`Lasso` and the extras)."""
+        out: list[PromptElement] = []
+        for kind, value in self.elements():
+            if kind == "point":
+                out.append(Point(value[0], value[1]))
+            elif kind == "box2d":
+                out.append(SliceBox(*value))
+            else:
+                out.append(value)
+        return out
+
+    def marks(self) -> list[prompt_elements.Mark]:
+        """How the prompt is drawn: its elements' marks (:mod:`intrabench.prompt_elements`) in
+        the default order (points, 2D boxes by slice, the 3D box, scribbles, lassos, extras),
+        whatever the user's order."""
+        return prompt_elements.marks_of(replace(self, order=()).typed_elements())
+
+    def elements_of(self, kind: str) -> tuple[PromptElement, ...]:
+        """The extras of ``kind`` (a registered kind other than the built-in five), in order."""
+        return tuple(e for e in self.extras if e.kind == kind)
 
     # -- what the prompt contains -------------------------------------------------------
     @property
@@ -320,6 +477,7 @@ class Prompt:
             kinds.add("scribble")
         if self.lassos:
             kinds.add("lasso")
+        kinds.update(element.kind for element in self.extras)
         return frozenset(kinds)
 
     @property
@@ -349,6 +507,8 @@ class Prompt:
         zs |= {int(lasso.z) for lasso in self.lassos}
         if self.box3d is not None:
             zs |= set(range(self.box3d.z_min, self.box3d.z_max + 1))
+        for element in self.extras:
+            zs |= element.slices()
         return sorted(zs)
 
     def on_slice(self, z: int) -> SlicePrompt:
@@ -371,6 +531,7 @@ class Prompt:
             "point": len(self.points),
             "scribble": len(self.scribbles),
             "lasso": len(self.lassos),
+            **{kind: len(self.elements_of(kind)) for kind in {e.kind for e in self.extras}},
         }
         replaced = {("box2d", z) for z in other.boxes}
         if other.box3d is not None:
@@ -388,13 +549,15 @@ class Prompt:
             lassos=self.lassos + other.lassos,
             order=order,
             click_maps=_summed(self.click_maps + other.click_maps),
+            extras=self.extras + other.extras,
         )
 
     def to_json(self) -> str:
         """The prompt's geometry as compact JSON (voxel indices (z, y, x), boxes inclusive):
         ``{"points": [[z, y, x], ...], "labels": [1, 0, ...], "boxes": {"z": [y0, x0, y1, x1]},
         "box3d": [z0, y0, x0, z1, y1, x1] | null, "scribbles": [{"label": 1, "points": [...]}]}``,
-        plus ``"lassos": [{"z": z, "label": 1, "contour": [[y, x], ...]}]`` when there are any.
+        plus ``"lassos": [{"z": z, "label": 1, "contour": [[y, x], ...]}]`` when there are any,
+        and ``"elements": [{"kind": k, ...}]`` (each extra's :meth:`to_json`) when there are any.
         Interactions and the effort label are not part of it (rows carry them)."""
         import json
 
@@ -417,6 +580,8 @@ class Prompt:
                 }
                 for lasso in self.lassos
             ]
+        if self.extras:
+            data["elements"] = [{"kind": e.kind, **e.to_json()} for e in self.extras]
         if self.order and self.order != self._default_order():
             data["order"] = [[kind, key] for kind, key in self.order]
         return json.dumps(data, separators=(",", ":"))
@@ -445,6 +610,10 @@ class Prompt:
                 for lasso in data.get("lassos", [])
             ),
             order=tuple((kind, int(key)) for kind, key in data.get("order", [])),
+            extras=tuple(
+                prompt_elements.element_class(e["kind"]).from_json(e)
+                for e in data.get("elements", [])
+            ),
         )
 
     def summary(self) -> dict[str, Any]:
@@ -459,6 +628,28 @@ class Prompt:
             "n_lassos": len(self.lassos),
             "n_prompted_slices": len(self.slices()),
         }
+
+
+def _checked_extras(extras: Iterable[PromptElement]) -> tuple[PromptElement, ...]:
+    extras = tuple(extras)
+    for element in extras:
+        if not isinstance(element, PromptElement) or element.kind in BUILT_IN_KINDS:
+            raise ValueError(
+                f"a prompt's extras are elements of registered kinds other than "
+                f"{', '.join(BUILT_IN_KINDS)} (those have their own fields); got {element!r}"
+            )
+        prompt_elements.element_class(element.kind)  # registered
+    return extras
+
+
+def _extra_keys(extras: tuple[PromptElement, ...]) -> list[tuple[str, int]]:
+    """(kind, index among that kind's extras) of each extra, in order."""
+    seen: dict[str, int] = {}
+    keys = []
+    for element in extras:
+        keys.append((element.kind, seen.get(element.kind, 0)))
+        seen[element.kind] = seen.get(element.kind, 0) + 1
+    return keys
 
 
 def _summed(pairs: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:

@@ -27,6 +27,7 @@ import pandas as pd
 
 from intrabench.masks import bounding_box, union_of_boxes
 from intrabench.plotting import VIEW_LETTERS, png_bytes, pyplot, radiological
+from intrabench.prompt_elements import BoxMark, Click, Stroke
 from intrabench.types import Prompt
 
 #: marker colours of the prompts (the contours are green: truth, red: prediction)
@@ -61,15 +62,15 @@ def prompt_slices(prompt: Prompt | None) -> Counter:
     """How many parts of ``prompt`` lie on each axial slice z: clicks, 2D boxes, scribble
     voxels (one per scribble and slice), lassos and a 3D box's middle slice."""
     counts: Counter = Counter()
-    if prompt is None:
-        return counts
-    counts.update(int(z) for z in np.asarray(prompt.points).reshape(-1, 3)[:, 0])
-    counts.update(int(z) for z in prompt.boxes)
-    for scribble in prompt.scribbles:
-        counts.update({int(z) for z in np.asarray(scribble.points).reshape(-1, 3)[:, 0]})
-    counts.update(int(lasso.z) for lasso in prompt.lassos)
-    if prompt.box3d is not None:
-        counts[(prompt.box3d.z_min + prompt.box3d.z_max) // 2] += 1
+    for mark in prompt.marks() if prompt is not None else []:
+        if isinstance(mark, Click):
+            counts[int(mark.zyx[0])] += 1
+        elif isinstance(mark, BoxMark):
+            counts[(mark.low[0] + mark.high[0]) // 2 if mark.volume else int(mark.low[0])] += 1
+        elif mark.closed:
+            counts[int(mark.voxels[0, 0])] += 1
+        else:
+            counts.update({int(z) for z in mark.voxels[:, 0]})
     return counts
 
 
@@ -130,6 +131,53 @@ def view_position(
 
 
 # -- drawing --------------------------------------------------------------------------------
+def _draw_click(axis, row_column: tuple[float, float], label: int) -> None:
+    """A click at (row, column): a positive one a blue dot, a negative one a magenta cross."""
+    row, column = row_column
+    if int(label) == 1:
+        axis.plot(
+            column,
+            row,
+            "o",
+            markersize=7,
+            markerfacecolor=POSITIVE,
+            markeredgecolor="white",
+            markeredgewidth=1.0,
+            zorder=6,
+        )
+    else:
+        axis.plot(
+            column,
+            row,
+            "X",
+            markersize=8,
+            markerfacecolor=NEGATIVE,
+            markeredgecolor="white",
+            markeredgewidth=0.8,
+            zorder=6,
+        )
+
+
+def _draw_stroke(
+    axis, stroke: Stroke, fixed: int, plane: int, axes: tuple[int, int], window: list[slice]
+) -> None:
+    """An open stroke as dots where its voxels lie on the plane; a closed one (a loop on one
+    axial slice) as a solid line, in the axial view of its slice only."""
+    color = POSITIVE if int(stroke.label) == 1 else NEGATIVE
+    voxels = np.asarray(stroke.voxels).reshape(-1, 3)
+    if not stroke.closed:
+        voxels = voxels[voxels[:, fixed] == plane]
+        if len(voxels):
+            rows, columns = view_position(voxels.T, *axes, window)
+            axis.plot(columns, rows, ".", markersize=2.5, zorder=5, color=color)
+        return
+    if fixed != 0 or not len(voxels) or int(voxels[0, 0]) != plane:
+        return
+    loop = np.vstack([voxels, voxels[:1]])
+    rows, columns = view_position(loop.T, *axes, window)
+    axis.plot(columns, rows, "-", linewidth=1.4, zorder=5, color=color)
+
+
 def _draw_prompt(
     axis,
     prompt: Prompt,
@@ -143,45 +191,24 @@ def _draw_prompt(
     lie off it."""
     from matplotlib.patches import Rectangle
 
-    points = np.asarray(prompt.points).reshape(-1, 3)
-    labels = np.asarray(prompt.point_labels).reshape(-1)
     off_plane = 0
-    for point, label in zip(points, labels):
-        if int(point[fixed]) != plane:
-            off_plane += 1
-            continue
-        row, column = view_position(point, rows_axis, columns_axis, window)
-        if int(label) == 1:
-            axis.plot(
-                column,
-                row,
-                "o",
-                markersize=7,
-                markerfacecolor=POSITIVE,
-                markeredgecolor="white",
-                markeredgewidth=1.0,
-                zorder=6,
-            )
-        else:
-            axis.plot(
-                column,
-                row,
-                "X",
-                markersize=8,
-                markerfacecolor=NEGATIVE,
-                markeredgecolor="white",
-                markeredgewidth=0.8,
-                zorder=6,
-            )
-    boxes = []  # inclusive (low, high) corners as canonical points
-    if fixed == 0 and plane in prompt.boxes:
-        box = prompt.boxes[plane]
-        boxes.append(((plane, box.y_min, box.x_min), (plane, box.y_max, box.x_max)))
-    cube = prompt.box3d
-    if cube is not None:
-        low, high = (cube.z_min, cube.y_min, cube.x_min), (cube.z_max, cube.y_max, cube.x_max)
-        if low[fixed] <= plane <= high[fixed]:
-            boxes.append((low, high))
+    marks = prompt.marks()
+    for mark in marks:
+        if isinstance(mark, Click):
+            if int(mark.zyx[fixed]) != plane:
+                off_plane += 1
+                continue
+            _draw_click(axis, view_position(mark.zyx, rows_axis, columns_axis, window), mark.label)
+    boxes = [  # inclusive (low, high) corners as canonical points
+        (mark.low, mark.high)
+        for mark in marks
+        if isinstance(mark, BoxMark)
+        and (
+            mark.low[fixed] <= plane <= mark.high[fixed]
+            if mark.volume
+            else fixed == 0 and int(mark.low[0]) == plane
+        )
+    ]
     for low, high in boxes:
         # the high corner is the top-left one in the reversed view
         row, column = view_position(high, rows_axis, columns_axis, window)
@@ -197,34 +224,9 @@ def _draw_prompt(
                 zorder=5,
             )
         )
-    for scribble in prompt.scribbles:
-        voxels = np.asarray(scribble.points).reshape(-1, 3)
-        voxels = voxels[voxels[:, fixed] == plane]
-        if len(voxels):
-            rows, columns = view_position(voxels.T, rows_axis, columns_axis, window)
-            axis.plot(
-                columns,
-                rows,
-                ".",
-                markersize=2.5,
-                zorder=5,
-                color=POSITIVE if int(scribble.label) == 1 else NEGATIVE,
-            )
-    for lasso in prompt.lassos:  # a closed solid line, in the axial view of its slice
-        if fixed != 0 or int(lasso.z) != plane:
-            continue
-        contour = np.asarray(lasso.contour).reshape(-1, 2)
-        loop = np.vstack([contour, contour[:1]])
-        zyx = (np.full(len(loop), plane), loop[:, 0], loop[:, 1])
-        rows, columns = view_position(zyx, rows_axis, columns_axis, window)
-        axis.plot(
-            columns,
-            rows,
-            "-",
-            linewidth=1.4,
-            zorder=5,
-            color=POSITIVE if int(lasso.label) == 1 else NEGATIVE,
-        )
+    for mark in marks:
+        if isinstance(mark, Stroke):
+            _draw_stroke(axis, mark, fixed, plane, (rows_axis, columns_axis), window)
     return off_plane
 
 
@@ -385,7 +387,7 @@ def gallery(
 ) -> tuple[list[GalleryItem], list[str]]:
     """Overlays of the chosen episodes (``chosen`` cases, else :func:`failure_gallery`) and
     notes on what could not be drawn (no saved predictions, a dataset not on this machine)."""
-    from intrabench.io.run_directory import run_config, run_dataset
+    from intrabench.config import run_config, run_dataset
     from intrabench.io.run_paths import MASK_KEYS, mask_file
     from intrabench.io.volume import read_volume
     from intrabench.plotting import configuration_label

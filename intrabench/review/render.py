@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from intrabench.plotting import radiological
+from intrabench.prompt_elements import BoxMark, Click, Stroke
 from intrabench.types import Prompt
 
 #: Most slices a job's slider offers (evenly spaced over the target's extent).
@@ -127,11 +128,16 @@ def prompt_slices(prompt: Prompt) -> Counter:
     a scribble the number of its voxels on the slice (a 3D box is on every slice it spans and
     is not counted)."""
     held: Counter = Counter()
-    held.update(int(p[0]) for p in prompt.points)
-    held.update(int(z) for z in prompt.boxes)
-    for scribble in prompt.scribbles:
-        held.update(np.asarray(scribble.points).reshape(-1, 3)[:, 0].astype(int).tolist())
-    held.update(int(lasso.z) for lasso in prompt.lassos)
+    for mark in prompt.marks():
+        if isinstance(mark, Click):
+            held[int(mark.zyx[0])] += 1
+        elif isinstance(mark, BoxMark):
+            if not mark.volume:
+                held[int(mark.low[0])] += 1
+        elif mark.closed:
+            held[int(mark.voxels[0, 0])] += 1
+        else:
+            held.update(mark.voxels[:, 0].astype(int).tolist())
     return held
 
 
@@ -184,30 +190,34 @@ def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str,
     def flip(y: int, x: int) -> list[int]:
         return [height - 1 - int(y), width - 1 - int(x)]
 
+    marks = prompt.marks()
     clicks = [
-        [*flip(p[1], p[2]), int(label)]
-        for p, label in zip(prompt.points, prompt.point_labels)
-        if int(p[0]) == z
+        [*flip(m.zyx[1], m.zyx[2]), int(m.label)]
+        for m in marks
+        if isinstance(m, Click) and int(m.zyx[0]) == z
     ]
-    boxes = []
-    box = prompt.boxes.get(z)
-    if box is None and prompt.box3d is not None and prompt.box3d.z_min <= z <= prompt.box3d.z_max:
-        box = prompt.box3d.slice_box()
-    if box is not None:
-        a, b = flip(box.y_max, box.x_max), flip(box.y_min, box.x_min)
-        boxes.append([*a, *b])
+    flat = [m for m in marks if isinstance(m, BoxMark) and not m.volume and m.low[0] == z]
+    spanning = [
+        m for m in marks if isinstance(m, BoxMark) and m.volume and m.low[0] <= z <= m.high[0]
+    ]
+    boxes = [  # the 2D box of the slice, else the 3D box's on its z-range
+        [*flip(m.high[1], m.high[2]), *flip(m.low[1], m.low[2])] for m in (flat or spanning)[:1]
+    ]
     strokes = []
-    for scribble in prompt.scribbles:  # its runs of consecutive voxels on this slice
-        points = np.asarray(scribble.points).reshape(-1, 3)
-        on = np.flatnonzero(points[:, 0] == z)
+    for mark in marks:
+        if not isinstance(mark, Stroke):
+            continue
+        points = np.asarray(mark.voxels).reshape(-1, 3)
+        if mark.closed:  # a closed stroke: back to its first vertex
+            if len(points) and int(points[0, 0]) == z:
+                contour = [flip(y, x) for _, y, x in points]
+                strokes.append({"label": int(mark.label), "points": contour + contour[:1]})
+            continue
+        on = np.flatnonzero(points[:, 0] == z)  # its runs of consecutive voxels on this slice
         for run in np.split(on, np.flatnonzero(np.diff(on) > 1) + 1) if on.size else []:
             strokes.append(
-                {"label": int(scribble.label), "points": [flip(y, x) for _, y, x in points[run]]}
+                {"label": int(mark.label), "points": [flip(y, x) for _, y, x in points[run]]}
             )
-    for lasso in prompt.lassos:  # a closed stroke: back to its first vertex
-        if int(lasso.z) == z:
-            contour = [flip(y, x) for y, x in np.asarray(lasso.contour).reshape(-1, 2)]
-            strokes.append({"label": int(lasso.label), "points": contour + contour[:1]})
     return {"clicks": clicks, "boxes": boxes, "strokes": strokes}
 
 

@@ -17,6 +17,9 @@ Defaults and where they come from:
   track's (each IntraBench target is its own episode, so the "proportional to the number of
   objects" rule gives 240 s per target).
 
+The numbers are declared with the interaction kinds (:mod:`intrabench.types`'s element classes,
+:func:`intrabench.prompt_elements.register_interaction`); a registered kind brings its own.
+
 Medical readers are likely slower per interaction than crowd workers on photographs; the
 defaults are a starting point, set them to your readers' in the run config (``time_model:``).
 """
@@ -30,19 +33,15 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from intrabench.errors import UserError
+from intrabench.prompt_elements import HUMAN_SECONDS
 from intrabench.types import INTERACTION_COST
 
 if TYPE_CHECKING:  # imported where used: the run config imports this module (pandas: 0.45 s)
     import pandas as pd
 
-DEFAULT_SECONDS = {
-    "click": 2.4,
-    "box2d": 7.0,
-    "box3d": 13.0,
-    "scribble": 10.9,
-    "boundary_slice": 3.0,
-    "lasso": 10.9,
-}
+#: seconds per interaction kind, by the registered kinds: each prompt element class declares
+#: its ``seconds`` (:mod:`intrabench.prompt_elements`; the sources of the built-in ones above)
+DEFAULT_SECONDS = HUMAN_SECONDS
 
 
 #: the most seconds an interaction, a slice scrolled or a budget per interaction may take (an

@@ -1,0 +1,149 @@
+"""The kinds of things a prompt is made of, registered by kind.
+
+A prompt (:class:`intrabench.types.Prompt`) is an ordered list of typed elements: a point, a 2D
+box, a 3D box, a scribble, a lasso, or any kind registered here. Each element class declares
+its ``kind`` (the name models list in ``accepts``), the ``interaction`` it costs the user (the
+effort table's name), that interaction's ``cost`` (paper section 2.3) and its human
+``seconds`` (the time model's default, :mod:`intrabench.timing.human`), and implements:
+
+* :meth:`PromptElement.slices`: the axial slices it lies on;
+* :meth:`PromptElement.to_json` / :meth:`PromptElement.from_json`: its JSON form;
+* :meth:`PromptElement.marks`: how it is drawn, as :class:`Click`, :class:`BoxMark` and
+  :class:`Stroke` marks in canonical voxel coordinates, which the failure gallery and the
+  review page draw (neither knows the kinds);
+* :meth:`PromptElement.outside`: whether it lies off the image grid.
+
+Array conventions: coordinates are integer voxel indices (z, y, x); boxes are inclusive on both
+ends; labels 1 = positive, 0 = negative.
+
+The built-in kinds are registered by :mod:`intrabench.types` (their classes live there, beside
+``Prompt``), so the tables here are complete once it is imported.
+
+A new kind is one class decorated with :func:`register_element` (plus the models that take it:
+they list the kind in ``accepts`` and read ``prompt.elements_of(kind)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+#: Human effort of one interaction by kind (paper section 2.3), in registration order.
+INTERACTION_COST: dict[str, int] = {}
+#: Default seconds a clinician takes per interaction kind (sources: timing/human.py).
+HUMAN_SECONDS: dict[str, float] = {}
+#: Element class by element kind, in registration order.
+ELEMENT_KINDS: dict[str, type[PromptElement]] = {}
+
+
+@dataclass(frozen=True)
+class Click:
+    """A click mark at voxel ``zyx`` with its ``label``."""
+
+    zyx: tuple[int, int, int]
+    label: int
+
+
+@dataclass(frozen=True)
+class BoxMark:
+    """A box mark, inclusive corners ``low``..``high`` (z, y, x); ``volume``: a 3D box (drawn
+    on every slice it spans), else a box drawn on one axial slice (``low[0] == high[0]``)."""
+
+    low: tuple[int, int, int]
+    high: tuple[int, int, int]
+    volume: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Stroke:
+    """A stroke mark: ``voxels`` (K, 3) int (z, y, x) in drawing order with its ``label``;
+    ``closed``: a loop on one axial slice (drawn as a line back to its start), else a freehand
+    polyline (drawn as dots where its voxels lie)."""
+
+    voxels: np.ndarray
+    label: int
+    closed: bool = False
+
+
+Mark = Click | BoxMark | Stroke
+
+
+class PromptElement:
+    """One element of a prompt. Subclasses set the class attributes and implement the
+    methods; see the module's docstring."""
+
+    kind: ClassVar[str]
+    interaction: ClassVar[str]
+    cost: ClassVar[int]
+    seconds: ClassVar[float]
+
+    def slices(self) -> set[int]:
+        """Axial slice indices z the element lies on."""
+        raise NotImplementedError
+
+    def marks(self) -> list[Mark]:
+        """How the element is drawn (canonical voxel coordinates)."""
+        raise NotImplementedError
+
+    def to_json(self) -> dict[str, Any]:
+        """The element as a JSON-able dict (without its kind)."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PromptElement:
+        """The element written by :meth:`to_json`."""
+        raise NotImplementedError
+
+    def outside(self, shape: tuple[int, ...]) -> str | None:
+        """A description of the part of the element off the (z, y, x) grid ``shape``, or None."""
+        return None
+
+
+def register_interaction(name: str, cost: int, seconds: float) -> None:
+    """Declare an interaction kind with its effort ``cost`` and default human ``seconds``
+    (one not tied to a prompt element, as choosing a boundary slice)."""
+    if int(cost) < 0 or float(seconds) < 0:
+        raise ValueError(f"interaction '{name}': cost and seconds must be >= 0")
+    known = INTERACTION_COST.get(name)
+    if known is not None and known != int(cost):
+        raise ValueError(f"interaction '{name}' is registered with cost {known}, not {cost}")
+    INTERACTION_COST[name] = int(cost)
+    HUMAN_SECONDS.setdefault(name, float(seconds))
+
+
+def register_element(cls: type[PromptElement]) -> type[PromptElement]:
+    """Class decorator: register a :class:`PromptElement` subclass under its ``kind``."""
+    for attribute in ("kind", "interaction", "cost", "seconds"):
+        if not hasattr(cls, attribute):
+            raise TypeError(f"prompt element {cls.__name__} has no '{attribute}'")
+    if cls.kind in ELEMENT_KINDS and ELEMENT_KINDS[cls.kind] is not cls:
+        raise ValueError(f"prompt element kind '{cls.kind}' is already registered")
+    register_interaction(cls.interaction, cls.cost, cls.seconds)
+    ELEMENT_KINDS[cls.kind] = cls
+    return cls
+
+
+def unregister_element(kind: str) -> None:
+    """Remove a registered kind (and its interaction when no other kind uses it); for tests."""
+    cls = ELEMENT_KINDS.pop(kind)
+    if all(other.interaction != cls.interaction for other in ELEMENT_KINDS.values()):
+        INTERACTION_COST.pop(cls.interaction, None)
+        HUMAN_SECONDS.pop(cls.interaction, None)
+
+
+def element_class(kind: str) -> type[PromptElement]:
+    """The class registered for ``kind``; ValueError naming the registered kinds."""
+    try:
+        return ELEMENT_KINDS[kind]
+    except KeyError:
+        raise ValueError(
+            f"unknown prompt element kind '{kind}' (registered: {', '.join(ELEMENT_KINDS)})"
+        ) from None
+
+
+def marks_of(elements: Iterable[PromptElement]) -> list[Mark]:
+    """Every mark of ``elements``, in order."""
+    return [mark for element in elements for mark in element.marks()]
