@@ -29,15 +29,20 @@ def cmd_session_serve(args: argparse.Namespace) -> int:
     """
     from pathlib import Path
 
-    from intrabench.people.sessions.live import LiveSession, session_header
+    from intrabench.errors import UserError
+    from intrabench.people.sessions.live import SAFE_NAME, LiveSession, session_header
     from intrabench.people.sessions.server import SessionServer
     from intrabench.people.sessions.setup import build_model, load_target
 
     params = _json_object(args.params, "--params")
     dataset_params = _json_object(args.dataset_params, "--dataset-params")
-    case, target = load_target(args.dataset, dataset_params, args.case, args.target)
     default_id = re.sub(r"[^A-Za-z0-9._-]", "-", f"{args.rater}_{args.case}_{args.target}")
     session_id = args.session or default_id.lstrip("._-")
+    if not SAFE_NAME.match(session_id):
+        raise UserError(
+            f"session id {session_id[:80]!r}: use letters, digits, '.', '_' and '-' only"
+        )
+    case, target = load_target(args.dataset, dataset_params, args.case, args.target)
     print(f"loading {args.model} ...", file=sys.stderr)
     runs_in = _json_object(args.runs_in, "--runs-in") if args.runs_in else None
     model = build_model(args.model, params, runs_in)

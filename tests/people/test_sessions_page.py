@@ -238,3 +238,57 @@ def test_mobilesam_click_in_chromium(tmp_path, centre):
     (event,) = read_session(server.session.writer.path).effective_interactions()
     assert event["geometry"] == {"zyx": [z, y, x], "positive": True}
     assert event["mask"]["bbox"] != [0] * 6 and timing["seconds"] >= timing["model_s"]
+
+
+def drag(driver, points: list[tuple[int, int]]) -> None:
+    """A left-button drag through voxels (y, x) of the shown slice."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    canvas = driver.find_element(By.ID, "canvas")
+    scale, width, height = driver.execute_script(
+        "const c = document.getElementById('canvas'); return [scale, c.width, c.height]"
+    )
+    offsets = [((x + 0.5) * scale - width / 2, (y + 0.5) * scale - height / 2) for y, x in points]
+    chain = ActionChains(driver).move_to_element_with_offset(canvas, *map(int, offsets[0]))
+    chain.click_and_hold()
+    for (x0, y0), (x1, y1) in zip(offsets, offsets[1:]):
+        chain.move_by_offset(int(x1) - int(x0), int(y1) - int(y0))
+    chain.release().perform()
+
+
+@pytest.mark.browser
+def test_boxes_and_scribble_in_chromium(tmp_path, centre):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    server = serve(tmp_path, "random-walker-2d", "boxes")
+    driver = chromium()
+    z, y, x = centre
+    try:
+        driver.get(server.url)
+        wait(lambda: body(driver, "ready"))
+        ActionChains(driver).send_keys("2").perform()  # the box tool
+        drag(driver, [(y - 4, x - 5), (y + 3, x + 6)])
+        wait(lambda: body(driver, "shown") == "1")
+        ActionChains(driver).send_keys("3").perform()  # a 3D box: drawn here, ended a slice up
+        drag(driver, [(y - 6, x - 6), (y + 6, x + 6)])
+        ActionChains(driver).send_keys(Keys.ARROW_UP).perform()
+        wait(lambda: body(driver, "slice") == str(z + 1))
+        ActionChains(driver).send_keys("e").perform()
+        wait(lambda: body(driver, "shown") == "2")
+        ActionChains(driver).send_keys("4", "x").perform()  # a negative scribble
+        drag(driver, [(2, 2), (2, 6), (5, 6)])
+        wait(lambda: body(driver, "shown") == "3")
+    finally:
+        driver.quit()
+        server.shutdown()
+    session = read_session(server.session.writer.path)
+    box2d, box3d, scribble = session.effective_interactions()
+    assert box2d["kind"] == "box2d"
+    assert box2d["geometry"] == {"slice": z, "y0": y - 4, "x0": x - 5, "y1": y + 3, "x1": x + 6}
+    assert box3d["geometry"] == {"zyx0": [z, y - 6, x - 6], "zyx1": [z + 1, y + 6, x + 6]}
+    assert scribble["kind"] == "scribble" and scribble["geometry"]["positive"] is False
+    points = scribble["geometry"]["points"]
+    assert points[0] == [2, 2] and points[-1] == [5, 6] and [2, 6] in points
+    assert session.masks()[0][z].sum() > 0 and session.masks()[1][z + 1].sum() > 0
