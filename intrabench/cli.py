@@ -121,7 +121,11 @@ def _register_command_modules(
     for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
         if module.name.startswith("_") or module.name == "run":  # helpers; run: registered first
             continue
-        importlib.import_module(f"intrabench.commands.{module.name}").register(commands, groups)
+        register = getattr(
+            importlib.import_module(f"intrabench.commands.{module.name}"), "register", None
+        )
+        if register is not None:  # a module without one holds what its command's module uses
+            register(commands, groups)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from intrabench import registry
 from intrabench.errors import ConfigError, one_line_cause, quoted
@@ -35,6 +43,10 @@ from intrabench.safe_yaml import (  # noqa: F401 - re-exported: the config's YAM
 from intrabench.serving.spec import RunsIn
 from intrabench.timing.human import TimeModel
 from intrabench.wording import listed
+
+#: a model's parameters that say how it runs, never what it computes: under a model's
+#: ``runtime:`` they stay out of its key (the machine's device does not name its units)
+RUNTIME_PARAMS = frozenset({"device", "backend", "batch_size", "threads"})
 
 
 class ComponentSpec(BaseModel):
@@ -63,6 +75,11 @@ class ComponentSpec(BaseModel):
                 value = {k: v for k, v in value.items() if k in known}
                 value["params"] = {**value.get("params", {}), **extra}
         return value
+
+    @property
+    def build_params(self) -> dict[str, Any]:
+        """What the component's constructor gets (a model's runtime too: :class:`ModelSpec`)."""
+        return dict(self.params)
 
     @property
     def key(self) -> str:
@@ -104,6 +121,42 @@ class ModelSpec(ComponentSpec):
     #: run the model outside this process: in another environment, a container or a server
     #: (docs/adding-a-model.md, "Your model in its own environment"); not part of its key
     runs_in: RunsIn | None = None
+    #: how the model runs on this machine (device, backend, batch_size, threads): given to
+    #: its constructor with its params, but not part of its key, its units' keys or the
+    #: recorded config, so a run folder resumes on another machine (docs/scaling.md)
+    runtime: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("runtime")
+    @classmethod
+    def _runtime_parameters_only(cls, value: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(value) - RUNTIME_PARAMS)
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown)}: not a runtime parameter ({', '.join(sorted(RUNTIME_PARAMS))}"
+                "); a parameter that can change the results goes beside the name"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _runtime_apart_from_params(self) -> ModelSpec:
+        both = sorted(set(self.runtime) & set(self.params))
+        if both:
+            raise ValueError(f"{', '.join(both)}: given both beside the name and under runtime")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_empty_runtime(self, handler: Any) -> dict[str, Any]:
+        """The mapping of the spec; ``runtime`` only when it holds something, so configs
+        recorded before it existed compare equal."""
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("runtime"):
+            data.pop("runtime", None)
+        return data
+
+    @property
+    def build_params(self) -> dict[str, Any]:
+        """What the model's constructor gets: its params and its runtime."""
+        return {**self.params, **self.runtime}
 
 
 class RefinerSpec(ComponentSpec):
@@ -284,6 +337,12 @@ class RunConfig(BaseModel):
             )
         return value
 
+    def without_runtime(self) -> RunConfig:
+        """This config with every model's ``runtime`` left out: what identifies the run (its
+        recorded config, compared when a run folder is resumed)."""
+        models = [spec.model_copy(update={"runtime": {}}) for spec in self.models]
+        return self.model_copy(update={"models": models})
+
     def import_modules(self) -> None:
         """Import the config's ``imports:`` modules, which register plugin components.
 
@@ -344,7 +403,7 @@ class RunConfig(BaseModel):
 
                 register_served(spec)  # a model installed only where it runs
             if not getattr(registry.models.get(spec.name), "served_facts", None):
-                registry.models.check_params(spec.name, spec.params)
+                registry.models.check_params(spec.name, spec.build_params)
             unknown = [name for name in spec.datasets or [] if name not in dataset_keys]
             if unknown:
                 raise ConfigError(

@@ -94,7 +94,7 @@ def print_dry_run(config: RunConfig, out: Path, extend: bool = False) -> int:
 
     try:
         check_output_directory(out)
-        check_same_run(out, config, extend=extend)
+        check_same_run(out, config.without_runtime(), extend=extend)
     except UserError as refusal:
         print(f"warning: the run would stop here: {refusal}")
     datasets = {

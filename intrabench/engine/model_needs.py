@@ -22,7 +22,7 @@ def unmet_needs(units: list[Any], datasets: dict[str, Any]) -> list[str]:
     missing: dict[tuple[str, str], list[str]] = {}
     for unit in units:
         model = registry.models.get(unit.model.name)
-        if not model.needs_modality(dict(unit.model.params)):
+        if not model.needs_modality(unit.model.build_params):
             continue
         declared = datasets[unit.dataset.key].declared_modality(unit.case_id)
         if declared == "":

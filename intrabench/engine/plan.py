@@ -273,7 +273,7 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                     )
                     continue
                 prompter_cls = registry.prompters.get(prompter_spec.name)
-                reason = incompatibility(model_cls, prompter_cls, params=model_spec.params)
+                reason = incompatibility(model_cls, prompter_cls, params=model_spec.build_params)
                 if reason:
                     plan.skipped.append(
                         {
@@ -307,7 +307,7 @@ def make_plan(config: RunConfig, datasets: dict[str, Dataset]) -> Plan:
                         model_cls,
                         None,
                         registry.refiners.get(refiner_spec.name),
-                        params=model_spec.params,
+                        params=model_spec.build_params,
                     )
                     if refiner_reason:
                         plan.skipped.append(

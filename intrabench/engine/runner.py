@@ -129,7 +129,8 @@ class Runner:
             raise
 
     def _plan_pending(self, executor: str) -> tuple[Plan, list[list[WorkUnit]]]:
-        check_same_run(self.run_dir, self.config, extend=self.extend)
+        identity = self.config.without_runtime()  # the machine's runtime does not name the run
+        check_same_run(self.run_dir, identity, extend=self.extend)
         plan = self.plan()
         from intrabench.engine.model_needs import unmet_needs
 
@@ -138,7 +139,7 @@ class Runner:
         unmet = unmet_needs([u for u in plan.units if not self.store.is_done(u.key)], self.datasets)
         if unmet:  # before a model is built or a unit fails for it
             raise ConfigError("; ".join(unmet))
-        config_text = yaml.safe_dump(self.config.model_dump(mode="json"), sort_keys=False)
+        config_text = yaml.safe_dump(identity.model_dump(mode="json"), sort_keys=False)
         keys = [u.key for u in plan.units]  # what results are this run's
         from intrabench.evaluation.metric_registry import metric_names
 

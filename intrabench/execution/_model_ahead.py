@@ -49,7 +49,7 @@ def room_for_both(current: Any, following: Any) -> bool:
     """Whether the model of spec ``following`` may be built while the model of ``current``
     computes (see the module's docstring)."""
     for spec in (current, following):
-        if not registry.models.get(spec.name).forward_frees_cpu(dict(spec.params)):
+        if not registry.models.get(spec.name).forward_frees_cpu(spec.build_params):
             return False
     share = device_memory_free_share()
     return share is None or share >= FREE_SHARE

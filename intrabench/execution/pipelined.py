@@ -269,7 +269,7 @@ class PipelinedExecutor:
         if identity == (current.dataset.key, current.case_id):
             return
         if self.set_up_ahead is None and not type(model).forward_frees_cpu(
-            dict(current.model.params)
+            current.model.build_params
         ):
             return
         image_of = self._image_of(following)

@@ -61,7 +61,7 @@ def default_reader_workers(sharing: int = 1) -> int:
 def models_free_cpu(config: RunConfig) -> bool:
     """Whether every model of ``config`` computes its forward passes off the CPU."""
     return bool(config.models) and all(
-        registry.models.get(spec.name).forward_frees_cpu(dict(spec.params))
+        registry.models.get(spec.name).forward_frees_cpu(spec.build_params)
         for spec in config.models
     )
 

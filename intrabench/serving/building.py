@@ -22,10 +22,10 @@ def build_model(spec: ModelSpec) -> Model:
 
     runs_in = getattr(spec, "runs_in", None)
     if runs_in is None:
-        return registry.models.create(spec.name, spec.params)
+        return registry.models.create(spec.name, spec.build_params)
     from intrabench.serving.client import served_class
 
-    return served_class(spec.name, model_facts(spec))(spec.params, runs_in)
+    return served_class(spec.name, model_facts(spec))(spec.build_params, runs_in)
 
 
 def model_facts(spec: ModelSpec) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def model_facts(spec: ModelSpec) -> dict[str, Any]:
     cls = registry.models.get(spec.name)
     if issubclass(cls, ServedModel):
         return dict(cls.served_facts)
-    params = dict(spec.params)
+    params = dict(spec.build_params)
     return {
         "dimension": int(cls.dimension),
         "accepts": sorted(model_accepts(cls, params)),
