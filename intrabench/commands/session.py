@@ -47,7 +47,15 @@ def cmd_session_serve(args: argparse.Namespace) -> int:
     runs_in = _json_object(args.runs_in, "--runs-in") if args.runs_in else None
     model = build_model(args.model, params, runs_in)
     header = session_header(
-        session_id, args.rater, args.dataset, case, target, args.model, params, dataset_params
+        session_id,
+        args.rater,
+        args.dataset,
+        case,
+        target,
+        args.model,
+        params,
+        dataset_params,
+        shows_dice=args.show_dice,
     )
     session = LiveSession.open(
         Path(args.out), case, target, model, session_id=session_id, header=header
@@ -118,6 +126,12 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     serve.add_argument("--rater", required=True, help="who segments")
     serve.add_argument("--out", required=True, help="folder of the study (logs in sessions/)")
     serve.add_argument("--session", help="session id (default RATER_CASE_TARGET; resumes)")
+    serve.add_argument(
+        "--show-dice",
+        action="store_true",
+        help="show the person the Dice against the reference after each step (a protocol "
+        "that asks for it; default: never shown, the log's header says which)",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1 (this machine)")
     serve.add_argument("--port", type=int, default=8770, help="default 8770 (0: any free)")
     serve.set_defaults(func=cmd_session_serve)

@@ -12,6 +12,7 @@ import pytest
 
 from intrabench.cli import main
 from intrabench.evaluation.metrics import dice
+from intrabench.people.session_log import read_session
 from intrabench.people.sessions.importing import import_sessions
 from intrabench.people.sessions.live import LiveSession, session_header
 from intrabench.people.sessions.setup import build_model, load_target
@@ -128,3 +129,28 @@ def test_huge_file_and_nothing_importable(tmp_path, case_target, capsys):
     code = main(["session", "import", str(tmp_path / "bad.jsonl"), "--to", str(tmp_path / "o")])
     assert code == 2
     assert "error: no session imported (1 file refused, listed above)" in capsys.readouterr().err
+
+
+def test_dice_shown_only_when_the_protocol_asks(tmp_path, case_target):
+    case, target = case_target
+    reference = case.label == target.label_value
+    z, y, x = [(s.start + s.stop - 1) // 2 for s in case.target_box(target)]
+    answers = {}
+    for shows in (False, True):
+        header = session_header(
+            f"d{int(shows)}", "bot", "demo-real", case, target, "region-growing-3d", {}, {},
+            shows_dice=shows,
+        )  # fmt: skip
+        session = LiveSession.open(
+            tmp_path, case, target, build_model("region-growing-3d", {}),
+            session_id=f"d{int(shows)}", header=header,
+        )  # fmt: skip
+        answers[shows] = session.interact("point", {"zyx": [z, y, x], "positive": True}, None)
+        answers[shows, "state"] = session.state()
+        session.writer.close()
+    assert "dice" not in answers[False] and "dice" not in answers[False, "state"]
+    expected = round(dice(session.mask, reference), 4)
+    assert answers[True]["dice"] == expected == answers[True, "state"]["dice"] > 0.3
+    assert read_session(tmp_path / "sessions" / "d1.jsonl").header["protocol"] == {
+        "shows_dice": True
+    }

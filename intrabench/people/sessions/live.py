@@ -179,6 +179,11 @@ class LiveSession:
             "encoded": sorted(self.encoder.encoded),
             "window": default_window(self.case.image.array),
             "shows_dice": bool(header["protocol"].get("shows_dice")),
+            **(
+                {"dice": self._with_dice({})["dice"]}
+                if self.steps and header["protocol"].get("shows_dice")
+                else {}
+            ),
         }
 
     def start_slice(self) -> int:
@@ -225,7 +230,8 @@ class LiveSession:
             kind, geometry, prediction.mask, latency_s=latency, shown_at=shown_at, t=t
         )
         self.steps.append(Step(kind, geometry, prompt, prediction))
-        return {"step": len(self.steps), "latency_s": event["latency_s"], "mask": event["mask"]}
+        done = {"step": len(self.steps), "latency_s": event["latency_s"], "mask": event["mask"]}
+        return self._with_dice(done)
 
     def undo(self) -> dict[str, Any]:
         """Undo the last interaction and log it.
@@ -242,7 +248,7 @@ class LiveSession:
             raise UserError("nothing to undo")
         self.writer.undo()
         self.steps.pop()
-        return {"step": len(self.steps), "mask": encode_mask(self.mask)}
+        return self._with_dice({"step": len(self.steps), "mask": encode_mask(self.mask)})
 
     def accept(self) -> dict[str, Any]:
         """Accept the current mask and log it (once; accepting again changes nothing).
@@ -259,6 +265,16 @@ class LiveSession:
             self.writer.accept()
             self.accepted = True
         return {"step": len(self.steps), "accepted": True}
+
+    def _with_dice(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """``answer`` with the current mask's Dice against the reference, only when the
+        session's protocol shows it (``shows_dice``); never otherwise."""
+        if self.writer.header["protocol"].get("shows_dice"):
+            from intrabench.evaluation.metrics import dice
+
+            reference = np.asarray(self.case.label) == self.target.label_value
+            answer["dice"] = round(float(dice(self.mask, reference)), 4)
+        return answer
 
     # -- the model -----------------------------------------------------------------------
     def _predict(self, new: Prompt) -> tuple[Prompt, Prediction]:
