@@ -79,8 +79,8 @@ def _render_tasks(
     run_dir: Path, tasks: pd.DataFrame, collection: str, out: Path, progress: bool
 ) -> list[dict]:
     """Write one script per task; returns the manifest's entries, in ``tasks``' order."""
+    from intrabench.config import run_config, run_dataset
     from intrabench.io.results import atomic_write_text
-    from intrabench.io.run_directory import run_config, run_dataset
     from intrabench.io.volume import read_volume
     from intrabench.modality import looks_like_ct
 
