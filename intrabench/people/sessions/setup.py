@@ -50,7 +50,8 @@ def build_model(
             first = error.errors()[0]
             place = ".".join(str(p) for p in first["loc"]) or "runs_in"
             raise ConfigError(f"--runs-in: {place}: {first['msg']}") from None
-    spec = SimpleNamespace(name=name, params=dict(params or {}), runs_in=where)
+    given = dict(params or {})
+    spec = SimpleNamespace(name=name, params=given, build_params=given, runs_in=where)
     if where is not None:
         building.register_served(spec)
     model = building.build_model(spec)
