@@ -56,6 +56,9 @@ class RecordedPrompter(Prompter):
     name: ClassVar[str] = "recorded"
     dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
     kinds: ClassVar[frozenset[str]] = frozenset()  # whatever the person did
+    #: it replays what a person did: a simulated user's properties (clicks on the error,
+    #: seeded draws) are not promised, and it needs a session file
+    replays_people: ClassVar[bool] = True
     effort_rule: ClassVar[str] = "as recorded: click 1, 2D box 2, 3D box 3, scribble 3, lasso 3"
 
     def __init__(
@@ -93,6 +96,9 @@ class RecordedCorrections(Refiner):
     name: ClassVar[str] = "recorded"
     dimensions: ClassVar[frozenset[int]] = frozenset({2, 3})
     kinds: ClassVar[frozenset[str]] = frozenset()
+    #: it replays what a person did: a simulated user's properties (clicks on the error,
+    #: seeded draws) are not promised, and it needs a session file
+    replays_people: ClassVar[bool] = True
     effort_rule: ClassVar[str] = "as recorded: click 1, 2D box 2, 3D box 3, scribble 3, lasso 3"
 
     def __init__(

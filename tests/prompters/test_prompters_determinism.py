@@ -13,6 +13,7 @@ from prompter_testkit import (
     refine_context,
     sphere_mask,
 )
+from simulated_users import simulated
 
 from intrabench import registry
 from intrabench.types import Prompt
@@ -46,7 +47,7 @@ def _refine(name: str, seed: int, dimension: int) -> Prompt:
     )
 
 
-@pytest.mark.parametrize("name", registry.prompters.names())
+@pytest.mark.parametrize("name", simulated(registry.prompters))
 def test_initial_prompts_are_reproducible(name):
     assert _signature(_initial(name, 7)) == _signature(_initial(name, 7))
 
@@ -59,7 +60,7 @@ def test_random_prompters_depend_on_the_seed(name):
     assert len({repr(_signature(_initial(name, seed))) for seed in range(6)}) > 1
 
 
-@pytest.mark.parametrize("name", registry.refiners.names())
+@pytest.mark.parametrize("name", simulated(registry.refiners))
 def test_refinements_are_reproducible(name):
     dimension = min(registry.refiners.get(name).dimensions)
     assert _signature(_refine(name, 3, dimension)) == _signature(_refine(name, 3, dimension))
@@ -78,9 +79,9 @@ def test_no_component_touches_the_global_random_state():
     random.seed(123)
     numpy_state = np.random.get_state()[1].copy()
     python_state = random.getstate()
-    for name in registry.prompters.names():
+    for name in simulated(registry.prompters):
         _initial(name, 1)
-    for name in registry.refiners.names():
+    for name in simulated(registry.refiners):
         for dimension in sorted(registry.refiners.get(name).dimensions):
             _refine(name, 1, dimension)
     assert np.array_equal(np.random.get_state()[1], numpy_state)

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from prompter_testkit import ScriptedSliceModel, box_mask, prompt_context, refine_context
+from simulated_users import simulated
 
 from intrabench import registry
 from intrabench.types import Prompt
@@ -130,7 +131,7 @@ def test_seed_boxes_of_box_interpolation_contain_their_slice(gt):
         )
 
 
-@pytest.mark.parametrize("name", registry.refiners.names())
+@pytest.mark.parametrize("name", simulated(registry.refiners))
 @pytest.mark.parametrize("dimension", [2, 3])
 @PROPERTY_SETTINGS
 @given(pair=mask_pairs)
@@ -186,7 +187,7 @@ def test_awkward_targets_get_valid_prompts(name, params, case):
 
 
 @pytest.mark.parametrize("case", sorted(AWKWARD))
-@pytest.mark.parametrize("name", registry.refiners.names())
+@pytest.mark.parametrize("name", simulated(registry.refiners))
 def test_awkward_errors_get_valid_corrections(name, case):
     gt = AWKWARD[case]
     for prediction in (np.zeros_like(gt), ~gt, np.roll(gt, 1, axis=2)):

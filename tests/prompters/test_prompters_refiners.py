@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from prompter_testkit import box_mask, points_set, refine_context
+from simulated_users import simulated
 
 from intrabench import registry
 from intrabench.types import Prompt
@@ -16,7 +17,7 @@ def make(name: str, **params):
     return registry.refiners.create(name, params)
 
 
-@pytest.mark.parametrize("name", registry.refiners.names())
+@pytest.mark.parametrize("name", simulated(registry.refiners))
 def test_a_perfect_prediction_gets_no_correction(name):
     gt = box_mask(SHAPE, (2, 10, 10), (4, 14, 14))
     assert make(name).refine(refine_context(gt, gt.copy())) is None
