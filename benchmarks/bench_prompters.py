@@ -20,8 +20,8 @@ import time
 import numpy as np
 
 from intrabench import registry
-from intrabench.engine.seeding import derive_rng
 from intrabench.interfaces import PromptContext, RefineContext
+from intrabench.seeding import derive_rng
 from intrabench.types import SlicePrompt
 
 

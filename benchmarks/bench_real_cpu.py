@@ -119,7 +119,7 @@ class PlainCase:
     slice costs the prompt encoder and mask decoder only."""
 
     def __init__(self, case, net, device: str = "cpu", careful: bool = False) -> None:
-        from intrabench.io.slice_view import SliceView
+        from intrabench.models.sam_family._slice_view import SliceView
         from intrabench.models.sam_family.litemedsam import IMAGE_SIZE, volume_intensity_bounds
 
         self.case, self.net = case, net
@@ -201,8 +201,8 @@ def plain_loop(
     import torch
 
     from intrabench import registry
-    from intrabench.engine.seeding import derive_rng
     from intrabench.interfaces import PromptContext
+    from intrabench.seeding import derive_rng
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
     warnings.simplefilter("ignore")

@@ -117,7 +117,7 @@ class FolderDataset(Dataset):
         if not path.is_file():
             raise UserError(f"dataset spec not found: {path}")
         try:
-            from intrabench.config import read_yaml
+            from intrabench.safe_yaml import read_yaml
 
             data: Any = read_yaml(path.read_text(), str(path))
         except yaml.YAMLError as error:

@@ -12,10 +12,10 @@ from typing import ClassVar
 import numpy as np
 from scipy import ndimage
 
-from intrabench.engine.seeding import derive_rng
 from intrabench.interfaces import Dataset
 from intrabench.io.volume import ImageGeometry, Volume
 from intrabench.registry import datasets
+from intrabench.seeding import derive_rng
 from intrabench.types import Case, Target
 
 #: lesions keep this many voxels (6-connected steps) apart

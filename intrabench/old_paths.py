@@ -35,6 +35,7 @@ _MODELS = {
         "_litemedsam_device_input",
         "_numpy_interpolate",
         "_slice_intensity",
+        "_encoder_speed",
     ),
     "volumetric": (
         "sam_med3d",
@@ -50,7 +51,6 @@ _MODELS = {
     "classical": ("random_walker_2d", "random_walker_3d", "region_growing_3d", "_classical"),
     "runtime": (
         "_encoder_backends",
-        "_encoder_speed",
         "_exports_ahead",
         "_openvino_compiled",
         "_precision",
@@ -72,6 +72,9 @@ MOVED: dict[str, str] = {
     "intrabench.flops": "intrabench.testing.flops",
     "intrabench.clicks.maps": "intrabench.prompters.clickability",
     "intrabench.protocols": "intrabench.interfaces",
+    "intrabench.engine.seeding": "intrabench.seeding",
+    "intrabench.io.slice_view": "intrabench.models.sam_family._slice_view",
+    "intrabench.datasets.verify": "intrabench.commands.datasets_verify",
 }
 
 

@@ -42,11 +42,30 @@ FORBIDDEN = {
 COMPONENTS = ("intrabench.models", "intrabench.prompters", "intrabench.datasets")
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_nodes(source: str) -> list[ast.AST]:
+    """Every node of ``source``'s syntax tree but those under ``if TYPE_CHECKING:``: an import
+    there never runs (it names a type for annotations), every other one counts, inside
+    functions too."""
+    tree = ast.parse(source)
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                skipped.update(id(inner) for inner in ast.walk(child))
+    return [node for node in ast.walk(tree) if id(node) not in skipped]
+
+
 def imported_modules(source: str, module: str) -> set[str]:
     """Absolute names of every module ``source`` (the module ``module``) imports."""
     names: set[str] = set()
     package = module.rsplit(".", 1)[0]
-    for node in ast.walk(ast.parse(source)):
+    for node in runtime_nodes(source):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -173,7 +192,7 @@ def import_graph(modules: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
     for name, (source, is_package) in modules.items():
         package = name if is_package else name.rsplit(".", 1)[0]
         found: set[str] = set()
-        for node in ast.walk(ast.parse(source)):
+        for node in runtime_nodes(source):
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -263,4 +282,170 @@ def test_the_circle_check_finds_planted_circles():
     assert circles(import_graph(planted)) == [
         ["intrabench.a", "intrabench.b", "intrabench.c"],
         ["intrabench.models.x", "intrabench.models.y"],
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# The components (models/, prompters/, datasets/): what of the core they may import
+# --------------------------------------------------------------------------------------
+
+#: the core a component may import: the vocabulary it implements (types, interfaces,
+#: registry, errors), the low rooms (io: volumes and checkpoints; masks: boxes, components,
+#: distances; seeding; safe_yaml) and small facts (device, modality, model cards, wording).
+#: Never what runs or reports a benchmark (engine, execution, config, evaluation, features,
+#: reports, the command line), and never another component package.
+COMPONENT_CORE = (
+    "intrabench",  # the package itself (its version)
+    "intrabench.device",
+    "intrabench.errors",
+    "intrabench.interfaces",
+    "intrabench.io",
+    "intrabench.masks",
+    "intrabench.modality",
+    "intrabench.model_cards",
+    "intrabench.registry",
+    "intrabench.safe_yaml",
+    "intrabench.seeding",
+    "intrabench.types",
+    "intrabench.wording",
+)
+#: more for one component package: the simulated user draws on where people click
+#: (clickability maps) and replays what people did
+COMPONENT_EXTRA = {
+    "intrabench.prompters": (
+        "intrabench.clicks.base",
+        "intrabench.clicks.observed",
+        "intrabench.people.replay",
+        "intrabench.people.session_log",
+    ),
+}
+
+
+def _within(name: str, part: str) -> bool:
+    return name == part or name.startswith(part + ".")
+
+
+def component_violations(graph: dict[str, set[str]]) -> list[str]:
+    """'importer -> imported' for every import of a component module outside its own
+    package and the allowed core (``graph``: :func:`import_graph`)."""
+    found = set()
+    for module, imported in graph.items():
+        own = next((c for c in COMPONENTS if _within(module, c)), None)
+        if own is None:
+            continue
+        allowed = COMPONENT_EXTRA.get(own, ())
+        for name in imported:
+            if _within(name, own) or name in allowed:
+                continue
+            if name == "intrabench" or any(
+                _within(name, part) for part in COMPONENT_CORE if part != "intrabench"
+            ):
+                continue
+            found.add(f"{module} -> {name}")
+    return sorted(found)
+
+
+def test_components_import_only_the_allowed_core():
+    graph = import_graph(installed_modules())
+    assert "intrabench.models.sam_family.litemedsam" in graph
+    assert "intrabench.prompters.clickability.uniform" in graph
+    assert component_violations(graph) == []
+
+
+def test_the_component_check_finds_planted_violations():
+    planted = {
+        "intrabench.models.sam_family.x": (
+            "def f():\n    from intrabench.config import y\n",
+            False,
+        ),
+        "intrabench.datasets.y": ("from intrabench.engine.plan import make_plan\n", False),
+        "intrabench.prompters.z": ("from intrabench.models.sam_family import x\n", False),
+        "intrabench.prompters.ok": (
+            "from intrabench.clicks.base import B\nfrom intrabench.masks import m\n",
+            False,
+        ),
+        "intrabench.datasets.typed": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from intrabench.engine.plan import WorkUnit\n",
+            False,
+        ),
+        "intrabench.config": ("", False),
+        "intrabench.engine.plan": ("", False),
+        "intrabench.clicks.base": ("", False),
+        "intrabench.masks": ("", True),
+    }
+    assert component_violations(import_graph(planted)) == [
+        "intrabench.datasets.y -> intrabench.engine.plan",
+        "intrabench.models.sam_family.x -> intrabench.config",
+        "intrabench.prompters.z -> intrabench.models.sam_family.x",
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# No loops between folders
+# --------------------------------------------------------------------------------------
+
+
+def folder_of(module: str) -> str:
+    """The node ``module`` belongs to in the folder graph: a folder of the core
+    (``intrabench.engine``) or a top-level module of it (``intrabench.types``: the core's
+    root also holds the entry, which imports everything); a component package or one of its
+    subfolders (``intrabench.models.sam_family``)."""
+    parts = module.split(".")
+    own = next((c for c in COMPONENTS if _within(module, c)), None)
+    if own is None:
+        return ".".join(parts[:2])
+    depth = len(own.split("."))
+    return ".".join(parts[: depth + 1]) if len(parts) > depth + 1 else own
+
+
+def folder_loops(graph: dict[str, set[str]], packages: set[str]) -> list[list[str]]:
+    """The folder groups that import each other round in a loop (each sorted), from the
+    module ``graph`` (imports inside functions included). ``packages``: the modules that are
+    a package's ``__init__`` (a subfolder's own ``__init__`` belongs to the subfolder)."""
+    folders: dict[str, set[str]] = {}
+    for module, imported in graph.items():
+        source = folder_of(module + ".__init__" if module in packages else module)
+        folders.setdefault(source, set())
+        for name in imported:
+            target = folder_of(name + ".__init__" if name in packages else name)
+            folders.setdefault(target, set())
+            if target != source:
+                folders[source].add(target)
+    return circles(folders)
+
+
+def test_no_import_loops_between_folders():
+    modules = installed_modules()
+    packages = {name for name, (_, is_package) in modules.items() if is_package}
+    graph = import_graph(modules)
+    assert folder_of("intrabench.engine.runner") == "intrabench.engine"
+    assert folder_of("intrabench.models.sam_family.sam") == "intrabench.models.sam_family"
+    assert folder_loops(graph, packages) == []
+
+
+def test_the_folder_loop_check_finds_planted_loops():
+    planted = {
+        # io <-> types, one side lazy
+        "intrabench.types": ("from intrabench.io.volume import Volume\n", False),
+        "intrabench.io.volume": ("def f():\n    from intrabench.types import Case\n", False),
+        # engine -> attributes -> engine, through two different modules of each
+        "intrabench.engine.reader": ("from intrabench.attributes.cache import c\n", False),
+        "intrabench.attributes.cache": ("", False),
+        "intrabench.attributes.join": ("from intrabench.engine.plan import p\n", False),
+        "intrabench.engine.plan": ("", False),
+        # subfolders of models in a loop
+        "intrabench.models.runtime.a": ("from intrabench.models.sam_family.b import x\n", False),
+        "intrabench.models.sam_family.b": ("from intrabench.models.runtime import a\n", False),
+        # a loop hidden under TYPE_CHECKING is no loop
+        "intrabench.evaluation.m": ("from intrabench.timing.t import x\n", False),
+        "intrabench.timing.t": (
+            "if TYPE_CHECKING:\n    from intrabench.evaluation import m\n",
+            False,
+        ),
+    }
+    assert folder_loops(import_graph(planted), set()) == [
+        ["intrabench.attributes", "intrabench.engine"],
+        ["intrabench.io", "intrabench.types"],
+        ["intrabench.models.runtime", "intrabench.models.sam_family"],
     ]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from intrabench.attributes.join import with_attributes
+from intrabench.attributes.join import rows_with_attributes
 from intrabench.attributes.scores import METRICS
 from intrabench.attributes.stratify import (
     CONFIG,
@@ -48,7 +48,7 @@ def analyse(
 ) -> AttributeAnalysis:
     """The analysis of ``rows`` (result rows of ``run_dir``, whose config names the datasets
     for targets that lack attributes), tables per ``by`` columns."""
-    targets, cuts = assign_groups(target_scores(with_attributes(rows, run_dir)))
+    targets, cuts = assign_groups(target_scores(rows_with_attributes(rows, run_dir)))
     return regroup(
         AttributeAnalysis(targets, cuts, pd.DataFrame(), pd.DataFrame()), by, n_boot, seed
     )

@@ -69,3 +69,12 @@ def cached_case_attributes(
     except OSError as error:  # a read-only home: measure again next time, say so once
         log.warning("cannot cache target attributes in %s (%s)", folder, error.strerror)
     return found
+
+
+def case_with_attributes(case: Case, dataset: Any) -> Case:
+    """``case`` with its targets' attributes (from the cache, or measured now) in
+    ``case.attributes``, unless it has them already; ``dataset`` says the modality (its
+    ``modality`` attribute: a body mask is measured on CT only)."""
+    if case.attributes is None:
+        case.attributes = cached_case_attributes(case, str(getattr(dataset, "modality", "")))
+    return case

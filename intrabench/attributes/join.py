@@ -13,16 +13,16 @@ from intrabench.errors import UserError
 log = logging.getLogger(__name__)
 
 
-def with_attributes(rows: pd.DataFrame, run_dir: str | Path) -> pd.DataFrame:
+def rows_with_attributes(rows: pd.DataFrame, run_dir: str | Path) -> pd.DataFrame:
     """``rows`` with ``attr_*`` columns filled for every target: rows that lack them are
     measured from the datasets named in ``RUN_DIR/config.yaml`` (through the attribute cache,
     so a case is measured once). UserError when a case cannot be read (data moved)."""
     missing = rows_without_attributes(rows)
     if not missing.any():
         return rows
-    from intrabench.engine.case_reader import with_attributes as measured_case
+    from intrabench.attributes.cache import case_with_attributes
+    from intrabench.config import run_config, run_dataset
     from intrabench.errors import DataError
-    from intrabench.io.run_directory import run_config, run_dataset
 
     config = run_config(run_dir)
     found: list[dict] = []
@@ -38,7 +38,7 @@ def with_attributes(rows: pd.DataFrame, run_dir: str | Path) -> pd.DataFrame:
                     f"targets' attributes: {error}"
                 ) from None
             log.info("measuring target attributes of %s/%s", dataset_key, case_id)
-            for target_id, values in measured_case(case, dataset).attributes.items():
+            for target_id, values in case_with_attributes(case, dataset).attributes.items():
                 found.append(
                     {
                         "dataset": dataset_key,

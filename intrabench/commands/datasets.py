@@ -69,8 +69,8 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Each case read as ``run`` reads it (:mod:`intrabench.datasets.verify`), a line each."""
-    from intrabench.datasets.verify import check_dataset, dataset_coverage, resolve
+    """Each case read as ``run`` reads it (:mod:`intrabench.commands.datasets_verify`), a line each."""
+    from intrabench.commands.datasets_verify import check_dataset, dataset_coverage, resolve
     from intrabench.wording import counted
 
     failed = 0

@@ -163,11 +163,9 @@ def _is_spec_list(value: Any) -> bool:
 
 
 def _spec_key(item: dict[str, Any]) -> str:
-    from intrabench.config import ComponentSpec
+    from intrabench.io.run_paths import component_key
 
-    return ComponentSpec(
-        name=item["name"], params=item.get("params") or {}, label=item.get("label")
-    ).key
+    return component_key(item["name"], item.get("params") or {}, item.get("label"))
 
 
 def _short(value: Any, width: int = 40) -> str:
@@ -246,7 +244,7 @@ def recorded_config_data(run_dir: str | Path) -> Any:
     """The YAML document of ``run_dir/config.yaml``, read with the config loader's guards (at
     most 1 MB, 100,000 values: an alias bomb or a huge list there is refused at once instead of
     costing minutes and gigabytes); UserError in one line when it cannot be read."""
-    from intrabench.config import read_yaml_file
+    from intrabench.safe_yaml import read_yaml_file
 
     try:
         return read_yaml_file(Path(run_dir) / "config.yaml", "run's config.yaml")
@@ -254,36 +252,6 @@ def recorded_config_data(run_dir: str | Path) -> Any:
         raise UserError(f"{run_dir}: its config.yaml cannot be read ({error})") from None
     except OSError as error:
         raise UserError(f"{run_dir}: its config.yaml cannot be read ({error.strerror})") from None
-
-
-def run_config(run_dir: str | Path) -> Any:
-    """The :class:`~intrabench.config.RunConfig` a run directory was made with (its
-    ``config.yaml``, read by :func:`recorded_config_data`), its plugin modules imported;
-    UserError when it cannot be read."""
-    from pydantic import ValidationError
-
-    from intrabench.config import RunConfig, _format_validation_error
-
-    data = recorded_config_data(run_dir)
-    try:
-        config = RunConfig.model_validate(data)
-    except ValidationError as error:  # one line naming the key, not pydantic's report
-        raise UserError(_format_validation_error(error, f"{run_dir}/config.yaml")) from None
-    except ValueError as error:
-        raise UserError(f"{run_dir}: its config.yaml cannot be read ({error})") from None
-    config.import_modules()
-    return config
-
-
-def run_dataset(run_dir: str | Path, config: Any, key: str) -> Any:
-    """The dataset whose results carry ``key`` in a run made with ``config``, built as the run
-    built it; UserError when the run's config does not name it."""
-    from intrabench import registry
-
-    spec = next((s for s in config.datasets if s.key == str(key)), None)
-    if spec is None:
-        raise UserError(f"{run_dir}: dataset '{key}' of the results is not in its config.yaml")
-    return registry.datasets.create(spec.name, spec.params)
 
 
 def run_machine(run_dir: str | Path) -> dict | None:

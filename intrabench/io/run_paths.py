@@ -127,3 +127,14 @@ def mask_file(run_dir: Path, row: pd.Series, final_step: int) -> Path | None:
         if final.exists():
             return final
     return None
+
+
+def component_key(name: str, params: dict[str, Any], label: str | None = None) -> str:
+    """A component's stable identity in results, seeds and unit folders: ``label``, else
+    ``name`` with its sorted parameters (``name(a=1,b=x)``), else ``name``."""
+    if label:
+        return label
+    if not params:
+        return name
+    inner = ",".join(f"{k}={params[k]}" for k in sorted(params))
+    return f"{name}({inner})"

@@ -270,9 +270,9 @@ def effort_summary(rows: pd.DataFrame) -> pd.DataFrame:
 
 def render(run_dir: Path, page: Path, images: Path, command: str, machine: str) -> str:
     """Write ``page`` (Markdown) and its figures into ``images``; returns the page's text."""
+    from intrabench.config import run_config
     from intrabench.evaluation.episode_metrics import episode_table
     from intrabench.io.results import load_results
-    from intrabench.io.run_directory import run_config
     from intrabench.reports.overlays import gallery
     from intrabench.reports.plots import effort_curves, iteration_curves
 

@@ -74,8 +74,8 @@ def build_review(
 ) -> BuiltReview:
     """Sample up to ``n`` saved masks of ``run_dir`` (see :mod:`intrabench.review.sampling`) and
     write the rating site to ``out``; returns where things went."""
+    from intrabench.config import run_config, run_dataset
     from intrabench.io.results import atomic_write_text, load_results
-    from intrabench.io.run_directory import run_config, run_dataset
     from intrabench.io.volume import read_volume
     from intrabench.modality import looks_like_ct
 

@@ -87,7 +87,7 @@ def run_time_model(run_dir: str | Path) -> TimeModel:
     defaults, with a warning for the first."""
     import logging
 
-    from intrabench.config import read_yaml_file
+    from intrabench.safe_yaml import read_yaml_file
 
     path = Path(run_dir) / "config.yaml"
     if not path.exists():

@@ -109,9 +109,15 @@ def probe_batch(shape: tuple[int, ...]) -> Any:
 
 def export_onnx(
     module: Any, probes: tuple[Any, ...], input_names: list[str], output_name: str, path: Path
-) -> None:
+) -> Any:
     """``module`` (called on ``probes``) to ONNX at ``path``, static shapes (written beside it
-    first, then renamed)."""
+    first, then renamed).
+
+    Returns:
+        The module's output on ``probes`` (a float32 NumPy array), as the export's trace
+        computed it (a forward hook keeps it), so the check against torch need not run the
+        module again; None when the trace did not call the module's forward.
+    """
     import warnings
 
     import torch
@@ -119,6 +125,10 @@ def export_onnx(
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".onnx.part")
     os.close(handle)
+    outputs: list[Any] = []
+    hook = module.register_forward_hook(
+        lambda _module, _inputs, output: outputs.append(output.detach().float().numpy().copy())
+    )
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -133,7 +143,9 @@ def export_onnx(
             )
         os.replace(temporary, path)
     finally:
+        hook.remove()
         Path(temporary).unlink(missing_ok=True)
+    return outputs[0] if len(outputs) == 1 else None
 
 
 def open_backend(
@@ -254,6 +266,8 @@ class EncoderExports:
         self.path = Path(directory) / f"{self.file_stem(model_name)}-opset{OPSET}.onnx"
         self.record_path = self.path.with_suffix(".json")
         self.log = log or (lambda message: None)
+        #: the module's output on the probe as the export's trace computed it (exported now)
+        self._traced_output: np.ndarray | None = None
 
     @property
     def module(self) -> Any:
@@ -305,7 +319,9 @@ class EncoderExports:
         os.replace(temporary, self.record_path)
 
     def _export(self) -> dict[str, Any]:
-        export_onnx(self.module, self.probes(), list(self.INPUT_NAMES), self.OUTPUT_NAME, self.path)
+        self._traced_output = export_onnx(
+            self.module, self.probes(), list(self.INPUT_NAMES), self.OUTPUT_NAME, self.path
+        )
         record = {
             "format": RECORD_FORMAT,
             "weights_sha256": self.weights,
@@ -359,8 +375,10 @@ class EncoderExports:
             import torch
 
             probes = self.probes()
-            with torch.no_grad():
-                expected = self.module(*probes).float().numpy()
+            expected = self._traced_output  # exported in this process: the trace's output
+            if expected is None:
+                with torch.no_grad():
+                    expected = self.module(*probes).float().numpy()
             got = np.asarray(run(*(probe.numpy() for probe in probes)), dtype=np.float32)
             difference = (
                 float(np.abs(got - expected).max()) if got.shape == expected.shape else float("nan")

@@ -10,7 +10,7 @@ block of raw slices goes to the device once and every step runs there, batched:
 1. **8-bit window**: float64 ``clip``, ``(v - low) / (high - low) * 255`` in the same order of
    operations as NumPy (IEEE-754 float64 gives the same bits on any device), truncated to
    uint8; MR voxels that were 0 stay 0.
-2. **View**: the :class:`~intrabench.io.slice_view.SliceView`'s flips and transpose.
+2. **View**: the :class:`~intrabench.models.sam_family._slice_view.SliceView`'s flips and transpose.
 3. **Resize**: only where OpenCV's ``INTER_AREA`` is an exact area mean: the longest side
    shrinks by a whole factor ``f`` in {1, 2, 4, 8, 16} on both axes (a 512 x 512 CT slice:
    ``f = 2``; 1024: 4; 256: 1). OpenCV rounds the 2 x 2 mean half up (``(s + 2) >> 2``) and
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from intrabench.io.slice_view import SliceView
 from intrabench.modality import MR
+from intrabench.models.sam_family._slice_view import SliceView
 
 #: whole reduction factors whose OpenCV INTER_AREA result is reproduced exactly
 EXACT_FACTORS = (1, 2, 4, 8, 16)

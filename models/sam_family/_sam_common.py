@@ -55,14 +55,6 @@ from intrabench.io.checkpoints import (
 from intrabench.io.volume import Volume
 from intrabench.models.runtime._embedding_cache import EmbeddingCache, tensor_bytes  # noqa: F401 - re-exported
 from intrabench.models.runtime._encoder_backends import BACKENDS
-from intrabench.models.runtime._encoder_speed import (
-    ATTENTIONS,
-    ENCODER_WEIGHTS,
-    compile_in_place,
-    resolve_attention,
-    use_bf16_weights,
-    use_fused_attention,
-)
 from intrabench.models.runtime._precision import (
     check_choice,
     check_precision,
@@ -70,6 +62,14 @@ from intrabench.models.runtime._precision import (
     forward_context,
     keep_float32,
     resolve_precision,
+)
+from intrabench.models.sam_family._encoder_speed import (
+    ATTENTIONS,
+    ENCODER_WEIGHTS,
+    compile_in_place,
+    resolve_attention,
+    use_bf16_weights,
+    use_fused_attention,
 )
 from intrabench.models.sam_family._sam_network import (  # noqa: F401 - re-exported for the adapters
     SAM_CONFIGS,
@@ -151,7 +151,7 @@ class SamFamilyModel(SliceModel):
       masks, keep the best predicted IoU) or 'never' (the single-mask output).
     * ``attention``: 'auto' (fused ``scaled_dot_product_attention`` on CUDA, upstream's code
       elsewhere), 'fused' or 'reference' (segment_anything encoders; see
-      :mod:`intrabench.models.runtime._encoder_speed`).
+      :mod:`intrabench.models.sam_family._encoder_speed`).
     * ``encoder_weights``: 'float32' (default) or 'bf16' (the image encoder's weights stored in
       bf16, run without autocast, embeddings handed on in float32).
     * ``compile``: ``torch.compile`` the image encoder (the first encode compiles it).
@@ -538,9 +538,9 @@ class SamFamilyModel(SliceModel):
 
     @property
     def view(self) -> Any:
-        """How this model sees the case's slices in-plane (:mod:`intrabench.io.slice_view`):
+        """How this model sees the case's slices in-plane (:mod:`intrabench.models.sam_family._slice_view`):
         the adapter's ``slice_view`` ('canonical' when it has none), once per case."""
-        from intrabench.io.slice_view import SliceView
+        from intrabench.models.sam_family._slice_view import SliceView
 
         return self.case_value(
             "view", lambda: SliceView.of(self.image, getattr(self, "slice_view", "canonical"))

@@ -15,7 +15,7 @@ the pre-processing that made its training data, ``pre_CT_MR.py`` (both on that b
    (-160..240 HU), MR to the 0.5th..99.5th percentiles of its non-zero voxels; then min-max
    over the clipped volume to 0..255, truncated to 8 bit; MR voxels that were 0 stay 0.
 2. **Orientation**: each axial slice is seen as the file stores it (``slice_view: stored``,
-   :mod:`intrabench.io.slice_view`), as ``pre_CT_MR.py`` reads it with SimpleITK.
+   :mod:`intrabench.models.sam_family._slice_view`), as ``pre_CT_MR.py`` reads it with SimpleITK.
 3. **Per slice**: grey replicated to RGB, longest side resized to 256 with OpenCV's
    ``INTER_AREA`` (the shorter side ``int(side * 256 / longest + 0.5)``), min-max to [0, 1]
    over the resized slice, zero-padded at the bottom and right to 256 x 256.
@@ -37,7 +37,6 @@ import numpy as np
 
 from intrabench.errors import UserError
 from intrabench.interfaces import SliceOutput
-from intrabench.io.slice_view import check_slice_view
 from intrabench.modality import CT, MR
 from intrabench.model_cards import variants_of
 from intrabench.models.runtime._preprocessing_place import check_preprocessing, on_device
@@ -46,6 +45,7 @@ from intrabench.models.sam_family._numpy_interpolate import (
     resized_positive_probability,
 )
 from intrabench.models.sam_family._sam_common import SamFamilyModel, TinyViTExport
+from intrabench.models.sam_family._slice_view import check_slice_view
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
 

@@ -10,7 +10,7 @@ axis by 1024/W and 1024/H, single-mask output, ``sigmoid(low-res logits)`` upsam
 to the slice size, threshold > 0.5. No mask input, so the model cannot be refined.
 
 Orientation: each slice is seen as the file stores it (``slice_view: stored``, the default;
-:mod:`intrabench.io.slice_view`), as MedSAM's ``pre_CT_MR.py`` reads its training images with
+:mod:`intrabench.models.sam_family._slice_view`), as MedSAM's ``pre_CT_MR.py`` reads its training images with
 SimpleITK; ``slice_view: canonical`` gives IntraBench's RAS+ slices.
 """
 
@@ -21,7 +21,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from intrabench.interfaces import SliceOutput
-from intrabench.io.slice_view import check_slice_view
 from intrabench.model_cards import variants_of
 from intrabench.models.sam_family._sam_common import (
     SAM_CONFIGS,
@@ -35,6 +34,7 @@ from intrabench.models.sam_family._sam_common import (
     sam_embedding_nbytes,
     to_uint8,
 )
+from intrabench.models.sam_family._slice_view import check_slice_view
 from intrabench.registry import models
 from intrabench.types import SlicePrompt
 

@@ -44,6 +44,7 @@ import numpy as np
 import yaml
 
 from intrabench.io.volume import Volume, from_canonical, native_index, to_canonical
+from intrabench.masks.components import largest_component
 from intrabench.models.runtime._precision import forward_context
 from intrabench.models.sam_family.sam2 import (
     DYNAMIC_MULTIMASK_OVERRIDES,
@@ -55,7 +56,6 @@ from intrabench.models.volumetric._3d_common import (
     check_weights_mode,
     device_and_precision,
 )
-from intrabench.prompters._geometry import largest_component
 from intrabench.registry import models
 from intrabench.types import Prediction, Prompt
 
@@ -257,7 +257,7 @@ class MedSam2(NetworkModel3D):
         """
         if image is self._image:
             return
-        from intrabench.attributes.intensity import looks_like_ct
+        from intrabench.modality import looks_like_ct
 
         started = time.perf_counter()
         self._image = image

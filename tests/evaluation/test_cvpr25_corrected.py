@@ -8,10 +8,10 @@ import numpy as np
 
 from intrabench.config import RunConfig
 from intrabench.engine.finishing import metrics_for_protocol
-from intrabench.engine.seeding import derive_rng
 from intrabench.evaluation.cvpr25 import step_metrics_cvpr25
 from intrabench.interfaces import PromptContext
 from intrabench.prompters.cvpr25 import Cvpr25Box, Cvpr25BoxCorrected
+from intrabench.seeding import derive_rng
 from intrabench.types import Box3D
 
 

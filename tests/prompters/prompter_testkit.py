@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from intrabench.engine.seeding import derive_rng
 from intrabench.interfaces import Model, PromptContext, RefineContext, SliceModel, SliceOutput
 from intrabench.io.volume import ImageGeometry, Volume
+from intrabench.seeding import derive_rng
 from intrabench.types import Case, Prediction, Prompt, SlicePrompt, Target
 
 

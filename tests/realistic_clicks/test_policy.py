@@ -8,8 +8,8 @@ import pytest
 
 from intrabench import registry
 from intrabench.clicks.policy import ClickPolicy, ImageWindow, parse_strategy
-from intrabench.engine.seeding import derive_rng
 from intrabench.interfaces import PromptContext, RefineContext
+from intrabench.seeding import derive_rng
 
 
 def box(shape, low, high) -> np.ndarray:

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from intrabench.cli import main
-from intrabench.config import load_config
+from intrabench.config import load_config, run_config
 from intrabench.errors import ConfigError, UserError
-from intrabench.io.run_directory import check_same_run, run_config
+from intrabench.io.run_directory import check_same_run
 from tests.run_experience.test_hostile_configs import BOMB
 from tests.run_helpers import run_config as run_through_cli
 

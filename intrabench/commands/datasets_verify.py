@@ -186,7 +186,7 @@ def nnunet_layout_problems(folder: str | Path) -> list[str]:
 
 def _is_run_config(path: Path) -> bool:
     try:
-        from intrabench.config import read_yaml
+        from intrabench.safe_yaml import read_yaml
 
         data = read_yaml(path.read_text(encoding="utf-8"), str(path))
     except (yaml.YAMLError, UnicodeDecodeError, UserError):
