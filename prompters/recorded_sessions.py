@@ -59,7 +59,7 @@ class RecordedPrompter(Prompter):
     #: it replays what a person did: a simulated user's properties (clicks on the error,
     #: seeded draws) are not promised, and it needs a session file
     replays_people: ClassVar[bool] = True
-    effort_rule: ClassVar[str] = "as recorded: click 1, 2D box 2, 3D box 3, scribble 3, lasso 3"
+    effort_rule: ClassVar[str] = "as recorded: click=1, box2d=2, box3d=3, scribble=3, lasso=3"
 
     def __init__(
         self,
@@ -99,7 +99,7 @@ class RecordedCorrections(Refiner):
     #: it replays what a person did: a simulated user's properties (clicks on the error,
     #: seeded draws) are not promised, and it needs a session file
     replays_people: ClassVar[bool] = True
-    effort_rule: ClassVar[str] = "as recorded: click 1, 2D box 2, 3D box 3, scribble 3, lasso 3"
+    effort_rule: ClassVar[str] = "as recorded: click=1, box2d=2, box3d=3, scribble=3, lasso=3"
 
     def __init__(
         self,

@@ -196,7 +196,7 @@ def simulated_steps(
     rows = results[[key in wanted for key in keys]].copy()
     if rows.empty:
         return pd.DataFrame(columns=[*_STEP_COLUMNS, "seed"])
-    refiner = rows["refiner"].fillna("").astype(str)
+    refiner = rows["refiner"].fillna("").astype(str).replace("none", "")  # "none": not refined
     rows["user"] = np.where(refiner == "", rows["prompter"], rows["prompter"] + " + " + refiner)
     latency = rows["latency_seconds"].astype(float).fillna(0.0)
     rows["_cost"] = human_seconds(rows, time_model) + latency

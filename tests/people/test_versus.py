@@ -144,3 +144,24 @@ def test_simulated_seconds_are_the_time_models_plus_the_latencies_cumulated():
 def test_seconds_table_rounds_the_means():
     frame = pd.DataFrame({"kind": ["box3d", "click"], "mean": [7.0, 2.666667]})
     assert versus.seconds_table(frame) == {"box3d": 7.0, "click": 2.7}
+
+
+def test_a_run_without_refinement_is_named_by_its_prompter():
+    results = pd.DataFrame(
+        {
+            "dataset": ["d"],
+            "case": ["c"],
+            "target": ["a"],
+            "model": ["m"],
+            "prompter": ["box-3d"],
+            "refiner": ["none"],  # how the rows name no refiner
+            "seed": [0],
+            "step": [0],
+            "dice": [0.6],
+            "latency_seconds": [0.25],
+            "interactions_box3d": [1],
+            "slices_scrolled": [0],
+        }
+    )
+    steps = versus.simulated_steps(results, [("d", "c", "a")], TimeModel())
+    assert steps["user"].tolist() == ["box-3d"] and steps["seconds"].tolist() == [13.25]
