@@ -7,7 +7,8 @@ read and counted. Format version 1:
 * line 1, the header: ``{"format": "intrabench-session", "version": 1, "session_id",
   "rater", "run" (optional), "dataset", "case_id", "target" (the run's target id, e.g.
   ``lesion-1``), "shape" [z, y, x], "spacing" [z, y, x] (mm), "model": {"name", "params"},
-  "started_at" (ISO 8601 UTC), "protocol": {"shows_dice": false}}``;
+  "started_at" (ISO 8601 UTC), "protocol": {"shows_dice": false}}``, and
+  ``"dataset_params"`` when the dataset was created with parameters (a folder spec's);
 * then one event a line, each with ``"event"``, ``"t"`` (seconds since the session started,
   monotonic) and ``"step"`` (the number of effective interactions once the event is done):
 
