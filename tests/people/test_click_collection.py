@@ -277,6 +277,21 @@ def test_build_refuses_a_run_without_saved_masks_and_bad_counts(click_run, tmp_p
         == 2
     )
     assert "--first: give 0 to --n (4) first-click tasks, not 5" in capsys.readouterr().err
+    from intrabench.config import RunConfig
+    from intrabench.engine.runner import Runner
+
+    bare = tmp_path / "bare"  # a run that saved no masks
+    spec = {
+        "name": "bare",
+        "datasets": [{**DATASET, "n_cases": 1}],
+        "models": ["region-growing-3d"],
+        "prompters": ["center-points-per-volume"],
+    }
+    Runner(RunConfig.model_validate(spec), bare).run()
+    assert main(["clicks", "collect", "build", str(bare), str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {bare} saved no predictions to make click tasks from" in err
+    assert "Traceback" not in err and not (tmp_path / "s").exists()
 
 
 def test_robustness_runs_on_the_imported_clicks_of_people(click_site, tmp_path, capsys):
