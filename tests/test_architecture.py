@@ -13,9 +13,15 @@
   aggregation and statistics; ``plotting``: figure style; ``modality``, ``types``) import no
   feature, no ``reports`` and (``plotting``) no engine.
 
-Imports inside functions count too (a lazy import is still a dependency). And no module of
-the installed packages (intrabench/, models/, prompters/, datasets/) takes part in an import
-circle, ``importlib.import_module("literal")`` calls included.
+* the components (models/, prompters/, datasets/) import only the core listed in
+  ``COMPONENT_CORE`` (and ``COMPONENT_EXTRA``), never one another;
+* no two folders import each other round in a loop (a core folder, a top-level module of
+  intrabench/, a component package and each of its subfolders are the nodes).
+
+Imports inside functions count too (a lazy import is still a dependency); imports under
+``if TYPE_CHECKING:`` do not (they never run). And no module of the installed packages
+(intrabench/, models/, prompters/, datasets/) takes part in an import circle,
+``importlib.import_module("literal")`` calls included. docs/architecture.md states the rules.
 """
 
 from __future__ import annotations
@@ -152,6 +158,16 @@ def test_every_core_package_is_installed():
     packages = {
         ".".join(path.parent.relative_to(CORE.parent).parts) for path in CORE.rglob("__init__.py")
     }
+    # the component folders' subfolders too (models/sam_family installs as
+    # intrabench.models.sam_family)
+    for folder, package in INSTALLED_AS.items():
+        if folder != "intrabench":
+            root = CORE.parent / folder
+            packages |= {
+                ".".join([package, *path.parent.relative_to(root).parts])
+                for path in root.rglob("__init__.py")
+            }
+    assert "intrabench.models.sam_family" in packages
     assert packages - listed == set()
 
 
@@ -303,6 +319,7 @@ COMPONENT_CORE = (
     "intrabench.masks",
     "intrabench.modality",
     "intrabench.model_cards",
+    "intrabench.prompt_elements",
     "intrabench.registry",
     "intrabench.safe_yaml",
     "intrabench.seeding",
