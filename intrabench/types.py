@@ -273,17 +273,19 @@ BUILT_IN_KINDS = ("point", "box2d", "box3d", "scribble", "lasso")
 
 @dataclass(frozen=True, eq=False)
 class SlicePrompt:
-    """What a 2D model receives on one axial slice: points (N, 2) as (y, x) and an optional box."""
+    """What a 2D model receives on one axial slice: points (N, 2) as (y, x), an optional box,
+    and the prompt's extras (elements of added kinds) that lie on the slice."""
 
     z: int
     points: np.ndarray
     labels: np.ndarray
     box: Box2D | None
+    extras: tuple[PromptElement, ...] = ()
 
     @property
     def is_empty(self) -> bool:
         """Whether the slice prompt has neither points nor a box."""
-        return len(self.points) == 0 and self.box is None
+        return len(self.points) == 0 and self.box is None and not self.extras
 
     def key(self) -> tuple:
         """Hashable identity of the prompt content (for caching model outputs)."""
@@ -292,7 +294,7 @@ class SlicePrompt:
             self.points.astype(np.int64).tobytes(),
             self.labels.astype(np.int8).tobytes(),
             None if self.box is None else self.box.as_tuple(),
-        )
+        ) + tuple((e.kind, repr(sorted(e.to_json().items()))) for e in self.extras)
 
 
 def _as_points(points: Any) -> np.ndarray:
@@ -518,7 +520,8 @@ class Prompt:
         box = self.boxes.get(z)
         if box is None and self.box3d is not None and self.box3d.z_min <= z <= self.box3d.z_max:
             box = self.box3d.slice_box()
-        return SlicePrompt(z=z, points=points[on][:, 1:], labels=labels[on], box=box)
+        extras = tuple(e for e in self.extras if z in e.slices())
+        return SlicePrompt(z=z, points=points[on][:, 1:], labels=labels[on], box=box, extras=extras)
 
     # -- combining ----------------------------------------------------------------------
     def merged_with(self, other: Prompt) -> Prompt:

@@ -192,6 +192,10 @@ def test_a_new_kind_is_one_class_json_cost_slices_and_seconds(circle_kind):
     assert [e.kind for e in merged.typed_elements()] == ["point", "circle", "circle"]
     assert merged.element_order()[-1] == ("circle", 1)
     assert Prompt(extras=(Circle(40, 1, 1, 1),)).outside((8, 20, 20)) == "circle on slice 40"
+    # a 2D model gets the extras of each slice
+    assert prompt.on_slice(3).extras == (circle,) and not prompt.on_slice(3).is_empty
+    assert prompt.on_slice(2).is_empty
+    assert prompt.on_slice(3).key() != Prompt(extras=(Circle(3, 10, 12, 3),)).on_slice(3).key()
     # human seconds: the registered kind's own default
     model = TimeModel()
     assert model.seconds["circle"] == 4.5
