@@ -12,10 +12,12 @@ from intrabench.model_cards import builtin_cards, parse_card, read_card
 
 
 def _builtin_classes():
+    """The models whose cards come with IntraBench: the built-in ones and the benchmark
+    doubles of intrabench.testing (not built in, registered here by tests/conftest.py)."""
     return {
         name: cls
         for name, cls in registry.models.items()
-        if cls.__module__.startswith("intrabench.models.")
+        if cls.__module__.startswith(("intrabench.models.", "intrabench.testing."))
     }
 
 
