@@ -227,7 +227,8 @@ def interaction_counts(prompt: Prompt) -> dict[str, int]:
 def slices_scrolled(prompt: Prompt, previous: list[int]) -> tuple[int, list[int]]:
     """(axial slices the user scrolls through for this step's prompt, the slices it touched).
 
-    The user visits the slices of its clicks, scribbles, lassos and drawn 2D boxes in
+    The user visits the slices of its clicks, scribbles, lassos, drawn 2D boxes and elements
+    of added kinds (``Prompt.extras``) in
     ascending z:
     from the last slice of the previous step to the nearer end of this step's range, then
     across it (max - min). A 3D box's slices are not visited one by one (its cost is the
@@ -237,6 +238,7 @@ def slices_scrolled(prompt: Prompt, previous: list[int]) -> tuple[int, list[int]
         set(int(z) for z in points[:, 0])
         | set(int(z) for z in prompt.boxes)
         | {int(lasso.z) for lasso in prompt.lassos}
+        | {int(z) for element in prompt.extras for z in element.slices()}
     )
     if not touched:
         return 0, previous

@@ -195,6 +195,9 @@ def test_a_new_kind_is_one_class_json_cost_slices_and_seconds(circle_kind):
     # a 2D model gets the extras of each slice
     assert prompt.on_slice(3).extras == (circle,) and not prompt.on_slice(3).is_empty
     assert prompt.on_slice(2).is_empty
+    from intrabench.engine.finishing import slices_scrolled
+
+    assert slices_scrolled(prompt, []) == (2, [1, 3])  # the click's slice, then the circle's
     assert prompt.on_slice(3).key() != Prompt(extras=(Circle(3, 10, 12, 3),)).on_slice(3).key()
     # human seconds: the registered kind's own default
     model = TimeModel()
