@@ -41,7 +41,7 @@ PROMPT_KINDS: tuple[str, ...] = ("point", "box2d", "box3d", "scribble", "lasso",
 
 InteractionKind = Literal["click", "box2d", "box3d", "scribble", "boundary_slice", "lasso"]
 
-#: Human effort of one interaction by kind (paper section 2.3; DESIGN.md section 3): the
+#: Human effort of one interaction by kind (paper section 2.3; docs/architecture.md): the
 #: registered kinds' (:mod:`intrabench.prompt_elements`), in registration order.
 INTERACTION_COST = prompt_elements.INTERACTION_COST
 #: Element class by prompt element kind: the built-in five (registered below) and any added.
@@ -101,16 +101,22 @@ class Point(PromptElement):
     label: int = 1
 
     def slices(self) -> set[int]:
+        """The axial slices it lies on: the click's slice z."""
         return {int(self.zyx[0])}
 
     def marks(self) -> list[prompt_elements.Mark]:
+        """How it is drawn: a click mark at its voxel with its label (canonical voxel
+        coordinates).
+        """
         return [Click(tuple(int(v) for v in self.zyx), int(self.label))]  # type: ignore[arg-type]
 
     def to_json(self) -> dict[str, Any]:
+        """Its JSON form (without its kind): ``{"zyx": [z, y, x], "label": 0 or 1}``."""
         return {"zyx": [int(v) for v in self.zyx], "label": int(self.label)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Point:
+        """The Point written by :meth:`to_json`."""
         return cls(tuple(int(v) for v in data["zyx"]), int(data["label"]))  # type: ignore[arg-type]
 
 
@@ -126,17 +132,23 @@ class SliceBox(PromptElement):
     box: Box2D
 
     def slices(self) -> set[int]:
+        """The axial slices it lies on: its slice z."""
         return {int(self.z)}
 
     def marks(self) -> list[prompt_elements.Mark]:
+        """How it is drawn: a box mark from its (z, y_min, x_min) to (z, y_max, x_max) corner
+        (canonical voxel coordinates).
+        """
         b = self.box
         return [BoxMark((int(self.z), b.y_min, b.x_min), (int(self.z), b.y_max, b.x_max))]
 
     def to_json(self) -> dict[str, Any]:
+        """Its JSON form (without its kind): ``{"z": z, "box": [y_min, x_min, y_max, x_max]}``."""
         return {"z": int(self.z), "box": list(self.box.as_tuple())}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SliceBox:
+        """The SliceBox written by :meth:`to_json`."""
         return cls(int(data["z"]), Box2D(*(int(v) for v in data["box"])))
 
 
@@ -175,17 +187,25 @@ class Box3D(PromptElement):
         return box_from_inclusive(self.as_tuple()[:3], self.as_tuple()[3:])
 
     def slices(self) -> set[int]:
+        """The axial slices it lies on: every slice of its inclusive z-range."""
         return set(range(self.z_min, self.z_max + 1))
 
     def marks(self) -> list[prompt_elements.Mark]:
+        """How it is drawn: a box mark between its inclusive corners (canonical voxel
+        coordinates).
+        """
         t = self.as_tuple()
         return [BoxMark(t[:3], t[3:], volume=True)]
 
     def to_json(self) -> dict[str, Any]:
+        """Its JSON form (without its kind): ``{"box": [z_min, y_min, x_min, z_max, y_max,
+        x_max]}``.
+        """
         return {"box": list(self.as_tuple())}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Box3D:
+        """The Box3D written by :meth:`to_json`."""
         return cls(*(int(v) for v in data["box"]))
 
 
@@ -201,16 +221,22 @@ class Scribble(PromptElement):
     label: int
 
     def slices(self) -> set[int]:
+        """The axial slices it lies on: the slices its voxels lie on."""
         return {int(z) for z in np.asarray(self.points).reshape(-1, 3)[:, 0]}
 
     def marks(self) -> list[prompt_elements.Mark]:
+        """How it is drawn: a stroke mark along its voxels with its label (canonical voxel
+        coordinates).
+        """
         return [Stroke(np.asarray(self.points, dtype=np.int64).reshape(-1, 3), int(self.label))]
 
     def to_json(self) -> dict[str, Any]:
+        """Its JSON form (without its kind): ``{"label": 0 or 1, "points": [[z, y, x], ...]}``."""
         return {"label": int(self.label), "points": np.asarray(self.points).reshape(-1, 3).tolist()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Scribble:
+        """The Scribble written by :meth:`to_json`."""
         return cls(np.asarray(data["points"], dtype=np.int64).reshape(-1, 3), int(data["label"]))
 
 
@@ -229,19 +255,27 @@ class Lasso(PromptElement):
     label: int = 1
 
     def slices(self) -> set[int]:
+        """The axial slices it lies on: its slice z."""
         return {int(self.z)}
 
     def marks(self) -> list[prompt_elements.Mark]:
+        """How it is drawn: a closed stroke mark along its contour on its slice, with its label
+        (canonical voxel coordinates).
+        """
         contour = np.asarray(self.contour, dtype=np.int64).reshape(-1, 2)
         voxels = np.column_stack([np.full(len(contour), int(self.z)), contour])
         return [Stroke(voxels, int(self.label), closed=True)]
 
     def to_json(self) -> dict[str, Any]:
+        """Its JSON form (without its kind): ``{"z": z, "label": 0 or 1, "contour": [[y, x],
+        ...]}``.
+        """
         contour = np.asarray(self.contour).reshape(-1, 2).tolist()
         return {"z": int(self.z), "label": int(self.label), "contour": contour}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Lasso:
+        """The Lasso written by :meth:`to_json`."""
         contour = np.asarray(data["contour"], dtype=np.int64).reshape(-1, 2)
         return cls(int(data["z"]), contour, int(data["label"]))
 
