@@ -8,9 +8,9 @@ import pytest
 
 from intrabench import registry
 from intrabench.clicks.base import ClickRegion, probabilities
-from intrabench.prompters.clickability.network import NetworkClickability
 from intrabench.clicks.observed import map_from_clicks
 from intrabench.errors import ConfigError
+from intrabench.prompters.clickability.network import NetworkClickability
 
 
 def cube_region(shape=(11, 13, 15), low=(2, 3, 4), high=(8, 9, 10)) -> np.ndarray:
