@@ -25,7 +25,6 @@ from intrabench.interfaces import Dataset
 from intrabench.io.volume import read_image, volume_from_raw
 from intrabench.masks import bounding_box, connected_components
 from intrabench.modality import declared_modality, normalise_modality
-from intrabench.protocols import Dataset
 from intrabench.registry import datasets
 from intrabench.types import Case, Target
 from intrabench.wording import listed

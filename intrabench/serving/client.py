@@ -1,4 +1,4 @@
-"""The host's side of a served model: a :class:`~intrabench.protocols.Model` whose forward
+"""The host's side of a served model: a :class:`~intrabench.interfaces.Model` whose forward
 passes run in a model server (:mod:`intrabench.serving.server`) in another process,
 environment, container or machine.
 

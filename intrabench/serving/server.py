@@ -179,7 +179,7 @@ class _Session:
 def describe(model: Model, params: dict[str, Any]) -> dict[str, Any]:
     """The facts of ``model`` (built with ``params``) a client plans with (``hello``'s
     ``model``)."""
-    from intrabench.protocols import model_accepts
+    from intrabench.interfaces import model_accepts
 
     cls = type(model)
     return {
