@@ -130,3 +130,39 @@ def test_code_comments_and_docstrings_use_no_drawing_words_and_cite_no_missing_n
         for reference in issue_references(path, ROOT, NOT_IN_CODE)
     ]
     assert found == [], "\n".join(found)
+
+
+def test_ruff_refuses_an_undocumented_public_function_and_a_stale_argument(tmp_path):
+    """The docstring rules are on (pydocstyle, Google convention): a public function without a
+    docstring (D103) and an ``Args:`` section that misses an argument (D417) fail
+    ``ruff check`` with the repository's configuration."""
+    module = tmp_path / "module.py"
+    module.write_text(
+        '"""A module."""\n\n\n'
+        "def undocumented(x):\n"
+        "    return x\n\n\n"
+        "def documented(volume, spacing):\n"
+        '    """Scale a volume.\n\n'
+        "    Args:\n"
+        "        volume: Float32 (z, y, x).\n"
+        '    """\n'
+        "    return volume * spacing[0]\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [
+            *_ruff(),
+            "check",
+            "--config",
+            str(ROOT / "pyproject.toml"),
+            "--output-format",
+            "concise",
+            str(module),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    codes = sorted(line.split(" ")[1] for line in done.stdout.splitlines() if ": D" in line)
+    assert done.returncode == 1
+    assert codes == ["D103", "D417"], done.stdout
