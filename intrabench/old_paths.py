@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import os
 import sys
 import warnings
 from types import ModuleType
@@ -75,6 +76,19 @@ MOVED: dict[str, str] = {
     "intrabench.engine.seeding": "intrabench.seeding",
     "intrabench.io.slice_view": "intrabench.models.sam_family._slice_view",
     "intrabench.datasets.verify": "intrabench.commands.datasets_verify",
+    # the execution machinery, out of the engine (its runner too: it chooses the executor)
+    "intrabench.engine.runner": "intrabench.execution.runner",
+    "intrabench.engine.dask_executor": "intrabench.execution.dask",
+    "intrabench.engine.pipeline": "intrabench.execution.lanes",
+    "intrabench.engine.subprocess_executor": "intrabench.execution.subprocess_worker",
+    "intrabench.engine.parcels": "intrabench.execution.parcels",
+    "intrabench.engine.scheduling": "intrabench.execution.scheduling",
+    "intrabench.engine.user_worker": "intrabench.execution.user_worker",
+    "intrabench.engine.loop_clock": "intrabench.execution.loop_clock",
+    "intrabench.engine.interrupts": "intrabench.execution.interrupts",
+    "intrabench.engine.case_cache": "intrabench.execution._case_cache",
+    "intrabench.engine.case_ahead": "intrabench.execution._case_ahead",
+    "intrabench.engine.model_ahead": "intrabench.execution._model_ahead",
 }
 
 
@@ -84,6 +98,22 @@ def new_path(name: str) -> str | None:
         if name == old or name.startswith(old + "."):
             return new + name[len(old) :]
     return None
+
+
+#: the environment variable that lists the old paths warned about already: the run's worker
+#: processes inherit it, so a config's out-of-date ``imports:`` is one warning, not one per
+#: worker
+WARNED = "INTRABENCH_WARNED_OLD_PATHS"
+
+
+def warn_once(key: str, message: str) -> None:
+    """One DeprecationWarning line (``intrabench: DeprecationWarning: ...``, no source line)
+    unless this process or its parent gave it for ``key`` already."""
+    warned = os.environ.get(WARNED, "").split(",")
+    if key in warned:
+        return
+    os.environ[WARNED] = ",".join([*filter(None, warned), key])
+    warnings.warn_explicit(message, DeprecationWarning, filename="intrabench", lineno=0)
 
 
 class _AliasLoader(importlib.abc.Loader):
@@ -102,11 +132,10 @@ class _AliasLoader(importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         # the import system set the old name's spec on the shared module: put its own back
         module.__spec__ = self._spec
-        warnings.warn(
+        warn_once(
+            self.old,
             f"{self.old} moved to {self.new}; import {self.new} instead "
             "(the old path will be removed)",
-            DeprecationWarning,
-            stacklevel=2,
         )
 
 
@@ -122,7 +151,15 @@ class _MovedFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(fullname, new))
 
 
+#: the warnings of this module and of the registry's moved-out components: shown once per
+#: place by default (Python hides a DeprecationWarning raised outside ``__main__``, so a user
+#: running ``intrabench run`` would never see that the config's ``imports:`` is out of date)
+SHOWN_WARNINGS = (r"intrabench\.\S+ moved to ", r"\S+ '[^']+' is no longer built in")
+
+
 def install() -> None:
-    """Put the finder first on ``sys.meta_path`` (once)."""
+    """Put the finder first on ``sys.meta_path`` (once) and let its warnings show."""
     if not any(isinstance(finder, _MovedFinder) for finder in sys.meta_path):
         sys.meta_path.insert(0, _MovedFinder())
+        for message in SHOWN_WARNINGS:
+            warnings.filterwarnings("default", message=message, category=DeprecationWarning)

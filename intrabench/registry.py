@@ -17,7 +17,6 @@ import importlib
 import inspect
 import logging
 import pkgutil
-import warnings
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
@@ -127,11 +126,12 @@ class Registry(Generic[T]):
         module = MOVED_OUT.get(self.group, {}).get(name)
         if module is None:
             return False
-        warnings.warn(
+        from intrabench.old_paths import warn_once
+
+        warn_once(
+            f"{self.group}:{name}",
             f"{self.kind} '{name}' is no longer built in: add 'imports: [{module}]' to the "
             "config (imported for now)",
-            DeprecationWarning,
-            stacklevel=3,
         )
         importlib.import_module(module)
         return name in self._classes
