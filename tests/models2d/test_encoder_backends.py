@@ -474,3 +474,23 @@ def test_an_export_of_another_graph_is_never_reused(kind, tmp_path):
     assert unnamed.path.name == f"litemedsam{middle}-{weights[:16]}-{size}-opset17.onnx"
     assert len({new.path, other.path, unnamed.path}) == 3
     assert len({new.record_path, other.record_path, unnamed.record_path}) == 3
+
+
+@needs_a_backend
+def test_a_fresh_export_is_checked_on_its_trace_without_running_the_module_again(tmp_path):
+    import torch
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
+    calls = []
+    module.register_forward_hook(lambda *_: calls.append(1))
+    exports = backends.EncoderExports(module, "tiny", (1, 3, 16, 16), tmp_path, threads=1)
+    run, difference = exports.checked_run(INSTALLED[0])
+    assert len(calls) == 1  # the export's trace; the check took its output
+    with torch.no_grad():
+        expected = module(*exports.probes()).numpy()
+    got = np.asarray(run(*(probe.numpy() for probe in exports.probes())))
+    assert difference == float(np.abs(got - expected).max()) <= backends.TOLERANCE
+    # a second process (nothing traced here) checks a new backend version by running torch
+    again = backends.EncoderExports(module, "tiny", (1, 3, 16, 16), tmp_path, threads=1)
+    assert again._traced_output is None
