@@ -745,6 +745,8 @@ def test_window_presets_drag_and_keys_change_the_grey_and_the_default_is_todays_
     driver = _chromium()
     try:
         from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.actions.action_builder import ActionBuilder
+        from selenium.webdriver.common.actions.mouse_button import MouseButton
         from selenium.webdriver.common.by import By
         from selenium.webdriver.common.keys import Keys
 
@@ -815,6 +817,16 @@ def test_window_presets_drag_and_keys_change_the_grey_and_the_default_is_todays_
         _wait(driver.find_element(By.ID, "fullscreen").is_displayed)
         assert "window 80/600 (drag)" in driver.find_element(By.ID, "fullcaption").text
         body.send_keys(Keys.ESCAPE)
+        # a right-button drag does the same without Shift: a unit of 600/300 per pixel, so
+        # -150 px across narrows to 300 and -30 px lowers the centre to 20; no full screen
+        actions = ActionBuilder(driver)
+        actions.pointer_action.move_to(view).pointer_down(MouseButton.RIGHT)
+        actions.pointer_action.move_by(-75, -15).move_by(-75, -15).pointer_up(MouseButton.RIGHT)
+        actions.perform()
+        assert driver.find_element(By.ID, "windowname").text == "window 20/300 (drag)"
+        assert not driver.find_element(By.ID, "fullscreen").is_displayed()
+        narrow = (np.clip((values - (20 - 150)) / 300, 0, 1) * 255).round().astype(np.uint8)
+        assert np.array_equal(_page_grey(driver, "full"), narrow)
         # rating still works, and the next mask opens at its own default window
         driver.find_element(By.ID, "rater").send_keys("wendy", Keys.ENTER)
         driver.find_element(By.TAG_NAME, "h1").click()
