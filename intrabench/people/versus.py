@@ -541,7 +541,7 @@ def compare(
         shift=pd.DataFrame(
             shift_rows, columns=None if shift_rows else ["user", "model", "mean_dice_shift"]
         ),
-        seconds=seconds_by_kind(library),
+        seconds=beside_time_model(seconds_by_kind(library), time_model),
         clicks=click_positions(library, references, simulated_refiner),
         threshold=threshold,
         n_steps=n_steps,
@@ -559,6 +559,14 @@ def _replay_steps(replays: pd.DataFrame) -> pd.DataFrame:
     rows["user"] = REPLAYED
     rows["seconds"] = math.nan
     return rows[[c for c in _STEP_COLUMNS if c in rows]].reindex(columns=_STEP_COLUMNS)
+
+
+def beside_time_model(seconds: pd.DataFrame, time_model: TimeModel) -> pd.DataFrame:
+    """:func:`seconds_by_kind`'s rows with ``time_model``, the seconds the run's time model
+    gives each kind (what the simulated user's time is made of)."""
+    out = seconds.copy()
+    out["time_model"] = [float(time_model.seconds.get(kind, math.nan)) for kind in out["kind"]]
+    return out
 
 
 def seconds_table(seconds: pd.DataFrame) -> dict[str, Any]:

@@ -140,7 +140,8 @@ def report_section(
         comparison.table().to_html(index=False, na_rep="", border=0),
         "<h3>Seconds per interaction kind (people)</h3>",
         "<p class='explain'>Mean seconds from the mask on screen to the interaction, 95% "
-        "t interval; <code>intrabench people seconds</code> writes them as the time model's "
+        "t interval, beside the run's time model's seconds (time_model); "
+        "<code>intrabench people seconds</code> writes them as the time model's "
         "<code>seconds:</code>.</p>",
         seconds.to_html(index=False, na_rep="", border=0),
     ]

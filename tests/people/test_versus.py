@@ -165,3 +165,10 @@ def test_a_run_without_refinement_is_named_by_its_prompter():
     )
     steps = versus.simulated_steps(results, [("d", "c", "a")], TimeModel())
     assert steps["user"].tolist() == ["box-3d"] and steps["seconds"].tolist() == [13.25]
+
+
+def test_seconds_per_kind_beside_the_time_models():
+    frame = pd.DataFrame({"kind": ["box3d", "click"], "mean": [7.0, 2.666667]})
+    model = TimeModel(seconds={"click": 3.0})
+    beside = versus.beside_time_model(frame, model)
+    assert beside["time_model"].tolist() == [13.0, 3.0]  # the default 3D box, the run's click
