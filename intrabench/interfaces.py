@@ -120,7 +120,7 @@ class Model(ABC):
         (on a GPU), leaving the model loop's core free while it waits for one.
 
         The runner then gives the simulated users a worker process even on a machine with
-        fewer than four cores (:func:`intrabench.engine.runner.default_user_workers`). Default:
+        fewer than four cores (:func:`intrabench.execution.runner.default_user_workers`). Default:
         False (a CPU model). The torch adapters' bases answer from their ``device`` parameter
         (:func:`intrabench.device.computes_off_cpu`).
         """

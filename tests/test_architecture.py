@@ -118,7 +118,7 @@ def core_modules() -> dict[str, str]:
 
 def test_the_core_follows_its_import_rules():
     modules = core_modules()
-    assert "intrabench.engine.runner" in modules and "intrabench.evaluation.metrics" in modules
+    assert "intrabench.execution.runner" in modules and "intrabench.evaluation.metrics" in modules
     assert violations(modules) == []
 
 

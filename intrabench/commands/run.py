@@ -49,7 +49,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from intrabench import __version__
     from intrabench.config import builtin_demo_path, load_config
     from intrabench.engine.progress import RunProgress
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
 
     settings = execution_settings(args)
     config_path = Path(args.config) if args.config else builtin_demo_path()

@@ -16,11 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from intrabench.config import RunConfig
 from intrabench.engine.failures import UnitFailure, write_failures
-from intrabench.engine.plan import Plan, WorkUnit
+from intrabench.engine.plan import WorkUnit
 from intrabench.engine.skipped_work import SkippedWork, write_skipped_work
 from intrabench.errors import UserError
 from intrabench.execution.lanes import LaneMode
-from intrabench.execution.settings import DaskSettings, ExecutionSettings
+from intrabench.execution.settings import (
+    DaskSettings,
+    ExecutionSettings,
+    check_local_resources,
+    parse_resources,
+    read_cluster_spec,
+)
 from intrabench.execution.sizing import (
     default_finish_workers,
     default_user_workers,
@@ -28,10 +34,10 @@ from intrabench.execution.sizing import (
 )
 
 if TYPE_CHECKING:
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.pipelined import PipelinedExecutor
 
-#: per worker process: runners (with their loaded models) reused across tasks of one run
-_WORKER_RUNNERS: dict[tuple[str, str], Runner] = {}
+#: per worker process: executors (with their loaded models) reused across tasks of one run
+_WORKER_RUNNERS: dict[tuple[str, str, str], PipelinedExecutor] = {}
 
 
 def execute_group_task(
@@ -52,11 +58,9 @@ def execute_group_task(
     user and results workers. Returns the group's problems, its failed units and what it
     skipped for a problem (see :mod:`intrabench.engine.skipped_work`).
     """
-    from intrabench.engine.runner import Runner
-
     key = (config_json, run_dir, background)
-    runner = _WORKER_RUNNERS.get(key)
-    if runner is None:
+    executor = _WORKER_RUNNERS.get(key)
+    if executor is None:
         for previous in _WORKER_RUNNERS.values():
             previous.close()  # one run at a time per worker: stop the previous run's workers
         _WORKER_RUNNERS.clear()  # ... and free its models
@@ -68,53 +72,36 @@ def execute_group_task(
             finish_workers=finish_workers,
             reader_workers=1,
         )
-        runner = Runner(
-            RunConfig.model_validate_json(config_json), Path(run_dir), settings=settings
-        )
-        _WORKER_RUNNERS[key] = runner
-    executor = runner.executor  # in-process (CPU workers) or pipelined (GPU workers)
+        executor = _worker_executor(RunConfig.model_validate_json(config_json), run_dir, settings)
+        _WORKER_RUNNERS[key] = executor
     executor.start_workers()
     before, skipped_before = len(executor.failures), len(executor.skipped)
     problems = executor.execute_group(units)
     return problems, executor.failures[before:], executor.skipped[skipped_before:]
 
 
+def _worker_executor(
+    config: RunConfig, run_dir: str, settings: ExecutionSettings
+) -> PipelinedExecutor:
+    """The executor of a worker's tasks: in-process (CPU workers) or pipelined (GPU workers),
+    skipping the units whose files are written (:func:`~intrabench.engine.resume.needs_work`)."""
+    from intrabench import registry
+    from intrabench.engine.resume import needs_work
+    from intrabench.execution.pipelined import InProcessExecutor, PipelinedExecutor
+    from intrabench.io.results import ResultsStore
+
+    config.import_modules()
+    datasets = {
+        spec.key: registry.datasets.create(spec.name, spec.params) for spec in config.datasets
+    }
+    check = functools.partial(needs_work, ResultsStore(Path(run_dir)), config, Path(run_dir))
+    kind = InProcessExecutor if settings.background == "inline" else PipelinedExecutor
+    return kind(config, Path(run_dir), datasets, settings, check)
+
+
 def _devices(gpus: str | list[str] | tuple[str, ...]) -> list[str]:
     """Device indices from ``--gpus`` ("0,1" or a list), blanks dropped."""
     return [g.strip() for g in (gpus.split(",") if isinstance(gpus, str) else gpus) if g.strip()]
-
-
-def parse_resources(items: tuple[str, ...] | list[str] | None) -> dict[str, float]:
-    """``NAME=AMOUNT`` items as a mapping (an amount left out is 1)."""
-    resources: dict[str, float] = {}
-    for item in items or []:
-        name, _, amount = item.partition("=")
-        try:
-            resources[name] = float(amount or 1)
-        except ValueError:
-            raise UserError(f"--task-resources: expected NAME=AMOUNT, got '{item}'") from None
-    return resources
-
-
-def check_local_resources(dask: DaskSettings, resources: dict[str, float]) -> None:
-    """UserError when the local cluster's workers cannot offer what each task asks
-    (``--task-resources``): such tasks would wait forever. The local cluster's workers offer
-    GPU=1 each with ``--gpus``, nothing otherwise; a scheduler's or a job queue's workers are
-    started elsewhere, with their own ``--resources``."""
-    if dask.scheduler or dask.cluster_config:
-        return
-    offered = {"GPU": 1.0} if dask.gpus else {}
-    lacking = {
-        name: amount for name, amount in resources.items() if amount > offered.get(name, 0.0)
-    }
-    if lacking:
-        asked = ", ".join(f"{name}={amount:g}" for name, amount in lacking.items())
-        have = ", ".join(f"{name}={amount:g}" for name, amount in offered.items()) or "none"
-        raise UserError(
-            f"--task-resources {asked}: the local cluster's workers offer {have}, "
-            "so no task could start; use --gpus for GPU workers, or --scheduler "
-            "with workers started with --resources"
-        )
 
 
 def make_client(dask: DaskSettings) -> tuple[Any, Any]:
@@ -178,34 +165,6 @@ def gpu_cluster(
     return SpecCluster(workers=workers, scheduler=scheduler)
 
 
-def read_cluster_spec(path: Path) -> tuple[str, int, dict[str, Any]]:
-    """(dask-jobqueue cluster class name, jobs, options) of a cluster config ({kind:
-    slurm|pbs|lsf|sge|htcondor, jobs: N, options: {...}}); UserError in one line for anything
-    else (checked before the run's folder is written)."""
-    from intrabench.config import read_yaml_file
-
-    spec = read_yaml_file(path, "cluster config") or {}
-    if not isinstance(spec, dict) or not isinstance(spec.get("options", {}), dict):
-        raise UserError(
-            f"{path}: expected a mapping like {{kind: slurm, jobs: 4, options: "
-            "{cores: 8, memory: 32GB, ...}}"
-        )
-    kind = str(spec.get("kind", "")).lower()
-    classes = {
-        "slurm": "SLURMCluster",
-        "pbs": "PBSCluster",
-        "lsf": "LSFCluster",
-        "sge": "SGECluster",
-        "htcondor": "HTCondorCluster",
-    }
-    if kind not in classes:
-        raise UserError(f"{path}: kind must be one of {', '.join(classes)}, got '{kind}'")
-    jobs = spec.get("jobs", 1)
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise UserError(f"{path}: jobs must be a whole number >= 1, got {jobs!r}")
-    return classes[kind], jobs, dict(spec.get("options", {}))
-
-
 def _jobqueue_client(path: Path) -> tuple[Any, Any]:
     """A dask-jobqueue cluster from a YAML spec (:func:`read_cluster_spec`)."""
     from distributed import Client
@@ -223,23 +182,6 @@ def _jobqueue_client(path: Path) -> tuple[Any, Any]:
         raise UserError(f"{path}: options for {class_name}: {error}") from None
     cluster.scale(jobs=jobs)
     return Client(cluster), cluster
-
-
-def run_distributed(
-    config: RunConfig,
-    out: Path,
-    settings: ExecutionSettings | DaskSettings,
-    extend: bool = False,
-) -> tuple[Plan, list[str]]:
-    """Run ``config`` on Dask; same results store and resume semantics as the local runner.
-    ``settings``: the run's execution settings, or only its cluster (:class:`DaskSettings`);
-    ``extend`` as for :class:`~intrabench.engine.runner.Runner`."""
-    from intrabench.engine.runner import Runner
-
-    if isinstance(settings, DaskSettings):
-        settings = ExecutionSettings(executor="dask", dask=settings)
-    runner = Runner(config, out, settings=settings.with_changes(executor="dask"), extend=extend)
-    return runner.run()
 
 
 class DaskExecutor:

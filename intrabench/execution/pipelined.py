@@ -17,16 +17,13 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from intrabench import registry
 from intrabench.attributes.cache import case_with_attributes
-from intrabench.clicks.policy import ClickPolicy, ImageWindow
 from intrabench.config import ComponentSpec, RunConfig
 from intrabench.engine.case_reader import load_case
 from intrabench.engine.failures import UnitFailure
@@ -38,10 +35,10 @@ from intrabench.engine.finishing import (
     evaluate_episode_isolated,
     finish_unit_isolated,
 )
+from intrabench.engine.group import EpisodeTask, episode_tasks
 from intrabench.engine.plan import WorkUnit
 from intrabench.engine.progress import RunProgress
 from intrabench.engine.resources import PeakMemory, timed_set_case
-from intrabench.engine.simulated_user import SimulatedUser
 from intrabench.engine.skipped_work import SkippedWork
 from intrabench.errors import DataError, UserError
 from intrabench.execution import interrupts
@@ -50,7 +47,7 @@ from intrabench.execution._case_cache import CaseCache, CaseIdentity
 from intrabench.execution._model_ahead import NextModel, room_for_both
 from intrabench.execution.lanes import Lane, LaneMode, LanePool
 from intrabench.execution.loop_clock import LoopClock
-from intrabench.execution.scheduling import EpisodeScheduler, EpisodeTask
+from intrabench.execution.scheduling import EpisodeScheduler
 from intrabench.execution.settings import ExecutionSettings
 from intrabench.execution.sizing import (
     BACKGROUND_NICENESS,
@@ -66,24 +63,10 @@ from intrabench.io.results import (
     consolidate_run,
 )
 from intrabench.io.volume import Volume
-from intrabench.masks import with_box
 from intrabench.serving.building import build_model
 from intrabench.types import Case
 
 log = logging.getLogger(__name__)
-
-
-def _target_mask(case: Case, target) -> np.ndarray:
-    """The target's mask, read-only (shared by the episode's prompter, refiner and metrics),
-    its bounding box known from the case's label boxes."""
-    return with_box(case.target_mask(target), case.target_box(target))
-
-
-def image_window(case: Case, target) -> ImageWindow | None:
-    """The window of ``case``'s image around ``target`` that a simulated user with an
-    image-conditioned clickability model is given (docs/realistic-clicks.md)."""
-    box = case.target_box(target)
-    return None if box is None else ImageWindow.around(case.image.array, box)
 
 
 @dataclass(eq=False)
@@ -523,7 +506,7 @@ class PipelinedExecutor:
                 return []
             self._set_up_next_ahead(model, first, following)
             scheduler.run(
-                self._episode_tasks(pending, case, model.dimension, failed),
+                episode_tasks(pending, case, model.dimension, failed),
                 episode_done,
                 episode_failed,
             )
@@ -583,69 +566,6 @@ class PipelinedExecutor:
         else:
             with self._counting:
                 self.executed += 1
-
-    def _episode_tasks(
-        self,
-        units: list[WorkUnit],
-        case: Case,
-        model_dimension: int,
-        failed: set[str] = frozenset(),
-    ) -> Iterator[EpisodeTask]:
-        """The episodes of ``units`` on ``case``, unit by unit, target by target; made lazily,
-        so only the episodes in flight hold a ground truth. Units in ``failed`` (by key, a set
-        the caller fills while they run) yield no further episodes."""
-        windows: dict[str, ImageWindow | None] = {}  # image windows by target
-        for unit in units:
-            prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)
-            refiner = (
-                registry.refiners.create(unit.refiner.name, unit.refiner.params)
-                if unit.refiner
-                else None
-            )
-            clickability = (
-                registry.clickability.create(unit.clickability.name, unit.clickability.params)
-                if unit.click_group is not None and unit.clickability
-                else None
-            )
-            for index, target in enumerate(case.targets):
-                if unit.key in failed:
-                    break
-                identity = (case.dataset, case.case_id, target.target_id)
-                clicks = None
-                if clickability is not None:
-                    window = None
-                    if clickability.needs_image:  # cut once per target, shared by strategies
-                        if target.target_id not in windows:
-                            windows[target.target_id] = image_window(case, target)
-                        window = windows[target.target_id]
-                    clicks = ClickPolicy(
-                        clickability,
-                        unit.click_group or "baseline",
-                        unit.n_groups,
-                        window,
-                        identity,
-                    )
-                user = SimulatedUser(
-                    prompter=prompter,
-                    prompter_key=unit.prompter_key,
-                    refiner=refiner,
-                    refiner_key=unit.refiner_key,
-                    seed=unit.seed,
-                    identity=identity,
-                    spacing=case.image.spacing,
-                    model_dimension=model_dimension,
-                    clicks=clicks,
-                )
-                yield EpisodeTask(
-                    key=f"{unit.key}/{index}",
-                    user=user,
-                    ground_truth=_target_mask(case, target),
-                    steps=unit.steps if refiner else 0,
-                    refine=refiner is not None,
-                    keep_previous_prompts=unit.keep_previous_prompts,
-                    tag=(unit, index, target),
-                    target_class=target.class_name,
-                )
 
     def start_workers(self) -> None:
         """Start the background workers (no-op when inline or already started); until a user

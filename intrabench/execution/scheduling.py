@@ -21,9 +21,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
 
 from intrabench.engine.episode import (
     Answer,
@@ -35,29 +32,13 @@ from intrabench.engine.episode import (
     call_model,
     episode_program,
 )
-from intrabench.engine.simulated_user import SimulatedUser
+from intrabench.engine.group import EpisodeTask
 from intrabench.execution import interrupts, user_worker
 from intrabench.execution.lanes import Lane
 from intrabench.execution.loop_clock import LoopClock
 from intrabench.execution.subprocess_worker import WorkerDied
 from intrabench.execution.user_worker import Introduction, PackedMask, UserNotLoadable
 from intrabench.interfaces import Model
-
-
-@dataclass(eq=False)
-class EpisodeTask:
-    """One episode to run. ``ground_truth``: boolean (z, y, x) mask of the target; ``tag`` is
-    handed back with the results."""
-
-    key: str
-    user: SimulatedUser
-    ground_truth: np.ndarray
-    steps: int
-    refine: bool
-    keep_previous_prompts: bool
-    tag: Any = None
-    #: the target's class name, told to the model before each of its forward passes
-    target_class: str | None = None
 
 
 @dataclass(eq=False)

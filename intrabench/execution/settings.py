@@ -232,12 +232,8 @@ def _check_local_cluster(dask: DaskSettings) -> None:
             f"this machine ({cores} cores)"
         )
     if dask.cluster_config is not None:  # before the run's folder is written
-        from intrabench.execution.dask import read_cluster_spec
-
         read_cluster_spec(dask.cluster_config)
     if dask.task_resources:  # tasks no local worker could start
-        from intrabench.execution.dask import check_local_resources, parse_resources
-
         check_local_resources(dask, parse_resources(dask.task_resources))
     _check_memory_limit(dask.memory_limit)
 
@@ -257,3 +253,64 @@ def _check_memory_limit(limit: str | None) -> None:
         raise UserError(
             f"--memory-limit {limit}: a worker needs at least {MIN_WORKER_MEMORY // 2**20} MiB"
         )
+
+
+def parse_resources(items: tuple[str, ...] | list[str] | None) -> dict[str, float]:
+    """``NAME=AMOUNT`` items as a mapping (an amount left out is 1)."""
+    resources: dict[str, float] = {}
+    for item in items or []:
+        name, _, amount = item.partition("=")
+        try:
+            resources[name] = float(amount or 1)
+        except ValueError:
+            raise UserError(f"--task-resources: expected NAME=AMOUNT, got '{item}'") from None
+    return resources
+
+
+def check_local_resources(dask: DaskSettings, resources: dict[str, float]) -> None:
+    """UserError when the local cluster's workers cannot offer what each task asks
+    (``--task-resources``): such tasks would wait forever. The local cluster's workers offer
+    GPU=1 each with ``--gpus``, nothing otherwise; a scheduler's or a job queue's workers are
+    started elsewhere, with their own ``--resources``."""
+    if dask.scheduler or dask.cluster_config:
+        return
+    offered = {"GPU": 1.0} if dask.gpus else {}
+    lacking = {
+        name: amount for name, amount in resources.items() if amount > offered.get(name, 0.0)
+    }
+    if lacking:
+        asked = ", ".join(f"{name}={amount:g}" for name, amount in lacking.items())
+        have = ", ".join(f"{name}={amount:g}" for name, amount in offered.items()) or "none"
+        raise UserError(
+            f"--task-resources {asked}: the local cluster's workers offer {have}, "
+            "so no task could start; use --gpus for GPU workers, or --scheduler "
+            "with workers started with --resources"
+        )
+
+
+def read_cluster_spec(path: Path) -> tuple[str, int, dict[str, Any]]:
+    """(dask-jobqueue cluster class name, jobs, options) of a cluster config ({kind:
+    slurm|pbs|lsf|sge|htcondor, jobs: N, options: {...}}); UserError in one line for anything
+    else (checked before the run's folder is written)."""
+    from intrabench.config import read_yaml_file
+
+    spec = read_yaml_file(path, "cluster config") or {}
+    if not isinstance(spec, dict) or not isinstance(spec.get("options", {}), dict):
+        raise UserError(
+            f"{path}: expected a mapping like {{kind: slurm, jobs: 4, options: "
+            "{cores: 8, memory: 32GB, ...}}"
+        )
+    kind = str(spec.get("kind", "")).lower()
+    classes = {
+        "slurm": "SLURMCluster",
+        "pbs": "PBSCluster",
+        "lsf": "LSFCluster",
+        "sge": "SGECluster",
+        "htcondor": "HTCondorCluster",
+    }
+    if kind not in classes:
+        raise UserError(f"{path}: kind must be one of {', '.join(classes)}, got '{kind}'")
+    jobs = spec.get("jobs", 1)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise UserError(f"{path}: jobs must be a whole number >= 1, got {jobs!r}")
+    return classes[kind], jobs, dict(spec.get("options", {}))

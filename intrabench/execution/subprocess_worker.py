@@ -2,7 +2,7 @@
 
 Why not :class:`concurrent.futures.ProcessPoolExecutor`: its ``spawn`` and ``forkserver`` starts
 re-import the caller's main module in the child, which re-runs any unguarded script or notebook
-that drives a :class:`~intrabench.engine.runner.Runner`, and ``fork`` copies a process that may hold
+that drives a :class:`~intrabench.execution.runner.Runner`, and ``fork`` copies a process that may hold
 CUDA contexts, OpenMP pools and other threads. A subprocess started with ``-m`` imports only
 what the jobs need.
 

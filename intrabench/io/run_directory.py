@@ -14,7 +14,7 @@ results and predictions. Before a run writes anything there:
   exclusive ``flock`` on ``RUN_DIR/.lock``, released when the run ends or its process dies).
 
 Settings that change a unit's rows are part of the unit's key (see
-:class:`intrabench.engine.runner.WorkUnit`), so a changed setting computes new units instead of
+:class:`intrabench.execution.runner.WorkUnit`), so a changed setting computes new units instead of
 reusing stale ones.
 """
 

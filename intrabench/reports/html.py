@@ -108,7 +108,7 @@ def prediction_path(
     case: str,
     target: str,
 ) -> Path:
-    """Where :class:`intrabench.engine.runner.Runner` saves a target's final prediction."""
+    """Where :class:`intrabench.execution.runner.Runner` saves a target's final prediction."""
     return prediction_folder(
         run_dir, dataset, model, prompter, refiner, seed
     ) / prediction_file_name(case, target)

@@ -91,7 +91,7 @@ def test_cases_that_come_back_for_the_next_model_are_read_ahead(tmp_path):
     case after the first is read ahead, none by the model loop (a regression: a case coming
     back after another one was read again in the loop)."""
     from intrabench.config import RunConfig
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
 
     config = RunConfig.model_validate(
         {

@@ -9,8 +9,8 @@ import pytest
 
 from intrabench import registry
 from intrabench.config import parse_config
-from intrabench.engine.runner import Runner
 from intrabench.errors import ConfigError
+from intrabench.execution.runner import Runner
 from intrabench.interfaces import Model
 from intrabench.io.results import measured_columns
 

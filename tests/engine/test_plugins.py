@@ -267,7 +267,7 @@ def test_a_model_output_that_is_no_mask_of_the_case_fails_its_unit_in_one_line(
     """A probability map was scored as if every voxel above 0 were foreground, and a mask of
     another shape failed deep in the metrics ("operands could not be broadcast together")."""
     from intrabench.config import parse_config
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
     from intrabench.types import Prediction
 
     class Wrong(Model):
@@ -333,7 +333,7 @@ def test_a_prompt_that_is_no_prompt_on_the_case_fails_its_unit_in_one_line(
     import re
 
     from intrabench.config import parse_config
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
     from intrabench.interfaces import Prompter
 
     class Bad(Prompter):

@@ -10,8 +10,8 @@ import pytest
 
 from intrabench.cli import main
 from intrabench.config import parse_config
-from intrabench.engine.runner import Runner
 from intrabench.errors import UserError
+from intrabench.execution.runner import Runner
 from intrabench.io.results import measured_columns
 from intrabench.io.run_directory import RunLock
 
@@ -253,14 +253,14 @@ def test_a_run_killed_without_closing_is_named_by_the_next_one(tmp_path, caplog)
     holder.wait(timeout=10)
     left = (tmp_path / "run" / ".lock").read_text()
     assert left.startswith(f"pid {holder.pid} on ") and ", started " in left
-    with caplog.at_level(logging.WARNING, logger="intrabench.engine.runner"):
+    with caplog.at_level(logging.WARNING, logger="intrabench.execution.runner"):
         plan, problems = Runner(_config(), tmp_path / "run").run()
     assert not problems
     warned = [r.getMessage() for r in caplog.records if "ended without closing" in r.getMessage()]
     assert len(warned) == 1 and f"({left})" in warned[0] and "out of memory?" in warned[0]
     assert (tmp_path / "run" / ".lock").read_text() == ""
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="intrabench.engine.runner"):
+    with caplog.at_level(logging.WARNING, logger="intrabench.execution.runner"):
         Runner(_config(), tmp_path / "run").run()
     assert not any("ended without closing" in r.getMessage() for r in caplog.records)
 
@@ -274,7 +274,7 @@ def test_a_refused_run_closes_its_lock_and_the_next_one_has_nothing_to_say(tmp_p
     with pytest.raises(UserError):
         Runner(_config(refinement_steps=2), tmp_path / "run").prepare()
     assert (tmp_path / "run" / ".lock").read_text() == ""
-    with caplog.at_level(logging.WARNING, logger="intrabench.engine.runner"):
+    with caplog.at_level(logging.WARNING, logger="intrabench.execution.runner"):
         Runner(_config(refinement_steps=2), tmp_path / "run", extend=True).run()
     assert not any("ended without closing" in r.getMessage() for r in caplog.records)
 
@@ -290,7 +290,7 @@ def test_a_lock_file_with_anything_in_it_is_taken_and_emptied(tmp_path, caplog, 
 
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / ".lock").write_bytes(left)  # invalid UTF-8 too
-    with caplog.at_level(logging.WARNING, logger="intrabench.engine.runner"):
+    with caplog.at_level(logging.WARNING, logger="intrabench.execution.runner"):
         plan, problems = Runner(_config(), tmp_path / "run").run()
     assert not problems and len(plan.units) == 2
     warned = [r.getMessage() for r in caplog.records if "ended without closing" in r.getMessage()]

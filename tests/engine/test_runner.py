@@ -15,7 +15,7 @@ from intrabench import registry
 from intrabench.cli import main
 from intrabench.config import RunConfig, builtin_demo_path, load_config, parse_config
 from intrabench.engine.episode import run_episode
-from intrabench.engine.runner import Runner
+from intrabench.execution.runner import Runner
 from intrabench.interfaces import Model
 from intrabench.io.checkpoints import CheckpointError
 from intrabench.io.results import measured_columns

@@ -184,7 +184,7 @@ def test_a_run_with_set_up_stand_ins_gives_the_same_rows_and_sets_up_every_group
     rows of the run without them, and each (model, case) group calls the model's set_case."""
     import pandas as pd
 
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
     from intrabench.io.results import measured_columns
 
     def run(folder, setup: bool) -> tuple[pd.DataFrame, Runner]:

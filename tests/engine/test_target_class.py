@@ -11,7 +11,7 @@ import pytest
 
 from intrabench import registry
 from intrabench.config import RunConfig
-from intrabench.engine.runner import Runner
+from intrabench.execution.runner import Runner
 from intrabench.interfaces import Model
 from intrabench.types import Prediction
 

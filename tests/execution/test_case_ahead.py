@@ -11,8 +11,8 @@ import pytest
 
 from intrabench import registry
 from intrabench.config import parse_config
-from intrabench.engine.runner import Runner
 from intrabench.execution._case_ahead import CaseSetupAhead, sets_up_ahead
+from intrabench.execution.runner import Runner
 from intrabench.io.results import measured_columns
 from intrabench.models.volumetric._3d_common import CaseStateAhead
 from intrabench.testing.synthetic_network import SyntheticNetwork

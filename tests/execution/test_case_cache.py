@@ -44,7 +44,7 @@ def test_the_newest_case_stays_even_over_budget_and_a_promised_one_is_kept():
 def _count_reads(tmp_path, name, budget):
     """Cases read in the whole run (the reader and the loop), with two models on 3 cases."""
     from intrabench.config import RunConfig
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
 
     config = RunConfig.model_validate(
         {

@@ -10,8 +10,7 @@ import pandas as pd
 import pytest
 
 from intrabench.config import parse_config
-from intrabench.engine.runner import Runner
-from intrabench.execution.dask import run_distributed
+from intrabench.execution.runner import Runner, run_distributed
 from intrabench.execution.settings import DaskSettings
 from intrabench.io.results import measured_columns
 
@@ -165,13 +164,12 @@ def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
                 config.model_dump_json(), str(tmp_path / "tasks"), group, "process"
             ) == ([], [], [])
             assert all(runner.store.is_done(unit.key) for unit in group)  # written on return
-        [task_runner] = execution._WORKER_RUNNERS.values()
-        executor = task_runner.executor
+        [executor] = execution._WORKER_RUNNERS.values()
         assert executor._finishers.mode == "process" and executor._finishers.first.ready()
         assert all(lane.ready() for lane in executor._users)
     finally:
-        for task_runner in execution._WORKER_RUNNERS.values():
-            task_runner.close()
+        for executor in execution._WORKER_RUNNERS.values():
+            executor.close()
         execution._WORKER_RUNNERS.clear()
     runner.finish(plan)
     Runner(config, tmp_path / "local", background="inline").run()
@@ -179,7 +177,7 @@ def test_a_process_mode_task_starts_its_workers_and_writes_its_units(tmp_path):
 
 
 def test_gpu_workers_share_the_machines_user_workers(monkeypatch):
-    from intrabench.engine import runner
+    from intrabench.execution import runner
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)), raising=False)
     args = DaskSettings(gpus=("0", "1", "2", "3"))

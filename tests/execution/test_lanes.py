@@ -18,9 +18,9 @@ from intrabench import registry
 from intrabench.config import parse_config
 from intrabench.engine.episode import StepResult, run_episode
 from intrabench.engine.finishing import crop_episode
-from intrabench.engine.runner import Runner
 from intrabench.evaluation.metrics import step_metrics
 from intrabench.execution.lanes import Lane
+from intrabench.execution.runner import Runner
 from intrabench.execution.subprocess_worker import SubprocessExecutor, WorkerDied
 from intrabench.interfaces import Model
 from intrabench.io.results import measured_columns
@@ -78,7 +78,7 @@ def _niceness() -> int:
 
 @pytest.mark.skipif(not hasattr(os, "nice"), reason="Unix niceness")
 def test_background_workers_run_at_a_lower_priority_than_the_model_loop():
-    from intrabench.engine.runner import BACKGROUND_NICENESS
+    from intrabench.execution.runner import BACKGROUND_NICENESS
 
     parent = os.nice(0)
     lowered, plain = Lane("process", niceness=BACKGROUND_NICENESS), Lane("process")

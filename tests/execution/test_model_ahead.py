@@ -11,8 +11,8 @@ import pytest
 from intrabench import registry
 from intrabench.config import parse_config
 from intrabench.engine import model_ahead
-from intrabench.engine.runner import Runner
 from intrabench.errors import UserError
+from intrabench.execution.runner import Runner
 from intrabench.io.results import measured_columns
 from intrabench.testing.synthetic_network import SyntheticNetwork
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from intrabench.config import RunConfig
-from intrabench.engine.runner import Runner, default_reader_workers
+from intrabench.execution.runner import Runner, default_reader_workers
 from intrabench.io.results import measured_columns
 
 

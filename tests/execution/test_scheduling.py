@@ -305,7 +305,7 @@ def test_packed_masks_unpack_exactly(mask):
 def test_user_workers_follow_the_core_count(monkeypatch, cores, expected):
     import os
 
-    from intrabench.engine import runner
+    from intrabench.execution import runner
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     assert runner.default_user_workers() == expected
@@ -317,7 +317,7 @@ def test_gpu_models_get_a_user_worker_from_two_cores_on(monkeypatch, cores, expe
     it, on small machines too (issue #13)."""
     import os
 
-    from intrabench.engine import runner
+    from intrabench.execution import runner
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     assert runner.default_user_workers(forward_frees_cpu=True) == expected
@@ -326,7 +326,7 @@ def test_gpu_models_get_a_user_worker_from_two_cores_on(monkeypatch, cores, expe
 def test_which_models_free_the_cpu():
     from intrabench import registry
     from intrabench.config import parse_config
-    from intrabench.engine.runner import models_free_cpu
+    from intrabench.execution.runner import models_free_cpu
 
     assert not registry.models.get("region-growing-3d").forward_frees_cpu({})
     assert registry.models.get("sam").forward_frees_cpu({"device": "cuda"})
@@ -351,7 +351,7 @@ def test_which_models_free_the_cpu():
 
 def test_without_user_workers_episodes_run_one_at_a_time(tmp_path):
     from intrabench.config import parse_config
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
 
     config = parse_config(
         {
@@ -374,7 +374,7 @@ def test_whether_models_free_the_cpu_is_asked_only_where_it_changes_the_count(
     machine of four cores or more gets the same user workers either way."""
     import os
 
-    from intrabench.engine import runner
+    from intrabench.execution import runner
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     questions = []

@@ -96,3 +96,15 @@ def test_run_is_a_command_module_like_the_others():
     args = parser.parse_args(["run", "--executor", "dask", "--workers", "2"])
     assert args.func is run.cmd_run
     assert run.execution_settings(args).dask.workers == 2
+
+
+def test_the_runners_old_path_still_imports_with_one_warning():
+    import importlib
+    import sys
+
+    from intrabench.execution.runner import Runner
+
+    sys.modules.pop("intrabench.engine.runner", None)
+    with pytest.warns(DeprecationWarning, match="intrabench.engine.runner moved to intrabench"):
+        old = importlib.import_module("intrabench.engine.runner")
+    assert old.Runner is Runner

@@ -68,7 +68,7 @@ def _rows(run_dir) -> pd.DataFrame:
 
 
 def test_a_robustness_run_is_identical_across_executors(tmp_path, capsys):
-    from intrabench.execution.dask import run_distributed
+    from intrabench.engine.runner import run_distributed
     from intrabench.execution.settings import DaskSettings
 
     spec = {**SPEC, "prompters": [SPEC["prompters"][0]], "refiners": ["center-error-click"]}

@@ -15,7 +15,7 @@ from intrabench.cli import main
 from intrabench.config import parse_config
 from intrabench.engine.eta import UnitCosts, read_record, write_record
 from intrabench.engine.progress import RunProgress, format_seconds, work_keys
-from intrabench.engine.runner import Runner
+from intrabench.execution.runner import Runner
 from intrabench.interfaces import Model, Refiner
 from intrabench.types import Prediction
 

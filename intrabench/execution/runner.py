@@ -24,11 +24,12 @@ from intrabench.config import RunConfig
 from intrabench.engine.failures import UnitFailure, write_failures
 from intrabench.engine.plan import Plan, WorkUnit, make_plan
 from intrabench.engine.progress import RunProgress
+from intrabench.engine.resume import needs_work
 from intrabench.engine.skipped_work import SkippedWork, write_skipped_work
 from intrabench.errors import ConfigError
 from intrabench.execution.base import Executor, make_executor
 from intrabench.execution.loop_clock import LoopClock
-from intrabench.execution.settings import ExecutionSettings
+from intrabench.execution.settings import DaskSettings, ExecutionSettings
 from intrabench.execution.sizing import (  # noqa: F401 - the names users import from here
     BACKGROUND_NICENESS,
     default_finish_workers,
@@ -40,7 +41,6 @@ from intrabench.execution.sizing import (  # noqa: F401 - the names users import
 from intrabench.interfaces import Dataset
 from intrabench.io.results import ResultsStore, ensure_writable, write_frame, write_run_metadata
 from intrabench.io.run_directory import RunLock, check_output_directory, check_same_run
-from intrabench.io.run_paths import case_file_prefix, prediction_folder
 
 log = logging.getLogger(__name__)
 
@@ -155,21 +155,8 @@ class Runner:
         return plan, [list(g) for _, g in groupby(pending, key=lambda u: u.group)]
 
     def needs_work(self, unit: WorkUnit) -> bool:
-        """Whether ``unit`` is to be (re)computed: it has no unit file, or this run saves
-        predictions and a run before it did not (its prediction files are missing)."""
-        if not self.store.is_done(unit.key):
-            return True
-        if not self.config.save_predictions:
-            return False
-        folder = prediction_folder(
-            self.run_dir,
-            unit.dataset.key,
-            unit.model.key,
-            unit.prompter_key,
-            unit.refiner_key,
-            unit.seed,
-        )
-        return not any(folder.glob(f"{case_file_prefix(unit.case_id)}*.nii.gz"))
+        """Whether ``unit`` is to be (re)computed (:func:`~intrabench.engine.resume.needs_work`)."""
+        return needs_work(self.store, self.config, self.run_dir, unit)
 
     def finish(self, plan: Plan) -> None:
         """Consolidate the plan's rows and close the run (after :meth:`prepare`)."""
@@ -203,3 +190,16 @@ class Runner:
         if not groups:
             self.finish(plan)
         return plan, problems
+
+
+def run_distributed(
+    config: RunConfig,
+    out: Path,
+    settings: ExecutionSettings | DaskSettings,
+    extend: bool = False,
+) -> tuple[Plan, list[str]]:
+    """Run ``config`` on Dask (:mod:`intrabench.execution.dask`): the local runner's results
+    store and resume. ``settings``: the run's execution settings, or its cluster alone."""
+    if isinstance(settings, DaskSettings):
+        settings = ExecutionSettings(dask=settings)
+    return Runner(config, out, settings=settings.with_changes(executor="dask"), extend=extend).run()
