@@ -103,3 +103,47 @@ def test_the_report_section_has_the_table_and_the_figure(tmp_path):
     page = "".join(parts)
     assert "People beside the simulated user" in page and "box-3d + center-error-click" in page
     assert "Where correction clicks fall" in page and "2 correction clicks" in page
+
+
+def test_a_run_replays_sessions_with_the_recorded_prompter_and_refiner(tmp_path):
+    from intrabench.io.results import load_results
+
+    sessions = tmp_path / "sessions"
+    _sessions(sessions)  # both lesions of brain1
+    run = run_config(
+        tmp_path,
+        f"""
+name: replay-run
+seeds: [0]
+datasets:
+  - {{name: demo-real, cases: [brain1]}}
+models: [region-growing-3d]
+prompters: [{{name: recorded, sessions: {sessions}, label: people}}]
+refiners: [{{name: recorded, sessions: {sessions}, k: 1, label: people-k1}}]
+refinement_steps: 2
+""",
+    )
+    rows = load_results(run).sort_values(["target", "step"])
+    assert rows["target"].tolist() == ["lesion_1"] * 3 + ["lesion_2"] * 3
+    # the 3D box, one recorded click (k = 1), then nothing: the episode repeats its last step
+    assert rows["cumulative_effort"].tolist() == [3, 4, 4, 3, 4, 4]
+    assert rows["converged"].tolist() == [False, False, True] * 2
+    assert (
+        main(
+            [
+                "people",
+                "replay",
+                str(run),
+                "--sessions",
+                str(sessions),
+                "--k",
+                "1",
+                "--model",
+                "region-growing-3d",
+            ]
+        )
+        == 0
+    )
+    replays = pd.read_csv(run / "people" / "replays.csv").sort_values(["target", "step"])
+    ran = rows[rows["step"] <= 1]
+    assert replays["dice"].tolist() == pytest.approx(ran["dice"].tolist(), abs=1e-12)
