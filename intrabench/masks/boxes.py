@@ -43,6 +43,20 @@ class KnownBoxMask(np.ndarray):
     def __array_finalize__(self, obj: object) -> None:
         self.known_box = UNKNOWN
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """Results of operations (``mask & other``, ``mask.sum()``) are plain arrays and
+        numpy scalars, as they would be for an ndarray."""
+        plain = np.asarray(array).view(np.ndarray)
+        return plain[()] if return_scalar else plain
+
+    def astype(self, *args, **kwargs) -> np.ndarray:
+        """A plain array, as for an ndarray."""
+        return self.view(np.ndarray).astype(*args, **kwargs)
+
+    def copy(self, *args, **kwargs) -> np.ndarray:
+        """A plain, writable copy."""
+        return self.view(np.ndarray).copy(*args, **kwargs)
+
     def __reduce__(self):
         constructor, arguments, state = super().__reduce__()
         known = None if self.known_box is UNKNOWN else (self.known_box,)

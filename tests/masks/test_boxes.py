@@ -45,6 +45,10 @@ def test_a_mask_with_its_box_answers_from_it_and_derived_arrays_measure():
     assert bounding_box(carrier[1:]) == (slice(1, 2), slice(2, 3), slice(2, 3))
     assert known_box(carrier.copy()) is UNKNOWN
     assert known_box(carrier & carrier) is UNKNOWN
+    # results of operations are what an ndarray gives: plain arrays and numpy scalars
+    assert type(carrier & carrier) is np.ndarray and type(carrier.sum()) is np.int64
+    assert type(carrier.any()) is np.bool_ and int(carrier.sum()) == 1
+    assert type(carrier.astype(np.uint8)) is np.ndarray and type(carrier.copy()) is np.ndarray
     assert bounding_box(np.asarray(carrier)) == (slice(2, 3),) * 3
 
 
