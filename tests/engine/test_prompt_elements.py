@@ -241,7 +241,7 @@ def test_a_new_kind_is_drawn_in_the_gallery_and_on_the_review_page(circle_kind):
 
 def test_a_run_with_the_new_kind_and_a_model_that_takes_it(circle_kind, tmp_path):
     from intrabench.config import RunConfig
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
 
     config = RunConfig.model_validate(
         {
