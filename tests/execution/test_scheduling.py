@@ -361,9 +361,9 @@ def test_without_user_workers_episodes_run_one_at_a_time(tmp_path):
             "prompters": ["box-3d"],
         }
     )
-    assert Runner(config, tmp_path / "a", user_workers=0).episodes_in_flight == 1
-    assert Runner(config, tmp_path / "b", user_workers=2).episodes_in_flight == 8
-    assert Runner(config, tmp_path / "c", background="inline").user_workers == 0
+    assert Runner(config, tmp_path / "a", user_workers=0).executor.episodes_in_flight == 1
+    assert Runner(config, tmp_path / "b", user_workers=2).executor.episodes_in_flight == 8
+    assert Runner(config, tmp_path / "c", background="inline").executor.user_workers == 0
 
 
 @pytest.mark.parametrize("cores,asked", [(1, False), (2, True), (3, True), (4, False), (16, False)])
