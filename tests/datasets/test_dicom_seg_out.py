@@ -11,6 +11,7 @@ import numpy as np
 import pydicom
 from pydicom.uid import generate_uid
 
+from intrabench.cli import main
 from intrabench.datasets.dicom import read_seg, read_series
 from intrabench.datasets.dicom_seg_out import write_prediction_seg
 from intrabench.io.raw_image import RawImage
@@ -103,3 +104,94 @@ def test_seg_references_the_source_slices_frame_and_names_the_model(tmp_path):
     }
     assert all_referenced == set(series.sop_uids)
     assert seg.ReferencedSeriesSequence[0].SeriesInstanceUID == series.series_uid
+
+
+def _run_on_dicom(tmp_path: Path, save: str = "true") -> Path:
+    from _dicom import write_rtstruct
+
+    sources = write_ct(
+        tmp_path / "data" / "p1" / "CT",
+        np.where(_box(), 40, -700).astype(np.int16),
+        patient="p1",
+        study_uid=generate_uid(),
+    )
+    write_rtstruct(tmp_path / "data" / "p1" / "RS.dcm", sources, {"GTV-1": [(2, 4, 9, 5, 12)]})
+    spec = tmp_path / "data" / "clinic.yaml"
+    spec.write_text(
+        "name: clinic\nimages: '{case}/CT'\nlabels: '{case}/RS.dcm'\nclasses: {gtv: gtv_1}\n"
+    )
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"name: t\ndatasets:\n  - {{name: folder, spec: '{spec}'}}\n"
+        "models: [region-growing-3d]\nprompters: [box-3d]\nrefinement_steps: 0\n"
+        f"save_predictions: {save}\n"
+    )
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
+    return tmp_path / "run"
+
+
+def _box() -> np.ndarray:
+    box = np.zeros(SHAPE, dtype=bool)
+    box[1:4, 4:10, 5:13] = True
+    return box
+
+
+def test_command_writes_the_runs_predictions_as_seg_over_the_series(tmp_path, capsys):
+    import SimpleITK as sitk
+
+    run = _run_on_dicom(tmp_path)
+    capsys.readouterr()
+    assert main(["predictions", "to-dicom-seg", str(run), str(tmp_path / "seg")]) == 0
+    out = capsys.readouterr().out
+    assert "1 DICOM-SEG file(s) written" in out
+    (path,) = sorted((tmp_path / "seg").rglob("*.dcm"))
+    assert path.name == "p1.dcm"
+    saved = sorted(run.joinpath("predictions").rglob("p1__*.nii.gz"))
+    assert len(saved) == 1
+    native = sitk.GetArrayFromImage(sitk.ReadImage(str(saved[0]))).astype(bool)  # (k, j, i)
+    assert native.sum() > 0
+    series = read_series(tmp_path / "data" / "p1" / "CT")
+    ((label, back),) = read_seg(path, series).values()
+    assert label == saved[0].name[len("p1__") : -len(".nii.gz")]
+    assert np.array_equal(back, native)
+    assert hd.seg.segread(str(path)).SegmentSequence[0].SegmentAlgorithmName == (
+        "region-growing-3d"
+    )
+
+
+def test_command_refuses_a_run_without_dicom_or_without_predictions(tmp_path, capsys):
+    run = _run_on_dicom(tmp_path, save="false")
+    capsys.readouterr()
+    assert main(["predictions", "to-dicom-seg", str(run), str(tmp_path / "seg")]) == 2
+    err = capsys.readouterr().err
+    assert "no saved predictions of its DICOM cases" in err and "save_predictions" in err
+    assert "Traceback" not in err
+    assert main(["predictions", "to-dicom-seg", str(tmp_path / "nothing"), "x"]) == 2
+    assert "not a run directory" in capsys.readouterr().err
+
+
+def test_command_refuses_a_run_on_nifti_data(tmp_path, capsys):
+    import SimpleITK as sitk
+
+    (tmp_path / "data").mkdir()
+    sitk.WriteImage(
+        sitk.GetImageFromArray(np.where(_box(), 40, -700).astype(np.int16)),
+        str(tmp_path / "data" / "p1_img.nii.gz"),
+    )
+    sitk.WriteImage(
+        sitk.GetImageFromArray(_box().astype(np.uint8)), str(tmp_path / "data" / "p1_lab.nii.gz")
+    )
+    spec = tmp_path / "data" / "nifti.yaml"
+    spec.write_text("images: '{case}_img.nii.gz'\nlabels: '{case}_lab.nii.gz'\nclasses: {gtv: 1}\n")
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"name: t\ndatasets:\n  - {{name: folder, spec: '{spec}'}}\n"
+        "models: [region-growing-3d]\nprompters: [box-3d]\nrefinement_steps: 0\n"
+        "save_predictions: true\n"
+    )
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    assert main(["predictions", "to-dicom-seg", str(tmp_path / "run"), str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "no dataset of this run is read from DICOM series" in err
+    assert not (tmp_path / "s").exists()
