@@ -23,13 +23,18 @@ from _dicom import write_ct  # noqa: E402
 SHAPE = (6, 16, 20)  # (k, j, i)
 
 
-def _series(tmp_path: Path, flip: bool = False):
+def _series(tmp_path: Path, flip: bool = False, oblique: bool = False):
     volume = np.random.default_rng(0).normal(-700, 50, SHAPE).astype(np.int16)
     sources = write_ct(tmp_path / "CT", volume, patient="p1", study_uid=generate_uid())
     if flip:  # rows run towards anterior (-y): the canonical grid flips them back
         for path in sorted((tmp_path / "CT").glob("*.dcm")):
             ds = pydicom.dcmread(path)
             ds.ImageOrientationPatient = [1, 0, 0, 0, -1, 0]
+            ds.save_as(path, enforce_file_format=True)
+    if oblique:  # rows and columns turned 30 degrees in the axial plane
+        for path in sorted((tmp_path / "CT").glob("*.dcm")):
+            ds = pydicom.dcmread(path)
+            ds.ImageOrientationPatient = [0.866025, 0.5, 0, -0.5, 0.866025, 0]
             ds.save_as(path, enforce_file_format=True)
     return read_series(tmp_path / "CT"), sources
 
@@ -44,8 +49,8 @@ def _canonical_mask(series) -> np.ndarray:
     return np.asarray(to_canonical(native, geometry)), native
 
 
-def _round_trip(tmp_path: Path, flip: bool) -> None:
-    series, _ = _series(tmp_path, flip)
+def _round_trip(tmp_path: Path, flip: bool, oblique: bool = False) -> None:
+    series, _ = _series(tmp_path, flip, oblique)
     mask_zyx, native = _canonical_mask(series)
     out = write_prediction_seg(
         series, {"liver tumour": mask_zyx}, tmp_path / "pred.dcm", algorithm="SAM-Med3D"
@@ -66,6 +71,12 @@ def test_a_flipped_series_round_trips_too(tmp_path):
     series, _ = _series(tmp_path, flip=True)
     assert series.image.GetDirection()[4] == -1.0  # the readers kept the flip
     _round_trip(tmp_path, flip=True)
+
+
+def test_an_oblique_series_round_trips_too(tmp_path):
+    series, _ = _series(tmp_path, oblique=True)
+    assert abs(series.image.GetDirection()[1] - -0.5) < 1e-5  # the readers kept the tilt
+    _round_trip(tmp_path, flip=False, oblique=True)
 
 
 def test_seg_references_the_source_slices_frame_and_names_the_model(tmp_path):
@@ -195,3 +206,16 @@ def test_command_refuses_a_run_on_nifti_data(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no dataset of this run is read from DICOM series" in err
     assert not (tmp_path / "s").exists()
+
+
+def test_a_mask_of_another_grid_is_one_line(tmp_path):
+    import pytest
+
+    from intrabench.errors import DataError
+
+    series, _ = _series(tmp_path)
+    with pytest.raises(DataError, match=r"prediction 'gtv': shape \(6, 20, 16\) .* not the series"):
+        write_prediction_seg(
+            series, {"gtv": np.ones((6, 20, 16), bool)}, tmp_path / "p.dcm", algorithm="m"
+        )
+    assert not (tmp_path / "p.dcm").exists()
