@@ -168,6 +168,14 @@ def test_command_writes_the_runs_predictions_as_seg_over_the_series(tmp_path, ca
     assert hd.seg.segread(str(path)).SegmentSequence[0].SegmentAlgorithmName == (
         "region-growing-3d"
     )
+    capsys.readouterr()
+    args = ["predictions", "to-dicom-seg", str(run), str(tmp_path / "none")]
+    assert main([*args, "--model", "sam-med3d"]) == 2
+    assert "no saved predictions of its DICOM cases matching --case/--model" in (
+        capsys.readouterr().err
+    )
+    assert main([*args, "--case", "p1", "--model", "region-growing-3d"]) == 0
+    assert len(list((tmp_path / "none").rglob("*.dcm"))) == 1
 
 
 def test_command_refuses_a_run_without_dicom_or_without_predictions(tmp_path, capsys):
