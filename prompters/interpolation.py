@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from intrabench.protocols import PromptContext, Prompter
+from intrabench.interfaces import PromptContext, Prompter
 from intrabench.registry import prompters
 from intrabench.types import Box2D, Prompt, interactions
 
