@@ -60,7 +60,7 @@ from proxy_calibration import (  # noqa: E402
 )
 
 from intrabench.config import RunConfig, load_config  # noqa: E402
-from intrabench.engine.runner import Runner  # noqa: E402
+from intrabench.execution.runner import Runner  # noqa: E402
 from intrabench.io.machine import describe_machine, machine_text  # noqa: E402
 from intrabench.testing.synthetic_network import SyntheticNetwork  # noqa: E402
 

@@ -36,8 +36,8 @@ from forward_spans import timed_forward_passes
 
 from intrabench import registry
 from intrabench.config import builtin_demo_path, load_config
-from intrabench.engine.runner import Runner, default_user_workers
 from intrabench.execution.loop_clock import PHASES
+from intrabench.execution.runner import Runner, default_user_workers
 
 #: column name -> Runner keyword arguments
 MODES = {"inline": {"background": "inline"}, "process": {"background": "process"}}

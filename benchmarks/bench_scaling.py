@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from intrabench.config import parse_config
-from intrabench.engine.runner import Runner, run_distributed
+from intrabench.execution.runner import Runner, run_distributed
 from intrabench.execution.settings import DaskSettings
 
 

@@ -55,7 +55,7 @@ KEYS = ["dataset", "case", "target", "model", "prompter", "refiner", "seed", "st
 
 def run(workload: dict, out: Path, runs_in: dict | None) -> tuple[pd.DataFrame, float]:
     from intrabench.config import RunConfig
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
     from intrabench.io.results import load_results
 
     spec = dict(workload)

@@ -52,7 +52,7 @@ def one_start(way: str, spec: Path, checkpoint: Path, variant: str) -> dict[str,
     or 'overlapped' (as ``Runner.run`` does). Seconds of the whole and of each part."""
     started = time.perf_counter()
     from intrabench.config import RunConfig
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
 
     config = RunConfig.model_validate(
         {

@@ -29,7 +29,7 @@ def _spin(stop) -> None:
 
 def run(config_path: Path, out: Path, busy: int) -> float:
     from intrabench.config import load_config
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
 
     stop = multiprocessing.Event()
     spinners = [

@@ -12,7 +12,7 @@ from intrabench.attributes.catalogue import ATTRIBUTES, COLUMNS
 from intrabench.attributes.compute import case_attributes
 from intrabench.cli import main
 from intrabench.config import RunConfig
-from intrabench.engine.runner import Runner
+from intrabench.execution.runner import Runner
 from intrabench.io.results import load_results
 
 

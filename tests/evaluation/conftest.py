@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from intrabench.config import RunConfig, builtin_demo_path, load_config
-from intrabench.engine.runner import Runner
+from intrabench.execution.runner import Runner
 
 
 def narrowed_demo(name: str, save_predictions: bool = True, steps: int = 2) -> RunConfig:

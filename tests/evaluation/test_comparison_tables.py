@@ -11,8 +11,8 @@ import pytest
 from scipy.stats import wilcoxon
 
 from intrabench.cli import main
-from intrabench.engine.runner import Runner
 from intrabench.evaluation.aggregate import per_dataset
+from intrabench.execution.runner import Runner
 from intrabench.io.results import load_results
 from tests.evaluation.conftest import narrowed_demo
 

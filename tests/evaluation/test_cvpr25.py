@@ -305,7 +305,7 @@ def test_a_cvpr25_run_end_to_end(tmp_path, capsys):
     from intrabench.cli import main
     from intrabench.engine.finishing import prediction_path
     from intrabench.engine.plan import make_plan
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
     from intrabench.io.volume import read_volume
 
     spec = {
@@ -407,7 +407,7 @@ def test_cvpr25_target_label_is_the_files_label_value(tmp_path):
     file's values), ``target_number`` the case's compacted 1, 2, 3 (#49 item 9)."""
     import SimpleITK as sitk
 
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
 
     rng = np.random.default_rng(0)
     label = np.zeros((6, 20, 20), np.uint8)

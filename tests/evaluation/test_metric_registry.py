@@ -11,7 +11,6 @@ import math
 import numpy as np
 import pytest
 
-from intrabench.engine.runner import Runner
 from intrabench.errors import UserError
 from intrabench.evaluation.cvpr25 import step_metrics_cvpr25
 from intrabench.evaluation.episode_metrics import episode_table
@@ -26,6 +25,7 @@ from intrabench.evaluation.metric_registry import (
     unregister_metric,
 )
 from intrabench.evaluation.metrics import step_metrics
+from intrabench.execution.runner import Runner
 from intrabench.io.results import load_results
 
 from .conftest import narrowed_demo

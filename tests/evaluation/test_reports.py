@@ -208,7 +208,7 @@ def test_paper_configs_parse():
 @pytest.mark.slow
 def test_full_builtin_demo_tables_and_report(tmp_path, capsys):
     from intrabench.config import builtin_demo_path, load_config
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
 
     config = load_config(builtin_demo_path())
     Runner(config, tmp_path / "demo").run()

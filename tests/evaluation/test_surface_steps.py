@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from intrabench.config import parse_config
-from intrabench.engine.runner import Runner
 from intrabench.evaluation.metrics import step_metrics, surface_at
+from intrabench.execution.runner import Runner
 
 CONFIG = """
 name: surface-steps

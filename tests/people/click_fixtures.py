@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from intrabench.config import RunConfig
-from intrabench.engine.runner import Runner
+from intrabench.execution.runner import Runner
 from intrabench.people.clicks.build import build_collection
 
 MODELS = ["random-walker-3d", "region-growing-3d"]

@@ -278,7 +278,7 @@ def test_build_refuses_a_run_without_saved_masks_and_bad_counts(click_run, tmp_p
     )
     assert "--first: give 0 to --n (4) first-click tasks, not 5" in capsys.readouterr().err
     from intrabench.config import RunConfig
-    from intrabench.engine.runner import Runner
+    from intrabench.execution.runner import Runner
 
     bare = tmp_path / "bare"  # a run that saved no masks
     spec = {

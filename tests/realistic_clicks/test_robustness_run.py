@@ -8,8 +8,8 @@ import pytest
 
 from intrabench.cli import main
 from intrabench.config import parse_config
-from intrabench.engine.runner import Runner
 from intrabench.errors import ConfigError
+from intrabench.execution.runner import Runner
 from intrabench.io.results import measured_columns
 
 SPEC = {
@@ -68,7 +68,7 @@ def _rows(run_dir) -> pd.DataFrame:
 
 
 def test_a_robustness_run_is_identical_across_executors(tmp_path, capsys):
-    from intrabench.engine.runner import run_distributed
+    from intrabench.execution.runner import run_distributed
     from intrabench.execution.settings import DaskSettings
 
     spec = {**SPEC, "prompters": [SPEC["prompters"][0]], "refiners": ["center-error-click"]}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from intrabench.config import RunConfig
-from intrabench.engine.runner import Runner
+from intrabench.execution.runner import Runner
 from intrabench.review.build import build_review
 
 MODELS = ["region-growing-3d", "random-walker-2d", "random-walker-3d"]

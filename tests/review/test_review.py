@@ -12,7 +12,7 @@ import pytest
 
 from intrabench.cli import main
 from intrabench.config import RunConfig
-from intrabench.engine.runner import Runner
+from intrabench.execution.runner import Runner
 from intrabench.io.results import load_results
 from intrabench.review.build import build_review
 from intrabench.review.ratings import analyse_ratings, join_ratings, read_ratings

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from intrabench.config import RunConfig
-from intrabench.engine.runner import Runner
+from intrabench.execution.runner import Runner
 from intrabench.io.geometry import ImageGeometry
 from intrabench.io.results import load_results
 from intrabench.io.volume import Volume

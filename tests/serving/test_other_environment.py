@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from intrabench.config import RunConfig
-from intrabench.engine.runner import Runner
+from intrabench.execution.runner import Runner
 from intrabench.io.results import load_results
 from intrabench.serving.connection import ServerConnection
 from intrabench.serving.spec import RunsIn

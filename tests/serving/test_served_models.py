@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from intrabench.config import RunConfig
-from intrabench.engine.runner import Runner
 from intrabench.errors import ConfigError
+from intrabench.execution.runner import Runner
 from intrabench.io.results import load_results
 from intrabench.serving.connection import ModelServerError, ServerConnection
 from intrabench.serving.protocol import pack_mask, prompt_from_wire, prompt_to_wire, unpack_mask

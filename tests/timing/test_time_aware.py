@@ -13,8 +13,8 @@ from intrabench import registry
 from intrabench.cli import main
 from intrabench.config import parse_config
 from intrabench.engine.finishing import slices_scrolled
-from intrabench.engine.runner import Runner
 from intrabench.errors import ConfigError
+from intrabench.execution.runner import Runner
 from intrabench.interfaces import RefineContext
 from intrabench.io.results import measured_columns
 from intrabench.timing.budget import episode_time_metrics, kept_steps

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from intrabench.cli import main
 from intrabench.config import load_config, parse_config
-from intrabench.engine.runner import Runner
 from intrabench.errors import UserError
+from intrabench.execution.runner import Runner
 from intrabench.timing.budget import episode_time_metrics
 from intrabench.timing.human import TimeModel
 from intrabench.timing.waiting import load_table, measure_table, waiting_seconds
