@@ -358,6 +358,7 @@ def render(run_dir: Path, page: Path, images: Path, command: str, machine: str) 
         "",
         to_markdown(effort_summary(rows)),
     ]
+    text += comparison_section(rows, images, relative)
     findings = findings_table(rows, "litemedsam", "random-walker-2d")
     text += [
         "",
@@ -443,3 +444,62 @@ def render(run_dir: Path, page: Path, images: Path, command: str, machine: str) 
         text += ["", *(f"Note: {note}" for note in notes)]
     page.write_text("\n".join(text) + "\n")
     return page.read_text()
+
+
+def best_per_model(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
+    """The rows of each model's best configuration (model, prompter, refiner): the one ranked
+    first among the model's on the final steps' overall score (ties: the first in name order)."""
+    from intrabench.evaluation.ranking import rank_distributions, rank_table
+
+    ranks = rank_table(rank_distributions(rows, metric, n_boot=1))  # observed ranks only
+    overall = ranks[ranks["dataset"] == ranks["dataset"].iloc[-1]]
+    best = overall.sort_values(["rank", "model", "prompter", "refiner"]).drop_duplicates("model")
+    chosen = set(zip(best["model"], best["prompter"], best["refiner"]))
+    keys = list(zip(rows["model"], rows["prompter"], rows["refiner"]))
+    return rows[[key in chosen for key in keys]]
+
+
+def comparison_section(rows: pd.DataFrame, images: Path, relative: Path) -> list[str]:
+    """The page's "which configuration is better" part: each configuration's rank over
+    bootstrap resamples of the cases (table and blob plot), and the paired comparisons of each
+    model's best configuration (what ``intrabench tables`` writes for every pair)."""
+    from intrabench.evaluation.paired import MIN_CASES_INTERVAL, MIN_CASES_TEST
+    from intrabench.evaluation.ranking import rank_table
+    from intrabench.reports.comparisons import (
+        comparison_display,
+        comparison_results,
+        rank_blob_plot,
+        rank_display,
+    )
+
+    comparisons, scopes = comparison_results(best_per_model(rows))
+    if comparisons.empty:
+        return []
+    _, all_scopes = comparison_results(rows)
+    ranks = rank_display(rank_table(all_scopes))
+    overall = ranks[ranks["Dataset"] == ranks["Dataset"].iloc[-1]]
+    n_cases = int(overall["n cases"].iloc[0])
+    text = [
+        "",
+        "## Which configuration is better, and how sure",
+        "",
+        f"Paired comparisons on the same targets of each model's best configuration (final "
+        f"Dice x100, B - A): the bootstrap interval over cases needs at least "
+        f"{MIN_CASES_INTERVAL} cases and the Wilcoxon signed-rank test (Holm-corrected) at "
+        f"least {MIN_CASES_TEST}; the demo has {n_cases}, so they say so instead of a number. "
+        "`intrabench tables` writes every pair (comparisons.md/.tex/.csv) and the ranks "
+        "(ranks.md/.tex/.csv); docs/evaluation.md defines them.",
+        "",
+        to_markdown(comparison_display(comparisons)),
+        "",
+        f"Ranks of every configuration, {overall['Dataset'].iloc[0]} (1 = best; the rank "
+        "distribution over bootstrap resamples of the cases needs as many cases as an "
+        "interval):",
+        "",
+        to_markdown(overall.drop(columns=["Dataset"])),
+    ]
+    plot = rank_blob_plot([scope for scope in all_scopes if scope.scope == scopes[-1].scope])
+    if plot is not None:
+        (images / "ranks.png").write_bytes(plot)
+        text += ["", f"![Ranks of the configurations]({relative / 'ranks.png'})"]
+    return text

@@ -65,6 +65,7 @@ def test_the_page_has_the_papers_layouts_curves_findings_and_worst_targets(regen
         "## The worst targets, drawn",
         "## A trained model refined (Table 5, Appendix B.4): MobileSAM",
         "## Against the paper's refinement findings, with a trained model",
+        "## Which configuration is better, and how sure",
     ):
         assert heading in text
     assert "| Prompter | Model | Interactions | demo-real | Average |" in text
@@ -72,6 +73,7 @@ def test_the_page_has_the_papers_layouts_curves_findings_and_worst_targets(regen
         line.split("](")[1].rstrip(")") for line in text.splitlines() if line.startswith("![")
     ]
     assert "images/results/refinement.png" in images and "images/results/effort.png" in images
+    assert "images/results/ranks.png" in images
     assert sum("litemedsam" in image for image in images) == 2
     assert sum("mobilesam" in image for image in images) == 2
     for image in images:
@@ -207,3 +209,56 @@ def test_every_finding_of_the_committed_page_is_its_own_tables_numbers() -> None
         assert agrees == (
             "yes" if margin > 1 else "no" if margin < -1 else "a tie (within 1 point)"
         )
+
+
+def test_the_committed_page_compares_each_models_best_configuration_and_ranks_them() -> None:
+    """The comparison table pairs the four models' best configurations (6 pairs), and says
+    "n too small" where the demo's 3 cases cannot give an interval or a test."""
+    text = PAGE.read_text()
+    section = text[text.index("## Which configuration is better") :]
+    section = section[: section.index("\n## ", 4)]
+    pairs = [line for line in section.splitlines() if line.startswith("| demo-real |")]
+    assert len(pairs) == 6
+    assert all("n too small (at least 5)" in line for line in pairs)
+    models = {cell.strip().split(" / ")[0] for line in pairs for cell in line.split("|")[2:4]}
+    assert models == {"litemedsam", "mobilesam", "random-walker-2d", "region-growing-3d"}
+    ranks = [line for line in section.splitlines() if " / " in line and "| demo-real" not in line]
+    assert [int(line.split("|")[3]) for line in ranks] == list(range(1, len(ranks) + 1))
+    assert (PAGE.parent / "images" / "results" / "ranks.png").stat().st_size > 10_000
+
+
+def test_each_models_best_configuration_is_its_first_ranked_one() -> None:
+    """Hand-made rows of two cases: m's box (0.9, 0.7) beats its click (0.5, 0.5); n has one."""
+    from intrabench.reports.results_page import best_per_model
+
+    def row(model, prompter, case, dice):
+        return {
+            "dataset": "d",
+            "case": case,
+            "target": "t",
+            "target_class": "lesion",
+            "model": model,
+            "prompter": prompter,
+            "refiner": "none",
+            "seed": 0,
+            "step": 0,
+            "dice": dice,
+        }
+
+    rows = pd.DataFrame(
+        [
+            row("m", "click", "a", 0.5),
+            row("m", "click", "b", 0.5),
+            row("m", "box", "a", 0.9),
+            row("m", "box", "b", 0.7),
+            row("n", "click", "a", 0.6),
+            row("n", "click", "b", 0.6),
+        ]
+    )
+    best = best_per_model(rows)
+    assert sorted(set(zip(best["model"], best["prompter"]))) == [("m", "box"), ("n", "click")]
+    assert len(best) == 4
+    # enough cases for resampled ranks: the same choice (the observed ranks decide)
+    many = pd.concat([rows.assign(case=rows["case"] + str(k)) for k in range(3)])
+    best = best_per_model(many)
+    assert sorted(set(zip(best["model"], best["prompter"]))) == [("m", "box"), ("n", "click")]
