@@ -77,7 +77,9 @@ def cmd_tables(args: argparse.Namespace) -> int:
         if marked:
             print(f"{len(marked)} cell(s) marked \u2020: the model was trained on that dataset\n")
         print(f"written: {', '.join(str(p) for p in paths)}\n", file=sys.stderr)
-    print(_training_data_line(marked_total, left_out))
+    from intrabench.reports.tables import training_data_line
+
+    print(training_data_line(marked_total, left_out))
     from intrabench.evaluation.metric_registry import PROTOCOLS
 
     for protocol in (name for name, found in PROTOCOLS.items() if found.challenge_tables):
@@ -155,21 +157,6 @@ def _without_training_data(rows, exclude: bool):
     trained = rows[COLUMN].eq("yes")
     pairs = rows.loc[trained, ["model", "dataset"]].drop_duplicates()
     return rows[~trained].reset_index(drop=True), len(pairs)
-
-
-def _training_data_line(marked: int, left_out: int) -> str:
-    """The tables' one line on training data: cells marked, or pairs left out."""
-    if left_out:
-        return (
-            f"training data: {left_out} (model, dataset) pair(s) the model was trained on "
-            "left out of every table (--exclude-training-data)"
-        )
-    if marked:
-        return (
-            f"training data: {marked} table cell(s) marked \u2020, the model was trained on "
-            "that dataset; --exclude-training-data leaves them out"
-        )
-    return "training data: no table cell is of a dataset its model was trained on"
 
 
 def default_tables_folder(run_dirs: list[str]) -> Path:

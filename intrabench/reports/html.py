@@ -476,18 +476,28 @@ def build_report(
     cases_table[metric] = 100 * cases_table[metric]
     cases_table = cases_table.rename(columns={metric: f"final {metric} x100"})
     from intrabench.reports.failed_units import add_failed_column, read_failures, warning_line
-    from intrabench.reports.tables import prompter_label
+    from intrabench.reports.tables import (
+        marked_for_markdown,
+        prompter_label,
+        trained_cells,
+        training_data_line,
+    )
 
     failures = read_failures([run_dir])
     summary_parts = []
     if (line := warning_line(failures)) is not None:
         summary_parts.append(f"<p class='explain'><b>{html.escape(line)}</b></p>")
+    marked_total = 0
     for _key, title, table in tables_for_runs(rows, layout, metric):
         if "Model" in table and "Prompter" in table:
             table = add_failed_column(
                 table, failures, "Model", "Prompter", lambda p, r: prompter_label(p, r, layout)
             )
-        summary_parts.append(f"<h3>{html.escape(title)}</h3>{_frame_html(table)}")
+        marked = trained_cells(table, rows, layout)
+        marked_total += len(marked)
+        shown = marked_for_markdown(table, marked) if marked else table
+        summary_parts.append(f"<h3>{html.escape(title)}</h3>{_frame_html(shown)}")
+    summary_parts.append(f"<p class='explain'>{html.escape(training_data_line(marked_total))}</p>")
     success = success_table(episodes, 0.8) if not refined.empty else pd.DataFrame()
     versions = run_info.get("versions") if isinstance(run_info.get("versions"), dict) else {}
 

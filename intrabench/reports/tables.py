@@ -304,7 +304,23 @@ def trained_cells(
     )
 
 
-def _marked_for_markdown(
+def training_data_line(marked: int, left_out: int = 0) -> str:
+    """The tables' one line on training data: how many cells are marked, or how many
+    (model, dataset) pairs were left out (``--exclude-training-data``)."""
+    if left_out:
+        return (
+            f"training data: {left_out} (model, dataset) pair(s) the model was trained on "
+            "left out of every table (--exclude-training-data)"
+        )
+    if marked:
+        return (
+            f"training data: {marked} table cell(s) marked \u2020, the model was trained on "
+            "that dataset; --exclude-training-data leaves them out"
+        )
+    return "training data: no table cell is of a dataset its model was trained on"
+
+
+def marked_for_markdown(
     table: pd.DataFrame, marked: frozenset[tuple[int, str]], digits: int = 2
 ) -> pd.DataFrame:
     """``table`` with the marked columns as text, a dagger after each marked cell's value."""
@@ -334,7 +350,7 @@ def write_table(
     note = f"\n\n{TRAINED_NOTE} ({len(marked)} cell(s))" if marked else ""
     markdown = (
         (f"**{title}**\n\n" if title else "")
-        + to_markdown(_marked_for_markdown(table, marked) if marked else table)
+        + to_markdown(marked_for_markdown(table, marked) if marked else table)
         + note
         + "\n"
     )

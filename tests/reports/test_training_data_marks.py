@@ -64,3 +64,16 @@ def test_tables_mark_by_default_and_exclude_on_request(run, tmp_path, capsys):
     assert cell.isna().all()  # left out, not scored
     kept = table.loc[table["Model"] == "region-growing-3d", "real"]
     assert kept.notna().all()
+
+
+def test_the_report_marks_the_cells_and_says_how_many(run, tmp_path):
+    import html as html_text
+    import re
+
+    from intrabench.reports.html import build_report
+
+    page = build_report(run, tmp_path / "report", n_boot=10).read_text()
+    said = re.search(r"training data: (\d+) table cell\(s\) marked \u2020", page)
+    assert said is not None
+    cells = re.findall(r"<td>([0-9.]+)\u2020</td>", html_text.unescape(page))
+    assert int(said.group(1)) == len(cells) >= 1
