@@ -61,9 +61,12 @@ def cmd_tables(args: argparse.Namespace) -> int:
         return 1
     out = Path(args.out) if args.out else default_tables_folder(args.run_dirs)
     from intrabench.evaluation.aggregate import to_markdown
+    from intrabench.reports.comparisons import incomplete_note
     from intrabench.reports.failed_units import add_failed_column
     from intrabench.reports.tables import prompter_label, trained_cells
 
+    # an incomplete run is marked in every file: the title, the caption and a CSV column
+    note = incomplete_note([incompleteness_warning(r) for r in args.run_dirs])
     marked_total = 0
     for name, title, table in built:
         if "Model" in table and "Prompter" in table:
@@ -72,7 +75,13 @@ def cmd_tables(args: argparse.Namespace) -> int:
             )
         marked = trained_cells(table, rows, layout)
         marked_total += len(marked)
-        paths = write_table(table, out, name, title, marked)
+        shown_title = f"{note} {title or name}" if note else title
+        paths = write_table(table, out, name, shown_title, marked)
+        if note:
+            import pandas as pd
+
+            written = pd.read_csv(paths[2], keep_default_na=False, dtype=str)
+            written.assign(note=note).to_csv(paths[2], index=False)
         print(f"## {title or name}\n\n{to_markdown(table)}\n")
         if marked:
             print(f"{len(marked)} cell(s) marked \u2020: the model was trained on that dataset\n")

@@ -81,6 +81,11 @@ def test_an_incomplete_run_is_marked_in_the_files(six_case_run, tmp_path):
         assert "INCOMPLETE RUN" in (out / name).read_text(), name
     note = pd.read_csv(out / "comparisons.csv")["note"].iloc[0]
     assert note.startswith("INCOMPLETE RUN") and "1 not run yet" in note
+    # the paper-style tables too: the title, the caption and a column of the CSV
+    assert (out / "refinement.md").read_text().startswith("**INCOMPLETE RUN")
+    assert "INCOMPLETE RUN" in (out / "refinement.tex").read_text()
+    refinement = pd.read_csv(out / "refinement.csv")
+    assert (refinement["note"] == note).all() and "Model" in refinement
 
 
 def test_too_few_cases_say_so_with_the_minimum(tiny_run, tmp_path):
