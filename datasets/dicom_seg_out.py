@@ -1,4 +1,4 @@
-"""Predictions written as DICOM-SEG over the source series (#69 item 2), for a viewer
+"""Predictions written as DICOM-SEG over the source series, for a viewer
 (3D Slicer, OHIF) to open over the original images.
 
 A prediction is a boolean mask on the run's canonical grid (z, y, x) of the series as

@@ -1,5 +1,5 @@
 """``intrabench predictions to-dicom-seg RUN OUT``: a run's saved predictions as DICOM-SEG over
-the source series (#69 item 2), for runs whose dataset reads DICOM series (a ``folder`` spec).
+the source series, for runs whose dataset reads DICOM series (a ``folder`` spec).
 
 One SEG per (configuration, case): ``OUT/<dataset>/<model>/<prompter>/<refiner>/seed<N>/
 <case>.dcm``, one segment per target (its label the target id), the model as algorithm name;

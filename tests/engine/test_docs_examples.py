@@ -19,9 +19,19 @@ def _python_blocks(path: Path) -> list[str]:
 
 
 def test_adding_a_prompter_guide_runs():
-    namespace: dict = {}
-    for block in _python_blocks(DOCS / "adding-a-prompter.md"):
-        exec(compile(block, "adding-a-prompter.md", "exec"), namespace)  # noqa: S102
+    from intrabench.prompt_elements import ELEMENT_KINDS, unregister_element
+
+    before = set(ELEMENT_KINDS)
+    namespace: dict = {"__name__": "adding_a_prompter_guide"}
+    try:
+        for block in _python_blocks(DOCS / "adding-a-prompter.md"):
+            # dont_inherit: the guide's code runs as a reader's module would, without this
+            # module's `from __future__ import annotations` (a dataclass's ClassVar stays one)
+            code = compile(block, "adding-a-prompter.md", "exec", dont_inherit=True)
+            exec(code, namespace)  # noqa: S102
+    finally:
+        for kind in set(ELEMENT_KINDS) - before:  # the guide's kind is its own, not the run's
+            unregister_element(kind)
     case = Phantoms(n_cases=1).load("phantom_000")
     target = case.targets[0]
     model = registry.models.create("region-growing-3d")

@@ -4,6 +4,7 @@ exception as "Exception ignored" and goes on) still stops the command, without a
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import sys
 import textwrap
@@ -17,7 +18,7 @@ from intrabench.execution import interrupts
 from intrabench.execution.scheduling import EpisodeScheduler, EpisodeTask
 
 SWALLOWED = textwrap.dedent("""
-    import argparse, os, signal, sys, weakref
+    import argparse, os, signal, sys, threading, weakref
     from intrabench import cli
 
     class Box:
@@ -26,7 +27,7 @@ SWALLOWED = textwrap.dedent("""
     def command(args):
         box = Box()
         def callback(_ref):  # like the metrics' frozen-box cache
-            os.kill(os.getpid(), signal.{signal})
+            signal.pthread_kill(threading.get_ident(), signal.{signal})  # this thread: now
             for _ in range(10000):  # the handler runs here, inside the callback
                 pass
         ref = weakref.ref(box, callback)
@@ -43,6 +44,13 @@ SWALLOWED = textwrap.dedent("""
 """)
 
 
+def default_sigint() -> None:
+    """In the child, before exec: Ctrl-C's default action, which Python turns into
+    KeyboardInterrupt; a command started in the background (``&`` without job control)
+    inherits SIGINT ignored, and an ignored SIGINT stays ignored, as it should."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     ("name", "status", "message"),
     [
@@ -56,6 +64,7 @@ def test_a_stop_swallowed_in_a_weakref_callback_still_stops_the_command(name, st
         capture_output=True,
         text=True,
         timeout=60,
+        preexec_fn=default_sigint,
     )
     assert done.stdout == "went on\n"  # the raise inside the callback was swallowed...
     assert done.returncode == status, done.stderr  # ...and the request raised again after

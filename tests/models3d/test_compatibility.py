@@ -21,6 +21,8 @@ def _pairs(kind: str) -> list[tuple[str, str]]:
     for model_name in MODELS_3D:
         model_cls = registry.models.get(model_name)
         for name, cls in components.items():
+            if getattr(cls, "replays_people", False):  # a person's session: tests/people
+                continue
             reason = (
                 incompatibility(model_cls, cls)
                 if kind == "prompter"

@@ -21,7 +21,13 @@ SERVE = [
 
 def start(out) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
-        SERVE + ["--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        SERVE + ["--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Ctrl-C's default in the server, even when the tests run in the background (where a
+        # command inherits SIGINT ignored, and keeps it so)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     line = process.stdout.readline()
     return process, line
