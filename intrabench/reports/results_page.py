@@ -464,7 +464,7 @@ def comparison_section(rows: pd.DataFrame, images: Path, relative: Path) -> list
     bootstrap resamples of the cases (table and blob plot), and the paired comparisons of each
     model's best configuration (what ``intrabench tables`` writes for every pair)."""
     from intrabench.evaluation.paired import MIN_CASES_INTERVAL, MIN_CASES_TEST
-    from intrabench.evaluation.ranking import rank_table
+    from intrabench.evaluation.ranking import rank_distributions, rank_table
     from intrabench.reports.comparisons import (
         comparison_display,
         comparison_results,
@@ -475,7 +475,7 @@ def comparison_section(rows: pd.DataFrame, images: Path, relative: Path) -> list
     comparisons, scopes = comparison_results(best_per_model(rows))
     if comparisons.empty:
         return []
-    _, all_scopes = comparison_results(rows)
+    all_scopes = rank_distributions(rows)  # the ranks of every configuration, not its pairs
     ranks = rank_display(rank_table(all_scopes))
     overall = ranks[ranks["Dataset"] == ranks["Dataset"].iloc[-1]]
     n_cases = int(overall["n cases"].iloc[0])
