@@ -169,6 +169,8 @@ def _read_file(path: Path) -> dict[str, Any]:
     for key, value in data.items():
         if "int" in str(kinds[key]) and value is not None and type(value) is not int:
             raise ConfigError(f"{path}: {key} must be a whole number, got {value!r}")
+        if type(value) is int and value < 0:  # a count of workers, slots or seconds
+            raise ConfigError(f"{path}: {key} must be 0 or more, got {value}")
         if "bool" in str(kinds[key]) and value is not None and not isinstance(value, bool):
             raise ConfigError(f"{path}: {key} must be true or false, got {value!r}")
     if data.get("executor", "local") not in ("local", "dask"):

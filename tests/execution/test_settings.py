@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,30 @@ def test_an_unknown_key_of_the_file_is_one_line_with_the_close_name(tmp_path):
         ExecutionSettings.from_sources({}, file, environ={})
     file.write_text("user_workers: two\n")
     with pytest.raises(ConfigError, match="user_workers must be a whole number, got 'two'"):
+        ExecutionSettings.from_sources({}, file, environ={})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("user_workers: -3\n", "user_workers must be 0 or more, got -3"),
+        ("user_workers: .nan\n", "user_workers must be a whole number, got nan"),
+        ("user_workers: {a: {b: [1, 2]}}\n", "user_workers must be a whole number, got {'a'"),
+        ("[1, 2, 3]\n", "expected a mapping like"),
+        ("garbage: [\n", "invalid YAML"),
+    ],
+)
+def test_hostile_values_of_the_file_are_one_line(tmp_path, text, message):
+    file = tmp_path / "execution.yaml"
+    file.write_text(text)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        ExecutionSettings.from_sources({}, file, environ={})
+
+
+def test_a_huge_file_is_refused_before_it_is_read(tmp_path):
+    file = tmp_path / "execution.yaml"
+    file.write_text("a" * 2_000_000)
+    with pytest.raises(UserError, match="more than a execution settings file may hold"):
         ExecutionSettings.from_sources({}, file, environ={})
 
 
