@@ -20,9 +20,18 @@ class DataError(UserError):
 
 
 def quoted(value: object, limit: int = 80) -> str:
-    """``repr(value)`` cut to ``limit`` characters for a one-line message (a 375-byte YAML alias
-    bomb expanded to a 2.1 GB repr in an error once); the repr is built piecewise only as far as
-    needed for containers."""
+    """``repr(value)`` cut to ``limit`` characters for a one-line message.
+
+    The repr is built piecewise, only as far as needed, for containers: a huge or deeply nested
+    value (a YAML alias bomb) costs no more than its first few elements.
+
+    Args:
+        value: Any object to show in a message (a config value, a path, a key).
+        limit: The most characters returned; longer reprs end in ``...``.
+
+    Returns:
+        The shortened repr, at most ``limit`` characters long.
+    """
     text = reprlib.Repr()
     text.maxlevel, text.maxlist, text.maxdict, text.maxtuple, text.maxset = 3, 8, 8, 8, 8
     text.maxstring = text.maxother = text.maxlong = limit
@@ -31,11 +40,19 @@ def quoted(value: object, limit: int = 80) -> str:
 
 
 def one_line_cause(error: BaseException) -> str:
-    """``Type: first line of the message (file:line)``: the innermost frame outside the
-    installed libraries and Python's own (the plugin's or adapter's line that called into
-    torch), followed by ``; raised in <library file:line>`` when the error came from deeper.
-    The frame is unknown for errors that crossed a process boundary (their traceback stays
-    there)."""
+    """``Type: first line of the message (file:line)`` for one exception.
+
+    The frame shown is the innermost one outside the installed libraries and Python's own (the
+    plugin's or adapter's line that called into torch), followed by ``; raised in <library
+    file:line>`` when the error came from deeper. The frame is unknown for errors that crossed a
+    process boundary (their traceback stays there).
+
+    Args:
+        error: The exception, with its traceback when it was raised in this process.
+
+    Returns:
+        One line: the type, the message's first line and, when known, where it was raised.
+    """
     message = str(error).strip().splitlines()
     text = f"{type(error).__name__}: {message[0]}" if message else type(error).__name__
     frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ else []

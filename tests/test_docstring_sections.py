@@ -85,7 +85,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/engine/resume.py",
         "intrabench/engine/simulated_user.py",
         "intrabench/engine/skipped_work.py",
-        "intrabench/errors.py",
         "intrabench/evaluation/aggregate.py",
         "intrabench/evaluation/cvpr25.py",
         "intrabench/evaluation/episode_metrics.py",
