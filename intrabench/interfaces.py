@@ -97,21 +97,41 @@ class Model(ABC):
         current case (:mod:`intrabench.execution._case_ahead`), so it must not change anything the
         current case's forward passes read. An error raised here is not reported: ``set_case``
         does the work again and reports it.
+
+        Args:
+            image: The volume the next :meth:`set_case` will be given (the same object): float32
+                (z, y, x) in the canonical orientation, spacing in mm.
         """
 
     def set_target_class(self, class_name: str) -> None:  # noqa: B027 - optional hook
         """Told before every forward pass: the class (``Target.class_name``) of the target the
         next ``predict`` is for. Episodes of a case interleave, so it holds for that one call
-        only. Only models that take class prompts need it (VISTA3D's ``class_map``)."""
+        only. Only models that take class prompts need it (VISTA3D's ``class_map``).
+
+        Args:
+            class_name: The target's class name as the dataset names it (e.g. "liver"), the
+                name results are grouped by.
+        """
 
     def model_seconds(self) -> float:
-        """Seconds spent in forward passes since :meth:`reset_timer` (optional)."""
+        """Seconds spent in forward passes since :meth:`reset_timer` (optional).
+
+        Returns:
+            Wall-clock seconds of forward passes; NaN for a model that does not time itself.
+        """
         return float("nan")
 
     @classmethod
     def needs_modality(cls, params: dict[str, Any]) -> bool:
         """Whether this model, built with ``params``, must be told each case's modality by
-        its dataset (checked before the run: :mod:`intrabench.engine.model_needs`)."""
+        its dataset (checked before the run: :mod:`intrabench.engine.model_needs`).
+
+        Args:
+            params: The model's parameters as the configuration gives them (name to value).
+
+        Returns:
+            True when every case must have a declared modality ('CT' or 'MR'); default False.
+        """
         return False
 
     @classmethod
@@ -123,6 +143,12 @@ class Model(ABC):
         fewer than four cores (:func:`intrabench.execution.runner.default_user_workers`). Default:
         False (a CPU model). The torch adapters' bases answer from their ``device`` parameter
         (:func:`intrabench.device.computes_off_cpu`).
+
+        Args:
+            params: The model's parameters as the configuration gives them (e.g. ``device``).
+
+        Returns:
+            True when the forward passes run on an accelerator, False for a CPU model.
         """
         return False
 
@@ -141,17 +167,32 @@ class Model(ABC):
     @classmethod
     def accepts_for(cls, params: dict[str, Any]) -> frozenset[str]:
         """The prompt kinds the model takes when built with ``params`` (default:
-        :attr:`accepts`; a parameter may add one, e.g. VISTA3D's ``box_as_centre_click``)."""
+        :attr:`accepts`; a parameter may add one, e.g. VISTA3D's ``box_as_centre_click``).
+
+        Args:
+            params: The model's parameters as the configuration gives them (name to value).
+
+        Returns:
+            Kinds among "point", "box2d", "box3d", "scribble", "lasso" and "mask".
+        """
         return cls.accepts
 
     @classmethod
     def availability(cls) -> str:
-        """'ready', or what is missing (a checkpoint, a package), for ``models list``."""
+        """'ready', or what is missing (a checkpoint, a package), for ``models list``.
+
+        Returns:
+            "ready", or one short line naming what is missing.
+        """
         return "ready"
 
     @classmethod
     def checkpoint_keys(cls) -> tuple[str, ...]:
-        """The checkpoint table's keys this model uses, its default first (empty: none)."""
+        """The checkpoint table's keys this model uses, its default first (empty: none).
+
+        Returns:
+            Keys of the checkpoint table (``checkpoint_key`` or the variants' keys), no repeats.
+        """
         keys = [cls.VARIANTS[cls.DEFAULT_VARIANT]] if cls.DEFAULT_VARIANT in cls.VARIANTS else []
         keys += [key for key in cls.VARIANTS.values() if key not in keys]
         if cls.checkpoint_key and cls.checkpoint_key not in keys:
@@ -161,7 +202,12 @@ class Model(ABC):
     @classmethod
     def check_checkpoint(cls, path: Any, key: str) -> None:  # noqa: B027 - optional hook
         """Raise CheckpointError when the file at ``path`` (checkpoint ``key``) does not load
-        into the full-size network (``models verify``); default: no check."""
+        into the full-size network (``models verify``); default: no check.
+
+        Args:
+            path: The downloaded checkpoint file (a path or str).
+            key: Its key in the checkpoint table (one of :meth:`checkpoint_keys`).
+        """
         return None
 
     def reset_timer(self) -> None:  # noqa: B027 - optional hook
@@ -221,10 +267,18 @@ class SliceModel(Model):
             self.on_new_case(image)
 
     def on_new_case(self, image: Volume) -> None:  # noqa: B027 - optional hook
-        """Drop per-case caches (embeddings); called when the image changes."""
+        """Drop per-case caches (embeddings); called when the image changes.
+
+        Args:
+            image: The new case's volume, float32 (z, y, x) canonical, spacing in mm.
+        """
 
     def prepare_slices(self, zs: list[int]) -> None:  # noqa: B027 - optional hook
-        """Encode these slices ahead of decoding (batch them); default: nothing."""
+        """Encode these slices ahead of decoding (batch them); default: nothing.
+
+        Args:
+            zs: Axial slice indices (z) about to be predicted, sorted, within the image.
+        """
 
     @abstractmethod
     def predict_slice(self, prompt: SlicePrompt, feedback: Any = None) -> SliceOutput:
@@ -240,7 +294,15 @@ class SliceModel(Model):
         """
 
     def segment_slice(self, prompt: SlicePrompt) -> np.ndarray:
-        """One slice from a 2D prompt, no feedback (used by propagation prompters)."""
+        """One slice from a 2D prompt, no feedback (used by propagation prompters).
+
+        Args:
+            prompt: The slice's clicks ((y, x), labels 1/0) and box, in canonical voxel
+                indices; ``prompt.z`` is the slice.
+
+        Returns:
+            The slice's bool (y, x) mask (memoised: do not edit it).
+        """
         return self._predict_one(prompt, None).mask
 
     def _predict_one(self, prompt: SlicePrompt, feedback: Any) -> SliceOutput:
@@ -438,7 +500,11 @@ class Dataset(ABC):
 
     @abstractmethod
     def case_ids(self) -> list[str]:
-        """Identifiers of the cases, sorted."""
+        """Identifiers of the cases, sorted.
+
+        Returns:
+            The case ids, sorted; cheap (no image is read).
+        """
 
     @abstractmethod
     def load(self, case_id: str) -> Case:
@@ -470,13 +536,27 @@ class Dataset(ABC):
     @classmethod
     def availability(cls, root: str | None = None) -> str:
         """'ready', or what is missing ('not downloaded', ...) under the data ``root`` (the
-        default data folder when None), for ``datasets list``."""
+        default data folder when None), for ``datasets list``.
+
+        Args:
+            root: The data folder to look in; None for the default one.
+
+        Returns:
+            "ready", or one short line naming what is missing.
+        """
         return "ready"
 
     def declared_modality(self, case_id: str) -> str | None:
         """'CT', 'MR' or '' (declared as unknown) for ``case_id`` without reading it, as the
         dataset declares it (:mod:`intrabench.modality`); None when it cannot be told before
-        the case is read (then nothing is checked ahead of the run)."""
+        the case is read (then nothing is checked ahead of the run).
+
+        Args:
+            case_id: One of :meth:`case_ids`.
+
+        Returns:
+            'CT', 'MR', '' or None, as above.
+        """
         return None
 
 
@@ -489,7 +569,15 @@ def _unaccepted(produced: frozenset[str], accepts: frozenset[str]) -> set[str]:
 
 
 def model_accepts(model_cls: type[Model], params: dict[str, Any] | None = None) -> frozenset[str]:
-    """The prompt kinds a model takes with these parameters (:meth:`Model.accepts_for`)."""
+    """The prompt kinds a model takes with these parameters (:meth:`Model.accepts_for`).
+
+    Args:
+        model_cls: The model's class (not built).
+        params: Its parameters from the configuration; None for none.
+
+    Returns:
+        The kinds it accepts (e.g. {"point", "mask"}).
+    """
     return frozenset(model_cls.accepts_for(dict(params or {})))
 
 
@@ -500,7 +588,18 @@ def incompatibility(
     params: dict[str, Any] | None = None,
 ) -> str | None:
     """Why this model (with these parameters) cannot run with this prompter/refiner, or None
-    if it can."""
+    if it can.
+
+    Args:
+        model_cls: The model's class (not built).
+        prompter_cls: The initial prompter's class; None to check the refiner alone.
+        refiner_cls: The refiner's class; None for no refinement.
+        params: The model's parameters from the configuration; None for none.
+
+    Returns:
+        One line for the skip reason (dimension or prompt kinds that do not fit, a model that
+        cannot be refined), or None when the combination runs.
+    """
     accepts = model_accepts(model_cls, params)
     hint = model_cls.unaccepted_hint
     if prompter_cls is not None:

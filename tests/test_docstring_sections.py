@@ -106,7 +106,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/execution/sizing.py",
         "intrabench/execution/subprocess_worker.py",
         "intrabench/execution/user_worker.py",
-        "intrabench/interfaces.py",
         "intrabench/io/cache.py",
         "intrabench/io/checkpoint_download.py",
         "intrabench/io/checkpoints.py",
