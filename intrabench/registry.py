@@ -77,7 +77,11 @@ class Registry(Generic[T]):
         return decorate(cls) if cls is not None else decorate
 
     def unregister(self, name: str) -> None:
-        """Remove ``name`` (tests that register a component for themselves only)."""
+        """Remove ``name`` (tests that register a component for themselves only).
+
+        Args:
+            name: The registered name; an unknown name is ignored.
+        """
         self._classes.pop(name, None)
         self._sources.pop(name, None)
 
@@ -138,22 +142,47 @@ class Registry(Generic[T]):
 
     # -- lookup ---------------------------------------------------------------------------
     def names(self) -> list[str]:
-        """The registered names, sorted (every source loaded)."""
+        """The registered names, sorted (every source loaded).
+
+        Returns:
+            Built-in and plugin names, sorted.
+        """
         self._ensure_loaded()
         return sorted(self._classes)
 
     def items(self) -> list[tuple[str, type[T]]]:
-        """The ``(name, class)`` pairs, sorted by name (every source loaded)."""
+        """The ``(name, class)`` pairs, sorted by name (every source loaded).
+
+        Returns:
+            ``(name, class)`` for every registered component, sorted by name.
+        """
         self._ensure_loaded()
         return sorted(self._classes.items())
 
     def source(self, name: str) -> str:
-        """The module that registered ``name``."""
+        """The module that registered ``name``.
+
+        Args:
+            name: A registered name.
+
+        Returns:
+            The dotted module name of the class (e.g. ``intrabench.models.sam``).
+
+        Raises:
+            KeyError: ``name`` is not registered.
+        """
         self._ensure_loaded()
         return self._sources[name]
 
     def is_known(self, name: str) -> bool:
-        """Whether ``name`` is registered (loading the registry as ``get`` would; no error)."""
+        """Whether ``name`` is registered (loading the registry as ``get`` would; no error).
+
+        Args:
+            name: A component name as a configuration gives it.
+
+        Returns:
+            True when :meth:`get` would return a class for it.
+        """
         if name in self._classes:
             return True
         if not self._loaded and self._import_defining_module(name):
@@ -162,13 +191,26 @@ class Registry(Generic[T]):
         return name in self._classes or self._import_moved_out(name)
 
     def unknown_note(self, name: str) -> str:
-        """``model 'sam-mde' (did you mean 'sam-med'?)``: an unknown name for a list."""
+        """``model 'sam-mde' (did you mean 'sam-med'?)``: an unknown name for a list.
+
+        Args:
+            name: The name that is not registered.
+
+        Returns:
+            The kind and quoted name, with the closest registered name when there is one.
+        """
         self._ensure_loaded()
         close = difflib.get_close_matches(name, self._classes, n=1)
         return f"{self.kind} '{name}'" + (f" (did you mean '{close[0]}'?)" if close else "")
 
     def get(self, name: str) -> type[T]:
         """The class registered as ``name``, importing only its module when the index names it.
+
+        Args:
+            name: A component name as a configuration gives it.
+
+        Returns:
+            The registered class (not an instance).
 
         Raises:
             ConfigError: No component has that name (the message suggests close names).
@@ -190,6 +232,10 @@ class Registry(Generic[T]):
 
     def check_params(self, name: str, params: dict[str, Any]) -> None:
         """Check that ``params`` fit the constructor of the component ``name``.
+
+        Args:
+            name: The registered name.
+            params: The keyword arguments the configuration gives its constructor.
 
         Raises:
             ConfigError: A parameter is unknown (the message suggests a close one and lists
@@ -218,7 +264,10 @@ class Registry(Generic[T]):
 
         Args:
             name: The registered name.
-            params: Keyword arguments of its constructor.
+            params: Keyword arguments of its constructor; None for none.
+
+        Returns:
+            The built component.
 
         Raises:
             ConfigError: A parameter is unknown or its value is refused by the component.
@@ -251,7 +300,16 @@ def constructor_parameters(cls: type) -> tuple[list[str], bool]:
     """(the keyword parameters ``cls(...)`` accepts, whether it accepts any keyword at all).
 
     A constructor that passes ``**params`` on to its base class accepts the base's parameters
-    too: the classes of the MRO are followed while each ``__init__`` takes ``**kwargs``."""
+    too: the classes of the MRO are followed while each ``__init__`` takes ``**kwargs``.
+
+    Args:
+        cls: A component class.
+
+    Returns:
+        The parameter names in constructor order (subclass first), and True when the chain
+        ends in an ``__init__`` that takes ``**kwargs`` or cannot be inspected (any keyword may
+        then be valid), False when it ends in one without ``**kwargs``.
+    """
     accepted: list[str] = []
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
