@@ -31,7 +31,15 @@ class ImageGeometry:
     @classmethod
     def from_sitk(cls, image: sitk.Image) -> ImageGeometry:
         """The geometry of a SimpleITK image: size, spacing (mm), origin (mm) and direction, in its
-        (x, y, z) order."""
+        (x, y, z) order.
+
+        Args:
+            image: Any SimpleITK image (only its header fields are read).
+
+        Returns:
+            The geometry: size in voxels, spacing and origin in mm (LPS world), the direction
+            matrix's nine entries row by row.
+        """
         return cls(
             size=tuple(int(v) for v in image.GetSize()),
             spacing=tuple(float(v) for v in image.GetSpacing()),
@@ -40,7 +48,12 @@ class ImageGeometry:
         )
 
     def ras_affine(self) -> np.ndarray:
-        """4x4 voxel (i, j, k) to RAS world affine, as nibabel would report it."""
+        """4x4 voxel (i, j, k) to RAS world affine, as nibabel would report it.
+
+        Returns:
+            A (4, 4) float array mapping homogeneous voxel indices (i, j, k, 1) to RAS+ world
+            coordinates in mm.
+        """
         direction = np.asarray(self.direction, dtype=float).reshape(3, 3)
         affine = np.eye(4)
         affine[:3, :3] = _LPS_TO_RAS @ direction @ np.diag(self.spacing)
@@ -48,7 +61,11 @@ class ImageGeometry:
         return affine
 
     def orientation(self) -> np.ndarray:
-        """nibabel ornt array mapping voxel axes (i, j, k) to the closest RAS axes."""
+        """nibabel ornt array mapping voxel axes (i, j, k) to the closest RAS axes.
+
+        Returns:
+            A (3, 2) float array: row ``a`` is (RAS axis 0/1/2, +1 or -1) for voxel axis ``a``.
+        """
         aligned = _axis_aligned_orientation(self.ras_affine())
         if aligned is not None:  # most files: no nibabel import (docs/performance.md)
             return aligned
@@ -65,11 +82,19 @@ class ImageGeometry:
         return (by_ras_axis[2], by_ras_axis[1], by_ras_axis[0])
 
     def canonical_spacing(self) -> tuple[float, float, float]:
-        """Spacing in canonical (z, y, x) order, in mm."""
+        """Spacing in canonical (z, y, x) order, in mm.
+
+        Returns:
+            The voxel spacing along canonical z, y and x, in mm.
+        """
         return self._in_canonical_order(tuple(self.spacing))
 
     def canonical_shape(self) -> tuple[int, int, int]:
-        """Size in canonical (z, y, x) order, in voxels."""
+        """Size in canonical (z, y, x) order, in voxels.
+
+        Returns:
+            The shape a canonical array of this grid has: (z, y, x) in voxels.
+        """
         return self._in_canonical_order(tuple(self.size))
 
     def same_grid(self, other: ImageGeometry, tolerance: float = 1e-3) -> bool:
@@ -79,6 +104,10 @@ class ImageGeometry:
             other: The geometry to compare with.
             tolerance: Relative and absolute tolerance of spacing (mm) and direction; origins may
                 differ by ten times it (mm).
+
+        Returns:
+            True when the sizes are equal and spacing, origin and direction agree within the
+            tolerances.
         """
         return (
             self.size == other.size

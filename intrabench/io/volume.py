@@ -43,7 +43,17 @@ if TYPE_CHECKING:
 
 
 def to_canonical(native_kji: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
-    """SimpleITK-order array (k, j, i) -> canonical (z, y, x) array (a view when possible)."""
+    """SimpleITK-order array (k, j, i) -> canonical (z, y, x) array (a view when possible).
+
+    Args:
+        native_kji: The voxels as SimpleITK returns them, indexed (k, j, i) in the file's own
+            voxel order; any dtype.
+        geometry: The file's grid, whose direction gives the axis permutation and flips.
+
+    Returns:
+        The same voxels indexed (z, y, x) closest to RAS+; a view of ``native_kji`` (flipped and
+        transposed strides) whenever numpy can express it, so it may not be C-ordered.
+    """
     import nibabel as nib
 
     ijk = np.transpose(native_kji, (2, 1, 0))
@@ -52,12 +62,22 @@ def to_canonical(native_kji: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
 
 
 def to_canonical_in_place(native_kji: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
-    """:func:`to_canonical`, made in ``native_kji``'s own memory when the file's axes are
-    already in canonical order and only flipped (the common LPS/RAS storage): the result is
-    then ``native_kji`` itself, its values reordered in place (its old content is lost).
-    Otherwise (axes permuted, or an array that is not writable and C-ordered) a new
-    C-ordered array. Flipping in place allocates one slice at a time, where a copy of a CT
-    volume allocates (and, on first touch, faults in) as much memory as the volume."""
+    """:func:`to_canonical`, made in ``native_kji``'s own memory when possible.
+
+    When the file's axes are already in canonical order and only flipped (the common LPS/RAS
+    storage), the result is ``native_kji`` itself, its values reordered in place (its old content is
+    lost). Otherwise (axes permuted, or an array that is not writable and C-ordered) a new C-ordered
+    array. Flipping in place allocates one slice at a time, where a copy of a CT volume allocates
+    (and, on first touch, faults in) as much memory as the volume.
+
+    Args:
+        native_kji: The voxels indexed (k, j, i) in the file's order; overwritten when it is a
+            writable, C-ordered 3D array whose axes need only flips.
+        geometry: The file's grid (its direction gives the permutation and flips).
+
+    Returns:
+        A C-ordered (z, y, x) array: ``native_kji`` itself when reoriented in place, else a copy.
+    """
     orientation = geometry.orientation()
     if (
         not np.array_equal(orientation[:, 0], [0, 1, 2])
@@ -85,7 +105,19 @@ def to_canonical_in_place(native_kji: np.ndarray, geometry: ImageGeometry) -> np
 
 
 def from_canonical(canonical_zyx: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
-    """Canonical (z, y, x) array -> SimpleITK-order (k, j, i) array on the original grid."""
+    """Canonical (z, y, x) array -> SimpleITK-order (k, j, i) array on the original grid.
+
+    The inverse of :func:`to_canonical`: a pure axis permutation and flip, so the round trip is
+    exact.
+
+    Args:
+        canonical_zyx: An array indexed (z, y, x), of the grid's canonical shape; any dtype.
+        geometry: The original grid to return to.
+
+    Returns:
+        A C-ordered array indexed (k, j, i) in the file's voxel order, ready for
+        ``SimpleITK.GetImageFromArray``.
+    """
     import nibabel as nib
 
     ras = np.transpose(canonical_zyx, (2, 1, 0))
@@ -95,7 +127,15 @@ def from_canonical(canonical_zyx: np.ndarray, geometry: ImageGeometry) -> np.nda
 
 def native_index(points_zyx: np.ndarray, geometry: ImageGeometry) -> np.ndarray:
     """(N, 3) canonical (z, y, x) voxel indices -> the same voxels' (k, j, i) indices in the
-    file's own voxel order (SimpleITK's array order), as :func:`from_canonical` moves them."""
+    file's own voxel order (SimpleITK's array order), as :func:`from_canonical` moves them.
+
+    Args:
+        points_zyx: Integer voxel indices, shape (N, 3), columns (z, y, x) in canonical order.
+        geometry: The file's grid.
+
+    Returns:
+        Shape (N, 3), columns (k, j, i), of ``points_zyx``'s dtype.
+    """
     import nibabel as nib
 
     # nibabel's affine from reoriented (RAS) array indices back to the file's (i, j, k)
@@ -123,7 +163,14 @@ class Volume:
     modality: str = ""
 
     def with_modality(self, modality: str) -> Volume:
-        """This volume (same array, no copy) with ``modality`` set."""
+        """This volume (same array, no copy) with ``modality`` set.
+
+        Args:
+            modality: ``"CT"``, ``"MR"`` or ``""`` (unknown), as in :attr:`modality`.
+
+        Returns:
+            A new :class:`Volume` sharing this one's array, spacing and geometry.
+        """
         from dataclasses import replace
 
         return replace(self, modality=modality)
@@ -134,7 +181,18 @@ class Volume:
         return tuple(self.array.shape)  # type: ignore[return-value]
 
     def to_sitk(self, canonical_zyx: np.ndarray) -> sitk.Image:
-        """An image on this volume's original grid holding ``canonical_zyx`` (same shape)."""
+        """An image on this volume's original grid holding ``canonical_zyx`` (same shape).
+
+        Args:
+            canonical_zyx: An array indexed (z, y, x) of this volume's :attr:`shape` (a prediction,
+                a label); its dtype becomes the image's pixel type.
+
+        Returns:
+            A SimpleITK image with the original file's size, spacing, origin and direction.
+
+        Raises:
+            ValueError: ``canonical_zyx`` has another shape than this volume.
+        """
         if tuple(canonical_zyx.shape) != self.shape:
             raise ValueError(
                 f"array shape {canonical_zyx.shape} does not match volume {self.shape}"
@@ -143,8 +201,20 @@ class Volume:
 
 
 def image_on_grid(canonical_zyx: np.ndarray, geometry: ImageGeometry) -> sitk.Image:
-    """A SimpleITK image on ``geometry``'s original grid holding the canonical (z, y, x) array
-    (whose shape must be that grid's, permuted to canonical order)."""
+    """A SimpleITK image on ``geometry``'s original grid holding the canonical (z, y, x) array.
+
+    Args:
+        canonical_zyx: An array indexed (z, y, x) whose shape is that grid's, permuted to
+            canonical order (``geometry.canonical_shape()``).
+        geometry: The original on-disk grid (size, spacing, origin, direction).
+
+    Returns:
+        The image, its voxels in the file's own order, with the grid's spacing (mm), origin and
+        direction.
+
+    Raises:
+        ValueError: The array's shape does not match the grid.
+    """
     import SimpleITK as sitk
 
     image = sitk.GetImageFromArray(from_canonical(canonical_zyx, geometry))
@@ -159,8 +229,20 @@ def image_on_grid(canonical_zyx: np.ndarray, geometry: ImageGeometry) -> sitk.Im
 
 
 def read_image(path: str | Path) -> RawImage:
-    """Read a 3D image (any format SimpleITK reads; a plain NIfTI file in one pass, see
-    :mod:`intrabench.io.nifti_read`), its data checked (:func:`check_nifti` for NIfTI)."""
+    """Read a 3D image, its data checked (:func:`check_nifti` for NIfTI).
+
+    Any format SimpleITK reads; a plain NIfTI file is read in one pass, see
+    :mod:`intrabench.io.nifti_read`.
+
+    Args:
+        path: The image file (or DICOM series folder).
+
+    Returns:
+        The image as read: its voxels in the file's (k, j, i) order and its on-disk geometry.
+
+    Raises:
+        DataError: The file is missing, unreadable, truncated or holds NaN voxels.
+    """
     from intrabench.io.nifti_read import read_nifti_directly
 
     raw = read_nifti_directly(path)  # checks a NIfTI header's voxel size too
@@ -170,10 +252,23 @@ def read_image(path: str | Path) -> RawImage:
 
 
 def volume_from_raw(raw: RawImage, *, name: str = "image", dtype=np.float32) -> Volume:
-    """Canonical Volume from an image as read, in its own memory (reoriented in place when its
-    axes are only flipped, see :func:`to_canonical_in_place`), copied only to change the voxel
-    type to ``dtype`` (a CT volume's copy is costly, docs/performance.md); rejects NaN images and
-    grids whose spacing is not positive and finite."""
+    """Canonical Volume from an image as read, in its own memory.
+
+    The image is reoriented in place when its axes are only flipped (see
+    :func:`to_canonical_in_place`) and copied only to change the voxel type to ``dtype`` (a CT
+    volume's copy is costly, docs/performance.md).
+
+    Args:
+        raw: The image as read; its array may be overwritten (the volume takes it over).
+        name: What the error messages call the image (usually its path).
+        dtype: The voxel type of the volume's array (float32 by default).
+
+    Returns:
+        The volume: ``array`` (z, y, x) of ``dtype``, spacing in mm in (z, y, x) order.
+
+    Raises:
+        DataError: The spacing is not positive and finite, or a voxel is NaN or infinite.
+    """
     spacing = raw.geometry.spacing
     if not all(np.isfinite(v) and v > 0 for v in spacing):
         shown = " x ".join(f"{v:g}" for v in spacing)
@@ -197,8 +292,19 @@ def volume_from_sitk(
 ) -> Volume:
     """Canonical Volume from a SimpleITK image; rejects 2D, 4D, vector and NaN images.
 
-    ``owned``: the image is the caller's to give away (just read, used by nothing else):
-    its pixel buffer becomes the volume's array (see :func:`volume_from_raw`).
+    Args:
+        image: A 3D scalar SimpleITK image.
+        name: What the error messages call the image (usually its path).
+        dtype: The voxel type of the volume's array (float32 by default).
+        owned: The image is the caller's to give away (just read, used by nothing else): its pixel
+            buffer becomes the volume's array (see :func:`volume_from_raw`) instead of a copy.
+
+    Returns:
+        The volume: ``array`` (z, y, x) of ``dtype``, spacing in mm in (z, y, x) order.
+
+    Raises:
+        DataError: The image is not 3D scalar, its spacing is not positive and finite, or it
+            holds NaN voxels.
     """
     raw = RawImage.from_sitk(image, name=name)
     if not owned:  # an owned copy: the buffer's view dies with the SimpleITK image
@@ -208,6 +314,14 @@ def volume_from_sitk(
 
 def read_sitk(path: str | Path) -> sitk.Image:
     """Read an image file (or a DICOM series folder) with SimpleITK.
+
+    A 4D image with one volume is taken as 3D; a NIfTI file is checked with :func:`check_nifti`.
+
+    Args:
+        path: The image file or DICOM series folder.
+
+    Returns:
+        The SimpleITK image, on the file's own grid.
 
     Raises:
         DataError: The path is missing, a broken link, or not an image SimpleITK reads.
@@ -238,10 +352,17 @@ def check_nifti(path: str | Path) -> None:
     """DataError unless the NIfTI file holds every voxel its header announces, and, for float
     data, no NaN or infinite voxel. One pass over the (decompressed) data, in 1 MiB blocks.
 
-    SimpleITK reads a truncated ``.nii.gz`` without complaint and fills the missing voxels
-    with zeros (a cut label scored Dice 0.06 instead of 0.99), nibabel raises a bare EOFError
-    on a cut float image, and SimpleITK's NIfTI reader turns NaN into 0. The header gives the
-    data offset, shape and type; the data must reach offset + voxels x size.
+    SimpleITK reads a truncated ``.nii.gz`` without complaint and fills the missing voxels with
+    zeros (a cut label then scores far too low), nibabel raises a bare EOFError on a cut float
+    image, and SimpleITK's NIfTI reader turns NaN into 0. The header gives the data offset, shape
+    and type; the data must reach offset + voxels x size.
+
+    Args:
+        path: A ``.nii`` or ``.nii.gz`` file.
+
+    Raises:
+        DataError: The header is unreadable, the data is shorter than the header announces, or a
+            float voxel is NaN or infinite.
     """
     path = Path(path)
     layout = data_layout(path)  # a plain header, without importing nibabel
@@ -308,7 +429,16 @@ def write_like(canonical_zyx: np.ndarray, reference: Volume, path: str | Path) -
 
 def write_on_grid(canonical_zyx: np.ndarray, geometry: ImageGeometry, path: str | Path) -> None:
     """Write a canonical (z, y, x) array on the original grid ``geometry``, atomically (for
-    processes that have the geometry but not the image)."""
+    processes that have the geometry but not the image).
+
+    Args:
+        canonical_zyx: The array to write, indexed (z, y, x), of the grid's canonical shape.
+        geometry: The on-disk grid the file takes.
+        path: The file to write (any SimpleITK format, by its suffix); its folder is created.
+
+    Raises:
+        OSError: The file could not be written completely (a full disk).
+    """
     _write_atomically(image_on_grid(canonical_zyx, geometry), path)
 
 
