@@ -299,7 +299,19 @@ def _checkpoint(entry: Any, card: str, origin: str) -> CheckpointInfo:
 
 def parse_card(data: Any, origin: str, expected_name: str | None = None) -> ModelCard:
     """The card in ``data`` (a parsed YAML file); ConfigError naming ``origin`` and what is
-    wrong."""
+    wrong.
+
+    Args:
+        data: The YAML document as loaded (a mapping with ``card: <schema version>``).
+        origin: Where it came from (a file path), named in error messages.
+        expected_name: The model name the card must declare (its file name), or None for any.
+
+    Returns:
+        The validated card; ``training_data`` gains the sorted list of its checkpoints' keys.
+
+    Raises:
+        ConfigError: A field is missing or malformed (one line naming ``origin``).
+    """
     if not isinstance(data, dict):
         raise _fail(origin, "not a mapping")
     if data.get("card") != SCHEMA_VERSION:
@@ -352,7 +364,19 @@ def parse_card(data: Any, origin: str, expected_name: str | None = None) -> Mode
 
 
 def read_card(path: Path | Any, expected_name: str | None = None) -> ModelCard:
-    """The card in the YAML file ``path`` (a path or an importlib.resources file)."""
+    """The card in the YAML file ``path`` (a path or an importlib.resources file).
+
+    Args:
+        path: The card file; anything with ``read_bytes()``.
+        expected_name: The model name the card must declare, or None for any.
+
+    Returns:
+        The validated card (:func:`parse_card`).
+
+    Raises:
+        ConfigError: The file cannot be read, is larger than ``MAX_CARD_BYTES``, is not YAML,
+            or is not a valid card.
+    """
     origin = str(path)
     try:
         raw = path.read_bytes()
@@ -371,7 +395,14 @@ def read_card(path: Path | Any, expected_name: str | None = None) -> ModelCard:
 
 @lru_cache(maxsize=1)
 def builtin_cards() -> dict[str, ModelCard]:
-    """The cards that come with IntraBench, by model name (read once)."""
+    """The cards that come with IntraBench, by model name (read once).
+
+    Returns:
+        Model name to card, for every ``resources/model_cards/*.yaml``.
+
+    Raises:
+        ConfigError: A built-in card cannot be read.
+    """
     folder = resources.files("intrabench").joinpath(CARD_FOLDER)
     found = sorted(
         (entry for entry in folder.iterdir() if entry.name.endswith(".yaml")),
@@ -382,7 +413,14 @@ def builtin_cards() -> dict[str, ModelCard]:
 
 def package_folders(dotted: str) -> list[Path]:
     """The folders of the package path ``dotted`` (``pkg.sub``) in every location of its
-    installed top-level package, found without importing it; [] when it is not installed."""
+    installed top-level package, found without importing it; [] when it is not installed.
+
+    Args:
+        dotted: A dotted package path, e.g. ``"intrabench_example_plugin.cards"``.
+
+    Returns:
+        One folder per search location of the top-level package (they need not exist).
+    """
     top, _, inner = dotted.strip().partition(".")
     try:
         spec = importlib.util.find_spec(top)
@@ -405,7 +443,11 @@ def _plugin_folder(value: str) -> Path | None:
 def plugin_cards() -> dict[str, ModelCard]:
     """The cards installed plugins ship (entry point group ``intrabench.model_cards``), by
     model name; unreadable ones and ones that take a built-in's name are skipped with a
-    warning."""
+    warning.
+
+    Returns:
+        Model name (the entry point's name) to card.
+    """
     found: dict[str, ModelCard] = {}
     builtin = builtin_cards()
     for entry_point in entry_points(group=PLUGIN_GROUP):
@@ -425,16 +467,37 @@ def plugin_cards() -> dict[str, ModelCard]:
 
 
 def cards() -> dict[str, ModelCard]:
-    """Every card, built-in and plugin, by model name."""
+    """Every card, built-in and plugin, by model name.
+
+    Returns:
+        Model name to card, the built-ins' and the plugins' together.
+    """
     return {**builtin_cards(), **plugin_cards()}
 
 
 def card(name: str) -> ModelCard | None:
-    """The card of the model ``name`` (a built-in first, then the plugins'), or None."""
+    """The card of the model ``name`` (a built-in first, then the plugins'), or None.
+
+    Args:
+        name: A registered model name (e.g. ``"sam-med3d"``).
+
+    Returns:
+        Its card, or None when no card has that name.
+    """
     return builtin_cards().get(name) or plugin_cards().get(name)
 
 
 def variants_of(name: str) -> dict[str, str]:
     """Variant -> checkpoint key of the built-in model ``name``'s card (for its adapter's
-    ``VARIANTS``)."""
+    ``VARIANTS``).
+
+    Args:
+        name: A built-in model's name.
+
+    Returns:
+        Variant name to checkpoint-table key ({} for a model with one checkpoint).
+
+    Raises:
+        KeyError: No built-in card has that name.
+    """
     return dict(builtin_cards()[name].variants)
