@@ -119,7 +119,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/io/pip_download.py",
         "intrabench/io/raw_image.py",
         "intrabench/io/result_checks.py",
-        "intrabench/io/results.py",
         "intrabench/io/run_directory.py",
         "intrabench/io/run_paths.py",
         "intrabench/masks/boxes.py",

@@ -46,13 +46,25 @@ RESOURCE_COLUMNS = ("latency_first_call", "peak_gpu_mb", "peak_host_mb")
 
 def measured_columns(rows) -> list[str]:
     """The columns of ``rows`` that are measured resources (``*_seconds`` and
-    :data:`RESOURCE_COLUMNS`), to drop before comparing two runs' rows."""
+    :data:`RESOURCE_COLUMNS`), to drop before comparing two runs' rows.
+
+    Args:
+        rows: A results table (a DataFrame of result rows).
+
+    Returns:
+        Those column names, in ``rows``' column order.
+    """
     return [c for c in rows.columns if c.endswith("_seconds") or c in RESOURCE_COLUMNS]
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file renamed over it, so that a reader sees
-    the old file or the new one, never a part."""
+    the old file or the new one, never a part.
+
+    Args:
+        path: The file to write; its folder is created when missing.
+        data: The whole content, flushed and synced to disk before the rename.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(
         dir=path.parent, prefix=f".{path.name}.", suffix=".partial"
@@ -69,7 +81,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` as UTF-8 to ``path`` atomically (see :func:`atomic_write_bytes`)."""
+    """Write ``text`` as UTF-8 to ``path`` atomically (see :func:`atomic_write_bytes`).
+
+    Args:
+        path: The file to write; its folder is created when missing.
+        text: The whole content.
+    """
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
@@ -104,7 +121,14 @@ def write_frame(path: Path, frame: pd.DataFrame, metadata: dict[str, str] | None
 
 def run_metadata(run_dir: str | Path) -> dict[str, str]:
     """The run's ``config.yaml`` and ``run.json`` (software versions, machine) as text, keyed
-    ``intrabench.config`` and ``intrabench.run``; embedded in ``results.parquet``."""
+    ``intrabench.config`` and ``intrabench.run``; embedded in ``results.parquet``.
+
+    Args:
+        run_dir: The run directory.
+
+    Returns:
+        The two files' texts by key; a file that is absent has no entry.
+    """
     run_dir = Path(run_dir)
     found = {}
     for key, name in (("intrabench.config", "config.yaml"), ("intrabench.run", "run.json")):
@@ -115,6 +139,9 @@ def run_metadata(run_dir: str | Path) -> dict[str, str]:
 
 def ensure_writable(directory: Path) -> None:
     """Create ``directory`` if needed and check that a file can be written in it.
+
+    Args:
+        directory: The output folder (created with its parents).
 
     Raises:
         UserError: The directory cannot be created or written to.
@@ -129,7 +156,11 @@ def ensure_writable(directory: Path) -> None:
 
 
 def software_versions() -> dict[str, str]:
-    """The installed versions of IntraBench and the packages its results depend on, by package name."""
+    """The installed versions of IntraBench and the packages its results depend on, by package name.
+
+    Returns:
+        Package name -> version string, ``"not installed"`` for the optional ones that are not.
+    """
     packages = [
         "intrabench",
         "numpy",
@@ -155,7 +186,11 @@ def software_versions() -> dict[str, str]:
 
 def code_revision() -> dict[str, Any]:
     """The git commit of the IntraBench code that runs (and whether its tree had uncommitted
-    changes), or {} when it is not a git checkout (an installed wheel)."""
+    changes), or {} when it is not a git checkout (an installed wheel).
+
+    Returns:
+        ``{"git_commit": <40 hex digits>, "git_dirty": bool}``, or ``{}``.
+    """
     import subprocess
 
     root = Path(__file__).resolve().parents[2]
@@ -277,17 +312,39 @@ class ResultsStore:
         self.units_dir = self.run_dir / "units"
 
     def unit_path(self, unit_key: str) -> Path:
-        """The Parquet file of one unit's rows: ``units/<unit_key>.parquet``."""
+        """The Parquet file of one unit's rows: ``units/<unit_key>.parquet``.
+
+        Args:
+            unit_key: The work unit's key (derived from its identity, see the engine's plan).
+
+        Returns:
+            The path, whether or not the file exists.
+        """
         return self.units_dir / f"{unit_key}.parquet"
 
     def is_done(self, unit_key: str) -> bool:
-        """Whether a unit's rows have been written (resume skips it)."""
+        """Whether a unit's rows have been written (resume skips it).
+
+        Args:
+            unit_key: The work unit's key.
+
+        Returns:
+            True when its unit file exists (written atomically, so whole).
+        """
         return self.unit_path(unit_key).exists()
 
     def set_aside_damaged(self, unit_keys: Iterable[str]) -> list[str]:
-        """Move every unit file of ``unit_keys`` that is not a whole Parquet file (a disk that
-        filled up, a copy cut short) aside to ``<key>.parquet.damaged``, with a warning, so
-        that the unit is computed again; returns their keys. Reads only each file's footer."""
+        """Move every damaged unit file of ``unit_keys`` aside, so that the unit is computed again.
+
+        A file that is not a whole Parquet file (a disk that filled up, a copy cut short) is renamed
+        to ``<key>.parquet.damaged``, with a warning. Reads only each file's footer.
+
+        Args:
+            unit_keys: The units to check; a key without a file is passed over.
+
+        Returns:
+            The keys whose files were set aside, in the order given.
+        """
         import pyarrow.parquet as pq
 
         damaged = []
@@ -310,14 +367,21 @@ class ResultsStore:
         return damaged
 
     def unit_count(self) -> int:
-        """Unit files present (finished units)."""
+        """Unit files present (finished units).
+
+        Returns:
+            The number of ``units/*.parquet`` files (0 when there is no ``units`` folder).
+        """
         return len(list(self.units_dir.glob("*.parquet"))) if self.units_dir.is_dir() else 0
 
     def write_unit(self, unit_key: str, rows: list[dict[str, Any]], keep: bool = False) -> None:
         """Write one unit's rows atomically (with pyarrow directly: faster than through pandas).
 
-        ``keep``: also keep the rows in this process, where a later :meth:`consolidate` takes
-        them instead of reading the file back (the runner's results worker does this).
+        Args:
+            unit_key: The work unit's key; the file is :meth:`unit_path` of it.
+            rows: The unit's result rows, one dict per row (the key columns and the measurements).
+            keep: Also keep the rows in this process, where a later :meth:`consolidate` takes them
+                instead of reading the file back (the runner's results worker does this).
         """
         import io
 
@@ -338,7 +402,10 @@ class ResultsStore:
         Units of different prompters have different prompt columns: the missing ones are nulls.
 
         Args:
-            unit_keys: The units to read; a key without a file is skipped.
+            unit_keys: The units to read; a key without a file is skipped. None: every unit file.
+
+        Returns:
+            One DataFrame sorted by :data:`KEY_COLUMNS`; only the key columns when no unit is found.
         """
         paths = (
             [self.unit_path(k) for k in unit_keys]
@@ -362,7 +429,14 @@ class ResultsStore:
     def consolidate(self, unit_keys: list[str] | None = None) -> pd.DataFrame:
         """``results.parquet`` (every value exact) and ``results.csv`` (for spreadsheets: text
         that would run as a formula quoted, see :func:`~intrabench.display_text.spreadsheet_safe`)
-        of the units' rows."""
+        of the units' rows.
+
+        Args:
+            unit_keys: The units of the plan; None: every unit file in ``units/``.
+
+        Returns:
+            The rows written, as :meth:`read_units` gives them.
+        """
         from intrabench.display_text import spreadsheet_safe
 
         frame = self.read_units(unit_keys)
@@ -400,14 +474,28 @@ def _read_if_present(path: Path) -> Any:
 
 def consolidate_run(run_dir: Path, unit_keys: list[str]) -> int:
     """Write ``results.parquet`` and ``results.csv`` of ``run_dir`` from the units' rows (a job
-    for the runner's results worker, which holds the rows it wrote); returns the row count."""
+    for the runner's results worker, which holds the rows it wrote).
+
+    Args:
+        run_dir: The run directory.
+        unit_keys: The units of the run's plan.
+
+    Returns:
+        The number of rows written.
+    """
     return len(ResultsStore(run_dir).consolidate(unit_keys))
 
 
 def planned_unit_keys(run_dir: str | Path) -> list[str] | None:
-    """The keys of the units the run in ``run_dir`` planned (``run.json``'s ``unit_keys``), or
-    None when it does not list them (a run made before they were recorded, a damaged
-    ``run.json``)."""
+    """The keys of the units the run in ``run_dir`` planned (``run.json``'s ``unit_keys``).
+
+    Args:
+        run_dir: The run directory.
+
+    Returns:
+        The keys in plan order, or None when ``run.json`` does not list them (a run made before
+        they were recorded, a damaged ``run.json``).
+    """
     try:
         keys = json.loads((Path(run_dir) / "run.json").read_text())["unit_keys"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -418,10 +506,19 @@ def planned_unit_keys(run_dir: str | Path) -> list[str] | None:
 
 
 def completeness(run_dir: str | Path) -> tuple[int, int] | None:
-    """(finished units, planned units) of a run directory, or None when ``run.json`` does not
-    say how many were planned. Fewer finished than planned: the run was interrupted (or is
-    still running) and tables of it cover only part of the benchmark. Only unit files of the
-    run's plan count as finished (where ``run.json`` lists them)."""
+    """(finished units, planned units) of a run directory.
+
+    Fewer finished than planned: the run was interrupted (or is still running) and tables of it
+    cover only part of the benchmark. Only unit files of the run's plan count as finished (where
+    ``run.json`` lists them).
+
+    Args:
+        run_dir: The run directory.
+
+    Returns:
+        ``(finished, planned)`` unit counts, or None when ``run.json`` does not say how many were
+        planned.
+    """
     run_dir = Path(run_dir)
     try:
         planned = int(json.loads((run_dir / "run.json").read_text())["units"])
@@ -439,7 +536,14 @@ def incompleteness_warning(run_dir: str | Path) -> str | None:
 
     The units that did not finish are told apart: skipped for a problem with their case or
     model (``problems.csv``), failed (``failures.csv``), and the rest, not run yet (an
-    interrupted run, or one still running)."""
+    interrupted run, or one still running).
+
+    Args:
+        run_dir: The run directory.
+
+    Returns:
+        The warning line (``warning: ... is incomplete: ...``), or None.
+    """
     counts = completeness(run_dir)
     if counts is None or counts[0] >= counts[1]:
         return None
@@ -500,8 +604,17 @@ def _csv_rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
 
 
 def has_rows(run_dir: str | Path) -> bool:
-    """Whether a run holds any result row (``results.parquet``'s footer, else the unit
-    files)."""
+    """Whether a run holds any result row (``results.parquet``'s footer, else the unit files).
+
+    Args:
+        run_dir: The run directory.
+
+    Returns:
+        True when at least one row exists.
+
+    Raises:
+        UserError: The run directory is missing, or holds neither results nor unit files.
+    """
     import pyarrow.parquet as pq
 
     path = Path(run_dir) / "results.parquet"
@@ -514,7 +627,20 @@ def has_rows(run_dir: str | Path) -> bool:
 
 
 def load_results(run_dir: str | Path) -> pd.DataFrame:
-    """All rows of a run directory (consolidated file if present, else the unit files)."""
+    """All rows of a run directory (consolidated file if present, else the unit files).
+
+    A damaged ``results.parquet`` is passed over with a warning; unit files that are not of the
+    run's plan are left out, with a warning.
+
+    Args:
+        run_dir: The run directory (the ``--out`` of ``intrabench run``).
+
+    Returns:
+        One row per (run, dataset, case, target, model, prompter, refiner, seed, step).
+
+    Raises:
+        UserError: ``run_dir`` is a file or missing, or holds no results yet.
+    """
     run_dir = Path(run_dir)
     if run_dir.is_file():
         raise UserError(f"{run_dir} is a file; give the run's folder (the --out of intrabench run)")
@@ -563,7 +689,17 @@ def _planned_units(run_dir: Path) -> pd.DataFrame:
 
 def result_columns(run_dir: Path) -> list[str]:
     """Column names of a run's results: from ``results.parquet``'s footer alone, else (a run
-    not consolidated yet) from its unit files; UserError when it has none."""
+    not consolidated yet) from its unit files.
+
+    Args:
+        run_dir: The run directory.
+
+    Returns:
+        The column names, in the file's order.
+
+    Raises:
+        UserError: The run directory is missing or holds no results.
+    """
     import pyarrow.parquet as pq
 
     path = Path(run_dir) / "results.parquet"
