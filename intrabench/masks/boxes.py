@@ -50,11 +50,27 @@ class KnownBoxMask(np.ndarray):
         return plain[()] if return_scalar else plain
 
     def astype(self, *args, **kwargs) -> np.ndarray:
-        """A plain array, as for an ndarray."""
+        """A plain array, as for an ndarray.
+
+        Args:
+            *args: As for :meth:`numpy.ndarray.astype` (the dtype, ...).
+            **kwargs: As for :meth:`numpy.ndarray.astype`.
+
+        Returns:
+            A plain ``np.ndarray`` (no carried box).
+        """
         return self.view(np.ndarray).astype(*args, **kwargs)
 
     def copy(self, *args, **kwargs) -> np.ndarray:
-        """A plain, writable copy."""
+        """A plain, writable copy.
+
+        Args:
+            *args: As for :meth:`numpy.ndarray.copy` (the memory order).
+            **kwargs: As for :meth:`numpy.ndarray.copy`.
+
+        Returns:
+            A plain, writable ``np.ndarray`` (no carried box).
+        """
         return self.view(np.ndarray).copy(*args, **kwargs)
 
     def __reduce__(self):
@@ -74,7 +90,16 @@ def with_box(mask: np.ndarray, box: Box | None) -> np.ndarray:
     """``mask`` (boolean (z, y, x) or any shape) made read-only, carrying ``box`` (its bounding
     box, ``None`` when empty), so that :func:`bounding_box` answers without reading it. The
     caller vouches for the box (e.g. the mask was just filled inside it). A mask that does not
-    own its data (a view) is only made read-only: its owner could still change it."""
+    own its data (a view) is only made read-only: its owner could still change it.
+
+    Args:
+        mask: The mask; it is made read-only in place.
+        box: Its bounding box as half-open slices, one per axis, or None when it is empty.
+
+    Returns:
+        A read-only :class:`KnownBoxMask` view of ``mask`` for a bool array that owns its data,
+        else ``mask`` itself (read-only, no carried box).
+    """
     mask.setflags(write=False)
     if not (isinstance(mask, np.ndarray) and mask.dtype == bool and mask.base is None):
         return mask
@@ -85,7 +110,14 @@ def with_box(mask: np.ndarray, box: Box | None) -> np.ndarray:
 
 
 def known_box(mask: object) -> Box | None | _Unknown:
-    """The box ``mask`` carries (see :func:`with_box`), or :data:`UNKNOWN`."""
+    """The box ``mask`` carries (see :func:`with_box`), or :data:`UNKNOWN`.
+
+    Args:
+        mask: Any object; only a read-only :class:`KnownBoxMask` carries a box.
+
+    Returns:
+        The carried :data:`Box`, None (carried: empty), or :data:`UNKNOWN` (nothing carried).
+    """
     if isinstance(mask, KnownBoxMask) and not mask.flags.writeable:
         return mask.known_box
     return UNKNOWN
@@ -120,6 +152,12 @@ def bounding_box(mask: np.ndarray) -> Box | None:
     is found first (reading only the empty margins of a contiguous mask), then the remaining
     axes are projected on that slab, so a small object in a large volume costs about one pass
     over the volume at memory speed.
+
+    Args:
+        mask: Boolean array ((z, y, x), (y, x) or any number of axes).
+
+    Returns:
+        One half-open ``slice`` per axis, or None when ``mask`` has no True voxel.
     """
     carried = known_box(mask)
     if carried is not UNKNOWN:
@@ -128,7 +166,14 @@ def bounding_box(mask: np.ndarray) -> Box | None:
 
 
 def measure_box(mask: np.ndarray) -> Box | None:
-    """The bounding box of ``mask``, always measured (a carried box is ignored)."""
+    """The bounding box of ``mask``, always measured (a carried box is ignored).
+
+    Args:
+        mask: An array of any number of axes, read as bool.
+
+    Returns:
+        One half-open ``slice`` per axis, or None for an empty (or 0-d, or size-0) mask.
+    """
     mask = np.asarray(mask, dtype=bool)
     if mask.ndim == 0 or mask.size == 0:
         return None
@@ -156,7 +201,15 @@ def measure_box(mask: np.ndarray) -> Box | None:
 
 def bounding_box_within(mask: np.ndarray, region: Box | None) -> Box | None:
     """Bounding box of ``mask`` when all its True voxels lie in ``region`` (a :data:`Box`;
-    None: the mask is empty): reads the region only."""
+    None: the mask is empty): reads the region only.
+
+    Args:
+        mask: Boolean array whose True voxels all lie inside ``region``.
+        region: A half-open box enclosing them, one slice per axis; None when it is empty.
+
+    Returns:
+        The exact bounding box in ``mask``'s coordinates, or None when it is empty.
+    """
     inner = None if region is None else measure_box(mask[region])
     if inner is None:
         return None
@@ -166,7 +219,14 @@ def bounding_box_within(mask: np.ndarray, region: Box | None) -> Box | None:
 def union_of_boxes(boxes: Iterable[Box | None]) -> Box | None:
     """The smallest box holding every given box (``None``: an empty mask's box, skipped);
     None when no box is given. ``union_of_boxes(bounding_box(m) for m in masks)`` is the box of
-    the union of ``masks``."""
+    the union of ``masks``.
+
+    Args:
+        boxes: Half-open boxes of one number of axes; None entries are skipped.
+
+    Returns:
+        The enclosing half-open box, or None when no box is given.
+    """
     present = [b for b in boxes if b is not None]
     if not present:
         return None
@@ -178,7 +238,15 @@ def union_of_boxes(boxes: Iterable[Box | None]) -> Box | None:
 
 def masks_equal(first: np.ndarray, second: np.ndarray) -> bool:
     """Whether two boolean masks of one shape are equal, reading only their bounding boxes
-    (``np.array_equal`` reads both volumes whole)."""
+    (``np.array_equal`` reads both volumes whole).
+
+    Args:
+        first: Boolean array.
+        second: Boolean array of the same shape.
+
+    Returns:
+        True when they have the same True voxels.
+    """
     box = bounding_box(first)
     if box != bounding_box(second):
         return False
@@ -189,19 +257,44 @@ def masks_equal(first: np.ndarray, second: np.ndarray) -> bool:
 
 
 def inclusive_corners(box: Box) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) int64 corner arrays of ``box``, inclusive on both ends (``high = stop - 1``)."""
+    """(low, high) int64 corner arrays of ``box``, inclusive on both ends (``high = stop - 1``).
+
+    Args:
+        box: Half-open slices with explicit starts and stops, one per axis.
+
+    Returns:
+        ``low`` and ``high``, each int64 of one entry per axis (e.g. (z, y, x)).
+    """
     low = np.array([int(s.start) for s in box], dtype=np.int64)
     high = np.array([int(s.stop) - 1 for s in box], dtype=np.int64)
     return low, high
 
 
 def box_from_inclusive(low: Sequence[int], high: Sequence[int]) -> Box:
-    """The :data:`Box` of the inclusive corners ``low``..``high`` (``stop = high + 1``)."""
+    """The :data:`Box` of the inclusive corners ``low``..``high`` (``stop = high + 1``).
+
+    Args:
+        low: The first index on each axis (e.g. (z, y, x)).
+        high: The last index on each axis, inclusive.
+
+    Returns:
+        Half-open slices, one per axis.
+    """
     return tuple(slice(int(lo), int(hi) + 1) for lo, hi in zip(low, high))
 
 
 def mask_corners(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Inclusive (low, high) corner arrays of a non-empty mask; ValueError for an empty one."""
+    """Inclusive (low, high) corner arrays of a non-empty mask; ValueError for an empty one.
+
+    Args:
+        mask: Boolean array with at least one True voxel.
+
+    Returns:
+        ``low`` and ``high``, int64, one entry per axis, both inclusive.
+
+    Raises:
+        ValueError: The mask is empty.
+    """
     box = bounding_box(mask)
     if box is None:
         raise ValueError("bounding box of an empty mask")

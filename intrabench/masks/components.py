@@ -33,7 +33,17 @@ def connected_components(
 ) -> Any:
     """``cc3d.connected_components(mask, connectivity=..., return_N=...)``; a boolean ``mask``
     is passed as a uint8 view, a read-only or strided one copied first (see the module's
-    docstring). The mask itself is never written."""
+    docstring). The mask itself is never written.
+
+    Args:
+        mask: Boolean or integer array, (z, y, x) or (y, x) (cc3d's conventions).
+        connectivity: cc3d's connectivity: 6, 18 or 26 in 3D, 4 or 8 in 2D.
+        return_N: Also return the number of components.
+
+    Returns:
+        The label array of ``mask``'s shape (components 1..N, 0 the background), and N as
+        well, ``(labels, N)``, when ``return_N``.
+    """
     import cc3d
 
     array = np.asarray(mask)

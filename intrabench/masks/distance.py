@@ -51,7 +51,14 @@ _MAX_CANDIDATES = 256
 
 def set_device(device: Device) -> None:
     """Choose where distance transforms run in this process (and, through the environment,
-    in worker processes started afterwards)."""
+    in worker processes started afterwards).
+
+    Args:
+        device: ``"cpu"``, ``"cuda"`` or ``"auto"`` (CUDA when CuPy and a GPU are present).
+
+    Raises:
+        ValueError: Any other value.
+    """
     if device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"unknown distance device '{device}' (auto, cpu, cuda)")
     os.environ[ENVIRONMENT_VARIABLE] = device
@@ -62,7 +69,14 @@ def set_device(device: Device) -> None:
 def active_device() -> Literal["cpu", "cuda"]:
     """``"cuda"`` when CUDA was asked for (or ``auto`` and available), else ``"cpu"``.
 
-    Asking for ``cuda`` without CuPy or a GPU raises a one-line error."""
+    Asking for ``cuda`` without CuPy or a GPU raises a one-line error.
+
+    Returns:
+        ``"cpu"`` or ``"cuda"`` (decided once per process, until :func:`set_device`).
+
+    Raises:
+        UserError: ``cuda`` was asked for without CuPy or a GPU.
+    """
     requested = os.environ.get(ENVIRONMENT_VARIABLE, "auto")
     if requested == "cpu":
         return "cpu"
@@ -102,7 +116,15 @@ def distance_transform(mask: np.ndarray, spacing: Sequence[float] | None = None)
     """Distance (mm, or voxels without ``spacing``) of every True voxel to the nearest False
     voxel (False voxels: 0), float64, like ``scipy.ndimage.distance_transform_edt(mask,
     sampling=spacing)``: outside the array does not count as False. Within 1e-5 relative of
-    SciPy's on the CPU (float32 arithmetic), within 1e-12 on the GPU."""
+    SciPy's on the CPU (float32 arithmetic), within 1e-12 on the GPU.
+
+    Args:
+        mask: Boolean array, (z, y, x) or any number of axes.
+        spacing: Voxel spacing in mm per axis, in the mask's axis order; None for voxel units.
+
+    Returns:
+        Float64 distances of ``mask``'s shape (all 0 for an empty mask).
+    """
     mask = np.asarray(mask, dtype=bool)
     sampling = _sampling(spacing, mask.ndim)
     if not mask.any():
@@ -135,7 +157,14 @@ def _for_edt(mask: np.ndarray) -> np.ndarray:
 def squared_voxel_distances(mask: np.ndarray) -> np.ndarray:
     """Exact squared distances in voxel units (int64) of every True voxel to the nearest False
     voxel; False voxels 0. Equal to ``np.rint(scipy.ndimage.distance_transform_edt(mask) **
-    2)`` for any mask with a False voxel within 4096 voxels of every True voxel."""
+    2)`` for any mask with a False voxel within 4096 voxels of every True voxel.
+
+    Args:
+        mask: Boolean array, (z, y, x) or any number of axes.
+
+    Returns:
+        Int64 squared distances (in voxels, squared) of ``mask``'s shape.
+    """
     mask = np.asarray(mask, dtype=bool)
     if not mask.any():
         return np.zeros(mask.shape, dtype=np.int64)
@@ -163,7 +192,15 @@ def offset_lengths(offsets: np.ndarray, spacing: Sequence[float]) -> np.ndarray:
     """Lengths in mm of integer voxel offsets (N, ndim), in SciPy's EDT arithmetic: each
     offset scaled by its spacing, squared, summed in axis order, square-rooted. A distance of
     n voxels along one axis is therefore ``sqrt((n * s) ** 2)``, exactly what SciPy (and
-    MONAI, which uses it) computes, never a difference of two scaled coordinates."""
+    MONAI, which uses it) computes, never a difference of two scaled coordinates.
+
+    Args:
+        offsets: Integer voxel offsets, (N, ndim), axes in the spacing's order.
+        spacing: Voxel spacing in mm per axis.
+
+    Returns:
+        Float64 lengths in mm, (N,).
+    """
     scaled = offsets.astype(np.float64) * np.asarray(spacing, dtype=np.float64)
     return np.sqrt(np.add.reduce(scaled * scaled, axis=1))
 
@@ -171,7 +208,15 @@ def offset_lengths(offsets: np.ndarray, spacing: Sequence[float]) -> np.ndarray:
 def deepest_voxels(mask: np.ndarray, spacing: Sequence[float] | None = None) -> np.ndarray:
     """Every voxel of ``mask`` at the maximum distance to a False voxel (voxel units without
     ``spacing``, mm with it), as (N, ndim) int64 indices in C order; (0, ndim) for an empty
-    mask. The set equals SciPy's ``np.argwhere(d == d.max())``: exact on both devices."""
+    mask. The set equals SciPy's ``np.argwhere(d == d.max())``: exact on both devices.
+
+    Args:
+        mask: Boolean array, (z, y, x) or any number of axes.
+        spacing: Voxel spacing in mm per axis, in the mask's axis order; None for voxel units.
+
+    Returns:
+        The tied deepest voxels, (N, ndim) int64, in C order.
+    """
     mask = np.asarray(mask, dtype=bool)
     if not mask.any():
         return np.zeros((0, mask.ndim), dtype=np.int64)
@@ -261,7 +306,16 @@ def nearest_distances(
     """For each True voxel of ``sources`` (C order), the exact distance in mm to the nearest
     True voxel of ``targets`` (both non-empty, same shape), from the integer offset between
     them (:func:`offset_lengths`). GPU: CuPy's feature transform; CPU: a KD-tree over the
-    target voxels when they are few against the crop, else SciPy's feature transform."""
+    target voxels when they are few against the crop, else SciPy's feature transform.
+
+    Args:
+        sources: Boolean array (e.g. a surface, (z, y, x)), at least one True voxel.
+        targets: Boolean array of the same shape, at least one True voxel.
+        spacing: Voxel spacing in mm per axis, in the arrays' axis order.
+
+    Returns:
+        Float64 distances in mm, one per True voxel of ``sources`` in C order, (N,).
+    """
     sampling = _sampling(spacing, targets.ndim)
     if active_device() == "cuda":
         import cupy
