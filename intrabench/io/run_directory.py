@@ -55,8 +55,15 @@ RUN_FILES = frozenset(
 
 
 def run_record(run_dir: str | Path) -> dict[str, Any] | None:
-    """``run_dir/run.json`` (versions, machine, planned units) as a dict; ``{}`` when there is
-    none, None when it is damaged (not JSON, or not an object: a copy cut short)."""
+    """``run_dir/run.json`` (versions, machine, planned units) as a dict.
+
+    Args:
+        run_dir: The run directory.
+
+    Returns:
+        The record; ``{}`` when there is none, None when it is damaged (not JSON, or not an
+        object: a copy cut short).
+    """
     path = Path(run_dir) / "run.json"
     try:
         record = json.loads(path.read_text())
@@ -75,7 +82,17 @@ def _is_intrabench_run(run_dir: Path, record: dict[str, Any] | None = None) -> b
 
 
 def check_output_directory(run_dir: Path) -> None:
-    """UserError if ``run_dir`` holds files that are not a run's (nothing is touched)."""
+    """Refuse a ``run_dir`` that holds files that are not a run's (nothing is touched).
+
+    A missing folder, an empty one and a previous IntraBench run's folder pass.
+
+    Args:
+        run_dir: The ``--out`` folder of the run about to start.
+
+    Raises:
+        UserError: ``run_dir`` is a file, holds files IntraBench did not write, or is a run's
+            folder whose ``run.json`` is damaged.
+    """
     if not run_dir.exists():
         return
     if not run_dir.is_dir():
@@ -140,7 +157,15 @@ def check_same_run(run_dir: Path, config: Any, extend: bool = False) -> None:
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """One short phrase per top-level config key that differs: components added (+key) or
-    removed (-key), other values as ``key: old -> new``."""
+    removed (-key), other values as ``key: old -> new``.
+
+    Args:
+        old: The recorded config, as the YAML document of the run's ``config.yaml``.
+        new: This run's config, as ``model_dump(mode="json")`` gives it.
+
+    Returns:
+        The phrases, in ``new``'s key order then the keys only ``old`` has; empty when equal.
+    """
     changes = []
     for name in [*new, *(k for k in old if k not in new)]:
         before, after = old.get(name), new.get(name)
@@ -243,7 +268,17 @@ class RunLock:
 def recorded_config_data(run_dir: str | Path) -> Any:
     """The YAML document of ``run_dir/config.yaml``, read with the config loader's guards (at
     most 1 MB, 100,000 values: an alias bomb or a huge list there is refused at once instead of
-    costing minutes and gigabytes); UserError in one line when it cannot be read."""
+    costing minutes and gigabytes).
+
+    Args:
+        run_dir: The run directory.
+
+    Returns:
+        The parsed document (normally a dict of the config's keys).
+
+    Raises:
+        UserError: In one line, when the file is missing, unreadable or refused.
+    """
     from intrabench.safe_yaml import read_yaml_file
 
     try:
@@ -255,7 +290,14 @@ def recorded_config_data(run_dir: str | Path) -> Any:
 
 
 def run_machine(run_dir: str | Path) -> dict | None:
-    """The machine the run in ``run_dir`` ran on (``run.json``'s ``machine``), or None (runs
-    made before it was recorded)."""
+    """The machine the run in ``run_dir`` ran on (``run.json``'s ``machine``).
+
+    Args:
+        run_dir: The run directory.
+
+    Returns:
+        The description :func:`~intrabench.io.machine.describe_machine` wrote, or None when
+        ``run.json`` does not hold one.
+    """
     machine = (run_record(run_dir) or {}).get("machine")
     return machine if isinstance(machine, dict) else None
