@@ -38,7 +38,7 @@ MIN_LEFT = 3.0
 
 def measure(name: str, interval: float, label: str) -> dict:
     from intrabench.config import builtin_demo_path, load_config
-    from intrabench.engine.progress import RunProgress
+    from intrabench.execution.progress import RunProgress
     from intrabench.execution.runner import Runner
 
     config = load_config(CONFIGS[name] or builtin_demo_path())

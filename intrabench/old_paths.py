@@ -89,6 +89,9 @@ MOVED: dict[str, str] = {
     "intrabench.engine.case_cache": "intrabench.execution._case_cache",
     "intrabench.engine.case_ahead": "intrabench.execution._case_ahead",
     "intrabench.engine.model_ahead": "intrabench.execution._model_ahead",
+    "intrabench.engine.eta": "intrabench.execution.eta",
+    "intrabench.engine.progress": "intrabench.execution.progress",
+    "intrabench.engine.dry_run": "intrabench.execution.dry_run",
 }
 
 

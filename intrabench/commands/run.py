@@ -48,7 +48,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     skipped for a problem; 2: nothing to run)."""
     from intrabench import __version__
     from intrabench.config import builtin_demo_path, load_config
-    from intrabench.engine.progress import RunProgress
+    from intrabench.execution.progress import RunProgress
     from intrabench.execution.runner import Runner
 
     settings = execution_settings(args)
@@ -61,7 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     out = Path(args.out) if args.out else Path("intrabench-runs") / config.name
     if args.dry_run:
-        from intrabench.engine.dry_run import print_dry_run
+        from intrabench.execution.dry_run import print_dry_run
 
         return print_dry_run(config, out, extend=args.extend)
     print(

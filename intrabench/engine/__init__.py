@@ -6,8 +6,7 @@ episodes, each with its seeded simulated user (``simulated_user``, ``seeding`` a
 the package) and its ground truth; ``episode``: one target's interaction, prompt -> predict ->
 metrics -> refine, written once as a program; ``finishing``: finished episodes into the unit's
 rows and files; ``case_reader``: a case read (with its target attributes); ``resume``: what
-a resumed run still computes; ``progress`` and
-``eta``: the progress line; ``dry_run``: the plan without running it; ``failures``,
+a resumed run still computes; ``failures``,
 ``skipped_work``, ``model_needs``, ``resources``: failed units, skipped groups, what a model
 needs of a dataset, memory and set-up seconds.
 

@@ -10,7 +10,8 @@ The machinery they share: ``lanes`` (worker lanes and pools), ``subprocess_worke
 process), ``parcels`` (arrays handed over through shared memory), ``scheduling`` (episodes in
 flight, interleaved), ``user_worker`` (simulated users answered in a worker), ``loop_clock``
 (where the model loop's time went), ``interrupts`` (Ctrl-C and SIGTERM), ``sizing`` (how
-many workers of each kind a machine gets).
+many workers of each kind a machine gets), ``progress`` and ``eta`` (the progress line and its
+estimate of the time left), ``dry_run`` (the plan and its time estimate, without running it).
 
 ``runner``: :class:`~intrabench.execution.runner.Runner`, the top of a run: plan, resume,
 executor choice, consolidation (``intrabench.engine.runner``, its old path, still imports,

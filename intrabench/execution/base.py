@@ -20,7 +20,7 @@ from intrabench.execution.settings import ExecutionSettings
 
 if TYPE_CHECKING:
     from intrabench.config import RunConfig
-    from intrabench.engine.progress import RunProgress
+    from intrabench.execution.progress import RunProgress
     from intrabench.interfaces import Dataset
 
 

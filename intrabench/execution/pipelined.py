@@ -37,7 +37,6 @@ from intrabench.engine.finishing import (
 )
 from intrabench.engine.group import EpisodeTask, episode_tasks
 from intrabench.engine.plan import WorkUnit
-from intrabench.engine.progress import RunProgress
 from intrabench.engine.resources import PeakMemory, timed_set_case
 from intrabench.engine.skipped_work import SkippedWork
 from intrabench.errors import DataError, UserError
@@ -47,6 +46,7 @@ from intrabench.execution._case_cache import CaseCache, CaseIdentity
 from intrabench.execution._model_ahead import NextModel, room_for_both
 from intrabench.execution.lanes import Lane, LaneMode, LanePool
 from intrabench.execution.loop_clock import LoopClock
+from intrabench.execution.progress import RunProgress
 from intrabench.execution.scheduling import EpisodeScheduler
 from intrabench.execution.settings import ExecutionSettings
 from intrabench.execution.sizing import (

@@ -23,12 +23,12 @@ from intrabench import registry
 from intrabench.config import RunConfig
 from intrabench.engine.failures import UnitFailure, write_failures
 from intrabench.engine.plan import Plan, WorkUnit, make_plan
-from intrabench.engine.progress import RunProgress
 from intrabench.engine.resume import needs_work
 from intrabench.engine.skipped_work import SkippedWork, write_skipped_work
 from intrabench.errors import ConfigError
 from intrabench.execution.base import Executor, make_executor
 from intrabench.execution.loop_clock import LoopClock
+from intrabench.execution.progress import RunProgress
 from intrabench.execution.settings import DaskSettings, ExecutionSettings
 from intrabench.execution.sizing import (  # noqa: F401 - the names users import from here
     BACKGROUND_NICENESS,

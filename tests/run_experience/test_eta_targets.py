@@ -14,10 +14,10 @@ import yaml
 
 from intrabench import registry
 from intrabench.config import ComponentSpec, DatasetSpec
-from intrabench.engine.dry_run import load_note, print_time_estimate
-from intrabench.engine.eta import Record, UnitCosts, read_record, write_record
 from intrabench.engine.plan import WorkUnit
-from intrabench.engine.progress import RunProgress, work_keys
+from intrabench.execution.dry_run import load_note, print_time_estimate
+from intrabench.execution.eta import Record, UnitCosts, read_record, write_record
+from intrabench.execution.progress import RunProgress, work_keys
 from tests.run_helpers import run_config
 
 

@@ -13,8 +13,8 @@ import pytest
 from intrabench import registry
 from intrabench.cli import main
 from intrabench.config import parse_config
-from intrabench.engine.eta import UnitCosts, read_record, write_record
-from intrabench.engine.progress import RunProgress, format_seconds, work_keys
+from intrabench.execution.eta import UnitCosts, read_record, write_record
+from intrabench.execution.progress import RunProgress, format_seconds, work_keys
 from intrabench.execution.runner import Runner
 from intrabench.interfaces import Model, Refiner
 from intrabench.types import Prediction
@@ -292,8 +292,8 @@ def test_unit_costs_leave_out_a_models_warm_up_and_use_the_record_of_earlier_run
 
 def test_the_eta_adds_the_build_of_models_not_in_memory_and_the_warm_up_of_models_yet_to_start():
     from intrabench.config import ComponentSpec, DatasetSpec
-    from intrabench.engine.eta import Record
     from intrabench.engine.plan import WorkUnit
+    from intrabench.execution.eta import Record
 
     units = [
         WorkUnit(
@@ -539,7 +539,7 @@ def test_progress_lines_come_inside_a_long_group_and_say_what_is_finished():
 
 
 def test_a_case_costs_what_it_cost_before_scaled_by_this_runs_speed():
-    from intrabench.engine.eta import Record
+    from intrabench.execution.eta import Record
 
     record = Record(
         rates={("m", "d"): 1.0}, case_rates={("m", "d", "big"): 5.0, ("m", "d", "small"): 0.5}
@@ -585,7 +585,7 @@ def test_a_bad_eta_record_is_ignored_with_one_line_never_fatal(text, tmp_path, c
     record is rewritten whole at the end of the run."""
     import platform
 
-    from intrabench.engine.progress import format_seconds
+    from intrabench.execution.progress import format_seconds
 
     path = tmp_path / "unit-seconds.json"
     path.write_text(text.replace("HOST", platform.node()))
@@ -639,9 +639,9 @@ def test_the_closing_hint_does_not_promise_a_retry_that_fails_again():
 def test_an_eta_of_nothing_timed_is_no_estimate():
     """Before anything is timed the line said "ETA 0s + 2 models not timed yet" (#51 item 6)."""
     from intrabench.config import ComponentSpec, DatasetSpec
-    from intrabench.engine.eta import UnitCosts
     from intrabench.engine.plan import WorkUnit
-    from intrabench.engine.progress import RunProgress
+    from intrabench.execution.eta import UnitCosts
+    from intrabench.execution.progress import RunProgress
 
     units = [
         WorkUnit(

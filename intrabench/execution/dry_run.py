@@ -5,7 +5,7 @@ the incompatible combinations that would be skipped with their reasons, and the 
 forward passes per target (the initial prompt plus each refinement step; 2D models make one
 decoder call per prompted slice within each), and the time the units left would take by this
 machine's record of earlier runs (the progress line's ETA before the first unit: see
-:mod:`intrabench.engine.eta`), saying which models have no record (no guess is made for them).
+:mod:`intrabench.execution.eta`), saying which models have no record (no guess is made for them).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ def print_time_estimate(pending: list) -> None:
     is none."""
     import io
 
-    from intrabench.engine.eta import UnitCosts, read_record
-    from intrabench.engine.progress import RunProgress, format_seconds
+    from intrabench.execution.eta import UnitCosts, read_record
+    from intrabench.execution.progress import RunProgress, format_seconds
 
     if not pending:
         return

@@ -43,7 +43,7 @@ work left that is not the one in memory (the runner holds one at a time), and it
 seconds per unit leave it out.
 
 A "model" here is the model with the mix of work its units do in the run
-(:func:`intrabench.engine.progress.work_keys`: ``litemedsam[1a2b3c4d]``): a unit of three
+(:func:`intrabench.execution.progress.work_keys`: ``litemedsam[1a2b3c4d]``): a unit of three
 prompters without refinement costs other than one of seven robot scribbles, so a record is
 used only by runs that give the model the same work. Every run with progress adds what it
 measured to the record, so the first run of a model on

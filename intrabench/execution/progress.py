@@ -8,7 +8,7 @@ handed on, the lines say what is being finished (the last metrics, the results f
 The ETA weights the remaining work by what it costs: each (model, dataset, case)'s seconds per
 work unit (a unit is one case x prompter x refiner x seed for that model) times its remaining
 units, the rates measured in this run or recorded by earlier runs on this machine
-(:mod:`intrabench.engine.eta`), plus the build of every model with work left that is not in
+(:mod:`intrabench.execution.eta`), plus the build of every model with work left that is not in
 memory; less the time the running group has already taken. A model with no rate yet is not
 guessed at: the line says ``ETA 40s + 2 models not timed yet``.
 """
@@ -24,8 +24,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from intrabench.engine.eta import UnitCosts
     from intrabench.engine.plan import WorkUnit
+    from intrabench.execution.eta import UnitCosts
 
 
 def work_keys(units: list[WorkUnit]) -> dict[str, str]:
@@ -80,7 +80,7 @@ class RunProgress:
         costs: UnitCosts | None = None,
         remember: bool | None = None,
     ) -> None:
-        from intrabench.engine.eta import UnitCosts, read_record
+        from intrabench.execution.eta import UnitCosts, read_record
 
         self.stream = stream or sys.stderr
         self.total = len(units)
@@ -284,7 +284,7 @@ class RunProgress:
         """
         self._closed.set()
         if self.remember:
-            from intrabench.engine.eta import write_record
+            from intrabench.execution.eta import write_record
 
             measured = self.costs.measured()
             if measured.rates:
