@@ -10,5 +10,9 @@ from pathlib import Path
 
 
 def cache_root() -> Path:
-    """``$INTRABENCH_CACHE``, else ``~/.cache/intrabench``."""
+    """``$INTRABENCH_CACHE``, else ``~/.cache/intrabench``.
+
+    Returns:
+        The cache folder, ``~`` expanded (it may not exist yet).
+    """
     return Path(os.environ.get("INTRABENCH_CACHE") or "~/.cache/intrabench").expanduser()

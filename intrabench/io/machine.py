@@ -18,7 +18,11 @@ from typing import Any
 
 
 def cpu_name() -> str:
-    """The CPU's model name (``/proc/cpuinfo``; else :func:`platform.processor`)."""
+    """The CPU's model name (``/proc/cpuinfo``; else :func:`platform.processor`).
+
+    Returns:
+        The model name, or the architecture (``x86_64``) when nothing better is known.
+    """
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.lower().startswith(("model name", "hardware", "cpu model")):
@@ -29,7 +33,11 @@ def cpu_name() -> str:
 
 
 def physical_memory_bytes() -> int | None:
-    """The machine's physical memory in bytes (None where it cannot be read)."""
+    """The machine's physical memory in bytes (None where it cannot be read).
+
+    Returns:
+        Page size x physical pages, or None.
+    """
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -37,7 +45,11 @@ def physical_memory_bytes() -> int | None:
 
 
 def memory_gib() -> float | None:
-    """:func:`physical_memory_bytes` in GiB, to one decimal."""
+    """:func:`physical_memory_bytes` in GiB, to one decimal.
+
+    Returns:
+        The memory in GiB, or None where it cannot be read.
+    """
     total = physical_memory_bytes()
     return None if total is None else round(total / 2**30, 1)
 
@@ -97,11 +109,15 @@ def _version(package: str) -> str | None:
 
 
 def describe_machine() -> dict[str, Any]:
-    """host, cpu, architecture, cores, memory_gib, gpu (its name; None without one),
-    gpu_memory_gib, gpu_driver, cuda_driver (the driver's CUDA version), gpu_count, torch (its
-    version), torch_cuda (the CUDA torch was built with; None when torch is not imported yet),
-    torch_threads (None when torch is not imported yet), omp_num_threads (the environment's, or
-    None)."""
+    """The machine this process runs on, as recorded in ``run.json``.
+
+    Returns:
+        host, cpu, architecture, cores, memory_gib, gpu (its name; None without one),
+        gpu_memory_gib, gpu_driver, cuda_driver (the driver's CUDA version), gpu_count, torch
+        (its version), torch_cuda (the CUDA torch was built with; None when torch is not imported
+        yet), torch_threads (None when torch is not imported yet), omp_num_threads (the
+        environment's, or None).
+    """
     torch = sys.modules.get("torch")
     gpu = _nvml_gpu() or (_torch_gpu(torch) if torch is not None else None) or {}
     threads = torch.get_num_threads() if torch is not None else None
@@ -125,7 +141,16 @@ def describe_machine() -> dict[str, Any]:
 
 
 def machine_text(machine: dict[str, Any] | None) -> str:
-    """``host 'ci-1': AMD EPYC 7B13, 2 cores, 24 GiB, no GPU, 2 torch threads``."""
+    """``host 'ci-1': AMD EPYC 7B13, 2 cores, 24 GiB, no GPU, 2 torch threads``.
+
+    Args:
+        machine: A description as :func:`describe_machine` gives it (from a run's
+            ``run.json``); None or empty for a run that did not record one.
+
+    Returns:
+        One line for reports and timing tables; ``"an unrecorded machine"`` without a
+        description.
+    """
     if not machine:
         return "an unrecorded machine"
     parts = [machine.get("cpu") or machine.get("architecture") or "CPU"]

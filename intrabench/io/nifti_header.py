@@ -82,7 +82,14 @@ def _first_bytes(path: Path, count: int) -> bytes:
 
 def data_layout(path: str | Path) -> DataLayout | None:
     """The layout of ``path``'s voxel data, or None when its header is not a plain one
-    (see the module docstring)."""
+    (see the module docstring).
+
+    Args:
+        path: A ``.nii`` or ``.nii.gz`` file (only its first 540 bytes, decompressed, are read).
+
+    Returns:
+        The data's offset, shape, dtype and scaling as the header gives them, or None.
+    """
     header = _first_bytes(Path(path), _NIFTI2_SIZE)
     for order in "<>":
         if len(header) >= _NIFTI1_SIZE and _int(header, order, "i4", 0) == _NIFTI1_SIZE:

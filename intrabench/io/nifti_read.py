@@ -42,9 +42,20 @@ _SITK_PIXEL_TYPES = {
 
 def read_nifti_directly(path: str | Path) -> RawImage | None:
     """``path``'s voxels in the file's order (k, j, i) and its grid, or None when the file is
-    not one this reader takes (see the module docstring). DataError when the data is cut
-    short, its gzip stream is corrupt, or the header leaves a voxel size unset (any NIfTI
-    file: :func:`check_voxel_size`)."""
+    not one this reader takes (see the module docstring).
+
+    Args:
+        path: An image file; anything but a plain 3D ``.nii``/``.nii.gz`` file gives None.
+
+    Returns:
+        The image as read, its values checked finite, or None (the caller reads it with
+        SimpleITK).
+
+    Raises:
+        DataError: The data is cut short, its gzip stream is corrupt, a float voxel is NaN or
+            infinite, or the header leaves a voxel size unset (any NIfTI file:
+            :func:`check_voxel_size`).
+    """
     path = Path(path)
     if not path.name.endswith((".nii", ".nii.gz")) or not path.is_file():
         return None
@@ -72,7 +83,16 @@ def read_nifti_directly(path: str | Path) -> RawImage | None:
 def check_voxel_size(path: Path, layout: DataLayout | None) -> None:
     """DataError when the header leaves a voxel size unset (``pixdim`` 0 or NaN, no qform or
     sform): ITK reads 1 mm there, and every number in mm (NSD's tolerance, HD95, volumes,
-    the 3D models' resampling) would rest on a size nobody gave."""
+    the 3D models' resampling) would rest on a size nobody gave.
+
+    Args:
+        path: The NIfTI file, for the message.
+        layout: Its header's layout (:func:`~intrabench.io.nifti_header.data_layout`); None
+            (not a plain header) passes.
+
+    Raises:
+        DataError: Naming the axes (i, j, k) without a voxel size.
+    """
     if layout is None or not layout.unset_voxel_size:
         return
     axes = ", ".join("ijk"[axis] for axis in layout.unset_voxel_size)

@@ -39,9 +39,18 @@ class _PixelBuffer:
 
 def all_finite(array: np.ndarray) -> bool:
     """Whether no value of a floating-point ``array`` is NaN or infinite, without a temporary
-    of the array's size: a float64 sum is finite exactly when every float32/float16 value is
-    (NaN and infinity propagate, and 2**31 float32 values cannot overflow a float64); a sum
-    that is not finite (float64 data can overflow) is checked value by value, in blocks."""
+    of the array's size.
+
+    A float64 sum is finite exactly when every float32/float16 value is (NaN and infinity
+    propagate, and 2**31 float32 values cannot overflow a float64); a sum that is not finite
+    (float64 data can overflow) is checked value by value, in blocks of 4 Mi values.
+
+    Args:
+        array: A floating-point array of any shape.
+
+    Returns:
+        True when every value is finite (also for an empty array).
+    """
     if array.size == 0:
         return True
     if array.dtype.itemsize <= 4 and bool(np.isfinite(array.sum(dtype=np.float64))):
@@ -67,7 +76,18 @@ class RawImage:
     @classmethod
     def from_sitk(cls, image: sitk.Image, name: str = "image") -> RawImage:
         """The pixel buffer of ``image`` (just read, used by nothing else) without a copy;
-        rejects 2D, 4D and vector images."""
+        rejects 2D, 4D and vector images.
+
+        Args:
+            image: A SimpleITK image; the array returned shares its memory.
+            name: What the error messages call the image (usually its path).
+
+        Returns:
+            The image as read: ``array`` (k, j, i) and its grid.
+
+        Raises:
+            DataError: The image is not 3D or has more than one value per voxel.
+        """
         if image.GetDimension() != 3:
             raise DataError(f"{name}: expected a 3D image, got {image.GetDimension()}D")
         if image.GetNumberOfComponentsPerPixel() != 1:
@@ -121,9 +141,25 @@ def inflated_size(
     chunk: int = 1 << 20,
 ) -> tuple[int, bool]:
     """(bytes the zlib or gzip stream of ``length`` bytes at ``offset`` in ``path`` inflates
-    to, counted up to ``enough``; whether the stream ended there) without keeping them: at
-    most ``chunk`` bytes of output at a time, so a stream of zeros that inflates 1000-fold
-    allocates no more. ``zlib.error`` when the stream is corrupt."""
+    to, counted up to ``enough``; whether the stream ended there) without keeping them.
+
+    At most ``chunk`` bytes of output are held at a time, so a stream of zeros that inflates
+    1000-fold allocates no more.
+
+    Args:
+        path: The file holding the compressed stream.
+        offset: Where the stream starts, in bytes from the file's start.
+        length: The stream's compressed length in bytes (the reading stops there or at the
+            file's end).
+        enough: Stop counting once this many inflated bytes are reached.
+        chunk: The most bytes read or inflated at a time.
+
+    Returns:
+        ``(inflated bytes counted, whether the stream ended)``.
+
+    Raises:
+        zlib.error: The stream is corrupt.
+    """
     inflater = zlib.decompressobj(32 + zlib.MAX_WBITS)  # a zlib or gzip header, as MetaIO
     total = 0
     with open(path, "rb") as handle:
@@ -141,7 +177,16 @@ def inflated_size(
 
 def truncated_error(path: Path, size: int, needed: int) -> DataError:
     """The error for a NIfTI file whose data stops at ``size`` bytes (decompressed) where its
-    header announces ``needed``."""
+    header announces ``needed``.
+
+    Args:
+        path: The file.
+        size: The bytes its (decompressed) data stream holds.
+        needed: The bytes the header announces (data offset + voxels x item size).
+
+    Returns:
+        The DataError to raise, its message saying what to do.
+    """
     return DataError(
         f"{path}: truncated: {size} bytes where the header announces {needed} "
         "(missing voxels would be read as zeros); re-download or re-convert the "
