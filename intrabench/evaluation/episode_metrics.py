@@ -49,6 +49,12 @@ def auc(values: Sequence[float]) -> float:
 
     Trapezoid over the refinement steps v_1..v_K only (unit spacing): range [0, K - 1].
     NaN when K = 0; 0.0 when K = 1 (a single point has no area).
+
+    Args:
+        values: The metric at steps 0..K (0 the initial prompt), e.g. Dice in [0, 1].
+
+    Returns:
+        The area, in the values' unit times steps.
     """
     clicks = np.asarray(values, dtype=np.float64)[1:]
     if clicks.size == 0:
@@ -57,7 +63,14 @@ def auc(values: Sequence[float]) -> float:
 
 
 def auc_normalized(values: Sequence[float]) -> float:
-    """:func:`auc` divided by its maximum K - 1, in [0, 1]; v_1 when K = 1; NaN when K = 0."""
+    """:func:`auc` divided by its maximum K - 1, in [0, 1]; v_1 when K = 1; NaN when K = 0.
+
+    Args:
+        values: The metric at steps 0..K (0 the initial prompt), in [0, 1].
+
+    Returns:
+        The normalised area, in the values' range.
+    """
     clicks = np.asarray(values, dtype=np.float64)[1:]
     if clicks.size == 0:
         return float("nan")
@@ -67,7 +80,15 @@ def auc_normalized(values: Sequence[float]) -> float:
 
 
 def first_reaching(values: Sequence[float], threshold: float) -> int | None:
-    """Index of the first value >= ``threshold``, or None if none reaches it."""
+    """Index of the first value >= ``threshold``, or None if none reaches it.
+
+    Args:
+        values: Per-step values in step order (index 0: the initial prompt).
+        threshold: The value to reach, in the values' unit (e.g. Dice 0.9).
+
+    Returns:
+        The first step index reaching it, or None.
+    """
     hits = np.flatnonzero(np.asarray(values, dtype=np.float64) >= threshold)
     return int(hits[0]) if hits.size else None
 
@@ -78,7 +99,15 @@ def _key(threshold: float) -> str:
 
 def summarize_episode(steps: pd.DataFrame) -> dict[str, float | int | bool | str]:
     """Summary of one episode from its rows (any order): :func:`episode_table`'s row for it,
-    without the episode's key columns."""
+    without the episode's key columns.
+
+    Args:
+        steps: The per-step rows of one episode (the step table's columns).
+
+    Returns:
+        Column name to value (plain Python scalars), ``target_class`` and ``effort_label``
+        "" when the rows lack them.
+    """
     row = episode_table(steps).iloc[0]
     out: dict[str, float | int | bool | str] = {
         "target_class": "",
@@ -91,7 +120,16 @@ def summarize_episode(steps: pd.DataFrame) -> dict[str, float | int | bool | str
 def episode_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per episode (see the module docstring for every column): the summaries every
     registered metric takes (:data:`~intrabench.evaluation.metric_registry.METRICS`), the
-    effort and the model time. Vectorised over episodes."""
+    effort and the model time. Vectorised over episodes.
+
+    Args:
+        rows: Per-step rows of any number of episodes (any order), with the episode keys,
+            ``step``, ``cumulative_effort`` and the registered metrics' columns.
+
+    Returns:
+        One row per episode, its key columns first; an empty frame with the key columns when
+        ``rows`` is empty.
+    """
     if rows.empty:
         return pd.DataFrame(columns=EPISODE_KEYS)
     keys = [k for k in EPISODE_KEYS if k in rows]

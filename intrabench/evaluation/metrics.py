@@ -52,7 +52,15 @@ Spacing = tuple[float, float, float]
 
 
 def freeze_with_box(mask: np.ndarray, box: tuple[slice, ...] | None) -> np.ndarray:
-    """Kept for plugins: :func:`intrabench.masks.with_box` (use the returned array)."""
+    """Kept for plugins: :func:`intrabench.masks.with_box` (use the returned array).
+
+    Args:
+        mask: A bool (z, y, x) mask; it is made read-only in place.
+        box: Its bounding box (half-open slices), or None when it is empty.
+
+    Returns:
+        The read-only mask carrying ``box``, as :func:`intrabench.masks.with_box` returns it.
+    """
     return with_box(mask, box)
 
 
@@ -63,6 +71,15 @@ def crop_pair(
 
     Returns None when both are empty. Padding (rather than widening the crop) keeps objects
     that touch the volume border correct: outside the array counts as background.
+
+    Args:
+        prediction: Bool (z, y, x) mask.
+        ground_truth: Bool mask of the same shape.
+        margin: Voxels of False padding added on each side of every axis.
+
+    Returns:
+        The two cropped, padded bool copies (prediction, ground truth), or None when both
+        masks are empty.
     """
     box = union_of_boxes((bounding_box(prediction), bounding_box(ground_truth)))
     if box is None:
@@ -79,6 +96,12 @@ def surface(mask: np.ndarray) -> np.ndarray:
 
     Equals ``mask ^ scipy.ndimage.binary_erosion(mask)`` (the default cross structuring element,
     border as background), computed with shifted slices.
+
+    Args:
+        mask: Bool (z, y, x) mask (three axes).
+
+    Returns:
+        Bool array of ``mask``'s shape, True on its surface voxels.
     """
     interior = mask.copy()
     interior[0] = interior[-1] = False
@@ -124,6 +147,10 @@ def surface_distances(
 def confusion(prediction: np.ndarray, ground_truth: np.ndarray) -> tuple[int, int, int]:
     """Voxel counts of two bool (z, y, x) masks of one shape.
 
+    Args:
+        prediction: Bool (z, y, x) mask.
+        ground_truth: Bool mask of the same shape.
+
     Returns:
         (true positives, false positives, false negatives).
     """
@@ -140,6 +167,10 @@ def confusion(prediction: np.ndarray, ground_truth: np.ndarray) -> tuple[int, in
 def dice(prediction: np.ndarray, ground_truth: np.ndarray) -> float:
     """Dice = 2|P&G| / (|P| + |G|) of two bool (z, y, x) masks of one shape.
 
+    Args:
+        prediction: Bool (z, y, x) mask (P).
+        ground_truth: Bool mask of the same shape (G).
+
     Returns:
         Dice in [0, 1]. An empty prediction of a non-empty target is 0; two empty masks give 1
         (nothing to find, nothing found).
@@ -149,6 +180,10 @@ def dice(prediction: np.ndarray, ground_truth: np.ndarray) -> float:
 
 def iou(prediction: np.ndarray, ground_truth: np.ndarray) -> float:
     """Intersection over union (Jaccard) = |P&G| / |P|G| of two bool (z, y, x) masks.
+
+    Args:
+        prediction: Bool (z, y, x) mask (P).
+        ground_truth: Bool mask of the same shape (G).
 
     Returns:
         IoU in [0, 1]; two empty masks give 1.
@@ -255,7 +290,19 @@ def step_pair(
 ) -> StepPair:
     """What the registered metric functions read: both (z, y, x) masks cropped to their
     union's box padded by one voxel, their voxel counts, and the surface distances in mm
-    (``spacing`` (z, y, x)) measured on first use."""
+    (``spacing`` (z, y, x)) measured on first use.
+
+    Args:
+        prediction: Bool (z, y, x) mask of the step.
+        ground_truth: The target's bool mask, same shape.
+        spacing: Voxel size in mm, (z, y, x).
+        nsd_tolerance_mm: The NSD tolerance in mm, carried for the metrics that read it.
+
+    Returns:
+        The pair: cropped masks (None when both are empty), (TP, FP, FN) voxel counts and a
+        lazy measure of the two directed surface-distance arrays in mm (None when either
+        mask is empty).
+    """
     cropped = crop_pair(prediction, ground_truth, margin=1)
     if cropped is None:
         return StepPair(None, None, (0, 0, 0), spacing, nsd_tolerance_mm, lambda: None)
@@ -279,7 +326,17 @@ def step_pair(
 def surface_at(setting: str | Sequence[int], step: int, last_step: int) -> bool:
     """Whether step ``step`` of an episode whose last step is ``last_step`` gets surface
     metrics under the run's ``surface_metrics_at`` ``setting`` ("all", "final",
-    "initial-and-final" or step numbers)."""
+    "initial-and-final" or step numbers).
+
+    Args:
+        setting: "all", "final", "initial-and-final", or the step numbers (0 the initial
+            prompt's step) that get them.
+        step: The step (0 for the initial prompt, 1.. for the corrections).
+        last_step: The episode's last step number.
+
+    Returns:
+        True when NSD and HD95 are computed at this step.
+    """
     if setting == "all":
         return True
     if setting == "final":
