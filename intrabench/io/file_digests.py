@@ -38,7 +38,15 @@ _MAX_ENTRIES = 256
 
 
 def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
-    """The SHA-256 of the whole file, read now."""
+    """The SHA-256 of the whole file, read now.
+
+    Args:
+        path: The file.
+        chunk_size: Bytes read at a time (4 MiB by default).
+
+    Returns:
+        The digest as 64 lower-case hex digits.
+    """
     digest = hashlib.sha256()
     with open(path, "rb") as stream:
         while chunk := stream.read(chunk_size):
@@ -47,7 +55,11 @@ def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 22) -> str:
 
 
 def book_path() -> Path:
-    """The file of remembered digests, in the cache folder."""
+    """The file of remembered digests, in the cache folder.
+
+    Returns:
+        ``<cache root>/`` :data:`BOOK_NAME` (it may not exist yet).
+    """
     return cache_root() / BOOK_NAME
 
 
@@ -71,7 +83,14 @@ def _read_book() -> dict:
 
 def remembered_sha256(path: str | os.PathLike) -> str:
     """The SHA-256 of ``path``: from the book when the file is still the one hashed (same
-    resolved path, size, modification time, inode and device), else computed and recorded."""
+    resolved path, size, modification time, inode and device), else computed and recorded.
+
+    Args:
+        path: The file (resolved before lookup).
+
+    Returns:
+        The digest as 64 lower-case hex digits.
+    """
     path = Path(path).resolve()
     if os.environ.get(DISABLE_VARIABLE):
         return sha256_file(path)
@@ -92,7 +111,14 @@ def remembered_sha256(path: str | os.PathLike) -> str:
 
 def known_sha256(path: str | os.PathLike) -> str | None:
     """The SHA-256 the book holds for ``path`` while the file is still the one hashed (same
-    resolved path, size, modification time, inode and device), else None; never hashes."""
+    resolved path, size, modification time, inode and device), else None; never hashes.
+
+    Args:
+        path: The file; a missing or unreadable one gives None.
+
+    Returns:
+        The digest as 64 lower-case hex digits, or None.
+    """
     if os.environ.get(DISABLE_VARIABLE):
         return None
     try:
@@ -113,7 +139,14 @@ def known_sha256(path: str | os.PathLike) -> str | None:
 
 def fresh_sha256(path: str | os.PathLike) -> str:
     """The SHA-256 of the whole file, read now (the book is not read), and recorded in the
-    book for :func:`known_sha256` and :func:`remembered_sha256`."""
+    book for :func:`known_sha256` and :func:`remembered_sha256`.
+
+    Args:
+        path: The file (resolved before it is recorded).
+
+    Returns:
+        The digest as 64 lower-case hex digits.
+    """
     path = Path(path).resolve()
     identity = _identity(path)
     digest = sha256_file(path)

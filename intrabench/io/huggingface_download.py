@@ -31,7 +31,16 @@ def hub_files(
     info: CheckpointInfo, source: HuggingFaceFile
 ) -> list[tuple[str, str, int | None, str | None]]:
     """(path in the repository, path in the checkpoint directory, pinned size, pinned sha256)
-    of the checkpoint and its companions (which sit at their own path in both)."""
+    of the checkpoint and its companions (which sit at their own path in both).
+
+    Args:
+        info: The checkpoint, with its companions.
+        source: The hub repository and the checkpoint's path in it.
+
+    Returns:
+        One tuple per file, the checkpoint first; size in bytes and SHA-256 may be None (not
+        pinned).
+    """
     return [(source.path, info.filename, info.size, info.sha256)] + [
         (c.filename, c.filename, c.size, c.sha256) for c in info.companions
     ]
@@ -40,9 +49,21 @@ def hub_files(
 def download_from_hub(
     info: CheckpointInfo, source: HuggingFaceFile, directory: Path, progress: bool = True
 ) -> None:
-    """Every file of ``info`` from ``source`` into ``directory``; DownloadError when the hub
-    cannot be reached or answers for another revision, ChecksumError (staging removed) when
-    a file is not the pinned one. Files already in place that match their pins are kept."""
+    """Every file of ``info`` from ``source`` into ``directory``.
+
+    Files already in place that match their pins are kept; the others are fetched into a
+    staging folder and moved into place once checked.
+
+    Args:
+        info: The checkpoint, with its companions.
+        source: The hub repository, revision and the checkpoint's path in it.
+        directory: The checkpoint directory.
+        progress: Whether to show the hub's progress bars.
+
+    Raises:
+        DownloadError: The hub cannot be reached or answers for another revision.
+        ChecksumError: A file is not the pinned one (the staging folder is removed).
+    """
     from huggingface_hub.utils import disable_progress_bars
 
     if not progress:

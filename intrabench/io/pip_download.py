@@ -28,8 +28,18 @@ POLL_S = 0.5
 
 
 def extra_args(variable: str) -> list[str]:
-    """The arguments in environment variable ``variable`` (shell quoting), or UserError in one
-    line naming the variable when they cannot be split (an unbalanced quote)."""
+    """The arguments in environment variable ``variable`` (shell quoting).
+
+    Args:
+        variable: The environment variable's name (unset or empty gives no argument).
+
+    Returns:
+        The arguments, split as a POSIX shell would.
+
+    Raises:
+        UserError: In one line naming the variable, when they cannot be split (an unbalanced
+            quote).
+    """
     text = os.environ.get(variable, "")
     try:
         return shlex.split(text)
@@ -50,7 +60,14 @@ class Finished:
 
 def folder_bytes(folder: Path) -> int:
     """Bytes of the files under ``folder`` (links not followed; files that vanish while it is
-    walked are left out)."""
+    walked are left out).
+
+    Args:
+        folder: The folder to measure.
+
+    Returns:
+        The sum of the files' sizes in bytes.
+    """
     total = 0
     for parent, _dirs, files in os.walk(folder):
         for name in files:
@@ -64,9 +81,26 @@ def folder_bytes(folder: Path) -> int:
 def run(
     command: list[str], scratch: Path, what: str, quiet: bool, stall_s: float | None = None
 ) -> Finished:
-    """Run ``command`` (pip's download into ``scratch``) and return how it ended; DownloadError
-    when ``scratch`` grows by fewer than ``STALL_MIN_BYTES`` in ``stall_s`` seconds (default
-    :func:`~intrabench.io.download.stall_seconds`): pip is stopped, ``what`` is named."""
+    """Run ``command`` (pip's download into ``scratch``) and return how it ended.
+
+    pip is stopped when ``scratch`` grows by fewer than ``STALL_MIN_BYTES`` in ``stall_s``
+    seconds.
+
+    Args:
+        command: pip's command line.
+        scratch: The folder pip downloads into (its growth is watched; pip's temporary files go
+            into ``scratch/.pip-tmp``).
+        what: What the stall message names (the package being fetched).
+        quiet: Hide pip's standard output.
+        stall_s: Seconds without progress before pip is stopped; None:
+            :func:`~intrabench.io.download.stall_seconds`.
+
+    Returns:
+        pip's exit status and standard error.
+
+    Raises:
+        DownloadError: pip stalled.
+    """
     stall_s = dl.stall_seconds() if stall_s is None else stall_s
     temporary = scratch / ".pip-tmp"
     temporary.mkdir(exist_ok=True)
