@@ -82,7 +82,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/engine/resume.py",
         "intrabench/engine/simulated_user.py",
         "intrabench/engine/skipped_work.py",
-        "intrabench/evaluation/aggregate.py",
         "intrabench/evaluation/cvpr25.py",
         "intrabench/evaluation/metric_registry.py",
         "intrabench/evaluation/paired.py",

@@ -33,7 +33,17 @@ TOO_FEW = "n too small"
 
 
 def fill_missing(rows: pd.DataFrame, metric: str, missing_value: float | None) -> pd.DataFrame:
-    """``rows`` with NaN values of ``metric`` replaced by ``missing_value`` (None: unchanged)."""
+    """``rows`` with NaN values of ``metric`` replaced by ``missing_value`` (None: unchanged).
+
+    Args:
+        rows: Result rows (one per target and step, or per episode).
+        metric: The metric column (e.g. ``"hd95"``).
+        missing_value: The penalty substituted for NaN, in the metric's unit (e.g. mm for
+            HD95); None leaves NaN as it is.
+
+    Returns:
+        ``rows`` itself when nothing is replaced, else a copy with the column as float.
+    """
     if missing_value is None or metric not in rows or not rows[metric].isna().any():
         return rows
     return rows.assign(**{metric: rows[metric].astype(float).fillna(float(missing_value))})
@@ -41,7 +51,14 @@ def fill_missing(rows: pd.DataFrame, metric: str, missing_value: float | None) -
 
 def count_targets(rows: pd.DataFrame) -> int:
     """Distinct targets among ``rows`` (a target repeated over seeds, steps or configurations
-    counts once); the row count when the rows carry no target identity."""
+    counts once); the row count when the rows carry no target identity.
+
+    Args:
+        rows: Result rows, with ``dataset``, ``case`` and ``target`` columns where known.
+
+    Returns:
+        The number of distinct (dataset, case, target) triples, or ``len(rows)``.
+    """
     keys = [k for k in ("dataset", "case", "target") if k in rows]
     if "target" not in keys:
         return int(len(rows))
@@ -49,7 +66,16 @@ def count_targets(rows: pd.DataFrame) -> int:
 
 
 def per_case(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
-    """Mean of ``metric`` over the targets of each (configuration, dataset, case, class)."""
+    """Mean of ``metric`` over the targets of each (configuration, dataset, case, class).
+
+    Args:
+        rows: Result rows with :data:`CONFIG_COLUMNS`, ``dataset``, ``case``, ``target_class``
+            and the metric's column.
+        metric: The metric column (e.g. ``"dice"``, 0-1).
+
+    Returns:
+        One row per (configuration, dataset, case, class), the mean in the metric's column.
+    """
     keys = CONFIG_COLUMNS + ["dataset", "case", "target_class"]
     return rows.groupby(keys, sort=True, dropna=False)[metric].mean().reset_index()
 
@@ -58,6 +84,13 @@ def per_dataset(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
     """Dataset score per configuration: mean over classes of (mean over cases of case means).
 
     Seeds are averaged last (each seed is a full repetition of the benchmark).
+
+    Args:
+        rows: Result rows, as for :func:`per_case`.
+        metric: The metric column (e.g. ``"dice"``, 0-1).
+
+    Returns:
+        One row per (model, prompter, refiner, step, dataset), the score in the metric's column.
     """
     cases = per_case(rows, metric)
     classes = (
@@ -76,7 +109,17 @@ def dataset_means(episodes: pd.DataFrame, columns: Sequence[str]) -> pd.DataFram
     """Each of ``columns`` (per-target values: one row per target and configuration) averaged
     as :func:`per_dataset` does, per model x prompter x refiner and dataset, plus a row per
     configuration with ``dataset = "Average"`` (the mean over datasets). Long format: model,
-    prompter, refiner, dataset, then ``columns``."""
+    prompter, refiner, dataset, then ``columns``.
+
+    Args:
+        episodes: Per-target rows (e.g. :func:`~intrabench.evaluation.episode_metrics.episode_table`),
+            with model, prompter, refiner, seed, dataset, case and target_class.
+        columns: The value columns to average (e.g. ``["final_dice", "auc_dice"]``).
+
+    Returns:
+        The long table, sorted by model, prompter, refiner and dataset (empty, with those
+        columns, when ``episodes`` is).
+    """
     columns = list(columns)
     if episodes.empty:
         return pd.DataFrame(columns=["model", "prompter", "refiner", "dataset", *columns])
@@ -105,7 +148,14 @@ def dataset_means(episodes: pd.DataFrame, columns: Sequence[str]) -> pd.DataFram
 
 
 def effort_per_configuration(rows: pd.DataFrame) -> pd.DataFrame:
-    """Mean cumulative effort per target, and the paper-style label, per configuration."""
+    """Mean cumulative effort per target, and the paper-style label, per configuration.
+
+    Args:
+        rows: Rows with the configuration columns, ``cumulative_effort`` and ``effort_label``.
+
+    Returns:
+        One row per configuration (seeds pooled): ``mean_effort`` and ``effort_label``.
+    """
     keys = [c for c in CONFIG_COLUMNS if c != "seed"]
     grouped = rows.groupby(keys, dropna=False)
     return pd.DataFrame(
@@ -170,7 +220,14 @@ def summary_table(
 
 def average_over(scores: pd.DataFrame) -> list[str] | None:
     """Per table row, the dataset columns its ``Average`` covers, when the rows do not all cover
-    the same ones (a model run on some datasets only); None when they do."""
+    the same ones (a model run on some datasets only); None when they do.
+
+    Args:
+        scores: A table of scores, one column per dataset, NaN where a row has none.
+
+    Returns:
+        Per row, its covered columns joined by ", "; None when every row covers the same.
+    """
     present = scores.notna()
     if present.empty or (present.eq(present.iloc[0], axis=1)).all().all():
         return None
@@ -181,7 +238,16 @@ def average_over(scores: pd.DataFrame) -> list[str] | None:
 
 
 def missing_counts(rows: pd.DataFrame, metric: str, keys: list[str]) -> pd.Series:
-    """Rows whose ``metric`` is missing (NaN), per group of ``keys`` (0 where none is)."""
+    """Rows whose ``metric`` is missing (NaN), per group of ``keys`` (0 where none is).
+
+    Args:
+        rows: Result rows.
+        metric: The metric column.
+        keys: The columns to group by (e.g. the configuration and ``dataset``).
+
+    Returns:
+        Int counts indexed by the groups of ``keys``.
+    """
     return rows[metric].isna().groupby([rows[k] for k in keys]).sum().astype(int)
 
 
@@ -190,6 +256,13 @@ def merge_datasets(rows: pd.DataFrame, groups: Mapping[str, Sequence[str]]) -> p
 
     ``groups`` maps a new dataset name to the dataset keys it merges; their classes become
     ``<dataset>/<class>`` so that the merged dataset's score is the mean over all their classes.
+
+    Args:
+        rows: Result rows with ``dataset`` and ``target_class``.
+        groups: New dataset name to the dataset names it merges.
+
+    Returns:
+        A copy of ``rows`` with the merged datasets renamed and their classes prefixed.
     """
     rows = rows.copy()
     for new, members in groups.items():
@@ -205,7 +278,15 @@ def merge_datasets(rows: pd.DataFrame, groups: Mapping[str, Sequence[str]]) -> p
 
 def case_class_matrix(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Cases x classes of one dataset and configuration: mean of ``metric`` over each case's
-    targets of that class (and over seeds); NaN where a case has no target of a class."""
+    targets of that class (and over seeds); NaN where a case has no target of a class.
+
+    Args:
+        rows: The rows of one dataset and configuration (``case``, ``target_class``, metric).
+        metric: The metric column.
+
+    Returns:
+        Cases (index, sorted) x classes (columns, sorted) of means.
+    """
     return rows.pivot_table(
         index="case", columns="target_class", values=metric, aggfunc="mean", dropna=False, sort=True
     )
@@ -221,7 +302,18 @@ def seed_case_class_matrices(
     """(seeds, cases, classes): :func:`case_class_matrix` of each seed on the same case and
     class axes (NaN where a seed has no value), seeds in ascending order. Rows without a
     ``seed`` column are one seed. ``cases``, ``classes``, ``seeds``: the axes to use (default:
-    those of ``rows``), so that two sets of rows can be put on the same axes."""
+    those of ``rows``), so that two sets of rows can be put on the same axes.
+
+    Args:
+        rows: The rows of one dataset and configuration, with ``seed`` where there are seeds.
+        metric: The metric column.
+        cases: The case axis, in order; None: the rows' cases, sorted.
+        classes: The class axis, in order; None: the rows' classes, sorted.
+        seeds: The seed axis, in order; None: the rows' seeds, sorted.
+
+    Returns:
+        Float64 array (seeds, cases, classes).
+    """
     cases = sorted(rows["case"].unique(), key=str) if cases is None else list(cases)
     classes = sorted(rows["target_class"].unique(), key=str) if classes is None else list(classes)
     if "seed" not in rows:
@@ -245,7 +337,14 @@ def seed_case_class_matrices(
 def dataset_score(matrix: np.ndarray) -> float:
     """The paper's dataset score of a cases x classes matrix, or of (seeds, cases, classes)
     matrices: per seed, the mean over classes of the mean over cases; then the mean over
-    seeds (each seed is a repetition of the benchmark: :func:`per_dataset`'s order)."""
+    seeds (each seed is a repetition of the benchmark: :func:`per_dataset`'s order).
+
+    Args:
+        matrix: Cases x classes, or (seeds, cases, classes), of case means; NaN where absent.
+
+    Returns:
+        The score in the metric's unit; NaN when there is no value.
+    """
     import warnings
 
     matrices = matrix if matrix.ndim == 3 else matrix[None]
@@ -256,7 +355,14 @@ def dataset_score(matrix: np.ndarray) -> float:
 
 def case_scores(matrices: np.ndarray) -> np.ndarray:
     """Each case's score, (seeds, cases, classes) -> (cases,): per seed the mean over its
-    classes, then the mean over seeds (NaN for a case without any value)."""
+    classes, then the mean over seeds (NaN for a case without any value).
+
+    Args:
+        matrices: (seeds, cases, classes) of case means, NaN where absent.
+
+    Returns:
+        Float64 (cases,).
+    """
     import warnings
 
     with warnings.catch_warnings():
@@ -278,6 +384,14 @@ def bootstrap_replicates(matrix: np.ndarray, n_boot: int = 1000, seed: int = 0) 
     the mean over classes of each class's mean over the drawn cases, then the mean over seeds. Deterministic for a
     given ``seed``; the same seed and number of cases give the same draws, so two configurations
     on the same cases (or a matrix of paired differences) are resampled pairwise.
+
+    Args:
+        matrix: Cases x classes or (seeds, cases, classes), as above.
+        n_boot: The number of resamples.
+        seed: The seed of the resampling generator.
+
+    Returns:
+        Float64 (n_boot,) of resampled dataset scores (all NaN when there is no case).
     """
     import warnings
 
@@ -342,6 +456,21 @@ def dataset_statistics(
     Seeds are averaged last, as in :func:`per_dataset` and so in every table: ``mean`` is the
     table's number, missing values included (a case's score is the mean over seeds of its
     per-seed score; the bootstrap draws the same cases for every seed).
+
+    Args:
+        rows: Step or episode rows with ``dataset``, ``case``, ``target_class``, the metric
+            and the configuration columns.
+        metric: The metric column (e.g. ``"dice"``, 0-1; ``"hd95"``, mm).
+        config: The configuration columns to group by; those absent from ``rows`` are left
+            out.
+        n_boot: Bootstrap resamples for the interval.
+        confidence: The interval's coverage, in (0, 1).
+        seed: The bootstrap's seed.
+        missing_value: The penalty for NaN values (see :func:`fill_missing`); None leaves them
+            out.
+
+    Returns:
+        One row per (configuration, dataset), with the columns above.
     """
     config = [c for c in config if c in rows]
     records = []
@@ -396,7 +525,18 @@ def per_case_table(
     """One row per (configuration, dataset, case): the case score (per seed, the mean over its
     classes of the mean over that class's targets; then the mean over seeds: the definition
     every aggregate follows, see :func:`case_scores`), the number of targets and the case's
-    classes."""
+    classes.
+
+    Args:
+        rows: Result rows with ``dataset``, ``case``, ``target``, ``target_class`` and the
+            metric.
+        metric: The metric column; it names the score column of the table too.
+        config: The configuration columns to group by (``seed`` is always averaged over).
+
+    Returns:
+        Columns: the configuration, ``dataset``, ``case``, the metric, ``targets`` and
+        ``classes`` (sorted, joined by ", ").
+    """
     config = [c for c in config if c in rows and c != "seed"]
     records = []
     for identity, group in rows.groupby(config + ["dataset"], sort=True, dropna=False):
@@ -422,7 +562,15 @@ def per_case_table(
 
 def to_markdown(table: pd.DataFrame, digits: int = 2) -> str:
     """A GitHub Markdown table (no extra dependency); names with hidden characters (a
-    right-to-left override, an escape sequence) shown escaped (``\u202e``)."""
+    right-to-left override, an escape sequence) shown escaped (``\u202e``).
+
+    Args:
+        table: The table to render; float cells are formatted, NaN left blank.
+        digits: Decimals of float cells.
+
+    Returns:
+        The Markdown text (no final newline), or "(no results)" for an empty table.
+    """
     from intrabench.display_text import escaped
 
     if table.empty:
