@@ -11,16 +11,19 @@ The VizWiz-SalientObject analysis (its Table 3) for 3D targets. From the result 
    its 1/3 and 2/3 quantiles (linear interpolation): ``low`` (value <= first cut), ``mid``,
    ``high`` (value > second cut). Values are rounded to 4 significant digits first (floating-point
    noise in a spacing forms no group); values tied at a cut go to the lower group; an attribute
-   with fewer than 3 targets or fewer than three distinct values in a dataset gets no groups
-   there (the cuts table's ``note`` says which). A ``presence`` attribute
-   gives ``no``/``yes``. Groups are relative to each dataset; several datasets are then pooled.
+   with fewer than :data:`MIN_TARGETS_TERTILES` (9: three per group) targets or fewer than three
+   distinct values in a dataset gets no groups there (the cuts table's ``note`` says which). A
+   ``presence`` attribute gives ``no``/``yes``. Groups are relative to each dataset; several
+   datasets are then pooled.
 3. **Means** (:func:`stratified_table`). Per configuration x attribute x group x metric: the mean
-   over the group's targets, a percentile-bootstrap 95% CI resampling targets (seeded), and the
-   number of targets.
+   over the group's targets, a percentile-bootstrap 95% CI resampling targets (seeded; only from
+   :data:`MIN_TARGETS_INTERVAL` targets, the ``note`` says "n too small (at least 5 targets)"
+   below), and the number of targets.
 4. **Extremes** (:func:`extremes_table`). Per configuration x attribute: the mean of the last
    group minus the first (``high - low``, ``yes - no``) with a bootstrap CI (each group resampled
-   on its own), and Spearman's rank correlation of final Dice with the attribute's value over
-   all targets (SciPy), with its p-value.
+   on its own; both groups need :data:`MIN_TARGETS_INTERVAL` targets), and Spearman's rank
+   correlation of final Dice with the attribute's value over all targets (SciPy), with its
+   p-value, from :data:`MIN_PAIRS_CORRELATION` targets (fewer: NaN and a note).
 """
 
 from __future__ import annotations
@@ -61,9 +64,14 @@ def target_scores(rows: pd.DataFrame) -> pd.DataFrame:
     return scores
 
 
-#: a dataset's targets are cut into tertiles only from this many; fewer: no groups (9, 3 per
-#: group, is the aim: the hand-computed tables of tests/attributes/test_stratify.py still use 3)
-MIN_TARGETS_TERTILES = 3
+#: a dataset's targets are cut into tertiles only from this many (three per group: a mean of
+#: fewer than three targets says nothing about a third of a dataset); fewer: no groups
+MIN_TARGETS_TERTILES = 9
+#: fewest targets in a group for a bootstrap interval of its mean, and in each of the two
+#: groups of a difference (the tables' fewest cases: with 2 the "interval" is their range)
+MIN_TARGETS_INTERVAL = 5
+#: fewest (value, score) pairs for Spearman's rho (as many as the tertiles need)
+MIN_PAIRS_CORRELATION = MIN_TARGETS_TERTILES
 #: values are rounded to this many significant digits before they are compared or cut, so that
 #: floating-point noise (a spacing of 3.07062 vs 3.07063 mm) forms no groups
 SIGNIFICANT_DIGITS = 4
@@ -85,12 +93,17 @@ def tertile_cuts(values: pd.Series) -> tuple[float, float] | None:
     return tertile_cuts_and_note(values)[0]
 
 
+def too_few_targets(minimum: int) -> str:
+    """What a table says where a number needs ``minimum`` targets and has fewer."""
+    return f"n too small (at least {minimum} targets)"
+
+
 def tertile_cuts_and_note(values: pd.Series) -> tuple[tuple[float, float] | None, str]:
     """:func:`tertile_cuts` and, when None, why ("n too small (at least 9 targets)", ...)."""
     finite = rounded(values)
     finite = finite[np.isfinite(finite)]
     if len(finite) < MIN_TARGETS_TERTILES:
-        return None, f"n too small (at least {MIN_TARGETS_TERTILES} targets)"
+        return None, too_few_targets(MIN_TARGETS_TERTILES)
     if finite.nunique() < 3:
         return None, (f"fewer than 3 distinct values (at {SIGNIFICANT_DIGITS} significant digits)")
     low, high = np.quantile(finite.to_numpy(), [1.0 / 3.0, 2.0 / 3.0])
@@ -200,10 +213,11 @@ def stratified_table(
         for group in _order(attribute):
             for metric in _metrics(members):
                 finite = _finite_values(members, metric, members[column] == group)
-                # one target is no sample to draw an interval from: none is shown
+                # a bootstrap over 2 targets is their range: none below MIN_TARGETS_INTERVAL
+                enough = finite.size >= MIN_TARGETS_INTERVAL
                 low, high = (
                     bootstrap_mean_ci(finite, n_boot=n_boot, seed=seed)
-                    if finite.size > 1
+                    if enough
                     else (np.nan, np.nan)
                 )
                 records.append(
@@ -216,11 +230,15 @@ def stratified_table(
                         "ci_low": low,
                         "ci_high": high,
                         "n_targets": int(finite.size),
+                        "note": ""
+                        if enough or not finite.size
+                        else too_few_targets(MIN_TARGETS_INTERVAL),
                     }
                 )
     return pd.DataFrame(
         records,
-        columns=by + ["attribute", "group", "metric", "mean", "ci_low", "ci_high", "n_targets"],
+        columns=by
+        + ["attribute", "group", "metric", "mean", "ci_low", "ci_high", "n_targets", "note"],
     )
 
 
@@ -242,7 +260,8 @@ def extremes_table(
         b = _finite_values(members, metric, members[column] == last)
         difference = float(b.mean() - a.mean()) if a.size and b.size else np.nan
         low = high = np.nan
-        if a.size > 1 and b.size > 1:  # an interval needs a sample on both sides
+        enough = min(a.size, b.size) >= MIN_TARGETS_INTERVAL  # a sample on both sides
+        if enough:
             rng = np.random.default_rng(seed)
             draws = b[rng.integers(0, b.size, size=(n_boot, b.size))].mean(axis=1) - a[
                 rng.integers(0, a.size, size=(n_boot, a.size))
@@ -250,6 +269,9 @@ def extremes_table(
             low, high = (float(q) for q in np.quantile(draws, [0.025, 0.975]))
         values = pd.to_numeric(members[f"attr_{attribute}"], errors="coerce")
         rho, p_value, n_pairs = spearman(values.astype(float), members[metric])
+        correlated = n_pairs >= MIN_PAIRS_CORRELATION
+        if not correlated:
+            rho = p_value = np.nan
         records.append(
             {
                 **identity,
@@ -264,9 +286,13 @@ def extremes_table(
                 "difference": difference,
                 "difference_ci_low": low,
                 "difference_ci_high": high,
+                "difference_note": ""
+                if enough or not (a.size and b.size)
+                else too_few_targets(MIN_TARGETS_INTERVAL),
                 "spearman_rho": rho,
                 "spearman_p": p_value,
                 "n_pairs": n_pairs,
+                "spearman_note": "" if correlated else too_few_targets(MIN_PAIRS_CORRELATION),
             }
         )
     return pd.DataFrame(records)
@@ -295,7 +321,8 @@ def printable_summary(
     by = [
         c
         for c in chosen.columns
-        if c not in ("attribute", "group", "metric", "mean", "ci_low", "ci_high", "n_targets")
+        if c
+        not in ("attribute", "group", "metric", "mean", "ci_low", "ci_high", "n_targets", "note")
     ]
     records = []
     for key, members in chosen.groupby(by + ["attribute"], sort=False):
@@ -316,15 +343,39 @@ def printable_summary(
     summary = pd.DataFrame(records)
     extremes = extremes[extremes["metric"] == metric]
     keys = by + ["attribute"]
-    merged = summary.merge(
-        extremes[keys + ["difference", "difference_ci_low", "difference_ci_high", "spearman_rho"]],
-        on=keys,
-        how="left",
-    )
+    extra = ["difference", "difference_ci_low", "difference_ci_high", "spearman_rho"]
+    notes = [c for c in ("difference_note", "spearman_note") if c in extremes]
+    merged = summary.merge(extremes[keys + extra + notes], on=keys, how="left")
     for column in ("difference", "difference_ci_low", "difference_ci_high"):
         merged[column] = merged[column] * scale
     order = keys + ["unit"] + [c for c in ("no", "yes", "low", "mid", "high") if c in merged]
     counts = [c for c in merged.columns if c.startswith("n_")]
-    return merged[
-        order + ["difference", "difference_ci_low", "difference_ci_high", "spearman_rho"] + counts
+    return merged[order + extra + notes + counts]
+
+
+def displayed_summary(summary: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
+    """:func:`printable_summary` as printed and shown in the report: without the group sizes,
+    the difference's interval as ``[low, high]`` text and rho with 2 decimals, each saying
+    "n too small (at least N targets)" where its groups or targets are too few."""
+    shown = summary.drop(columns=[c for c in summary.columns if c.startswith("n_")])
+    lows, highs = shown.pop("difference_ci_low"), shown.pop("difference_ci_high")
+    difference_notes = shown.pop("difference_note") if "difference_note" in shown else None
+    spearman_notes = shown.pop("spearman_note") if "spearman_note" in shown else None
+
+    def _note(notes: pd.Series | None, i: int) -> str:
+        value = "" if notes is None else notes.iloc[i]
+        return value if isinstance(value, str) else ""
+
+    shown.insert(
+        len(shown.columns) - 1,
+        "difference 95% CI",
+        [
+            _note(difference_notes, i) if low != low else f"[{low:.{digits}f}, {high:.{digits}f}]"
+            for i, (low, high) in enumerate(zip(lows, highs))
+        ],
+    )
+    shown["spearman_rho"] = [
+        _note(spearman_notes, i) if rho != rho else f"{rho:.2f}"
+        for i, rho in enumerate(shown["spearman_rho"])
     ]
+    return shown

@@ -19,7 +19,13 @@ def cmd_attributes(args: argparse.Namespace) -> int:
     """``intrabench attributes``: the run's scores stratified by target attributes; returns the exit
     status."""
     from intrabench.attributes.analysis import METRICS, analyse, regroup
-    from intrabench.attributes.stratify import printable_summary
+    from intrabench.attributes.stratify import (
+        MIN_PAIRS_CORRELATION,
+        MIN_TARGETS_INTERVAL,
+        MIN_TARGETS_TERTILES,
+        displayed_summary,
+        printable_summary,
+    )
     from intrabench.errors import UserError
     from intrabench.evaluation.aggregate import to_markdown
     from intrabench.io.results import incompleteness_warning, load_results
@@ -53,22 +59,19 @@ def cmd_attributes(args: argparse.Namespace) -> int:
     summary = printable_summary(analysis.groups, analysis.extremes, metric, scale=scale)
     if summary.empty:
         print(
-            "no target attribute splits these targets into groups (too few targets?)",
+            "no target attribute splits these targets into groups: tertiles need at least "
+            f"{MIN_TARGETS_TERTILES} targets in a dataset (3 per group), see attribute-cuts.csv",
             file=sys.stderr,
         )
         return 1
-    shown = summary.drop(columns=[c for c in summary.columns if c.startswith("n_")])
-    interval = [
-        "" if low != low else f"[{low:.1f}, {high:.1f}]"
-        for low, high in zip(shown.pop("difference_ci_low"), shown.pop("difference_ci_high"))
-    ]
-    shown.insert(len(shown.columns) - 1, "difference 95% CI", interval)
+    shown = displayed_summary(summary)
     n_targets = analysis.targets[["dataset", "case", "target"]].drop_duplicates().shape[0]
     what = f"{args.metric} x{scale:g}" if scale != 1 else args.metric
     print(
         f"{what} by target attribute ({n_targets} targets; groups: each dataset's tertiles "
-        f"low/mid/high, or no/yes; difference = last group - first, bootstrap 95% CI; "
-        f"rho: Spearman over targets). Per {args.by}.\n"
+        f"low/mid/high from {MIN_TARGETS_TERTILES} targets, or no/yes; difference = last "
+        f"group - first, bootstrap 95% CI from {MIN_TARGETS_INTERVAL} targets per group; "
+        f"rho: Spearman over targets, from {MIN_PAIRS_CORRELATION}). Per {args.by}.\n"
     )
     print(to_markdown(shown, digits=2))
     print(f"\nwritten: {', '.join(str(out / n) for n in written)}", file=sys.stderr)

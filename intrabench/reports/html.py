@@ -151,7 +151,12 @@ def attribute_section(
     model (see :mod:`intrabench.attributes.stratify`), or a note saying why there is none."""
     from intrabench.attributes import figures as attribute_figures
     from intrabench.attributes.analysis import analyse
-    from intrabench.attributes.stratify import collapse, printable_summary
+    from intrabench.attributes.stratify import (
+        MIN_TARGETS_TERTILES,
+        collapse,
+        displayed_summary,
+        printable_summary,
+    )
     from intrabench.errors import UserError
 
     try:
@@ -160,9 +165,11 @@ def attribute_section(
         return [], [f"<p class='note'>No target attributes: {html.escape(str(error))}</p>"]
     per_model = collapse(analysis.targets, ["model"])
     if not attribute_figures.grouped_attributes(per_model):
-        return [], ["<p class='note'>Too few targets to split them into attribute groups.</p>"]
-    summary = printable_summary(analysis.groups, analysis.extremes)
-    summary = summary.drop(columns=[c for c in summary.columns if c.startswith("n_")])
+        return [], [
+            "<p class='note'>Too few targets to split them into attribute groups (tertiles "
+            f"need at least {MIN_TARGETS_TERTILES} targets in a dataset).</p>"
+        ]
+    summary = displayed_summary(printable_summary(analysis.groups, analysis.extremes), digits=2)
     figures = [
         Figure(
             "dice-by-attribute-group",
