@@ -126,7 +126,19 @@ def step_metrics_cvpr25(
     metrics: Iterable[Metric] | None = None,
 ) -> dict[str, float]:
     """:func:`intrabench.evaluation.metrics.step_metrics` with ``nsd`` the challenge's surface-element NSD
-    (:func:`surfel_nsd`); every other column is unchanged (``with_surface=False``: NaN, as there)."""
+    (:func:`surfel_nsd`); every other column is unchanged (``with_surface=False``: NaN, as there).
+
+    Args:
+        prediction: Bool (z, y, x) mask of the step.
+        ground_truth: The target's bool mask, same shape.
+        spacing: Voxel size in mm, (z, y, x).
+        nsd_tolerance_mm: The NSD tolerance in mm.
+        with_surface: Compute the surface metrics (NSD, HD95) at this step.
+        metrics: The registered metrics to compute; None for all.
+
+    Returns:
+        Metric name to value (Dice, IoU, NSD in 0-1; HD95 in mm).
+    """
     cropped = crop_pair(prediction, ground_truth, margin=1)  # once: both measures use it
     if cropped is not None:
         prediction, ground_truth = cropped
@@ -142,7 +154,14 @@ def challenge_mean(values: pd.Series) -> float:
     """``np.mean`` of the values in their order (float64), as ``CVPR25_iter_eval.py``'s
     ``compute_multi_class_dsc`` / ``_nsd`` average a list of per-class values. pandas' mean
     sums in another order: for class Dice 0.1, 0.2, 0.3 it gives 0.19999999999999998, the
-    challenge 0.20000000000000004, which keeps the image's NSD (> 0.2)."""
+    challenge 0.20000000000000004, which keeps the image's NSD (> 0.2).
+
+    Args:
+        values: Per-class values of one image, in ascending label order.
+
+    Returns:
+        Their float64 mean, summed in that order.
+    """
     return float(np.mean(np.asarray(values, dtype=np.float64)))
 
 
@@ -154,6 +173,13 @@ def image_table(rows: pd.DataFrame) -> pd.DataFrame:
     Dice, ``NSD_{k+1}`` = mean over targets of NSD if ``DSC_{k+1}`` > 0.2 else 0 (step 0 is
     the challenge's box step ``DSC_1``). ``DSC_AUC``, ``NSD_AUC``: trapezoids over the click
     steps 1..K; ``DSC_Final``, ``NSD_Final``: the values at step K; ``num_class``: targets.
+
+    Args:
+        rows: Step rows of a ``protocol: cvpr25`` run (Dice and NSD 0-1).
+
+    Returns:
+        One row per image and configuration with the columns above (empty, with the key
+        columns, when ``rows`` is).
     """
     keys = [k for k in IMAGE_KEYS if k in rows]
     if rows.empty:
@@ -196,7 +222,15 @@ def image_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def leaderboard(images: pd.DataFrame) -> pd.DataFrame:
     """Mean over images of DSC_AUC, NSD_AUC, DSC_Final and NSD_Final per configuration (the
-    challenge ranks on these means), with the number of images."""
+    challenge ranks on these means), with the number of images.
+
+    Args:
+        images: :func:`image_table`'s rows.
+
+    Returns:
+        One row per configuration (run, model, prompter, refiner where present): the four
+        means and ``images``.
+    """
     config = [k for k in ("run", "model", "prompter", "refiner") if k in images]
     columns = ["DSC_AUC", "NSD_AUC", "DSC_Final", "NSD_Final"]
     if images.empty:

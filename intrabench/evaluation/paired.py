@@ -55,7 +55,15 @@ OVERALL = "Overall"
 
 
 def final_step_rows(rows: pd.DataFrame, config: Sequence[str] = CONFIG) -> pd.DataFrame:
-    """Each episode's last step (an episode: dataset, case, target, configuration, seed)."""
+    """Each episode's last step (an episode: dataset, case, target, configuration, seed).
+
+    Args:
+        rows: Step rows (``results.parquet``) with a ``step`` column.
+        config: The configuration columns that tell episodes apart.
+
+    Returns:
+        The rows at each episode's largest ``step``, in their original order.
+    """
     keys = [c for c in ("dataset", "case", "target", *config, "seed") if c in rows]
     last = rows.groupby(keys, dropna=False)["step"].transform("max")
     return rows[rows["step"] == last]
@@ -63,7 +71,14 @@ def final_step_rows(rows: pd.DataFrame, config: Sequence[str] = CONFIG) -> pd.Da
 
 def config_label(config: tuple) -> str:
     """A configuration's name in tables and figures: its values joined by `` / `` (never
-    ``|``: it would split a Markdown cell)."""
+    ``|``: it would split a Markdown cell).
+
+    Args:
+        config: The configuration's values (e.g. (model, prompter, refiner)).
+
+    Returns:
+        The values as text, joined by `` / `` (model / prompter / refiner).
+    """
     return " / ".join(str(v) for v in config)
 
 
@@ -83,7 +98,17 @@ class DatasetCells:
 
 
 def dataset_cells(rows: pd.DataFrame, metric: str, config: Sequence[str]) -> list[DatasetCells]:
-    """:class:`DatasetCells` of each dataset of ``rows`` (final-step rows), datasets sorted."""
+    """:class:`DatasetCells` of each dataset of ``rows`` (final-step rows), datasets sorted.
+
+    Args:
+        rows: Final-step rows with ``dataset``, ``case``, ``target``, ``target_class``,
+            optionally ``seed``, the metric and the configuration columns.
+        metric: The metric column (e.g. ``"dice"``, 0-1).
+        config: The configuration columns.
+
+    Returns:
+        One :class:`DatasetCells` per dataset, in sorted order.
+    """
     config = list(config)
     out = []
     for dataset, part in rows.groupby("dataset", sort=True):
@@ -133,7 +158,16 @@ def _restricted(
 def case_weights(n_cases: int, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, n_cases): how often each case is drawn in each resample (cases drawn with
     replacement; the draws of :func:`~intrabench.evaluation.aggregate.bootstrap_replicates`
-    for the same ``seed``, so the two agree)."""
+    for the same ``seed``, so the two agree).
+
+    Args:
+        n_cases: The number of cases.
+        n_boot: The number of resamples.
+        seed: The resampling generator's seed.
+
+    Returns:
+        Float64 (n_boot, n_cases) draw counts; each row sums to ``n_cases``.
+    """
     rng = np.random.default_rng(seed)
     indices = rng.integers(0, n_cases, size=(n_boot, n_cases))
     weights = np.zeros((n_boot, n_cases))
@@ -147,6 +181,13 @@ def resampled_scores(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     ``values``: (M, seeds, cases, classes) NaN where absent; ``weights``: (n_boot, cases) from
     :func:`case_weights`. Returns (M, n_boot): per resample and seed, the mean over classes of
     each class's weighted mean over cases, then the mean over seeds (NaN-aware as the tables).
+
+    Args:
+        values: (M, seeds, cases, classes) case means, NaN where absent.
+        weights: (n_boot, cases) draw counts from :func:`case_weights`.
+
+    Returns:
+        Float64 (M, n_boot) resampled dataset scores.
     """
     m, s, n, k = values.shape
     present = np.isfinite(values)
@@ -163,7 +204,14 @@ def resampled_scores(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def rank_biserial(differences: np.ndarray) -> float:
     """Matched-pairs rank-biserial correlation of paired differences: (R+ - R-) / (R+ + R-)
     over the non-zero ones (ranks of their absolute values, ties averaged); NaN with fewer
-    than :data:`MIN_CASES_TEST` non-zero ones (as the test it goes with)."""
+    than :data:`MIN_CASES_TEST` non-zero ones (as the test it goes with).
+
+    Args:
+        differences: Per-case differences (B - A); NaN ones are dropped.
+
+    Returns:
+        The correlation in [-1, 1] (positive: B better), or NaN.
+    """
     from scipy.stats import rankdata
 
     d = np.asarray(differences, dtype=np.float64)
@@ -176,7 +224,14 @@ def rank_biserial(differences: np.ndarray) -> float:
 
 def signed_rank_p(differences: np.ndarray) -> float:
     """Two-sided Wilcoxon signed-rank p-value of paired differences (``scipy.stats.wilcoxon``,
-    zero differences dropped); NaN with fewer than :data:`MIN_CASES_TEST` non-zero ones."""
+    zero differences dropped); NaN with fewer than :data:`MIN_CASES_TEST` non-zero ones.
+
+    Args:
+        differences: Per-case differences (B - A); NaN ones are dropped.
+
+    Returns:
+        The p-value in [0, 1], or NaN.
+    """
     from scipy.stats import wilcoxon
 
     d = np.asarray(differences, dtype=np.float64)
@@ -188,7 +243,14 @@ def signed_rank_p(differences: np.ndarray) -> float:
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm-adjusted p-values (``statsmodels.stats.multitest.multipletests``, method holm) of
-    the finite ones; NaN stays NaN."""
+    the finite ones; NaN stays NaN.
+
+    Args:
+        p_values: Raw p-values of one family of tests, NaN for tests not made.
+
+    Returns:
+        Float64 adjusted p-values, in the input's order and shape.
+    """
     from statsmodels.stats.multitest import multipletests
 
     p = np.asarray(p_values, dtype=np.float64)
@@ -266,6 +328,20 @@ def paired_comparisons(
     ``difference`` (B - A), ``ci_low``, ``ci_high``, ``n_cases``, ``b_better`` (cases where B's
     score is higher), ``p``, ``p_holm``, ``rank_biserial``, plus each config column's value
     for A and B (``A_model``, ``B_model``, ...).
+
+    Args:
+        rows: Step rows (or final-step rows with ``final=False``).
+        metric: The metric column (e.g. ``"dice"``, 0-1).
+        config: The configuration columns; those absent from ``rows`` are left out.
+        pairs: The (A, B) configurations to compare, each a tuple of ``config``'s values;
+            None: every pair.
+        n_boot: Bootstrap resamples for the interval of the difference.
+        confidence: The interval's coverage, in (0, 1).
+        seed: The bootstrap's base seed.
+        final: Keep only each episode's last step first.
+
+    Returns:
+        One row per pair and dataset, plus the ``Overall`` rows, with the columns above.
     """
     config = [c for c in config if c in rows]
     rows = final_step_rows(rows, config) if final else rows
@@ -317,7 +393,18 @@ def paired_cases(
 ) -> pd.DataFrame:
     """Per pair, dataset and case the two case scores and their difference (``A``, ``B``,
     ``dataset``, ``case``, ``score_A``, ``score_B``, ``difference``): what the signed-rank
-    test of :func:`paired_comparisons` ranks."""
+    test of :func:`paired_comparisons` ranks.
+
+    Args:
+        rows: Step rows (or final-step rows with ``final=False``).
+        metric: The metric column (e.g. ``"dice"``, 0-1).
+        config: The configuration columns; those absent from ``rows`` are left out.
+        pairs: The (A, B) configurations to compare; None: every pair.
+        final: Keep only each episode's last step first.
+
+    Returns:
+        One row per pair, dataset and case with a finite difference.
+    """
     config = [c for c in config if c in rows]
     rows = final_step_rows(rows, config) if final else rows
     records = []
