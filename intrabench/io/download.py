@@ -101,7 +101,19 @@ def _extract_limits() -> tuple[float, float]:
 
 def check_extract_size(archive: Path, declared: int, dest: Path) -> None:
     """DamagedArchiveError when ``archive``'s members declare more bytes than the bounds (ratio
-    to the archive's size, total) or than the destination's free space."""
+    to the archive's size, total) or than the destination's free space.
+
+    Args:
+        archive: The archive file (its size on disk is the ratio's base).
+        declared: The bytes its members declare, summed.
+        dest: Where it is to be extracted (it, or its nearest existing parent, gives the free
+            space).
+
+    Raises:
+        DamagedArchiveError: Naming the bound exceeded and the variable that raises it
+            (``INTRABENCH_MAX_EXTRACT_RATIO``, ``INTRABENCH_MAX_EXTRACT_GB``).
+        UserError: One of those variables is not a positive number.
+    """
     ratio, most = _extract_limits()
     size = max(1, archive.stat().st_size)
     if declared > ratio * size:
@@ -125,19 +137,41 @@ def check_extract_size(archive: Path, declared: int, dest: Path) -> None:
 
 def zenodo_url(base_url: str | None = None) -> str:
     """The Zenodo base URL: ``base_url``, else ``$INTRABENCH_ZENODO_URL``, else the default; no
-    trailing slash."""
+    trailing slash.
+
+    Args:
+        base_url: A URL given on the command line (``--zenodo-url``); None: not given.
+
+    Returns:
+        The base URL without a trailing ``/``.
+    """
     return (base_url or os.environ.get("INTRABENCH_ZENODO_URL") or DEFAULT_ZENODO_URL).rstrip("/")
 
 
 def tcia_url(base_url: str | None = None) -> str:
     """The TCIA base URL: ``base_url``, else ``$INTRABENCH_TCIA_URL``, else the default; no trailing
-    slash."""
+    slash.
+
+    Args:
+        base_url: A URL given on the command line (``--tcia-url``); None: not given.
+
+    Returns:
+        The base URL without a trailing ``/``.
+    """
     return (base_url or os.environ.get("INTRABENCH_TCIA_URL") or DEFAULT_TCIA_URL).rstrip("/")
 
 
 # -- hashing --------------------------------------------------------------------------------
 def file_digest(path: str | Path, algorithm: str = "sha256") -> str:
-    """Hex digest of a file (streamed)."""
+    """Hex digest of a file (streamed).
+
+    Args:
+        path: The file.
+        algorithm: A :mod:`hashlib` name (``"sha256"``, ``"md5"``).
+
+    Returns:
+        The digest in lower-case hex.
+    """
     digest = hashlib.new(algorithm)
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(_CHUNK), b""):
@@ -146,7 +180,15 @@ def file_digest(path: str | Path, algorithm: str = "sha256") -> str:
 
 
 def parse_checksum(text: str) -> tuple[str, str]:
-    """``"md5:abc..."`` -> ("md5", "abc..."); a bare 64-hex string is sha256."""
+    """``"md5:abc..."`` -> ("md5", "abc..."); a bare 64-hex string is sha256.
+
+    Args:
+        text: A checksum as a record gives it, ``algorithm:hex`` or bare hex (64 digits are
+            taken as SHA-256, any other length as MD5).
+
+    Returns:
+        ``(algorithm, hex)``, both lower-case.
+    """
     if ":" in text:
         algorithm, value = text.split(":", 1)
         return algorithm.strip().lower(), value.strip().lower()
@@ -154,7 +196,16 @@ def parse_checksum(text: str) -> tuple[str, str]:
 
 
 def verify_file(path: str | Path, checksums: dict[str, str], size: int | None = None) -> None:
-    """Raise ChecksumError unless ``path`` has ``size`` bytes and every ``{algorithm: hex}``."""
+    """Raise ChecksumError unless ``path`` has ``size`` bytes and every ``{algorithm: hex}``.
+
+    Args:
+        path: The file to check.
+        checksums: Algorithm (a :mod:`hashlib` name) -> expected hex digest; empty: none.
+        size: The expected size in bytes; None: not checked.
+
+    Raises:
+        ChecksumError: Naming the size or the digest that differs.
+    """
     path = Path(path)
     if size is not None and path.stat().st_size != size:
         raise ChecksumError(
@@ -177,8 +228,18 @@ def server_name(value: object, what: str) -> str:
 
     Accepted: 1-200 characters of letters, digits, ``.``, ``_``, ``+``, ``-``, starting with a
     letter or digit, without ``..``. Anything else (``/abs/victim``, ``../../x``, ``a/b``, an
-    empty string, a number where a name belongs) raises :class:`DownloadError` naming ``what``;
-    the text quoted is cut to 80 characters.
+    empty string, a number where a name belongs) is refused; the text quoted is cut to 80
+    characters.
+
+    Args:
+        value: What the server sent.
+        what: What the message calls it (``"the series UID"``).
+
+    Returns:
+        ``value``, unchanged.
+
+    Raises:
+        DownloadError: ``value`` is not a safe name; nothing was written.
     """
     if not isinstance(value, str) or not _SAFE_NAME.fullmatch(value) or ".." in value:
         shown = repr(value)
@@ -192,8 +253,18 @@ def server_name(value: object, what: str) -> str:
 
 
 def inside(folder: str | Path, *names: str) -> Path:
-    """``folder / names...`` after checking that it resolves inside ``folder`` (links followed);
-    raises :class:`DownloadError` otherwise."""
+    """``folder / names...`` after checking that it resolves inside ``folder`` (links followed).
+
+    Args:
+        folder: The folder everything must stay in.
+        names: Path components below it (names a server or an archive gave).
+
+    Returns:
+        The joined path, not resolved.
+
+    Raises:
+        DownloadError: The path would lie outside ``folder``.
+    """
     base = Path(folder)
     path = base.joinpath(*names)
     root = os.path.realpath(base)
@@ -237,7 +308,14 @@ MAX_JSON_BYTES = 256 << 20
 
 def stall_seconds() -> float:
     """The stall timeout in seconds: ``$INTRABENCH_DOWNLOAD_STALL_S`` where set, else
-    :data:`DEFAULT_STALL_S`; UserError for a value that is not a positive finite number."""
+    :data:`DEFAULT_STALL_S`.
+
+    Returns:
+        Seconds a transfer may go without progress before it is stopped.
+
+    Raises:
+        UserError: The variable is not a positive finite number.
+    """
     text = os.environ.get(STALL_VARIABLE, "").strip()
     if not text:
         return DEFAULT_STALL_S
@@ -327,7 +405,19 @@ def _blocks(
 
 
 def get_json(url: str, params: dict[str, str] | None = None) -> Any:
-    """GET a JSON document (at most :data:`MAX_JSON_BYTES`, under the stall timeout)."""
+    """GET a JSON document (at most :data:`MAX_JSON_BYTES`, under the stall timeout).
+
+    Args:
+        url: The address, without a query.
+        params: Query parameters, URL-encoded and appended; None: none.
+
+    Returns:
+        The decoded JSON value (a dict or a list for the APIs used).
+
+    Raises:
+        DownloadError: The server cannot be reached, the answer is too long, not JSON, or
+            nested too deeply.
+    """
     if params:
         url = f"{url}?{urllib.parse.urlencode(params)}"
     stall_s = stall_seconds()
@@ -378,11 +468,27 @@ def download(
 
     If ``dest`` already exists and verifies, nothing is downloaded; if it exists and does not
     verify, it is not ours (a download is renamed only once verified): ChecksumError, and it is
-    kept. The body is read up to ``size`` (the pinned size), else up to the Content-Length,
-    never past them (an endless body stops there); ``stall_s`` (default
-    :func:`stall_seconds`) bounds the time without progress. ``max_bytes`` stops after that
-    many bytes of this call and raises DownloadError (to simulate an interrupted transfer in
-    tests); the partial file is kept for resuming.
+    kept. The body is read up to ``size`` (the pinned size), else up to the Content-Length, never
+    past them (an endless body stops there).
+
+    Args:
+        url: The file's address.
+        dest: The final file; ``dest.partial`` holds the transfer until it is verified.
+        sha256: The expected SHA-256 in hex; None: not checked.
+        md5: The expected MD5 in hex; None: not checked.
+        size: The expected size in bytes; None: the Content-Length bounds the read.
+        progress: Whether to show a progress bar.
+        max_bytes: Stop after that many bytes of this call and raise DownloadError (to simulate
+            an interrupted transfer in tests); the partial file is kept for resuming.
+        stall_s: Seconds without progress before the transfer is stopped; None:
+            :func:`stall_seconds`.
+
+    Returns:
+        ``dest``, complete and verified.
+
+    Raises:
+        DownloadError: The server cannot be reached, the transfer stalls or is cut.
+        ChecksumError: The file (downloaded, or already there) is not the expected one.
     """
     dest = Path(dest)
     stall_s = stall_seconds() if stall_s is None else stall_s
@@ -497,7 +603,19 @@ class RemoteFile:
 
 
 def zenodo_record_files(record: str | int, base_url: str | None = None) -> list[RemoteFile]:
-    """Files of a Zenodo record (``GET {base}/api/records/{id}``), with md5 checksums."""
+    """Files of a Zenodo record (``GET {base}/api/records/{id}``), with md5 checksums.
+
+    Args:
+        record: The record's id.
+        base_url: The Zenodo base URL; None: :func:`zenodo_url`'s default.
+
+    Returns:
+        One :class:`RemoteFile` per file entry that has a name and a link, in the record's
+        order.
+
+    Raises:
+        DownloadError: The answer is not a record, or a file entry is malformed.
+    """
     base = zenodo_url(base_url)
     data = get_json(f"{base}/api/records/{record}")
     if not isinstance(data, dict):
@@ -540,8 +658,20 @@ def zenodo_record_files(record: str | int, base_url: str | None = None) -> list[
 def tcia_series(
     collection: str, base_url: str | None = None, modality: str | None = None
 ) -> list[dict[str, Any]]:
-    """Series of a TCIA collection (``getSeries?Collection=...``): list of metadata dicts
-    with at least SeriesInstanceUID, StudyInstanceUID, PatientID, Modality, ImageCount."""
+    """Series of a TCIA collection (``getSeries?Collection=...``).
+
+    Args:
+        collection: The TCIA collection's name.
+        base_url: The TCIA base URL; None: :func:`tcia_url`'s default.
+        modality: Only the series of this modality (``"CT"``, ``"MR"``, ``"SEG"``); None: all.
+
+    Returns:
+        Metadata dicts with at least SeriesInstanceUID, StudyInstanceUID, PatientID, Modality,
+        ImageCount, checked by :func:`checked_series_listing`.
+
+    Raises:
+        DownloadError: The server cannot be reached or the listing is malformed.
+    """
     params = {"Collection": collection}
     if modality:
         params["Modality"] = modality
@@ -553,9 +683,21 @@ def tcia_series(
 
 def checked_series_listing(data: object, where: str) -> list[dict[str, Any]]:
     """A TCIA series listing (from the server, or the ``series.json`` kept beside a download)
-    with every entry checked: a dict whose ``SeriesInstanceUID`` is a safe name
-    (:func:`server_name`) and whose ``ImageCount``, when given, is a whole number >= 0
-    (returned as an int). Raises :class:`DownloadError` naming the entry otherwise."""
+    with every entry checked.
+
+    Each entry must be a dict whose ``SeriesInstanceUID`` is a safe name (:func:`server_name`)
+    and whose ``ImageCount``, when given, is a whole number >= 0.
+
+    Args:
+        data: The listing as decoded from JSON.
+        where: What the messages call its source (``"TCIA collection X"``, a file).
+
+    Returns:
+        Copies of the entries, ``ImageCount`` as an int (or None when not given).
+
+    Raises:
+        DownloadError: Naming the entry that fails a check.
+    """
     if not isinstance(data, list):
         raise DownloadError(f"{where}: the series listing is a {type(data).__name__}, not a list")
     checked = []
@@ -584,8 +726,24 @@ def tcia_download_series(
     progress: bool = True,
 ) -> Path:
     """Download one series (``getImage?SeriesInstanceUID=...``, a zip of DICOM files) into
-    ``dest_dir`` (created complete or not at all). Verifies the number of files when
-    ``expected_count`` is given. Returns ``dest_dir``."""
+    ``dest_dir`` (created complete or not at all).
+
+    A folder already marked complete (``.complete``) is kept as it is.
+
+    Args:
+        series_uid: The series' SeriesInstanceUID (a safe name, see :func:`server_name`).
+        dest_dir: The series folder to create; its name must be a safe name too.
+        base_url: The TCIA base URL; None: :func:`tcia_url`'s default.
+        expected_count: The number of DICOM files the series must hold; None: not checked.
+        progress: Whether to show a progress bar.
+
+    Returns:
+        ``dest_dir``.
+
+    Raises:
+        DownloadError: A name is unsafe, or the download is not a valid zip.
+        ChecksumError: The file count differs from ``expected_count``.
+    """
     server_name(series_uid, "the series UID")
     dest_dir = Path(dest_dir)
     server_name(dest_dir.name, "the series folder")
@@ -819,7 +977,23 @@ def safe_extract(
 ) -> list[Path]:
     """:func:`_extract` with every way an archive can be damaged (a bad CRC, a corrupt deflate,
     bz2 or xz stream, a cut ``.tar.gz``, overlapping zip entries) turned into one
-    :class:`DamagedArchiveError` line; what was written is removed."""
+    :class:`DamagedArchiveError` line; what was written is removed.
+
+    Args:
+        archive: A zip or tar archive (tar may be gzip, bz2 or xz compressed).
+        dest: The folder to extract into.
+        password: For encrypted (ZipCrypto) zip archives; None: none.
+        replaceable: The files (``/``-separated paths relative to ``dest``) a member may
+            replace; any other file already there is refused. None: every file may be replaced.
+
+    Returns:
+        The extracted file paths.
+
+    Raises:
+        DamagedArchiveError: The archive is damaged or declares more than the bounds.
+        UnsafeArchiveError: A member would leave ``dest`` (absolute paths, ``..``, links out),
+            is a device or FIFO, or would replace a file not in ``replaceable``.
+    """
     import lzma
     import zlib
 
