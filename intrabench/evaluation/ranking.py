@@ -38,7 +38,16 @@ from intrabench.evaluation.paired import (
 
 def ranks_of(scores: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
     """Ranks along axis 0 (configurations) of ``scores`` (configurations, ...): 1 = best, ties
-    share the best of their ranks (``method="min"``), NaN ranked last."""
+    share the best of their ranks (``method="min"``), NaN ranked last.
+
+    Args:
+        scores: (configurations, ...) scores, e.g. (configurations,) or (configurations,
+            n_boot).
+        higher_is_better: True for Dice-like metrics, False for distances (HD95).
+
+    Returns:
+        Ranks (1 = best) of ``scores``' shape, as floats.
+    """
     from scipy.stats import rankdata
 
     keyed = -scores if higher_is_better else scores.copy()
@@ -70,7 +79,22 @@ def rank_distributions(
     final: bool = True,
 ) -> list[RankDistribution]:
     """A :class:`RankDistribution` per dataset (sorted) and one ``Overall`` (see the module's
-    docstring); ``rows``: result rows (``final``: each episode's last step first)."""
+    docstring); ``rows``: result rows (``final``: each episode's last step first).
+
+    Args:
+        rows: Step rows (or final-step rows with ``final=False``).
+        metric: The metric column (e.g. ``"dice"``, 0-1).
+        config: The configuration columns; those absent from ``rows`` are left out.
+        n_boot: Bootstrap resamples of the cases.
+        seed: The base seed; dataset ``i`` (sorted order) is resampled with ``seed + i``.
+        higher_is_better: True for Dice-like metrics, False for distances (HD95).
+        final: Keep only each episode's last step first.
+
+    Returns:
+        One distribution per dataset, then ``Overall`` when more than one dataset and more
+        than one configuration scored on all of them; resampled ranks None below
+        ``MIN_CASES_INTERVAL`` cases.
+    """
     config = [c for c in config if c in rows]
     rows = final_step_rows(rows, config) if final else rows
     scopes: list[RankDistribution] = []
@@ -117,7 +141,16 @@ def rank_distributions(
 def rank_table(scopes: Sequence[RankDistribution], config: Sequence[str] = CONFIG) -> pd.DataFrame:
     """One row per scope and configuration: ``score``, ``rank`` (on the cases as they are),
     ``median_rank``, ``rank_low``/``rank_high`` (95% interval), ``rank1_share`` (share of
-    resamples at rank 1), ``n_cases``, ``n_boot``; sorted by scope then rank."""
+    resamples at rank 1), ``n_cases``, ``n_boot``; sorted by scope then rank.
+
+    Args:
+        scopes: The distributions of :func:`rank_distributions`.
+        config: The configuration column names, one column each in the table.
+
+    Returns:
+        The table (``dataset`` names the scope); the interval columns NaN and ``n_boot`` 0
+        where there were too few cases to resample.
+    """
     records = []
     for scope in scopes:
         for i, label in enumerate(scope.configs):

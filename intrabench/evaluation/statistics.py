@@ -15,7 +15,17 @@ def bootstrap_mean_ci(
 ) -> tuple[float, float]:
     """Percentile-bootstrap CI of the mean of ``values`` (finite ones), resampled with
     replacement ``n_boot`` times (the dataset bootstrap of
-    :func:`intrabench.evaluation.aggregate.bootstrap_ci` on one column); NaN for none."""
+    :func:`intrabench.evaluation.aggregate.bootstrap_ci` on one column); NaN for none.
+
+    Args:
+        values: One value per case (any unit); NaN and infinite ones are dropped.
+        n_boot: The number of resamples.
+        seed: The resampling generator's seed.
+        confidence: The interval's coverage, in (0, 1).
+
+    Returns:
+        (low, high) in the values' unit; NaN when no value is finite.
+    """
     from intrabench.evaluation.aggregate import bootstrap_ci
 
     values = np.asarray(values, dtype=np.float64)
@@ -25,7 +35,15 @@ def bootstrap_mean_ci(
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, int]:
     """Spearman's rho of the finite pairs, its two-sided p-value and the number of pairs; NaN
-    with fewer than three pairs or a constant side."""
+    with fewer than three pairs or a constant side.
+
+    Args:
+        x: First values; pairs where either value is not finite are dropped.
+        y: Second values, as many as ``x``.
+
+    Returns:
+        (rho in [-1, 1], p-value, number of finite pairs).
+    """
     from scipy import stats
 
     x = np.asarray(x, dtype=np.float64)
