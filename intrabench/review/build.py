@@ -73,7 +73,24 @@ def build_review(
     run_dir: str | Path, out: str | Path, n: int = 200, seed: int = 0, progress: bool | None = None
 ) -> BuiltReview:
     """Sample up to ``n`` saved masks of ``run_dir`` (see :mod:`intrabench.review.sampling`) and
-    write the rating site to ``out``; returns where things went."""
+    write the rating site to ``out``.
+
+    Args:
+        run_dir: A run directory that saved predictions (``save_predictions: true`` or
+            ``all``).
+        out: The folder of the rating site (created); the blinded key goes into
+            ``run_dir/reviews/<review id>/``.
+        n: The most masks to rate (at least 1).
+        seed: Seeds the sample and the shuffled job order: the same seed gives the same review.
+        progress: Show a progress bar; None: when standard error is a terminal.
+
+    Returns:
+        Where things went: the review id, the site, the key file, the job count and the spread
+        of the sample.
+
+    Raises:
+        UserError: ``n`` is below 1, or the run saved no predictions to rate.
+    """
     from intrabench.config import run_config, run_dataset
     from intrabench.io.results import atomic_write_text, load_results
     from intrabench.io.volume import read_volume

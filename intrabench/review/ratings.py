@@ -90,11 +90,21 @@ def _iso(time: pd.Timestamp) -> str:
 
 
 def read_rating_files(paths: list[str | Path]) -> pd.DataFrame:
-    """Every rating in exported files (the page's JSON or CSV), as they are: columns
-    ``review, rater, job, rating, rated_at, file``. UserError on a file that is not one, and
-    on a value a rater cannot have meant: a rating that is not a whole number 1-10, an empty
-    rater, a review id that is not a plain name (it becomes a folder), a ``rated_at`` that is
-    not a time."""
+    """Every rating in exported files (the page's JSON or CSV), as they are.
+
+    Args:
+        paths: The exported files; a ``.json`` suffix is read as the page's JSON, any other as
+            CSV.
+
+    Returns:
+        Columns ``review, rater, job, rating, rated_at, file``, one row per rating in the files
+        (a mask rated twice appears twice); ``rating`` a whole number 1-10.
+
+    Raises:
+        UserError: A file that is not a ratings file, or a value a rater cannot have meant: a
+            rating that is not a whole number 1-10, an empty rater, a review id that is not a
+            plain name (it becomes a folder), a ``rated_at`` that is not a time.
+    """
     frames = []
     for path in map(Path, paths):
         try:
@@ -145,9 +155,18 @@ def read_rating_files(paths: list[str | Path]) -> pd.DataFrame:
 
 def newest_ratings(ratings: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
     """One rating per (review, rater, job): the one rated last (``rated_at``), whatever the
-    order of the files; a rating with no time is older than any with one. Also returns, per
-    rater, how many masks they rated more than once. UserError where the newest two differ and
-    nothing tells them apart (the same time, or no time): which one the rater meant is unknown.
+    order of the files; a rating with no time is older than any with one.
+
+    Args:
+        ratings: Ratings as :func:`read_rating_files` gives them.
+
+    Returns:
+        ``(ratings, rated more than once)``: one row per (review, rater, job), and per rater how
+        many masks they rated more than once.
+
+    Raises:
+        UserError: The newest two ratings of a mask differ and nothing tells them apart (the
+            same time, or no time): which one the rater meant is unknown.
     """
     keys = ["review", "rater", "job"]
     times = pd.to_datetime(
@@ -184,14 +203,39 @@ def newest_ratings(ratings: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]
 
 def read_ratings(paths: list[str | Path]) -> pd.DataFrame:
     """The ratings in exported files (see :func:`read_rating_files`), one row per (review,
-    rater, job): a mask rated twice keeps its newest rating (:func:`newest_ratings`)."""
+    rater, job): a mask rated twice keeps its newest rating (:func:`newest_ratings`).
+
+    Args:
+        paths: The exported files (the page's JSON or CSV).
+
+    Returns:
+        Columns ``review, rater, job, rating, rated_at, file``.
+
+    Raises:
+        UserError: As :func:`read_rating_files` and :func:`newest_ratings`.
+    """
     return newest_ratings(read_rating_files(paths))[0]
 
 
 def join_ratings(ratings: pd.DataFrame, run_dir: str | Path, rows: pd.DataFrame) -> pd.DataFrame:
     """Each rating with its mask's identity (from the review's key in the run directory) and
     the result row's metrics that the review reads (``dice``, ``nsd``: the registered metrics
-    with the ``review`` feature)."""
+    with the ``review`` feature).
+
+    Args:
+        ratings: Ratings of one review, as :func:`read_ratings` gives them.
+        run_dir: The run directory the review was built from (it holds
+            ``reviews/<review id>/key.csv``).
+        rows: The run's result rows (:func:`~intrabench.io.results.load_results`).
+
+    Returns:
+        One row per rating: rater, job, rating, the :data:`MASK_KEYS` of its mask and its
+        metrics (Dice and NSD on a 0-1 scale, as in the rows).
+
+    Raises:
+        UserError: The ratings come from more than one review, the review was not built from
+            ``run_dir``, or they name jobs the review does not have.
+    """
     reviews = sorted(ratings["review"].astype(str).unique())
     if len(reviews) != 1:
         files = ratings.groupby("review")["file"].unique() if "file" in ratings else None
@@ -241,7 +285,16 @@ class RatingAnalysis:
 
 
 def krippendorff_alpha(joined: pd.DataFrame) -> float:
-    """Ordinal Krippendorff's alpha of raters x jobs; NaN without two raters on one job."""
+    """Ordinal Krippendorff's alpha of raters x jobs; NaN without two raters on one job.
+
+    Args:
+        joined: Ratings as :func:`join_ratings` gives them (``rater``, ``job``, ``rating``); a
+            rater's repeated ratings of a job are averaged.
+
+    Returns:
+        Alpha over the jobs rated by at least two raters (1 is full agreement); NaN without
+        such a job, or when every rating is the same value.
+    """
     import krippendorff
 
     matrix = joined.pivot_table(index="rater", columns="job", values="rating", aggfunc="mean")
@@ -257,7 +310,18 @@ def krippendorff_alpha(joined: pd.DataFrame) -> float:
 def analyse_ratings(
     joined: pd.DataFrame, n_boot: int = 1000, seed: int = 0, top: int = 10
 ) -> RatingAnalysis:
-    """Everything in the module docstring, from :func:`join_ratings`'s rows."""
+    """Everything in the module docstring, from :func:`join_ratings`'s rows.
+
+    Args:
+        joined: Ratings joined with their masks and metrics (:func:`join_ratings`).
+        n_boot: Bootstrap resamples of the masks for each configuration's 95% interval.
+        seed: Seeds the bootstrap.
+        top: How many masks each disagreement list keeps.
+
+    Returns:
+        Per configuration and per mask tables, the raters' agreement, the correlations with
+        Dice and NSD, and the masks of most disagreement.
+    """
     metrics = [m.name for m in metrics_with("review") if m.name in joined]
     per_mask = (
         joined.groupby(["job", *MASK_KEYS], dropna=False)

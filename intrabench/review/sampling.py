@@ -19,10 +19,21 @@ FACTORS = ["model", "prompter", "refiner", "step", "dataset"]
 
 def candidate_masks(rows: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
     """Rows whose mask was saved and differs from the step before, with a ``mask_file``
-    column. A converged step repeats its predecessor's mask: it is not a candidate, but its
-    file is its predecessor's mask (with ``save_predictions: true`` the final file of an
-    episode that reached a perfect mask is the perfect mask, kept on the converged last row),
-    so that step, the one that made the mask, gets the file where it has none."""
+    column.
+
+    A converged step repeats its predecessor's mask: it is not a candidate, but its file is its
+    predecessor's mask (with ``save_predictions: true`` the final file of an episode that reached
+    a perfect mask is the perfect mask, kept on the converged last row), so that step, the one
+    that made the mask, gets the file where it has none.
+
+    Args:
+        rows: A run's result rows (:func:`~intrabench.io.results.load_results`).
+        run_dir: The run directory holding ``predictions/``.
+
+    Returns:
+        The candidate rows, sorted by episode and step, ``mask_file`` the saved file's path as
+        text.
+    """
     episode = [k for k in MASK_KEYS if k != "step"]
     rows = rows.sort_values([*episode, "step"], kind="stable").reset_index(drop=True)
     rows["final_step"] = rows.groupby(episode)["step"].transform("max")
@@ -46,9 +57,19 @@ def candidate_masks(rows: pd.DataFrame, run_dir: Path) -> pd.DataFrame:
 
 
 def even_shares(capacity: dict, n: int, preference: dict) -> dict:
-    """``n`` split over the keys of ``capacity`` as evenly as their capacities allow (water
-    filling: equal shares, a full key's surplus goes to the others); what does not divide
-    evenly goes one each to the keys first in ``preference`` order (smaller first)."""
+    """``n`` split over the keys of ``capacity`` as evenly as their capacities allow.
+
+    Water filling: equal shares, a full key's surplus goes to the others; what does not divide
+    evenly goes one each to the keys first in ``preference`` order (smaller first).
+
+    Args:
+        capacity: Key -> the most it can be given (masks available).
+        n: How many to give in all (at most the capacities' sum is given).
+        preference: Key -> a sortable value; smaller keys get the remainder first.
+
+    Returns:
+        Key -> its share, each within its capacity.
+    """
     given = dict.fromkeys(capacity, 0)
     remaining = min(n, sum(capacity.values()))
     open_keys = [k for k in capacity if capacity[k] > 0]
@@ -67,14 +88,24 @@ def even_shares(capacity: dict, n: int, preference: dict) -> dict:
 
 
 def sample_masks(candidates: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFrame:
-    """Up to ``n`` candidates, spread as evenly as ``n`` allows over :data:`FACTORS` in turn:
+    """Up to ``n`` candidates, spread as evenly as ``n`` allows over :data:`FACTORS` in turn.
+
     ``n`` is split evenly over the models (one with too few masks gives its surplus to the
-    others), each model's share evenly over its prompters, then refiners, steps and datasets;
-    what does not divide evenly goes to the values sampled least so far within the model, then
-    over the whole sample (seeded ties), so that, e.g., 3 models and 2 steps with ``n = 3``
-    give steps 0, 1 and one of them, not three times step 0. Within the last group the masks
-    are a seeded random choice. The chosen masks are shuffled from the seed; ``job``
-    (``job-001``...) is the only name a rater sees."""
+    others), each model's share evenly over its prompters, then refiners, steps and datasets; what
+    does not divide evenly goes to the values sampled least so far within the model, then over the
+    whole sample (seeded ties), so that, e.g., 3 models and 2 steps with ``n = 3`` give steps 0, 1
+    and one of them, not three times step 0. Within the last group the masks are a seeded random
+    choice. The chosen masks are shuffled from the seed.
+
+    Args:
+        candidates: Rows as :func:`candidate_masks` gives them.
+        n: The most masks to sample.
+        seed: Seeds the choice, the ties and the shuffle.
+
+    Returns:
+        The sampled rows in shuffled order with a ``job`` column (``job-001``...), the only name
+        a rater sees.
+    """
     rng = np.random.default_rng(seed)
     used: Counter = Counter()  # (scope, factor, value) -> masks given so far
     chosen: list[int] = []
@@ -106,7 +137,14 @@ def sample_masks(candidates: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFram
 
 
 def describe_sample(sample: pd.DataFrame) -> list[str]:
-    """What was sampled, one line per factor: ``model: a 4, b 4, c 4``."""
+    """What was sampled, one line per factor: ``model: a 4, b 4, c 4``.
+
+    Args:
+        sample: Rows as :func:`sample_masks` gives them.
+
+    Returns:
+        One line per factor of :data:`FACTORS`, values sorted.
+    """
     lines = []
     for factor in FACTORS:
         counts = sample[factor].value_counts(sort=False).sort_index()
@@ -117,7 +155,15 @@ def describe_sample(sample: pd.DataFrame) -> list[str]:
 
 
 def review_id(sample: pd.DataFrame, seed: int) -> str:
-    """A short name of this review (its masks and seed), shared by its page, key and ratings."""
+    """A short name of this review (its masks and seed), shared by its page, key and ratings.
+
+    Args:
+        sample: The sampled rows (their :data:`MASK_KEYS`, in the sample's order).
+        seed: The sample's seed.
+
+    Returns:
+        10 hex digits of a SHA-256 of the seed and the masks' keys.
+    """
     digest = hashlib.sha256(str(seed).encode())
     for values in sample[MASK_KEYS].astype(str).itertuples(index=False):
         digest.update("|".join(values).encode())
