@@ -126,7 +126,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/reports/results_page.py",
         "intrabench/reports/supplement.py",
         "intrabench/reports/tables.py",
-        "intrabench/review/render.py",
         "intrabench/safe_yaml.py",
         "intrabench/seeding.py",
         "intrabench/serving/building.py",

@@ -38,7 +38,16 @@ ZOOM_MIN_SIDE = 24
 
 def window(image: np.ndarray, is_ct: bool, inside_mean: float) -> tuple[float, float]:
     """Display range (low, high): CT lung window (level -600, width 1500) for a target darker
-    than -300 HU, else soft tissue (40, 400); MR: the 0.5th-99.5th percentiles of ``image``."""
+    than -300 HU, else soft tissue (40, 400); MR: the 0.5th-99.5th percentiles of ``image``.
+
+    Args:
+        image: Voxel values to take the MR percentiles from (the shown slices), any shape.
+        is_ct: Whether the values are CT Hounsfield units.
+        inside_mean: The mean value inside the target (HU for CT), which picks the CT window.
+
+    Returns:
+        ``(low, high)`` in the image's units, ``high > low``.
+    """
     if is_ct:
         level, width = (-600.0, 1500.0) if inside_mean < -300 else (40.0, 400.0)
         return level - width / 2, level + width / 2
@@ -59,7 +68,15 @@ WINDOW_STEPS = 1024
 
 def window_presets(planes: np.ndarray, is_ct: bool) -> list[dict[str, Any]]:
     """The page's window presets for a job: CT soft tissue, lung and bone; MR two percentile
-    windows of ``planes`` (the shown slices). Each ``{"name", "centre", "width"}``."""
+    windows of ``planes`` (the shown slices).
+
+    Args:
+        planes: The shown slices' values, shape (slices, y, x).
+        is_ct: Whether the values are CT Hounsfield units (fixed presets) or MR (percentiles).
+
+    Returns:
+        One ``{"name", "centre", "width"}`` per preset, centre and width in the image's units.
+    """
     if is_ct:
         return [{"name": n, "centre": c, "width": w} for n, c, w in CT_PRESETS]
     presets = []
@@ -72,9 +89,19 @@ def window_presets(planes: np.ndarray, is_ct: bool) -> list[dict[str, Any]]:
 
 def grey_scale(planes: np.ndarray, width: float) -> tuple[float, float]:
     """(base, scale) quantising ``planes`` to at most 16 bits: value = base + scale * q, q in
-    0..65535. Integer values spanning at most 65536 values: scale 1 (lossless); otherwise a
-    step of :data:`WINDOW_STEPS` per default window ``width`` (a window that narrow still shows
-    every grey level), coarser where the range needs it."""
+    0..65535.
+
+    Integer values spanning at most 65536 values: scale 1 (lossless); otherwise a step of
+    :data:`WINDOW_STEPS` per default window ``width`` (a window that narrow still shows every grey
+    level), coarser where the range needs it.
+
+    Args:
+        planes: The shown slices' values, any shape.
+        width: The default window's width, in the image's units.
+
+    Returns:
+        ``(base, scale)``: the lowest value and the step per quantisation level.
+    """
     low, high = float(planes.min()), float(planes.max())
     if np.array_equal(planes, np.round(planes)) and high - low < GREY_LEVELS:
         return low, 1.0
@@ -83,7 +110,16 @@ def grey_scale(planes: np.ndarray, width: float) -> tuple[float, float]:
 
 def windowed(plane: np.ndarray, low: float, high: float) -> np.ndarray:
     """uint8 grey of ``plane`` in the window ``[low, high]``: round(clip((v - low) / (high -
-    low), 0, 1) * 255), halves to even (the page computes the same for other windows)."""
+    low), 0, 1) * 255), halves to even (the page computes the same for other windows).
+
+    Args:
+        plane: A slice's values, shape (h, w).
+        low: The window's lower end, in the image's units.
+        high: The window's upper end (``> low``).
+
+    Returns:
+        A uint8 array of ``plane``'s shape, 0 at ``low`` or below, 255 at ``high`` or above.
+    """
     scaled = np.clip((plane.astype(np.float64) - low) / (high - low), 0, 1) * 255
     return scaled.round().astype(np.uint8)
 
@@ -92,7 +128,18 @@ def grey_pixels(
     plane: np.ndarray, low: float, high: float, base: float, scale: float
 ) -> np.ndarray:
     """uint8 (h, w, 3) of a (h, w) ``plane``: red, green the 16-bit quantised value (high,
-    low byte), blue the grey in the default window ``[low, high]``."""
+    low byte), blue the grey in the default window ``[low, high]``.
+
+    Args:
+        plane: A slice's values, shape (h, w).
+        low: The default window's lower end.
+        high: The default window's upper end.
+        base: The quantisation's base (:func:`grey_scale`).
+        scale: The quantisation's step (:func:`grey_scale`).
+
+    Returns:
+        A uint8 array of shape (h, w, 3).
+    """
     q = np.clip(np.round((plane.astype(np.float64) - base) / scale), 0, GREY_LEVELS - 1)
     q = q.astype(np.uint16)
     return np.stack(
@@ -102,7 +149,14 @@ def grey_pixels(
 
 def png_data_url(pixels: np.ndarray) -> str:
     """A grey (uint8 (h, w)), RGB (uint8 (h, w, 3)) or RGBA (uint8 (h, w, 4)) picture as a
-    PNG data URL."""
+    PNG data URL.
+
+    Args:
+        pixels: The picture, uint8, rows top to bottom.
+
+    Returns:
+        ``data:image/png;base64,...``.
+    """
     from PIL import Image
 
     buffer = io.BytesIO()
@@ -111,14 +165,29 @@ def png_data_url(pixels: np.ndarray) -> str:
 
 
 def mask_pixels(mask: np.ndarray) -> np.ndarray:
-    """RGBA: white and opaque inside the mask, transparent outside (the page tints it)."""
+    """RGBA: white and opaque inside the mask, transparent outside (the page tints it).
+
+    Args:
+        mask: A boolean slice, shape (h, w).
+
+    Returns:
+        A uint8 array of shape (h, w, 4).
+    """
     pixels = np.zeros((*mask.shape, 4), dtype=np.uint8)
     pixels[mask] = 255
     return pixels
 
 
 def informative_slice(prediction: np.ndarray, truth: np.ndarray) -> int:
-    """The axial slice with the largest prediction or ground-truth area (the first of ties)."""
+    """The axial slice with the largest prediction or ground-truth area (the first of ties).
+
+    Args:
+        prediction: Boolean mask, canonical (z, y, x).
+        truth: Boolean ground truth, same shape.
+
+    Returns:
+        The z index.
+    """
     areas = np.maximum(prediction.sum(axis=(1, 2)), truth.sum(axis=(1, 2)))
     return int(np.argmax(areas))
 
@@ -126,7 +195,14 @@ def informative_slice(prediction: np.ndarray, truth: np.ndarray) -> int:
 def prompt_slices(prompt: Prompt) -> Counter:
     """How much of ``prompt`` each axial slice holds: a click, a 2D box or a lasso counts 1,
     a scribble the number of its voxels on the slice (a 3D box is on every slice it spans and
-    is not counted)."""
+    is not counted).
+
+    Args:
+        prompt: The prompt, its marks in canonical (z, y, x) voxels.
+
+    Returns:
+        z index -> count; slices holding nothing are absent.
+    """
     held: Counter = Counter()
     for mark in prompt.marks():
         if isinstance(mark, Click):
@@ -155,7 +231,17 @@ def shown_slices(
     evenly spaced; every slice holding the mask (at most :data:`MAX_SLICES` of them, evenly
     spaced: a mask on a few slices of a long target is never missed by the spacing); the
     informative slice; and every slice in ``prompted`` (those holding a prompt; at most
-    :data:`MAX_SLICES` of them, evenly spaced)."""
+    :data:`MAX_SLICES` of them, evenly spaced).
+
+    Args:
+        prediction: Boolean mask, canonical (z, y, x).
+        truth: Boolean ground truth, same shape.
+        best: The informative slice (:func:`informative_slice`).
+        prompted: The z indices holding a prompt.
+
+    Returns:
+        The z indices, sorted, without repeats.
+    """
     present = np.flatnonzero((prediction | truth).any(axis=(1, 2)))
     span = np.arange(present[0], present[-1] + 1) if present.size else np.array([best])
     masked = np.flatnonzero(prediction.any(axis=(1, 2)))
@@ -169,8 +255,18 @@ def start_slice(
     """The slice a job opens on: of the slices that show the mask or the target (``shows``;
     all when not given), the one holding most of the latest interaction (the prompt of the
     step that made the mask; the one nearest ``best`` of ties), else ``best``, the most
-    informative slice. A negative click outside both (mask and target empty there: the review
-    opened on slice 31 of 32 when the lesion lay on 11-19) is not where the job opens."""
+    informative slice. A negative click outside both (mask and target empty there) is not where
+    the job opens.
+
+    Args:
+        slices: The shown slices (:func:`shown_slices`).
+        best: The informative slice.
+        latest: The interaction of the mask's own step; None: none (the job opens on ``best``).
+        shows: The z indices where the mask or the target is present; None: every slice.
+
+    Returns:
+        A z index.
+    """
     held = prompt_slices(latest) if latest is not None else Counter()
     showing = set(slices) if shows is None else set(shows)
     candidates = [z for z in slices if held[z] > 0 and z in showing]
@@ -180,11 +276,21 @@ def start_slice(
 
 
 def prompt_marks(prompt: Prompt, z: int, shape_yx: tuple[int, int]) -> dict[str, list]:
-    """The prompt's parts on slice ``z`` in (row, column) of the radiological view: clicks
-    ``[row, col, label]``, boxes ``[row0, col0, row1, col1]`` (inclusive), scribble strokes
-    (lists of ``[row, col]``) with their label, one per run of the scribble's consecutive
-    voxels on the slice (a scribble drawn across slices leaves one-voxel strokes, which the
-    page draws as dots); a lasso is a stroke that ends at its start."""
+    """The prompt's parts on slice ``z`` in (row, column) of the radiological view.
+
+    Clicks ``[row, col, label]``, boxes ``[row0, col0, row1, col1]`` (inclusive), scribble
+    strokes (lists of ``[row, col]``) with their label, one per run of the scribble's consecutive
+    voxels on the slice (a scribble drawn across slices leaves one-voxel strokes, which the page
+    draws as dots); a lasso is a stroke that ends at its start.
+
+    Args:
+        prompt: The prompt, its marks in canonical (z, y, x) voxels.
+        z: The axial slice.
+        shape_yx: The slice's (y, x) size in voxels, to flip into the radiological view.
+
+    Returns:
+        ``{"clicks": [...], "boxes": [...], "strokes": [...]}`` as above.
+    """
     height, width = shape_yx
 
     def flip(y: int, x: int) -> list[int]:
@@ -226,7 +332,17 @@ def zoom_window(
 ) -> tuple[int, int, int, int]:
     """(row0, col0, row1, col1), exclusive ends, in the radiological view: the box of the mask
     and the target over ``slices`` (one slice: that slice's own zoom), grown by
-    :data:`ZOOM_MARGIN`, square-ish."""
+    :data:`ZOOM_MARGIN`, square-ish.
+
+    Args:
+        prediction: Boolean mask, canonical (z, y, x).
+        truth: Boolean ground truth, same shape.
+        slices: The z indices whose union the window covers.
+
+    Returns:
+        The window in pixels of the radiological view; the whole slice when both are empty
+        there.
+    """
     union = (prediction[slices] | truth[slices]).any(axis=0)
     view = radiological(union)
     height, width = view.shape
@@ -251,14 +367,27 @@ def job_data(
     prompt: Prompt,
     latest: Prompt | None = None,
 ) -> dict[str, Any]:
-    """Everything the page draws for one job (JSON-able): per shown slice the full and zoomed
-    picture (see the module's doc: grey values and default grey) and mask as PNG data URLs,
-    the prompt marks, and the geometry to place them; the default window ``window`` (low,
-    high), the window ``presets`` and the pictures' quantisation ``grey`` (base, scale).
-    ``prompt`` is what the model saw, ``latest`` the interaction of the mask's own step (the
-    job opens on the slice holding most of it).
+    """Everything the page draws for one job (JSON-able).
 
-    ``image``, ``prediction``, ``truth``: canonical (z, y, x); ``spacing`` in mm (z, y, x)."""
+    Per shown slice the full and zoomed picture (see the module's doc: grey values and default
+    grey) and mask as PNG data URLs, the prompt marks, and the geometry to place them; the default
+    window ``window`` (low, high), the window ``presets`` and the pictures' quantisation ``grey``
+    (base, scale).
+
+    Args:
+        job: The blinded job name (``job-001``), the only name the page shows.
+        image: The case's image, canonical (z, y, x), in its own units (HU for CT).
+        spacing: Voxel spacing in mm, (z, y, x).
+        is_ct: Whether the image is CT (fixed windows) or MR (percentile windows).
+        prediction: The mask to rate, boolean, same shape as ``image``.
+        truth: The target's ground truth, boolean, same shape.
+        prompt: What the model saw (every prompt up to the mask's step).
+        latest: The interaction of the mask's own step (the job opens on the slice holding most
+            of it); None: none.
+
+    Returns:
+        The job's data, as :func:`job_script` writes it.
+    """
     best = informative_slice(prediction, truth)
     slices = shown_slices(prediction, truth, best, prompt_slices(prompt))
     shows = np.flatnonzero((prediction | truth).any(axis=(1, 2))).tolist()
@@ -311,5 +440,12 @@ def job_data(
 
 
 def job_script(data: dict[str, Any]) -> str:
-    """The job as a script the page loads from ``file://`` (no fetch, no server)."""
+    """The job as a script the page loads from ``file://`` (no fetch, no server).
+
+    Args:
+        data: The job's data (:func:`job_data`).
+
+    Returns:
+        One line of JavaScript calling ``window.intrabenchJob`` with the data as JSON.
+    """
     return f"window.intrabenchJob({json.dumps(data, separators=(',', ':'))});\n"
