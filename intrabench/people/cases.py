@@ -33,8 +33,20 @@ def _datasets(run_dir: Path | None) -> dict[str, tuple[str, dict[str, Any]]]:
 def session_cases(
     library: SessionLibrary, run_dir: Path | None = None
 ) -> dict[tuple[str, str], Case]:
-    """The case of every session of ``library`` by (dataset, case id), each read once. A
-    dataset that is neither the run's nor registered is a ``UserError``."""
+    """The case of every session of ``library`` by (dataset, case id), each read once.
+
+    Args:
+        library: The recorded sessions.
+        run_dir: A run folder whose config names the sessions' datasets (with their
+            parameters); None: the datasets are created by their registered names, without
+            parameters.
+
+    Returns:
+        (dataset, case id) -> the loaded case.
+
+    Raises:
+        UserError: A session's dataset is neither the run's nor registered, or lacks its case.
+    """
     from intrabench import registry
 
     specs = _datasets(run_dir)
@@ -62,7 +74,15 @@ def session_cases(
 def references(
     library: SessionLibrary, cases: dict[tuple[str, str], Case]
 ) -> dict[Identity, np.ndarray]:
-    """The reference mask of every session's target (targets the case lacks are left out)."""
+    """The reference mask of every session's target (targets the case lacks are left out).
+
+    Args:
+        library: The recorded sessions.
+        cases: Their cases, as :func:`session_cases` gives them.
+
+    Returns:
+        (dataset, case id, target id) -> the target's boolean mask, canonical (z, y, x).
+    """
     out: dict[Identity, np.ndarray] = {}
     for session in library.sessions:
         identity = identity_of(session)

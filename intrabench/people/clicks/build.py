@@ -58,7 +58,14 @@ class BuiltCollection:
 
 
 def target_name(target: Any) -> str:
-    """What the page calls a target: its class and its id (``lesion (lesion_2)``)."""
+    """What the page calls a target: its class and its id (``lesion (lesion_2)``).
+
+    Args:
+        target: A target with ``class_name`` and ``target_id``.
+
+    Returns:
+        ``"<class> (<target id>)"``.
+    """
     return f"{target.class_name} ({target.target_id})"
 
 
@@ -134,7 +141,24 @@ def build_collection(
     progress: bool | None = None,
 ) -> BuiltCollection:
     """Choose up to ``n`` click tasks from ``run_dir``'s saved predictions (see
-    :mod:`intrabench.people.clicks.tasks`) and write the click site to ``out``."""
+    :mod:`intrabench.people.clicks.tasks`) and write the click site to ``out``.
+
+    Args:
+        run_dir: A run directory that saved predictions (``save_predictions: all`` or
+            ``true``).
+        out: The folder of the click site (created).
+        n: The most tasks (at least 1).
+        seed: Seeds the choice and the task order: the same seed gives the same collection.
+        first: How many tasks are first clicks on an empty mask (0 to ``n``); None: a quarter
+            of ``n`` (at least one).
+        progress: Show a progress bar; None: when standard error is a terminal.
+
+    Returns:
+        The collection's id, site, key file, task count and spread.
+
+    Raises:
+        UserError: ``n`` or ``first`` out of range, or the run saved no predictions.
+    """
     from intrabench.io.results import atomic_write_text, load_results
     from intrabench.review.sampling import candidate_masks
 
@@ -176,8 +200,17 @@ def build_collection(
 
 
 def read_manifest(tasks_dir: str | Path) -> dict:
-    """The manifest of a built collection (``OUT/tasks/manifest.js``); UserError when ``OUT``
-    is not one."""
+    """The manifest of a built collection (``OUT/tasks/manifest.js``).
+
+    Args:
+        tasks_dir: The folder :func:`build_collection` wrote (``OUT``).
+
+    Returns:
+        The manifest: the collection's id, format and its tasks (one dict each).
+
+    Raises:
+        UserError: ``OUT`` is not a built collection, or its manifest is unreadable.
+    """
     path = Path(tasks_dir) / "tasks" / "manifest.js"
     if not path.is_file():
         raise UserError(

@@ -92,7 +92,21 @@ def _text(value: Any, most: int = 200) -> str | None:
 
 
 def check_click(record: Any, tasks: dict[str, dict], collection: str) -> tuple[dict | None, str]:
-    """(the CSV row, "") for a click that fits its task, else (None, the reason)."""
+    """(the CSV row, "") for a click that fits its task, else (None, the reason).
+
+    A click fits when it names a task of the collection with the same ids, kind and step, has
+    whole (z, y, x) coordinates on the case's grid, label 1 or 0, a finite time >= 0 and a
+    rater's name.
+
+    Args:
+        record: One click as the page exported it (a JSON object).
+        tasks: The collection's tasks by task name (the manifest's ``tasks``).
+        collection: The collection's id.
+
+    Returns:
+        ``(row, "")`` with the :data:`CSV_COLUMNS` values (coordinates in canonical (z, y, x)
+        voxels), or ``(None, reason)``.
+    """
     if not isinstance(record, dict):
         return None, "not a click (a JSON object)"
     task = tasks.get(record.get("task")) if isinstance(record.get("task"), str) else None
@@ -195,7 +209,16 @@ def _file_records(path: Path, collection: str) -> tuple[list, str]:
 
 def read_click_files(paths: list[str | Path], manifest: dict) -> ReadClicks:
     """Every click of ``paths`` checked against ``manifest``'s tasks (:func:`check_click`);
-    a rater's task clicked in more than one file keeps its newest click (``clicked_at``)."""
+    a rater's task clicked in more than one file keeps its newest click (``clicked_at``).
+
+    Args:
+        paths: The files the page exported (JSON).
+        manifest: The collection's manifest (:func:`~intrabench.people.clicks.build.read_manifest`).
+
+    Returns:
+        The clicks that fit, one row per (rater, task), and the counts and examples of those
+        refused (whole files and single clicks).
+    """
     collection = str(manifest["collection"])
     tasks = {str(t["task"]): t for t in manifest["tasks"]}
     result = ReadClicks(pd.DataFrame(columns=CSV_COLUMNS))
@@ -222,7 +245,14 @@ def read_click_files(paths: list[str | Path], manifest: dict) -> ReadClicks:
 
 
 def newest_per_task(clicks: pd.DataFrame) -> pd.DataFrame:
-    """One click per (rater, task): the newest (``clicked_at``; the later file's of ties)."""
+    """One click per (rater, task): the newest (``clicked_at``; the later file's of ties).
+
+    Args:
+        clicks: Clicks with the :data:`CSV_COLUMNS`, in file order.
+
+    Returns:
+        The kept clicks, in their original order, index reset.
+    """
     ordered = clicks.reset_index(drop=True).reset_index(names="_order")
     ordered = ordered.sort_values(["clicked_at", "_order"], kind="stable")
     kept = ordered.drop_duplicates(["collection", "rater", "task"], keep="last")
@@ -231,8 +261,19 @@ def newest_per_task(clicks: pd.DataFrame) -> pd.DataFrame:
 
 def merge_earlier(clicks: pd.DataFrame, to: Path, collection: str) -> tuple[pd.DataFrame, int]:
     """``clicks`` with those of an earlier import into ``to`` (kept, a newer click of a rater's
-    task replacing theirs); (clicks, how many earlier ones were kept). UserError when ``to``
-    holds anything but this collection's clicks."""
+    task replacing theirs).
+
+    Args:
+        clicks: The clicks read now.
+        to: The clicks CSV of earlier imports; absent: nothing to merge.
+        collection: The collection's id, which every earlier click must have.
+
+    Returns:
+        ``(clicks, how many earlier ones were kept)``.
+
+    Raises:
+        UserError: ``to`` cannot be read, or holds anything but this collection's clicks.
+    """
     if not to.exists():
         return clicks, 0
     try:
@@ -253,7 +294,15 @@ def merge_earlier(clicks: pd.DataFrame, to: Path, collection: str) -> tuple[pd.D
 
 def regions_with_clicks(clicks: pd.DataFrame, manifest: dict) -> tuple[int, int]:
     """(regions with at least one click, regions): a region is a target at a step of the
-    ``recorded`` map (the tasks' ``click_step``)."""
+    ``recorded`` map (the tasks' ``click_step``).
+
+    Args:
+        clicks: The imported clicks.
+        manifest: The collection's manifest (its tasks define the regions).
+
+    Returns:
+        ``(regions clicked, regions)``.
+    """
     keys = ["dataset", "case", "target", "click_step"]
     regions = {tuple(str(t[k]) for k in keys) for t in manifest["tasks"]}
     clicked = {

@@ -40,14 +40,31 @@ PREDICTION_COLOUR = (255, 214, 0, 255)
 
 
 def border(mask: np.ndarray) -> np.ndarray:
-    """The voxels of a 2D ``mask`` that touch its outside (4-connected)."""
+    """The voxels of a 2D ``mask`` that touch its outside (4-connected).
+
+    Args:
+        mask: A boolean slice, shape (h, w).
+
+    Returns:
+        A boolean array of ``mask``'s shape, True on the mask's border.
+    """
     return mask & ~ndimage.binary_erosion(mask, border_value=0)
 
 
 def slice_range(error: np.ndarray, shown: np.ndarray, start: int) -> tuple[int, int]:
     """The first and last slice a task offers (inclusive): the z extent of ``shown`` (error
     and prediction, (z, y, x)) grown by :data:`MARGIN_SLICES` or half the extent, clipped to
-    the volume, at most :data:`MAX_SLICES` centred on ``start``."""
+    the volume, at most :data:`MAX_SLICES` centred on ``start``.
+
+    Args:
+        error: The boolean error (or target) volume, canonical (z, y, x); its depth clips the
+            range.
+        shown: The boolean voxels that must be offered (error and prediction), same shape.
+        start: The slice the task opens on (the error's largest).
+
+    Returns:
+        ``(first, last)`` z indices, inclusive.
+    """
     present = np.flatnonzero(shown.any(axis=(1, 2)))
     if not present.size:
         present = np.array([start])
@@ -62,7 +79,16 @@ def slice_range(error: np.ndarray, shown: np.ndarray, start: int) -> tuple[int, 
 
 def outline_pixels(error: np.ndarray, prediction: np.ndarray | None, step: int) -> np.ndarray:
     """RGBA (h, w, 4) of one slice's outlines in the radiological view, every ``step``-th
-    voxel: the error's border over the prediction's."""
+    voxel: the error's border over the prediction's.
+
+    Args:
+        error: The boolean error on one slice, shape (y, x).
+        prediction: The boolean prediction on that slice; None: a first click (no prediction).
+        step: Keep every ``step``-th voxel in both directions (downsampling for the page).
+
+    Returns:
+        A uint8 array of shape (h, w, 4), transparent off the outlines.
+    """
     picture = np.zeros((*error[::step, ::step].shape, 4), dtype=np.uint8)
     if prediction is not None:
         picture[radiological(border(prediction))[::step, ::step]] = PREDICTION_COLOUR
@@ -81,9 +107,19 @@ def task_data(
     """Everything the page draws for one task (JSON-able): ``identity`` (task, collection,
     ids, kind, step, target name) and, per offered slice, its picture and outline as PNG data
     URLs; the default window, presets and quantisation as the review's jobs have them.
-    ``prediction`` None: a first click (the error is the target).
 
-    ``image``, ``truth``, ``prediction``: canonical (z, y, x); ``spacing`` in mm (z, y, x)."""
+    Args:
+        identity: The task's names and ids, passed to the page as they are.
+        image: The case's image, canonical (z, y, x), in its own units (HU for CT).
+        spacing: Voxel spacing in mm, (z, y, x).
+        is_ct: Whether the image is CT (fixed windows) or MR (percentile windows).
+        truth: The target's boolean ground truth, same shape as ``image``.
+        prediction: The mask to correct, boolean, same shape; None: a first click (the error
+            is the target).
+
+    Returns:
+        The task's data, as :func:`task_script` writes it.
+    """
     error = truth if prediction is None else truth ^ prediction
     areas = error.sum(axis=(1, 2))
     start = int(np.argmax(areas))
@@ -123,5 +159,12 @@ def task_data(
 
 
 def task_script(data: dict[str, Any]) -> str:
-    """The task as a script the page loads from ``file://`` (no fetch, no server)."""
+    """The task as a script the page loads from ``file://`` (no fetch, no server).
+
+    Args:
+        data: The task's data (:func:`task_data`).
+
+    Returns:
+        One line of JavaScript calling ``window.intrabenchTask`` with the data as JSON.
+    """
     return f"window.intrabenchTask({json.dumps(data, separators=(',', ':'))});\n"

@@ -30,7 +30,16 @@ TARGET_KEYS = ["dataset", "case", "target"]
 
 def first_count(n: int, targets: int, first: int | None) -> int:
     """How many ``first`` tasks of ``n``: ``first`` when given (at most one per target),
-    otherwise a quarter of ``n`` (at least one), never more than there are targets."""
+    otherwise a quarter of ``n`` (at least one), never more than there are targets.
+
+    Args:
+        n: The tasks asked for.
+        targets: The distinct targets available.
+        first: The number asked for with ``--first``; None: not given.
+
+    Returns:
+        The number of first-click tasks.
+    """
     wanted = max(1, n // 4) if first is None else first
     return int(min(wanted, targets, n))
 
@@ -55,12 +64,21 @@ def _spread(frame: pd.DataFrame, by: list[str], count: int, rng: np.random.Gener
 def choose_tasks(
     candidates: pd.DataFrame, n: int, seed: int = 0, first: int | None = None
 ) -> pd.DataFrame:
-    """Up to ``n`` click tasks from ``candidates`` (a run's rows with a saved ``mask_file``, as
-    :func:`intrabench.review.sampling.candidate_masks` gives them): :func:`first_count` first
-    clicks on distinct targets, the rest corrections of masks that are not perfect, spread over
-    models, then targets. Columns: ``task``, ``kind``, ``click_step`` (the ``recorded`` map's
-    step), the target's keys and, for a correction, the mask's keys (``mask_step`` its result
-    step) and ``mask_file``; shuffled, in the order people see them."""
+    """Up to ``n`` click tasks from ``candidates``: :func:`first_count` first clicks on distinct
+    targets, the rest corrections of masks that are not perfect, spread over models, then targets.
+
+    Args:
+        candidates: A run's rows with a saved ``mask_file``, as
+            :func:`intrabench.review.sampling.candidate_masks` gives them.
+        n: The most tasks.
+        seed: Seeds the choice and the shuffle.
+        first: The first-click tasks asked for; None: :func:`first_count`'s default.
+
+    Returns:
+        Columns ``task``, ``kind``, ``click_step`` (the ``recorded`` map's step), the target's
+        keys and, for a correction, the mask's keys (``mask_step`` its result step) and
+        ``mask_file``; shuffled, in the order people see them.
+    """
     rng = np.random.default_rng(seed)
     targets = candidates.drop_duplicates(TARGET_KEYS)[TARGET_KEYS].reset_index(drop=True)
     n_first = first_count(n, len(targets), first)
@@ -90,7 +108,15 @@ def choose_tasks(
 
 
 def describe_tasks(tasks: pd.DataFrame) -> list[str]:
-    """What was chosen, one line each: kinds, models (corrections), targets."""
+    """What was chosen, one line each: kinds, models (corrections), targets.
+
+    Args:
+        tasks: The tasks as :func:`choose_tasks` gives them.
+
+    Returns:
+        ``kind: ...``, ``model (corrections): ...`` (when there are corrections) and
+        ``targets: N, a to b tasks each``.
+    """
     kinds = tasks["kind"].value_counts().sort_index()
     lines = ["kind: " + ", ".join(f"{k} {v}" for k, v in kinds.items())]
     corrections = tasks[tasks["kind"] == "correction"]
@@ -104,7 +130,15 @@ def describe_tasks(tasks: pd.DataFrame) -> list[str]:
 
 def collection_id(tasks: pd.DataFrame, seed: int) -> str:
     """A short name of this collection (its tasks and seed), shared by its page, key and
-    click files."""
+    click files.
+
+    Args:
+        tasks: The tasks as :func:`choose_tasks` gives them.
+        seed: The collection's seed.
+
+    Returns:
+        10 hex digits of a SHA-256 of the seed and the tasks.
+    """
     digest = hashlib.sha256(f"clicks|{seed}".encode())
     columns = ["task", "kind", "click_step", *MASK_KEYS, "mask_step"]
     for values in tasks.reindex(columns=columns).itertuples(index=False):
