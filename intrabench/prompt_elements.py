@@ -19,6 +19,13 @@ ends; labels 1 = positive, 0 = negative.
 The built-in kinds are registered by :mod:`intrabench.types` (their classes live there, beside
 ``Prompt``), so the tables here are complete once it is imported.
 
+``Prompt`` itself names no kind: every method of it (its order, elements, slices, model points,
+slice prompts, merging, off-grid check, JSON and summary) asks each registered class. The
+built-in classes keep their elements in the prompt fields that users and adapters read
+(``points``, ``boxes``, ``box3d``, ``scribbles``, ``lassos``: their ``field``) and override the
+class methods of :class:`PromptElement` to read them; an added kind's elements are kept in
+``Prompt.extras``, where the defaults find them.
+
 A new kind is one class decorated with :func:`register_element` (plus the models that take it:
 they list the kind in ``accepts`` and read ``prompt.elements_of(kind)``).
 """
@@ -73,16 +80,35 @@ Mark = Click | BoxMark | Stroke
 
 class PromptElement:
     """One element of a prompt. Subclasses set the class attributes and implement the
-    methods; see the module's docstring."""
+    methods; see the module's docstring.
+
+    The methods on one element (:meth:`slices`, :meth:`marks`, :meth:`to_json`...) are what an
+    added kind implements. The class methods say how a kind's elements sit in a
+    :class:`~intrabench.types.Prompt` (its field, its JSON sections, its points for point-only
+    models, its box on a slice, its summary counts); their defaults are those of an added kind,
+    kept in ``Prompt.extras`` in the order given, and the built-in kinds override them to read
+    their own fields. ``Prompt`` itself names no kind: it asks each registered class.
+    """
 
     kind: ClassVar[str]
     interaction: ClassVar[str]
     cost: ClassVar[int]
     seconds: ClassVar[float]
+    #: the ``Prompt`` keyword that stores this kind's elements (each built-in kind has its own),
+    #: or None: they are kept in ``Prompt.extras``
+    field: ClassVar[str | None] = None
+    #: whether a later prompt's element with the same :meth:`order_key` replaces this one when
+    #: prompts merge (one 2D box per slice, one 3D box) instead of being added after it
+    replaced_by_key: ClassVar[bool] = False
 
+    # -- one element ----------------------------------------------------------------------
     def slices(self) -> set[int]:
         """Axial slice indices z the element lies on."""
         raise NotImplementedError
+
+    def visited_slices(self) -> set[int]:
+        """The axial slices the user scrolls to in order to give it (its :meth:`slices`)."""
+        return self.slices()
 
     def marks(self) -> list[Mark]:
         """How the element is drawn (canonical voxel coordinates)."""
@@ -100,6 +126,90 @@ class PromptElement:
     def outside(self, shape: tuple[int, ...]) -> str | None:
         """A description of the part of the element off the (z, y, x) grid ``shape``, or None."""
         return None
+
+    def describe_outside(self, shape: tuple[int, ...], key: int) -> str | None:
+        """The element's :meth:`outside` named with its kind (``"circle on slice 40"``), or None.
+
+        Args:
+            shape: The (z, y, x) grid.
+            key: Its :meth:`order_key` in the prompt.
+
+        Returns:
+            The description of its part off the grid, or None when it is all on it.
+        """
+        where = self.outside(shape)
+        return None if where is None else f"{self.kind} {where}"
+
+    def order_key(self, index: int) -> int:
+        """Its key in a prompt's ``order``: its ``index`` among the prompt's elements of its kind
+        (a kind replaced by key has a key of its own, e.g. a 2D box's slice).
+        """
+        return index
+
+    def value(self) -> Any:
+        """What :meth:`intrabench.types.Prompt.elements` pairs with its kind: the element."""
+        return self
+
+    # -- the kind's elements in a prompt ----------------------------------------------------
+    @classmethod
+    def stored(cls, prompt: Any) -> tuple[PromptElement, ...]:
+        """The kind's elements in ``prompt``, in the order its field keeps them."""
+        return tuple(element for element in prompt.extras if element.kind == cls.kind)
+
+    @classmethod
+    def count(cls, prompt: Any) -> int:
+        """How many elements of the kind ``prompt`` has."""
+        return len(cls.stored(prompt))
+
+    @classmethod
+    def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
+        """The ``Prompt`` keywords that store ``elements`` (the kind's, in field order); an added
+        kind's go to ``extras``, which the prompt keeps for all added kinds together: {}."""
+        return {}
+
+    @classmethod
+    def normalised(cls, prompt: Any) -> dict[str, Any]:
+        """The kind's ``Prompt`` fields in their stored form (arrays, tuples); {} for an added
+        kind."""
+        return {}
+
+    @classmethod
+    def slices_in(cls, prompt: Any) -> set[int]:
+        """The axial slices the kind's elements in ``prompt`` lie on."""
+        return {int(z) for element in cls.stored(prompt) for z in element.slices()}
+
+    @classmethod
+    def visited_in(cls, prompt: Any) -> set[int]:
+        """The axial slices the user scrolls to for the kind's elements in ``prompt``."""
+        return {int(z) for element in cls.stored(prompt) for z in element.visited_slices()}
+
+    @classmethod
+    def points_in(cls, prompt: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """What a point-only model receives of the kind: (points (N, 3) int64 (z, y, x), labels
+        (N,) int8), or None when the kind does not become points."""
+        return None
+
+    @classmethod
+    def box_on_slice(cls, prompt: Any, z: int) -> Any:
+        """The ``Box2D`` the kind gives a 2D model on axial slice ``z``, or None (an added
+        kind reaches a 2D model as the slice prompt's extras)."""
+        return None
+
+    @classmethod
+    def json_sections(cls, prompt: Any) -> dict[str, Any]:
+        """The kind's sections of the prompt's JSON; {} for an added kind (its elements are in
+        the ``elements`` section)."""
+        return {}
+
+    @classmethod
+    def from_json_sections(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """The ``Prompt`` keywords read back from the kind's :meth:`json_sections`."""
+        return {}
+
+    @classmethod
+    def summary_counts(cls, prompt: Any) -> dict[str, Any]:
+        """The kind's counts in a results row's prompt summary; {} for an added kind."""
+        return {}
 
 
 def register_interaction(name: str, cost: int, seconds: float) -> None:
@@ -147,3 +257,9 @@ def element_class(kind: str) -> type[PromptElement]:
 def marks_of(elements: Iterable[PromptElement]) -> list[Mark]:
     """Every mark of ``elements``, in order."""
     return [mark for element in elements for mark in element.marks()]
+
+
+def stored_kinds() -> list[type[PromptElement]]:
+    """The registered classes with a ``Prompt`` field of their own (the built-in kinds), in
+    registration order."""
+    return [cls for cls in ELEMENT_KINDS.values() if cls.field is not None]

@@ -10,7 +10,7 @@ both ends, as a user draws them; a mask's bounding box is a :data:`intrabench.ma
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import InitVar, dataclass, field, replace
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -98,6 +98,7 @@ class Point(PromptElement):
     cost: ClassVar[int] = 1
     seconds: ClassVar[float] = 2.4
     zyx: tuple[int, int, int]
+    field: ClassVar[str | None] = "points"
     label: int = 1
 
     def slices(self) -> set[int]:
@@ -119,6 +120,77 @@ class Point(PromptElement):
         """The Point written by :meth:`to_json`."""
         return cls(tuple(int(v) for v in data["zyx"]), int(data["label"]))  # type: ignore[arg-type]
 
+    def value(self) -> tuple[tuple[int, ...], int]:
+        """What :meth:`Prompt.elements` pairs with ``point``: ``((z, y, x), label)``."""
+        return (tuple(int(v) for v in self.zyx), int(self.label))
+
+    def describe_outside(self, shape: tuple[int, ...], key: int) -> str | None:
+        """``point <index> at (z, y, x)`` when it is off the grid ``shape``, else None."""
+        zyx = tuple(int(v) for v in self.zyx)
+        if any(v < 0 or v >= int(n) for v, n in zip(zyx, shape)):
+            return f"point {key} at {zyx}"
+        return None
+
+    @classmethod
+    def stored(cls, prompt: Prompt) -> tuple[Point, ...]:
+        """The prompt's clicks, in the order of ``points``."""
+        return tuple(
+            cls(tuple(int(v) for v in zyx), int(label))  # type: ignore[arg-type]
+            for zyx, label in zip(prompt.points, prompt.point_labels)
+        )
+
+    @classmethod
+    def count(cls, prompt: Prompt) -> int:
+        """The number of clicks."""
+        return len(prompt.points)
+
+    @classmethod
+    def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
+        """``points`` (N, 3) int64 and ``point_labels`` (N,) int8 of these clicks."""
+        points = _as_points([element.zyx for element in elements])  # type: ignore[attr-defined]
+        labels = np.array([int(element.label) for element in elements], dtype=np.int8)  # type: ignore[attr-defined]
+        return {"points": points, "point_labels": labels}
+
+    @classmethod
+    def normalised(cls, prompt: Prompt) -> dict[str, Any]:
+        """``points`` as (N, 3) int64 voxel indices, ``point_labels`` as (N,) int8."""
+        points = _as_points(prompt.points)
+        return {"points": points, "point_labels": _as_labels(prompt.point_labels, len(points))}
+
+    @classmethod
+    def slices_in(cls, prompt: Prompt) -> set[int]:
+        """The slices of the clicks."""
+        return {int(z) for z in prompt.points[:, 0]}
+
+    @classmethod
+    def visited_in(cls, prompt: Prompt) -> set[int]:
+        """The slices of the clicks."""
+        return cls.slices_in(prompt)
+
+    @classmethod
+    def points_in(cls, prompt: Prompt) -> tuple[np.ndarray, np.ndarray]:
+        """The clicks themselves: (``points``, ``point_labels``)."""
+        return prompt.points, prompt.point_labels
+
+    @classmethod
+    def json_sections(cls, prompt: Prompt) -> dict[str, Any]:
+        """``"points": [[z, y, x], ...], "labels": [1, 0, ...]``."""
+        return {"points": prompt.points.tolist(), "labels": prompt.point_labels.tolist()}
+
+    @classmethod
+    def from_json_sections(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """``points`` and ``point_labels`` from :meth:`json_sections`."""
+        return {"points": data["points"], "point_labels": data["labels"]}
+
+    @classmethod
+    def summary_counts(cls, prompt: Prompt) -> dict[str, Any]:
+        """``n_points``, ``n_positive`` and ``n_negative``."""
+        return {
+            "n_points": int(len(prompt.points)),
+            "n_positive": int((prompt.point_labels == 1).sum()),
+            "n_negative": int((prompt.point_labels == 0).sum()),
+        }
+
 
 @dataclass(frozen=True)
 class SliceBox(PromptElement):
@@ -129,6 +201,8 @@ class SliceBox(PromptElement):
     cost: ClassVar[int] = 2
     seconds: ClassVar[float] = 7.0
     z: int
+    field: ClassVar[str | None] = "boxes"
+    replaced_by_key: ClassVar[bool] = True
     box: Box2D
 
     def slices(self) -> set[int]:
@@ -151,6 +225,61 @@ class SliceBox(PromptElement):
         """The SliceBox written by :meth:`to_json`."""
         return cls(int(data["z"]), Box2D(*(int(v) for v in data["box"])))
 
+    def order_key(self, index: int) -> int:
+        """Its key in a prompt's ``order``: its slice z (one 2D box per slice)."""
+        return int(self.z)
+
+    def value(self) -> tuple[int, Box2D]:
+        """What :meth:`Prompt.elements` pairs with ``box2d``: ``(z, Box2D)``."""
+        return (int(self.z), self.box)
+
+    def describe_outside(self, shape: tuple[int, ...], key: int) -> str | None:
+        """``the box on slice z (...)`` when a corner is off the grid or the box is inverted."""
+        b = self.box
+        if _bad_box(shape, (int(self.z), b.y_min, b.x_min), (int(self.z), b.y_max, b.x_max)):
+            return f"the box on slice {self.z} ({b.as_tuple()})"
+        return None
+
+    @classmethod
+    def stored(cls, prompt: Prompt) -> tuple[SliceBox, ...]:
+        """The prompt's 2D boxes by ascending slice."""
+        return tuple(cls(z, box) for z, box in prompt.boxes.items())
+
+    @classmethod
+    def count(cls, prompt: Prompt) -> int:
+        """The number of 2D boxes."""
+        return len(prompt.boxes)
+
+    @classmethod
+    def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
+        """``boxes``: slice z -> :class:`Box2D` (a later box on a slice wins)."""
+        return {"boxes": {int(e.z): e.box for e in elements}}  # type: ignore[attr-defined]
+
+    @classmethod
+    def normalised(cls, prompt: Prompt) -> dict[str, Any]:
+        """``boxes`` keyed by int slice, in ascending z."""
+        return {"boxes": {int(z): b for z, b in sorted(prompt.boxes.items())}}
+
+    @classmethod
+    def box_on_slice(cls, prompt: Prompt, z: int) -> Box2D | None:
+        """The 2D box drawn on slice ``z``, if any."""
+        return prompt.boxes.get(z)
+
+    @classmethod
+    def json_sections(cls, prompt: Prompt) -> dict[str, Any]:
+        """``"boxes": {"z": [y_min, x_min, y_max, x_max]}``."""
+        return {"boxes": {str(z): list(b.as_tuple()) for z, b in prompt.boxes.items()}}
+
+    @classmethod
+    def from_json_sections(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """``boxes`` from :meth:`json_sections`."""
+        return {"boxes": {int(z): Box2D(*b) for z, b in data["boxes"].items()}}
+
+    @classmethod
+    def summary_counts(cls, prompt: Prompt) -> dict[str, Any]:
+        """``n_boxes2d``."""
+        return {"n_boxes2d": len(prompt.boxes)}
+
 
 @dataclass(frozen=True)
 class Box3D(PromptElement):
@@ -160,6 +289,9 @@ class Box3D(PromptElement):
     interaction: ClassVar[str] = "box3d"
     cost: ClassVar[int] = 3
     seconds: ClassVar[float] = 13.0
+
+    field: ClassVar[str | None] = "box3d"
+    replaced_by_key: ClassVar[bool] = True
 
     z_min: int
     y_min: int
@@ -208,6 +340,50 @@ class Box3D(PromptElement):
         """The Box3D written by :meth:`to_json`."""
         return cls(*(int(v) for v in data["box"]))
 
+    def visited_slices(self) -> set[int]:
+        """None: the user does not visit a 3D box's slices one by one (its cost is the box's)."""
+        return set()
+
+    def order_key(self, index: int) -> int:
+        """Its key in a prompt's ``order``: 0 (a prompt has one 3D box)."""
+        return 0
+
+    def describe_outside(self, shape: tuple[int, ...], key: int) -> str | None:
+        """``the 3D box (...)`` when a corner is off the grid or the box is inverted."""
+        t = self.as_tuple()
+        return f"the 3D box {t}" if _bad_box(shape, t[:3], t[3:]) else None
+
+    @classmethod
+    def stored(cls, prompt: Prompt) -> tuple[Box3D, ...]:
+        """The prompt's 3D box, or none."""
+        return () if prompt.box3d is None else (prompt.box3d,)
+
+    @classmethod
+    def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
+        """``box3d``: the last of these boxes, or None."""
+        return {"box3d": elements[-1] if elements else None}
+
+    @classmethod
+    def box_on_slice(cls, prompt: Prompt, z: int) -> Box2D | None:
+        """The 3D box's in-plane extent on the slices of its z-range."""
+        box = prompt.box3d
+        return box.slice_box() if box is not None and box.z_min <= z <= box.z_max else None
+
+    @classmethod
+    def json_sections(cls, prompt: Prompt) -> dict[str, Any]:
+        """``"box3d": [z_min, y_min, x_min, z_max, y_max, x_max]`` or ``null``."""
+        return {"box3d": list(prompt.box3d.as_tuple()) if prompt.box3d is not None else None}
+
+    @classmethod
+    def from_json_sections(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """``box3d`` from :meth:`json_sections`."""
+        return {"box3d": cls(*data["box3d"]) if data["box3d"] is not None else None}
+
+    @classmethod
+    def summary_counts(cls, prompt: Prompt) -> dict[str, Any]:
+        """``has_box3d``."""
+        return {"has_box3d": prompt.box3d is not None}
+
 
 @dataclass(frozen=True, eq=False)
 class Scribble(PromptElement):
@@ -218,6 +394,7 @@ class Scribble(PromptElement):
     cost: ClassVar[int] = 3
     seconds: ClassVar[float] = 10.9
     points: np.ndarray
+    field: ClassVar[str | None] = "scribbles"
     label: int
 
     def slices(self) -> set[int]:
@@ -239,6 +416,50 @@ class Scribble(PromptElement):
         """The Scribble written by :meth:`to_json`."""
         return cls(np.asarray(data["points"], dtype=np.int64).reshape(-1, 3), int(data["label"]))
 
+    def describe_outside(self, shape: tuple[int, ...], key: int) -> str | None:
+        """``scribble <index>'s voxel (z, y, x)``: its first voxel off the grid, or None."""
+        found = _first_off(shape, self.points)
+        return None if found is None else f"scribble {key}'s voxel {found[1]}"
+
+    @classmethod
+    def stored(cls, prompt: Prompt) -> tuple[Scribble, ...]:
+        """The prompt's scribbles, in order."""
+        return tuple(prompt.scribbles)
+
+    @classmethod
+    def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
+        """``scribbles``."""
+        return {"scribbles": tuple(elements)}
+
+    @classmethod
+    def normalised(cls, prompt: Prompt) -> dict[str, Any]:
+        """``scribbles`` as a tuple."""
+        return {"scribbles": tuple(prompt.scribbles)}
+
+    @classmethod
+    def points_in(cls, prompt: Prompt) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every scribble's voxels with its label, in order (None without scribbles)."""
+        if not prompt.scribbles:
+            return None
+        points = [s.points.reshape(-1, 3) for s in prompt.scribbles]
+        labels = [np.full(len(s.points), s.label, dtype=np.int8) for s in prompt.scribbles]
+        return np.concatenate(points), np.concatenate(labels)
+
+    @classmethod
+    def json_sections(cls, prompt: Prompt) -> dict[str, Any]:
+        """``"scribbles": [{"label": 1, "points": [[z, y, x], ...]}]``."""
+        return {"scribbles": [s.to_json() for s in prompt.scribbles]}
+
+    @classmethod
+    def from_json_sections(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """``scribbles`` from :meth:`json_sections`."""
+        return {"scribbles": tuple(cls.from_json(s) for s in data["scribbles"])}
+
+    @classmethod
+    def summary_counts(cls, prompt: Prompt) -> dict[str, Any]:
+        """``n_scribbles``."""
+        return {"n_scribbles": len(prompt.scribbles)}
+
 
 @dataclass(frozen=True, eq=False)
 class Lasso(PromptElement):
@@ -252,6 +473,7 @@ class Lasso(PromptElement):
     seconds: ClassVar[float] = 10.9
     z: int
     contour: np.ndarray
+    field: ClassVar[str | None] = "lassos"
     label: int = 1
 
     def slices(self) -> set[int]:
@@ -279,6 +501,41 @@ class Lasso(PromptElement):
         contour = np.asarray(data["contour"], dtype=np.int64).reshape(-1, 2)
         return cls(int(data["z"]), contour, int(data["label"]))
 
+    def describe_outside(self, shape: tuple[int, ...], key: int) -> str | None:
+        """``lasso <index> on slice z`` when its slice is off the grid, else None."""
+        return None if 0 <= int(self.z) < int(shape[0]) else f"lasso {key} on slice {self.z}"
+
+    @classmethod
+    def stored(cls, prompt: Prompt) -> tuple[Lasso, ...]:
+        """The prompt's lassos, in order."""
+        return tuple(prompt.lassos)
+
+    @classmethod
+    def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
+        """``lassos``."""
+        return {"lassos": tuple(elements)}
+
+    @classmethod
+    def normalised(cls, prompt: Prompt) -> dict[str, Any]:
+        """``lassos`` as a tuple."""
+        return {"lassos": tuple(prompt.lassos)}
+
+    @classmethod
+    def json_sections(cls, prompt: Prompt) -> dict[str, Any]:
+        """``"lassos": [{"z": z, "label": 1, "contour": [[y, x], ...]}]``, only when there are
+        any (prompts saved before lassos existed have no such section)."""
+        return {"lassos": [lasso.to_json() for lasso in prompt.lassos]} if prompt.lassos else {}
+
+    @classmethod
+    def from_json_sections(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """``lassos`` from :meth:`json_sections` (none when the section is absent)."""
+        return {"lassos": tuple(cls.from_json(lasso) for lasso in data.get("lassos", []))}
+
+    @classmethod
+    def summary_counts(cls, prompt: Prompt) -> dict[str, Any]:
+        """``n_lassos``."""
+        return {"n_lassos": len(prompt.lassos)}
+
     def region(self, shape_yx: tuple[int, int]) -> np.ndarray:
         """Boolean (Y, X) mask of the slice: the pixels inside the contour or on it."""
         from skimage.draw import line, polygon
@@ -300,9 +557,9 @@ for _element in (Point, SliceBox, Box3D, Scribble):
 register_interaction("boundary_slice", cost=1, seconds=3.0)
 register_element(Lasso)
 
-#: the element kinds a :class:`Prompt` stores in their own fields (the accessors models read);
-#: any other registered kind is kept in ``Prompt.extras``
-BUILT_IN_KINDS = ("point", "box2d", "box3d", "scribble", "lasso")
+#: the element kinds a :class:`Prompt` stores in their own fields (the accessors models read):
+#: those whose class names a ``field``; any other registered kind is kept in ``Prompt.extras``
+BUILT_IN_KINDS = tuple(kind_class.kind for kind_class in prompt_elements.stored_kinds())
 
 
 @dataclass(frozen=True, eq=False)
@@ -391,128 +648,106 @@ class Prompt:
     extras: tuple[PromptElement, ...] = ()
 
     def __post_init__(self) -> None:
-        points = _as_points(self.points)
-        object.__setattr__(self, "points", points)
-        object.__setattr__(self, "point_labels", _as_labels(self.point_labels, len(points)))
-        object.__setattr__(self, "boxes", {int(z): b for z, b in sorted(self.boxes.items())})
-        object.__setattr__(self, "scribbles", tuple(self.scribbles))
+        for kind_class in prompt_elements.stored_kinds():
+            for name, value in kind_class.normalised(self).items():
+                object.__setattr__(self, name, value)
         object.__setattr__(self, "interactions", tuple(self.interactions))
-        object.__setattr__(self, "lassos", tuple(self.lassos))
         object.__setattr__(self, "extras", _checked_extras(self.extras))
         order = tuple((str(kind), int(key)) for kind, key in self.order)
         if order and sorted(order) != sorted(self._default_order()):
             raise ValueError(f"prompt order {order} does not list each element once")
         object.__setattr__(self, "order", order)
 
+    @classmethod
+    def from_elements(cls, elements: Iterable[PromptElement], **keywords: Any) -> Prompt:
+        """The prompt of typed ``elements`` given in this order (the user's order).
+
+        Args:
+            elements: Elements of registered kinds; each kind's field keeps them in this order
+                (a later 2D box on the same slice is refused as a second element there).
+            **keywords: The other ``Prompt`` keywords (``interactions``, ``effort_label``...).
+
+        Returns:
+            The prompt, its ``order`` the order of ``elements``.
+        """
+        groups: dict[str, list[PromptElement]] = {}
+        order: list[tuple[str, int]] = []
+        extras: list[PromptElement] = []
+        for element in elements:
+            group = groups.setdefault(element.kind, [])
+            order.append((element.kind, element.order_key(len(group))))
+            group.append(element)
+            if prompt_elements.element_class(element.kind).field is None:
+                extras.append(element)
+        stored: dict[str, Any] = {}
+        for kind_class in prompt_elements.stored_kinds():
+            stored.update(kind_class.fields(tuple(groups.get(kind_class.kind, ()))))
+        return cls(**stored, **keywords, order=tuple(order), extras=tuple(extras))
+
     def outside(self, shape: tuple[int, ...]) -> str | None:
         """The first element of the prompt that is not on the (z, y, x) grid ``shape``
         (a point, a box corner, a scribble voxel or a lasso's slice), described, or None
         when all are on it. A negative index would count from the grid's far end in numpy."""
-        upper = np.array([int(v) for v in shape])
-
-        def first_off(voxels: Any) -> tuple[int, tuple[int, ...]] | None:
-            voxels = np.asarray(voxels, dtype=np.int64).reshape(-1, 3)
-            bad = np.flatnonzero(((voxels < 0) | (voxels >= upper)).any(axis=1))
-            return None if not len(bad) else (int(bad[0]), tuple(voxels[bad[0]].tolist()))
-
-        def bad_box(low: tuple[int, ...], high: tuple[int, ...]) -> bool:
-            return first_off([low, high]) is not None or any(a > b for a, b in zip(low, high))
-
-        if (found := first_off(self.points)) is not None:
-            return f"point {found[0]} at {found[1]}"
-        for z, box in self.boxes.items():
-            if bad_box((z, box.y_min, box.x_min), (z, box.y_max, box.x_max)):
-                return f"the box on slice {z} ({box.as_tuple()})"
-        if self.box3d is not None and bad_box(self.box3d.as_tuple()[:3], self.box3d.as_tuple()[3:]):
-            return f"the 3D box {self.box3d.as_tuple()}"
-        for index, scribble in enumerate(self.scribbles):
-            if (found := first_off(scribble.points)) is not None:
-                return f"scribble {index}'s voxel {found[1]}"
-        for index, lasso in enumerate(self.lassos):
-            if not 0 <= int(lasso.z) < upper[0]:
-                return f"lasso {index} on slice {lasso.z}"
-        for element in self.extras:
-            if (where := element.outside(tuple(int(v) for v in shape))) is not None:
-                return f"{element.kind} {where}"
+        grid = tuple(int(v) for v in shape)
+        for (_, key), element in self._keyed_elements():
+            if (where := element.describe_outside(grid, key)) is not None:
+                return where
         return None
 
     # -- the user's order ---------------------------------------------------------------
+    def _keyed_elements(self) -> list[tuple[tuple[str, int], PromptElement]]:
+        """((kind, key), element) of every element in the default order: the kinds with a
+        field of their own in registration order, then the extras as given."""
+        keyed: list[tuple[tuple[str, int], PromptElement]] = []
+        for kind_class in prompt_elements.stored_kinds():
+            keyed += [
+                ((kind_class.kind, element.order_key(index)), element)
+                for index, element in enumerate(kind_class.stored(self))
+            ]
+        keyed += list(zip(_extra_keys(self.extras), self.extras))
+        return keyed
+
     def _default_order(self) -> tuple[tuple[str, int], ...]:
-        return (
-            tuple(("point", i) for i in range(len(self.points)))
-            + tuple(("box2d", z) for z in self.boxes)
-            + ((("box3d", 0),) if self.box3d is not None else ())
-            + tuple(("scribble", i) for i in range(len(self.scribbles)))
-            + tuple(("lasso", i) for i in range(len(self.lassos)))
-            + tuple(_extra_keys(self.extras))
-        )
+        return tuple(key for key, _ in self._keyed_elements())
 
     def element_order(self) -> tuple[tuple[str, int], ...]:
         """(kind, key) of every element in the user's order; without an explicit ``order``:
-        points, 2D boxes by slice, the 3D box, scribbles, lassos."""
+        points, 2D boxes by slice, the 3D box, scribbles, lassos, extras."""
         return self.order or self._default_order()
 
     def elements(self) -> list[tuple[str, Any]]:
         """The elements in the user's order: ('point', ((z, y, x), label)), ('box2d', (z,
-        Box2D)), ('box3d', Box3D), ('scribble', Scribble), ('lasso', Lasso)."""
-        out: list[tuple[str, Any]] = []
-        for kind, key in self.element_order():
-            if kind == "point":
-                out.append(
-                    (kind, (tuple(int(v) for v in self.points[key]), int(self.point_labels[key])))
-                )
-            elif kind == "box2d":
-                out.append((kind, (key, self.boxes[key])))
-            elif kind == "box3d":
-                out.append((kind, self.box3d))
-            elif kind == "scribble":
-                out.append((kind, self.scribbles[key]))
-            elif kind == "lasso":
-                out.append((kind, self.lassos[key]))
-            else:
-                out.append((kind, self.elements_of(kind)[key]))
-        return out
+        Box2D)), ('box3d', Box3D), ('scribble', Scribble), ('lasso', Lasso), (kind, element)
+        for the extras (each element's :meth:`~intrabench.prompt_elements.PromptElement.value`).
+        """
+        by_key = dict(self._keyed_elements())
+        return [(kind, by_key[(kind, key)].value()) for kind, key in self.element_order()]
 
     def typed_elements(self) -> list[PromptElement]:
         """The elements in the user's order, as :class:`~intrabench.prompt_elements.PromptElement`
         objects (:class:`Point`, :class:`SliceBox`, :class:`Box3D`, :class:`Scribble`,
         :class:`Lasso` and the extras)."""
-        out: list[PromptElement] = []
-        for kind, value in self.elements():
-            if kind == "point":
-                out.append(Point(value[0], value[1]))
-            elif kind == "box2d":
-                out.append(SliceBox(*value))
-            else:
-                out.append(value)
-        return out
+        by_key = dict(self._keyed_elements())
+        return [by_key[key] for key in self.element_order()]
 
     def marks(self) -> list[prompt_elements.Mark]:
         """How the prompt is drawn: its elements' marks (:mod:`intrabench.prompt_elements`) in
         the default order (points, 2D boxes by slice, the 3D box, scribbles, lassos, extras),
         whatever the user's order."""
-        return prompt_elements.marks_of(replace(self, order=()).typed_elements())
+        return prompt_elements.marks_of(element for _, element in self._keyed_elements())
 
     def elements_of(self, kind: str) -> tuple[PromptElement, ...]:
-        """The extras of ``kind`` (a registered kind other than the built-in five), in order."""
-        return tuple(e for e in self.extras if e.kind == kind)
+        """The elements of ``kind`` in the order its field keeps them (an added kind's: the
+        extras of that kind, in order); () for a kind not registered."""
+        kind_class = prompt_elements.ELEMENT_KINDS.get(kind)
+        return () if kind_class is None else kind_class.stored(self)
 
     # -- what the prompt contains -------------------------------------------------------
     @property
     def kinds(self) -> frozenset[str]:
-        """The prompt kinds present (``point``, ``box2d``, ``box3d``, ``scribble``, ``lasso``), to
-        match against a model's ``accepts``."""
-        kinds = set()
-        if len(self.points):
-            kinds.add("point")
-        if self.boxes:
-            kinds.add("box2d")
-        if self.box3d is not None:
-            kinds.add("box3d")
-        if self.scribbles:
-            kinds.add("scribble")
-        if self.lassos:
-            kinds.add("lasso")
+        """The prompt kinds present (``point``, ``box2d``, ``box3d``, ``scribble``, ``lasso`` and
+        added kinds), to match against a model's ``accepts``."""
+        kinds = {k.kind for k in prompt_elements.stored_kinds() if k.count(self)}
         kinds.update(element.kind for element in self.extras)
         return frozenset(kinds)
 
@@ -527,33 +762,52 @@ class Prompt:
         return sum(interaction.cost for interaction in self.interactions)
 
     def model_points(self) -> tuple[np.ndarray, np.ndarray]:
-        """All points a point-only model should receive: clicks plus scribble voxels."""
-        if not self.scribbles:
-            return self.points, self.point_labels
-        points = [self.points] + [s.points.reshape(-1, 3) for s in self.scribbles]
-        labels = [self.point_labels] + [
-            np.full(len(s.points), s.label, dtype=np.int8) for s in self.scribbles
+        """All points a point-only model should receive: clicks plus scribble voxels (each
+        kind's :meth:`~intrabench.prompt_elements.PromptElement.points_in`, in registration
+        order): (points (N, 3) int64 (z, y, x), labels (N,) int8)."""
+        parts = [
+            part
+            for kind_class in prompt_elements.stored_kinds()
+            if (part := kind_class.points_in(self)) is not None
         ]
-        return np.concatenate(points).astype(np.int64), np.concatenate(labels).astype(np.int8)
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return np.zeros((0, 3), dtype=np.int64), np.zeros((0,), dtype=np.int8)
+        points = np.concatenate([points for points, _ in parts]).astype(np.int64)
+        return points, np.concatenate([labels for _, labels in parts]).astype(np.int8)
 
     def slices(self) -> list[int]:
-        """Axial slices that carry any prompt (points, scribbles, 2D boxes, lassos, 3D box)."""
-        points, _ = self.model_points()
-        zs = set(int(z) for z in points[:, 0]) | set(self.boxes)
-        zs |= {int(lasso.z) for lasso in self.lassos}
-        if self.box3d is not None:
-            zs |= set(range(self.box3d.z_min, self.box3d.z_max + 1))
+        """Axial slices that carry any prompt (points, scribbles, 2D boxes, lassos, 3D box,
+        extras), ascending."""
+        zs: set[int] = set()
+        for kind_class in prompt_elements.stored_kinds():
+            zs |= kind_class.slices_in(self)
         for element in self.extras:
             zs |= element.slices()
         return sorted(zs)
 
+    def visited_slices(self) -> list[int]:
+        """The axial slices a user visits to give the prompt, ascending: every element's
+        :meth:`~intrabench.prompt_elements.PromptElement.visited_slices` (a 3D box's slices
+        are not visited one by one)."""
+        zs: set[int] = set()
+        for kind_class in prompt_elements.stored_kinds():
+            zs |= kind_class.visited_in(self)
+        for element in self.extras:
+            zs |= {int(z) for z in element.visited_slices()}
+        return sorted(zs)
+
     def on_slice(self, z: int) -> SlicePrompt:
-        """The 2D prompt on axial slice ``z``; a 3D box contributes its xy box on its z-range."""
+        """The 2D prompt on axial slice ``z``: the model points there, the first kind's box
+        there (a 2D box on the slice, else a 3D box's xy box on its z-range), and the extras
+        that lie on it."""
         points, labels = self.model_points()
         on = points[:, 0] == z
-        box = self.boxes.get(z)
-        if box is None and self.box3d is not None and self.box3d.z_min <= z <= self.box3d.z_max:
-            box = self.box3d.slice_box()
+        box = None
+        for kind_class in prompt_elements.stored_kinds():
+            if (box := kind_class.box_on_slice(self, z)) is not None:
+                break
         extras = tuple(e for e in self.extras if z in e.slices())
         return SlicePrompt(z=z, points=points[on][:, 1:], labels=labels[on], box=box, extras=extras)
 
@@ -562,28 +816,26 @@ class Prompt:
         """This prompt plus ``other`` (other's boxes win on shared slices), in the user's order:
         this prompt's elements, then ``other``'s (a box that ``other`` replaces leaves its old
         place)."""
-        boxes = dict(self.boxes)
-        boxes.update(other.boxes)
-        shift = {
-            "point": len(self.points),
-            "scribble": len(self.scribbles),
-            "lasso": len(self.lassos),
-            **{kind: len(self.elements_of(kind)) for kind in {e.kind for e in self.extras}},
-        }
-        replaced = {("box2d", z) for z in other.boxes}
-        if other.box3d is not None:
-            replaced.add(("box3d", 0))
+        stored: dict[str, Any] = {}
+        shift: dict[str, int] = {}
+        replaced: set[tuple[str, int]] = set()
+        for kind_class in prompt_elements.stored_kinds():
+            mine, theirs = kind_class.stored(self), kind_class.stored(other)
+            if kind_class.replaced_by_key:
+                keys = {element.order_key(index) for index, element in enumerate(theirs)}
+                replaced |= {(kind_class.kind, key) for key in keys}
+                mine = tuple(e for i, e in enumerate(mine) if e.order_key(i) not in keys)
+            else:
+                shift[kind_class.kind] = len(mine)
+            stored.update(kind_class.fields(mine + theirs))
+        for kind, _ in _extra_keys(self.extras):
+            shift[kind] = shift.get(kind, 0) + 1
         order = tuple(element for element in self.element_order() if element not in replaced)
         order += tuple((kind, key + shift.get(kind, 0)) for kind, key in other.element_order())
         return Prompt(
-            points=np.concatenate([self.points, other.points]),
-            point_labels=np.concatenate([self.point_labels, other.point_labels]),
-            boxes=boxes,
-            box3d=other.box3d if other.box3d is not None else self.box3d,
-            scribbles=self.scribbles + other.scribbles,
+            **stored,
             interactions=self.interactions + other.interactions,
             effort_label=other.effort_label or self.effort_label,
-            lassos=self.lassos + other.lassos,
             order=order,
             click_maps=_summed(self.click_maps + other.click_maps),
             extras=self.extras + other.extras,
@@ -593,30 +845,16 @@ class Prompt:
         """The prompt's geometry as compact JSON (voxel indices (z, y, x), boxes inclusive):
         ``{"points": [[z, y, x], ...], "labels": [1, 0, ...], "boxes": {"z": [y0, x0, y1, x1]},
         "box3d": [z0, y0, x0, z1, y1, x1] | null, "scribbles": [{"label": 1, "points": [...]}]}``,
-        plus ``"lassos": [{"z": z, "label": 1, "contour": [[y, x], ...]}]`` when there are any,
-        and ``"elements": [{"kind": k, ...}]`` (each extra's :meth:`to_json`) when there are any.
+        plus ``"lassos": [{"z": z, "label": 1, "contour": [[y, x], ...]}]`` when there are any
+        (each built-in kind's :meth:`~intrabench.prompt_elements.PromptElement.json_sections`,
+        in registration order), ``"elements": [{"kind": k, ...}]`` (each extra's ``to_json``)
+        when there are any, and ``"order"`` when it is not the default.
         Interactions and the effort label are not part of it (rows carry them)."""
         import json
 
-        data = {
-            "points": self.points.tolist(),
-            "labels": self.point_labels.tolist(),
-            "boxes": {str(z): list(b.as_tuple()) for z, b in self.boxes.items()},
-            "box3d": list(self.box3d.as_tuple()) if self.box3d is not None else None,
-            "scribbles": [
-                {"label": int(s.label), "points": np.asarray(s.points).reshape(-1, 3).tolist()}
-                for s in self.scribbles
-            ],
-        }
-        if self.lassos:
-            data["lassos"] = [
-                {
-                    "z": int(lasso.z),
-                    "label": int(lasso.label),
-                    "contour": np.asarray(lasso.contour).reshape(-1, 2).tolist(),
-                }
-                for lasso in self.lassos
-            ]
+        data: dict[str, Any] = {}
+        for kind_class in prompt_elements.stored_kinds():
+            data.update(kind_class.json_sections(self))
         if self.extras:
             data["elements"] = [{"kind": e.kind, **e.to_json()} for e in self.extras]
         if self.order and self.order != self._default_order():
@@ -629,23 +867,11 @@ class Prompt:
         import json
 
         data = json.loads(text)
+        stored: dict[str, Any] = {}
+        for kind_class in prompt_elements.stored_kinds():
+            stored.update(kind_class.from_json_sections(data))
         return cls(
-            points=data["points"],
-            point_labels=data["labels"],
-            boxes={int(z): Box2D(*b) for z, b in data["boxes"].items()},
-            box3d=Box3D(*data["box3d"]) if data["box3d"] is not None else None,
-            scribbles=tuple(
-                Scribble(np.asarray(s["points"], dtype=np.int64).reshape(-1, 3), int(s["label"]))
-                for s in data["scribbles"]
-            ),
-            lassos=tuple(
-                Lasso(
-                    int(lasso["z"]),
-                    np.asarray(lasso["contour"], dtype=np.int64).reshape(-1, 2),
-                    int(lasso["label"]),
-                )
-                for lasso in data.get("lassos", [])
-            ),
+            **stored,
             order=tuple((kind, int(key)) for kind, key in data.get("order", [])),
             extras=tuple(
                 prompt_elements.element_class(e["kind"]).from_json(e)
@@ -654,17 +880,14 @@ class Prompt:
         )
 
     def summary(self) -> dict[str, Any]:
-        """A small JSON-able description for results rows."""
-        return {
-            "n_points": int(len(self.points)),
-            "n_positive": int((self.point_labels == 1).sum()),
-            "n_negative": int((self.point_labels == 0).sum()),
-            "n_boxes2d": len(self.boxes),
-            "has_box3d": self.box3d is not None,
-            "n_scribbles": len(self.scribbles),
-            "n_lassos": len(self.lassos),
-            "n_prompted_slices": len(self.slices()),
-        }
+        """A small JSON-able description for results rows: each built-in kind's counts
+        (``n_points``, ``n_positive``, ``n_negative``, ``n_boxes2d``, ``has_box3d``,
+        ``n_scribbles``, ``n_lassos``) and ``n_prompted_slices``."""
+        counts: dict[str, Any] = {}
+        for kind_class in prompt_elements.stored_kinds():
+            counts.update(kind_class.summary_counts(self))
+        counts["n_prompted_slices"] = len(self.slices())
+        return counts
 
 
 def _checked_extras(extras: Iterable[PromptElement]) -> tuple[PromptElement, ...]:
@@ -677,6 +900,19 @@ def _checked_extras(extras: Iterable[PromptElement]) -> tuple[PromptElement, ...
             )
         prompt_elements.element_class(element.kind)  # registered
     return extras
+
+
+def _first_off(shape: tuple[int, ...], voxels: Any) -> tuple[int, tuple[int, ...]] | None:
+    """(index, (z, y, x)) of the first of ``voxels`` off the grid ``shape``, or None."""
+    voxels = np.asarray(voxels, dtype=np.int64).reshape(-1, 3)
+    upper = np.array([int(v) for v in shape])
+    bad = np.flatnonzero(((voxels < 0) | (voxels >= upper)).any(axis=1))
+    return None if not len(bad) else (int(bad[0]), tuple(voxels[bad[0]].tolist()))
+
+
+def _bad_box(shape: tuple[int, ...], low: tuple[int, ...], high: tuple[int, ...]) -> bool:
+    """Whether an inclusive box has a corner off the grid ``shape`` or is inverted."""
+    return _first_off(shape, [low, high]) is not None or any(a > b for a, b in zip(low, high))
 
 
 def _extra_keys(extras: tuple[PromptElement, ...]) -> list[tuple[str, int]]:

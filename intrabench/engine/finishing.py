@@ -227,19 +227,12 @@ def interaction_counts(prompt: Prompt) -> dict[str, int]:
 def slices_scrolled(prompt: Prompt, previous: list[int]) -> tuple[int, list[int]]:
     """(axial slices the user scrolls through for this step's prompt, the slices it touched).
 
-    The user visits the slices of its clicks, scribbles, lassos, drawn 2D boxes and elements
-    of added kinds (``Prompt.extras``) in
-    ascending z:
+    The user visits the slices of the prompt's elements (:meth:`Prompt.visited_slices`: its
+    clicks, scribbles, lassos, drawn 2D boxes and elements of added kinds) in ascending z:
     from the last slice of the previous step to the nearer end of this step's range, then
     across it (max - min). A 3D box's slices are not visited one by one (its cost is the
     box's); an empty prompt scrolls nothing."""
-    points, _ = prompt.model_points()
-    touched = sorted(
-        set(int(z) for z in points[:, 0])
-        | set(int(z) for z in prompt.boxes)
-        | {int(lasso.z) for lasso in prompt.lassos}
-        | {int(z) for element in prompt.extras for z in element.slices()}
-    )
+    touched = prompt.visited_slices()
     if not touched:
         return 0, previous
     span = touched[-1] - touched[0]
