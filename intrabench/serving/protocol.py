@@ -22,18 +22,23 @@ and ``kind`` (``checkpoint``, ``data``, ``user`` or ``model``).
 * ``bye`` -> the server closes this session.
 
 Prompts travel as :meth:`intrabench.types.Prompt.to_json` plus their interactions, effort
-label and click maps, so the server's model sees the prompt the in-process model would.
+label and click maps, so the server's model sees the prompt the in-process model would:
+elements of added kinds included (their ``elements`` section; the kind must be registered on
+both sides, by the plugin that adds it, e.g. ``serve-model --import PLUGIN``). A slice prompt's
+extras travel the same way.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from intrabench.io.geometry import ImageGeometry
 from intrabench.io.volume import Volume
+from intrabench.prompt_elements import element_class
 from intrabench.types import Box2D, Interaction, Prompt, SlicePrompt
 
 PROTOCOL_VERSION = 1
@@ -58,14 +63,8 @@ def prompt_from_wire(data: Any) -> Prompt:
     try:
         geometry = Prompt.from_json(json.dumps(data["geometry"]))
         kinds = [str(kind) for kind in data.get("interactions", [])]
-        return Prompt(
-            points=geometry.points,
-            point_labels=geometry.point_labels,
-            boxes=geometry.boxes,
-            box3d=geometry.box3d,
-            scribbles=geometry.scribbles,
-            lassos=geometry.lassos,
-            order=geometry.order,
+        return replace(
+            geometry,
             interactions=tuple(Interaction(kind) for kind in kinds),  # type: ignore[arg-type]
             effort_label=str(data.get("effort_label", "")),
             click_maps=tuple((str(name), int(count)) for name, count in data.get("click_maps", [])),
@@ -117,13 +116,16 @@ def volume_from_wire(header: dict[str, Any], array: np.ndarray) -> Volume:
 
 def slice_prompt_to_wire(prompt: SlicePrompt) -> dict[str, Any]:
     """A slice prompt as JSON-ready data: ``z``, ``points`` (N, 2) as (y, x), ``labels``, ``box`` or
-    None."""
-    return {
+    None, and ``elements`` (its extras, ``{"kind": k, ...}`` each) when it has any."""
+    data: dict[str, Any] = {
         "z": int(prompt.z),
         "points": np.asarray(prompt.points).tolist(),
         "labels": np.asarray(prompt.labels).tolist(),
         "box": None if prompt.box is None else list(prompt.box.as_tuple()),
     }
+    if prompt.extras:
+        data["elements"] = [{"kind": e.kind, **e.to_json()} for e in prompt.extras]
+    return data
 
 
 def slice_prompt_from_wire(data: dict[str, Any]) -> SlicePrompt:
@@ -136,7 +138,8 @@ def slice_prompt_from_wire(data: dict[str, Any]) -> SlicePrompt:
         points = np.asarray(data["points"], dtype=np.int64).reshape(-1, 2)
         labels = np.asarray(data["labels"], dtype=np.int8).reshape(-1)
         box = None if data.get("box") is None else Box2D(*(int(v) for v in data["box"]))
-        return SlicePrompt(z=int(data["z"]), points=points, labels=labels, box=box)
+        extras = tuple(element_class(e["kind"]).from_json(e) for e in data.get("elements", []))
+        return SlicePrompt(z=int(data["z"]), points=points, labels=labels, box=box, extras=extras)
     except (KeyError, TypeError, ValueError) as error:
         raise ValueError(f"segment_slice: the slice prompt cannot be read ({error})") from None
 

@@ -352,6 +352,73 @@ def test_a_container_runs_intrabench_serve_model_inside():
     assert not docker.transfers_files() and RunsIn(python="/p").transfers_files()
 
 
+@pytest.fixture()
+def disc_kind(monkeypatch):
+    """The ``disc`` kind of tests/serving/served_kinds.py registered here, and importable by
+    the servers a test starts (removed afterwards)."""
+    import importlib
+
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    )
+    plugin = importlib.import_module("tests.serving.served_kinds")
+    plugin.register()
+    yield plugin
+    plugin.unregister()
+
+
+def test_an_added_prompt_kind_reaches_a_served_model_over_the_loopback_server(tmp_path, disc_kind):
+    """A kind a plugin registers on both sides crosses the wire: the served model gets the
+    prompter's discs and gives the in-process rows."""
+    server = subprocess.Popen(
+        serve_command(
+            "test-disc-model", "--import", "tests.serving.served_kinds", "--listen", "127.0.0.1:0"
+        ),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        port = int(re.search(r"127\.0\.0\.1:(\d+)", server.stderr.readline()).group(1))
+        served, _ = run_rows(
+            tmp_path,
+            "served",
+            [{"name": "test-disc-model", "runs_in": {"url": f"tcp://127.0.0.1:{port}"}}],
+            prompters=["test-disc"],
+            refiners=[],
+            steps=0,
+        )
+    finally:
+        server.kill()
+        server.wait()
+    local, _ = run_rows(
+        tmp_path, "local", ["test-disc-model"], prompters=["test-disc"], refiners=[], steps=0
+    )
+    assert len(served) == 7  # one row per target of the 2 phantom cases
+    assert set(served["interactions_disc"]) == {1} and set(served["initial_effort"]) == {2}
+    assert (served["dice"] > 0).all()  # the model segmented the discs it was sent
+    saved = Prompt.from_json(served["prompt_json"].iloc[0])
+    assert [e.kind for e in saved.typed_elements()] == ["disc"]
+    pd.testing.assert_frame_equal(comparable(served), comparable(local))
+
+
+def prompt_of_one_click() -> Prompt:
+    return Prompt(points=[[3, 4, 5]], point_labels=[1])
+
+
+def test_the_extras_of_a_slice_prompt_cross_the_wire(disc_kind):
+    from intrabench.serving.protocol import slice_prompt_from_wire, slice_prompt_to_wire
+
+    disc = disc_kind.Disc(3, 10, 12, 2)
+    prompt = Prompt(points=[[3, 4, 5]], point_labels=[1], extras=(disc,)).on_slice(3)
+    data = slice_prompt_to_wire(prompt)
+    assert data["elements"] == [{"kind": "disc", "zyx": [3, 10, 12], "radius": 2, "label": 1}]
+    back = slice_prompt_from_wire(data)
+    assert back.extras == (disc,) and back.key() == prompt.key()
+    assert "elements" not in slice_prompt_to_wire(prompt_of_one_click().on_slice(3))
+    with pytest.raises(ValueError, match="unknown prompt element kind 'ring'"):
+        slice_prompt_from_wire({**data, "elements": [{"kind": "ring"}]})
+
+
 # -- the wire ---------------------------------------------------------------------------------
 def test_prompts_cross_the_wire_unchanged():
     prompt = Prompt(
