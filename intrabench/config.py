@@ -25,6 +25,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from intrabench import registry
 from intrabench.errors import ConfigError, one_line_cause, quoted
@@ -217,6 +218,20 @@ SurfaceSteps = Literal["all", "final", "initial-and-final"] | list[Annotated[int
 MAX_SEED = 2**63 - 1
 
 
+def _protocol_names(schema: dict[str, Any]) -> None:
+    """The JSON schema (and the reference) of ``protocol:`` lists the registered protocols."""
+    from intrabench.evaluation.metric_registry import PROTOCOLS
+
+    schema["enum"] = list(PROTOCOLS)
+
+
+def _import_plugins(modules: Any) -> None:
+    """Import the ``imports:`` modules (a list of names) before ``protocol:`` is checked: one
+    may register the protocol. Anything else is left to the field's own validation."""
+    if isinstance(modules, list) and all(isinstance(m, str) for m in modules):
+        RunConfig.model_construct(imports=modules).import_modules()
+
+
 class RunConfig(BaseModel):
     """Everything that defines a run (models x prompters x refiners x datasets x seeds)."""
 
@@ -260,8 +275,10 @@ class RunConfig(BaseModel):
     #: clicks); ``cvpr25`` also fills in the challenge's prompter, refiner and 5 steps when the
     #: config does not name them (see :mod:`intrabench.evaluation.cvpr25`)
     #: ``cvpr25-corrected``: the same metrics and clicks, with the box the participants asked
-    #: for (``cvpr25-box-corrected``: around the whole target; CVPR25#5, docs/evaluation.md)
-    protocol: Literal["intrabench", "cvpr25", "cvpr25-corrected"] = "intrabench"
+    #: for (``cvpr25-box-corrected``: around the whole target; CVPR25#5, docs/evaluation.md).
+    #: A protocol a plugin registers (``register_protocol``, in a module under ``imports:``)
+    #: is accepted too
+    protocol: str = Field(default="intrabench", json_schema_extra=_protocol_names)
     #: evaluate every target once per clicking group of a clickability model (RClicks):
     #: docs/realistic-clicks.md; its ``rounds`` set ``refinement_steps`` (rounds - 1)
     robustness: RobustnessSpec | None = None
@@ -272,10 +289,14 @@ class RunConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _protocol_defaults(cls, value: Any) -> Any:
-        """The components a registered protocol fills in when the config names none."""
+        """The components a registered protocol fills in when the config names none (a
+        protocol not registered yet may come from a module under ``imports:``: imported
+        first)."""
         from intrabench.evaluation.metric_registry import PROTOCOLS
 
         if isinstance(value, dict) and isinstance(value.get("protocol"), str):
+            if value["protocol"] not in PROTOCOLS:
+                _import_plugins(value.get("imports"))
             found = PROTOCOLS.get(value["protocol"])
             if found is not None:
                 value = {**copy.deepcopy(dict(found.defaults)), **value}
@@ -298,6 +319,20 @@ class RunConfig(BaseModel):
                 "one correction, so give one of them (refinement_steps = rounds - 1)"
             )
         return {**value, "refinement_steps": rounds - 1}
+
+    @field_validator("protocol", mode="before")
+    @classmethod
+    def _registered_protocol(cls, value: Any) -> Any:
+        """A registered protocol's name; else the error names the registered ones."""
+        from intrabench.evaluation.metric_registry import PROTOCOLS
+
+        if isinstance(value, str) and value in PROTOCOLS:
+            return value
+        *first, last = [repr(name) for name in PROTOCOLS]
+        either = f"{', '.join(first)} or {last}" if first else last
+        raise PydanticCustomError(
+            "literal_error", "Input should be {expected}", {"expected": either}
+        )
 
     @field_validator("seeds", mode="before")
     @classmethod

@@ -105,10 +105,13 @@ def section(title: str, cls: type[BaseModel], prefix: str = "") -> str:
         prefix: Written before each key (``dataset.`` for a nested model).
     """
     docs = field_docs(cls)
+    properties = cls.model_json_schema()["properties"]
     lines = [f"## {title}", "", "| key | type | default | meaning |", "|---|---|---|---|"]
     for name, field in cls.model_fields.items():
         meaning = docs.get(name, "").replace("|", "\\|")
-        kind = type_name(field.annotation).replace("|", "\\|")
+        choices = properties.get(name, {}).get("enum") if field.annotation is str else None
+        kind = " | ".join(map(repr, choices)) if choices else type_name(field.annotation)
+        kind = kind.replace("|", "\\|")
         lines.append(f"| `{prefix}{name}` | {kind} | {default_text(field)} | {meaning} |")
     return "\n".join(lines)
 
