@@ -33,7 +33,14 @@ Identity = tuple[str, str, str]
 
 
 def identity_of(session: Session) -> Identity:
-    """(dataset, case id, target id) of a session's target."""
+    """(dataset, case id, target id) of a session's target.
+
+    Args:
+        session: A recorded session (its header names the target).
+
+    Returns:
+        The three ids as text.
+    """
     header = session.header
     return (str(header["dataset"]), str(header["case_id"]), str(header["target"]))
 
@@ -49,7 +56,18 @@ class SessionLibrary:
     @classmethod
     def read(cls, paths: Iterable[str | Path]) -> SessionLibrary:
         """Every ``*.jsonl`` session log in ``paths`` (files, or folders read one level
-        deep, in name order). A folder without logs or a missing path is a ``UserError``."""
+        deep, in name order).
+
+        Args:
+            paths: Session log files and folders holding them (``~`` expanded).
+
+        Returns:
+            The library, its sessions sorted by target identity then session id; lines a log could
+            not use are kept as its problems.
+
+        Raises:
+            UserError: A folder without logs or a missing path.
+        """
         library = cls()
         for given in paths:
             path = Path(given).expanduser()
@@ -79,14 +97,27 @@ class SessionLibrary:
         self.sessions.append(session)
 
     def targets(self) -> set[Identity]:
-        """The targets that have at least one session."""
+        """The targets that have at least one session.
+
+        Returns:
+            Their (dataset, case id, target id) identities.
+        """
         return {identity_of(session) for session in self.sessions}
 
     def find(
         self, identity: Identity, rater: str | None = None, session_id: str | None = None
     ) -> Session | None:
         """The session of ``identity`` (by ``rater`` or ``session_id`` when given; else the
-        first by session id), None when there is none."""
+        first by session id), None when there is none.
+
+        Args:
+            identity: (dataset, case id, target id).
+            rater: Only this rater's session; None: any rater.
+            session_id: Only this session; None: any.
+
+        Returns:
+            The first matching session in the library's order, or None.
+        """
         for session in self.sessions:
             if identity_of(session) != tuple(identity):
                 continue
@@ -101,7 +132,15 @@ class SessionLibrary:
 # -- what a model can replay --------------------------------------------------------------
 def unaccepted(prompt: Prompt, accepts: frozenset[str]) -> set[str]:
     """The kinds of ``prompt`` a model that accepts ``accepts`` cannot take (a scribble
-    reaches a point model as points, as in a run)."""
+    reaches a point model as points, as in a run).
+
+    Args:
+        prompt: One recorded interaction.
+        accepts: The model's accepted prompt kinds (``"points"``, ``"box2d"``, ...).
+
+    Returns:
+        The kinds it cannot take; empty when it takes them all.
+    """
     from intrabench.interfaces import _unaccepted
 
     return _unaccepted(prompt.kinds, frozenset(accepts))
@@ -131,7 +170,21 @@ def replay_plan(
 ) -> ReplayPlan:
     """Which of ``prompts`` (a session's, initial first) a model replays: the initial prompt
     when it takes its kinds, then the corrections in order up to ``k`` (None: all), stopping
-    at the first the model cannot take."""
+    at the first the model cannot take.
+
+    Args:
+        prompts: The session's interactions, the initial prompt first.
+        accepts: The model's accepted prompt kinds.
+        model: The model's key, for the reason's text.
+        k: The most corrections to replay (0 or more); None: all recorded.
+
+    Returns:
+        Whether the initial prompt is replayed, how many corrections, of how many recorded, and
+        why fewer (empty when all).
+
+    Raises:
+        UserError: ``k`` is negative.
+    """
     if k is not None and k < 0:
         raise UserError(f"k (the corrections replayed) must be 0 or more, not {k}")
     recorded = max(0, len(prompts) - 1)
@@ -164,7 +217,23 @@ def replay_session(
 ) -> list[dict[str, Any]]:
     """The rows of ``session`` replayed on ``model`` (its case already set to ``case``): one
     per step, with the Dice against the case's reference; one row with ``replayed`` saying
-    why when the model takes nothing of it."""
+    why when the model takes nothing of it.
+
+    Args:
+        session: A recorded session.
+        case: Its case, loaded.
+        model: A built model whose case is already ``case``.
+        model_key: The model's key in the rows.
+        k: The most corrections to replay; None: all the model can take.
+
+    Returns:
+        One dict per step: session id, rater, the target's ids, model, ``step``, ``dice`` (0-1;
+        NaN when nothing is replayed), cumulative ``effort``, the step's prompt ``kind``, and
+        what was replayed (``replayed``, ``replayed_corrections``, ``recorded_corrections``).
+
+    Raises:
+        DataError: The case has no target of the session's id.
+    """
     from intrabench import registry
     from intrabench.engine.episode import run_episode
 
@@ -238,9 +307,23 @@ def replay_library(
     models: Mapping[str, Model],
     k: int | None = None,
 ) -> ReplayResult:
-    """Every session of ``library`` on every model (by its key; each built and ready for
-    ``set_case``). ``cases``: the sessions' cases by (dataset, case id). Targets of those cases
-    without a session are not run; they are counted in ``skipped_targets``."""
+    """Every session of ``library`` on every model; targets of those cases without a session
+    are not run, and are counted.
+
+    Args:
+        library: The recorded sessions.
+        cases: The sessions' cases by (dataset, case id).
+        models: Built models by key, each ready for ``set_case``.
+        k: The most corrections replayed per session; None: all the model can take.
+
+    Returns:
+        The rows of :func:`replay_session` for every session and model, the count of targets
+        without a session (``skipped_targets``) and the problems (one line each: logs' lines
+        refused, sessions without a case).
+
+    Raises:
+        DataError: A session's target is not in its case, or its grid differs from the case's.
+    """
     import pandas as pd
 
     from intrabench.engine.resources import timed_set_case

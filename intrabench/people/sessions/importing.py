@@ -37,7 +37,17 @@ class Imported:
 
 
 def session_files(paths: list[str | Path]) -> list[Path]:
-    """The ``.jsonl`` files given, and those in the folders given (their ``sessions/`` too)."""
+    """The ``.jsonl`` files given, and those in the folders given (their ``sessions/`` too).
+
+    Args:
+        paths: Session log files and folders.
+
+    Returns:
+        The files, folders' ones in name order.
+
+    Raises:
+        UserError: A folder without logs, or a path that does not exist.
+    """
     files: list[Path] = []
     for given in map(Path, paths):
         if given.is_dir():
@@ -53,7 +63,19 @@ def session_files(paths: list[str | Path]) -> list[Path]:
 
 
 def import_sessions(paths: list[str | Path], max_bytes: int = MAX_BYTES) -> Imported:
-    """Read, check and measure every session log in ``paths``."""
+    """Read, check and measure every session log in ``paths``.
+
+    A log that cannot be read or checked is refused whole (one line in ``refused``); a session
+    seen before (the same session id) is kept once.
+
+    Args:
+        paths: Session log files and folders (:func:`session_files`).
+        max_bytes: The largest log read, in bytes.
+
+    Returns:
+        The rows (one per effective step), the session count, and the refused logs, skipped
+        lines and cut lines.
+    """
     result = Imported()
     references: dict[tuple, tuple[np.ndarray, tuple[int, ...]]] = {}
     for path in session_files(paths):
@@ -142,7 +164,15 @@ def _person_seconds(session: Session) -> dict[int, float]:
 
 
 def write_import(result: Imported, out: Path) -> Path:
-    """``OUT/session-steps.csv`` (one row per effective step); returns its path."""
+    """``OUT/session-steps.csv`` (one row per effective step).
+
+    Args:
+        result: What :func:`import_sessions` found.
+        out: The output folder (created).
+
+    Returns:
+        The CSV's path.
+    """
     import pandas as pd
 
     from intrabench.io.results import atomic_write_text

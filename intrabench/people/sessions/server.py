@@ -23,7 +23,11 @@ MAX_BODY = 1024 * 1024  # a request larger than this is refused (a scribble is a
 
 
 def page_html() -> bytes:
-    """The session page's HTML, from the package's resources."""
+    """The session page's HTML, from the package's resources.
+
+    Returns:
+        The page's bytes (UTF-8 HTML).
+    """
     return resources.files("intrabench.people.sessions").joinpath("page.html").read_bytes()
 
 
@@ -44,7 +48,11 @@ class SessionServer(ThreadingHTTPServer):
         return f"http://{host}:{port}/"
 
     def start(self) -> threading.Thread:
-        """Serve on a daemon thread (tests, the benchmark); :meth:`shutdown` stops it."""
+        """Serve on a daemon thread (tests, the benchmark); :meth:`shutdown` stops it.
+
+        Returns:
+            The started thread.
+        """
         thread = threading.Thread(target=self.serve_forever, name="session-server", daemon=True)
         thread.start()
         return thread

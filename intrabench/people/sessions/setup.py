@@ -13,7 +13,20 @@ def load_target(
     dataset: str, dataset_params: dict[str, Any] | None, case_id: str, target_id: str
 ) -> tuple[Case, Target]:
     """Case ``case_id`` of the registered dataset and its target ``target_id`` (as a run
-    names it); ``DataError`` naming the valid ones when either is not there."""
+    names it).
+
+    Args:
+        dataset: The registered dataset's name.
+        dataset_params: Its parameters, as a run config gives them; None: none.
+        case_id: The case's id.
+        target_id: The target's id within the case.
+
+    Returns:
+        ``(case, target)``, the case loaded.
+
+    Raises:
+        DataError: Naming the valid cases or targets when either is not there.
+    """
     from intrabench import registry
 
     data = registry.datasets.create(dataset, dict(dataset_params or {}))
@@ -33,7 +46,19 @@ def build_model(
 ) -> Any:
     """The registered model ``name``, built and ready (weights loaded) before the page opens:
     in this process, or served as a run's ``runs_in:`` says (``{"python": ...}``, ``{"url":
-    "tcp://HOST:PORT"}``...; :mod:`intrabench.serving`)."""
+    "tcp://HOST:PORT"}``...; :mod:`intrabench.serving`).
+
+    Args:
+        name: The registered model's name.
+        params: Its parameters; None: the defaults.
+        runs_in: Where it runs, as a run config's ``runs_in:``; None: in this process.
+
+    Returns:
+        The model, prepared.
+
+    Raises:
+        ConfigError: ``runs_in`` is not valid.
+    """
     from types import SimpleNamespace
 
     from pydantic import ValidationError
