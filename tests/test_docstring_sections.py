@@ -99,7 +99,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/execution/sizing.py",
         "intrabench/execution/subprocess_worker.py",
         "intrabench/execution/user_worker.py",
-        "intrabench/io/result_checks.py",
         "intrabench/modality.py",
         "intrabench/old_paths.py",
         "intrabench/people/session_log.py",

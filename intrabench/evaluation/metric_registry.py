@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -42,8 +43,9 @@ SUMMARIES = ("initial", "final", "auc", "reach")
 #: The features that may read a metric: ``time`` (time-aware curves, :mod:`intrabench.timing.
 #: budget`), ``review`` (ratings against metrics), ``robustness`` (click-robustness summaries),
 #: ``attributes`` (per-target scores of the attribute analysis, by the summaries in
-#: :attr:`Metric.attribute_scores`).
-FEATURES = ("time", "review", "robustness", "attributes")
+#: :attr:`Metric.attribute_scores`), ``supplement`` (its initial and final values in the
+#: per-target table of ``intrabench tables --supplement``).
+FEATURES = ("time", "review", "robustness", "attributes", "supplement")
 
 #: How the report's tables name a summary.
 SUMMARY_WORDS = {"initial": "initial", "final": "final", "auc_norm": "AUC (norm.)"}
@@ -107,7 +109,10 @@ class Metric:
     error, as HD95 of an empty prediction); ``features``: of :data:`FEATURES`;
     ``attribute_scores``: the attribute analysis's score name -> episode column;
     ``thresholds``: for ``reach``; ``curve``: the per-step values its ``auc`` is taken over,
-    from the step columns (default: its own column).
+    from the step columns (default: its own column); ``value_range``: (lowest, highest) value
+    a run writes (``math.inf``: no upper bound), where reading results checks every value;
+    ``may_be_nan``: its function returns NaN where it is undefined (a surface metric is also
+    NaN at steps without surfaces); False: a NaN in the results means they are damaged.
     """
 
     name: str
@@ -124,6 +129,8 @@ class Metric:
     attribute_scores: tuple[tuple[str, str], ...] = ()
     thresholds: tuple[float, ...] = ()
     curve: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None
+    value_range: tuple[float, float] = (0.0, 1.0)
+    may_be_nan: bool = True
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.summaries if s not in SUMMARIES] + [
@@ -131,6 +138,16 @@ class Metric:
         ]
         if unknown:
             raise ValueError(f"metric {self.name!r}: unknown summaries/features {unknown}")
+        low, high = self.value_range
+        if not low <= high:
+            raise ValueError(f"metric {self.name!r}: value_range {self.value_range} is empty")
+
+    @property
+    def value_check(self) -> tuple[float, float, bool]:
+        """(lowest, highest, whether NaN is a value the run writes): what reading results
+        checks in its column (:func:`intrabench.io.result_checks.checked_rows`)."""
+        low, high = self.value_range
+        return float(low), float(high), self.may_be_nan or self.needs_surface
 
     def curve_values(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
         """The per-step values its ``auc`` summary integrates (float64)."""
@@ -206,6 +223,31 @@ def require_metric(
             f"choose one of {', '.join(choices) or 'dice'}"
             + (" ..." if len(allowed) > len(choices) else "")
         )
+
+
+def metric_ranges() -> dict[str, tuple[float, float, bool]]:
+    """What reading results checks in each registered metric's column.
+
+    Returns:
+        Per metric column, in order: (lowest, highest, whether NaN is a value the run writes)
+        (:attr:`Metric.value_check`); the ranges :func:`intrabench.io.result_checks.
+        checked_rows` takes (io does not read the declarations itself).
+    """
+    return {name: metric.value_check for name, metric in METRICS.items()}
+
+
+def metrics_shown_per_target() -> list[Metric]:
+    """The metrics whose initial and final values the supplement's per-target table shows.
+
+    Returns:
+        The registered metrics that take the ``supplement`` feature and the ``initial`` and
+        ``final`` summaries, in order (Dice, NSD).
+    """
+    return [
+        m
+        for m in METRICS.values()
+        if "supplement" in m.features and {"initial", "final"} <= set(m.summaries)
+    ]
 
 
 def metric_set_difference(recorded: Sequence[str], current: Sequence[str]) -> str:
@@ -298,12 +340,13 @@ DICE = register_metric(
         "Dice",
         summaries=("initial", "final", "auc", "reach"),
         report=("initial", "final", "auc_norm"),
-        features=("time", "review", "robustness", "attributes"),
+        features=("time", "review", "robustness", "attributes", "supplement"),
         attribute_scores=(("dice", "dice_final"),),
         thresholds=(0.8, 0.9),
+        may_be_nan=False,
     )
 )
-IOU = register_metric(Metric("iou", _iou, "IoU", features=("robustness",)))
+IOU = register_metric(Metric("iou", _iou, "IoU", features=("robustness",), may_be_nan=False))
 NSD = register_metric(
     Metric(
         "nsd",
@@ -312,7 +355,7 @@ NSD = register_metric(
         needs_surface=True,
         summaries=("initial", "final", "auc"),
         report=("final",),
-        features=("time", "review", "attributes"),
+        features=("time", "review", "attributes", "supplement"),
         attribute_scores=(("nsd", "nsd_final"),),
         curve=_nsd_curve,
     )
@@ -328,6 +371,7 @@ HD95 = register_metric(
         needs_surface=True,
         report=("final",),
         count_missing=True,
+        value_range=(0.0, math.inf),
     )
 )
 #: the metrics IntraBench itself declares

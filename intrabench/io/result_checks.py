@@ -1,14 +1,18 @@
 """Result rows checked before they are summarised: every metric within its range.
 
-A run writes Dice, IoU and NSD in [0, 1] and HD95 as a finite distance >= 0 (NaN where it is
-not defined: an empty mask, surface metrics not computed at that step). A value outside (Dice
-NaN, 1e308, -1 or 2) comes from a damaged or edited run folder; the tables averaged it in
-silently (a mean Dice above 100) or failed with a traceback. :func:`checked_rows` refuses it in
-one line naming the row.
+A run writes each metric in the range its declaration gives
+(:attr:`intrabench.evaluation.metric_registry.Metric.value_range`: Dice, IoU and NSD in
+[0, 1], HD95 a finite distance >= 0), NaN only where the metric may be undefined (an empty
+mask, surface metrics not computed at that step). A value outside (Dice NaN, 1e308, -1 or 2)
+comes from a damaged or edited run folder; the tables averaged it in silently (a mean Dice
+above 100) or failed with a traceback. :func:`checked_rows` refuses it in one line naming the
+row. io does not read the metric declarations: the caller hands the ranges in
+(:func:`intrabench.evaluation.metric_registry.metric_ranges`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,15 +22,6 @@ from intrabench.errors import DataError
 
 if TYPE_CHECKING:
     import pandas as pd
-
-#: per metric column: (lowest, highest, whether NaN is a value the run writes); every value
-#: that is not NaN must also be finite
-METRIC_RANGES: dict[str, tuple[float, float, bool]] = {
-    "dice": (0.0, 1.0, False),
-    "iou": (0.0, 1.0, False),
-    "nsd": (0.0, 1.0, True),
-    "hd95": (0.0, float("inf"), True),
-}
 
 #: the columns that name a row in the message
 _IDENTITY = ("dataset", "case", "target", "model", "prompter", "refiner", "seed", "step")
@@ -50,13 +45,31 @@ def _row_name(rows: pd.DataFrame, position: int) -> str:
     return ", ".join(f"{column} {row[column]}" for column in _IDENTITY if column in rows)
 
 
-def checked_rows(rows: pd.DataFrame, source: str | Path) -> pd.DataFrame:
-    """``rows`` unchanged when each metric column of :data:`METRIC_RANGES` holds numbers in
-    its range; else DataError naming the first row outside (its dataset, case, target, model,
-    prompter, refiner, seed and step), the value, the range and how many rows are outside."""
+def checked_rows(
+    rows: pd.DataFrame,
+    source: str | Path,
+    ranges: Mapping[str, tuple[float, float, bool]],
+) -> pd.DataFrame:
+    """The result rows, once every metric value is checked against its range.
+
+    Args:
+        rows: Result rows (one per step; :func:`intrabench.io.results.load_results`).
+        source: Where they were read from (a run folder), named in the message.
+        ranges: Per metric column: (lowest, highest, whether NaN is a value the run writes)
+            (:func:`intrabench.evaluation.metric_registry.metric_ranges`); every value that
+            is not NaN must also be finite. A column the rows lack is not checked.
+
+    Returns:
+        ``rows`` unchanged.
+
+    Raises:
+        DataError: A value is outside its range (or text): the message names the first such
+            row (its dataset, case, target, model, prompter, refiner, seed and step), the
+            value, the range and how many rows are outside.
+    """
     import pandas as pd
 
-    for column, (low, high, nan_allowed) in METRIC_RANGES.items():
+    for column, (low, high, nan_allowed) in ranges.items():
         if column not in rows or rows.empty:
             continue
         values = pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=np.float64)

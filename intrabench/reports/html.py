@@ -21,6 +21,7 @@ from intrabench import __version__
 from intrabench.display_text import escaped
 from intrabench.evaluation.aggregate import count_targets, per_case_table
 from intrabench.evaluation.episode_metrics import episode_table, success_summary
+from intrabench.evaluation.metric_registry import metric_ranges
 from intrabench.io.result_checks import checked_rows
 from intrabench.io.results import load_results
 from intrabench.io.run_directory import run_record
@@ -400,7 +401,7 @@ def build_report(
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir else run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
-    rows = checked_rows(load_results(run_dir), run_dir)
+    rows = checked_rows(load_results(run_dir), run_dir, metric_ranges())
     episodes = episode_table(rows)
     run_info = run_record(run_dir)
     if run_info is None:

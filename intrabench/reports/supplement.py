@@ -6,17 +6,22 @@ averaged last, as every table), the number of cases and targets, and a percentil
 95% interval over the cases: "n too small (at least 5)" with fewer cases
 (:data:`~intrabench.evaluation.paired.MIN_CASES_INTERVAL`).
 ``per-target``: one row per episode (run, dataset, case, target, class, configuration, seed):
-the effort, initial and final Dice and NSD x100.
+the effort, and the initial and final value of each metric declared for it (the ``supplement``
+feature of :mod:`intrabench.evaluation.metric_registry`: Dice and NSD x100).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from intrabench.evaluation.paired import MIN_CASES_INTERVAL, final_step_rows
+
+if TYPE_CHECKING:
+    from intrabench.evaluation.metric_registry import Metric
 
 CONFIG = ["model", "prompter", "refiner"]
 
@@ -61,8 +66,22 @@ def per_class_table(
 
 
 def per_target_table(rows: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
-    """One row per episode: its identity, effort, initial and final Dice and NSD x ``scale``."""
+    """One row per episode: its identity, effort, initial and final Dice and NSD x ``scale``.
+
+    Args:
+        rows: Result rows (one per step).
+        scale: The factor a fraction metric is shown at (100: Dice x100); a metric with a unit
+            is shown at its own scale (:attr:`~intrabench.evaluation.metric_registry.Metric.
+            scale`, HD95 in mm).
+
+    Returns:
+        Per episode: run, dataset, case, target, class, model, prompter, refiner, seed (those
+        the rows have), ``effort``, ``interactions``, then per metric of
+        :func:`~intrabench.evaluation.metric_registry.metrics_shown_per_target` its
+        ``<name> initial x100`` and ``<name> final x100`` (``<name> final (mm)``).
+    """
     from intrabench.evaluation.episode_metrics import episode_table
+    from intrabench.evaluation.metric_registry import metrics_shown_per_target
 
     episodes = episode_table(rows)
     keys = [
@@ -71,9 +90,12 @@ def per_target_table(rows: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
         if c in episodes
     ]
     table = episodes[keys + ["effort_label", "cumulative_effort"]].copy()
-    for column in ("dice_initial", "dice_final", "nsd_initial", "nsd_final"):
-        if column in episodes:
-            table[f"{column.replace('_', ' ')} x{scale:g}"] = episodes[column] * scale
+    for metric in metrics_shown_per_target():
+        factor, suffix = _shown_at(metric, scale)
+        for summary in ("initial", "final"):
+            column = f"{metric.name}_{summary}"
+            if column in episodes:
+                table[f"{metric.name} {summary} {suffix}"] = episodes[column] * factor
     return table.rename(
         columns={
             "target_class": "class",
@@ -81,6 +103,23 @@ def per_target_table(rows: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
             "cumulative_effort": "interactions",
         }
     )
+
+
+def _shown_at(metric: Metric, scale: float) -> tuple[float, str]:
+    """A per-target column's factor and header suffix: ``x100`` for a fraction, ``(mm)``."""
+    if not metric.unit:
+        return scale, f"x{scale:g}"
+    return metric.scale, f"x{metric.scale:g}" if metric.scale != 1 else f"({metric.unit})"
+
+
+def _per_target_caption(scale: float) -> str:
+    """``effort, initial and final Dice and NSD x100``: what the per-target table holds."""
+    from intrabench.evaluation.metric_registry import metrics_shown_per_target
+
+    labels = [m.label for m in metrics_shown_per_target()]
+    named = " and ".join([", ".join(labels[:-1]), labels[-1]] if len(labels) > 1 else labels)
+    fractions = all(not m.unit for m in metrics_shown_per_target())
+    return f"effort, initial and final {named}" + (f" x{scale:g}" if fractions else "")
 
 
 def write_supplement(
@@ -127,7 +166,7 @@ def write_supplement(
         (out / "per-target.tex").write_text(
             to_latex(
                 targets,
-                caption=f"{prefix}Per target: effort, initial and final Dice and NSD x{scale:g}",
+                caption=f"{prefix}Per target: {_per_target_caption(scale)}",
                 label="tab:per-target",
             )
         )

@@ -414,10 +414,11 @@ def tables_for_runs(
 
 def load_runs(run_dirs: Sequence[str | Path]) -> dict[str | Path, pd.DataFrame]:
     """The rows of each run directory, read once."""
+    from intrabench.evaluation.metric_registry import metric_ranges
     from intrabench.io.result_checks import checked_rows
     from intrabench.io.results import load_results
 
-    return {d: checked_rows(load_results(d), d) for d in run_dirs}
+    return {d: checked_rows(load_results(d), d, metric_ranges()) for d in run_dirs}
 
 
 def concat_runs(runs: Mapping[str | Path, pd.DataFrame]) -> pd.DataFrame:

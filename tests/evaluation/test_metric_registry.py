@@ -1,24 +1,31 @@
 """Metrics declared once: a new metric is one declaration (plus its function) and shows up in
-the result rows, the episode table, the report's summary table and the ``--metric`` choices; a
-run resumed with another metric set is refused with the difference named; the protocols are
-registered objects."""
+the result rows, the episode table, the report's summary table, the supplement's per-target
+table and the ``--metric`` choices, and its values are checked against its range when results
+are read; a run resumed with another metric set is refused with the difference named; the
+protocols are registered objects, and the config's ``protocol:`` accepts a plugin's."""
 
 from __future__ import annotations
 
 import json
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+import yaml
 
-from intrabench.errors import UserError
+from intrabench.errors import ConfigError, DataError, UserError
 from intrabench.evaluation.cvpr25 import step_metrics_cvpr25
 from intrabench.evaluation.episode_metrics import episode_table
 from intrabench.evaluation.metric_registry import (
     METRICS,
+    PROTOCOLS,
     Metric,
     StepPair,
     metric_names,
+    metric_ranges,
     protocol,
     register_metric,
     require_metric,
@@ -40,7 +47,9 @@ def _precision(pair: StepPair) -> float:
 
 
 #: the whole declaration of a new metric
-PRECISION = Metric("precision", _precision, "Precision", report=("final",))
+PRECISION = Metric(
+    "precision", _precision, "Precision", report=("final",), features=("supplement",)
+)
 
 
 @pytest.fixture
@@ -68,6 +77,13 @@ def test_the_built_in_metrics_in_their_order():
     assert METRICS["hd95"].shown_label("final") == "HD95 final (mm)"
     assert [m for m in METRICS if METRICS[m].needs_surface] == ["nsd", "hd95"]
     assert not METRICS["hd95"].higher_is_better
+    # what reading results checks: (lowest, highest, whether NaN is a value the run writes)
+    assert metric_ranges() == {
+        "dice": (0.0, 1.0, False),
+        "iou": (0.0, 1.0, False),
+        "nsd": (0.0, 1.0, True),
+        "hd95": (0.0, math.inf, True),
+    }
 
 
 def test_a_registered_metric_is_computed_at_every_step_after_the_built_in_ones(precision):
@@ -133,6 +149,34 @@ def test_a_new_metric_shows_up_in_results_tables_and_the_report(precision, tmp_p
         require_metric(rows.columns, "precison")
     html = build_report(run_dir, tmp_path / "report", n_boot=10).read_text()
     assert "Precision final x100" in html
+    # the supplement's per-target table: its initial and final value after Dice's and NSD's
+    from intrabench.reports.supplement import per_target_table, write_supplement
+    from intrabench.reports.tables import load_runs
+
+    targets = per_target_table(rows)
+    assert list(targets.columns)[-6:] == [
+        "dice initial x100",
+        "dice final x100",
+        "nsd initial x100",
+        "nsd final x100",
+        "precision initial x100",
+        "precision final x100",
+    ]
+    assert targets["precision final x100"].tolist() == (100 * episodes["precision_final"]).tolist()
+    write_supplement(rows, tmp_path / "supplement", n_boot=10)
+    caption = (tmp_path / "supplement" / "per-target.tex").read_text()
+    assert "initial and final Dice, NSD and Precision x100" in caption
+    # its range is checked when results are read: NaN (undefined) is a value, 1.5 is damage
+    assert metric_ranges()["precision"] == (0.0, 1.0, True)
+    consolidated = run_dir / "results.parquet"
+    damaged = pd.read_parquet(consolidated)
+    damaged.loc[0, "precision"] = float("nan")
+    damaged.to_parquet(consolidated)
+    assert len(load_runs([run_dir])[run_dir]) == len(rows)
+    damaged.loc[1, "precision"] = 1.5
+    damaged.to_parquet(consolidated)
+    with pytest.raises(DataError, match=r"precision = 1.5 is outside its range \(0..1, or NaN\)"):
+        load_runs([run_dir])
 
 
 def test_a_resume_with_another_metric_set_is_refused_naming_the_difference(tmp_path):
@@ -197,3 +241,70 @@ def test_protocols_are_registered_objects():
     assert [p.name for p in config.prompters] == ["cvpr25-box"]
     assert [r.name for r in config.refiners] == ["cvpr25-click"]
     assert config.refinement_steps == 5
+
+
+@pytest.fixture
+def plugin_protocol(tmp_path, monkeypatch):
+    """A module beside a config that registers the protocol ``by-plugin`` when imported."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("PYTHONPATH", "")
+    (tmp_path / "my_protocol_plugin.py").write_text(
+        "from intrabench.evaluation.metric_registry import EvaluationProtocol, register_protocol\n"
+        "register_protocol(EvaluationProtocol('by-plugin', "
+        "'intrabench.evaluation.metrics:step_metrics', {'refinement_steps': 2}))\n"
+    )
+    try:
+        yield tmp_path
+    finally:
+        PROTOCOLS.pop("by-plugin", None)
+        sys.modules.pop("my_protocol_plugin", None)
+
+
+def _demo_config_file(folder: Path, **changes: object) -> Path:
+    from intrabench.config import builtin_demo_path, load_config
+
+    data = load_config(builtin_demo_path()).model_dump(mode="json")
+    data.pop("refinement_steps")
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump({**data, **changes}))
+    return path
+
+
+def test_the_config_accepts_a_protocol_a_plugin_registers(plugin_protocol):
+    from intrabench.config import RunConfig, load_config
+    from intrabench.engine.finishing import metrics_for_protocol
+
+    path = _demo_config_file(plugin_protocol, imports=["my_protocol_plugin"], protocol="by-plugin")
+    config = load_config(path)  # the module under imports: registers it before the check
+    assert config.protocol == "by-plugin"
+    assert config.refinement_steps == 2  # the defaults it declares are filled in
+    assert metrics_for_protocol("by-plugin") is step_metrics
+    # the schema (and so the reference) lists the registered protocols
+    assert RunConfig.model_json_schema()["properties"]["protocol"]["enum"] == [
+        "intrabench",
+        "cvpr25",
+        "cvpr25-corrected",
+        "by-plugin",
+    ]
+    with pytest.raises(ConfigError) as refused:
+        load_config(_demo_config_file(plugin_protocol, protocol="by-plugins"))
+    assert str(refused.value) == (
+        f"{plugin_protocol / 'config.yaml'}: protocol: Input should be 'intrabench', "
+        "'cvpr25', 'cvpr25-corrected' or 'by-plugin'"
+    )
+
+
+def test_an_unknown_protocol_is_refused_in_one_line_naming_the_registered_ones(tmp_path):
+    from intrabench.config import RunConfig, load_config
+
+    for value in ("cvpr24", 3, None, ["cvpr25"]):
+        with pytest.raises(ConfigError) as refused:
+            load_config(_demo_config_file(tmp_path, protocol=value))
+        assert str(refused.value) == (
+            f"{tmp_path / 'config.yaml'}: protocol: Input should be 'intrabench', 'cvpr25' "
+            "or 'cvpr25-corrected'"
+        )
+    # a module under imports: that cannot be imported is named, not the protocol
+    with pytest.raises(ConfigError, match="imports: cannot import 'no_such_plugin_module'"):
+        load_config(_demo_config_file(tmp_path, imports=["no_such_plugin_module"], protocol="x"))
+    assert "by-plugin" not in RunConfig.model_json_schema()["properties"]["protocol"]["enum"]

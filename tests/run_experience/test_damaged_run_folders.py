@@ -16,6 +16,7 @@ import yaml
 
 from intrabench.cli import main
 from intrabench.errors import DataError
+from intrabench.evaluation.metric_registry import metric_ranges
 from intrabench.io.result_checks import checked_rows
 from tests.run_helpers import run_config
 
@@ -111,14 +112,14 @@ def test_the_check_counts_every_row_outside():
         match=r"src: dice = 1.5 is outside its range \(0..1\) in the "
         r"row of dataset d, case b, .* \(and 1 more row\(s\)\)",
     ):
-        checked_rows(rows, "src")
-    assert checked_rows(rows.iloc[:1], "src") is not None
+        checked_rows(rows, "src", metric_ranges())
+    assert checked_rows(rows.iloc[:1], "src", metric_ranges()) is not None
 
 
 def test_a_metric_that_is_text_is_refused():
     rows = pd.DataFrame({"case": ["a"], "dice": ["high"]})
     with pytest.raises(DataError, match="dice = 'high' is outside its range"):
-        checked_rows(rows, "src")
+        checked_rows(rows, "src", metric_ranges())
 
 
 @pytest.mark.parametrize("units", ["Infinity", "1e400", '"many"', "null"])
