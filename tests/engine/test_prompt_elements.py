@@ -260,3 +260,82 @@ def test_a_run_with_the_new_kind_and_a_model_that_takes_it(circle_kind, tmp_path
     assert (rows["dice"] > 0).all()
     saved = Prompt.from_json(rows["prompt_json"].iloc[0])
     assert [e.kind for e in saved.typed_elements()] == ["circle"]
+
+
+def test_prompt_names_no_kind_its_methods_ask_each_registered_class():
+    """Prompt's methods hold no kind's name and read no kind's field: the per-kind behaviour is
+    the element classes'."""
+    import ast
+    from pathlib import Path
+
+    import intrabench.types as types_module
+
+    tree = ast.parse(Path(types_module.__file__).read_text(encoding="utf-8"))
+    (prompt_class,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Prompt"]
+    kind_names = set(prompt_elements.ELEMENT_KINDS) | {"click", "mask"}
+    kind_fields = {"points", "point_labels", "boxes", "box3d", "scribbles", "lassos"}
+    found = []
+    for method in prompt_class.body:
+        if not isinstance(method, ast.FunctionDef):
+            continue
+        body = method.body[1:] if ast.get_docstring(method) else method.body
+        for node in (inner for statement in body for inner in ast.walk(statement)):
+            if isinstance(node, ast.Constant) and node.value in kind_names:
+                found.append(f"{method.name}: {node.value!r}")
+            if isinstance(node, ast.Attribute) and node.attr in kind_fields:
+                found.append(f"{method.name}: .{node.attr}")
+    assert found == []
+
+
+def test_a_prompt_from_typed_elements_in_the_users_order():
+    scribble = Scribble(np.array([[2, 1, 1], [2, 1, 2]]), 0)
+    elements = [
+        Box3D(0, 1, 2, 3, 4, 5),
+        Point((4, 5, 6), 0),
+        SliceBox(2, Box2D(1, 1, 5, 6)),
+        Point((1, 2, 3), 1),
+        scribble,
+    ]
+    prompt = Prompt.from_elements(elements, effort_label="5")
+    assert prompt.points.tolist() == [[4, 5, 6], [1, 2, 3]]
+    assert prompt.point_labels.tolist() == [0, 1] and prompt.point_labels.dtype == np.int8
+    assert prompt.boxes == {2: Box2D(1, 1, 5, 6)} and prompt.box3d == Box3D(0, 1, 2, 3, 4, 5)
+    assert prompt.element_order() == (
+        ("box3d", 0),
+        ("point", 0),
+        ("box2d", 2),
+        ("point", 1),
+        ("scribble", 0),
+    )
+    assert prompt.typed_elements() == elements[:4] + [scribble]
+    assert prompt.effort_label == "5"
+    assert prompt.elements_of("point") == (Point((4, 5, 6), 0), Point((1, 2, 3), 1))
+    assert prompt.elements_of("box2d") == (SliceBox(2, Box2D(1, 1, 5, 6)),)
+    assert prompt.elements_of("nothing") == ()
+    # the clicks' slices 4 and 1, the box's 2, the scribble's 2; not the 3D box's 0..3
+    assert prompt.visited_slices() == [1, 2, 4]
+    assert prompt.slices() == [0, 1, 2, 3, 4]
+    assert Prompt.from_json(prompt.to_json()).element_order() == prompt.element_order()
+
+
+def test_merging_replaces_a_box_by_its_key_and_shifts_indexed_kinds():
+    first = Prompt.from_elements([Point((1, 1, 1), 1), SliceBox(3, Box2D(0, 0, 2, 2))])
+    second = Prompt.from_elements([SliceBox(3, Box2D(1, 1, 4, 4)), Point((2, 2, 2), 0)])
+    merged = first.merged_with(second)
+    assert merged.element_order() == (("point", 0), ("box2d", 3), ("point", 1))
+    assert merged.boxes == {3: Box2D(1, 1, 4, 4)}
+    assert merged.points.tolist() == [[1, 1, 1], [2, 2, 2]]
+    assert merged.outside((4, 4, 4)) == "the box on slice 3 ((1, 1, 4, 4))"
+
+
+def test_a_new_kind_through_typed_elements_and_its_default_class_methods(circle_kind):
+    circle = Circle(3, 10, 12, 2)
+    prompt = Prompt.from_elements([circle, Point((1, 1, 1), 1), Circle(5, 1, 1, 1)])
+    assert prompt.extras == (circle, Circle(5, 1, 1, 1))
+    assert prompt.element_order() == (("circle", 0), ("point", 0), ("circle", 1))
+    assert [kind for kind, _ in prompt.elements()] == ["circle", "point", "circle"]
+    assert prompt.elements()[1] == ("point", ((1, 1, 1), 1))
+    assert Circle.stored(prompt) == prompt.elements_of("circle") == prompt.extras
+    assert prompt.visited_slices() == [1, 3, 5]
+    assert prompt.summary()["n_points"] == 1  # an added kind adds no summary column
+    assert Prompt.from_json(prompt.to_json()).typed_elements() == prompt.typed_elements()
