@@ -59,7 +59,15 @@ COST_KIND["lasso"] = "lasso"
 # -- masks ------------------------------------------------------------------------------
 def encode_mask(mask: np.ndarray) -> dict[str, Any]:
     """``{"shape", "bbox", "packbits"}`` of a boolean (z, y, x) mask: its half-open bounding
-    box and the base64 of ``np.packbits`` of the C-order crop (empty mask: bbox all zeros)."""
+    box and the base64 of ``np.packbits`` of the C-order crop (empty mask: bbox all zeros).
+
+    Args:
+        mask: A 3D mask, canonical (z, y, x); converted to bool.
+
+    Returns:
+        ``shape`` [z, y, x] in voxels, ``bbox`` [z0, y0, x0, z1, y1, x1] (ends exclusive),
+        ``packbits`` the crop's bits as base64 text (empty for an empty mask).
+    """
     mask = np.asarray(mask, dtype=bool)
     shape = [int(v) for v in mask.shape]
     if not mask.any():
@@ -76,8 +84,19 @@ def encode_mask(mask: np.ndarray) -> dict[str, Any]:
 
 
 def decode_mask(data: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
-    """The boolean (z, y, x) mask :func:`encode_mask` wrote; ``DataError`` when it is not
-    one (or not on the grid ``shape`` when given)."""
+    """The boolean (z, y, x) mask :func:`encode_mask` wrote.
+
+    Args:
+        data: The encoded mask, as a log line holds it.
+        shape: The session's (z, y, x) grid the mask must be on; None: not checked.
+
+    Returns:
+        The mask, boolean, canonical (z, y, x).
+
+    Raises:
+        DataError: ``data`` is not an encoded mask, is not on the grid ``shape``, or its bbox or
+            bits do not fit.
+    """
     if not isinstance(data, dict):
         raise DataError("the mask is not an object with shape, bbox and packbits")
     grid = _int_list(data.get("shape"), 3, "the mask's shape")
@@ -122,7 +141,26 @@ def new_header(
     run: str | None = None,
     shows_dice: bool = False,
 ) -> dict[str, Any]:
-    """The header line of a new session (started now, UTC)."""
+    """The header line of a new session (started now, UTC).
+
+    Args:
+        session_id: The session's id (its log's file name).
+        rater: The person's name.
+        dataset: The dataset's key.
+        case_id: The case's id.
+        target: The target's id within the case.
+        shape: The case's grid, (z, y, x) in voxels.
+        spacing: Voxel spacing in mm, (z, y, x).
+        model: The model's registered name.
+        params: The model's parameters; None: none.
+        run: The run this session belongs to; None: none (not written).
+        shows_dice: Whether the page shows the person the Dice of each mask (part of the
+            protocol).
+
+    Returns:
+        The header: format and version, ids, grid, model, ``started_at`` (ISO 8601, UTC) and
+        ``protocol``.
+    """
     header: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
@@ -160,7 +198,18 @@ class SessionWriter:
 
     @classmethod
     def create(cls, path: Path, header: dict[str, Any]) -> SessionWriter:
-        """A new log at ``path`` (refused when it exists: nothing is overwritten)."""
+        """A new log at ``path`` (refused when it exists: nothing is overwritten).
+
+        Args:
+            path: The log file to create (its folder is created).
+            header: The header line (:func:`new_header`), written first.
+
+        Returns:
+            The writer, its clock started now, step 0.
+
+        Raises:
+            DataError: ``path`` exists.
+        """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -174,7 +223,17 @@ class SessionWriter:
     @classmethod
     def resume(cls, path: Path) -> SessionWriter:
         """The writer of an existing log, after its last complete event (a cut last line is
-        cut off the file first, so the next event starts on a line of its own)."""
+        cut off the file first, so the next event starts on a line of its own).
+
+        Args:
+            path: The existing log.
+
+        Returns:
+            The writer, its clock continuing from the last event's time, at the log's step.
+
+        Raises:
+            DataError: ``path`` is not a session log (:func:`read_session`).
+        """
         session = read_session(path)
         path = Path(path)
         if session.cut_lines:
@@ -184,11 +243,24 @@ class SessionWriter:
         return cls(path, handle, session.header, time.monotonic() - last_t, session.step)
 
     def now(self) -> float:
-        """Seconds since the session started (monotonic)."""
+        """Seconds since the session started (monotonic).
+
+        Returns:
+            Seconds, rounded to 0.1 ms.
+        """
         return round(time.monotonic() - self._t0, 4)
 
     def view(self, z: int, window: tuple[float, float], t: float | None = None) -> dict:
-        """Record that slice ``z`` is shown with ``window`` (level, width)."""
+        """Record that slice ``z`` is shown with ``window`` (level, width).
+
+        Args:
+            z: The axial slice index.
+            window: ``(level, width)`` in the image's units.
+            t: The event's time in session seconds; None: now.
+
+        Returns:
+            The event as written.
+        """
         return self._event("view", t, slice=int(z), window=[float(window[0]), float(window[1])])
 
     def interaction(
@@ -201,7 +273,22 @@ class SessionWriter:
         shown_at: float | None = None,
         t: float | None = None,
     ) -> dict:
-        """Record one interaction with the mask the model returned after it."""
+        """Record one interaction with the mask the model returned after it.
+
+        Args:
+            kind: One of :data:`INTERACTION_KINDS`.
+            geometry: The interaction's geometry as the page sent it (voxel indices).
+            mask: The model's mask after it, boolean, canonical (z, y, x).
+            latency_s: The model's time to answer, in seconds.
+            shown_at: When the previous mask appeared on screen, in session seconds; None: unknown.
+            t: The event's time in session seconds; None: now.
+
+        Returns:
+            The event as written (its step is the new step).
+
+        Raises:
+            DataError: ``kind`` is not an interaction kind.
+        """
         if kind not in INTERACTION_KINDS:
             raise DataError(f"unknown interaction kind {kind!r}; one of {INTERACTION_KINDS}")
         self.step += 1
@@ -216,12 +303,26 @@ class SessionWriter:
         )
 
     def undo(self, t: float | None = None) -> dict:
-        """Record an undo (the last effective interaction is removed)."""
+        """Record an undo (the last effective interaction is removed).
+
+        Args:
+            t: The event's time in session seconds; None: now.
+
+        Returns:
+            The event as written.
+        """
         self.step = max(0, self.step - 1)
         return self._event("undo", t)
 
     def accept(self, t: float | None = None) -> dict:
-        """Record that the person accepted the current mask."""
+        """Record that the person accepted the current mask.
+
+        Args:
+            t: The event's time in session seconds; None: now.
+
+        Returns:
+            The event as written.
+        """
         return self._event("accept", t)
 
     def close(self) -> None:
@@ -279,7 +380,11 @@ class Session:
 
     def effective_interactions(self) -> list[dict[str, Any]]:
         """The interaction events that stand once the undos are applied, in order (up to the
-        last accept when there is one)."""
+        last accept when there is one).
+
+        Returns:
+            The interaction events, oldest first.
+        """
         stack: list[dict[str, Any]] = []
         for event in self.events:
             if event["event"] == "interaction":
@@ -289,23 +394,39 @@ class Session:
         return stack
 
     def masks(self) -> list[np.ndarray]:
-        """The boolean (z, y, x) mask after each effective interaction."""
+        """The boolean (z, y, x) mask after each effective interaction.
+
+        Returns:
+            One mask per effective interaction, in order.
+        """
         return [decode_mask(e["mask"], self.shape) for e in self.effective_interactions()]
 
     def final_mask(self) -> np.ndarray:
-        """The current mask (all False before any interaction)."""
+        """The current mask (all False before any interaction).
+
+        Returns:
+            A boolean (z, y, x) mask on the session's grid.
+        """
         masks = self.effective_interactions()
         return decode_mask(masks[-1]["mask"], self.shape) if masks else np.zeros(self.shape, bool)
 
     def prompts(self) -> list[Any]:
         """Each effective interaction as an :class:`intrabench.types.Prompt` (its geometry and
-        its one interaction), initial first, then the corrections, in voxel indices (z, y, x)."""
+        its one interaction), initial first, then the corrections, in voxel indices (z, y, x).
+
+        Returns:
+            One prompt per effective interaction.
+        """
         return [interaction_prompt(e) for e in self.effective_interactions()]
 
     def seconds_per_interaction(self) -> list[tuple[str, float]]:
         """(kind, seconds) of every interaction the person made (undone ones too): from the
         previous mask on screen (the previous interaction plus the model's latency), the
-        previous undo, or the session's start, to the interaction."""
+        previous undo, or the session's start, to the interaction.
+
+        Returns:
+            ``(kind, seconds >= 0)`` per interaction, in order.
+        """
         out: list[tuple[str, float]] = []
         ready = 0.0
         for event in self.events:
@@ -319,7 +440,16 @@ class Session:
 
 def interaction_prompt(event: dict[str, Any]) -> Any:
     """The :class:`intrabench.types.Prompt` of one interaction event (a scribble's stroke
-    becomes the voxels of the polyline through its points, each joined to the next)."""
+    becomes the voxels of the polyline through its points, each joined to the next).
+
+    Args:
+        event: An interaction event with ``kind`` and ``geometry`` (voxel indices: ``zyx`` for a
+            point, ``slice`` and y/x corners for a 2D box, ``zyx0``/``zyx1`` for a 3D box,
+            ``slice`` and (y, x) ``points`` for a scribble or lasso).
+
+    Returns:
+        The prompt holding that one interaction.
+    """
     from skimage.draw import line
 
     from intrabench.types import Box2D, Box3D, Lasso, Prompt, Scribble, interactions
@@ -352,10 +482,22 @@ def interaction_prompt(event: dict[str, Any]) -> Any:
 
 
 def read_session(path: Path, max_bytes: int = MAX_BYTES) -> Session:
-    """Read a session log. A file that is not one (too large, no valid header) raises
-    ``DataError``; an event line that is not valid (garbage, NaN, off the grid, ...) is
-    skipped and described in ``Session.problems``; a cut last line is counted in
-    ``Session.cut_lines``."""
+    """Read a session log.
+
+    An event line that is not valid (garbage, NaN, off the grid, ...) is skipped and described
+    in ``Session.problems``; a cut last line is counted in ``Session.cut_lines``.
+
+    Args:
+        path: The ``.jsonl`` log.
+        max_bytes: The largest log read, in bytes.
+
+    Returns:
+        The session: its header, valid events, problems and cut lines.
+
+    Raises:
+        DataError: The file is not a session log (unreadable, too large, empty, no valid
+            header).
+    """
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -477,8 +619,19 @@ def _check_interaction(event: dict[str, Any], shape: tuple[int, ...]) -> None:
 
 def check_geometry(kind: str, geometry: Any, shape: tuple[int, ...]) -> Any:
     """The :class:`intrabench.types.Prompt` of an interaction's ``geometry`` (as the log holds
-    it) on the (z, y, x) grid ``shape``; ``DataError`` (one line) when it is not a ``kind``'s
-    geometry or is off the grid."""
+    it) on the (z, y, x) grid ``shape``.
+
+    Args:
+        kind: One of :data:`INTERACTION_KINDS`.
+        geometry: The interaction's geometry (whole voxel indices).
+        shape: The session's (z, y, x) grid, in voxels.
+
+    Returns:
+        The prompt of that interaction.
+
+    Raises:
+        DataError: In one line, when it is not a ``kind``'s geometry or is off the grid.
+    """
     if kind not in INTERACTION_KINDS:
         raise DataError(f"interaction kind {kind!r}, not one of {', '.join(INTERACTION_KINDS)}")
     if not isinstance(geometry, dict):

@@ -45,7 +45,12 @@ class Step:
 
 def encode_ahead(model: Any, z: int) -> None:
     """Have ``model`` encode axial slice ``z`` now (a SAM-family model's embedding, another 2D
-    model's ``prepare_slices``); nothing for a model without an encoder."""
+    model's ``prepare_slices``); nothing for a model without an encoder.
+
+    Args:
+        model: A built model (2D models are encoded; others are left alone).
+        z: The axial slice index.
+    """
     if getattr(model, "dimension", 3) != 2:
         return
     if hasattr(model, "embedding"):
@@ -68,7 +73,11 @@ class EncodeAhead:
         threading.Thread(target=self._loop, name="encode-ahead", daemon=True).start()
 
     def ask(self, z: int) -> None:
-        """Ask for slice ``z`` to be encoded next (an older ask not started yet is dropped)."""
+        """Ask for slice ``z`` to be encoded next (an older ask not started yet is dropped).
+
+        Args:
+            z: The axial slice index.
+        """
         with self._ready:
             self._wanted = [z]
             self._ready.notify()
@@ -123,7 +132,23 @@ class LiveSession:
         header: dict[str, Any],
     ) -> LiveSession:
         """The session ``session_id`` in ``out/sessions/``: resumed from its log when it exists
-        (its header must name the same case, target and model), else started."""
+        (its header must name the same case, target and model), else started.
+
+        Args:
+            out: The session tool's output folder.
+            case: The loaded case (the model's case is set to its image).
+            target: The target to segment.
+            model: The built model.
+            session_id: The session's id (letters, digits, ``.``, ``_``, ``-``).
+            header: The header of a new log (:func:`session_header`).
+
+        Returns:
+            The live session.
+
+        Raises:
+            UserError: The id is not a plain name, or the existing log is of another case, target
+                or model.
+        """
         if not SAFE_NAME.match(session_id):
             raise UserError(
                 f"session id {session_id[:80]!r}: use letters, digits, '.', '_' and '-' only"
@@ -158,7 +183,13 @@ class LiveSession:
         return self.steps[-1].prediction.mask if self.steps else np.zeros(self.shape, bool)
 
     def state(self) -> dict[str, Any]:
-        """What the page needs to show the session (after a reload too)."""
+        """What the page needs to show the session (after a reload too).
+
+        Returns:
+            The ids, the model's accepted kinds, the grid (z, y, x) and spacing (mm), the steps so
+            far, the current mask (encoded), the last view, the start slice, the slices encoded, the
+            default window, and the Dice only when the protocol shows it.
+        """
         header = self.writer.header
         return {
             "session_id": header["session_id"],
@@ -188,18 +219,42 @@ class LiveSession:
 
     def start_slice(self) -> int:
         """The slice the page opens on: through the target's centre (which target is meant;
-        its outline is never shown), the middle slice when the case lacks it."""
+        its outline is never shown), the middle slice when the case lacks it.
+
+        Returns:
+            A z index.
+        """
         box = self.case.target_box(self.target)
         return self.shape[0] // 2 if box is None else (box[0].start + box[0].stop - 1) // 2
 
     def slice_bytes(self, z: int) -> bytes:
-        """Axial slice ``z`` of the image as little-endian float32 (y, x), C order."""
+        """Axial slice ``z`` of the image as little-endian float32 (y, x), C order.
+
+        Args:
+            z: The axial slice index.
+
+        Returns:
+            y x x x 4 bytes.
+
+        Raises:
+            DataError: ``z`` is off the grid.
+        """
         if not 0 <= z < self.shape[0]:
             raise DataError(f"slice {z} is off the grid (0 to {self.shape[0] - 1})")
         return np.ascontiguousarray(self.case.image.array[z], dtype="<f4").tobytes()
 
     def view(self, z: int, window: tuple[float, float], shown_ago: float = 0.0) -> None:
-        """The page shows slice ``z`` in ``window`` (level, width): logged, and encoded ahead."""
+        """The page shows slice ``z`` in ``window`` (level, width): logged, and encoded ahead.
+
+        Args:
+            z: The axial slice index.
+            window: ``(level, width)`` in the image's units.
+            shown_ago: Seconds since the page showed it (at most 60 counted).
+
+        Raises:
+            DataError: ``z`` is not a slice of the grid, or ``window`` not [level, width]
+                with a positive width.
+        """
         if not isinstance(z, int) or isinstance(z, bool) or not 0 <= z < self.shape[0]:
             raise DataError(f"slice {z!r} is off the grid (0 to {self.shape[0] - 1})")
         level, width = _window(window)
@@ -210,7 +265,23 @@ class LiveSession:
     def interact(
         self, kind: str, geometry: dict[str, Any], shown_ago: float | None, ago: float = 0.0
     ) -> dict[str, Any]:
-        """Run the model on the prompt so far plus this interaction; log it; the new mask."""
+        """Run the model on the prompt so far plus this interaction; log it; the new mask.
+
+        Args:
+            kind: One of the interaction kinds (``point``, ``box2d``, ``box3d``, ``scribble``,
+                ``lasso``).
+            geometry: The interaction's geometry in voxel indices.
+            shown_ago: Seconds since the previous mask appeared; None: unknown.
+            ago: Seconds since the person made it (at most 60 counted).
+
+        Returns:
+            ``step``, ``latency_s`` (the model's seconds) and the encoded ``mask``; ``dice``
+            too when the protocol shows it.
+
+        Raises:
+            UserError: The mask is accepted already, or the model does not take ``kind``.
+            DataError: The geometry is not a ``kind``'s or is off the grid.
+        """
         if self.accepted:
             raise UserError("this session's mask is accepted; start another session to go on")
         new = check_geometry(kind, geometry, self.shape)
@@ -324,7 +395,14 @@ def _window(window: Any) -> tuple[float, float]:
 
 
 def default_window(image: np.ndarray) -> list[float]:
-    """[level, width] spanning the image's 0.5th to 99.5th percentile."""
+    """[level, width] spanning the image's 0.5th to 99.5th percentile.
+
+    Args:
+        image: The case's image, canonical (z, y, x) (every 16th-or-so slice is sampled).
+
+    Returns:
+        ``[level, width]`` in the image's units, rounded to 3 decimals.
+    """
     sample = np.asarray(image)[:: max(1, image.shape[0] // 16)]
     low, high = np.percentile(sample, [0.5, 99.5])
     width = float(max(high - low, 1e-3))
@@ -343,7 +421,23 @@ def session_header(
     shows_dice: bool = False,
 ) -> dict[str, Any]:
     """The log header of a session on ``case``'s ``target`` (dataset parameters kept so that
-    the import reads the same case)."""
+    the import reads the same case).
+
+    Args:
+        session_id: The session's id.
+        rater: The person's name.
+        dataset: The dataset's key.
+        case: The loaded case (its id, grid and spacing are recorded).
+        target: The target.
+        model: The model's registered name.
+        params: The model's parameters.
+        dataset_params: The dataset's parameters (recorded when not empty).
+        shows_dice: Whether the page shows the Dice of each mask.
+
+    Returns:
+        The header (:func:`~intrabench.people.session_log.new_header`'s, with
+        ``dataset_params``).
+    """
     header = new_header(
         session_id=session_id,
         rater=rater,
