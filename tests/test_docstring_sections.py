@@ -101,7 +101,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/execution/user_worker.py",
         "intrabench/modality.py",
         "intrabench/old_paths.py",
-        "intrabench/people/versus.py",
         "intrabench/plotting.py",
         "intrabench/prompt_elements.py",
         "intrabench/reports/compare.py",

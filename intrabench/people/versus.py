@@ -51,7 +51,15 @@ PEOPLE = "people"
 
 # -- statistics -----------------------------------------------------------------------------
 def dice(prediction: np.ndarray, reference: np.ndarray) -> float:
-    """Dice of two boolean masks; 1.0 when both are empty (nothing to find, nothing found)."""
+    """Dice of two boolean masks; 1.0 when both are empty (nothing to find, nothing found).
+
+    Args:
+        prediction: A mask of any shape; converted to bool.
+        reference: The reference mask, same shape.
+
+    Returns:
+        Dice on a 0-1 scale.
+    """
     prediction, reference = np.asarray(prediction, bool), np.asarray(reference, bool)
     total = int(prediction.sum()) + int(reference.sum())
     if total == 0:
@@ -71,7 +79,15 @@ class Interval:
 
 def t_interval(values: Iterable[float], confidence: float = 0.95) -> Interval:
     """The mean of ``values`` and its t interval: mean +- t_{(1+c)/2, n-1} s / sqrt(n), s the
-    sample standard deviation (ddof 1)."""
+    sample standard deviation (ddof 1).
+
+    Args:
+        values: The sample.
+        confidence: The interval's two-sided confidence level (0-1).
+
+    Returns:
+        ``n``, the mean and the bounds; NaN bounds below 2 values, NaN mean for none.
+    """
     from scipy import stats
 
     array = np.asarray([float(v) for v in values], dtype=float)
@@ -86,7 +102,15 @@ def t_interval(values: Iterable[float], confidence: float = 0.95) -> Interval:
 
 
 def first_reaching(values: Sequence[float], threshold: float) -> int | None:
-    """The first index whose value is at least ``threshold``, None when none is."""
+    """The first index whose value is at least ``threshold``, None when none is.
+
+    Args:
+        values: Values per step (Dice 0-1).
+        threshold: The value to reach.
+
+    Returns:
+        The step index, or None.
+    """
     for index, value in enumerate(values):
         if value >= threshold:
             return index
@@ -94,7 +118,15 @@ def first_reaching(values: Sequence[float], threshold: float) -> int | None:
 
 
 def carried(values: Sequence[float], steps: int) -> list[float]:
-    """``values`` for steps 0..steps-1, the last one repeated past its end."""
+    """``values`` for steps 0..steps-1, the last one repeated past its end.
+
+    Args:
+        values: One episode's values per step (may be shorter than ``steps``).
+        steps: How many steps to give.
+
+    Returns:
+        ``steps`` values; all NaN when ``values`` is empty.
+    """
     if not values:
         return [math.nan] * steps
     return [float(values[min(step, len(values) - 1)]) for step in range(steps)]
@@ -104,10 +136,18 @@ def carried(values: Sequence[float], steps: int) -> list[float]:
 def people_steps(
     library: SessionLibrary, references: Mapping[Identity, np.ndarray]
 ) -> pd.DataFrame:
-    """One row per effective interaction of every session whose target is in ``references``
-    (its boolean reference mask): ``user`` (people), ``rater``, ``session_id``, ``dataset``,
-    ``case``, ``target``, ``model`` (the one used live), ``step``, ``kind``, ``dice`` and
-    ``seconds`` (until the mask was on screen: ``t`` + latency)."""
+    """One row per effective interaction of every session whose target is in ``references``.
+
+    Args:
+        library: The recorded sessions.
+        references: The boolean reference mask of each target, by (dataset, case id, target
+            id); sessions of other targets are left out.
+
+    Returns:
+        ``user`` (people), ``rater``, ``session_id``, ``dataset``, ``case``, ``target``,
+        ``model`` (the one used live), ``step``, ``kind``, ``dice`` (0-1) and ``seconds`` (until
+        the mask was on screen: ``t`` + latency).
+    """
     import pandas as pd
 
     rows = []
@@ -152,9 +192,16 @@ _STEP_COLUMNS = [
 
 
 def seconds_by_kind(library: SessionLibrary, confidence: float = 0.95) -> pd.DataFrame:
-    """Seconds per interaction kind over every session: ``kind`` (the time model's names:
-    click, box2d, box3d, scribble, lasso), ``n``, ``mean``, ``low``, ``high`` (t interval at
-    ``confidence``) and ``median``."""
+    """Seconds per interaction kind over every session.
+
+    Args:
+        library: The recorded sessions.
+        confidence: The t interval's confidence level (0-1).
+
+    Returns:
+        ``kind`` (the time model's names: click, box2d, box3d, scribble, lasso), ``n``,
+        ``mean``, ``low``, ``high`` (t interval at ``confidence``) and ``median``, in seconds.
+    """
     import pandas as pd
 
     from intrabench.people.session_log import COST_KIND
@@ -183,10 +230,18 @@ def seconds_by_kind(library: SessionLibrary, confidence: float = 0.95) -> pd.Dat
 def simulated_steps(
     results: pd.DataFrame, targets: Iterable[Identity], time_model: TimeModel
 ) -> pd.DataFrame:
-    """The run's rows on ``targets`` as steps: ``user`` (``prompter`` or
-    ``prompter + refiner``), ``seed``, ``dataset``, ``case``, ``target``, ``model``, ``step``,
-    ``dice`` and ``seconds`` (the time model's human seconds of steps 0..step plus the
-    measured latencies; a converged step adds none)."""
+    """The run's rows on ``targets`` as steps.
+
+    Args:
+        results: The run's result rows.
+        targets: The (dataset, case id, target id) identities to keep.
+        time_model: The time model giving each interaction's human seconds.
+
+    Returns:
+        ``user`` (``prompter`` or ``prompter + refiner``), ``seed``, ``dataset``, ``case``,
+        ``target``, ``model``, ``step``, ``dice`` and ``seconds`` (the time model's human
+        seconds of steps 0..step plus the measured latencies; a converged step adds none).
+    """
     import pandas as pd
 
     from intrabench.timing.human import human_seconds
@@ -222,7 +277,15 @@ def _episodes(steps: pd.DataFrame) -> Iterable[tuple[tuple, pd.DataFrame]]:
 
 def dice_per_step(steps: pd.DataFrame, n_steps: int) -> pd.DataFrame:
     """Mean Dice per (user, model) at steps 0..n_steps-1, each episode's last Dice carried
-    past its end: ``user``, ``model``, ``step``, ``n`` (episodes), ``dice``."""
+    past its end.
+
+    Args:
+        steps: Step rows of every user (:func:`people_steps`, :func:`simulated_steps`).
+        n_steps: How many steps the curves have.
+
+    Returns:
+        ``user``, ``model``, ``step``, ``n`` (episodes), ``dice`` (0-1).
+    """
     import pandas as pd
 
     curves: dict[tuple[str, str], list[list[float]]] = {}
@@ -238,7 +301,15 @@ def dice_per_step(steps: pd.DataFrame, n_steps: int) -> pd.DataFrame:
 
 def reaching(steps: pd.DataFrame, threshold: float) -> pd.DataFrame:
     """Per (user, model): ``episodes``, ``reached`` (how many reach Dice >= ``threshold``),
-    and over those that do the mean ``interactions`` (step + 1) and ``seconds`` to reach it."""
+    and over those that do the mean ``interactions`` (step + 1) and ``seconds`` to reach it.
+
+    Args:
+        steps: Step rows of every user.
+        threshold: The Dice to reach (0-1).
+
+    Returns:
+        One row per (user, model); NaN means where no episode reaches it.
+    """
     import pandas as pd
 
     found: dict[tuple[str, str], list[tuple[int, float] | None]] = {}
@@ -266,9 +337,17 @@ def reaching(steps: pd.DataFrame, threshold: float) -> pd.DataFrame:
 
 
 def dice_shift(curves: pd.DataFrame, simulated: str, model: str) -> list[float]:
-    """Mean simulated Dice minus mean people's Dice at each step, for ``model``
-    (:func:`dice_per_step`'s rows; people with ``model`` live, the simulated user
-    ``simulated`` on it); positive: the simulated user overestimates."""
+    """Mean simulated Dice minus mean people's Dice at each step, for ``model``; positive: the
+    simulated user overestimates.
+
+    Args:
+        curves: :func:`dice_per_step`'s rows.
+        simulated: The simulated user's name in ``curves``.
+        model: The model (people used it live; the simulated user ran on it).
+
+    Returns:
+        The differences (Dice 0-1) at the steps both have, in step order.
+    """
     people = curves[(curves["user"] == PEOPLE) & (curves["model"] == model)]
     other = curves[(curves["user"] == simulated) & (curves["model"] == model)]
     steps = sorted(set(people["step"]) & set(other["step"]))
@@ -278,7 +357,15 @@ def dice_shift(curves: pd.DataFrame, simulated: str, model: str) -> list[float]:
 
 
 def wasserstein(a: Sequence[float], b: Sequence[float]) -> float:
-    """The 1-D Wasserstein (earth mover's) distance between two samples, NaN if one is empty."""
+    """The 1-D Wasserstein (earth mover's) distance between two samples, NaN if one is empty.
+
+    Args:
+        a: One sample.
+        b: The other.
+
+    Returns:
+        The distance, in the samples' units.
+    """
     from scipy.stats import wasserstein_distance
 
     if not len(a) or not len(b):
@@ -304,10 +391,22 @@ def click_position(
     reference: np.ndarray,
     spacing: Sequence[float],
 ) -> ClickPosition | None:
-    """Where the voxel ``click`` (z, y, x) falls on the error ``reference XOR previous``
-    (26-connected components, distances in mm with ``spacing``); None without an error.
-    The component is the click's, or the largest when the click is outside the error; the
-    centre is its distance-transform maximum (the first in C order on ties)."""
+    """Where the voxel ``click`` (z, y, x) falls on the error ``reference XOR previous``.
+
+    The error is split into 26-connected components; the component is the click's, or the
+    largest when the click is outside the error; the centre is its distance-transform maximum
+    (the first in C order on ties).
+
+    Args:
+        click: The clicked voxel, canonical (z, y, x).
+        previous: The mask shown before the click, boolean (z, y, x).
+        reference: The reference mask, same shape.
+        spacing: Voxel spacing in mm, (z, y, x).
+
+    Returns:
+        The border and centre distances in mm and whether the click is in the error; None
+        without an error.
+    """
     import cc3d
     from scipy import ndimage
 
@@ -358,9 +457,17 @@ def click_positions(
     simulated_refiner: str = "center-error-click",
 ) -> pd.DataFrame:
     """Every correction click of the sessions on ``references``' targets, and the simulated
-    user's click on the same error (``simulated_refiner``, seeded with 0): ``session_id``,
-    ``rater``, ``dataset``, ``case``, ``target``, ``step``, ``who`` (people / the refiner),
-    ``z``, ``y``, ``x``, ``border_mm``, ``centre_mm``, ``in_error``."""
+    user's click on the same error (``simulated_refiner``, seeded with 0).
+
+    Args:
+        library: The recorded sessions.
+        references: The boolean reference mask of each target, by identity.
+        simulated_refiner: The registered refiner whose clicks are compared.
+
+    Returns:
+        ``session_id``, ``rater``, ``dataset``, ``case``, ``target``, ``step``, ``who`` (people
+        / the refiner), ``z``, ``y``, ``x``, ``border_mm``, ``centre_mm``, ``in_error``.
+    """
     import pandas as pd
 
     from intrabench import registry
@@ -437,7 +544,15 @@ _CLICK_COLUMNS = [
 def click_shift(clicks: pd.DataFrame, simulated: str = "center-error-click") -> dict[str, float]:
     """The Wasserstein distances between people's and ``simulated``'s clicks: of their
     border distances (``border_w1_mm``) and centre distances (``centre_w1_mm``), with each
-    side's means."""
+    side's means.
+
+    Args:
+        clicks: :func:`click_positions`'s rows.
+        simulated: The refiner's name in the ``who`` column.
+
+    Returns:
+        ``clicks`` (people's count), the four means and the two distances, in mm.
+    """
     people = clicks[clicks["who"] == PEOPLE]
     other = clicks[clicks["who"] == simulated]
     return {
@@ -469,7 +584,11 @@ class Comparison:
 
     def table(self) -> pd.DataFrame:
         """One row per (user, model): Dice x100 at each step, reached, interactions and
-        seconds to reach the threshold, and the mean Dice shift against people (x100)."""
+        seconds to reach the threshold, and the mean Dice shift against people (x100).
+
+        Returns:
+            The table, people first, then simulated users, then replays.
+        """
         wide = self.curves.pivot_table(index=["user", "model"], columns="step", values="dice")
         wide.columns = [f"dice@{int(step)}" for step in wide.columns]
         wide = (wide * 100).round(1).reset_index()
@@ -507,9 +626,22 @@ def compare(
     threshold: float = 0.8,
     simulated_refiner: str = "center-error-click",
 ) -> Comparison:
-    """People's sessions beside the run's simulated users (``results``: the run's rows) and
-    the sessions replayed on other models (``replays``: :func:`replay_library`'s rows, shown
-    as user ``replayed``), on the targets that have sessions."""
+    """People's sessions beside the run's simulated users and the sessions replayed on other
+    models, on the targets that have sessions.
+
+    Args:
+        library: The recorded sessions.
+        references: The boolean reference mask of each target, by identity.
+        results: The run's result rows; None or empty: no simulated users.
+        time_model: The time model that gives the simulated users' seconds.
+        replays: :func:`replay_library`'s rows, shown as user ``replayed``; None: none.
+        threshold: The Dice to reach (0-1).
+        simulated_refiner: The refiner whose clicks are compared with people's.
+
+    Returns:
+        Dice per step, reaching, the shift per simulated user and model, seconds per kind and
+        the clicks.
+    """
     import pandas as pd
 
     people = people_steps(library, references)
@@ -563,7 +695,15 @@ def _replay_steps(replays: pd.DataFrame) -> pd.DataFrame:
 
 def beside_time_model(seconds: pd.DataFrame, time_model: TimeModel) -> pd.DataFrame:
     """:func:`seconds_by_kind`'s rows with ``time_model``, the seconds the run's time model
-    gives each kind (what the simulated user's time is made of)."""
+    gives each kind (what the simulated user's time is made of).
+
+    Args:
+        seconds: :func:`seconds_by_kind`'s rows.
+        time_model: The run's time model.
+
+    Returns:
+        A copy with a ``time_model`` column (NaN for a kind the model does not price).
+    """
     out = seconds.copy()
     out["time_model"] = [float(time_model.seconds.get(kind, math.nan)) for kind in out["kind"]]
     return out
@@ -571,7 +711,14 @@ def beside_time_model(seconds: pd.DataFrame, time_model: TimeModel) -> pd.DataFr
 
 def seconds_table(seconds: pd.DataFrame) -> dict[str, Any]:
     """The time model's ``seconds:`` mapping from :func:`seconds_by_kind`'s rows (the mean,
-    rounded to 0.1 s), for a run config's ``time_model:``."""
+    rounded to 0.1 s), for a run config's ``time_model:``.
+
+    Args:
+        seconds: :func:`seconds_by_kind`'s rows.
+
+    Returns:
+        Kind -> mean seconds.
+    """
     return {
         str(kind): round(float(mean), 1) for kind, mean in zip(seconds["kind"], seconds["mean"])
     }
