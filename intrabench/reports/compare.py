@@ -27,7 +27,15 @@ CONFIG = ["model", "prompter", "refiner"]
 
 
 def final_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Each episode's last step."""
+    """Each episode's last step.
+
+    Args:
+        rows: Result rows of one run.
+
+    Returns:
+        The rows whose step is their episode's (dataset, case, target, configuration, seed)
+        largest.
+    """
     last = rows.groupby(["dataset", "case", "target", *CONFIG, "seed"])["step"].transform("max")
     return rows[rows["step"] == last]
 
@@ -58,10 +66,22 @@ def compare_runs(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(summary, per_case). ``summary``: one row per paired configuration and dataset plus an
-    ``(all datasets)`` row (mean over datasets): score A, score B, difference B - A with its
-    bootstrap CI, number of paired cases. ``per_case``: A, B and B - A per paired case (mean
-    over the case's classes)."""
+    """(summary, per_case) of two runs' final-step scores, paired by configuration and case.
+
+    Args:
+        rows_a: Result rows of run A.
+        rows_b: Result rows of run B.
+        metric: The metric column compared (``"dice"``, on its 0-1 scale).
+        n_boot: Bootstrap resamples of the paired cases for each difference's interval.
+        confidence: The interval's two-sided confidence level (0-1).
+        seed: Seeds the bootstrap.
+
+    Returns:
+        ``summary``: one row per paired configuration and dataset plus an ``(all datasets)``
+        row (mean over datasets): score A, score B, difference B - A with its bootstrap CI,
+        number of paired cases. ``per_case``: A, B and B - A per paired case (mean over the
+        case's classes).
+    """
     a, b = final_rows(rows_a), final_rows(rows_b)
     summary, per_case = [], []
     alpha = (1.0 - confidence) / 2.0

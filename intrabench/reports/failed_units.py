@@ -25,7 +25,14 @@ def read_failures(run_dirs: Iterable[str | Path]) -> pd.DataFrame:
 
     A ``failures.csv`` that is not such a list (not CSV text, not UTF-8, without the model,
     prompter and refiner columns: a damaged or foreign file) is left out with a warning naming
-    it, so the tables are still written, without its counts: it was a traceback."""
+    it, so the tables are still written, without its counts.
+
+    Args:
+        run_dirs: The run directories whose ``failures.csv`` are read.
+
+    Returns:
+        One row per failed unit, all columns as text; the needed columns only when none failed.
+    """
     frames = []
     for run_dir in run_dirs:
         path = Path(run_dir) / "failures.csv"
@@ -61,7 +68,14 @@ def _left_out(path: Path, why: str) -> None:
 
 
 def warning_line(failures: pd.DataFrame) -> str | None:
-    """One line for above the tables, or None when nothing failed."""
+    """One line for above the tables, or None when nothing failed.
+
+    Args:
+        failures: :func:`read_failures`'s rows.
+
+    Returns:
+        ``warning: N work unit(s) failed ...``, or None.
+    """
     if failures.empty:
         return None
     return (
@@ -80,10 +94,22 @@ def add_failed_column(
 ) -> pd.DataFrame:
     """``table`` with a ``Failed units`` column (0 where none failed) when any unit failed.
 
-    ``label(prompter, refiner)`` gives the table's prompter label of a failure's prompter and
-    refiner keys (the paper tables write ``prompter + refiner Refine``); by default the
-    prompter key. Rows are matched on (model, that label), and on the refiner too when the
-    table has a ``refiner_column``."""
+    Rows are matched on (model, prompter label), and on the refiner too when the table has a
+    ``refiner_column``.
+
+    Args:
+        table: A results table, one row per configuration.
+        failures: :func:`read_failures`'s rows.
+        model_column: The table's column holding the model key.
+        prompter_column: The table's column holding the prompter label.
+        label: ``label(prompter, refiner)`` gives the table's prompter label of a failure's
+            prompter and refiner keys (the paper tables write ``prompter + refiner Refine``);
+            None: the prompter key.
+        refiner_column: The table's column holding the refiner key; None: not matched.
+
+    Returns:
+        ``table`` unchanged when nothing failed, else a copy with the column.
+    """
     if failures.empty or table.empty:
         return table
     refiners = (

@@ -24,7 +24,14 @@ REPLAYS_FILE = Path("people") / "replays.csv"
 
 
 def has_sessions(run_dir: str | Path) -> bool:
-    """Whether the run folder holds people's session logs."""
+    """Whether the run folder holds people's session logs.
+
+    Args:
+        run_dir: The run directory.
+
+    Returns:
+        True when its sessions folder holds a ``.jsonl`` log.
+    """
     folder = Path(run_dir) / SESSIONS_FOLDER
     return folder.is_dir() and any(folder.glob("*.jsonl"))
 
@@ -32,8 +39,19 @@ def has_sessions(run_dir: str | Path) -> bool:
 def run_comparison(
     run_dir: str | Path, rows: pd.DataFrame, threshold: float = 0.8
 ) -> Comparison | None:
-    """The comparison of the run's sessions with its simulated users (``rows``: its results)
-    and the replays; None when the run has no sessions."""
+    """The comparison of the run's sessions with its simulated users and the replays.
+
+    Args:
+        run_dir: The run directory (its sessions, replays and time model are read).
+        rows: The run's result rows.
+        threshold: The Dice to reach (0-1).
+
+    Returns:
+        The comparison, or None when the run has no sessions.
+
+    Raises:
+        UserError: A session's dataset or case cannot be found.
+    """
     import pandas as pd
 
     from intrabench.people.cases import references, session_cases
@@ -58,7 +76,15 @@ def run_comparison(
 
 def write_people_tables(comparison: Comparison, out: Path) -> list[Path]:
     """``people.md`` / ``people.csv`` (the table), ``people-shift.csv``,
-    ``people-seconds.csv`` and ``people-clicks.csv`` in ``out``; returns the paths."""
+    ``people-seconds.csv`` and ``people-clicks.csv`` in ``out``.
+
+    Args:
+        comparison: The comparison (:func:`run_comparison`).
+        out: The tables folder (created).
+
+    Returns:
+        The paths written, ``people.md`` first.
+    """
     from intrabench.evaluation.aggregate import to_markdown
 
     out.mkdir(parents=True, exist_ok=True)
@@ -78,7 +104,14 @@ def write_people_tables(comparison: Comparison, out: Path) -> list[Path]:
 
 
 def people_title(comparison: Comparison) -> str:
-    """The Markdown heading of the people-versus-simulated-user section, with its Dice threshold."""
+    """The Markdown heading of the people-versus-simulated-user section, with its Dice threshold.
+
+    Args:
+        comparison: The comparison.
+
+    Returns:
+        The heading line (``## ...``).
+    """
     return (
         f"## People beside the simulated user (Dice x100 per step on the targets with a "
         f"session; reach = Dice >= {comparison.threshold:g})"
@@ -87,7 +120,14 @@ def people_title(comparison: Comparison) -> str:
 
 def dice_figure(comparison: Comparison) -> bytes:
     """Dice x100 per step, one panel per model: people (black, thick), each simulated user,
-    the replays (dashed)."""
+    the replays (dashed).
+
+    Args:
+        comparison: The comparison.
+
+    Returns:
+        The figure as PNG bytes.
+    """
     from intrabench.people.versus import PEOPLE, REPLAYED
     from intrabench.plotting import panel_grid, png_bytes
 
@@ -115,7 +155,16 @@ def report_section(
     run_dir: str | Path, rows: pd.DataFrame
 ) -> tuple[list[tuple[str, str, bytes]], list[str]]:
     """The report's figures (name, caption, PNG) and HTML for people's sessions; nothing
-    when the run has none."""
+    when the run has none.
+
+    Args:
+        run_dir: The run directory.
+        rows: The run's result rows.
+
+    Returns:
+        ``(figures, html parts)``: each figure as (name, caption, PNG bytes); both empty
+        without sessions.
+    """
     import html
 
     comparison = run_comparison(run_dir, rows)
