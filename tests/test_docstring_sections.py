@@ -103,7 +103,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/old_paths.py",
         "intrabench/plotting.py",
         "intrabench/prompt_elements.py",
-        "intrabench/reports/comparisons.py",
         "intrabench/reports/html.py",
         "intrabench/reports/overlays.py",
         "intrabench/reports/plots.py",

@@ -27,7 +27,14 @@ ALPHA = 0.05
 
 
 def too_few(minimum: int) -> str:
-    """The cell written instead of a number that needs ``minimum`` cases."""
+    """The cell written instead of a number that needs ``minimum`` cases.
+
+    Args:
+        minimum: The cases the number needs.
+
+    Returns:
+        ``"<too few> (at least N)"``.
+    """
     return f"{TOO_FEW} (at least {minimum})"
 
 
@@ -44,7 +51,17 @@ def _interval_text(low: float, high: float, scale: float) -> str:
 
 
 def comparison_display(table: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
-    """The comparison table as written in Markdown and LaTeX: one row per pair and scope."""
+    """The comparison table as written in Markdown and LaTeX: one row per pair and scope.
+
+    Args:
+        table: :func:`~intrabench.evaluation.paired.paired_comparisons`'s rows (scores on the
+            metric's own 0-1 scale).
+        scale: Multiplies scores, differences and intervals (100: Dice x100).
+
+    Returns:
+        The display columns (dataset, A, B, scores, difference, 95% CI, n cases, B better in,
+        p-values, rank-biserial r); empty for an empty table.
+    """
     if table.empty:
         return pd.DataFrame()
     return pd.DataFrame(
@@ -71,7 +88,15 @@ def comparison_display(table: pd.DataFrame, scale: float = 100.0) -> pd.DataFram
 
 def comparison_csv(table: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
     """The comparison table's numbers for a spreadsheet: scores, difference and interval
-    x ``scale``, p-values and the effect size as they are (NaN: too few cases)."""
+    x ``scale``, p-values and the effect size as they are (NaN: too few cases).
+
+    Args:
+        table: :func:`~intrabench.evaluation.paired.paired_comparisons`'s rows.
+        scale: Multiplies scores, differences and intervals.
+
+    Returns:
+        A copy with the scaled columns renamed (``A x100``, ``B x100``, ``B - A x100``).
+    """
     out = table.copy()
     for column in ("score_A", "score_B", "difference", "ci_low", "ci_high"):
         out[column] = out[column] * scale
@@ -85,7 +110,16 @@ def comparison_csv(table: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
 
 
 def rank_display(table: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
-    """The rank table as written in Markdown and LaTeX."""
+    """The rank table as written in Markdown and LaTeX.
+
+    Args:
+        table: :func:`~intrabench.evaluation.ranking.rank_table`'s rows.
+        scale: Multiplies the scores.
+
+    Returns:
+        Dataset, configuration, score, rank, median rank, 95% interval, share at rank 1 (%) and
+        n cases; cells that need more cases say so. Empty for an empty table.
+    """
     if table.empty:
         return pd.DataFrame()
     resampled = table["n_boot"] > 0
@@ -119,7 +153,19 @@ def comparison_results(
     seed: int = 0,
 ) -> tuple[pd.DataFrame, list]:
     """(paired comparisons, rank distributions) of the final steps of ``rows``: every pair of
-    configurations per dataset and Overall, and each configuration's ranks."""
+    configurations per dataset and Overall, and each configuration's ranks.
+
+    Args:
+        rows: Result rows (one or more runs).
+        metric: The metric column compared (``"dice"``).
+        config: The columns that make a configuration.
+        n_boot: Bootstrap resamples of the cases.
+        seed: Seeds the bootstrap.
+
+    Returns:
+        ``(comparisons, scopes)``: one row per pair and scope, and one rank distribution per
+        scope.
+    """
     from intrabench.evaluation.paired import paired_comparisons
     from intrabench.evaluation.ranking import rank_distributions
 
@@ -130,7 +176,14 @@ def comparison_results(
 
 def incomplete_note(warnings: Sequence[str | None]) -> str:
     """The mark an incomplete run leaves in every comparison file: the incompleteness
-    warnings (:func:`intrabench.io.results.incompleteness_warning`) of the runs, joined."""
+    warnings (:func:`intrabench.io.results.incompleteness_warning`) of the runs, joined.
+
+    Args:
+        warnings: One warning (or None) per run.
+
+    Returns:
+        ``"INCOMPLETE RUN: ..."``, or ``""`` when every run is complete.
+    """
     shown = [w.removeprefix("warning: ") for w in warnings if w]
     return ("INCOMPLETE RUN: " + " ".join(shown)) if shown else ""
 
@@ -146,9 +199,22 @@ def write_comparison_tables(
     config: Sequence[str] = ("model", "prompter", "refiner"),
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
     """``comparisons.{md,tex,csv}`` and ``ranks.{md,tex,csv}`` under ``out`` (from
-    :func:`comparison_results`); ``note`` (an incomplete run) heads the Markdown title and the
-    LaTeX caption and is a column of the CSVs. Returns (comparison display, rank display, the
-    paths written)."""
+    :func:`comparison_results`).
+
+    Args:
+        comparisons: The paired comparisons.
+        scopes: The rank distributions.
+        out: The tables folder.
+        metric: The metric compared, for the titles.
+        scale: Multiplies scores and differences (100: Dice x100).
+        n_boot: The bootstrap resamples used, for the titles.
+        note: An incomplete run's note (:func:`incomplete_note`): it heads the Markdown title
+            and the LaTeX caption and is a column of the CSVs; empty: none.
+        config: The columns that make a configuration.
+
+    Returns:
+        ``(comparison display, rank display, the paths written)``.
+    """
     from intrabench.display_text import spreadsheet_safe
     from intrabench.evaluation.ranking import rank_table
     from intrabench.reports.tables import write_table
@@ -191,8 +257,16 @@ def significance_matrix(
 ) -> bytes | None:
     """One panel per scope (dataset, ``Overall``): configurations x configurations, the cell
     (row R, column C) coloured by R - C (x ``scale``), ``*`` where the Holm-adjusted Wilcoxon
-    p-value is below 0.05, ``·`` where there are too few cases for the test. None without
-    pairs."""
+    p-value is below 0.05, ``·`` where there are too few cases for the test.
+
+    Args:
+        table: The paired comparisons.
+        scale: Multiplies the differences (100: Dice x100).
+        scopes: The scopes to draw, in order; None: every scope of ``table``.
+
+    Returns:
+        The figure as PNG bytes, or None without pairs.
+    """
     from intrabench.plotting import png_bytes, pyplot
 
     if table.empty:
@@ -241,11 +315,20 @@ def significance_matrix(
 
 
 def rank_blob_plot(scopes: Sequence) -> bytes | None:
-    """Blob plot of rank distributions (:class:`~intrabench.evaluation.ranking.RankDistribution`
-    per scope), as challenge reports draw it: one column per configuration (ordered by its rank
-    on the cases as they are), a disc at each rank it took with area proportional to the share
-    of resamples there, a black cross at the median rank and a line over the 95% interval. A
-    scope with too few cases shows its observed ranks only, marked. None without scopes."""
+    """Blob plot of rank distributions, as challenge reports draw it.
+
+    One column per configuration (ordered by its rank on the cases as they are), a disc at each
+    rank it took with area proportional to the share of resamples there, a black cross at the
+    median rank and a line over the 95% interval. A scope with too few cases shows its observed
+    ranks only, marked.
+
+    Args:
+        scopes: One :class:`~intrabench.evaluation.ranking.RankDistribution` per scope; scopes
+            of one configuration are left out.
+
+    Returns:
+        The figure as PNG bytes, or None without scopes.
+    """
     from intrabench.plotting import panel_grid, png_bytes
 
     scopes = [s for s in scopes if len(s.configs) > 1]
@@ -288,8 +371,19 @@ def rank_blob_plot(scopes: Sequence) -> bytes | None:
 def report_section(
     rows: pd.DataFrame, metric: str = "dice", n_boot: int = 1000, scale: float = 100.0
 ) -> tuple[list[tuple[str, str, bytes]], list[str]]:
-    """The report's "which configuration is better" section: (figures as (name, caption,
-    PNG), HTML parts before them): the overall rank table and a line on the comparisons."""
+    """The report's "which configuration is better" section: the overall rank table and a line
+    on the comparisons.
+
+    Args:
+        rows: Result rows.
+        metric: The metric compared.
+        n_boot: Bootstrap resamples of the cases.
+        scale: Multiplies scores (100: Dice x100).
+
+    Returns:
+        ``(figures, html parts)``: each figure as (name, caption, PNG bytes), the HTML parts
+        placed before them; both empty without pairs.
+    """
     import html
 
     comparisons, scopes = comparison_results(rows, metric, n_boot=n_boot)
