@@ -104,7 +104,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/plotting.py",
         "intrabench/prompt_elements.py",
         "intrabench/reports/html.py",
-        "intrabench/reports/overlays.py",
         "intrabench/reports/plots.py",
         "intrabench/reports/results_page.py",
         "intrabench/reports/supplement.py",

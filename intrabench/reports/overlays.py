@@ -60,7 +60,14 @@ class GalleryItem:
 # -- where to cut ---------------------------------------------------------------------------
 def prompt_slices(prompt: Prompt | None) -> Counter:
     """How many parts of ``prompt`` lie on each axial slice z: clicks, 2D boxes, scribble
-    voxels (one per scribble and slice), lassos and a 3D box's middle slice."""
+    voxels (one per scribble and slice), lassos and a 3D box's middle slice.
+
+    Args:
+        prompt: The prompt, its marks in canonical (z, y, x) voxels; None: no prompt.
+
+    Returns:
+        z index -> count; slices holding nothing are absent.
+    """
     counts: Counter = Counter()
     for mark in prompt.marks() if prompt is not None else []:
         if isinstance(mark, Click):
@@ -77,7 +84,16 @@ def prompt_slices(prompt: Prompt | None) -> Counter:
 def cut_centre(ground_truth: np.ndarray, prompt: Prompt | None) -> tuple[int, int, int]:
     """(z, y, x) of the planes to show: y and x through the target's median voxel; z the axial
     slice holding most of ``prompt``'s parts (the nearest to the target's median of ties),
-    else the target's median."""
+    else the target's median.
+
+    Args:
+        ground_truth: The target's boolean mask, canonical (z, y, x) (empty: the volume's
+            centre).
+        prompt: The prompt whose parts pick the axial slice; None: none.
+
+    Returns:
+        The voxel through which the three planes are cut.
+    """
     shape = ground_truth.shape
     if ground_truth.any():
         median = []
@@ -100,7 +116,17 @@ def zoom_window(
     shape: tuple[int, ...], masks: list[np.ndarray], spacing: tuple[float, ...], margin_mm: float
 ) -> list[slice]:
     """Per axis, the box of every non-empty mask grown by ``margin_mm`` (whole volume when all
-    are empty)."""
+    are empty).
+
+    Args:
+        shape: The volume's (z, y, x) shape in voxels.
+        masks: Boolean masks of that shape (None entries are passed over).
+        spacing: Voxel spacing in mm, (z, y, x).
+        margin_mm: The margin around the masks' box, in mm.
+
+    Returns:
+        One half-open slice per axis (z, y, x), clipped to the volume.
+    """
     box = union_of_boxes(bounding_box(m) for m in masks if m is not None)
     if box is None:
         return [slice(0, s) for s in shape]
@@ -123,7 +149,17 @@ def view_position(
 ) -> tuple[float, float]:
     """(row, column) in a radiological view cut to ``window`` of a canonical voxel (or of
     several: ``point_zyx`` indexed by axis gives arrays): both axes reversed, so voxel
-    ``window.stop - 1`` is row (or column) 0."""
+    ``window.stop - 1`` is row (or column) 0.
+
+    Args:
+        point_zyx: A canonical (z, y, x) voxel, or per axis an array of coordinates.
+        rows_axis: The canonical axis (0, 1 or 2) that runs down the view.
+        columns_axis: The canonical axis that runs across the view.
+        window: The view's per-axis slices (:func:`zoom_window`).
+
+    Returns:
+        ``(row, column)`` as floats (or arrays), in pixels of the cut view.
+    """
     return (
         window[rows_axis].stop - 1 - np.asarray(point_zyx[rows_axis], dtype=float),
         window[columns_axis].stop - 1 - np.asarray(point_zyx[columns_axis], dtype=float),
@@ -239,10 +275,20 @@ def draw_overlay(
     margin_mm: float = 15.0,
 ) -> bytes:
     """Axial, coronal and sagittal views (one row per panel) on the same planes, zoomed to the
-    target, its predictions and ``margin_mm`` around them.
+    target, its predictions and ``margin_mm`` around them. Views are radiological with
+    orientation letters.
 
-    ``image``, ``ground_truth`` and each prediction are canonical (z, y, x); ``spacing`` (z, y,
-    x) in mm sets the pixel aspect ratio. Views are radiological with orientation letters.
+    Args:
+        image: The case's image, canonical (z, y, x); shown between its 1st and 99th
+            percentiles.
+        ground_truth: The target's boolean mask, same shape.
+        panels: One row each: a step's prediction (same shape, or None), prompt and Dice.
+        spacing: Voxel spacing in mm, (z, y, x); sets the pixel aspect ratio.
+        title: The figure's title; empty: none.
+        margin_mm: The margin kept around target and predictions, in mm.
+
+    Returns:
+        The figure as PNG bytes.
     """
     plt = pyplot()
     first_prompt = next((p.prompt for p in panels if p.prompt is not None), None)
@@ -341,7 +387,15 @@ def draw_overlay(
 def failure_gallery(episodes: pd.DataFrame, per_model: int) -> pd.DataFrame:
     """The ``per_model`` episodes of lowest final Dice of each model (over its prompters,
     refiners and seeds), models in name order; ties broken by dataset, case, target,
-    prompter, refiner, seed (the same table gives the same gallery)."""
+    prompter, refiner, seed (the same table gives the same gallery).
+
+    Args:
+        episodes: One row per episode with ``dice_final`` (0-1) and the episode's keys.
+        per_model: How many episodes per model (below 1: none).
+
+    Returns:
+        The chosen episodes, grouped by model.
+    """
     if episodes.empty or per_model < 1:
         return episodes.head(0)
     order = ["dice_final", "dataset", "case", "target", "prompter", "refiner", "seed"]
@@ -351,7 +405,16 @@ def failure_gallery(episodes: pd.DataFrame, per_model: int) -> pd.DataFrame:
 
 def chosen_episodes(episodes: pd.DataFrame, chosen: list[str], limit: int) -> pd.DataFrame:
     """Episodes of the requested ``dataset/case`` (or ``case``) names, at most ``limit`` per
-    model, in the gallery's order."""
+    model, in the gallery's order.
+
+    Args:
+        episodes: One row per episode.
+        chosen: ``dataset/case`` or ``case`` names.
+        limit: The most episodes per model.
+
+    Returns:
+        The matching episodes, lowest final Dice first within each model.
+    """
     wanted = set(chosen)
     mask = [
         f"{d}/{c}" in wanted or c in wanted for d, c in zip(episodes["dataset"], episodes["case"])
@@ -361,7 +424,15 @@ def chosen_episodes(episodes: pd.DataFrame, chosen: list[str], limit: int) -> pd
 
 def overlay_file_name(episode) -> str:
     """A file-name stem unique per target, configuration and seed, 200 characters at most
-    (a longer one ends in a hash of the whole: the file system's limit is 255)."""
+    (a longer one ends in a hash of the whole: the file system's limit is 255).
+
+    Args:
+        episode: An episode row (attributes ``dataset``, ``case``, ``target``, ``model``,
+            ``prompter``, ``refiner``, ``seed``).
+
+    Returns:
+        ``overlay-<dataset>-<case>-...-seed<n>``, made safe.
+    """
     from intrabench.io.run_paths import safe_file_name
 
     parts = [
@@ -386,7 +457,19 @@ def gallery(
     per_model: int,
 ) -> tuple[list[GalleryItem], list[str]]:
     """Overlays of the chosen episodes (``chosen`` cases, else :func:`failure_gallery`) and
-    notes on what could not be drawn (no saved predictions, a dataset not on this machine)."""
+    notes on what could not be drawn (no saved predictions, a dataset not on this machine).
+
+    Args:
+        run_dir: The run directory (its config, predictions and datasets are read).
+        rows: The run's result rows.
+        episodes: One row per episode.
+        chosen: ``dataset/case`` or ``case`` names to draw; None or empty: the lowest final
+            Dice of each model.
+        per_model: The most overlays per model.
+
+    Returns:
+        ``(items, notes)``: the drawn overlays, and HTML notes on what could not be drawn.
+    """
     from intrabench.config import run_config, run_dataset
     from intrabench.io.run_paths import MASK_KEYS, mask_file
     from intrabench.io.volume import read_volume
