@@ -27,7 +27,16 @@ from intrabench.plotting import (
 
 def curve_frame(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
     """Per (model, prompter, refiner, step): mean over datasets of the dataset score and the
-    mean cumulative effort per target."""
+    mean cumulative effort per target.
+
+    Args:
+        rows: Result rows.
+        metric: The metric column (on its own scale, Dice 0-1).
+
+    Returns:
+        Columns model, prompter, refiner, step, ``score`` and ``effort`` (interactions per
+        target).
+    """
     scores = per_dataset(rows, metric)
     keys = ["model", "prompter", "refiner", "step"]
     curve = scores.groupby(keys)[metric].mean().rename("score")
@@ -36,7 +45,14 @@ def curve_frame(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
 
 
 def model_dimension(model_key: str) -> int | None:
-    """2 or 3 for a registered model key (``name`` or ``name(params)``), else None."""
+    """2 or 3 for a registered model key (``name`` or ``name(params)``), else None.
+
+    Args:
+        model_key: A model's key as in the rows.
+
+    Returns:
+        The model's dimension, or None for a label or a model this installation does not have.
+    """
     from intrabench import registry
 
     try:
@@ -49,7 +65,18 @@ def iteration_curves(
     rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0, styles: dict | None = None
 ) -> bytes:
     """Figure 6: score vs refinement iteration; 2D models left and 3D models right when both
-    are present; dashed lines for scribble refinement."""
+    are present; dashed lines for scribble refinement.
+
+    Args:
+        rows: Result rows.
+        metric: The metric column plotted.
+        scale: Multiplies the scores (100: Dice x100).
+        styles: Colour and line per configuration
+            (:func:`~intrabench.plotting.configuration_styles`); None: made from ``rows``.
+
+    Returns:
+        The figure as PNG bytes.
+    """
     plt = pyplot()
     styles = styles if styles is not None else configuration_styles(rows)
     curves = curve_frame(rows, metric)
@@ -96,14 +123,31 @@ def _log_effort_axis(axis, efforts: pd.Series) -> None:
 
 def metric_name(metric: str) -> str:
     """How a metric column is written in figures: its registered label (``dice`` -> Dice,
-    ``nsd`` -> NSD); another column as it is."""
+    ``nsd`` -> NSD); another column as it is.
+
+    Args:
+        metric: The metric column's name.
+
+    Returns:
+        The label.
+    """
     return metric_label(metric)
 
 
 def effort_curves(
     rows: pd.DataFrame, metric: str = "dice", scale: float = 100.0, styles: dict | None = None
 ) -> bytes:
-    """Score vs mean cumulative human effort (interactions per target)."""
+    """Score vs mean cumulative human effort (interactions per target).
+
+    Args:
+        rows: Result rows.
+        metric: The metric column plotted.
+        scale: Multiplies the scores (100: Dice x100).
+        styles: Colour and line per configuration; None: made from ``rows``.
+
+    Returns:
+        The figure as PNG bytes (effort on a log axis).
+    """
     plt = pyplot()
     styles = styles if styles is not None else configuration_styles(rows)
     curves = curve_frame(rows, metric)
@@ -134,7 +178,18 @@ def dataset_effort_curves(
     styles: dict | None = None,
 ) -> bytes:
     """One panel per dataset: the dataset score at each step against the mean cumulative
-    interactions per target, with its bootstrap 95% CI over cases as a band."""
+    interactions per target, with its bootstrap 95% CI over cases as a band.
+
+    Args:
+        rows: Result rows.
+        metric: The metric column plotted.
+        scale: Multiplies the scores (100: Dice x100).
+        n_boot: Bootstrap resamples of the cases for the bands.
+        styles: Colour and line per configuration; None: made from ``rows``.
+
+    Returns:
+        The figure as PNG bytes.
+    """
     styles = styles if styles is not None else configuration_styles(rows)
     stats = dataset_statistics(rows, metric, config=(*CONFIGURATION, "step"), n_boot=n_boot)
     effort = rows.groupby([*CONFIGURATION, "step", "dataset"])["cumulative_effort"].mean()
@@ -178,7 +233,18 @@ def dataset_bars(
     n_boot: int = 1000,
     styles: dict | None = None,
 ) -> bytes:
-    """Final-step score per dataset and configuration, with bootstrap 95% CIs over cases."""
+    """Final-step score per dataset and configuration, with bootstrap 95% CIs over cases.
+
+    Args:
+        rows: Result rows.
+        metric: The metric column plotted.
+        scale: Multiplies the scores (100: Dice x100).
+        n_boot: Bootstrap resamples of the cases for the error bars.
+        styles: Colour per configuration; None: made from ``rows``.
+
+    Returns:
+        The figure as PNG bytes.
+    """
     plt = pyplot()
     last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
     final = rows[rows["step"] == last]
