@@ -103,7 +103,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/old_paths.py",
         "intrabench/plotting.py",
         "intrabench/prompt_elements.py",
-        "intrabench/reports/html.py",
         "intrabench/reports/results_page.py",
         "intrabench/reports/supplement.py",
         "intrabench/reports/tables.py",

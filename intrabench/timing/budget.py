@@ -58,6 +58,9 @@ def area(times: np.ndarray, values: np.ndarray, budget: float) -> float:
         times: T_k of the kept steps, accumulated seconds (human time + waiting), ascending.
         values: The metric's values v_k at those steps.
         budget: The time budget, in seconds.
+
+    Returns:
+        The mean value over [0, budget], in the values' unit (in [0, 1] for Dice).
     """
     x, y = curve(times, values, budget)
     return float(np.sum((x[1:] - x[:-1]) * (y[1:] + y[:-1]) / 2.0) / budget)
@@ -71,13 +74,24 @@ def value_at(times: np.ndarray, values: np.ndarray, budget: float, seconds: floa
         values: The metric's values v_k at those steps.
         budget: The time budget, in seconds.
         seconds: The time at which the curve is read, in seconds.
+
+    Returns:
+        The interpolated value, in the values' unit.
     """
     x, y = curve(times, values, budget)
     return float(np.interp(seconds, x, y))
 
 
 def kept_steps(costs: np.ndarray, model: TimeModel) -> np.ndarray:
-    """Boolean per step: within the budget and the interaction limit (a prefix of the steps)."""
+    """Boolean per step: within the budget and the interaction limit (a prefix of the steps).
+
+    Args:
+        costs: Seconds of each step (human time + waiting), in step order.
+        model: The time model: its ``budget`` (seconds) and ``max_interactions``.
+
+    Returns:
+        Bool (steps,), True for the kept prefix.
+    """
     accumulated = np.cumsum(costs)
     within = (accumulated <= model.budget + 1e-9) & (np.arange(len(costs)) < model.max_interactions)
     first_out = np.flatnonzero(~within)
@@ -102,12 +116,27 @@ class TimedEpisode:
         return np.cumsum(self.human + self.latency)[self.kept]
 
     def values(self, metric: str) -> np.ndarray:
-        """One metric's values of the kept steps (float)."""
+        """One metric's values of the kept steps (float).
+
+        Args:
+            metric: A metric column of the steps (e.g. ``"dice"``).
+
+        Returns:
+            Float64 values of the kept steps, in step order.
+        """
         return self.steps[metric].to_numpy(dtype=float)[self.kept]
 
 
 def timed_episodes(rows: pd.DataFrame, model: TimeModel) -> Iterator[TimedEpisode]:
-    """Every episode of ``rows`` with its costs and the budget applied (module docstring)."""
+    """Every episode of ``rows`` with its costs and the budget applied (module docstring).
+
+    Args:
+        rows: Step rows (``results.parquet``) with the episode keys and ``step``.
+        model: The time model (human seconds per interaction, budget, limit, waiting).
+
+    Yields:
+        One :class:`TimedEpisode` per episode, in sorted key order.
+    """
     from intrabench.timing.waiting import waiting_seconds
 
     rows = rows.assign(_human=human_seconds(rows, model), _latency=waiting_seconds(rows, model))
@@ -122,7 +151,16 @@ def timed_episodes(rows: pd.DataFrame, model: TimeModel) -> Iterator[TimedEpisod
 
 def episode_time_metrics(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
     """One row per episode with the module docstring's columns for each registered metric
-    that takes the time-aware summaries (Dice, and NSD when present)."""
+    that takes the time-aware summaries (Dice, and NSD when present).
+
+    Args:
+        rows: Step rows (``results.parquet``).
+        model: The time model; None for the defaults (30 s x 8 interactions).
+
+    Returns:
+        One row per episode: its keys, ``target_class`` and the columns above (empty, with
+        the episode keys, when ``rows`` is).
+    """
     model = model or TimeModel()
     if rows.empty:
         return pd.DataFrame(columns=EPISODE_KEYS)

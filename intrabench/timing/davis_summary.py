@@ -38,7 +38,17 @@ def reconstructed(
     values: np.ndarray, costs: np.ndarray, kept: np.ndarray, length: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """An episode's (quality, time) at interactions 1..``length``: kept steps as they are,
-    later ones the last kept quality (0 before any) at zero time."""
+    later ones the last kept quality (0 before any) at zero time.
+
+    Args:
+        values: The metric at each step of the episode (e.g. Dice, 0-1).
+        costs: Seconds of each step (human time + waiting).
+        kept: Bool per step, True for the steps within the budget.
+        length: The number of interactions of the reconstruction.
+
+    Returns:
+        (quality, seconds), float64 arrays of ``length``.
+    """
     quality = np.zeros(length)
     time = np.zeros(length)
     last = 0.0
@@ -54,7 +64,16 @@ def mean_curve(
     qualities: np.ndarray, times: np.ndarray, timeout: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """DAVIS's curve from (episodes, interactions) arrays: (0, 0), the accumulated mean times
-    with the mean qualities, then (timeout, last mean quality)."""
+    with the mean qualities, then (timeout, last mean quality).
+
+    Args:
+        qualities: (episodes, interactions) qualities from :func:`reconstructed`.
+        times: (episodes, interactions) seconds from :func:`reconstructed`.
+        timeout: The budget in seconds, the curve's last x.
+
+    Returns:
+        (seconds, quality) of the curve's points, float64 arrays of interactions + 2.
+    """
     mean_quality = qualities.mean(axis=0)
     accumulated = np.cumsum(times.mean(axis=0))
     return (
@@ -66,7 +85,17 @@ def mean_curve(
 def curve_scores(
     x: np.ndarray, y: np.ndarray, at_seconds: float = AT_SECONDS
 ) -> tuple[float, float]:
-    """(AUC = trapezoids / the last time, the curve at ``at_seconds``), as summarize_report."""
+    """(AUC = trapezoids / the last time, the curve at ``at_seconds``), as summarize_report.
+
+    Args:
+        x: The curve's seconds, ascending.
+        y: Its qualities at those seconds.
+        at_seconds: Where the curve is read, in seconds.
+
+    Returns:
+        (normalised area, value at ``at_seconds``), in the qualities' unit; area 0 for a
+        curve that ends at 0 s.
+    """
     top = float(x.max())
     auc = 0.0 if top == 0.0 else float(np.sum((x[1:] - x[:-1]) * (y[1:] + y[:-1]) / 2.0) / top)
     return auc, float(np.interp(at_seconds, x, y))
@@ -74,7 +103,15 @@ def curve_scores(
 
 def davis_summary(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
     """Per model x prompter x refiner and dataset (plus ``Average``): ``<metric>_auc_time_davis``
-    and ``<metric>_at_60s_davis`` for Dice (and NSD when the rows have it)."""
+    and ``<metric>_at_60s_davis`` for Dice (and NSD when the rows have it).
+
+    Args:
+        rows: Step rows (``results.parquet``).
+        model: The time model; None for the defaults (30 s x 8 interactions).
+
+    Returns:
+        One row per configuration and dataset, then ``Average`` rows, sorted.
+    """
     model = model or TimeModel()
     # NSD only where every step has one (surface metrics may be left out of some steps)
     from intrabench.evaluation.metric_registry import metrics_with

@@ -32,7 +32,18 @@ def time_curve_plot(
     """One panel per model: the mean ``metric`` x100 against accumulated seconds (human time +
     waiting for the model), one line per prompter / refiner, up to the budget. ``styles``:
     the report's :func:`~intrabench.plotting.configuration_styles` (computed from
-    ``rows`` when not given); ``waiting``: how the waiting was counted, for the x label."""
+    ``rows`` when not given); ``waiting``: how the waiting was counted, for the x label.
+
+    Args:
+        rows: Step rows (``results.parquet``).
+        model: The time model (budget and limits).
+        metric: The metric column (0-1; plotted x100).
+        styles: Colour and marker per configuration; None to compute them from ``rows``.
+        waiting: Words for the x label on how waiting was counted ("" for none).
+
+    Returns:
+        The figure as PNG bytes.
+    """
     styles = styles if styles is not None else configuration_styles(rows)
     curves = time_curves(rows, model, metric)
     models = sorted(curves["model"].unique()) if not curves.empty else []
