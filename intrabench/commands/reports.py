@@ -16,9 +16,10 @@ def cmd_tables(args: argparse.Namespace) -> int:
     from intrabench.io.results import incompleteness_warning
     from intrabench.reports.tables import (
         Layout,
+        cell_statistics,
         concat_runs,
         load_runs,
-        tables_for_runs,
+        tables_with_rows,
         write_table,
     )
 
@@ -50,7 +51,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
         rows.columns, args.metric, rows.select_dtypes("number").columns if len(rows) else None
     )
     layout = Layout.load(args.layout) if args.layout else None
-    built = tables_for_runs(rows, layout, args.metric, args.scale, args.missing_value)
+    built = tables_with_rows(rows, layout, args.metric, args.scale, args.missing_value)
     if args.split_training_data:
         built += _training_data_tables(rows, layout, args)
     if not built:
@@ -68,7 +69,11 @@ def cmd_tables(args: argparse.Namespace) -> int:
     # an incomplete run is marked in every file: the title, the caption and a CSV column
     note = incomplete_note([incompleteness_warning(r) for r in args.run_dirs])
     marked_total = 0
-    for name, title, table in built:
+    for name, title, table, chosen in built:
+        # n and the 95% bootstrap interval of every cell, the intervals of statistics.csv
+        cells = cell_statistics(
+            table, chosen, layout, args.metric, args.scale, args.missing_value, args.n_boot
+        )
         if "Model" in table and "Prompter" in table:
             table = add_failed_column(
                 table, failures, "Model", "Prompter", lambda p, r: prompter_label(p, r, layout)
@@ -76,7 +81,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
         marked = trained_cells(table, rows, layout)
         marked_total += len(marked)
         shown_title = f"{note} {title or name}" if note else title
-        paths = write_table(table, out, name, shown_title, marked)
+        paths = write_table(table, out, name, shown_title, marked, cells)
         if note:
             import pandas as pd
 
@@ -104,6 +109,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
         rows,
         args.metric,
         config=("run", "model", "prompter", "refiner", "step"),
+        n_boot=args.n_boot,
         missing_value=args.missing_value,
     )
     spreadsheet_safe(statistics, escape=True).to_csv(
@@ -177,12 +183,12 @@ def default_tables_folder(run_dirs: list[str]) -> Path:
 def _training_data_tables(rows, layout, args: argparse.Namespace) -> list:
     """Each table again for the rows of each ``in_training_data`` value (yes / no / unknown:
     was the case's dataset in the model's training data)."""
-    from intrabench.reports.tables import tables_for_runs
+    from intrabench.reports.tables import tables_with_rows
     from intrabench.training_data import split_rows
 
     built = []
     for value, part in split_rows(rows):
-        for name, title, table in tables_for_runs(
+        for name, title, table, chosen in tables_with_rows(
             part, layout, args.metric, args.scale, args.missing_value
         ):
             built.append(
@@ -190,6 +196,7 @@ def _training_data_tables(rows, layout, args: argparse.Namespace) -> list:
                     f"{name}-training-data-{value}",
                     f"{title or name}: dataset in the model's training data: {value}",
                     table,
+                    chosen,
                 )
             )
     return built
@@ -533,7 +540,8 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
         "--n-boot",
         type=resamples,
         default=1000,
-        help="bootstrap resamples of the cases for the comparison and rank tables (default 1000)",
+        help="bootstrap resamples of the cases for every interval: the tables' cells, "
+        "statistics.csv, the comparison and rank tables (default 1000)",
     )
     tables.set_defaults(func=cmd_tables)
 

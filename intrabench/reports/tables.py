@@ -7,6 +7,14 @@ the mean over cases of the mean over a case's targets), ``Average`` the mean ove
 columns present. A *layout* (``configs/paper/tables.yaml``) renames datasets to the paper's
 D1..D10 (merging several datasets into one column where the paper does), models and prompters
 to the paper's names, and says which runs feed which table.
+
+The written tables (:func:`write_table` with :func:`cell_statistics`) give every cell its n
+(cases and targets) and a 95% percentile-bootstrap interval over the cases, the targets nested
+in their case: a dataset cell's interval is ``statistics.csv``'s (the same draws, seed 0); the
+``Average``'s resamples each of its datasets on its own (dataset column ``i`` with seed
+``seed + i``, as the rank distributions do) and averages the resampled dataset scores. Below
+:data:`~intrabench.evaluation.aggregate.MIN_CASES_INTERVAL` cases (for ``Average``: in any of
+its datasets) the interval says "n too small (at least 5 cases)".
 """
 
 from __future__ import annotations
@@ -16,12 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from intrabench.display_text import escaped, spreadsheet_safe
 from intrabench.errors import ConfigError
 from intrabench.evaluation.aggregate import (
+    MIN_CASES_INTERVAL,
+    TOO_FEW,
     average_over,
     fill_missing,
     merge_datasets,
@@ -29,6 +40,9 @@ from intrabench.evaluation.aggregate import (
     per_dataset,
     to_markdown,
 )
+
+#: the columns of :func:`cell_statistics`
+CELL_COLUMNS = ["row", "column", "ci_low", "ci_high", "n_cases", "n_targets", "ci_note"]
 
 
 @dataclass
@@ -126,6 +140,25 @@ def prompter_label(prompter: str, refiner: str, layout: Layout | None = None) ->
     return f"{name} + {layout.refiners.get(refiner, refiner)} Refine"
 
 
+def _table_rows(
+    rows: pd.DataFrame, layout: Layout, iterations: bool | None
+) -> tuple[pd.DataFrame, bool]:
+    """The rows a table aggregates (each episode's final step unless ``iterations``; the
+    layout's datasets, merged and renamed to its columns) and whether it has iterations."""
+    if iterations is None:
+        iterations = bool((rows["refiner"] != "none").any())
+    if not iterations:
+        last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
+        rows = rows[rows["step"] == last].assign(step=0)
+    if layout.columns:
+        known = {d for members in layout.columns.values() for d in members}
+        rows = rows[rows["dataset"].isin(known)]
+        merged = {c: m for c, m in layout.columns.items() if len(m) > 1}
+        renamed = {m[0]: c for c, m in layout.columns.items() if len(m) == 1}
+        rows = merge_datasets(rows, merged).assign(dataset=lambda f: f["dataset"].replace(renamed))
+    return rows, iterations
+
+
 def build_table(
     rows: pd.DataFrame,
     layout: Layout | None = None,
@@ -155,17 +188,7 @@ def build_table(
     layout = layout or Layout()
     if rows.empty:
         return pd.DataFrame()
-    if iterations is None:
-        iterations = bool((rows["refiner"] != "none").any())
-    if not iterations:
-        last = rows.groupby(["model", "prompter", "refiner"])["step"].transform("max")
-        rows = rows[rows["step"] == last].assign(step=0)
-    if layout.columns:
-        known = {d for members in layout.columns.values() for d in members}
-        rows = rows[rows["dataset"].isin(known)]
-        merged = {c: m for c, m in layout.columns.items() if len(m) > 1}
-        renamed = {m[0]: c for c, m in layout.columns.items() if len(m) == 1}
-        rows = merge_datasets(rows, merged).assign(dataset=lambda f: f["dataset"].replace(renamed))
+    rows, iterations = _table_rows(rows, layout, iterations)
     if rows.empty:
         return pd.DataFrame()
     index = ["model", "prompter", "refiner", "step"]
@@ -206,6 +229,182 @@ def build_table(
     return table
 
 
+def cell_statistics(
+    table: pd.DataFrame,
+    rows: pd.DataFrame,
+    layout: Layout | None = None,
+    metric: str = "dice",
+    scale: float = 100.0,
+    missing_value: float | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """The n and the 95% bootstrap interval of every score cell of ``table``
+    (:func:`build_table` of ``rows`` with the same ``layout``, ``metric`` and
+    ``missing_value``; an ``Iterations`` column: the table has every step).
+
+    A dataset cell: the percentile interval of ``n_boot`` resamples of its cases (the targets
+    nested in their case; :func:`~intrabench.evaluation.aggregate.bootstrap_replicates`, seed
+    ``seed``: ``statistics.csv``'s interval). ``Average``: dataset column ``i`` resampled with
+    seed ``seed + i``, each resample's dataset scores averaged over the row's columns (a
+    stratified bootstrap). No interval (NaN, ``ci_note`` "n too small (at least 5 cases)")
+    below :data:`~intrabench.evaluation.aggregate.MIN_CASES_INTERVAL` cases, for ``Average`` in
+    any of its datasets.
+
+    Returns:
+        One row per (table row position, score column): ``row``, ``column``, ``ci_low``,
+        ``ci_high`` (x ``scale``), ``n_cases``, ``n_targets`` (``Average``: summed over its
+        datasets), ``ci_note``.
+    """
+    from intrabench.evaluation.aggregate import (
+        bootstrap_replicates,
+        case_scores,
+        count_targets,
+        seed_case_class_matrices,
+    )
+
+    layout = layout or Layout()
+    if table.empty or rows.empty:
+        return pd.DataFrame(columns=CELL_COLUMNS)
+    iterations = "Iterations" in table.columns
+    rows, _ = _table_rows(rows, layout, iterations)
+    rows = fill_missing(rows, metric, missing_value)
+    datasets = [c for c in table.columns if c in set(rows["dataset"].astype(str))]
+    # table position of each configuration, matched on the labels build_table gives it
+    positions: dict[tuple, list[int]] = {}
+    for position, key in enumerate(
+        zip(
+            table["Model"],
+            table["Prompter"],
+            table["Iterations"] if iterations else [0] * len(table),
+        )
+    ):
+        positions.setdefault(tuple(key), []).append(position)
+    index = ["model", "prompter", "refiner", "step"]
+    position_of: dict[tuple, int] = {}
+    for key in sorted(rows[index].drop_duplicates().itertuples(index=False, name=None)):
+        model, prompter, refiner, step = key
+        label = (layout.models.get(model, model), prompter_label(prompter, refiner, layout), step)
+        if positions.get(label):
+            position_of[key] = positions[label].pop(0)
+    too_few = f"{TOO_FEW} (at least {MIN_CASES_INTERVAL} cases)"
+    alpha = 0.025
+    records = []
+    # per table row: (resampled dataset scores, n cases, n targets, enough) of each dataset
+    averaged: dict[int, list[tuple[np.ndarray | None, int, int, bool]]] = {}
+    for i, column in enumerate(datasets):
+        part = rows[rows["dataset"].astype(str) == column]
+        for key, group in part.groupby(index, sort=True):
+            if key not in position_of:
+                continue
+            matrix = seed_case_class_matrices(group, metric)
+            finite = int(np.isfinite(case_scores(matrix)).sum())
+            n_cases, n_targets = int(matrix.shape[1]), count_targets(group)
+            enough = finite >= MIN_CASES_INTERVAL
+            low = high = float("nan")
+            draws = None
+            if enough and n_boot > 0:
+                replicates = bootstrap_replicates(matrix, n_boot=n_boot, seed=seed)
+                if np.isfinite(replicates).any():
+                    low, high = (float(q) for q in np.nanquantile(replicates, [alpha, 1 - alpha]))
+                draws = (
+                    replicates
+                    if i == 0
+                    else bootstrap_replicates(matrix, n_boot=n_boot, seed=seed + i)
+                )
+            position = position_of[key]
+            records.append(
+                (
+                    position,
+                    column,
+                    low * scale,
+                    high * scale,
+                    n_cases,
+                    n_targets,
+                    "" if enough else too_few,
+                )
+            )
+            averaged.setdefault(position, []).append((draws, n_cases, n_targets, enough))
+    if "Average" in table.columns:
+        for position, parts in sorted(averaged.items()):
+            enough = all(p[3] for p in parts) and n_boot > 0
+            low = high = float("nan")
+            if enough:
+                draws = np.mean([p[0] for p in parts], axis=0)
+                if np.isfinite(draws).any():
+                    low, high = (float(q) for q in np.nanquantile(draws, [alpha, 1 - alpha]))
+            records.append(
+                (
+                    position,
+                    "Average",
+                    low * scale,
+                    high * scale,
+                    sum(p[1] for p in parts),
+                    sum(p[2] for p in parts),
+                    ""
+                    if all(p[3] for p in parts)
+                    else f"{TOO_FEW} (at least {MIN_CASES_INTERVAL} cases in each dataset)",
+                )
+            )
+    cells = pd.DataFrame.from_records(records, columns=CELL_COLUMNS)
+    return cells.sort_values(["row", "column"], kind="stable", ignore_index=True)
+
+
+def interval_text(low: float, high: float, note: str = "", digits: int = 2) -> str:
+    """A cell's interval as the written tables show it: ``[low, high]``, or, where there is
+    none, the note in the short form of the other tables ("n too small (at least 5)", for an
+    ``Average`` "n too small (at least 5 per dataset)"; the n line says they count cases)."""
+    if low != low:
+        short = note.replace(" cases in each dataset)", " per dataset)").replace(" cases)", ")")
+        return f"[{short}]" if note else ""
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def cell_texts(
+    table: pd.DataFrame, cells: pd.DataFrame, digits: int = 2
+) -> tuple[dict[tuple[int, str], str], str]:
+    """What follows each score cell's value in the written Markdown and LaTeX (its interval,
+    and its n where the rows of its column differ in n), and the line that gives the n of the
+    columns whose rows all have the same (``n (cases / targets): D1 5 / 12; ...``)."""
+    suffixes: dict[tuple[int, str], str] = {}
+    uniform = []
+    for column in [c for c in table.columns if c in set(cells["column"])]:
+        chosen = cells[cells["column"] == column]
+        same = len(chosen[["n_cases", "n_targets"]].drop_duplicates()) == 1
+        if same:
+            first = chosen.iloc[0]
+            uniform.append(f"{column} {int(first['n_cases'])} / {int(first['n_targets'])}")
+        for cell in chosen.itertuples(index=False):
+            text = " " + interval_text(cell.ci_low, cell.ci_high, cell.ci_note, digits)
+            if not same:
+                text += f" (n {int(cell.n_cases)} / {int(cell.n_targets)})"
+            suffixes[(int(cell.row), column)] = text.rstrip()
+    line = f"n (cases / targets): {'; '.join(uniform)}" if uniform else ""
+    return suffixes, line
+
+
+def cells_csv_columns(table: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with, per score column ``C``, the columns ``C ci_low``, ``C ci_high``, ``C n
+    cases``, ``C n targets`` and ``C ci_note`` (as ``statistics.csv`` names them)."""
+    out = table.copy()
+    for column in [c for c in table.columns if c in set(cells["column"])]:
+        chosen = cells[cells["column"] == column].set_index("row")
+        for name, source in (
+            ("ci_low", "ci_low"),
+            ("ci_high", "ci_high"),
+            ("n cases", "n_cases"),
+            ("n targets", "n_targets"),
+            ("ci_note", "ci_note"),
+        ):
+            values = chosen[source].reindex(range(len(table)))
+            if source.startswith("n_"):
+                values = values.astype("Int64")
+            elif source == "ci_note":
+                values = values.fillna("")
+            out[f"{column} {name}"] = values.to_numpy()
+    return out
+
+
 LATEX_ESCAPES = {
     "\\": r"\textbackslash{}",
     "&": r"\&",
@@ -227,9 +426,12 @@ def to_latex(
     label: str = "",
     digits: int = 2,
     marked: frozenset[tuple[int, str]] = frozenset(),
+    suffixes: Mapping[tuple[int, str], str] | None = None,
 ) -> str:
     """A booktabs LaTeX table (no jinja2 needed); numbers with ``digits`` decimals; the cells
-    (row position, column) in ``marked`` carry a dagger (:func:`trained_cells`)."""
+    (row position, column) in ``marked`` carry a dagger (:func:`trained_cells`), those in
+    ``suffixes`` are followed by that text (an interval: :func:`cell_texts`)."""
+    suffixes = suffixes or {}
     if table.empty:
         return "% (no results)\n"
 
@@ -252,7 +454,8 @@ def to_latex(
         for column, value, is_number in zip(table.columns, values, numeric):
             if is_number:
                 dagger = r"$^\dagger$" if (position, column) in marked else ""
-                cells.append("" if value != value else f"{value:.{digits}f}{dagger}")
+                after = escape(suffixes.get((position, column), ""))
+                cells.append("" if value != value else f"{value:.{digits}f}{dagger}{after}")
             else:
                 cells.append(escape(value))
         lines.append(" & ".join(cells) + r" \\")
@@ -321,14 +524,23 @@ def training_data_line(marked: int, left_out: int = 0) -> str:
 
 
 def marked_for_markdown(
-    table: pd.DataFrame, marked: frozenset[tuple[int, str]], digits: int = 2
+    table: pd.DataFrame,
+    marked: frozenset[tuple[int, str]],
+    digits: int = 2,
+    suffixes: Mapping[tuple[int, str], str] | None = None,
 ) -> pd.DataFrame:
-    """``table`` with the marked columns as text, a dagger after each marked cell's value."""
+    """``table`` with the marked columns (and those with ``suffixes``) as text: a dagger after
+    each marked cell's value, then the cell's suffix (its interval: :func:`cell_texts`)."""
+    suffixes = suffixes or {}
     shown = table.copy()
-    for column in {c for _, c in marked}:
+    for column in [c for c in table.columns if c in {c for _, c in [*marked, *suffixes]}]:
         values = table[column].tolist()
         shown[column] = [
-            "" if v != v else f"{v:.{digits}f}" + ("†" if (i, column) in marked else "")
+            ""
+            if v != v
+            else f"{v:.{digits}f}"
+            + ("†" if (i, column) in marked else "")
+            + suffixes.get((i, column), "")
             for i, v in enumerate(values)
         ]
     return shown
@@ -340,27 +552,47 @@ def write_table(
     name: str,
     title: str = "",
     marked: frozenset[tuple[int, str]] = frozenset(),
+    cells: pd.DataFrame | None = None,
 ) -> list[Path]:
     """``<name>.md``, ``<name>.tex`` and ``<name>.csv`` under ``out_dir``; returns the paths.
     Names with hidden characters are shown escaped in all three; in the CSV, text a
     spreadsheet would run as a formula is quoted (:func:`~intrabench.display_text.spreadsheet_safe`).
     ``marked`` (:func:`trained_cells`): a dagger and a footnote in the Markdown and LaTeX, a
-    ``Trained on`` column (the row's marked dataset columns) in the CSV."""
+    ``Trained on`` column (the row's marked dataset columns) in the CSV. ``cells``
+    (:func:`cell_statistics`): each score cell followed by its 95% interval in the Markdown and
+    LaTeX, a line (the caption) giving the n, and the interval and n columns in the CSV."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    suffixes: dict[tuple[int, str], str] = {}
+    n_line = ""
+    if cells is not None and not cells.empty:
+        suffixes, n_line = cell_texts(table, cells)
+        n_line = "; ".join(
+            part
+            for part in (
+                "95% CI: percentile bootstrap over the cases (targets nested in their case)",
+                n_line,
+            )
+            if part
+        )
     note = f"\n\n{TRAINED_NOTE} ({len(marked)} cell(s))" if marked else ""
     markdown = (
         (f"**{title}**\n\n" if title else "")
-        + to_markdown(marked_for_markdown(table, marked) if marked else table)
+        + to_markdown(
+            marked_for_markdown(table, marked, suffixes=suffixes) if marked or suffixes else table
+        )
+        + (f"\n\n{n_line}" if n_line else "")
         + note
         + "\n"
     )
     paths = [out_dir / f"{name}.md", out_dir / f"{name}.tex", out_dir / f"{name}.csv"]
     paths[0].write_text(markdown)
-    caption = (f"{title}. {TRAINED_NOTE}" if title else TRAINED_NOTE) if marked else title
-    paths[1].write_text(to_latex(table, caption=caption, label=f"tab:{name}", marked=marked))
-    csv = table
+    caption = ". ".join(part for part in (title, n_line, TRAINED_NOTE if marked else "") if part)
+    paths[1].write_text(
+        to_latex(table, caption=caption, label=f"tab:{name}", marked=marked, suffixes=suffixes)
+    )
+    csv = cells_csv_columns(table, cells) if cells is not None and not cells.empty else table
     if marked:
-        csv = table.assign(
+        csv = csv.assign(
             **{
                 "Trained on": [
                     "; ".join(c for c in table.columns if (i, c) in marked)
@@ -370,6 +602,30 @@ def write_table(
         )
     spreadsheet_safe(csv, escape=True).to_csv(paths[2], index=False, float_format="%.4f")
     return paths
+
+
+def _table_inputs(
+    rows: pd.DataFrame, layout: Layout
+) -> list[tuple[str, str, pd.DataFrame, bool | None]]:
+    """(name, title, rows, iterations) of every table :func:`tables_for_runs` builds."""
+    if layout.tables:
+        return [
+            (
+                spec.key,
+                spec.title,
+                rows[rows["run"].isin(spec.runs)] if spec.runs else rows,
+                spec.iterations,
+            )
+            for spec in layout.tables
+        ]
+    return [
+        (name, title, chosen, iterations)
+        for name, title, chosen, iterations in (
+            ("initial", "single forward pass", rows[rows["refiner"] == "none"], False),
+            ("refinement", "per refinement iteration", rows[rows["refiner"] != "none"], True),
+        )
+        if not chosen.empty
+    ]
 
 
 def tables_for_runs(
@@ -382,33 +638,32 @@ def tables_for_runs(
     """(name, title, table) for every table the layout names whose runs are present; without
     tables in the layout: one ``initial`` table (final step of runs without refinement) and one
     ``refinement`` table (every step of runs with a refiner)."""
+    return [
+        (name, title, table)
+        for name, title, table, _ in tables_with_rows(rows, layout, metric, scale, missing_value)
+    ]
+
+
+def tables_with_rows(
+    rows: pd.DataFrame,
+    layout: Layout | None = None,
+    metric: str = "dice",
+    scale: float = 100.0,
+    missing_value: float | None = None,
+) -> list[tuple[str, str, pd.DataFrame, pd.DataFrame]]:
+    """:func:`tables_for_runs` with each table's rows, for :func:`cell_statistics`."""
     layout = layout or Layout()
-    built: list[tuple[str, str, pd.DataFrame]] = []
-    if layout.tables:
-        for spec in layout.tables:
-            chosen = rows[rows["run"].isin(spec.runs)] if spec.runs else rows
-            table = build_table(chosen, layout, metric, spec.iterations, scale, missing_value)
-            if not table.empty:
-                built.append((spec.key, spec.title, table))
-        return built
-    single = rows[rows["refiner"] == "none"]
-    refined = rows[rows["refiner"] != "none"]
-    if not single.empty:
-        built.append(
-            (
-                "initial",
-                f"{metric} x{scale:g}, single forward pass",
-                build_table(single, layout, metric, False, scale, missing_value),
+    built = []
+    for name, title, chosen, iterations in _table_inputs(rows, layout):
+        if not layout.tables:
+            title = (
+                f"{metric} x{scale:g}, {title}"
+                if name == "initial"
+                else f"{metric} x{scale:g} {title}"
             )
-        )
-    if not refined.empty:
-        built.append(
-            (
-                "refinement",
-                f"{metric} x{scale:g} per refinement iteration",
-                build_table(refined, layout, metric, True, scale, missing_value),
-            )
-        )
+        table = build_table(chosen, layout, metric, iterations, scale, missing_value)
+        if not table.empty:
+            built.append((name, title, table, chosen))
     return built
 
 
