@@ -61,7 +61,11 @@ class Figure:
 
     def html(self) -> str:
         """The figure as an HTML ``<figure>`` with the PNG embedded as a data URL, its caption
-        escaped."""
+        escaped.
+
+        Returns:
+            The ``<figure>`` element's HTML.
+        """
         data = base64.b64encode(self.png).decode("ascii")
         return (
             f'<figure><img alt="{html.escape(self.caption)}" src="data:image/png;base64,{data}">'
@@ -109,7 +113,21 @@ def prediction_path(
     case: str,
     target: str,
 ) -> Path:
-    """Where :class:`intrabench.execution.runner.Runner` saves a target's final prediction."""
+    """Where :class:`intrabench.execution.runner.Runner` saves a target's final prediction.
+
+    Args:
+        run_dir: The run directory.
+        dataset: The dataset's key.
+        model: The model's component key.
+        prompter: The prompter's component key.
+        refiner: The refiner's component key.
+        seed: The configuration's seed.
+        case: The case's id.
+        target: The target's id.
+
+    Returns:
+        The ``.nii.gz`` path (it exists only when the run saved predictions).
+    """
     return prediction_folder(
         run_dir, dataset, model, prompter, refiner, seed
     ) / prediction_file_name(case, target)
@@ -117,9 +135,21 @@ def prediction_path(
 
 def configuration_summary(episodes: pd.DataFrame) -> pd.DataFrame:
     """Per configuration: hierarchical scores (mean over datasets of the dataset score) of the
-    episode summaries each registered metric shows in the report (its ``report``: Dice initial,
-    final and normalised AUC, NSD final x100, HD95 final in mm), at the metric's scale, plus
-    mean effort and model time per step (plain means over targets)."""
+    episode summaries each registered metric shows in the report, plus mean effort and model
+    time per step (plain means over targets).
+
+    The summaries are each metric's ``report`` ones (Dice initial, final and normalised AUC, NSD
+    final x100, HD95 final in mm), at the metric's display scale; metrics that count their missing
+    values (HD95 of an empty prediction) get a column of those counts.
+
+    Args:
+        episodes: One row per episode
+            (:func:`~intrabench.evaluation.episode_metrics.episode_table`).
+
+    Returns:
+        One row per (model, prompter, refiner), columns under their display labels, then
+        ``interactions`` and ``model s/step``.
+    """
     from intrabench.evaluation.aggregate import dataset_statistics, missing_counts
     from intrabench.evaluation.metric_registry import METRICS
 
@@ -149,7 +179,17 @@ def attribute_section(
     run_dir: Path, rows: pd.DataFrame, n_boot: int = 1000
 ) -> tuple[list[Figure], list[str]]:
     """Figures and HTML of "which targets are hard": final Dice by target attribute group per
-    model (see :mod:`intrabench.attributes.stratify`), or a note saying why there is none."""
+    model (see :mod:`intrabench.attributes.stratify`), or a note saying why there is none.
+
+    Args:
+        run_dir: The run directory (its target attributes are read or computed).
+        rows: The run's result rows.
+        n_boot: Bootstrap resamples for the groups' intervals.
+
+    Returns:
+        ``(figures, html parts)``; no figure and a note when there are no attributes or too few
+        targets.
+    """
     from intrabench.attributes import figures as attribute_figures
     from intrabench.attributes.analysis import analyse
     from intrabench.attributes.stratify import (
@@ -201,7 +241,14 @@ def attribute_section(
 def robustness_section(rows: pd.DataFrame) -> tuple[list[Figure], list[str]]:
     """Figures and HTML of a robustness run (RClicks): its table, IoU against clicks for the
     baseline, G1 and Gn, and each target's mean against std of the first click's IoU; nothing
-    when the run is not a robustness run."""
+    when the run is not a robustness run.
+
+    Args:
+        rows: The run's result rows.
+
+    Returns:
+        ``(figures, html parts)``, both empty for another kind of run.
+    """
     from intrabench.clicks import figures as click_figures
     from intrabench.clicks.robustness import robustness_rows, robustness_table
 
@@ -254,7 +301,16 @@ def time_section(
     run_dir: Path, rows: pd.DataFrame, styles: dict | None = None
 ) -> tuple[list[Figure], list[str]]:
     """Figures and HTML of time-aware evaluation (docs/time-aware.md): the ``time`` table,
-    Dice against accumulated time, and the latency table; nothing for rows without latency."""
+    Dice against accumulated time, and the latency table; nothing for rows without latency.
+
+    Args:
+        run_dir: The run directory (its time model and machine are read).
+        rows: The run's result rows.
+        styles: Colour and line per configuration; None: made from ``rows``.
+
+    Returns:
+        ``(figures, html parts)``, both empty without latency columns.
+    """
     from intrabench.io.run_directory import run_machine
     from intrabench.timing.figures import time_curve_plot
     from intrabench.timing.latency import has_latency, latency_table
@@ -303,7 +359,14 @@ def time_section(
 
 def ratings_section(run_dir: Path) -> list[str]:
     """HTML of every imported review (``intrabench review import``): mean rating per
-    configuration and step, agreement and the rank correlation with Dice; empty without one."""
+    configuration and step, agreement and the rank correlation with Dice; empty without one.
+
+    Args:
+        run_dir: The run directory (its ``reviews/*/summary.json`` are read).
+
+    Returns:
+        The HTML parts, a heading first; empty without an imported review.
+    """
     parts = []
     for summary_path in sorted((run_dir / "reviews").glob("*/summary.json")):
         summary = json.loads(summary_path.read_text())
@@ -331,7 +394,15 @@ def ratings_section(run_dir: Path) -> list[str]:
 
 def success_table(episodes: pd.DataFrame, threshold: float = 0.8) -> pd.DataFrame:
     """Interactions to reach Dice ``threshold`` per configuration, in the report's x100 scale:
-    success rate in %, the threshold as Dice x100."""
+    success rate in %, the threshold as Dice x100.
+
+    Args:
+        episodes: One row per episode.
+        threshold: The Dice to reach, on the 0-1 scale.
+
+    Returns:
+        One row per configuration, columns under their display names.
+    """
     table = success_summary(episodes, threshold)
     table["success_rate"] = 100 * table["success_rate"]
     table["threshold"] = 100 * table["threshold"]
@@ -353,7 +424,18 @@ def gallery_section(
     per_model: int,
 ) -> tuple[list[Figure], list[str]]:
     """Figures and HTML of the failure gallery (:mod:`intrabench.reports.overlays`): the worst
-    targets of each model, or the requested cases."""
+    targets of each model, or the requested cases.
+
+    Args:
+        run_dir: The run directory.
+        rows: The run's result rows.
+        episodes: One row per episode.
+        cases: ``dataset/case`` or ``case`` names to draw; None or empty: the worst targets.
+        per_model: The most overlays per model.
+
+    Returns:
+        ``(figures, html parts)``.
+    """
     from intrabench.reports.overlays import gallery
 
     items, notes = gallery(run_dir, rows, episodes, cases, per_model)
@@ -391,13 +473,28 @@ def build_report(
     layout: Layout | None = None,
     n_boot: int = 1000,
 ) -> Path:
-    """Write ``report.html`` (self-contained) and the figures as PNG into ``out_dir``
-    (default ``RUN_DIR/report``); returns the HTML path. ``max_overlays``: targets drawn per
-    model in the failure gallery.
+    """Write ``report.html`` (self-contained) and the figures as PNG into ``out_dir``.
 
     Layout: the figures first, then the summary tables and the sections of the run's kind
     (time, robustness, attributes, ratings), the failure gallery, and the long per-case table
-    last. Every overlap score is shown x100; one style per configuration throughout."""
+    last. Every overlap score is shown x100; one style per configuration throughout.
+
+    Args:
+        run_dir: The run directory.
+        out_dir: Where the report goes; None: ``RUN_DIR/report``.
+        metric: The metric of the curves and tables (``"dice"``).
+        cases: ``dataset/case`` or ``case`` names for the failure gallery; None: the worst
+            targets of each model.
+        max_overlays: Targets drawn per model in the failure gallery.
+        layout: How the paper tables are laid out (``--layout``); None: the default.
+        n_boot: Bootstrap resamples of the cases for the intervals.
+
+    Returns:
+        The path of ``report.html``.
+
+    Raises:
+        UserError: The run directory is missing or holds no results.
+    """
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir else run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
