@@ -81,7 +81,14 @@ class TimeModel(BaseModel):
     latency_table: str | dict[str, dict[str, float]] | None = None
 
     def waiting_from(self, latency_table: str | Path) -> TimeModel:
-        """This time model, waiting as the latency table file ``latency_table`` says."""
+        """This time model, waiting as the latency table file ``latency_table`` says.
+
+        Args:
+            latency_table: A JSON file written by ``intrabench latency RUN --save FILE``.
+
+        Returns:
+            A copy with ``waiting: table`` and that file; this model is unchanged.
+        """
         return self.model_copy(update={"waiting": "table", "latency_table": str(latency_table)})
 
     @model_validator(mode="after")
@@ -136,7 +143,15 @@ class TimeModel(BaseModel):
 
 def human_seconds(rows: pd.DataFrame, model: TimeModel) -> pd.Series:
     """The clinician's seconds for each row's step: interactions of each kind times their
-    seconds, plus the slices scrolled; 0 for rows without the counts (runs made before)."""
+    seconds, plus the slices scrolled; 0 for rows without the counts (runs made before).
+
+    Args:
+        rows: Step rows with ``interactions_<kind>`` and ``slices_scrolled`` counts.
+        model: The time model: seconds per interaction kind and per slice scrolled.
+
+    Returns:
+        Float seconds per row, on ``rows``' index.
+    """
     import pandas as pd
 
     total = pd.Series(0.0, index=rows.index)
@@ -152,7 +167,14 @@ def human_seconds(rows: pd.DataFrame, model: TimeModel) -> pd.Series:
 def step_kind(rows: pd.DataFrame) -> pd.Series:
     """Each step's interaction kind: the kind with the most effort (interactions x their
     cost; ties: the order of ``INTERACTION_COST``, so a propagated box's step is "box2d");
-    "none" for a step without interactions."""
+    "none" for a step without interactions.
+
+    Args:
+        rows: Step rows with ``interactions_<kind>`` counts.
+
+    Returns:
+        The kind per row (e.g. "point", "box2d", "none"), on ``rows``' index.
+    """
     import pandas as pd
 
     columns = [f"interactions_{k}" for k in INTERACTION_COST if f"interactions_{k}" in rows]

@@ -25,7 +25,14 @@ LATENCY_COLUMNS = ("latency_seconds", "latency_first_call", "case_setup_seconds"
 
 
 def has_latency(rows: pd.DataFrame) -> bool:
-    """Whether the rows carry latency columns with at least one measured value."""
+    """Whether the rows carry latency columns with at least one measured value.
+
+    Args:
+        rows: Step rows (``results.parquet``).
+
+    Returns:
+        True when every latency column is there and ``latency_seconds`` has a value.
+    """
     return all(c in rows for c in LATENCY_COLUMNS) and rows["latency_seconds"].notna().any()
 
 
@@ -39,7 +46,17 @@ def _stats(values: np.ndarray) -> dict[str, float]:
 
 def latency_table(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per model and kind ("cold", then the warm interaction kinds): calls, p50_ms,
-    p95_ms; with the model's peak GPU and host memory on every row of it."""
+    p95_ms; with the model's peak GPU and host memory on every row of it.
+
+    Args:
+        rows: Step rows with the latency columns (converged steps, without a call, are left
+            out).
+
+    Returns:
+        Columns model, kind, calls, p50_ms, p95_ms (milliseconds), peak_gpu_mb and
+        peak_host_mb (MB, NaN where not measured); empty, with those columns, without
+        latencies.
+    """
     if not has_latency(rows):
         return pd.DataFrame(
             columns=["model", "kind", "calls", "p50_ms", "p95_ms", "peak_gpu_mb", "peak_host_mb"]

@@ -20,7 +20,18 @@ def checked_entries(models: Any, where: str) -> dict[str, dict[str, float]]:
     """``{model: {key: seconds}}`` with every key one of :data:`LATENCY_KEYS` and every value a
     finite number of seconds in 0..:data:`MAX_LATENCY_SECONDS`; UserError naming the first
     that is not (a negative latency would give negative waiting, NaN or infinity a waiting of 0
-    and an AUC of 0, and a misspelt kind would be ignored)."""
+    and an AUC of 0, and a misspelt kind would be ignored).
+
+    Args:
+        models: The table's ``models`` mapping as read (from a file or a config).
+        where: Where it came from, to start the error line (e.g. a file path).
+
+    Returns:
+        Model name to latency kind (``first``, ``warm`` or an interaction kind) to seconds.
+
+    Raises:
+        UserError: The mapping, a key or a value is not as above.
+    """
     import math
 
     if not isinstance(models, dict):

@@ -36,7 +36,16 @@ SUMMARISED = [
 
 
 def time_summary(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
-    """Per model x prompter x refiner and dataset (plus ``Average``), every summarised column."""
+    """Per model x prompter x refiner and dataset (plus ``Average``), every summarised column.
+
+    Args:
+        rows: Step rows (``results.parquet``).
+        model: The time model; None for the defaults.
+
+    Returns:
+        The long table: model, prompter, refiner, dataset, the episode means and the DAVIS
+        columns.
+    """
     episodes = episode_time_metrics(rows, model)
     if episodes.empty:
         return pd.DataFrame(columns=["model", "prompter", "refiner", "dataset", *SUMMARISED])
@@ -49,7 +58,15 @@ def time_summary(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataF
 
 
 def time_table(rows: pd.DataFrame, model: TimeModel | None = None) -> pd.DataFrame:
-    """The display table (mean over datasets): one row per model x prompter x refiner."""
+    """The display table (mean over datasets): one row per model x prompter x refiner.
+
+    Args:
+        rows: Step rows (``results.parquet``).
+        model: The time model; None for the defaults.
+
+    Returns:
+        The table with display headers: seconds, interactions and Dice/NSD x100.
+    """
     model = model or TimeModel()
     summary = time_summary(rows, model)
     average = summary[summary["dataset"] == "Average"]
@@ -84,7 +101,17 @@ def run_time_model(run_dir: str | Path) -> TimeModel:
     key) is a ConfigError naming the file and the key: it fell back to the defaults without a
     word, and the tables measured against a budget nobody chose. A run folder without a
     ``config.yaml`` (assembled by hand) or one written before time models (no section) gets the
-    defaults, with a warning for the first."""
+    defaults, with a warning for the first.
+
+    Args:
+        run_dir: The run folder.
+
+    Returns:
+        The run's time model, or the defaults as above.
+
+    Raises:
+        ConfigError: The section is not a valid time model.
+    """
     import logging
 
     from intrabench.safe_yaml import read_yaml_file
@@ -105,7 +132,18 @@ def run_time_model(run_dir: str | Path) -> TimeModel:
 
 def checked_time_model(section: object, source: str) -> TimeModel:
     """``section`` (a ``time_model:`` mapping) as a TimeModel; ConfigError in one line naming
-    ``source`` and the first wrong key (``time_model.seconds.click: ...``)."""
+    ``source`` and the first wrong key (``time_model.seconds.click: ...``).
+
+    Args:
+        section: The ``time_model:`` value as read from YAML.
+        source: The file it came from, for the error line.
+
+    Returns:
+        The validated time model.
+
+    Raises:
+        ConfigError: A key is unknown or a value is refused.
+    """
     from pydantic import ValidationError
 
     from intrabench.errors import ConfigError

@@ -61,6 +61,9 @@ class LatencyTable:
             model: The model's label in the table.
             first: Whether this is the episode's first prediction (``first``, else ``warm``).
             kind: The interaction kind of the step; its own entry wins over ``warm``.
+
+        Returns:
+            Seconds; 0 when the model's entry has neither the kind, ``warm`` nor ``first``.
         """
         entry = self.models[model]
         if first:
@@ -70,7 +73,14 @@ class LatencyTable:
 
 def measure_table(rows: pd.DataFrame) -> dict[str, dict[str, float]]:
     """Per model of ``rows``: the median ``latency_seconds`` of the first calls (``first``),
-    of the other calls (``warm``) and of the other calls per interaction kind."""
+    of the other calls (``warm``) and of the other calls per interaction kind.
+
+    Args:
+        rows: Step rows with ``latency_seconds`` and ``latency_first_call``.
+
+    Returns:
+        Model name to ``{"first": s, "warm": s, <kind>: s}`` (seconds, 6 decimals).
+    """
     called = rows[~rows["converged"].astype(bool)] if "converged" in rows else rows
     called = called[called["latency_seconds"].notna()]
     called = called.assign(_kind=step_kind(called))
@@ -94,7 +104,17 @@ def save_table(
     models: dict[str, dict[str, float]], path: Path, machine: dict[str, Any] | None, runs: list[str]
 ) -> LatencyTable:
     """Writes ``models`` (:func:`measure_table` of the ``runs``' rows) with the machine they
-    ran on to ``path`` (JSON)."""
+    ran on to ``path`` (JSON).
+
+    Args:
+        models: Model name to latency kind to seconds.
+        path: The JSON file to write (replaced atomically).
+        machine: The machine's description (CPU, GPU), or None when unknown.
+        runs: The run folders the latencies were measured in.
+
+    Returns:
+        The table as written, with the time it was measured (UTC).
+    """
     from intrabench.io.results import atomic_write_text
 
     table = LatencyTable(
@@ -119,7 +139,17 @@ def save_table(
 
 def load_table(spec: str | dict[str, dict[str, float]]) -> LatencyTable:
     """The table of ``time_model.latency_table``: a file of :func:`save_table`, or inline;
-    every value checked (:func:`checked_entries`)."""
+    every value checked (:func:`checked_entries`).
+
+    Args:
+        spec: A path to a JSON file of :func:`save_table`, or the inline mapping.
+
+    Returns:
+        The checked table.
+
+    Raises:
+        UserError: The file is missing or is not a latency table, or a value is refused.
+    """
     if isinstance(spec, dict):
         return LatencyTable(checked_entries(spec, "time_model.latency_table"))
     path = Path(spec)
@@ -144,7 +174,19 @@ def load_table(spec: str | dict[str, dict[str, float]]) -> LatencyTable:
 
 
 def waiting_seconds(rows: pd.DataFrame, model: TimeModel) -> pd.Series:
-    """Seconds the clinician waits at each row's step (module docstring)."""
+    """Seconds the clinician waits at each row's step (module docstring).
+
+    Args:
+        rows: Step rows (``results.parquet``).
+        model: The time model; its ``waiting`` ("measured" or "table") says where the
+            seconds come from.
+
+    Returns:
+        Float seconds per row, on ``rows``' index (0 for converged steps).
+
+    Raises:
+        UserError: The latency table has no entry for a model of the rows.
+    """
     measured = (
         rows["latency_seconds"].astype(float).fillna(0.0)
         if "latency_seconds" in rows
@@ -189,7 +231,14 @@ def _called(rows: pd.DataFrame) -> pd.Series:
 def configuration_first_calls(rows: pd.DataFrame) -> pd.Series:
     """True on each configuration's (prompter x refiner x seed) first model call on each
     (run, dataset, case, model): its first called row in the rows' order (episodes in the
-    case's target order, steps in order); without a latency column, its first step-0 row."""
+    case's target order, steps in order); without a latency column, its first step-0 row.
+
+    Args:
+        rows: Step rows, in the order they were run.
+
+    Returns:
+        Bool per row, on ``rows``' index.
+    """
     called = _called(rows).to_numpy()
     keys = _present(rows, CASE_GROUP + CONFIGURATION)
     first = np.zeros(len(rows), dtype=bool)
@@ -207,7 +256,15 @@ def configuration_first_calls(rows: pd.DataFrame) -> pd.Series:
 
 def cold_calls(rows: pd.DataFrame, measured: pd.Series) -> pd.Series:
     """Per row: the measured latency of its (run, dataset, case, model) group's cold call
-    (``latency_first_call``; without that column the group's largest first-call latency)."""
+    (``latency_first_call``; without that column the group's largest first-call latency).
+
+    Args:
+        rows: Step rows.
+        measured: Each row's measured latency in seconds (0 where none), on ``rows``' index.
+
+    Returns:
+        Seconds per row, on ``rows``' index.
+    """
     keys = _present(rows, CASE_GROUP)
     if "latency_first_call" in rows:
         cold = measured.where(rows["latency_first_call"].astype(bool) & _called(rows), 0.0)
@@ -221,7 +278,15 @@ def cold_calls(rows: pd.DataFrame, measured: pd.Series) -> pd.Series:
 
 
 def waiting_description(model: TimeModel, machine: dict[str, Any] | None) -> str:
-    """One sentence for the time table: which mode gave the waiting, measured where."""
+    """One sentence for the time table: which mode gave the waiting, measured where.
+
+    Args:
+        model: The time model.
+        machine: The run's machine description, or None when unknown.
+
+    Returns:
+        The sentence, starting "waiting: ".
+    """
     from intrabench.io.machine import machine_text
 
     if model.waiting == "measured":
