@@ -71,12 +71,12 @@ def one_start(way: str, spec: Path, checkpoint: Path, variant: str) -> dict[str,
 
         def build() -> None:
             begun = time.perf_counter()
-            runner._prepare_model(unit.model)
+            runner.executor._prepare_model(unit.model)
             spans["build"] = time.perf_counter() - begun
 
         def read() -> None:
             begun = time.perf_counter()
-            runner._first_case(unit)
+            runner.executor._first_case(unit)
             spans["read"] = time.perf_counter() - begun
 
         begun = time.perf_counter()

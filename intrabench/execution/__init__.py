@@ -4,8 +4,9 @@
 of a run in one frozen object, built at the command line from its flags, an optional file and
 the environment. ``base``: the executor interface and the choice of executor; ``pipelined``:
 the local executors (worker lanes beside the model loop; in-process), with their private
-strategies ``_case_cache`` (cases kept for the next model), ``_model_ahead`` (the next model
-built ahead) and ``_case_ahead`` (the next case set up ahead); ``dask``: a Dask cluster.
+strategies ``_read_ahead`` (the next groups' cases read by reader workers), ``_case_cache``
+(cases kept for the next model), ``_model_ahead`` (the next model built ahead) and
+``_case_ahead`` (the next case set up ahead); ``dask``: a Dask cluster.
 The machinery they share: ``lanes`` (worker lanes and pools), ``subprocess_worker`` (a worker
 process), ``parcels`` (arrays handed over through shared memory), ``scheduling`` (episodes in
 flight, interleaved), ``user_worker`` (simulated users answered in a worker), ``loop_clock``

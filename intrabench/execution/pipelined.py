@@ -2,10 +2,10 @@
 
 :class:`PipelinedExecutor` runs the model loop in the calling thread; metrics, result rows,
 prediction files and unit files are produced by results workers (:mod:`.lanes`), the next
-groups' cases are read ahead by readers, the simulated users of interleaved episodes answer
-from user workers (:mod:`.scheduling`), the next model is built ahead (:mod:`._model_ahead`),
-the next case set up ahead (:mod:`._case_ahead`) and used cases kept for the next model
-(:mod:`._case_cache`). :class:`InProcessExecutor` does all the same work in the loop, one
+groups' cases are read ahead by readers (:mod:`._read_ahead`), the simulated users of
+interleaved episodes answer from user workers (:mod:`.scheduling`), the next model is built
+ahead (:mod:`._model_ahead`), the next case set up ahead (:mod:`._case_ahead`) and used cases
+kept for the next model (:mod:`._case_cache`). :class:`InProcessExecutor` does all the same work in the loop, one
 episode at a time: same files, no overlap. What an episode does is
 :mod:`intrabench.engine.episode`; what a unit's rows are, :mod:`intrabench.engine.finishing`.
 """
@@ -19,13 +19,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from intrabench import registry
 from intrabench.attributes.cache import case_with_attributes
 from intrabench.config import ComponentSpec, RunConfig
-from intrabench.engine.case_reader import load_case
 from intrabench.engine.failures import UnitFailure
 from intrabench.engine.finishing import (
     CroppedEpisode,
@@ -44,6 +43,7 @@ from intrabench.execution import interrupts
 from intrabench.execution._case_ahead import CaseSetupAhead, sets_up_ahead
 from intrabench.execution._case_cache import CaseCache, CaseIdentity
 from intrabench.execution._model_ahead import NextModel, room_for_both
+from intrabench.execution._read_ahead import ReadAhead, identity_of, reader_pool
 from intrabench.execution.lanes import Lane, LaneMode, LanePool
 from intrabench.execution.loop_clock import LoopClock
 from intrabench.execution.progress import RunProgress
@@ -52,7 +52,6 @@ from intrabench.execution.settings import ExecutionSettings
 from intrabench.execution.sizing import (
     BACKGROUND_NICENESS,
     default_finish_workers,
-    default_reader_workers,
     default_user_workers,
     models_free_cpu,
 )
@@ -75,6 +74,54 @@ class _Evaluating:
 
     job: UnitJob
     metrics: list[Future]
+
+
+class _GroupSkipped(Exception):
+    """A group that cannot run; ``problems``: its lines for the run's problems."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(*problems)
+        self.problems = problems
+
+
+@dataclass(eq=False)
+class _GroupEpisodes:
+    """One group's episodes as they end, by unit and in target order: the cropped episodes
+    and the futures of their metrics; the units with a failed episode (dropped: the next run
+    computes them again); the model process's peak memory and the case's set-up seconds."""
+
+    identity: CaseIdentity
+    case: Case
+    units: list[WorkUnit]
+    setup_seconds: float = 0.0
+    memory: PeakMemory = field(default_factory=PeakMemory)
+    failed: set[str] = field(default_factory=set)
+    collected: dict[str, list[CroppedEpisode | None]] = field(init=False)
+    measured: dict[str, list[Future | None]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        targets = len(self.case.targets)
+        self.collected = {unit.key: [None] * targets for unit in self.units}
+        self.measured = {unit.key: [None] * targets for unit in self.units}
+
+    def ended(self, unit: WorkUnit, index: int, episode: CroppedEpisode, metrics: Future) -> bool:
+        """Keep ``unit``'s episode ``index`` and its metrics; whether it was the unit's last."""
+        self.collected[unit.key][index] = episode
+        self.measured[unit.key][index] = metrics
+        return all(e is not None for e in self.collected[unit.key])
+
+    def take(self, unit: WorkUnit) -> tuple[list[CroppedEpisode], list[Future]]:
+        """``unit``'s episodes and their metrics, once all have ended; forgotten here."""
+        return self.collected.pop(unit.key), self.measured.pop(unit.key)
+
+    def drop(self, unit: WorkUnit) -> bool:
+        """Drop ``unit`` after a failed episode; whether it was the unit's first failure."""
+        if unit.key in self.failed:
+            return False
+        self.failed.add(unit.key)
+        self.collected.pop(unit.key, None)
+        self.measured.pop(unit.key, None)
+        return True
 
 
 class PipelinedExecutor:
@@ -115,14 +162,13 @@ class PipelinedExecutor:
         self.set_up_ahead = settings.set_up_ahead if background == "process" else False
         self._unusable_models: dict[str, str] = {}
         self._cases = CaseCache(settings.case_cache_bytes)
-        self._wanted_next: CaseIdentity | None = None  # a kept case the next group will use
         self._finishers = self._finisher_pool(settings.finish_workers, background)
-        self._readers = self._reader_pool(settings.reader_workers, background)
+        #: the cases of the next groups, read by the reader workers (see _read_ahead)
+        self._read_ahead = ReadAhead(
+            config, reader_pool(config, settings.reader_workers, background), self._cases
+        )
         #: units whose episodes have all ended, waiting for their episodes' metrics
         self._evaluating: list[_Evaluating] = []
-        self._read_ahead: dict[tuple[str, str], Future] = {}  # cases being read, by identity
-        #: cases whose reading killed a reader process: why, and they are not read again
-        self._reader_deaths: dict[tuple[str, str], str] = {}
         # attributes of cases read in this process, measured beside the model loop
         self._attribute_thread = ThreadPoolExecutor(1, thread_name_prefix="intrabench-attributes")
         self._attributes: dict[CaseIdentity, Future] = {}
@@ -130,10 +176,14 @@ class PipelinedExecutor:
         self._consolidating = False  # run_groups() consolidates through the results worker
         #: where the model loop's time went, by phase (:mod:`intrabench.execution.loop_clock`)
         self.loop_clock = LoopClock()
+        self._set_up_users(settings, background)
+
+    def _set_up_users(self, settings: ExecutionSettings, background: LaneMode) -> None:
+        """The user workers (none unless they are processes) and the episodes in flight."""
         user_workers = settings.user_workers
         if user_workers is None and background == "process":
             user_workers = default_user_workers(
-                forward_frees_cpu=functools.partial(models_free_cpu, config)
+                forward_frees_cpu=functools.partial(models_free_cpu, self.config)
             )
         self.user_workers = user_workers if background == "process" else 0
         if self.user_workers < 0:
@@ -159,27 +209,6 @@ class PipelinedExecutor:
             name="intrabench-results",
             preload=("intrabench.engine.finishing",),
             niceness=BACKGROUND_NICENESS,
-        )
-
-    def _reader_pool(self, workers: int | None, background: LaneMode) -> LanePool:
-        """The reader workers (CPU-bound decoding: a thread would hold the GIL); they import
-        the run's dataset modules only, not every registered dataset. A case that kills one
-        fails alone."""
-        workers = default_reader_workers() if workers is None else workers
-        if workers < 1:
-            raise ValueError("reader_workers must be >= 1")
-        dataset_modules = sorted(
-            {registry.datasets.get(spec.name).__module__ for spec in self.config.datasets}
-        )
-        return LanePool(
-            workers,
-            background,
-            max_pending=1,
-            name="intrabench-reader",
-            preload=("intrabench.engine.case_reader", *dataset_modules),
-            raise_failures=False,
-            niceness=BACKGROUND_NICENESS,
-            restarts=True,
         )
 
     def _user_lanes(self, background: LaneMode) -> list[Lane]:
@@ -226,11 +255,11 @@ class PipelinedExecutor:
     def _image_of(self, unit: WorkUnit) -> Callable[[], Volume] | None:
         """A function giving ``unit``'s case image from memory or from its reader (it waits
         for the read), or None when the case is neither kept nor being read."""
-        identity = (unit.dataset.key, unit.case_id)
+        identity = identity_of(unit)
         kept = self._cases.get(identity)
         if kept is not None:
             return lambda: kept.image
-        reading = self._read_ahead.get(identity)
+        reading = self._read_ahead.reading(identity)
         if reading is not None:
             return lambda: reading.result().image
         return None
@@ -280,61 +309,17 @@ class PipelinedExecutor:
             )
         return time.perf_counter() - started
 
-    def read_ahead(self, unit: WorkUnit, current: WorkUnit | None = None) -> None:
-        """Start reading ``unit``'s case in the background, unless it is the case of
-        ``current`` (the group about to run) or a case kept in memory, which is reused."""
-        identity = (unit.dataset.key, unit.case_id)
-        if current is not None and (current.dataset.key, current.case_id) == identity:
-            return
-        if identity in self._cases:
-            self._wanted_next = identity  # not evicted by the case about to be read
-            return
-        if identity not in self._read_ahead:
-            self._submit_read(unit)
-
-    def _submit_read(self, unit: WorkUnit) -> None:
-        spec = unit.dataset
-        self._read_ahead[(spec.key, unit.case_id)] = self._readers.submit(
-            load_case,
-            list(self.config.imports),
-            spec.name,
-            dict(spec.params),
-            unit.case_id,
-            self.config.target_attributes,
-        )
-
-    def read_ahead_of(self, groups: list[list[WorkUnit]], index: int) -> None:
-        """Before group ``index`` runs: read the next group's case ahead (:meth:`read_ahead`),
-        then the cases of the groups after it, while fewer cases are read ahead and not yet
-        used than there are readers (so a reader never waits, and memory holds at most that
-        many such cases). Cases kept in memory are not read again."""
-        if index + 1 >= len(groups):
-            return
-        current = groups[index][0]
-        self.read_ahead(groups[index + 1][0], current=current)
-        for group in groups[index + 2 :]:
-            if len(self._read_ahead) >= len(self._readers):
-                return
-            unit = group[0]
-            identity = (unit.dataset.key, unit.case_id)
-            if (
-                identity == (current.dataset.key, current.case_id)
-                or identity in self._cases
-                or identity in self._read_ahead
-            ):
-                continue
-            self._submit_read(unit)
-
     def _case(self, unit: WorkUnit) -> Case:
         """``unit``'s case: the current one, the one read ahead, or read now (DataError)."""
-        identity = (unit.dataset.key, unit.case_id)
+        identity = identity_of(unit)
         case = self._cases.get(identity)  # the same case for the next model, or a kept one
-        if identity == self._wanted_next:
-            self._wanted_next = None
+        self._read_ahead.used(identity)
         if case is not None:
             return case
         with self.loop_clock.phase("waiting for cases"):
-            case = self._read_case(unit)
+            case = self._read_ahead.take(
+                unit, functools.partial(self.datasets[unit.dataset.key].load, unit.case_id)
+            )
         if self.config.target_attributes and case.attributes is None:
             # a case read here (not ahead): its attributes are wanted with its first unit's
             # rows, not by its forward passes; hashing a CT case for the attribute cache takes
@@ -342,40 +327,8 @@ class PipelinedExecutor:
             self._attributes[identity] = self._attribute_thread.submit(
                 case_with_attributes, case, self.datasets[unit.dataset.key]
             )
-        self._cases.put(identity, case, keep=self._wanted_next)
+        self._cases.put(identity, case, keep=self._read_ahead.wanted_next)
         return case
-
-    def _read_case(self, unit: WorkUnit) -> Case:
-        """``unit``'s case from a reader process (read ahead, or now), or read here when the
-        readers are threads or cannot read it (DataError). A file that crashes the image
-        library (SIGSEGV) takes a reader process with it, not the run: that case fails, in
-        one line, and the next read starts a fresh reader."""
-        identity = (unit.dataset.key, unit.case_id)
-        if identity in self._reader_deaths:  # it killed a reader already: not read again
-            raise DataError(self._reader_deaths[identity])
-        if identity not in self._read_ahead and self._readers.mode == "process":
-            self._submit_read(unit)
-        future = self._read_ahead.pop(identity, None)
-        if future is not None:
-            try:
-                return future.result()
-            except DataError:
-                raise
-            except WorkerDied as error:  # not read here again: it would take the run down
-                death = self._reader_deaths[identity] = (
-                    f"the process reading this case died ({error}): a file of it crashes "
-                    "the image reader, or memory ran out"
-                )
-                raise DataError(death) from None
-            except Exception as error:  # e.g. a plugin dataset the worker cannot import
-                log.warning(
-                    "reading %s/%s ahead failed (%s: %s); reading it here",
-                    unit.dataset.key,
-                    unit.case_id,
-                    type(error).__name__,
-                    error,
-                )
-        return self.datasets[unit.dataset.key].load(unit.case_id)
 
     def _attributes_of(self, identity: CaseIdentity, case: Case) -> dict | None:
         """``case``'s target attributes, once measured (see :meth:`_case`)."""
@@ -399,123 +352,138 @@ class PipelinedExecutor:
         otherwise call :meth:`wait` before relying on them. ``following``: the next group's
         first unit, whose case the model may set up beside this group's forward passes.
         """
+        try:
+            case, model = self._case_and_model(units)
+        except _GroupSkipped as skipped:
+            return skipped.problems
+        try:  # weights are read at first use: a bad file stops this model, not the run
+            ran = self._run_episodes(units, case, model, following)
+        except CheckpointError as error:
+            self._unusable_models[units[0].model.key] = str(error)
+            return [f"model '{units[0].model.key}' skipped: {error}"]
+        if ran and wait:
+            self.wait()
+        return []
+
+    def _case_and_model(self, units: list[WorkUnit]) -> tuple[Case, Model]:
+        """The group's case and model. Raises :class:`_GroupSkipped`, the group recorded as
+        skipped (``problems.csv``), when the case cannot be read or has no targets, or the
+        model cannot be built (or could not before: then it is not reported again)."""
         first = units[0]
-
-        def skip(problem: str) -> None:
-            self.skipped.append(
-                SkippedWork(
-                    dataset=first.dataset.key,
-                    case=first.case_id,
-                    model=first.model.key,
-                    units=len(units),
-                    problem=problem,
-                )
-            )
-
+        where = f"{first.dataset.key}/{first.case_id}"
         try:
             case = self._case(first)
         except DataError as error:
-            skip(str(error))
-            return [f"{first.dataset.key}/{first.case_id}: skipped: {error}"]
+            raise self._skip(units, str(error), f"{where}: skipped: {error}") from None
         if not case.targets:
-            skip("the label has no targets")
-            return [f"{first.dataset.key}/{first.case_id}: skipped: the label has no targets"]
+            problem = "the label has no targets"
+            raise self._skip(units, problem, f"{where}: skipped: {problem}")
         if self._progress is not None:  # the ETA's seconds per target scale with them
             self._progress.case_targets(first, len(case.targets))
         if first.model.key in self._unusable_models:
-            skip(self._unusable_models[first.model.key])
-            return []  # reported once, when it first failed
+            raise self._skip(units, self._unusable_models[first.model.key])
         try:
             model = self._model(first.model)
         except UserError as error:  # e.g. a missing checkpoint: the other models still run
             self._unusable_models[first.model.key] = str(error)
-            skip(str(error))
-            return [f"model '{first.model.key}' skipped: {error}"]
+            line = f"model '{first.model.key}' skipped: {error}"
+            raise self._skip(units, str(error), line) from None
+        return case, model
+
+    def _skip(self, units: list[WorkUnit], problem: str, *lines: str) -> _GroupSkipped:
+        """Record the group of ``units`` as skipped for ``problem``; the exception that ends
+        it, with ``lines`` for the run's problems (none: reported already)."""
+        first = units[0]
+        self.skipped.append(
+            SkippedWork(
+                dataset=first.dataset.key,
+                case=first.case_id,
+                model=first.model.key,
+                units=len(units),
+                problem=problem,
+            )
+        )
+        return _GroupSkipped(list(lines))
+
+    def _run_episodes(
+        self, units: list[WorkUnit], case: Case, model: Model, following: WorkUnit | None
+    ) -> bool:
+        """Set ``model`` on the group's case and run the episodes of the units still to be
+        computed, interleaved (:mod:`.scheduling`); whether they ran. A case the model cannot
+        take fails those units instead; a bad checkpoint or a user error is raised."""
+        first = units[0]
         scheduler = EpisodeScheduler(
             model, self._users, self.episodes_in_flight, self.config.imports, clock=self.loop_clock
         )
-        collected: dict[str, list[CroppedEpisode | None]] = {}  # by unit, in target order
-        measured: dict[str, list[Future | None]] = {}  # their metrics, computed as each ends
-        failed: set[str] = set()  # units with a failed episode: dropped, retried next run
-
-        def episode_done(task: EpisodeTask, results: list) -> None:
-            memory.sample()
-            unit, index, target = task.tag
-            if unit.key in failed:
-                return
-            episodes = collected[unit.key]
-            episodes[index] = crop_episode(task.ground_truth, target, results)
-            # the metrics now, in the results workers: a unit's last episode does not wait
-            # for the metrics of all the others at the end of the run
-            measured[unit.key][index] = self._finishers.submit(
-                evaluate_episode_isolated,
-                EpisodeEvaluation(unit=unit, spacing=case.image.spacing, episode=episodes[index]),
-            )
-            if all(e is not None for e in episodes):  # the unit's last episode
-                del collected[unit.key]
-                self._evaluating.append(
-                    _Evaluating(
-                        UnitJob(
-                            run_name=self.config.name,
-                            run_dir=self.run_dir,
-                            unit=unit,
-                            case_id=case.case_id,
-                            spacing=case.image.spacing,
-                            shape=case.image.shape,
-                            geometry=case.image.geometry,
-                            attributes=self._attributes_of((first.dataset.key, case.case_id), case),
-                            save_predictions=self.config.save_predictions,
-                            episodes=episodes,
-                            keep_rows=(
-                                self._consolidating
-                                and self._finishers.mode == "process"
-                                and len(self._finishers) == 1
-                            ),
-                            resources=memory.snapshot(setup_seconds),
-                        ),
-                        measured.pop(unit.key),
-                    )
-                )
-            self._submit_evaluated()
-
-        def episode_failed(task: EpisodeTask, error: Exception) -> None:
-            if isinstance(error, (CheckpointError, WorkerDied)):
-                raise error  # the model's weights or a worker: not this unit's fault
-            unit, _, target = task.tag
-            if unit.key not in failed:
-                failed.add(unit.key)
-                collected.pop(unit.key, None)
-                measured.pop(unit.key, None)
-                self._fail(UnitFailure.of(unit, error, target.target_id))
-
         pending = [unit for unit in units if self.needs_work(unit)]
-        for unit in pending:
-            collected[unit.key] = [None] * len(case.targets)
-            measured[unit.key] = [None] * len(case.targets)
-        memory = PeakMemory()
-        try:  # weights are read at first use: a bad file stops this model, not the run
-            try:
-                with self.loop_clock.phase("model set_case"):
-                    self._case_ahead.wait()  # this case's set-up, when it was started ahead
-                    setup_seconds = timed_set_case(model, case)
-            except (CheckpointError, UserError):
-                raise
-            except Exception as error:  # noqa: BLE001 - the model cannot take this case
-                for unit in pending:
-                    self._fail(UnitFailure.of(unit, error))
-                return []
-            self._set_up_next_ahead(model, first, following)
-            scheduler.run(
-                episode_tasks(pending, case, model.dimension, failed),
-                episode_done,
-                episode_failed,
-            )
-        except CheckpointError as error:
-            self._unusable_models[first.model.key] = str(error)
-            return [f"model '{first.model.key}' skipped: {error}"]
-        if wait:
-            self.wait()
-        return []
+        group = _GroupEpisodes((first.dataset.key, case.case_id), case, pending)
+        try:
+            with self.loop_clock.phase("model set_case"):
+                self._case_ahead.wait()  # this case's set-up, when it was started ahead
+                group.setup_seconds = timed_set_case(model, case)
+        except (CheckpointError, UserError):
+            raise
+        except Exception as error:  # noqa: BLE001 - the model cannot take this case
+            for unit in pending:
+                self._fail(UnitFailure.of(unit, error))
+            return False
+        self._set_up_next_ahead(model, first, following)
+        scheduler.run(
+            episode_tasks(pending, case, model.dimension, group.failed),
+            functools.partial(self._episode_done, group),
+            functools.partial(self._episode_failed, group),
+        )
+        return True
+
+    def _episode_done(self, group: _GroupEpisodes, task: EpisodeTask, results: list) -> None:
+        """An episode of ``group`` ended: its crop's metrics are computed now, in the results
+        workers (a unit's last episode does not wait for the metrics of all the others at the
+        end of the run), and its unit is handed on after its last episode."""
+        group.memory.sample()
+        unit, index, target = task.tag
+        if unit.key in group.failed:
+            return
+        episode = crop_episode(task.ground_truth, target, results)
+        metrics = self._finishers.submit(
+            evaluate_episode_isolated,
+            EpisodeEvaluation(unit=unit, spacing=group.case.image.spacing, episode=episode),
+        )
+        if group.ended(unit, index, episode, metrics):  # the unit's last episode
+            episodes, measured = group.take(unit)
+            self._evaluating.append(_Evaluating(self._unit_job(group, unit, episodes), measured))
+        self._submit_evaluated()
+
+    def _episode_failed(self, group: _GroupEpisodes, task: EpisodeTask, error: Exception) -> None:
+        """An episode of ``group`` failed: its unit fails (once), its other episodes dropped."""
+        if isinstance(error, (CheckpointError, WorkerDied)):
+            raise error  # the model's weights or a worker: not this unit's fault
+        unit, _, target = task.tag
+        if group.drop(unit):
+            self._fail(UnitFailure.of(unit, error, target.target_id))
+
+    def _unit_job(
+        self, group: _GroupEpisodes, unit: WorkUnit, episodes: list[CroppedEpisode]
+    ) -> UnitJob:
+        """The job that writes ``unit``'s rows and files from its ended ``episodes``."""
+        image = group.case.image
+        return UnitJob(
+            run_name=self.config.name,
+            run_dir=self.run_dir,
+            unit=unit,
+            case_id=group.case.case_id,
+            spacing=image.spacing,
+            shape=image.shape,
+            geometry=image.geometry,
+            attributes=self._attributes_of(group.identity, group.case),
+            save_predictions=self.config.save_predictions,
+            episodes=episodes,
+            keep_rows=(
+                self._consolidating
+                and self._finishers.mode == "process"
+                and len(self._finishers) == 1
+            ),
+            resources=group.memory.snapshot(group.setup_seconds),
+        )
 
     def _submit_evaluated(self, wait: bool = False) -> None:
         """Hand every unit whose episodes' metrics are all back to the results workers, for
@@ -571,7 +539,7 @@ class PipelinedExecutor:
         """Start the background workers (no-op when inline or already started); until a user
         worker has imported its modules, prompts are computed in the model loop."""
         self._finishers.start()
-        self._readers.start()
+        self._read_ahead.readers.start()
         for lane in self._users:
             lane.start()
 
@@ -588,7 +556,7 @@ class PipelinedExecutor:
         self._next_model.close()
         self._case_ahead.close()
         self._finishers.close()
-        self._readers.close()
+        self._read_ahead.readers.close()
         self._attribute_thread.shutdown(wait=True)
         self._attributes.clear()
         self._cases.clear()
@@ -609,67 +577,79 @@ class PipelinedExecutor:
         self.loop_clock.start()
         try:
             if groups:
-                # every worker imports its modules now, while this process builds the first
-                # model and reads the first case: that start waits on files and compilers and
-                # leaves a core idle, whereas the same imports beside the first forward passes
-                # slowed them (started after the model was built, the whole LiteMedSAM
-                # benchmark run was longer: docs/performance.md)
-                self.start_workers()
-                # with several readers (8 cores or more) they start on the next groups' cases
-                # now, beside the first case's reading and the first model's build; on small
-                # machines that took cores from the start (the 2-core demo was longer)
-                if self._readers.mode == "process":  # the first case too: see _read_case
-                    self._submit_read(groups[0][0])
-                if len(self._readers) > 1:
-                    self.read_ahead_of(groups, 0)
-                # the first model's network is built and its weights read beside the first
-                # case (seconds each on a GPU node: a checkpoint of a few GB, a CT decoded);
-                # the first group starts here for the progress line: its ETA counts down
-                if self._progress is not None:
-                    self._progress.start_group(groups[0])
-                with ThreadPoolExecutor(1, thread_name_prefix="intrabench-model") as builder:
-                    prepared = builder.submit(self._prepare_model, groups[0][0].model)
-                    self._first_case(groups[0][0])
-                    with self.loop_clock.phase("building models"):  # what the case left
-                        build_seconds = prepared.result()
-                if self._progress is not None:
-                    self._progress.model_built(groups[0], build_seconds)
-                self._consolidating = True
-            for index, group in enumerate(groups):
+                self._start_run(groups)
+            for index in range(len(groups)):
                 interrupts.check()  # a Ctrl-C or kill whose first raise was swallowed
-                # the case in memory is still the previous group's here: compare with this
-                # group's, or a case that comes back after another is read twice. A reader
-                # still busy with this group's case holds the loop here: that is its wait too
-                with self.loop_clock.phase("waiting for cases"):
-                    self.read_ahead_of(groups, index)
-                if self._progress is not None and index > 0:
-                    self._progress.start_group(group)
-                spec = group[0].model
-                if spec.key not in self._models and spec.key not in self._unusable_models:
-                    # built here, not in the group's seconds: the ETA keeps builds apart
-                    with self.loop_clock.phase("building models"):
-                        build_seconds = self._prepare_model(spec)
-                    if self._progress is not None:
-                        self._progress.model_built(group, build_seconds)
-                following = groups[index + 1][0] if index + 1 < len(groups) else None
-                self._build_next_ahead(spec, following)
-                group_started = time.perf_counter()
-                problems.extend(self.execute_group(group, wait=False, following=following))
-                if self._progress is not None:
-                    self._progress.finish_group(group, time.perf_counter() - group_started)
-            if groups and self._progress is not None:
-                self._progress.finishing(
-                    "every unit handed on: finishing the last episodes' "
-                    "metrics, then writing results.csv and .parquet"
-                )
-            if groups:  # a single results worker holds the rows it wrote: it consolidates them
-                self.wait()  # with several, after all of them have written their units
-                self._finishers.first.submit(consolidate_run, self.run_dir, unit_keys)
+                problems.extend(self._run_group(groups, index))
+            if groups:
+                self._consolidate_at_the_end(unit_keys)
             self.wait()
         finally:
             self.loop_clock.stop()  # the closing is not the loop's (Ctrl-C: it waits)
         log.debug("%s", "\n".join(self.loop_clock.lines()))
         return problems
+
+    def _start_run(self, groups: list[list[WorkUnit]]) -> None:
+        """Start the workers and the reading of the first cases, and build the first model
+        beside the first case."""
+        # every worker imports its modules now, while this process builds the first model
+        # and reads the first case: that start waits on files and compilers and leaves a core
+        # idle, whereas the same imports beside the first forward passes slowed them (started
+        # after the model was built, the whole LiteMedSAM benchmark run was longer:
+        # docs/performance.md)
+        self.start_workers()
+        self._read_ahead.start(groups)
+        # the first model's network is built and its weights read beside the first case
+        # (seconds each on a GPU node: a checkpoint of a few GB, a CT decoded); the first
+        # group starts here for the progress line: its ETA counts down
+        if self._progress is not None:
+            self._progress.start_group(groups[0])
+        with ThreadPoolExecutor(1, thread_name_prefix="intrabench-model") as builder:
+            prepared = builder.submit(self._prepare_model, groups[0][0].model)
+            self._first_case(groups[0][0])
+            with self.loop_clock.phase("building models"):  # what the case left
+                build_seconds = prepared.result()
+        if self._progress is not None:
+            self._progress.model_built(groups[0], build_seconds)
+        self._consolidating = True
+
+    def _run_group(self, groups: list[list[WorkUnit]], index: int) -> list[str]:
+        """Run group ``index`` of ``groups``, its model built first when it is not in memory
+        and the next cases and model started ahead; the group's problems."""
+        group = groups[index]
+        # the case in memory is still the previous group's here: compare with this group's,
+        # or a case that comes back after another is read twice. A reader still busy with
+        # this group's case holds the loop here: that is its wait too
+        with self.loop_clock.phase("waiting for cases"):
+            self._read_ahead.read_ahead_of(groups, index)
+        if self._progress is not None and index > 0:
+            self._progress.start_group(group)
+        spec = group[0].model
+        if spec.key not in self._models and spec.key not in self._unusable_models:
+            # built here, not in the group's seconds: the ETA keeps builds apart
+            with self.loop_clock.phase("building models"):
+                build_seconds = self._prepare_model(spec)
+            if self._progress is not None:
+                self._progress.model_built(group, build_seconds)
+        following = groups[index + 1][0] if index + 1 < len(groups) else None
+        self._build_next_ahead(spec, following)
+        started = time.perf_counter()
+        problems = self.execute_group(group, wait=False, following=following)
+        if self._progress is not None:
+            self._progress.finish_group(group, time.perf_counter() - started)
+        return problems
+
+    def _consolidate_at_the_end(self, unit_keys: list[str]) -> None:
+        """After the last group: the run's rows consolidated by the first results worker, once
+        every unit is written (a single worker holds the rows it wrote: it consolidates them;
+        with several, after all of them have written their units)."""
+        if self._progress is not None:
+            self._progress.finishing(
+                "every unit handed on: finishing the last episodes' "
+                "metrics, then writing results.csv and .parquet"
+            )
+        self.wait()
+        self._finishers.first.submit(consolidate_run, self.run_dir, unit_keys)
 
 
 class InProcessExecutor(PipelinedExecutor):

@@ -39,12 +39,12 @@ def test_several_readers_read_the_next_groups_cases_ahead(
     try:
         _, groups = runner.prepare()
         runner.executor._case(groups[0][0])  # the first group's case, in memory
-        runner.executor.read_ahead_of(groups, 0)
+        runner.executor._read_ahead.read_ahead_of(groups, 0)
         assert sorted(case for _, case in runner.executor._read_ahead) == before_group_0
         runner.executor._case(
             groups[1][0]
         )  # group 1 takes its case: its place goes to the next one
-        runner.executor.read_ahead_of(groups, 1)
+        runner.executor._read_ahead.read_ahead_of(groups, 1)
         assert sorted(case for _, case in runner.executor._read_ahead) == before_group_1
     finally:
         runner.close()
