@@ -52,13 +52,28 @@ def _escape_if_hidden(match: re.Match[str]) -> str:
 def escaped(text: Any, keep: str = "") -> str:
     r"""``str(text)`` with every control or invisible formatting character (but those in
     ``keep``, e.g. ``"\n\t"`` for a whole page) written as its escape (``\u202e``,
-    ``\x1b``); ordinary text, accents and scripts stay as they are."""
+    ``\x1b``); ordinary text, accents and scripts stay as they are.
+
+    Args:
+        text: Any value; converted with ``str``.
+        keep: Characters left as they are.
+
+    Returns:
+        The text, safe to show in a terminal or a page.
+    """
     return _outside_plain_ascii(keep).sub(_escape_if_hidden, str(text))
 
 
 def spreadsheet_cell(value: Any) -> Any:
     """``value`` with a single quote in front when it is text a spreadsheet would run as a
-    formula (:data:`FORMULA_STARTS`); anything else (numbers included) unchanged."""
+    formula (:data:`FORMULA_STARTS`); anything else (numbers included) unchanged.
+
+    Args:
+        value: A cell's value.
+
+    Returns:
+        The value to write.
+    """
     if isinstance(value, str) and value.startswith(FORMULA_STARTS):
         return "'" + value
     return value
@@ -68,7 +83,15 @@ def spreadsheet_safe(frame: pd.DataFrame, escape: bool = False) -> pd.DataFrame:
     """A copy of ``frame`` for a CSV a spreadsheet opens: the text cells (and column names)
     that would be formulas quoted (:func:`spreadsheet_cell`); with ``escape`` also hidden
     characters shown escaped (:func:`escaped`). Numeric columns are left alone: ``-0.5``
-    stays a number."""
+    stays a number.
+
+    Args:
+        frame: The table to write.
+        escape: Also escape hidden characters in text cells.
+
+    Returns:
+        The safe copy.
+    """
     import pandas as pd
 
     def cell(value: Any) -> Any:

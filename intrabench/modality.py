@@ -59,6 +59,13 @@ def _words(text: str) -> set[str]:
 def normalise_modality(text: object) -> str:
     """``"CT"``, ``"MR"`` or ``""`` (unknown or ambiguous) for a declared modality name.
 
+    Args:
+        text: A modality name as a dataset declares it (``"MRI (T1)"``, ``"t2"``); anything that
+            is not a ``str`` gives ``""``.
+
+    Returns:
+        ``"CT"``, ``"MR"``, or ``""`` when it names neither or both.
+
     >>> normalise_modality("CT"), normalise_modality("MRI (T1)"), normalise_modality("t2")
     ('CT', 'MR', 'MR')
     >>> normalise_modality("CT, MRI"), normalise_modality("noNorm"), normalise_modality(None)
@@ -78,9 +85,19 @@ def declared_modality(value: object, where: str) -> str:
     """``"CT"`` or ``"MR"`` for a modality a user declares (a folder spec's ``modality:``, an
     nnU-Net folder's ``modalities_per_case``), ``""`` when it is left out (None or empty).
 
-    Anything else is a UserError listing the known names: a name that is neither CT nor MR
-    ("CTT", "PET", "xray") or both ("CT, MRI") was read as undeclared, so a model that needs the
-    modality failed every unit later, and one that adapts to it silently got no modality.
+    Anything else is refused: a name that is neither CT nor MR ("CTT", "PET", "xray") or both
+    ("CT, MRI"), read as undeclared, would make a model that needs the modality fail every unit
+    later, and give one that adapts to it no modality without a word.
+
+    Args:
+        value: The declared value, as the user's file holds it.
+        where: What the message names as its place (the spec file and key).
+
+    Returns:
+        ``"CT"``, ``"MR"``, or ``""`` when left out.
+
+    Raises:
+        UserError: Listing the known names, for any other value.
 
     >>> declared_modality("MRI (T1)", "spec"), declared_modality(None, "spec")
     ('MR', '')
@@ -105,7 +122,15 @@ def looks_like_ct(image: Any, modality: str = "") -> bool:
     """Whether ``image`` holds Hounsfield units: not when ``modality`` names MR, otherwise when
     air is present (the 0.5th percentile of every fourth voxel at or below -900). For display
     windows and body masks only (attributes, the review page): a model is never told a case's
-    modality from this guess, only from its dataset."""
+    modality from this guess, only from its dataset.
+
+    Args:
+        image: A 3D array, canonical (z, y, x), in the image's own units.
+        modality: The declared modality (``"MR"`` decides at once); empty: unknown.
+
+    Returns:
+        True when the values look like CT.
+    """
     import numpy as np
 
     if "MR" in modality.upper():

@@ -126,7 +126,19 @@ def read_yaml(text: str, source: str) -> Any:
     """Safe YAML with the config rules: at most :data:`MAX_CONFIG_BYTES` of text, a key given
     twice is refused, the document may expand to at most :data:`MAX_YAML_VALUES` values (alias
     bombs, long lists) and nest :data:`MAX_YAML_DEPTH` levels deep (ConfigError, never a
-    RecursionError)."""
+    RecursionError).
+
+    Args:
+        text: The YAML text.
+        source: What the messages call it (a file name).
+
+    Returns:
+        The document (dicts, lists, scalars), or None for an empty one.
+
+    Raises:
+        ConfigError: One of the rules is broken.
+        yaml.YAMLError: The text is not YAML (:func:`read_yaml_file` turns it into one line).
+    """
     if len(text) > MAX_CONFIG_BYTES:
         raise ConfigError(
             f"{source}: {len(text) / 1e6:.1f} MB of YAML is more than a config "
@@ -153,7 +165,18 @@ def read_yaml(text: str, source: str) -> Any:
 
 def read_yaml_file(path: Path, what: str = "config file") -> Any:
     """The YAML document in ``path`` (:func:`read_yaml`'s rules), or ConfigError in one line:
-    a folder, a missing file, not UTF-8, not YAML (with the line)."""
+    a folder, a missing file, not UTF-8, not YAML (with the line).
+
+    Args:
+        path: The YAML file.
+        what: What the messages call the file (``"config file"``).
+
+    Returns:
+        The document, or None for an empty file.
+
+    Raises:
+        ConfigError: In one line, for each of the cases above and :func:`read_yaml`'s rules.
+    """
     if path.is_dir():
         raise ConfigError(f"{path} is a folder, not a {what}: give the YAML file")
     if not path.is_file():

@@ -21,7 +21,14 @@ def _key_words(key: object) -> list[int]:
 def derive_rng(seed: int, *keys: object) -> np.random.Generator:
     """A numpy Generator that depends only on ``seed`` and the ordered ``keys``.
 
-    Keys may be any objects with a stable ``repr`` (strings, ints, tuples of those).
+    Args:
+        seed: The run's seed (its low 32 bits are used).
+        keys: The identity the stream belongs to, in order (dataset, case, target, component
+            key, step...); any objects with a stable ``repr`` (strings, ints, tuples of those).
+
+    Returns:
+        A PCG64 Generator: the same seed and keys give the same stream in every process and on
+        every machine.
     """
     words: list[int] = [int(seed) & 0xFFFFFFFF]
     for key in keys:
