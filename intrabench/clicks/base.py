@@ -72,12 +72,27 @@ class ClickabilityModel(ABC):
     def weights(self, region: ClickRegion) -> np.ndarray:
         """Non-negative, finite float64 weights of the region's shape, zero outside
         ``region.mask``; proportional to the probability of each voxel being clicked (they
-        are normalised by the caller). All-zero weights fall back to a uniform distribution."""
+        are normalised by the caller). All-zero weights fall back to a uniform distribution.
+
+        Args:
+            region: The region to click in: its bool (y, x) or (z, y, x) mask, spacing in mm
+                and, where asked for, the target and image on the same crop.
+
+        Returns:
+            Float64 weights of ``region.mask``'s shape.
+        """
 
     def weights_and_source(self, region: ClickRegion) -> tuple[np.ndarray, str]:
         """:meth:`weights` and which map gave them: this model's name, or, for a model that
         hands some regions to another (``recorded`` without clicks there), ``fallback:<its
-        name>``. Runs count the fallbacks (``click_map_fallbacks`` in the results)."""
+        name>``. Runs count the fallbacks (``click_map_fallbacks`` in the results).
+
+        Args:
+            region: The region to click in, as for :meth:`weights`.
+
+        Returns:
+            (weights, source): the weights as :meth:`weights` gives them, and the map's name.
+        """
         return self.weights(region), self.name
 
 
@@ -89,6 +104,17 @@ def probabilities(
 
     Raises ValueError for weights of the wrong shape, negative or non-finite weights; weights
     outside the region are dropped; all-zero weights become uniform over the region.
+
+    Args:
+        model: The clickability model.
+        region: The region to click in (bool (y, x) or (z, y, x) mask, spacing in mm).
+        sources: A counter of the maps used, updated in place; None to count nothing.
+
+    Returns:
+        Float64 probabilities of the region's shape, 0 outside ``region.mask``, summing to 1.
+
+    Raises:
+        ValueError: As above, or the region has no voxel.
     """
     weights, source = model.weights_and_source(region)
     if sources is not None:

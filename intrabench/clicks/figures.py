@@ -12,7 +12,14 @@ from intrabench.plotting import panel_grid, png_bytes, pyplot
 
 def iou_curves(rows: pd.DataFrame) -> bytes:
     """One panel per model x prompter x refiner: mean IoU after each round (x: clicks, 1 =
-    the initial prompt) over the targets, for the baseline strategy, G1 and the last group."""
+    the initial prompt) over the targets, for the baseline strategy, G1 and the last group.
+
+    Args:
+        rows: Step rows of a robustness run (``click_group``, ``click_groups``, ``iou``).
+
+    Returns:
+        The figure as PNG bytes (IoU x100).
+    """
     rows = robustness_rows(rows)
     configurations = sorted(rows.groupby(CONFIGURATION).groups)
     figure, axes = panel_grid(len(configurations), 3, 4.4, 3.2)
@@ -47,7 +54,15 @@ def iou_curves(rows: pd.DataFrame) -> bytes:
 
 def mean_std_scatter(targets: pd.DataFrame) -> bytes:
     """Each target's mean (x) against standard deviation (y) of the first click's IoU over the
-    clicking groups, one colour per model (``targets``: per-target statistics)."""
+    clicking groups, one colour per model (``targets``: per-target statistics).
+
+    Args:
+        targets: One row per target and configuration with ``model``, ``iou_1_mean`` and
+            ``iou_1_std`` (0-1).
+
+    Returns:
+        The figure as PNG bytes (both axes x100).
+    """
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(5.2, 4.0))
     colours = plt.get_cmap("tab10")

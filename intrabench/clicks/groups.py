@@ -23,7 +23,15 @@ def sorted_candidates(
     probabilities: np.ndarray, rng: np.random.Generator | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(flat indices, their probabilities) of the voxels with positive probability, from
-    the least to the most likely; ties in a random order from ``rng`` (C order without)."""
+    the least to the most likely; ties in a random order from ``rng`` (C order without).
+
+    Args:
+        probabilities: A clickability map of any shape ((y, x) or (z, y, x)), non-negative.
+        rng: Breaks ties between equal probabilities; None keeps C order.
+
+    Returns:
+        (flat indices int64, probabilities float64), both ascending by probability.
+    """
     flat = np.asarray(probabilities, dtype=np.float64).ravel()
     candidates = np.flatnonzero(flat > 0)
     values = flat[candidates]
@@ -34,7 +42,20 @@ def sorted_candidates(
 
 def group_shares(sorted_probabilities: np.ndarray, group: int, n_groups: int) -> np.ndarray:
     """The mass each voxel of an ascending ``sorted_probabilities`` has in ``group`` (1-based)
-    of ``n_groups``; sums to 1 / n_groups (the probabilities are renormalised to sum 1)."""
+    of ``n_groups``; sums to 1 / n_groups (the probabilities are renormalised to sum 1).
+
+    Args:
+        sorted_probabilities: Positive probabilities in ascending order
+            (:func:`sorted_candidates`).
+        group: The group, 1 (least likely voxels) to ``n_groups`` (most likely).
+        n_groups: The number of groups of equal mass.
+
+    Returns:
+        Float64 share per voxel, in the input's order (0 outside the group).
+
+    Raises:
+        ValueError: ``group`` is outside 1..n_groups, or no probability is positive.
+    """
     if not 1 <= group <= n_groups:
         raise ValueError(f"group must be in 1..{n_groups}, got {group}")
     values = np.asarray(sorted_probabilities, dtype=np.float64)
@@ -51,7 +72,16 @@ def group_shares(sorted_probabilities: np.ndarray, group: int, n_groups: int) ->
 def group_masses(
     probabilities: np.ndarray, n_groups: int = 10, rng: np.random.Generator | None = None
 ) -> np.ndarray:
-    """The probability mass of each of the ``n_groups`` groups, (n_groups,) float64."""
+    """The probability mass of each of the ``n_groups`` groups, (n_groups,) float64.
+
+    Args:
+        probabilities: A clickability map of any shape, non-negative.
+        n_groups: The number of groups of equal mass.
+        rng: Breaks ties between equal probabilities; None keeps C order.
+
+    Returns:
+        The masses, group 1 first (each 1 / n_groups of the total).
+    """
     _, values = sorted_candidates(probabilities, rng)
     return np.array([group_shares(values, g, n_groups).sum() for g in range(1, n_groups + 1)])
 
@@ -60,7 +90,16 @@ def clicking_groups(
     probabilities: np.ndarray, n_groups: int = 10, rng: np.random.Generator | None = None
 ) -> np.ndarray:
     """A map of the probabilities' shape with the group (1..n_groups) that holds the middle of
-    each voxel's mass, 0 where the probability is 0 (to draw the groups, as RClicks' Figure 6)."""
+    each voxel's mass, 0 where the probability is 0 (to draw the groups, as RClicks' Figure 6).
+
+    Args:
+        probabilities: A clickability map of any shape, non-negative.
+        n_groups: The number of groups of equal mass.
+        rng: Breaks ties between equal probabilities; None keeps C order.
+
+    Returns:
+        Int16 group numbers of the probabilities' shape.
+    """
     indices, values = sorted_candidates(probabilities, rng)
     out = np.zeros(np.asarray(probabilities).size, dtype=np.int16)
     if len(values):
@@ -75,7 +114,18 @@ def sample_from_group(
     """``n`` distinct flat voxel indices drawn from ``group`` of ``n_groups`` (fewer when the
     group has fewer voxels), each with probability proportional to its mass in the group.
     The first draw is one ``rng.random()`` inverted on the group's cumulative mass; later
-    draws (``n`` > 1) come from ``rng.choice`` without replacement."""
+    draws (``n`` > 1) come from ``rng.choice`` without replacement.
+
+    Args:
+        probabilities: A clickability map of any shape, non-negative, some positive.
+        group: The group to draw from, 1..n_groups (1: the least likely voxels).
+        n_groups: The number of groups of equal mass.
+        n: How many distinct voxels to draw.
+        rng: The generator of the draws (and of the tie order).
+
+    Returns:
+        Int64 flat indices into ``probabilities`` (``np.unravel_index`` gives (z, y, x)).
+    """
     indices, values = sorted_candidates(probabilities, rng)
     shares = group_shares(values, group, n_groups)
     inside = np.flatnonzero(shares > 0)

@@ -33,6 +33,20 @@ def map_from_clicks(
 
     Clicks outside the grid raise ValueError; a map that vanishes (no click near the error
     mask) raises ValueError too: it carries no information about this region.
+
+    Args:
+        clicks: Observed clicks, (N, ndim) voxel indices on ``error_mask``'s grid ((y, x) or
+            (z, y, x)).
+        error_mask: The bool region the clicks were made in.
+        spacing: Voxel spacing in mm per axis, same order; None for 1 mm.
+        click_sigma_mm: The Gaussian's sigma around each click, in mm.
+        error_sigma_mm: The sigma that softens the error mask, in mm.
+
+    Returns:
+        The map, float64 of ``error_mask``'s shape.
+
+    Raises:
+        ValueError: No click, a click outside the grid, or no click near the error mask.
     """
     error_mask = np.asarray(error_mask, dtype=bool)
     spacing = np.ones(error_mask.ndim) if spacing is None else np.asarray(spacing, dtype=float)
