@@ -45,7 +45,14 @@ error lists the registered ones and reminds of `imports`. Refiners need a model 
 
 def field_docs(cls: type[BaseModel]) -> dict[str, str]:
     """The ``#:`` comment lines right above each field of ``cls`` (or of the base class that
-    declares it) in its source, joined."""
+    declares it) in its source, joined.
+
+    Args:
+        cls: A pydantic model class.
+
+    Returns:
+        Field name -> its comment text; fields without one are absent.
+    """
     docs: dict[str, str] = {}
     for owner in reversed(
         [c for c in cls.__mro__ if issubclass(c, BaseModel) and c is not BaseModel]
@@ -64,7 +71,14 @@ def field_docs(cls: type[BaseModel]) -> dict[str, str]:
 
 
 def type_name(annotation: Any) -> str:
-    """A short readable type: ``int``, ``list[int]``, ``'all' | 'final' | list[int]``."""
+    """A short readable type: ``int``, ``list[int]``, ``'all' | 'final' | list[int]``.
+
+    Args:
+        annotation: A field's type annotation.
+
+    Returns:
+        The type as the reference writes it (``null`` for None).
+    """
     origin = typing.get_origin(annotation)
     if origin is typing.Literal:
         return " | ".join(repr(a) for a in typing.get_args(annotation))
@@ -82,7 +96,14 @@ def type_name(annotation: Any) -> str:
 
 def default_text(field: Any) -> str:
     """A pydantic field's default as shown in the reference: ``required``, or its value as Markdown
-    code."""
+    code.
+
+    Args:
+        field: A pydantic ``FieldInfo``.
+
+    Returns:
+        ``required``, ``null``, ``see below`` (a nested model), or the value in backticks.
+    """
     if field.default_factory is not None:
         value = field.default_factory()
     elif field.default is PydanticUndefined:
@@ -103,6 +124,9 @@ def section(title: str, cls: type[BaseModel], prefix: str = "") -> str:
         title: The section's heading.
         cls: The pydantic model whose fields are listed.
         prefix: Written before each key (``dataset.`` for a nested model).
+
+    Returns:
+        The heading and the table, as Markdown.
     """
     docs = field_docs(cls)
     properties = cls.model_json_schema()["properties"]
@@ -118,7 +142,11 @@ def section(title: str, cls: type[BaseModel], prefix: str = "") -> str:
 
 def render_reference() -> str:
     """The whole configuration reference page (``docs/configuration.md``'s generated part) as
-    Markdown."""
+    Markdown.
+
+    Returns:
+        The page's text, ending in a newline.
+    """
     parts = [
         INTRO,
         section("Top level", RunConfig),

@@ -19,7 +19,14 @@ ACCELERATOR_DEVICE_FILES: tuple[str, ...] = (
 
 def computes_off_cpu(device: str | None) -> bool:
     """Whether a torch model on ``device`` computes off the CPU: 'cuda...' and 'mps' do, and
-    'auto' (or None) where torch sees a CUDA device."""
+    'auto' (or None) where torch sees a CUDA device.
+
+    Args:
+        device: The model's ``device`` parameter; None: ``"auto"``.
+
+    Returns:
+        True for a GPU device.
+    """
     device = "auto" if device is None else str(device)
     if device.startswith(("cuda", "mps")):
         return True
@@ -34,7 +41,17 @@ def computes_off_cpu(device: str | None) -> bool:
 
 def select_device(requested: str | None = None) -> Any:
     """A torch.device: ``requested`` if given ('cuda', 'cuda:1', 'mps', 'cpu'), else the best
-    one; UserError (one line) when the requested device cannot be used on this machine."""
+    one (CUDA, then MPS, then the CPU).
+
+    Args:
+        requested: The device asked for; None or ``"auto"``: the best one.
+
+    Returns:
+        The ``torch.device``.
+
+    Raises:
+        UserError: In one line, when the requested device cannot be used on this machine.
+    """
     import torch
 
     if requested and requested != "auto":
@@ -48,11 +65,22 @@ def select_device(requested: str | None = None) -> Any:
 
 
 def check_device_request(requested: str) -> Any:
-    """The torch.device ``requested`` names, or UserError (one line) when it is not a device
-    torch knows or not one this machine has: a CUDA device without a CUDA GPU (or in a torch
-    built without CUDA), an index beyond the GPUs present, MPS off Apple silicon. Without
-    this, a model asked for 'cuda' on a CPU machine failed in every unit with torch's message
-    about NVIDIA drivers."""
+    """The torch.device ``requested`` names, checked against this machine.
+
+    Refused: a name torch does not know, a CUDA device without a CUDA GPU (or in a torch built
+    without CUDA), an index beyond the GPUs present, MPS off Apple silicon. Otherwise a model
+    asked for 'cuda' on a CPU machine would fail in every unit with torch's message about NVIDIA
+    drivers.
+
+    Args:
+        requested: The device asked for (``cpu``, ``cuda``, ``cuda:N``, ``mps``).
+
+    Returns:
+        The ``torch.device``.
+
+    Raises:
+        UserError: In one line, naming what the machine has.
+    """
     import torch
 
     from intrabench.errors import UserError
@@ -102,6 +130,12 @@ def device_type_without_torch(requested: str | None = None) -> str | None:
     only on Linux when none of :data:`ACCELERATOR_DEVICE_FILES` exists (without them no CUDA or
     ROCm device can be opened, so torch would pick the CPU); anywhere else (macOS and its MPS,
     Windows, a machine with a driver's device files) it is None and the caller asks torch.
+
+    Args:
+        requested: The device asked for; None or ``"auto"``: the best one.
+
+    Returns:
+        The type, or None when torch must be asked.
     """
     if requested and requested != "auto":
         return str(requested).split(":")[0]
@@ -113,7 +147,16 @@ def device_type_without_torch(requested: str | None = None) -> str | None:
 
 
 def inference_context(device: Any, dtype: str | None = "bfloat16"):
-    """``torch.inference_mode`` plus autocast on CUDA only (never on CPU: slow and lossy there)."""
+    """``torch.inference_mode`` plus autocast on CUDA only (never on CPU: slow and lossy there).
+
+    Args:
+        device: The ``torch.device`` (or its name) the model runs on.
+        dtype: The autocast type's torch name (``"bfloat16"``, ``"float16"``); None or empty:
+            no autocast.
+
+    Returns:
+        A context manager (an :class:`contextlib.ExitStack`) holding both.
+    """
     import torch
 
     stack = contextlib.ExitStack()

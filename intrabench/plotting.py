@@ -24,7 +24,14 @@ def pyplot():
 
 
 def png_bytes(figure) -> bytes:
-    """A figure as PNG bytes (150 dpi, tight box); the figure is closed."""
+    """A figure as PNG bytes (150 dpi, tight box); the figure is closed.
+
+    Args:
+        figure: A matplotlib figure.
+
+    Returns:
+        The PNG file's bytes.
+    """
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=150, bbox_inches="tight")
     pyplot().close(figure)
@@ -33,8 +40,17 @@ def png_bytes(figure) -> bytes:
 
 def panel_grid(count: int, max_columns: int, width: float, height: float):
     """A figure of ``count`` panels on a grid of at most ``max_columns`` columns, each
-    ``width`` x ``height`` inches; unused grid cells hidden. Returns (figure, the ``count``
-    axes in reading order)."""
+    ``width`` x ``height`` inches; unused grid cells hidden.
+
+    Args:
+        count: The panels wanted (at least one is made).
+        max_columns: The most columns of the grid.
+        width: One panel's width in inches.
+        height: One panel's height in inches.
+
+    Returns:
+        ``(figure, the count axes in reading order)``.
+    """
     import math
 
     columns = min(max_columns, max(1, count))
@@ -48,7 +64,16 @@ def panel_grid(count: int, max_columns: int, width: float, height: float):
 
 
 def configuration_label(model: str, prompter: str, refiner: str) -> str:
-    """A configuration's legend label: ``model | prompter``, plus `` + refiner`` unless ``none``."""
+    """A configuration's legend label: ``model | prompter``, plus `` + refiner`` unless ``none``.
+
+    Args:
+        model: The model's key.
+        prompter: The prompter's key.
+        refiner: The refiner's key (``"none"``: not refined).
+
+    Returns:
+        The label.
+    """
     return f"{model} | {prompter}" + ("" if refiner == "none" else f" + {refiner}")
 
 
@@ -63,7 +88,14 @@ def configuration_styles(rows: pd.DataFrame) -> dict[tuple[str, str, str], dict[
     """One style per configuration (model, prompter, refiner) of ``rows``, in sorted order:
     ``color`` (tab10, i % 10), ``marker`` and ``hatch`` (i // 10), ``linestyle`` (dashed for
     scribble refinement). Distinct for up to 100 configurations; pass the same mapping to
-    every figure so a configuration looks the same throughout a report."""
+    every figure so a configuration looks the same throughout a report.
+
+    Args:
+        rows: Result rows with the model, prompter and refiner columns.
+
+    Returns:
+        (model, prompter, refiner) -> ``{"color": "#rrggbb", "marker", "hatch", "linestyle"}``.
+    """
     from matplotlib import colormaps
 
     colours = colormaps["tab10"].colors
@@ -86,14 +118,28 @@ def configuration_styles(rows: pd.DataFrame) -> dict[tuple[str, str, str], dict[
 
 def line_style(styles: dict, config: tuple) -> dict[str, object]:
     """The matplotlib ``color``, ``marker`` and ``linestyle`` keywords of one configuration in
-    ``styles``."""
+    ``styles``.
+
+    Args:
+        styles: :func:`configuration_styles`'s mapping.
+        config: (model, prompter, refiner); values are compared as text.
+
+    Returns:
+        The keywords for ``Axes.plot``.
+    """
     style = styles[tuple(str(v) for v in config)]
     return {"color": style["color"], "marker": style["marker"], "linestyle": style["linestyle"]}
 
 
 def legend_below(figure, axes, count: int) -> None:
     """One legend for the figure, under its panels, in up to two columns (stays readable when
-    the figure is shown 800 px wide)."""
+    the figure is shown 800 px wide).
+
+    Args:
+        figure: The matplotlib figure.
+        axes: Its axes; the first one's lines make the legend.
+        count: The number of entries (more than 4: two columns).
+    """
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(
         handles,
@@ -108,7 +154,12 @@ def legend_below(figure, axes, count: int) -> None:
 
 def legend_of_all_panels(figure, axes) -> None:
     """One legend under the figure with every panel's lines (each label once), in up to two
-    columns; call after ``tight_layout``."""
+    columns; call after ``tight_layout``.
+
+    Args:
+        figure: The matplotlib figure.
+        axes: The panels whose lines are gathered.
+    """
     handles: dict[str, object] = {}
     for axis in axes:
         handles.update(zip(*reversed(axis.get_legend_handles_labels())))
@@ -137,5 +188,12 @@ def radiological(plane: np.ndarray) -> np.ndarray:
     reads it: an axial (y, x) plane with anterior up and the patient's right on the image's
     left; a coronal (z, x) plane with superior up and right on the left; a sagittal (z, y)
     plane with superior up and anterior on the left. In every view both axes of the canonical
-    cut run the other way, so it is the plane reversed along both (row 0 drawn at the top)."""
+    cut run the other way, so it is the plane reversed along both (row 0 drawn at the top).
+
+    Args:
+        plane: A 2D cut of a canonical volume: (y, x), (z, x) or (z, y).
+
+    Returns:
+        A view of ``plane`` reversed along both axes.
+    """
     return plane[::-1, ::-1]
