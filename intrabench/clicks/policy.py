@@ -41,7 +41,16 @@ class ImageWindow:
 
     @classmethod
     def around(cls, image: np.ndarray, box: tuple[slice, ...], margin: int = 24) -> ImageWindow:
-        """The window of ``image`` over ``box`` (a target's bounding box) grown by ``margin``."""
+        """The window of ``image`` over ``box`` (a target's bounding box) grown by ``margin``.
+
+        Args:
+            image: The case's image, (z, y, x).
+            box: The target's bounding box, half-open slices (z, y, x).
+            margin: Voxels added on each side of every axis (clipped to the image).
+
+        Returns:
+            The window: a float32 C-contiguous copy of the crop and its first voxel's index.
+        """
         window = tuple(
             slice(max(0, s.start - margin), min(n, s.stop + margin))
             for s, n in zip(box, image.shape)
@@ -52,7 +61,15 @@ class ImageWindow:
         )  # type: ignore[arg-type]
 
     def crop(self, origin: tuple[int, ...], shape: tuple[int, ...]) -> np.ndarray:
-        """Intensities (float64) of the box at ``origin`` of ``shape``, NaN outside the window."""
+        """Intensities (float64) of the box at ``origin`` of ``shape``, NaN outside the window.
+
+        Args:
+            origin: The box's first voxel, full-volume (z, y, x) indices.
+            shape: The box's shape, (z, y, x).
+
+        Returns:
+            Float64 array of ``shape``.
+        """
         out = np.full(shape, np.nan)
         source, target = [], []
         for start, size, window_start, window_size in zip(
@@ -69,7 +86,18 @@ class ImageWindow:
 
 
 def parse_strategy(strategy: str, n_groups: int) -> int | None:
-    """The group number of ``"G<k>"`` (1..n_groups), None for ``"baseline"``; ValueError else."""
+    """The group number of ``"G<k>"`` (1..n_groups), None for ``"baseline"``; ValueError else.
+
+    Args:
+        strategy: ``"baseline"`` (the deepest voxel) or ``"G1"``..``"G<n_groups>"``.
+        n_groups: The number of clicking groups.
+
+    Returns:
+        The group number, or None for the baseline.
+
+    Raises:
+        ValueError: Any other strategy.
+    """
     if strategy == "baseline":
         return None
     match = re.fullmatch(r"G(\d+)", strategy)
@@ -96,7 +124,14 @@ class ClickPolicy:
         self.group = parse_strategy(self.strategy, self.n_groups)
 
     def at_step(self, step: int) -> ClickPolicy:
-        """This policy for ``step``, counting its own map sources."""
+        """This policy for ``step``, counting its own map sources.
+
+        Args:
+            step: The episode step (0: the initial prompt).
+
+        Returns:
+            A copy with that step and an empty ``sources`` counter.
+        """
         return replace(self, step=step, sources=Counter())
 
     def region(
@@ -108,7 +143,19 @@ class ClickPolicy:
         target: np.ndarray | None = None,
     ) -> ClickRegion:
         """The :class:`ClickRegion` the clickability model sees for ``mask``: the whole array
-        (callers crop first, see :meth:`choose`)."""
+        (callers crop first, see :meth:`choose`).
+
+        Args:
+            mask: The bool region, (y, x) on an axial slice or (z, y, x).
+            origin: Full-volume (z, y, x) index of the mask's first voxel (for a 2D mask, z is
+                its slice).
+            spacing: Voxel spacing in mm, (z, y, x); a 2D mask keeps (y, x).
+            kind: "target", "false_negative" or "false_positive".
+            target: The ground truth on the mask's grid, or None.
+
+        Returns:
+            The region, with the image crop when the model needs the image.
+        """
         planar = mask.ndim == 2
         spacing = tuple(float(s) for s in (spacing[1:] if planar else spacing))
         image = None
@@ -140,7 +187,20 @@ class ClickPolicy:
         target: np.ndarray | None = None,
     ) -> np.ndarray:
         """``n`` distinct voxels of ``mask`` to click (fewer if it has fewer), (k, mask.ndim)
-        int64 indices into ``mask``. ``target``: the ground truth on ``mask``'s grid."""
+        int64 indices into ``mask``. ``target``: the ground truth on ``mask``'s grid.
+
+        Args:
+            mask: The bool region to click in, (y, x) or (z, y, x).
+            n: How many clicks.
+            rng: The generator of the draws.
+            origin: Full-volume (z, y, x) index of the mask's first voxel.
+            spacing: Voxel spacing in mm, (z, y, x).
+            kind: "target", "false_negative" or "false_positive".
+            target: The ground truth on ``mask``'s grid, or None.
+
+        Returns:
+            (k, mask.ndim) int64 indices into ``mask``, k <= n ((0, ndim) for an empty mask).
+        """
         mask = np.asarray(mask, dtype=bool)
         if not mask.any() or n < 1:
             return np.zeros((0, mask.ndim), dtype=np.int64)

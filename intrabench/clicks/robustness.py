@@ -86,13 +86,28 @@ def _key(threshold: float) -> str:
 
 
 def number_of_clicks(values: np.ndarray, threshold: float) -> float:
-    """First round (1-based) whose value reaches ``threshold``; the number of rounds if none."""
+    """First round (1-based) whose value reaches ``threshold``; the number of rounds if none.
+
+    Args:
+        values: Per-round values (e.g. IoU, 0-1), round 1 first.
+        threshold: The value to reach (e.g. 0.9).
+
+    Returns:
+        The number of clicks (NoC), as a float.
+    """
     hits = np.flatnonzero(np.asarray(values, dtype=np.float64) >= threshold)
     return float(hits[0] + 1) if hits.size else float(len(values))
 
 
 def curve_area(values: np.ndarray) -> float:
-    """Trapezoidal area under v_1..v_N over unit spacing / (N - 1); v_1 when N = 1."""
+    """Trapezoidal area under v_1..v_N over unit spacing / (N - 1); v_1 when N = 1.
+
+    Args:
+        values: Per-round values (0-1), round 1 first.
+
+    Returns:
+        The normalised area in the values' range; NaN for no value.
+    """
     values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
         return float("nan")
@@ -102,7 +117,14 @@ def curve_area(values: np.ndarray) -> float:
 
 
 def robustness_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows of ``rows`` that belong to a robustness run (empty when none)."""
+    """The rows of ``rows`` that belong to a robustness run (empty when none).
+
+    Args:
+        rows: Step rows (``results.parquet``).
+
+    Returns:
+        The rows with a ``click_group``.
+    """
     if "click_group" not in rows:
         return rows.iloc[0:0]
     return rows[rows["click_group"].notna()]
@@ -110,7 +132,14 @@ def robustness_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 def episode_statistics(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per episode of a robustness run: NoC, AUC and first-round values (see the
-    module docstring), with ``rounds`` and ``click_groups``."""
+    module docstring), with ``rounds`` and ``click_groups``.
+
+    Args:
+        rows: Step rows of a robustness run (IoU and Dice 0-1).
+
+    Returns:
+        One row per episode (its keys, then the statistics).
+    """
     rows = robustness_rows(rows)
     if RCLICKS_METRIC not in rows and not rows.empty:
         rows = rows.assign(**{RCLICKS_METRIC: rows["dice"] / (2.0 - rows["dice"])})
@@ -156,7 +185,17 @@ def group_summary(
     """Sample mean and std, SB, GR and HH of one statistic of one target from its value per
     group (``{"G1": x, ...}``, all n groups) and under the baseline (None: not run), as RClicks
     defines them (module docstring): relative % for click counts, absolute x100 for
-    ``quality`` statistics; the extra columns hold the other definitions."""
+    ``quality`` statistics; the extra columns hold the other definitions.
+
+    Args:
+        by_group: The statistic per group, ``{"G1": x, ..., "G<n>": x}``.
+        baseline: Its value under the baseline strategy, or None when not run.
+        n_groups: The number of groups.
+        quality: True for quality statistics (IoU), False for click counts (NoC).
+
+    Returns:
+        ``mean``, ``std``, ``base``, ``sb``, ``gr``, ``hh`` and the other definitions' keys.
+    """
     values = np.array([by_group[f"G{g}"] for g in range(1, n_groups + 1)], dtype=np.float64)
     mean = float(values.mean())
     half = n_groups // 2
@@ -192,7 +231,14 @@ def group_summary(
 
 def target_statistics(episodes: pd.DataFrame) -> pd.DataFrame:
     """One row per target and configuration: every statistic's mean, std, base, sb, gr, hh
-    over the groups, and ``nsr_iou_1``. Targets missing a group are left out (a partial run)."""
+    over the groups, and ``nsr_iou_1``. Targets missing a group are left out (a partial run).
+
+    Args:
+        episodes: :func:`episode_statistics`'s rows.
+
+    Returns:
+        One row per target and configuration (empty, with the target keys, when none).
+    """
     if episodes.empty:
         return pd.DataFrame(columns=TARGET)
     keys = [k for k in TARGET if k in episodes]
@@ -231,7 +277,19 @@ def summary(
 ) -> pd.DataFrame:
     """``columns`` of :func:`target_statistics` averaged per configuration and dataset
     (``averaging``: see :data:`AVERAGING`), plus an ``Average`` over datasets; long format:
-    model, prompter, refiner, dataset, one column per statistic."""
+    model, prompter, refiner, dataset, one column per statistic.
+
+    Args:
+        targets: :func:`target_statistics`'s rows.
+        columns: The statistics' columns to average.
+        averaging: One of :data:`AVERAGING` ("hierarchical": as the benchmark's tables).
+
+    Returns:
+        The long table, sorted by model, prompter, refiner and dataset.
+
+    Raises:
+        ValueError: ``averaging`` is not one of :data:`AVERAGING`.
+    """
     from intrabench.evaluation.aggregate import dataset_means
 
     if averaging not in AVERAGING:
@@ -262,7 +320,20 @@ def robustness_table(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(display table: rows model x prompter x refiner, the Average over datasets, as RClicks'
     tables 9-11; long summary per dataset; per-target statistics) of a run's rows, the target
-    statistics averaged per dataset as ``averaging`` says (:data:`AVERAGING`)."""
+    statistics averaged per dataset as ``averaging`` says (:data:`AVERAGING`).
+
+    Args:
+        rows: Step rows of a robustness run.
+        noc_metric: The metric of the NoC columns (one of ``ROBUSTNESS_METRICS``).
+        threshold: The NoC threshold (one of ``THRESHOLDS``).
+        averaging: One of :data:`AVERAGING`.
+
+    Returns:
+        (display table, long summary, per-target statistics).
+
+    Raises:
+        ValueError: The metric or threshold has no NoC column.
+    """
     if threshold not in THRESHOLDS or noc_metric not in ROBUSTNESS_METRICS:
         shown = " or ".join(metric_label(m) for m in ROBUSTNESS_METRICS)
         raise ValueError(f"NoC is computed for {shown} at {', '.join(map(str, THRESHOLDS))}")
@@ -300,7 +371,16 @@ def robustness_table(
 
 def ratio_counts(targets: pd.DataFrame, statistic: str, display: pd.DataFrame) -> list[str]:
     """Per display row, how many targets entered its SB, GR and HH of ``statistic`` (a ratio
-    whose denominator is 0 is left out) out of its targets: ``"11/12/12 of 12"``."""
+    whose denominator is 0 is left out) out of its targets: ``"11/12/12 of 12"``.
+
+    Args:
+        targets: :func:`target_statistics`'s rows.
+        statistic: The statistic's column prefix (e.g. ``"noc_iou_0.9"``).
+        display: The display table (its Model, Prompter and Refiner columns).
+
+    Returns:
+        One text per display row ("" each when there are no targets).
+    """
     if targets.empty:
         return ["" for _ in range(len(display))]
     keys = ["model", "click_prompter", "refiner"]
