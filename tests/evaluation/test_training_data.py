@@ -35,6 +35,25 @@ def test_status_of_a_model_and_dataset(model, dataset, expected):
 
 
 @pytest.mark.parametrize(
+    ("model", "commit"),
+    [
+        ("litemedsam", "b0fab476e54e631dd412b25e0db9fdf2a2b0f54c"),  # bowang-lab/MedSAM LiteMedSAM
+        ("medsam2", "332f30d420f1d1b08e2a79b3ae6a602458808383"),  # bowang-lab/MedSAM2
+        ("nninteractive", "154d9c6bdd887f1140419e26d7e8b173926cddd7"),  # MIC-DKFZ/nnInteractive
+    ],
+)
+def test_cards_without_a_dataset_list_say_unknown_and_where_they_looked(model, commit):
+    """No source read lists these models' training datasets: every benchmark dataset is
+    "unknown" (none is invented), and the card quotes the repository commit it read."""
+    entries, _ = training_data.registry()
+    entry = entries[model]
+    assert entry.trained_on == frozenset() and not entry.checked
+    assert commit in entry.source and "unknown" in entry.source
+    for dataset in ("hanseg", "segrap", "lnq", "adrenal-acc", "hcc-tace-liver", "pengwin"):
+        assert training_data.status(model, dataset) == "unknown"
+
+
+@pytest.mark.parametrize(
     ("params", "expected"),
     [
         ({"weights": "random"}, "n/a"),
