@@ -62,7 +62,15 @@ class ContrastAwareClickability(ClickabilityModel):
         self.floor = float(floor)
 
     def weights(self, region: ClickRegion) -> np.ndarray:
-        """Unnormalised click weights: float64, the region mask's shape, 0 outside the mask."""
+        """Unnormalised click weights: float64, the region mask's shape, 0 outside the mask.
+
+        Args:
+            region: The region to click in: bool (y, x) or (z, y, x) mask, spacing in mm and,
+                when given, the image crop (NaN where unknown).
+
+        Returns:
+            The weights, at least ``floor`` times the peak inside the mask.
+        """
         mask = region.mask
         depth = boundary_distance(mask, region.spacing)
         weights = (depth / depth.max()) ** self.exponent if depth.max() > 0 else mask * 1.0
@@ -75,7 +83,14 @@ class ContrastAwareClickability(ClickabilityModel):
         return np.where(mask, np.maximum(weights, self.floor * peak), 0.0)
 
     def image_terms(self, region: ClickRegion) -> np.ndarray:
-        """The edge and contrast terms multiplied, 1 where the image is missing."""
+        """The edge and contrast terms multiplied, 1 where the image is missing.
+
+        Args:
+            region: The region with its image crop (intensities, NaN where unknown).
+
+        Returns:
+            Float64 factors in [0, 1] of the mask's shape.
+        """
         mask, spacing = region.mask, np.asarray(region.spacing, dtype=np.float64)
         image = np.asarray(region.image, dtype=np.float64)
         known = np.isfinite(image)

@@ -30,7 +30,15 @@ class DistanceClickability(ClickabilityModel):
         self.exponent = float(exponent)
 
     def weights(self, region: ClickRegion) -> np.ndarray:
-        """Unnormalised click weights: the distance to the region's boundary in mm to the power ``exponent``, float64 of the mask's shape, 0 outside it."""
+        """Unnormalised click weights: the distance to the region's boundary in mm to the power
+        ``exponent``, float64 of the mask's shape, 0 outside it.
+
+        Args:
+            region: The region to click in: bool (y, x) or (z, y, x) mask, spacing in mm.
+
+        Returns:
+            The weights (1 inside the mask for ``exponent`` 0).
+        """
         distance = boundary_distance(region.mask, region.spacing)
         if self.exponent == 0:
             return region.mask.astype(np.float64)

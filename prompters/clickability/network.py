@@ -28,7 +28,17 @@ from intrabench.registry import clickability
 
 
 def load_factory(factory: str):
-    """The callable named ``"module:function"``; ValueError when it cannot be imported."""
+    """The callable named ``"module:function"``; ValueError when it cannot be imported.
+
+    Args:
+        factory: ``"module:function"``, e.g. ``"my_package.nets:build"``.
+
+    Returns:
+        The named attribute of the imported module.
+
+    Raises:
+        ValueError: The text is not of that form, or the module or attribute is missing.
+    """
     module_name, _, attribute = factory.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"factory must be 'module:function', got {factory!r}")
@@ -69,7 +79,14 @@ class NetworkClickability(ClickabilityModel):
         self._build = load_factory(self.factory)
 
     def network(self, ndim: int):
-        """The network for ``ndim``-D regions, built (and its weights loaded) at first use."""
+        """The network for ``ndim``-D regions, built (and its weights loaded) at first use.
+
+        Args:
+            ndim: 2 for (y, x) regions, 3 for (z, y, x) regions.
+
+        Returns:
+            The torch module in eval mode, float32, on the CPU.
+        """
         if ndim not in self._networks:
             import torch
 
@@ -85,7 +102,14 @@ class NetworkClickability(ClickabilityModel):
     @staticmethod
     def inputs(region: ClickRegion) -> np.ndarray:
         """(3, *spatial) float32 input channels: z-scored image (0 where missing), target,
-        region."""
+        region.
+
+        Args:
+            region: The region: bool mask, and the target and image crops where given.
+
+        Returns:
+            Float32 (3, *mask.shape); the target channel is the mask when no target is given.
+        """
         mask = region.mask
         image = (
             np.zeros(mask.shape)
@@ -101,7 +125,18 @@ class NetworkClickability(ClickabilityModel):
         return np.stack([image, target, mask]).astype(np.float32)
 
     def weights(self, region: ClickRegion) -> np.ndarray:
-        """Unnormalised click weights from the network's logits: float64 of the mask's shape, 0 outside it."""
+        """Unnormalised click weights from the network's logits: float64 of the mask's shape, 0
+        outside it.
+
+        Args:
+            region: The region to click in (mask, spacing in mm, target and image crops).
+
+        Returns:
+            ``exp(logit - max logit in the mask)`` inside the mask, in (0, 1].
+
+        Raises:
+            ValueError: The network gave non-finite logits in the mask.
+        """
         import torch
 
         network = self.network(region.mask.ndim)

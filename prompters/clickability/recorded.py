@@ -108,7 +108,14 @@ class RecordedClickability(ClickabilityModel):
         self.needs_image = self.fallback.needs_image  # type: ignore[misc]
 
     def clicks_in(self, region: ClickRegion) -> np.ndarray:
-        """The recorded clicks of ``region``'s target and step inside its crop, (N, ndim) local."""
+        """The recorded clicks of ``region``'s target and step inside its crop, (N, ndim) local.
+
+        Args:
+            region: The region, placed by its ``identity``, ``step`` and ``origin``.
+
+        Returns:
+            Int64 (N, mask.ndim) indices into the region's mask ((0, ndim) when none).
+        """
         rows = self.clicks.get(tuple(str(v) for v in region.identity))  # type: ignore[arg-type]
         if rows is None:
             return np.zeros((0, region.mask.ndim), dtype=np.int64)
@@ -121,12 +128,28 @@ class RecordedClickability(ClickabilityModel):
         return local[inside]
 
     def weights(self, region: ClickRegion) -> np.ndarray:
-        """Unnormalised click weights from the recorded clicks: float64 of the mask's shape, 0 outside it."""
+        """Unnormalised click weights from the recorded clicks: float64 of the mask's shape, 0
+        outside it.
+
+        Args:
+            region: The region to click in (mask, spacing in mm, identity, step, origin).
+
+        Returns:
+            The weights (the fallback's where the region has no recorded click).
+        """
         return self.weights_and_source(region)[0]
 
     def weights_and_source(self, region: ClickRegion) -> tuple[np.ndarray, str]:
         """The map of the recorded clicks, or the fallback's (``fallback:<name>``) where the
-        region has none (or they give it no weight)."""
+        region has none (or they give it no weight).
+
+        Args:
+            region: The region to click in (mask, spacing in mm, identity, step, origin).
+
+        Returns:
+            (weights, source): float64 weights of the mask's shape, and this model's name or
+            ``fallback:<name>``.
+        """
         clicks = self.clicks_in(region)
         if len(clicks):
             try:

@@ -18,5 +18,13 @@ class UniformClickability(ClickabilityModel):
     description: ClassVar[str] = "every voxel of the region equally likely"
 
     def weights(self, region: ClickRegion) -> np.ndarray:
-        """Uniform click weights: 1.0 inside the region mask, 0.0 outside (float64, the mask's shape)."""
+        """Uniform click weights: 1.0 inside the region mask, 0.0 outside (float64, the mask's
+        shape).
+
+        Args:
+            region: The region to click in (only its mask is read).
+
+        Returns:
+            The weights.
+        """
         return region.mask.astype(np.float64)
