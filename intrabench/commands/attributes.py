@@ -17,7 +17,18 @@ BY = {
 
 def cmd_attributes(args: argparse.Namespace) -> int:
     """``intrabench attributes``: the run's scores stratified by target attributes; returns the exit
-    status."""
+    status.
+
+    Args:
+        args: The parsed command line: ``run_dir``, ``out`` (default ``RUN_DIR/attributes``),
+            ``metric``, ``by`` (the grouping printed), ``n_boot``, ``seed``.
+
+    Returns:
+        0 once the CSV files are written; 1 when no attribute splits the targets into groups.
+
+    Raises:
+        UserError: The run holds no rows, or no such score (printed as one line, exit 2).
+    """
     from intrabench.attributes.analysis import METRICS, analyse, regroup
     from intrabench.attributes.stratify import (
         MIN_PAIRS_CORRELATION,
@@ -79,7 +90,12 @@ def cmd_attributes(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
-    """Add ``intrabench attributes``."""
+    """Add ``intrabench attributes``.
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name (unused).
+    """
     from intrabench.attributes.scores import METRICS  # no pandas: every command builds this
 
     parser = commands.add_parser(

@@ -13,6 +13,13 @@ from intrabench.commands._arguments import count
 def cmd_collect_build(args: argparse.Namespace) -> int:
     """``intrabench clicks collect build``: a blinded click-collection site from a run; returns
     the exit status.
+
+    Args:
+        args: The parsed command line: ``run_dir``, ``out`` (the site's folder), ``n`` (tasks),
+            ``seed``, ``first`` (first-click tasks; None: a quarter).
+
+    Returns:
+        0 once the site is written.
     """
     from intrabench.people.clicks.build import build_collection
 
@@ -32,6 +39,16 @@ def cmd_collect_build(args: argparse.Namespace) -> int:
 def cmd_collect_import(args: argparse.Namespace) -> int:
     """``intrabench clicks collect import``: the clicks people made, checked and written as CSV;
     returns the exit status.
+
+    Args:
+        args: The parsed command line: ``clicks`` (the exported files), ``tasks`` (the built
+            site's folder), ``to`` (the CSV; earlier clicks in it are kept).
+
+    Returns:
+        0 once the CSV is written.
+
+    Raises:
+        UserError: No click fits the collection, or ``to`` holds another collection's clicks.
     """
     from intrabench.errors import UserError
     from intrabench.io.results import atomic_write_text
@@ -78,7 +95,12 @@ def cmd_collect_import(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
-    """Add ``intrabench clicks collect build|import``."""
+    """Add ``intrabench clicks collect build|import``.
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name (unused).
+    """
     clicks = commands.add_parser("clicks", help="clicks collected from people (RClicks, in 3D)")
     actions = clicks.add_subparsers(dest="action", metavar="ACTION", required=True)
     collect = actions.add_parser(

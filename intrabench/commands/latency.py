@@ -10,7 +10,18 @@ from pathlib import Path
 
 def cmd_latency(args: argparse.Namespace) -> int:
     """``intrabench latency``: the measured model latencies of runs as a table; returns the exit
-    status."""
+    status.
+
+    Args:
+        args: The parsed command line: ``run_dirs``, ``save`` (a YAML file for the latency
+            table; None: printed only).
+
+    Returns:
+        0 once the table is printed (and saved).
+
+    Raises:
+        UserError: The runs hold no measured latencies.
+    """
     import pandas as pd
 
     from intrabench.errors import UserError
@@ -69,7 +80,12 @@ def cmd_latency(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
-    """Add ``intrabench latency``."""
+    """Add ``intrabench latency``.
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name (unused).
+    """
     latency = commands.add_parser(
         "latency",
         help="the models' median latency in runs; --save: a latency table for "

@@ -18,6 +18,13 @@ from pathlib import Path
 def cmd_seconds(args: argparse.Namespace) -> int:
     """``intrabench people seconds``: seconds per interaction kind from people's sessions, as a
     time model's seconds; returns the exit status.
+
+    Args:
+        args: The parsed command line: ``sessions`` (logs or folders), ``save`` (a YAML file
+            for the ``time_model:`` section; None: printed only), ``confidence``.
+
+    Returns:
+        0 once the table is printed (and saved).
     """
     from intrabench.evaluation.aggregate import to_markdown
     from intrabench.people.replay import SessionLibrary
@@ -48,7 +55,16 @@ def cmd_seconds(args: argparse.Namespace) -> int:
 def seconds_yaml(seconds, sessions: int, confidence: float) -> str:
     """The ``time_model: {seconds: ...}`` section of a run config from
     :func:`~intrabench.people.versus.seconds_by_kind`'s rows: each kind's mean (0.1 s), its
-    interval and count in a comment; the kinds not measured keep their defaults."""
+    interval and count in a comment; the kinds not measured keep their defaults.
+
+    Args:
+        seconds: :func:`~intrabench.people.versus.seconds_by_kind`'s rows.
+        sessions: The number of sessions measured, for the heading comment.
+        confidence: The intervals' confidence level (0-1), for the comments.
+
+    Returns:
+        The YAML text.
+    """
     from intrabench.people.versus import seconds_table
 
     table = seconds_table(seconds)
@@ -69,6 +85,13 @@ def seconds_yaml(seconds, sessions: int, confidence: float) -> str:
 def cmd_replay(args: argparse.Namespace) -> int:
     """``intrabench people replay``: people's sessions replayed on models, each step scored;
     returns the exit status.
+
+    Args:
+        args: The parsed command line: ``run_dir``, ``model`` (the models to replay on), ``k``
+            (the most corrections; None: all), ``sessions`` (default ``RUN/sessions``).
+
+    Returns:
+        0 once the replays are written into the run folder.
     """
     from intrabench import registry
     from intrabench.evaluation.aggregate import to_markdown

@@ -11,7 +11,15 @@ from intrabench.commands._arguments import count, resamples
 
 def cmd_review_build(args: argparse.Namespace) -> int:
     """``intrabench review build``: a blinded site of sampled masks to rate; returns the exit
-    status."""
+    status.
+
+    Args:
+        args: The parsed command line: ``run_dir``, ``n`` (masks), ``seed``, ``out`` (default
+            ``RUN_DIR/review-site``).
+
+    Returns:
+        0 once the site is written.
+    """
     from intrabench.review.build import build_review
 
     out = Path(args.out) if args.out else Path(args.run_dir) / "review-site"
@@ -29,7 +37,18 @@ def cmd_review_build(args: argparse.Namespace) -> int:
 
 
 def cmd_review_import(args: argparse.Namespace) -> int:
-    """``intrabench review import``: ratings joined with the run's metrics; returns the exit status."""
+    """``intrabench review import``: ratings joined with the run's metrics; returns the exit status.
+
+    The ratings of earlier imports stay (``--replace`` starts over); a mask rated in both keeps
+    its newest rating.
+
+    Args:
+        args: The parsed command line: ``run_dir``, ``ratings`` (the exported files),
+            ``n_boot``, ``seed``, ``replace``.
+
+    Returns:
+        0 once the analysis is written under ``RUN_DIR/reviews/<review id>/``.
+    """
     import pandas as pd
 
     from intrabench.evaluation.aggregate import to_markdown
@@ -159,7 +178,12 @@ def cmd_review_import(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
-    """Add ``intrabench review build|import``."""
+    """Add ``intrabench review build|import``.
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name (unused).
+    """
     review = commands.add_parser(
         "review",
         help="a blinded web page for people to rate masks, "

@@ -10,7 +10,20 @@ import os
 
 def cmd_serve_model(args: argparse.Namespace) -> int:
     """``intrabench serve-model``: serve one registered model over stdio or TCP; returns the exit
-    status."""
+    status.
+
+    Args:
+        args: The parsed command line: ``name`` (else ``$INTRABENCH_SERVE_MODEL``),
+            ``params`` (JSON), ``stdio`` or ``listen`` (``HOST:PORT``, one of the two),
+            ``imports`` (modules that register plugins).
+
+    Returns:
+        0 when the client closes the connection.
+
+    Raises:
+        UserError: No model named, neither or both of ``--stdio`` and ``--listen``, or a
+            ``--listen`` without a port.
+    """
     from intrabench import registry
     from intrabench.errors import UserError
     from intrabench.serving.server import claim_stdout, serve_stdio, serve_tcp

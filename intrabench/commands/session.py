@@ -26,6 +26,14 @@ def _json_object(text: str | None, option: str) -> dict:
 def cmd_session_serve(args: argparse.Namespace) -> int:
     """``intrabench session serve``: a local page where a person segments a target with a live
     model; returns the exit status.
+
+    Args:
+        args: The parsed command line: ``model`` and ``params``, ``dataset`` and
+            ``dataset_params``, ``case``, ``target``, ``rater``, ``out``, ``session``, ``runs_in``,
+            ``show_dice``, ``host``, ``port``.
+
+    Returns:
+        0 when the server is stopped (Ctrl-C).
     """
     from pathlib import Path
 
@@ -80,6 +88,16 @@ def cmd_session_serve(args: argparse.Namespace) -> int:
 def cmd_session_import(args: argparse.Namespace) -> int:
     """``intrabench session import``: people's session logs checked against their cases and
     scored per step; returns the exit status.
+
+    Args:
+        args: The parsed command line: ``sessions`` (logs or folders), ``to`` (the table's
+            folder).
+
+    Returns:
+        0 once ``session-steps.csv`` is written.
+
+    Raises:
+        UserError: No session log could be used.
     """
     from intrabench.errors import UserError
     from intrabench.people.sessions.importing import import_sessions, write_import
@@ -106,7 +124,12 @@ def cmd_session_import(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
-    """Add ``intrabench session serve|import``."""
+    """Add ``intrabench session serve|import``.
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name (unused).
+    """
     session = commands.add_parser(
         "session", help="a person segments a target with a live model; the logs imported"
     )
