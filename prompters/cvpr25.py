@@ -78,7 +78,15 @@ class Cvpr25Box(Prompter):
         return self._prompt(context, self.xy_box(sub, fg), offset, fg)
 
     def xy_box(self, sub: np.ndarray, fg: np.ndarray):
-        """The tight xy box (crop coordinates) the challenge enlarges: the target on z_mid."""
+        """The tight xy box (crop coordinates) the challenge enlarges: the target on z_mid.
+
+        Args:
+            sub: The target's bool (z, y, x) mask cropped to its foreground.
+            fg: The crop's foreground slice indices (z), ascending.
+
+        Returns:
+            The inclusive (y, x) box of the target on the upper median slice.
+        """
         return tight_box_2d(sub[median_slice(fg, upper=True)])
 
     def _prompt(self, context: PromptContext, box, offset: np.ndarray, fg: np.ndarray) -> Prompt:
@@ -135,6 +143,12 @@ def challenge_click(component: np.ndarray) -> tuple[int, ...]:
     the distances are kept on the component only, or, if none is left (a tiny component lost to
     the pooling), the component itself is used; the maxima are listed in C order and one is
     drawn with ``np.random.seed(42); np.random.choice(n)`` (a fresh ``RandomState(42)``).
+
+    Args:
+        component: A non-empty bool (z, y, x) error component.
+
+    Returns:
+        The chosen voxel, (z, y, x) indices into ``component``.
     """
     low, high = mask_corners(component)
     high = high + 1
@@ -182,5 +196,12 @@ class Cvpr25Click(CenterErrorClick):
     def click_in(self, component: np.ndarray, context: RefineContext) -> tuple[int, ...]:
         """The challenge's click in one error component (bool, the crop's axes): its centre, with
         the challenge's tie-break.
+
+        Args:
+            component: A non-empty bool (z, y, x) error component.
+            context: The step's context (not read: the challenge's click is deterministic).
+
+        Returns:
+            The voxel, (z, y, x) indices into ``component``.
         """
         return challenge_click(component)

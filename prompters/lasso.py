@@ -27,7 +27,14 @@ from ._geometry import foreground_slices, median_slice
 def hull_contour(region: np.ndarray) -> np.ndarray:
     """(K, 2) int (y, x) vertices, counter-clockwise in (x, y), of the convex hull of the
     pixel centres of a non-empty 2D mask; its corner pixels when they are collinear (a line
-    or a single pixel: the contour degenerates to that segment or pixel)."""
+    or a single pixel: the contour degenerates to that segment or pixel).
+
+    Args:
+        region: A non-empty bool (y, x) mask.
+
+    Returns:
+        Int64 (K, 2) vertices as (y, x).
+    """
     from scipy.spatial import ConvexHull, QhullError
 
     pixels = np.argwhere(region)

@@ -71,7 +71,14 @@ class RecordedPrompter(Prompter):
 
     @classmethod
     def of(cls, library: SessionLibrary) -> RecordedPrompter:
-        """The prompter replaying the sessions of ``library`` (already read)."""
+        """The prompter replaying the sessions of ``library`` (already read).
+
+        Args:
+            library: The recorded sessions, read.
+
+        Returns:
+            The prompter, using ``library`` instead of reading a folder.
+        """
         prompter = cls()
         prompter._sessions.library = library
         return prompter
@@ -115,7 +122,15 @@ class RecordedCorrections(Refiner):
 
     @classmethod
     def of(cls, library: SessionLibrary, k: int | None = None) -> RecordedCorrections:
-        """The refiner replaying the first ``k`` corrections of the sessions of ``library``."""
+        """The refiner replaying the first ``k`` corrections of the sessions of ``library``.
+
+        Args:
+            library: The recorded sessions, read.
+            k: How many corrections to replay; None for all of them.
+
+        Returns:
+            The refiner, using ``library`` instead of reading a folder.
+        """
         refiner = cls(k=k)
         refiner._sessions.library = library
         return refiner

@@ -260,7 +260,16 @@ class CenterErrorClick(Refiner):
         )
 
     def click_in(self, component: np.ndarray, context: RefineContext) -> tuple[int, ...]:
-        """The voxel of the error ``component`` (boolean, on the error crop) to click."""
+        """The voxel of the error ``component`` (boolean, on the error crop) to click.
+
+        Args:
+            component: A non-empty bool (z, y, x) error component.
+            context: The step's context: its ``rng`` breaks ties, its ``spacing`` (mm) is used
+                when ``use_spacing``.
+
+        Returns:
+            The voxel farthest from the component's boundary, (z, y, x) indices into it.
+        """
         sampling = tuple(float(s) for s in context.spacing) if self.use_spacing else None
         return _edt_center(component, context.rng, sampling)
 
@@ -369,7 +378,15 @@ class ScribbleRefiner(Refiner):
     # -- the two scribbles (local crop coordinates) ------------------------------------
     def positive_scribble(self, fn: np.ndarray, origin: np.ndarray | None = None) -> np.ndarray:
         """Centroid scribble through the largest false-negative component, (M, 3) local;
-        ``origin``: ``fn``'s first voxel in the full volume (centres are rounded there)."""
+        ``origin``: ``fn``'s first voxel in the full volume (centres are rounded there).
+
+        Args:
+            fn: The bool (z, y, x) false-negative mask (on the error crop).
+            origin: ``fn``'s first voxel in the full volume, (z, y, x); None for (0, 0, 0).
+
+        Returns:
+            (M, 3) (z, y, x) indices into ``fn``.
+        """
         component = largest_component(fn)
         low, high = mask_corners(component)
         crop = crop_slices(low, high, component.shape)
@@ -379,7 +396,16 @@ class ScribbleRefiner(Refiner):
     def negative_scribble(
         self, gt: np.ndarray, fp: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
-        """False-positive pixels of a contour sub-curve on the plane with most FPs, (M, 3)."""
+        """False-positive pixels of a contour sub-curve on the plane with most FPs, (M, 3).
+
+        Args:
+            gt: The bool (z, y, x) ground truth on the error crop.
+            fp: The bool false-positive mask on the same crop.
+            rng: Chooses the sub-curve.
+
+        Returns:
+            (M, 3) (z, y, x) indices into the crop.
+        """
         best_axis, best_index, best_count = self.plane_axes[0], 0, -1
         for axis in self.plane_axes:
             other = tuple(a for a in range(3) if a != axis)

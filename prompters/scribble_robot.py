@@ -51,7 +51,16 @@ from ._geometry import largest_component, union_crop
 def worst_slice(gt: np.ndarray, prediction: np.ndarray, skip: set[int] | None = None) -> int | None:
     """Axial index (of these arrays) of the slice with the lowest Dice among slices holding
     target or prediction and an error; ties: more misclassified voxels, then lower z. Slices
-    in ``skip`` are passed over while another one qualifies."""
+    in ``skip`` are passed over while another one qualifies.
+
+    Args:
+        gt: The bool (z, y, x) ground truth.
+        prediction: The bool prediction, same shape.
+        skip: Slices (z) to avoid, e.g. those scribbled on already; None for none.
+
+    Returns:
+        The slice's z, or None when no slice has an error.
+    """
     flat_gt = gt.reshape(gt.shape[0], -1)
     flat_pred = prediction.reshape(prediction.shape[0], -1)
     overlap = (flat_gt & flat_pred).sum(axis=1)
@@ -70,7 +79,14 @@ def worst_slice(gt: np.ndarray, prediction: np.ndarray, skip: set[int] | None = 
 
 def stroke(region: np.ndarray) -> np.ndarray:
     """(M, 2) pixels of the region's skeleton ordered along its principal axis; its deepest
-    pixel when the skeleton is empty."""
+    pixel when the skeleton is empty.
+
+    Args:
+        region: A non-empty bool (y, x) mask.
+
+    Returns:
+        Int64 (M, 2) (y, x) pixels in stroke order.
+    """
     skeleton = skeletonize(region) & region
     pixels = np.argwhere(skeleton)
     if len(pixels) == 0:
@@ -93,7 +109,14 @@ MODES = ("davis", "largest")
 
 
 def components(mask: np.ndarray) -> list[np.ndarray]:
-    """The 8-connected components of a 2D mask, largest first (ties: lower label)."""
+    """The 8-connected components of a 2D mask, largest first (ties: lower label).
+
+    Args:
+        mask: Bool (y, x) mask.
+
+    Returns:
+        One bool (y, x) mask per component ([] for an empty mask).
+    """
     from intrabench.masks import connected_components
 
     if not mask.any():
@@ -105,7 +128,14 @@ def components(mask: np.ndarray) -> list[np.ndarray]:
 
 
 def used_slices(history: list[Prompt]) -> set[int]:
-    """Axial slices that earlier scribbles were drawn on."""
+    """Axial slices that earlier scribbles were drawn on.
+
+    Args:
+        history: The episode's earlier prompts.
+
+    Returns:
+        Their scribbles' z indices.
+    """
     return {
         int(z)
         for prompt in history

@@ -47,8 +47,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/attributes/shape.py",
         "intrabench/attributes/stratify.py",
         "intrabench/cli.py",
-        "intrabench/commands/datasets.py",
-        "intrabench/commands/datasets_verify.py",
         "intrabench/commands/models.py",
         "intrabench/commands/models_prepare.py",
         "intrabench/commands/predictions.py",
@@ -110,11 +108,6 @@ NOT_YET: frozenset[str] = frozenset(
         "models/volumetric/sam_med3d.py",
         "models/volumetric/segvol.py",
         "models/volumetric/vista3d.py",
-        "prompters/cvpr25.py",
-        "prompters/lasso.py",
-        "prompters/recorded_sessions.py",
-        "prompters/refiners.py",
-        "prompters/scribble_robot.py",
     }
 )
 
