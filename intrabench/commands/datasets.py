@@ -35,7 +35,18 @@ def _unique_recipes(classes: list[type]) -> list[tuple[object, list[str]]]:
 
 
 def cmd_download(args: argparse.Namespace) -> int:
-    """``intrabench datasets download``: fetch each named recipe's files; returns the exit status."""
+    """``intrabench datasets download``: fetch each named recipe's files; returns the exit status.
+
+    Args:
+        args: The parsed command line: ``names`` (recipes), ``root`` (the data root),
+            ``zenodo_url``, ``tcia_url``, ``quiet``.
+
+    Returns:
+        0 once every recipe's files are present.
+
+    Raises:
+        UserError: A name has no download recipe, or a download fails (one line each).
+    """
     from intrabench.datasets._recipe import Urls
 
     urls = Urls(zenodo=args.zenodo_url, tcia=args.tcia_url)
@@ -53,7 +64,18 @@ def cmd_download(args: argparse.Namespace) -> int:
 
 def cmd_prepare(args: argparse.Namespace) -> int:
     """``intrabench datasets prepare``: convert each named recipe's downloaded files; returns the
-    exit status."""
+    exit status.
+
+    Args:
+        args: The parsed command line: ``names`` (recipes), ``root``, ``force`` (convert again),
+            ``quiet``.
+
+    Returns:
+        0 once every recipe is prepared (skipped cases are listed with their reason).
+
+    Raises:
+        UserError: A name has no recipe, or its files are not downloaded.
+    """
     for recipe, names in _unique_recipes(_recipe_classes(args.names)):
         report = recipe.prepare(args.root, progress=not args.quiet, force=args.force)
         if report.up_to_date:
@@ -69,7 +91,19 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Each case read as ``run`` reads it (:mod:`intrabench.commands.datasets_verify`), a line each."""
+    """Each case read as ``run`` reads it (:mod:`intrabench.commands.datasets_verify`), a line each.
+
+    Args:
+        args: The parsed command line: ``names`` (dataset names, nnU-Net folders, dataset specs
+            or run configs), ``root``, ``trust_modality``.
+
+    Returns:
+        0 when every case reads; 1 when a case, a layout or the class coverage has a problem
+            (or a dataset has no case).
+
+    Raises:
+        UserError: A name stands for no dataset.
+    """
     from intrabench.commands.datasets_verify import check_dataset, dataset_coverage, resolve
     from intrabench.wording import counted
 
@@ -102,7 +136,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """``intrabench datasets list``: each registered dataset and whether it is present; returns the
-    exit status."""
+    exit status.
+
+    Args:
+        args: The parsed command line: ``root`` (the data root whose status is shown; None: the
+            default).
+
+    Returns:
+        0.
+    """
     from intrabench import registry
 
     rows = []

@@ -58,7 +58,11 @@ class CaseReport:
         return sum(self.targets_per_class.values())
 
     def line(self) -> str:
-        """One line: ``case: ok, 3 targets (lesion 2, liver 1), spacing ..., ...``."""
+        """One line: ``case: ok, 3 targets (lesion 2, liver 1), spacing ..., ...``.
+
+        Returns:
+            The case's line; ``case: <problem>`` when it cannot be read.
+        """
         if not self.ok:
             return f"{self.case_id}: FAIL: {self.problem}"
         classes = ", ".join(f"{name} {count}" for name, count in self.targets_per_class.items())
@@ -95,7 +99,19 @@ def _one_line(error: BaseException) -> str:
 def check_case(dataset: Any, case_id: str, trust_modality: bool = False) -> CaseReport:
     """Load ``case_id`` with ``dataset.load`` (as a run does) and describe what came back; a
     case whose intensities contradict its declared modality is refused unless
-    ``trust_modality`` (or the dataset's own ``trust_modality``) says it is right."""
+    ``trust_modality`` (or the dataset's own ``trust_modality``) says it is right.
+
+    Args:
+        dataset: A dataset built as a run builds it.
+        case_id: The case to read.
+        trust_modality: Read the case as its declared modality even when its intensities
+            contradict it.
+
+    Returns:
+        The report: the classes and their target counts, spacing (mm) and shape in canonical
+        (z, y, x) order, the file's orientation codes, the modality; or the problem in one line
+        (any error of ``load`` is the case's result, never raised).
+    """
     import nibabel as nib
 
     from intrabench.datasets.case_modality import modality_contradiction
@@ -126,7 +142,15 @@ def check_case(dataset: Any, case_id: str, trust_modality: bool = False) -> Case
 
 
 def dataset_coverage(item: DatasetToVerify, reports: list[CaseReport]) -> Any:
-    """:func:`~intrabench.datasets.class_coverage.class_coverage` over the cases read ok."""
+    """:func:`~intrabench.datasets.class_coverage.class_coverage` over the cases read ok.
+
+    Args:
+        item: The dataset verified.
+        reports: Its cases' reports.
+
+    Returns:
+        The coverage: the lines to print for the declared classes, and whether any is an error.
+    """
     from intrabench.datasets.class_coverage import class_coverage, declared_classes
 
     read = [r for r in reports if r.ok]
@@ -135,7 +159,15 @@ def dataset_coverage(item: DatasetToVerify, reports: list[CaseReport]) -> Any:
 
 
 def check_dataset(item: DatasetToVerify, trust_modality: bool = False) -> Iterator[CaseReport]:
-    """Every case of the dataset, in its own order, one report each (lazily: print as you go)."""
+    """Every case of the dataset, in its own order, one report each (lazily: print as you go).
+
+    Args:
+        item: The dataset and the cases to read (None: every case).
+        trust_modality: As :func:`check_case`'s.
+
+    Yields:
+        One :class:`CaseReport` per case.
+    """
     for case_id in item.dataset.case_ids() if item.cases is None else item.cases:
         yield check_case(item.dataset, case_id, trust_modality)
 
@@ -143,7 +175,14 @@ def check_dataset(item: DatasetToVerify, trust_modality: bool = False) -> Iterat
 def nnunet_layout_problems(folder: str | Path) -> list[str]:
     """What is wrong with an nnU-Net folder's layout that a run would not notice: files in
     ``labelsTr`` that are not images, images in ``imagesTr`` with no label, ``numTraining``
-    not the number of labels."""
+    not the number of labels.
+
+    Args:
+        folder: The nnU-Net folder (``imagesTr/``, ``labelsTr/``, ``dataset.json``).
+
+    Returns:
+        One line per problem; empty when the layout is sound.
+    """
     from intrabench.datasets.nnunet_folder import _strip_suffix, channel_names
 
     folder = Path(folder)
@@ -195,7 +234,19 @@ def _is_run_config(path: Path) -> bool:
 
 
 def resolve(name: str, root: str | None = None) -> list[DatasetToVerify]:
-    """The datasets ``name`` stands for (see the module docstring); UserError when it is none."""
+    """The datasets ``name`` stands for (see the module docstring).
+
+    Args:
+        name: A registered dataset's name, an nnU-Net folder, a YAML dataset spec or a run
+            config.
+        root: The data root for registered datasets; None: the default.
+
+    Returns:
+        One entry per dataset (a run config may name several), each built as a run builds it.
+
+    Raises:
+        UserError: ``name`` stands for no dataset.
+    """
     from intrabench import registry
 
     path = Path(name).expanduser()
