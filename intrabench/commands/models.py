@@ -11,7 +11,11 @@ def model_rows() -> list[list[str]]:
     """One row per model (name, dim, accepts, status, licence, description): the card's facts
     where the model has a card (built-in or plugin), else the class's; the status from the
     adapter's ``availability`` where it is installed, else from the card's default checkpoint
-    (a card whose adapter is not importable here says so)."""
+    (a card whose adapter is not importable here says so).
+
+    Returns:
+        The rows as text cells, models in name order.
+    """
     from intrabench import registry
     from intrabench.interfaces import Model
     from intrabench.io.checkpoints import readiness
@@ -55,7 +59,18 @@ def model_rows() -> list[list[str]]:
 
 def cmd_models_verify(args: argparse.Namespace) -> int:
     """``intrabench models verify``: check checkpoint files and their SHA-256; returns the exit
-    status."""
+    status.
+
+    Args:
+        args: The parsed command line: ``names`` (checkpoint keys or model names; empty: all),
+            ``checkpoint_dir``.
+
+    Returns:
+        0 when no file checked is wrong; 1 when one does not match its pinned size or hash.
+
+    Raises:
+        UserError: A name is neither a checkpoint key nor a model with one.
+    """
     from intrabench.io.checkpoints import checkpoint_dir, located, table, verify
 
     CHECKPOINTS = table()
@@ -86,7 +101,18 @@ def cmd_models_verify(args: argparse.Namespace) -> int:
 
 def cmd_models_download(args: argparse.Namespace) -> int:
     """``intrabench models download``: fetch named checkpoints, checked before kept; returns the
-    exit status."""
+    exit status.
+
+    Args:
+        args: The parsed command line: ``names`` (checkpoint keys or model names), ``all``
+            (every downloadable checkpoint), ``checkpoint_dir``, ``quiet``.
+
+    Returns:
+        0 when every checkpoint is there; 1 when one could not be had (each said in a line).
+
+    Raises:
+        UserError: Neither names nor ``--all``, or a name that is no checkpoint.
+    """
     import difflib
 
     from intrabench.errors import UserError
@@ -152,8 +178,17 @@ def cmd_models_download(args: argparse.Namespace) -> int:
 
 def checkpoint_of_model(name: str) -> str:
     """``name`` itself when it is a checkpoint key; for a model whose checkpoints have other
-    names (``sam``, ``sam2``), its default variant's key, said in one line; UserError for a
-    model that needs no checkpoint."""
+    names (``sam``, ``sam2``), its default variant's key, said in one line.
+
+    Args:
+        name: A checkpoint key or a model name.
+
+    Returns:
+        The checkpoint key (an unknown name is returned as it is, for the caller to report).
+
+    Raises:
+        UserError: The model needs no checkpoint.
+    """
     from intrabench import registry
     from intrabench.errors import UserError
     from intrabench.io.checkpoints import table
@@ -180,7 +215,15 @@ def checkpoint_of_model(name: str) -> str:
 
 def check_loads_and_fits(key: str, path) -> str | None:
     """None if checkpoint ``key`` at ``path`` loads (``weights_only``: no code runs) and fits
-    the full-size network of every model that uses it; else why not."""
+    the full-size network of every model that uses it; else why not.
+
+    Args:
+        key: The checkpoint's key.
+        path: The checkpoint file.
+
+    Returns:
+        None, or the first problem in one line.
+    """
     from intrabench import registry
     from intrabench.io.checkpoints import CheckpointError
 

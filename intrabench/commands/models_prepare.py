@@ -14,7 +14,11 @@ from intrabench.errors import UserError
 
 
 def exportable_demo_models() -> list[str]:
-    """The built-in demo's models whose encoder runs from an export on the CPU, in its order."""
+    """The built-in demo's models whose encoder runs from an export on the CPU, in its order.
+
+    Returns:
+        Their registered names, without repeats.
+    """
     from intrabench import registry
     from intrabench.config import builtin_demo_path, load_config
 
@@ -28,7 +32,17 @@ def exportable_demo_models() -> list[str]:
 
 def prepare_model(name: str) -> str:
     """Build model ``name`` with its default parameters and prepare it (export, check and
-    compile its encoder and decoder where it has them); one line saying what runs it."""
+    compile its encoder and decoder where it has them).
+
+    Args:
+        name: A registered model's name.
+
+    Returns:
+        One line saying what runs it and how long preparing took (seconds, on this machine).
+
+    Raises:
+        UserError: The model has no exported encoder, or is not ready (its checkpoint missing).
+    """
     from intrabench import registry
 
     model = registry.models.create(name, {})
@@ -52,7 +66,15 @@ def prepare_model(name: str) -> str:
 
 
 def cmd_models_prepare(args: argparse.Namespace) -> int:
-    """Prepare the named models (default: the demo's); returns the exit status."""
+    """Prepare the named models (default: the demo's); returns the exit status.
+
+    Args:
+        args: The parsed command line: ``names`` (model names; empty: the demo's exportable
+            models).
+
+    Returns:
+        0 once every model is prepared.
+    """
     names = list(dict.fromkeys(args.names)) or exportable_demo_models()
     for name in names:
         print(prepare_model(name), flush=True)
