@@ -93,98 +93,7 @@ class EpisodeScheduler:
         order; metrics left empty). Without ``failed`` the first model or user failure is
         raised; with it, ``failed(task, error)`` is called, that episode is dropped and the
         others go on (``failed`` may raise to stop everything)."""
-        pending: Iterator[EpisodeTask] = iter(tasks)
-        running: list[_Running] = []
-        ready: deque[tuple[_Running, ModelCall]] = deque()
-        waiting: dict[Future, tuple[_Running, UserCall]] = {}
-
-        def fail(episode: _Running, error: Exception) -> None:
-            if failed is None:
-                raise error
-            if episode in running:
-                running.remove(episode)
-            failed(episode.task, error)
-
-        def advance(episode: _Running, answer: Answer | None) -> None:
-            while True:  # answers given here at once go straight back into the program
-                try:
-                    call = next(episode.program) if answer is None else episode.program.send(answer)
-                except StopIteration as finished:
-                    running.remove(episode)
-                    with clock.phase("handing episodes to the metrics"):
-                        done(episode.task, finished.value)
-                    return
-                if isinstance(call, ModelCall):
-                    ready.append((episode, call))
-                    return
-                if episode.lane is not None and not (
-                    call.step == 0 and episode.task.user.prompter.needs_model
-                ):
-                    with clock.phase("sending to user workers"):
-                        waiting[self._ask_worker(episode, call)] = (episode, call)
-                    return
-                with clock.phase("simulated user here"):
-                    answer = self._answer_here(episode, call)
-
-        exhausted = False
-
-        def start_more() -> None:
-            nonlocal exhausted
-            while not exhausted and len(running) < self.in_flight:
-                with clock.phase("starting episodes"):  # the target's mask is built here
-                    task = next(pending, None)
-                    if task is None:
-                        exhausted = True
-                        return
-                    episode = _Running(
-                        task,
-                        episode_program(
-                            task.steps, task.refine, task.keep_previous_prompts, task.target_class
-                        ),
-                        None,
-                    )
-                    self._assign_worker(episode, running)
-                running.append(episode)
-                try:
-                    advance(episode, None)
-                except Exception as error:  # noqa: BLE001 - isolated per episode (fail)
-                    fail(episode, error)
-
-        clock = self.clock
-        start_more()
-        while running:
-            interrupts.check()  # a Ctrl-C or kill whose first raise was swallowed
-            if ready:
-                episode, call = ready.popleft()
-                index = self.model_calls
-                self.model_calls += 1
-                try:
-                    with clock.phase("forward passes"):
-                        answer = call_model(
-                            self.model, call, index, episode.task.ground_truth.shape
-                        )
-                    advance(episode, answer)
-                except Exception as error:  # noqa: BLE001
-                    fail(episode, error)
-            else:
-                with clock.phase("waiting for simulated users"):
-                    finished, _ = wait(list(waiting), return_when=FIRST_COMPLETED)
-                for future in finished:
-                    episode, call = waiting.pop(future)
-                    try:
-                        try:
-                            answer = future.result()
-                            self.answered_by_worker += 1
-                        except UserNotLoadable:  # its user is answered here from now on
-                            episode.lane = None
-                            with clock.phase("simulated user here"):
-                                answer = self._answer_here(episode, call)
-                        advance(episode, answer)
-                    except WorkerDied:
-                        raise  # the worker is gone: every episode it held is lost
-                    except Exception as error:  # noqa: BLE001
-                        fail(episode, error)
-            start_more()
+        _Run(self, tasks, done, failed).loop()
 
     def _answer_here(self, episode: _Running, call: UserCall) -> Answer:
         self.answered_here += 1
@@ -216,3 +125,126 @@ class EpisodeScheduler:
         return episode.lane.submit(
             user_worker.answer, episode.task.key, call.step, prediction, call.history, introduction
         )
+
+
+class _Run:
+    """One :meth:`EpisodeScheduler.run`: its episodes not started yet, running, ready for a
+    forward pass and waiting for a user worker's answer."""
+
+    def __init__(
+        self,
+        scheduler: EpisodeScheduler,
+        tasks: Iterable[EpisodeTask],
+        done: Callable[[EpisodeTask, list[StepResult]], None],
+        failed: Callable[[EpisodeTask, Exception], None] | None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.clock = scheduler.clock
+        self.done = done
+        self.failed = failed
+        self.pending: Iterator[EpisodeTask] = iter(tasks)
+        self.exhausted = False  # every task started
+        self.running: list[_Running] = []
+        self.ready: deque[tuple[_Running, ModelCall]] = deque()
+        self.waiting: dict[Future, tuple[_Running, UserCall]] = {}
+
+    def loop(self) -> None:
+        """Until every episode has ended: a forward pass for the next ready episode, else the
+        next answers of the user workers; new episodes as others end."""
+        self.start_more()
+        while self.running:
+            interrupts.check()  # a Ctrl-C or kill whose first raise was swallowed
+            if self.ready:
+                self.forward_pass()
+            else:
+                self.take_answers()
+            self.start_more()
+
+    def fail(self, episode: _Running, error: Exception) -> None:
+        """``episode`` failed: raised without a ``failed`` callback, else dropped."""
+        if self.failed is None:
+            raise error
+        if episode in self.running:
+            self.running.remove(episode)
+        self.failed(episode.task, error)
+
+    def advance(self, episode: _Running, answer: Answer | None) -> None:
+        """Give ``answer`` to ``episode``'s program and take its next call: queued for the
+        model, sent to its user worker or answered here (straight back into the program);
+        ``done`` when the program ends."""
+        clock = self.clock
+        while True:
+            try:
+                call = next(episode.program) if answer is None else episode.program.send(answer)
+            except StopIteration as finished:
+                self.running.remove(episode)
+                with clock.phase("handing episodes to the metrics"):
+                    self.done(episode.task, finished.value)
+                return
+            if isinstance(call, ModelCall):
+                self.ready.append((episode, call))
+                return
+            if episode.lane is not None and not (
+                call.step == 0 and episode.task.user.prompter.needs_model
+            ):
+                with clock.phase("sending to user workers"):
+                    self.waiting[self.scheduler._ask_worker(episode, call)] = (episode, call)
+                return
+            with clock.phase("simulated user here"):
+                answer = self.scheduler._answer_here(episode, call)
+
+    def start_more(self) -> None:
+        """Start episodes until ``in_flight`` run or every task has started."""
+        while not self.exhausted and len(self.running) < self.scheduler.in_flight:
+            with self.clock.phase("starting episodes"):  # the target's mask is built here
+                task = next(self.pending, None)
+                if task is None:
+                    self.exhausted = True
+                    return
+                episode = _Running(
+                    task,
+                    episode_program(
+                        task.steps, task.refine, task.keep_previous_prompts, task.target_class
+                    ),
+                    None,
+                )
+                self.scheduler._assign_worker(episode, self.running)
+            self.running.append(episode)
+            try:
+                self.advance(episode, None)
+            except Exception as error:  # noqa: BLE001 - isolated per episode (fail)
+                self.fail(episode, error)
+
+    def forward_pass(self) -> None:
+        """The model's call for the first ready episode, its answer given to the episode."""
+        scheduler = self.scheduler
+        episode, call = self.ready.popleft()
+        index = scheduler.model_calls
+        scheduler.model_calls += 1
+        try:
+            with self.clock.phase("forward passes"):
+                answer = call_model(scheduler.model, call, index, episode.task.ground_truth.shape)
+            self.advance(episode, answer)
+        except Exception as error:  # noqa: BLE001
+            self.fail(episode, error)
+
+    def take_answers(self) -> None:
+        """Wait for the user workers' next answers and give each to its episode (a user the
+        worker cannot load is answered here from now on; a dead worker is raised)."""
+        with self.clock.phase("waiting for simulated users"):
+            finished, _ = wait(list(self.waiting), return_when=FIRST_COMPLETED)
+        for future in finished:
+            episode, call = self.waiting.pop(future)
+            try:
+                try:
+                    answer = future.result()
+                    self.scheduler.answered_by_worker += 1
+                except UserNotLoadable:  # its user is answered here from now on
+                    episode.lane = None
+                    with self.clock.phase("simulated user here"):
+                        answer = self.scheduler._answer_here(episode, call)
+                self.advance(episode, answer)
+            except WorkerDied:
+                raise  # the worker is gone: every episode it held is lost
+            except Exception as error:  # noqa: BLE001
+                self.fail(episode, error)
