@@ -11,7 +11,21 @@ from intrabench.display_text import spreadsheet_safe
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
-    """``intrabench tables``: the paper-style tables of one or more runs; returns the exit status."""
+    """``intrabench tables``: the paper-style tables of one or more runs; returns the exit status.
+
+    Args:
+        args: The parsed command line: ``run_dirs``, ``out`` (default
+            :func:`default_tables_folder`), ``layout``, ``metric``, ``scale`` (100: x100),
+            ``missing_value``, ``exclude_training_data``, ``split_training_data``,
+            ``noc_metric`` and ``noc_threshold``, ``latency_table``, ``n_boot``.
+
+    Returns:
+        0 once the tables are written; 1 when the runs hold no rows or no table could be built.
+
+    Raises:
+        UserError: A run is missing, the metric is not in the results, or the layout is not a
+            layout file.
+    """
     from intrabench.evaluation.metric_registry import require_metric
     from intrabench.io.results import incompleteness_warning
     from intrabench.reports.tables import (
@@ -176,7 +190,14 @@ def _without_training_data(rows, exclude: bool):
 
 def default_tables_folder(run_dirs: list[str]) -> Path:
     """Where ``tables`` writes without ``--out``: inside the run (``RUN_DIR/tables``, beside
-    ``RUN_DIR/report``) for one run; ``./intrabench-tables`` for tables across several runs."""
+    ``RUN_DIR/report``) for one run; ``./intrabench-tables`` for tables across several runs.
+
+    Args:
+        run_dirs: The run directories given.
+
+    Returns:
+        The folder.
+    """
     return Path(run_dirs[0]) / "tables" if len(run_dirs) == 1 else Path("intrabench-tables")
 
 
@@ -317,7 +338,18 @@ def _write_people_tables(runs: dict, out: Path) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """``intrabench report``: a run's HTML report with its figures; returns the exit status."""
+    """``intrabench report``: a run's HTML report with its figures; returns the exit status.
+
+    Args:
+        args: The parsed command line: ``run_dir``, ``out`` (default ``RUN_DIR/report``),
+            ``metric``, ``case`` (cases for the failure gallery), ``max_overlays``, ``layout``.
+
+    Returns:
+        0 once the report is written; 1 when the run has no result rows yet.
+
+    Raises:
+        UserError: A case named is not in the run, or the metric is not in the results.
+    """
     from intrabench.evaluation.metric_registry import require_metric
     from intrabench.io.results import has_rows, incompleteness_warning, result_columns
     from intrabench.reports.html import build_report
@@ -367,7 +399,19 @@ def _check_cases(run_dir: str, wanted: list[str]) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Paired comparisons (:mod:`intrabench.evaluation.paired`, as ``tables`` writes them) of
     configurations of two runs, or of two configurations (``--a``, ``--b``) of one run or two,
-    on the x100 scale."""
+    on the x100 scale.
+
+    Args:
+        args: The parsed command line: ``run_a``, ``run_b`` (optional), ``a`` and ``b``
+            (``MODEL/PROMPTER[/REFINER]``), ``metric``, ``n_boot``, ``seed``, ``out`` (a folder
+            for the CSV files; None: printed only).
+
+    Returns:
+        0 once the comparison is printed; 1 when the configurations share no case.
+
+    Raises:
+        UserError: As :func:`compare_pairs`, or the metric is not in the results.
+    """
     import pandas as pd
 
     from intrabench.evaluation.aggregate import to_markdown
@@ -443,7 +487,19 @@ def _configuration(text: str, option: str, rows) -> tuple[str, str, str]:
 def compare_pairs(rows, args: argparse.Namespace) -> list[tuple[tuple, tuple]]:
     """The (A, B) pairs of (source, model, prompter, refiner) ``compare`` tests: ``--a`` against
     ``--b``; without them every configuration both runs have, or the one of each run when each
-    has one. UserError when that leaves nothing to pair."""
+    has one.
+
+    Args:
+        rows: Both runs' rows, with a ``source`` column (``"A"``, ``"B"``).
+        args: The parsed command line (``run_b``, ``a``, ``b``).
+
+    Returns:
+        The pairs, each side ``(source, model, prompter, refiner)``.
+
+    Raises:
+        UserError: Only one of ``--a`` and ``--b``, a configuration not in its run, or nothing
+            left to pair.
+    """
     from intrabench.errors import UserError
 
     side_b = "B" if args.run_b else "A"
@@ -475,7 +531,12 @@ def compare_pairs(rows, args: argparse.Namespace) -> list[tuple[tuple, tuple]]:
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
-    """Add the reporting subcommands (heavy imports happen inside the command functions)."""
+    """Add the reporting subcommands (heavy imports happen inside the command functions).
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name (unused).
+    """
     tables = commands.add_parser(
         "tables", help="the paper's result tables (Markdown, LaTeX, CSV) from run directories"
     )
