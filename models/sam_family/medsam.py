@@ -61,12 +61,24 @@ class MedSAM(SamFamilyModel):
     def build_network(self, tiny: bool) -> Any:
         """The MedSAM (SAM ViT-B) torch module with random weights (the full architecture, or a
         tiny test configuration); the checkpoint is loaded by the caller.
+
+        Args:
+            tiny: Build the small test configuration instead of ViT-B.
+
+        Returns:
+            segment_anything's ``Sam`` module.
         """
         return build_sam(TINY_SAM if tiny else SAM_CONFIGS["vit_b"])
 
     def preprocess(self, zs: list[int]) -> Any:
         """Encoder input for axial slices ``zs``: each slice windowed to uint8 and resized as
         MedSAM's official code does; float32 (B, 3, S, S) on the model's device.
+
+        Args:
+            zs: Axial slice indices (z) of the current image.
+
+        Returns:
+            The batch, one slice per entry in the order of ``zs`` (S = 1024 at full size).
         """
         import torch
 
@@ -83,12 +95,21 @@ class MedSAM(SamFamilyModel):
     def embedding_nbytes(self) -> int:
         """Bytes of one slice embedding (float32), known from the architecture: sizes the cache's
         batches.
+
+        Returns:
+            Bytes of a float32 (256, 64, 64) embedding at full size.
         """
         return sam_embedding_nbytes(self.net)
 
     def encode(self, batch: Any) -> list[Any]:
         """Run the image encoder on a preprocessed batch (B, 3, S, S); one float32 embedding (C,
         h, w) per slice, (256, 64, 64) at full size.
+
+        Args:
+            batch: The encoder input of :meth:`preprocess`, (B, 3, S, S).
+
+        Returns:
+            B embedding tensors (C, h, w).
         """
         return [embedding.clone() for embedding in self.net.image_encoder(batch)]
 
@@ -137,6 +158,13 @@ def resize_like_medsam(slice_uint8: np.ndarray, size: int) -> np.ndarray:
     three identical RGB copies (the channel axis is not resampled). A bicubic resize on the
     device without the clip rescaled whole slices (mean 0.014, max 0.043 apart) and differs
     from the spline by up to 15.6 grey levels.
+
+    Args:
+        slice_uint8: Uint8 (y, x) slice, in the model's slice view.
+        size: The encoder's input side, in pixels (1024 at full size).
+
+    Returns:
+        Float32 (size, size) in [0, 1].
     """
     from skimage.transform import resize
 

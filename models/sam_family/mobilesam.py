@@ -71,7 +71,15 @@ TINY_HEADS = SamConfig(
 def tiny_vit(image_size: int, shape: dict[str, list[int]]) -> Any:
     """MobileSAM's TinyViT image encoder (random weights; its neck gives 256 channels at
     ``image_size / 16``). Imported quietly: timm's deprecation notes and registry overwrites
-    (LiteMedSAM's copy of TinyViT registers the same names)."""
+    (LiteMedSAM's copy of TinyViT registers the same names).
+
+    Args:
+        image_size: The encoder's square input side, in pixels (1024 for MobileSAM).
+        shape: TinyViT's ``embed_dims``, ``depths``, ``num_heads`` and ``window_sizes``.
+
+    Returns:
+        The TinyViT torch module.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         TinyViT = modeling("mobile_sam").TinyViT  # noqa: N806 - a class
@@ -91,7 +99,14 @@ def tiny_vit(image_size: int, shape: dict[str, list[int]]) -> Any:
 
 
 def build_mobilesam(tiny: bool = False) -> Any:
-    """segment_anything's ``Sam`` with MobileSAM's TinyViT as its image encoder."""
+    """segment_anything's ``Sam`` with MobileSAM's TinyViT as its image encoder.
+
+    Args:
+        tiny: Build the small test configuration instead of the full network.
+
+    Returns:
+        The ``Sam`` torch module, random weights.
+    """
     heads = TINY_HEADS if tiny else MOBILESAM_HEADS
     net = build_sam(heads)
     net.image_encoder = tiny_vit(heads.image_size, TINY_TINY_VIT if tiny else TINY_VIT_5M)
@@ -115,6 +130,12 @@ class MobileSAM(TinyViTExport, SAM):
     def build_network(self, tiny: bool) -> Any:
         """The MobileSAM (TinyViT encoder) torch module with random weights (the full
         architecture, or a tiny test configuration); the checkpoint is loaded by the caller.
+
+        Args:
+            tiny: Build the small test configuration instead of the full network.
+
+        Returns:
+            segment_anything's ``Sam`` module with the TinyViT encoder.
         """
         return build_mobilesam(tiny)
 
@@ -122,7 +143,14 @@ class MobileSAM(TinyViTExport, SAM):
         """Slices ``zs`` as the official predictor resizes them: 8-bit, longest side to the
         encoder's input size with PIL's bilinear filter (what ``ResizeLongestSide.apply_image``
         calls, without importing torchvision for it), replicated to RGB: a float tensor
-        (B, 3, h', w') of 0..255 on the device."""
+        (B, 3, h', w') of 0..255 on the device.
+
+        Args:
+            zs: Axial slice indices (z) of the current image.
+
+        Returns:
+            The batch, one slice per entry in the order of ``zs``.
+        """
         from PIL import Image
 
         height, width = self._input_shape()

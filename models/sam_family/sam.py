@@ -37,7 +37,16 @@ from intrabench.types import SlicePrompt
 
 
 def longest_side_shape(height: int, width: int, size: int) -> tuple[int, int]:
-    """(h, w) after resizing the longest side to ``size`` (SAM's ResizeLongestSide rounding)."""
+    """(h, w) after resizing the longest side to ``size`` (SAM's ResizeLongestSide rounding).
+
+    Args:
+        height: The slice's rows.
+        width: The slice's columns.
+        size: The longest side after resizing, in pixels.
+
+    Returns:
+        (rows, cols) after resizing.
+    """
     scale = size / max(height, width)
     return int(height * scale + 0.5), int(width * scale + 0.5)
 
@@ -59,6 +68,12 @@ class SAM(SamFamilyModel):
     def build_network(self, tiny: bool) -> Any:
         """The SAM torch module with random weights (the full architecture, or a tiny test
         configuration); the checkpoint is loaded by the caller.
+
+        Args:
+            tiny: Build the small test configuration instead of the ``variant``'s network.
+
+        Returns:
+            segment_anything's ``Sam`` module.
         """
         return build_sam(TINY_SAM if tiny else SAM_CONFIGS[self.variant])
 
@@ -76,6 +91,12 @@ class SAM(SamFamilyModel):
         ``SamPredictor.set_image`` resizes the uint8 image with PIL (bilinear, antialiased)
         and gets uint8 back; this does the same in torch (batched, on the device) and rounds,
         matching PIL to within one grey level.
+
+        Args:
+            zs: Axial slice indices (z) of the current image.
+
+        Returns:
+            The batch, one slice per entry in the order of ``zs``.
         """
         import torch.nn.functional as F
 
@@ -90,18 +111,33 @@ class SAM(SamFamilyModel):
         """Encoder input for axial slices ``zs``: each slice windowed, resized to the long side S
         and normalised as SAM's ``preprocess`` does; float32 (B, 3, S, S) on the model's
         device.
+
+        Args:
+            zs: Axial slice indices (z) of the current image.
+
+        Returns:
+            The batch, one slice per entry in the order of ``zs`` (S = 1024 at full size).
         """
         return self.net.preprocess(self.resized_input(zs))
 
     def embedding_nbytes(self) -> int:
         """Bytes of one slice embedding (float32), known from the architecture: sizes the cache's
         batches.
+
+        Returns:
+            Bytes of a float32 (256, 64, 64) embedding at full size.
         """
         return sam_embedding_nbytes(self.net)
 
     def encode(self, batch: Any) -> list[Any]:
         """Run the image encoder on a preprocessed batch (B, 3, S, S); one float32 embedding (C,
         h, w) per slice, (256, 64, 64) at full size.
+
+        Args:
+            batch: The encoder input of :meth:`preprocess`, (B, 3, S, S).
+
+        Returns:
+            B embedding tensors (C, h, w).
         """
         embeddings = self.net.image_encoder(batch)
         return [embedding.clone() for embedding in embeddings]
