@@ -90,7 +90,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/serving/server.py",
         "intrabench/serving/spec.py",
         "intrabench/serving/wire.py",
-        "intrabench/testing/flops.py",
         "intrabench/training_data.py",
         "intrabench/types.py",
         "models/sam_family/medsam2.py",

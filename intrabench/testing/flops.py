@@ -36,7 +36,19 @@ class GpuPeak:
     source: str
 
     def for_precision(self, precision: str, tf32: bool = False) -> float:
-        """Peak for 'fp32' (TF32 tensor cores when ``tf32`` is on), 'bf16' or 'fp16'."""
+        """Peak for 'fp32' (TF32 tensor cores when ``tf32`` is on), 'bf16' or 'fp16'.
+
+        Args:
+            precision: ``"fp32"``, ``"bf16"`` or ``"fp16"``.
+            tf32: Whether fp32 matrix products run on the TF32 tensor cores
+                (:func:`cuda_fp32_matmul_uses_tf32`).
+
+        Returns:
+            The dense peak in TFLOP/s.
+
+        Raises:
+            ValueError: Another precision.
+        """
         if precision == "fp32":
             return self.tf32 if tf32 else self.fp32
         if precision in ("bf16", "fp16"):
@@ -84,7 +96,14 @@ KNOWN_GPUS: tuple[tuple[str, GpuPeak], ...] = (
 
 
 def lookup_gpu(device_name: str) -> GpuPeak | None:
-    """The known card whose pattern matches ``device_name``, or None."""
+    """The known card whose pattern matches ``device_name``, or None.
+
+    Args:
+        device_name: The name torch reports (``torch.cuda.get_device_name()``).
+
+    Returns:
+        The card's peaks, or None for a card not in :data:`KNOWN_GPUS`.
+    """
     for pattern, peak in KNOWN_GPUS:
         if re.search(pattern, device_name, flags=re.IGNORECASE):
             return peak
@@ -92,7 +111,11 @@ def lookup_gpu(device_name: str) -> GpuPeak | None:
 
 
 def cuda_fp32_matmul_uses_tf32() -> bool:
-    """Whether fp32 matrix products on CUDA may run on the TF32 tensor cores (torch setting)."""
+    """Whether fp32 matrix products on CUDA may run on the TF32 tensor cores (torch setting).
+
+    Returns:
+        True when torch's setting allows TF32.
+    """
     import torch
 
     setting = getattr(torch.backends.cuda.matmul, "fp32_precision", "none")
@@ -103,7 +126,14 @@ def cuda_fp32_matmul_uses_tf32() -> bool:
 
 def count_flops(function: Callable[[], Any]) -> int:
     """FLOPs (2 per multiply-accumulate) of the matrix products and convolutions that
-    ``function()`` runs; its return value is discarded."""
+    ``function()`` runs; its return value is discarded.
+
+    Args:
+        function: Called once, without arguments, under torch's FLOP counter.
+
+    Returns:
+        The FLOPs counted.
+    """
     return sum(flops_by_operator(function).values())
 
 
@@ -128,7 +158,14 @@ def _cpu_attention_formulas() -> dict[Any, Any]:
 
 
 def flops_by_operator(function: Callable[[], Any]) -> dict[str, int]:
-    """FLOPs of ``function()`` per aten operator name (e.g. 'aten.convolution', 'aten.bmm')."""
+    """FLOPs of ``function()`` per aten operator name (e.g. 'aten.convolution', 'aten.bmm').
+
+    Args:
+        function: Called once, without arguments, under torch's FLOP counter.
+
+    Returns:
+        Operator name -> FLOPs.
+    """
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False, custom_mapping=_cpu_attention_formulas()) as counter:
@@ -138,7 +175,15 @@ def flops_by_operator(function: Callable[[], Any]) -> dict[str, int]:
 
 
 def count_module_flops(module: Any, *inputs: Any) -> int:
-    """FLOPs of ``module(*inputs)`` under ``torch.no_grad()`` (any device, ``meta`` included)."""
+    """FLOPs of ``module(*inputs)`` under ``torch.no_grad()`` (any device, ``meta`` included).
+
+    Args:
+        module: A ``torch.nn.Module``.
+        inputs: Its positional inputs (tensors, on ``module``'s device).
+
+    Returns:
+        The FLOPs of one forward pass.
+    """
     import torch
 
     with torch.no_grad():
@@ -146,5 +191,13 @@ def count_module_flops(module: Any, *inputs: Any) -> int:
 
 
 def achieved_tflops(flops: float, seconds: float) -> float:
-    """TFLOP/s of ``flops`` done in ``seconds``."""
+    """TFLOP/s of ``flops`` done in ``seconds``.
+
+    Args:
+        flops: The work done, in FLOPs.
+        seconds: The wall-clock time it took.
+
+    Returns:
+        TFLOP/s; NaN when ``seconds`` is not positive.
+    """
     return flops / seconds / 1e12 if seconds > 0 else float("nan")
