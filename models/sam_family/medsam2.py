@@ -69,7 +69,14 @@ POSTPROCESSING = (
 
 
 def build_predictor(tiny: bool = False) -> Any:
-    """The official SAM2VideoPredictor with MedSAM2's configuration (random weights)."""
+    """The official SAM2VideoPredictor with MedSAM2's configuration (random weights).
+
+    Args:
+        tiny: Apply the configuration's ``tiny_overrides`` (a small network for tests).
+
+    Returns:
+        The ``SAM2VideoPredictor`` torch module.
+    """
     import sam2.build_sam  # noqa: F401 - registers the sam2 package's configs with hydra
     from hydra import compose
     from hydra.utils import instantiate
@@ -89,7 +96,14 @@ def build_predictor(tiny: bool = False) -> Any:
 
 
 def medsam2_state(path: str) -> Any:
-    """The network's state dict in a MedSAM2 checkpoint file (its ``model`` entry)."""
+    """The network's state dict in a MedSAM2 checkpoint file (its ``model`` entry).
+
+    Args:
+        path: The checkpoint file.
+
+    Returns:
+        The state dict (parameter name to tensor).
+    """
     from intrabench.io.checkpoints import state_dict_in
 
     return state_dict_in(path, "model")
@@ -97,6 +111,10 @@ def medsam2_state(path: str) -> Any:
 
 def load_medsam2_weights(net: Any, path: str) -> None:
     """Load a MedSAM2 checkpoint into ``net``, every key matched.
+
+    Args:
+        net: The network of :func:`build_predictor`.
+        path: The checkpoint file.
 
     Raises:
         CheckpointError: The checkpoint's keys or shapes do not match the network.
@@ -108,7 +126,16 @@ def load_medsam2_weights(net: Any, path: str) -> None:
 
 def to_uint8(volume: np.ndarray, is_ct: bool, window: tuple[float, float]) -> np.ndarray:
     """MedSAM2's intensity step: CT clipped to ``window`` (low, high HU), MR to its 0.5-99.5th
-    percentiles; then min-max over the volume to 0..255, truncated to uint8."""
+    percentiles; then min-max over the volume to 0..255, truncated to uint8.
+
+    Args:
+        volume: The case's intensities, (z, y, x) (HU for CT).
+        is_ct: True for CT (the window), False for MR (the percentiles).
+        window: The CT window (low, high) in HU.
+
+    Returns:
+        Uint8 volume of the same shape.
+    """
     volume = np.asarray(volume, dtype=np.float64)
     low, high = window if is_ct else np.percentile(volume, [0.5, 99.5])
     clipped = np.clip(volume, low, high)
@@ -118,7 +145,15 @@ def to_uint8(volume: np.ndarray, is_ct: bool, window: tuple[float, float]) -> np
 
 
 def frames_tensor(slices_uint8: np.ndarray, size: int) -> Any:
-    """(D, 3, size, size) float32: each slice to RGB, resized by PIL, /255, ImageNet-normalised."""
+    """(D, 3, size, size) float32: each slice to RGB, resized by PIL, /255, ImageNet-normalised.
+
+    Args:
+        slices_uint8: Uint8 (D, rows, cols) frames.
+        size: The square frame side the network takes, in pixels.
+
+    Returns:
+        Float32 torch tensor (D, 3, size, size) on the CPU.
+    """
     import torch
     from PIL import Image
 
@@ -135,7 +170,14 @@ def frames_tensor(slices_uint8: np.ndarray, size: int) -> Any:
 def connected_components_cpu(mask: Any) -> tuple[Any, Any]:
     """What sam2's CUDA extension ``get_connected_componnets`` returns, on the CPU: per
     (N, 1, H, W) binary mask the 8-connected component labels of its foreground and, per
-    foreground pixel, its component's area."""
+    foreground pixel, its component's area.
+
+    Args:
+        mask: Binary torch tensor (N, 1, H, W).
+
+    Returns:
+        (labels, areas): int32 tensors of ``mask``'s shape on its device.
+    """
     import torch
     from scipy import ndimage
 
@@ -161,7 +203,13 @@ def _has_sam2_extension() -> bool:
 @contextlib.contextmanager
 def frames_as_video(frames: Any, height: int, width: int):
     """Inside, the official predictor's ``init_state`` takes ``frames`` instead of reading a
-    video file (what MedSAM2's scripts do with their copy of the predictor)."""
+    video file (what MedSAM2's scripts do with their copy of the predictor).
+
+    Args:
+        frames: The (D, 3, S, S) frames tensor of :func:`frames_tensor`.
+        height: The frames' original rows.
+        width: The frames' original columns.
+    """
     import sam2.sam2_video_predictor as video
 
     original = video.load_video_frames
@@ -248,7 +296,14 @@ class MedSam2(NetworkModel3D):
     # -- frames ---------------------------------------------------------------------------
     def native_frames(self, image: Volume) -> bool:
         """True when the file's slice axis k runs along the patient's S-I axis (its stored
-        slices are axial): the frames are then the file's own slices."""
+        slices are axial): the frames are then the file's own slices.
+
+        Args:
+            image: The case's volume, with its file geometry.
+
+        Returns:
+            True for the file's own slices, False for the canonical axial ones.
+        """
         return int(image.geometry.orientation()[2][0]) == 2
 
     def set_case(self, image: Volume) -> None:
@@ -272,13 +327,28 @@ class MedSam2(NetworkModel3D):
         self._seconds += time.perf_counter() - started
 
     def to_frames(self, points_zyx: np.ndarray) -> np.ndarray:
-        """(N, 3) canonical voxels -> (frame, row, column) of the frames."""
+        """(N, 3) canonical voxels -> (frame, row, column) of the frames.
+
+        Args:
+            points_zyx: Canonical (z, y, x) voxel indices, (N, 3).
+
+        Returns:
+            Int (N, 3) (frame, row, column) indices.
+        """
         points = np.asarray(points_zyx).reshape(-1, 3)
         return native_index(points, self._image.geometry) if self._native else points
 
     def frame_prompts(self, prompt: Prompt) -> dict[int, dict[str, Any]]:
         """Per frame: clicks ``points`` (N, 2) as (x, y) = (column, row) with ``labels``, and a
-        ``box`` [x_min, y_min, x_max, y_max] (a 3D box gives the box on its middle slice)."""
+        ``box`` [x_min, y_min, x_max, y_max] (a 3D box gives the box on its middle slice).
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+
+        Returns:
+            Frame index to ``{"points": [[x, y], ...], "labels": [1/0, ...], "box": [...]}`` (the
+            box only on frames with one).
+        """
         per_frame: dict[int, dict[str, Any]] = {}
         boxes = dict(prompt.boxes)
         if prompt.box3d is not None:
@@ -312,7 +382,14 @@ class MedSam2(NetworkModel3D):
             )
 
     def propagate(self, per_frame: dict[int, dict[str, Any]]) -> list[tuple[int, Any]]:
-        """(frame, logits (H, W) on the CPU) of the forward, then the reverse propagation."""
+        """(frame, logits (H, W) on the CPU) of the forward, then the reverse propagation.
+
+        Args:
+            per_frame: The prompts of :meth:`frame_prompts`.
+
+        Returns:
+            (frame, float logits tensor (H, W) on the CPU) per propagated frame, forward pass first.
+        """
         import torch
 
         height, width = self._frame_shape[1:]

@@ -94,6 +94,13 @@ def build_sam2_network(variant: str, tiny: bool = False) -> Any:
     Built on the current default device and left there (so ``with torch.device("meta")``
     gives a weightless full-size model for shape checks); ``tiny`` applies
     :data:`TINY_SAM2_OVERRIDES` to the SAM2.1 Hiera-T config (tests/timing only).
+
+    Args:
+        variant: A key of ``SAM2_CONFIGS`` (e.g. ``"sam2.1-hiera-tiny"``); ignored when ``tiny``.
+        tiny: Build the small test configuration.
+
+    Returns:
+        The ``SAM2Base`` torch module.
     """
     import sam2  # noqa: F401 - registers the package's hydra config module
     from hydra import compose
@@ -113,6 +120,12 @@ def build_hiera_on_meta(build: Callable[[], T]) -> T:
 
     Hiera computes its drop-path schedule with ``torch.linspace(...).item()``, which meta
     tensors cannot answer, so that one call is pinned to the CPU while building.
+
+    Args:
+        build: Builds the network (e.g. ``lambda: build_sam2_network(variant)``).
+
+    Returns:
+        What ``build()`` returns, its tensors on the ``meta`` device.
     """
     from unittest import mock
 
@@ -129,7 +142,14 @@ def build_hiera_on_meta(build: Callable[[], T]) -> T:
 
 
 def build_sam2_meta(variant: str) -> Any:
-    """The full-size network of ``variant`` on the ``meta`` device (names and shapes only)."""
+    """The full-size network of ``variant`` on the ``meta`` device (names and shapes only).
+
+    Args:
+        variant: A key of ``SAM2_CONFIGS``.
+
+    Returns:
+        The network, its tensors on the ``meta`` device.
+    """
     return build_hiera_on_meta(lambda: build_sam2_network(variant))
 
 
@@ -147,6 +167,12 @@ class SAM2(SamFamilyModel):
     def build_network(self, tiny: bool) -> Any:
         """The SAM2 torch module with random weights (the full architecture, or a tiny test
         configuration); the checkpoint is loaded by the caller.
+
+        Args:
+            tiny: Build the small test configuration instead of the ``variant``'s network.
+
+        Returns:
+            The ``SAM2Base`` torch module.
         """
         return build_sam2_network(self.variant, tiny)
 
@@ -156,6 +182,12 @@ class SAM2(SamFamilyModel):
     def preprocess(self, zs: list[int]) -> Any:
         """Encoder input for axial slices ``zs``: each slice windowed to uint8, resized to S and
         normalised; float32 (B, 3, S, S) on the model's device.
+
+        Args:
+            zs: Axial slice indices (z) of the current image.
+
+        Returns:
+            The batch, one slice per entry in the order of ``zs`` (S = 1024 at full size).
         """
         import torch
         import torch.nn.functional as F
@@ -171,13 +203,24 @@ class SAM2(SamFamilyModel):
         return (resized - mean) / std
 
     def embedding_nbytes(self) -> int:
-        """Image embedding (d, S/16, S/16) plus high-res maps (d/8, S/4, S/4), (d/4, S/8, S/8)."""
+        """Image embedding (d, S/16, S/16) plus high-res maps (d/8, S/4, S/4), (d/4, S/8, S/8).
+
+        Returns:
+            Bytes of one slice's float32 image embedding and high-resolution maps.
+        """
         dim, side = self.net.hidden_dim, self.net.image_size // 16
         return 4 * side * side * (dim + dim // 8 * 16 + dim // 4 * 4)
 
     def encode(self, batch: Any) -> list[Any]:
         """Run SAM2's image encoder on a preprocessed batch (B, 3, S, S); per slice its image
         embedding and high-resolution features.
+
+        Args:
+            batch: The encoder input of :meth:`preprocess`, (B, 3, S, S).
+
+        Returns:
+            Per slice, a tuple (image embedding (d, S/16, S/16), high-res level 0 (d/8, S/4, S/4),
+            high-res level 1 (d/4, S/8, S/8)).
         """
         net = self.net
         backbone = net.forward_image(batch)

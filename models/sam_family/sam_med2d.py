@@ -77,12 +77,24 @@ class SAMMed2D(SamFamilyModel):
     def build_network(self, tiny: bool) -> Any:
         """The SAM-Med2D torch module with random weights (the full architecture, or a tiny test
         configuration); the checkpoint is loaded by the caller.
+
+        Args:
+            tiny: Build the small test configuration instead of the full network.
+
+        Returns:
+            segment_anything's ``Sam`` module with SAM-Med2D's adapters.
         """
         return build_sam(TINY_SAM_MED2D if tiny else SAM_MED2D_CONFIG)
 
     def preprocess(self, zs: list[int]) -> Any:
         """Encoder input for axial slices ``zs``: each slice windowed to uint8, normalised and
         resized to S = 256; float32 (B, 3, S, S) on the model's device.
+
+        Args:
+            zs: Axial slice indices (z) of the current image.
+
+        Returns:
+            The batch, one slice per entry in the order of ``zs``.
         """
         import torch
         import torch.nn.functional as F
@@ -97,12 +109,21 @@ class SAMMed2D(SamFamilyModel):
     def embedding_nbytes(self) -> int:
         """Bytes of one slice embedding (float32), known from the architecture: sizes the cache's
         batches.
+
+        Returns:
+            Bytes of a float32 (256, 16, 16) embedding at full size.
         """
         return sam_embedding_nbytes(self.net)
 
     def encode(self, batch: Any) -> list[Any]:
         """Run the image encoder on a preprocessed batch (B, 3, S, S); one float32 embedding (C,
         h, w) per slice, (256, 16, 16) at full size.
+
+        Args:
+            batch: The encoder input of :meth:`preprocess`, (B, 3, 256, 256) at full size.
+
+        Returns:
+            B embedding tensors (C, h, w).
         """
         return [embedding.clone() for embedding in self.net.image_encoder(batch)]
 
