@@ -23,6 +23,12 @@ def _print_rows(rows: list[list[str]], header: list[str]) -> None:
 def cmd_models_list(args: argparse.Namespace) -> int:
     """``intrabench models list``: each registered model's card in a table; returns the exit
     status.
+
+    Args:
+        args: The parsed command line (nothing of it is read).
+
+    Returns:
+        0.
     """
     from intrabench.commands.models import model_rows  # the models' cards (model_cards.py)
 
@@ -33,6 +39,14 @@ def cmd_models_list(args: argparse.Namespace) -> int:
 def cmd_prompters_list(args: argparse.Namespace) -> int:
     """``intrabench prompters list``: the registered prompters and refiners; returns the exit
     status.
+
+    The clickability models of robustness runs are listed after them.
+
+    Args:
+        args: The parsed command line (nothing of it is read).
+
+    Returns:
+        0.
     """
     from intrabench import registry
 
@@ -64,6 +78,13 @@ def cmd_prompters_list(args: argparse.Namespace) -> int:
 def cmd_datasets_list(args: argparse.Namespace) -> int:
     """``intrabench datasets list``: the registered datasets and whether each is present; returns
     the exit status.
+
+    Args:
+        args: The parsed command line (nothing of it is read here; the datasets command
+            module gives ``list`` a ``--root`` and its own table).
+
+    Returns:
+        0.
     """
     from intrabench import registry
 
@@ -76,7 +97,12 @@ def cmd_datasets_list(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``intrabench`` argument parser with every command and command group."""
+    """The ``intrabench`` argument parser with every command and command group.
+
+    Returns:
+        The parser: ``run`` first, the ``models``, ``prompters`` and ``datasets`` groups, then
+        every command module's commands.
+    """
     parser = argparse.ArgumentParser(
         prog="intrabench",
         description="Benchmark interactive segmentation models on 3D medical images.",
@@ -131,8 +157,13 @@ def _register_command_modules(
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``).
 
+    Args:
+        argv: The arguments after the program name; None: ``sys.argv[1:]``.
+
     Returns:
-        The exit status: 0 on success, 2 after a user error (printed in one line, no traceback).
+        The exit status: 0 on success, 2 after a user error (printed in one line, no traceback),
+        1 after a worker that died or a file-system error (one line), 130 after Ctrl-C and 143
+        after SIGTERM (finished work is kept for a resume).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -183,12 +214,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def command() -> int:
     """The ``intrabench`` command (and ``python -m intrabench``): :func:`main`, then the
-    interpreter's exit made short. Python's shutdown runs its cyclic garbage collector over every
-    object the command left (the modules of pandas, SciPy, OpenVINO...), after every file is
-    written (docs/performance.md). ``gc.freeze()`` moves them out of the collector's reach;
-    everything else about the exit (atexit handlers, flushing, finalizers of objects that are
-    not in cycles) happens as usual. Tests call :func:`main`, which leaves the
-    interpreter as it was."""
+    interpreter's exit made short.
+
+    Python's shutdown runs its cyclic garbage collector over every object the command left (the
+    modules of pandas, SciPy, OpenVINO...), after every file is written (docs/performance.md).
+    ``gc.freeze()`` moves them out of the collector's reach; everything else about the exit
+    (atexit handlers, flushing, finalizers of objects that are not in cycles) happens as usual.
+    Tests call :func:`main`, which leaves the interpreter as it was.
+
+    Returns:
+        :func:`main`'s exit status.
+    """
     import gc
 
     status = main()
@@ -202,7 +238,14 @@ class Terminated(KeyboardInterrupt):
 
 
 def describe_os_error(error: OSError) -> str:
-    """One line for a file-system error, with what to do about it."""
+    """One line for a file-system error, with what to do about it.
+
+    Args:
+        error: The ``OSError`` (a full disk, a quota, a missing permission, ...).
+
+    Returns:
+        The message, naming the file when the error does.
+    """
     import errno
 
     where = f" ({error.filename})" if error.filename else ""

@@ -46,7 +46,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/attributes/join.py",
         "intrabench/attributes/shape.py",
         "intrabench/attributes/stratify.py",
-        "intrabench/cli.py",
         "intrabench/commands/predictions.py",
         "intrabench/commands/run.py",
         "intrabench/config.py",
@@ -92,9 +91,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/serving/wire.py",
         "intrabench/training_data.py",
         "intrabench/types.py",
-        "models/volumetric/cvpr25_submission.py",
-        "models/volumetric/nninteractive.py",
-        "models/volumetric/sam_med3d.py",
         "models/volumetric/segvol.py",
         "models/volumetric/vista3d.py",
     }
