@@ -183,7 +183,17 @@ class Cvpr25Submission(Model):
 
 
 def challenge_inputs(image: Volume, prompt: Prompt, previous: Prediction | None) -> dict[str, Any]:
-    """The arrays of one step's input ``.npz`` (see the module's docstring)."""
+    """The arrays of one step's input ``.npz`` (see the module's docstring).
+
+    Args:
+        image: The case's volume: ``array`` (z, y, x), sent in its own dtype; spacing in mm.
+        prompt: The interactions so far, in canonical (z, y, x) voxels.
+        previous: The previous step's prediction, or None at the first step (zeros are sent).
+
+    Returns:
+        Array name (``imgs``, ``spacing``, ``clicks``, ``clicks_order``, ``prev_pred`` and, with
+        a 3D box, ``boxes``) to array, as ``np.savez`` takes them.
+    """
     points, labels = prompt.model_points()
     order = [("fg" if int(labels[i]) == 1 else "bg") for i in _point_order(prompt, len(points))]
     clicks = {
@@ -239,7 +249,19 @@ def _point_order(prompt: Prompt, n_points: int) -> list[int]:
 
 
 def read_segs(path: Path, shape: tuple[int, ...]) -> np.ndarray:
-    """Class 1 of the ``segs`` array in ``path``: a boolean (z, y, x) mask of ``shape``."""
+    """Class 1 of the ``segs`` array in ``path``: a boolean (z, y, x) mask of ``shape``.
+
+    Args:
+        path: The ``.npz`` the submission wrote.
+        shape: The image's (z, y, x) shape.
+
+    Returns:
+        Bool (z, y, x) mask, C-contiguous.
+
+    Raises:
+        SubmissionError: The file is missing or unreadable, has no ``segs``, or ``segs`` is not
+            an integer map of ``shape``.
+    """
     if not path.is_file():
         raise SubmissionError(
             f"cvpr25-submission: the command wrote no {path.name} into the outputs folder"

@@ -154,7 +154,16 @@ def write_tiny_model_folder(
     channels), checkpoint saved as the release's cleansing leaves it. ``background_bias`` is
     added to the background logit, so that a click gives a small region as a trained network
     would, not most of the volume (which sends the session's zoom-out to its limit and costs
-    minutes on a CPU). Returns the folder."""
+    minutes on a CPU). Returns the folder.
+
+    Args:
+        folder: Where to write it (created if needed).
+        seed: The seed of the network's random initialisation.
+        background_bias: Added to the background logit of the last layer.
+
+    Returns:
+        The folder, as a Path.
+    """
     import torch
     from nnInteractive.trainer.nnInteractiveTrainer import nnInteractiveTrainer_stub
     from nnunetv2.utilities.plans_handling.plans_handler import PlansManager
@@ -238,7 +247,14 @@ def _quiet_and_seeded(seed: int):
 
 
 def model_folder_problem(folder: Path) -> str | None:
-    """Why ``folder`` is not an nnInteractive model folder, or None when it looks like one."""
+    """Why ``folder`` is not an nnInteractive model folder, or None when it looks like one.
+
+    Args:
+        folder: The candidate model folder.
+
+    Returns:
+        One line naming what is missing, or None.
+    """
     if not folder.is_dir():
         return f"model folder missing: {folder}"
     needed = ["plans.json", "dataset.json"]
@@ -379,7 +395,18 @@ class NnInteractive(NetworkModel3D):
 
     @classmethod
     def model_folder(cls, model_dir: str | None, checkpoint_dir: str | None) -> Path:
-        """The model folder to load; CheckpointError naming what is missing."""
+        """The model folder to load; CheckpointError naming what is missing.
+
+        Args:
+            model_dir: The ``model_dir`` parameter (a folder), or None for the default folder.
+            checkpoint_dir: The checkpoint folder the default is found in; None for the default one.
+
+        Returns:
+            The model folder.
+
+        Raises:
+            CheckpointError: The folder lacks a file the session needs.
+        """
         from intrabench.io.checkpoints import CheckpointError
         from intrabench.io.checkpoints import checkpoint_dir as directory
 
@@ -451,7 +478,19 @@ class NnInteractive(NetworkModel3D):
         """The session calls that replay ``prompt`` in the order the user gave its elements
         (:meth:`~intrabench.types.Prompt.elements`; the session centres its prediction on the
         last interaction and decays older ones): (kind, argument, positive), and what became of
-        a 3D box ("" when there is none)."""
+        a 3D box ("" when there is none).
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+
+        Returns:
+            (calls, box3d_as): the session calls ("point" with a native (z, y, x) voxel, "bbox" with
+            native corners, "scribble" or "lasso" with a uint8 native volume), and "3D box", "2D
+            box on slice <z>" or "".
+
+        Raises:
+            ValueError: The prompt has lassos and the weights do not take them.
+        """
         if prompt.lassos and not self.session.supported_interactions.get("lasso", False):
             raise ValueError(
                 "nnInteractive: these weights do not take lasso prompts "

@@ -65,14 +65,29 @@ TARGET_SPACING_MM = 1.5
 
 def sammed3d_state(path: str) -> Any:
     """The state dict in a SAM-Med3D checkpoint (training dict with ``model_state_dict`` and a
-    pickled argparse Namespace, or a plain state dict), ``module.`` prefix removed."""
+    pickled argparse Namespace, or a plain state dict), ``module.`` prefix removed.
+
+    Args:
+        path: The checkpoint file.
+
+    Returns:
+        The state dict (parameter name to tensor).
+    """
     from intrabench.io.checkpoints import state_dict_in
 
     return state_dict_in(path, "model_state_dict", "module.", allow_namespace=True)
 
 
 def load_sammed3d_weights(net: Any, path: str) -> None:
-    """Strictly load a SAM-Med3D checkpoint into ``net``."""
+    """Strictly load a SAM-Med3D checkpoint into ``net``.
+
+    Args:
+        net: The SAM-Med3D network.
+        path: The checkpoint file.
+
+    Raises:
+        CheckpointError: The checkpoint's keys or shapes do not match the network.
+    """
     from intrabench.io.checkpoints import load_state_dict_strict
 
     load_state_dict_strict(net, sammed3d_state(path), source=str(path))
