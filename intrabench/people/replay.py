@@ -62,8 +62,9 @@ class SessionLibrary:
             paths: Session log files and folders holding them (``~`` expanded).
 
         Returns:
-            The library, its sessions sorted by target identity then session id; lines a log could
-            not use are kept as its problems.
+            The library, its sessions sorted by target identity then session id; a file that is
+            not a session log, a log without an interaction left and its lines that are not
+            valid are kept as its problems (one line each), not raised.
 
         Raises:
             UserError: A folder without logs or a missing path.
