@@ -91,8 +91,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/serving/wire.py",
         "intrabench/training_data.py",
         "intrabench/types.py",
-        "models/volumetric/segvol.py",
-        "models/volumetric/vista3d.py",
     }
 )
 

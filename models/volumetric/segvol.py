@@ -57,7 +57,14 @@ BACKGROUND_LOGIT = -20.0
 
 
 def segvol_state(path: str) -> Any:
-    """The state dict in ``SegVol_v1.pth`` ({'model': 'module.'-prefixed, 'epoch'})."""
+    """The state dict in ``SegVol_v1.pth`` ({'model': 'module.'-prefixed, 'epoch'}).
+
+    Args:
+        path: The checkpoint file.
+
+    Returns:
+        The state dict (parameter name to tensor), prefix removed.
+    """
     from intrabench.io.checkpoints import state_dict_in
 
     return state_dict_in(path, "model", "module.")
@@ -65,7 +72,15 @@ def segvol_state(path: str) -> Any:
 
 def load_segvol_weights(net: Any, path: str) -> None:
     """Strictly load ``SegVol_v1.pth`` into ``net``; only the CLIP text-encoder keys (an
-    explicit list) are dropped."""
+    explicit list) are dropped.
+
+    Args:
+        net: The SegVol network.
+        path: The checkpoint file.
+
+    Raises:
+        CheckpointError: The checkpoint's keys or shapes do not match the network.
+    """
     from intrabench.io.checkpoints import load_state_dict_strict
     from intrabench.models.volumetric._segvol_arch import text_encoder_keys
 
@@ -75,7 +90,14 @@ def load_segvol_weights(net: Any, path: str) -> None:
 
 
 def foreground_normalise(array: np.ndarray) -> np.ndarray:
-    """SegVol's foreground normalisation of a (z, y, x) volume, then min-max to [0, 1]."""
+    """SegVol's foreground normalisation of a (z, y, x) volume, then min-max to [0, 1].
+
+    Args:
+        array: The volume's intensities, (z, y, x) in any voxel order.
+
+    Returns:
+        Float32 in [0, 1], of ``array``'s shape.
+    """
     array = np.asarray(array, dtype=np.float32)
     foreground = array[array > array.mean()]
     if foreground.size < 2:
@@ -179,7 +201,15 @@ class SegVol(CaseStateAhead, NetworkModel3D):
         self._cache.clear()
 
     def case_state(self, image: Volume) -> tuple[tuple[int, ...], tuple[slice, ...], np.ndarray]:
-        """(the file-order shape, the foreground crop, the normalised crop) of ``image``."""
+        """(the file-order shape, the foreground crop, the normalised crop) of ``image``.
+
+        Args:
+            image: The case's volume (canonical (z, y, x), with its file geometry).
+
+        Returns:
+            The file-order (k, j, i) shape, the crop (slices in that order) of the normalised
+            foreground, and the normalised float32 crop.
+        """
         # the file's own voxel order, (k, j, i): what SegVol was trained and run on (upstream's
         # Orientationd sees no affine and changes nothing)
         native = from_canonical(image.array, image.geometry)

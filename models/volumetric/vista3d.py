@@ -65,7 +65,11 @@ LAST_SUPPORTED = 132
 
 
 def tiny_network() -> Any:
-    """A random-weight VISTA3D with a small SegResNetDS2 encoder (16 features, 3 levels)."""
+    """A random-weight VISTA3D with a small SegResNetDS2 encoder (16 features, 3 levels).
+
+    Returns:
+        MONAI's ``VISTA3D`` torch module.
+    """
     from monai.networks.nets.segresnet_ds import SegResNetDS2
     from monai.networks.nets.vista3d import VISTA3D, ClassMappingClassify, PointMappingSAM
 
@@ -85,7 +89,11 @@ def tiny_network() -> Any:
 
 
 def full_network() -> Any:
-    """VISTA3D's full network (MONAI's ``vista3d132``, one input channel) with random weights."""
+    """VISTA3D's full network (MONAI's ``vista3d132``, one input channel) with random weights.
+
+    Returns:
+        MONAI's ``VISTA3D`` torch module.
+    """
     from monai.networks.nets.vista3d import vista3d132
 
     return vista3d132(in_channels=1)
@@ -93,7 +101,14 @@ def full_network() -> Any:
 
 def vista3d_state(path: str) -> Any:
     """The state dict in the bundle's ``model.pt`` (a plain state dict, or under 'model' as
-    MONAI's CheckpointSaver writes it)."""
+    MONAI's CheckpointSaver writes it).
+
+    Args:
+        path: The checkpoint file.
+
+    Returns:
+        The state dict (parameter name to tensor), ``module.`` prefix removed.
+    """
     from intrabench.io.checkpoints import state_dict_in
 
     return state_dict_in(path, "model", "module.")
@@ -101,6 +116,10 @@ def vista3d_state(path: str) -> Any:
 
 def load_vista3d_weights(net: Any, path: str) -> None:
     """Load a VISTA3D checkpoint into ``net``, every key matched.
+
+    Args:
+        net: The VISTA3D network.
+        path: The checkpoint file.
 
     Raises:
         CheckpointError: The checkpoint's keys or shapes do not match the network.
@@ -111,7 +130,15 @@ def load_vista3d_weights(net: Any, path: str) -> None:
 
 
 def preprocessing(intensity: str = "ct") -> Any:
-    """The bundle's preprocessing after loading (dictionary transforms on key ``image``)."""
+    """The bundle's preprocessing after loading (dictionary transforms on key ``image``).
+
+    Args:
+        intensity: "ct" (the bundle's CT window to [0, 1]) or any other value for the 0.5-99.5
+            percentiles (MR).
+
+    Returns:
+        The MONAI ``Compose``: 1.5 mm spacing, foreground crop, intensity scaling, RAS, float32.
+    """
     import torch
     from monai.transforms import (
         CastToTyped,
@@ -145,7 +172,14 @@ def preprocessing(intensity: str = "ct") -> Any:
 
 def loaded_image(image: Volume) -> Any:
     """What ``LoadImaged`` + ``EnsureChannelFirstd`` give for the case's file: a (1, i, j, k)
-    MetaTensor on the file's voxel grid with its RAS affine."""
+    MetaTensor on the file's voxel grid with its RAS affine.
+
+    Args:
+        image: The case's volume (canonical (z, y, x), with its file geometry).
+
+    Returns:
+        A float32 MetaTensor (1, i, j, k).
+    """
     import torch
     from monai.data import MetaTensor
 
@@ -259,13 +293,24 @@ class Vista3D(NetworkModel3D):
 
     def class_prompt(self) -> int | None:
         """The VISTA3D class given with the next call's clicks: the target's class through
-        ``class_map``, else ``prompt_class`` (None: clicks only)."""
+        ``class_map``, else ``prompt_class`` (None: clicks only).
+
+        Returns:
+            The class index, or None for clicks only.
+        """
         return self.class_map.get(self._target_class or "", self.prompt_class)
 
     # -- prompts ----------------------------------------------------------------------------
     def clicks(self, prompt: Prompt) -> tuple[np.ndarray, np.ndarray]:
         """Canonical (z, y, x) clicks and labels the model gets: points, scribble voxels and,
-        with ``box_as_centre_click``, the 3D box's centre (positive), in that order."""
+        with ``box_as_centre_click``, the 3D box's centre (positive), in that order.
+
+        Args:
+            prompt: The interactions so far, in canonical (z, y, x) voxels.
+
+        Returns:
+            (points (N, 3) canonical (z, y, x) indices, labels (N,) int64, 1 positive 0 negative).
+        """
         points, labels = prompt.model_points()
         points, labels = np.asarray(points).reshape(-1, 3), np.asarray(labels).reshape(-1)
         if self.box_as_centre_click and prompt.box3d is not None:
@@ -277,7 +322,14 @@ class Vista3D(NetworkModel3D):
 
     def processed_points(self, points_zyx: np.ndarray) -> np.ndarray:
         """(N, 3) canonical voxel indices -> coordinates in the processed image (RAS, 1.5 mm,
-        cropped), by the bundle evaluator's rule: ``inv(affine) @ original_affine``."""
+        cropped), by the bundle evaluator's rule: ``inv(affine) @ original_affine``.
+
+        Args:
+            points_zyx: Canonical (z, y, x) voxel indices, (N, 3).
+
+        Returns:
+            Float (N, 3) coordinates in the processed image's voxel grid.
+        """
         image = self._data["image"]
         native = native_index(points_zyx, self._image.geometry)[:, ::-1]  # (i, j, k)
         homogeneous = np.concatenate([native, np.ones((len(native), 1))], axis=1).T
@@ -363,7 +415,17 @@ class Vista3D(NetworkModel3D):
         self, logits: Any, coords: Any, point_labels: Any, class_prompt: int | None = None
     ) -> np.ndarray:
         """The bundle's post-processing and inversion of (1, 1, H, W, D) processed-space
-        logits (on the CPU), as a canonical (z, y, x) boolean mask."""
+        logits (on the CPU), as a canonical (z, y, x) boolean mask.
+
+        Args:
+            logits: Torch tensor (1, 1, H, W, D) in the processed space, on the CPU.
+            coords: The clicks in the processed space, a tensor.
+            point_labels: Their labels, a tensor.
+            class_prompt: The class given with the clicks, or None.
+
+        Returns:
+            Bool (z, y, x) mask on the case's canonical grid, C-contiguous.
+        """
         import torch
         from monai.apps.vista3d.transforms import VistaPostTransformd
         from monai.data import MetaTensor
