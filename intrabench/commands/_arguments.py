@@ -10,7 +10,18 @@ MAX_BOOTSTRAP = 100_000
 
 
 def positive_number(text: str) -> float:
-    """A finite number > 0 (a scale factor)."""
+    """A finite number > 0 (a scale factor).
+
+    Args:
+        text: The option's value as typed.
+
+    Returns:
+        The number.
+
+    Raises:
+        ValueError: Not a number (argparse reports it as a usage error).
+        argparse.ArgumentTypeError: Not finite and > 0.
+    """
     value = float(text)
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
@@ -18,7 +29,18 @@ def positive_number(text: str) -> float:
 
 
 def count(text: str) -> int:
-    """A whole number >= 0 (a seed, a number of figures)."""
+    """A whole number >= 0 (a seed, a number of figures).
+
+    Args:
+        text: The option's value as typed.
+
+    Returns:
+        The number.
+
+    Raises:
+        ValueError: Not a whole number (argparse reports it as a usage error).
+        argparse.ArgumentTypeError: Below 0.
+    """
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
@@ -26,8 +48,19 @@ def count(text: str) -> int:
 
 
 def resamples(text: str) -> int:
-    """Bootstrap resamples: 1 to :data:`MAX_BOOTSTRAP` (0 made ``compare`` fail with a
-    TypeError, 10^8 ran for minutes)."""
+    """Bootstrap resamples: 1 to :data:`MAX_BOOTSTRAP` (0 has nothing to resample; more than that
+    changes nothing a table shows and costs minutes).
+
+    Args:
+        text: The option's value as typed.
+
+    Returns:
+        The number of resamples.
+
+    Raises:
+        ValueError: Not a whole number (argparse reports it as a usage error).
+        argparse.ArgumentTypeError: Outside 1 to :data:`MAX_BOOTSTRAP`.
+    """
     value = int(text)
     if not 1 <= value <= MAX_BOOTSTRAP:
         raise argparse.ArgumentTypeError(f"must be 1 to {MAX_BOOTSTRAP:,}, got {text}")
