@@ -241,7 +241,8 @@ def read_image(path: str | Path) -> RawImage:
         The image as read: its voxels in the file's (k, j, i) order and its on-disk geometry.
 
     Raises:
-        DataError: The file is missing, unreadable, truncated or holds NaN voxels.
+        DataError: The file is missing, unreadable or truncated, or a NIfTI file holds NaN
+            voxels (other formats are checked when the volume is made).
     """
     from intrabench.io.nifti_read import read_nifti_directly
 

@@ -234,7 +234,7 @@ class LiveSession:
             z: The axial slice index.
 
         Returns:
-            y x x x 4 bytes.
+            The slice's y * x float32 values (4 bytes each), rows of constant y.
 
         Raises:
             DataError: ``z`` is off the grid.
