@@ -25,7 +25,21 @@ AIR_HU = -500.0
 def case_modalities(value: Any, case_ids: list[str], where: str) -> tuple[str, dict[str, str]]:
     """(the modality of every case, the modality of each case a mapping names): ``value`` is
     a spec's ``modality:``. A key that matches no case, or a case two keys give different
-    modalities, is a UserError naming them."""
+    modalities, is a UserError naming them.
+
+    Args:
+        value: The spec's ``modality:``: 'CT' or 'MR' for every case (None or empty: not
+            declared), or a mapping of case ids or patterns (``lung*``) to 'CT' or 'MR'.
+        case_ids: The dataset's case ids.
+        where: The spec's name, to start the error line.
+
+    Returns:
+        (the modality of every case: 'CT', 'MR' or "" (undeclared, or a mapping); case id
+        to 'CT' or 'MR', {} for one value).
+
+    Raises:
+        UserError: A name is not a modality, a key matches no case, or two keys disagree.
+    """
     if not isinstance(value, dict):
         return declared_modality(value, where), {}
     per_case: dict[str, str] = {}
@@ -51,7 +65,15 @@ def case_modalities(value: Any, case_ids: list[str], where: str) -> tuple[str, d
 
 def modality_contradiction(array: np.ndarray, modality: str) -> str | None:
     """Why the intensities of ``array`` (any axis order) contradict ``modality`` (``CT``,
-    ``MR``), or None: a CT without a voxel below -500 HU, an MR with one."""
+    ``MR``), or None: a CT without a voxel below -500 HU, an MR with one.
+
+    Args:
+        array: The case's intensities (any axis order), as stored.
+        modality: The declared modality; anything but 'CT' or 'MR' is not checked.
+
+    Returns:
+        One line saying what is wrong and how to declare it, or None.
+    """
     if modality not in (CT, MR) or array.size == 0:
         return None
     lowest = float(np.min(array))

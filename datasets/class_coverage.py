@@ -31,7 +31,14 @@ USER_DECLARED = ("folder", "nnunet-folder")
 
 def declared_classes(dataset: object) -> dict[str, int]:
     """The classes a user declared for their own data (name -> label value: the folder spec's
-    or dataset.json's, as ``use_classes`` chose them); {} for every other dataset."""
+    or dataset.json's, as ``use_classes`` chose them); {} for every other dataset.
+
+    Args:
+        dataset: A built dataset.
+
+    Returns:
+        Class name to label value (background left out).
+    """
     if getattr(dataset, "name", None) not in USER_DECLARED:
         return {}
     classes = getattr(dataset, "classes", None)
@@ -49,7 +56,17 @@ def class_coverage(
     """The lines to print for ``declared`` classes (those segmented) over ``n_cases`` cases
     read, of which ``cases_holding[name]`` hold at least one target of that class.
     ``of_cases``: the dataset's number of cases when only ``n_cases`` of them were read (a
-    run on some cases): a class none of those holds is then a warning, not an error."""
+    run on some cases): a class none of those holds is then a warning, not an error.
+
+    Args:
+        declared: Class name to label value, as the user declared them.
+        cases_holding: Class name to the number of read cases holding a target of it.
+        n_cases: The number of cases read.
+        of_cases: The dataset's number of cases, or None when every case was read.
+
+    Returns:
+        The coverage: its error and warning lines (none when no case was read).
+    """
     coverage = Coverage()
     if n_cases == 0:
         return coverage
@@ -75,7 +92,15 @@ def class_coverage(
 
 def run_coverage(config: object, rows: object) -> list[tuple[str, Coverage]]:
     """(dataset key, coverage) of each dataset of a run ``config`` that declares classes, over
-    the cases with result ``rows`` (a class counts as held by a case with a row of it)."""
+    the cases with result ``rows`` (a class counts as held by a case with a row of it).
+
+    Args:
+        config: The run's configuration (its ``datasets``).
+        rows: The run's result rows (``dataset``, ``case``, ``target_class``).
+
+    Returns:
+        (dataset key, coverage) per dataset with declared classes and rows.
+    """
     from intrabench import registry
 
     found = []

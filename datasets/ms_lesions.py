@@ -61,11 +61,22 @@ class MsLesionsRecipe(Recipe):
         return pairs
 
     def raw_cases(self, raw: Path) -> list[str]:
-        """The identifiers of the raw cases found under ``raw``, sorted."""
+        """The identifiers of the raw cases found under ``raw``, sorted.
+
+        Args:
+            raw: The folder the raw download was unpacked into.
+
+        Returns:
+            The case ids.
+        """
         return sorted(self._pairs(raw), key=lambda c: (len(c), c))
 
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
         """Read one raw case.
+
+        Args:
+            raw: The folder the raw download was unpacked into.
+            case_id: One of :meth:`raw_cases`.
 
         Returns:
             The image and ``{output name: label}``: each label an integer SimpleITK-ordered array on

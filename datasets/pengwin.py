@@ -51,12 +51,23 @@ class PengwinRecipe(Recipe):
         return images, labels
 
     def raw_cases(self, raw: Path) -> list[str]:
-        """The identifiers of the raw cases found under ``raw``, sorted."""
+        """The identifiers of the raw cases found under ``raw``, sorted.
+
+        Args:
+            raw: The folder the raw download was unpacked into.
+
+        Returns:
+            The case ids.
+        """
         images, labels = self._files(raw)
         return sorted(set(images) | set(labels))
 
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
         """Read one raw case.
+
+        Args:
+            raw: The folder the raw download was unpacked into.
+            case_id: One of :meth:`raw_cases`.
 
         Returns:
             The image and ``{output name: label}``: each label an integer SimpleITK-ordered array on

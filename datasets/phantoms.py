@@ -86,7 +86,18 @@ def make_phantom(
     spacing: tuple[float, float, float] = (2.5, 0.8, 0.8),
     n_lesions: tuple[int, int] = (2, 4),
 ) -> tuple[Volume, np.ndarray]:
-    """One phantom: (image Volume, instance label map with ids 1..K), both (z, y, x)."""
+    """One phantom: (image Volume, instance label map with ids 1..K), both (z, y, x).
+
+    Args:
+        seed: The run's seed; with ``index`` it seeds the phantom's generator.
+        index: The phantom's number in its dataset.
+        shape: The volume's (z, y, x) shape, in voxels.
+        spacing: Voxel spacing in mm, (z, y, x).
+        n_lesions: The fewest and most lesions to place (inclusive).
+
+    Returns:
+        (the CT-like image Volume in HU, float32; the int32 instance label map, 0 background).
+    """
     rng = derive_rng(seed, "phantom", index)
     nz, ny, nx = shape
     z, y, x = np.ogrid[:nz, :ny, :nx]

@@ -26,17 +26,11 @@ CODE_FOLDERS = ("intrabench", "models", "prompters", "datasets")
 #: so the list stays honest.
 NOT_YET: frozenset[str] = frozenset(
     {
-        "datasets/case_modality.py",
-        "datasets/class_coverage.py",
         "datasets/dicom.py",
         "datasets/dicom_pairs.py",
         "datasets/dicom_seg_out.py",
         "datasets/hanseg.py",
-        "datasets/hntsmrg.py",
-        "datasets/ms_lesions.py",
         "datasets/nnunet_folder.py",
-        "datasets/pengwin.py",
-        "datasets/phantoms.py",
         "datasets/segrap.py",
         "intrabench/attributes/analysis.py",
         "intrabench/attributes/cache.py",
