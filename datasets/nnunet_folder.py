@@ -45,7 +45,18 @@ def _strip_suffix(name: str) -> tuple[str, str] | None:
 
 def channel_names(meta: dict[str, Any], where: Path) -> dict[int, str]:
     """``dataset.json``'s ``channel_names`` (nnU-Net v2; v1's ``modality``) as {number: name};
-    {} when it declares none."""
+    {} when it declares none.
+
+    Args:
+        meta: The parsed ``dataset.json``.
+        where: The file, named in the error line.
+
+    Returns:
+        Channel number to name (e.g. {0: "CT"}).
+
+    Raises:
+        UserError: ``channel_names`` is not a mapping of channel numbers to names.
+    """
     channels = meta.get("channel_names", meta.get("modality", {}))
     if not isinstance(channels, dict) or not all(str(key).isdigit() for key in channels):
         raise UserError(
@@ -56,7 +67,19 @@ def channel_names(meta: dict[str, Any], where: Path) -> dict[int, str]:
 
 def resolve_channel(meta: dict[str, Any], channel: int | str, where: Path) -> int:
     """The channel number that ``channel`` (a number, or a name of ``channel_names``,
-    case-insensitive) picks; UserError (one line, with the choices) when there is none."""
+    case-insensitive) picks; UserError (one line, with the choices) when there is none.
+
+    Args:
+        meta: The parsed ``dataset.json``.
+        channel: A channel number (int or digits) or a channel name.
+        where: The file, named in the error line.
+
+    Returns:
+        The channel number (the ``_0000`` suffix's number of the image files).
+
+    Raises:
+        UserError: No declared channel has that number or name (or several have the name).
+    """
     channels = channel_names(meta, where)
     listing = ", ".join(f"{number} ({name})" for number, name in sorted(channels.items()))
     if isinstance(channel, bool) or not isinstance(channel, int | str):
@@ -105,6 +128,18 @@ def build_targets(
     The third value is the exact bounding box of each target id 1..N, in order (what
     :meth:`~intrabench.types.Case.target_box` would find in another pass over the map), or
     None when a target overwrote part of an earlier one (its box may have shrunk).
+
+    Args:
+        label: The class label map, integer (z, y, x).
+        classes: Class name to its label value (0: background, skipped).
+        target_types: Class name to "organ" or "instance" (default "instance").
+        instance_source: "connected_components" or "values", as above.
+
+    Returns:
+        (target map of ``label``'s shape, targets in id order, boxes of ids 1..N or None).
+
+    Raises:
+        UserError: "values" with other than one foreground class.
     """
     foreground = [name for name, value in classes.items() if value != 0]
     if instance_source == "values" and len(foreground) != 1:
@@ -178,7 +213,14 @@ def build_targets(
 
 
 def smallest_label_dtype(largest: int) -> np.dtype:
-    """The smallest of uint8, uint16 and int32 that holds label values 0..``largest``."""
+    """The smallest of uint8, uint16 and int32 that holds label values 0..``largest``.
+
+    Args:
+        largest: The largest label value to hold (>= 0).
+
+    Returns:
+        ``uint8``, ``uint16`` or ``int32``.
+    """
     for dtype in (np.uint8, np.uint16):
         if largest <= np.iinfo(dtype).max:
             return np.dtype(dtype)
@@ -196,7 +238,16 @@ def _numbers(values: Any) -> str:
 
 
 def grid_difference(label: Any, image: Any) -> str:
-    """What differs between two grids (size, spacing, origin, direction), label vs image."""
+    """What differs between two grids (size, spacing, origin, direction), label vs image.
+
+    Args:
+        label: The label's geometry (``size``, ``spacing``, ``origin``, ``direction``).
+        image: The image's geometry, the same fields.
+
+    Returns:
+        The differing fields with both values, joined by "; " (spacing, origin and direction
+        compared to 1e-3).
+    """
     parts = []
     for field in ("size", "spacing", "origin", "direction"):
         a, b = getattr(label, field), getattr(image, field)
@@ -211,7 +262,19 @@ def grid_difference(label: Any, image: Any) -> str:
 
 def chosen_classes(declared: dict[str, int], use_classes: Any, where: str) -> dict[str, int]:
     """The declared classes to segment: ``use_classes`` (a list of declared names), else all.
-    UserError naming an unknown name (with the declared ones)."""
+    UserError naming an unknown name (with the declared ones).
+
+    Args:
+        declared: Class name to label value, as declared.
+        use_classes: The spec's ``use_classes`` (a list of declared names), or None for all.
+        where: The spec, named in the error line.
+
+    Returns:
+        The chosen class names to their label values, in declared order.
+
+    Raises:
+        UserError: ``use_classes`` is not a non-empty list of names, or names an undeclared class.
+    """
     if use_classes is None:
         return dict(declared)
     if (
@@ -244,7 +307,14 @@ def label_values(label: np.ndarray) -> np.ndarray:
     of seen values: one pass, no sort, 25% faster than pandas' hash and without importing
     pandas (0.25 s of the read-ahead worker's CPU, beside the first forward passes on 2
     cores); anything else (floats, negative or huge values, which the caller rejects) is
-    hashed by pandas. ``np.unique`` sorts every voxel: 5x slower on int32 CTs."""
+    hashed by pandas. ``np.unique`` sorts every voxel: 5x slower on int32 CTs.
+
+    Args:
+        label: A label array of any shape and dtype.
+
+    Returns:
+        Its distinct values, sorted, in its dtype.
+    """
     if label.size and np.issubdtype(label.dtype, np.integer):
         low, high = int(label.min()), int(label.max())
         if low >= 0 and high < _TABLE_VALUES:
@@ -264,7 +334,21 @@ def check_label_values(
     64-bit one would wrap, and an undeclared value would silently not be a target.
     Returns the largest value (0 for an empty label), or the largest that an unsigned 8- or
     16-bit label can hold when there is nothing to check (no ``classes``): its values are
-    whole and in range by their type, and scanning a CT's label takes a noticeable time."""
+    whole and in range by their type, and scanning a CT's label takes a noticeable time.
+
+    Args:
+        label: The label map, any shape, as stored.
+        path: The label file, named in the error line.
+        classes: Class name to label value; None to check only that values are whole and in
+            range.
+        declared_in: What declared the classes (e.g. "dataset.json labels"), for the message.
+
+    Returns:
+        The largest value, as above.
+
+    Raises:
+        DataError: A value is fractional, outside 0..2^31-1, or not a declared class's.
+    """
     if classes is None and label.dtype in (np.uint8, np.uint16):
         return int(np.iinfo(label.dtype).max)
     values = label_values(label)
@@ -298,7 +382,19 @@ def class_value(value: Any, name: object, where: Path) -> int:
     """A declared class's label value (a folder spec's ``classes``, dataset.json's ``labels``)
     as an int; UserError for a region (a list of values, as nnU-Net's region-based training
     writes), a boolean or a float (``true`` and ``1.7`` were read as 1: the class scored
-    another's voxels), text, or a value no label file can hold (negative, beyond int32)."""
+    another's voxels), text, or a value no label file can hold (negative, beyond int32).
+
+    Args:
+        value: The declared value, as the file holds it.
+        name: The class's name, for the message.
+        where: The declaring file, for the message.
+
+    Returns:
+        The label value, 0..2^31-1.
+
+    Raises:
+        UserError: As above.
+    """
     if isinstance(value, (list, tuple)):
         raise UserError(
             f"{where}: label '{name}' is a region {list(value)} (nnU-Net's "
@@ -435,7 +531,14 @@ class NnUNetFolder(Dataset):
         return self.case_modality(case_id)
 
     def case_modality(self, case_id: str) -> str:
-        """'CT', 'MR' or '' (undeclared) for ``case_id`` (see :mod:`intrabench.modality`)."""
+        """'CT', 'MR' or '' (undeclared) for ``case_id`` (see :mod:`intrabench.modality`).
+
+        Args:
+            case_id: One of :meth:`case_ids`.
+
+        Returns:
+            'CT', 'MR' or ''.
+        """
         default, per_case = self._modalities
         return per_case.get(case_id) or default
 
@@ -498,6 +601,26 @@ def load_pair(
     otherwise, not silently background), and targets are made of ``classes`` (the chosen
     subset: ``use_classes``). ``declared_in`` names the declaration in the message.
     ``modality``: 'CT', 'MR' or '' (undeclared), handed to the models with the image.
+
+    Args:
+        dataset_name: The dataset's key, stored on the case.
+        case_id: The case's id.
+        image_path: The image file (NIfTI, NRRD, ... as SimpleITK reads it).
+        label_path: The label file, on the image's grid.
+        classes: Class name to label value: the classes to make targets of.
+        target_types: Class name to "organ" or "instance".
+        instances: "connected_components" or "values" (see :func:`build_targets`).
+        modality: 'CT', 'MR' or ''.
+        label_classes: Every declared class (name to value), for the value check; None:
+            ``classes``.
+        declared_in: What declared the classes, for the messages.
+
+    Returns:
+        The case: canonical (z, y, x) float32 image with spacing in mm, target map and targets.
+
+    Raises:
+        DataError: A file cannot be read, the grids differ, a label value is not declared, or
+            no target is found.
     """
     return case_from_raw(
         dataset_name,
@@ -531,7 +654,29 @@ def case_from_raw(
     label_path: Path,
 ) -> Case:
     """:func:`load_pair` for an image and label already read (``RawImage``; a DICOM series
-    and its RTSTRUCT or SEG painted as a label map): the same checks and targets."""
+    and its RTSTRUCT or SEG painted as a label map): the same checks and targets.
+
+    Args:
+        dataset_name: The dataset's key, stored on the case.
+        case_id: The case's id.
+        raw_image: The image as read (``RawImage``); given away (its array becomes the volume's).
+        raw_label: The label map as read (``RawImage``) on the image's grid; given away too.
+        classes: Class name to label value: the classes to make targets of.
+        target_types: Class name to "organ" or "instance".
+        instances: "connected_components" or "values" (see :func:`build_targets`).
+        modality: 'CT', 'MR' or ''.
+        label_classes: Every declared class (name to value), for the value check; None:
+            ``classes``.
+        declared_in: What declared the classes, for the messages.
+        image_path: The image's file (or series), named in messages.
+        label_path: The label's file, named in messages.
+
+    Returns:
+        The case, as :func:`load_pair` returns it.
+
+    Raises:
+        DataError: As for :func:`load_pair`.
+    """
     strict = instances != "values"
     declared = label_classes if label_classes is not None else classes
     largest = check_label_values(

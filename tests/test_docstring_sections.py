@@ -30,7 +30,6 @@ NOT_YET: frozenset[str] = frozenset(
         "datasets/dicom_pairs.py",
         "datasets/dicom_seg_out.py",
         "datasets/hanseg.py",
-        "datasets/nnunet_folder.py",
         "datasets/segrap.py",
         "intrabench/attributes/analysis.py",
         "intrabench/attributes/cache.py",
