@@ -114,7 +114,7 @@ def dataset_means(episodes: pd.DataFrame, columns: Sequence[str]) -> pd.DataFram
     Args:
         episodes: Per-target rows (e.g. :func:`~intrabench.evaluation.episode_metrics.episode_table`),
             with model, prompter, refiner, seed, dataset, case and target_class.
-        columns: The value columns to average (e.g. ``["final_dice", "auc_dice"]``).
+        columns: The value columns to average (e.g. ``["dice_final", "dice_auc_norm"]``).
 
     Returns:
         The long table, sorted by model, prompter, refiner and dataset (empty, with those
