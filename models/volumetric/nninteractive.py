@@ -484,9 +484,10 @@ class NnInteractive(NetworkModel3D):
             prompt: The interactions so far, in canonical (z, y, x) voxels.
 
         Returns:
-            (calls, box3d_as): the session calls ("point" with a native (z, y, x) voxel, "bbox" with
-            native corners, "scribble" or "lasso" with a uint8 native volume), and "3D box", "2D
-            box on slice <z>" or "".
+            (calls, box3d_as): the session calls, in the file's own (k, j, i) voxel order
+            ("point" with a voxel, "bbox" with half-open [lo, hi) per axis, "scribble" or
+            "lasso" with a uint8 volume of the file's shape), and "3D box", "2D box on slice
+            <z>" or "".
 
         Raises:
             ValueError: The prompt has lassos and the weights do not take them.
