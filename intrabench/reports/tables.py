@@ -229,6 +229,75 @@ def build_table(
     return table
 
 
+def _dataset_draws(
+    part: pd.DataFrame,
+    metric: str,
+    index: list[str],
+    keys: list[tuple],
+    n_boot: int,
+    seed: int,
+    average_seed: int,
+) -> dict[tuple, tuple[int, int, bool, np.ndarray | None, np.ndarray | None]]:
+    """Per configuration ``key`` of one dataset column's rows ``part``: its n cases and n
+    targets, whether it has :data:`MIN_CASES_INTERVAL` cases with a value, and the resampled
+    dataset scores with ``seed`` (its cell) and ``average_seed`` (its share of ``Average``).
+
+    The draws are :func:`~intrabench.evaluation.aggregate.bootstrap_replicates`' of each
+    configuration's own (seeds, cases, classes) matrix, vectorised: one groupby builds every
+    matrix and the configurations with the same cases are resampled at once
+    (:func:`~intrabench.evaluation.paired.resampled_scores` of the same draws)."""
+    import warnings
+
+    from intrabench.evaluation.paired import case_weights, resampled_scores
+
+    if not keys:
+        return {}
+    seeds = "seed" in part
+    part = part if seeds else part.assign(seed=0)
+    cases = sorted(part["case"].unique(), key=str)
+    classes = sorted(part["target_class"].unique(), key=str)
+    seed_values = sorted(part["seed"].unique(), key=str)
+    means = part.groupby([*index, "seed", "case", "target_class"], dropna=False)[metric].mean()
+    key_of = {k: j for j, k in enumerate(keys)}
+    case_of = {c: j for j, c in enumerate(cases)}
+    class_of = {c: j for j, c in enumerate(classes)}
+    seed_of = {v: j for j, v in enumerate(seed_values)}
+    values = np.full((len(keys), len(seed_values), len(cases), len(classes)), np.nan)
+    present = np.zeros((len(keys), len(cases)), dtype=bool)
+    width = len(index)
+    for identity, value in means.items():
+        k = key_of.get(tuple(identity[:width]))
+        if k is None:
+            continue
+        s, c, t = identity[width:]
+        values[k, seed_of[s], case_of[c], class_of[t]] = value
+        present[k, case_of[c]] = True
+    targets = part[[*index, "case", "target"]].drop_duplicates().groupby(index, sort=False).size()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        case_means = np.nanmean(np.nanmean(values, axis=3), axis=1)  # (keys, cases)
+    out: dict[tuple, tuple[int, int, bool, np.ndarray | None, np.ndarray | None]] = {}
+    batches: dict[tuple[int, ...], list[int]] = {}
+    for k, key in enumerate(keys):
+        own = tuple(np.flatnonzero(present[k]).tolist())
+        enough = int(np.isfinite(case_means[k, list(own)]).sum()) >= MIN_CASES_INTERVAL
+        out[key] = (len(own), int(targets.get(key, 0)), enough, None, None)
+        if enough and n_boot > 0:
+            batches.setdefault(own, []).append(k)
+    for own, members in batches.items():
+        chosen = values[members][:, :, list(own), :]
+        draws = resampled_scores(chosen, case_weights(len(own), n_boot, seed))
+        shared = (
+            draws
+            if average_seed == seed
+            else resampled_scores(chosen, case_weights(len(own), n_boot, average_seed))
+        )
+        for row, k in enumerate(members):
+            n_cases, n_targets, enough, _, _ = out[keys[k]]
+            out[keys[k]] = (n_cases, n_targets, enough, draws[row], shared[row])
+    return out
+
+
 def cell_statistics(
     table: pd.DataFrame,
     rows: pd.DataFrame,
@@ -256,20 +325,14 @@ def cell_statistics(
         ``ci_high`` (x ``scale``), ``n_cases``, ``n_targets`` (``Average``: summed over its
         datasets), ``ci_note``.
     """
-    from intrabench.evaluation.aggregate import (
-        bootstrap_replicates,
-        case_scores,
-        count_targets,
-        seed_case_class_matrices,
-    )
-
     layout = layout or Layout()
     if table.empty or rows.empty:
         return pd.DataFrame(columns=CELL_COLUMNS)
     iterations = "Iterations" in table.columns
     rows, _ = _table_rows(rows, layout, iterations)
     rows = fill_missing(rows, metric, missing_value)
-    datasets = [c for c in table.columns if c in set(rows["dataset"].astype(str))]
+    present = set(rows["dataset"].astype(str).unique())
+    datasets = [c for c in table.columns if c in present]
     # table position of each configuration, matched on the labels build_table gives it
     positions: dict[tuple, list[int]] = {}
     for position, key in enumerate(
@@ -294,24 +357,13 @@ def cell_statistics(
     averaged: dict[int, list[tuple[np.ndarray | None, int, int, bool]]] = {}
     for i, column in enumerate(datasets):
         part = rows[rows["dataset"].astype(str) == column]
-        for key, group in part.groupby(index, sort=True):
-            if key not in position_of:
-                continue
-            matrix = seed_case_class_matrices(group, metric)
-            finite = int(np.isfinite(case_scores(matrix)).sum())
-            n_cases, n_targets = int(matrix.shape[1]), count_targets(group)
-            enough = finite >= MIN_CASES_INTERVAL
+        distinct = part[index].drop_duplicates().itertuples(index=False, name=None)
+        keys = sorted(k for k in distinct if k in position_of)
+        cells = _dataset_draws(part, metric, index, keys, n_boot, seed, seed + i)
+        for key, (n_cases, n_targets, enough, draws, average_draws) in cells.items():
             low = high = float("nan")
-            draws = None
-            if enough and n_boot > 0:
-                replicates = bootstrap_replicates(matrix, n_boot=n_boot, seed=seed)
-                if np.isfinite(replicates).any():
-                    low, high = (float(q) for q in np.nanquantile(replicates, [alpha, 1 - alpha]))
-                draws = (
-                    replicates
-                    if i == 0
-                    else bootstrap_replicates(matrix, n_boot=n_boot, seed=seed + i)
-                )
+            if draws is not None and np.isfinite(draws).any():
+                low, high = (float(q) for q in np.nanquantile(draws, [alpha, 1 - alpha]))
             position = position_of[key]
             records.append(
                 (
@@ -324,7 +376,7 @@ def cell_statistics(
                     "" if enough else too_few,
                 )
             )
-            averaged.setdefault(position, []).append((draws, n_cases, n_targets, enough))
+            averaged.setdefault(position, []).append((average_draws, n_cases, n_targets, enough))
     if "Average" in table.columns:
         for position, parts in sorted(averaged.items()):
             enough = all(p[3] for p in parts) and n_boot > 0

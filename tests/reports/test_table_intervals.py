@@ -151,3 +151,31 @@ def test_refinement_tables_get_an_interval_per_step():
     # the same draws on values shifted by 0.1: the interval shifts by 10 (x100)
     assert cells.loc[(1, "A"), "ci_low"] == pytest.approx(cells.loc[(0, "A"), "ci_low"] + 10)
     assert cells.loc[(1, "A"), "ci_high"] == pytest.approx(cells.loc[(0, "A"), "ci_high"] + 10)
+
+
+def test_every_cell_is_statistics_csv_interval_with_seeds_and_a_missing_case():
+    """Two seeds, a configuration without one case, two classes: each cell's interval is still
+    statistics.csv's (the vectorised draws equal the per-configuration bootstrap)."""
+    rng = np.random.default_rng(3)
+    cases = {f"c{i}": [0.0, 0.0] for i in range(7)}
+    frames = []
+    for model, drop in (("m", None), ("n", "c6")):
+        for seed in (0, 1):
+            part = _rows({"A": {c: v for c, v in cases.items() if c != drop}}, model=model)
+            part = part.assign(
+                seed=seed,
+                dice=rng.uniform(0.2, 0.9, len(part)),
+                target_class=np.where(part["target"] == "t0", "lesion", "organ"),
+            )
+            frames.append(part)
+    rows = pd.concat(frames, ignore_index=True)
+    table = build_table(rows, iterations=False)
+    cells = cell_statistics(table, rows, n_boot=300)
+    stats = dataset_statistics(rows, "dice", n_boot=300).set_index("model")
+    for position, model in enumerate(table["Model"]):
+        cell = cells[(cells["row"] == position) & (cells["column"] == "A")].iloc[0]
+        assert cell["n_cases"] == stats.loc[model, "n_cases"]
+        assert cell["n_targets"] == stats.loc[model, "n_targets"]
+        assert cell["ci_low"] == pytest.approx(100 * stats.loc[model, "ci_low"], abs=1e-9)
+        assert cell["ci_high"] == pytest.approx(100 * stats.loc[model, "ci_high"], abs=1e-9)
+    assert sorted(cells.loc[cells["column"] == "A", "n_cases"]) == [6, 7]
