@@ -21,7 +21,12 @@ import numpy as np
 
 from intrabench import training_data
 from intrabench.engine.episode import StepResult, evaluate_steps
-from intrabench.evaluation.metric_registry import Metric, registered_metrics
+from intrabench.evaluation.metric_registry import (
+    EvaluationProtocol,
+    Metric,
+    registered_metrics,
+    registered_protocols,
+)
 from intrabench.io.run_paths import (
     inside_run,
     prediction_file_name,
@@ -90,6 +95,9 @@ class UnitJob:
     #: the metric declarations registered where the job was made (they travel with it, so a
     #: worker process computes the metrics its parent registered)
     metrics: tuple[Metric, ...] = field(default_factory=registered_metrics)
+    #: the protocols registered where the job was made, by name (as ``metrics``: a protocol
+    #: a plugin registered in the parent is known in a worker process too)
+    protocols: dict[str, EvaluationProtocol] = field(default_factory=registered_protocols)
 
 
 @dataclass(eq=False)
@@ -102,6 +110,8 @@ class EpisodeEvaluation:
     episode: CroppedEpisode
     #: as :attr:`UnitJob.metrics`
     metrics: tuple[Metric, ...] = field(default_factory=registered_metrics)
+    #: as :attr:`UnitJob.protocols`
+    protocols: dict[str, EvaluationProtocol] = field(default_factory=registered_protocols)
 
 
 def evaluate_episode_isolated(job: EpisodeEvaluation) -> list[tuple[dict[str, float], float]] | str:
@@ -115,7 +125,7 @@ def evaluate_episode_isolated(job: EpisodeEvaluation) -> list[tuple[dict[str, fl
             results,
             job.episode.ground_truth,
             job.spacing,
-            unit_metric_function(job.unit, job.metrics),
+            unit_metric_function(job.unit, job.metrics, job.protocols),
             job.unit.surface_metrics_at,
         )
         return [(result.metrics, spent) for result, spent in zip(results, seconds)]
@@ -269,12 +279,16 @@ def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
 
 
 def unit_metric_function(
-    unit: WorkUnit, metrics: tuple[Metric, ...] | None = None
+    unit: WorkUnit,
+    metrics: tuple[Metric, ...] | None = None,
+    protocols: dict[str, EvaluationProtocol] | None = None,
 ) -> Callable[..., dict[str, float]]:
     """The per-step metric function of ``unit``: its protocol's, at its NSD tolerance, computing
-    ``metrics`` (default: those registered in this process)."""
+    ``metrics`` (default: those registered in this process); ``protocols``: the registered
+    protocols the job brought (default: those registered in this process)."""
+    found = (protocols or {}).get(unit.protocol)
     return functools.partial(
-        metrics_for_protocol(unit.protocol),
+        found.metric_function() if found is not None else metrics_for_protocol(unit.protocol),
         nsd_tolerance_mm=unit.nsd_tolerance_mm,
         metrics=registered_metrics() if metrics is None else metrics,
     )
@@ -327,7 +341,7 @@ def finish_unit(job: UnitJob) -> int:
                 episode.results,
                 episode.ground_truth,
                 job.spacing,
-                unit_metric_function(job.unit, job.metrics),
+                unit_metric_function(job.unit, job.metrics, job.protocols),
                 job.unit.surface_metrics_at,
             )
         episode_rows = rows_for_episode(

@@ -473,6 +473,16 @@ def surface_metric_names() -> list[str]:
     return [m.name for m in METRICS.values() if m.needs_surface]
 
 
+def registered_protocols() -> dict[str, EvaluationProtocol]:
+    """The registered protocols, by name, in order.
+
+    Returns:
+        A copy of :data:`PROTOCOLS`: what a job takes to a worker process, where a protocol
+        a plugin registered in the parent process is not registered.
+    """
+    return dict(PROTOCOLS)
+
+
 def registered_metrics() -> tuple[Metric, ...]:
     """The registered metric declarations, in order (what a job takes to a worker process)."""
     return tuple(METRICS.values())

@@ -286,6 +286,14 @@ def test_the_config_accepts_a_protocol_a_plugin_registers(plugin_protocol):
         "cvpr25-corrected",
         "by-plugin",
     ]
+    # a run with it: its rows say so, computed by the function it names
+    data = narrowed_demo("by-plugin", save_predictions=False, steps=1).model_dump(mode="json")
+    path.write_text(
+        yaml.safe_dump({**data, "imports": ["my_protocol_plugin"], "protocol": "by-plugin"})
+    )
+    Runner(load_config(path), plugin_protocol / "run").run()
+    rows = load_results(plugin_protocol / "run")
+    assert set(rows["protocol"]) == {"by-plugin"} and rows["dice"].between(0, 1).all()
     with pytest.raises(ConfigError) as refused:
         load_config(_demo_config_file(plugin_protocol, protocol="by-plugins"))
     assert str(refused.value) == (
