@@ -49,7 +49,8 @@ class ImageWindow:
             margin: Voxels added on each side of every axis (clipped to the image).
 
         Returns:
-            The window: a float32 C-contiguous copy of the crop and its first voxel's index.
+            The window: the crop as a C-contiguous float32 array, and its first voxel's
+            (z, y, x) index.
         """
         window = tuple(
             slice(max(0, s.start - margin), min(n, s.stop + margin))
