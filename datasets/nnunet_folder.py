@@ -381,8 +381,8 @@ def check_label_values(
 def class_value(value: Any, name: object, where: Path) -> int:
     """A declared class's label value (a folder spec's ``classes``, dataset.json's ``labels``)
     as an int; UserError for a region (a list of values, as nnU-Net's region-based training
-    writes), a boolean or a float (``true`` and ``1.7`` were read as 1: the class scored
-    another's voxels), text, or a value no label file can hold (negative, beyond int32).
+    writes), a boolean or a float (``true`` and ``1.7`` would be read as 1, and the class would
+    score another's voxels), text, or a value no label file can hold (negative, beyond int32).
 
     Args:
         value: The declared value, as the file holds it.

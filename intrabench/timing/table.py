@@ -98,8 +98,8 @@ def run_time_model(run_dir: str | Path) -> TimeModel:
     the run config's is (the tables and the report read it, so it may be edited after the run).
 
     A section that is not a valid time model (an edit with a negative, a string or a misspelt
-    key) is a ConfigError naming the file and the key: it fell back to the defaults without a
-    word, and the tables measured against a budget nobody chose. A run folder without a
+    key) is a ConfigError naming the file and the key: falling back to the defaults without a
+    word would measure the tables against a budget nobody chose. A run folder without a
     ``config.yaml`` (assembled by hand) or one written before time models (no section) gets the
     defaults, with a warning for the first.
 
