@@ -32,6 +32,9 @@ import SimpleITK as sitk
 
 from intrabench.errors import DataError
 
+from ._decimals import parse_decimals
+from ._dicom_pixels import decode_series
+
 #: DICOM modalities that hold labels, not images
 LABEL_MODALITIES = ("SEG", "RTSTRUCT")
 #: the most points one RTSTRUCT contour may have (a traced outline has hundreds to thousands)
@@ -112,45 +115,81 @@ class DicomSeries:
 def read_series(folder: str | Path, series_uid: str | None = None) -> DicomSeries:
     """Read one DICOM image series (CT/MR) from ``folder``; DataError (one line) for a folder
     with no series or several, one slice, mixed orientations, a duplicated or missing slice,
-    uneven spacing, a cut or undecodable slice."""
+    uneven spacing, a cut or undecodable slice.
+
+    Every file's header is read once (pydicom, pixel data left on disk); the slices are sorted
+    and checked, then their voxels are read by numpy (:mod:`._dicom_pixels`, the common
+    uncompressed case) or, for any other encoding, by SimpleITK's series reader (GDCM) given
+    the sorted files. Either way the image is SimpleITK's.
+
+    Args:
+        folder: the series folder (its other files, not DICOM or of other series, are named).
+        series_uid: the series to read when the folder holds several.
+
+    Returns:
+        The :class:`DicomSeries` (image, UIDs, slice files in slice order).
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"{folder}: not a folder; an image series is a folder of DICOM slices")
-    reader = sitk.ImageSeriesReader()
-    uids = reader.GetGDCMSeriesIDs(str(folder))
+    by_series: dict[str, list[tuple[Path, Any]]] = {}
+    unreadable: list[Path] = []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or not path.is_file():
+            continue
+        header = _slice_header(path)
+        if header is _NOT_DICOM:
+            continue
+        if header is None:
+            unreadable.append(path)
+            continue
+        uid = header.get("SeriesInstanceUID")
+        if uid:
+            by_series.setdefault(str(uid), []).append((path, header))
+    uids = list(by_series)
     if not uids:
         raise DataError(f"{folder.name}: no readable DICOM image series in {folder}")
     if series_uid is None:
         if len(uids) > 1:
             raise DataError(
-                f"{folder.name}: {len(uids)} series in one folder ({shortened(list(uids), 3)});"
+                f"{folder.name}: {len(uids)} series in one folder ({shortened(uids, 3)});"
                 " put each series in its own folder"
             )
         series_uid = uids[0]
     elif series_uid not in uids:
         raise DataError(f"{folder.name}: series {series_uid} not found")
-    files = [Path(name) for name in reader.GetGDCMSeriesFileNames(str(folder), series_uid)]
-    headers = [_slice_header(path) for path in files]
-    if headers and str(getattr(headers[0], "Modality", "")) in LABEL_MODALITIES:
+    files = [path for path, _ in by_series[series_uid]]
+    headers = [header for _, header in by_series[series_uid]]
+    if str(getattr(headers[0], "Modality", "")) in LABEL_MODALITIES:
         raise DataError(
             f"{folder.name}: holds {describe_dicom_file(files[0])}, not an image "
             "series; give it as the label and the series it was drawn on as the image"
         )
+    _check_unreadable(folder, series_uid, unreadable)
+    for path, header in zip(files, headers):
+        if "ImageOrientationPatient" not in header or "ImagePositionPatient" not in header:
+            raise DataError(
+                f"{folder.name}: unreadable DICOM header in {path.name}: no "
+                "ImageOrientationPatient or ImagePositionPatient (not a slice of a 3D series)"
+            )
+        _check_pixel_data(path, header)
     if len(files) < 2:
         raise DataError(
             f"{folder.name}: the series has {len(files)} slice; a 3D volume needs the "
             "whole series (every slice file of it in this folder)"
         )
-    _check_every_slice_listed(folder, series_uid, files)
     order = _slice_order(folder, files, headers)
     files = [files[i] for i in order]
     headers = [headers[i] for i in order]
-    reader.SetFileNames([str(path) for path in files])
-    try:
-        image = reader.Execute()
-    except RuntimeError as error:
-        last = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown error"
-        raise DataError(f"{folder.name}: cannot decode the DICOM series: {last}") from None
+    image = decode_series(files, headers)
+    if image is None:
+        reader = sitk.ImageSeriesReader()
+        reader.SetFileNames([str(path) for path in files])
+        try:
+            image = reader.Execute()
+        except RuntimeError as error:
+            last = str(error).strip().splitlines()[-1] if str(error).strip() else "unknown error"
+            raise DataError(f"{folder.name}: cannot decode the DICOM series: {last}") from None
     first = headers[0]
     return DicomSeries(
         image=image,
@@ -167,16 +206,40 @@ def read_dicom_series(folder: str | Path, series_uid: str | None = None) -> sitk
     return read_series(folder, series_uid).image
 
 
+#: what :func:`_slice_header` returns for a file that is not DICOM (not a slice of any series)
+_NOT_DICOM = object()
+
+
 def _slice_header(path: Path) -> Any:
-    try:  # values over 64 KiB (the pixel data) are not read, only their place and size
-        header = _pydicom().dcmread(str(path), defer_size=_DEFER)
-        header.ImageOrientationPatient, header.ImagePositionPatient  # noqa: B018 - present?
-    except Exception as error:  # noqa: BLE001 - any unreadable header is a bad case
-        raise DataError(
-            f"{path.parent.name}: unreadable DICOM header in {path.name}: {str(error)[:160]}"
-        ) from None
-    _check_pixel_data(path, header)
-    return header
+    """A file's pydicom header with its pixel data left on disk (values over 64 KiB are not
+    read, only their place and size); ``_NOT_DICOM`` for a file without the DICOM preamble,
+    None for a DICOM file that cannot be read whole (a cut or damaged file)."""
+    if not is_dicom_file(path):
+        return _NOT_DICOM
+    try:
+        return _pydicom().dcmread(str(path), defer_size=_DEFER)
+    except Exception:  # noqa: BLE001 - judged by _check_unreadable once the series is known
+        return None
+
+
+def _check_unreadable(folder: Path, series_uid: str, unreadable: list[Path]) -> None:
+    """DataError when a DICOM file of the series ``series_uid`` in ``folder`` cannot be read as
+    a slice (a cut file: GDCM had left it out, and a cut first or last slice made the volume
+    one slice shorter without a word). Unreadable files of no or another series are not ours."""
+    for path in unreadable:
+        try:
+            uid = str(
+                _pydicom()
+                .dcmread(str(path), stop_before_pixels=True, defer_size=_DEFER)
+                .SeriesInstanceUID
+            )
+        except Exception:  # noqa: BLE001 - not a DICOM file of this series: not ours
+            continue
+        if uid == series_uid:
+            raise DataError(
+                f"{folder.name}: {path.name} belongs to the series but cannot be "
+                "read as a slice (a cut or damaged file); re-download the series"
+            )
 
 
 def _slice_order(folder: Path, files: list[Path], headers: list[Any]) -> list[int]:
@@ -251,11 +314,12 @@ def _check_steps(folder: Path, steps: np.ndarray, files: list[Path], distance: n
     )
 
 
-def _check_pixel_data(path: Path, header: Any) -> None:
+def _check_pixel_data(path: Path, header: Any, *, slice_of_series: bool = True) -> None:
     """DataError when a slice's uncompressed pixel data is shorter than its rows x columns x
     samples x bits (x frames) need, or runs past the end of its file: GDCM decoded such a
-    slice with its missing pixels as 0 (0 HU in a CT). Compressed (encapsulated) pixel data
-    is left to the decoder."""
+    slice with its missing pixels as 0 (0 HU in a CT). A slice of a series cut short is named
+    as such (GDCM left it out of the series). Compressed (encapsulated) pixel data is left to
+    the decoder."""
     try:
         element = header.get_item("PixelData", keep_deferred=True)
         rows, columns = int(header.Rows), int(header.Columns)
@@ -279,6 +343,12 @@ def _check_pixel_data(path: Path, header: Any) -> None:
     needed = (rows * columns * samples * frames * bits + 7) // 8
     tell = getattr(element, "value_tell", None)
     size = path.stat().st_size
+    if slice_of_series and tell is not None and tell + length > size:
+        raise DataError(
+            f"{path.parent.name}: {path.name} belongs to the series but cannot be read as a "
+            "slice (a cut or damaged file: its pixel data runs past its end); re-download "
+            "the series"
+        )
     if length < needed or (tell is not None and tell + length > size):
         present = min(length, size - tell) if tell is not None else length
         raise DataError(
@@ -287,30 +357,6 @@ def _check_pixel_data(path: Path, header: Any) -> None:
             + (f" for {frames:,} frames" if frames > 1 else "")
             + " (the missing pixels would be read as 0); re-download the file"
         )
-
-
-def _check_every_slice_listed(folder: Path, series_uid: str, files: Any) -> None:
-    """DataError when a file of the series in ``folder`` is not among the ``files`` GDCM
-    lists (a cut file: GDCM leaves it out, and a cut first or last slice made the volume one
-    slice shorter without a word)."""
-    pydicom = _pydicom()
-    listed = {Path(name).resolve() for name in files}
-    for path in sorted(folder.iterdir()):
-        if path.name.startswith(".") or not path.is_file() or path.resolve() in listed:
-            continue
-        try:
-            uid = str(
-                pydicom.dcmread(
-                    str(path), stop_before_pixels=True, defer_size=_DEFER
-                ).SeriesInstanceUID
-            )
-        except Exception:  # noqa: BLE001 - not a DICOM file of this series: not ours
-            continue
-        if uid == series_uid:
-            raise DataError(
-                f"{folder.name}: {path.name} belongs to the series but cannot be "
-                "read as a slice (a cut or damaged file); re-download the series"
-            )
 
 
 def _read_dicom_object(path: str | Path, modality: str, what: str) -> Any:
@@ -414,14 +460,34 @@ def read_rtstruct(
         ]
         _check_same_scan(path, ds, frames, series)
     _check_point_counts(path, rois, names)
+    parsed = _parse_contours(rois)
     grid = _Grid(image)
     result: dict[str, np.ndarray] = {}
     for roi in rois:
         name = names.get(int(roi.ReferencedROINumber), str(roi.ReferencedROINumber))
         if name in result:
             raise DataError(f"{path.name}: two ROIs named '{name}'; rename one")
-        result[name] = _rasterise_roi(path, name, roi, grid, series)
+        result[name] = _rasterise_roi(path, name, roi, grid, series, parsed)
     return result
+
+
+def _parse_contours(rois: list[Any]) -> dict[int, np.ndarray]:
+    """Every contour's coordinates parsed at once, by ``id`` of its dataset: ``{}`` when one is
+    not all numbers (each contour is then parsed by itself, and the bad one named)."""
+    contours, raws = [], []
+    for roi in rois:
+        for contour in getattr(roi, "ContourSequence", []):
+            element = contour.get_item("ContourData", keep_deferred=True)
+            raw = getattr(element, "value", None) if element is not None else None
+            if isinstance(raw, bytes):
+                contours.append(contour)
+                raws.append(raw.strip(b" \0"))
+    values = parse_decimals(b"\\".join(raws)) if raws else None
+    if values is None:
+        return {}
+    sizes = np.asarray([raw.count(b"\\") + 1 for raw in raws])
+    parts = np.split(values, np.cumsum(sizes)[:-1])
+    return {id(contour): part for contour, part in zip(contours, parts)}
 
 
 class _Grid:
@@ -474,15 +540,21 @@ def _declared_points(contour: Any) -> int:
     return max(declared, int(length) // (3 * 17))
 
 
-def _contour_points(path: Path, name: str, number: int, contour: Any) -> np.ndarray:
-    """A contour's points (N, 3) in mm; its decimal strings parsed by numpy (pydicom's
-    per-value parsing took most of the read of a large RTSTRUCT)."""
+def _contour_points(
+    path: Path, name: str, number: int, contour: Any, parsed: np.ndarray | None = None
+) -> np.ndarray:
+    """A contour's points (N, 3) in mm: ``parsed`` (its coordinates parsed with the others')
+    or its decimal strings parsed by numpy (pydicom's per-value parsing took most of the read
+    of a large RTSTRUCT)."""
     try:
         element = contour.get_item("ContourData", keep_deferred=True)
         raw = getattr(element, "value", None) if element is not None else None
-        if isinstance(raw, bytes):
+        points = parsed
+        if points is None and isinstance(raw, bytes):
+            points = parse_decimals(raw)
+        if points is None and isinstance(raw, bytes):  # parsed value by value: the error
             points = np.array(raw.strip(b" \0").split(b"\\"), dtype=np.bytes_).astype(float)
-        else:
+        elif points is None:
             values = contour.ContourData
             values = (
                 values
@@ -510,35 +582,82 @@ def _contour_points(path: Path, name: str, number: int, contour: Any) -> np.ndar
 
 def fill_polygon(rows: np.ndarray, columns: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """Bool (rows, columns) mask of the pixels whose centres lie inside the closed polygon of
-    vertices ``(rows, columns)`` (continuous pixel indices), by the even-odd rule: a scanline
-    fill, each pixel row's edge crossings toggling the pixels right of them."""
-    height, width = shape
-    low, high = max(int(np.ceil(rows.min())), 0), min(int(np.floor(rows.max())), height - 1)
+    vertices ``(rows, columns)`` (continuous pixel indices), by the even-odd rule.
+
+    A scanline fill: on each pixel row (centre ``c``) an edge from ``(y0, x0)`` to ``(y1, x1)``
+    crosses when exactly one of ``y0 <= c``, ``y1 <= c`` holds, at
+    ``x = x0 + (c - y0) * (x1 - x0) / (y1 - y0)``; each crossing toggles the pixels from
+    ``ceil(x)`` rightwards, within the polygon's bounding box.
+
+    Args:
+        rows: the vertices' row indices (float, pixel centres at integers).
+        columns: the vertices' column indices, as many as ``rows``.
+        shape: the mask's (rows, columns).
+
+    Returns:
+        The bool mask of ``shape``.
+    """
     mask = np.zeros(shape, dtype=bool)
-    if high < low:
-        return mask
-    y0, x0 = rows, columns
-    y1, x1 = np.roll(rows, -1), np.roll(columns, -1)
-    centres = np.arange(low, high + 1, dtype=float)[:, None]
-    crosses = (y0[None, :] <= centres) != (y1[None, :] <= centres)
-    line, edge = np.nonzero(crosses)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = x0[edge] + (centres[line, 0] - y0[edge]) * (x1[edge] - x0[edge]) / (y1[edge] - y0[edge])
-    left = max(int(np.ceil(columns.min())), 0)
-    right = min(int(np.floor(columns.max())), width - 1)
-    if right < left:
-        return mask
-    span = right - left + 1  # only the polygon's columns; uint8 sums wrap but keep parity
-    toggles = np.zeros((high - low + 1, span + 1), dtype=np.uint8)
-    np.add.at(toggles, (line, np.clip(np.ceil(x) - left, 0, span).astype(np.int64)), 1)
-    mask[low : high + 1, left : right + 1] = (
-        np.cumsum(toggles[:, :span], axis=1, dtype=np.uint8) & 1
-    ).view(bool)
+    box = _polygon_box(rows, columns, shape)
+    if box is not None:
+        low, left, inside = box
+        mask[low : low + inside.shape[0], left : left + inside.shape[1]] = inside
     return mask
 
 
+def _polygon_box(
+    rows: np.ndarray, columns: np.ndarray, shape: tuple[int, int]
+) -> tuple[int, int, np.ndarray] | None:
+    """The pixels of :func:`fill_polygon` within the polygon's bounding box on the image:
+    ``(first row, first column, bool box)``, or None when no pixel centre is inside it.
+
+    Only the crossings are computed (for each edge, the pixel rows it spans); sorted, they cut
+    the box, row after row, into runs of outside and inside pixels, which ``np.repeat``
+    writes: the work grows with the outline and the box, not with edges times rows."""
+    height, width = shape
+    low, high = max(int(np.ceil(rows.min())), 0), min(int(np.floor(rows.max())), height - 1)
+    left = max(int(np.ceil(columns.min())), 0)
+    right = min(int(np.floor(columns.max())), width - 1)
+    if high < low or right < left:
+        return None
+    y0, x0 = rows, columns
+    y1, x1 = np.roll(rows, -1), np.roll(columns, -1)
+    # the pixel rows c an edge crosses: min(y0, y1) <= c < max(y0, y1), within low..high
+    first = np.maximum(np.ceil(np.minimum(y0, y1)), low)
+    last = np.minimum(np.ceil(np.maximum(y0, y1)) - 1, high)
+    counts = np.maximum(last - first + 1, 0).astype(np.int64)
+    total = int(counts.sum())
+    span, box_rows = right - left + 1, high - low + 1
+    if total == 0:
+        return low, left, np.zeros((box_rows, span), dtype=bool)
+    edge = np.repeat(np.arange(rows.size), counts)
+    line = first[edge] + (np.arange(total) - (np.cumsum(counts) - counts)[edge])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = x0[edge] + (line - y0[edge]) * (x1[edge] - x0[edge]) / (y1[edge] - y0[edge])
+    position = np.clip(np.ceil(x) - left, 0, span).astype(np.int64)
+    keep = position < span  # a crossing right of the box toggles nothing in it
+    row = line[keep].astype(np.int64) - low
+    position = position[keep]
+    # a row with an odd number of crossings is closed at its end (the next row's start)
+    per_row = np.bincount(row, minlength=box_rows)
+    odd = np.flatnonzero(per_row % 2)
+    row = np.concatenate([row, odd])
+    position = np.concatenate([position, np.full(odd.size, span, dtype=np.int64)])
+    order = np.lexsort((row, row * span + position))
+    row, start = row[order], (row * span + position)[order]
+    rank = np.arange(row.size) - np.searchsorted(row, row)  # a crossing's rank in its row
+    values = np.concatenate([[False], rank % 2 == 0])  # inside after an odd number of them
+    lengths = np.diff(np.concatenate([[0], start, [box_rows * span]]))
+    return low, left, np.repeat(values, lengths).reshape(box_rows, span)
+
+
 def _rasterise_roi(
-    path: Path, name: str, roi: Any, grid: _Grid, series: DicomSeries | None
+    path: Path,
+    name: str,
+    roi: Any,
+    grid: _Grid,
+    series: DicomSeries | None,
+    parsed: dict[int, np.ndarray],
 ) -> np.ndarray:
     size = grid.size
     mask = np.zeros((size[2], size[1], size[0]), dtype=bool)
@@ -553,7 +672,7 @@ def _rasterise_roi(
                 if "ReferencedSOPInstanceUID" in item
             ]
             _check_instances(path, images, series, f"contour {number} of ROI '{name}' references")
-        index = grid.index(_contour_points(path, name, number, contour))
+        index = grid.index(_contour_points(path, name, number, contour, parsed.get(id(contour))))
         k = int(np.rint(index[:, 2].mean()))
         if np.abs(index[:, 2] - k).max() > 0.5:
             raise DataError(
@@ -574,7 +693,10 @@ def _rasterise_roi(
                 f"image (slice {k} of 0..{size[2] - 1}); pair the RTSTRUCT with "
                 "the series it was drawn on"
             )
-        mask[k] ^= fill_polygon(index[:, 1], index[:, 0], (size[1], size[0]))
+        box = _polygon_box(index[:, 1], index[:, 0], (size[1], size[0]))
+        if box is not None:  # contours on one slice combine by the even-odd rule
+            low, left, inside = box
+            mask[k, low : low + inside.shape[0], left : left + inside.shape[1]] ^= inside
     return mask
 
 
@@ -645,7 +767,7 @@ def _check_seg_frames(path: Path, ds: Any, image: sitk.Image) -> None:
             f"{path.name}: declares {frames:,} frames but describes "
             f"{len(ds.PerFrameFunctionalGroupsSequence):,}; re-export the SEG"
         )
-    _check_pixel_data(path, ds)
+    _check_pixel_data(path, ds, slice_of_series=False)
 
 
 def _seg_sources(ds: Any) -> list[str]:
