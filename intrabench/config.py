@@ -29,6 +29,7 @@ from pydantic_core import PydanticCustomError
 
 from intrabench import registry
 from intrabench.errors import ConfigError, one_line_cause, quoted
+from intrabench.evaluation.metric_registry import DEFAULT_PROTOCOL, PROTOCOLS
 from intrabench.io.run_paths import component_key, path_component_problem
 from intrabench.safe_yaml import (  # noqa: F401 - re-exported: the config's YAML rules
     _FAST_LOADER,
@@ -220,8 +221,6 @@ MAX_SEED = 2**63 - 1
 
 def _protocol_names(schema: dict[str, Any]) -> None:
     """The JSON schema (and the reference) of ``protocol:`` lists the registered protocols."""
-    from intrabench.evaluation.metric_registry import PROTOCOLS
-
     schema["enum"] = list(PROTOCOLS)
 
 
@@ -278,7 +277,7 @@ class RunConfig(BaseModel):
     #: for (``cvpr25-box-corrected``: around the whole target; CVPR25#5, docs/evaluation.md).
     #: A protocol a plugin registers (``register_protocol``, in a module under ``imports:``)
     #: is accepted too
-    protocol: str = Field(default="intrabench", json_schema_extra=_protocol_names)
+    protocol: str = Field(default=DEFAULT_PROTOCOL, json_schema_extra=_protocol_names)
     #: evaluate every target once per clicking group of a clickability model (RClicks):
     #: docs/realistic-clicks.md; its ``rounds`` set ``refinement_steps`` (rounds - 1)
     robustness: RobustnessSpec | None = None
@@ -292,8 +291,6 @@ class RunConfig(BaseModel):
         """The components a registered protocol fills in when the config names none (a
         protocol not registered yet may come from a module under ``imports:``: imported
         first)."""
-        from intrabench.evaluation.metric_registry import PROTOCOLS
-
         if isinstance(value, dict) and isinstance(value.get("protocol"), str):
             if value["protocol"] not in PROTOCOLS:
                 _import_plugins(value.get("imports"))
@@ -324,8 +321,6 @@ class RunConfig(BaseModel):
     @classmethod
     def _registered_protocol(cls, value: Any) -> Any:
         """A registered protocol's name; else the error names the registered ones."""
-        from intrabench.evaluation.metric_registry import PROTOCOLS
-
         if isinstance(value, str) and value in PROTOCOLS:
             return value
         *first, last = [repr(name) for name in PROTOCOLS]
