@@ -42,8 +42,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/commands/predictions.py",
         "intrabench/commands/run.py",
         "intrabench/config.py",
-        "intrabench/engine/case_reader.py",
-        "intrabench/engine/episode.py",
         "intrabench/engine/failures.py",
         "intrabench/engine/finishing.py",
         "intrabench/engine/group.py",

@@ -28,9 +28,26 @@ def load_case(
 ) -> Case:
     """Case ``case_id`` of the registered dataset ``dataset_name`` built with ``dataset_params``.
 
-    ``imports``: the run's plugin modules, imported first (components registered by decorator).
-    ``attributes``: also measure its targets' attributes (:func:`intrabench.attributes.cache.case_with_attributes`).
-    Raises what the dataset raises (DataError for a bad case).
+    The dataset is built once per process for each (name, parameters) and reused; a case without
+    a modality gets the dataset's declared one, and the first target's box is computed here (one
+    pass over the label map for every target's box, off the model loop).
+
+    Args:
+        imports: The run's plugin modules (dotted names), imported first so that the components
+            they register by decorator are in the registry.
+        dataset_name: The dataset's registered name.
+        dataset_params: The dataset's parameters from the config (already checked by the
+            runner, which built the same dataset).
+        case_id: The case to load, one of the dataset's ``case_ids()``.
+        attributes: Also measure its targets' attributes
+            (:func:`intrabench.attributes.cache.case_with_attributes`).
+
+    Returns:
+        The loaded case (image and label map (z, y, x), targets), with its targets' attributes
+        when ``attributes`` is true.
+
+    Raises:
+        DataError: The dataset cannot read the case (whatever else the dataset raises, too).
     """
     for module in imports:
         importlib.import_module(module)

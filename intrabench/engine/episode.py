@@ -216,8 +216,25 @@ def call_model(
 ) -> Answer:
     """Answer ``call`` with ``model`` (its case already set); the mask comes back read-only,
     checked to be a boolean array of the case's ``shape`` (:func:`checked_prediction`).
-    ``seconds``: the call's wall time, CUDA synchronised; ``call_index``: its order among the
-    group's model calls (the caller counts)."""
+
+    Step 0 calls ``model.predict(prompt)``; a later step also passes the previous prediction and
+    the slices the new interactions lie on. The device is synchronised before and after, so the
+    wall time covers the whole forward pass.
+
+    Args:
+        model: The model, ``set_case`` already called for the case.
+        call: The forward pass the episode asks for.
+        call_index: The call's order among its (case, model) group's model calls (0: the first,
+            cold call; -1: not counted); the caller counts.
+        shape: The case's (z, y, x) shape the mask must have; None: not checked.
+
+    Returns:
+        The answer: the prediction (mask made read-only), the call's wall seconds (CUDA
+        synchronised), the seconds the model reports inside itself, and ``call_index``.
+
+    Raises:
+        ModelOutputError: The model returned no boolean mask of ``shape``.
+    """
     synchronize_device()
     started = time.perf_counter()
     model.reset_timer()
@@ -241,7 +258,22 @@ def call_model(
 def ask_user(
     user: SimulatedUser, ground_truth: np.ndarray, call: UserCall, model: Model | None = None
 ) -> Answer:
-    """Answer ``call`` in this process; ``model`` serves propagation prompters."""
+    """Answer ``call`` in this process; ``model`` serves propagation prompters.
+
+    At step 0 a 2D model's ``segment_slice`` is handed to the initial prompter (propagation
+    prompters segment slices with it); the model's own seconds spent there are reported apart.
+
+    Args:
+        user: The episode's simulated user (its prompter, refiner and rngs).
+        ground_truth: The target's mask, boolean (z, y, x).
+        call: The prompt the episode asks for (step 0: initial; k: correction of
+            ``call.prediction``).
+        model: The episode's model, set to the case; None when no prompter needs it.
+
+    Returns:
+        The answer: the prompt (None or empty: nothing left to correct), the seconds spent
+        producing it, and the model seconds inside them (step 0 only; 0 otherwise).
+    """
     if call.step == 0:
         segment_slice = (
             model.segment_slice  # type: ignore[attr-defined] - 2D models have it
@@ -328,7 +360,15 @@ def run_episode(
 
 
 def drive(program: EpisodeProgram, answer: Callable[[Call], Answer]) -> list[StepResult]:
-    """Run ``program`` to its end, answering each call with ``answer``."""
+    """Run ``program`` to its end, answering each call with ``answer``.
+
+    Args:
+        program: A fresh episode program (:func:`episode_program`), not yet started.
+        answer: Answers one call (a :class:`UserCall` or :class:`ModelCall`), synchronously.
+
+    Returns:
+        The program's step results.
+    """
     call = next(program)
     while True:
         try:
@@ -344,11 +384,26 @@ def evaluate_steps(
     metric_fn: Callable[..., dict[str, float]] = step_metrics,
     surface_metrics_at: str | Sequence[int] = "all",
 ) -> list[float]:
-    """Fill the metrics of an episode run with ``metric_fn=None``; returns the seconds spent per
-    step. Steps that repeat a converged prediction share its metrics (0 s) unless they need the
-    surface metrics it was computed without. ``surface_metrics_at``: the run's setting of that
-    name (:func:`~intrabench.evaluation.metrics.surface_at`); ``metric_fn`` takes
-    ``with_surface`` as the built-in ones do."""
+    """Fill the metrics of an episode run with ``metric_fn=None``, in place.
+
+    Steps that repeat a converged prediction share its metrics (0 s) unless they need the
+    surface metrics it was computed without; a step computed without them gets NaN for each
+    surface metric.
+
+    Args:
+        results: The episode's step results, in step order; their ``metrics`` are replaced.
+        ground_truth: The target's mask, boolean (z, y, x).
+        spacing: The voxel spacing in mm, (z, y, x), for the surface metrics.
+        metric_fn: Computes one step's metrics from (mask, ground truth, spacing) and the
+            keyword ``with_surface``, as :func:`~intrabench.evaluation.metrics.step_metrics`
+            does.
+        surface_metrics_at: The run's setting of that name: "all", "final",
+            "initial-and-final", or the step numbers that get the surface metrics (NSD, HD95;
+            :func:`~intrabench.evaluation.metrics.surface_at`).
+
+    Returns:
+        The seconds spent on each step's metrics, in the order of ``results``.
+    """
     seconds: list[float] = []
     previous: StepResult | None = None
     previous_surface = True
@@ -381,9 +436,22 @@ class ModelOutputError(ValueError):
 
 def checked_prediction(prediction: Any, shape: tuple[int, ...] | None, model: Any) -> Prediction:
     """``prediction`` when its mask is a boolean numpy array of ``shape`` (the case's (z, y,
-    x) grid; None: not checked), else ModelOutputError naming what came back. A plugin's
-    probability map (float) was scored as if every voxel above 0 were foreground, and a mask of
-    another shape failed deep in the metrics ("operands could not be broadcast")."""
+    x) grid; None: not checked), else ModelOutputError naming what came back. Without the
+    check a probability map (float) would be scored as if every voxel above 0 were foreground,
+    and a mask of another shape would fail deep in the metrics ("operands could not be
+    broadcast").
+
+    Args:
+        prediction: What the model's ``predict`` returned.
+        shape: The case's (z, y, x) shape; None: the shape is not checked.
+        model: The model, named in the error line (its ``name``, else its class).
+
+    Returns:
+        ``prediction`` itself, unchanged.
+
+    Raises:
+        ModelOutputError: No numpy mask, a mask of another shape, or a non-boolean mask.
+    """
     name = getattr(model, "name", type(model).__name__)
     mask = getattr(prediction, "mask", None)
     if not isinstance(mask, np.ndarray):
