@@ -705,111 +705,16 @@ def read_seg(
     path: str | Path,
     reference: sitk.Image | DicomSeries,
 ) -> dict[int, tuple[str, np.ndarray]]:
-    """Segments of a DICOM-SEG (highdicom) on the reference grid (nearest neighbour when its
-    frames lie on another grid): ``{segment number: (segment label, bool mask (k, j, i))}``.
+    """Segments of a DICOM-SEG on the reference grid: :func:`.dicom_seg.read_seg`, the one
+    SEG reader (named here with the other DICOM readers).
 
-    BINARY and FRACTIONAL (thresholded at half the maximum) segmentations; frames may cover any
-    subset of slices and segments. The declared frames are checked against the pixel data
-    before anything is decoded; with a :class:`DicomSeries` the SEG must share its frame of
-    reference, name it and reference only its instances.
+    Args:
+        path: the SEG file.
+        reference: the image (or series) whose grid the masks are on.
+
+    Returns:
+        ``{segment number: (segment label, bool mask (k, j, i))}``.
     """
-    path = Path(path)
-    series = reference if isinstance(reference, DicomSeries) else None
-    image = series.image if series is not None else reference
-    ds = _read_dicom_object(path, "SEG", "DICOM-SEG")
-    _check_seg_frames(path, ds, image)
-    if series is not None:
-        frames = [str(ds.FrameOfReferenceUID)] if "FrameOfReferenceUID" in ds else []
-        _check_same_scan(path, ds, frames, series)
-        _check_instances(path, _seg_sources(ds), series, "its frames reference")
-    volume = _seg_volume(path)
-    labels = {
-        int(s.SegmentNumber): str(getattr(s, "SegmentLabel", s.SegmentNumber))
-        for s in ds.SegmentSequence
-    }
-    array = np.asarray(volume.array)
-    fractional = str(getattr(ds, "SegmentationType", "BINARY")) == "FRACTIONAL"
-    array = array >= 0.5 if fractional else array > 0  # highdicom scales fractions to 0..1
-    seg_image_geometry = _affine_geometry(np.asarray(volume.affine, dtype=float))
-    result: dict[int, tuple[str, np.ndarray]] = {}
-    for position, number in enumerate(sorted(labels)):
-        seg_image = sitk.GetImageFromArray(
-            np.ascontiguousarray(array[..., position] > 0, dtype=np.uint8)
-        )
-        seg_image.SetSpacing(seg_image_geometry[0])
-        seg_image.SetOrigin(seg_image_geometry[1])
-        seg_image.SetDirection(seg_image_geometry[2])
-        resampled = sitk.Resample(
-            seg_image, image, sitk.Transform(), sitk.sitkNearestNeighbor, 0, sitk.sitkUInt8
-        )
-        result[number] = (labels[number], sitk.GetArrayFromImage(resampled).astype(bool))
-    return result
+    from .dicom_seg import read_seg as read
 
-
-def _check_seg_frames(path: Path, ds: Any, image: sitk.Image) -> None:
-    """DataError for a SEG whose declared frames are not its pixel data's or more than one
-    frame per segment and slice of the reference (a header that would allocate gigabytes)."""
-    try:
-        frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
-        segments = len(ds.SegmentSequence)
-        per_frame = ds.get_item("PerFrameFunctionalGroupsSequence")
-    except (AttributeError, TypeError, ValueError) as error:
-        raise DataError(f"{path.name}: malformed DICOM-SEG header ({str(error)[:120]})") from None
-    most = max(segments, 1) * 4 * max(image.GetSize())  # any slicing of the reference's extent
-    if frames < 1 or frames > most:
-        raise DataError(
-            f"{path.name}: declares {frames:,} frames; {segments} segment(s) over a "
-            f"{' x '.join(str(v) for v in image.GetSize())} series hold at most "
-            f"{most:,}: a damaged or hostile file; re-export the SEG"
-        )
-    if per_frame is not None and len(ds.PerFrameFunctionalGroupsSequence) != frames:
-        raise DataError(
-            f"{path.name}: declares {frames:,} frames but describes "
-            f"{len(ds.PerFrameFunctionalGroupsSequence):,}; re-export the SEG"
-        )
-    _check_pixel_data(path, ds, slice_of_series=False)
-
-
-def _seg_sources(ds: Any) -> list[str]:
-    """The SOP instance UIDs a SEG's frames (or its ReferencedSeriesSequence) reference."""
-    uids: list[str] = []
-    for group in getattr(ds, "PerFrameFunctionalGroupsSequence", []):
-        for derivation in getattr(group, "DerivationImageSequence", []):
-            for source in getattr(derivation, "SourceImageSequence", []):
-                uids.append(str(source.ReferencedSOPInstanceUID))
-    if not uids:
-        for item in getattr(ds, "ReferencedSeriesSequence", []):
-            uids += [
-                str(i.ReferencedSOPInstanceUID)
-                for i in getattr(item, "ReferencedInstanceSequence", [])
-            ]
-    return uids
-
-
-def _seg_volume(path: Path) -> Any:
-    try:
-        import highdicom as hd
-    except ImportError:  # pragma: no cover - dependency problem
-        raise DataError("reading DICOM-SEG needs highdicom: pip install highdicom") from None
-    try:
-        return hd.seg.segread(str(path)).get_volume(combine_segments=False)
-    except Exception as error:  # noqa: BLE001 - highdicom's checks, in one line
-        raise DataError(
-            f"{path.name}: cannot read the DICOM-SEG's frames as a volume "
-            f"({str(error).splitlines()[0][:160] if str(error) else type(error).__name__})"
-        ) from None
-
-
-def _affine_geometry(
-    affine: np.ndarray,
-) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
-    """SimpleITK (spacing, origin, direction) of a highdicom volume whose affine maps
-    (slice, row, column) to LPS: SimpleITK's index (i, j, k) is (column, row, slice)."""
-    columns = affine[:3, [2, 1, 0]]
-    spacing = np.linalg.norm(columns, axis=0)
-    direction = columns / spacing
-    return (
-        tuple(float(v) for v in spacing),
-        tuple(float(v) for v in affine[:3, 3]),
-        tuple(float(v) for v in direction.flatten()),
-    )
+    return read(path, reference)
