@@ -71,7 +71,20 @@ class UnitFailure:
 
     @classmethod
     def of(cls, unit: WorkUnit, error: BaseException | str, target: str = "") -> UnitFailure:
-        """The failure of ``unit`` by ``error`` (or an already one-line cause)."""
+        """The failure of ``unit`` by ``error`` (or an already one-line cause).
+
+        An exception is logged at debug level with its traceback, which is also kept in
+        ``details``.
+
+        Args:
+            unit: The work unit that failed.
+            error: The exception raised, or a cause already in one line (no traceback then).
+            target: The target whose episode failed ("" when the whole unit failed, e.g. its
+                set-up).
+
+        Returns:
+            The failure, ``cause`` in one line (:func:`~intrabench.errors.one_line_cause`).
+        """
         cause = error if isinstance(error, str) else one_line_cause(error)
         details = (
             "".join(traceback.format_exception(type(error), error, error.__traceback__))
@@ -96,7 +109,11 @@ class UnitFailure:
         return failure
 
     def describe(self) -> str:
-        """One line: ``dataset/case/target | model | prompter | refiner | seed N: cause``."""
+        """One line: ``dataset/case/target | model | prompter | refiner | seed N: cause``.
+
+        Returns:
+            That line (the target left out when the whole unit failed).
+        """
         where = "/".join(p for p in (self.dataset, self.case, self.target) if p)
         return (
             f"{where} | {self.model} | {self.prompter} | {self.refiner} | seed {self.seed}: "
@@ -106,7 +123,19 @@ class UnitFailure:
 
 def write_failures(run_dir: Path, failures: list[UnitFailure]) -> Path:
     """``RUN_DIR/failures.csv`` (header only when nothing failed: a rerun that succeeds
-    replaces an earlier run's list)."""
+    replaces an earlier run's list).
+
+    Each failure with a traceback also gets ``RUN_DIR/failures/NNNN-model-case-target.txt``
+    (its one line, then the traceback), named in its ``traceback_file`` column; the folder of
+    an earlier run is removed first.
+
+    Args:
+        run_dir: The run folder.
+        failures: The run's failed units, in the order they are listed.
+
+    Returns:
+        The path of ``failures.csv``, columns :data:`COLUMNS`.
+    """
     import shutil
 
     import pandas as pd

@@ -58,7 +58,12 @@ class CroppedEpisode:
     def without_masks(self) -> CroppedEpisode:
         """This episode with empty crops (shape (0, 0, 0)) for the ground truth and every
         prediction: what finishing needs once the metrics are filled and no prediction is
-        saved (the rows read prompts and metrics only), so the crops do not travel twice."""
+        saved (the rows read prompts and metrics only), so the crops do not travel twice.
+
+        Returns:
+            A copy of the episode with those empty crops; steps that shared a prediction still
+            share one (emptied) :class:`Prediction`.
+        """
         empty = np.zeros((0, 0, 0), dtype=bool)
         emptied: dict[int, Prediction] = {}
         for result in self.results:
@@ -116,7 +121,16 @@ class EpisodeEvaluation:
 
 def evaluate_episode_isolated(job: EpisodeEvaluation) -> list[tuple[dict[str, float], float]] | str:
     """Every step's metrics of ``job.episode`` and the seconds they took, as
-    :func:`finish_unit` computes them; or the one-line cause of an error (the unit fails)."""
+    :func:`finish_unit` computes them; or the one-line cause of an error (the unit fails).
+
+    Args:
+        job: The finished episode (cropped), its unit, the case's spacing (mm, (z, y, x)) and
+            the metrics and protocols registered where it was made.
+
+    Returns:
+        One (metric name to value, seconds) pair per step, in step order; or, when computing
+        them raised, the error's one-line cause (:func:`~intrabench.errors.one_line_cause`).
+    """
     from intrabench.engine.failures import one_line_cause
 
     try:
@@ -142,6 +156,16 @@ def crop_episode(
     Costs copies of the crops: the boxes of the engine's masks (frozen) are remembered
     from their first measurement (:func:`~intrabench.masks.bounding_box`); any
     other mask costs one bounding-box pass (reading only the empty margins along z).
+
+    Args:
+        ground_truth: The target's mask, boolean (z, y, x), on the case's canonical grid.
+        target: The target the episode segmented.
+        results: The episode's step results, predictions on the same grid.
+
+    Returns:
+        The cropped episode: the box (three half-open slices, (z, y, x); empty slices when no
+        mask has a voxel), the ground truth's crop and the results with their predictions'
+        crops (C-contiguous copies; steps that shared a prediction share its crop).
     """
     distinct: dict[int, Prediction] = {}
     for result in results:
@@ -165,7 +189,22 @@ def crop_episode(
 def rows_for_episode(
     run_name: str, unit: WorkUnit, case_id: str, target: Target, results: list[StepResult]
 ) -> list[dict[str, Any]]:
-    """One result row per step; ``results`` must have their metrics filled."""
+    """One result row per step; ``results`` must have their metrics filled.
+
+    Args:
+        run_name: The run's name (the ``run`` column).
+        unit: The work unit the episode belongs to (dataset, model, prompter, refiner, seed and
+            protocol columns).
+        case_id: The case id.
+        target: The episode's target.
+        results: The episode's step results, in step order, metrics filled (they must include
+            ``true_positives``, ``false_positives`` and ``false_negatives``, voxel counts).
+
+    Returns:
+        One row (column name to value) per step: the key columns, the metrics, effort, the
+        seconds (model, prompter, wall, latency), interaction counts, slices scrolled, target
+        and predicted voxel counts, the prompt's summary and its JSON.
+    """
     rows = []
     # the target's size is already in the metrics (TP + FN): no second full-volume pass
     ground_truth_voxels = int(
@@ -227,7 +266,15 @@ def rows_for_episode(
 
 
 def interaction_counts(prompt: Prompt) -> dict[str, int]:
-    """``interactions_<kind>``: how many interactions of each kind the step's prompt took."""
+    """``interactions_<kind>``: how many interactions of each kind the step's prompt took.
+
+    Args:
+        prompt: The step's new prompt.
+
+    Returns:
+        ``interactions_<kind>`` to its count, for every kind of ``INTERACTION_COST`` (0 for
+        kinds the prompt does not use).
+    """
     counts = dict.fromkeys(INTERACTION_COST, 0)
     for interaction in prompt.interactions:
         counts[interaction.kind] += 1
@@ -241,7 +288,17 @@ def slices_scrolled(prompt: Prompt, previous: list[int]) -> tuple[int, list[int]
     clicks, scribbles, lassos, drawn 2D boxes and elements of added kinds) in ascending z:
     from the last slice of the previous step to the nearer end of this step's range, then
     across it (max - min). A 3D box's slices are not visited one by one (its cost is the
-    box's); an empty prompt scrolls nothing."""
+    box's); an empty prompt scrolls nothing.
+
+    Args:
+        prompt: The step's new prompt.
+        previous: The slices (z indices, ascending) the previous step's prompt touched; [] at
+            the first step.
+
+    Returns:
+        (the number of slices scrolled, the z indices this prompt touches, ascending); an
+        empty prompt gives (0, ``previous``), so the next step scrolls from where the user is.
+    """
     touched = prompt.visited_slices()
     if not touched:
         return 0, previous
@@ -272,7 +329,15 @@ def _click_columns(unit: WorkUnit, prompt: Prompt) -> dict[str, Any]:
 
 def metrics_for_protocol(protocol: str) -> Callable[..., dict[str, float]]:
     """The per-step metric function of a run's ``protocol`` (its registered
-    :class:`~intrabench.evaluation.metric_registry.EvaluationProtocol`)."""
+    :class:`~intrabench.evaluation.metric_registry.EvaluationProtocol`).
+
+    Args:
+        protocol: A registered protocol's name (the config's ``protocol:``).
+
+    Returns:
+        Its metric function, called as :func:`~intrabench.evaluation.metrics.step_metrics`
+        (prediction and ground truth masks, spacing in mm, keywords).
+    """
     from intrabench.evaluation.metric_registry import protocol as registered_protocol
 
     return registered_protocol(protocol).metric_function()
@@ -284,8 +349,18 @@ def unit_metric_function(
     protocols: dict[str, EvaluationProtocol] | None = None,
 ) -> Callable[..., dict[str, float]]:
     """The per-step metric function of ``unit``: its protocol's, at its NSD tolerance, computing
-    ``metrics`` (default: those registered in this process); ``protocols``: the registered
-    protocols the job brought (default: those registered in this process)."""
+    ``metrics`` (default: those registered in this process).
+
+    Args:
+        unit: The work unit: its ``protocol`` and ``nsd_tolerance_mm``.
+        metrics: The metric declarations to compute; None: those registered in this process.
+        protocols: The registered protocols the job brought, by name; None (or a protocol not
+            among them): those registered in this process.
+
+    Returns:
+        The function of (prediction, ground truth, spacing, ``with_surface=``), the tolerance
+        and metrics bound.
+    """
     found = (protocols or {}).get(unit.protocol)
     return functools.partial(
         found.metric_function() if found is not None else metrics_for_protocol(unit.protocol),
@@ -295,7 +370,17 @@ def unit_metric_function(
 
 
 def prediction_path(run_dir: Path, unit: WorkUnit, case_id: str, target_id: str) -> Path:
-    """Where the final prediction of (unit, case, target) is saved."""
+    """Where the final prediction of (unit, case, target) is saved.
+
+    Args:
+        run_dir: The run folder.
+        unit: The work unit (dataset, model, prompter, refiner and seed name the folder).
+        case_id: The case id.
+        target_id: The target's id.
+
+    Returns:
+        The prediction file's path inside ``run_dir`` (not created here).
+    """
     folder = prediction_folder(
         run_dir, unit.dataset.key, unit.model.key, unit.prompter_key, unit.refiner_key, unit.seed
     )
@@ -327,8 +412,17 @@ def _save_prediction(job: UnitJob, episode: CroppedEpisode) -> None:
 def finish_unit(job: UnitJob) -> int:
     """Metrics, rows, prediction files and the unit file of one unit; returns its row count.
 
-    Adds ``metric_seconds`` (time spent on that step's metrics) to every row. The unit file is
-    written last and atomically: a unit counts as done only when everything else is on disk.
+    Adds ``metric_seconds`` (time spent on that step's metrics) to every row, and the group's
+    set-up seconds and peak memory (MB) and the target's ``attr_<name>`` columns when the job
+    has them. The unit file is written last and atomically: a unit counts as done only when
+    everything else is on disk.
+
+    Args:
+        job: The unit's cropped episodes and everything needed to finish them (see
+            :class:`UnitJob`).
+
+    Returns:
+        The number of rows written (one per step of each episode).
     """
     from intrabench.io.results import ResultsStore
 
@@ -374,7 +468,15 @@ def finish_unit(job: UnitJob) -> int:
 def finish_unit_isolated(job: UnitJob) -> int | str:
     """:func:`finish_unit`, returning (not raising) the one-line cause of an error of this
     unit's own, so that one unit whose metrics or files fail does not stop the results
-    worker's other units."""
+    worker's other units.
+
+    Args:
+        job: As :func:`finish_unit`.
+
+    Returns:
+        The number of rows written, or the error's one-line cause
+        (:func:`~intrabench.errors.one_line_cause`).
+    """
     from intrabench.engine.failures import one_line_cause
 
     try:
