@@ -41,13 +41,32 @@ class EpisodeTask:
 
 def target_mask(case: Case, target) -> np.ndarray:
     """The target's mask, read-only (shared by the episode's prompter, refiner and metrics),
-    its bounding box known from the case's label boxes."""
+    its bounding box known from the case's label boxes.
+
+    Args:
+        case: The loaded case.
+        target: One of ``case.targets``.
+
+    Returns:
+        The boolean (z, y, x) mask of the target, not writable, its bounding box attached
+        (:func:`~intrabench.masks.with_box`), so no later step measures it again.
+    """
     return with_box(case.target_mask(target), case.target_box(target))
 
 
 def image_window(case: Case, target) -> ImageWindow | None:
     """The window of ``case``'s image around ``target`` that a simulated user with an
-    image-conditioned clickability model is given (docs/realistic-clicks.md)."""
+    image-conditioned clickability model is given (docs/realistic-clicks.md).
+
+    Args:
+        case: The loaded case.
+        target: One of ``case.targets``.
+
+    Returns:
+        The image's crop over the target's bounding box grown by the default margin
+        (:meth:`~intrabench.clicks.policy.ImageWindow.around`), or None when the target has no
+        voxel in the label map.
+    """
     box = case.target_box(target)
     return None if box is None else ImageWindow.around(case.image.array, box)
 
@@ -60,7 +79,22 @@ def episode_tasks(
 ) -> Iterator[EpisodeTask]:
     """The episodes of ``units`` on ``case``, unit by unit, target by target; made lazily,
     so only the episodes in flight hold a ground truth. Units in ``failed`` (by key, a set
-    the caller fills while they run) yield no further episodes."""
+    the caller fills while they run) yield no further episodes.
+
+    Each unit's prompter, refiner and clickability model are built once from the registry
+    and shared by its episodes; a robustness unit's simulated user clicks through a
+    :class:`~intrabench.clicks.policy.ClickPolicy` (image windows cut once per target).
+
+    Args:
+        units: The group's work units (same dataset, case and model), in order.
+        case: The loaded case.
+        model_dimension: The model's dimension (2 or 3), which the simulated user prompts for.
+        failed: Keys of the units that failed so far; checked before each episode.
+
+    Yields:
+        One task per (unit, target), keyed ``<unit key>/<target index>``, tagged
+        ``(unit, target index, target)``.
+    """
     windows: dict[str, ImageWindow | None] = {}  # image windows by target
     for unit in units:
         prompter = registry.prompters.create(unit.prompter.name, unit.prompter.params)

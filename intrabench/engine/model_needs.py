@@ -17,8 +17,19 @@ from intrabench.wording import listed
 
 
 def unmet_needs(units: list[Any], datasets: dict[str, Any]) -> list[str]:
-    """One line per (model, dataset) whose cases lack what the model needs (today: a declared
-    CT/MR modality); [] when every unit's needs are met or cannot be told before reading."""
+    """One line per (model, dataset) whose cases lack what the model needs (a declared CT/MR
+    modality, the one need checked); [] when every unit's needs are met or cannot be told
+    before reading.
+
+    Args:
+        units: The plan's work units (their model, dataset key and case id).
+        datasets: The run's built datasets by key; each answers ``declared_modality(case_id)``
+            ("" when it declares none, None when it cannot tell) without reading the case.
+
+    Returns:
+        One line per (model key, dataset key) with a case missing a modality, naming up to five
+        of its cases and the fix, in the order the units meet them.
+    """
     missing: dict[tuple[str, str], list[str]] = {}
     for unit in units:
         model = registry.models.get(unit.model.name)
