@@ -240,6 +240,18 @@ class FolderDataset(Dataset):
         """The identifiers of the cases the spec's patterns found, sorted."""
         return sorted(self._cases)
 
+    def image_path(self, case_id: str) -> Path:
+        """Where ``case_id``'s image is, as the spec found it (what ``predictions to-dicom-seg``
+        writes its SEGs over).
+
+        Args:
+            case_id: one of :meth:`case_ids`.
+
+        Returns:
+            The image file, or the folder of its DICOM series.
+        """
+        return Path(self._cases[case_id][0])
+
     def declared_modality(self, case_id: str) -> str:
         """The modality the spec gives ``case_id`` (its ``modality:`` mapping, else the dataset's)."""
         return self.case_modality.get(case_id, self.modality_declared)

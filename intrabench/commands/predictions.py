@@ -37,8 +37,8 @@ def _series_folders(dataset: Any) -> dict[str, Path]:
 
     if not isinstance(dataset, FolderDataset):
         return {}
-    cases = dataset._cases  # (image, label) per case, as the spec found them
-    return {case: image for case, (image, _) in cases.items() if Path(image).is_dir()}
+    images = {case: dataset.image_path(case) for case in dataset.case_ids()}
+    return {case: image for case, image in images.items() if image.is_dir()}
 
 
 def _case_masks(folder: Path, case_id: str) -> dict[str, Path]:

@@ -59,7 +59,9 @@ def test_series_and_rtstruct_to_a_table_with_verify_and_run(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"{spec}/p1: ok, 2 targets (gtv 2), spacing 2.5 x 0.7 x 0.8 mm" in out
     assert "2/2 cases ok, 4 targets" in out
-    case = registry.datasets.create("folder", {"spec": str(spec)}).load("p1")
+    dataset = registry.datasets.create("folder", {"spec": str(spec)})
+    assert dataset.image_path("p1") == tmp_path / "data" / "p1" / "CT"  # the series folder
+    case = dataset.load("p1")
     assert case.dataset == "clinic" and case.image.modality == "CT"
     assert sorted(int(case.target_mask(t).sum()) for t in case.targets) == [12, 24]
     config = tmp_path / "run.yaml"
