@@ -42,8 +42,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/commands/predictions.py",
         "intrabench/commands/run.py",
         "intrabench/config.py",
-        "intrabench/engine/plan.py",
-        "intrabench/engine/resources.py",
         "intrabench/engine/resume.py",
         "intrabench/engine/simulated_user.py",
         "intrabench/engine/skipped_work.py",

@@ -133,7 +133,12 @@ class Plan:
 
     def skipped_combinations(self) -> dict[tuple[str, str], None]:
         """The skipped (model + prompter + refiner, reason) pairs, each once, in order (the
-        ``skipped`` records repeat them once per dataset)."""
+        ``skipped`` records repeat them once per dataset).
+
+        Returns:
+            An insertion-ordered dict (used as an ordered set) whose keys are ("model +
+            prompter + refiner", reason) pairs; the values are None.
+        """
         return {
             (
                 " + ".join(p for p in (item["model"], item["prompter"], item["refiner"]) if p),
@@ -146,7 +151,11 @@ class Plan:
         """How many combinations are skipped, said the same way by ``--dry-run`` and the run,
         those the config left out on purpose (a model's ``datasets:``, ``prompters:``,
         ``refiners:``) apart from the incompatible ones: ``2 combinations left out by the
-        config; 6 incompatible combinations skipped (12 with each dataset counted)``."""
+        config; 6 incompatible combinations skipped (12 with each dataset counted)``.
+
+        Returns:
+            That line, its parts joined by "; "; "" when nothing is skipped.
+        """
         parts = []
         for left_out, noun, what in (
             (True, "combination", "left out by the config"),
@@ -167,7 +176,20 @@ class Plan:
 
 def select_cases(dataset: Dataset, spec: DatasetSpec) -> list[str]:
     """The case ids of ``dataset`` a run of ``spec`` reads (its ``cases:``, ``max_cases:``),
-    in the dataset's order; UserError naming the unknown ones."""
+    in the dataset's order; UserError naming the unknown ones.
+
+    Args:
+        dataset: The built dataset.
+        spec: The config's entry for it: ``cases`` (ids to keep, or None for all) and
+            ``max_cases`` (the first N kept, or None for all).
+
+    Returns:
+        The selected case ids, in the dataset's ``case_ids()`` order.
+
+    Raises:
+        DataError: A case id of the dataset cannot name a file (it is not one plain name).
+        UserError: ``cases:`` names a case the dataset does not have.
+    """
     available = dataset.case_ids()
     for case_id in available:  # a case id names prediction files: one plain name
         problem = path_component_problem(case_id)

@@ -43,7 +43,15 @@ def synchronize_device() -> None:
 
 
 def timed_set_case(model, case) -> float:
-    """``model.set_case(case.image)``; returns its wall time in seconds."""
+    """``model.set_case(case.image)``, timed with the device synchronised before and after.
+
+    Args:
+        model: The model to set to the case.
+        case: The loaded case (its ``image`` is handed to the model).
+
+    Returns:
+        The call's wall time, in seconds.
+    """
     synchronize_device()
     started = time.perf_counter()
     model.set_case(case.image)
@@ -52,7 +60,12 @@ def timed_set_case(model, case) -> float:
 
 
 def resident_mb() -> float:
-    """The process's resident memory now (MiB)."""
+    """The process's resident memory now (MiB).
+
+    Returns:
+        The resident set size in MiB (2**20 bytes), from ``/proc/self/statm``; where that file
+        cannot be read, the process's lifetime peak (``ru_maxrss``) instead.
+    """
     try:
         with open("/proc/self/statm") as statm:
             pages = int(statm.read().split()[1])
@@ -80,6 +93,15 @@ class PeakMemory:
     def snapshot(self, setup_seconds: float) -> CaseResources:
         """The case's resources: its set-up seconds, peak GPU memory (MB, NaN without CUDA) and
         peak host memory (MB).
+
+        Samples the resident memory once more first.
+
+        Args:
+            setup_seconds: The group's seconds in ``set_case`` (:func:`timed_set_case`).
+
+        Returns:
+            The resources so far: set-up seconds, peak GPU memory allocated by torch since the
+            group started and peak host memory, both in MiB.
         """
         self.sample()
         cuda = _cuda()
