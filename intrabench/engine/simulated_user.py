@@ -106,7 +106,21 @@ def checked_prompt(
     prompt: object, shape: tuple[int, ...], component: str, may_be_none: bool = False
 ) -> Prompt | None:
     """``prompt`` when it is a :class:`Prompt` whose every element lies on the (z, y, x)
-    grid ``shape`` (None too, from a refiner: nothing left to correct), else PromptError."""
+    grid ``shape`` (None too, from a refiner: nothing left to correct), else PromptError.
+
+    Args:
+        prompt: What the prompter's ``initial`` or the refiner's ``refine`` returned.
+        shape: The case's (z, y, x) shape, in voxels.
+        component: The prompter or refiner, as named in the error line.
+        may_be_none: Whether None is accepted (a refiner's "nothing left to correct").
+
+    Returns:
+        ``prompt`` itself, unchanged (None when it is None and ``may_be_none``).
+
+    Raises:
+        PromptError: ``prompt`` is not a :class:`Prompt`, or an element of it lies outside
+            the grid.
+    """
     if prompt is None and may_be_none:
         return None
     if not isinstance(prompt, Prompt):

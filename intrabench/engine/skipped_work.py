@@ -2,9 +2,9 @@
 
 A (dataset, case, model) group whose case cannot be read (a NaN voxel, a label on another
 grid, no targets) or whose model cannot be built (a missing checkpoint) is skipped with a
-one-line problem, and the run goes on with the rest. The problems were printed at the end of
-the run, and nowhere else: a user who came back to the folder saw only that fewer units had
-finished than were planned. ``RUN_DIR/problems.csv`` keeps them, one row per skipped group
+one-line problem, and the run goes on with the rest. The problems are printed at the end of
+the run; kept nowhere else, a user who comes back to the folder would see only that fewer
+units finished than were planned. ``RUN_DIR/problems.csv`` keeps them, one row per skipped group
 (dataset, case, model, units, problem), rewritten at the end of every run (header only when
 nothing was skipped), so that :func:`intrabench.io.results.incompleteness_warning` can say
 why units are missing.
@@ -32,7 +32,15 @@ class SkippedWork:
 
 def write_skipped_work(run_dir: Path, skipped: list[SkippedWork]) -> Path:
     """``RUN_DIR/problems.csv`` (header only when nothing was skipped: a rerun that reads
-    every case replaces an earlier run's list)."""
+    every case replaces an earlier run's list).
+
+    Args:
+        run_dir: The run folder.
+        skipped: The groups the run skipped, one record each, in the order they are listed.
+
+    Returns:
+        The path of ``problems.csv``, columns :data:`COLUMNS`.
+    """
     import pandas as pd
 
     from intrabench.io.results import write_frame
