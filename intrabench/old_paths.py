@@ -96,7 +96,15 @@ MOVED: dict[str, str] = {
 
 
 def new_path(name: str) -> str | None:
-    """The current path of the module that was ``name``, or None when ``name`` did not move."""
+    """The current path of the module that was ``name``, or None when ``name`` did not move.
+
+    Args:
+        name: A dotted module path, e.g. ``intrabench.models.sam`` or a submodule of a moved
+            package (``intrabench.protocols.x`` follows ``intrabench.protocols``).
+
+    Returns:
+        The dotted path it has now (:data:`MOVED`), or None.
+    """
     for old, new in MOVED.items():
         if name == old or name.startswith(old + "."):
             return new + name[len(old) :]
@@ -111,7 +119,15 @@ WARNED = "INTRABENCH_WARNED_OLD_PATHS"
 
 def warn_once(key: str, message: str) -> None:
     """One DeprecationWarning line (``intrabench: DeprecationWarning: ...``, no source line)
-    unless this process or its parent gave it for ``key`` already."""
+    unless this process or its parent gave it for ``key`` already.
+
+    The keys warned about are kept in the environment variable :data:`WARNED`, which worker
+    processes inherit.
+
+    Args:
+        key: What the warning is about (an old module path), to give it once.
+        message: The warning's text, one line.
+    """
     warned = os.environ.get(WARNED, "").split(",")
     if key in warned:
         return

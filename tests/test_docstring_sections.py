@@ -59,7 +59,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/execution/sizing.py",
         "intrabench/execution/subprocess_worker.py",
         "intrabench/execution/user_worker.py",
-        "intrabench/old_paths.py",
         "intrabench/prompt_elements.py",
         "intrabench/reports/results_page.py",
         "intrabench/reports/supplement.py",
