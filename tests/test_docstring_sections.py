@@ -40,7 +40,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/attributes/shape.py",
         "intrabench/attributes/stratify.py",
         "intrabench/commands/predictions.py",
-        "intrabench/commands/run.py",
         "intrabench/config.py",
         "intrabench/evaluation/metric_registry.py",
         "intrabench/execution/base.py",

@@ -37,15 +37,43 @@ EXECUTION_FLAGS = (
 def execution_settings(args: argparse.Namespace) -> ExecutionSettings:
     """The run's :class:`~intrabench.execution.settings.ExecutionSettings` from its flags, the
     ``--execution`` file and the environment (UserError in one line for a value no run can
-    use)."""
+    use).
+
+    Args:
+        args: The parsed ``run`` command line; the flags of :data:`EXECUTION_FLAGS` (None:
+            not given) and ``--execution`` (a YAML file path, or None) are read, flags winning
+            over the file.
+
+    Returns:
+        The settings the executors see.
+
+    Raises:
+        UserError: A setting no run can use (from the flags, the file or the environment).
+    """
     flags = {name: getattr(args, name, None) for name in EXECUTION_FLAGS}
     file = Path(args.execution) if getattr(args, "execution", None) else None
     return ExecutionSettings.from_sources(flags, file)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``intrabench run``: the exit status (0: everything ran; 1: some work failed or was
-    skipped for a problem; 2: nothing to run)."""
+    """``intrabench run``: plan, run (resuming what the run folder holds) and report.
+
+    With ``--dry-run`` it prints the plan instead and runs nothing.
+
+    Args:
+        args: The parsed ``run`` command line: ``config`` (a YAML path, or None for the
+            built-in demo), ``set`` (KEY=VALUE overrides), ``out`` (the run folder, default
+            ``intrabench-runs/<name>``), ``dry_run``, ``extend`` and the execution flags.
+
+    Returns:
+        The exit status: 0 everything ran; 1 some work failed, was skipped for a problem, or a
+        declared class was held by no case; 2 nothing to run (with ``--dry-run``: 0, or 2 when
+        nothing would run).
+
+    Raises:
+        UserError: An empty ``--out``, or a config or execution setting that cannot be used
+            (the command line prints it as one line, exit 2).
+    """
     from intrabench import __version__
     from intrabench.config import builtin_demo_path, load_config
     from intrabench.execution.progress import RunProgress
@@ -245,7 +273,12 @@ class _warnings_beside_the_bar:  # noqa: N801 - used as a context manager
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
-    """Add ``intrabench run`` to the command line."""
+    """Add ``intrabench run`` to the command line.
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name (unused).
+    """
     run = commands.add_parser("run", help="run a benchmark config (no CONFIG: the built-in demo)")
     run.add_argument("config", nargs="?", help="YAML run configuration")
     run.add_argument(
