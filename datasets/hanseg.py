@@ -85,18 +85,35 @@ class HanSegRecipe(Recipe):
         }
 
     def raw_cases(self, raw: Path) -> list[str]:
-        """The identifiers of the raw cases found under ``raw``, sorted."""
+        """The identifiers of the raw cases found under ``raw``, sorted.
+
+        A case is a ``<case>_IMG_MR_T1.nrrd`` file in the extracted download.
+
+        Args:
+            raw: The raw download folder (``HaN-Seg.zip``, extracted here on first use).
+
+        Returns:
+            The case ids (the file names' ``<case>`` part, e.g. ``case_01``).
+        """
         return sorted(self._cases(raw))
 
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
-        """Read one raw case.
+        """Read one raw case: its T1 MR, and its CT-space organ masks warped onto the MR.
+
+        The CT is registered rigidly onto the MR (:attr:`iterations` per pyramid level); mask
+        files of organs not in ``HANSEG_ORGANS`` are ignored with a note.
+
+        Args:
+            raw: The raw download folder.
+            case_id: One of :meth:`raw_cases`.
 
         Returns:
-            The image and ``{output name: label}``: each label an integer SimpleITK-ordered array on
-            the image's grid, or None to leave the case out of that output.
+            The MR image (its own geometry) and ``{"hanseg": label}``: a uint16 array in
+            SimpleITK's (k, j, i) order on the MR's grid, 0 background, organ ids 1..30 in
+            ``HANSEG_ORGANS`` order, the smaller organ kept where two overlap.
 
         Raises:
-            DataError: The case's files are missing or do not match (the message says which).
+            DataError: The case has no CT to register the masks from, or no organ masks.
         """
         folder = self._cases(raw)[case_id]
         mr = read_image(folder / f"{case_id}_IMG_MR_T1.nrrd")

@@ -80,26 +80,59 @@ class SegRapRecipe(Recipe):
         return sorted(names, key=lambda n: (n.lower(), n))
 
     def labels_for(self, output: Output, raw: Path) -> dict[str, int]:
-        """The label values of the organs found in the raw data: ``{"background": 0, organ: 1..N}``."""
+        """The label values of the organs found in the raw data: ``{"background": 0, organ: 1..N}``.
+
+        Args:
+            output: The recipe's one output (``segrap``); its declared labels are not used.
+            raw: The raw download folder (or the folder the user unpacked the zip into).
+
+        Returns:
+            Class name to label value: background 0, then the organ names of every case's mask
+            files sorted case-insensitively, numbered from 1.
+        """
         return {"background": 0, **{n: i for i, n in enumerate(self._organs(raw), start=1)}}
 
     def target_types_for(self, output: Output, raw: Path) -> dict[str, str]:
-        """Every class of the raw data is an ``organ`` target."""
+        """Every class of the raw data is an ``organ`` target.
+
+        Args:
+            output: The recipe's one output (``segrap``).
+            raw: The raw download folder.
+
+        Returns:
+            Each organ name found in the raw data to ``"organ"``.
+        """
         return {name: "organ" for name in self._organs(raw)}
 
     def raw_cases(self, raw: Path) -> list[str]:
-        """The identifiers of the raw cases found under ``raw``, sorted."""
+        """The identifiers of the raw cases found under ``raw``, sorted.
+
+        A case is a folder holding an ``image.nii.gz``, named by the case.
+
+        Args:
+            raw: The raw download folder (its zip is unpacked with the password of
+                ``$INTRABENCH_SEGRAP_PASSWORD`` on first use, or it holds the unpacked data).
+
+        Returns:
+            The case ids (the image folders' names).
+        """
         return sorted(self._layout(raw)[0])
 
     def convert(self, raw: Path, case_id: str) -> tuple[sitk.Image, dict[str, np.ndarray | None]]:
-        """Read one raw case.
+        """Read one raw case: its non-contrast CT and its organ masks painted into one map.
+
+        Args:
+            raw: The raw download folder.
+            case_id: One of :meth:`raw_cases`.
 
         Returns:
-            The image and ``{output name: label}``: each label an integer SimpleITK-ordered array on
-            the image's grid, or None to leave the case out of that output.
+            The CT image and ``{"segrap": label}``: a uint16 array in SimpleITK's (k, j, i)
+            order on the image's grid, 0 background, organ ids as :meth:`labels_for`, the
+            smaller organ kept where two overlap.
 
         Raises:
-            DataError: The case's files are missing or do not match (the message says which).
+            DataError: The case has no organ label folder or no organ masks, or a mask is on
+                another grid than the image (the message says which).
         """
         images, labels = self._layout(raw)
         if case_id not in labels:

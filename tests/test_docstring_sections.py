@@ -29,8 +29,6 @@ NOT_YET: frozenset[str] = frozenset(
         "datasets/dicom.py",
         "datasets/dicom_pairs.py",
         "datasets/dicom_seg_out.py",
-        "datasets/hanseg.py",
-        "datasets/segrap.py",
         "intrabench/attributes/analysis.py",
         "intrabench/attributes/cache.py",
         "intrabench/attributes/compute.py",
