@@ -8,8 +8,8 @@ The episode's logic is written once, as a *program* (:func:`episode_program`): a
 yields what it needs next, a :class:`UserCall` (the simulated clinician's next prompt) or a
 :class:`ModelCall` (a forward pass), and is sent back an :class:`Answer`. Who answers, and when,
 is up to the driver: :func:`run_episode` answers every call at once in this process; the
-runner's :class:`~intrabench.execution.scheduling.EpisodeScheduler` answers model calls in the model loop
-and user calls in a worker process, switching to another episode while one waits.
+runner's :class:`~intrabench.execution.scheduling.EpisodeScheduler` answers model calls in the
+model loop and user calls in a worker process, switching to another episode while one waits.
 """
 
 from __future__ import annotations

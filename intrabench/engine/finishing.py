@@ -1,12 +1,13 @@
 """From finished episodes to result rows, prediction files and unit files.
 
 This is the work that does not feed the next model call, so the runner does it beside the
-model loop (in a worker process, see :mod:`intrabench.execution.lanes`). To keep what crosses the
-process boundary small, an episode is handed over *cropped*: every prediction and the ground
-truth are cut to one box (z, y, x slices of the canonical volume) that holds all of their
-voxels. Metrics are translation-invariant and look only at the union bounding box (see
-:mod:`intrabench.evaluation.metrics`), so they are bit-identical to metrics on the full volume, and a
-prediction file is rebuilt exactly (zeros outside the box) on the case's original grid.
+model loop (in a worker process, see :mod:`intrabench.execution.lanes`). To keep what crosses
+the process boundary small, an episode is handed over *cropped*: every prediction and the
+ground truth are cut to one box (z, y, x slices of the canonical volume) that holds all of
+their voxels. Metrics are translation-invariant and look only at the union bounding box (see
+:mod:`intrabench.evaluation.metrics`), so they are bit-identical to metrics on the full
+volume, and a prediction file is rebuilt exactly (zeros outside the box) on the case's
+original grid.
 """
 
 from __future__ import annotations
