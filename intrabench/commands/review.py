@@ -52,6 +52,7 @@ def cmd_review_import(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from intrabench.evaluation.aggregate import to_markdown
+    from intrabench.evaluation.metric_registry import metric_label
     from intrabench.io.results import load_results
     from intrabench.review.ratings import (
         RATING_COLUMNS,
@@ -117,8 +118,10 @@ def cmd_review_import(args: argparse.Namespace) -> int:
                 "masks": int(joined["job"].nunique()),
                 "raters": analysis.n_raters,
                 "krippendorff_alpha_ordinal": finite(analysis.alpha),
-                "spearman_rating_dice": [finite(v) for v in analysis.rho_dice],
-                "spearman_rating_nsd": [finite(v) for v in analysis.rho_nsd],
+                **{
+                    f"spearman_rating_{metric}": [finite(v) for v in values]
+                    for metric, values in analysis.rho.items()
+                },
             },
             indent=1,
             allow_nan=False,
@@ -139,9 +142,9 @@ def cmd_review_import(args: argparse.Namespace) -> int:
         else f"{analysis.alpha:.3f}"
     )
     print(f"\nAgreement between raters: Krippendorff's alpha (ordinal) = {alpha}")
-    for name, (rho, p_value, n) in (("Dice", analysis.rho_dice), ("NSD", analysis.rho_nsd)):
+    for metric, (rho, p_value, n) in analysis.rho.items():
         shown = "n/a" if rho != rho else f"{rho:.3f} (p = {p_value:.3g}, {n} masks)"
-        print(f"Spearman's rho of rating with {name}: {shown}")
+        print(f"Spearman's rho of rating with {metric_label(metric)}: {shown}")
     if not analysis.rater_disagreement.empty:
         print("\nMasks the raters disagree on most:\n")
         print(

@@ -268,8 +268,9 @@ class RatingAnalysis:
         per_mask: Per rated mask: the mean and std of its ratings, its raters, Dice and NSD.
         alpha: Ordinal Krippendorff's alpha of the raters (NaN without two raters on one job).
         n_raters: The number of distinct raters.
-        rho_dice: Spearman's rho of rating against Dice, its p-value and number of masks.
-        rho_nsd: The same against NSD.
+        rho: Per metric the review reads (the registered metrics with the ``review`` feature:
+            dice, nsd), in order: Spearman's rho of rating against it, its p-value and number
+            of masks.
         rater_disagreement: The masks whose raters disagree most (largest rating std).
         metric_disagreement: The masks whose rating and Dice percentiles differ most.
     """
@@ -278,10 +279,19 @@ class RatingAnalysis:
     per_mask: pd.DataFrame
     alpha: float
     n_raters: int
-    rho_dice: tuple[float, float, int]
-    rho_nsd: tuple[float, float, int]
+    rho: dict[str, tuple[float, float, int]]
     rater_disagreement: pd.DataFrame
     metric_disagreement: pd.DataFrame
+
+    @property
+    def rho_dice(self) -> tuple[float, float, int]:
+        """Spearman's rho of rating against Dice, its p-value and number of masks."""
+        return self.rho["dice"]
+
+    @property
+    def rho_nsd(self) -> tuple[float, float, int]:
+        """Spearman's rho of rating against NSD, its p-value and number of masks."""
+        return self.rho["nsd"]
 
 
 def krippendorff_alpha(joined: pd.DataFrame) -> float:
@@ -360,8 +370,10 @@ def analyse_ratings(
         per_mask=per_mask,
         alpha=krippendorff_alpha(joined),
         n_raters=int(joined["rater"].nunique()),
-        rho_dice=spearman(per_mask["rating"], per_mask.get("dice", pd.Series(dtype=float))),
-        rho_nsd=spearman(per_mask["rating"], per_mask.get("nsd", pd.Series(dtype=float))),
+        rho={
+            m.name: spearman(per_mask["rating"], per_mask.get(m.name, pd.Series(dtype=float)))
+            for m in metrics_with("review")
+        },
         rater_disagreement=by_raters.head(top).reset_index(drop=True),
         metric_disagreement=against.sort_values("rank_gap", ascending=False)
         .head(top)

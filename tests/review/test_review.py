@@ -385,6 +385,11 @@ def test_imports_add_up_and_the_summary_is_json(site, run_dir, tmp_path, capsys)
     assert f"kept {len(jobs)} earlier rating(s) of 1 rater(s) (fay)" in capsys.readouterr().err
     summary = json.loads((run_dir / "reviews" / built.review_id / "summary.json").read_text())
     assert summary["raters"] == 2 and summary["ratings"] == 2 * len(jobs)
+    # one correlation per metric the review reads (the registered ones with its feature)
+    assert [key for key in summary if key.startswith("spearman")] == [
+        "spearman_rating_dice",
+        "spearman_rating_nsd",
+    ]
 
 
 def _timed_file(path: Path, review: str, rater: str, values: dict[str, tuple[int, str]]) -> Path:
