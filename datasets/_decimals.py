@@ -66,7 +66,7 @@ def _plain_decimals(text: bytes) -> np.ndarray | None:
     if starts[-1] >= b.size:  # an empty last value
         return None
     signs = np.flatnonzero(sign)
-    if signs.size and not np.isin(signs, starts).all():  # a sign only as a value's first byte
+    if signs.size and not (separator[signs - 1] | (signs == 0)).all():  # only as a first byte
         return None
     if np.bincount(value[point], minlength=count).max(initial=0) > 1:
         return None

@@ -136,8 +136,7 @@ def decode_series(files: list[Path], headers: list[Any]) -> sitk.Image | None:
     if target is None or size[:2] != (columns, rows) or (len(size) == 3 and size[2] != 1):
         return None
     low, high = (-(1 << (stored - 1)), (1 << (stored - 1)) - 1) if sign else (0, (1 << stored) - 1)
-    ends = sorted((slope * low + intercept, slope * high + intercept))
-    if ends[0] < np.iinfo(target).min or ends[1] > np.iinfo(target).max:
+    if not _fits(sorted((slope * low + intercept, slope * high + intercept)), target):
         return None
     raw_type = np.dtype(f"<{'i' if sign else 'u'}{bits // 8}")
     volume = np.empty((len(files), rows, columns), dtype=raw_type)
@@ -154,13 +153,24 @@ def decode_series(files: list[Path], headers: list[Any]) -> sitk.Image | None:
     if stored < bits:  # GDCM keeps the stored bits only (sign-extended when signed)
         unused = bits - stored
         volume = (volume << unused) >> unused if sign else volume & ((1 << stored) - 1)
-    if slope != 1 or intercept != 0:
-        volume = volume.astype(np.int64) * int(slope) + int(intercept)
+    if slope != 1 or intercept != 0:  # in the target type, in place, when no step overflows
+        if _fits(sorted((slope * low, slope * high)), target):
+            volume = volume.astype(target)
+            if slope != 1:
+                volume *= target(int(slope))
+            volume += target(int(intercept))
+        else:
+            volume = (volume.astype(np.int64) * int(slope) + int(intercept)).astype(target)
     image = sitk.GetImageFromArray(volume.astype(target, copy=False))
     image.SetOrigin(first.GetOrigin())
     image.SetDirection(first.GetDirection())
     image.SetSpacing((*first.GetSpacing()[:2], _slice_spacing(first, last, len(files))))
     return image
+
+
+def _fits(ends: list[float], target: type) -> bool:
+    """Whether the values from ``ends[0]`` to ``ends[1]`` fit the integer type ``target``."""
+    return np.iinfo(target).min <= ends[0] and ends[1] <= np.iinfo(target).max
 
 
 def _slice_spacing(first: sitk.ImageFileReader, last: sitk.ImageFileReader, count: int) -> float:

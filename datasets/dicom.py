@@ -244,9 +244,15 @@ def _check_unreadable(folder: Path, series_uid: str, unreadable: list[Path]) -> 
 
 def _slice_order(folder: Path, files: list[Path], headers: list[Any]) -> list[int]:
     """Indices of ``files`` in order along the slice normal, after the checks."""
+    orientations = _decimal_rows(headers, 0x00200037, 6)
+    positions = _decimal_rows(headers, 0x00200032, 3)
     try:
-        orientations = np.asarray([[float(v) for v in h.ImageOrientationPatient] for h in headers])
-        positions = np.asarray([[float(v) for v in h.ImagePositionPatient] for h in headers])
+        if orientations is None:  # parsed value by value: the message
+            orientations = np.asarray(
+                [[float(v) for v in h.ImageOrientationPatient] for h in headers]
+            )
+        if positions is None:
+            positions = np.asarray([[float(v) for v in h.ImagePositionPatient] for h in headers])
     except (TypeError, ValueError) as error:
         raise DataError(
             f"{folder.name}: a slice's position or orientation is not numbers ({error})"
@@ -274,6 +280,24 @@ def _slice_order(folder: Path, files: list[Path], headers: list[Any]) -> list[in
     steps = np.diff(distance[order])
     _check_steps(folder, steps, [files[i] for i in order], distance[order])
     return order
+
+
+def _decimal_rows(headers: list[Any], tag: int, width: int) -> np.ndarray | None:
+    """The ``width`` decimal values of element ``tag`` of every header, parsed at once from the
+    bytes as stored (float()'s values: converting 9 values a slice took pydicom longer than
+    reading the slice); None when one is not stored so, or not ``width`` numbers."""
+    raws = []
+    for header in headers:
+        element = header.get_item(tag, keep_deferred=True)
+        raw = getattr(element, "value", None)
+        if not isinstance(raw, bytes):
+            return None
+        raw = raw.strip(b" \0")
+        if raw.count(b"\\") != width - 1:
+            return None
+        raws.append(raw)
+    values = parse_decimals(b"\\".join(raws))
+    return None if values is None else values.reshape(len(headers), width)
 
 
 def _rounded(values: np.ndarray) -> str:
@@ -314,6 +338,36 @@ def _check_steps(folder: Path, steps: np.ndarray, files: list[Path], distance: n
     )
 
 
+#: the elements that give a slice's pixel data size (tags), compared as stored
+_SIZE_TAGS = (0x00280010, 0x00280011, 0x00280100, 0x00280002, 0x00280008)
+#: pixel data size by those elements' stored values: one conversion per layout, not per slice
+_SIZES: dict[tuple, tuple[int, int, int, int, int]] = {}
+
+
+def _image_description(header: Any) -> tuple[int, int, int, int, int]:
+    """(rows, columns, bits allocated, samples, frames) of a header, converted once per set of
+    stored values (and encoding) rather than once per slice."""
+    key = (
+        getattr(header, "original_encoding", None),
+        *(getattr(header.get_item(tag, keep_deferred=True), "value", None) for tag in _SIZE_TAGS),
+    )
+    stored = all(isinstance(value, bytes) or value is None for value in key[1:])
+    if stored and key in _SIZES:
+        return _SIZES[key]
+    description = (
+        int(header.Rows),
+        int(header.Columns),
+        int(header.BitsAllocated),
+        int(getattr(header, "SamplesPerPixel", 1) or 1),
+        int(getattr(header, "NumberOfFrames", 1) or 1),
+    )
+    if stored:
+        if len(_SIZES) >= 256:
+            _SIZES.clear()
+        _SIZES[key] = description
+    return description
+
+
 def _check_pixel_data(path: Path, header: Any, *, slice_of_series: bool = True) -> None:
     """DataError when a slice's uncompressed pixel data is shorter than its rows x columns x
     samples x bits (x frames) need, or runs past the end of its file: GDCM decoded such a
@@ -322,10 +376,7 @@ def _check_pixel_data(path: Path, header: Any, *, slice_of_series: bool = True) 
     the decoder."""
     try:
         element = header.get_item("PixelData", keep_deferred=True)
-        rows, columns = int(header.Rows), int(header.Columns)
-        bits = int(header.BitsAllocated)
-        samples = int(getattr(header, "SamplesPerPixel", 1) or 1)
-        frames = int(getattr(header, "NumberOfFrames", 1) or 1)
+        rows, columns, bits, samples, frames = _image_description(header)
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise DataError(
             f"{path.parent.name}: {path.name} lacks its image description "
