@@ -537,6 +537,10 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
         commands: The top-level subcommand parsers.
         groups: The command groups' subparsers by group name (unused).
     """
+    from intrabench.evaluation.metric_registry import metrics_with  # declarations, no numpy
+
+    #: NoC's metrics: those the robustness summaries take, RClicks' IoU first
+    noc_metrics = sorted((m.name for m in metrics_with("robustness")), key=lambda n: n != "iou")
     tables = commands.add_parser(
         "tables", help="the paper's result tables (Markdown, LaTeX, CSV) from run directories"
     )
@@ -579,7 +583,7 @@ def register(commands: argparse._SubParsersAction, groups: dict) -> None:
     )
     tables.add_argument(
         "--noc-metric",
-        choices=("iou", "dice"),
+        choices=noc_metrics,
         default="iou",
         help="robustness runs: NoC counts rounds to this metric (default iou)",
     )

@@ -316,3 +316,12 @@ def test_an_unknown_protocol_is_refused_in_one_line_naming_the_registered_ones(t
     with pytest.raises(ConfigError, match="imports: cannot import 'no_such_plugin_module'"):
         load_config(_demo_config_file(tmp_path, imports=["no_such_plugin_module"], protocol="x"))
     assert "by-plugin" not in RunConfig.model_json_schema()["properties"]["protocol"]["enum"]
+
+
+def test_the_noc_metric_choices_are_the_robustness_metrics(capsys):
+    from intrabench.cli import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["tables", "--help"])
+    assert ended.value.code == 0
+    assert "--noc-metric {iou,dice}" in capsys.readouterr().out  # RClicks' IoU first
