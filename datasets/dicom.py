@@ -143,7 +143,7 @@ def read_series(folder: str | Path, series_uid: str | None = None) -> DicomSerie
         if header is None:
             unreadable.append(path)
             continue
-        uid = header.get("SeriesInstanceUID")
+        uid = _uid(header, 0x0020000E)  # SeriesInstanceUID
         if uid:
             by_series.setdefault(str(uid), []).append((path, header))
     uids = list(by_series)
@@ -196,7 +196,7 @@ def read_series(folder: str | Path, series_uid: str | None = None) -> DicomSerie
         series_uid=str(series_uid),
         frame_of_reference_uid=str(getattr(first, "FrameOfReferenceUID", "")),
         modality=str(getattr(first, "Modality", "")),
-        sop_uids=tuple(str(h.SOPInstanceUID) for h in headers),
+        sop_uids=tuple(_uid(h, 0x00080018) or str(h.SOPInstanceUID) for h in headers),
         files=tuple(files),
     )
 
@@ -204,6 +204,23 @@ def read_series(folder: str | Path, series_uid: str | None = None) -> DicomSerie
 def read_dicom_series(folder: str | Path, series_uid: str | None = None) -> sitk.Image:
     """The image of :func:`read_series` (what the recipes need)."""
     return read_series(folder, series_uid).image
+
+
+def _uid(header: Any, tag: int) -> str | None:
+    """A UID element's value as pydicom gives it (its one NUL padding byte and spaces cut),
+    read from its stored bytes (pydicom's conversion, per slice, took longer than the slice);
+    None when absent or empty."""
+    element = header.get_item(tag, keep_deferred=True)
+    raw = getattr(element, "value", None)
+    if isinstance(raw, bytes):
+        try:
+            text = raw.decode("ascii")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and "\\" not in text:
+            return text.removesuffix("\0").strip() or None
+    value = header.get(tag)
+    return str(value.value) if value is not None and value.value else None
 
 
 #: what :func:`_slice_header` returns for a file that is not DICOM (not a slice of any series)
