@@ -27,7 +27,7 @@ from intrabench.io.results import load_results
 from intrabench.io.run_directory import run_record
 from intrabench.io.run_paths import prediction_file_name, prediction_folder
 from intrabench.reports import plots
-from intrabench.reports.tables import Layout, tables_for_runs
+from intrabench.reports.tables import Layout
 
 log = logging.getLogger(__name__)
 
@@ -464,6 +464,66 @@ def gallery_section(
     return figures, parts
 
 
+def summary_tables(
+    rows: pd.DataFrame,
+    layout: Layout | None,
+    metric: str,
+    failures: pd.DataFrame,
+    n_boot: int = 1000,
+) -> list[str]:
+    """The report's summary tables as HTML, as ``intrabench tables`` writes them.
+
+    Each score cell (x100) is followed by its 95% percentile-bootstrap interval over the cases
+    (:func:`~intrabench.reports.tables.cell_statistics`, the interval of ``statistics.csv``;
+    "[n too small (at least 5)]" below 5 cases), a line under each table gives each column's
+    n (cases / targets), cells of a dataset the model was trained on carry a dagger, and a
+    ``Failed units`` column counts the units of an incomplete run.
+
+    Args:
+        rows: The run's result rows.
+        layout: How the paper tables are laid out; None: the default.
+        metric: The metric the tables aggregate.
+        failures: :func:`~intrabench.reports.failed_units.read_failures`' rows.
+        n_boot: Bootstrap resamples of the cases for the intervals.
+
+    Returns:
+        HTML fragments: a heading, the table and its n line per table, then the line on
+        training data.
+    """
+    from intrabench.reports.failed_units import add_failed_column
+    from intrabench.reports.tables import (
+        INTERVAL_NOTE,
+        cell_statistics,
+        cell_texts,
+        marked_for_markdown,
+        prompter_label,
+        tables_with_rows,
+        trained_cells,
+        training_data_line,
+    )
+
+    parts = []
+    marked_total = 0
+    for _key, title, table, chosen in tables_with_rows(rows, layout, metric):
+        cells = cell_statistics(table, chosen, layout, metric, n_boot=n_boot)
+        suffixes, n_line = cell_texts(table, cells) if not cells.empty else ({}, "")
+        if "Model" in table and "Prompter" in table:
+            table = add_failed_column(
+                table, failures, "Model", "Prompter", lambda p, r: prompter_label(p, r, layout)
+            )
+        marked = trained_cells(table, rows, layout)
+        marked_total += len(marked)
+        shown = (
+            marked_for_markdown(table, marked, suffixes=suffixes) if marked or suffixes else table
+        )
+        parts.append(f"<h3>{html.escape(title)}</h3>{_frame_html(shown)}")
+        if suffixes:
+            said = "; ".join(part for part in (INTERVAL_NOTE, n_line) if part)
+            parts.append(f"<p class='explain'>{html.escape(said)}</p>")
+    parts.append(f"<p class='explain'>{html.escape(training_data_line(marked_total))}</p>")
+    return parts
+
+
 def build_report(
     run_dir: str | Path,
     out_dir: str | Path | None = None,
@@ -580,29 +640,13 @@ def build_report(
     cases_table = per_case_table(final, metric, config=("model", "prompter", "refiner"))
     cases_table[metric] = 100 * cases_table[metric]
     cases_table = cases_table.rename(columns={metric: f"final {metric} x100"})
-    from intrabench.reports.failed_units import add_failed_column, read_failures, warning_line
-    from intrabench.reports.tables import (
-        marked_for_markdown,
-        prompter_label,
-        trained_cells,
-        training_data_line,
-    )
+    from intrabench.reports.failed_units import read_failures, warning_line
 
     failures = read_failures([run_dir])
     summary_parts = []
     if (line := warning_line(failures)) is not None:
         summary_parts.append(f"<p class='explain'><b>{html.escape(line)}</b></p>")
-    marked_total = 0
-    for _key, title, table in tables_for_runs(rows, layout, metric):
-        if "Model" in table and "Prompter" in table:
-            table = add_failed_column(
-                table, failures, "Model", "Prompter", lambda p, r: prompter_label(p, r, layout)
-            )
-        marked = trained_cells(table, rows, layout)
-        marked_total += len(marked)
-        shown = marked_for_markdown(table, marked) if marked else table
-        summary_parts.append(f"<h3>{html.escape(title)}</h3>{_frame_html(shown)}")
-    summary_parts.append(f"<p class='explain'>{html.escape(training_data_line(marked_total))}</p>")
+    summary_parts += summary_tables(rows, layout, metric, failures, n_boot)
     success = success_table(episodes, 0.8) if not refined.empty else pd.DataFrame()
     versions = run_info.get("versions") if isinstance(run_info.get("versions"), dict) else {}
 

@@ -43,6 +43,8 @@ from intrabench.evaluation.aggregate import (
 
 #: the columns of :func:`cell_statistics`
 CELL_COLUMNS = ["row", "column", "ci_low", "ci_high", "n_cases", "n_targets", "ci_note"]
+#: what the written tables say their intervals are (before the n line)
+INTERVAL_NOTE = "95% CI: percentile bootstrap over the cases (targets nested in their case)"
 
 
 @dataclass
@@ -618,14 +620,7 @@ def write_table(
     n_line = ""
     if cells is not None and not cells.empty:
         suffixes, n_line = cell_texts(table, cells)
-        n_line = "; ".join(
-            part
-            for part in (
-                "95% CI: percentile bootstrap over the cases (targets nested in their case)",
-                n_line,
-            )
-            if part
-        )
+        n_line = "; ".join(part for part in (INTERVAL_NOTE, n_line) if part)
     note = f"\n\n{TRAINED_NOTE} ({len(marked)} cell(s))" if marked else ""
     markdown = (
         (f"**{title}**\n\n" if title else "")

@@ -75,5 +75,7 @@ def test_the_report_marks_the_cells_and_says_how_many(run, tmp_path):
     page = build_report(run, tmp_path / "report", n_boot=10).read_text()
     said = re.search(r"training data: (\d+) table cell\(s\) marked \u2020", page)
     assert said is not None
-    cells = re.findall(r"<td>([0-9.]+)\u2020</td>", html_text.unescape(page))
+    # each marked cell: its value, the dagger, then its interval (or why it has none)
+    cells = re.findall(r"<td>([0-9.]+)\u2020 \[[^]]+\]</td>", html_text.unescape(page))
     assert int(said.group(1)) == len(cells) >= 1
+    assert "n (cases / targets): " in page
