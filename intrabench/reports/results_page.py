@@ -206,15 +206,62 @@ def prompter_family(prompter_name: str) -> str:
     return "3d"
 
 
-def initial_tables(rows: pd.DataFrame, names: dict[str, str]) -> dict[str, pd.DataFrame]:
-    """The single-forward-pass tables (step 0 of every episode), split as the paper's Tables 2,
-    3 and 4; ``names`` maps a prompter key to its registered name."""
+def initial_rows(rows: pd.DataFrame, names: dict[str, str]) -> dict[str, pd.DataFrame]:
+    """The rows of the single-forward-pass tables (step 0 of every episode), split as the
+    paper's Tables 2, 3 and 4; ``names`` maps a prompter key to its registered name."""
     first = rows[rows["step"] == 0].assign(refiner="none")
     family = first["prompter"].map(lambda key: prompter_family(names.get(key, key)))
-    return {
-        name: build_table(first[family == name], iterations=False)
-        for name in ("every-slice", "few-slices", "3d")
-    }
+    return {name: first[family == name] for name in ("every-slice", "few-slices", "3d")}
+
+
+def dice_table(rows: pd.DataFrame, iterations: bool, n_boot: int = 1000) -> list[str]:
+    """A Dice x100 table of the page (:func:`~intrabench.reports.tables.build_table` of
+    ``rows``) and, under it, each column's n (cases / targets) and what its intervals are.
+
+    A cell with 5 cases or more (the ``Average``: in each of its datasets) is followed by its
+    95% bootstrap interval (:func:`~intrabench.reports.tables.cell_statistics`, as ``intrabench
+    tables`` writes it); the others are left bare and the line under the table says once that
+    intervals need at least 5 cases, rather than every cell saying "n too small".
+
+    Args:
+        rows: The rows the table aggregates.
+        iterations: True: one row per refinement step (an ``Iterations`` column).
+        n_boot: Bootstrap resamples of the cases.
+
+    Returns:
+        Markdown blocks: the table, then its line on n and intervals (none for an empty table).
+    """
+    from intrabench.evaluation.aggregate import MIN_CASES_INTERVAL
+    from intrabench.reports.tables import (
+        INTERVAL_NOTE,
+        cell_statistics,
+        cell_texts,
+        marked_for_markdown,
+    )
+
+    table = build_table(rows, iterations=iterations)
+    if table.empty:
+        return [to_markdown(table)]
+    cells = cell_statistics(table, rows, n_boot=n_boot)
+    without = cells["ci_note"] != ""
+    # the cells without an interval say nothing in the table: the line below says why
+    suffixes, n_line = cell_texts(table, cells.assign(ci_note=""))
+    suffixes = {cell: text for cell, text in suffixes.items() if text}
+    shown = marked_for_markdown(table, frozenset(), suffixes=suffixes) if suffixes else table
+    said = [n_line] if n_line else []
+    if without.all():
+        most = int(cells.loc[cells["column"] != "Average", "n_cases"].max())
+        said.append(
+            f"no 95% intervals: they need at least {MIN_CASES_INTERVAL} cases (here {most})"
+        )
+    else:
+        said.append(INTERVAL_NOTE)
+        if without.any():
+            said.append(
+                f"a cell without one has fewer than {MIN_CASES_INTERVAL} cases (the Average: "
+                "in one of its datasets)"
+            )
+    return [to_markdown(shown), "", "; ".join(said) + "."]
 
 
 def model_scores(rows: pd.DataFrame, model: str) -> dict[str, float]:
@@ -305,15 +352,14 @@ def render(run_dir: Path, page: Path, images: Path, command: str, machine: str) 
         "on every slice, `3` = one 3D box, `6` = three 2D boxes). Four lesions are a demo, not "
         "a benchmark: read differences of a few points as noise.",
     ]
-    tables = initial_tables(rows, names)
     titles = {
         "every-slice": "A prompt on every slice (the paper's Table 2: unrealistic effort)",
         "few-slices": "2D prompts on a few slices (Table 3: realistic effort)",
         "3d": "3D prompts (Table 4)",
     }
-    for key, table in tables.items():
-        if not table.empty:
-            text += ["", f"## {titles[key]}", "", to_markdown(table)]
+    for key, chosen in initial_rows(rows, names).items():
+        if not chosen.empty:
+            text += ["", f"## {titles[key]}", "", *dice_table(chosen, iterations=False)]
     refined = rows[rows["refiner"] != "none"]
     if not refined.empty:
         chosen = refined[
@@ -325,7 +371,7 @@ def render(run_dir: Path, page: Path, images: Path, command: str, machine: str) 
             "",
             "Three of the initial prompters; every model that takes its previous mask.",
             "",
-            to_markdown(build_table(chosen[chosen["refiner"] == "scribble"], iterations=True)),
+            *dice_table(chosen[chosen["refiner"] == "scribble"], iterations=True),
         ]
         mobile = refined[
             (refined["model"] == "mobilesam")
@@ -341,7 +387,7 @@ def render(run_dir: Path, page: Path, images: Path, command: str, machine: str) 
                 "by scribbles without the initial prompts (the paper's Table 5 setting). "
                 "LiteMedSAM takes no mask input: it cannot be refined.",
                 "",
-                to_markdown(build_table(mobile, iterations=True)),
+                *dice_table(mobile, iterations=True),
             ]
         (images / "refinement.png").write_bytes(iteration_curves(refined))
         text += ["", f"![Dice per refinement iteration]({relative / 'refinement.png'})"]

@@ -1,7 +1,8 @@
 """The HTML report's summary tables give every cell its 95% bootstrap interval and each column
 its n (cases / targets), as the files of ``intrabench tables`` do, keeping the training-data
-daggers and the failed-units column of an incomplete run (#70 item 4). The intervals are
-recomputed here by hand with numpy."""
+daggers and the failed-units column of an incomplete run; the results page's Dice tables give
+the n and, from 5 cases, the intervals (#70 item 4). The intervals are recomputed here by hand
+with numpy."""
 
 from __future__ import annotations
 
@@ -79,3 +80,34 @@ def test_three_cases_say_n_too_small_and_keep_the_dagger_and_the_failed_units():
     assert "n (cases / targets): B 3 / 3; Average 3 / 3" in page
     assert "<th>Failed units</th>" in page and "<td>1</td>" in page
     assert "training data: 1 table cell(s) marked \u2020" in page
+
+
+def test_the_results_page_tables_give_intervals_where_5_cases_allow():
+    from intrabench.reports.results_page import dice_table
+
+    table, gap, line = dice_table(_rows({"A": A}), iterations=False, n_boot=400)
+    low, high = _interval(np.array([0.1, 0.2, 0.3, 0.4, 0.6]), 400, 0)
+    assert table.splitlines()[2] == (
+        f"| box-3d | m | 1 box | 32.00 [{low:.2f}, {high:.2f}] | 32.00 [{low:.2f}, {high:.2f}] |"
+    )
+    assert gap == "" and line == (
+        "n (cases / targets): A 5 / 6; Average 5 / 6; 95% CI: percentile bootstrap over the "
+        "cases (targets nested in their case)."
+    )
+
+
+def test_the_results_page_says_once_that_3_cases_give_no_interval():
+    from intrabench.evaluation.aggregate import to_markdown
+    from intrabench.reports.results_page import dice_table
+    from intrabench.reports.tables import build_table
+
+    rows = _rows({"B": {"d0": [0.2], "d1": [0.4], "d2": [0.9, 0.5]}})
+    table, _gap, line = dice_table(rows, iterations=False, n_boot=400)
+    # the bare table (case means 20, 40, 70: 43.33), no cell saying n too small ...
+    assert table == to_markdown(build_table(rows, iterations=False))
+    assert table.endswith("| box-3d | m | 1 box | 43.33 | 43.33 |") and "n too small" not in table
+    # ... and the line under it says why, once
+    assert line == (
+        "n (cases / targets): B 3 / 4; Average 3 / 4; no 95% intervals: they need at least 5 "
+        "cases (here 3)."
+    )
