@@ -16,6 +16,7 @@ does (``slope * stored + intercept``, stored values cut to ``BitsStored`` bits).
 
 from __future__ import annotations
 
+import ctypes
 import math
 from pathlib import Path
 from typing import Any
@@ -139,33 +140,56 @@ def decode_series(files: list[Path], headers: list[Any]) -> sitk.Image | None:
     if not _fits(sorted((slope * low + intercept, slope * high + intercept)), target):
         return None
     raw_type = np.dtype(f"<{'i' if sign else 'u'}{bits // 8}")
-    volume = np.empty((len(files), rows, columns), dtype=raw_type)
-    count = rows * columns
-    for k, (path, header) in enumerate(zip(files, headers)):
-        element = header.get_item("PixelData", keep_deferred=True)
-        offset = getattr(element, "value_tell", None)
-        if offset is None:
-            return None
-        with open(path, "rb") as handle:  # straight into the volume: no copy
+    offsets = [
+        getattr(header.get_item("PixelData", keep_deferred=True), "value_tell", None)
+        for header in headers
+    ]
+    if None in offsets:
+        return None
+    image = sitk.Image([columns, rows, len(files)], first.GetPixelID())
+    volume = _writable_array(image, np.dtype(target))
+    direct = raw_type == np.dtype(target) and stored == bits and slope == 1 and intercept == 0
+    buffer = volume[0] if direct else np.empty((rows, columns), dtype=raw_type)
+    in_place = _fits(sorted((slope * low, slope * high)), target)
+    for k, (path, offset) in enumerate(zip(files, offsets)):
+        if direct:
+            buffer = volume[k]  # each slice read straight into the image's voxels
+        with open(path, "rb") as handle:
             handle.seek(offset)
-            if handle.readinto(volume[k]) != count * raw_type.itemsize:
+            if handle.readinto(buffer) != buffer.nbytes:
                 return None
-    if stored < bits:  # GDCM keeps the stored bits only (sign-extended when signed)
-        unused = bits - stored
-        volume = (volume << unused) >> unused if sign else volume & ((1 << stored) - 1)
-    if slope != 1 or intercept != 0:  # in the target type, in place, when no step overflows
-        if _fits(sorted((slope * low, slope * high)), target):
-            volume = volume.astype(target)
+        if direct:
+            continue
+        if stored < bits:  # GDCM keeps the stored bits only (sign-extended when signed)
+            unused = bits - stored
+            if sign:
+                buffer <<= unused
+                buffer >>= unused
+            else:
+                buffer &= (1 << stored) - 1
+        if in_place:  # slope x stored + intercept in the image's type: no step overflows
+            np.copyto(volume[k], buffer, casting="unsafe")
             if slope != 1:
-                volume *= target(int(slope))
-            volume += target(int(intercept))
+                volume[k] *= target(int(slope))
+            if intercept != 0:
+                volume[k] += target(int(intercept))
         else:
-            volume = (volume.astype(np.int64) * int(slope) + int(intercept)).astype(target)
-    image = sitk.GetImageFromArray(volume.astype(target, copy=False))
+            scaled = buffer.astype(np.int64) * int(slope) + int(intercept)
+            np.copyto(volume[k], scaled, casting="unsafe")
     image.SetOrigin(first.GetOrigin())
     image.SetDirection(first.GetDirection())
     image.SetSpacing((*first.GetSpacing()[:2], _slice_spacing(first, last, len(files))))
     return image
+
+
+def _writable_array(image: sitk.Image, dtype: np.dtype) -> np.ndarray:
+    """A writable (k, j, i) numpy array over a new image's own voxels, so that slices are read
+    straight into it (``GetImageFromArray`` allocated and filled a second volume, then copied).
+    The image is made unique first: no other image shares the voxels written."""
+    image.MakeUnique()
+    address = sitk.GetArrayViewFromImage(image).__array_interface__["data"][0]
+    memory = (ctypes.c_byte * (image.GetNumberOfPixels() * dtype.itemsize)).from_address(address)
+    return np.frombuffer(memory, dtype=dtype).reshape(image.GetSize()[::-1])
 
 
 def _fits(ends: list[float], target: type) -> bool:

@@ -234,9 +234,36 @@ def _slice_header(path: Path) -> Any:
     if not is_dicom_file(path):
         return _NOT_DICOM
     try:
+        return _read_plain_header(path)
+    except Exception:  # noqa: BLE001 - pydicom's own reader has the last word
+        pass
+    try:
         return _pydicom().dcmread(str(path), defer_size=_DEFER)
     except Exception:  # noqa: BLE001 - judged by _check_unreadable once the series is known
         return None
+
+
+#: Implicit and Explicit VR Little Endian: the encodings :func:`_read_plain_header` reads
+_PLAIN_SYNTAXES = {b"1.2.840.10008.1.2": True, b"1.2.840.10008.1.2.1": False}
+
+
+def _read_plain_header(path: Path) -> Any:
+    """A slice's dataset read by pydicom's dataset reader (values over 64 KiB left on disk)
+    after its file meta group, taken as stored: ``dcmread`` with its meta checks cost a third
+    more. Raises for anything but a little-endian file, which ``dcmread`` then reads."""
+    _pydicom()  # installed, or the one line that says so
+    from pydicom.dataset import FileMetaDataset
+    from pydicom.filereader import read_dataset
+
+    with open(path, "rb") as handle:
+        handle.seek(132)  # the preamble and b"DICM"
+        meta = read_dataset(handle, False, True, stop_when=lambda tag, vr, length: tag.group != 2)
+        syntax = getattr(meta.get_item(0x00020010), "value", b"")
+        implicit = _PLAIN_SYNTAXES[bytes(syntax).rstrip(b"\0 ")]
+        header = read_dataset(handle, implicit, True, defer_size=_DEFER)
+    header.file_meta = FileMetaDataset(meta)
+    header.filename = str(path)
+    return header
 
 
 def _check_unreadable(folder: Path, series_uid: str, unreadable: list[Path]) -> None:
@@ -593,6 +620,23 @@ def _check_point_counts(path: Path, rois: list[Any], names: dict[int, str]) -> N
         )
 
 
+def _stored_text(ds: Any, tag: int) -> str | None:
+    """A short text or number element's value as text (spaces and NUL padding cut), from its
+    stored bytes when it has not been converted (pydicom's conversion of two values a contour
+    cost more than the contour's fill); None when absent."""
+    element = ds.get_item(tag, keep_deferred=True)
+    if element is None:
+        return None
+    raw = getattr(element, "value", None)
+    if isinstance(raw, bytes):
+        try:
+            return raw.decode("ascii").strip(" \0")
+        except UnicodeDecodeError:
+            pass
+    value = ds[tag].value
+    return None if value is None else str(value)
+
+
 def _declared_points(contour: Any) -> int:
     """A contour's points as its NumberOfContourPoints says or, at the least, as the size of
     its (unparsed) ContourData implies: a decimal string is at most 16 bytes plus a separator."""
@@ -600,7 +644,7 @@ def _declared_points(contour: Any) -> int:
     length = 0 if element is None else getattr(element, "length", None)
     if length is None:  # already parsed: a small value
         length = len(element.value) * 6
-    declared = contour.get("NumberOfContourPoints")
+    declared = _stored_text(contour, 0x30060046)  # NumberOfContourPoints
     try:
         declared = int(declared or 0)
     except (TypeError, ValueError):
@@ -730,7 +774,7 @@ def _rasterise_roi(
     size = grid.size
     mask = np.zeros((size[2], size[1], size[0]), dtype=bool)
     for number, contour in enumerate(getattr(roi, "ContourSequence", []), start=1):
-        kind = str(getattr(contour, "ContourGeometricType", "CLOSED_PLANAR"))
+        kind = _stored_text(contour, 0x30060042) or "CLOSED_PLANAR"  # ContourGeometricType
         if kind not in ("CLOSED_PLANAR", "CLOSEDPLANAR"):
             continue  # points and open lines enclose nothing
         if series is not None:
