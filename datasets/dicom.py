@@ -733,7 +733,7 @@ def _polygon_box(
     if high < low or right < left:
         return None
     y0, x0 = rows, columns
-    y1, x1 = np.roll(rows, -1), np.roll(columns, -1)
+    y1, x1 = np.concatenate([rows[1:], rows[:1]]), np.concatenate([columns[1:], columns[:1]])
     # the pixel rows c an edge crosses: min(y0, y1) <= c < max(y0, y1), within low..high
     first = np.maximum(np.ceil(np.minimum(y0, y1)), low)
     last = np.minimum(np.ceil(np.maximum(y0, y1)) - 1, high)
