@@ -162,6 +162,22 @@ class PromptElement:
         return len(cls.stored(prompt))
 
     @classmethod
+    def keys(cls, prompt: Any) -> list[int]:
+        """The :meth:`order_key` of each of the kind's elements in ``prompt``, in field order."""
+        return [element.order_key(index) for index, element in enumerate(cls.stored(prompt))]
+
+    @classmethod
+    def merged(cls, first: Any, second: Any) -> dict[str, Any]:
+        """The ``Prompt`` keywords that store ``first``'s elements of the kind, then
+        ``second``'s; for a kind replaced by key, an element of ``second`` replaces the one of
+        ``first`` with the same key."""
+        mine, theirs = cls.stored(first), cls.stored(second)
+        if cls.replaced_by_key:
+            keys = set(cls.keys(second))
+            mine = tuple(e for i, e in enumerate(mine) if e.order_key(i) not in keys)
+        return cls.fields(mine + theirs)
+
+    @classmethod
     def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
         """The ``Prompt`` keywords that store ``elements`` (the kind's, in field order); an added
         kind's go to ``extras``, which the prompt keeps for all added kinds together: {}."""

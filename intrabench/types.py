@@ -145,6 +145,19 @@ class Point(PromptElement):
         return len(prompt.points)
 
     @classmethod
+    def keys(cls, prompt: Prompt) -> list[int]:
+        """The clicks' indices."""
+        return list(range(len(prompt.points)))
+
+    @classmethod
+    def merged(cls, first: Prompt, second: Prompt) -> dict[str, Any]:
+        """``first``'s clicks, then ``second``'s."""
+        return {
+            "points": np.concatenate([first.points, second.points]),
+            "point_labels": np.concatenate([first.point_labels, second.point_labels]),
+        }
+
+    @classmethod
     def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
         """``points`` (N, 3) int64 and ``point_labels`` (N,) int8 of these clicks."""
         points = _as_points([element.zyx for element in elements])  # type: ignore[attr-defined]
@@ -708,7 +721,12 @@ class Prompt:
         return keyed
 
     def _default_order(self) -> tuple[tuple[str, int], ...]:
-        return tuple(key for key, _ in self._keyed_elements())
+        order = [
+            (kind_class.kind, key)
+            for kind_class in prompt_elements.stored_kinds()
+            for key in kind_class.keys(self)
+        ]
+        return tuple(order + _extra_keys(self.extras))
 
     def element_order(self) -> tuple[tuple[str, int], ...]:
         """(kind, key) of every element in the user's order; without an explicit ``order``:
@@ -820,14 +838,11 @@ class Prompt:
         shift: dict[str, int] = {}
         replaced: set[tuple[str, int]] = set()
         for kind_class in prompt_elements.stored_kinds():
-            mine, theirs = kind_class.stored(self), kind_class.stored(other)
             if kind_class.replaced_by_key:
-                keys = {element.order_key(index) for index, element in enumerate(theirs)}
-                replaced |= {(kind_class.kind, key) for key in keys}
-                mine = tuple(e for i, e in enumerate(mine) if e.order_key(i) not in keys)
+                replaced |= {(kind_class.kind, key) for key in kind_class.keys(other)}
             else:
-                shift[kind_class.kind] = len(mine)
-            stored.update(kind_class.fields(mine + theirs))
+                shift[kind_class.kind] = kind_class.count(self)
+            stored.update(kind_class.merged(self, other))
         for kind, _ in _extra_keys(self.extras):
             shift[kind] = shift.get(kind, 0) + 1
         order = tuple(element for element in self.element_order() if element not in replaced)
