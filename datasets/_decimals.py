@@ -23,6 +23,13 @@ import numpy as np
 _POWERS = np.array([float(10**k) for k in range(17)])
 #: byte values
 _BACKSLASH, _POINT, _MINUS, _PLUS, _ZERO, _NINE = 92, 46, 45, 43, 48, 57
+#: what a byte is: 0 none of these, then digit, point, separator, sign
+_DIGIT, _DOT, _SEPARATOR, _SIGN = 1, 2, 3, 4
+_KINDS = np.zeros(256, dtype=np.uint8)
+_KINDS[_ZERO : _NINE + 1] = _DIGIT
+_KINDS[_POINT], _KINDS[_BACKSLASH], _KINDS[_MINUS], _KINDS[_PLUS] = _DOT, _SEPARATOR, _SIGN, _SIGN
+#: a digit byte's value as a double
+_DIGIT_VALUES = np.arange(256, dtype=float) - _ZERO
 
 
 def parse_decimals(raw: bytes) -> np.ndarray | None:
@@ -54,32 +61,32 @@ def _plain_decimals(text: bytes) -> np.ndarray | None:
     if not text:
         return None
     b = np.frombuffer(text, dtype=np.uint8)
-    separator = b == _BACKSLASH
-    digit = (b >= _ZERO) & (b <= _NINE)
-    point = b == _POINT
-    sign = (b == _MINUS) | (b == _PLUS)
-    if not (separator | digit | point | sign).all():
+    kind = _KINDS[b]  # one look-up: what each byte is
+    if not kind.all():
         return None
-    value = np.cumsum(separator)  # each byte's value number (a separator: the next one's)
+    separator = kind == _SEPARATOR
+    value = np.cumsum(separator, dtype=np.int32)  # each byte's value (a separator: the next)
     count = int(value[-1]) + 1
     starts = np.concatenate([[0], np.flatnonzero(separator) + 1])
     if starts[-1] >= b.size:  # an empty last value
         return None
-    signs = np.flatnonzero(sign)
+    signs = np.flatnonzero(kind >= _SIGN)
     if signs.size and not (separator[signs - 1] | (signs == 0)).all():  # only as a first byte
         return None
-    if np.bincount(value[point], minlength=count).max(initial=0) > 1:
+    points = np.flatnonzero(kind == _DOT)
+    if np.bincount(value[points], minlength=count).max(initial=0) > 1:
         return None
-    where = np.flatnonzero(digit)
+    where = np.flatnonzero(kind == _DIGIT)
     owner = value[where]
     digits = np.bincount(owner, minlength=count)
     if digits.min() < 1 or digits.max() > 16:
         return None
-    point_at = np.full(count, b.size)  # no point: no digit after it
-    point_at[value[point]] = np.flatnonzero(point)
+    point_at = np.full(count, b.size, dtype=np.int64)  # no point: no digit after it
+    point_at[value[points]] = points
     after = np.bincount(owner[where > point_at[owner]], minlength=count)
-    power = np.cumsum(digits)[owner] - np.arange(1, where.size + 1)  # 0 for a last digit
-    terms = (b[where] - _ZERO).astype(float) * _POWERS[power]
+    power = np.cumsum(digits, dtype=np.int32)[owner]
+    power -= np.arange(1, where.size + 1, dtype=np.int32)  # 0 for a value's last digit
+    terms = _DIGIT_VALUES[b[where]] * _POWERS[power]
     mantissa = np.bincount(owner, weights=terms, minlength=count)  # exact below 2**53
     if mantissa.max() >= 2.0**53:
         return None
