@@ -75,6 +75,33 @@ def test_series_and_rtstruct_to_a_table_with_verify_and_run(tmp_path, capsys):
     assert rows[["case", "target"]].drop_duplicates().shape[0] == 4
 
 
+def test_series_and_dicom_seg_to_a_table_with_verify_and_run(tmp_path, capsys):
+    """The same for DICOM-SEG labels: a segment chosen by name, verify, run, results."""
+    for case in ("p1", "p2"):
+        sources = write_ct(
+            tmp_path / case / "CT", _volume(), patient=case, study_uid=generate_uid()
+        )
+        tumour = np.zeros(SHAPE, bool)
+        tumour[2:4, 6:8, 6:9] = True
+        write_seg(tmp_path / case / "seg.dcm", sources, {"Liver tumour": tumour})
+    spec = tmp_path / "seg.yaml"
+    spec.write_text(
+        "name: segs\nimages: '{case}/CT'\nlabels: '{case}/seg.dcm'\n"
+        "classes: {tumour: liver_tumour}\n"
+    )
+    assert main(["datasets", "verify", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert f"{spec}/p1: ok, 1 target (tumour 1)" in out and "2/2 cases ok, 2 targets" in out
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"name: t\ndatasets:\n  - {{name: folder, spec: '{spec}'}}\n"
+        "models: [region-growing-3d]\nprompters: [box-3d]\nrefinement_steps: 0\n"
+    )
+    assert main(["run", str(config), "--out", str(tmp_path / "run")]) == 0
+    rows = pd.read_csv(tmp_path / "run" / "results.csv")
+    assert set(rows.dataset) == {"segs"} and sorted(set(rows.case)) == ["p1", "p2"]
+
+
 def test_every_roi_is_a_class_without_classes_and_names_match_loosely(tmp_path):
     assert normal_name("GTV-1") == normal_name("gtv_1") == normal_name(" Gtv  1 ") == "gtv_1"
     spec = _clinic(tmp_path)

@@ -146,3 +146,22 @@ def test_one_seg_reader_for_the_recipes_and_the_folder_route(tmp_path, ct):
     ds.save_as(tmp_path / "seg.dcm")
     with pytest.raises(DataError, match="seg.dcm: declares 2,147,483,647 frames"):
         read_seg(tmp_path / "seg.dcm", series.image)
+
+
+def test_a_slice_declaring_gigabytes_of_pixels_is_refused_before_allocating(ct):
+    """Rows and columns of 60,000 (7.2 GB of 16-bit pixels) over 640 bytes of pixel data."""
+    folder, _ = ct
+    path = folder / "003.dcm"
+    ds = pydicom.dcmread(path)
+    ds.Rows = ds.Columns = 60_000
+    ds.save_as(path)
+    tracemalloc.start()
+    with pytest.raises(
+        DataError,
+        match="003.dcm: truncated pixel data: 640 bytes where 60000 x 60000 pixels of 16 bits "
+        "need 7200000000",
+    ) as error:
+        read_dicom_series(folder)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert "\n" not in str(error.value) and peak < 200 * 2**20, peak
