@@ -1,5 +1,5 @@
 """Conversions used by the dataset recipes: the DICOM readers (series, RTSTRUCT and DICOM-SEG:
-:mod:`.dicom` and :mod:`.dicom_seg`, the public readers, named here too), rigid multi-modal
+:mod:`.dicom`, the public readers, named here too), rigid multi-modal
 registration, label helpers and atomic NIfTI writing.
 
 Conventions

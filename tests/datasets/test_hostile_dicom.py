@@ -125,7 +125,7 @@ def test_seg_frames_on_the_image_still_read(tmp_path, ct):
 def test_one_seg_reader_for_the_recipes_and_the_folder_route(tmp_path, ct):
     """The recipes' name and the public one are the same reader: a frame 1 km away is refused
     with a series too, and two billion declared frames with a plain image too."""
-    from intrabench.datasets import _convert, dicom, dicom_seg
+    from intrabench.datasets import _convert, dicom
 
     assert _convert.read_seg is dicom.read_seg
     folder, sources = ct
@@ -134,9 +134,7 @@ def test_one_seg_reader_for_the_recipes_and_the_folder_route(tmp_path, ct):
     write_seg(tmp_path / "seg.dcm", sources, {"A": mask})
     series = dicom.read_series(folder)
     np.testing.assert_array_equal(dicom.read_seg(tmp_path / "seg.dcm", series)[1][1], mask)
-    np.testing.assert_array_equal(
-        dicom_seg.read_seg(tmp_path / "seg.dcm", series.image)[1][1], mask
-    )
+    np.testing.assert_array_equal(dicom.read_seg(tmp_path / "seg.dcm", series.image)[1][1], mask)
     _moved_frame(tmp_path / "seg.dcm", 2, 1_000_000.0)
     with pytest.raises(DataError, match="seg.dcm: SEG frame 3 lies 999988.8 mm outside"):
         dicom.read_seg(tmp_path / "seg.dcm", series)
