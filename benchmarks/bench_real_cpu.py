@@ -82,8 +82,18 @@ PROMPTERS = [
 
 
 def workload(args: argparse.Namespace) -> list[dict]:
+    """The datasets of every command, as in a run config: the demo's real cases and the
+    phantoms, generated in each command or written once as NIfTI files that each reads."""
     datasets: list[dict] = [] if args.no_real else [{"name": "demo-real"}]
-    if not args.quick and args.phantoms:
+    if not args.quick and args.phantoms and args.phantom_source == "nifti":
+        from bench_gpu_run import phantom_folder_name, write_phantoms
+
+        shape, spacing = tuple(args.phantom_shape), tuple(args.phantom_spacing)
+        lesions = tuple(args.phantom_lesions)
+        folder = args.cache / phantom_folder_name(shape, args.phantoms, 7, lesions, spacing)
+        spec = write_phantoms(folder, args.phantoms, shape, 7, lesions, spacing)
+        datasets.append({"name": "folder", "spec": str(spec), "label": "phantoms"})
+    elif not args.quick and args.phantoms:
         datasets.append(
             {
                 "name": "demo-phantoms",
@@ -91,6 +101,7 @@ def workload(args: argparse.Namespace) -> list[dict]:
                 "seed": 7,
                 "shape": list(args.phantom_shape),
                 "spacing": list(args.phantom_spacing),
+                "n_lesions": list(args.phantom_lesions),
                 "label": "phantoms",
             }
         )
@@ -452,6 +463,24 @@ def main() -> None:
     parser.add_argument("--phantom-shape", type=int, nargs=3, default=[24, 512, 512])
     parser.add_argument("--phantom-spacing", type=float, nargs=3, default=[5.0, 0.7, 0.7])
     parser.add_argument("--phantoms", type=int, default=2, help="generated CT-size phantoms")
+    parser.add_argument(
+        "--phantom-lesions", type=int, nargs=2, default=[2, 4], help="lesions per phantom"
+    )
+    parser.add_argument(
+        "--phantom-source",
+        choices=("generated", "nifti"),
+        default="generated",
+        help="phantoms generated in every command (default) or written once as NIfTI files "
+        "that every command reads, as a user's run reads its data",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        / "intrabench"
+        / "bench-phantoms",
+        help="where the NIfTI phantoms are written (once)",
+    )
     parser.add_argument("--no-real", action="store_true", help="phantoms only (no demo cases)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     parser.add_argument("--quick", action="store_true", help="demo cases and one seed only")
