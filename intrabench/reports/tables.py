@@ -134,7 +134,17 @@ class Layout:
 
 
 def prompter_label(prompter: str, refiner: str, layout: Layout | None = None) -> str:
-    """The ``Prompter`` cell of a table: the layout's name, with ``+ <refiner> Refine``."""
+    """The ``Prompter`` cell of a table: the layout's name, with ``+ <refiner> Refine``.
+
+    Args:
+        prompter: The prompter's key as in the result rows' ``prompter`` column.
+        refiner: The refiner's key (``refiner`` column); ``"none"`` or empty: no refinement,
+            the label is the prompter's name alone.
+        layout: Display names for prompters and refiners (None: the keys as they are).
+
+    Returns:
+        The label, e.g. ``"3 points + SAM Refine"``.
+    """
     layout = layout or Layout()
     name = layout.prompters.get(prompter, prompter)
     if refiner in ("none", "", None):
@@ -322,6 +332,19 @@ def cell_statistics(
     below :data:`~intrabench.evaluation.aggregate.MIN_CASES_INTERVAL` cases, for ``Average`` in
     any of its datasets.
 
+    Args:
+        table: A table of :func:`build_table` (its ``Model``, ``Prompter`` and, when it has
+            every step, ``Iterations`` columns locate each configuration).
+        rows: The result rows the table was built from.
+        layout: The layout the table was built with (None: one column per dataset).
+        metric: The metric column the table aggregates.
+        scale: The table's factor on the scores (100: Dice x100); the bounds are scaled alike.
+        missing_value: The value the table substituted for missing metric values (None: left
+            out).
+        n_boot: Bootstrap resamples per cell; 0: no intervals (NaN bounds, n still given).
+        seed: The seed of every dataset cell's resamples; for ``Average``, dataset column
+            ``i`` is resampled with ``seed + i``.
+
     Returns:
         One row per (table row position, score column): ``row``, ``column``, ``ci_low``,
         ``ci_high`` (x ``scale``), ``n_cases``, ``n_targets`` (``Average``: summed over its
@@ -407,7 +430,17 @@ def cell_statistics(
 def interval_text(low: float, high: float, note: str = "", digits: int = 2) -> str:
     """A cell's interval as the written tables show it: ``[low, high]``, or, where there is
     none, the note in the short form of the other tables ("n too small (at least 5)", for an
-    ``Average`` "n too small (at least 5 per dataset)"; the n line says they count cases)."""
+    ``Average`` "n too small (at least 5 per dataset)"; the n line says they count cases).
+
+    Args:
+        low: The interval's lower bound, in the table's scale (NaN: no interval).
+        high: The interval's upper bound, in the table's scale.
+        note: The cell's ``ci_note`` (:func:`cell_statistics`), shown when there is no interval.
+        digits: Decimals of the bounds.
+
+    Returns:
+        ``"[low, high]"``, ``"[<short note>]"``, or ``""`` for no interval and no note.
+    """
     if low != low:
         short = note.replace(" cases in each dataset)", " per dataset)").replace(" cases)", ")")
         return f"[{short}]" if note else ""
@@ -419,7 +452,17 @@ def cell_texts(
 ) -> tuple[dict[tuple[int, str], str], str]:
     """What follows each score cell's value in the written Markdown and LaTeX (its interval,
     and its n where the rows of its column differ in n), and the line that gives the n of the
-    columns whose rows all have the same (``n (cases / targets): D1 5 / 12; ...``)."""
+    columns whose rows all have the same (``n (cases / targets): D1 5 / 12; ...``).
+
+    Args:
+        table: A table of :func:`build_table`.
+        cells: Its :func:`cell_statistics`.
+        digits: Decimals of the interval bounds.
+
+    Returns:
+        The text after each cell, keyed by (row position, column), starting with a space; and
+        the n line (``""`` when no column has the same n in every row).
+    """
     suffixes: dict[tuple[int, str], str] = {}
     uniform = []
     for column in [c for c in table.columns if c in set(cells["column"])]:
@@ -439,7 +482,16 @@ def cell_texts(
 
 def cells_csv_columns(table: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     """``table`` with, per score column ``C``, the columns ``C ci_low``, ``C ci_high``, ``C n
-    cases``, ``C n targets`` and ``C ci_note`` (as ``statistics.csv`` names them)."""
+    cases``, ``C n targets`` and ``C ci_note`` (as ``statistics.csv`` names them).
+
+    Args:
+        table: A table of :func:`build_table`.
+        cells: Its :func:`cell_statistics`.
+
+    Returns:
+        A copy of ``table`` with the five columns added per score column (n columns as
+        nullable integers, notes empty where there is an interval).
+    """
     out = table.copy()
     for column in [c for c in table.columns if c in set(cells["column"])]:
         chosen = cells[cells["column"] == column].set_index("row")
@@ -484,7 +536,20 @@ def to_latex(
 ) -> str:
     """A booktabs LaTeX table (no jinja2 needed); numbers with ``digits`` decimals; the cells
     (row position, column) in ``marked`` carry a dagger (:func:`trained_cells`), those in
-    ``suffixes`` are followed by that text (an interval: :func:`cell_texts`)."""
+    ``suffixes`` are followed by that text (an interval: :func:`cell_texts`).
+
+    Args:
+        table: The table to write (float columns right-aligned, NaN as an empty cell).
+        caption: The caption text (LaTeX special characters escaped); empty: none.
+        label: The LaTeX label key (e.g. ``tab:initial``); empty: none.
+        digits: Decimals of the numbers.
+        marked: Cells (row position, column) that get a dagger.
+        suffixes: Text after a cell's number, keyed by (row position, column).
+
+    Returns:
+        The LaTeX source of a ``table`` environment, ending in a newline (``"% (no
+        results)"`` for an empty table).
+    """
     suffixes = suffixes or {}
     if table.empty:
         return "% (no results)\n"
@@ -533,7 +598,17 @@ def trained_cells(
 ) -> frozenset[tuple[int, str]]:
     """The cells (row position, dataset column) of ``table`` (:func:`build_table` of ``rows``)
     whose (model, dataset) pair the model was trained on: a row of that model, prompter and
-    dataset with ``in_training_data`` "yes" (a merged column: any of its datasets)."""
+    dataset with ``in_training_data`` "yes" (a merged column: any of its datasets).
+
+    Args:
+        table: A table of :func:`build_table` with ``Model`` and ``Prompter`` columns.
+        rows: The result rows it was built from, with the ``in_training_data`` column.
+        layout: The layout the table was built with (None: one column per dataset).
+
+    Returns:
+        The (row position, column) pairs to mark; empty when the rows say nothing on training
+        data.
+    """
     from intrabench.training_data import COLUMN
 
     if table.empty or COLUMN not in rows or not {"Model", "Prompter"} <= set(table.columns):
@@ -563,7 +638,15 @@ def trained_cells(
 
 def training_data_line(marked: int, left_out: int = 0) -> str:
     """The tables' one line on training data: how many cells are marked, or how many
-    (model, dataset) pairs were left out (``--exclude-training-data``)."""
+    (model, dataset) pairs were left out (``--exclude-training-data``).
+
+    Args:
+        marked: The number of cells marked with a dagger.
+        left_out: The number of (model, dataset) pairs left out; non-zero wins over ``marked``.
+
+    Returns:
+        The line, without a newline.
+    """
     if left_out:
         return (
             f"training data: {left_out} (model, dataset) pair(s) the model was trained on "
@@ -584,7 +667,18 @@ def marked_for_markdown(
     suffixes: Mapping[tuple[int, str], str] | None = None,
 ) -> pd.DataFrame:
     """``table`` with the marked columns (and those with ``suffixes``) as text: a dagger after
-    each marked cell's value, then the cell's suffix (its interval: :func:`cell_texts`)."""
+    each marked cell's value, then the cell's suffix (its interval: :func:`cell_texts`).
+
+    Args:
+        table: A table of :func:`build_table`.
+        marked: Cells (row position, column) that get a dagger (:func:`trained_cells`).
+        digits: Decimals of the numbers of the columns turned to text.
+        suffixes: Text after a cell's number, keyed by (row position, column).
+
+    Returns:
+        A copy of ``table``; the columns with a marked cell or a suffix hold strings (NaN as
+        ``""``), the other columns are unchanged.
+    """
     suffixes = suffixes or {}
     shown = table.copy()
     for column in [c for c in table.columns if c in {c for _, c in [*marked, *suffixes]}]:
@@ -614,7 +708,19 @@ def write_table(
     ``marked`` (:func:`trained_cells`): a dagger and a footnote in the Markdown and LaTeX, a
     ``Trained on`` column (the row's marked dataset columns) in the CSV. ``cells``
     (:func:`cell_statistics`): each score cell followed by its 95% interval in the Markdown and
-    LaTeX, a line (the caption) giving the n, and the interval and n columns in the CSV."""
+    LaTeX, a line (the caption) giving the n, and the interval and n columns in the CSV.
+
+    Args:
+        table: A table of :func:`build_table`.
+        out_dir: The folder to write to (created if missing).
+        name: The files' stem, also the LaTeX label ``tab:<name>``.
+        title: The Markdown heading and the start of the LaTeX caption; empty: none.
+        marked: Cells (row position, column) the model was trained on.
+        cells: The table's :func:`cell_statistics` (None: no intervals).
+
+    Returns:
+        The paths of the Markdown, LaTeX and CSV files, in that order.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     suffixes: dict[tuple[int, str], str] = {}
     n_line = ""
@@ -684,7 +790,19 @@ def tables_for_runs(
 ) -> list[tuple[str, str, pd.DataFrame]]:
     """(name, title, table) for every table the layout names whose runs are present; without
     tables in the layout: one ``initial`` table (final step of runs without refinement) and one
-    ``refinement`` table (every step of runs with a refiner)."""
+    ``refinement`` table (every step of runs with a refiner).
+
+    Args:
+        rows: The result rows of one or several runs, with a ``run`` column (the config
+            ``name``) where the layout picks runs.
+        layout: The tables, columns and display names (None: the two default tables).
+        metric: The metric column to aggregate.
+        scale: Factor applied to the scores (100: Dice x100).
+        missing_value: Substituted for missing metric values (see :func:`build_table`).
+
+    Returns:
+        (name, title, table) per non-empty table, in the layout's order.
+    """
     return [
         (name, title, table)
         for name, title, table, _ in tables_with_rows(rows, layout, metric, scale, missing_value)
@@ -698,7 +816,20 @@ def tables_with_rows(
     scale: float = 100.0,
     missing_value: float | None = None,
 ) -> list[tuple[str, str, pd.DataFrame, pd.DataFrame]]:
-    """:func:`tables_for_runs` with each table's rows, for :func:`cell_statistics`."""
+    """:func:`tables_for_runs` with each table's rows, for :func:`cell_statistics`.
+
+    Args:
+        rows: The result rows of one or several runs (see :func:`tables_for_runs`).
+        layout: The tables, columns and display names (None: the two default tables).
+        metric: The metric column to aggregate.
+        scale: Factor applied to the scores (100: Dice x100).
+        missing_value: Substituted for missing metric values (see :func:`build_table`).
+
+    Returns:
+        (name, title, table, the rows it was built from) per non-empty table; without tables
+        in the layout the titles name the metric and scale (``"dice x100, single forward
+        pass"``).
+    """
     layout = layout or Layout()
     built = []
     for name, title, chosen, iterations in _table_inputs(rows, layout):
@@ -715,7 +846,14 @@ def tables_with_rows(
 
 
 def load_runs(run_dirs: Sequence[str | Path]) -> dict[str | Path, pd.DataFrame]:
-    """The rows of each run directory, read once."""
+    """The rows of each run directory, read once.
+
+    Args:
+        run_dirs: Run directories (each holding a run's results).
+
+    Returns:
+        The checked result rows of each directory, keyed by the directory as given.
+    """
     from intrabench.evaluation.metric_registry import metric_ranges
     from intrabench.io.result_checks import checked_rows
     from intrabench.io.results import load_results
@@ -724,11 +862,25 @@ def load_runs(run_dirs: Sequence[str | Path]) -> dict[str | Path, pd.DataFrame]:
 
 
 def concat_runs(runs: Mapping[str | Path, pd.DataFrame]) -> pd.DataFrame:
-    """The rows of several runs (:func:`load_runs`), concatenated."""
+    """The rows of several runs (:func:`load_runs`), concatenated.
+
+    Args:
+        runs: Result rows keyed by run directory.
+
+    Returns:
+        One frame with a fresh index (empty without runs).
+    """
     frames = list(runs.values())
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def dataset_columns(mapping: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
-    """Normalise a column mapping (a dataset key or a list of keys per column)."""
+    """Normalise a column mapping (a dataset key or a list of keys per column).
+
+    Args:
+        mapping: Table column -> a dataset key or a sequence of dataset keys.
+
+    Returns:
+        Table column -> a list of dataset keys.
+    """
     return {k: [v] if isinstance(v, str) else list(v) for k, v in mapping.items()}
