@@ -136,7 +136,18 @@ def configuration_score(
 ) -> float | None:
     """Dice x100 (the dataset score averaged over datasets) of one model, prompter and refiner
     at ``step`` (-1: each episode's last step; ``refiner`` 'none': step 0 of any refiner's
-    episodes, the initial prediction); None when the run has no such rows."""
+    episodes, the initial prediction); None when the run has no such rows.
+
+    Args:
+        rows: The run's result rows.
+        model: The model's key.
+        prompter: The initial prompter's key.
+        refiner: The refiner's label, or ``"none"`` for the initial prediction.
+        step: The refinement step (0: the initial prediction; -1: each episode's last).
+
+    Returns:
+        The score (0-100), or None.
+    """
     chosen = rows[(rows["model"] == model) & (rows["prompter"] == prompter)]
     if refiner != "none":
         chosen = chosen[chosen["refiner"] == refiner]
@@ -157,7 +168,17 @@ def configuration_score(
 
 
 def refinement_findings(rows: pd.DataFrame, model: str) -> pd.DataFrame:
-    """Each of the paper's refinement statements against ``model``'s rows in this run."""
+    """Each of the paper's refinement statements against ``model``'s rows in this run.
+
+    Args:
+        rows: The run's result rows.
+        model: The model's key the statements are checked on.
+
+    Returns:
+        One row per statement the run can check (``paper's finding``, ``in the paper``,
+        ``here``, ``agrees``: "yes", "no" or a tie within :data:`TIE_POINTS`); statements whose
+        configurations the run lacks are left out.
+    """
     lines = []
     for finding in REFINEMENT_FINDINGS:
         better = configuration_score(rows, model, *finding.better)
@@ -191,14 +212,28 @@ def refinement_findings(rows: pd.DataFrame, model: str) -> pd.DataFrame:
 
 
 def final_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Each episode's last step."""
+    """Each episode's last step.
+
+    Args:
+        rows: Result rows (an episode: dataset, case, target, model, prompter, refiner, seed).
+
+    Returns:
+        The rows of each episode's highest ``step``.
+    """
     keys = ["dataset", "case", "target", "model", "prompter", "refiner", "seed"]
     last = rows.groupby(keys)["step"].transform("max")
     return rows[rows["step"] == last]
 
 
 def prompter_family(prompter_name: str) -> str:
-    """The paper's prompter family of a prompter name: ``every-slice``, ``few-slices`` or ``3d``."""
+    """The paper's prompter family of a prompter name: ``every-slice``, ``few-slices`` or ``3d``.
+
+    Args:
+        prompter_name: A registered prompter name (e.g. ``box-per-slice``), not a config key.
+
+    Returns:
+        The family; a name of neither 2D family is ``3d``.
+    """
     if prompter_name in EVERY_SLICE:
         return "every-slice"
     if prompter_name in FEW_SLICES:
@@ -208,7 +243,17 @@ def prompter_family(prompter_name: str) -> str:
 
 def initial_rows(rows: pd.DataFrame, names: dict[str, str]) -> dict[str, pd.DataFrame]:
     """The rows of the single-forward-pass tables (step 0 of every episode), split as the
-    paper's Tables 2, 3 and 4; ``names`` maps a prompter key to its registered name."""
+    paper's Tables 2, 3 and 4; ``names`` maps a prompter key to its registered name.
+
+    Args:
+        rows: The run's result rows.
+        names: Prompter config key -> registered prompter name (a key missing: taken as the
+            name).
+
+    Returns:
+        ``every-slice``, ``few-slices`` and ``3d`` -> their step-0 rows, ``refiner`` set to
+        ``"none"`` (possibly empty).
+    """
     first = rows[rows["step"] == 0].assign(refiner="none")
     family = first["prompter"].map(lambda key: prompter_family(names.get(key, key)))
     return {name: first[family == name] for name in ("every-slice", "few-slices", "3d")}
@@ -265,7 +310,15 @@ def dice_table(rows: pd.DataFrame, iterations: bool, n_boot: int = 1000) -> list
 
 
 def model_scores(rows: pd.DataFrame, model: str) -> dict[str, float]:
-    """Dice x100 at step 0 per prompter (the dataset score averaged over datasets)."""
+    """Dice x100 at step 0 per prompter (the dataset score averaged over datasets).
+
+    Args:
+        rows: The run's result rows.
+        model: The model's key.
+
+    Returns:
+        Prompter key -> score (0-100); empty when the model has no rows.
+    """
     first = rows[(rows["step"] == 0) & (rows["model"] == model)].assign(refiner="none")
     if first.empty:
         return {}
@@ -275,7 +328,17 @@ def model_scores(rows: pd.DataFrame, model: str) -> dict[str, float]:
 
 def findings_table(rows: pd.DataFrame, model: str, fallback_for_points: str) -> pd.DataFrame:
     """Each paper finding against this run: ``model``'s scores, or ``fallback_for_points``'s
-    where ``model`` has no score for a prompter (LiteMedSAM takes no points)."""
+    where ``model`` has no score for a prompter (LiteMedSAM takes no points).
+
+    Args:
+        rows: The run's result rows.
+        model: The model's key the findings are checked on.
+        fallback_for_points: The model's key used for a finding ``model`` cannot check.
+
+    Returns:
+        One row per checkable finding (``paper's finding``, ``in the paper``, ``here``,
+        ``agrees``: "yes" or "no").
+    """
     own = model_scores(rows, model)
     other = model_scores(rows, fallback_for_points)
     lines = []
@@ -298,7 +361,16 @@ def findings_table(rows: pd.DataFrame, model: str, fallback_for_points: str) -> 
 
 def effort_summary(rows: pd.DataFrame) -> pd.DataFrame:
     """Per model and prompter: interactions of the initial prompt, the final mean cumulative
-    interactions, and Dice x100 at the first and the last step."""
+    interactions, and Dice x100 at the first and the last step.
+
+    Args:
+        rows: The run's result rows.
+
+    Returns:
+        One row per (model, prompter, refiner), sorted by model and prompter: ``effort``,
+        ``initial interactions``, ``final interactions``, the two mean Dice x100 (plain means
+        over episodes) and ``steps`` (the last step).
+    """
     final = final_rows(rows)
     first = rows[rows["step"] == 0]
     keys = ["model", "prompter", "refiner"]
@@ -316,7 +388,18 @@ def effort_summary(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def render(run_dir: Path, page: Path, images: Path, command: str, machine: str) -> str:
-    """Write ``page`` (Markdown) and its figures into ``images``; returns the page's text."""
+    """Write ``page`` (Markdown) and its figures into ``images``; returns the page's text.
+
+    Args:
+        run_dir: The run directory of the results-demo config.
+        page: The Markdown file to write (e.g. ``docs/results.md``).
+        images: The folder for the figures; the page links them as ``images/<its name>/...``.
+        command: The command that generated the page, quoted in its first paragraph.
+        machine: A description of the machine, quoted in its first paragraph.
+
+    Returns:
+        The text written to ``page``.
+    """
     from intrabench.config import run_config
     from intrabench.evaluation.episode_metrics import episode_table
     from intrabench.io.results import load_results
@@ -494,7 +577,15 @@ def render(run_dir: Path, page: Path, images: Path, command: str, machine: str) 
 
 def best_per_model(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
     """The rows of each model's best configuration (model, prompter, refiner): the one ranked
-    first among the model's on the final steps' overall score (ties: the first in name order)."""
+    first among the model's on the final steps' overall score (ties: the first in name order).
+
+    Args:
+        rows: The run's result rows.
+        metric: The metric column the configurations are ranked on.
+
+    Returns:
+        The rows of one configuration per model.
+    """
     from intrabench.evaluation.ranking import rank_distributions, rank_table
 
     ranks = rank_table(rank_distributions(rows, metric, n_boot=1))  # observed ranks only
@@ -508,7 +599,16 @@ def best_per_model(rows: pd.DataFrame, metric: str = "dice") -> pd.DataFrame:
 def comparison_section(rows: pd.DataFrame, images: Path, relative: Path) -> list[str]:
     """The page's "which configuration is better" part: each configuration's rank over
     bootstrap resamples of the cases (table and blob plot), and the paired comparisons of each
-    model's best configuration (what ``intrabench tables`` writes for every pair)."""
+    model's best configuration (what ``intrabench tables`` writes for every pair).
+
+    Args:
+        rows: The run's result rows.
+        images: The folder the rank plot ``ranks.png`` is written to.
+        relative: The path the page links ``images`` by.
+
+    Returns:
+        The section's Markdown lines (empty when there is no pair to compare).
+    """
     from intrabench.evaluation.paired import MIN_CASES_INTERVAL, MIN_CASES_TEST
     from intrabench.evaluation.ranking import rank_distributions, rank_table
     from intrabench.reports.comparisons import (
