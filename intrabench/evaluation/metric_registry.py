@@ -150,7 +150,16 @@ class Metric:
         return float(low), float(high), self.may_be_nan or self.needs_surface
 
     def curve_values(self, columns: Mapping[str, np.ndarray]) -> np.ndarray:
-        """The per-step values its ``auc`` summary integrates (float64)."""
+        """The per-step values its ``auc`` summary integrates.
+
+        Args:
+            columns: An episode's step columns, column name -> (steps,) array in step order
+                (at least this metric's column, and those its ``curve`` reads).
+
+        Returns:
+            (steps,) float64: its ``curve`` of the columns when it has one (NSD: with the CVPR
+            2025 rule), else its own column.
+        """
         import numpy as np
 
         if self.curve is not None:
@@ -158,7 +167,16 @@ class Metric:
         return np.asarray(columns[self.name], dtype=np.float64)
 
     def shown_label(self, summary: str | None = None) -> str:
-        """``Dice final x100``, ``HD95 final (mm)``: a table column's header."""
+        """``Dice final x100``, ``HD95 final (mm)``: a table column's header.
+
+        Args:
+            summary: The episode summary the column holds (``"initial"``, ``"final"``,
+                ``"auc_norm"``; another is written as it is), or None for the metric alone.
+
+        Returns:
+            The label, the summary's words, then ``x<scale>`` when the scale is not 1, else
+            ``(<unit>)`` when it has a unit.
+        """
         words = [self.label] + ([SUMMARY_WORDS.get(summary, summary)] if summary else [])
         suffix = f"x{self.scale:g}" if self.scale != 1 else (f"({self.unit})" if self.unit else "")
         return " ".join(words + ([suffix] if suffix else []))
@@ -169,8 +187,17 @@ METRICS: dict[str, Metric] = {}
 
 
 def register_metric(metric: Metric) -> Metric:
-    """Add ``metric`` to :data:`METRICS` (its column comes after the ones registered before);
-    ValueError when its name is taken."""
+    """Add ``metric`` to :data:`METRICS` (its column comes after the ones registered before).
+
+    Args:
+        metric: The declaration; its ``name`` becomes the results' column.
+
+    Returns:
+        ``metric`` itself, so that a module can keep it (``DICE = register_metric(...)``).
+
+    Raises:
+        ValueError: When a metric of that name is already registered.
+    """
     if metric.name in METRICS:
         raise ValueError(f"a metric named {metric.name!r} is already registered")
     METRICS[metric.name] = metric
@@ -178,30 +205,61 @@ def register_metric(metric: Metric) -> Metric:
 
 
 def unregister_metric(name: str) -> None:
-    """Remove a metric registered by :func:`register_metric` (for tests and plugins)."""
+    """Remove a metric registered by :func:`register_metric` (for tests and plugins).
+
+    Args:
+        name: The metric's column name; a name not registered is ignored.
+
+    Raises:
+        ValueError: When ``name`` is a built-in metric (``dice``, ``iou``, ``nsd``, ``hd95``).
+    """
     if name in BUILT_IN:
         raise ValueError(f"{name!r} is a built-in metric")
     METRICS.pop(name, None)
 
 
 def metric_names() -> list[str]:
-    """The result columns of the registered metrics, in order."""
+    """The result columns of the registered metrics, in order.
+
+    Returns:
+        The metric names in registration order (the built-ins ``dice``, ``iou``, ``nsd``,
+        ``hd95`` first).
+    """
     return list(METRICS)
 
 
 def metrics_with(feature: str) -> list[Metric]:
     """The registered metrics a feature (:data:`FEATURES`) or summary (:data:`SUMMARIES`)
-    takes, in order."""
+    takes, in order.
+
+    Args:
+        feature: A name of :data:`FEATURES` (``"time"``, ``"review"``...) or of
+            :data:`SUMMARIES` (``"auc"``, ``"reach"``...).
+
+    Returns:
+        The metrics that list it in their ``features`` or ``summaries``, in registration order.
+    """
     return [m for m in METRICS.values() if feature in m.features or feature in m.summaries]
 
 
 def primary_metric() -> Metric:
-    """The first registered metric (Dice): the one the episode table lists first."""
+    """The first registered metric (Dice): the one the episode table lists first.
+
+    Returns:
+        Its declaration.
+    """
     return next(iter(METRICS.values()))
 
 
 def metric_label(column: str) -> str:
-    """How a metric column is written in figures: ``dice`` -> Dice; another column as it is."""
+    """How a metric column is written in figures: ``dice`` -> Dice; another column as it is.
+
+    Args:
+        column: A results column name.
+
+    Returns:
+        The metric's ``label`` when ``column`` is a registered metric, else ``column``.
+    """
     metric = METRICS.get(column)
     return metric.label if metric is not None else column
 
@@ -210,7 +268,18 @@ def require_metric(
     columns: Iterable[str], metric: str, numeric: Iterable[str] | None = None
 ) -> None:
     """UserError (one line, with the choices) unless ``metric`` is one of the results'
-    ``columns`` (and of ``numeric`` ones when given)."""
+    ``columns`` (and of ``numeric`` ones when given).
+
+    Args:
+        columns: The results' column names.
+        metric: The column the user asked for (``--metric``).
+        numeric: The numeric columns among them, when the command needs a number; None:
+            any column will do.
+
+    Raises:
+        UserError: When ``metric`` is not allowed; the message lists the registered metrics
+            among the allowed columns and up to three ``attr_`` columns.
+    """
     columns = list(columns)
     allowed = list(numeric) if numeric is not None else columns
     if metric not in allowed:
@@ -251,7 +320,16 @@ def metrics_shown_per_target() -> list[Metric]:
 
 
 def metric_set_difference(recorded: Sequence[str], current: Sequence[str]) -> str:
-    """``+added -removed`` between two metric sets ('' when they hold the same names)."""
+    """``+added -removed`` between two metric sets ('' when they hold the same names).
+
+    Args:
+        recorded: The metric names a run was started with (e.g. read back on resume).
+        current: The metric names registered now.
+
+    Returns:
+        ``+name`` for each name only in ``current`` (its order), then ``-name`` for each only
+        in ``recorded``, joined by spaces; ``""`` when both hold the same names.
+    """
     added = [f"+{name}" for name in current if name not in recorded]
     removed = [f"-{name}" for name in recorded if name not in current]
     return " ".join(added + removed)
@@ -269,19 +347,49 @@ TIE_MARGIN = 1e-9
 
 
 def dice_from_counts(tp: int, fp: int, fn: int) -> float:
-    """2 TP / (2 TP + FP + FN); 1 when both masks are empty."""
+    """2 TP / (2 TP + FP + FN); 1 when both masks are empty.
+
+    Args:
+        tp: True-positive voxels.
+        fp: False-positive voxels.
+        fn: False-negative voxels.
+
+    Returns:
+        The Dice coefficient in [0, 1].
+    """
     denominator = 2 * tp + fp + fn
     return 1.0 if denominator == 0 else 2.0 * tp / denominator
 
 
 def iou_from_counts(tp: int, fp: int, fn: int) -> float:
-    """TP / (TP + FP + FN); 1 when both masks are empty."""
+    """TP / (TP + FP + FN); 1 when both masks are empty.
+
+    Args:
+        tp: True-positive voxels.
+        fp: False-positive voxels.
+        fn: False-negative voxels.
+
+    Returns:
+        The intersection over union in [0, 1].
+    """
     denominator = tp + fp + fn
     return 1.0 if denominator == 0 else tp / denominator
 
 
 def nsd_from_distances(distances: tuple[np.ndarray, np.ndarray], tolerance_mm: float) -> float:
-    """Share of both surfaces' voxels within ``tolerance_mm`` of the other surface."""
+    """Share of both surfaces' voxels within ``tolerance_mm`` of the other surface.
+
+    A distance within :data:`TIE_MARGIN` (relative) of the tolerance counts as within it.
+
+    Args:
+        distances: (prediction -> ground-truth surface, ground-truth -> prediction surface)
+            distances in mm, one per surface voxel (:attr:`StepPair.distances`); not both
+            empty.
+        tolerance_mm: The NSD tolerance, mm.
+
+    Returns:
+        The normalised surface Dice in [0, 1].
+    """
     import numpy as np
 
     pred_to_gt, gt_to_pred = distances
@@ -292,7 +400,15 @@ def nsd_from_distances(distances: tuple[np.ndarray, np.ndarray], tolerance_mm: f
 
 
 def hd95_from_distances(distances: tuple[np.ndarray, np.ndarray]) -> float:
-    """The larger of the two directed 95th percentiles (mm); NaN when not finite."""
+    """The larger of the two directed 95th percentiles (mm); NaN when not finite.
+
+    Args:
+        distances: (prediction -> ground-truth surface, ground-truth -> prediction surface)
+            distances in mm (:attr:`StepPair.distances`), each non-empty.
+
+    Returns:
+        The 95th-percentile Hausdorff distance in mm, or NaN.
+    """
     import numpy as np
 
     value = max(float(np.percentile(d, 95)) for d in distances)
@@ -322,7 +438,16 @@ def _hd95(pair: StepPair) -> float:
 
 
 def cvpr_nsd(dice: Sequence[float] | np.ndarray, nsd: Sequence[float] | np.ndarray) -> np.ndarray:
-    """NSD with the CVPR 2025 rule applied: 0 where Dice <= 0.2 (float64 arrays)."""
+    """NSD with the CVPR 2025 rule applied: 0 where Dice <= 0.2.
+
+    Args:
+        dice: Dice values in [0, 1] (any shape).
+        nsd: NSD values in [0, 1], the same shape, element by element with ``dice``.
+
+    Returns:
+        float64 array of that shape: ``nsd``, with 0 where ``dice`` <=
+        :data:`CVPR_NSD_DICE_FLOOR`.
+    """
     import numpy as np
 
     dice = np.asarray(dice, dtype=np.float64)
@@ -379,9 +504,14 @@ BUILT_IN = frozenset(METRICS)
 
 
 def attribute_scores() -> dict[str, str]:
-    """The attribute analysis's per-target scores: CLI name -> episode-table column (each
-    metric's :attr:`Metric.attribute_scores`, then the normalised AUC and the effort to the
-    first threshold of the primary metric)."""
+    """The attribute analysis's per-target scores.
+
+    Returns:
+        CLI score name -> episode-table column: each metric's
+        :attr:`Metric.attribute_scores`, then the primary metric's normalised AUC
+        (``dice_auc`` -> ``dice_auc_norm``) and its effort to its first threshold
+        (``effort_to_dice_0.8``).
+    """
     scores = {
         name: column
         for metric in metrics_with("attributes")
@@ -418,7 +548,11 @@ class EvaluationProtocol:
     challenge_tables: bool = False
 
     def metric_function(self) -> Callable[..., dict[str, float]]:
-        """Its per-step metric function."""
+        """Its per-step metric function.
+
+        Returns:
+            The function named by ``step_metrics``, imported on first use (and cached).
+        """
         return _import_function(self.step_metrics)
 
 
@@ -433,7 +567,17 @@ PROTOCOLS: dict[str, EvaluationProtocol] = {}
 
 
 def register_protocol(protocol: EvaluationProtocol) -> EvaluationProtocol:
-    """Add ``protocol`` to :data:`PROTOCOLS`; ValueError when its name is taken."""
+    """Add ``protocol`` to :data:`PROTOCOLS`.
+
+    Args:
+        protocol: The declaration; its ``name`` is what a config's ``protocol:`` names.
+
+    Returns:
+        ``protocol`` itself.
+
+    Raises:
+        ValueError: When a protocol of that name is already registered.
+    """
     if protocol.name in PROTOCOLS:
         raise ValueError(f"a protocol named {protocol.name!r} is already registered")
     PROTOCOLS[protocol.name] = protocol
@@ -441,7 +585,18 @@ def register_protocol(protocol: EvaluationProtocol) -> EvaluationProtocol:
 
 
 def protocol(name: str) -> EvaluationProtocol:
-    """The registered protocol ``name``; UserError naming the choices when there is none."""
+    """The registered protocol ``name``.
+
+    Args:
+        name: A config's ``protocol:`` (``"intrabench"``, ``"cvpr25"``,
+            ``"cvpr25-corrected"`` or one a plugin registered).
+
+    Returns:
+        Its declaration.
+
+    Raises:
+        UserError: When no protocol has that name (the message names the choices).
+    """
     found = PROTOCOLS.get(name)
     if found is None:
         raise UserError(f"protocol: {name!r} is not one of {', '.join(PROTOCOLS)}")
@@ -469,7 +624,11 @@ register_protocol(
 
 
 def surface_metric_names() -> list[str]:
-    """The registered metrics that need surface distances (NaN at steps without them)."""
+    """The registered metrics that need surface distances (NaN at steps without them).
+
+    Returns:
+        Their names, in registration order (``nsd``, ``hd95`` among the built-ins).
+    """
     return [m.name for m in METRICS.values() if m.needs_surface]
 
 
@@ -484,5 +643,9 @@ def registered_protocols() -> dict[str, EvaluationProtocol]:
 
 
 def registered_metrics() -> tuple[Metric, ...]:
-    """The registered metric declarations, in order (what a job takes to a worker process)."""
+    """The registered metric declarations, in order (what a job takes to a worker process).
+
+    Returns:
+        The :class:`Metric` of every entry of :data:`METRICS`.
+    """
     return tuple(METRICS.values())
