@@ -55,7 +55,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/execution/sizing.py",
         "intrabench/execution/subprocess_worker.py",
         "intrabench/execution/user_worker.py",
-        "intrabench/reports/supplement.py",
         "intrabench/serving/building.py",
         "intrabench/serving/client.py",
         "intrabench/serving/connection.py",

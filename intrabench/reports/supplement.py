@@ -34,7 +34,19 @@ def per_class_table(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Final ``metric`` x ``scale`` per configuration, dataset and class with ``n cases``,
-    ``n targets``, ``ci_low`` and ``ci_high`` (NaN with fewer than 5 cases)."""
+    ``n targets``, ``ci_low`` and ``ci_high`` (NaN with fewer than 5 cases).
+
+    Args:
+        rows: Result rows (one per step); each episode's final step is used.
+        metric: The metric column to aggregate.
+        scale: Factor applied to the score and the bounds (100: Dice x100).
+        n_boot: Bootstrap resamples of the cases for the interval.
+        seed: The bootstrap's seed.
+
+    Returns:
+        One row per (model, prompter, refiner, dataset, class): those keys, ``<metric>
+        x<scale>``, ``ci_low``, ``ci_high``, ``n cases``, ``n targets``; empty without rows.
+    """
     from intrabench.evaluation.aggregate import (
         bootstrap_ci,
         count_targets,
@@ -131,7 +143,21 @@ def write_supplement(
     note: str = "",
 ) -> list[Path]:
     """``per-class.{md,tex,csv}`` and ``per-target.{tex,csv}`` under ``out``; ``note`` (an
-    incomplete run) heads the titles and is a column of the CSVs."""
+    incomplete run) heads the titles and is a column of the CSVs.
+
+    Args:
+        rows: Result rows (one per step) of one or several runs.
+        out: The folder to write to (created if missing).
+        metric: The metric of the per-class table.
+        scale: Factor applied to fraction metrics (100: Dice x100).
+        n_boot: Bootstrap resamples of the per-class intervals.
+        note: Text that heads every title and fills a ``note`` column of the CSVs (e.g. that
+            the run is incomplete); empty: none.
+
+    Returns:
+        The paths written: the per-class Markdown, LaTeX and CSV, then the per-target LaTeX
+        and CSV (a table without rows is not written).
+    """
     from intrabench.display_text import spreadsheet_safe
     from intrabench.reports.comparisons import too_few
     from intrabench.reports.tables import to_latex, write_table
