@@ -29,16 +29,9 @@ NOT_YET: frozenset[str] = frozenset(
         "datasets/dicom.py",
         "datasets/dicom_pairs.py",
         "datasets/dicom_seg_out.py",
-        "intrabench/attributes/analysis.py",
-        "intrabench/attributes/cache.py",
-        "intrabench/attributes/compute.py",
-        "intrabench/attributes/figures.py",
-        "intrabench/attributes/intensity.py",
-        "intrabench/attributes/join.py",
         "intrabench/attributes/shape.py",
         "intrabench/attributes/stratify.py",
         "intrabench/commands/predictions.py",
-        "intrabench/config.py",
         "intrabench/execution/base.py",
         "intrabench/execution/dask.py",
         "intrabench/execution/dry_run.py",
@@ -63,7 +56,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/serving/spec.py",
         "intrabench/serving/wire.py",
         "intrabench/training_data.py",
-        "intrabench/types.py",
     }
 )
 

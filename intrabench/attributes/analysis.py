@@ -47,7 +47,20 @@ def analyse(
     seed: int = 0,
 ) -> AttributeAnalysis:
     """The analysis of ``rows`` (result rows of ``run_dir``, whose config names the datasets
-    for targets that lack attributes), tables per ``by`` columns."""
+    for targets that lack attributes), tables per ``by`` columns.
+
+    Args:
+        rows: The run's result rows (one per step); targets without ``attr_*`` columns are
+            measured (:func:`~intrabench.attributes.join.rows_with_attributes`).
+        run_dir: The run directory, whose ``config.yaml`` names the datasets.
+        by: The columns a table row is per (default: model, prompter, refiner).
+        n_boot: Bootstrap resamples of the cases for the intervals.
+        seed: The bootstrap's seed.
+
+    Returns:
+        The targets with their groups, the tertile cuts, the group means and the extreme-group
+        differences.
+    """
     targets, cuts = assign_groups(target_scores(rows_with_attributes(rows, run_dir)))
     return regroup(
         AttributeAnalysis(targets, cuts, pd.DataFrame(), pd.DataFrame()), by, n_boot, seed
@@ -57,7 +70,17 @@ def analyse(
 def regroup(
     analysis: AttributeAnalysis, by: Sequence[str], n_boot: int = 1000, seed: int = 0
 ) -> AttributeAnalysis:
-    """The same targets with the tables per other ``by`` columns."""
+    """The same targets with the tables per other ``by`` columns.
+
+    Args:
+        analysis: An analysis of :func:`analyse`; its targets and cuts are kept.
+        by: The columns a table row is per (e.g. ``["model"]``).
+        n_boot: Bootstrap resamples of the cases for the intervals.
+        seed: The bootstrap's seed.
+
+    Returns:
+        A new analysis with ``groups`` and ``extremes`` computed per ``by``.
+    """
     targets = analysis.targets
     extremes = [
         extremes_table(targets, metric, n_boot=n_boot, seed=seed, by=by)

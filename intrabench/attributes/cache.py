@@ -52,7 +52,18 @@ def cached_case_attributes(
     case: Case, modality: str = "", root: Path | None = None
 ) -> dict[str, dict[str, Any]]:
     """:func:`~intrabench.attributes.compute.case_attributes` of ``case``, from the cache when
-    this exact case was measured before, else computed and stored."""
+    this exact case was measured before, else computed and stored.
+
+    Args:
+        case: The loaded case (image, label map, targets).
+        modality: The dataset's modality (e.g. ``"CT"``, ``"MR"``; empty: unknown); part of the
+            cache key, as the body mask depends on it.
+        root: The cache root; the files go under its ``attributes`` folder (None:
+            :func:`~intrabench.io.cache.cache_root`).
+
+    Returns:
+        Target id -> attribute name -> value (plain Python values; missing ones NaN).
+    """
     from intrabench.io.results import atomic_write_text
 
     folder = (root or cache_root()) / "attributes" / safe_file_name(case.dataset)
@@ -74,7 +85,16 @@ def cached_case_attributes(
 def case_with_attributes(case: Case, dataset: Any) -> Case:
     """``case`` with its targets' attributes (from the cache, or measured now) in
     ``case.attributes``, unless it has them already; ``dataset`` says the modality (its
-    ``modality`` attribute: a body mask is measured on CT only)."""
+    ``modality`` attribute: a body mask is measured on CT only).
+
+    Args:
+        case: The loaded case; changed in place.
+        dataset: The dataset it came from (any object; only its ``modality`` attribute is read,
+            if it has one).
+
+    Returns:
+        The same ``case`` object.
+    """
     if case.attributes is None:
         case.attributes = cached_case_attributes(case, str(getattr(dataset, "modality", "")))
     return case

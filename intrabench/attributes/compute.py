@@ -16,7 +16,17 @@ VERSION = 1
 
 
 def image_attributes(case: Case, modality: str = "") -> dict[str, Any]:
-    """Attributes of the image itself (shared by its targets), plus ``body_voxels``."""
+    """Attributes of the image itself (shared by its targets), plus ``body_voxels``.
+
+    Args:
+        case: The loaded case; its image array is (z, y, x), spacing in mm.
+        modality: The dataset's modality (``"MR"``: no body mask); empty: guessed from the
+            intensities.
+
+    Returns:
+        ``spacing_anisotropy`` (largest over smallest voxel side), ``noise`` (image units) and
+        ``body_voxels`` (an int, or None where no body mask is measured).
+    """
     image = np.asarray(case.image.array)
     return {
         "spacing_anisotropy": intensity.spacing_anisotropy(case.image.spacing),
@@ -26,7 +36,12 @@ def image_attributes(case: Case, modality: str = "") -> dict[str, Any]:
 
 
 def empty_target() -> dict[str, Any]:
-    """The attributes of a target absent from the label map: volume 0, the rest missing."""
+    """The attributes of a target absent from the label map: volume 0, the rest missing.
+
+    Returns:
+        Every attribute of the catalogue: counts and flags 0 / False, volume and coverage 0,
+        the rest NaN.
+    """
     values: dict[str, Any] = {spec.name: float("nan") for spec in ATTRIBUTES}
     values.update(
         volume_ml=0.0,
@@ -44,7 +59,17 @@ def empty_target() -> dict[str, Any]:
 
 
 def target_attributes(case: Case, target: Target, image: dict[str, Any]) -> dict[str, Any]:
-    """Every per-target attribute of ``target`` (``image``: :func:`image_attributes`)."""
+    """Every per-target attribute of ``target`` (``image``: :func:`image_attributes`).
+
+    Args:
+        case: The loaded case (image and integer label map, (z, y, x), spacing in mm).
+        target: One of its targets (its ``label_value`` in the label map).
+        image: The case's :func:`image_attributes`.
+
+    Returns:
+        Attribute name -> value for every attribute of the catalogue (:func:`empty_target`'s
+        values for a target with no voxel).
+    """
     values = empty_target()
     values.update(spacing_anisotropy=image["spacing_anisotropy"], noise=image["noise"])
     box = case.target_box(target)
@@ -91,7 +116,15 @@ def target_attributes(case: Case, target: Target, image: dict[str, Any]) -> dict
 
 def case_attributes(case: Case, modality: str = "") -> dict[str, dict[str, Any]]:
     """Attributes of every target of ``case``, by target id (plain Python values, JSON-able;
-    missing values are NaN)."""
+    missing values are NaN).
+
+    Args:
+        case: The loaded case.
+        modality: The dataset's modality (see :func:`image_attributes`).
+
+    Returns:
+        Target id -> attribute name -> value (bool, int or float).
+    """
     image = image_attributes(case, modality)
     found = {}
     for target in case.targets:

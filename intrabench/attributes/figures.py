@@ -21,7 +21,14 @@ SCATTER = (("volume_ml", True), ("sphericity", False), ("cnr", False), ("elongat
 
 
 def grouped_attributes(targets: pd.DataFrame) -> list[str]:
-    """Attributes whose groups split these targets (at least two groups with targets)."""
+    """Attributes whose groups split these targets (at least two groups with targets).
+
+    Args:
+        targets: One row per model x target with ``group_*`` columns (module docstring).
+
+    Returns:
+        The attribute names (without ``group_``), in column order.
+    """
     found = []
     for column in targets.columns:
         if column.startswith("group_") and targets[column].dropna().nunique() >= 2:
@@ -30,7 +37,16 @@ def grouped_attributes(targets: pd.DataFrame) -> list[str]:
 
 
 def box_plots(targets: pd.DataFrame, metric: str = "dice_final", scale: float = 100.0) -> bytes:
-    """One panel per grouped attribute: ``metric`` per group, a box per model side by side."""
+    """One panel per grouped attribute: ``metric`` per group, a box per model side by side.
+
+    Args:
+        targets: One row per model x target (module docstring).
+        metric: The score column drawn (a fraction, e.g. ``dice_final``).
+        scale: Factor applied to it (100: Dice x100; the y axis is then 0-100).
+
+    Returns:
+        The figure as PNG bytes.
+    """
     plt = pyplot()
     attributes = grouped_attributes(targets)
     models = sorted(targets["model"].unique())
@@ -90,7 +106,17 @@ def box_plots(targets: pd.DataFrame, metric: str = "dice_final", scale: float = 
 
 
 def scatter_plots(targets: pd.DataFrame, metric: str = "dice_final", scale: float = 100.0) -> bytes:
-    """``metric`` against the value of a few attributes, one point per model x target."""
+    """``metric`` against the value of a few attributes, one point per model x target.
+
+    Args:
+        targets: One row per model x target with ``attr_*`` columns (module docstring).
+        metric: The score column drawn (a fraction, e.g. ``dice_final``).
+        scale: Factor applied to it (100: Dice x100).
+
+    Returns:
+        The figure as PNG bytes (one panel per attribute of :data:`SCATTER` present; a log
+        x axis leaves out values <= 0).
+    """
     plt = pyplot()
     chosen = [(name, log) for name, log in SCATTER if f"attr_{name}" in targets]
     figure, axes = plt.subplots(

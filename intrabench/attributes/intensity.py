@@ -61,7 +61,17 @@ class Contrast:
 def shell_box(
     box: Box, shape: tuple[int, ...], spacing: tuple[float, float, float], width_mm: float
 ) -> Box:
-    """``box`` grown by ``width_mm`` (in voxels per axis, rounded up), clipped to the image."""
+    """``box`` grown by ``width_mm`` (in voxels per axis, rounded up), clipped to the image.
+
+    Args:
+        box: Half-open slices, (z, y, x), with explicit starts and stops.
+        shape: The image's shape, (z, y, x).
+        spacing: Voxel spacing in mm, (z, y, x).
+        width_mm: The margin, in mm.
+
+    Returns:
+        The grown box, (z, y, x) slices.
+    """
     grown = []
     for part, size, step in zip(box, shape, spacing):
         margin = int(math.ceil(width_mm / step))
@@ -113,7 +123,15 @@ def noise_sigma(image: np.ndarray, slices: int = NOISE_SLICES) -> float:
     """The image's noise standard deviation (image units), by Immerkaer's method (J. Immerkaer,
     "Fast noise variance estimation", CVIU 1996): the mean absolute response to the difference
     of two Laplacians, which cancels smooth structure, scaled by sqrt(pi/2) / 6; the median over
-    ``slices`` evenly spaced axial slices (robust to a few slices of air or metal)."""
+    ``slices`` evenly spaced axial slices (robust to a few slices of air or metal).
+
+    Args:
+        image: The image, (z, y, x), in its units.
+        slices: How many axial slices to estimate on (all of them when the image has fewer).
+
+    Returns:
+        The standard deviation in image units; NaN for slices under 3 x 3 voxels.
+    """
     kernel = np.array([[1.0, -2.0, 1.0], [-2.0, 4.0, -2.0], [1.0, -2.0, 1.0]])
     depth, height, width = image.shape
     if height < 3 or width < 3:
@@ -131,7 +149,15 @@ def body_voxels(image: np.ndarray, modality: str = "") -> int | None:
     """Voxels of the patient's body, where a body mask is cheap: CT only (see
     :func:`looks_like_ct`; HU above :data:`CT_BODY_HU`, largest connected region, holes filled
     slice by slice, so the lungs and bowel gas count as body). Measured on every second voxel
-    in-plane and scaled by 4. None otherwise (MR intensities have no fixed air level)."""
+    in-plane and scaled by 4. None otherwise (MR intensities have no fixed air level).
+
+    Args:
+        image: The image, (z, y, x) (HU for CT).
+        modality: The declared modality (``"MR"``: None at once); empty: guessed.
+
+    Returns:
+        The body's voxel count on the full grid (an estimate), or None.
+    """
     import cc3d
 
     if not looks_like_ct(image, modality):
@@ -146,5 +172,12 @@ def body_voxels(image: np.ndarray, modality: str = "") -> int | None:
 
 
 def spacing_anisotropy(spacing: tuple[float, float, float]) -> float:
-    """Largest over smallest voxel side (1 for isotropic voxels)."""
+    """Largest over smallest voxel side (1 for isotropic voxels).
+
+    Args:
+        spacing: Voxel spacing in mm, (z, y, x).
+
+    Returns:
+        The ratio, at least 1.
+    """
     return float(max(spacing) / min(spacing))

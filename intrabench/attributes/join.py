@@ -16,7 +16,20 @@ log = logging.getLogger(__name__)
 def rows_with_attributes(rows: pd.DataFrame, run_dir: str | Path) -> pd.DataFrame:
     """``rows`` with ``attr_*`` columns filled for every target: rows that lack them are
     measured from the datasets named in ``RUN_DIR/config.yaml`` (through the attribute cache,
-    so a case is measured once). UserError when a case cannot be read (data moved)."""
+    so a case is measured once). UserError when a case cannot be read (data moved).
+
+    Args:
+        rows: Result rows with ``dataset``, ``case`` and ``target`` columns, some or all
+            without ``attr_*`` values.
+        run_dir: The run directory whose config names the datasets.
+
+    Returns:
+        The rows with one ``attr_<name>`` column per attribute (the same frame when every row
+        has them).
+
+    Raises:
+        UserError: A case needed cannot be read.
+    """
     missing = rows_without_attributes(rows)
     if not missing.any():
         return rows
