@@ -369,7 +369,11 @@ class RunConfig(BaseModel):
 
     def without_runtime(self) -> RunConfig:
         """This config with every model's ``runtime`` left out: what identifies the run (its
-        recorded config, compared when a run folder is resumed)."""
+        recorded config, compared when a run folder is resumed).
+
+        Returns:
+            A copy whose model entries have ``runtime: {}``; this config is unchanged.
+        """
         models = [spec.model_copy(update={"runtime": {}}) for spec in self.models]
         return self.model_copy(update={"models": models})
 
@@ -525,7 +529,16 @@ def check_labels(config: RunConfig, source: str = "config") -> None:
     plain name (:func:`~intrabench.io.run_paths.path_component_problem`: ``..``, ``/``, a
     control character...): it names a folder of the prediction tree. Labels that
     :func:`resolve_relative_paths` derives later (the key as written, paths included) are the
-    run's own and are not checked."""
+    run's own and are not checked.
+
+    Args:
+        config: The validated configuration.
+        source: What the document is, named in the error (a file path).
+
+    Raises:
+        ConfigError: A dataset, model, prompter, refiner or robustness clickability label is
+            not a plain name.
+    """
     groups = [
         (group, getattr(config, group)) for group in ("datasets", "models", "prompters", "refiners")
     ]
@@ -574,7 +587,11 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
 
 def importable_beside(folder: Path) -> None:
     """Let ``imports:`` name a module in the config's own folder: the folder goes on this
-    process's ``sys.path`` and on ``PYTHONPATH``, which the run's worker processes inherit."""
+    process's ``sys.path`` and on ``PYTHONPATH``, which the run's worker processes inherit.
+
+    Args:
+        folder: The config file's folder (made absolute); added once to each, at the front.
+    """
     import os
     import sys
 
@@ -587,9 +604,22 @@ def importable_beside(folder: Path) -> None:
 
 
 def apply_overrides(data: Any, overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
-    """``data`` (a parsed config mapping) with each ``key=value`` of ``overrides`` set: the value
-    is read as YAML (``3``, ``true``, ``[0, 1]``, ``{name: sam}``), a dotted key sets a nested
-    mapping's entry (``robustness.groups=4``). ConfigError for a malformed override."""
+    """``data`` (a parsed config mapping) with each ``key=value`` of ``overrides`` set.
+
+    Args:
+        data: The parsed YAML document; anything but a mapping is returned as it is (parsing
+            then says why it is not a config).
+        overrides: ``KEY=VALUE`` strings (``--set``), applied in order: the value is read as
+            YAML (``3``, ``true``, ``[0, 1]``, ``{name: sam}``; empty: ``""``), a dotted key
+            sets a nested mapping's entry (``robustness.groups=4``), creating missing ones.
+
+    Returns:
+        A deep copy of ``data`` with the overrides set; ``data`` itself is unchanged.
+
+    Raises:
+        ConfigError: An override has no ``=`` or no key, its value is not valid YAML, or a
+            dotted key passes through a value that is not a mapping.
+    """
     if not isinstance(data, dict):
         return data
     data = copy.deepcopy(data)
@@ -642,11 +672,21 @@ def _folder_spec_name(spec: ComponentSpec, params: dict[str, Any]) -> str | None
 
 def resolve_relative_paths(config: RunConfig, base: Path) -> RunConfig:
     """``config`` with every relative path parameter (:data:`PATH_PARAMS`; ``~`` expanded),
-    and ``time_model.latency_table`` when it is a file, made absolute against ``base``, the config file's folder, so a run reads the same files
-    from any working directory and its run folder records where they are.
+    and ``time_model.latency_table`` when it is a file, made absolute against ``base``, the
+    config file's folder, so a run reads the same files from any working directory and its run
+    folder records where they are.
 
     A component without a ``label`` keeps the key it had as written (its label becomes that
-    key), so result columns and unit keys do not depend on where the config lies."""
+    key), so result columns and unit keys do not depend on where the config lies; a ``folder``
+    dataset without a label is labelled with its spec's ``name:``.
+
+    Args:
+        config: The validated configuration.
+        base: The folder relative paths are relative to (the config file's folder).
+
+    Returns:
+        A copy of ``config`` with the paths absolute; ``config`` itself is unchanged.
+    """
 
     def resolved(spec: ComponentSpec) -> ComponentSpec:
         params = dict(spec.params)
@@ -686,14 +726,27 @@ def resolve_relative_paths(config: RunConfig, base: Path) -> RunConfig:
 
 
 def builtin_demo_path() -> Path:
-    """The path of the built-in demo's configuration (``resources/demo.yaml``)."""
+    """The path of the built-in demo's configuration.
+
+    Returns:
+        ``resources/demo.yaml`` inside the installed ``intrabench`` package.
+    """
     return Path(__file__).parent / "resources" / "demo.yaml"
 
 
 def run_config(run_dir: str | Path) -> RunConfig:
-    """The :class:`RunConfig` a run directory was made with (its ``config.yaml``, read by
-    :func:`intrabench.io.run_directory.recorded_config_data`), its plugin modules imported;
-    UserError when it cannot be read."""
+    """The :class:`RunConfig` a run directory was made with, its plugin modules imported.
+
+    Args:
+        run_dir: The run's folder (its ``config.yaml`` is read by
+            :func:`intrabench.io.run_directory.recorded_config_data`).
+
+    Returns:
+        The recorded configuration, validated (its paths as the run recorded them).
+
+    Raises:
+        UserError: The recorded config cannot be read or fails validation (one line).
+    """
     from intrabench.errors import UserError
     from intrabench.io.run_directory import recorded_config_data
 
@@ -710,7 +763,19 @@ def run_config(run_dir: str | Path) -> RunConfig:
 
 def run_dataset(run_dir: str | Path, config: RunConfig, key: str) -> Any:
     """The dataset whose results carry ``key`` in a run made with ``config``, built as the run
-    built it; UserError when the run's config does not name it."""
+    built it.
+
+    Args:
+        run_dir: The run's folder (named in the error).
+        config: The run's configuration (:func:`run_config`).
+        key: The dataset key of the results' ``dataset`` column (its spec's ``key``).
+
+    Returns:
+        The dataset component, created from the registry with the run's parameters.
+
+    Raises:
+        UserError: The run's config has no dataset with that key.
+    """
     from intrabench.errors import UserError
 
     spec = next((s for s in config.datasets if s.key == str(key)), None)
