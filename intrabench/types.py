@@ -61,7 +61,16 @@ class Interaction:
 
 
 def interactions(kind: InteractionKind, count: int) -> tuple[Interaction, ...]:
-    """``count`` interactions of one kind."""
+    """``count`` interactions of one kind.
+
+    Args:
+        kind: The interaction kind: a key of :data:`INTERACTION_COST` (``click``, ``box2d``,
+            ``box3d``, ``scribble``, ``boundary_slice``, ``lasso`` or a registered one).
+        count: How many; anything ``int()`` takes (0 gives none).
+
+    Returns:
+        ``count`` equal :class:`Interaction` objects, e.g. for a prompt's ``interactions``.
+    """
     return tuple(Interaction(kind) for _ in range(int(count)))
 
 
@@ -75,17 +84,33 @@ class Box2D:
     x_max: int
 
     def as_tuple(self) -> tuple[int, int, int, int]:
-        """``(y_min, x_min, y_max, x_max)``, inclusive voxel indices."""
+        """``(y_min, x_min, y_max, x_max)``, inclusive voxel indices.
+
+        Returns:
+            The four coordinates in field order (the order of the box's JSON form).
+        """
         return (self.y_min, self.x_min, self.y_max, self.x_max)
 
     @classmethod
     def from_box(cls, box: Box) -> Box2D:
-        """The prompt box of a (y, x) :data:`intrabench.masks.Box` (half-open slices)."""
+        """The prompt box of a (y, x) :data:`intrabench.masks.Box` (half-open slices).
+
+        Args:
+            box: Two half-open slices (y, x) with explicit starts and stops, e.g. the
+                :func:`~intrabench.masks.bounding_box` of a non-empty 2D mask.
+
+        Returns:
+            The inclusive box: ``y_max = y.stop - 1``, ``x_max = x.stop - 1``.
+        """
         (y_min, x_min), (y_max, x_max) = inclusive_corners(box)
         return cls(int(y_min), int(x_min), int(y_max), int(x_max))
 
     def to_box(self) -> Box:
-        """This box as (y, x) half-open slices (:data:`intrabench.masks.Box`)."""
+        """This box as (y, x) half-open slices (:data:`intrabench.masks.Box`).
+
+        Returns:
+            ``(slice(y_min, y_max + 1), slice(x_min, x_max + 1))``, to index a (Y, X) slice array.
+        """
         return box_from_inclusive((self.y_min, self.x_min), (self.y_max, self.x_max))
 
 
@@ -102,30 +127,61 @@ class Point(PromptElement):
     label: int = 1
 
     def slices(self) -> set[int]:
-        """The axial slices it lies on: the click's slice z."""
+        """The axial slices it lies on: the click's slice z.
+
+        Returns:
+            ``{z}``.
+        """
         return {int(self.zyx[0])}
 
     def marks(self) -> list[prompt_elements.Mark]:
         """How it is drawn: a click mark at its voxel with its label (canonical voxel
         coordinates).
+
+        Returns:
+            One :class:`~intrabench.prompt_elements.Click` at (z, y, x) with label 1 or 0.
         """
         return [Click(tuple(int(v) for v in self.zyx), int(self.label))]  # type: ignore[arg-type]
 
     def to_json(self) -> dict[str, Any]:
-        """Its JSON form (without its kind): ``{"zyx": [z, y, x], "label": 0 or 1}``."""
+        """Its JSON form (without its kind): ``{"zyx": [z, y, x], "label": 0 or 1}``.
+
+        Returns:
+            That dict, plain ints (JSON-able).
+        """
         return {"zyx": [int(v) for v in self.zyx], "label": int(self.label)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Point:
-        """The Point written by :meth:`to_json`."""
+        """The Point written by :meth:`to_json`.
+
+        Args:
+            data: ``{"zyx": [z, y, x], "label": 0 or 1}`` (voxel indices; other keys ignored).
+
+        Returns:
+            The click, coordinates and label as ints.
+        """
         return cls(tuple(int(v) for v in data["zyx"]), int(data["label"]))  # type: ignore[arg-type]
 
     def value(self) -> tuple[tuple[int, ...], int]:
-        """What :meth:`Prompt.elements` pairs with ``point``: ``((z, y, x), label)``."""
+        """What :meth:`Prompt.elements` pairs with ``point``: ``((z, y, x), label)``.
+
+        Returns:
+            The voxel index as a tuple of three ints and the label (1 positive, 0 negative).
+        """
         return (tuple(int(v) for v in self.zyx), int(self.label))
 
     def describe_outside(self, shape: tuple[int, ...], key: int) -> str | None:
-        """``point <index> at (z, y, x)`` when it is off the grid ``shape``, else None."""
+        """``point <index> at (z, y, x)`` when it is off the grid ``shape``, else None.
+
+        Args:
+            shape: The image grid's size (z, y, x) in voxels.
+            key: Its index among the prompt's clicks (its :meth:`order_key`), named in the message.
+
+        Returns:
+            The description when a coordinate is negative or not below the grid's size on its axis;
+            None when the click is on the grid.
+        """
         zyx = tuple(int(v) for v in self.zyx)
         if any(v < 0 or v >= int(n) for v, n in zip(zyx, shape)):
             return f"point {key} at {zyx}"
@@ -133,7 +189,14 @@ class Point(PromptElement):
 
     @classmethod
     def stored(cls, prompt: Prompt) -> tuple[Point, ...]:
-        """The prompt's clicks, in the order of ``points``."""
+        """The prompt's clicks, in the order of ``points``.
+
+        Args:
+            prompt: The prompt whose ``points`` and ``point_labels`` are read.
+
+        Returns:
+            One :class:`Point` per row of ``points``, with its label.
+        """
         return tuple(
             cls(tuple(int(v) for v in zyx), int(label))  # type: ignore[arg-type]
             for zyx, label in zip(prompt.points, prompt.point_labels)
@@ -141,17 +204,39 @@ class Point(PromptElement):
 
     @classmethod
     def count(cls, prompt: Prompt) -> int:
-        """The number of clicks."""
+        """The number of clicks.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            The number of rows of ``prompt.points``.
+        """
         return len(prompt.points)
 
     @classmethod
     def keys(cls, prompt: Prompt) -> list[int]:
-        """The clicks' indices."""
+        """The clicks' indices.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            ``[0, 1, ..., N - 1]`` for its N clicks (a click's key in ``order`` is its index).
+        """
         return list(range(len(prompt.points)))
 
     @classmethod
     def merged(cls, first: Prompt, second: Prompt) -> dict[str, Any]:
-        """``first``'s clicks, then ``second``'s."""
+        """``first``'s clicks, then ``second``'s.
+
+        Args:
+            first: The earlier prompt.
+            second: The later prompt; its clicks are added after ``first``'s (none is replaced).
+
+        Returns:
+            The ``Prompt`` keywords ``points`` (N, 3) and ``point_labels`` (N,), concatenated.
+        """
         return {
             "points": np.concatenate([first.points, second.points]),
             "point_labels": np.concatenate([first.point_labels, second.point_labels]),
@@ -159,45 +244,111 @@ class Point(PromptElement):
 
     @classmethod
     def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
-        """``points`` (N, 3) int64 and ``point_labels`` (N,) int8 of these clicks."""
+        """``points`` (N, 3) int64 and ``point_labels`` (N,) int8 of these clicks.
+
+        Args:
+            elements: The prompt's :class:`Point` elements in the user's order.
+
+        Returns:
+            The ``Prompt`` keywords ``points`` (z, y, x rows) and ``point_labels`` (1 / 0).
+
+        Raises:
+            ValueError: A coordinate is a float that is not a whole number.
+        """
         points = _as_points([element.zyx for element in elements])  # type: ignore[attr-defined]
         labels = np.array([int(element.label) for element in elements], dtype=np.int8)  # type: ignore[attr-defined]
         return {"points": points, "point_labels": labels}
 
     @classmethod
     def normalised(cls, prompt: Prompt) -> dict[str, Any]:
-        """``points`` as (N, 3) int64 voxel indices, ``point_labels`` as (N,) int8."""
+        """``points`` as (N, 3) int64 voxel indices, ``point_labels`` as (N,) int8.
+
+        Args:
+            prompt: The prompt as constructed (lists, float arrays of whole numbers...).
+
+        Returns:
+            The ``Prompt`` fields ``points`` and ``point_labels`` in their stored form.
+
+        Raises:
+            ValueError: A coordinate is not a whole number, or the numbers of points and labels
+                differ.
+        """
         points = _as_points(prompt.points)
         return {"points": points, "point_labels": _as_labels(prompt.point_labels, len(points))}
 
     @classmethod
     def slices_in(cls, prompt: Prompt) -> set[int]:
-        """The slices of the clicks."""
+        """The slices of the clicks.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            The axial indices z of its clicks (empty without clicks).
+        """
         return {int(z) for z in prompt.points[:, 0]}
 
     @classmethod
     def visited_in(cls, prompt: Prompt) -> set[int]:
-        """The slices of the clicks."""
+        """The slices of the clicks.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            The axial indices z the user scrolls to for the clicks: those they lie on.
+        """
         return cls.slices_in(prompt)
 
     @classmethod
     def points_in(cls, prompt: Prompt) -> tuple[np.ndarray, np.ndarray]:
-        """The clicks themselves: (``points``, ``point_labels``)."""
+        """The clicks themselves: (``points``, ``point_labels``).
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            ``points`` (N, 3) int64 (z, y, x) and ``point_labels`` (N,) int8, the prompt's own
+            arrays (N may be 0).
+        """
         return prompt.points, prompt.point_labels
 
     @classmethod
     def json_sections(cls, prompt: Prompt) -> dict[str, Any]:
-        """``"points": [[z, y, x], ...], "labels": [1, 0, ...]``."""
+        """``"points": [[z, y, x], ...], "labels": [1, 0, ...]``.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            The two sections of :meth:`Prompt.to_json` for the clicks, as lists (both present, maybe
+            empty).
+        """
         return {"points": prompt.points.tolist(), "labels": prompt.point_labels.tolist()}
 
     @classmethod
     def from_json_sections(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """``points`` and ``point_labels`` from :meth:`json_sections`."""
+        """``points`` and ``point_labels`` from :meth:`json_sections`.
+
+        Args:
+            data: The parsed JSON of a prompt, with ``points`` and ``labels``.
+
+        Returns:
+            The ``Prompt`` keywords ``points`` and ``point_labels`` (lists; the prompt converts
+            them).
+        """
         return {"points": data["points"], "point_labels": data["labels"]}
 
     @classmethod
     def summary_counts(cls, prompt: Prompt) -> dict[str, Any]:
-        """``n_points``, ``n_positive`` and ``n_negative``."""
+        """``n_points``, ``n_positive`` and ``n_negative``.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            The three counts (ints) for a results row's prompt summary.
+        """
         return {
             "n_points": int(len(prompt.points)),
             "n_positive": int((prompt.point_labels == 1).sum()),
@@ -219,35 +370,73 @@ class SliceBox(PromptElement):
     box: Box2D
 
     def slices(self) -> set[int]:
-        """The axial slices it lies on: its slice z."""
+        """The axial slices it lies on: its slice z.
+
+        Returns:
+            ``{z}``.
+        """
         return {int(self.z)}
 
     def marks(self) -> list[prompt_elements.Mark]:
         """How it is drawn: a box mark from its (z, y_min, x_min) to (z, y_max, x_max) corner
         (canonical voxel coordinates).
+
+        Returns:
+            One :class:`~intrabench.prompt_elements.BoxMark` on slice z, inclusive corners.
         """
         b = self.box
         return [BoxMark((int(self.z), b.y_min, b.x_min), (int(self.z), b.y_max, b.x_max))]
 
     def to_json(self) -> dict[str, Any]:
-        """Its JSON form (without its kind): ``{"z": z, "box": [y_min, x_min, y_max, x_max]}``."""
+        """Its JSON form (without its kind): ``{"z": z, "box": [y_min, x_min, y_max, x_max]}``.
+
+        Returns:
+            That dict; the box inclusive, in voxel indices.
+        """
         return {"z": int(self.z), "box": list(self.box.as_tuple())}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SliceBox:
-        """The SliceBox written by :meth:`to_json`."""
+        """The SliceBox written by :meth:`to_json`.
+
+        Args:
+            data: ``{"z": z, "box": [y_min, x_min, y_max, x_max]}`` (inclusive voxel indices).
+
+        Returns:
+            The 2D box on slice z.
+        """
         return cls(int(data["z"]), Box2D(*(int(v) for v in data["box"])))
 
     def order_key(self, index: int) -> int:
-        """Its key in a prompt's ``order``: its slice z (one 2D box per slice)."""
+        """Its key in a prompt's ``order``: its slice z (one 2D box per slice).
+
+        Args:
+            index: Its index among the prompt's 2D boxes (unused: the slice is the key).
+
+        Returns:
+            z.
+        """
         return int(self.z)
 
     def value(self) -> tuple[int, Box2D]:
-        """What :meth:`Prompt.elements` pairs with ``box2d``: ``(z, Box2D)``."""
+        """What :meth:`Prompt.elements` pairs with ``box2d``: ``(z, Box2D)``.
+
+        Returns:
+            Its slice index and its inclusive :class:`Box2D`.
+        """
         return (int(self.z), self.box)
 
     def describe_outside(self, shape: tuple[int, ...], key: int) -> str | None:
-        """``the box on slice z (...)`` when a corner is off the grid or the box is inverted."""
+        """``the box on slice z (...)`` when a corner is off the grid or the box is inverted.
+
+        Args:
+            shape: The image grid's size (z, y, x) in voxels.
+            key: Its key in the prompt's ``order`` (its slice; the message names the slice itself).
+
+        Returns:
+            The description with the box's ``(y_min, x_min, y_max, x_max)`` when a corner is off the
+            grid or a minimum exceeds its maximum; None when the box is valid.
+        """
         b = self.box
         if _bad_box(shape, (int(self.z), b.y_min, b.x_min), (int(self.z), b.y_max, b.x_max)):
             return f"the box on slice {self.z} ({b.as_tuple()})"
@@ -255,42 +444,101 @@ class SliceBox(PromptElement):
 
     @classmethod
     def stored(cls, prompt: Prompt) -> tuple[SliceBox, ...]:
-        """The prompt's 2D boxes by ascending slice."""
+        """The prompt's 2D boxes by ascending slice.
+
+        Args:
+            prompt: The prompt whose ``boxes`` (slice z -> :class:`Box2D`) are read.
+
+        Returns:
+            One :class:`SliceBox` per slice, in ascending z.
+        """
         return tuple(cls(z, box) for z, box in prompt.boxes.items())
 
     @classmethod
     def count(cls, prompt: Prompt) -> int:
-        """The number of 2D boxes."""
+        """The number of 2D boxes.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            The number of slices with a 2D box.
+        """
         return len(prompt.boxes)
 
     @classmethod
     def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
-        """``boxes``: slice z -> :class:`Box2D` (a later box on a slice wins)."""
+        """``boxes``: slice z -> :class:`Box2D` (a later box on a slice wins).
+
+        Args:
+            elements: The prompt's :class:`SliceBox` elements in the user's order.
+
+        Returns:
+            The ``Prompt`` keyword ``boxes``.
+        """
         return {"boxes": {int(e.z): e.box for e in elements}}  # type: ignore[attr-defined]
 
     @classmethod
     def normalised(cls, prompt: Prompt) -> dict[str, Any]:
-        """``boxes`` keyed by int slice, in ascending z."""
+        """``boxes`` keyed by int slice, in ascending z.
+
+        Args:
+            prompt: The prompt as constructed (its ``boxes`` any mapping of slice to
+                :class:`Box2D`).
+
+        Returns:
+            The ``Prompt`` field ``boxes`` as a dict sorted by slice.
+        """
         return {"boxes": {int(z): b for z, b in sorted(prompt.boxes.items())}}
 
     @classmethod
     def box_on_slice(cls, prompt: Prompt, z: int) -> Box2D | None:
-        """The 2D box drawn on slice ``z``, if any."""
+        """The 2D box drawn on slice ``z``, if any.
+
+        Args:
+            prompt: The prompt.
+            z: The axial slice index.
+
+        Returns:
+            The inclusive :class:`Box2D` on that slice, or None.
+        """
         return prompt.boxes.get(z)
 
     @classmethod
     def json_sections(cls, prompt: Prompt) -> dict[str, Any]:
-        """``"boxes": {"z": [y_min, x_min, y_max, x_max]}``."""
+        """``"boxes": {"z": [y_min, x_min, y_max, x_max]}``.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            The ``boxes`` section of :meth:`Prompt.to_json`: slices as string keys (JSON object
+            keys), boxes inclusive; present even when empty.
+        """
         return {"boxes": {str(z): list(b.as_tuple()) for z, b in prompt.boxes.items()}}
 
     @classmethod
     def from_json_sections(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """``boxes`` from :meth:`json_sections`."""
+        """``boxes`` from :meth:`json_sections`.
+
+        Args:
+            data: The parsed JSON of a prompt, with ``boxes``.
+
+        Returns:
+            The ``Prompt`` keyword ``boxes``: int slice -> :class:`Box2D`.
+        """
         return {"boxes": {int(z): Box2D(*b) for z, b in data["boxes"].items()}}
 
     @classmethod
     def summary_counts(cls, prompt: Prompt) -> dict[str, Any]:
-        """``n_boxes2d``."""
+        """``n_boxes2d``.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            ``{"n_boxes2d": number of 2D boxes}`` for a results row's prompt summary.
+        """
         return {"n_boxes2d": len(prompt.boxes)}
 
 
@@ -314,30 +562,58 @@ class Box3D(PromptElement):
     x_max: int
 
     def slice_box(self) -> Box2D:
-        """The box's in-plane extent as a :class:`Box2D` (inclusive)."""
+        """The box's in-plane extent as a :class:`Box2D` (inclusive).
+
+        Returns:
+            ``Box2D(y_min, x_min, y_max, x_max)``, the same on every slice of its z-range.
+        """
         return Box2D(self.y_min, self.x_min, self.y_max, self.x_max)
 
     def as_tuple(self) -> tuple[int, int, int, int, int, int]:
-        """``(z_min, y_min, x_min, z_max, y_max, x_max)``, inclusive voxel indices."""
+        """``(z_min, y_min, x_min, z_max, y_max, x_max)``, inclusive voxel indices.
+
+        Returns:
+            The six coordinates in field order (the order of the box's JSON form).
+        """
         return (self.z_min, self.y_min, self.x_min, self.z_max, self.y_max, self.x_max)
 
     @classmethod
     def from_box(cls, box: Box) -> Box3D:
-        """The prompt box of a (z, y, x) :data:`intrabench.masks.Box` (half-open slices)."""
+        """The prompt box of a (z, y, x) :data:`intrabench.masks.Box` (half-open slices).
+
+        Args:
+            box: Three half-open slices (z, y, x) with explicit starts and stops, e.g. the
+                :func:`~intrabench.masks.bounding_box` of a non-empty mask.
+
+        Returns:
+            The inclusive box: each maximum is its slice's ``stop - 1``.
+        """
         low, high = inclusive_corners(box)
         return cls(*(int(v) for v in low), *(int(v) for v in high))
 
     def to_box(self) -> Box:
-        """This box as (z, y, x) half-open slices (:data:`intrabench.masks.Box`)."""
+        """This box as (z, y, x) half-open slices (:data:`intrabench.masks.Box`).
+
+        Returns:
+            Three slices ``min..max + 1``, to index a (Z, Y, X) volume.
+        """
         return box_from_inclusive(self.as_tuple()[:3], self.as_tuple()[3:])
 
     def slices(self) -> set[int]:
-        """The axial slices it lies on: every slice of its inclusive z-range."""
+        """The axial slices it lies on: every slice of its inclusive z-range.
+
+        Returns:
+            ``{z_min, ..., z_max}``.
+        """
         return set(range(self.z_min, self.z_max + 1))
 
     def marks(self) -> list[prompt_elements.Mark]:
         """How it is drawn: a box mark between its inclusive corners (canonical voxel
         coordinates).
+
+        Returns:
+            One :class:`~intrabench.prompt_elements.BoxMark` with ``volume=True`` (drawn on every
+            slice it spans).
         """
         t = self.as_tuple()
         return [BoxMark(t[:3], t[3:], volume=True)]
@@ -345,56 +621,131 @@ class Box3D(PromptElement):
     def to_json(self) -> dict[str, Any]:
         """Its JSON form (without its kind): ``{"box": [z_min, y_min, x_min, z_max, y_max,
         x_max]}``.
+
+        Returns:
+            That dict; inclusive voxel indices.
         """
         return {"box": list(self.as_tuple())}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Box3D:
-        """The Box3D written by :meth:`to_json`."""
+        """The Box3D written by :meth:`to_json`.
+
+        Args:
+            data: ``{"box": [z_min, y_min, x_min, z_max, y_max, x_max]}`` (inclusive voxel indices).
+
+        Returns:
+            The 3D box.
+        """
         return cls(*(int(v) for v in data["box"]))
 
     def visited_slices(self) -> set[int]:
-        """None: the user does not visit a 3D box's slices one by one (its cost is the box's)."""
+        """None: the user does not visit a 3D box's slices one by one (its cost is the box's).
+
+        Returns:
+            An empty set.
+        """
         return set()
 
     def order_key(self, index: int) -> int:
-        """Its key in a prompt's ``order``: 0 (a prompt has one 3D box)."""
+        """Its key in a prompt's ``order``: 0 (a prompt has one 3D box).
+
+        Args:
+            index: Its index among the prompt's 3D boxes (unused).
+
+        Returns:
+            0.
+        """
         return 0
 
     def describe_outside(self, shape: tuple[int, ...], key: int) -> str | None:
-        """``the 3D box (...)`` when a corner is off the grid or the box is inverted."""
+        """``the 3D box (...)`` when a corner is off the grid or the box is inverted.
+
+        Args:
+            shape: The image grid's size (z, y, x) in voxels.
+            key: Its key in the prompt's ``order`` (always 0; not named in the message).
+
+        Returns:
+            The description with the box's six coordinates when a corner is off the grid or a
+            minimum exceeds its maximum; None when the box is valid.
+        """
         t = self.as_tuple()
         return f"the 3D box {t}" if _bad_box(shape, t[:3], t[3:]) else None
 
     @classmethod
     def stored(cls, prompt: Prompt) -> tuple[Box3D, ...]:
-        """The prompt's 3D box, or none."""
+        """The prompt's 3D box, or none.
+
+        Args:
+            prompt: The prompt whose ``box3d`` is read.
+
+        Returns:
+            ``(box3d,)``, or ``()`` when the prompt has no 3D box.
+        """
         return () if prompt.box3d is None else (prompt.box3d,)
 
     @classmethod
     def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
-        """``box3d``: the last of these boxes, or None."""
+        """``box3d``: the last of these boxes, or None.
+
+        Args:
+            elements: The prompt's :class:`Box3D` elements in the user's order (a later one
+                replaces an earlier one).
+
+        Returns:
+            The ``Prompt`` keyword ``box3d``.
+        """
         return {"box3d": elements[-1] if elements else None}
 
     @classmethod
     def box_on_slice(cls, prompt: Prompt, z: int) -> Box2D | None:
-        """The 3D box's in-plane extent on the slices of its z-range."""
+        """The 3D box's in-plane extent on the slices of its z-range.
+
+        Args:
+            prompt: The prompt.
+            z: The axial slice index.
+
+        Returns:
+            The box's inclusive (y, x) extent (:meth:`slice_box`) when ``z_min <= z <= z_max``, else
+            None (also without a 3D box).
+        """
         box = prompt.box3d
         return box.slice_box() if box is not None and box.z_min <= z <= box.z_max else None
 
     @classmethod
     def json_sections(cls, prompt: Prompt) -> dict[str, Any]:
-        """``"box3d": [z_min, y_min, x_min, z_max, y_max, x_max]`` or ``null``."""
+        """``"box3d": [z_min, y_min, x_min, z_max, y_max, x_max]`` or ``null``.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            The ``box3d`` section of :meth:`Prompt.to_json` (inclusive voxel indices, or None).
+        """
         return {"box3d": list(prompt.box3d.as_tuple()) if prompt.box3d is not None else None}
 
     @classmethod
     def from_json_sections(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """``box3d`` from :meth:`json_sections`."""
+        """``box3d`` from :meth:`json_sections`.
+
+        Args:
+            data: The parsed JSON of a prompt, with ``box3d`` (six ints or None).
+
+        Returns:
+            The ``Prompt`` keyword ``box3d``: a :class:`Box3D` or None.
+        """
         return {"box3d": cls(*data["box3d"]) if data["box3d"] is not None else None}
 
     @classmethod
     def summary_counts(cls, prompt: Prompt) -> dict[str, Any]:
-        """``has_box3d``."""
+        """``has_box3d``.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            ``{"has_box3d": bool}`` for a results row's prompt summary.
+        """
         return {"has_box3d": prompt.box3d is not None}
 
 
@@ -411,47 +762,103 @@ class Scribble(PromptElement):
     label: int
 
     def slices(self) -> set[int]:
-        """The axial slices it lies on: the slices its voxels lie on."""
+        """The axial slices it lies on: the slices its voxels lie on.
+
+        Returns:
+            The z of each of its voxels, once each.
+        """
         return {int(z) for z in np.asarray(self.points).reshape(-1, 3)[:, 0]}
 
     def marks(self) -> list[prompt_elements.Mark]:
         """How it is drawn: a stroke mark along its voxels with its label (canonical voxel
         coordinates).
+
+        Returns:
+            One :class:`~intrabench.prompt_elements.Stroke` of its (M, 3) int64 voxels, open.
         """
         return [Stroke(np.asarray(self.points, dtype=np.int64).reshape(-1, 3), int(self.label))]
 
     def to_json(self) -> dict[str, Any]:
-        """Its JSON form (without its kind): ``{"label": 0 or 1, "points": [[z, y, x], ...]}``."""
+        """Its JSON form (without its kind): ``{"label": 0 or 1, "points": [[z, y, x], ...]}``.
+
+        Returns:
+            That dict; voxels in drawing order, as lists of ints.
+        """
         return {"label": int(self.label), "points": np.asarray(self.points).reshape(-1, 3).tolist()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Scribble:
-        """The Scribble written by :meth:`to_json`."""
+        """The Scribble written by :meth:`to_json`.
+
+        Args:
+            data: ``{"label": 0 or 1, "points": [[z, y, x], ...]}`` (voxel indices).
+
+        Returns:
+            The scribble, its voxels an (M, 3) int64 array.
+        """
         return cls(np.asarray(data["points"], dtype=np.int64).reshape(-1, 3), int(data["label"]))
 
     def describe_outside(self, shape: tuple[int, ...], key: int) -> str | None:
-        """``scribble <index>'s voxel (z, y, x)``: its first voxel off the grid, or None."""
+        """``scribble <index>'s voxel (z, y, x)``: its first voxel off the grid, or None.
+
+        Args:
+            shape: The image grid's size (z, y, x) in voxels.
+            key: Its index among the prompt's scribbles, named in the message.
+
+        Returns:
+            The description of its first voxel with a coordinate negative or not below the grid's
+            size; None when all its voxels are on the grid.
+        """
         found = _first_off(shape, self.points)
         return None if found is None else f"scribble {key}'s voxel {found[1]}"
 
     @classmethod
     def stored(cls, prompt: Prompt) -> tuple[Scribble, ...]:
-        """The prompt's scribbles, in order."""
+        """The prompt's scribbles, in order.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            Its ``scribbles``.
+        """
         return tuple(prompt.scribbles)
 
     @classmethod
     def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
-        """``scribbles``."""
+        """``scribbles``.
+
+        Args:
+            elements: The prompt's :class:`Scribble` elements in the user's order.
+
+        Returns:
+            The ``Prompt`` keyword ``scribbles``: these elements as a tuple.
+        """
         return {"scribbles": tuple(elements)}
 
     @classmethod
     def normalised(cls, prompt: Prompt) -> dict[str, Any]:
-        """``scribbles`` as a tuple."""
+        """``scribbles`` as a tuple.
+
+        Args:
+            prompt: The prompt as constructed (its ``scribbles`` any iterable of :class:`Scribble`).
+
+        Returns:
+            The ``Prompt`` field ``scribbles`` in its stored form.
+        """
         return {"scribbles": tuple(prompt.scribbles)}
 
     @classmethod
     def points_in(cls, prompt: Prompt) -> tuple[np.ndarray, np.ndarray] | None:
-        """Every scribble's voxels with its label, in order (None without scribbles)."""
+        """Every scribble's voxels with its label, in order (None without scribbles).
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            (points (M, 3) int (z, y, x), labels (M,) int8), the scribbles' voxels one after the
+            other, each labelled with its scribble's label; None when the prompt has no scribble.
+        """
         if not prompt.scribbles:
             return None
         points = [s.points.reshape(-1, 3) for s in prompt.scribbles]
@@ -460,17 +867,39 @@ class Scribble(PromptElement):
 
     @classmethod
     def json_sections(cls, prompt: Prompt) -> dict[str, Any]:
-        """``"scribbles": [{"label": 1, "points": [[z, y, x], ...]}]``."""
+        """``"scribbles": [{"label": 1, "points": [[z, y, x], ...]}]``.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            The ``scribbles`` section of :meth:`Prompt.to_json` (each scribble's :meth:`to_json`),
+            present even when empty.
+        """
         return {"scribbles": [s.to_json() for s in prompt.scribbles]}
 
     @classmethod
     def from_json_sections(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """``scribbles`` from :meth:`json_sections`."""
+        """``scribbles`` from :meth:`json_sections`.
+
+        Args:
+            data: The parsed JSON of a prompt, with ``scribbles``.
+
+        Returns:
+            The ``Prompt`` keyword ``scribbles``: a tuple of :class:`Scribble`.
+        """
         return {"scribbles": tuple(cls.from_json(s) for s in data["scribbles"])}
 
     @classmethod
     def summary_counts(cls, prompt: Prompt) -> dict[str, Any]:
-        """``n_scribbles``."""
+        """``n_scribbles``.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            ``{"n_scribbles": number of scribbles}`` for a results row's prompt summary.
+        """
         return {"n_scribbles": len(prompt.scribbles)}
 
 
@@ -490,12 +919,20 @@ class Lasso(PromptElement):
     label: int = 1
 
     def slices(self) -> set[int]:
-        """The axial slices it lies on: its slice z."""
+        """The axial slices it lies on: its slice z.
+
+        Returns:
+            ``{z}``.
+        """
         return {int(self.z)}
 
     def marks(self) -> list[prompt_elements.Mark]:
         """How it is drawn: a closed stroke mark along its contour on its slice, with its label
         (canonical voxel coordinates).
+
+        Returns:
+            One :class:`~intrabench.prompt_elements.Stroke` of its vertices as (K, 3) int64 voxels
+            (z, y, x), ``closed=True``.
         """
         contour = np.asarray(self.contour, dtype=np.int64).reshape(-1, 2)
         voxels = np.column_stack([np.full(len(contour), int(self.z)), contour])
@@ -504,53 +941,124 @@ class Lasso(PromptElement):
     def to_json(self) -> dict[str, Any]:
         """Its JSON form (without its kind): ``{"z": z, "label": 0 or 1, "contour": [[y, x],
         ...]}``.
+
+        Returns:
+            That dict; vertices in drawing order, voxel indices on slice z.
         """
         contour = np.asarray(self.contour).reshape(-1, 2).tolist()
         return {"z": int(self.z), "label": int(self.label), "contour": contour}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Lasso:
-        """The Lasso written by :meth:`to_json`."""
+        """The Lasso written by :meth:`to_json`.
+
+        Args:
+            data: ``{"z": z, "label": 0 or 1, "contour": [[y, x], ...]}`` (voxel indices).
+
+        Returns:
+            The lasso, its contour a (K, 2) int64 array.
+        """
         contour = np.asarray(data["contour"], dtype=np.int64).reshape(-1, 2)
         return cls(int(data["z"]), contour, int(data["label"]))
 
     def describe_outside(self, shape: tuple[int, ...], key: int) -> str | None:
-        """``lasso <index> on slice z`` when its slice is off the grid, else None."""
+        """``lasso <index> on slice z`` when its slice is off the grid, else None.
+
+        Args:
+            shape: The image grid's size (z, y, x) in voxels; only z is checked (a contour may run
+                past the slice's edge: :meth:`region` clips it).
+            key: Its index among the prompt's lassos, named in the message.
+
+        Returns:
+            The description when z is negative or not below ``shape[0]``; None otherwise.
+        """
         return None if 0 <= int(self.z) < int(shape[0]) else f"lasso {key} on slice {self.z}"
 
     @classmethod
     def stored(cls, prompt: Prompt) -> tuple[Lasso, ...]:
-        """The prompt's lassos, in order."""
+        """The prompt's lassos, in order.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            Its ``lassos``.
+        """
         return tuple(prompt.lassos)
 
     @classmethod
     def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
-        """``lassos``."""
+        """``lassos``.
+
+        Args:
+            elements: The prompt's :class:`Lasso` elements in the user's order.
+
+        Returns:
+            The ``Prompt`` keyword ``lassos``: these elements as a tuple.
+        """
         return {"lassos": tuple(elements)}
 
     @classmethod
     def normalised(cls, prompt: Prompt) -> dict[str, Any]:
-        """``lassos`` as a tuple."""
+        """``lassos`` as a tuple.
+
+        Args:
+            prompt: The prompt as constructed (its ``lassos`` any iterable of :class:`Lasso`).
+
+        Returns:
+            The ``Prompt`` field ``lassos`` in its stored form.
+        """
         return {"lassos": tuple(prompt.lassos)}
 
     @classmethod
     def json_sections(cls, prompt: Prompt) -> dict[str, Any]:
         """``"lassos": [{"z": z, "label": 1, "contour": [[y, x], ...]}]``, only when there are
-        any (prompts saved before lassos existed have no such section)."""
+        any (prompts saved before lassos existed have no such section).
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            The ``lassos`` section of :meth:`Prompt.to_json` (each lasso's :meth:`to_json`), or {}
+            when the prompt has no lasso.
+        """
         return {"lassos": [lasso.to_json() for lasso in prompt.lassos]} if prompt.lassos else {}
 
     @classmethod
     def from_json_sections(cls, data: dict[str, Any]) -> dict[str, Any]:
-        """``lassos`` from :meth:`json_sections` (none when the section is absent)."""
+        """``lassos`` from :meth:`json_sections` (none when the section is absent).
+
+        Args:
+            data: The parsed JSON of a prompt, with or without ``lassos``.
+
+        Returns:
+            The ``Prompt`` keyword ``lassos``: a tuple of :class:`Lasso`, empty without the section.
+        """
         return {"lassos": tuple(cls.from_json(lasso) for lasso in data.get("lassos", []))}
 
     @classmethod
     def summary_counts(cls, prompt: Prompt) -> dict[str, Any]:
-        """``n_lassos``."""
+        """``n_lassos``.
+
+        Args:
+            prompt: The prompt.
+
+        Returns:
+            ``{"n_lassos": number of lassos}`` for a results row's prompt summary.
+        """
         return {"n_lassos": len(prompt.lassos)}
 
     def region(self, shape_yx: tuple[int, int]) -> np.ndarray:
-        """Boolean (Y, X) mask of the slice: the pixels inside the contour or on it."""
+        """Boolean (Y, X) mask of the slice: the pixels inside the contour or on it.
+
+        Args:
+            shape_yx: The slice's size (Y, X) in voxels; the parts of the contour outside it are
+                clipped.
+
+        Returns:
+            A bool array of ``shape_yx``: the filled polygon plus the pixels of its edges (the last
+            vertex joined to the first); all False for an empty contour.
+        """
         from skimage.draw import line, polygon
 
         contour = np.asarray(self.contour, dtype=np.int64).reshape(-1, 2)
@@ -592,7 +1100,12 @@ class SlicePrompt:
         return len(self.points) == 0 and self.box is None and not self.extras
 
     def key(self) -> tuple:
-        """Hashable identity of the prompt content (for caching model outputs)."""
+        """Hashable identity of the prompt content (for caching model outputs).
+
+        Returns:
+            A tuple of the slice z, the points' and labels' bytes (as int64 / int8), the box's
+            corners (or None) and each extra's kind and JSON form; equal for equal content.
+        """
         return (
             self.z,
             self.points.astype(np.int64).tobytes(),
@@ -700,7 +1213,15 @@ class Prompt:
     def outside(self, shape: tuple[int, ...]) -> str | None:
         """The first element of the prompt that is not on the (z, y, x) grid ``shape``
         (a point, a box corner, a scribble voxel or a lasso's slice), described, or None
-        when all are on it. A negative index would count from the grid's far end in numpy."""
+        when all are on it. A negative index would count from the grid's far end in numpy.
+
+        Args:
+            shape: The image grid's size (z, y, x) in voxels, e.g. ``case.label.shape``.
+
+        Returns:
+            One line naming the element, in the default element order (e.g. ``point 2 at (40, 3,
+            -1)``, ``the box on slice 7 (...)``; an inverted box counts as off the grid), or None.
+        """
         grid = tuple(int(v) for v in shape)
         for (_, key), element in self._keyed_elements():
             if (where := element.describe_outside(grid, key)) is not None:
@@ -730,13 +1251,21 @@ class Prompt:
 
     def element_order(self) -> tuple[tuple[str, int], ...]:
         """(kind, key) of every element in the user's order; without an explicit ``order``:
-        points, 2D boxes by slice, the 3D box, scribbles, lassos, extras."""
+        points, 2D boxes by slice, the 3D box, scribbles, lassos, extras.
+
+        Returns:
+            The pairs: kind ``point`` / ``scribble`` / ``lasso`` / an added kind with the element's
+            index among its kind, ``box2d`` with its slice z, ``box3d`` with 0.
+        """
         return self.order or self._default_order()
 
     def elements(self) -> list[tuple[str, Any]]:
         """The elements in the user's order: ('point', ((z, y, x), label)), ('box2d', (z,
         Box2D)), ('box3d', Box3D), ('scribble', Scribble), ('lasso', Lasso), (kind, element)
         for the extras (each element's :meth:`~intrabench.prompt_elements.PromptElement.value`).
+
+        Returns:
+            One (kind, value) pair per element, in :meth:`element_order`.
         """
         by_key = dict(self._keyed_elements())
         return [(kind, by_key[(kind, key)].value()) for kind, key in self.element_order()]
@@ -744,19 +1273,37 @@ class Prompt:
     def typed_elements(self) -> list[PromptElement]:
         """The elements in the user's order, as :class:`~intrabench.prompt_elements.PromptElement`
         objects (:class:`Point`, :class:`SliceBox`, :class:`Box3D`, :class:`Scribble`,
-        :class:`Lasso` and the extras)."""
+        :class:`Lasso` and the extras).
+
+        Returns:
+            One element object per element, in :meth:`element_order`.
+        """
         by_key = dict(self._keyed_elements())
         return [by_key[key] for key in self.element_order()]
 
     def marks(self) -> list[prompt_elements.Mark]:
         """How the prompt is drawn: its elements' marks (:mod:`intrabench.prompt_elements`) in
         the default order (points, 2D boxes by slice, the 3D box, scribbles, lassos, extras),
-        whatever the user's order."""
+        whatever the user's order.
+
+        Returns:
+            The :class:`~intrabench.prompt_elements.Click`, ``BoxMark`` and ``Stroke`` marks, in
+            canonical voxel coordinates (z, y, x).
+        """
         return prompt_elements.marks_of(element for _, element in self._keyed_elements())
 
     def elements_of(self, kind: str) -> tuple[PromptElement, ...]:
         """The elements of ``kind`` in the order its field keeps them (an added kind's: the
-        extras of that kind, in order); () for a kind not registered."""
+        extras of that kind, in order); () for a kind not registered.
+
+        Args:
+            kind: A prompt element kind (``point``, ``box2d``, ``box3d``, ``scribble``, ``lasso`` or
+                a registered one).
+
+        Returns:
+            The kind's :class:`~intrabench.prompt_elements.PromptElement` objects (2D boxes by
+            ascending slice).
+        """
         kind_class = prompt_elements.ELEMENT_KINDS.get(kind)
         return () if kind_class is None else kind_class.stored(self)
 
@@ -782,7 +1329,13 @@ class Prompt:
     def model_points(self) -> tuple[np.ndarray, np.ndarray]:
         """All points a point-only model should receive: clicks plus scribble voxels (each
         kind's :meth:`~intrabench.prompt_elements.PromptElement.points_in`, in registration
-        order): (points (N, 3) int64 (z, y, x), labels (N,) int8)."""
+        order): (points (N, 3) int64 (z, y, x), labels (N,) int8).
+
+        Returns:
+            ``points`` (N, 3) int64 voxel indices (z, y, x) and ``labels`` (N,) int8 (1 positive,
+            0 negative): the clicks first, then each scribble's voxels; (0, 3) and (0,) when there
+            are none. Lassos and boxes never become points.
+        """
         parts = [
             part
             for kind_class in prompt_elements.stored_kinds()
@@ -797,7 +1350,11 @@ class Prompt:
 
     def slices(self) -> list[int]:
         """Axial slices that carry any prompt (points, scribbles, 2D boxes, lassos, 3D box,
-        extras), ascending."""
+        extras), ascending.
+
+        Returns:
+            The slice indices z, each once (a 3D box counts every slice of its z-range).
+        """
         zs: set[int] = set()
         for kind_class in prompt_elements.stored_kinds():
             zs |= kind_class.slices_in(self)
@@ -808,7 +1365,11 @@ class Prompt:
     def visited_slices(self) -> list[int]:
         """The axial slices a user visits to give the prompt, ascending: every element's
         :meth:`~intrabench.prompt_elements.PromptElement.visited_slices` (a 3D box's slices
-        are not visited one by one)."""
+        are not visited one by one).
+
+        Returns:
+            The slice indices z, each once.
+        """
         zs: set[int] = set()
         for kind_class in prompt_elements.stored_kinds():
             zs |= kind_class.visited_in(self)
@@ -819,7 +1380,15 @@ class Prompt:
     def on_slice(self, z: int) -> SlicePrompt:
         """The 2D prompt on axial slice ``z``: the model points there, the first kind's box
         there (a 2D box on the slice, else a 3D box's xy box on its z-range), and the extras
-        that lie on it."""
+        that lie on it.
+
+        Args:
+            z: The axial slice index.
+
+        Returns:
+            The slice prompt: points (N, 2) int64 (y, x) of :meth:`model_points` on slice z with
+            their (N,) int8 labels, the inclusive :class:`Box2D` or None, and the extras on z.
+        """
         points, labels = self.model_points()
         on = points[:, 0] == z
         box = None
@@ -833,7 +1402,16 @@ class Prompt:
     def merged_with(self, other: Prompt) -> Prompt:
         """This prompt plus ``other`` (other's boxes win on shared slices), in the user's order:
         this prompt's elements, then ``other``'s (a box that ``other`` replaces leaves its old
-        place)."""
+        place).
+
+        Args:
+            other: The later prompt (e.g. the next refinement step's).
+
+        Returns:
+            A new prompt: the elements of both, ``other``'s 2D boxes replacing this prompt's on the
+            same slice and its 3D box replacing this one's, the interactions of both (effort adds
+            up), ``other``'s effort label unless empty, the click maps' counts summed by source.
+        """
         stored: dict[str, Any] = {}
         shift: dict[str, int] = {}
         replaced: set[tuple[str, int]] = set()
@@ -864,7 +1442,12 @@ class Prompt:
         (each built-in kind's :meth:`~intrabench.prompt_elements.PromptElement.json_sections`,
         in registration order), ``"elements": [{"kind": k, ...}]`` (each extra's ``to_json``)
         when there are any, and ``"order"`` when it is not the default.
-        Interactions and the effort label are not part of it (rows carry them)."""
+        Interactions and the effort label are not part of it (rows carry them).
+
+        Returns:
+            The JSON text, without spaces (the ``prompt_json`` of a results row); :meth:`from_json`
+            reads it back.
+        """
         import json
 
         data: dict[str, Any] = {}
@@ -878,7 +1461,19 @@ class Prompt:
 
     @classmethod
     def from_json(cls, text: str) -> Prompt:
-        """The prompt geometry written by :meth:`to_json` (no interactions)."""
+        """The prompt geometry written by :meth:`to_json` (no interactions).
+
+        Args:
+            text: The JSON text, e.g. a results row's ``prompt_json`` (sections missing from older
+                files, ``lassos``, ``elements`` and ``order``, read as empty).
+
+        Returns:
+            The prompt with its elements and order; no interactions, empty effort label and click
+            maps.
+
+        Raises:
+            ValueError: An ``elements`` entry's kind is not registered.
+        """
         import json
 
         data = json.loads(text)
@@ -897,7 +1492,12 @@ class Prompt:
     def summary(self) -> dict[str, Any]:
         """A small JSON-able description for results rows: each built-in kind's counts
         (``n_points``, ``n_positive``, ``n_negative``, ``n_boxes2d``, ``has_box3d``,
-        ``n_scribbles``, ``n_lassos``) and ``n_prompted_slices``."""
+        ``n_scribbles``, ``n_lassos``) and ``n_prompted_slices``.
+
+        Returns:
+            Those keys with int (``has_box3d``: bool) values; ``n_prompted_slices`` is the number of
+            :meth:`slices`.
+        """
         counts: dict[str, Any] = {}
         for kind_class in prompt_elements.stored_kinds():
             counts.update(kind_class.summary_counts(self))
@@ -949,7 +1549,19 @@ def _summed(pairs: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
 
 
 def concatenate_points(parts: Iterable[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Stack (points (N, 3), label) pairs into one points array and one labels array."""
+    """Stack (points (N, 3), label) pairs into one points array and one labels array.
+
+    Args:
+        parts: (points, label) pairs: points (N, 3) voxel indices (z, y, x), whole numbers, and
+            the label (1 positive, 0 negative) they all take.
+
+    Returns:
+        ``points`` (M, 3) int64 and ``labels`` (M,) int8, the parts in order; (0, 3) and (0,)
+        for no parts.
+
+    Raises:
+        ValueError: A coordinate is a float that is not a whole number.
+    """
     points, labels = [], []
     for array, label in parts:
         array = _as_points(array)
@@ -1039,7 +1651,15 @@ class Case:
         """Bounding box (slices, (z, y, x)) of ``target`` in the label map, None if absent.
 
         The boxes of all label values are found in one pass over the label map, at the first
-        call, and kept with the case."""
+        call, and kept with the case.
+
+        Args:
+            target: One of the case's targets; its ``label_value`` is looked up in ``label``.
+
+        Returns:
+            Three half-open slices (z, y, x) (:data:`intrabench.masks.Box`), or None when no voxel
+            of the map has the target's value.
+        """
         boxes = self.__dict__.get("_label_boxes")
         if boxes is None:
             from scipy import ndimage
@@ -1059,11 +1679,24 @@ class Case:
     def set_label_boxes(self, boxes: list[tuple[slice, ...] | None]) -> None:
         """Give the exact bounding boxes of label values 1..len(boxes) (None for an absent
         value), as ``scipy.ndimage.find_objects`` would find them; for code that built the
-        label map and knows them, so that :meth:`target_box` does not search the map."""
+        label map and knows them, so that :meth:`target_box` does not search the map.
+
+        Args:
+            boxes: Entry ``v - 1`` is the half-open (z, y, x) slices of label value ``v``, or None
+                when no voxel has it. Not checked against the map: a wrong box gives a wrong mask.
+        """
         self.__dict__["_label_boxes"] = list(boxes)
 
     def target_mask(self, target: Target) -> np.ndarray:
-        """Boolean (z, y, x) mask of ``target``; reads only the target's bounding box."""
+        """Boolean (z, y, x) mask of ``target``; reads only the target's bounding box.
+
+        Args:
+            target: One of the case's targets.
+
+        Returns:
+            A new bool array of the label map's shape: True where the map holds the target's
+            ``label_value``; all False when the target is absent.
+        """
         mask = np.zeros(np.shape(self.label), dtype=bool)
         box = self.target_box(target)
         if box is not None:
@@ -1073,7 +1706,17 @@ class Case:
 
 def prompt_until(prompt_jsons: list[str], keep_previous: bool) -> Prompt:
     """The prompt the model saw at the last of these steps (``prompt_json`` of steps 0..k):
-    all of them merged, or only the last when the run did not keep previous prompts."""
+    all of them merged, or only the last when the run did not keep previous prompts.
+
+    Args:
+        prompt_jsons: The ``prompt_json`` of steps 0..k of one episode, in step order; empty
+            strings (steps without a prompt) are skipped.
+        keep_previous: Whether the run kept previous prompts (``keep_previous_prompts``):
+            True merges all steps (:meth:`Prompt.merged_with`), False takes the last.
+
+    Returns:
+        That prompt's geometry (no interactions); an empty prompt when no step has one.
+    """
     prompts = [Prompt.from_json(text) for text in prompt_jsons if text]
     if not prompts:
         return Prompt()
