@@ -34,7 +34,16 @@ _SPHERICITY_CONSTANT = math.pi ** (1.0 / 3.0) * 6.0 ** (2.0 / 3.0)
 
 
 def crop(mask: np.ndarray, box: Box | None = None) -> tuple[np.ndarray, Box | None]:
-    """The mask's bounding box (given or measured) and the mask cut to it."""
+    """The mask's bounding box (given or measured) and the mask cut to it.
+
+    Args:
+        mask: The target's boolean mask of the whole image, (z, y, x).
+        box: Its bounding box if known (half-open slices, (z, y, x)); None: measured.
+
+    Returns:
+        The mask cut to the box (bool) and the box; an empty (0, 0, 0) array and None for an
+        empty mask.
+    """
     box = bounding_box(mask) if box is None else box
     if box is None:
         return np.zeros((0, 0, 0), dtype=bool), None
@@ -42,12 +51,27 @@ def crop(mask: np.ndarray, box: Box | None = None) -> tuple[np.ndarray, Box | No
 
 
 def volume_ml(voxels: int, spacing: tuple[float, float, float]) -> float:
-    """Volume in millilitres (1 ml = 1000 mm^3) of ``voxels`` voxels of ``spacing`` mm."""
+    """Volume in millilitres (1 ml = 1000 mm^3) of ``voxels`` voxels of ``spacing`` mm.
+
+    Args:
+        voxels: The number of voxels.
+        spacing: Voxel spacing in mm, (z, y, x).
+
+    Returns:
+        The volume in ml.
+    """
     return float(voxels) * float(np.prod(spacing)) / 1000.0
 
 
 def count_components(cropped: np.ndarray) -> int:
-    """Connected regions of the target (26-connectivity)."""
+    """Connected regions of the target (26-connectivity).
+
+    Args:
+        cropped: The target's boolean mask (cut to its box or not), (z, y, x).
+
+    Returns:
+        The number of regions (0 for an empty mask).
+    """
     if not cropped.any():
         return 0
     return int(connected_components(cropped, connectivity=26, return_N=True)[1])
@@ -56,7 +80,14 @@ def count_components(cropped: np.ndarray) -> int:
 def count_cavities(cropped: np.ndarray) -> int:
     """Enclosed cavities in 3D: background regions (6-connected) that do not reach the
     outside of the target's bounding box. A hollow sphere has 1, a torus 0 (its hole is a
-    tunnel, open to the outside)."""
+    tunnel, open to the outside).
+
+    Args:
+        cropped: The target's boolean mask cut to its bounding box, (z, y, x).
+
+    Returns:
+        The number of cavities.
+    """
     if not cropped.any():
         return 0
     padded = np.pad(cropped, 1)
@@ -69,7 +100,14 @@ def count_cavities(cropped: np.ndarray) -> int:
 
 def slices_with_holes(cropped: np.ndarray) -> int:
     """Axial slices (z) on which the target encloses background (4-connected) in 2D: what a
-    reader scrolling the slices sees as a ring. A torus lying in the axial plane has them."""
+    reader scrolling the slices sees as a ring. A torus lying in the axial plane has them.
+
+    Args:
+        cropped: The target's boolean mask, (z, y, x).
+
+    Returns:
+        The number of such slices.
+    """
     count = 0
     for plane in cropped:
         if plane.any() and (ndimage.binary_fill_holes(plane) & ~plane).any():
@@ -121,7 +159,15 @@ def _taubin(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
 
 def surface_area_mm2(cropped: np.ndarray, spacing: tuple[float, float, float]) -> float:
     """Area in mm^2 of the target's surface: a marching-cubes mesh (level 0.5 of the mask,
-    in mm) smoothed with :func:`_taubin` to remove the voxel staircase."""
+    in mm) smoothed with :func:`_taubin` to remove the voxel staircase.
+
+    Args:
+        cropped: The target's boolean mask cut to its bounding box, (z, y, x).
+        spacing: Voxel spacing in mm, (z, y, x).
+
+    Returns:
+        The area in mm^2 (0 for an empty mask).
+    """
     from skimage.measure import marching_cubes, mesh_surface_area
 
     if not cropped.any():
@@ -133,7 +179,15 @@ def surface_area_mm2(cropped: np.ndarray, spacing: tuple[float, float, float]) -
 
 def sphericity(volume_mm3: float, area_mm2: float) -> float:
     """Isoperimetric quotient pi^(1/3) (6 V)^(2/3) / A: 1 for a sphere, 0.806 for a cube,
-    lower for irregular or spiculated boundaries; NaN without a surface."""
+    lower for irregular or spiculated boundaries; NaN without a surface.
+
+    Args:
+        volume_mm3: The target's volume in mm^3.
+        area_mm2: Its surface area in mm^2 (:func:`surface_area_mm2`).
+
+    Returns:
+        The sphericity (no unit), or NaN.
+    """
     if area_mm2 <= 0:
         return float("nan")
     return float(_SPHERICITY_CONSTANT * volume_mm3 ** (2.0 / 3.0) / area_mm2)
@@ -143,7 +197,15 @@ def elongation(cropped: np.ndarray, spacing: tuple[float, float, float]) -> floa
     """Longest over shortest principal axis (square root of the ratio of the largest to the
     smallest eigenvalue of the voxel coordinates' covariance, in mm): 1 for a sphere or a cube,
     a/c for an ellipsoid of semi-axes a >= b >= c. NaN for fewer than 4 voxels; a flat target
-    (one voxel thick) gets the half-voxel thickness as its smallest axis."""
+    (one voxel thick) gets the half-voxel thickness as its smallest axis.
+
+    Args:
+        cropped: The target's boolean mask, (z, y, x).
+        spacing: Voxel spacing in mm, (z, y, x).
+
+    Returns:
+        The ratio (at least 1, no unit), or NaN.
+    """
     coordinates = np.argwhere(cropped).astype(np.float64) * np.asarray(spacing, dtype=np.float64)
     if len(coordinates) < 4:
         return float("nan")
@@ -155,10 +217,25 @@ def elongation(cropped: np.ndarray, spacing: tuple[float, float, float]) -> floa
 
 
 def extent_slices(box: Box) -> int:
-    """Axial slices (z) between the target's first and last, both included."""
+    """Axial slices (z) between the target's first and last, both included.
+
+    Args:
+        box: The target's bounding box (half-open slices, (z, y, x)).
+
+    Returns:
+        The number of slices.
+    """
     return int(box[0].stop - box[0].start)
 
 
 def touches_border(box: Box, shape: tuple[int, int, int]) -> bool:
-    """Whether the target reaches a face of the image (it may continue outside the scan)."""
+    """Whether the target reaches a face of the image (it may continue outside the scan).
+
+    Args:
+        box: The target's bounding box (half-open slices, (z, y, x)).
+        shape: The image's shape, (z, y, x).
+
+    Returns:
+        True when the box starts at 0 or ends at the image's size on some axis.
+    """
     return any(part.start == 0 or part.stop == size for part, size in zip(box, shape))
