@@ -17,7 +17,7 @@ from pydicom.sequence import Sequence
 from pydicom.uid import generate_uid
 
 from intrabench.datasets import dicom
-from intrabench.datasets._decimals import _plain_decimals, parse_decimals
+from intrabench.datasets._decimals import parse_decimals
 from intrabench.datasets.dicom import (
     _polygon_box,
     fill_polygon,
@@ -156,18 +156,17 @@ def test_coordinates_that_are_not_all_numbers_are_not_parsed():
         max_size=50,
     )
 )
-def test_plain_decimals_are_parsed_by_arithmetic_as_float_parses_them(values):
-    """The array arithmetic path (no exponent, at most 16 digits) is taken, and exact."""
+def test_plain_decimals_parse_to_the_bits_float_gives(values):
+    """Fixed-point decimals as planning systems write them: the very same doubles."""
     texts = [f"{value:.{places}f}" for value, places in values]
-    parsed = _plain_decimals("\\".join(texts).encode())
+    parsed = parse_decimals("\\".join(texts).encode())
     assert parsed is not None
     assert [v.hex() for v in parsed.tolist()] == [float(text).hex() for text in texts]
 
 
 def test_hand_picked_decimals():
     texts = ["-0.0", "+.5", "1.", "0.1", "-123.456", "9007199254740991", "0000.30000"]
-    assert _plain_decimals("\\".join(texts).encode()).tolist() == [float(t) for t in texts]
-    assert str(_plain_decimals(b"-0.0")[0]) == "-0.0"
-    assert _plain_decimals(b"9007199254740993") is None  # 2**53 + 1: not exact as a double
+    assert parse_decimals("\\".join(texts).encode()).tolist() == [float(t) for t in texts]
+    assert str(parse_decimals(b"-0.0")[0]) == "-0.0"
     assert parse_decimals(b"9007199254740993").tolist() == [9007199254740992.0]
     assert parse_decimals(b"1e3\\-2.5E-1 ").tolist() == [1000.0, -0.25]
