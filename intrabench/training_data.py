@@ -6,8 +6,9 @@ A model scored on data it was trained on is not being benchmarked. Each model's 
 (:mod:`intrabench.model_cards`: ``training_data``, built-in and plugin cards alike) states, with
 its source, which of the benchmark's datasets its published checkpoints were trained on and
 which datasets that source vouches for; ``intrabench/resources/training_data.yaml`` names the
-paper's datasets and the never-seen (synthetic) ones (see the file's header). Every result row carries ``in_training_data`` for its
-(model, dataset); ``intrabench tables --split-training-data`` builds each table once per value.
+paper's datasets and the never-seen (synthetic) ones (see the file's header). Every result row
+carries ``in_training_data`` for its (model, dataset); ``intrabench tables
+--split-training-data`` builds each table once per value.
 
 Names are registry names: a model key ``sam2(variant=...)`` counts as ``sam2``; the dataset is
 the registered dataset's name (``pengwin``), not the label a run gives it. A model or dataset
@@ -45,6 +46,11 @@ class TrainingData:
         Args:
             dataset: The dataset's name.
             never_seen: Datasets known to be in no checkpoint's training data.
+
+        Returns:
+            ``yes`` when the entry lists it as trained on; ``no`` when it is never seen, the
+            entry vouches for every dataset (a model without training) or for this one;
+            ``unknown`` otherwise.
         """
         if dataset in self.trained_on:
             return "yes"
@@ -54,7 +60,17 @@ class TrainingData:
 
 
 def parse_registry(data: dict[str, Any]) -> tuple[dict[str, TrainingData], frozenset[str]]:
-    """Entries by model name and the never-seen datasets of a parsed registry file."""
+    """Entries by model name and the never-seen datasets of a parsed registry file.
+
+    Args:
+        data: The parsed YAML: ``paper_datasets`` (names), ``never_seen`` (names) and
+            ``models``: model name -> ``trained_on`` (names), ``checked`` (names, ``"paper"``
+            for the paper's datasets or ``"all"``), ``source`` and ``checkpoints``.
+
+    Returns:
+        ``(entries, never_seen)``: a :class:`TrainingData` per model name, and the datasets
+        no checkpoint was trained on.
+    """
     paper = frozenset(data.get("paper_datasets", []))
     entries = {}
     for model, entry in (data.get("models") or {}).items():
@@ -78,7 +94,12 @@ def parse_registry(data: dict[str, Any]) -> tuple[dict[str, TrainingData], froze
 @lru_cache(maxsize=1)
 def registry() -> tuple[dict[str, TrainingData], frozenset[str]]:
     """The registry (read once): the cards' ``training_data`` with the dataset lists of
-    ``resources/training_data.yaml``."""
+    ``resources/training_data.yaml``.
+
+    Returns:
+        ``(entries, never_seen)`` as :func:`parse_registry` gives them, one entry per model
+        card (built-in and plugin cards registered by the first call).
+    """
     from intrabench.model_cards import cards
 
     text = (
@@ -93,9 +114,20 @@ def registry() -> tuple[dict[str, TrainingData], frozenset[str]]:
 
 
 def status(model: str, dataset: str, params: dict[str, Any] | None = None) -> Status:
-    """``in_training_data`` of a (model name or key, registered dataset name) pair; "n/a" when
-    the model's ``params`` ask for random or tiny weights (not the published checkpoint's, so
-    its training data says nothing)."""
+    """``in_training_data`` of a (model name or key, registered dataset name) pair.
+
+    Args:
+        model: The model's registry name or its key (``sam2(variant=...)`` counts as
+            ``sam2``).
+        dataset: The registered dataset's name (``pengwin``), not a run's label for it.
+        params: The model's parameters, or None; ``weights: random`` or ``tiny`` means the
+            published checkpoint is not used.
+
+    Returns:
+        ``"n/a"`` for random or tiny weights (the checkpoint's training data says nothing);
+        for a model the registry does not list, ``"no"`` when the dataset is never seen,
+        else ``"unknown"``; otherwise :meth:`TrainingData.status`.
+    """
     if params and (params.get("weights") == "random" or params.get("tiny")):
         return "n/a"
     entries, never_seen = registry()
@@ -106,8 +138,16 @@ def status(model: str, dataset: str, params: dict[str, Any] | None = None) -> St
 
 
 def split_rows(rows: pd.DataFrame) -> list[tuple[Status, pd.DataFrame]]:
-    """The rows of each ``in_training_data`` value present, in the order no, yes, unknown
-    (rows without the column, from older runs, count as unknown)."""
+    """The rows of each ``in_training_data`` value present, in the order no, yes, unknown, n/a.
+
+    Args:
+        rows: Result rows; rows whose ``in_training_data`` is missing (or a table without
+            the column) count as unknown.
+
+    Returns:
+        ``(value, rows with that value)`` for each value that has rows, in :data:`STATUSES`
+        order.
+    """
     values = (
         rows[COLUMN].fillna("unknown") if COLUMN in rows else pd.Series("unknown", index=rows.index)
     )

@@ -54,7 +54,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/serving/server.py",
         "intrabench/serving/spec.py",
         "intrabench/serving/wire.py",
-        "intrabench/training_data.py",
     }
 )
 
