@@ -45,7 +45,16 @@ PRESENCE_GROUPS = ("no", "yes")
 
 def target_scores(rows: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration and target: the episode scores averaged over seeds, and the
-    target's ``attr_*`` columns."""
+    target's ``attr_*`` columns.
+
+    Args:
+        rows: Result rows (one per step) with ``attr_*`` columns where measured.
+
+    Returns:
+        One row per (model, prompter, refiner, dataset, case, target): the final scores
+        (fractions, e.g. ``dice_final``), with refinement the refinement scores too, and the
+        target's ``attr_*`` values.
+    """
     from intrabench.evaluation.episode_metrics import episode_table
     from intrabench.evaluation.metric_registry import attribute_scores
 
@@ -79,7 +88,14 @@ SIGNIFICANT_DIGITS = 4
 
 def rounded(values: pd.Series) -> pd.Series:
     """The numeric ``values`` rounded to :data:`SIGNIFICANT_DIGITS` significant digits (NaN,
-    inf and non-numbers as NaN/inf)."""
+    inf and non-numbers as NaN/inf).
+
+    Args:
+        values: Attribute values (numbers, booleans or text).
+
+    Returns:
+        Float values on the same index.
+    """
     numbers = pd.to_numeric(values, errors="coerce").astype(float)
     finite = np.isfinite(numbers)
     out = numbers.copy()
@@ -89,17 +105,38 @@ def rounded(values: pd.Series) -> pd.Series:
 
 def tertile_cuts(values: pd.Series) -> tuple[float, float] | None:
     """The 1/3 and 2/3 quantiles of the finite ``values`` (:func:`rounded`); None with fewer
-    than :data:`MIN_TARGETS_TERTILES` values or fewer than three distinct ones."""
+    than :data:`MIN_TARGETS_TERTILES` values or fewer than three distinct ones.
+
+    Args:
+        values: One dataset's values of one attribute, one per target.
+
+    Returns:
+        The (low, high) cuts in the attribute's unit, or None.
+    """
     return tertile_cuts_and_note(values)[0]
 
 
 def too_few_targets(minimum: int) -> str:
-    """What a table says where a number needs ``minimum`` targets and has fewer."""
+    """What a table says where a number needs ``minimum`` targets and has fewer.
+
+    Args:
+        minimum: The fewest targets the number needs.
+
+    Returns:
+        ``"n too small (at least <minimum> targets)"``.
+    """
     return f"n too small (at least {minimum} targets)"
 
 
 def tertile_cuts_and_note(values: pd.Series) -> tuple[tuple[float, float] | None, str]:
-    """:func:`tertile_cuts` and, when None, why ("n too small (at least 9 targets)", ...)."""
+    """:func:`tertile_cuts` and, when None, why ("n too small (at least 9 targets)", ...).
+
+    Args:
+        values: One dataset's values of one attribute, one per target.
+
+    Returns:
+        The (low, high) cuts or None, and the reason for None (``""`` with cuts).
+    """
     finite = rounded(values)
     finite = finite[np.isfinite(finite)]
     if len(finite) < MIN_TARGETS_TERTILES:
@@ -112,7 +149,16 @@ def tertile_cuts_and_note(values: pd.Series) -> tuple[tuple[float, float] | None
 
 def tertile_group(values: pd.Series, cuts: tuple[float, float] | None) -> pd.Series:
     """``low``/``mid``/``high`` per value (see the module docstring; values :func:`rounded`
-    as the cuts were); missing stays missing."""
+    as the cuts were); missing stays missing.
+
+    Args:
+        values: Attribute values of one dataset's targets.
+        cuts: The dataset's (low, high) cuts (:func:`tertile_cuts`); None: no groups.
+
+    Returns:
+        Object series on the same index: ``"low"``, ``"mid"``, ``"high"`` or NA (a missing
+        value, or no cuts).
+    """
     numbers = rounded(values)
     out = pd.Series(pd.NA, index=values.index, dtype="object")
     if cuts is None:
@@ -126,7 +172,16 @@ def tertile_group(values: pd.Series, cuts: tuple[float, float] | None) -> pd.Ser
 
 def assign_groups(targets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``targets`` with a ``group_<attribute>`` column per groupable attribute present, and a
-    table of the cuts (dataset, attribute, cut_low, cut_high) used for the tertiles."""
+    table of the cuts (dataset, attribute, cut_low, cut_high) used for the tertiles.
+
+    Args:
+        targets: :func:`target_scores`' output.
+
+    Returns:
+        A copy of ``targets`` with the ``group_*`` columns; and one row per dataset x tertile
+        attribute: ``dataset``, ``attribute``, ``cut_low``, ``cut_high`` (NaN without groups)
+        and ``note`` (why there are none).
+    """
     targets = targets.copy()
     cuts_rows = []
     for spec in ATTRIBUTES:
@@ -177,7 +232,15 @@ def _order(attribute: str) -> tuple[str, ...]:
 def collapse(targets: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """One row per ``by`` x target: the scores averaged over the configurations that ``by``
     pools (e.g. ``by=["model"]``: over each model's prompters and refiners), the target's
-    attributes and groups kept."""
+    attributes and groups kept.
+
+    Args:
+        targets: :func:`assign_groups`' first output.
+        by: Columns of the configuration kept apart (a subset of model, prompter, refiner).
+
+    Returns:
+        The targets per ``by``; ``targets`` itself when ``by`` is the whole configuration.
+    """
     by = list(by)
     if by == CONFIG:
         return targets
@@ -206,7 +269,18 @@ def stratified_table(
     targets: pd.DataFrame, n_boot: int = 1000, seed: int = 0, by: Sequence[str] = CONFIG
 ) -> pd.DataFrame:
     """Mean, bootstrap CI and target count per ``by`` (default: configuration) x attribute x
-    group x metric (``targets``: :func:`assign_groups`'s first output)."""
+    group x metric (``targets``: :func:`assign_groups`'s first output).
+
+    Args:
+        targets: :func:`assign_groups`' first output.
+        n_boot: Bootstrap resamples of the group's targets.
+        seed: The bootstrap's seed.
+        by: The columns a row is per (default: model, prompter, refiner).
+
+    Returns:
+        The ``by`` columns, then ``attribute``, ``group``, ``metric``, ``mean``, ``ci_low``,
+        ``ci_high`` (the scores' own scale, 0-1 for Dice), ``n_targets`` and ``note``.
+    """
     by = list(by)
     records = []
     for identity, members, attribute, column in _panels(targets, by):
@@ -251,7 +325,20 @@ def extremes_table(
 ) -> pd.DataFrame:
     """Per ``by`` (default: configuration) x attribute: ``metric`` in the first and last group,
     their difference (last - first) with a bootstrap CI, and Spearman's rho of ``metric`` with
-    the attribute's value over the targets."""
+    the attribute's value over the targets.
+
+    Args:
+        targets: :func:`assign_groups`' first output.
+        metric: The score column compared (e.g. ``dice_final``, 0-1).
+        n_boot: Bootstrap resamples of each group.
+        seed: The bootstrap's seed.
+        by: The columns a row is per (default: model, prompter, refiner).
+
+    Returns:
+        One row per ``by`` x grouped attribute: the groups' names, means and sizes, the
+        difference with its CI and note, and ``spearman_rho``, ``spearman_p``, ``n_pairs`` and
+        ``spearman_note`` (NaN below :data:`MIN_PAIRS_CORRELATION` pairs).
+    """
     by = list(by)
     records = []
     for identity, members, attribute, column in _panels(targets, by):
@@ -300,7 +387,14 @@ def extremes_table(
 
 def rows_without_attributes(rows: pd.DataFrame) -> pd.Series:
     """Which rows lack their target's attributes (units of a run made before they existed, or
-    with ``target_attributes: false``)."""
+    with ``target_attributes: false``).
+
+    Args:
+        rows: Result rows.
+
+    Returns:
+        A boolean series on ``rows``' index (all True without an ``attr_volume_ml`` column).
+    """
     if "attr_volume_ml" not in rows:
         return pd.Series(True, index=rows.index)
     return rows["attr_volume_ml"].isna()
@@ -314,7 +408,19 @@ def printable_summary(
 ) -> pd.DataFrame:
     """One row per ``by`` x attribute: ``metric`` (x ``scale``) per group side by side
     (``low``/``mid``/``high`` or ``no``/``yes``), the last-minus-first difference with its CI,
-    and Spearman's rho; for printing."""
+    and Spearman's rho; for printing.
+
+    Args:
+        stratified: :func:`stratified_table`'s output.
+        extremes: :func:`extremes_table`'s output (rows of other metrics are ignored).
+        metric: The score shown.
+        scale: Factor applied to the means and differences (100: Dice x100; rho unscaled).
+
+    Returns:
+        The ``by`` columns, ``attribute``, ``unit``, the group means, the difference and its
+        CI, ``spearman_rho``, the notes and the ``n_<group>`` sizes; empty when ``stratified``
+        has no row of ``metric``.
+    """
     chosen = stratified[stratified["metric"] == metric]
     if chosen.empty:
         return pd.DataFrame()
@@ -356,7 +462,16 @@ def printable_summary(
 def displayed_summary(summary: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
     """:func:`printable_summary` as printed and shown in the report: without the group sizes,
     the difference's interval as ``[low, high]`` text and rho with 2 decimals, each saying
-    "n too small (at least N targets)" where its groups or targets are too few."""
+    "n too small (at least N targets)" where its groups or targets are too few.
+
+    Args:
+        summary: :func:`printable_summary`'s output.
+        digits: Decimals of the interval bounds.
+
+    Returns:
+        The table with ``difference 95% CI`` as text and ``spearman_rho`` as text, the notes
+        and sizes columns dropped.
+    """
     shown = summary.drop(columns=[c for c in summary.columns if c.startswith("n_")])
     lows, highs = shown.pop("difference_ci_low"), shown.pop("difference_ci_high")
     difference_notes = shown.pop("difference_note") if "difference_note" in shown else None
