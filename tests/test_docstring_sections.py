@@ -29,7 +29,6 @@ NOT_YET: frozenset[str] = frozenset(
         "datasets/dicom.py",
         "datasets/dicom_pairs.py",
         "datasets/dicom_seg_out.py",
-        "intrabench/commands/predictions.py",
         "intrabench/execution/base.py",
         "intrabench/execution/dask.py",
         "intrabench/execution/dry_run.py",

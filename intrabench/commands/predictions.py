@@ -65,7 +65,23 @@ def export(
     run_dir: Path, out: Path, cases: list[str] | None = None, models: list[str] | None = None
 ) -> list[Path]:
     """Write the run's final predictions of DICOM cases as DICOM-SEG under ``out``; UserError
-    (one line) for a run without DICOM datasets or saved predictions. Returns the files."""
+    (one line) for a run without DICOM datasets or saved predictions. Returns the files.
+
+    Args:
+        run_dir: The run directory (its ``config.yaml`` and ``predictions/`` are read).
+        out: The folder the SEG files go under
+            (``<dataset>/<model>/<prompter>/<refiner>/seed<N>/<case>.dcm``).
+        cases: Only these case ids (None or empty: every case).
+        models: Only these models, by their prediction folder name (None or empty: every
+            model).
+
+    Returns:
+        The SEG files written, one per (configuration, case) with saved predictions.
+
+    Raises:
+        UserError: The run is not a run directory, reads no DICOM series, or has no saved
+            predictions of its DICOM cases (matching ``cases`` and ``models``).
+    """
     from intrabench.datasets.dicom_seg_out import write_prediction_seg
     from intrabench.io.volume import read_volume
 
@@ -109,7 +125,15 @@ def export(
 
 
 def cmd_to_dicom_seg(args: argparse.Namespace) -> int:
-    """Write the run's predictions as DICOM-SEG and say where."""
+    """Write the run's predictions as DICOM-SEG and say where.
+
+    Args:
+        args: The parsed command line (``run_dir``, ``out``, and the repeatable ``case`` and
+            ``model``).
+
+    Returns:
+        The exit status, 0.
+    """
     written = export(Path(args.run_dir), Path(args.out), args.case, args.model)
     for path in written:
         print(path)
@@ -118,7 +142,12 @@ def cmd_to_dicom_seg(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction, groups: dict) -> None:
-    """Add ``intrabench predictions to-dicom-seg``."""
+    """Add ``intrabench predictions to-dicom-seg``.
+
+    Args:
+        commands: The top-level subcommand parsers.
+        groups: The command groups' subparsers by group name (unused).
+    """
     predictions = commands.add_parser("predictions", help="a run's saved predictions, exported")
     actions = predictions.add_subparsers(dest="action", metavar="ACTION", required=True)
     seg = actions.add_parser(
