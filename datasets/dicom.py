@@ -57,20 +57,45 @@ def _pydicom():
 
 
 def shortened(items: list[str], limit: int = 5) -> str:
-    """``"a, b, c ... and 7 more"``: a list for a message, saying when it is cut."""
+    """``"a, b, c ... and 7 more"``: a list for a message, saying when it is cut.
+
+    Args:
+        items: The names to list.
+        limit: How many are shown before the count of the rest.
+
+    Returns:
+        The comma-separated names (``""`` for none).
+    """
     shown = ", ".join(items[:limit])
     return shown + (f" ... and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def normal_name(name: str) -> str:
     """A ROI or segment name as matched: lower case, runs of spaces, ``-`` and ``_`` one ``_``
-    (``"GTV-1"``, ``"gtv_1"`` and ``"GTV 1"`` are all ``"gtv_1"``)."""
+    (``"GTV-1"``, ``"gtv_1"`` and ``"GTV 1"`` are all ``"gtv_1"``).
+
+    Args:
+        name: A ROI name, segment label or class name (anything ``str`` accepts).
+
+    Returns:
+        The normalised name, without leading or trailing ``_``.
+    """
     return re.sub(r"[\s_-]+", "_", str(name)).strip("_").lower()
 
 
 # -- headers --------------------------------------------------------------------------------
 def dicom_header(path: str | Path) -> Any:
-    """pydicom dataset without pixel data; DataError when the file is not readable DICOM."""
+    """pydicom dataset without pixel data; DataError when the file is not readable DICOM.
+
+    Args:
+        path: A DICOM file.
+
+    Returns:
+        Its header as a ``pydicom.Dataset`` (large values read on access).
+
+    Raises:
+        DataError: The file cannot be read as DICOM.
+    """
     try:
         return _pydicom().dcmread(str(path), stop_before_pixels=True, defer_size=_DEFER)
     except Exception as error:  # noqa: BLE001
@@ -78,7 +103,14 @@ def dicom_header(path: str | Path) -> Any:
 
 
 def is_dicom_file(path: str | Path) -> bool:
-    """Whether ``path`` is a file with the DICOM preamble (``DICM`` at byte 128)."""
+    """Whether ``path`` is a file with the DICOM preamble (``DICM`` at byte 128).
+
+    Args:
+        path: Any path (a folder or a missing file is not DICOM).
+
+    Returns:
+        True when bytes 128-131 are ``DICM``.
+    """
     try:
         with open(path, "rb") as handle:
             handle.seek(128)
@@ -89,7 +121,18 @@ def is_dicom_file(path: str | Path) -> bool:
 
 def describe_dicom_file(path: str | Path) -> str:
     """What a DICOM file holds, for a message: ``"an RTSTRUCT (ROIs: GTV-1, BODY)"``,
-    ``"one CT slice of series 1.2.3"``."""
+    ``"one CT slice of series 1.2.3"``.
+
+    Args:
+        path: A DICOM file.
+
+    Returns:
+        A phrase naming an RTSTRUCT's ROIs, a SEG's segments, or an image slice's modality and
+        series.
+
+    Raises:
+        DataError: The file cannot be read as DICOM.
+    """
     header = dicom_header(path)
     modality = str(getattr(header, "Modality", "") or "?")
     if modality == "RTSTRUCT":
@@ -205,7 +248,15 @@ def read_series(folder: str | Path, series_uid: str | None = None) -> DicomSerie
 
 
 def read_dicom_series(folder: str | Path, series_uid: str | None = None) -> sitk.Image:
-    """The image of :func:`read_series` (what the recipes need)."""
+    """The image of :func:`read_series` (what the recipes need).
+
+    Args:
+        folder: The series folder.
+        series_uid: The series to read when the folder holds several.
+
+    Returns:
+        The series' image (SimpleITK, LPS geometry).
+    """
     return read_series(folder, series_uid).image
 
 
@@ -480,7 +531,15 @@ def _direction_matrix(image: sitk.Image) -> np.ndarray:
 
 # -- references -----------------------------------------------------------------------------
 def referenced_series(header: Any) -> str | None:
-    """The image series a SEG or RTSTRUCT header references (None if it names none)."""
+    """The image series a SEG or RTSTRUCT header references (None if it names none).
+
+    Args:
+        header: A pydicom dataset of a SEG (``ReferencedSeriesSequence``) or an RTSTRUCT
+            (``ReferencedFrameOfReferenceSequence``).
+
+    Returns:
+        The first referenced SeriesInstanceUID, or None.
+    """
     if "ReferencedSeriesSequence" in header:
         return str(header.ReferencedSeriesSequence[0].SeriesInstanceUID)
     for frame in getattr(header, "ReferencedFrameOfReferenceSequence", []):
@@ -532,6 +591,17 @@ def read_rtstruct(
     contour must lie on a slice of the reference (its planes are the series' slices) and inside
     the image. With a :class:`DicomSeries` the RTSTRUCT must also share its frame of
     reference, name it (when it names a series) and reference only its instances.
+
+    Args:
+        path: The RTSTRUCT file.
+        reference: The image (or series) whose grid the masks are on.
+
+    Returns:
+        ``{ROI name: bool mask (k, j, i)}``, the array order of ``reference``'s image.
+
+    Raises:
+        DataError: The file is not a readable RTSTRUCT, refers to another scan, names two
+            ROIs alike, or has a contour off the reference's slices or outside the image.
     """
     path = Path(path)
     series = reference if isinstance(reference, DicomSeries) else None

@@ -26,32 +26,14 @@ CODE_FOLDERS = ("intrabench", "models", "prompters", "datasets")
 #: so the list stays honest.
 NOT_YET: frozenset[str] = frozenset(
     {
-        "datasets/dicom.py",
         "datasets/dicom_pairs.py",
         "datasets/dicom_seg_out.py",
-        "intrabench/execution/base.py",
         "intrabench/execution/dask.py",
-        "intrabench/execution/dry_run.py",
         "intrabench/execution/eta.py",
-        "intrabench/execution/interrupts.py",
-        "intrabench/execution/lanes.py",
-        "intrabench/execution/loop_clock.py",
         "intrabench/execution/parcels.py",
-        "intrabench/execution/pipelined.py",
         "intrabench/execution/progress.py",
-        "intrabench/execution/runner.py",
-        "intrabench/execution/scheduling.py",
         "intrabench/execution/settings.py",
         "intrabench/execution/sizing.py",
-        "intrabench/execution/subprocess_worker.py",
-        "intrabench/execution/user_worker.py",
-        "intrabench/serving/building.py",
-        "intrabench/serving/client.py",
-        "intrabench/serving/connection.py",
-        "intrabench/serving/protocol.py",
-        "intrabench/serving/server.py",
-        "intrabench/serving/spec.py",
-        "intrabench/serving/wire.py",
     }
 )
 
