@@ -34,14 +34,28 @@ Selector = str | int
 
 
 def is_dicom_label(path: Path) -> bool:
-    """Whether ``path`` is an RTSTRUCT or DICOM-SEG file."""
+    """Whether ``path`` is an RTSTRUCT or DICOM-SEG file.
+
+    Args:
+        path: Any path (a folder or a non-DICOM file is not one).
+
+    Returns:
+        True for a DICOM file whose Modality is ``RTSTRUCT`` or ``SEG``.
+    """
     if not path.is_file() or not is_dicom_file(path):
         return False
     return str(getattr(dicom_header(path), "Modality", "")) in ("RTSTRUCT", "SEG")
 
 
 def roi_names(path: Path) -> list[str]:
-    """The ROI (RTSTRUCT) or segment (SEG) names of a label file, from its header."""
+    """The ROI (RTSTRUCT) or segment (SEG) names of a label file, from its header.
+
+    Args:
+        path: An RTSTRUCT or DICOM-SEG file.
+
+    Returns:
+        The names as written (not normalised), in the file's order.
+    """
     header = dicom_header(path)
     if str(getattr(header, "Modality", "")) == "SEG":
         return [str(s.SegmentLabel) for s in getattr(header, "SegmentSequence", [])]
@@ -56,7 +70,22 @@ def dicom_classes(
     """``(label value of each class, what each class selects)`` for DICOM labels.
 
     ``classes``: the spec's mapping (class -> ROI/segment name or number) or None (every ROI
-    or segment of ``labels``)."""
+    or segment of ``labels``).
+
+    Args:
+        classes: The spec's ``classes`` value: a non-empty mapping of class name to ROI or
+            segment name (str) or number (int), or None.
+        labels: The dataset's RTSTRUCT / SEG files (their names are read when ``classes`` is
+            None).
+        where: The spec or folder named in a message.
+
+    Returns:
+        Class name -> label value (1, 2, ... in the classes' order); and class name -> its
+        selector (a normalised name, or a ROI / segment number).
+
+    Raises:
+        UserError: ``classes`` is not such a mapping, or the label files name no ROI or segment.
+    """
     if classes is None:
         found = sorted({normal_name(name) for path in labels for name in roi_names(path)})
         if not found:
@@ -84,7 +113,22 @@ def read_dicom_case(
     image_path: Path, label_path: Path, values: dict[str, int], selectors: dict[str, Selector]
 ) -> tuple[RawImage, RawImage, str]:
     """(image, label map, the series' modality) of one DICOM case: the series folder at
-    ``image_path``, its RTSTRUCT or SEG at ``label_path`` painted with ``values``."""
+    ``image_path``, its RTSTRUCT or SEG at ``label_path`` painted with ``values``.
+
+    Args:
+        image_path: The image series folder.
+        label_path: Its RTSTRUCT or DICOM-SEG file.
+        values: Class name -> label value (:func:`dicom_classes`).
+        selectors: Class name -> the ROI or segment it selects (:func:`dicom_classes`).
+
+    Returns:
+        The image, the label map on the image's grid (uint8, or uint16 from 256 classes) and
+        the series' modality (e.g. ``"CT"``).
+
+    Raises:
+        DataError: The label file is of another kind, a class matches no ROI or several, two
+            chosen masks overlap, or the series or label cannot be read.
+    """
     series = read_series(image_path)
     modality = str(getattr(dicom_header(label_path), "Modality", ""))
     if modality == "RTSTRUCT":
@@ -164,7 +208,14 @@ def _paint(
 
 def not_a_series_image(path: Path) -> str | None:
     """The message for an image path that is one DICOM file (a slice, an RTSTRUCT, a SEG):
-    it is not a 1-slice volume; None for anything else."""
+    it is not a 1-slice volume; None for anything else.
+
+    Args:
+        path: A case's image path.
+
+    Returns:
+        The one-line message saying what to give instead, or None.
+    """
     if not path.is_file() or not is_dicom_file(path):
         return None
     what = describe_dicom_file(path)
