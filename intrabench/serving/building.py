@@ -17,7 +17,15 @@ _DESCRIBED: dict[tuple[str, str], dict[str, Any]] = {}
 
 def build_model(spec: ModelSpec) -> Model:
     """The model of ``spec``: built here, or its :class:`~.client.ServedModel` when the spec
-    says ``runs_in``."""
+    says ``runs_in``.
+
+    Args:
+        spec: A config's model entry (:class:`intrabench.config.ModelSpec`): its registry
+            name, its build parameters and, optionally, ``runs_in``.
+
+    Returns:
+        The model, not yet prepared; a served one starts its server on first use.
+    """
     from intrabench import registry
 
     runs_in = getattr(spec, "runs_in", None)
@@ -31,7 +39,17 @@ def build_model(spec: ModelSpec) -> Model:
 def model_facts(spec: ModelSpec) -> dict[str, Any]:
     """``dimension``, ``accepts``, ``licence`` and ``forward_frees_cpu`` of ``spec``'s model:
     from its class when it is registered here (its adapter imports without its libraries),
-    else from the server's own description (:func:`describe_served`)."""
+    else from the server's own description (:func:`describe_served`).
+
+    Args:
+        spec: A config's model entry whose name the registry knows (a model known only to
+            its server is registered first by :func:`register_served`).
+
+    Returns:
+        The facts: ``dimension`` (2 or 3), ``accepts`` (sorted prompt kinds for these
+        parameters), ``licence`` and ``forward_frees_cpu`` (bool); for a served class, the
+        facts its server gave.
+    """
     from intrabench import registry
     from intrabench.interfaces import model_accepts
     from intrabench.serving.client import ServedModel
@@ -50,7 +68,15 @@ def model_facts(spec: ModelSpec) -> dict[str, Any]:
 
 def register_served(spec: ModelSpec) -> None:
     """Make ``spec``'s model known to the registry when only its server knows it (a model
-    installed in another environment alone): its server is started once and asked."""
+    installed in another environment alone): its server is started once and asked.
+
+    Args:
+        spec: A config's model entry with ``runs_in``; nothing is done when its name is
+            already registered.
+
+    Raises:
+        ConfigError: The server cannot be started or its hello has no model facts.
+    """
     from intrabench import registry
     from intrabench.serving.client import served_class
 
@@ -60,7 +86,20 @@ def register_served(spec: ModelSpec) -> None:
 
 
 def describe_served(spec: ModelSpec) -> dict[str, Any]:
-    """The served model's facts from its server's hello (the server is started and stopped)."""
+    """The served model's facts from its server's hello (the server is started and stopped).
+
+    The facts are kept for this process by (name, ``runs_in``): the server is asked once.
+
+    Args:
+        spec: A config's model entry with ``runs_in``.
+
+    Returns:
+        The hello's ``model`` object: at least ``name``, ``dimension`` and ``accepts``.
+
+    Raises:
+        ConfigError: The server cannot be started or reached, or its hello has no model
+            facts.
+    """
     from intrabench.errors import ConfigError
     from intrabench.serving.connection import ModelServerError, ServerConnection
 

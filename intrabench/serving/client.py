@@ -227,9 +227,18 @@ class ServedModel(Model):
 
 
 def served_class(name: str, facts: dict[str, Any]) -> type[ServedModel]:
-    """A :class:`ServedModel` subclass for the model ``name`` with ``facts``: ``dimension``,
-    ``accepts``, ``licence`` (and ``forward_frees_cpu``), from the model's class here or from
-    the server's hello."""
+    """A :class:`ServedModel` subclass for the model ``name`` with ``facts``.
+
+    Args:
+        name: The model's registry name.
+        facts: ``dimension`` (2 or 3) and ``accepts`` (prompt kinds), and optionally
+            ``licence`` and ``forward_frees_cpu``, from the model's class here
+            (:func:`~intrabench.serving.building.model_facts`) or from the server's hello.
+
+    Returns:
+        A class named ``Served[<name>]`` with those facts as class attributes, built with
+        ``(params, runs_in)``.
+    """
     return type(
         f"Served[{name}]",
         (ServedModel,),

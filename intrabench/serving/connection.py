@@ -26,7 +26,20 @@ class ModelServerError(RuntimeError):
 
 
 def server_command(name: str, params: dict[str, Any], runs_in: RunsIn) -> list[str]:
-    """The command that starts the server of ``name`` for ``runs_in`` (not for ``url``)."""
+    """The command that starts the server of ``name`` for ``runs_in`` (not for ``url``).
+
+    Args:
+        name: The model's registry name.
+        params: The model's build parameters (JSON-able), passed as ``--params``.
+        runs_in: A ``python``, ``command`` or ``container`` way of running it.
+
+    Returns:
+        The argument list: ``PYTHON -m intrabench serve-model NAME --params JSON --stdio``; a
+        ``command`` as given (it reads the model from ``INTRABENCH_SERVE_MODEL`` and
+        ``INTRABENCH_SERVE_PARAMS``); ``docker``/``podman run -i --rm OPTIONS IMAGE
+        intrabench serve-model ...`` or ``apptainer``/``singularity exec OPTIONS IMAGE
+        intrabench serve-model ...``.
+    """
     serve = ["serve-model", name, "--params", json.dumps(params, sort_keys=True), "--stdio"]
     if runs_in.python is not None:
         return [runs_in.python, "-m", "intrabench", *serve]
@@ -123,8 +136,27 @@ class ServerConnection:
         timeout: float | None = None,
         max_payload: int | None = None,
     ) -> dict[str, Any] | tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """Send ``header`` (and ``arrays``); the answer's header, or (header, arrays) when
-        ``max_payload`` is given (the most bytes of arrays expected back)."""
+        """Send ``header`` (and ``arrays``) and wait for the answer.
+
+        Args:
+            header: The request (``{"op": ..., ...}``, JSON-able).
+            arrays: Name -> bool, integer or float array sent with it, or None.
+            timeout: Seconds the request may go without progress; None: ``runs_in``'s
+                ``timeout_s``.
+            max_payload: The most bytes of arrays expected back; None: an answer without
+                arrays.
+
+        Returns:
+            The answer's header when ``max_payload`` is None, else ``(header, arrays)``.
+
+        Raises:
+            ModelServerError: The exchange failed (the connection is then closed, the
+                message says how the server ended and its last line of standard error) or
+                the server answered a failure of its own.
+            CheckpointError: The server reports a checkpoint problem.
+            DataError: The server reports a data error.
+            UserError: The server reports a user error.
+        """
         timeout = self.runs_in.timeout_s if timeout is None else timeout
         try:
             self.channel.send(header, arrays, timeout=timeout)
@@ -168,7 +200,13 @@ class ServerConnection:
         return self.socket is not None
 
     def close(self, kill: bool = False) -> None:
-        """Say goodbye (unless ``kill``), stop the process, remove the temporary folder."""
+        """Say goodbye (unless ``kill``), stop the process, remove the temporary files.
+
+        Args:
+            kill: Skip the goodbye and kill the process if it has not exited within 0.5 s
+                (else it is given 10 s after the goodbye); its process group gets SIGKILL.
+                The folder's files are removed but for the server's standard error.
+        """
         if not kill and self.alive and hasattr(self, "channel"):
             try:
                 self.channel.send({"op": "bye"}, timeout=5)
@@ -201,7 +239,17 @@ def _hello_problem(name: str, hello: dict[str, Any]) -> str:
 
 def answer_error(name: str, answer: dict[str, Any]) -> Exception:
     """The exception for an ``ok: false`` answer: the error kinds the engine treats apart
-    (a checkpoint stops the model; data and user errors as in process), else a unit failure."""
+    (a checkpoint stops the model; data and user errors as in process), else a unit failure.
+
+    Args:
+        name: The model's name, put in the message.
+        answer: The answer's header: ``error`` (the message, cut to 500 characters) and
+            ``kind`` (``"checkpoint"``, ``"data"``, ``"user"`` or another).
+
+    Returns:
+        A ``CheckpointError``, ``DataError`` or ``UserError`` for those kinds, else a
+        :class:`ModelServerError` (returned, not raised).
+    """
     from intrabench.errors import DataError, UserError
     from intrabench.io.checkpoints import CheckpointError
 

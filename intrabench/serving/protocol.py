@@ -47,7 +47,16 @@ ERROR_KINDS = ("checkpoint", "data", "user", "model")
 
 
 def prompt_to_wire(prompt: Prompt) -> dict[str, Any]:
-    """A prompt as JSON-able data (geometry, interactions, effort label, click maps)."""
+    """A prompt as JSON-able data (geometry, interactions, effort label, click maps).
+
+    Args:
+        prompt: The prompt, in canonical (z, y, x) voxels.
+
+    Returns:
+        ``geometry`` (the object of :meth:`~intrabench.types.Prompt.to_json`),
+        ``interactions`` (their kinds, in order), ``effort_label`` and ``click_maps``
+        (``[name, count]`` pairs).
+    """
     return {
         "geometry": json.loads(prompt.to_json()),
         "interactions": [interaction.kind for interaction in prompt.interactions],
@@ -57,7 +66,18 @@ def prompt_to_wire(prompt: Prompt) -> dict[str, Any]:
 
 
 def prompt_from_wire(data: Any) -> Prompt:
-    """The prompt :func:`prompt_to_wire` wrote; ValueError for anything else."""
+    """The prompt :func:`prompt_to_wire` wrote.
+
+    Args:
+        data: The request's ``prompt`` field, as parsed from JSON.
+
+    Returns:
+        The prompt, equal to the one written (elements of added kinds need their kind
+        registered here).
+
+    Raises:
+        ValueError: ``data`` is not such an object or a field cannot be read.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("geometry"), dict):
         raise ValueError("a prompt is an object with a 'geometry' object")
     try:
@@ -74,7 +94,16 @@ def prompt_from_wire(data: Any) -> Prompt:
 
 
 def volume_header(image: Volume) -> dict[str, Any]:
-    """What ``set_case`` says about ``image`` besides its voxels."""
+    """What ``set_case`` says about ``image`` besides its voxels.
+
+    Args:
+        image: The case's image.
+
+    Returns:
+        ``spacing`` (mm, (z, y, x)), ``modality`` and ``geometry`` (the image grid's
+        ``size``, ``spacing``, ``origin`` and ``direction`` as
+        :class:`~intrabench.io.geometry.ImageGeometry` holds them), all JSON-able.
+    """
     geometry = image.geometry
     return {
         "spacing": [float(v) for v in image.spacing],
@@ -89,7 +118,20 @@ def volume_header(image: Volume) -> dict[str, Any]:
 
 
 def volume_from_wire(header: dict[str, Any], array: np.ndarray) -> Volume:
-    """The volume of a ``set_case`` request around ``array`` (z, y, x)."""
+    """The volume of a ``set_case`` request around ``array`` (z, y, x).
+
+    Args:
+        header: The request's header, as :func:`volume_header` wrote it.
+        array: The image, (z, y, x), any numeric dtype; used as it is (not copied).
+
+    Returns:
+        The :class:`~intrabench.io.volume.Volume` with the header's spacing, geometry and
+        modality.
+
+    Raises:
+        ValueError: The spacing or geometry cannot be read, or ``array`` is not 3D with
+            three spacings.
+    """
     try:
         spacing = tuple(float(v) for v in header["spacing"])
         grid = header["geometry"]
@@ -115,8 +157,16 @@ def volume_from_wire(header: dict[str, Any], array: np.ndarray) -> Volume:
 
 
 def slice_prompt_to_wire(prompt: SlicePrompt) -> dict[str, Any]:
-    """A slice prompt as JSON-ready data: ``z``, ``points`` (N, 2) as (y, x), ``labels``, ``box`` or
-    None, and ``elements`` (its extras, ``{"kind": k, ...}`` each) when it has any."""
+    """A slice prompt as JSON-ready data.
+
+    Args:
+        prompt: A 2D prompt on one axial slice.
+
+    Returns:
+        ``z``, ``points`` (N, 2) voxel indices as (y, x) lists, ``labels`` (N,) (1 positive,
+        0 negative), ``box`` (``[y_min, x_min, y_max, x_max]``, inclusive) or None, and
+        ``elements`` (its extras, ``{"kind": k, ...}`` each) when it has any.
+    """
     data: dict[str, Any] = {
         "z": int(prompt.z),
         "points": np.asarray(prompt.points).tolist(),
@@ -130,6 +180,12 @@ def slice_prompt_to_wire(prompt: SlicePrompt) -> dict[str, Any]:
 
 def slice_prompt_from_wire(data: dict[str, Any]) -> SlicePrompt:
     """A slice prompt from :func:`slice_prompt_to_wire`'s data.
+
+    Args:
+        data: The ``segment_slice`` request's header.
+
+    Returns:
+        The slice prompt: points (N, 2) int64 (y, x), labels (N,) int8, its box and extras.
 
     Raises:
         ValueError: A field is missing or malformed (the message names the problem).
@@ -145,7 +201,16 @@ def slice_prompt_from_wire(data: dict[str, Any]) -> SlicePrompt:
 
 
 def pack_mask(mask: np.ndarray, box: tuple[slice, ...] | None) -> tuple[Any, np.ndarray]:
-    """(``box`` as [start, stop] pairs or None, the packed bits of the mask's crop)."""
+    """(``box`` as [start, stop] pairs or None, the packed bits of the mask's crop).
+
+    Args:
+        mask: The boolean mask, (z, y, x) or (y, x).
+        box: Its bounding box, one half-open ``slice`` per axis, or None for an empty mask.
+
+    Returns:
+        ``(box, bits)``: ``[[start, stop], ...]`` per axis (None for None), and the crop's
+        ``np.packbits`` in C order, uint8 (empty for None).
+    """
     if box is None:
         return None, np.zeros(0, dtype=np.uint8)
     crop = np.asarray(mask[box], dtype=bool)
@@ -155,8 +220,21 @@ def pack_mask(mask: np.ndarray, box: tuple[slice, ...] | None) -> tuple[Any, np.
 def unpack_mask(
     box: Any, bits: np.ndarray, shape: tuple[int, ...]
 ) -> tuple[np.ndarray, tuple[slice, ...] | None]:
-    """The full boolean mask of ``shape`` from :func:`pack_mask`'s parts, and its box; a box
-    off the grid or bits of the wrong size is a ValueError."""
+    """The full boolean mask of ``shape`` from :func:`pack_mask`'s parts, and its box.
+
+    Args:
+        box: ``[[start, stop], ...]`` per axis (half-open) or None (an empty mask).
+        bits: The crop's packed bits, 1D uint8 of ``ceil(crop voxels / 8)`` bytes.
+        shape: The full mask's shape, (z, y, x) or (y, x).
+
+    Returns:
+        ``(mask, region)``: a boolean array of ``shape`` with the crop filled in, and the
+        crop's slices (None for an empty mask).
+
+    Raises:
+        ValueError: The box is not pairs, is off the grid or empty along an axis, or the
+            bits do not fit it.
+    """
     mask = np.zeros(shape, dtype=bool)
     if box is None:
         return mask, None

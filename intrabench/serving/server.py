@@ -178,7 +178,17 @@ class _Session:
 
 def describe(model: Model, params: dict[str, Any]) -> dict[str, Any]:
     """The facts of ``model`` (built with ``params``) a client plans with (``hello``'s
-    ``model``)."""
+    ``model``).
+
+    Args:
+        model: The served model.
+        params: The parameters it was built with (the prompt kinds it accepts may depend on
+            them).
+
+    Returns:
+        ``name``, ``dimension`` (2 or 3), ``accepts`` (sorted prompt kinds), ``licence``,
+        ``forward_frees_cpu`` (bool) and ``class`` (its module-qualified class name).
+    """
     from intrabench.interfaces import model_accepts
 
     cls = type(model)
@@ -218,9 +228,14 @@ def _error_kind(error: BaseException) -> str:
 
 # -- the ways to serve ------------------------------------------------------------------------
 def claim_stdout() -> int:
-    """Keep file descriptor 1 for the protocol alone: returns a duplicate of it, and whatever
-    the model's libraries print afterwards goes to standard error. Call before anything that
-    may print (building the model)."""
+    """Keep file descriptor 1 for the protocol alone: whatever the model's libraries print
+    afterwards goes to standard error. Call before anything that may print (building the
+    model).
+
+    Returns:
+        A duplicate of the original file descriptor 1, for :func:`serve_stdio`'s
+        ``protocol_out``.
+    """
     protocol_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -228,7 +243,15 @@ def claim_stdout() -> int:
 
 
 def serve_stdio(model: Model, params: dict[str, Any], protocol_out: int) -> None:
-    """One session over standard input and ``protocol_out`` (from :func:`claim_stdout`)."""
+    """One session over standard input and ``protocol_out`` (from :func:`claim_stdout`).
+
+    Returns when the client says ``bye`` or closes the stream.
+
+    Args:
+        model: The model, built (the ``hello`` prepares it).
+        params: The parameters it was built with (reported in ``hello``).
+        protocol_out: The file descriptor answers are written to.
+    """
     _Session(model, params, Channel(0, protocol_out, peer="the client")).run()
 
 
@@ -240,8 +263,17 @@ def serve_tcp(
     sessions: int | None = None,
     ready: Any = None,
 ) -> None:
-    """Sessions on ``host:port``, one client at a time (``sessions``: stop after that many;
-    ``ready(port)`` is called once listening, with the bound port: 0 picks a free one)."""
+    """Sessions on ``host:port``, one client at a time; the model is kept between them.
+
+    Args:
+        model: The model, built.
+        params: The parameters it was built with (reported in ``hello``).
+        host: The address to listen on (``127.0.0.1``, ``0.0.0.0``...).
+        port: The TCP port; 0 picks a free one.
+        sessions: Stop after that many sessions; None: serve until interrupted.
+        ready: Called once as ``ready(port)`` when listening, with the bound port; None:
+            nothing is called.
+    """
     with socket.create_server((host, port)) as listener:
         bound = listener.getsockname()[1]
         print(

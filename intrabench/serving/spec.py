@@ -103,14 +103,30 @@ class RunsIn(BaseModel):
         return next(k for k in ("python", "command", "container", "url") if getattr(self, k))
 
     def transfers_files(self) -> bool:
-        """Whether the image goes to the server as a file (else through the stream)."""
+        """Whether the image goes to the server as a file (else through the stream).
+
+        Returns:
+            True for ``image_transfer: file``, False for ``stream``; with ``auto``, True when
+            the server runs on this machine by ``python`` or ``command``.
+        """
         if self.image_transfer != "auto":
             return self.image_transfer == "file"
         return self.way in ("python", "command")
 
 
 def tcp_address(url: str) -> tuple[str, int]:
-    """(host, port) of ``tcp://HOST:PORT``; ValueError otherwise."""
+    """(host, port) of ``tcp://HOST:PORT``.
+
+    Args:
+        url: ``tcp://HOST:PORT`` (an IPv6 host in brackets, ``tcp://[::1]:8765``; a trailing
+            ``/`` is ignored).
+
+    Returns:
+        The host (brackets removed) and the port, 1-65535.
+
+    Raises:
+        ValueError: When ``url`` is not of that form.
+    """
     if not url.startswith("tcp://"):
         raise ValueError(f"url {url[:80]!r}: give tcp://HOST:PORT")
     host, _, port = url[len("tcp://") :].rstrip("/").rpartition(":")

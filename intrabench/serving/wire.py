@@ -55,7 +55,20 @@ class Channel:
         arrays: dict[str, np.ndarray] | None = None,
         timeout: float | None = None,
     ) -> None:
-        """Write one message: ``header`` (JSON-able) with ``arrays`` as its payload."""
+        """Write one message: ``header`` (JSON-able) with ``arrays`` as its payload.
+
+        Args:
+            header: The message's JSON object (no NaN or infinity); its ``"arrays"`` entry is
+                written by this method.
+            arrays: Name -> bool, integer or float array of any shape, sent in C order; None:
+                no payload.
+            timeout: Seconds each write may wait without progress before the peer is given up;
+                None: no limit.
+
+        Raises:
+            TypeError: An array's dtype is not bool, integer or float.
+            WireError: The peer closed the connection or took more than ``timeout``.
+        """
         entries, buffers, offset = [], [], 0
         for name, array in (arrays or {}).items():
             array = np.ascontiguousarray(array)
@@ -100,7 +113,23 @@ class Channel:
     def receive(
         self, timeout: float | None = None, max_payload: int = MAX_PAYLOAD_BYTES
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """Read one message: its header and its arrays (each a view of one payload buffer)."""
+        """Read one message: its header and its arrays (each a view of one payload buffer).
+
+        Args:
+            timeout: Seconds each read may wait without progress (the first byte included);
+                None: no limit.
+            max_payload: The largest payload accepted, in bytes; a larger one announced is
+                refused before it is read.
+
+        Returns:
+            ``(header, arrays)``: the JSON object (with its ``"arrays"`` entry) and name ->
+            array, each a view of the one payload buffer, of the shape and dtype the sender
+            wrote.
+
+        Raises:
+            WireError: The stream is not a message of this protocol (magic, sizes, JSON,
+                array entries), the peer closed it, or it took more than ``timeout``.
+        """
         prefix = self._read_exactly(_PREFIX.size, timeout, first=True)
         magic, header_size, payload_size = _PREFIX.unpack(prefix)
         if magic != MAGIC:
