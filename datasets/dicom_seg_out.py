@@ -28,7 +28,18 @@ def _source_datasets(series: DicomSeries) -> list:
 
 def native_masks(series: DicomSeries, masks_zyx: dict[str, np.ndarray]) -> np.ndarray:
     """The masks (canonical (z, y, x), the series' canonical shape) as one (k, j, i, segment)
-    uint8 array in the series' own slice order; DataError for a mask of another shape."""
+    uint8 array in the series' own slice order; DataError for a mask of another shape.
+
+    Args:
+        series: The series the masks were predicted on.
+        masks_zyx: Segment label -> mask (bool or 0/1), canonical (z, y, x).
+
+    Returns:
+        A (k, j, i, segment) uint8 array of 0 and 1, segments in the mapping's order.
+
+    Raises:
+        DataError: A mask is not on the series' canonical grid.
+    """
     geometry = RawImage.from_sitk(series.image).geometry
     expected = tuple(int(v) for v in geometry.size[::-1])  # (k, j, i)
     native = []
@@ -57,7 +68,23 @@ def write_prediction_seg(
 
     Every segment is AUTOMATIC with ``algorithm`` (the model) as its algorithm name; the SEG
     shares the series' study, patient and frame of reference, and its frames reference the
-    source slices' SOP instance UIDs. Empty frames are omitted. Returns ``path``.
+    source slices' SOP instance UIDs. Empty frames are omitted (an all-empty prediction
+    keeps its frames). Returns ``path``.
+
+    Args:
+        series: The source series, read or as its folder.
+        masks_zyx: Segment label (the target id; cut to 64 characters) -> bool mask,
+            canonical (z, y, x); segments are numbered 1, 2, ... in this order.
+        path: The ``.dcm`` file to write (its folder is created).
+        algorithm: The model's name, the segments' algorithm name (cut to 64 characters).
+        series_description: The SEG's SeriesDescription (cut to 64 characters).
+        series_number: The SEG's SeriesNumber.
+
+    Returns:
+        ``path``, as a :class:`~pathlib.Path`.
+
+    Raises:
+        DataError: No mask is given, or a mask is not on the series' grid.
     """
     import highdicom as hd
     from pydicom.sr.codedict import codes
