@@ -40,7 +40,18 @@ class Executor(Protocol):
         unit_keys: list[str],
         progress: RunProgress | None = None,
     ) -> list[str]:
-        """Execute ``groups``; the problems (one line each) of the work skipped."""
+        """Execute ``groups``; the problems (one line each) of the work skipped.
+
+        Args:
+            groups: The groups to run, each the work units of one (dataset, case, model) in
+                plan order (units that need no work may be among them).
+            unit_keys: The keys of every unit of the run, whose rows make ``results.csv`` when
+                the executor consolidates them (:attr:`consolidates`).
+            progress: The progress line to advance, or None for none.
+
+        Returns:
+            One line per group skipped for a problem with its case or its model.
+        """
 
     def close(self) -> None:
         """Stop every worker and thread; also after an error or Ctrl-C."""
@@ -54,7 +65,20 @@ def make_executor(
     needs_work: Callable[[WorkUnit], bool],
 ) -> Executor:
     """The executor ``settings`` choose: Dask, in-process (``background="inline"``) or
-    pipelined (worker processes or threads beside the model loop)."""
+    pipelined (worker processes or threads beside the model loop).
+
+    Args:
+        config: The run's config.
+        run_dir: The run folder.
+        datasets: The run's built datasets by key (the in-process executors read cases from
+            them; Dask workers build their own).
+        settings: The run's execution settings (``executor``, ``background``, ...).
+        needs_work: Whether a unit is still to be computed (resume; see
+            :func:`~intrabench.engine.resume.needs_work`).
+
+    Returns:
+        The executor, not started; the caller closes it.
+    """
     if settings.executor == "dask":
         from intrabench.execution.dask import DaskExecutor
 

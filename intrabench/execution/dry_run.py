@@ -22,7 +22,11 @@ from intrabench.wording import counted
 def print_time_estimate(pending: list) -> None:
     """The time ``pending`` units would take on this machine, as the run's first progress line
     would estimate it (the record of earlier runs, builds and warm-ups included), or why there
-    is none."""
+    is none.
+
+    Args:
+        pending: The work units still to run; nothing is printed when there are none.
+    """
     import io
 
     from intrabench.execution.eta import UnitCosts, read_record
@@ -65,7 +69,17 @@ BUSY_LOAD_PER_CORE = 1.5
 def load_note(recorded: float | None, now: float | None = None, cores: int | None = None) -> str:
     """What load the estimate comes from: the record's load average (per core, the highest of
     the models') against the machine's now. Never "an idle machine" unless it was one (a record
-    made under a high load is said to be one)."""
+    made under a high load is said to be one).
+
+    Args:
+        recorded: The record's 1-minute load average per core, or None when it has none.
+        now: The load average per core now; None reads it (``os.getloadavg``).
+        cores: The machine's CPU cores; None counts them.
+
+    Returns:
+        The note, one clause: the recorded load and the load now, as whole-machine load
+        averages.
+    """
     import os
 
     cores = cores or os.cpu_count() or 1
@@ -88,7 +102,16 @@ def load_note(recorded: float | None, now: float | None = None, cores: int | Non
 def print_dry_run(config: RunConfig, out: Path, extend: bool = False) -> int:
     """Print the plan of ``config`` into run folder ``out``; returns 0 (2 if nothing to run).
     A refusal the real run would meet there (a folder with foreign files, another run's name,
-    a changed config without ``extend``) is printed first, as a warning."""
+    a changed config without ``extend``) is printed first, as a warning.
+
+    Args:
+        config: The run's config.
+        out: The run folder the run would write (its finished units are counted as done).
+        extend: Whether the run would be ``--extend``-ed (a changed config accepted).
+
+    Returns:
+        The exit status: 0, or 2 when every combination is skipped and nothing would run.
+    """
     from intrabench.errors import UserError
     from intrabench.io.run_directory import check_output_directory, check_same_run
 

@@ -21,7 +21,14 @@ _requested: type[KeyboardInterrupt] | None = None
 
 
 def request(kind: type[KeyboardInterrupt]) -> None:
-    """Record a stop request of ``kind`` and raise it (called by the signal handlers)."""
+    """Record a stop request of ``kind`` and raise it (called by the signal handlers).
+
+    Args:
+        kind: KeyboardInterrupt (SIGINT) or the subclass raised for SIGTERM.
+
+    Raises:
+        KeyboardInterrupt: Always, as ``kind``.
+    """
     global _requested
     _requested = kind
     raise kind()
@@ -44,7 +51,16 @@ def install(terminated: type[KeyboardInterrupt]) -> Callable[[], None] | None:
     """Make SIGINT raise KeyboardInterrupt and SIGTERM raise ``terminated``, both recorded;
     returns a function that puts the previous handlers back and forgets the request, or None
     outside the main thread (where handlers cannot be set). An ignored SIGINT (a job started
-    with ``&`` or ``nohup``) stays ignored."""
+    with ``&`` or ``nohup``) stays ignored.
+
+    Args:
+        terminated: The KeyboardInterrupt subclass SIGTERM raises (so a ``kill`` or SLURM's
+            stop can be told from a Ctrl-C).
+
+    Returns:
+        The function that restores the previous handlers (and ``sys.unraisablehook``) and
+        forgets the request, or None outside the main thread.
+    """
     if threading.current_thread() is not threading.main_thread():
         return None
     clear()

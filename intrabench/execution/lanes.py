@@ -83,7 +83,11 @@ class Lane:
     def ready(self) -> bool:
         """Whether a job submitted now would start without waiting for the worker's start-up
         (always true inline; false before :meth:`start`). A worker that died while starting
-        counts as ready: the next job reports why it is gone."""
+        counts as ready: the next job reports why it is gone.
+
+        Returns:
+            True when a job would start at once.
+        """
         if self.mode == "inline":
             return True
         return self._started is not None and self._started.done()
@@ -99,7 +103,18 @@ class Lane:
         return self._executor
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future:
-        """Queue ``fn(*args)``; blocks while the lane is full. Returns its future."""
+        """Queue ``fn(*args)``; blocks while the lane is full. Returns its future.
+
+        Inline, the job runs here, now. An earlier job's failure is raised first (unless the
+        lane was made with ``raise_failures=False``).
+
+        Args:
+            fn: The job; picklable for a process lane.
+            *args: Its arguments (pickled for a process lane).
+
+        Returns:
+            The job's future.
+        """
         self._raise_failures()
         if self.mode == "inline":
             future: Future = Future()
@@ -211,7 +226,15 @@ class LanePool:
             lane.start()
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future:
-        """Queue ``fn(*args)`` on the least loaded lane (the first of equals); its future."""
+        """Queue ``fn(*args)`` on the least loaded lane (the first of equals); its future.
+
+        Args:
+            fn: The job, as :meth:`Lane.submit` takes it.
+            *args: Its arguments.
+
+        Returns:
+            The job's future.
+        """
         lane = min(self.lanes, key=Lane.load)  # the first of the least loaded: stable
         return lane.submit(fn, *args)
 

@@ -59,7 +59,14 @@ class LoopClock:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        """Count the time inside the ``with`` block as ``name`` (less any inner phases')."""
+        """Count the time inside the ``with`` block as ``name`` (less any inner phases').
+
+        Args:
+            name: The phase, one of :data:`PHASES` or another name (listed after them).
+
+        Returns:
+            A context manager; entering it counts one entry of ``name``.
+        """
         now = self._clock()
         if self._started is None:
             self._started = now
@@ -93,7 +100,11 @@ class LoopClock:
 
     def summary(self) -> dict[str, dict[str, float]]:
         """``{phase: {"seconds": s, "entries": n}}`` in :data:`PHASES` order, then the others,
-        then ``"untracked"`` (no entries); JSON-ready."""
+        then ``"untracked"`` (no entries); JSON-ready.
+
+        Returns:
+            Phase name to its seconds (wall, rounded to the microsecond) and entries.
+        """
         order = [name for name in PHASES if name in self.seconds]
         order += sorted(name for name in self.seconds if name not in PHASES)
         table = {
@@ -104,7 +115,11 @@ class LoopClock:
         return table
 
     def lines(self) -> list[str]:
-        """The summary as aligned text lines: phase, seconds, share of the wall time, entries."""
+        """The summary as aligned text lines: phase, seconds, share of the wall time, entries.
+
+        Returns:
+            ``model loop: <wall> s``, then one line per phase of :meth:`summary`.
+        """
         wall = self.wall
         out = [f"model loop: {wall:.2f} s"]
         for name, row in self.summary().items():

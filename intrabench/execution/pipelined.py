@@ -349,8 +349,18 @@ class PipelinedExecutor:
         """Run the units of one (dataset, case, model) group; returns failed-case messages.
 
         With ``wait`` (the default) the group's unit files are written when this returns;
-        otherwise call :meth:`wait` before relying on them. ``following``: the next group's
-        first unit, whose case the model may set up beside this group's forward passes.
+        otherwise call :meth:`wait` before relying on them.
+
+        Args:
+            units: The work units of one (dataset, case, model) group, in plan order.
+            wait: Whether to wait for the group's unit files to be written.
+            following: The next group's first unit, whose case the model may set up beside
+                this group's forward passes; None for none.
+
+        Returns:
+            One line per problem that skipped the group (its case unreadable or without
+            targets, its model not buildable or its checkpoint unusable); [] when it ran, or when
+            its model's problem was reported for an earlier group.
         """
         try:
             case, model = self._case_and_model(units)
@@ -571,7 +581,16 @@ class PipelinedExecutor:
     ) -> list[str]:
         """Execute ``groups`` (each one (dataset, case, model)); returns the problems (cases
         or models skipped). With groups, the run's rows (``unit_keys``) are consolidated by
-        the results worker at the end. Call :meth:`close` afterwards, also on an error."""
+        the results worker at the end. Call :meth:`close` afterwards, also on an error.
+
+        Args:
+            groups: The groups to run, each the units of one (dataset, case, model).
+            unit_keys: The keys of every unit of the run, whose rows are consolidated.
+            progress: The progress line to advance, or None.
+
+        Returns:
+            One line per group skipped for a problem with its case or its model.
+        """
         self._progress = progress
         problems: list[str] = []
         self.loop_clock.start()

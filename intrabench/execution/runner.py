@@ -104,6 +104,9 @@ class Runner:
     def plan(self) -> Plan:
         """The run's plan (:func:`~intrabench.engine.plan.make_plan`) for its config and
         datasets.
+
+        Returns:
+            Every work unit of the config, finished or not, and the skipped combinations.
         """
         return make_plan(self.config, self.datasets)
 
@@ -155,11 +158,22 @@ class Runner:
         return plan, [list(g) for _, g in groupby(pending, key=lambda u: u.group)]
 
     def needs_work(self, unit: WorkUnit) -> bool:
-        """Whether ``unit`` is to be (re)computed (:func:`~intrabench.engine.resume.needs_work`)."""
+        """Whether ``unit`` is to be (re)computed (:func:`~intrabench.engine.resume.needs_work`).
+
+        Args:
+            unit: A work unit of the plan.
+
+        Returns:
+            True when it has no unit file here, or its saved predictions are missing.
+        """
         return needs_work(self.store, self.config, self.run_dir, unit)
 
     def finish(self, plan: Plan) -> None:
-        """Consolidate the plan's rows and close the run (after :meth:`prepare`)."""
+        """Consolidate the plan's rows and close the run (after :meth:`prepare`).
+
+        Args:
+            plan: The plan :meth:`prepare` returned; its units' rows make ``results.csv``.
+        """
         self.store.consolidate([u.key for u in plan.units])
         self._lock.release()
 
@@ -171,7 +185,11 @@ class Runner:
     def run(self) -> tuple[Plan, list[str]]:
         """Execute every unfinished unit; returns the plan and the problems (cases or models
         skipped). Failed units are in :attr:`failures` (and ``failures.csv``), executed ones
-        counted in :attr:`executed`."""
+        counted in :attr:`executed`.
+
+        Returns:
+            (the plan, one line per group skipped for a problem with its case or its model).
+        """
         plan, groups = self.prepare()  # first: a bad run directory fails before any worker starts
         keys = [u.key for u in plan.units]
         progress = self.progress([u for g in groups for u in g]) if self.progress else None
@@ -199,7 +217,18 @@ def run_distributed(
     extend: bool = False,
 ) -> tuple[Plan, list[str]]:
     """Run ``config`` on Dask (:mod:`intrabench.execution.dask`): the local runner's results
-    store and resume. ``settings``: the run's execution settings, or its cluster alone."""
+    store and resume.
+
+    Args:
+        config: The run's config.
+        out: The run folder.
+        settings: The run's execution settings, or its Dask cluster settings alone; the
+            executor is set to ``dask`` either way.
+        extend: Whether a changed config may continue the run folder (``--extend``).
+
+    Returns:
+        As :meth:`Runner.run`: the plan and the problems of the work skipped.
+    """
     if isinstance(settings, DaskSettings):
         settings = ExecutionSettings(dask=settings)
     return Runner(config, out, settings=settings.with_changes(executor="dask"), extend=extend).run()

@@ -92,7 +92,15 @@ class EpisodeScheduler:
         """Run every task; ``done(task, results)`` is called as each episode ends (in any
         order; metrics left empty). Without ``failed`` the first model or user failure is
         raised; with it, ``failed(task, error)`` is called, that episode is dropped and the
-        others go on (``failed`` may raise to stop everything)."""
+        others go on (``failed`` may raise to stop everything).
+
+        Args:
+            tasks: The episodes to run (made lazily, so only those in flight hold a ground
+                truth).
+            done: Called with each finished episode's task and its step results.
+            failed: Called with an episode's task and the error that stopped it; None raises
+                the first error.
+        """
         _Run(self, tasks, done, failed).loop()
 
     def _answer_here(self, episode: _Running, call: UserCall) -> Answer:

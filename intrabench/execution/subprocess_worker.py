@@ -165,6 +165,15 @@ class SubprocessExecutor(Executor):
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         """Run ``fn(*args, **kwargs)`` in the worker process; a future of its result (the worker
         is started on the first job).
+
+        Args:
+            fn: A picklable function (importable by its module path in the worker).
+            *args: Its positional arguments, pickled (large arrays through a spool file).
+            **kwargs: Its keyword arguments, pickled the same way.
+
+        Returns:
+            The future of ``fn``'s result; it holds :class:`WorkerDied` when the worker has
+            ended or the job cannot be handed to it.
         """
         future: Future = Future()
         future.set_running_or_notify_cancel()

@@ -37,13 +37,25 @@ class PackedMask:
 
     @classmethod
     def pack(cls, mask: np.ndarray) -> PackedMask:
-        """Pack a bool (z, y, x) mask as the crop of its bounding box (no values when empty)."""
+        """Pack a bool (z, y, x) mask as the crop of its bounding box (no values when empty).
+
+        Args:
+            mask: The boolean (z, y, x) mask.
+
+        Returns:
+            Its shape, its bounding box (half-open slices, None when empty) and the box's
+            crop (a C-contiguous copy, None when empty).
+        """
         box = bounding_box(mask)
         values = None if box is None else np.ascontiguousarray(mask[box])
         return cls(tuple(mask.shape), box, values)
 
     def unpack(self) -> np.ndarray:
-        """The whole mask, read-only, its box known (no pass over the volume to find it)."""
+        """The whole mask, read-only, its box known (no pass over the volume to find it).
+
+        Returns:
+            The boolean (z, y, x) mask of :attr:`shape`, False outside the box.
+        """
         mask = np.zeros(self.shape, dtype=bool)
         if self.box is not None:
             mask[self.box] = self.values
@@ -106,8 +118,20 @@ def answer(
 ) -> Answer:
     """The prompt of ``step`` for episode ``key`` (see :func:`intrabench.engine.episode.ask_user`).
 
-    ``introduction``: with the episode's first call. Raises :class:`UserNotLoadable` when this
-    process cannot rebuild the episode's user.
+    Args:
+        key: The episode's key (:attr:`~intrabench.engine.group.EpisodeTask.key`).
+        step: The step to prompt for (0: the initial prompt; k: the k-th correction).
+        prediction: The previous step's mask, packed; None at step 0.
+        history: The episode's prompts so far, in step order.
+        introduction: The episode's plugin imports, pickled user and ground truth, sent with
+            its first call to this worker; None afterwards.
+
+    Returns:
+        The answer: the prompt (None: nothing left to correct) and the seconds spent.
+
+    Raises:
+        UserNotLoadable: This process cannot rebuild the episode's user, or was never told of
+            the episode (the caller answers it itself).
     """
     if introduction is not None:
         _meet(key, introduction)
