@@ -30,8 +30,6 @@ NOT_YET: frozenset[str] = frozenset(
         "intrabench/execution/eta.py",
         "intrabench/execution/parcels.py",
         "intrabench/execution/progress.py",
-        "intrabench/execution/settings.py",
-        "intrabench/execution/sizing.py",
     }
 )
 

@@ -93,11 +93,28 @@ class ExecutionSettings:
         file: Path | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> ExecutionSettings:
-        """The settings from, in rising precedence, the defaults, the environment
-        (``environ``, default ``os.environ``), the YAML ``file`` (its keys: the fields of
-        this class and of :class:`DaskSettings`) and the command line's ``flags`` (the same
-        names; a value of None or ``[]`` is a flag not given). Checked: a value the run
-        could not use is a :class:`UserError` in one line."""
+        """The settings from, in rising precedence, the defaults, the environment, the YAML
+        file and the command line's flags. Checked: a value the run could not use is a
+        :class:`UserError` in one line.
+
+        Args:
+            flags: The command line's execution flags by field name (the fields of this
+                class and of :class:`DaskSettings`, e.g. ``workers``, ``gpus``); a value of
+                None or ``[]`` is a flag not given. None: no flags.
+            file: A YAML execution settings file (``intrabench run --execution FILE``): a
+                flat mapping with the same keys. None: no file.
+            environ: The environment to read (``TQDM_MININTERVAL``, docs/environment.md).
+                None: ``os.environ``.
+
+        Returns:
+            The checked settings (:meth:`checked`).
+
+        Raises:
+            ConfigError: The file is not a mapping, or a flag or key is unknown or of the
+                wrong kind.
+            UserError: An option the run could not use (see :meth:`checked`), or a
+                ``TQDM_MININTERVAL`` that is not a number.
+        """
         values: dict[str, Any] = _from_environment(os.environ if environ is None else environ)
         if file is not None:
             values.update(_read_file(Path(file)))
@@ -108,7 +125,17 @@ class ExecutionSettings:
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> ExecutionSettings:
-        """Settings from flat ``values`` (fields of this class and of :class:`DaskSettings`)."""
+        """Settings from flat ``values`` (fields of this class and of :class:`DaskSettings`).
+
+        Args:
+            values: Field values by name, this class's and :class:`DaskSettings`' in one
+                mapping (as a settings file or the flags give them); ``gpus`` may be a
+                comma-separated string (``"0,1"``) or a list, ``task_resources`` a list and
+                ``cluster_config`` a string path. Fields left out take their defaults.
+
+        Returns:
+            The settings, not yet checked (:meth:`checked`).
+        """
         dask_names = {f.name for f in fields(DaskSettings)}
         dask = {k: v for k, v in values.items() if k in dask_names}
         if "gpus" in dask:
@@ -121,12 +148,31 @@ class ExecutionSettings:
         return cls(**own, dask=DaskSettings(**dask))
 
     def with_changes(self, **changes: Any) -> ExecutionSettings:
-        """A copy with ``changes`` (fields of this class; None values are ignored)."""
+        """A copy with ``changes`` (fields of this class; None values are ignored).
+
+        Args:
+            **changes: New values by field name of this class (not of
+                :class:`DaskSettings`; a whole ``dask=`` object may be given); a value of
+                None keeps the current one.
+
+        Returns:
+            A new frozen settings object; this one is unchanged.
+        """
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def checked(self) -> ExecutionSettings:
         """These settings, or :class:`UserError` naming the flag that cannot be used: Dask
-        options without ``--executor dask``, a local cluster the machine cannot hold."""
+        options without ``--executor dask``, a local cluster the machine cannot hold.
+
+        Returns:
+            This object itself, once checked.
+
+        Raises:
+            UserError: A Dask option with the local executor, ``--workers-per-gpu`` without
+                ``--gpus``, more local workers than the machine takes (4 per core), an
+                unreadable cluster config, task resources no local worker offers, or a
+                memory limit under 512 MiB or not a size.
+        """
         _check_executor_options(self)
         if self.executor == "dask":
             _check_local_cluster(self.dask)
@@ -258,7 +304,18 @@ def _check_memory_limit(limit: str | None) -> None:
 
 
 def parse_resources(items: tuple[str, ...] | list[str] | None) -> dict[str, float]:
-    """``NAME=AMOUNT`` items as a mapping (an amount left out is 1)."""
+    """``NAME=AMOUNT`` items as a mapping (an amount left out is 1).
+
+    Args:
+        items: The ``--task-resources`` items, e.g. ``("GPU=1", "MEMORY=8e9")`` or ``["GPU"]``;
+            None or empty: no resources.
+
+    Returns:
+        The amount each task needs by resource name, as floats (``{"GPU": 1.0}``).
+
+    Raises:
+        UserError: An amount that is not a number.
+    """
     resources: dict[str, float] = {}
     for item in items or []:
         name, _, amount = item.partition("=")
@@ -273,7 +330,16 @@ def check_local_resources(dask: DaskSettings, resources: dict[str, float]) -> No
     """UserError when the local cluster's workers cannot offer what each task asks
     (``--task-resources``): such tasks would wait forever. The local cluster's workers offer
     GPU=1 each with ``--gpus``, nothing otherwise; a scheduler's or a job queue's workers are
-    started elsewhere, with their own ``--resources``."""
+    started elsewhere, with their own ``--resources``.
+
+    Args:
+        dask: The run's Dask settings; with a ``scheduler`` or a ``cluster_config`` nothing
+            is checked.
+        resources: What each task needs by resource name (:func:`parse_resources`).
+
+    Raises:
+        UserError: A resource a task needs more of than a local worker offers.
+    """
     if dask.scheduler or dask.cluster_config:
         return
     offered = {"GPU": 1.0} if dask.gpus else {}
@@ -293,7 +359,20 @@ def check_local_resources(dask: DaskSettings, resources: dict[str, float]) -> No
 def read_cluster_spec(path: Path) -> tuple[str, int, dict[str, Any]]:
     """(dask-jobqueue cluster class name, jobs, options) of a cluster config ({kind:
     slurm|pbs|lsf|sge|htcondor, jobs: N, options: {...}}); UserError in one line for anything
-    else (checked before the run's folder is written)."""
+    else (checked before the run's folder is written).
+
+    Args:
+        path: The YAML cluster config (``--cluster-config``, docs/scaling.md).
+
+    Returns:
+        ``(class_name, jobs, options)``: the dask-jobqueue class to start (``"SLURMCluster"``,
+        ...), the number of jobs to scale to (1 where left out, at least 1), and the
+        keyword arguments for that class (the file's ``options``, a copy).
+
+    Raises:
+        UserError: The file is not such a mapping, its ``kind`` is not one of the five, or
+            ``jobs`` is not a whole number of at least 1.
+    """
     from intrabench.config import read_yaml_file
 
     spec = read_yaml_file(path, "cluster config") or {}
