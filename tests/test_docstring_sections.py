@@ -28,7 +28,6 @@ NOT_YET: frozenset[str] = frozenset(
     {
         "intrabench/execution/dask.py",
         "intrabench/execution/eta.py",
-        "intrabench/execution/parcels.py",
         "intrabench/execution/progress.py",
     }
 )

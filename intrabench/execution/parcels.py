@@ -52,7 +52,13 @@ def spool_directory() -> str:
     """A new private directory for spool files, named after this process: in ``/dev/shm``
     when it is a writable folder with at least 1 GiB free, else in the temporary directory.
     Directories left by processes that no longer run (killed before cleaning up) are removed
-    first, so that a crash never keeps memory in ``/dev/shm`` for long."""
+    first, so that a crash never keeps memory in ``/dev/shm`` for long.
+
+    Returns:
+        The absolute path of the new directory (mode 0700), named
+        ``intrabench-spool-<pid>-n<PID namespace>-s<start time>-<random>``; the caller
+        removes it with :func:`remove_directory`.
+    """
     shm = "/dev/shm"
     parent = None
     try:
@@ -90,7 +96,18 @@ def remove_orphans(parent: str, min_age_seconds: float = 3600.0) -> list[str]:
     :func:`spool_directory`) whose namespace is this process's goes at once when its process
     has ended (or its PID now belongs to a later process): a kill -9'd run's spool is freed at
     the next start. Others (another namespace, whose processes look ended from here, or the
-    older names without these) go once nothing has written to them for ``min_age_seconds``."""
+    older names without these) go once nothing has written to them for ``min_age_seconds``.
+
+    Args:
+        parent: The folder to clean (``/dev/shm`` or the temporary directory); one that
+            cannot be listed is left alone.
+        min_age_seconds: How long, in seconds since its last change, a spool directory that
+            cannot be told ended from its name must be left before it is removed (and then
+            only if no process has its PID). Default: one hour.
+
+    Returns:
+        The paths of the directories removed, in listing order (empty where none).
+    """
     removed = []
     try:
         names = os.listdir(parent)
@@ -140,7 +157,22 @@ def _running(pid: int) -> bool:
 
 def pack(value: Any, directory: str, name: str, inline_limit: int) -> Parcel:
     """Pickle ``value`` as a :class:`Parcel`, writing a spool file ``directory/name`` when it
-    has large buffers or its stream is over ``inline_limit`` bytes."""
+    has large buffers or its stream is over ``inline_limit`` bytes.
+
+    Args:
+        value: Any picklable value; its contiguous buffers of at least
+            :data:`OUT_OF_BAND_MIN` bytes (numpy arrays) are written out of band,
+            page-aligned, not copied into the pickle stream.
+        directory: The spool directory (:func:`spool_directory`); where its file system is
+            full, the file goes to :func:`overflow_directory` instead.
+        name: The spool file's name in ``directory``, unique among the parcels in flight.
+        inline_limit: The longest pickle stream, in bytes, that travels inline when the
+            value has no large buffers.
+
+    Returns:
+        The parcel: inline bytes, or a spool file's path and layout. The receiver calls
+        :func:`unpack` once, which removes the file.
+    """
     large: list[pickle.PickleBuffer] = []
 
     def keep_out(buffer: pickle.PickleBuffer) -> bool:
@@ -166,7 +198,15 @@ def pack(value: Any, directory: str, name: str, inline_limit: int) -> Parcel:
 
 def overflow_directory(directory: str) -> str:
     """Where parcels of ``directory`` go when its file system is full: the directory of the
-    same name in the temporary directory (removed with it by :func:`remove_directory`)."""
+    same name in the temporary directory (removed with it by :func:`remove_directory`).
+
+    Args:
+        directory: A spool directory (:func:`spool_directory`).
+
+    Returns:
+        The overflow directory's path (not created here; the same path as ``directory``
+        where that is already in the temporary directory).
+    """
     return os.path.join(tempfile.gettempdir(), os.path.basename(directory))
 
 
@@ -191,7 +231,16 @@ def _write(stream: bytes, large: list[pickle.PickleBuffer], path: str) -> Parcel
 
 def unpack(parcel: Parcel) -> Any:
     """The value of ``parcel``; its spool file is removed (its buffers stay mapped for as long
-    as the arrays that use them live)."""
+    as the arrays that use them live).
+
+    Args:
+        parcel: A parcel from :func:`pack`, unpacked at most once (its spool file is gone
+            afterwards).
+
+    Returns:
+        The value that was packed. Its large arrays point into a private copy-on-write
+        mapping of the spool file: writable, and not seen by the sender.
+    """
     if parcel.path is None:
         return pickle.loads(parcel.inline)
     try:
@@ -210,14 +259,23 @@ def unpack(parcel: Parcel) -> Any:
 
 
 def discard(path: str) -> None:
-    """Remove a spool file if it is there."""
+    """Remove a spool file if it is there.
+
+    Args:
+        path: The spool file's path; a file already gone is no error.
+    """
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
 
 
 def remove_directory(directory: str | None) -> None:
     """Remove a spool directory, its overflow directory, and what is left in them (parcels
-    never received)."""
+    never received).
+
+    Args:
+        directory: The spool directory (:func:`spool_directory`); None: nothing to remove.
+            Errors while removing are ignored.
+    """
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)
         overflow = overflow_directory(directory)
