@@ -26,7 +26,6 @@ CODE_FOLDERS = ("intrabench", "models", "prompters", "datasets")
 #: so the list stays honest.
 NOT_YET: frozenset[str] = frozenset(
     {
-        "intrabench/execution/dask.py",
         "intrabench/execution/eta.py",
         "intrabench/execution/progress.py",
     }

@@ -54,9 +54,27 @@ def execute_group_task(
     everything in the task; ``"process"`` (GPU workers, which have cores to spare) gives the
     task the local runner's user, results and reader workers, so the GPU keeps predicting
     while they prompt and evaluate. Either way the group's unit files are written when the
-    task returns. ``user_workers``, ``finish_workers``: this worker's share of the machine's
-    user and results workers. Returns the group's problems, its failed units and what it
-    skipped for a problem (see :mod:`intrabench.engine.skipped_work`).
+    task returns. The worker process keeps the executor (and its loaded models) for the
+    run's next tasks.
+
+    Args:
+        config_json: The run's configuration as JSON (``RunConfig.model_dump_json()``); with
+            ``run_dir`` and ``background`` it names the executor the worker reuses.
+        run_dir: The run's folder, as a path string seen from the worker (a shared file
+            system on a cluster); unit files are written under it.
+        units: The work units of one (dataset, case, model) group, in plan order; those whose
+            files are already written are skipped.
+        background: ``"inline"``: everything in the task; ``"process"``: the local runner's
+            worker processes beside the model loop (``"thread"`` is for tests).
+        user_workers: This worker's share of the machine's user worker processes; None: the
+            local default.
+        finish_workers: This worker's share of the machine's results (metrics, rows, files)
+            worker processes; None: the local default.
+
+    Returns:
+        ``(problems, failures, skipped)``: one line per case or model skipped for a problem,
+        the group's failed units, and what it skipped for a problem (see
+        :mod:`intrabench.engine.skipped_work`).
     """
     key = (config_json, run_dir, background)
     executor = _WORKER_RUNNERS.get(key)
@@ -105,7 +123,21 @@ def _devices(gpus: str | list[str] | tuple[str, ...]) -> list[str]:
 
 
 def make_client(dask: DaskSettings) -> tuple[Any, Any]:
-    """(client, cluster or None) for ``dask``'s scheduler, cluster file or local cluster."""
+    """(client, cluster or None) for ``dask``'s scheduler, cluster file or local cluster.
+
+    Args:
+        dask: The run's Dask settings; the first given of ``scheduler``, ``cluster_config``
+            and ``gpus`` decides, else a local cluster of ``workers`` single-threaded
+            processes (2 where None) with ``memory_limit`` each (Dask's "auto" where None).
+
+    Returns:
+        ``(client, cluster)``: a connected ``distributed.Client`` and the cluster it started,
+        or None for a running scheduler (not this run's to close). The caller closes both.
+
+    Raises:
+        UserError: The scheduler cannot be reached (30 s), dask-jobqueue is not installed
+            for a cluster file, or the file's options do not fit its cluster class.
+    """
     from distributed import Client, LocalCluster
 
     if dask.scheduler:
@@ -140,6 +172,18 @@ def gpu_cluster(
 
     More than one worker per GPU keeps the card busy while a worker does CPU work (simulated
     user, metrics, reading); each worker holds its own copy of the model in GPU memory.
+
+    Args:
+        gpus: Device indices, ``"0,1"`` or a list (``--gpus``); blanks are dropped.
+        memory_limit: Memory bound per worker, a Dask size (``"8GB"``); None: Dask's "auto".
+        workers_per_gpu: Worker processes sharing each device, at least 1.
+
+    Returns:
+        A ``distributed.SpecCluster`` (not yet connected to a client) whose workers are named
+        ``gpu-<device>`` (``gpu-<device>-<index>`` with several per device).
+
+    Raises:
+        UserError: No device index is given, or ``workers_per_gpu`` is below 1.
     """
     from distributed import Nanny, Scheduler, SpecCluster
 
@@ -206,7 +250,19 @@ class DaskExecutor:
         self, groups: list[list[WorkUnit]], unit_keys: list[str], progress: Any = None
     ) -> list[str]:
         """Run ``groups`` on the cluster; the problems (cases or models skipped). The
-        progress is Dask's task bar, not ``progress``."""
+        progress is Dask's task bar, not ``progress``.
+
+        Args:
+            groups: The groups to run, each the work units of one (dataset, case, model) in
+                plan order; each becomes one Dask task.
+            unit_keys: The keys of every unit of the run; not used here (the runner
+                consolidates the rows, :attr:`consolidates`).
+            progress: Not used: a tqdm bar of finished tasks is drawn on stderr instead.
+
+        Returns:
+            One line per case or model skipped for a problem, a task that failed included
+            (as ``task <key> failed: ...``), in the order the tasks finished.
+        """
         client, cluster = make_client(self.dask)
         try:
             return self._submit_all(client, groups)
