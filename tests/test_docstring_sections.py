@@ -27,7 +27,6 @@ CODE_FOLDERS = ("intrabench", "models", "prompters", "datasets")
 NOT_YET: frozenset[str] = frozenset(
     {
         "intrabench/execution/eta.py",
-        "intrabench/execution/progress.py",
     }
 )
 

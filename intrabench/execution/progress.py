@@ -32,7 +32,16 @@ def work_keys(units: list[WorkUnit]) -> dict[str, str]:
     """Per model, the name its costs are kept under: ``model[digest]``, the digest of the
     work each of its units does (prompter, refiner, steps, click strategy). A unit of the
     demo's prompters costs other than one of seven robot scribbles: a record is used only by
-    runs that give the model the same mix of work."""
+    runs that give the model the same mix of work.
+
+    Args:
+        units: The work units of the run (or of the part whose costs are kept).
+
+    Returns:
+        For each model key among ``units``, its work key ``"<model>[<8 hex digits>]"``: the
+        first 8 hex digits of the SHA-256 of its units' sorted (prompter, refiner, steps,
+        click group) kinds.
+    """
     import hashlib
     import json
     from collections import defaultdict
@@ -49,7 +58,15 @@ def work_keys(units: list[WorkUnit]) -> dict[str, str]:
 
 
 def format_seconds(seconds: float) -> str:
-    """``42s``, ``3m05s``, ``2h04m``; beyond 999 hours (or not a number) ``>999h``."""
+    """``42s``, ``3m05s``, ``2h04m``; beyond 999 hours ``>999h``, not a number ``?``.
+
+    Args:
+        seconds: A duration in seconds; rounded to whole seconds, negative ones shown as 0.
+
+    Returns:
+        The duration in at most two units: seconds under a minute, minutes and zero-padded
+        seconds under an hour, else hours and zero-padded minutes.
+    """
     if not math.isfinite(seconds) or seconds >= 999 * 3600:
         return ">999h" if seconds == seconds else "?"
     seconds = max(0, int(round(seconds)))
@@ -64,9 +81,20 @@ class RunProgress:
     """Progress over ``units`` (the units this run executes), reported on ``stream``.
 
     The runner calls :meth:`start_group` and :meth:`finish_group` around each (case, model)
-    group, :meth:`failed` per failed unit, and :meth:`close` at the end. ``terminal``: draw a
-    bar (default: whether ``stream`` is a terminal); ``interval``: seconds between lines
-    otherwise.
+    group, :meth:`failed` per failed unit, and :meth:`close` at the end.
+
+    Args:
+        units: The work units this run executes (those already done on a resume left out).
+        stream: Where the bar or the lines go; None: ``sys.stderr``.
+        interval: Seconds between lines off a terminal (a heartbeat thread prints them also
+            while a group runs); 0: a line after each group only.
+        terminal: Draw a tqdm bar; None: whether ``stream`` is a terminal.
+        clock: The clock in seconds (``time.monotonic``; tests give a fake one).
+        heartbeat: Start the heartbeat thread off a terminal.
+        costs: The seconds per unit to estimate with; None: this machine's record
+            (:func:`~intrabench.execution.eta.read_record`).
+        remember: Add the rates measured in this run to the machine's record at
+            :meth:`close`; None: when the record was read here (``costs`` is None).
     """
 
     def __init__(
@@ -132,11 +160,21 @@ class RunProgress:
         units x their (model, dataset, case)'s seconds per unit, plus the build of each model
         with work left that is not in memory, and the first-inference warm-up of models not
         started, the running group's share less the time it has run (:meth:`untimed` names
-        the models left out)."""
+        the models left out).
+
+        Returns:
+            The estimate in seconds of the timed work left, or None while no model with
+            work left has a rate (measured or recorded).
+        """
         return self._estimate()[0]
 
     def untimed(self) -> list[str]:
-        """The models with work left and no rate yet (measured or recorded)."""
+        """The models with work left and no rate yet (measured or recorded).
+
+        Returns:
+            Their model keys (without the work digest), sorted; empty when the ETA covers
+            all the work left.
+        """
         return self._estimate()[1]
 
     def _estimate(self) -> tuple[float | None, list[str]]:
@@ -173,7 +211,11 @@ class RunProgress:
 
     def start_group(self, units: list[WorkUnit]) -> None:
         """The group of ``units`` starts (its model is built first where it is not in memory:
-        :meth:`model_built` says when)."""
+        :meth:`model_built` says when).
+
+        Args:
+            units: The group's work units: one (dataset, case, model), at least one unit.
+        """
         self._where = f"{units[0].case_id} | {units[0].model.key}"
         with self._lock:  # the heartbeat thread reads it for its lines
             self._running = (Counter(map(self._key, units)), self.clock())
@@ -182,14 +224,25 @@ class RunProgress:
 
     def case_targets(self, unit: WorkUnit, targets: int) -> None:
         """The case of ``unit`` (read for its group) has ``targets`` targets: each unit of it
-        runs one episode per target, and the ETA scales its seconds per target by them."""
+        runs one episode per target, and the ETA scales its seconds per target by them.
+
+        Args:
+            unit: A unit of the case (its dataset key and case id name the case).
+            targets: The number of targets the case has (``len(case.targets)``); below 1
+                it is ignored.
+        """
         with self._lock:
             self.costs.set_targets(unit.dataset.key, unit.case_id, targets)
 
     def model_built(self, units: list[WorkUnit], seconds: float) -> None:
         """The model of ``units`` was built (network, weights, exported encoder) in
         ``seconds``; it is the one in memory now. The running group's clock starts again:
-        its seconds per unit leave the build out."""
+        its seconds per unit leave the build out.
+
+        Args:
+            units: The group whose model was built (the first unit names the model).
+            seconds: How long the build took, wall-clock seconds.
+        """
         model = self._key(units[0])[0]
         with self._lock:
             self.costs.add_build(model, seconds)
@@ -198,7 +251,13 @@ class RunProgress:
                 self._running = (self._running[0], self.clock())
 
     def finish_group(self, units: list[WorkUnit], seconds: float) -> None:
-        """The group of ``units`` ended after ``seconds`` (its model's build left out)."""
+        """The group of ``units`` ended after ``seconds`` (its model's build left out).
+
+        Args:
+            units: The group's work units, as given to :meth:`start_group`; each counts as
+                done (failed ones too: :meth:`failed` counts those).
+            seconds: The group's wall-clock seconds, without its model's build.
+        """
         key = self._key(units[0])
         with self._lock:  # the heartbeat thread reads these for its lines
             self.costs.add(key[0], key[1], len(units), seconds, case=key[2])
@@ -231,12 +290,21 @@ class RunProgress:
         return text
 
     def failed(self, count: int = 1) -> None:
-        """Count ``count`` failed units."""
+        """Count ``count`` failed units.
+
+        Args:
+            count: How many units failed (shown as ``N failed`` on the lines).
+        """
         self.failures += count
 
     def finishing(self, what: str) -> None:
         """Every unit is handed on; ``what`` is being finished (said now, and by the lines that
-        follow until :meth:`close`)."""
+        follow until :meth:`close`).
+
+        Args:
+            what: What is being finished, shown in place of the case and model (e.g. the
+                last metrics, the results files).
+        """
         self._where = what
         if self._bar is not None:
             self._bar.set_description(what)
@@ -272,7 +340,12 @@ class RunProgress:
         print("intrabench: " + " | ".join(p for p in parts if p), file=self.stream, flush=True)
 
     def write(self, message: str) -> None:
-        """A message that does not break the bar."""
+        """A message that does not break the bar.
+
+        Args:
+            message: One line of text, printed on the progress stream (above the bar on a
+                terminal).
+        """
         if self._bar is not None:
             self._bar.write(message, file=self.stream)
         else:
