@@ -203,9 +203,9 @@ class ServerConnection:
         """Say goodbye (unless ``kill``), stop the process, remove the temporary files.
 
         Args:
-            kill: Skip the goodbye and kill the process if it has not exited within 0.5 s
-                (else it is given 10 s after the goodbye); its process group gets SIGKILL.
-                The folder's files are removed but for the server's standard error.
+            kill: Skip the goodbye and give the process 0.5 s instead of 10 s to exit before
+                its process group gets SIGKILL. Either way the folder's files are removed but
+                for the server's standard error.
         """
         if not kill and self.alive and hasattr(self, "channel"):
             try:
