@@ -72,7 +72,12 @@ MAX_RECORDED_TARGETS = 10_000_000
 
 
 def record_path() -> Path:
-    """``$INTRABENCH_CACHE/unit-seconds.json`` (default ``~/.cache/intrabench``)."""
+    """``$INTRABENCH_CACHE/unit-seconds.json`` (default ``~/.cache/intrabench``).
+
+    Returns:
+        The record file's path (the file may not exist yet); one file holds every host's
+        entry, keyed by host name.
+    """
     from intrabench.io.cache import cache_root
 
     return cache_root() / "unit-seconds.json"
@@ -98,7 +103,15 @@ def read_record(path: Path | None = None) -> Record:
     values that are not plausible seconds (NaN, Infinity, 1e308, 5e-324, negative, text,
     lists) and entries of the wrong shape are left out, with one line in the log; a 0 (what
     the record holds for a warm-up or build too short to measure) is left out silently; an
-    unreadable file (bad JSON, nesting too deep) is no record."""
+    unreadable file (bad JSON, nesting too deep) is no record.
+
+    Args:
+        path: The record file; None: :func:`record_path`.
+
+    Returns:
+        The entry of this host (``platform.node()``) as a :class:`Record`, seconds as
+        floats; an empty one where the file or the host's entry is missing or unreadable.
+    """
     record = Record()
     path = path or record_path()
     try:
@@ -174,7 +187,16 @@ def read_record(path: Path | None = None) -> Record:
 
 
 def write_record(measured: Record, path: Path | None = None) -> None:
-    """Adds ``measured`` to this host's record (what was measured now replaces the older)."""
+    """Adds ``measured`` to this host's record (what was measured now replaces the older).
+
+    The file is rewritten atomically, other hosts' entries kept (an unreadable file starts
+    afresh); entries of the wrong shape are replaced. A file that cannot be written (a read-only home) is left as it is.
+
+    Args:
+        measured: What this run measured (:meth:`UnitCosts.measured`); rates are stored
+            rounded to microseconds, warm-ups and builds to milliseconds.
+        path: The record file; None: :func:`record_path`.
+    """
     from intrabench.io.results import atomic_write_text
 
     path = path or record_path()
@@ -293,7 +315,12 @@ def _per_unit(totals: dict, index: int = 1) -> dict:
 class UnitCosts:
     """Seconds per unit per (model, dataset[, case]): :meth:`add` each finished group (after
     :meth:`set_targets` of its case, when known), ask :meth:`rate` (the module docstring's
-    order) and :meth:`warm_up`."""
+    order) and :meth:`warm_up`.
+
+    Args:
+        record: What earlier runs on this machine measured (:func:`read_record`); None: an
+            empty record (only this run's measurements count).
+    """
 
     def __init__(self, record: Record | None = None) -> None:
         self.record = record or Record()
@@ -314,14 +341,28 @@ class UnitCosts:
 
     def set_targets(self, dataset: str, case: str, targets: int) -> None:
         """The case ``case`` of ``dataset`` has ``targets`` targets (one episode each per
-        unit): its units' estimate scales with them."""
+        unit): its units' estimate scales with them.
+
+        Args:
+            dataset: The dataset key.
+            case: The case id within ``dataset``.
+            targets: The case's number of targets; a count below 1 is ignored.
+        """
         if targets >= 1 and self._targets.get((dataset, case)) != targets:
             self._targets[(dataset, case)] = int(targets)
             self._snapshot = None
 
     def targets(self, dataset: str, case: str | None) -> float | None:
         """The targets of ``case``: read in this run, else recorded; else the mean of the
-        known cases of ``dataset``; None when none is known."""
+        known cases of ``dataset``; None when none is known.
+
+        Args:
+            dataset: The dataset key.
+            case: The case id within ``dataset``; None: the dataset's mean is asked for.
+
+        Returns:
+            The number of targets (a float: a mean may be fractional), or None.
+        """
         if case is not None:
             for known in (self._targets, self.record.targets):
                 if (dataset, case) in known:
@@ -333,12 +374,25 @@ class UnitCosts:
         return sum(counts.values()) / len(counts) if counts else None
 
     def add_build(self, model: str, seconds: float) -> None:
-        """``model`` was built (network, weights, exported encoder) in ``seconds``."""
+        """``model`` was built (network, weights, exported encoder) in ``seconds``.
+
+        Args:
+            model: The model's work key (:func:`~intrabench.execution.progress.work_keys`).
+            seconds: The build's wall-clock seconds; the run's first build of a model goes to
+                the record (a build in a fresh process), the last one is the next estimate.
+        """
         self._builds[model].append(float(seconds))
 
     def build(self, model: str) -> float:
         """Seconds to build ``model`` again: its last build in this run, else the record's
-        (a build in a fresh process, imports included), else 0."""
+        (a build in a fresh process, imports included), else 0.
+
+        Args:
+            model: The model's work key.
+
+        Returns:
+            The estimated build time in seconds (0.0 where none is known).
+        """
         if self._builds.get(model):
             return self._builds[model][-1]
         return self.record.builds.get(model, 0.0)
@@ -347,7 +401,20 @@ class UnitCosts:
         self, model: str, dataset: str, units: int, seconds: float, case: str | None = None
     ) -> None:
         """A finished group of ``units`` of ``model`` on ``dataset`` (its ``case``) that took
-        ``seconds`` (a model's first group may include time spent before it, building it)."""
+        ``seconds`` (a model's first group may include time spent before it, building it).
+
+        A model's first group is left out of its steady rates (its one-off costs make its
+        warm-up); the rates per unit and target count only the groups whose case's targets
+        were set (:meth:`set_targets`) before.
+
+        Args:
+            model: The model's work key.
+            dataset: The dataset key.
+            units: How many work units the group ran.
+            seconds: The group's wall-clock seconds.
+            case: The group's case id; None: the group counts for the (model, dataset) rates
+                only, not for a case's rate or the rates per target.
+        """
         key = (model, dataset)
         targets = self._targets.get((dataset, case)) if case is not None else None
         totals = [self._all[key]] + ([self._later[key]] if model in self._first else [])
@@ -368,18 +435,35 @@ class UnitCosts:
         self._snapshot = None
 
     def started(self, model: str) -> bool:
-        """Whether a unit of ``model`` has started (its build is then behind it)."""
+        """Whether a unit of ``model`` has started (its build is then behind it).
+
+        Args:
+            model: The model's work key.
+
+        Returns:
+            True once a group of ``model`` was added (:meth:`add`) in this run.
+        """
         return model in self._first
 
     def steady(self) -> dict[Key, float]:
-        """Rates measured here without a model's first group (known once another ran)."""
+        """Rates measured here without a model's first group (known once another ran).
+
+        Returns:
+            Seconds per unit by (model work key, dataset key), for the pairs with a group
+            after their model's first.
+        """
         return _per_unit(self._later)
 
     def measured(self) -> Record:
         """What this run measured, as the record keeps it: steady rates, else (a model that
         ran one group on a dataset) the rate with its first group, per unit and per unit and
         target; the cases' steady rates (not the first group's case: its one-off costs are
-        in it); the warm-ups known; the cases' targets; the models' mean load per core."""
+        in it); the warm-ups known; the cases' targets; the models' mean load per core.
+
+        Returns:
+            A new :class:`Record` of this run's measurements only (the record read at the
+            start is not in it); builds are each model's first in this run.
+        """
         steady, steady_targets = self.steady(), _per_unit(self._later, 2)
         rates = {**_per_unit(self._all), **steady}
         target_rates = {**_per_unit(self._all, 2), **steady_targets}
@@ -403,7 +487,15 @@ class UnitCosts:
         return Record(rates, warm_up, cases, builds, target_rates, dict(self._targets), loads)
 
     def warm_up(self, model: str) -> float:
-        """One-off seconds of ``model`` before it runs at its rate: measured, else recorded."""
+        """One-off seconds of ``model`` before it runs at its rate: measured, else recorded.
+
+        Args:
+            model: The model's work key.
+
+        Returns:
+            Its first group's seconds beyond its steady rate (at least 0.0) where measured,
+            else the record's, else 0.0.
+        """
         measured = self._derived().warm_up
         return measured[model] if model in measured else self.record.warm_up.get(model, 0.0)
 
@@ -439,7 +531,18 @@ class UnitCosts:
     def rate(self, model: str, dataset: str, case: str | None = None) -> float | None:
         """Seconds per unit of ``model`` on ``dataset`` (on ``case`` when given), or None:
         the module docstring's order; in steps 1-3 the rate per target times the case's
-        targets where both are known."""
+        targets where both are known.
+
+        Args:
+            model: The model's work key.
+            dataset: The dataset key.
+            case: The case id within ``dataset``; None: the (model, dataset) rate, scaled by
+                the dataset's mean targets where known.
+
+        Returns:
+            The estimated seconds per work unit (recorded rates scaled by this run's speed
+            against the record), or None where the model is not timed yet.
+        """
         known = self._derived()
         if case is not None:
             if (model, dataset, case) in known.steady_cases:
@@ -483,7 +586,15 @@ class UnitCosts:
 
     def recorded_load(self, models: list[str]) -> float | None:
         """The highest load average per core the record holds for ``models`` (the load its
-        rates were measured at), None when it holds none."""
+        rates were measured at), None when it holds none.
+
+        Args:
+            models: Model work keys, e.g. those of a planned run.
+
+        Returns:
+            The 1-minute load average over the core count, the highest of ``models``', or
+            None.
+        """
         loads = [self.record.loads[m] for m in models if m in self.record.loads]
         return max(loads) if loads else None
 
