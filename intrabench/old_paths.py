@@ -76,6 +76,10 @@ MOVED: dict[str, str] = {
     "intrabench.engine.seeding": "intrabench.seeding",
     "intrabench.io.slice_view": "intrabench.models.sam_family._slice_view",
     "intrabench.datasets.verify": "intrabench.commands.datasets_verify",
+    # mask geometry, in its own low package (``components`` was also a name that collided
+    # with the registry's components)
+    "intrabench.components": "intrabench.masks.components",
+    "intrabench.distance": "intrabench.masks.distance",
     # the execution machinery, out of the engine (its runner too: it chooses the executor)
     "intrabench.engine.runner": "intrabench.execution.runner",
     "intrabench.engine.dask_executor": "intrabench.execution.dask",
