@@ -470,7 +470,8 @@ def cell_texts(
         same = len(chosen[["n_cases", "n_targets"]].drop_duplicates()) == 1
         if same:
             first = chosen.iloc[0]
-            uniform.append(f"{column} {int(first['n_cases'])} / {int(first['n_targets'])}")
+            shown = escaped(column)  # a dataset label may carry hidden characters
+            uniform.append(f"{shown} {int(first['n_cases'])} / {int(first['n_targets'])}")
         for cell in chosen.itertuples(index=False):
             text = " " + interval_text(cell.ci_low, cell.ci_high, cell.ci_note, digits)
             if not same:
