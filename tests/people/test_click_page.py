@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 import pytest
-from review.test_page import _chromium, _wait
+from review.test_page import _chromium, _downloaded, _wait
 
 from intrabench.cli import main
 
@@ -129,7 +129,7 @@ def test_a_mouse_click_at_a_known_pixel_records_the_exact_voxel_slice_and_window
         assert (click["z"], click["y"], click["x"], click["label"]) == (z2, 27, 26, 0)
         assert click["window"]["name"] == "default" and click["slices_visited"] == [z2]
         driver.find_element(By.ID, "exportJson").click()
-        exported = _wait(lambda: list(downloads.glob("*.json")))
+        exported = _downloaded(downloads, "*.json")
     finally:
         driver.quit()
     assert exported[0].name == f"clicks-{built.collection}-alice.json"

@@ -56,6 +56,19 @@ def _wait(condition, seconds: float = 15.0):
     raise AssertionError("timed out waiting for the page")
 
 
+def _downloaded(folder, pattern: str) -> list:
+    """The files matching ``pattern`` that Chromium has finished downloading into ``folder``:
+    it may name the final file, empty, before it writes it (a ``.crdownload`` beside it)."""
+
+    def finished() -> list:
+        if any(folder.glob("*.crdownload")):
+            return []
+        found = sorted(folder.glob(pattern))
+        return found if found and all(path.stat().st_size > 0 for path in found) else []
+
+    return _wait(finished)
+
+
 def _ratable(driver, index: int) -> None:
     """Wait until mask ``index`` (0-based) is drawn and takes a rating (a new mask takes none
     for its first half second, #65 item 3)."""
@@ -134,7 +147,7 @@ def test_rate_reload_and_export_in_chromium(site, run_dir, tmp_path):
         _wait(lambda: "mask 3 of" in driver.find_element(By.ID, "jobname").text)
         assert _chosen(driver) == [["10", "true"]]  # and a rated one shows its rating only
         driver.find_element(By.ID, "exportJson").click()
-        exported = _wait(lambda: [p for p in downloads.glob("*.json")])
+        exported = _downloaded(downloads, "*.json")
         data = json.loads(exported[0].read_text())
         assert data["review"] == built.review_id and data["rater"] == "alice"
         assert {r["job"]: r["rating"] for r in data["ratings"]} == {
@@ -143,7 +156,7 @@ def test_rate_reload_and_export_in_chromium(site, run_dir, tmp_path):
             jobs[2]: 10,
         }
         driver.find_element(By.ID, "exportCsv").click()
-        csv = _wait(lambda: [p for p in downloads.glob("*.csv")])
+        csv = _downloaded(downloads, "*.csv")
         assert pd.read_csv(csv[0])["rating"].tolist() == [7, 4, 10]
     finally:
         driver.quit()
