@@ -749,8 +749,30 @@ class Box3D(PromptElement):
         return {"has_box3d": prompt.box3d is not None}
 
 
+class _StoredAsTuple:
+    """How a kind whose elements a prompt keeps as one tuple field (``field``: scribbles,
+    lassos) reads and writes that field."""
+
+    field: ClassVar[str | None]
+
+    @classmethod
+    def stored(cls, prompt: Prompt) -> tuple[PromptElement, ...]:
+        """The prompt's elements of this kind, in order (its ``field``)."""
+        return tuple(getattr(prompt, cls.field))
+
+    @classmethod
+    def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
+        """The ``Prompt`` keyword ``field``: ``elements`` (in the user's order) as a tuple."""
+        return {cls.field: tuple(elements)}
+
+    @classmethod
+    def normalised(cls, prompt: Prompt) -> dict[str, Any]:
+        """The ``Prompt`` field ``field`` in its stored form, a tuple (given: any iterable)."""
+        return {cls.field: tuple(getattr(prompt, cls.field))}
+
+
 @dataclass(frozen=True, eq=False)
-class Scribble(PromptElement):
+class Scribble(_StoredAsTuple, PromptElement):
     """An ordered polyline of voxels (M, 3) in (z, y, x), all positive (1) or negative (0)."""
 
     kind: ClassVar[str] = "scribble"
@@ -813,42 +835,6 @@ class Scribble(PromptElement):
         return None if found is None else f"scribble {key}'s voxel {found[1]}"
 
     @classmethod
-    def stored(cls, prompt: Prompt) -> tuple[Scribble, ...]:
-        """The prompt's scribbles, in order.
-
-        Args:
-            prompt: The prompt.
-
-        Returns:
-            Its ``scribbles``.
-        """
-        return tuple(prompt.scribbles)
-
-    @classmethod
-    def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
-        """``scribbles``.
-
-        Args:
-            elements: The prompt's :class:`Scribble` elements in the user's order.
-
-        Returns:
-            The ``Prompt`` keyword ``scribbles``: these elements as a tuple.
-        """
-        return {"scribbles": tuple(elements)}
-
-    @classmethod
-    def normalised(cls, prompt: Prompt) -> dict[str, Any]:
-        """``scribbles`` as a tuple.
-
-        Args:
-            prompt: The prompt as constructed (its ``scribbles`` any iterable of :class:`Scribble`).
-
-        Returns:
-            The ``Prompt`` field ``scribbles`` in its stored form.
-        """
-        return {"scribbles": tuple(prompt.scribbles)}
-
-    @classmethod
     def points_in(cls, prompt: Prompt) -> tuple[np.ndarray, np.ndarray] | None:
         """Every scribble's voxels with its label, in order (None without scribbles).
 
@@ -904,7 +890,7 @@ class Scribble(PromptElement):
 
 
 @dataclass(frozen=True, eq=False)
-class Lasso(PromptElement):
+class Lasso(_StoredAsTuple, PromptElement):
     """A closed freehand contour drawn on axial slice ``z``: ``contour`` (K, 2) int (y, x)
     vertices in drawing order, the last joined back to the first; ``label`` 1 = the enclosed
     region is the target's, 0 = it is not (nnInteractive's lasso)."""
@@ -973,42 +959,6 @@ class Lasso(PromptElement):
             The description when z is negative or not below ``shape[0]``; None otherwise.
         """
         return None if 0 <= int(self.z) < int(shape[0]) else f"lasso {key} on slice {self.z}"
-
-    @classmethod
-    def stored(cls, prompt: Prompt) -> tuple[Lasso, ...]:
-        """The prompt's lassos, in order.
-
-        Args:
-            prompt: The prompt.
-
-        Returns:
-            Its ``lassos``.
-        """
-        return tuple(prompt.lassos)
-
-    @classmethod
-    def fields(cls, elements: tuple[PromptElement, ...]) -> dict[str, Any]:
-        """``lassos``.
-
-        Args:
-            elements: The prompt's :class:`Lasso` elements in the user's order.
-
-        Returns:
-            The ``Prompt`` keyword ``lassos``: these elements as a tuple.
-        """
-        return {"lassos": tuple(elements)}
-
-    @classmethod
-    def normalised(cls, prompt: Prompt) -> dict[str, Any]:
-        """``lassos`` as a tuple.
-
-        Args:
-            prompt: The prompt as constructed (its ``lassos`` any iterable of :class:`Lasso`).
-
-        Returns:
-            The ``Prompt`` field ``lassos`` in its stored form.
-        """
-        return {"lassos": tuple(prompt.lassos)}
 
     @classmethod
     def json_sections(cls, prompt: Prompt) -> dict[str, Any]:
